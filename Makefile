@@ -1,0 +1,100 @@
+# slotplane: every tool is built here from pinned module versions into a cache outside the work
+# tree ($(CACHE)), keyed by what pins it, so a fresh clone on the same machine reuses it.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+CACHE ?= $(HOME)/.cache/slotplane
+
+KUBE_VERSION := v1.36.3
+KWOK_VERSION := v0.7.0
+CONTROLLER_GEN_VERSION := v0.23.0
+
+# kube-apiserver, kube-scheduler and etcd come from tools/kube, a module of its own so the
+# Kubernetes server code never enters the project's go.mod. Its folder name changes whenever
+# the pins or the mains change.
+KUBE_KEY := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/*/main.go | sha256sum | cut -c1-16)
+KUBE_BIN := $(CACHE)/kube-$(KUBE_VERSION)-$(KUBE_KEY)
+KWOK := $(CACHE)/bin/kwok-$(KWOK_VERSION)
+CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
+
+# What the local control plane reads to find its binaries (internal/testcluster), and what
+# the generated-files test runs.
+export SLOTPLANE_KUBE_BIN := $(KUBE_BIN)
+export SLOTPLANE_KWOK := $(KWOK)
+export SLOTPLANE_CONTROLLER_GEN := $(CONTROLLER_GEN)
+
+# The API packages controller-gen reads; the CRD YAML lands in crds/manifests.
+API_PACKAGES := ./crds/v1alpha1 ./crds/spark/v1beta2 ./crds/flink/v1beta1
+INTEGRATION_TIMEOUT ?= 30m
+
+.PHONY: help
+help:
+	@echo "make run       the local platform: control plane, fake nodes, Temporal + Web UI"
+	@echo "make test      lint, unit tests, then integration tests on the real control plane"
+	@echo "make tools     build the pinned tools into $(CACHE)"
+	@echo "make generate  regenerate deepcopy code and CRD YAML"
+	@echo "make lint      gofmt and go vet"
+
+.PHONY: run
+run: tools build
+	@echo ">> starting the local platform (Ctrl-C stops it)"
+	exec bin/slotplane dev
+
+.PHONY: build
+build:
+	$(GO) build -o bin/slotplane ./cmd/slotplane
+
+.PHONY: test
+test: lint test-unit test-integration
+
+.PHONY: test-unit
+test-unit: tools
+	$(GO) test -race -count=1 ./...
+
+# Integration tests start real control planes (testcluster) and embedded Temporal servers.
+.PHONY: test-integration
+test-integration: tools
+	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./...
+
+.PHONY: lint
+lint:
+	@out=$$(gofmt -l .); \
+	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN)
+	rm -f crds/manifests/*.yaml
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt \
+	  crd output:crd:artifacts:config=crds/manifests \
+	  $(foreach p,$(API_PACKAGES),paths=$(p))
+
+.PHONY: clean
+clean:
+	rm -rf bin
+
+.PHONY: tools
+tools: $(KUBE_BIN)/.built $(KWOK) $(CONTROLLER_GEN)
+
+$(KUBE_BIN)/.built:
+	@echo ">> building kube-apiserver, kube-scheduler, etcd ($(KUBE_VERSION)) into $(KUBE_BIN); the first time takes about 5 minutes"
+	@rm -rf $(KUBE_BIN).tmp && mkdir -p $(KUBE_BIN).tmp
+	cd tools/kube && $(GO) build -trimpath \
+	  -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36" \
+	  -o $(KUBE_BIN).tmp/ ./kube-apiserver ./kube-scheduler ./etcd
+	@touch $(KUBE_BIN).tmp/.built && rm -rf $(KUBE_BIN) && mv $(KUBE_BIN).tmp $(KUBE_BIN)
+
+$(KWOK):
+	@echo ">> building kwok $(KWOK_VERSION); the first time takes about 2 minutes"
+	@rm -rf $(CACHE)/gobin.kwok && mkdir -p $(CACHE)/bin
+	GOBIN=$(CACHE)/gobin.kwok $(GO) install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	@mv $(CACHE)/gobin.kwok/kwok $@ && rm -rf $(CACHE)/gobin.kwok
+
+$(CONTROLLER_GEN):
+	@echo ">> building controller-gen $(CONTROLLER_GEN_VERSION)"
+	@rm -rf $(CACHE)/gobin.cg && mkdir -p $(CACHE)/bin
+	GOBIN=$(CACHE)/gobin.cg $(GO) install -trimpath sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	@mv $(CACHE)/gobin.cg/controller-gen $@ && rm -rf $(CACHE)/gobin.cg

@@ -1,0 +1,66 @@
+// Command slotplane is the one binary of slotplane. Each subcommand only wires packages
+// together; what it runs lives in those packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string) error
+}
+
+var commands = []command{
+	{"dev", "run the local platform: control plane, fake nodes, embedded Temporal and its Web UI", runDev},
+}
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range commands {
+		if c.name == os.Args[1] {
+			err := c.run(ctx, os.Args[2:])
+			if errors.Is(err, flag.ErrHelp) {
+				os.Exit(2)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "slotplane %s: %v\n", c.name, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "slotplane: unknown command %q\n\n", os.Args[1])
+	usage()
+	os.Exit(2)
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: slotplane <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'slotplane <command> -h' for the flags of a command.")
+}
+
+// envOr returns the environment variable key, or def when it is unset: every flag can also be
+// given as SLOTPLANE_<FLAG>.
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,213 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Framework is the engine a BatchJob runs on, and so the operator that runs its application.
+// +kubebuilder:validation:Enum=spark;flink
+type Framework string
+
+const (
+	// FrameworkSpark runs the job as a SparkApplication (sparkoperator.k8s.io/v1beta2).
+	FrameworkSpark Framework = "spark"
+	// FrameworkFlink runs the job as a FlinkDeployment in application mode
+	// (flink.apache.org/v1beta1).
+	FrameworkFlink Framework = "flink"
+)
+
+// BatchJobSpec is what a user persists about a job; what depends on the scheduling (slots,
+// replication, executor size) is added when the application is created.
+// +kubebuilder:validation:XValidation:rule="!has(self.sparkApplication) || self.framework == 'spark'",message="sparkApplication is only allowed when framework is spark"
+// +kubebuilder:validation:XValidation:rule="!has(self.flinkDeployment) || self.framework == 'flink'",message="flinkDeployment is only allowed when framework is flink"
+// +kubebuilder:validation:XValidation:rule="!has(self.application.type) || self.framework == 'spark'",message="application.type is only allowed when framework is spark"
+type BatchJobSpec struct {
+	// Framework is spark or flink. It cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="framework is immutable"
+	Framework Framework `json:"framework"`
+
+	// Application is the part of the job that is the same on every run.
+	Application Application `json:"application"`
+
+	// DriverResources are the requests (and limits) of the Spark driver or the Flink
+	// JobManager. Executors and TaskManagers always get the size of the slot they run in.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(string(self[r])).isGreaterThan(quantity('0')))",message="every quantity in driverResources must be greater than zero"
+	// +optional
+	DriverResources corev1.ResourceList `json:"driverResources,omitempty"`
+
+	// Queue is the queue the job is submitted to, as a dotted path (root.analytics.daily);
+	// empty leaves the choice to the placement rules.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_-]+(\\\\.[A-Za-z0-9_-]+)*$')",message="queue must be a dotted path of names made of letters, digits, '-' and '_', such as root.analytics"
+	// +optional
+	Queue string `json:"queue,omitempty"`
+
+	// User is who the job runs for: queue ACLs, per-user limits and placement rules use it.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	User string `json:"user,omitempty"`
+
+	// SparkApplication is an optional SparkApplication spec (sparkoperator.k8s.io/v1beta2) to
+	// start from. slotplane overwrites the fields it controls: image, main class and file,
+	// arguments, driver resources, and the whole executor placement (size, instances,
+	// scheduler, priority class, affinity, slot ids).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
+
+	// FlinkDeployment is an optional FlinkDeployment spec (flink.apache.org/v1beta1) to start
+	// from, with the same overwrite rule as SparkApplication.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	FlinkDeployment *runtime.RawExtension `json:"flinkDeployment,omitempty"`
+}
+
+// SparkType is the language of a Spark application.
+// +kubebuilder:validation:Enum=Java;Scala;Python;R
+type SparkType string
+
+// Application is the persistent part of a job: its image, entry point, arguments and data.
+type Application struct {
+	// Image is the container image holding the application.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Image string `json:"image"`
+
+	// Version is the engine version: the Spark version (3.5.3) or the Flink version as the
+	// Flink operator names it (v1_20). Empty takes slotplane's default for the framework.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Type is the language of a Spark application; Flink jobs have none.
+	// +optional
+	Type SparkType `json:"type,omitempty"`
+
+	// MainClass is the entry class (Spark mainClass, Flink job.entryClass).
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	MainClass string `json:"mainClass,omitempty"`
+
+	// MainApplicationFile is the jar or script to run (Spark mainApplicationFile, Flink
+	// job.jarURI), such as local:///opt/app/app.jar.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	MainApplicationFile string `json:"mainApplicationFile"`
+
+	// Arguments are passed to the main class in order.
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Arguments []string `json:"arguments,omitempty"`
+
+	// Dataset is where the input data lives (hdfs://..., s3a://..., file:///...). The
+	// application receives it in the environment variable SLOTPLANE_DATASET.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Dataset string `json:"dataset,omitempty"`
+}
+
+// BatchJobState is where a job is in its lifecycle:
+// Ready -> InQueue -> Submitted -> Running -> Completed | Failed, and back to Ready when its
+// Scheduling releases it.
+// +kubebuilder:validation:Enum=Ready;InQueue;Submitted;Running;Completed;Failed
+type BatchJobState string
+
+const (
+	// JobReady: no Scheduling holds the job.
+	JobReady BatchJobState = "Ready"
+	// JobInQueue: a Scheduling holds the job and has not yet asked for its application.
+	JobInQueue BatchJobState = "InQueue"
+	// JobSubmitted: the application exists; not all its pods are placed yet.
+	JobSubmitted BatchJobState = "Submitted"
+	// JobRunning: the application's pods run in their slots.
+	JobRunning BatchJobState = "Running"
+	// JobCompleted: the application finished successfully.
+	JobCompleted BatchJobState = "Completed"
+	// JobFailed: the application failed, or could not be created.
+	JobFailed BatchJobState = "Failed"
+)
+
+// ApplicationRef names the SparkApplication or FlinkDeployment a job created.
+type ApplicationRef struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid,omitempty"`
+}
+
+// BatchJobStatus is the observed lifecycle of a job.
+type BatchJobStatus struct {
+	// State is Ready, InQueue, Submitted, Running, Completed or Failed. A job no Scheduling
+	// has touched reads as Ready (a schema default applied when the object is read).
+	// +kubebuilder:default=Ready
+	// +optional
+	State BatchJobState `json:"state,omitempty"`
+	// Scheduling is the name of the Scheduling (same namespace) that holds the job.
+	// +optional
+	Scheduling string `json:"scheduling,omitempty"`
+	// TestBed is the test bed whose slots the job runs in.
+	// +optional
+	TestBed string `json:"testBed,omitempty"`
+	// Slots are the slot ids the job's executors or TaskManagers were given.
+	// +listType=atomic
+	// +optional
+	Slots []int32 `json:"slots,omitempty"`
+	// Application is the SparkApplication or FlinkDeployment the job created.
+	// +optional
+	Application *ApplicationRef `json:"application,omitempty"`
+	// QueuedAt is when a Scheduling claimed the job (Ready -> InQueue).
+	// +optional
+	QueuedAt *metav1.Time `json:"queuedAt,omitempty"`
+	// SubmittedAt is when the application was created.
+	// +optional
+	SubmittedAt *metav1.Time `json:"submittedAt,omitempty"`
+	// RunningAt is when the application's pods were all placed.
+	// +optional
+	RunningAt *metav1.Time `json:"runningAt,omitempty"`
+	// FinishedAt is when the application completed or failed.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions follow the Kubernetes conventions.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Message says, for a person, why the job is in its state.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// BatchJob is one Spark or Flink application that Schedulings run in test bed slots.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=bj,categories=slotplane
+// +kubebuilder:printcolumn:name="Framework",type=string,JSONPath=`.spec.framework`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queue`
+// +kubebuilder:printcolumn:name="Scheduling",type=string,JSONPath=`.status.scheduling`
+// +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BatchJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec BatchJobSpec `json:"spec"`
+	// +kubebuilder:default={}
+	// +optional
+	Status BatchJobStatus `json:"status,omitempty"`
+}
+
+// BatchJobList is a list of BatchJobs.
+// +kubebuilder:object:root=true
+type BatchJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BatchJob `json:"items"`
+}

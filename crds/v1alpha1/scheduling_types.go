@@ -1,0 +1,166 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SchedulingMode says how a Scheduling maps its jobs onto slots.
+// +kubebuilder:validation:Enum=SlotBased;QueueBased
+type SchedulingMode string
+
+const (
+	// SlotBased: every job names the exact slots it runs in, and waits until those are free.
+	SlotBased SchedulingMode = "SlotBased"
+	// QueueBased: every job asks for a number of slots; the queue policies decide who gets
+	// free slots next.
+	QueueBased SchedulingMode = "QueueBased"
+)
+
+// SchedulingSpec is an ordered queue of jobs to run on one test bed. Jobs may be appended
+// while the Scheduling runs (online scheduling).
+// +kubebuilder:validation:XValidation:rule="self.mode != 'SlotBased' || self.jobs.all(j, has(j.slotIDs))",message="every job of a SlotBased scheduling needs slotIDs"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'SlotBased' || self.jobs.all(j, !has(j.slotIDs) || size(j.slotIDs) == j.replication)",message="a job of a SlotBased scheduling needs exactly as many slotIDs as its replication"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'QueueBased' || self.jobs.all(j, !has(j.slotIDs))",message="slotIDs are only allowed in a SlotBased scheduling"
+type SchedulingSpec struct {
+	// TestBed is the name of the test bed (same namespace) whose slots the jobs run in.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="testBed is immutable"
+	TestBed string `json:"testBed"`
+
+	// Mode is SlotBased or QueueBased. It cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="mode is immutable"
+	Mode SchedulingMode `json:"mode"`
+
+	// Queue is the queue the jobs are submitted to when they do not name their own, as a
+	// dotted path (root.analytics).
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_-]+(\\\\.[A-Za-z0-9_-]+)*$')",message="queue must be a dotted path of names made of letters, digits, '-' and '_', such as root.analytics"
+	// +optional
+	Queue string `json:"queue,omitempty"`
+
+	// Jobs is the ordered queue. A job appears at most once.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=5000
+	// +listType=map
+	// +listMapKey=name
+	Jobs []SchedulingJob `json:"jobs"`
+}
+
+// SchedulingJob is one entry of a Scheduling's queue.
+type SchedulingJob struct {
+	// Name is the BatchJob (same namespace).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Replication is the number of executors (Spark) or TaskManagers (Flink), one per slot.
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="replication must be at least 1"
+	Replication int32 `json:"replication"`
+
+	// SlotIDs are the slot positions the job runs in (SlotBased mode only), one per replica.
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:Minimum=0
+	// +listType=set
+	// +optional
+	SlotIDs []int32 `json:"slotIDs,omitempty"`
+}
+
+// SchedulingState is where a Scheduling is in its lifecycle:
+// Acquiring -> Scheduling -> AwaitingCompletion -> Completed | Failed | Cancelled.
+// +kubebuilder:validation:Enum=Acquiring;Scheduling;AwaitingCompletion;Completed;Failed;Cancelled
+type SchedulingState string
+
+const (
+	// SchedulingAcquiring: claiming the jobs and the test bed.
+	SchedulingAcquiring SchedulingState = "Acquiring"
+	// SchedulingScheduling: jobs are being admitted into slots as they free up.
+	SchedulingScheduling SchedulingState = "Scheduling"
+	// SchedulingAwaitingCompletion: the queue is empty; waiting for the last jobs to end.
+	SchedulingAwaitingCompletion SchedulingState = "AwaitingCompletion"
+	// SchedulingCompleted: every job ended.
+	SchedulingCompleted SchedulingState = "Completed"
+	// SchedulingFailed: the Scheduling could not run (a job or the test bed is missing).
+	SchedulingFailed SchedulingState = "Failed"
+	// SchedulingCancelled: the Scheduling was cancelled; its claims were released.
+	SchedulingCancelled SchedulingState = "Cancelled"
+)
+
+// SchedulingJobStatus is the progress of one job of the queue.
+type SchedulingJobStatus struct {
+	// Name is the BatchJob.
+	Name string `json:"name"`
+	// State mirrors the BatchJob's state as this Scheduling last saw it.
+	// +optional
+	State BatchJobState `json:"state,omitempty"`
+	// Slots are the slot ids the job was given.
+	// +listType=atomic
+	// +optional
+	Slots []int32 `json:"slots,omitempty"`
+	// Message says why the job is in its state.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// SchedulingStatus is the observed progress of a Scheduling.
+type SchedulingStatus struct {
+	// State is Acquiring, Scheduling, AwaitingCompletion, Completed, Failed or Cancelled.
+	// +optional
+	State SchedulingState `json:"state,omitempty"`
+	// Jobs has the progress of every job, in queue order.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Jobs []SchedulingJobStatus `json:"jobs,omitempty"`
+	// TotalJobs, RunningJobs and FinishedJobs count the queue's jobs.
+	// +optional
+	TotalJobs int32 `json:"totalJobs,omitempty"`
+	// +optional
+	RunningJobs int32 `json:"runningJobs,omitempty"`
+	// +optional
+	FinishedJobs int32 `json:"finishedJobs,omitempty"`
+	// StartedAt and FinishedAt bound the Scheduling's run.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions follow the Kubernetes conventions.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Message says, for a person, why the Scheduling is in its state.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Scheduling runs an ordered queue of BatchJobs on a test bed, slot-based or queue-based.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sched,categories=slotplane
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="TestBed",type=string,JSONPath=`.spec.testBed`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Jobs",type=integer,JSONPath=`.status.totalJobs`
+// +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.runningJobs`
+// +kubebuilder:printcolumn:name="Finished",type=integer,JSONPath=`.status.finishedJobs`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Scheduling struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SchedulingSpec `json:"spec"`
+	// +optional
+	Status SchedulingStatus `json:"status,omitempty"`
+}
+
+// SchedulingList is a list of Schedulings.
+// +kubebuilder:object:root=true
+type SchedulingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Scheduling `json:"items"`
+}

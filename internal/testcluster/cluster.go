@@ -1,0 +1,455 @@
+// Package testcluster starts a real Kubernetes control plane on loopback for tests and for
+// `slotplane dev`: etcd, kube-apiserver, kube-scheduler (with a slot-scheduler profile and,
+// optionally, slotplane's extender) and kwok, which plays the kubelet of N labelled fake
+// nodes. It installs slotplane's CRDs and the operator CRDs slotplane creates.
+//
+// The binaries are built by `make tools` from pinned module versions (tools/kube) and found
+// through the environment variables EnvKubeBin and EnvKwok, which the Makefile exports.
+package testcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"slotplane/crds"
+	"slotplane/internal/freeport"
+)
+
+const (
+	// EnvKubeBin names the folder holding kube-apiserver, kube-scheduler and etcd.
+	EnvKubeBin = "SLOTPLANE_KUBE_BIN"
+	// EnvKwok names the kwok binary.
+	EnvKwok = "SLOTPLANE_KWOK"
+
+	// DefaultNodeLabel is the label key every fake node carries, valued by its index.
+	DefaultNodeLabel = "slotplane.io/node"
+	// FakeNodeLabel marks the nodes kwok manages (value "kwok").
+	FakeNodeLabel = "slotplane.io/fake-node"
+
+	adminToken = "slotplane-admin-token"
+)
+
+// Options shape a cluster. The zero value is a cluster without nodes or extender.
+type Options struct {
+	// Nodes is the number of fake nodes created at start, named node-00, node-01, ...
+	Nodes int
+	// NodeLabel is the label key put on every node, valued "00", "01", ...; empty means
+	// DefaultNodeLabel.
+	NodeLabel string
+	// NodeResources is every node's capacity; nil means 16 cpu, 64Gi memory, 110 pods.
+	NodeResources corev1.ResourceList
+	// ExtenderURL is the scheduler extender's URL prefix (http://127.0.0.1:PORT/); empty
+	// configures no extender.
+	ExtenderURL string
+	// Dir keeps data and logs; empty makes a temporary folder that Close removes unless
+	// KeepDir is set. A cluster started again on the same Dir finds its objects again.
+	Dir     string
+	KeepDir bool
+	// KubeBinDir and Kwok locate the binaries; empty reads EnvKubeBin and EnvKwok.
+	KubeBinDir string
+	Kwok       string
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Config reaches the API server as a member of system:masters.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig file with the same credentials.
+	Kubeconfig string
+	// Dir holds the logs (<component>.log) and data.
+	Dir string
+	// APIServerURL is the API server's https URL.
+	APIServerURL string
+
+	opts      Options
+	client    kubernetes.Interface
+	procs     []*process // in start order; stopped in reverse, so etcd last
+	removeDir bool
+}
+
+// Start brings up the control plane and returns when the API server is ready, the CRDs are
+// established, the scheduler is ready and every node is Ready. On error, whatever started
+// is stopped again.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	if opts.NodeLabel == "" {
+		opts.NodeLabel = DefaultNodeLabel
+	}
+	if opts.NodeResources == nil {
+		opts.NodeResources = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("16"),
+			corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+	}
+	if opts.KubeBinDir == "" {
+		opts.KubeBinDir = os.Getenv(EnvKubeBin)
+	}
+	if opts.Kwok == "" {
+		opts.Kwok = os.Getenv(EnvKwok)
+	}
+	if opts.KubeBinDir == "" || opts.Kwok == "" {
+		return nil, fmt.Errorf("control plane binaries unknown: set %s and %s (the Makefile does, after `make tools`)", EnvKubeBin, EnvKwok)
+	}
+	c := &Cluster{opts: opts, Dir: opts.Dir}
+	if c.Dir == "" {
+		if c.Dir, err = os.MkdirTemp("", "slotplane-cluster-"); err != nil {
+			return nil, err
+		}
+		c.removeDir = !opts.KeepDir
+	} else if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.removeDir = false // keep the logs that explain the failure
+			_ = c.Close()
+			err = fmt.Errorf("%w (logs in %s)", err, c.Dir)
+		}
+	}()
+
+	ports, err := freeport.Get(5)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+
+	if err := c.startEtcd(ctx, etcdClient, etcdPeer); err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServer(ctx, apiPort, etcdClient); err != nil {
+		return nil, err
+	}
+	if err := InstallCRDs(ctx, c.Config, crds.All()); err != nil {
+		return nil, err
+	}
+	if err := c.startScheduler(ctx, schedPort); err != nil {
+		return nil, err
+	}
+	if err := c.startKwok(kwokPort); err != nil {
+		return nil, err
+	}
+	for i := range opts.Nodes {
+		if err := c.CreateNode(ctx, fmt.Sprintf("node-%02d", i), map[string]string{opts.NodeLabel: fmt.Sprintf("%02d", i)}); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.WaitNodesReady(ctx, opts.Nodes); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Client returns a clientset of the cluster.
+func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// Close stops kwok, the scheduler, the API server and etcd, in that order, and removes the
+// folder if Start made it. It waits for every process to exit.
+func (c *Cluster) Close() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if err := c.procs[i].stop(15 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.procs = nil
+	if c.removeDir && len(errs) == 0 {
+		errs = append(errs, os.RemoveAll(c.Dir))
+	}
+	return errors.Join(errs...)
+}
+
+// CreateNode creates a node that kwok manages, with the cluster's node resources and the
+// given labels (added to the fake-node marker and the hostname label). A node that exists
+// already gets the labels added.
+func (c *Cluster) CreateNode(ctx context.Context, name string, labels map[string]string) error {
+	all := map[string]string{FakeNodeLabel: "kwok", corev1.LabelHostname: name}
+	for k, v := range labels {
+		all[k] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all},
+		Status: corev1.NodeStatus{
+			Capacity:    c.opts.NodeResources.DeepCopy(),
+			Allocatable: c.opts.NodeResources.DeepCopy(),
+		},
+	}
+	_, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A restart on the same data: the node is there; make sure it still carries the labels.
+		current, getErr := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if getErr != nil {
+			return fmt.Errorf("get node %s: %w", name, getErr)
+		}
+		if current.Labels == nil {
+			current.Labels = map[string]string{}
+		}
+		for k, v := range all {
+			current.Labels[k] = v
+		}
+		_, err = c.client.CoreV1().Nodes().Update(ctx, current, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("create node %s: %w", name, err)
+	}
+	return nil
+}
+
+// WaitNodesReady waits until at least n fake nodes report Ready.
+func (c *Cluster) WaitNodesReady(ctx context.Context, n int) error {
+	return c.poll(ctx, "nodes Ready", func(ctx context.Context) error {
+		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: FakeNodeLabel + "=kwok"})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, node := range nodes.Items {
+			for _, cond := range node.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		if ready < n {
+			return fmt.Errorf("%d of %d nodes Ready", ready, n)
+		}
+		return nil
+	})
+}
+
+func (c *Cluster) startEtcd(ctx context.Context, clientPort, peerPort int) error {
+	clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	p, err := c.start("etcd", filepath.Join(c.opts.KubeBinDir, "etcd"),
+		"--name=default",
+		"--data-dir="+filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls="+clientURL,
+		"--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL,
+		"--unsafe-no-fsync", // throwaway data: durability costs seconds per test
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	return c.waitHTTP(ctx, p, clientURL+"/health", nil, `"health":"true"`)
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, port, etcdPort int) error {
+	certs, err := newPKI(c.Dir)
+	if err != nil {
+		return err
+	}
+	tokens := filepath.Join(c.Dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(adminToken+",slotplane-admin,slotplane-admin,system:masters\n"), 0o600); err != nil {
+		return err
+	}
+	c.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(port)
+	p, err := c.start("kube-apiserver", filepath.Join(c.opts.KubeBinDir, "kube-apiserver"),
+		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(etcdPort),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
+		"--tls-cert-file="+certs.servingCert,
+		"--tls-private-key-file="+certs.servingKey,
+		"--token-auth-file="+tokens,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+certs.serviceAccount,
+		"--service-account-signing-key-file="+certs.serviceAccount,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		// There is no kube-controller-manager: nobody creates the "default" service account
+		// or lifts the not-ready taint of new nodes, so these two would block every pod.
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--v=1",
+	)
+	if err != nil {
+		return err
+	}
+	c.Config = &rest.Config{
+		Host:            c.APIServerURL,
+		BearerToken:     adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: certs.caPEM},
+		QPS:             200,
+		Burst:           400,
+	}
+	if c.client, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return err
+	}
+	if err := c.writeKubeconfig(certs.caPEM); err != nil {
+		return err
+	}
+	tlsConf := &tls.Config{RootCAs: mustPool(certs.caPEM)}
+	return c.waitHTTP(ctx, p, c.APIServerURL+"/readyz", tlsConf, "ok")
+}
+
+func (c *Cluster) writeKubeconfig(ca []byte) error {
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	conf := clientcmdapi.NewConfig()
+	conf.Clusters["slotplane"] = &clientcmdapi.Cluster{Server: c.APIServerURL, CertificateAuthorityData: ca}
+	conf.AuthInfos["slotplane-admin"] = &clientcmdapi.AuthInfo{Token: adminToken}
+	conf.Contexts["slotplane"] = &clientcmdapi.Context{Cluster: "slotplane", AuthInfo: "slotplane-admin", Namespace: "default"}
+	conf.CurrentContext = "slotplane"
+	return clientcmd.WriteToFile(*conf, c.Kubeconfig)
+}
+
+func (c *Cluster) startScheduler(ctx context.Context, port int) error {
+	configFile := filepath.Join(c.Dir, "kube-scheduler.yaml")
+	if err := os.WriteFile(configFile, []byte(SchedulerConfig(c.Kubeconfig, c.opts.ExtenderURL)), 0o600); err != nil {
+		return err
+	}
+	p, err := c.start("kube-scheduler", filepath.Join(c.opts.KubeBinDir, "kube-scheduler"),
+		"--config="+configFile,
+		"--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+filepath.Join(c.Dir, "scheduler-certs"),
+		"--v=2",
+	)
+	if err != nil {
+		return err
+	}
+	// The scheduler serves a self-signed certificate; only its readiness is read here.
+	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback health probe
+	return c.waitHTTP(ctx, p, "https://127.0.0.1:"+strconv.Itoa(port)+"/readyz", tlsConf, "ok")
+}
+
+// SchedulerConfig is the KubeSchedulerConfiguration of the local scheduler: the default
+// profile, a slot-scheduler profile for slot pods, and, when extenderURL is set, slotplane's
+// extender. Extenders apply to every profile; the managed slot resource is what keeps
+// ordinary pods away from it (the scheduler calls an extender only for pods that request a
+// resource it manages).
+func SchedulerConfig(kubeconfig, extenderURL string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: %s
+`, kubeconfig, slotSchedulerName)
+	if extenderURL != "" {
+		fmt.Fprintf(&b, `extenders:
+- urlPrefix: %q
+  filterVerb: filter
+  preemptVerb: preempt
+  enableHTTPS: false
+  nodeCacheCapable: true
+  httpTimeout: 10s
+  ignorable: false
+  managedResources:
+  - name: %s
+    ignoredByScheduler: true
+`, extenderURL, slotResource)
+	}
+	return b.String()
+}
+
+func (c *Cluster) startKwok(port int) error {
+	configFile := filepath.Join(c.Dir, "kwok.yaml")
+	// A /16 of pod IPs: the default /24 runs out near 254 pods.
+	kwokConfig := "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  cidr: 10.128.0.0/16\n"
+	if err := os.WriteFile(configFile, []byte(kwokConfig), 0o600); err != nil {
+		return err
+	}
+	_, err := c.start("kwok", c.opts.Kwok,
+		"--kubeconfig="+c.Kubeconfig,
+		"--config="+configFile,
+		"--manage-nodes-with-label-selector="+FakeNodeLabel+"=kwok",
+		"--node-ip=127.0.0.1",
+		"--server-address=127.0.0.1:"+strconv.Itoa(port),
+	)
+	return err
+}
+
+func (c *Cluster) start(name, bin string, args ...string) (*process, error) {
+	p, err := startProcess(c.Dir, name, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+// waitHTTP polls url until it answers 200 with a body containing want, failing early if p
+// exits.
+func (c *Cluster) waitHTTP(ctx context.Context, p *process, url string, tlsConf *tls.Config, want string) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf}}
+	defer hc.CloseIdleConnections()
+	return c.poll(ctx, p.name+" ready", func(ctx context.Context) error {
+		if ended, err := p.exited(); ended {
+			return stopPolling{err}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return stopPolling{err}
+		}
+		if strings.HasPrefix(url, c.APIServerURL) && c.APIServerURL != "" {
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+		}
+		return nil
+	})
+}
+
+type stopPolling struct{ error }
+
+// poll runs check every 50ms until it succeeds, returns stopPolling, or ctx ends; a check
+// never waits longer than the poll's own deadline of one minute.
+func (c *Cluster) poll(ctx context.Context, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		var stop stopPolling
+		if errors.As(err, &stop) {
+			return fmt.Errorf("waiting for %s: %w", what, stop.error)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
