@@ -91,11 +91,11 @@ func TestEmbeddedTemporal_FileDatabaseSurvivesRestart(t *testing.T) {
 	opts.FrontendPort = 0 // a new port: nothing may depend on the old one
 	second, err := worker.StartTemporalServer(ctx, opts)
 	require.NoError(t, err)
-	defer second.Stop()
+	t.Cleanup(second.Stop)
 	c, err = second.Dial()
 	require.NoError(t, err)
-	defer c.Close()
-	runWorker(t, c, "durable")
+	t.Cleanup(c.Close)
+	runWorker(t, c, "durable") // its cleanup runs first: worker, client, server
 	var out string
 	require.NoError(t, c.GetWorkflow(ctx, "durable", run.GetRunID()).Get(ctx, &out))
 	require.Equal(t, "hello slotplane", out)

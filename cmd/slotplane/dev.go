@@ -20,10 +20,13 @@ func runDev(ctx context.Context, args []string) error {
 	stateDir := fs.String("state-dir", envOr("SLOTPLANE_STATE_DIR", filepath.Join(home, ".local", "state", "slotplane", "dev")),
 		"folder for the cluster's etcd data, the Temporal database and all logs; kept across runs")
 	reset := fs.Bool("reset", false, "delete the state folder first and start from an empty platform")
-	nodes := fs.Int("nodes", envInt("SLOTPLANE_NODES", 4), "number of fake nodes")
+	nodes := fs.Int("nodes", 4, "number of fake nodes (env SLOTPLANE_NODES)")
 	nodeLabel := fs.String("node-label", envOr("SLOTPLANE_NODE_LABEL", testcluster.DefaultNodeLabel), "label key put on every fake node")
-	temporalPort := fs.Int("temporal-port", envInt("SLOTPLANE_TEMPORAL_PORT", 7233), "Temporal frontend gRPC port")
-	uiPort := fs.Int("ui-port", envInt("SLOTPLANE_UI_PORT", 8233), "Temporal Web UI port")
+	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend gRPC port (env SLOTPLANE_TEMPORAL_PORT)")
+	uiPort := fs.Int("ui-port", 8233, "Temporal Web UI port (env SLOTPLANE_UI_PORT)")
+	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": nodes, "SLOTPLANE_TEMPORAL_PORT": temporalPort, "SLOTPLANE_UI_PORT": uiPort}); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,9 +97,19 @@ Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset star
 	return nil
 }
 
-func envInt(key string, def int) int {
-	if v, err := strconv.Atoi(envOr(key, strconv.Itoa(def))); err == nil {
-		return v
+// intsFromEnv sets each int from its environment variable, if set; flags parsed afterwards
+// still win. A value that is not a number is an error, not a silent default.
+func intsFromEnv(vars map[string]*int) error {
+	for key, dst := range vars {
+		v, ok := os.LookupEnv(key)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q is not a number", key, v)
+		}
+		*dst = n
 	}
-	return def
+	return nil
 }

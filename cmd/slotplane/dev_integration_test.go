@@ -1,0 +1,128 @@
+//go:build integration
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"slotplane/internal/freeport"
+)
+
+// TestDev_ComesUpAndStopsCleanly runs `slotplane dev` as a user would, twice on the same
+// state: both times it must come up, print where everything is, serve the cluster and the
+// Temporal UI, and leave no process behind after Ctrl-C.
+func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "slotplane")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	state := t.TempDir()
+
+	for run := range 2 {
+		ports, err := freeport.Get(2)
+		require.NoError(t, err)
+		cmd := exec.Command(bin, "dev", "-state-dir", state, "-nodes", "3",
+			"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]))
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		exited := make(chan error, 1)
+		banner := readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
+		go func() {
+			_, _ = io.Copy(io.Discard, stdout)
+			exited <- cmd.Wait()
+		}()
+
+		kubeconfig := filepath.Join(state, "cluster", "kubeconfig")
+		for _, want := range []string{"slotplane dev is up", kubeconfig, "127.0.0.1:" + strconv.Itoa(ports[0]), "http://127.0.0.1:" + strconv.Itoa(ports[1])} {
+			require.Contains(t, banner, want, "run %d", run)
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		require.NoError(t, err)
+		cs, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "slotplane.io/node"})
+		require.NoError(t, err)
+		require.Len(t, nodes.Items, 3, "run %d", run)
+		_, err = cs.Discovery().ServerResourcesForGroupVersion("slotplane.io/v1alpha1")
+		require.NoError(t, err, "CRDs not installed in run %d", run)
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+
+		require.Positive(t, len(processesUsing(state)), "the control plane should be running")
+		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		select {
+		case err := <-exited:
+			require.NoError(t, err, "run %d: dev should exit 0 on Ctrl-C", run)
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("run %d: dev did not stop within a minute of Ctrl-C", run)
+		}
+		require.Empty(t, processesUsing(state), "run %d: processes left behind", run)
+	}
+}
+
+// readUntil reads lines from r until one contains marker, and returns all of them.
+func readUntil(t *testing.T, r io.Reader, marker string, timeout time.Duration) string {
+	t.Helper()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var b strings.Builder
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("output ended before %q:\n%s", marker, b.String())
+			}
+			b.WriteString(line + "\n")
+			if strings.Contains(line, marker) {
+				return b.String()
+			}
+		case <-deadline:
+			t.Fatalf("no %q within %s:\n%s", marker, timeout, b.String())
+		}
+	}
+}
+
+// processesUsing lists the pids whose command line mentions path.
+func processesUsing(path string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), path) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
