@@ -80,11 +80,11 @@ clean:
 tools: $(KUBE_BIN)/.built $(KWOK) $(CONTROLLER_GEN)
 
 $(KUBE_BIN)/.built:
-	@echo ">> building kube-apiserver, kube-scheduler, etcd ($(KUBE_VERSION)) into $(KUBE_BIN); the first time takes about 5 minutes"
+	@echo ">> building kube-apiserver, kube-scheduler, etcd, kubectl ($(KUBE_VERSION)) into $(KUBE_BIN); the first time takes about 5 minutes"
 	@rm -rf $(KUBE_BIN).tmp && mkdir -p $(KUBE_BIN).tmp
 	cd tools/kube && $(GO) build -trimpath \
 	  -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36" \
-	  -o $(KUBE_BIN).tmp/ ./kube-apiserver ./kube-scheduler ./etcd
+	  -o $(KUBE_BIN).tmp/ ./kube-apiserver ./kube-scheduler ./etcd ./kubectl
 	@touch $(KUBE_BIN).tmp/.built && rm -rf $(KUBE_BIN) && mv $(KUBE_BIN).tmp $(KUBE_BIN)
 
 $(KWOK):

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +34,13 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	if *nodes < 0 {
 		return fmt.Errorf("-nodes must not be negative, got %d", *nodes)
+	}
+	// Fail before starting anything: a busy port found later would leave a half-started
+	// platform to tear down.
+	for name, port := range map[string]int{"-temporal-port": *temporalPort, "-ui-port": *uiPort} {
+		if err := portFree(port); err != nil {
+			return fmt.Errorf("%s %d: %w; pick another port or stop what uses it", name, port, err)
+		}
 	}
 	if *reset {
 		if err := os.RemoveAll(*stateDir); err != nil {
@@ -80,7 +89,8 @@ func runDev(ctx context.Context, args []string) error {
 slotplane dev is up (ready in %.1fs)
 
   kubeconfig   %s
-               export KUBECONFIG=%s; kubectl get nodes,testbeds,batchjobs,schedulings
+               export KUBECONFIG=%s
+               %s get nodes,testbeds,batchjobs,schedulings
   nodes        %d fake nodes (kwok), labelled %s=00..%02d
   Temporal     %s  namespace %s
   Temporal UI  %s
@@ -88,13 +98,25 @@ slotplane dev is up (ready in %.1fs)
   logs         %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
-`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, *nodes, *nodeLabel, max(*nodes-1, 0),
+`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0),
 		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 
 	<-ctx.Done()
 	fmt.Println()
 	return nil
+}
+
+// portFree reports an error when nothing can listen on 127.0.0.1:port.
+func portFree(port int) error {
+	if port <= 0 || port > 65535 {
+		return fmt.Errorf("not a TCP port")
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return errors.New("port is in use")
+	}
+	return l.Close()
 }
 
 // intsFromEnv sets each int from its environment variable, if set; flags parsed afterwards

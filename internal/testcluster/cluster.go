@@ -34,7 +34,7 @@ import (
 )
 
 const (
-	// EnvKubeBin names the folder holding kube-apiserver, kube-scheduler and etcd.
+	// EnvKubeBin names the folder holding kube-apiserver, kube-scheduler, etcd and kubectl.
 	EnvKubeBin = "SLOTPLANE_KUBE_BIN"
 	// EnvKwok names the kwok binary.
 	EnvKwok = "SLOTPLANE_KWOK"
@@ -155,6 +155,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Kubectl returns the path of the kubectl built with the control plane, or "kubectl" (the
+// one on PATH) if there is none.
+func (c *Cluster) Kubectl() string {
+	path := filepath.Join(c.opts.KubeBinDir, "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		return "kubectl"
+	}
+	return path
 }
 
 // Client returns a clientset of the cluster.
