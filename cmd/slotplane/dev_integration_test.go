@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -28,16 +29,12 @@ import (
 // state: both times it must come up, print where everything is, serve the cluster and the
 // Temporal UI, and leave no process behind after Ctrl-C.
 func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "slotplane")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
 	state := t.TempDir()
 
 	for run := range 2 {
 		ports, err := freeport.Get(2)
 		require.NoError(t, err)
-		cmd := exec.Command(bin, "dev", "-state-dir", state, "-nodes", "3",
+		cmd := exec.Command(binary, "dev", "-state-dir", state, "-nodes", "3",
 			"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]))
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -79,6 +76,47 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		}
 		require.Empty(t, processesUsing(state), "run %d: processes left behind", run)
 	}
+}
+
+// A dev process that is killed outright takes its control plane with it: no orphan keeps
+// ports or etcd data busy.
+func TestDev_KilledTakesItsChildrenWithIt(t *testing.T) {
+	state := t.TempDir()
+	ports, err := freeport.Get(2)
+	require.NoError(t, err)
+	cmd := exec.Command(binary, "dev", "-state-dir", state, "-nodes", "1",
+		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
+	require.Len(t, processesUsing(state), 5, "dev, etcd, kube-apiserver, kube-scheduler and kwok should run")
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesUsing(state)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Empty(t, processesUsing(state), "children outlived a killed dev")
+}
+
+// binary is the slotplane binary the tests run, built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "slotplane-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "slotplane")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build slotplane: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // readUntil reads lines from r until one contains marker, and returns all of them.

@@ -30,6 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"slotplane/crds"
+	"slotplane/crds/v1alpha1"
 	"slotplane/internal/freeport"
 )
 
@@ -45,6 +46,9 @@ const (
 	FakeNodeLabel = "slotplane.io/fake-node"
 
 	adminToken = "slotplane-admin-token"
+
+	slotSchedulerName = v1alpha1.SlotSchedulerName
+	slotResource      = v1alpha1.SlotResource
 )
 
 // Options shape a cluster. The zero value is a cluster without nodes or extender.
@@ -261,7 +265,7 @@ func (c *Cluster) startEtcd(ctx context.Context, clientPort, peerPort int) error
 	if err != nil {
 		return err
 	}
-	return c.waitHTTP(ctx, p, clientURL+"/health", nil, `"health":"true"`)
+	return c.waitHTTP(ctx, p, clientURL+"/health", nil, "", `"health":"true"`)
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context, port, etcdPort int) error {
@@ -314,7 +318,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, port, etcdPort int) error 
 		return err
 	}
 	tlsConf := &tls.Config{RootCAs: mustPool(certs.caPEM)}
-	return c.waitHTTP(ctx, p, c.APIServerURL+"/readyz", tlsConf, "ok")
+	return c.waitHTTP(ctx, p, c.APIServerURL+"/readyz", tlsConf, adminToken, "ok")
 }
 
 func (c *Cluster) writeKubeconfig(ca []byte) error {
@@ -346,7 +350,7 @@ func (c *Cluster) startScheduler(ctx context.Context, port int) error {
 	}
 	// The scheduler serves a self-signed certificate; only its readiness is read here.
 	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback health probe
-	return c.waitHTTP(ctx, p, "https://127.0.0.1:"+strconv.Itoa(port)+"/readyz", tlsConf, "ok")
+	return c.waitHTTP(ctx, p, "https://127.0.0.1:"+strconv.Itoa(port)+"/readyz", tlsConf, "", "ok")
 }
 
 // SchedulerConfig is the KubeSchedulerConfiguration of the local scheduler: the default
@@ -411,9 +415,9 @@ func (c *Cluster) start(name, bin string, args ...string) (*process, error) {
 	return p, nil
 }
 
-// waitHTTP polls url until it answers 200 with a body containing want, failing early if p
-// exits.
-func (c *Cluster) waitHTTP(ctx context.Context, p *process, url string, tlsConf *tls.Config, want string) error {
+// waitHTTP polls url (with the bearer token, if any) until it answers 200 with a body
+// containing want, failing early if p exits.
+func (c *Cluster) waitHTTP(ctx context.Context, p *process, url string, tlsConf *tls.Config, token, want string) error {
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf}}
 	defer hc.CloseIdleConnections()
 	return c.poll(ctx, p.name+" ready", func(ctx context.Context) error {
@@ -424,8 +428,8 @@ func (c *Cluster) waitHTTP(ctx context.Context, p *process, url string, tlsConf 
 		if err != nil {
 			return stopPolling{err}
 		}
-		if strings.HasPrefix(url, c.APIServerURL) && c.APIServerURL != "" {
-			req.Header.Set("Authorization", "Bearer "+adminToken)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := hc.Do(req)
 		if err != nil {

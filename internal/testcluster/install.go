@@ -2,7 +2,6 @@ package testcluster
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -13,13 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
-
-	"slotplane/crds/v1alpha1"
-)
-
-const (
-	slotSchedulerName = v1alpha1.SlotSchedulerName
-	slotResource      = v1alpha1.SlotResource
 )
 
 // InstallCRDs creates (or updates) each CRD given as YAML and waits until all are
@@ -68,12 +60,4 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, yamls [][]byte) error {
 		}
 	}
 	return nil
-}
-
-func mustPool(caPEM []byte) *x509.CertPool {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		panic("testcluster: generated CA does not parse")
-	}
-	return pool
 }

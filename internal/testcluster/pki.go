@@ -111,3 +111,11 @@ func exist(paths ...string) bool {
 	}
 	return true
 }
+
+func mustPool(caPEM []byte) *x509.CertPool {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		panic("testcluster: generated CA does not parse")
+	}
+	return pool
+}
