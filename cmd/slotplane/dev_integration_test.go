@@ -32,16 +32,8 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 	state := t.TempDir()
 
 	for run := range 2 {
-		ports, err := freeport.Get(2)
-		require.NoError(t, err)
-		cmd := exec.Command(binary, "dev", "-state-dir", state, "-nodes", "3",
-			"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]))
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
+		cmd, stdout, ports, banner := startDev(t, state, 3)
 		exited := make(chan error, 1)
-		banner := readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
 		go func() {
 			_, _ = io.Copy(io.Discard, stdout)
 			exited <- cmd.Wait()
@@ -82,14 +74,7 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 // ports or etcd data busy.
 func TestDev_KilledTakesItsChildrenWithIt(t *testing.T) {
 	state := t.TempDir()
-	ports, err := freeport.Get(2)
-	require.NoError(t, err)
-	cmd := exec.Command(binary, "dev", "-state-dir", state, "-nodes", "1",
-		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]))
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
+	cmd, _, _, _ := startDev(t, state, 1)
 	require.Len(t, processesUsing(state), 5, "dev, etcd, kube-apiserver, kube-scheduler and kwok should run")
 
 	require.NoError(t, cmd.Process.Kill())
@@ -99,6 +84,22 @@ func TestDev_KilledTakesItsChildrenWithIt(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.Empty(t, processesUsing(state), "children outlived a killed dev")
+}
+
+// startDev runs `slotplane dev` on state with free ports and returns once it says it is up,
+// with its still-open stdout, the Temporal and UI ports, and what it printed until then.
+func startDev(t *testing.T, state string, nodes int) (*exec.Cmd, io.Reader, []int, string) {
+	t.Helper()
+	ports, err := freeport.Get(2)
+	require.NoError(t, err)
+	cmd := exec.Command(binary, "dev", "-state-dir", state, "-nodes", strconv.Itoa(nodes),
+		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	banner := readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
+	return cmd, stdout, ports, banner
 }
 
 // binary is the slotplane binary the tests run, built once by TestMain.
