@@ -12,6 +12,20 @@ const (
 	SlotSchedulerName = "slot-scheduler"
 )
 
+// The protocol between the test bed, its pods and the extender.
+const (
+	// TestBedLabel names, on a slot pod (ghost or real), the test bed whose slot it takes.
+	TestBedLabel = GroupName + "/testbed"
+	// SlotIDLabel is the position of the slot a pod holds. Ghosts get it at creation; the
+	// extender sets it on a real pod when it reserves a slot for it.
+	SlotIDLabel = GroupName + "/slot-id"
+	// GhostLabel is "true" on ghost pods.
+	GhostLabel = GroupName + "/ghost"
+	// SlotIDsAnnotation lists, comma-separated, the slot positions a real pod may take. All
+	// pods of one application carry the same list; the extender gives each its own slot.
+	SlotIDsAnnotation = GroupName + "/slot-ids"
+)
+
 // Condition types shared by the resources.
 const (
 	// ConditionReady is True when the object is in the state its spec asks for.

@@ -1,0 +1,98 @@
+// Package slots is the pure model of a test bed: where its slots are, which ghost pods
+// should exist, which slot a pod may take, and how a slot's occupation may change. It does
+// no I/O and knows nothing of clients, informers or Temporal: the ghost-pod reconciler and
+// the scheduler extender feed it plain values and act on what it returns.
+package slots
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// Node is a node of the test bed: its name and the value of the test bed's node label.
+type Node struct {
+	Name string
+	ID   string
+}
+
+// Slot is one slot of the layout.
+type Slot struct {
+	// Position is the slot id, unique in the test bed.
+	Position int32
+	// PositionOnNode is unique among the slots of one node.
+	PositionOnNode int32
+	NodeName       string
+	NodeID         string
+}
+
+// Layout places slotsPerNode slots on every node. Nodes are ordered by their label value
+// (numerically when both values are integers, so "2" comes before "10"; then by name), and
+// positions go round-robin across them: with nodes A, B and two slots each, A holds 0 and 2,
+// B holds 1 and 3. Round-robin spreads the low slot ids, which small Schedulings use first,
+// over as many nodes as possible. The result is ordered by position.
+func Layout(nodes []Node, slotsPerNode int32) []Slot {
+	if slotsPerNode <= 0 || len(nodes) == 0 {
+		return nil
+	}
+	ordered := slices.Clone(nodes)
+	slices.SortFunc(ordered, compareNodes)
+	ordered = slices.CompactFunc(ordered, func(a, b Node) bool { return a.Name == b.Name })
+	out := make([]Slot, 0, len(ordered)*int(slotsPerNode))
+	for round := range slotsPerNode {
+		for i, n := range ordered {
+			out = append(out, Slot{
+				Position:       round*int32(len(ordered)) + int32(i),
+				PositionOnNode: round,
+				NodeName:       n.Name,
+				NodeID:         n.ID,
+			})
+		}
+	}
+	return out
+}
+
+func compareNodes(a, b Node) int {
+	ai, aErr := strconv.ParseInt(a.ID, 10, 64)
+	bi, bErr := strconv.ParseInt(b.ID, 10, 64)
+	var c int
+	if aErr == nil && bErr == nil {
+		c = cmp.Compare(ai, bi)
+	} else {
+		c = cmp.Compare(a.ID, b.ID)
+	}
+	if c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// Statuses turns a fresh layout into status entries, carrying over the occupation of every
+// slot whose position still lies on the same node in previous; anything else starts free.
+// A reshaped test bed thus keeps the reservations and occupants that are still valid.
+func Statuses(layout []Slot, previous []v1alpha1.SlotStatus) []v1alpha1.SlotStatus {
+	prev := make(map[int32]v1alpha1.SlotStatus, len(previous))
+	for _, s := range previous {
+		prev[s.Position] = s
+	}
+	out := make([]v1alpha1.SlotStatus, len(layout))
+	for i, s := range layout {
+		st := v1alpha1.SlotStatus{
+			Position:       s.Position,
+			PositionOnNode: s.PositionOnNode,
+			NodeID:         s.NodeID,
+			NodeName:       s.NodeName,
+			State:          v1alpha1.SlotFree,
+		}
+		if p, ok := prev[s.Position]; ok && p.NodeName == s.NodeName && p.PositionOnNode == s.PositionOnNode {
+			st.State, st.PodName, st.PodUID = p.State, p.PodName, p.PodUID
+			if st.State == "" {
+				st.State = v1alpha1.SlotFree
+			}
+		}
+		out[i] = st
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package slots
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// Errors a caller branches on.
+var (
+	// ErrTaken: the slot is reserved or occupied by another pod.
+	ErrTaken = errors.New("slot is taken by another pod")
+	// ErrNotReserved: a pod tried to occupy a slot it had not reserved.
+	ErrNotReserved = errors.New("slot was not reserved for this pod")
+	// ErrNotHolder: a pod tried to release a slot another pod holds.
+	ErrNotHolder = errors.New("slot is held by another pod")
+)
+
+// Pod identifies the pod a slot is reserved for or occupied by.
+type Pod struct {
+	Name string
+	UID  types.UID
+}
+
+func holds(s *v1alpha1.SlotStatus, p Pod) bool { return s.PodUID != "" && s.PodUID == p.UID }
+
+// Reserve moves a free slot to reserved for p. Reserving again for the same pod is a no-op
+// (the scheduler retries); a slot another pod holds is ErrTaken.
+func Reserve(s *v1alpha1.SlotStatus, p Pod) error {
+	switch {
+	case holds(s, p):
+		return nil
+	case s.State == v1alpha1.SlotFree || s.State == "":
+		s.State, s.PodName, s.PodUID = v1alpha1.SlotReserved, p.Name, p.UID
+		return nil
+	default:
+		return fmt.Errorf("reserve slot %d for %s: %w (%s by %s)", s.Position, p.Name, ErrTaken, s.State, s.PodName)
+	}
+}
+
+// Occupy moves a slot reserved for p to occupied: p runs in it. Occupying again is a no-op.
+func Occupy(s *v1alpha1.SlotStatus, p Pod) error {
+	if !holds(s, p) {
+		if s.State == v1alpha1.SlotFree || s.State == "" {
+			return fmt.Errorf("occupy slot %d by %s: %w", s.Position, p.Name, ErrNotReserved)
+		}
+		return fmt.Errorf("occupy slot %d by %s: %w (%s by %s)", s.Position, p.Name, ErrTaken, s.State, s.PodName)
+	}
+	s.State = v1alpha1.SlotOccupied
+	return nil
+}
+
+// Release frees a slot p reserved or occupies: p ended, or never came. Releasing a free slot
+// is a no-op; releasing another pod's slot is ErrNotHolder.
+func Release(s *v1alpha1.SlotStatus, p Pod) error {
+	switch {
+	case s.State == v1alpha1.SlotFree || s.State == "":
+		s.State, s.PodName, s.PodUID = v1alpha1.SlotFree, "", ""
+		return nil
+	case !holds(s, p):
+		return fmt.Errorf("release slot %d by %s: %w (%s)", s.Position, p.Name, ErrNotHolder, s.PodName)
+	default:
+		s.State, s.PodName, s.PodUID = v1alpha1.SlotFree, "", ""
+		return nil
+	}
+}
+
+// Count returns how many slots are free, reserved and occupied.
+func Count(statuses []v1alpha1.SlotStatus) (free, reserved, occupied int32) {
+	for _, s := range statuses {
+		switch s.State {
+		case v1alpha1.SlotReserved:
+			reserved++
+		case v1alpha1.SlotOccupied:
+			occupied++
+		default:
+			free++
+		}
+	}
+	return free, reserved, occupied
+}

@@ -1,0 +1,184 @@
+package slots
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// ErrBadSlotIDs: a pod's slot-id annotation is missing or malformed.
+var ErrBadSlotIDs = errors.New("invalid slot ids")
+
+// maxSlotIDs bounds the annotation so a hostile pod cannot make the extender parse forever.
+const maxSlotIDs = 4096
+
+// ParseSlotIDs reads the comma-separated slot positions of the SlotIDsAnnotation, in the
+// order given: "3,5" -> [3 5]. Empty, negative, non-numeric and repeated ids are errors.
+func ParseSlotIDs(annotation string) ([]int32, error) {
+	annotation = strings.TrimSpace(annotation)
+	if annotation == "" {
+		return nil, fmt.Errorf("%w: the pod has no %s annotation", ErrBadSlotIDs, v1alpha1.SlotIDsAnnotation)
+	}
+	parts := strings.Split(annotation, ",")
+	if len(parts) > maxSlotIDs {
+		return nil, fmt.Errorf("%w: %d ids, at most %d allowed", ErrBadSlotIDs, len(parts), maxSlotIDs)
+	}
+	ids := make([]int32, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%w: %q is not a slot position (want e.g. \"3,5\")", ErrBadSlotIDs, strings.TrimSpace(p))
+		}
+		if slices.Contains(ids, int32(n)) {
+			return nil, fmt.Errorf("%w: slot %d is listed twice", ErrBadSlotIDs, n)
+		}
+		ids = append(ids, int32(n))
+	}
+	return ids, nil
+}
+
+// Index answers which slot a pod may take. It is built from a TestBed's status and is
+// read-only: a reservation is made on the status (Reserve) and a new Index built from it.
+type Index struct {
+	slots      []v1alpha1.SlotStatus
+	byPosition map[int32]int
+	byPod      map[types.UID]int
+}
+
+// NewIndex indexes the slots of one test bed.
+func NewIndex(statuses []v1alpha1.SlotStatus) *Index {
+	ix := &Index{
+		slots:      statuses,
+		byPosition: make(map[int32]int, len(statuses)),
+		byPod:      map[types.UID]int{},
+	}
+	for i, s := range statuses {
+		ix.byPosition[s.Position] = i
+		if s.PodUID != "" && s.State != v1alpha1.SlotFree {
+			ix.byPod[s.PodUID] = i
+		}
+	}
+	return ix
+}
+
+// Held returns the slot pod uid has reserved or occupies, if any.
+func (ix *Index) Held(uid types.UID) (v1alpha1.SlotStatus, bool) {
+	i, ok := ix.byPod[uid]
+	if !ok {
+		return v1alpha1.SlotStatus{}, false
+	}
+	return ix.slots[i], true
+}
+
+// Slot returns the slot at a position.
+func (ix *Index) Slot(position int32) (v1alpha1.SlotStatus, bool) {
+	i, ok := ix.byPosition[position]
+	if !ok {
+		return v1alpha1.SlotStatus{}, false
+	}
+	return ix.slots[i], true
+}
+
+// Decision is the slot chosen for a pod.
+type Decision struct {
+	Slot v1alpha1.SlotStatus
+	// Held is true when the pod already had this slot (a retry): nothing to write.
+	Held bool
+}
+
+// NoSlotError says why no slot could be chosen, overall and per candidate node.
+type NoSlotError struct {
+	Reason string
+	// Nodes has a reason for each candidate node that holds one of the pod's slots; every
+	// other candidate node fails with OtherNodes.
+	Nodes      map[string]string
+	OtherNodes string
+}
+
+func (e *NoSlotError) Error() string { return e.Reason }
+
+// Choose picks the slot for a pod that may take the positions allowed, on one of the
+// candidate nodes (nil means any node, as in a preemption, where the extender names the
+// node itself).
+//
+// A pod that already holds a slot gets it again, on a candidate node, and never a second one.
+// Otherwise the first free slot in the order of allowed wins: the external scheduler's order
+// is its preference. Positions the test bed does not have are an error, not a skip: a typo
+// in the annotation must not silently shrink the job.
+func (ix *Index) Choose(uid types.UID, allowed []int32, candidates []string) (Decision, error) {
+	inCandidates := func(string) bool { return true }
+	if candidates != nil {
+		set := ix.relevantNodes(uid, allowed)
+		for _, n := range candidates {
+			if _, ok := set[n]; ok {
+				set[n] = true
+			}
+		}
+		inCandidates = func(n string) bool { return set[n] }
+	}
+
+	if s, ok := ix.Held(uid); ok {
+		if inCandidates(s.NodeName) {
+			return Decision{Slot: s, Held: true}, nil
+		}
+		reason := fmt.Sprintf("the pod holds slot %d on node %s, which is not a candidate", s.Position, s.NodeName)
+		return Decision{}, &NoSlotError{Reason: reason, Nodes: map[string]string{}, OtherNodes: reason}
+	}
+
+	var missing []int32
+	nodes := map[string]string{}
+	for _, pos := range allowed {
+		i, ok := ix.byPosition[pos]
+		if !ok {
+			missing = append(missing, pos)
+			continue
+		}
+		s := ix.slots[i]
+		if !inCandidates(s.NodeName) {
+			continue
+		}
+		if s.State == v1alpha1.SlotFree || s.State == "" {
+			return Decision{Slot: s}, nil
+		}
+		if _, seen := nodes[s.NodeName]; !seen {
+			nodes[s.NodeName] = fmt.Sprintf("slot %d is %s by %s", s.Position, s.State, s.PodName)
+		}
+	}
+	if len(missing) > 0 {
+		reason := fmt.Sprintf("the test bed has no slot %s", joinIDs(missing))
+		return Decision{}, &NoSlotError{Reason: reason, Nodes: map[string]string{}, OtherNodes: reason}
+	}
+	return Decision{}, &NoSlotError{
+		Reason:     fmt.Sprintf("none of the pod's slots %s is free on a candidate node", joinIDs(allowed)),
+		Nodes:      nodes,
+		OtherNodes: "the node holds none of the pod's slots " + joinIDs(allowed),
+	}
+}
+
+// relevantNodes returns the nodes of the pod's held and allowed slots, all marked false.
+func (ix *Index) relevantNodes(uid types.UID, allowed []int32) map[string]bool {
+	set := make(map[string]bool, len(allowed)+1)
+	if s, ok := ix.Held(uid); ok {
+		set[s.NodeName] = false
+	}
+	for _, pos := range allowed {
+		if i, ok := ix.byPosition[pos]; ok {
+			set[ix.slots[i].NodeName] = false
+		}
+	}
+	return set
+}
+
+func joinIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

@@ -1,0 +1,373 @@
+package slots
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"slotplane/crds/v1alpha1"
+)
+
+func nodes(ids ...string) []Node {
+	out := make([]Node, len(ids))
+	for i, id := range ids {
+		out[i] = Node{Name: "node-" + id, ID: id}
+	}
+	return out
+}
+
+// positionsByNode renders a layout as node -> positions, the way a person checks it.
+func positionsByNode(layout []Slot) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, s := range layout {
+		out[s.NodeName] = append(out[s.NodeName], s.Position)
+	}
+	return out
+}
+
+func TestLayout_RoundRobinInLabelOrder(t *testing.T) {
+	cases := map[string]struct {
+		nodes        []Node
+		slotsPerNode int32
+		want         map[string][]int32
+	}{
+		"two nodes, two slots": {
+			nodes: nodes("b", "a"), slotsPerNode: 2,
+			want: map[string][]int32{"node-a": {0, 2}, "node-b": {1, 3}},
+		},
+		"numeric label values order numerically": {
+			nodes: nodes("10", "2", "1"), slotsPerNode: 1,
+			want: map[string][]int32{"node-1": {0}, "node-2": {1}, "node-10": {2}},
+		},
+		"equal label values order by name": {
+			nodes:        []Node{{Name: "y", ID: "0"}, {Name: "x", ID: "0"}},
+			slotsPerNode: 1,
+			want:         map[string][]int32{"x": {0}, "y": {1}},
+		},
+		"no nodes":      {nodes: nil, slotsPerNode: 3, want: map[string][]int32{}},
+		"zero per node": {nodes: nodes("a"), slotsPerNode: 0, want: map[string][]int32{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, positionsByNode(Layout(tc.nodes, tc.slotsPerNode))); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLayout_PositionsUniqueInBedAndOnNode(t *testing.T) {
+	layout := Layout(nodes("3", "1", "2", "0"), 5)
+	if len(layout) != 20 {
+		t.Fatalf("got %d slots, want 20", len(layout))
+	}
+	seen := map[int32]bool{}
+	onNode := map[string]map[int32]bool{}
+	for i, s := range layout {
+		if s.Position != int32(i) {
+			t.Errorf("slot %d has position %d: layout must be ordered by position", i, s.Position)
+		}
+		if seen[s.Position] {
+			t.Errorf("position %d twice", s.Position)
+		}
+		seen[s.Position] = true
+		if onNode[s.NodeName] == nil {
+			onNode[s.NodeName] = map[int32]bool{}
+		}
+		if onNode[s.NodeName][s.PositionOnNode] {
+			t.Errorf("position on node %d twice on %s", s.PositionOnNode, s.NodeName)
+		}
+		onNode[s.NodeName][s.PositionOnNode] = true
+	}
+}
+
+func TestStatuses_KeepOccupationOfSlotsThatStay(t *testing.T) {
+	before := Statuses(Layout(nodes("0", "1"), 2), nil) // node-0: 0,2  node-1: 1,3
+	before[2].State, before[2].PodName, before[2].PodUID = v1alpha1.SlotOccupied, "exec-1", "u1"
+	before[1].State, before[1].PodName, before[1].PodUID = v1alpha1.SlotReserved, "exec-2", "u2"
+
+	// node-1 leaves: node-0 now holds positions 0 and 1; position 2 is gone.
+	after := Statuses(Layout(nodes("0"), 2), before)
+	want := []v1alpha1.SlotStatus{
+		{Position: 0, PositionOnNode: 0, NodeID: "0", NodeName: "node-0", State: v1alpha1.SlotFree},
+		{Position: 1, PositionOnNode: 1, NodeID: "0", NodeName: "node-0", State: v1alpha1.SlotFree},
+	}
+	if diff := cmp.Diff(want, after); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+
+	// Same shape again: the occupant of slot 2 stays.
+	again := Statuses(Layout(nodes("0", "1"), 2), before)
+	if again[2].State != v1alpha1.SlotOccupied || again[2].PodUID != "u1" || again[1].PodUID != "u2" {
+		t.Errorf("occupation lost on an unchanged layout: %+v", again)
+	}
+}
+
+func TestOccupation_StateMachine(t *testing.T) {
+	a := Pod{Name: "a", UID: "ua"}
+	b := Pod{Name: "b", UID: "ub"}
+	type step struct {
+		op      func(*v1alpha1.SlotStatus, Pod) error
+		pod     Pod
+		wantErr error
+		want    v1alpha1.SlotState
+	}
+	cases := map[string][]step{
+		"free -> reserved -> occupied -> free": {
+			{Reserve, a, nil, v1alpha1.SlotReserved},
+			{Occupy, a, nil, v1alpha1.SlotOccupied},
+			{Release, a, nil, v1alpha1.SlotFree},
+		},
+		"retries are no-ops": {
+			{Reserve, a, nil, v1alpha1.SlotReserved},
+			{Reserve, a, nil, v1alpha1.SlotReserved},
+			{Occupy, a, nil, v1alpha1.SlotOccupied},
+			{Occupy, a, nil, v1alpha1.SlotOccupied},
+			{Release, a, nil, v1alpha1.SlotFree},
+			{Release, a, nil, v1alpha1.SlotFree},
+		},
+		"a reserved slot is not reserved twice": {
+			{Reserve, a, nil, v1alpha1.SlotReserved},
+			{Reserve, b, ErrTaken, v1alpha1.SlotReserved},
+			{Occupy, b, ErrTaken, v1alpha1.SlotReserved},
+			{Release, b, ErrNotHolder, v1alpha1.SlotReserved},
+		},
+		"an occupied slot is not reserved": {
+			{Reserve, a, nil, v1alpha1.SlotReserved},
+			{Occupy, a, nil, v1alpha1.SlotOccupied},
+			{Reserve, b, ErrTaken, v1alpha1.SlotOccupied},
+		},
+		"occupy needs a reservation": {
+			{Occupy, a, ErrNotReserved, v1alpha1.SlotFree},
+		},
+		"a reservation that never ran is released": {
+			{Reserve, a, nil, v1alpha1.SlotReserved},
+			{Release, a, nil, v1alpha1.SlotFree},
+			{Reserve, b, nil, v1alpha1.SlotReserved},
+		},
+	}
+	for name, steps := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := &v1alpha1.SlotStatus{Position: 7, State: v1alpha1.SlotFree}
+			for i, st := range steps {
+				err := st.op(s, st.pod)
+				if !errors.Is(err, st.wantErr) {
+					t.Fatalf("step %d: err %v, want %v", i, err, st.wantErr)
+				}
+				if s.State != st.want {
+					t.Fatalf("step %d: state %s, want %s", i, s.State, st.want)
+				}
+				if s.State == v1alpha1.SlotFree && (s.PodName != "" || s.PodUID != "") {
+					t.Fatalf("step %d: a free slot names pod %q", i, s.PodName)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSlotIDs(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		want    []int32
+		wantErr string
+	}{
+		"two ids in order":   {in: "5, 3", want: []int32{5, 3}},
+		"one id":             {in: "0", want: []int32{0}},
+		"missing annotation": {in: "", wantErr: "the pod has no slotplane.io/slot-ids annotation"},
+		"not a number":       {in: "3,x", wantErr: `"x" is not a slot position`},
+		"negative":           {in: "-1", wantErr: `"-1" is not a slot position`},
+		"empty element":      {in: "3,,4", wantErr: `"" is not a slot position`},
+		"repeated":           {in: "3,3", wantErr: "slot 3 is listed twice"},
+		"beyond int32":       {in: "4294967296", wantErr: "is not a slot position"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseSlotIDs(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !errors.Is(err, ErrBadSlotIDs) || !contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// bed is a 4-node x 2-slot test bed: node-0 holds 0,4; node-1 1,5; node-2 2,6; node-3 3,7.
+func bed() []v1alpha1.SlotStatus { return Statuses(Layout(nodes("0", "1", "2", "3"), 2), nil) }
+
+func TestChoose(t *testing.T) {
+	taken := func(statuses []v1alpha1.SlotStatus, pos int32, state v1alpha1.SlotState, uid types.UID) []v1alpha1.SlotStatus {
+		statuses[pos].State, statuses[pos].PodName, statuses[pos].PodUID = state, "pod-"+string(uid), uid
+		return statuses
+	}
+	cases := map[string]struct {
+		statuses   []v1alpha1.SlotStatus
+		uid        types.UID
+		allowed    []int32
+		candidates []string
+		wantSlot   int32
+		wantHeld   bool
+		wantErr    string
+		wantNodes  map[string]string
+	}{
+		"preempt: first free allowed slot, any node": {
+			statuses: bed(), uid: "p", allowed: []int32{3, 5}, wantSlot: 3,
+		},
+		"preempt: allowed order is the preference": {
+			statuses: bed(), uid: "p", allowed: []int32{5, 3}, wantSlot: 5,
+		},
+		"filter: only candidate nodes count": {
+			statuses: bed(), uid: "p", allowed: []int32{3, 5}, candidates: []string{"node-0", "node-1"}, wantSlot: 5,
+		},
+		"a taken slot is skipped": {
+			statuses: taken(bed(), 3, v1alpha1.SlotReserved, "other"), uid: "p", allowed: []int32{3, 5}, wantSlot: 5,
+		},
+		"a retry gets the slot it holds": {
+			statuses: taken(bed(), 5, v1alpha1.SlotReserved, "p"), uid: "p", allowed: []int32{3, 5}, wantSlot: 5, wantHeld: true,
+		},
+		"a held slot off the candidates is not swapped for another": {
+			statuses: taken(bed(), 5, v1alpha1.SlotReserved, "p"), uid: "p", allowed: []int32{3, 5},
+			candidates: []string{"node-3"}, wantErr: "the pod holds slot 5 on node node-1, which is not a candidate",
+		},
+		"all allowed slots taken": {
+			statuses: taken(taken(bed(), 3, v1alpha1.SlotOccupied, "x"), 5, v1alpha1.SlotReserved, "y"),
+			uid:      "p", allowed: []int32{3, 5}, candidates: []string{"node-0", "node-1", "node-3"},
+			wantErr:   "none of the pod's slots [3 5] is free on a candidate node",
+			wantNodes: map[string]string{"node-3": "slot 3 is occupied by pod-x", "node-1": "slot 5 is reserved by pod-y"},
+		},
+		"a slot the bed does not have": {
+			statuses: bed(), uid: "p", allowed: []int32{3, 99}, candidates: []string{"node-0"},
+			wantErr: "the test bed has no slot [99]",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, err := NewIndex(tc.statuses).Choose(tc.uid, tc.allowed, tc.candidates)
+			if tc.wantErr != "" {
+				var noSlot *NoSlotError
+				if !errors.As(err, &noSlot) || noSlot.Reason != tc.wantErr {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				if tc.wantNodes != nil {
+					if diff := cmp.Diff(tc.wantNodes, noSlot.Nodes); diff != "" {
+						t.Errorf("node reasons (-want +got)\n%s", diff)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Slot.Position != tc.wantSlot || d.Held != tc.wantHeld {
+				t.Errorf("got slot %d held=%v, want %d held=%v", d.Slot.Position, d.Held, tc.wantSlot, tc.wantHeld)
+			}
+		})
+	}
+}
+
+var slotSize = corev1.ResourceList{
+	corev1.ResourceCPU:                         resource.MustParse("2"),
+	corev1.ResourceMemory:                      resource.MustParse("4Gi"),
+	corev1.ResourceName(v1alpha1.SlotResource): resource.MustParse("1"),
+}
+
+func ghost(node string, posOnNode int32, requests corev1.ResourceList) ObservedPod {
+	return ObservedPod{
+		Name: fmt.Sprintf("ghost-%s-%d", node, posOnNode), UID: types.UID(fmt.Sprintf("g-%s-%d", node, posOnNode)),
+		NodeName: node, Ghost: true, Slot: -1, PositionOnNode: posOnNode, Requests: requests,
+	}
+}
+
+func names(pods []ObservedPod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func positions(layout []Slot) []int32 {
+	var out []int32
+	for _, s := range layout {
+		out = append(out, s.Position)
+	}
+	return out
+}
+
+func TestPlanGhosts(t *testing.T) {
+	layout := Layout(nodes("0", "1"), 2) // node-0: 0 (pos 0), 2 (pos 1); node-1: 1, 3
+	all := []ObservedPod{ghost("node-0", 0, slotSize), ghost("node-0", 1, slotSize), ghost("node-1", 0, slotSize), ghost("node-1", 1, slotSize)}
+	bigger := slotSize.DeepCopy()
+	bigger[corev1.ResourceCPU] = resource.MustParse("3")
+	real := ObservedPod{Name: "exec-1", UID: "e1", NodeName: "node-1", Slot: 3, Requests: slotSize}
+
+	cases := map[string]struct {
+		pods       []ObservedPod
+		wantCreate []int32
+		wantDelete []string
+		wantKeep   int
+		inProgress string
+	}{
+		"empty cluster: every slot needs a ghost": {wantCreate: []int32{0, 1, 2, 3}},
+		"all in place": {pods: all, wantKeep: 4},
+		"a ghost of a node that left the bed is deleted": {
+			pods: append(all[:4:4], ghost("node-9", 0, slotSize)), wantKeep: 4, wantDelete: []string{"ghost-node-9-0"},
+		},
+		"a resized slot recreates its ghost": {
+			pods:       []ObservedPod{ghost("node-0", 0, bigger), all[1], all[2], all[3]},
+			wantCreate: []int32{0}, wantDelete: []string{"ghost-node-0-0"}, wantKeep: 3,
+		},
+		"a real pod's slot loses its ghost": {
+			pods: append(all[:4:4], real), wantKeep: 3, wantDelete: []string{"ghost-node-1-1"},
+		},
+		"a finished real pod gets its ghost back": {
+			pods:       []ObservedPod{all[0], all[1], all[2], func() ObservedPod { p := real; p.Finished = true; return p }()},
+			wantCreate: []int32{3}, wantKeep: 3,
+		},
+		"duplicates: one survives": {
+			pods:     append(all[:4:4], func() ObservedPod { g := ghost("node-0", 0, slotSize); g.Name = "ghost-node-0-0-dup"; return g }()),
+			wantKeep: 4, wantDelete: []string{"ghost-node-0-0-dup"},
+		},
+		"an unscheduled pod aborts the pass": {
+			pods: append(all[:4:4], ObservedPod{Name: "exec-2", Slot: 1}), inProgress: "pod exec-2 is not scheduled yet",
+		},
+		"a terminating ghost aborts the pass": {
+			pods: []ObservedPod{func() ObservedPod { g := all[0]; g.Terminating = true; return g }()}, inProgress: "pod ghost-node-0-0 is terminating",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			plan := PlanGhosts(layout, slotSize, tc.pods)
+			if plan.InProgress || tc.inProgress != "" {
+				if plan.Reason != tc.inProgress || !plan.InProgress {
+					t.Fatalf("in progress %v %q, want %q", plan.InProgress, plan.Reason, tc.inProgress)
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.wantCreate, positions(plan.Create)); diff != "" {
+				t.Errorf("create (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDelete, names(plan.Delete)); diff != "" {
+				t.Errorf("delete (-want +got)\n%s", diff)
+			}
+			if len(plan.Keep) != tc.wantKeep {
+				t.Errorf("keep %d, want %d", len(plan.Keep), tc.wantKeep)
+			}
+		})
+	}
+}
