@@ -51,7 +51,9 @@ type ghostKey struct {
 	requests string
 }
 
-func requestsKey(r corev1.ResourceList) string {
+// RequestsKey renders resource requests canonically (sorted names, canonical quantities),
+// so equal requests give equal keys.
+func RequestsKey(r corev1.ResourceList) string {
 	names := make([]string, 0, len(r))
 	for name := range r {
 		names = append(names, string(name))
@@ -90,7 +92,7 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 			taken[p.Slot] = p.NodeName
 		}
 	}
-	reqKey := requestsKey(ghostRequests)
+	reqKey := RequestsKey(ghostRequests)
 	want := make(map[ghostKey]Slot, len(layout))
 	for _, s := range layout {
 		if node, ok := taken[s.Position]; ok && node == s.NodeName {
@@ -110,7 +112,7 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 	// duplicate survives.
 	slices.SortFunc(ghosts, func(a, b ObservedPod) int { return cmp.Compare(a.Name, b.Name) })
 	for _, g := range ghosts {
-		k := ghostKey{g.NodeName, g.PositionOnNode, requestsKey(g.Requests)}
+		k := ghostKey{g.NodeName, g.PositionOnNode, RequestsKey(g.Requests)}
 		if _, ok := want[k]; ok && !g.Finished {
 			plan.Keep = append(plan.Keep, g)
 			delete(want, k)

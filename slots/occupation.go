@@ -82,3 +82,34 @@ func Count(statuses []v1alpha1.SlotStatus) (free, reserved, occupied int32) {
 	}
 	return free, reserved, occupied
 }
+
+// SyncOccupation brings the slots' occupation in line with the pods that exist: a slot whose
+// pod is gone or finished is released, a reserved slot whose pod runs bound to the slot's
+// node becomes occupied. Reservations of pods not yet bound stay: the scheduler may still be
+// placing them. It returns whether anything changed.
+func SyncOccupation(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running func(ObservedPod) bool) bool {
+	byUID := make(map[types.UID]ObservedPod, len(pods))
+	for _, p := range pods {
+		if !p.Ghost {
+			byUID[p.UID] = p
+		}
+	}
+	changed := false
+	for i := range statuses {
+		s := &statuses[i]
+		if s.State == v1alpha1.SlotFree || s.State == "" || s.PodUID == "" {
+			continue
+		}
+		holder := Pod{Name: s.PodName, UID: s.PodUID}
+		p, ok := byUID[s.PodUID]
+		switch {
+		case !ok || p.Finished || (p.NodeName != "" && p.NodeName != s.NodeName):
+			_ = Release(s, holder)
+			changed = true
+		case s.State == v1alpha1.SlotReserved && running(p):
+			_ = Occupy(s, holder)
+			changed = true
+		}
+	}
+	return changed
+}

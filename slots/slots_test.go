@@ -371,3 +371,36 @@ func TestPlanGhosts(t *testing.T) {
 		})
 	}
 }
+
+func TestSyncOccupation(t *testing.T) {
+	statuses := bed()
+	statuses[1].State, statuses[1].PodName, statuses[1].PodUID = v1alpha1.SlotReserved, "runs", "u-runs"
+	statuses[2].State, statuses[2].PodName, statuses[2].PodUID = v1alpha1.SlotReserved, "pending", "u-pending"
+	statuses[3].State, statuses[3].PodName, statuses[3].PodUID = v1alpha1.SlotOccupied, "done", "u-done"
+	statuses[4].State, statuses[4].PodName, statuses[4].PodUID = v1alpha1.SlotOccupied, "gone", "u-gone"
+	statuses[5].State, statuses[5].PodName, statuses[5].PodUID = v1alpha1.SlotReserved, "elsewhere", "u-else"
+	pods := []ObservedPod{
+		{Name: "runs", UID: "u-runs", NodeName: "node-1", Slot: 1},
+		{Name: "pending", UID: "u-pending", Slot: 2},
+		{Name: "done", UID: "u-done", NodeName: "node-3", Slot: 3, Finished: true},
+		{Name: "elsewhere", UID: "u-else", NodeName: "node-0", Slot: 5},
+	}
+	running := func(p ObservedPod) bool { return p.NodeName != "" }
+	if !SyncOccupation(statuses, pods, running) {
+		t.Fatal("reported no change")
+	}
+	got := map[int32]v1alpha1.SlotState{}
+	for _, s := range statuses {
+		got[s.Position] = s.State
+	}
+	want := map[int32]v1alpha1.SlotState{
+		0: v1alpha1.SlotFree, 1: v1alpha1.SlotOccupied, 2: v1alpha1.SlotReserved, 3: v1alpha1.SlotFree,
+		4: v1alpha1.SlotFree, 5: v1alpha1.SlotFree, 6: v1alpha1.SlotFree, 7: v1alpha1.SlotFree,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if SyncOccupation(statuses, pods, running) {
+		t.Error("a second pass changed something: SyncOccupation must be idempotent")
+	}
+}

@@ -21,9 +21,20 @@ const (
 	SlotIDLabel = GroupName + "/slot-id"
 	// GhostLabel is "true" on ghost pods.
 	GhostLabel = GroupName + "/ghost"
+	// PositionOnNodeLabel is a ghost's position on its node, which, with the node, says
+	// which slot it holds even when a reshaped test bed renumbers the slots.
+	PositionOnNodeLabel = GroupName + "/position-on-node"
 	// SlotIDsAnnotation lists, comma-separated, the slot positions a real pod may take. All
 	// pods of one application carry the same list; the extender gives each its own slot.
 	SlotIDsAnnotation = GroupName + "/slot-ids"
+)
+
+// PriorityClasses of slot pods (deploy/priorityclasses.yaml).
+const (
+	// GhostPriorityClass is the lowest priority in the cluster: any slot pod preempts a ghost.
+	GhostPriorityClass = "slotplane-ghost"
+	// BatchPriorityClass is what executors and TaskManagers run with.
+	BatchPriorityClass = "slotplane-batch"
 )
 
 // Condition types shared by the resources.

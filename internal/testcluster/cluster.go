@@ -1,7 +1,8 @@
 // Package testcluster starts a real Kubernetes control plane on loopback for tests and for
 // `slotplane dev`: etcd, kube-apiserver, kube-scheduler (with a slot-scheduler profile and,
 // optionally, slotplane's extender) and kwok, which plays the kubelet of N labelled fake
-// nodes. It installs slotplane's CRDs and the operator CRDs slotplane creates.
+// nodes. It installs slotplane's CRDs, the operator CRDs slotplane creates, and slotplane's
+// PriorityClasses.
 //
 // The binaries are built by `make tools` from pinned module versions (tools/kube) and found
 // through the environment variables EnvKubeBin and EnvKwok, which the Makefile exports.
@@ -31,6 +32,7 @@ import (
 
 	"slotplane/crds"
 	"slotplane/crds/v1alpha1"
+	"slotplane/deploy"
 	"slotplane/internal/freeport"
 )
 
@@ -142,6 +144,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if err := InstallCRDs(ctx, c.Config, crds.All()); err != nil {
+		return nil, err
+	}
+	if err := InstallPriorityClasses(ctx, c.client, deploy.PriorityClasses); err != nil {
 		return nil, err
 	}
 	if err := c.startScheduler(ctx, schedPort); err != nil {

@@ -3,13 +3,16 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -57,6 +60,22 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, yamls [][]byte) error {
 		})
 		if err != nil {
 			return fmt.Errorf("CRD %s not established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// InstallPriorityClasses creates the PriorityClasses of deploy/priorityclasses.yaml; ones
+// that exist are left alone (a PriorityClass's value cannot change).
+func InstallPriorityClasses(ctx context.Context, cs kubernetes.Interface, manifest []byte) error {
+	for _, doc := range strings.Split(string(manifest), "\n---\n") {
+		var pc schedulingv1.PriorityClass
+		if err := yaml.UnmarshalStrict([]byte(doc), &pc); err != nil {
+			return fmt.Errorf("decode PriorityClass: %w", err)
+		}
+		_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &pc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create PriorityClass %s: %w", pc.Name, err)
 		}
 	}
 	return nil

@@ -1,0 +1,19 @@
+// Package activities is everything slotplane's workflows do to the cluster. Each activity is
+// idempotent: running it twice (a retry after a crash) leaves the cluster as running it once.
+// Decisions are not made here: they come from the pure packages (slots, queue).
+package activities
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Activities holds the clients the activities use. Workflows refer to its methods through a
+// nil *Activities.
+type Activities struct {
+	Client client.Client
+	// GhostImage is the image of ghost pods; it never runs anything that matters.
+	GhostImage string
+}
+
+// DefaultGhostImage is a pause container: the smallest image that stays up.
+const DefaultGhostImage = "registry.k8s.io/pause:3.10"

@@ -1,0 +1,246 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/slots"
+)
+
+// ReconcileTestBedInput names a test bed.
+type ReconcileTestBedInput struct {
+	Namespace string
+	Name      string
+}
+
+// ReconcileTestBedResult says what one pass did.
+type ReconcileTestBedResult struct {
+	// Gone: the TestBed does not exist (any more); its workflow may end.
+	Gone bool
+	// InProgress: slot pods were still being scheduled or terminated, so nothing was changed
+	// but the status; run again soon.
+	InProgress bool
+	Reason     string
+	Created    int
+	Deleted    int
+	// Settled: every free slot holds its ghost and nothing was changed.
+	Settled bool
+}
+
+// ReconcileTestBed makes one pass over a test bed: it lays the slots out over the labelled
+// nodes, creates the ghost pods that are missing, deletes the ones no slot wants, and writes
+// the slots and their occupation to the TestBed status.
+func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedInput) (ReconcileTestBedResult, error) {
+	var tb v1alpha1.TestBed
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.Name}, &tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ReconcileTestBedResult{Gone: true}, nil
+		}
+		return ReconcileTestBedResult{}, fmt.Errorf("get testbed %s/%s: %w", in.Namespace, in.Name, err)
+	}
+	layout, err := a.layout(ctx, &tb)
+	if err != nil {
+		return ReconcileTestBedResult{}, err
+	}
+	pods, observed, err := a.slotPods(ctx, &tb)
+	if err != nil {
+		return ReconcileTestBedResult{}, err
+	}
+	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
+	plan := slots.PlanGhosts(layout, requests, observed)
+
+	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason}
+	if !plan.InProgress {
+		for _, g := range plan.Delete {
+			pod := pods[g.UID]
+			err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
+			if client.IgnoreNotFound(err) != nil {
+				return res, fmt.Errorf("delete ghost %s: %w", g.Name, err)
+			}
+			res.Deleted++
+		}
+		for _, s := range plan.Create {
+			err := a.Client.Create(ctx, a.ghostPod(&tb, s, requests))
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return res, fmt.Errorf("create ghost for slot %d: %w", s.Position, err)
+			}
+			res.Created++
+		}
+		res.Settled = res.Created == 0 && res.Deleted == 0
+	}
+	if err := a.writeStatus(ctx, &tb, layout, observed, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed) ([]slots.Slot, error) {
+	var nodes corev1.NodeList
+	if err := a.Client.List(ctx, &nodes, client.HasLabels{tb.Spec.NodeLabel}); err != nil {
+		return nil, fmt.Errorf("list nodes labelled %s: %w", tb.Spec.NodeLabel, err)
+	}
+	in := make([]slots.Node, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		if n.DeletionTimestamp != nil {
+			continue
+		}
+		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel]})
+	}
+	return slots.Layout(in, tb.Spec.SlotsPerNode), nil
+}
+
+// slotPods lists the pods of the test bed, keyed by uid, and their model.
+func (a *Activities) slotPods(ctx context.Context, tb *v1alpha1.TestBed) (map[types.UID]corev1.Pod, []slots.ObservedPod, error) {
+	var list corev1.PodList
+	if err := a.Client.List(ctx, &list, client.InNamespace(tb.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name}); err != nil {
+		return nil, nil, fmt.Errorf("list pods of testbed %s: %w", tb.Name, err)
+	}
+	byUID := make(map[types.UID]corev1.Pod, len(list.Items))
+	observed := make([]slots.ObservedPod, 0, len(list.Items))
+	for _, p := range list.Items {
+		byUID[p.UID] = p
+		observed = append(observed, ObservePod(&p))
+	}
+	return byUID, observed, nil
+}
+
+// ObservePod is the slot model's view of a pod of a test bed.
+func ObservePod(p *corev1.Pod) slots.ObservedPod {
+	o := slots.ObservedPod{
+		Name:        p.Name,
+		UID:         p.UID,
+		NodeName:    p.Spec.NodeName,
+		Ghost:       p.Labels[v1alpha1.GhostLabel] == "true",
+		Slot:        -1,
+		Terminating: p.DeletionTimestamp != nil,
+		Finished:    p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed,
+	}
+	if v, err := strconv.ParseInt(p.Labels[v1alpha1.SlotIDLabel], 10, 32); err == nil {
+		o.Slot = int32(v)
+	}
+	if v, err := strconv.ParseInt(p.Labels[v1alpha1.PositionOnNodeLabel], 10, 32); err == nil {
+		o.PositionOnNode = int32(v)
+	}
+	if len(p.Spec.Containers) > 0 {
+		o.Requests = p.Spec.Containers[0].Resources.Requests
+	}
+	return o
+}
+
+// GhostRequests is what a ghost requests: the slot's resources and one slot.
+func GhostRequests(perSlot corev1.ResourceList) corev1.ResourceList {
+	r := perSlot.DeepCopy()
+	if r == nil {
+		r = corev1.ResourceList{}
+	}
+	r[corev1.ResourceName(v1alpha1.SlotResource)] = resource.MustParse("1")
+	return r
+}
+
+// ghostPod is the ghost of a slot. It is bound to the slot's node directly (spec.nodeName),
+// so no scheduler is involved in placing it. Its name is derived from the test bed, the
+// node, the position on the node and the requests, so creating it twice is harmless and a
+// resized ghost never collides with the one it replaces.
+func (a *Activities) ghostPod(tb *v1alpha1.TestBed, s slots.Slot, requests corev1.ResourceList) *corev1.Pod {
+	image := a.GhostImage
+	if image == "" {
+		image = DefaultGhostImage
+	}
+	sum := sha256.Sum256([]byte(tb.Name + "/" + s.NodeName + "/" + strconv.Itoa(int(s.PositionOnNode)) + "/" + slots.RequestsKey(requests)))
+	name := fmt.Sprintf("%s-ghost-%s-%d", tb.Name, s.NodeName, s.PositionOnNode)
+	if len(name) > 240 {
+		name = name[:240]
+	}
+	name += "-" + hex.EncodeToString(sum[:])[:8]
+	zero := int64(0)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: tb.Namespace,
+			Labels: map[string]string{
+				v1alpha1.TestBedLabel:        tb.Name,
+				v1alpha1.GhostLabel:          "true",
+				v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode)),
+			},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      s.NodeName,
+			PriorityClassName:             v1alpha1.GhostPriorityClass,
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{
+				Name:      "ghost",
+				Image:     image,
+				Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests},
+			}},
+		},
+	}
+	// The owner reference lets a real cluster's garbage collector remove the ghosts of a
+	// deleted TestBed. It cannot fail for a TestBed read from the API server.
+	_ = controllerutil.SetControllerReference(tb, pod, a.Client.Scheme())
+	return pod
+}
+
+// writeStatus writes the layout and occupation. The extender writes reservations into the
+// same status, so the write is optimistic: on a conflict, the fresh status is merged again.
+func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layout []slots.Slot, observed []slots.ObservedPod, res ReconcileTestBedResult) error {
+	key := client.ObjectKeyFromObject(tb)
+	running := func(p slots.ObservedPod) bool { return p.NodeName != "" && !p.Terminating && !p.Finished }
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := a.Client.Get(ctx, key, tb); err != nil {
+				return err
+			}
+		}
+		first = false
+		st := tb.Status.DeepCopy()
+		st.Slots = slots.Statuses(layout, tb.Status.Slots)
+		slots.SyncOccupation(st.Slots, observed, running)
+		st.Free, st.Reserved, st.Occupied = slots.Count(st.Slots)
+		st.Total = int32(len(st.Slots))
+		st.Nodes = countNodes(layout)
+		st.ObservedGeneration = tb.Generation
+		cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: tb.Generation}
+		switch {
+		case res.InProgress:
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "InProgress", res.Reason
+		case !res.Settled:
+			cond.Status, cond.Reason = metav1.ConditionFalse, "Reconciling"
+			cond.Message = fmt.Sprintf("created %d and deleted %d ghost pods", res.Created, res.Deleted)
+		default:
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "GhostsInPlace", "every free slot holds its ghost pod"
+		}
+		meta.SetStatusCondition(&st.Conditions, cond)
+		tb.Status = *st
+		return a.Client.Status().Update(ctx, tb)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write status of testbed %s: %w", key, err)
+	}
+	return nil
+}
+
+func countNodes(layout []slots.Slot) int32 {
+	seen := map[string]bool{}
+	for _, s := range layout {
+		seen[s.NodeName] = true
+	}
+	return int32(len(seen))
+}

@@ -1,0 +1,238 @@
+//go:build integration
+
+package activities_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testcluster"
+)
+
+func newClient(t *testing.T, c *testcluster.Cluster) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	return cl
+}
+
+func slotSize(cpu string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("2Gi")}
+}
+
+// settle runs reconcile passes until one changes nothing, as the TestBed workflow does.
+func settle(t *testing.T, a *activities.Activities, in activities.ReconcileTestBedInput) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last activities.ReconcileTestBedResult
+	for time.Now().Before(deadline) {
+		var err error
+		last, err = a.ReconcileTestBed(context.Background(), in)
+		require.NoError(t, err)
+		if last.Settled {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("test bed did not settle: %+v", last)
+}
+
+// ghosts returns the running ghost pods of the bed, by node.
+func ghosts(t *testing.T, cl client.Client, bed string) map[string][]corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	require.NoError(t, cl.List(context.Background(), &pods, client.InNamespace("default"),
+		client.MatchingLabels{v1alpha1.TestBedLabel: bed, v1alpha1.GhostLabel: "true"}))
+	out := map[string][]corev1.Pod{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+		}
+	}
+	return out
+}
+
+func countGhosts(m map[string][]corev1.Pod) int {
+	n := 0
+	for _, ps := range m {
+		n += len(ps)
+	}
+	return n
+}
+
+func waitGhostsRunning(t *testing.T, cl client.Client, bed string, want int) map[string][]corev1.Pod {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		g := ghosts(t, cl, bed)
+		running := 0
+		for _, ps := range g {
+			for _, p := range ps {
+				if p.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+		}
+		if running == want && countGhosts(g) == want {
+			return g
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d ghosts running (%d exist)", running, want, countGhosts(g))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 4})
+	cl := newClient(t, c)
+	ctx := context.Background()
+	a := &activities.Activities{Client: cl}
+	in := activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
+
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+	}
+	require.NoError(t, cl.Create(ctx, tb))
+
+	// 4 nodes x 2 slots: 8 ghosts Running, 8 free slots.
+	settle(t, a, in)
+	g := waitGhostsRunning(t, cl, "bed", 8)
+	for node, ps := range g {
+		require.Len(t, ps, 2, "node %s", node)
+		require.Equal(t, v1alpha1.GhostPriorityClass, ps[0].Spec.PriorityClassName)
+		require.Equal(t, "1", ps[0].Spec.Containers[0].Resources.Requests.Name(v1alpha1.SlotResource, resource.DecimalSI).String())
+	}
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	require.EqualValues(t, 8, tb.Status.Total)
+	require.EqualValues(t, 8, tb.Status.Free)
+	require.EqualValues(t, 4, tb.Status.Nodes)
+	require.Equal(t, metav1.ConditionTrue, readyStatus(tb))
+	for i, s := range tb.Status.Slots {
+		require.EqualValues(t, i, s.Position)
+		require.Equal(t, "node-0"+strconv.Itoa(i%4), s.NodeName, "round-robin")
+	}
+
+	// A second pass changes nothing: the reconciler is idempotent.
+	res, err := a.ReconcileTestBed(ctx, in)
+	require.NoError(t, err)
+	require.True(t, res.Settled, "%+v", res)
+
+	// Removing a node's label removes its slots and ghosts.
+	setNodeLabel(t, cl, "node-03", nil)
+	settle(t, a, in)
+	g = waitGhostsRunning(t, cl, "bed", 6)
+	require.NotContains(t, g, "node-03")
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	require.EqualValues(t, 6, tb.Status.Total)
+
+	// Adding it back restores them.
+	value := "03"
+	setNodeLabel(t, cl, "node-03", &value)
+	settle(t, a, in)
+	waitGhostsRunning(t, cl, "bed", 8)
+
+	// New resources per slot recreate every ghost with the new size.
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	tb.Spec.ResourcesPerSlot = slotSize("3")
+	require.NoError(t, cl.Update(ctx, tb))
+	settle(t, a, in)
+	g = waitGhostsRunning(t, cl, "bed", 8)
+	for _, ps := range g {
+		for _, p := range ps {
+			require.Equal(t, "3", p.Spec.Containers[0].Resources.Requests.Cpu().String())
+		}
+	}
+
+	// A deleted TestBed is reported gone.
+	require.NoError(t, cl.Delete(ctx, tb))
+	res, err = a.ReconcileTestBed(ctx, in)
+	require.NoError(t, err)
+	require.True(t, res.Gone)
+}
+
+// A real pod that holds a slot replaces the slot's ghost; when it ends, the ghost returns.
+func TestReconcileTestBed_RealPodTakesGhostsPlace(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	cl := newClient(t, c)
+	ctx := context.Background()
+	a := &activities.Activities{Client: cl}
+	in := activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+	}
+	require.NoError(t, cl.Create(ctx, tb))
+	settle(t, a, in)
+	waitGhostsRunning(t, cl, "bed", 4)
+
+	// What the extender does for slot 3 (node-01, second slot): reserve it in the status,
+	// label the pod, and the scheduler binds the pod to the node.
+	real := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "exec-1", Namespace: "default", Labels: map[string]string{
+			v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "3",
+		}},
+		Spec: corev1.PodSpec{NodeName: "node-01", Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
+	}
+	require.NoError(t, cl.Create(ctx, real))
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	tb.Status.Slots[3].State, tb.Status.Slots[3].PodName, tb.Status.Slots[3].PodUID = v1alpha1.SlotReserved, real.Name, real.UID
+	require.NoError(t, cl.Status().Update(ctx, tb))
+
+	settle(t, a, in)
+	g := waitGhostsRunning(t, cl, "bed", 3)
+	require.Len(t, g["node-01"], 1)
+	require.Equal(t, "0", g["node-01"][0].Labels[v1alpha1.PositionOnNodeLabel], "the ghost of slot 3 (position 1 on node-01) must be the one gone")
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	require.Equal(t, v1alpha1.SlotOccupied, tb.Status.Slots[3].State)
+	require.Equal(t, "exec-1", tb.Status.Slots[3].PodName)
+	require.EqualValues(t, 1, tb.Status.Occupied)
+
+	require.NoError(t, cl.Delete(ctx, real, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		return cl.Get(ctx, client.ObjectKeyFromObject(real), &corev1.Pod{}) != nil
+	}, 10*time.Second, 50*time.Millisecond)
+	settle(t, a, in)
+	waitGhostsRunning(t, cl, "bed", 4)
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[3].State)
+	require.Empty(t, tb.Status.Slots[3].PodName)
+}
+
+func readyStatus(tb *v1alpha1.TestBed) metav1.ConditionStatus {
+	for _, c := range tb.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady {
+			return c.Status
+		}
+	}
+	return metav1.ConditionUnknown
+}
+
+// setNodeLabel sets (value != nil) or removes the test bed label of a node.
+func setNodeLabel(t *testing.T, cl client.Client, name string, value *string) {
+	t.Helper()
+	var node corev1.Node
+	require.NoError(t, cl.Get(context.Background(), client.ObjectKey{Name: name}, &node))
+	if value == nil {
+		delete(node.Labels, testcluster.DefaultNodeLabel)
+	} else {
+		node.Labels[testcluster.DefaultNodeLabel] = *value
+	}
+	require.NoError(t, cl.Update(context.Background(), &node))
+}

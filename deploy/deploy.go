@@ -1,0 +1,10 @@
+// Package deploy holds the manifests slotplane needs on every cluster besides its CRDs, so
+// the local platform applies exactly what a real cluster gets.
+package deploy
+
+import _ "embed"
+
+// PriorityClasses is deploy/priorityclasses.yaml: the ghost and batch PriorityClasses.
+//
+//go:embed priorityclasses.yaml
+var PriorityClasses []byte
