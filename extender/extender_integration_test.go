@@ -1,0 +1,217 @@
+//go:build integration
+
+package extender_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+	"slotplane/extender"
+	"slotplane/internal/freeport"
+	"slotplane/internal/testcluster"
+)
+
+// env is a local control plane whose scheduler calls a real extender, and a 4 x 2 test bed
+// with its ghosts in place: node-0 holds slots 0,4; node-1 1,5; node-2 2,6; node-3 3,7.
+type env struct {
+	cluster  *testcluster.Cluster
+	client   client.Client
+	acts     *activities.Activities
+	extender *extender.Server
+	addr     string
+}
+
+func newEnv(t *testing.T, nodeCPU string) *env {
+	t.Helper()
+	ports, err := freeport.Get(1)
+	require.NoError(t, err)
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	c := testcluster.New(t, testcluster.Options{
+		Nodes:       4,
+		ExtenderURL: "http://" + addr + "/",
+		NodeResources: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse(nodeCPU),
+			corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		},
+	})
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr}
+	e.startExtender(t)
+
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+		}},
+	}
+	require.NoError(t, cl.Create(context.Background(), tb))
+	e.settle(t)
+	return e
+}
+
+func (e *env) startExtender(t *testing.T) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := extender.Start(context.Background(), e.cluster.Config, e.addr, log)
+	require.NoError(t, err)
+	e.extender = s
+	t.Cleanup(func() {
+		if e.extender == s {
+			require.NoError(t, s.Stop())
+		}
+	})
+}
+
+// settle runs ghost reconcile passes until one changes nothing and all ghosts run.
+func (e *env) settle(t *testing.T) {
+	t.Helper()
+	in := activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
+	require.Eventually(t, func() bool {
+		res, err := e.acts.ReconcileTestBed(context.Background(), in)
+		require.NoError(t, err)
+		return res.Settled && e.podsPending(t) == 0
+	}, 30*time.Second, 100*time.Millisecond)
+}
+
+func (e *env) podsPending(t *testing.T) int {
+	var pods corev1.PodList
+	require.NoError(t, e.client.List(context.Background(), &pods, client.InNamespace("default")))
+	n := 0
+	for _, p := range pods.Items {
+		if p.Labels[v1alpha1.GhostLabel] == "true" && p.Status.Phase != corev1.PodRunning {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *env) testBed(t *testing.T) *v1alpha1.TestBed {
+	t.Helper()
+	var tb v1alpha1.TestBed
+	require.NoError(t, e.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "bed"}, &tb))
+	return &tb
+}
+
+func slotPod(name, slotIDs string) *corev1.Pod {
+	req := corev1.ResourceList{
+		corev1.ResourceCPU:                         resource.MustParse("2"),
+		corev1.ResourceMemory:                      resource.MustParse("4Gi"),
+		corev1.ResourceName(v1alpha1.SlotResource): resource.MustParse("1"),
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "default",
+			Labels:      map[string]string{v1alpha1.TestBedLabel: "bed"},
+			Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: slotIDs},
+		},
+		Spec: corev1.PodSpec{
+			SchedulerName:     v1alpha1.SlotSchedulerName,
+			PriorityClassName: v1alpha1.BatchPriorityClass,
+			Containers:        []corev1.Container{{Name: "executor", Image: "spark", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}},
+		},
+	}
+}
+
+func (e *env) waitRunning(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	require.Eventually(t, func() bool {
+		require.NoError(t, e.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &pod))
+		return pod.Status.Phase == corev1.PodRunning
+	}, 30*time.Second, 50*time.Millisecond, "pod %s not Running", name)
+	return &pod
+}
+
+// Both seed scenarios: the node is full of ghosts (the scheduler goes straight to /preempt),
+// or it has room beside them (/filter answers).
+func TestExtender_PlacesPodIntoOneOfItsSlots(t *testing.T) {
+	cases := map[string]struct{ nodeCPU, verb string }{
+		"no node fits: preemption": {"4", "preempt"}, // 2 slots x 2 cpu fill a node
+		"a node fits: filter":      {"16", "filter"}, // room beside the ghosts
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, tc.nodeCPU)
+			ctx := context.Background()
+			before := ghostsBySlot(t, e)
+			require.Len(t, before, 8)
+
+			require.NoError(t, e.client.Create(ctx, slotPod("exec-1", "3,5")))
+			pod := e.waitRunning(t, "exec-1")
+			slotID := pod.Labels[v1alpha1.SlotIDLabel]
+			require.Contains(t, []string{"3", "5"}, slotID)
+			tb := e.testBed(t)
+			pos, _ := strconv.Atoi(slotID)
+			slot := tb.Status.Slots[pos]
+			require.Equal(t, slot.NodeName, pod.Spec.NodeName, "pod not on its slot's node")
+
+			e.settle(t)
+			after := ghostsBySlot(t, e)
+			require.Len(t, after, 7, "exactly one ghost goes")
+			require.NotContains(t, after, pos, "the ghost of the pod's slot must be the one gone")
+			for p, uid := range after {
+				require.Equal(t, before[p], uid, "the ghost of slot %d was replaced", p)
+			}
+			tb = e.testBed(t)
+			slot = tb.Status.Slots[pos]
+			require.Equal(t, v1alpha1.SlotOccupied, slot.State)
+			require.Equal(t, "exec-1", slot.PodName)
+			require.Equal(t, pod.UID, slot.PodUID)
+			require.EqualValues(t, 7, tb.Status.Free)
+			require.Contains(t, e.metrics(t), `slotplane_extender_requests_total{result="placed",verb="`+tc.verb+`"} 1`,
+				"the slot must have been reserved through /%s", tc.verb)
+		})
+	}
+}
+
+func (e *env) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(e.extender.URL + "metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
+}
+
+// ghostsBySlot maps each slot position to the uid of its live ghost.
+func ghostsBySlot(t *testing.T, e *env) map[int]string {
+	t.Helper()
+	tb := e.testBed(t)
+	var pods corev1.PodList
+	require.NoError(t, e.client.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}))
+	out := map[int]string{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, s := range tb.Status.Slots {
+			if s.NodeName == p.Spec.NodeName && fmt.Sprint(s.PositionOnNode) == p.Labels[v1alpha1.PositionOnNodeLabel] {
+				out[int(s.Position)] = string(p.UID)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package extender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// Server is a running extender.
+type Server struct {
+	// URL is the extender's base URL, what kube-scheduler's urlPrefix names.
+	URL string
+
+	srv    *http.Server
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Start serves the extender on addr (host:port; port 0 picks a free one). Its informers
+// watch TestBeds and the pods of test beds (nothing else), and it answers only after they
+// have synced, so a restarted extender never decides on an empty picture.
+func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger) (*Server, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	slotPods, err := labels.NewRequirement(v1alpha1.TestBedLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	informers, err := cache.New(cfg, cache.Options{
+		Scheme: scheme,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*slotPods)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("extender informers: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	// Ask for both informers before starting, so both are synced when the wait returns.
+	for _, obj := range []client.Object{&v1alpha1.TestBed{}, &corev1.Pod{}} {
+		if _, err := informers.GetInformer(ctx, obj); err != nil {
+			return nil, fmt.Errorf("extender informer for %T: %w", obj, err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- informers.Start(runCtx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !informers.WaitForCacheSync(syncCtx) {
+		cancel()
+		return nil, errors.New("extender informers did not sync within a minute")
+	}
+
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("extender listen on %s: %w", addr, err)
+	}
+	h := NewHandler(&Reserver{Cache: informers, Client: cl}, log, func() bool { return true })
+	s := &Server{
+		URL:    "http://" + l.Addr().String() + "/",
+		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		cancel: cancel,
+		done:   make(chan error, 1),
+	}
+	go func() {
+		err := s.srv.Serve(l)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- errors.Join(err, <-cacheDone)
+	}()
+	return s, nil
+}
+
+// Stop ends the server, letting calls in flight finish for up to five seconds.
+func (s *Server) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	s.cancel()
+	return errors.Join(err, <-s.done)
+}

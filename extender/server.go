@@ -1,0 +1,234 @@
+package extender
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"slotplane/slots"
+)
+
+// maxBody caps a request: a pod and a list of node names fit easily, a hostile body does not.
+const maxBody = 1 << 20
+
+// Handler serves /filter, /preempt, /healthz and /metrics.
+type Handler struct {
+	reserver *Reserver
+	log      *slog.Logger
+	mux      *http.ServeMux
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// NewHandler wires the endpoints; ready reports whether the informers have synced.
+func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
+	reg := prometheus.NewRegistry()
+	h := &Handler{
+		reserver: r,
+		log:      log,
+		mux:      http.NewServeMux(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slotplane_extender_requests_total",
+			Help: "Extender calls by verb and result (placed, held, no_slot, bad_request, error).",
+		}, []string{"verb", "result"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "slotplane_extender_request_seconds",
+			Help:    "Time to answer an extender call, including the status write.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"verb"}),
+	}
+	reg.MustRegister(h.requests, h.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	h.mux.HandleFunc("POST /filter", h.filter)
+	h.mux.HandleFunc("POST /preempt", h.preempt)
+	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if ready != nil && !ready() {
+			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	h.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// filter answers with the node of the pod's slot only; every other candidate fails with a
+// reason. With no free slot, no node passes, and the scheduler turns to preemption.
+func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var args extenderv1.ExtenderArgs
+	if err := decode(w, r, &args); err != nil {
+		h.finish(w, "filter", "bad_request", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, "")
+		return
+	}
+	candidates := nodeNames(&args)
+	req, err := RequestOf(args.Pod)
+	if err != nil {
+		h.finish(w, "filter", "bad_request", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podName(&args))
+		return
+	}
+	res, err := h.reserver.Reserve(r.Context(), req, candidates)
+	var noSlot *slots.NoSlotError
+	switch {
+	case errors.As(err, &noSlot):
+		failed := make(extenderv1.FailedNodesMap, len(candidates))
+		for _, n := range candidates {
+			if why, ok := noSlot.Nodes[n]; ok {
+				failed[n] = why
+			} else {
+				failed[n] = noSlot.OtherNodes
+			}
+		}
+		h.finish(w, "filter", "no_slot", start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed}, nil, podName(&args))
+		return
+	case err != nil:
+		h.finish(w, "filter", resultOf(err), start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podName(&args))
+		return
+	}
+	if err := h.reserver.LabelPod(r.Context(), args.Pod, res.Slot.Position); err != nil {
+		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podName(&args))
+		return
+	}
+	failed := make(extenderv1.FailedNodesMap, len(candidates))
+	why := fmt.Sprintf("the pod's slot %d is on node %s", res.Slot.Position, res.Slot.NodeName)
+	for _, n := range candidates {
+		if n != res.Slot.NodeName {
+			failed[n] = why
+		}
+	}
+	h.log.Info("slot reserved", "verb", "filter", "pod", podName(&args), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "held", res.Held)
+	h.finish(w, "filter", placed(res), start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{res.Slot.NodeName}, FailedNodes: failed}, nil, "")
+}
+
+// preemptResult is the scheduler's preemption answer plus an Error field the scheduler
+// ignores but people and logs read.
+type preemptResult struct {
+	extenderv1.ExtenderPreemptionResult
+	Error string `json:",omitempty"`
+}
+
+// preempt answers with the node of the pod's slot and that slot's ghost as the only victim,
+// whatever the scheduler proposed: the scheduler stops at the first workable preemption,
+// but the slot decides where the pod goes.
+func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var args extenderv1.ExtenderPreemptionArgs
+	empty := preemptResult{ExtenderPreemptionResult: extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{}}}
+	fail := func(result string, err error) {
+		empty.Error = err.Error()
+		h.finish(w, "preempt", result, start, empty, err, podNameOf(args.Pod))
+	}
+	if err := decode(w, r, &args); err != nil {
+		fail("bad_request", err)
+		return
+	}
+	req, err := RequestOf(args.Pod)
+	if err != nil {
+		fail("bad_request", err)
+		return
+	}
+	res, err := h.reserver.Reserve(r.Context(), req, nil)
+	var noSlot *slots.NoSlotError
+	if errors.As(err, &noSlot) {
+		fail("no_slot", err)
+		return
+	}
+	if err != nil {
+		fail(resultOf(err), err)
+		return
+	}
+	if err := h.reserver.LabelPod(r.Context(), args.Pod, res.Slot.Position); err != nil {
+		fail("error", err)
+		return
+	}
+	ghost, err := h.reserver.Ghost(r.Context(), res.TestBed, res.Slot)
+	if err != nil {
+		// The slot stays reserved for the pod; the scheduler retries once the ghost exists.
+		fail("no_slot", err)
+		return
+	}
+	h.log.Info("slot reserved", "verb", "preempt", "pod", podNameOf(args.Pod), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "victim", ghost.Name, "held", res.Held)
+	out := preemptResult{ExtenderPreemptionResult: extenderv1.ExtenderPreemptionResult{
+		NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
+			res.Slot.NodeName: {Pods: []*extenderv1.MetaPod{{UID: string(ghost.UID)}}},
+		},
+	}}
+	h.finish(w, "preempt", placed(res), start, out, nil, "")
+}
+
+func (h *Handler) finish(w http.ResponseWriter, verb, result string, start time.Time, body any, err error, pod string) {
+	h.requests.WithLabelValues(verb, result).Inc()
+	h.latency.WithLabelValues(verb).Observe(time.Since(start).Seconds())
+	if err != nil {
+		level := slog.LevelWarn
+		if result == "error" {
+			level = slog.LevelError
+		}
+		h.log.Log(context.Background(), level, "extender call failed", "verb", verb, "result", result, "pod", pod, "err", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	// The scheduler reads the JSON body only on 200; the Error field carries the failure.
+	if err := json.NewEncoder(w).Encode(body); err != nil {
+		h.log.Error("write extender answer", "verb", verb, "err", err)
+	}
+}
+
+func decode(w http.ResponseWriter, r *http.Request, into any) error {
+	body := http.MaxBytesReader(w, r.Body, maxBody)
+	if err := json.NewDecoder(body).Decode(into); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("request body over %d bytes", maxBody)
+		}
+		return fmt.Errorf("malformed request: %w", err)
+	}
+	return nil
+}
+
+func nodeNames(args *extenderv1.ExtenderArgs) []string {
+	if args.NodeNames != nil {
+		return *args.NodeNames
+	}
+	if args.Nodes == nil {
+		return []string{}
+	}
+	out := make([]string, len(args.Nodes.Items))
+	for i := range args.Nodes.Items {
+		out[i] = args.Nodes.Items[i].Name
+	}
+	return out
+}
+
+func placed(res Reservation) string {
+	if res.Held {
+		return "held"
+	}
+	return "placed"
+}
+
+func resultOf(err error) string {
+	if errors.Is(err, ErrBadPod) {
+		return "bad_request"
+	}
+	return "error"
+}
+
+func podName(args *extenderv1.ExtenderArgs) string { return podNameOf(args.Pod) }
+
+func podNameOf(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	return p.Namespace + "/" + p.Name
+}
