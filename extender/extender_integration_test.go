@@ -3,13 +3,17 @@
 package extender_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +40,25 @@ type env struct {
 	acts     *activities.Activities
 	extender *extender.Server
 	addr     string
+	logs     *syncBuffer
+}
+
+// syncBuffer collects the extender's log lines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newEnv(t *testing.T, nodeCPU string) *env {
@@ -57,7 +80,7 @@ func newEnv(t *testing.T, nodeCPU string) *env {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr}
+	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr, logs: &syncBuffer{}}
 	e.startExtender(t)
 
 	tb := &v1alpha1.TestBed{
@@ -73,7 +96,7 @@ func newEnv(t *testing.T, nodeCPU string) *env {
 
 func (e *env) startExtender(t *testing.T) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, e.logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, err := extender.Start(context.Background(), e.cluster.Config, e.addr, log)
 	require.NoError(t, err)
 	e.extender = s
@@ -214,4 +237,49 @@ func ghostsBySlot(t *testing.T, e *env) map[int]string {
 		}
 	}
 	return out
+}
+
+// Bad input gets a JSON answer with Error set and a log line, and the extender stays up.
+func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
+	e := newEnv(t, "16")
+	podJSON := func(mutate func(*corev1.Pod)) string {
+		p := slotPod("bad", "3,5")
+		p.UID = "uid-bad"
+		mutate(p)
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		return string(b)
+	}
+	filterOf := func(pod string) string { return `{"Pod":` + pod + `,"NodeNames":["node-00","node-01"]}` }
+	cases := map[string]struct {
+		path, body, want string
+	}{
+		"malformed json":     {"filter", `{"Pod": [`, "malformed request"},
+		"a 5 MiB body":       {"filter", `{"Pod":{"metadata":{"name":"` + strings.Repeat("x", 5<<20) + `"}}}`, "request body over 1048576 bytes"},
+		"no pod":             {"filter", `{"NodeNames":["node-00"]}`, "the request has no pod"},
+		"no slot ids":        {"filter", filterOf(podJSON(func(p *corev1.Pod) { p.Annotations = nil })), "has no slotplane.io/slot-ids annotation"},
+		"invalid slot ids":   {"filter", filterOf(podJSON(func(p *corev1.Pod) { p.Annotations[v1alpha1.SlotIDsAnnotation] = "3,x" })), `"x" is not a slot position`},
+		"slot the bed lacks": {"preempt", `{"Pod":` + podJSON(func(p *corev1.Pod) { p.Annotations[v1alpha1.SlotIDsAnnotation] = "42" }) + `}`, "the test bed has no slot [42]"},
+		"unknown test bed":   {"filter", filterOf(podJSON(func(p *corev1.Pod) { p.Labels[v1alpha1.TestBedLabel] = "nope" })), "test bed default/nope does not exist"},
+		"no test bed label":  {"preempt", `{"Pod":` + podJSON(func(p *corev1.Pod) { p.Labels = nil }) + `}`, "has no slotplane.io/testbed label"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resp, err := http.Post(e.extender.URL+tc.path, "application/json", strings.NewReader(tc.body))
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, "the scheduler reads the Error field only on 200")
+			var answer struct{ Error string }
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer), "the answer must be JSON")
+			require.Contains(t, answer.Error, tc.want)
+			// The text log quotes the error, escaping its quotes.
+			require.Contains(t, e.logs.String(), strings.ReplaceAll(tc.want, `"`, `\"`), "no log line for the failure")
+		})
+	}
+	resp, err := http.Get(e.extender.URL + "healthz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the extender must stay up")
+	// Nothing was reserved by any of it.
+	require.EqualValues(t, 8, e.testBed(t).Status.Free)
 }

@@ -348,6 +348,10 @@ func (c *Cluster) startScheduler(ctx context.Context, port int) error {
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+filepath.Join(c.Dir, "scheduler-certs"),
+		// A slot pod turned away while the extender was unreachable waits in the
+		// unschedulable queue for a cluster event that may never come; bound that wait (the
+		// default is 5 minutes). The scheduler checks every 30 s.
+		"--pod-max-in-unschedulable-pods-duration=10s",
 		"--v=2",
 	)
 	if err != nil {
