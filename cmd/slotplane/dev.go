@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"slotplane/extender"
+	"slotplane/internal/freeport"
 	"slotplane/internal/testcluster"
 	"slotplane/worker"
 )
@@ -51,11 +53,17 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	started := time.Now()
+	extenderPort, err := freeport.Get(1)
+	if err != nil {
+		return err
+	}
+	extenderAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(extenderPort[0]))
 	slog.Info("starting the local control plane", "nodes", *nodes, "state", *stateDir)
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
-		Nodes:     *nodes,
-		NodeLabel: *nodeLabel,
-		Dir:       filepath.Join(*stateDir, "cluster"),
+		Nodes:       *nodes,
+		NodeLabel:   *nodeLabel,
+		Dir:         filepath.Join(*stateDir, "cluster"),
+		ExtenderURL: "http://" + extenderAddr + "/",
 	})
 	if err != nil {
 		return err
@@ -64,6 +72,17 @@ func runDev(ctx context.Context, args []string) error {
 		slog.Info("stopping the local control plane")
 		if err := cluster.Close(); err != nil {
 			slog.Error("stop the local control plane", "err", err)
+		}
+	}()
+
+	ext, err := extender.Start(ctx, cluster.Config, extenderAddr, slog.Default())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		slog.Info("stopping the extender")
+		if err := ext.Stop(); err != nil {
+			slog.Error("stop the extender", "err", err)
 		}
 	}()
 
@@ -92,13 +111,14 @@ slotplane dev is up (ready in %.1fs)
                export KUBECONFIG=%s
                %s get nodes,testbeds,batchjobs,schedulings
   nodes        %d fake nodes (kwok), labelled %s=00..%02d
+  extender     %s  (kube-scheduler profile slot-scheduler)
   Temporal     %s  namespace %s
   Temporal UI  %s
   metrics      %s
   logs         %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
-`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0),
+`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), ext.URL,
 		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 

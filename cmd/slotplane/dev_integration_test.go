@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,7 +53,13 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		require.Len(t, nodes.Items, 3, "run %d", run)
 		_, err = cs.Discovery().ServerResourcesForGroupVersion("slotplane.io/v1alpha1")
 		require.NoError(t, err, "CRDs not installed in run %d", run)
-		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/")
+		extURL := regexp.MustCompile(`extender\s+(http://\S+/)`).FindStringSubmatch(banner)
+		require.Len(t, extURL, 2, "the banner names the extender")
+		resp, err := http.Get(extURL[1] + "healthz")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "extender not serving")
+		resp, err = http.Get("http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/")
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)

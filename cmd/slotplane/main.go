@@ -19,7 +19,8 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "run the local platform: control plane, fake nodes, embedded Temporal and its Web UI", runDev},
+	{"dev", "run the local platform: control plane, fake nodes, extender, embedded Temporal and its Web UI", runDev},
+	{"extender", "serve the kube-scheduler extender that places slot pods into their slots", runExtender},
 }
 
 func main() {
