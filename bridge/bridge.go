@@ -1,0 +1,135 @@
+// Package bridge turns cluster changes into workflow signals: it watches TestBeds, nodes and
+// the pods of test beds, and signals (starting it if needed) the workflow of each test bed
+// concerned. It decides nothing; the workflows read the cluster themselves. Its work queue
+// merges repeated changes of one test bed, and the workflow debounces the rest.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/serviceerror"
+	temporal "go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/workflows"
+)
+
+// TestBedSignaller signals a test bed's workflow for every change that concerns it.
+type TestBedSignaller struct {
+	Reader   client.Reader
+	Temporal temporal.Client
+}
+
+var _ reconcile.Reconciler = (*TestBedSignaller)(nil)
+
+// Reconcile signals the workflow of one test bed, starting it if the TestBed exists and no
+// workflow runs. The workflow id makes a second start a no-op.
+func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	id := workflows.TestBedWorkflowID(req.Namespace, req.Name)
+	var tb v1alpha1.TestBed
+	err := s.Reader.Get(ctx, req.NamespacedName, &tb)
+	if apierrors.IsNotFound(err) {
+		// Tell a running workflow, so it notices at once and ends; nothing to start.
+		err := s.Temporal.SignalWorkflow(ctx, id, "", workflows.TestBedChangedSignal, nil)
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			return reconcile.Result{}, fmt.Errorf("signal %s: %w", id, err)
+		}
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	_, err = s.Temporal.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
+		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// Options configure the bridge's manager.
+type Options struct {
+	// MetricsAddr serves Prometheus metrics; "0" turns them off.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; "0" turns them off.
+	HealthAddr string
+}
+
+// New builds the bridge: a controller-runtime manager whose caches hold TestBeds, nodes and
+// only the pods of test beds. Start it with Start(ctx).
+func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	slotPods, err := labels.NewRequirement(v1alpha1.TestBedLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MetricsAddr == "" {
+		opts.MetricsAddr = "0"
+	}
+	if opts.HealthAddr == "" {
+		opts.HealthAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress: opts.HealthAddr,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*slotPods)},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bridge manager: %w", err)
+	}
+	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc}
+	// A node change may reshape any test bed: all of them are told.
+	allBeds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var beds v1alpha1.TestBedList
+		if err := mgr.GetClient().List(ctx, &beds); err != nil {
+			log.FromContext(ctx).Error(err, "list test beds for a node change")
+			return nil
+		}
+		reqs := make([]reconcile.Request, len(beds.Items))
+		for i, b := range beds.Items {
+			reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}}
+		}
+		return reqs
+	})
+	podsBed := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[v1alpha1.TestBedLabel]}}}
+	})
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("testbed-bridge").
+		For(&v1alpha1.TestBed{}).
+		Watches(&corev1.Node{}, allBeds).
+		Watches(&corev1.Pod{}, podsBed).
+		Complete(signaller)
+	if err != nil {
+		return nil, fmt.Errorf("bridge controller: %w", err)
+	}
+	return mgr, nil
+}
