@@ -33,7 +33,8 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 
 	mgr, err := bridge.New(c.Config, tc, bridge.Options{})
 	require.NoError(t, err)
-	cl := mgr.GetClient()
+	cl, err := client.New(c.Config, client.Options{Scheme: mgr.GetScheme()})
+	require.NoError(t, err)
 	w := worker.New(tc, &activities.Activities{Client: cl})
 	require.NoError(t, w.Start())
 	defer w.Stop()

@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	"slotplane/bridge"
 	"slotplane/extender"
 	"slotplane/internal/freeport"
 	"slotplane/internal/testcluster"
@@ -104,6 +108,36 @@ func runDev(ctx context.Context, args []string) error {
 		temporal.Stop()
 	}()
 
+	tc, err := temporal.Dial()
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	mgr, err := bridge.New(cluster.Config, tc, bridge.Options{})
+	if err != nil {
+		return err
+	}
+	// Activities read the API server directly, not the bridge's cache: a reconcile pass
+	// must see the pods as they are now.
+	live, err := client.New(cluster.Config, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	w := worker.New(tc, &activities.Activities{Client: live})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	bridgeCtx, stopBridge := context.WithCancel(ctx)
+	bridgeDone := make(chan error, 1)
+	go func() { bridgeDone <- mgr.Start(bridgeCtx) }()
+	defer func() {
+		stopBridge()
+		if err := <-bridgeDone; err != nil {
+			slog.Error("bridge", "err", err)
+		}
+	}()
+
 	fmt.Printf(`
 slotplane dev is up (ready in %.1fs)
 
@@ -112,7 +146,7 @@ slotplane dev is up (ready in %.1fs)
                %s get nodes,testbeds,batchjobs,schedulings
   nodes        %d fake nodes (kwok), labelled %s=00..%02d
   extender     %s  (kube-scheduler profile slot-scheduler)
-  Temporal     %s  namespace %s
+  Temporal     %s  namespace %s, worker and bridge running
   Temporal UI  %s
   metrics      %s
   logs         %s/*.log, %s

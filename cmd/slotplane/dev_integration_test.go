@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,6 +65,25 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		_ = resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 
+		// The platform runs test beds: created in the first run; in the second, after a restart
+		// on the same state, its workflow is still there and puts back a ghost that goes.
+		if run == 0 {
+			_, err = cs.RESTClient().Post().AbsPath("/apis/slotplane.io/v1alpha1/namespaces/default/testbeds").
+				Body([]byte(`{"apiVersion":"slotplane.io/v1alpha1","kind":"TestBed","metadata":{"name":"bed"},
+				"spec":{"nodeLabel":"slotplane.io/node","slotsPerNode":1,"resourcesPerSlot":{"cpu":"1","memory":"1Gi"}}}`)).
+				DoRaw(context.Background())
+			require.NoError(t, err)
+		}
+		ghosts := waitGhosts(t, cs, 3)
+		if run == 1 {
+			require.NoError(t, cs.CoreV1().Pods("default").Delete(context.Background(), ghosts[0].Name, metav1.DeleteOptions{}))
+			require.Eventually(t, func() bool {
+				now := waitGhosts(t, cs, 3)
+				// A recreated ghost has the same name, but not the same uid.
+				return !slices.Contains(now, ghosts[0])
+			}, time.Minute, 200*time.Millisecond, "the resumed workflow did not replace a deleted ghost")
+		}
+
 		require.Positive(t, len(processesUsing(state)), "the control plane should be running")
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 		select {
@@ -92,6 +112,26 @@ func TestDev_KilledTakesItsChildrenWithIt(t *testing.T) {
 	}
 	require.Empty(t, processesUsing(state), "children outlived a killed dev")
 }
+
+// waitGhosts waits until n ghost pods run and returns their names and uids.
+func waitGhosts(t *testing.T, cs kubernetes.Interface, n int) []ghostID {
+	t.Helper()
+	var names []ghostID
+	require.Eventually(t, func() bool {
+		pods, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "slotplane.io/ghost=true"})
+		require.NoError(t, err)
+		names = names[:0]
+		for _, p := range pods.Items {
+			if p.Status.Phase == "Running" && p.DeletionTimestamp == nil {
+				names = append(names, ghostID{p.Name, string(p.UID)})
+			}
+		}
+		return len(names) == n
+	}, time.Minute, 200*time.Millisecond, "want %d running ghosts", n)
+	return names
+}
+
+type ghostID struct{ Name, UID string }
 
 // startDev runs `slotplane dev` on state with free ports and returns once it says it is up,
 // with its still-open stdout, the Temporal and UI ports, and what it printed until then.
