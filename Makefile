@@ -36,6 +36,7 @@ help:
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make lint      gofmt and go vet"
+	@echo "make bench     benchmarks: slot decisions, and 500 slot pods end to end"
 
 .PHONY: run
 run: tools build
@@ -57,6 +58,12 @@ test-unit: tools
 .PHONY: test-integration
 test-integration: tools
 	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./...
+
+# Benchmarks: the pure decision cores, then the end-to-end run on a local control plane.
+.PHONY: bench
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchmem ./slots/
+	$(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 20m ./extender/
 
 .PHONY: lint
 lint:

@@ -39,6 +39,10 @@ type Reserver struct {
 	mu      sync.Mutex
 	beds    map[types.NamespacedName]*sync.Mutex // one reservation at a time per test bed
 	indexes map[types.NamespacedName]cachedIndex
+	// latest is the newest TestBed this extender has read live or written, per test bed.
+	// The informer lags behind the extender's own writes; deciding on its copy would make
+	// nearly every reservation conflict once and cost two more round trips.
+	latest map[types.NamespacedName]*v1alpha1.TestBed
 }
 
 type cachedIndex struct {
@@ -95,9 +99,15 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 	var tb v1alpha1.TestBed
 	if err := r.Cache.Get(ctx, req.TestBed, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.remember(req.TestBed, nil)
 			return Reservation{}, fmt.Errorf("%w: test bed %s does not exist", ErrBadPod, req.TestBed)
 		}
 		return Reservation{}, fmt.Errorf("get test bed %s: %w", req.TestBed, err)
+	}
+	if own := r.remembered(req.TestBed); own != nil && own.UID == tb.UID {
+		// Possibly older than the informer's copy if someone else wrote since: then the
+		// write below conflicts once and the live read replaces it.
+		tb = *own
 	}
 	for attempt := 0; ; attempt++ {
 		d, err := r.index(req.TestBed, &tb).Choose(req.Pod.UID, req.Allowed, candidates)
@@ -116,6 +126,7 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 		updated.Status.Free, updated.Status.Reserved, updated.Status.Occupied = slots.Count(updated.Status.Slots)
 		err = r.Client.Status().Update(ctx, updated)
 		if err == nil {
+			r.remember(req.TestBed, updated)
 			res.Slot = updated.Status.Slots[i]
 			return res, nil
 		}
@@ -127,6 +138,7 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 		if err := r.Client.Get(ctx, req.TestBed, &tb); err != nil {
 			return Reservation{}, fmt.Errorf("reread test bed %s: %w", req.TestBed, err)
 		}
+		r.remember(req.TestBed, tb.DeepCopy())
 	}
 }
 
@@ -171,6 +183,25 @@ func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1a
 		return nil, fmt.Errorf("slot %d on node %s has no ghost pod yet", slot.Position, slot.NodeName)
 	}
 	return found, nil
+}
+
+func (r *Reserver) remember(key types.NamespacedName, tb *v1alpha1.TestBed) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.latest == nil {
+		r.latest = map[types.NamespacedName]*v1alpha1.TestBed{}
+	}
+	if tb == nil {
+		delete(r.latest, key)
+		return
+	}
+	r.latest[key] = tb
+}
+
+func (r *Reserver) remembered(key types.NamespacedName) *v1alpha1.TestBed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.latest[key]
 }
 
 func (r *Reserver) bedLock(key types.NamespacedName) *sync.Mutex {

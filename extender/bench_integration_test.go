@@ -1,0 +1,208 @@
+//go:build integration
+
+package extender_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+	"slotplane/extender"
+	"slotplane/internal/freeport"
+	"slotplane/internal/testcluster"
+)
+
+// BenchmarkEndToEnd_500SlotPods schedules 500 pods on 100 fake nodes, twice in one cluster:
+// first as plain pods through the default profile (no extender, no ghosts), then as slot pods
+// into a 100 x 5 test bed whose nodes are full of ghosts, so every pod goes through /preempt,
+// the eviction of its ghost, and /filter. It reports both rates, creation to Running.
+// Run it with `make bench`.
+func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
+	const nodes, perNode = 100, 5
+	ports, err := freeport.Get(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	c := testcluster.New(b, testcluster.Options{
+		Nodes:       nodes,
+		ExtenderURL: "http://" + addr + "/",
+		NodeResources: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse(strconv.Itoa(perNode)),
+			corev1.ResourceMemory: resource.MustParse(strconv.Itoa(perNode) + "Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		},
+	})
+	cfg := *c.Config
+	cfg.QPS, cfg.Burst = 2000, 4000
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	cl, err := client.New(&cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ext, err := extender.Start(context.Background(), c.Config, addr, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ext.Stop()
+	ctx := context.Background()
+	total := nodes * perNode
+
+	for range b.N {
+		plain := func(i int) *corev1.Pod {
+			p := slotPod(fmt.Sprintf("plain-%d", i), "")
+			p.Labels, p.Annotations = nil, nil
+			p.Spec.SchedulerName, p.Spec.PriorityClassName = "default-scheduler", ""
+			req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: req}
+			return p
+		}
+		plainRate := schedule(b, cl, total, plain)
+		b.ReportMetric(plainRate, "plain-pods/s")
+		deleteAll(b, cl, client.MatchingLabelsSelector{})
+
+		tb := &v1alpha1.TestBed{
+			ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+			Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: perNode, ResourcesPerSlot: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+			}},
+		}
+		if err := cl.Create(ctx, tb); err != nil {
+			b.Fatal(err)
+		}
+		acts := &activities.Activities{Client: cl}
+		settleStart := time.Now()
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			res, err := acts.ReconcileTestBed(ctx, activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"})
+			return err == nil && res.Settled && runningCount(b, cl, "") == total, nil
+		})
+		if err != nil {
+			b.Fatalf("ghosts never settled: %v", err)
+		}
+		b.ReportMetric(time.Since(settleStart).Seconds(), "ghost-setup-s")
+
+		slotted := func(i int) *corev1.Pod {
+			p := slotPod(fmt.Sprintf("slot-%d", i), strconv.Itoa(i))
+			req := corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+				corev1.ResourceName(v1alpha1.SlotResource): resource.MustParse("1"),
+			}
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: req}
+			return p
+		}
+		// The ghost reconciler runs alongside, as the TestBed workflow does: it removes the
+		// ghost of a slot whose pod was placed beside it (when another pod's eviction made
+		// room on the node first).
+		stop := make(chan struct{})
+		reconciled := make(chan struct{})
+		go func() {
+			defer close(reconciled)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
+				_, _ = acts.ReconcileTestBed(ctx, activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"})
+			}
+		}()
+		slotRate := schedule(b, cl, total, slotted)
+		close(stop)
+		<-reconciled
+		b.Logf("extender:\n%s", metricLines(b, ext.URL))
+		b.ReportMetric(slotRate, "slot-pods/s")
+		b.ReportMetric(slotRate/plainRate, "slot/plain")
+	}
+}
+
+// schedule creates n pods at once and returns the rate at which they reached Running.
+func schedule(b *testing.B, cl client.Client, n int, pod func(int) *corev1.Pod) float64 {
+	b.Helper()
+	prefix := pod(0).Name[:len(pod(0).Name)-1]
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := cl.Create(context.Background(), pod(i)); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+		return runningCount(b, cl, prefix) == n, nil
+	})
+	if err != nil {
+		b.Fatalf("%d of %d pods Running: %v", runningCount(b, cl, prefix), n, err)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func runningCount(b *testing.B, cl client.Client, prefix string) int {
+	var pods corev1.PodList
+	if err := cl.List(context.Background(), &pods, client.InNamespace("default")); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, p := range pods.Items {
+		ghost := p.Labels[v1alpha1.GhostLabel] == "true"
+		match := (prefix == "" && ghost) || (prefix != "" && !ghost && len(p.Name) > len(prefix) && p.Name[:len(prefix)] == prefix)
+		if match && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func deleteAll(b *testing.B, cl client.Client, _ client.MatchingLabelsSelector) {
+	b.Helper()
+	if err := cl.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0)); err != nil {
+		b.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		err := cl.List(ctx, &pods, client.InNamespace("default"))
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		b.Fatal("pods not deleted")
+	}
+}
+
+func metricLines(b *testing.B, url string) string {
+	resp, err := http.Get(url + "metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "slotplane_extender_requests_total") || strings.HasPrefix(line, "slotplane_extender_request_seconds_sum") || strings.HasPrefix(line, "slotplane_extender_request_seconds_count") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
