@@ -109,8 +109,20 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 		// write below conflicts once and the live read replaces it.
 		tb = *own
 	}
+	live := false
 	for attempt := 0; ; attempt++ {
 		d, err := r.index(req.TestBed, &tb).Choose(req.Pod.UID, req.Allowed, candidates)
+		var noSlot *slots.NoSlotError
+		if errors.As(err, &noSlot) && !live {
+			// A "no" from a copy that may be stale (the reconciler may have freed slots since)
+			// is confirmed on the live status before the pod is turned away.
+			if err := r.Client.Get(ctx, req.TestBed, &tb); err != nil {
+				return Reservation{}, fmt.Errorf("reread test bed %s: %w", req.TestBed, err)
+			}
+			r.remember(req.TestBed, tb.DeepCopy())
+			live = true
+			continue
+		}
 		if err != nil {
 			return Reservation{}, err
 		}
@@ -139,6 +151,7 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 			return Reservation{}, fmt.Errorf("reread test bed %s: %w", req.TestBed, err)
 		}
 		r.remember(req.TestBed, tb.DeepCopy())
+		live = true
 	}
 }
 
