@@ -10,6 +10,7 @@ CACHE ?= $(HOME)/.cache/slotplane
 KUBE_VERSION := v1.36.3
 KWOK_VERSION := v0.7.0
 CONTROLLER_GEN_VERSION := v0.23.0
+WORKFLOWCHECK_VERSION := v0.6.0
 
 # kube-apiserver, kube-scheduler and etcd come from tools/kube, a module of its own so the
 # Kubernetes server code never enters the project's go.mod. Its folder name changes whenever
@@ -18,6 +19,7 @@ KUBE_KEY := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/*/main.go
 KUBE_BIN := $(CACHE)/kube-$(KUBE_VERSION)-$(KUBE_KEY)
 KWOK := $(CACHE)/bin/kwok-$(KWOK_VERSION)
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
+WORKFLOWCHECK := $(CACHE)/bin/workflowcheck-$(WORKFLOWCHECK_VERSION)
 
 # What the local control plane reads to find its binaries (internal/testcluster), and what
 # the generated-files test runs.
@@ -66,11 +68,18 @@ bench: tools
 	$(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 20m ./extender/
 
 .PHONY: lint
-lint:
+lint: $(WORKFLOWCHECK)
 	@out=$$(gofmt -l .); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
+	$(WORKFLOWCHECK) ./workflows/...
+
+# Re-record the workflow histories the replay tests replay (after a deliberate, versioned
+# change to a workflow): real runs on the embedded Temporal server.
+.PHONY: record-histories
+record-histories:
+	SLOTPLANE_RECORD=1 $(GO) test -tags integration -count=1 -run TestRecordHistories ./workflows/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN)
@@ -84,7 +93,7 @@ clean:
 	rm -rf bin
 
 .PHONY: tools
-tools: $(KUBE_BIN)/.built $(KWOK) $(CONTROLLER_GEN)
+tools: $(KUBE_BIN)/.built $(KWOK) $(CONTROLLER_GEN) $(WORKFLOWCHECK)
 
 $(KUBE_BIN)/.built:
 	@echo ">> building kube-apiserver, kube-scheduler, etcd, kubectl ($(KUBE_VERSION)) into $(KUBE_BIN); the first time takes about 5 minutes"
@@ -99,6 +108,12 @@ $(KWOK):
 	@rm -rf $(CACHE)/gobin.kwok && mkdir -p $(CACHE)/bin
 	GOBIN=$(CACHE)/gobin.kwok $(GO) install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	@mv $(CACHE)/gobin.kwok/kwok $@ && rm -rf $(CACHE)/gobin.kwok
+
+$(WORKFLOWCHECK):
+	@echo ">> building workflowcheck $(WORKFLOWCHECK_VERSION)"
+	@rm -rf $(CACHE)/gobin.wc && mkdir -p $(CACHE)/bin
+	GOBIN=$(CACHE)/gobin.wc $(GO) install -trimpath go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
+	@mv $(CACHE)/gobin.wc/workflowcheck $@ && rm -rf $(CACHE)/gobin.wc
 
 $(CONTROLLER_GEN):
 	@echo ">> building controller-gen $(CONTROLLER_GEN_VERSION)"
