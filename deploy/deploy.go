@@ -8,3 +8,9 @@ import _ "embed"
 //
 //go:embed priorityclasses.yaml
 var PriorityClasses []byte
+
+// SchedulerConfig is deploy/kube-scheduler-config.yaml: the KubeSchedulerConfiguration with
+// the slot-scheduler profile and slotplane's extender.
+//
+//go:embed kube-scheduler-config.yaml
+var SchedulerConfig []byte

@@ -29,9 +29,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	schedulerv1 "k8s.io/kube-scheduler/config/v1"
+	"sigs.k8s.io/yaml"
 
 	"slotplane/crds"
-	"slotplane/crds/v1alpha1"
 	"slotplane/deploy"
 	"slotplane/internal/freeport"
 )
@@ -48,9 +49,6 @@ const (
 	FakeNodeLabel = "slotplane.io/fake-node"
 
 	adminToken = "slotplane-admin-token"
-
-	slotSchedulerName = v1alpha1.SlotSchedulerName
-	slotResource      = v1alpha1.SlotResource
 )
 
 // Options shape a cluster. The zero value is a cluster without nodes or extender.
@@ -338,7 +336,11 @@ func (c *Cluster) writeKubeconfig(ca []byte) error {
 
 func (c *Cluster) startScheduler(ctx context.Context, port int) error {
 	configFile := filepath.Join(c.Dir, "kube-scheduler.yaml")
-	if err := os.WriteFile(configFile, []byte(SchedulerConfig(c.Kubeconfig, c.opts.ExtenderURL)), 0o600); err != nil {
+	conf, err := SchedulerConfig(c.Kubeconfig, c.opts.ExtenderURL)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(configFile, []byte(conf), 0o600); err != nil {
 		return err
 	}
 	p, err := c.start("kube-scheduler", filepath.Join(c.opts.KubeBinDir, "kube-scheduler"),
@@ -362,40 +364,26 @@ func (c *Cluster) startScheduler(ctx context.Context, port int) error {
 	return c.waitHTTP(ctx, p, "https://127.0.0.1:"+strconv.Itoa(port)+"/readyz", tlsConf, "", "ok")
 }
 
-// SchedulerConfig is the KubeSchedulerConfiguration of the local scheduler: the default
-// profile, a slot-scheduler profile for slot pods, and, when extenderURL is set, slotplane's
-// extender. Extenders apply to every profile; the managed slot resource is what keeps
-// ordinary pods away from it (the scheduler calls an extender only for pods that request a
-// resource it manages).
-func SchedulerConfig(kubeconfig, extenderURL string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-  qps: 500
-  burst: 1000
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: default-scheduler
-- schedulerName: %s
-`, kubeconfig, slotSchedulerName)
-	if extenderURL != "" {
-		fmt.Fprintf(&b, `extenders:
-- urlPrefix: %q
-  filterVerb: filter
-  preemptVerb: preempt
-  enableHTTPS: false
-  nodeCacheCapable: true
-  httpTimeout: 10s
-  ignorable: false
-  managedResources:
-  - name: %s
-    ignoredByScheduler: true
-`, extenderURL, slotResource)
+// SchedulerConfig is the KubeSchedulerConfiguration of the local scheduler: the one in
+// deploy/ (default and slot-scheduler profiles, slotplane's extender managing the slot
+// resource), with this cluster's kubeconfig, no leader election, and the extender at
+// extenderURL (none when empty).
+func SchedulerConfig(kubeconfig, extenderURL string) (string, error) {
+	var conf schedulerv1.KubeSchedulerConfiguration
+	if err := yaml.UnmarshalStrict(deploy.SchedulerConfig, &conf); err != nil {
+		return "", fmt.Errorf("deploy/kube-scheduler-config.yaml: %w", err)
 	}
-	return b.String()
+	conf.ClientConnection.Kubeconfig = kubeconfig
+	leaderElect := false
+	conf.LeaderElection.LeaderElect = &leaderElect
+	if extenderURL == "" {
+		conf.Extenders = nil
+	}
+	for i := range conf.Extenders {
+		conf.Extenders[i].URLPrefix = extenderURL
+	}
+	out, err := yaml.Marshal(&conf)
+	return string(out), err
 }
 
 func (c *Cluster) startKwok(port int) error {

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"slotplane/crds/v1alpha1"
 )
 
 func TestCluster_NodesAreReadyAndLabelled(t *testing.T) {
@@ -87,7 +89,7 @@ func TestCluster_ExtenderSeesOnlySlotPodsAndDecidesTheirNode(t *testing.T) {
 
 	c := New(t, Options{Nodes: 3, ExtenderURL: ext.URL + "/"})
 	ctx := context.Background()
-	slot := corev1.ResourceList{corev1.ResourceName(slotResource): resource.MustParse("1")}
+	slot := corev1.ResourceList{corev1.ResourceName(v1alpha1.SlotResource): resource.MustParse("1")}
 	_, err := c.Client().CoreV1().Pods("default").Create(ctx, testPod("slot-pod", slot), metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = c.Client().CoreV1().Pods("default").Create(ctx, testPod("plain-pod", nil), metav1.CreateOptions{})
@@ -131,7 +133,7 @@ func testPod(name string, requests corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
-			SchedulerName: slotSchedulerName,
+			SchedulerName: v1alpha1.SlotSchedulerName,
 			Containers: []corev1.Container{{
 				Name:      "main",
 				Image:     "busybox",
