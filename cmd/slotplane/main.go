@@ -21,6 +21,8 @@ type command struct {
 var commands = []command{
 	{"dev", "run the local platform: control plane, fake nodes, extender, embedded Temporal and its Web UI", runDev},
 	{"extender", "serve the kube-scheduler extender that places slot pods into their slots", runExtender},
+	{"worker", "run slotplane's workflows and activities against a Temporal server", runWorker},
+	{"bridge", "turn changes of TestBeds, nodes and slot pods into workflow signals", runBridge},
 }
 
 func main() {

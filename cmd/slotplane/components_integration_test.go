@@ -1,0 +1,68 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"slotplane/internal/freeport"
+	"slotplane/internal/testcluster"
+	"slotplane/internal/testtemporal"
+)
+
+// The separate components, as a real cluster runs them (worker, bridge, extender as their
+// own processes), keep a test bed's ghosts in place and stop on SIGTERM.
+func TestComponents_RunAsSeparateProcesses(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 3})
+	srv, _ := testtemporal.Start(t)
+	ports, err := freeport.Get(3)
+	require.NoError(t, err)
+	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}
+	procs := map[string][]string{
+		"worker":   conn,
+		"bridge":   append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+itoa(ports[0]), "-health-listen", "127.0.0.1:"+itoa(ports[1])),
+		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + itoa(ports[2])},
+	}
+	var cmds []*exec.Cmd
+	for name, args := range procs {
+		cmd := exec.Command(binary, append([]string{name}, args...)...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		require.NoError(t, cmd.Start(), name)
+		cmds = append(cmds, cmd)
+	}
+	defer func() {
+		for _, cmd := range cmds {
+			_ = cmd.Process.Kill()
+		}
+	}()
+
+	cs := c.Client()
+	_, err = cs.CoreV1().RESTClient().Post().AbsPath("/apis/slotplane.io/v1alpha1/namespaces/default/testbeds").
+		Body([]byte(`{"apiVersion":"slotplane.io/v1alpha1","kind":"TestBed","metadata":{"name":"bed"},
+		"spec":{"nodeLabel":"slotplane.io/node","slotsPerNode":2,"resourcesPerSlot":{"cpu":"1","memory":"1Gi"}}}`)).
+		DoRaw(context.Background())
+	require.NoError(t, err)
+	waitGhosts(t, cs, 6)
+
+	for _, cmd := range cmds {
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "%v should exit 0 on SIGTERM", cmd.Args[:2])
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v did not stop on SIGTERM", cmd.Args[:2])
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
