@@ -181,6 +181,7 @@ func (a *Activities) ghostPod(tb *v1alpha1.TestBed, s slots.Slot, requests corev
 			NodeName:                      s.NodeName,
 			PriorityClassName:             v1alpha1.GhostPriorityClass,
 			TerminationGracePeriodSeconds: &zero,
+			Tolerations:                   []corev1.Toleration{{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{
 				Name:      "ghost",
 				Image:     image,

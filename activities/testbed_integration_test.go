@@ -117,6 +117,8 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 	for node, ps := range g {
 		require.Len(t, ps, 2, "node %s", node)
 		require.Equal(t, v1alpha1.GhostPriorityClass, ps[0].Spec.PriorityClassName)
+		require.Contains(t, ps[0].Spec.Tolerations, corev1.Toleration{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists},
+			"ghosts must tolerate the dedicated-node taint")
 		require.Equal(t, "1", ps[0].Spec.Containers[0].Resources.Requests.Name(v1alpha1.SlotResource, resource.DecimalSI).String())
 	}
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))

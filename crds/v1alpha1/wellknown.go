@@ -29,6 +29,11 @@ const (
 	SlotIDsAnnotation = GroupName + "/slot-ids"
 )
 
+// TestBedTaint is the taint key that dedicates nodes to test beds (any value, any effect).
+// Ghosts and slot pods tolerate it; ordinary pods do not, so they can neither land on nor
+// preempt ghosts on a dedicated node.
+const TestBedTaint = GroupName + "/testbed"
+
 // PriorityClasses of slot pods (deploy/priorityclasses.yaml).
 const (
 	// GhostPriorityClass is the lowest priority in the cluster: any slot pod preempts a ghost.
