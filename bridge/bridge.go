@@ -13,14 +13,9 @@ import (
 	temporal "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 	"slotplane/workflows"
 )
 
@@ -77,17 +73,6 @@ type Options struct {
 // New builds the bridge: a controller-runtime manager whose caches hold TestBeds, nodes and
 // only the pods of test beds. Start it with Start(ctx).
 func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	slotPods, err := labels.NewRequirement(v1alpha1.TestBedLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
 	if opts.MetricsAddr == "" {
 		opts.MetricsAddr = "0"
 	}
@@ -95,12 +80,10 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		opts.HealthAddr = "0"
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 kubeclient.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.HealthAddr,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*slotPods)},
-		}},
+		Cache:                  kubeclient.CacheOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bridge manager: %w", err)

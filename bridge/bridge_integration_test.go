@@ -17,6 +17,7 @@ import (
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testtemporal"
 	"slotplane/worker"
@@ -33,7 +34,7 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 
 	mgr, err := bridge.New(c.Config, tc, bridge.Options{})
 	require.NoError(t, err)
-	cl, err := client.New(c.Config, client.Options{Scheme: mgr.GetScheme()})
+	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	w := worker.New(tc, &activities.Activities{Client: cl})
 	require.NoError(t, w.Start())

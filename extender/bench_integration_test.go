@@ -17,15 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 )
 
@@ -52,10 +51,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 	})
 	cfg := *c.Config
 	cfg.QPS, cfg.Burst = 2000, 4000
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	cl, err := client.New(&cfg, client.Options{Scheme: scheme})
+	cl, err := kubeclient.Live(&cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

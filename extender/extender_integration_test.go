@@ -21,14 +21,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 )
 
@@ -75,10 +74,7 @@ func newEnv(t *testing.T, nodeCPU string) *env {
 			corev1.ResourcePods:   resource.MustParse("110"),
 		},
 	})
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr, logs: &syncBuffer{}}
 	e.startExtender(t)

@@ -10,15 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 )
 
 // Server is a running extender.
@@ -35,27 +32,11 @@ type Server struct {
 // watch TestBeds and the pods of test beds (nothing else), and it answers only after they
 // have synced, so a restarted extender never decides on an empty picture.
 func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger) (*Server, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	slotPods, err := labels.NewRequirement(v1alpha1.TestBedLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	informers, err := cache.New(cfg, cache.Options{
-		Scheme: scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*slotPods)},
-		},
-	})
+	informers, err := cache.New(cfg, kubeclient.CacheOptions())
 	if err != nil {
 		return nil, fmt.Errorf("extender informers: %w", err)
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	cl, err := kubeclient.Live(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -12,12 +12,11 @@ import (
 	"strconv"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/extender"
 	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/worker"
 )
@@ -119,7 +118,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	// Activities read the API server directly, not the bridge's cache: a reconcile pass
 	// must see the pods as they are now.
-	live, err := client.New(cluster.Config, client.Options{Scheme: mgr.GetScheme()})
+	live, err := kubeclient.Live(cluster.Config)
 	if err != nil {
 		return err
 	}

@@ -7,15 +7,12 @@ import (
 	"log/slog"
 
 	"go.temporal.io/sdk/client"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/activities"
 	"slotplane/bridge"
-	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 	"slotplane/worker"
 )
 
@@ -55,14 +52,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cl, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme})
+	cl, err := kubeclient.Live(cfg)
 	if err != nil {
 		return err
 	}
