@@ -94,18 +94,26 @@ func waitGhostsRunning(t *testing.T, cl client.Client, bed string, want int) map
 	}
 }
 
-func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 4})
-	cl := newClient(t, c)
-	ctx := context.Background()
-	a := &activities.Activities{Client: cl}
-	in := activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
+// bedInput names the test bed every test here creates.
+var bedInput = activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
 
+// newBed starts a cluster of n nodes and creates the test bed "bed" on it, 2 slots of 2 cpu
+// per node; the ghosts are not made yet.
+func newBed(t *testing.T, nodes int) (client.Client, *activities.Activities, *v1alpha1.TestBed) {
+	t.Helper()
+	cl := newClient(t, testcluster.New(t, testcluster.Options{Nodes: nodes}))
 	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: bedInput.Name, Namespace: bedInput.Namespace},
 		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
 	}
-	require.NoError(t, cl.Create(ctx, tb))
+	require.NoError(t, cl.Create(context.Background(), tb))
+	return cl, &activities.Activities{Client: cl}, tb
+}
+
+func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
+	cl, a, tb := newBed(t, 4)
+	ctx := context.Background()
+	in := bedInput
 
 	// 4 nodes x 2 slots: 8 ghosts Running, 8 free slots.
 	settle(t, a, in)
@@ -167,16 +175,9 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 
 // A real pod that holds a slot replaces the slot's ghost; when it ends, the ghost returns.
 func TestReconcileTestBed_RealPodTakesGhostsPlace(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 2})
-	cl := newClient(t, c)
+	cl, a, tb := newBed(t, 2)
 	ctx := context.Background()
-	a := &activities.Activities{Client: cl}
-	in := activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
-	}
-	require.NoError(t, cl.Create(ctx, tb))
+	in := bedInput
 	settle(t, a, in)
 	waitGhostsRunning(t, cl, "bed", 4)
 

@@ -131,7 +131,7 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 			return res, nil
 		}
 		updated := tb.DeepCopy()
-		i := slotIndex(updated.Status.Slots, d.Slot.Position)
+		i := d.Index // updated is a copy of the status the index was built from
 		if err := slots.Reserve(&updated.Status.Slots[i], req.Pod); err != nil {
 			return Reservation{}, err // the index and the status disagree: cannot happen
 		}
@@ -245,13 +245,4 @@ func (r *Reserver) index(key types.NamespacedName, tb *v1alpha1.TestBed) *slots.
 	ix := slots.NewIndex(tb.Status.Slots)
 	r.indexes[key] = cachedIndex{resourceVersion: tb.ResourceVersion, ix: ix}
 	return ix
-}
-
-func slotIndex(statuses []v1alpha1.SlotStatus, position int32) int {
-	for i := range statuses {
-		if statuses[i].Position == position {
-			return i
-		}
-	}
-	return -1
 }

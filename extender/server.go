@@ -75,7 +75,7 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 	candidates := nodeNames(&args)
 	req, err := RequestOf(args.Pod)
 	if err != nil {
-		h.finish(w, "filter", "bad_request", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podName(&args))
+		h.finish(w, "filter", "bad_request", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
 		return
 	}
 	res, err := h.reserver.Reserve(r.Context(), req, candidates)
@@ -90,14 +90,14 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 				failed[n] = noSlot.OtherNodes
 			}
 		}
-		h.finish(w, "filter", "no_slot", start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed}, nil, podName(&args))
+		h.finish(w, "filter", "no_slot", start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed}, nil, podNameOf(args.Pod))
 		return
 	case err != nil:
-		h.finish(w, "filter", resultOf(err), start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podName(&args))
+		h.finish(w, "filter", resultOf(err), start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
 		return
 	}
 	if err := h.reserver.LabelPod(r.Context(), args.Pod, res.Slot.Position); err != nil {
-		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podName(&args))
+		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
 		return
 	}
 	failed := make(extenderv1.FailedNodesMap, len(candidates))
@@ -107,7 +107,7 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 			failed[n] = why
 		}
 	}
-	h.log.Info("slot reserved", "verb", "filter", "pod", podName(&args), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "held", res.Held)
+	h.log.Info("slot reserved", "verb", "filter", "pod", podNameOf(args.Pod), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "held", res.Held)
 	h.finish(w, "filter", placed(res), start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{res.Slot.NodeName}, FailedNodes: failed}, nil, "")
 }
 
@@ -223,8 +223,6 @@ func resultOf(err error) string {
 	}
 	return "error"
 }
-
-func podName(args *extenderv1.ExtenderArgs) string { return podNameOf(args.Pod) }
 
 func podNameOf(p *corev1.Pod) string {
 	if p == nil {

@@ -88,6 +88,8 @@ func (ix *Index) Slot(position int32) (v1alpha1.SlotStatus, bool) {
 // Decision is the slot chosen for a pod.
 type Decision struct {
 	Slot v1alpha1.SlotStatus
+	// Index is the slot's place in the status list the Index was built from.
+	Index int
 	// Held is true when the pod already had this slot (a retry): nothing to write.
 	Held bool
 }
@@ -123,9 +125,10 @@ func (ix *Index) Choose(uid types.UID, allowed []int32, candidates []string) (De
 		inCandidates = func(n string) bool { return set[n] }
 	}
 
-	if s, ok := ix.Held(uid); ok {
+	if i, ok := ix.byPod[uid]; ok {
+		s := ix.slots[i]
 		if inCandidates(s.NodeName) {
-			return Decision{Slot: s, Held: true}, nil
+			return Decision{Slot: s, Index: i, Held: true}, nil
 		}
 		reason := fmt.Sprintf("the pod holds slot %d on node %s, which is not a candidate", s.Position, s.NodeName)
 		return Decision{}, &NoSlotError{Reason: reason, Nodes: map[string]string{}, OtherNodes: reason}
@@ -144,7 +147,7 @@ func (ix *Index) Choose(uid types.UID, allowed []int32, candidates []string) (De
 			continue
 		}
 		if s.State == v1alpha1.SlotFree || s.State == "" {
-			return Decision{Slot: s}, nil
+			return Decision{Slot: s, Index: i}, nil
 		}
 		if _, seen := nodes[s.NodeName]; !seen {
 			nodes[s.NodeName] = fmt.Sprintf("slot %d is %s by %s", s.Position, s.State, s.PodName)

@@ -273,6 +273,9 @@ func TestChoose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.statuses[d.Index].Position != d.Slot.Position {
+				t.Errorf("Index %d points at slot %d, not the chosen %d", d.Index, tc.statuses[d.Index].Position, d.Slot.Position)
+			}
 			if d.Slot.Position != tc.wantSlot || d.Held != tc.wantHeld {
 				t.Errorf("got slot %d held=%v, want %d held=%v", d.Slot.Position, d.Held, tc.wantSlot, tc.wantHeld)
 			}

@@ -28,8 +28,8 @@ func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}
 	procs := map[string][]string{
 		"worker":   conn,
-		"bridge":   append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+itoa(ports[0]), "-health-listen", "127.0.0.1:"+itoa(ports[1])),
-		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + itoa(ports[2])},
+		"bridge":   append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[0]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[1])),
+		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + strconv.Itoa(ports[2])},
 	}
 	var cmds []*exec.Cmd
 	for name, args := range procs {
@@ -64,5 +64,3 @@ func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
