@@ -61,11 +61,12 @@ test-unit: tools
 test-integration: tools
 	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./...
 
-# Benchmarks: the pure decision cores, then the end-to-end run on a local control plane.
+# Benchmarks: the pure decision cores, the extender's HTTP handlers in process, then the
+# end-to-end run on a local control plane.
 .PHONY: bench
 bench: tools
-	$(GO) test -run '^$$' -bench . -benchmem ./slots/
-	$(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 20m ./extender/
+	$(GO) test -run '^$$' -bench . -benchmem ./slots/ ./extender/
+	$(GO) test -tags integration -run '^$$' -bench EndToEnd -benchtime 1x -timeout 20m ./extender/
 
 .PHONY: lint
 lint: $(WORKFLOWCHECK)

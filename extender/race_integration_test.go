@@ -216,3 +216,29 @@ func (e *env) waitAllSlotsFree(t *testing.T) {
 		return e.testBed(t).Status.Free == 8
 	}, 60*time.Second, 100*time.Millisecond)
 }
+
+// A pod labelled with its slot by an extender that died before writing the status keeps the
+// slot: the next extender reads the label, not only the status.
+func TestExtender_LabelOutlivesAnUnwrittenReservation(t *testing.T) {
+	e := newEnv(t, "4")
+	checker := watchDoubleBooking(t, e)
+	ctx := context.Background()
+	require.NoError(t, e.extender.Stop())
+
+	early := slotPod("early", "3")
+	early.Labels[v1alpha1.SlotIDLabel] = "3" // what the dead extender wrote before its answer
+	require.NoError(t, e.client.Create(ctx, early))
+	require.Equal(t, v1alpha1.SlotFree, e.testBed(t).Status.Slots[3].State, "the status never heard of the reservation")
+
+	e.startExtender(t)
+	require.NoError(t, e.client.Create(ctx, slotPod("rival", "3,5")))
+	rival := e.waitRunning(t, "rival")
+	require.Equal(t, "5", rival.Labels[v1alpha1.SlotIDLabel], "slot 3 belongs to the labelled pod")
+	got := e.waitRunning(t, "early")
+	require.Equal(t, e.testBed(t).Status.Slots[3].NodeName, got.Spec.NodeName)
+	require.Eventually(t, func() bool {
+		s := e.testBed(t).Status.Slots[3]
+		return s.State != v1alpha1.SlotFree && s.PodName == "early"
+	}, 10*time.Second, 100*time.Millisecond, "the seeded reservation reaches the status")
+	checker.requireClean(t)
+}

@@ -1,22 +1,41 @@
 // Package extender is slotplane's kube-scheduler extender. For every pod that requests the
 // slot resource, the scheduler asks it where the pod may go (/filter) or whom to evict for it
 // (/preempt); the extender answers with the node of a free slot among the pod's allowed slot
-// ids, reserves that slot in the TestBed status, and names the slot's ghost pod as the only
-// victim. The TestBed status is the only record of reservations, written with optimistic
-// concurrency, so two calls (in one process, or across a restart) never reserve one slot
-// twice. Which slot a pod gets is decided by the slots package; this package does the I/O.
+// ids, reserves that slot, and names the slot's ghost pod as the only victim. Which slot a
+// pod gets is decided by the slots package; this package keeps the reservations and does the
+// I/O.
+//
+// # Reservations
+//
+// A decision is made in memory, under one lock per test bed, on the newest TestBed status the
+// extender knows plus the reservations it made since (its pending reservations). Before the
+// scheduler gets its answer, the reservation is made durable on the pod itself: the slot-id
+// label. The TestBed status follows a few milliseconds later: a flusher per test bed writes
+// every pending reservation in one optimistic update, and on a conflict reads the fresh
+// status and applies them again. A status write costs tens of milliseconds on a large test
+// bed (the API server decodes and validates the whole object), so paying it once per batch
+// instead of once per pod is what lets slot pods schedule at the scheduler's pace.
+//
+// After a restart the extender reads the status and the pods: a pod whose slot-id label names
+// a slot the status shows free is pending again. One extender process decides for a test bed
+// at a time; a second one would not see the first's pending reservations (see
+// docs/architecture.md).
 package extender
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
@@ -26,28 +45,67 @@ import (
 // ErrBadPod: the pod lacks what a slot pod must carry (test bed label, slot ids).
 var ErrBadPod = errors.New("not a valid slot pod")
 
-// maxConflictRetries bounds the optimistic write loop; each retry reads the fresh status.
-const maxConflictRetries = 8
+const (
+	// flushRetry is the pause after a status write that failed for another reason than a
+	// conflict (the API server is away): the reservations stay pending and are written later.
+	flushRetry = time.Second
+	// DefaultFlushInterval is the least time between two status writes of one test bed. The
+	// first reservation after a quiet spell is written at once; under load, a write carries
+	// every reservation of the interval. A 500-slot status costs the API server about 10 ms
+	// of CPU to validate and store, and each write goes to every watcher of TestBeds.
+	DefaultFlushInterval = 250 * time.Millisecond
+)
 
-// Reserver reserves slots for pods in TestBed statuses.
+// Reserver reserves slots for pods and writes the reservations to the TestBed statuses.
 type Reserver struct {
-	// Cache serves TestBeds and ghost pods from informers; Client writes and, after a
-	// conflict, reads the fresh TestBed from the API server.
+	// Cache serves TestBeds and test bed pods from informers; Client writes, and reads the
+	// live TestBed when the cached one may be stale.
 	Cache  client.Reader
 	Client client.Client
+	Log    *slog.Logger
+	// FlushInterval is the least time between two status writes of one test bed.
+	FlushInterval time.Duration
 
-	mu      sync.Mutex
-	beds    map[types.NamespacedName]*sync.Mutex // one reservation at a time per test bed
-	indexes map[types.NamespacedName]cachedIndex
-	// latest is the newest TestBed this extender has read live or written, per test bed.
-	// The informer lags behind the extender's own writes; deciding on its copy would make
-	// nearly every reservation conflict once and cost two more round trips.
-	latest map[types.NamespacedName]*v1alpha1.TestBed
+	ctx  context.Context
+	mu   sync.Mutex
+	beds map[types.NamespacedName]*bedState
+	// flushes counts status writes; conflicts counts reservations found held by another pod.
+	flushes, conflicts prometheus.Counter
 }
 
-type cachedIndex struct {
-	resourceVersion string
-	ix              *slots.Index
+// bedState is what the extender knows of one test bed.
+type bedState struct {
+	key types.NamespacedName
+	mu  sync.Mutex
+	// base is the newest TestBed read (informer, live read, or the extender's own write).
+	base *v1alpha1.TestBed
+	// pending are reservations made since base, by slot position.
+	pending map[int32]slots.Pod
+	// ix is base plus pending; nil when it must be rebuilt.
+	ix *slots.Index
+	// seeded: pods labelled before this process started are in pending.
+	seeded bool
+	wake   chan struct{}
+}
+
+// NewReserver returns a Reserver whose flushers run until ctx ends.
+func NewReserver(ctx context.Context, cache client.Reader, cl client.Client, log *slog.Logger) *Reserver {
+	return &Reserver{
+		Cache: cache, Client: cl, Log: log, ctx: ctx, FlushInterval: DefaultFlushInterval,
+		flushes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "slotplane_extender_status_writes_total",
+			Help: "TestBed status writes that carried reservations, including conflicts.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "slotplane_extender_reservation_conflicts_total",
+			Help: "Reservations dropped because the status shows their slot held by another pod; nonzero means two extenders decided for one test bed.",
+		}),
+	}
+}
+
+// Collectors are the reserver's metrics.
+func (r *Reserver) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{r.flushes, r.conflicts}
 }
 
 // Reservation is a slot reserved for a pod.
@@ -89,73 +147,95 @@ func RequestOf(pod *corev1.Pod) (SlotRequest, error) {
 	}, nil
 }
 
-// Reserve finds the pod's slot among candidates (nil: any node) and records the reservation
-// in the TestBed status. A *slots.NoSlotError says why there is none.
+// Reserve finds the pod's slot among candidates (nil: any node) and reserves it in memory;
+// the caller makes it durable with LabelPod before answering. A *slots.NoSlotError says why
+// there is no slot.
 func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []string) (Reservation, error) {
-	lock := r.bedLock(req.TestBed)
-	lock.Lock()
-	defer lock.Unlock()
+	b := r.bed(req.TestBed)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 
-	var tb v1alpha1.TestBed
+	var tb v1alpha1.TestBed // read-only: the cache may hand out its own copy
 	if err := r.Cache.Get(ctx, req.TestBed, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.remember(req.TestBed, nil)
+			b.forget()
 			return Reservation{}, fmt.Errorf("%w: test bed %s does not exist", ErrBadPod, req.TestBed)
 		}
 		return Reservation{}, fmt.Errorf("get test bed %s: %w", req.TestBed, err)
 	}
-	if own := r.remembered(req.TestBed); own != nil && own.UID == tb.UID {
-		// Possibly older than the informer's copy if someone else wrote since: then the
-		// write below conflicts once and the live read replaces it.
-		tb = *own
-	}
-	live := false
-	for attempt := 0; ; attempt++ {
-		d, err := r.index(req.TestBed, &tb).Choose(req.Pod.UID, req.Allowed, candidates)
-		var noSlot *slots.NoSlotError
-		if errors.As(err, &noSlot) && !live {
-			// A "no" from a copy that may be stale (the reconciler may have freed slots since)
-			// is confirmed on the live status before the pod is turned away.
-			if err := r.Client.Get(ctx, req.TestBed, &tb); err != nil {
-				return Reservation{}, fmt.Errorf("reread test bed %s: %w", req.TestBed, err)
-			}
-			r.remember(req.TestBed, tb.DeepCopy())
-			live = true
-			continue
-		}
-		if err != nil {
+	r.observe(b, &tb)
+	if !b.seeded {
+		if err := r.seed(ctx, b); err != nil {
 			return Reservation{}, err
 		}
-		res := Reservation{TestBed: req.TestBed, Slot: d.Slot, Held: d.Held}
-		if d.Held {
-			return res, nil
-		}
-		updated := tb.DeepCopy()
-		i := d.Index // updated is a copy of the status the index was built from
-		if err := slots.Reserve(&updated.Status.Slots[i], req.Pod); err != nil {
-			return Reservation{}, err // the index and the status disagree: cannot happen
-		}
-		updated.Status.Free, updated.Status.Reserved, updated.Status.Occupied = slots.Count(updated.Status.Slots)
-		err = r.Client.Status().Update(ctx, updated)
-		if err == nil {
-			r.remember(req.TestBed, updated)
-			res.Slot = updated.Status.Slots[i]
-			return res, nil
-		}
-		if !apierrors.IsConflict(err) || attempt >= maxConflictRetries {
-			return Reservation{}, fmt.Errorf("reserve slot %d of %s: %w", d.Slot.Position, req.TestBed, err)
-		}
-		// Someone else wrote the status (another reservation, the ghost reconciler): decide
-		// again on the fresh status.
-		if err := r.Client.Get(ctx, req.TestBed, &tb); err != nil {
+	}
+	d, err := b.index().Choose(req.Pod.UID, req.Allowed, candidates)
+	if _, ok := errors.AsType[*slots.NoSlotError](err); ok {
+		// A "no" from a copy that may be stale (the reconciler may have freed slots since)
+		// is confirmed on the live status before the pod is turned away.
+		var live v1alpha1.TestBed // not into tb: it shares its slices with the cache
+		if err := r.Client.Get(ctx, req.TestBed, &live); err != nil {
 			return Reservation{}, fmt.Errorf("reread test bed %s: %w", req.TestBed, err)
 		}
-		r.remember(req.TestBed, tb.DeepCopy())
-		live = true
+		r.observe(b, &live)
+		d, err = b.index().Choose(req.Pod.UID, req.Allowed, candidates)
+	}
+	if err != nil {
+		return Reservation{}, err
+	}
+	res := Reservation{TestBed: req.TestBed, Slot: d.Slot, Held: d.Held}
+	if d.Held {
+		return res, nil
+	}
+	if res.Slot, err = b.ix.Reserve(d.Slot.Position, req.Pod); err != nil {
+		return Reservation{}, err // Choose just said the slot is free: cannot happen
+	}
+	b.pending[d.Slot.Position] = req.Pod
+	select {
+	case b.wake <- struct{}{}:
+	default: // a flush is due already and will take this reservation along
+	}
+	return res, nil
+}
+
+// Unreserve takes back a reservation whose label could not be written (the pod is gone,
+// or the API server refused): without its durable record it must not stand. A reservation
+// already in the status stays; the reconciler releases it once the pod is gone.
+func (r *Reserver) Unreserve(res Reservation, pod slots.Pod) {
+	b := r.bed(res.TestBed)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if held, ok := b.pending[res.Slot.Position]; ok && held.UID == pod.UID {
+		delete(b.pending, res.Slot.Position)
+		b.ix = nil
 	}
 }
 
-// LabelPod marks the pod with its slot id, so the ghost reconciler sees which slot it holds.
+// PodDeleted drops the pending reservation of a deleted pod, so it is never written: a
+// written one would hold the slot until the reconciler's next pass.
+func (r *Reserver) PodDeleted(pod *corev1.Pod) {
+	bed := pod.Labels[v1alpha1.TestBedLabel]
+	if bed == "" || pod.Labels[v1alpha1.GhostLabel] == "true" {
+		return
+	}
+	r.mu.Lock()
+	b, ok := r.beds[types.NamespacedName{Namespace: pod.Namespace, Name: bed}]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for pos, held := range b.pending {
+		if held.UID == pod.UID {
+			delete(b.pending, pos)
+			b.ix = nil
+		}
+	}
+}
+
+// LabelPod marks the pod with its slot id: the durable record of the reservation, and what
+// the ghost reconciler reads to see which slot a pod holds.
 func (r *Reserver) LabelPod(ctx context.Context, pod *corev1.Pod, slot int32) error {
 	want := strconv.Itoa(int(slot))
 	if pod.Labels[v1alpha1.SlotIDLabel] == want {
@@ -170,23 +250,32 @@ func (r *Reserver) LabelPod(ctx context.Context, pod *corev1.Pod, slot int32) er
 	return nil
 }
 
+// GhostIndex is the cache's field index of ghost pods by test bed, node and position on the
+// node: the preemption path finds a slot's ghost without scanning every pod.
+const GhostIndex = "slotplane.io/ghost-slot"
+
+// GhostIndexValue is the GhostIndex value of a pod ("" for pods that are not ghosts).
+func GhostIndexValue(p *corev1.Pod) string {
+	if p.Labels[v1alpha1.GhostLabel] != "true" || p.Spec.NodeName == "" {
+		return ""
+	}
+	return ghostKey(p.Namespace, p.Labels[v1alpha1.TestBedLabel], p.Spec.NodeName, p.Labels[v1alpha1.PositionOnNodeLabel])
+}
+
+func ghostKey(namespace, bed, node, positionOnNode string) string {
+	return namespace + "/" + bed + "/" + node + "/" + positionOnNode
+}
+
 // Ghost returns the ghost pod holding a slot, preferring one that is not terminating.
 func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1alpha1.SlotStatus) (*corev1.Pod, error) {
 	var pods corev1.PodList
-	err := r.Cache.List(ctx, &pods, client.InNamespace(bed.Namespace), client.MatchingLabels{
-		v1alpha1.TestBedLabel:        bed.Name,
-		v1alpha1.GhostLabel:          "true",
-		v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(slot.PositionOnNode)),
-	})
-	if err != nil {
+	key := ghostKey(bed.Namespace, bed.Name, slot.NodeName, strconv.Itoa(int(slot.PositionOnNode)))
+	if err := r.Cache.List(ctx, &pods, client.InNamespace(bed.Namespace), client.MatchingFields{GhostIndex: key}); err != nil {
 		return nil, fmt.Errorf("list ghosts of %s: %w", bed, err)
 	}
 	var found *corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName != slot.NodeName {
-			continue
-		}
 		if p.DeletionTimestamp == nil {
 			return p, nil
 		}
@@ -198,51 +287,203 @@ func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1a
 	return found, nil
 }
 
-func (r *Reserver) remember(key types.NamespacedName, tb *v1alpha1.TestBed) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.latest == nil {
-		r.latest = map[types.NamespacedName]*v1alpha1.TestBed{}
-	}
-	if tb == nil {
-		delete(r.latest, key)
-		return
-	}
-	r.latest[key] = tb
+// Pending returns how many reservations of a test bed are not yet in its status.
+func (r *Reserver) Pending(bed types.NamespacedName) int {
+	b := r.bed(bed)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
 }
 
-func (r *Reserver) remembered(key types.NamespacedName) *v1alpha1.TestBed {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.latest[key]
-}
-
-func (r *Reserver) bedLock(key types.NamespacedName) *sync.Mutex {
+func (r *Reserver) bed(key types.NamespacedName) *bedState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.beds == nil {
-		r.beds = map[types.NamespacedName]*sync.Mutex{}
+		r.beds = map[types.NamespacedName]*bedState{}
 	}
-	l, ok := r.beds[key]
+	b, ok := r.beds[key]
 	if !ok {
-		l = &sync.Mutex{}
-		r.beds[key] = l
+		b = &bedState{key: key, pending: map[int32]slots.Pod{}, wake: make(chan struct{}, 1)}
+		r.beds[key] = b
+		go r.flushLoop(b)
 	}
-	return l
+	return b
 }
 
-// index returns the slot index of a test bed's status, rebuilt only when the status changed.
-func (r *Reserver) index(key types.NamespacedName, tb *v1alpha1.TestBed) *slots.Index {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.indexes == nil {
-		r.indexes = map[types.NamespacedName]cachedIndex{}
+// observe takes tb as the base if it is newer than the one known, and drops the pending
+// reservations it already shows. Called with b.mu held.
+func (r *Reserver) observe(b *bedState, tb *v1alpha1.TestBed) {
+	if b.base != nil && b.base.UID == tb.UID {
+		if newer, err := resourceversion.CompareResourceVersion(tb.ResourceVersion, b.base.ResourceVersion); err == nil && newer <= 0 {
+			return
+		}
+	} else if b.base != nil {
+		b.forget() // the test bed was deleted and created again: nothing carries over
 	}
-	c, ok := r.indexes[key]
-	if ok && c.resourceVersion == tb.ResourceVersion && tb.ResourceVersion != "" {
-		return c.ix
+	b.base, b.ix = tb.DeepCopy(), nil
+	byPosition := make(map[int32]v1alpha1.SlotStatus, len(b.pending))
+	for _, s := range tb.Status.Slots {
+		if _, ok := b.pending[s.Position]; ok {
+			byPosition[s.Position] = s
+		}
 	}
-	ix := slots.NewIndex(tb.Status.Slots)
-	r.indexes[key] = cachedIndex{resourceVersion: tb.ResourceVersion, ix: ix}
-	return ix
+	for pos, pod := range b.pending {
+		s, ok := byPosition[pos]
+		switch {
+		case !ok:
+			r.Log.Warn("a reserved slot left the test bed before its reservation was written", "testbed", b.key.String(), "slot", pos, "pod", pod.Name)
+			delete(b.pending, pos)
+		case s.PodUID == pod.UID:
+			delete(b.pending, pos) // written
+		case s.State != v1alpha1.SlotFree && s.State != "":
+			r.Log.Error("a slot reserved here is held by another pod in the status", "testbed", b.key.String(), "slot", pos, "pod", pod.Name, "holder", s.PodName)
+			r.conflicts.Inc()
+			delete(b.pending, pos)
+		}
+	}
+}
+
+// seed makes pending the reservations of pods labelled before this process started whose
+// slot the status still shows free. Called with b.mu held, after observe.
+func (r *Reserver) seed(ctx context.Context, b *bedState) error {
+	var pods corev1.PodList
+	if err := r.Cache.List(ctx, &pods, client.InNamespace(b.key.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: b.key.Name}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
+		return fmt.Errorf("list slot pods of %s: %w", b.key, err)
+	}
+	free := map[int32]bool{}
+	held := map[types.UID]bool{}
+	for _, s := range b.base.Status.Slots {
+		if s.State == v1alpha1.SlotFree || s.State == "" {
+			free[s.Position] = true
+		} else {
+			held[s.PodUID] = true
+		}
+	}
+	for _, p := range pods.Items {
+		pos, err := strconv.ParseInt(p.Labels[v1alpha1.SlotIDLabel], 10, 32)
+		finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if err != nil || finished || p.Labels[v1alpha1.GhostLabel] == "true" || held[p.UID] || !free[int32(pos)] {
+			continue
+		}
+		if other, taken := b.pending[int32(pos)]; taken {
+			r.Log.Error("two pods carry the label of one free slot; the first keeps it", "testbed", b.key.String(), "slot", pos, "pod", p.Name, "holder", other.Name)
+			r.conflicts.Inc()
+			continue
+		}
+		b.pending[int32(pos)] = slots.Pod{Name: p.Name, UID: p.UID}
+	}
+	b.seeded, b.ix = true, nil
+	if len(b.pending) > 0 {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// forget drops what is known of a test bed that is gone. Called with b.mu held.
+func (b *bedState) forget() {
+	b.base, b.ix, b.seeded = nil, nil, false
+	clear(b.pending)
+}
+
+// index returns base plus pending, building it when needed. Called with b.mu held, base set.
+func (b *bedState) index() *slots.Index {
+	if b.ix == nil {
+		b.ix = slots.NewIndex(b.base.Status.Slots)
+		for pos, pod := range b.pending {
+			// observe dropped what conflicts with base, so this succeeds.
+			_, _ = b.ix.Reserve(pos, pod)
+		}
+	}
+	return b.ix
+}
+
+// flushLoop writes a test bed's pending reservations to its status whenever there are some,
+// at most once per FlushInterval.
+func (r *Reserver) flushLoop(b *bedState) {
+	pause := func(d time.Duration) bool {
+		select {
+		case <-r.ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-b.wake:
+		}
+		for !r.flush(b) {
+			if !pause(flushRetry) {
+				return
+			}
+		}
+		if !pause(r.FlushInterval) {
+			return
+		}
+	}
+}
+
+// flush writes the pending reservations once, rereading the status after a conflict; false
+// means try again later.
+func (r *Reserver) flush(b *bedState) bool {
+	for {
+		b.mu.Lock()
+		if len(b.pending) == 0 || b.base == nil {
+			b.mu.Unlock()
+			return true
+		}
+		updated := b.base.DeepCopy()
+		batch := make(map[int32]slots.Pod, len(b.pending))
+		for i := range updated.Status.Slots {
+			s := &updated.Status.Slots[i]
+			if pod, ok := b.pending[s.Position]; ok && slots.Reserve(s, pod) == nil {
+				batch[s.Position] = pod
+			}
+		}
+		b.mu.Unlock()
+
+		updated.Status.Free, updated.Status.Reserved, updated.Status.Occupied = slots.Count(updated.Status.Slots)
+		err := r.Client.Status().Update(r.ctx, updated)
+		r.flushes.Inc()
+		b.mu.Lock()
+		switch {
+		case err == nil:
+			r.observe(b, updated) // drops the written reservations from pending
+			if len(b.pending) > 0 {
+				// More came in during the write: they go in the next one.
+				select {
+				case b.wake <- struct{}{}:
+				default:
+				}
+			}
+			b.mu.Unlock()
+			return true
+		case apierrors.IsConflict(err):
+			b.mu.Unlock()
+			var live v1alpha1.TestBed
+			if err := r.Client.Get(r.ctx, b.key, &live); err != nil {
+				r.Log.Warn("reread test bed after a conflict", "testbed", b.key.String(), "err", err)
+				return false
+			}
+			b.mu.Lock()
+			r.observe(b, &live)
+			b.mu.Unlock()
+			continue
+		case apierrors.IsNotFound(err):
+			b.forget()
+			b.mu.Unlock()
+			return true
+		default:
+			b.mu.Unlock()
+			if r.ctx.Err() == nil {
+				r.Log.Warn("write reservations to the test bed status", "testbed", b.key.String(), "pending", len(batch), "err", err)
+			}
+			return false
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +33,13 @@ type Server struct {
 // watch TestBeds and the pods of test beds (nothing else), and it answers only after they
 // have synced, so a restarted extender never decides on an empty picture.
 func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger) (*Server, error) {
-	informers, err := cache.New(cfg, kubeclient.CacheOptions())
+	opts := kubeclient.CacheOptions()
+	// Every call reads its test bed; copying a status of thousands of slots each time would
+	// cost more than the decision. The Reserver never modifies what the cache returns: it
+	// copies a TestBed when it keeps it.
+	noCopy := true
+	opts.ByObject[&v1alpha1.TestBed{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
+	informers, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("extender informers: %w", err)
 	}
@@ -41,12 +48,38 @@ func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger)
 		return nil, err
 	}
 	// Ask for both informers before starting, so both are synced when the wait returns.
-	for _, obj := range []client.Object{&v1alpha1.TestBed{}, &corev1.Pod{}} {
-		if _, err := informers.GetInformer(ctx, obj); err != nil {
-			return nil, fmt.Errorf("extender informer for %T: %w", obj, err)
+	if _, err := informers.GetInformer(ctx, &v1alpha1.TestBed{}); err != nil {
+		return nil, fmt.Errorf("extender informer for TestBeds: %w", err)
+	}
+	pods, err := informers.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("extender informer for pods: %w", err)
+	}
+	err = informers.IndexField(ctx, &corev1.Pod{}, GhostIndex, func(o client.Object) []string {
+		if v := GhostIndexValue(o.(*corev1.Pod)); v != "" {
+			return []string{v}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("extender ghost index: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	reserver := NewReserver(runCtx, informers, cl, log)
+	_, err = pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				reserver.PodDeleted(pod)
+			}
+		},
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("extender pod handler: %w", err)
+	}
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- informers.Start(runCtx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
@@ -61,7 +94,7 @@ func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger)
 		cancel()
 		return nil, fmt.Errorf("extender listen on %s: %w", addr, err)
 	}
-	h := NewHandler(&Reserver{Cache: informers, Client: cl}, log, func() bool { return true })
+	h := NewHandler(reserver, log, func() bool { return true })
 	s := &Server{
 		URL:    "http://" + l.Addr().String() + "/",
 		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},

@@ -43,11 +43,12 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 		}, []string{"verb", "result"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "slotplane_extender_request_seconds",
-			Help:    "Time to answer an extender call, including the status write.",
+			Help:    "Time to answer an extender call, including the pod label write.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"verb"}),
 	}
 	reg.MustRegister(h.requests, h.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(r.Collectors()...)
 	h.mux.HandleFunc("POST /filter", h.filter)
 	h.mux.HandleFunc("POST /preempt", h.preempt)
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -97,18 +98,14 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.reserver.LabelPod(r.Context(), args.Pod, res.Slot.Position); err != nil {
+		h.reserver.Unreserve(res, req.Pod)
 		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
 		return
 	}
-	failed := make(extenderv1.FailedNodesMap, len(candidates))
-	why := fmt.Sprintf("the pod's slot %d is on node %s", res.Slot.Position, res.Slot.NodeName)
-	for _, n := range candidates {
-		if n != res.Slot.NodeName {
-			failed[n] = why
-		}
-	}
+	// The other candidates need no reason: the scheduler drops nodes the answer leaves out,
+	// and a placed pod's reasons are never shown.
 	h.log.Info("slot reserved", "verb", "filter", "pod", podNameOf(args.Pod), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "held", res.Held)
-	h.finish(w, "filter", placed(res), start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{res.Slot.NodeName}, FailedNodes: failed}, nil, "")
+	h.finish(w, "filter", placed(res), start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{res.Slot.NodeName}}, nil, "")
 }
 
 // preemptResult is the scheduler's preemption answer plus an Error field the scheduler
@@ -149,6 +146,7 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.reserver.LabelPod(r.Context(), args.Pod, res.Slot.Position); err != nil {
+		h.reserver.Unreserve(res, req.Pod)
 		fail("error", err)
 		return
 	}

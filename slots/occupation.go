@@ -1,8 +1,10 @@
 package slots
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -86,7 +88,9 @@ func Count(statuses []v1alpha1.SlotStatus) (free, reserved, occupied int32) {
 // SyncOccupation brings the slots' occupation in line with the pods that exist: a slot whose
 // pod is gone or finished is released, a reserved slot whose pod runs bound to the slot's
 // node becomes occupied. Reservations of pods not yet bound stay: the scheduler may still be
-// placing them. It returns whether anything changed.
+// placing them. A free slot that a live pod's slot-id label names (the extender's durable
+// record, written before its status write) is taken by that pod; of two such pods, the one
+// first by name. It returns whether anything changed.
 func SyncOccupation(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running func(ObservedPod) bool) bool {
 	byUID := make(map[types.UID]ObservedPod, len(pods))
 	for _, p := range pods {
@@ -110,6 +114,47 @@ func SyncOccupation(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running 
 			_ = Occupy(s, holder)
 			changed = true
 		}
+	}
+	if adopt(statuses, pods, running) {
+		changed = true
+	}
+	return changed
+}
+
+// adopt gives free slots to the live pods whose slot-id label names them.
+func adopt(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running func(ObservedPod) bool) bool {
+	byPosition := make(map[int32]int, len(statuses))
+	holding := map[types.UID]bool{}
+	for i, s := range statuses {
+		byPosition[s.Position] = i
+		if s.State != v1alpha1.SlotFree && s.State != "" {
+			holding[s.PodUID] = true
+		}
+	}
+	labelled := make([]ObservedPod, 0, len(pods))
+	for _, p := range pods {
+		if !p.Ghost && !p.Finished && p.Slot >= 0 && !holding[p.UID] {
+			labelled = append(labelled, p)
+		}
+	}
+	slices.SortFunc(labelled, func(a, b ObservedPod) int { return cmp.Compare(a.Name, b.Name) })
+	changed := false
+	for _, p := range labelled {
+		i, ok := byPosition[p.Slot]
+		if !ok {
+			continue
+		}
+		s := &statuses[i]
+		if p.NodeName != "" && p.NodeName != s.NodeName {
+			continue
+		}
+		if Reserve(s, Pod{Name: p.Name, UID: p.UID}) != nil {
+			continue // another pod has it
+		}
+		if running(p) {
+			_ = Occupy(s, Pod{Name: p.Name, UID: p.UID})
+		}
+		changed = true
 	}
 	return changed
 }

@@ -35,16 +35,22 @@ func ParseSlotIDs(annotation string) ([]int32, error) {
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("%w: %q is not a slot position (want e.g. \"3,5\")", ErrBadSlotIDs, strings.TrimSpace(p))
 		}
-		if slices.Contains(ids, int32(n)) {
-			return nil, fmt.Errorf("%w: slot %d is listed twice", ErrBadSlotIDs, n)
-		}
 		ids = append(ids, int32(n))
+	}
+	// Repeats are found on a sorted copy: a pod may list thousands of slots.
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return nil, fmt.Errorf("%w: slot %d is listed twice", ErrBadSlotIDs, sorted[i])
+		}
 	}
 	return ids, nil
 }
 
-// Index answers which slot a pod may take. It is built from a TestBed's status and is
-// read-only: a reservation is made on the status (Reserve) and a new Index built from it.
+// Index answers which slot a pod may take. It is built from a TestBed's status, keeps its
+// own copy of the slots, and follows the reservations made through it (Index.Reserve), so a
+// caller can decide many pods on one index between two status writes.
 type Index struct {
 	slots      []v1alpha1.SlotStatus
 	byPosition map[int32]int
@@ -54,7 +60,7 @@ type Index struct {
 // NewIndex indexes the slots of one test bed.
 func NewIndex(statuses []v1alpha1.SlotStatus) *Index {
 	ix := &Index{
-		slots:      statuses,
+		slots:      slices.Clone(statuses),
 		byPosition: make(map[int32]int, len(statuses)),
 		byPod:      map[types.UID]int{},
 	}
@@ -83,6 +89,23 @@ func (ix *Index) Slot(position int32) (v1alpha1.SlotStatus, bool) {
 		return v1alpha1.SlotStatus{}, false
 	}
 	return ix.slots[i], true
+}
+
+// Reserve reserves the slot at a position for p in the index (see the package's Reserve)
+// and returns the slot as it now is.
+func (ix *Index) Reserve(position int32, p Pod) (v1alpha1.SlotStatus, error) {
+	i, ok := ix.byPosition[position]
+	if !ok {
+		return v1alpha1.SlotStatus{}, fmt.Errorf("reserve slot %d for %s: the test bed has no such slot", position, p.Name)
+	}
+	if held, ok := ix.byPod[p.UID]; ok && held != i {
+		return v1alpha1.SlotStatus{}, fmt.Errorf("reserve slot %d for %s: the pod holds slot %d already", position, p.Name, ix.slots[held].Position)
+	}
+	if err := Reserve(&ix.slots[i], p); err != nil {
+		return v1alpha1.SlotStatus{}, err
+	}
+	ix.byPod[p.UID] = i
+	return ix.slots[i], nil
 }
 
 // Decision is the slot chosen for a pod.

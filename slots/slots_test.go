@@ -283,6 +283,39 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+func TestIndexReserveFollowsItsOwnReservations(t *testing.T) {
+	statuses := bed()
+	ix := NewIndex(statuses)
+	a, b := Pod{Name: "pod-a", UID: "a"}, Pod{Name: "pod-b", UID: "b"}
+
+	d, err := ix.Choose(a.UID, []int32{3, 5}, nil)
+	if err != nil || d.Slot.Position != 3 {
+		t.Fatalf("first choice: slot %d, %v; want 3", d.Slot.Position, err)
+	}
+	if _, err := ix.Reserve(3, a); err != nil {
+		t.Fatal(err)
+	}
+	if statuses[d.Index].State != v1alpha1.SlotFree {
+		t.Fatal("the index wrote through to the caller's statuses")
+	}
+	// b wants the same slots: 3 is gone, 5 is next; a asking again holds 3.
+	if d, err := ix.Choose(b.UID, []int32{3, 5}, nil); err != nil || d.Slot.Position != 5 || d.Held {
+		t.Fatalf("second pod: slot %d held=%v, %v; want 5, not held", d.Slot.Position, d.Held, err)
+	}
+	if d, err := ix.Choose(a.UID, []int32{3, 5}, nil); err != nil || d.Slot.Position != 3 || !d.Held {
+		t.Fatalf("retry: slot %d held=%v, %v; want 3 held", d.Slot.Position, d.Held, err)
+	}
+	if _, err := ix.Reserve(3, b); !errors.Is(err, ErrTaken) {
+		t.Errorf("reserving a's slot for b: %v, want ErrTaken", err)
+	}
+	if _, err := ix.Reserve(5, a); err == nil {
+		t.Error("a pod reserved a second slot")
+	}
+	if _, err := ix.Reserve(99, b); err == nil {
+		t.Error("reserved a slot the bed does not have")
+	}
+}
+
 var slotSize = corev1.ResourceList{
 	corev1.ResourceCPU:                         resource.MustParse("2"),
 	corev1.ResourceMemory:                      resource.MustParse("4Gi"),
@@ -387,6 +420,13 @@ func TestSyncOccupation(t *testing.T) {
 		{Name: "pending", UID: "u-pending", Slot: 2},
 		{Name: "done", UID: "u-done", NodeName: "node-3", Slot: 3, Finished: true},
 		{Name: "elsewhere", UID: "u-else", NodeName: "node-0", Slot: 5},
+		// Labelled by the extender before its status write: adopted.
+		{Name: "labelled-running", UID: "u-lr", NodeName: "node-2", Slot: 6},
+		{Name: "labelled-pending", UID: "u-lp", Slot: 7},
+		{Name: "labelled-second", UID: "u-l2", Slot: 7}, // loses slot 7 to the first by name
+		{Name: "labelled-wrong-node", UID: "u-lw", NodeName: "node-1", Slot: 0},
+		{Name: "labelled-finished", UID: "u-lf", NodeName: "node-0", Slot: 0, Finished: true},
+		{Name: "labelled-absent-slot", UID: "u-la", Slot: 99},
 	}
 	running := func(p ObservedPod) bool { return p.NodeName != "" }
 	if !SyncOccupation(statuses, pods, running) {
@@ -398,10 +438,13 @@ func TestSyncOccupation(t *testing.T) {
 	}
 	want := map[int32]v1alpha1.SlotState{
 		0: v1alpha1.SlotFree, 1: v1alpha1.SlotOccupied, 2: v1alpha1.SlotReserved, 3: v1alpha1.SlotFree,
-		4: v1alpha1.SlotFree, 5: v1alpha1.SlotFree, 6: v1alpha1.SlotFree, 7: v1alpha1.SlotFree,
+		4: v1alpha1.SlotFree, 5: v1alpha1.SlotFree, 6: v1alpha1.SlotOccupied, 7: v1alpha1.SlotReserved,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if statuses[7].PodName != "labelled-pending" {
+		t.Errorf("slot 7 went to %s, want labelled-pending (first by name)", statuses[7].PodName)
 	}
 	if SyncOccupation(statuses, pods, running) {
 		t.Error("a second pass changed something: SyncOccupation must be idempotent")

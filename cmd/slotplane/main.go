@@ -11,6 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 type command struct {
@@ -27,6 +30,8 @@ var commands = []command{
 
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	// controller-runtime and client-go log through logr; send it to the same place.
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler()))
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		os.Exit(2)
