@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -78,7 +81,9 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: req}
 			return p
 		}
+		writesBefore := apiWrites(b, &cfg)
 		plainRate := schedule(b, &cfg, cl, total, plain)
+		plainWrites := diffWrites(writesBefore, apiWrites(b, &cfg))
 		b.ReportMetric(plainRate, "plain-pods/s")
 		deleteAll(b, cl)
 
@@ -127,10 +132,14 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 				_, _ = acts.ReconcileTestBed(ctx, activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"})
 			}
 		}()
+		writesBefore = apiWrites(b, &cfg)
 		slotRate := schedule(b, &cfg, cl, total, slotted)
+		slotWrites := diffWrites(writesBefore, apiWrites(b, &cfg))
 		close(stop)
 		<-reconciled
-		b.Logf("extender:\n%s", metricLines(b, ext.URL))
+		// Printed, not logged: the testing package cuts a benchmark's log to a few lines.
+		fmt.Printf("extender:\n%s\n", metricLines(b, ext.URL))
+		fmt.Printf("API server writes per pod, creation to Running:\n%s\n", writesTable(plainWrites, slotWrites, total))
 		b.ReportMetric(slotRate, "slot-pods/s")
 		b.ReportMetric(slotRate/plainRate, "slot/plain")
 	}
@@ -247,4 +256,79 @@ func metricLines(b *testing.B, url string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// apiWrites reads the API server's count of mutating requests by verb, resource and
+// subresource.
+func apiWrites(b *testing.B, cfg *rest.Config) map[string]float64 {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(line[len("apiserver_request_total{"):], "} ")
+		if !ok {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			l[k] = strings.Trim(v, `"`)
+		}
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+		default:
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += n
+	}
+	return out
+}
+
+func diffWrites(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func writesTable(plain, slot map[string]float64, pods int) string {
+	keys := map[string]bool{}
+	for k := range plain {
+		keys[k] = true
+	}
+	for k := range slot {
+		keys[k] = true
+	}
+	sorted := slices.Sorted(maps.Keys(keys))
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%-36s %8s %8s\n", "request", "plain", "slot")
+	var sumPlain, sumSlot float64
+	for _, k := range sorted {
+		fmt.Fprintf(&sb, "%-36s %8.2f %8.2f\n", k, plain[k]/float64(pods), slot[k]/float64(pods))
+		sumPlain += plain[k]
+		sumSlot += slot[k]
+	}
+	fmt.Fprintf(&sb, "%-36s %8.2f %8.2f", "total", sumPlain/float64(pods), sumSlot/float64(pods))
+	return sb.String()
 }

@@ -60,12 +60,12 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func newEnv(t *testing.T, nodeCPU string) *env {
+func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) *env {
 	t.Helper()
 	ports, err := freeport.Get(1)
 	require.NoError(t, err)
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	c := testcluster.New(t, testcluster.Options{
+	opts := testcluster.Options{
 		Nodes:       4,
 		ExtenderURL: "http://" + addr + "/",
 		NodeResources: corev1.ResourceList{
@@ -73,7 +73,11 @@ func newEnv(t *testing.T, nodeCPU string) *env {
 			corev1.ResourceMemory: resource.MustParse("64Gi"),
 			corev1.ResourcePods:   resource.MustParse("110"),
 		},
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+	c := testcluster.New(t, opts)
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr, logs: &syncBuffer{}}
@@ -148,6 +152,7 @@ func slotPod(name, slotIDs string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			SchedulerName:     v1alpha1.SlotSchedulerName,
 			PriorityClassName: v1alpha1.BatchPriorityClass,
+			Tolerations:       []corev1.Toleration{{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists}},
 			Containers:        []corev1.Container{{Name: "executor", Image: "spark", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}},
 		},
 	}
@@ -278,4 +283,48 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the extender must stay up")
 	// Nothing was reserved by any of it.
 	require.EqualValues(t, 8, e.testBed(t).Status.Free)
+}
+
+// Ordinary pods outrank ghosts (priority 0 against -1000), so on shared nodes they preempt a
+// ghost and squat in its slot; dedicating the nodes with the test bed taint keeps them out,
+// while slot pods, which tolerate it, are placed as before.
+func TestExtender_DedicatedNodesKeepOrdinaryPodsOutOfSlots(t *testing.T) {
+	ordinary := func(name string) *corev1.Pod {
+		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app", Image: "app", Resources: corev1.ResourceRequirements{Requests: req, Limits: req},
+			}}},
+		}
+	}
+	ctx := context.Background()
+
+	t.Run("shared nodes: an ordinary pod evicts a ghost", func(t *testing.T) {
+		e := newEnv(t, "4")
+		before := ghostsBySlot(t, e)
+		require.NoError(t, e.client.Create(ctx, ordinary("squatter")))
+		e.waitRunning(t, "squatter")
+		require.Less(t, len(ghostsBySlot(t, e)), len(before), "a ghost made room for the ordinary pod")
+	})
+
+	t.Run("dedicated nodes: it waits, slot pods still land", func(t *testing.T) {
+		e := newEnv(t, "4", func(o *testcluster.Options) { o.DedicateNodes = true })
+		before := ghostsBySlot(t, e)
+		require.Len(t, before, 8, "ghosts tolerate the taint")
+		require.NoError(t, e.client.Create(ctx, ordinary("squatter")))
+		require.NoError(t, e.client.Create(ctx, slotPod("exec", "3,5")))
+		got := e.waitRunning(t, "exec")
+		require.Contains(t, []string{"3", "5"}, got.Labels[v1alpha1.SlotIDLabel])
+
+		var squatter corev1.Pod
+		require.Eventually(t, func() bool {
+			require.NoError(t, e.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "squatter"}, &squatter))
+			return strings.Contains(unschedulableMessage(&squatter), "untolerated taint")
+		}, 30*time.Second, 100*time.Millisecond, "the ordinary pod waits for the taint")
+		require.Empty(t, squatter.Spec.NodeName)
+		require.Empty(t, squatter.Status.NominatedNodeName, "no preemption for the ordinary pod")
+		after := ghostsBySlot(t, e)
+		require.Len(t, after, 7, "only the slot pod's ghost left")
+	})
 }

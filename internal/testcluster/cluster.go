@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"slotplane/crds"
+	"slotplane/crds/v1alpha1"
 	"slotplane/deploy"
 	"slotplane/internal/freeport"
 )
@@ -63,6 +64,10 @@ type Options struct {
 	// ExtenderURL is the scheduler extender's URL prefix (http://127.0.0.1:PORT/); empty
 	// configures no extender.
 	ExtenderURL string
+	// DedicateNodes taints every node with the test bed taint (NoSchedule), as a cluster
+	// that dedicates its test bed nodes does: only pods that tolerate it (ghosts, slot pods)
+	// land there.
+	DedicateNodes bool
 	// Dir keeps data and logs; empty makes a temporary folder that Close removes unless
 	// KeepDir is set. A cluster started again on the same Dir finds its objects again.
 	Dir     string
@@ -207,6 +212,9 @@ func (c *Cluster) CreateNode(ctx context.Context, name string, labels map[string
 			Capacity:    c.opts.NodeResources.DeepCopy(),
 			Allocatable: c.opts.NodeResources.DeepCopy(),
 		},
+	}
+	if c.opts.DedicateNodes {
+		node.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TestBedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	_, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
