@@ -100,6 +100,13 @@ type SchedulingJobStatus struct {
 	// Message says why the job is in its state.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// WaitTime is how long the job waited in this Scheduling's queue: from the Scheduling's
+	// start to the creation of its application.
+	// +optional
+	WaitTime *metav1.Duration `json:"waitTime,omitempty"`
+	// RunTime is how long its application took, from creation to its end.
+	// +optional
+	RunTime *metav1.Duration `json:"runTime,omitempty"`
 }
 
 // SchedulingStatus is the observed progress of a Scheduling.

@@ -29,6 +29,36 @@ const (
 	SlotIDsAnnotation = GroupName + "/slot-ids"
 )
 
+// The protocol between a Scheduling and the BatchJobs it runs (on the BatchJob, and on the
+// TestBed a Scheduling holds). Labels make a claim visible to kubectl and selectable; the
+// claim is written with optimistic concurrency, so two Schedulings never both hold a job.
+const (
+	// ActiveSchedulingLabel names the Scheduling (same namespace) that holds a BatchJob or a
+	// TestBed. Removing it releases the object; a released job goes back to Ready and its
+	// application is deleted.
+	ActiveSchedulingLabel = GroupName + "/active-scheduling"
+	// CreationRequestAnnotation is the Scheduling's request to create a job's application:
+	// JSON of CreationRequest. Its run number makes each request a new application.
+	CreationRequestAnnotation = GroupName + "/creation-request"
+	// BatchJobLabel names, on an application and its pods, the BatchJob it runs.
+	BatchJobLabel = GroupName + "/batchjob"
+	// SchedulingFinalizer keeps a deleted Scheduling until its workflow has released its
+	// claims and deleted the applications it created.
+	SchedulingFinalizer = GroupName + "/scheduling"
+)
+
+// CreationRequest is what a Scheduling asks of a job: run in these slots of this test bed.
+type CreationRequest struct {
+	// Scheduling is the name of the requesting Scheduling; it must hold the job.
+	Scheduling string `json:"scheduling"`
+	// TestBed is the test bed whose slots the application runs in.
+	TestBed string `json:"testBed"`
+	// Slots are the positions the executors or TaskManagers may take, one each.
+	Slots []int32 `json:"slots"`
+	// Run numbers the requests of one Scheduling for the job, from 1.
+	Run int32 `json:"run"`
+}
+
 // TestBedTaint is the taint key that dedicates nodes to test beds (any value, any effect).
 // Ghosts and slot pods tolerate it; ordinary pods do not, so they can neither land on nor
 // preempt ghosts on a dedicated node.
