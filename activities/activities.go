@@ -4,6 +4,7 @@
 package activities
 
 import (
+	temporalclient "go.temporal.io/sdk/client"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -11,6 +12,8 @@ import (
 // nil *Activities.
 type Activities struct {
 	Client client.Client
+	// Temporal lets activities signal-with-start workflows (NudgeWorkflows).
+	Temporal temporalclient.Client
 	// GhostImage is the image of ghost pods; it never runs anything that matters.
 	GhostImage string
 }

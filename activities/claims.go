@@ -1,0 +1,172 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// ClaimInput names a Scheduling and the objects it claims or releases.
+type ClaimInput struct {
+	Namespace  string
+	Scheduling string
+	// Names are BatchJobs (ClaimJobs, ReleaseJobs) or one TestBed (ClaimTestBed, ReleaseTestBed).
+	Names []string
+}
+
+// ClaimResult says which objects the Scheduling holds now and which it could not take.
+type ClaimResult struct {
+	Claimed []string
+	// Lost are objects another Scheduling holds.
+	Lost []LostClaim
+	// Missing are objects that do not exist.
+	Missing []string
+}
+
+// LostClaim is an object held by another Scheduling.
+type LostClaim struct {
+	Name   string
+	Holder string
+}
+
+// Complete is true when every object was claimed.
+func (r ClaimResult) Complete() bool { return len(r.Lost) == 0 && len(r.Missing) == 0 }
+
+// ClaimJobs puts the Scheduling's active-scheduling label on each BatchJob that no other
+// Scheduling holds. Each label is written with optimistic concurrency, so of two Schedulings
+// racing for a job exactly one wins; the caller releases everything when it lost any.
+func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult, error) {
+	return a.claim(ctx, in, func() client.Object { return &v1alpha1.BatchJob{} })
+}
+
+// ReleaseJobs removes the Scheduling's label and creation request from its BatchJobs; jobs
+// another Scheduling holds, or that are gone, are left alone.
+func (a *Activities) ReleaseJobs(ctx context.Context, in ClaimInput) error {
+	return a.release(ctx, in, func() client.Object { return &v1alpha1.BatchJob{} })
+}
+
+// ClaimTestBed puts the Scheduling's label on its test bed (Names has one entry).
+func (a *Activities) ClaimTestBed(ctx context.Context, in ClaimInput) (ClaimResult, error) {
+	return a.claim(ctx, in, func() client.Object { return &v1alpha1.TestBed{} })
+}
+
+// ReleaseTestBed removes the Scheduling's label from its test bed.
+func (a *Activities) ReleaseTestBed(ctx context.Context, in ClaimInput) error {
+	return a.release(ctx, in, func() client.Object { return &v1alpha1.TestBed{} })
+}
+
+func (a *Activities) claim(ctx context.Context, in ClaimInput, newObj func() client.Object) (ClaimResult, error) {
+	var res ClaimResult
+	for _, name := range in.Names {
+		key := types.NamespacedName{Namespace: in.Namespace, Name: name}
+		var holder string
+		missing := false
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			obj := newObj()
+			if err := a.Client.Get(ctx, key, obj); err != nil {
+				if apierrors.IsNotFound(err) {
+					missing = true
+					return nil
+				}
+				return err
+			}
+			labels := obj.GetLabels()
+			holder = labels[v1alpha1.ActiveSchedulingLabel]
+			if holder != "" {
+				return nil
+			}
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[v1alpha1.ActiveSchedulingLabel] = in.Scheduling
+			obj.SetLabels(labels)
+			holder = in.Scheduling
+			return a.Client.Update(ctx, obj) // carries the resourceVersion: a race conflicts
+		})
+		if err != nil {
+			return ClaimResult{}, fmt.Errorf("claim %s for scheduling %s: %w", key, in.Scheduling, err)
+		}
+		switch {
+		case missing:
+			res.Missing = append(res.Missing, name)
+		case holder == in.Scheduling:
+			res.Claimed = append(res.Claimed, name)
+		default:
+			res.Lost = append(res.Lost, LostClaim{Name: name, Holder: holder})
+		}
+	}
+	return res, nil
+}
+
+func (a *Activities) release(ctx context.Context, in ClaimInput, newObj func() client.Object) error {
+	for _, name := range in.Names {
+		key := types.NamespacedName{Namespace: in.Namespace, Name: name}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			obj := newObj()
+			if err := a.Client.Get(ctx, key, obj); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			if obj.GetLabels()[v1alpha1.ActiveSchedulingLabel] != in.Scheduling {
+				return nil
+			}
+			labels := obj.GetLabels()
+			delete(labels, v1alpha1.ActiveSchedulingLabel)
+			obj.SetLabels(labels)
+			annotations := obj.GetAnnotations()
+			delete(annotations, v1alpha1.CreationRequestAnnotation)
+			obj.SetAnnotations(annotations)
+			return a.Client.Update(ctx, obj)
+		})
+		if err != nil {
+			return fmt.Errorf("release %s from scheduling %s: %w", key, in.Scheduling, err)
+		}
+	}
+	return nil
+}
+
+// RequestCreationInput asks a held job for an application in the given slots.
+type RequestCreationInput struct {
+	Namespace string
+	Job       string
+	Request   v1alpha1.CreationRequest
+}
+
+// ErrNotHeld: the Scheduling no longer holds the job (it was released or taken over).
+const ErrNotHeld = "NotHeld"
+
+// RequestCreation writes the creation request on a job the Scheduling holds. Writing the
+// same request again is a no-op.
+func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
+	body, err := json.Marshal(in.Request)
+	if err != nil {
+		return fmt.Errorf("encode creation request: %w", err)
+	}
+	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var job v1alpha1.BatchJob
+		if err := a.Client.Get(ctx, key, &job); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nonRetryable(ErrNotHeld, "job %s is gone", key)
+			}
+			return err
+		}
+		if holder := job.Labels[v1alpha1.ActiveSchedulingLabel]; holder != in.Request.Scheduling {
+			return nonRetryable(ErrNotHeld, "job %s is held by %q, not %s", key, holder, in.Request.Scheduling)
+		}
+		if job.Annotations[v1alpha1.CreationRequestAnnotation] == string(body) {
+			return nil
+		}
+		if job.Annotations == nil {
+			job.Annotations = map[string]string{}
+		}
+		job.Annotations[v1alpha1.CreationRequestAnnotation] = string(body)
+		return a.Client.Update(ctx, &job)
+	})
+}

@@ -1,0 +1,290 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"slotplane/apps"
+	flinkv1beta1 "slotplane/crds/flink/v1beta1"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+)
+
+// Error types of non-retryable activity failures, which workflows branch on.
+const (
+	// ErrInvalidJob: the job cannot make an application; a person must fix the BatchJob.
+	ErrInvalidJob = "InvalidJob"
+)
+
+func nonRetryable(kind, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), kind, nil)
+}
+
+// JobKey names a BatchJob.
+type JobKey struct {
+	Namespace string
+	Name      string
+}
+
+func (k JobKey) nn() types.NamespacedName { return types.NamespacedName{Namespace: k.Namespace, Name: k.Name} }
+
+// JobObservation is what a BatchJob's workflow needs to know of its job.
+type JobObservation struct {
+	Exists bool
+	// Holder is the Scheduling that holds the job ("" when none).
+	Holder string
+	// Request is the holder's creation request, if it made one.
+	Request *v1alpha1.CreationRequest
+	// BadRequest says why the creation request annotation could not be read.
+	BadRequest string
+	Status     v1alpha1.BatchJobStatus
+}
+
+// ObserveJob reads a BatchJob's claim, creation request and status.
+func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation, error) {
+	var job v1alpha1.BatchJob
+	if err := a.Client.Get(ctx, in.nn(), &job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return JobObservation{}, nil
+		}
+		return JobObservation{}, fmt.Errorf("get batchjob %s: %w", in.nn(), err)
+	}
+	obs := JobObservation{Exists: true, Holder: job.Labels[v1alpha1.ActiveSchedulingLabel], Status: job.Status}
+	if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" {
+		var req v1alpha1.CreationRequest
+		if err := json.Unmarshal([]byte(raw), &req); err != nil {
+			obs.BadRequest = fmt.Sprintf("annotation %s is not a creation request: %v", v1alpha1.CreationRequestAnnotation, err)
+		} else {
+			obs.Request = &req
+		}
+	}
+	return obs, nil
+}
+
+// CreateApplicationInput is one run of a job.
+type CreateApplicationInput struct {
+	Job     JobKey
+	Request v1alpha1.CreationRequest
+}
+
+// CreateApplication creates the run's SparkApplication or FlinkDeployment, owned by the
+// BatchJob. An application of that name that exists already is the one a previous attempt
+// created: success.
+func (a *Activities) CreateApplication(ctx context.Context, in CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
+	var job v1alpha1.BatchJob
+	if err := a.Client.Get(ctx, in.Job.nn(), &job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return v1alpha1.ApplicationRef{}, nonRetryable(ErrNotHeld, "job %s is gone", in.Job.nn())
+		}
+		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), err)
+	}
+	var tb v1alpha1.TestBed
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}, &tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
+		}
+		return v1alpha1.ApplicationRef{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, err)
+	}
+	nodeOf := map[int32]string{}
+	for _, s := range tb.Status.Slots {
+		nodeOf[s.Position] = s.NodeName
+	}
+	var nodes []string
+	for _, pos := range in.Request.Slots {
+		node, ok := nodeOf[pos]
+		if !ok {
+			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, pos)
+		}
+		if !slices.Contains(nodes, node) {
+			nodes = append(nodes, node)
+		}
+	}
+	run := apps.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes}
+	var obj client.Object
+	var err error
+	switch job.Spec.Framework {
+	case v1alpha1.FrameworkSpark:
+		obj, err = apps.Spark(run)
+	case v1alpha1.FrameworkFlink:
+		obj, err = apps.Flink(run)
+	default:
+		err = fmt.Errorf("%w: unknown framework %q", apps.ErrInvalid, job.Spec.Framework)
+	}
+	if err != nil {
+		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "%v", err)
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if err := controllerutil.SetControllerReference(&job, obj, a.Client.Scheme()); err != nil {
+		return v1alpha1.ApplicationRef{}, fmt.Errorf("own application by job %s: %w", job.Name, err)
+	}
+	err = a.Client.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		err = a.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	}
+	if err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "the API server refused the application: %v", err)
+		}
+		return v1alpha1.ApplicationRef{}, fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	return v1alpha1.ApplicationRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(), UID: obj.GetUID()}, nil
+}
+
+// AppKey names a job's application.
+type AppKey struct {
+	Namespace string
+	Job       string
+	App       v1alpha1.ApplicationRef
+	// Replicas is how many executors or TaskManagers the application has.
+	Replicas int
+}
+
+// AppProgress is how far an application got.
+type AppProgress struct {
+	// Gone: the application does not exist (it was deleted behind slotplane's back).
+	Gone bool
+	// Placed counts executors or TaskManagers that are bound to a node with a slot.
+	Placed  int
+	Outcome apps.Outcome
+	// EndedAt is when a terminal outcome was first seen.
+	EndedAt time.Time
+}
+
+// pollInterval is how often the waiting activities look at an application.
+const pollInterval = time.Second
+
+// WaitPlaced waits until every executor or TaskManager of the application holds a slot and
+// is bound to its node, or the application ended (a restart may find it finished: a jump).
+// It heartbeats while it waits.
+func (a *Activities) WaitPlaced(ctx context.Context, in AppKey) (AppProgress, error) {
+	return a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal || p.Placed >= in.Replicas })
+}
+
+// WaitFinished waits until the application ends, heartbeating while it waits.
+func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, error) {
+	return a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal })
+}
+
+func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgress) bool) (AppProgress, error) {
+	for {
+		p, err := a.appProgress(ctx, in)
+		if err != nil {
+			return AppProgress{}, err
+		}
+		if done(p) {
+			if p.Outcome.Terminal {
+				p.EndedAt = time.Now()
+			}
+			return p, nil
+		}
+		activity.RecordHeartbeat(ctx, p.Placed)
+		select {
+		case <-ctx.Done():
+			return AppProgress{}, ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, error) {
+	key := types.NamespacedName{Namespace: in.Namespace, Name: in.App.Name}
+	var p AppProgress
+	switch in.App.Kind {
+	case sparkv1beta2.SparkApplicationKind:
+		var app sparkv1beta2.SparkApplication
+		if err := a.Client.Get(ctx, key, &app); err != nil {
+			if apierrors.IsNotFound(err) {
+				return AppProgress{Gone: true}, nil
+			}
+			return AppProgress{}, fmt.Errorf("get sparkapplication %s: %w", key, err)
+		}
+		p.Outcome = apps.SparkOutcome(&app)
+	case flinkv1beta1.FlinkDeploymentKind:
+		var dep flinkv1beta1.FlinkDeployment
+		if err := a.Client.Get(ctx, key, &dep); err != nil {
+			if apierrors.IsNotFound(err) {
+				return AppProgress{Gone: true}, nil
+			}
+			return AppProgress{}, fmt.Errorf("get flinkdeployment %s: %w", key, err)
+		}
+		p.Outcome = apps.FlinkOutcome(&dep)
+	default:
+		return AppProgress{}, nonRetryable(ErrInvalidJob, "unknown application kind %q", in.App.Kind)
+	}
+	var pods corev1.PodList
+	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
+		return AppProgress{}, fmt.Errorf("list pods of job %s: %w", in.Job, err)
+	}
+	for _, pod := range pods.Items {
+		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Labels[v1alpha1.GhostLabel] != "true" {
+			p.Placed++
+		}
+	}
+	return p, nil
+}
+
+// DeleteApplication deletes a job's application; one that is gone already is fine.
+func (a *Activities) DeleteApplication(ctx context.Context, in AppKey) error {
+	var obj client.Object
+	switch in.App.Kind {
+	case sparkv1beta2.SparkApplicationKind:
+		obj = &sparkv1beta2.SparkApplication{}
+	case flinkv1beta1.FlinkDeploymentKind:
+		obj = &flinkv1beta1.FlinkDeployment{}
+	default:
+		return nil // nothing slotplane could have created
+	}
+	obj.SetNamespace(in.Namespace)
+	obj.SetName(in.App.Name)
+	policy := metav1.DeletePropagationBackground
+	if err := a.Client.Delete(ctx, obj, &client.DeleteOptions{PropagationPolicy: &policy}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %s %s/%s: %w", in.App.Kind, in.Namespace, in.App.Name, err)
+	}
+	return nil
+}
+
+// WriteJobStatusInput is a job's whole status as its workflow sees it.
+type WriteJobStatusInput struct {
+	Job    JobKey
+	Status v1alpha1.BatchJobStatus
+}
+
+// WriteJobStatus writes a BatchJob's status; a job that is gone is fine.
+func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var job v1alpha1.BatchJob
+		if err := a.Client.Get(ctx, in.Job.nn(), &job); err != nil {
+			return err
+		}
+		st := in.Status
+		st.ObservedGeneration = job.Generation
+		st.Conditions = job.Status.Conditions
+		job.Status = st
+		return a.Client.Status().Update(ctx, &job)
+	})
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("write status of batchjob %s: %w", in.Job.nn(), err)
+	}
+	return nil
+}
+
+// IsNotHeld reports whether an activity error says the Scheduling lost its job.
+func IsNotHeld(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == ErrNotHeld
+}

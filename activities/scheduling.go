@@ -1,0 +1,143 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// SchedulingKey names a Scheduling.
+type SchedulingKey struct {
+	Namespace string
+	Name      string
+}
+
+func (k SchedulingKey) nn() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
+}
+
+// SchedulingObservation is a Scheduling's spec as the workflow starts from it.
+type SchedulingObservation struct {
+	Exists bool
+	Spec   v1alpha1.SchedulingSpec
+}
+
+// ReadScheduling reads a Scheduling's spec.
+func (a *Activities) ReadScheduling(ctx context.Context, in SchedulingKey) (SchedulingObservation, error) {
+	var s v1alpha1.Scheduling
+	if err := a.Client.Get(ctx, in.nn(), &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return SchedulingObservation{}, nil
+		}
+		return SchedulingObservation{}, fmt.Errorf("get scheduling %s: %w", in.nn(), err)
+	}
+	return SchedulingObservation{Exists: true, Spec: s.Spec}, nil
+}
+
+// TestBedSlots is the slot picture a Scheduling decides on.
+type TestBedSlots struct {
+	Exists bool
+	// Positions are all slots of the test bed, Free those the status shows free.
+	Positions []int32
+	Free      []int32
+}
+
+// ReadSlots reads a test bed's slots from its status.
+func (a *Activities) ReadSlots(ctx context.Context, in ReconcileTestBedInput) (TestBedSlots, error) {
+	var tb v1alpha1.TestBed
+	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Name}
+	if err := a.Client.Get(ctx, key, &tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return TestBedSlots{}, nil
+		}
+		return TestBedSlots{}, fmt.Errorf("get testbed %s: %w", key, err)
+	}
+	out := TestBedSlots{Exists: true}
+	for _, s := range tb.Status.Slots {
+		out.Positions = append(out.Positions, s.Position)
+		if s.State == v1alpha1.SlotFree || s.State == "" {
+			out.Free = append(out.Free, s.Position)
+		}
+	}
+	return out, nil
+}
+
+// WriteSchedulingStatusInput is a Scheduling's whole status.
+type WriteSchedulingStatusInput struct {
+	Scheduling SchedulingKey
+	Status     v1alpha1.SchedulingStatus
+}
+
+// WriteSchedulingStatus writes a Scheduling's status; one that is gone is fine.
+func (a *Activities) WriteSchedulingStatus(ctx context.Context, in WriteSchedulingStatusInput) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s v1alpha1.Scheduling
+		if err := a.Client.Get(ctx, in.Scheduling.nn(), &s); err != nil {
+			return err
+		}
+		st := in.Status
+		st.ObservedGeneration = s.Generation
+		s.Status = st
+		return a.Client.Status().Update(ctx, &s)
+	})
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("write status of scheduling %s: %w", in.Scheduling.nn(), err)
+	}
+	return nil
+}
+
+// RemoveSchedulingFinalizer lets a deleted Scheduling go once its workflow has cleaned up.
+func (a *Activities) RemoveSchedulingFinalizer(ctx context.Context, in SchedulingKey) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s v1alpha1.Scheduling
+		if err := a.Client.Get(ctx, in.nn(), &s); err != nil {
+			return err
+		}
+		if !controllerutil.RemoveFinalizer(&s, v1alpha1.SchedulingFinalizer) {
+			return nil
+		}
+		return a.Client.Update(ctx, &s)
+	})
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("remove finalizer of scheduling %s: %w", in.nn(), err)
+	}
+	return nil
+}
+
+// Nudge is a signal-with-start of one workflow: the workflow is started if it does not run.
+type Nudge struct {
+	WorkflowID   string
+	WorkflowType string
+	Input        any
+	Signal       string
+}
+
+// NudgeInput is a batch of nudges.
+type NudgeInput struct {
+	TaskQueue string
+	Nudges    []Nudge
+}
+
+// NudgeWorkflows signals each workflow, starting it first if it is not running. Workflows
+// cannot do this themselves: signal-with-start is a client call.
+func (a *Activities) NudgeWorkflows(ctx context.Context, in NudgeInput) error {
+	if a.Temporal == nil {
+		return nonRetryable("NoTemporalClient", "the worker gave its activities no Temporal client")
+	}
+	for _, n := range in.Nudges {
+		opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue}
+		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, nil, opts, n.WorkflowType, n.Input); err != nil {
+			return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)
+		}
+	}
+	return nil
+}
