@@ -9,10 +9,16 @@ import (
 )
 
 // New returns a worker of slotplane's task queue with every workflow and activity
-// registered; the caller starts and stops it.
+// registered; the caller starts and stops it. The activities get c to signal-with-start
+// workflows, unless they carry a Temporal client already.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
 	w.RegisterWorkflow(workflows.TestBedWorkflow)
+	w.RegisterWorkflow(workflows.BatchJobWorkflow)
+	w.RegisterWorkflow(workflows.SchedulingWorkflow)
+	if acts.Temporal == nil {
+		acts.Temporal = c
+	}
 	w.RegisterActivity(acts)
 	return w
 }

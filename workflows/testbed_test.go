@@ -22,9 +22,6 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-// acts is how workflows name activities: methods of a nil *Activities.
-var acts *activities.Activities
-
 var bedInput = TestBedInput{Namespace: "ns", Name: "bed", Resync: time.Minute, Retry: time.Second}
 
 // passTimes records, in workflow time, when each reconcile pass ran, answering from results

@@ -1,0 +1,295 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"slotplane/activities"
+	"slotplane/apps"
+	"slotplane/crds/v1alpha1"
+)
+
+// BatchJobChangedSignal tells a BatchJobWorkflow to look at its job again: the bridge sends
+// it on every change of the BatchJob, a Scheduling after a claim, release or request.
+const BatchJobChangedSignal = "batchjob-changed"
+
+// JobProgressSignal carries a JobProgress from a job's workflow to its Scheduling's.
+const JobProgressSignal = "job-progress"
+
+// BatchJobWorkflowID is the id of a job's workflow; one runs per BatchJob.
+func BatchJobWorkflowID(namespace, name string) string {
+	return fmt.Sprintf("batchjob/%s/%s", namespace, name)
+}
+
+// BatchJobInput names the job.
+type BatchJobInput struct {
+	Namespace string
+	Name      string
+	// StepsPerRun bounds the history: after this many observations the workflow continues
+	// as new (default 200).
+	StepsPerRun int
+}
+
+// JobProgress is what a Scheduling hears of one of its jobs.
+type JobProgress struct {
+	Job   string
+	Run   int32
+	State v1alpha1.BatchJobState
+	// Message says why, for Failed.
+	Message                            string
+	SubmittedAt, RunningAt, FinishedAt time.Time
+}
+
+// BatchJobWorkflow follows one BatchJob through its lifecycle, driven by the claim and the
+// creation request a Scheduling writes on it (the seed's label protocol):
+//
+//	no claim                 -> Ready (an application of an earlier claim is deleted)
+//	claim, no request        -> InQueue
+//	claim + request, run r   -> create application r -> Submitted -> all pods placed ->
+//	                            Running -> application ended -> Completed | Failed
+//
+// Each step reports to the Scheduling. Observed states may jump: an application found ended
+// after a restart completes the job without the states in between. It runs until the
+// BatchJob is deleted, continuing as new to keep its history short.
+func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
+	perRun := in.StepsPerRun
+	if perRun <= 0 {
+		perRun = 200
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+	j := &jobRunner{key: activities.JobKey{Namespace: in.Namespace, Name: in.Name}, changed: workflow.GetSignalChannel(ctx, BatchJobChangedSignal)}
+	for step := 0; step < perRun; step++ {
+		obs, err := j.observe(ctx)
+		if err != nil {
+			return err
+		}
+		if !obs.Exists {
+			if app := obs.Status.Application; app != nil {
+				return j.deleteApp(ctx, *app)
+			}
+			return nil
+		}
+		j.status = obs.Status
+		switch {
+		case obs.Holder == "":
+			err = j.toReady(ctx)
+		case obs.Request == nil || obs.Request.Scheduling != obs.Holder:
+			err = j.toInQueue(ctx, obs.Holder, obs.BadRequest)
+		default:
+			err = j.run(ctx, obs.Holder, *obs.Request)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Drain what came in, so no nudge is lost across the continue-as-new: the next run
+	// observes the job first anyway.
+	for j.changed.ReceiveAsync(nil) {
+	}
+	return workflow.NewContinueAsNewError(ctx, BatchJobWorkflow, in)
+}
+
+type jobRunner struct {
+	key     activities.JobKey
+	changed workflow.ReceiveChannel
+	status  v1alpha1.BatchJobStatus
+}
+
+// acts is how workflows name activities: methods of a nil *Activities.
+var acts *activities.Activities
+
+func (j *jobRunner) observe(ctx workflow.Context) (activities.JobObservation, error) {
+	var obs activities.JobObservation
+	err := workflow.ExecuteActivity(ctx, acts.ObserveJob, j.key).Get(ctx, &obs)
+	return obs, err
+}
+
+// waitChange blocks until the job is nudged.
+func (j *jobRunner) waitChange(ctx workflow.Context) {
+	j.changed.Receive(ctx, nil)
+	for j.changed.ReceiveAsync(nil) { // a burst of nudges is one look
+	}
+}
+
+func (j *jobRunner) write(ctx workflow.Context) error {
+	return workflow.ExecuteActivity(ctx, acts.WriteJobStatus, activities.WriteJobStatusInput{Job: j.key, Status: j.status}).Get(ctx, nil)
+}
+
+func (j *jobRunner) deleteApp(ctx workflow.Context, app v1alpha1.ApplicationRef) error {
+	return workflow.ExecuteActivity(ctx, acts.DeleteApplication, activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app}).Get(ctx, nil)
+}
+
+func (j *jobRunner) toReady(ctx workflow.Context) error {
+	if j.status.State != v1alpha1.JobReady || j.status.Scheduling != "" || j.status.Application != nil {
+		if app := j.status.Application; app != nil {
+			if err := j.deleteApp(ctx, *app); err != nil {
+				return err
+			}
+		}
+		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Message: "no Scheduling holds the job"}
+		if err := j.write(ctx); err != nil {
+			return err
+		}
+	}
+	j.waitChange(ctx)
+	return nil
+}
+
+func (j *jobRunner) toInQueue(ctx workflow.Context, holder, badRequest string) error {
+	if j.status.Scheduling != holder || j.status.State != v1alpha1.JobInQueue || j.status.Message != badRequest {
+		if app := j.status.Application; app != nil {
+			// An application of an earlier claim: the new holder starts clean.
+			if err := j.deleteApp(ctx, *app); err != nil {
+				return err
+			}
+		}
+		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: holder, QueuedAt: now(ctx), Message: badRequest}
+		if err := j.write(ctx); err != nil {
+			return err
+		}
+	}
+	j.waitChange(ctx)
+	return nil
+}
+
+// run carries out a creation request, or, if this run already ended, waits for a change.
+func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.CreationRequest) error {
+	ended := j.status.State == v1alpha1.JobCompleted || j.status.State == v1alpha1.JobFailed
+	if ended && j.status.Scheduling == holder && sameRun(j.key.Name, j.status, req) {
+		j.waitChange(ctx)
+		return nil
+	}
+	if j.status.Application != nil && !sameRun(j.key.Name, j.status, req) {
+		if err := j.deleteApp(ctx, *j.status.Application); err != nil {
+			return err
+		}
+		j.status.Application = nil
+	}
+	progress := JobProgress{Job: j.key.Name, Run: req.Run}
+	report := func(st v1alpha1.BatchJobState, msg string) error {
+		j.status.State, j.status.Message = st, msg
+		if err := j.write(ctx); err != nil {
+			return err
+		}
+		progress.State, progress.Message = st, msg
+		progress.SubmittedAt, progress.RunningAt, progress.FinishedAt = timeOf(j.status.SubmittedAt), timeOf(j.status.RunningAt), timeOf(j.status.FinishedAt)
+		// The Scheduling may be gone (cancelled): then nobody needs to hear it.
+		_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, holder), "", JobProgressSignal, progress).Get(ctx, nil)
+		return nil
+	}
+	j.status.Scheduling, j.status.TestBed, j.status.Slots = holder, req.TestBed, req.Slots
+	if j.status.QueuedAt == nil {
+		j.status.QueuedAt = now(ctx)
+	}
+
+	var app v1alpha1.ApplicationRef
+	if err := workflow.ExecuteActivity(ctx, acts.CreateApplication, activities.CreateApplicationInput{Job: j.key, Request: req}).Get(ctx, &app); err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == activities.ErrInvalidJob {
+			j.status.FinishedAt = now(ctx)
+			return report(v1alpha1.JobFailed, appErr.Error())
+		}
+		if activities.IsNotHeld(err) {
+			return nil // observed again at the top
+		}
+		return err
+	}
+	j.status.Application = &app
+	if j.status.SubmittedAt == nil {
+		j.status.SubmittedAt = now(ctx)
+	}
+	if err := report(v1alpha1.JobSubmitted, "the application is created; its pods are being placed"); err != nil {
+		return err
+	}
+	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots)}
+
+	placed, still, err := j.waitApp(ctx, acts.WaitPlaced, key, holder, req)
+	if err != nil || !still {
+		return err
+	}
+	if !placed.Outcome.Terminal && !placed.Gone {
+		j.status.RunningAt = now(ctx)
+		if err := report(v1alpha1.JobRunning, "every pod runs in its slot"); err != nil {
+			return err
+		}
+	}
+	finished, still, err := j.waitApp(ctx, acts.WaitFinished, key, holder, req)
+	if err != nil || !still {
+		return err
+	}
+	j.status.FinishedAt = now(ctx)
+	switch {
+	case finished.Gone:
+		return report(v1alpha1.JobFailed, fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name))
+	case finished.Outcome.Succeeded:
+		return report(v1alpha1.JobCompleted, fmt.Sprintf("the application ended %s", finished.Outcome.State))
+	default:
+		msg := fmt.Sprintf("the application ended %s", finished.Outcome.State)
+		if finished.Outcome.Message != "" {
+			msg += ": " + finished.Outcome.Message
+		}
+		return report(v1alpha1.JobFailed, msg)
+	}
+}
+
+// waitApp runs a waiting activity; a nudge in between re-observes the job, and if the claim
+// or the request changed, the wait is cancelled (still = false) so the caller starts over.
+func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest) (activities.AppProgress, bool, error) {
+	waitCtx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 365 * 24 * time.Hour,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}))
+	defer cancel()
+	future := workflow.ExecuteActivity(waitCtx, activity, key)
+	for {
+		var progress activities.AppProgress
+		var done, nudged bool
+		var err error
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(future, func(f workflow.Future) { done, err = true, f.Get(ctx, &progress) })
+		sel.AddReceive(j.changed, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			nudged = true
+		})
+		sel.Select(ctx)
+		if done {
+			return progress, true, err
+		}
+		if nudged {
+			obs, err := j.observe(ctx)
+			if err != nil {
+				return activities.AppProgress{}, false, err
+			}
+			if !obs.Exists || obs.Holder != holder || obs.Request == nil || obs.Request.Scheduling != holder || obs.Request.Run != req.Run {
+				return activities.AppProgress{}, false, nil
+			}
+		}
+	}
+}
+
+// sameRun: the status describes the application of this request.
+func sameRun(job string, st v1alpha1.BatchJobStatus, req v1alpha1.CreationRequest) bool {
+	return st.Application != nil && st.Application.Name == apps.Name(job, req.Run)
+}
+
+func now(ctx workflow.Context) *metav1.Time {
+	t := metav1.NewTime(workflow.Now(ctx).UTC().Truncate(time.Second))
+	return &t
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}

@@ -1,0 +1,528 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+)
+
+// ExtendUpdate is the Temporal Update that appends jobs to a running Scheduling's queue. Its
+// argument is the Scheduling's whole job list (the spec after an edit): jobs already queued
+// are kept as they are, new ones are validated, claimed and appended in order.
+const ExtendUpdate = "extend"
+
+// SchedulingWorkflowID is the id of a Scheduling's workflow; the API and the bridge both
+// start it under this id, so a second start is a no-op.
+func SchedulingWorkflowID(namespace, name string) string {
+	return fmt.Sprintf("scheduling/%s/%s", namespace, name)
+}
+
+// SchedulingInput names the Scheduling. Resync is how often the free slots are read again
+// while waiting (default 30s).
+type SchedulingInput struct {
+	Namespace string
+	Name      string
+	Resync    time.Duration
+}
+
+// SchedulingOutput is the final status.
+type SchedulingOutput struct {
+	Status v1alpha1.SchedulingStatus
+}
+
+// entry is one job of the queue as the workflow tracks it.
+type entry struct {
+	Job v1alpha1.SchedulingJob
+	// State: "" (waiting), then the job's states as it reports them.
+	State   v1alpha1.BatchJobState
+	Slots   []int32
+	Run     int32
+	Message string
+	// RequestedAt is when the Scheduling asked for the application.
+	RequestedAt, SubmittedAt, RunningAt, FinishedAt time.Time
+}
+
+func (e *entry) active() bool {
+	return e.Run > 0 && e.State != v1alpha1.JobCompleted && e.State != v1alpha1.JobFailed
+}
+
+func (e *entry) done() bool { return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed }
+
+// placing: the application was asked for and its pods do not all hold their slots yet.
+func (e *entry) placing() bool {
+	return e.Run > 0 && (e.State == v1alpha1.JobInQueue || e.State == v1alpha1.JobSubmitted)
+}
+
+// Pick chooses, in queue order, the waiting jobs that can start on the free slots, and the
+// slots each gets: QueueBased takes the first free positions (the layout deals positions
+// round-robin over the nodes, so this spreads a job), SlotBased needs exactly the slots the
+// job names. A job that cannot start does not block the ones behind it (the seed's "first n
+// runnable jobs"). Slots taken by one pick are not offered to the next.
+func Pick(mode v1alpha1.SchedulingMode, waiting []v1alpha1.SchedulingJob, free []int32) map[string][]int32 {
+	avail := slices.Clone(free)
+	slices.Sort(avail)
+	out := map[string][]int32{}
+	for _, j := range waiting {
+		switch mode {
+		case v1alpha1.SlotBased:
+			if len(j.SlotIDs) == 0 || !containsAll(avail, j.SlotIDs) {
+				continue
+			}
+			out[j.Name] = slices.Clone(j.SlotIDs)
+			avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(j.SlotIDs, p) })
+		default:
+			n := int(j.Replication)
+			if n < 1 || n > len(avail) {
+				continue
+			}
+			out[j.Name] = slices.Clone(avail[:n])
+			avail = avail[n:]
+		}
+	}
+	return out
+}
+
+func containsAll(set, want []int32) bool {
+	for _, w := range want {
+		if !slices.Contains(set, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// SchedulingWorkflow runs a Scheduling: it claims the test bed and every job (releasing all
+// of it when another Scheduling holds any: the seed's rule against deadlocks), then starts
+// jobs as slots free up, waiting after each creation until the new pods hold their slots,
+// accepts more jobs through the extend Update, and ends Completed when every job ended. It
+// then stays, holding its jobs, until it is cancelled (the Scheduling is deleted): then it
+// releases the jobs (their applications are deleted) and the test bed.
+func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOutput, error) {
+	resync := in.Resync
+	if resync <= 0 {
+		resync = 30 * time.Second
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal)}
+	s.status.StartedAt = now(ctx)
+
+	err := s.run(ctx, resync)
+	if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
+		return s.cleanUp(ctx, v1alpha1.SchedulingCancelled, "cancelled: the jobs and the test bed are released")
+	}
+	if err != nil {
+		return SchedulingOutput{Status: s.status}, err
+	}
+	// Ended (completed or failed): hold the jobs until the Scheduling is deleted.
+	_ = workflow.Await(ctx, func() bool { return false })
+	return s.cleanUp(ctx, s.status.State, s.status.Message+"; the jobs and the test bed are released")
+}
+
+type scheduler struct {
+	key      activities.SchedulingKey
+	spec     v1alpha1.SchedulingSpec
+	entries  []*entry
+	status   v1alpha1.SchedulingStatus
+	progress workflow.ReceiveChannel
+	// holdsBed: the test bed is claimed, so cleanUp must release it.
+	holdsBed bool
+	// changed: an Update appended jobs.
+	changed bool
+}
+
+func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
+	var obs activities.SchedulingObservation
+	if err := workflow.ExecuteActivity(ctx, acts.ReadScheduling, s.key).Get(ctx, &obs); err != nil {
+		return err
+	}
+	if !obs.Exists {
+		s.status.State, s.status.Message = v1alpha1.SchedulingFailed, "the Scheduling does not exist"
+		return nil
+	}
+	s.spec = obs.Spec
+	for _, j := range obs.Spec.Jobs {
+		s.entries = append(s.entries, &entry{Job: j})
+	}
+	if err := s.setState(ctx, v1alpha1.SchedulingAcquiring, "claiming the test bed and the jobs"); err != nil {
+		return err
+	}
+	if ok, err := s.acquire(ctx); err != nil || !ok {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, ExtendUpdate, s.extend, workflow.UpdateHandlerOptions{Validator: s.validateExtend}); err != nil {
+		return err
+	}
+	if err := s.setState(ctx, v1alpha1.SchedulingScheduling, "starting jobs as their slots come free"); err != nil {
+		return err
+	}
+	for {
+		if err := s.startRunnable(ctx); err != nil {
+			return err
+		}
+		if s.allDone() {
+			break
+		}
+		s.waitForChange(ctx, resync)
+	}
+	// An extend in flight may still append jobs: let it finish, then look again.
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	if !s.allDone() {
+		return s.run(ctx, resync)
+	}
+	failed := 0
+	for _, e := range s.entries {
+		if e.State == v1alpha1.JobFailed {
+			failed++
+		}
+	}
+	s.status.FinishedAt = now(ctx)
+	return s.setState(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended, %d failed", len(s.entries), failed))
+}
+
+// acquire claims the test bed and the jobs; false means the Scheduling failed and holds
+// nothing.
+func (s *scheduler) acquire(ctx workflow.Context) (bool, error) {
+	var bed activities.ClaimResult
+	if err := workflow.ExecuteActivity(ctx, acts.ClaimTestBed, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: []string{s.spec.TestBed}}).Get(ctx, &bed); err != nil {
+		return false, err
+	}
+	if !bed.Complete() {
+		return false, s.setState(ctx, v1alpha1.SchedulingFailed, describeLoss("test bed", bed))
+	}
+	s.holdsBed = true
+	names := s.jobNames()
+	var jobs activities.ClaimResult
+	if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: names}).Get(ctx, &jobs); err != nil {
+		return false, err
+	}
+	if !jobs.Complete() {
+		// Holding some jobs while another Scheduling holds others could leave both waiting
+		// for each other: give everything back.
+		if err := s.release(ctx, jobs.Claimed); err != nil {
+			return false, err
+		}
+		return false, s.setState(ctx, v1alpha1.SchedulingFailed, describeLoss("job", jobs))
+	}
+	for _, e := range s.entries {
+		e.State = v1alpha1.JobInQueue
+	}
+	return true, s.nudge(ctx, names)
+}
+
+func describeLoss(what string, r activities.ClaimResult) string {
+	var parts []string
+	for _, l := range r.Lost {
+		parts = append(parts, fmt.Sprintf("%s %s is held by scheduling %s", what, l.Name, l.Holder))
+	}
+	for _, m := range r.Missing {
+		parts = append(parts, fmt.Sprintf("%s %s does not exist", what, m))
+	}
+	return strings.Join(parts, "; ") + "; released everything"
+}
+
+// startRunnable asks for the applications of the jobs that can start now, then waits until
+// their pods hold their slots (or they ended), so the next decision sees those slots taken.
+func (s *scheduler) startRunnable(ctx workflow.Context) error {
+	var slots activities.TestBedSlots
+	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.ReconcileTestBedInput{Namespace: s.key.Namespace, Name: s.spec.TestBed}).Get(ctx, &slots); err != nil {
+		return err
+	}
+	if !slots.Exists {
+		return s.setState(ctx, v1alpha1.SchedulingScheduling, fmt.Sprintf("test bed %s does not exist; waiting for it", s.spec.TestBed))
+	}
+	free := slices.DeleteFunc(slices.Clone(slots.Free), func(p int32) bool { return s.allocated(p) })
+	var waiting []v1alpha1.SchedulingJob
+	for _, e := range s.entries {
+		if e.Run == 0 {
+			if missing := missingSlots(e.Job.SlotIDs, slots.Positions); len(missing) > 0 {
+				e.State, e.Message = v1alpha1.JobFailed, fmt.Sprintf("the test bed has no slot %v", missing)
+				continue
+			}
+			waiting = append(waiting, e.Job)
+		}
+	}
+	picked := Pick(s.spec.Mode, waiting, free)
+	if len(picked) == 0 {
+		return s.writeStatus(ctx)
+	}
+	var started []string
+	for _, e := range s.entries {
+		slotsOf, ok := picked[e.Job.Name]
+		if !ok {
+			continue
+		}
+		e.Run, e.Slots, e.RequestedAt = 1, slotsOf, workflow.Now(ctx)
+		req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: slotsOf, Run: e.Run}
+		err := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
+		if activities.IsNotHeld(err) {
+			e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		started = append(started, e.Job.Name)
+	}
+	if err := s.nudge(ctx, started); err != nil {
+		return err
+	}
+	if err := s.writeStatus(ctx); err != nil {
+		return err
+	}
+	// The extender reserves slots only as the pods arrive; deciding again before that
+	// would see the same slots free twice.
+	for s.anyPlacing() {
+		s.receiveProgress(ctx)
+	}
+	return s.writeStatus(ctx)
+}
+
+func missingSlots(want, have []int32) []int32 {
+	var out []int32
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (s *scheduler) allocated(pos int32) bool {
+	for _, e := range s.entries {
+		if e.active() && slices.Contains(e.Slots, pos) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scheduler) anyPlacing() bool {
+	for _, e := range s.entries {
+		if e.placing() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scheduler) allDone() bool {
+	for _, e := range s.entries {
+		if !e.done() {
+			return false
+		}
+	}
+	return true
+}
+
+// waitForChange waits for a job's progress, an extension of the queue, or the resync timer.
+func (s *scheduler) waitForChange(ctx workflow.Context, resync time.Duration) {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
+	sel.AddFuture(workflow.NewTimer(timerCtx, resync), func(workflow.Future) {})
+	changed := false
+	sel.AddFuture(awaitFuture(ctx, func() bool { return s.changed }), func(workflow.Future) { changed = true })
+	sel.Select(ctx)
+	if changed {
+		s.changed = false
+	}
+}
+
+// awaitFuture is a future that becomes ready when cond holds.
+func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
+	f, set := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		err := workflow.Await(ctx, cond)
+		set.Set(nil, err)
+	})
+	return f
+}
+
+// receiveProgress takes one progress signal and applies it to its entry.
+func (s *scheduler) receiveProgress(ctx workflow.Context) {
+	var p JobProgress
+	s.progress.Receive(ctx, &p)
+	for _, e := range s.entries {
+		if e.Job.Name != p.Job || e.Run != p.Run {
+			continue
+		}
+		if e.done() {
+			return // a late or repeated report
+		}
+		e.State, e.Message = p.State, p.Message
+		e.SubmittedAt, e.RunningAt, e.FinishedAt = p.SubmittedAt, p.RunningAt, p.FinishedAt
+	}
+}
+
+func (s *scheduler) jobNames() []string {
+	names := make([]string, len(s.entries))
+	for i, e := range s.entries {
+		names[i] = e.Job.Name
+	}
+	return names
+}
+
+func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	in := activities.NudgeInput{TaskQueue: TaskQueue}
+	for _, name := range jobs {
+		in.Nudges = append(in.Nudges, activities.Nudge{
+			WorkflowID: BatchJobWorkflowID(s.key.Namespace, name), WorkflowType: "BatchJobWorkflow",
+			Input: BatchJobInput{Namespace: s.key.Namespace, Name: name}, Signal: BatchJobChangedSignal,
+		})
+	}
+	return workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, in).Get(ctx, nil)
+}
+
+func (s *scheduler) release(ctx workflow.Context, jobs []string) error {
+	if len(jobs) > 0 {
+		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: jobs}
+		if err := workflow.ExecuteActivity(ctx, acts.ReleaseJobs, in).Get(ctx, nil); err != nil {
+			return err
+		}
+		if err := s.nudge(ctx, jobs); err != nil {
+			return err
+		}
+	}
+	if s.holdsBed {
+		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: []string{s.spec.TestBed}}
+		if err := workflow.ExecuteActivity(ctx, acts.ReleaseTestBed, in).Get(ctx, nil); err != nil {
+			return err
+		}
+		s.holdsBed = false
+	}
+	return nil
+}
+
+// cleanUp runs after cancellation, on a context that is not cancelled: it releases the jobs
+// (their workflows delete the applications) and the test bed, writes the final status and
+// lets the Scheduling object go.
+func (s *scheduler) cleanUp(ctx workflow.Context, state v1alpha1.SchedulingState, msg string) (SchedulingOutput, error) {
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	if err := s.release(ctx, s.jobNames()); err != nil {
+		return SchedulingOutput{Status: s.status}, err
+	}
+	if s.status.FinishedAt == nil {
+		s.status.FinishedAt = now(ctx)
+	}
+	if err := s.setState(ctx, state, msg); err != nil {
+		return SchedulingOutput{Status: s.status}, err
+	}
+	err := workflow.ExecuteActivity(ctx, acts.RemoveSchedulingFinalizer, s.key).Get(ctx, nil)
+	return SchedulingOutput{Status: s.status}, err
+}
+
+func (s *scheduler) setState(ctx workflow.Context, state v1alpha1.SchedulingState, msg string) error {
+	s.status.State, s.status.Message = state, msg
+	return s.writeStatus(ctx)
+}
+
+// writeStatus renders the entries into the status and writes it.
+func (s *scheduler) writeStatus(ctx workflow.Context) error {
+	st := &s.status
+	st.Jobs = st.Jobs[:0]
+	st.TotalJobs, st.RunningJobs, st.FinishedJobs = int32(len(s.entries)), 0, 0
+	start := timeOf(st.StartedAt)
+	for _, e := range s.entries {
+		js := v1alpha1.SchedulingJobStatus{Name: e.Job.Name, State: e.State, Slots: e.Slots, Message: e.Message}
+		if !e.RequestedAt.IsZero() {
+			js.WaitTime = &metav1.Duration{Duration: e.RequestedAt.Sub(start).Truncate(time.Second)}
+		}
+		if !e.FinishedAt.IsZero() && !e.SubmittedAt.IsZero() {
+			js.RunTime = &metav1.Duration{Duration: e.FinishedAt.Sub(e.SubmittedAt).Truncate(time.Second)}
+		}
+		switch {
+		case e.done():
+			st.FinishedJobs++
+		case e.State == v1alpha1.JobRunning:
+			st.RunningJobs++
+		}
+		st.Jobs = append(st.Jobs, js)
+	}
+	return workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, activities.WriteSchedulingStatusInput{Scheduling: s.key, Status: *st}).Get(ctx, nil)
+}
+
+// validateExtend refuses an extension that could not run: it changes nothing.
+func (s *scheduler) validateExtend(jobs []v1alpha1.SchedulingJob) error {
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		switch {
+		case j.Name == "":
+			return errors.New("a job has no name")
+		case seen[j.Name]:
+			return fmt.Errorf("job %s is listed twice", j.Name)
+		case j.Replication < 1:
+			return fmt.Errorf("job %s: replication must be at least 1", j.Name)
+		case s.spec.Mode == v1alpha1.SlotBased && len(j.SlotIDs) != int(j.Replication):
+			return fmt.Errorf("job %s: a SlotBased scheduling needs exactly %d slotIDs", j.Name, j.Replication)
+		case s.spec.Mode == v1alpha1.QueueBased && len(j.SlotIDs) > 0:
+			return fmt.Errorf("job %s: slotIDs are only allowed in a SlotBased scheduling", j.Name)
+		}
+		seen[j.Name] = true
+	}
+	for _, e := range s.entries {
+		if !seen[e.Job.Name] {
+			return fmt.Errorf("job %s is queued already and cannot be removed", e.Job.Name)
+		}
+	}
+	if s.status.State != v1alpha1.SchedulingScheduling && s.status.State != v1alpha1.SchedulingAcquiring {
+		return fmt.Errorf("the scheduling is %s and takes no more jobs", s.status.State)
+	}
+	return nil
+}
+
+// extend claims the new jobs of the list and appends them; it returns the queue length.
+func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) (int, error) {
+	var added []v1alpha1.SchedulingJob
+	for _, j := range jobs {
+		if !slices.ContainsFunc(s.entries, func(e *entry) bool { return e.Job.Name == j.Name }) {
+			added = append(added, j)
+		}
+	}
+	if len(added) == 0 {
+		return len(s.entries), nil
+	}
+	names := make([]string, len(added))
+	for i, j := range added {
+		names[i] = j.Name
+	}
+	var claim activities.ClaimResult
+	if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: names}).Get(ctx, &claim); err != nil {
+		return len(s.entries), err
+	}
+	if !claim.Complete() {
+		if len(claim.Claimed) > 0 {
+			in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: claim.Claimed}
+			if err := workflow.ExecuteActivity(ctx, acts.ReleaseJobs, in).Get(ctx, nil); err != nil {
+				return len(s.entries), err
+			}
+		}
+		return len(s.entries), temporal.NewApplicationError(describeLoss("job", claim), "ExtendRefused")
+	}
+	for _, j := range added {
+		s.entries = append(s.entries, &entry{Job: j, State: v1alpha1.JobInQueue})
+	}
+	if err := s.nudge(ctx, names); err != nil {
+		return len(s.entries), err
+	}
+	s.changed = true
+	return len(s.entries), nil
+}
