@@ -41,7 +41,9 @@ type JobKey struct {
 	Name      string
 }
 
-func (k JobKey) nn() types.NamespacedName { return types.NamespacedName{Namespace: k.Namespace, Name: k.Name} }
+func (k JobKey) nn() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
+}
 
 // JobObservation is what a BatchJob's workflow needs to know of its job.
 type JobObservation struct {
