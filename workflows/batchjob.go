@@ -164,7 +164,7 @@ func (j *jobRunner) toInQueue(ctx workflow.Context, holder, badRequest string) e
 // run carries out a creation request, or, if this run already ended, waits for a change.
 func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.CreationRequest) error {
 	ended := j.status.State == v1alpha1.JobCompleted || j.status.State == v1alpha1.JobFailed
-	if ended && j.status.Scheduling == holder && sameRun(j.key.Name, j.status, req) {
+	if ended && j.status.Scheduling == holder && j.status.Run == req.Run {
 		j.waitChange(ctx)
 		return nil
 	}
@@ -186,7 +186,10 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 		_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, holder), "", JobProgressSignal, progress).Get(ctx, nil)
 		return nil
 	}
-	j.status.Scheduling, j.status.TestBed, j.status.Slots = holder, req.TestBed, req.Slots
+	if j.status.Run != req.Run || j.status.Scheduling != holder {
+		j.status.SubmittedAt, j.status.RunningAt, j.status.FinishedAt = nil, nil, nil
+	}
+	j.status.Scheduling, j.status.TestBed, j.status.Slots, j.status.Run = holder, req.TestBed, req.Slots, req.Run
 	if j.status.QueuedAt == nil {
 		j.status.QueuedAt = now(ctx)
 	}

@@ -156,6 +156,9 @@ type BatchJobStatus struct {
 	// +listType=atomic
 	// +optional
 	Slots []int32 `json:"slots,omitempty"`
+	// Run is the number of the creation request the job carried out last (0: none).
+	// +optional
+	Run int32 `json:"run,omitempty"`
 	// Application is the SparkApplication or FlinkDeployment the job created.
 	// +optional
 	Application *ApplicationRef `json:"application,omitempty"`

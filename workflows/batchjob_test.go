@@ -1,0 +1,159 @@
+package workflows
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"slotplane/activities"
+	"slotplane/apps"
+	"slotplane/crds/v1alpha1"
+)
+
+// jobWorld is the cluster as a BatchJobWorkflow's activities see it.
+type jobWorld struct {
+	mu       sync.Mutex
+	obs      activities.JobObservation
+	written  []v1alpha1.BatchJobStatus
+	reported []JobProgress
+	deleted  []string
+}
+
+func (w *jobWorld) set(f func(*activities.JobObservation)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f(&w.obs)
+}
+
+func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgress, createErr error) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(BatchJobWorkflow)
+	env.RegisterActivity(&activities.Activities{})
+	env.OnActivity(acts.ObserveJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.JobKey) (activities.JobObservation, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.obs, nil
+	})
+	env.OnActivity(acts.WriteJobStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteJobStatusInput) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.written = append(w.written, in.Status)
+		w.obs.Status = in.Status
+		return nil
+	})
+	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
+		return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: apps.Name(in.Job.Name, in.Request.Run)}, createErr
+	})
+	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.Anything).After(2*time.Second).Return(placed, nil)
+	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(finished, nil)
+	env.OnActivity(acts.DeleteApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AppKey) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.deleted = append(w.deleted, in.App.Name)
+		return nil
+	})
+	env.OnSignalExternalWorkflow(mock.Anything, SchedulingWorkflowID("ns", "nightly"), "", JobProgressSignal, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.reported = append(w.reported, arg.(JobProgress))
+			return nil
+		})
+	return env
+}
+
+func states(w *jobWorld) []v1alpha1.BatchJobState {
+	var out []v1alpha1.BatchJobState
+	for _, s := range w.written {
+		out = append(out, s.State)
+	}
+	return out
+}
+
+var request = &v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 2}, Run: 1}
+
+// Claimed with a request: the job goes through Submitted and Running to Completed and tells
+// its Scheduling each step; the job's deletion then removes the application and ends it.
+func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: apps.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	final := w.written[len(w.written)-1]
+	require.Equal(t, "wordcount-r1", final.Application.Name)
+	require.Equal(t, []int32{1, 2}, final.Slots)
+	require.Equal(t, 2*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
+	require.Equal(t, 30*time.Second, final.FinishedAt.Sub(final.RunningAt.Time))
+	require.Len(t, w.reported, 3)
+	require.Equal(t, v1alpha1.JobCompleted, w.reported[2].State)
+	require.Equal(t, []string{"wordcount-r1"}, w.deleted, "the job's deletion takes the application along")
+}
+
+// An application found ended when the job looks (a restart) completes the job without
+// Running in between.
+func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	ended := activities.AppProgress{Outcome: apps.Outcome{State: "FAILED", Terminal: true, Message: "driver OOM"}}
+	env := newJobEnv(t, w, ended, ended, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobFailed}, states(w))
+	require.Contains(t, w.written[1].Message, "driver OOM")
+}
+
+// The Scheduling releases the job while it runs: the wait is cancelled, the application
+// deleted, and the job is Ready again.
+func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: apps.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
+	require.Equal(t, []string{"wordcount-r1"}, w.deleted)
+	require.Nil(t, w.written[2].Application)
+}
+
+// A job that cannot make an application fails with the reason, and the Scheduling hears it.
+func TestBatchJobWorkflow_InvalidJobFails(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	bad := temporal.NewNonRetryableApplicationError("test bed bed has no slot 9", activities.ErrInvalidJob, nil)
+	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, bad)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobFailed}, states(w))
+	require.Contains(t, w.written[0].Message, "has no slot 9")
+	require.Len(t, w.reported, 1)
+}
