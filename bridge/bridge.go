@@ -1,6 +1,7 @@
-// Package bridge turns cluster changes into workflow signals: it watches TestBeds, nodes and
-// the pods of test beds, and signals (starting it if needed) the workflow of each test bed
-// concerned. It decides nothing; the workflows read the cluster themselves. Its work queue
+// Package bridge turns cluster changes into workflow starts and signals: TestBeds, nodes and
+// the pods of test beds go to the workflow of each test bed concerned; a BatchJob's changes
+// to its workflow; a Scheduling starts, extends or cancels its workflow (so `kubectl apply`
+// and the API lead to the same workflow). It decides nothing; the workflows read the cluster themselves. Its work queue
 // merges repeated changes of one test bed, and the workflow debounces the rest.
 package bridge
 
@@ -113,6 +114,20 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		Complete(signaller)
 	if err != nil {
 		return nil, fmt.Errorf("bridge controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("batchjob-bridge").
+		For(&v1alpha1.BatchJob{}).
+		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
+	if err != nil {
+		return nil, fmt.Errorf("batchjob bridge controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("scheduling-bridge").
+		For(&v1alpha1.Scheduling{}).
+		Complete(&SchedulingStarter{Client: mgr.GetClient(), Temporal: tc})
+	if err != nil {
+		return nil, fmt.Errorf("scheduling bridge controller: %w", err)
 	}
 	return mgr, nil
 }

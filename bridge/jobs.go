@@ -1,0 +1,128 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	temporal "go.temporal.io/sdk/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/workflows"
+)
+
+// BatchJobSignaller signals (starting it if needed) a BatchJob's workflow for every change of
+// the job; the workflow reads the job itself and ends once the job is gone.
+type BatchJobSignaller struct {
+	Reader   client.Reader
+	Temporal temporal.Client
+}
+
+// Reconcile signals the job's workflow.
+func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	id := workflows.BatchJobWorkflowID(req.Namespace, req.Name)
+	var job v1alpha1.BatchJob
+	err := s.Reader.Get(ctx, req.NamespacedName, &job)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, id, workflows.BatchJobChangedSignal)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	_, err = s.Temporal.SignalWithStartWorkflow(ctx, id, workflows.BatchJobChangedSignal, nil,
+		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+func signalIfRunning(ctx context.Context, tc temporal.Client, id, signal string) error {
+	err := tc.SignalWorkflow(ctx, id, "", signal, nil)
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("signal %s: %w", id, err)
+	}
+	return nil
+}
+
+// SchedulingStarter starts a Scheduling's workflow when the Scheduling appears, passes an
+// edited job list on as the extend Update, and cancels the workflow when the Scheduling is
+// deleted. A finalizer keeps the deleted object until the workflow has released its jobs.
+type SchedulingStarter struct {
+	Client   client.Client
+	Temporal temporal.Client
+}
+
+// Reconcile brings the Scheduling's workflow in line with the object.
+func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	id := workflows.SchedulingWorkflowID(req.Namespace, req.Name)
+	var sched v1alpha1.Scheduling
+	if err := s.Client.Get(ctx, req.NamespacedName, &sched); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if sched.DeletionTimestamp != nil {
+		return reconcile.Result{}, s.cancel(ctx, &sched, id)
+	}
+	if controllerutil.AddFinalizer(&sched, v1alpha1.SchedulingFinalizer) {
+		if err := s.Client.Update(ctx, &sched); err != nil {
+			return reconcile.Result{}, fmt.Errorf("add finalizer to scheduling %s: %w", req.NamespacedName, err)
+		}
+	}
+	run, err := s.Temporal.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
+		ID: id, TaskQueue: workflows.TaskQueue,
+		// The API may have started it already: the same id is the same workflow.
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// A deleted and recreated Scheduling is a new run.
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("start %s: %w", id, err)
+	}
+	if sched.Generation > 1 && sched.Status.ObservedGeneration < sched.Generation && sched.Status.State == v1alpha1.SchedulingScheduling {
+		// An edit of the job list: the workflow appends what is new, or refuses.
+		handle, err := s.Temporal.UpdateWorkflow(ctx, temporal.UpdateWorkflowOptions{
+			WorkflowID: id, RunID: run.GetRunID(), UpdateName: workflows.ExtendUpdate,
+			Args: []any{sched.Spec.Jobs}, WaitForStage: temporal.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("extend %s: %w", id, err)
+		}
+		var queued int
+		if err := handle.Get(ctx, &queued); err != nil {
+			// Refused (validation or a lost claim): retrying cannot help, the spec must change.
+			log.FromContext(ctx).Info("the scheduling refused the edited job list", "scheduling", req.NamespacedName, "reason", err.Error())
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// cancel asks the workflow to release everything; the workflow removes the finalizer when
+// done. Without a running workflow there is nothing to release and the finalizer goes now.
+func (s *SchedulingStarter) cancel(ctx context.Context, sched *v1alpha1.Scheduling, id string) error {
+	if !controllerutil.ContainsFinalizer(sched, v1alpha1.SchedulingFinalizer) {
+		return nil
+	}
+	desc, err := s.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	running := err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("describe %s: %w", id, err)
+	}
+	if running {
+		if err := s.Temporal.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &notFound) {
+			return fmt.Errorf("cancel %s: %w", id, err)
+		}
+		return nil
+	}
+	controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer)
+	return client.IgnoreNotFound(s.Client.Update(ctx, sched))
+}
