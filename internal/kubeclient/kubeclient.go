@@ -15,10 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	flinkv1beta1 "slotplane/crds/flink/v1beta1"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 )
 
-// Scheme holds the Kubernetes built-in types and slotplane's own.
+// Scheme holds the Kubernetes built-in types, slotplane's own, and the Spark and Flink
+// operators' application types.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	// Both only register static types; an error here is a programming error.
@@ -27,6 +30,13 @@ func Scheme() *runtime.Scheme {
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(fmt.Sprintf("register slotplane types: %v", err))
+	}
+	// The operators' application types, which slotplane creates and reads.
+	if err := sparkv1beta2.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("register SparkApplication: %v", err))
+	}
+	if err := flinkv1beta1.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("register FlinkDeployment: %v", err))
 	}
 	return s
 }

@@ -1,0 +1,147 @@
+//go:build integration
+
+package activities_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testcluster"
+)
+
+func batchJob(name string) *v1alpha1.BatchJob {
+	return &v1alpha1.BatchJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, Application: v1alpha1.Application{
+			Image: "spark:3.5.3", MainApplicationFile: "local:///opt/app.jar",
+		}},
+	}
+}
+
+// Two Schedulings claim overlapping jobs at the same moment, many times: every job ends with
+// exactly one holder, each Scheduling's result agrees with the labels, and a release gives
+// back only what the releasing Scheduling holds, creation request included.
+func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	a := &activities.Activities{Client: cl}
+	ctx := context.Background()
+
+	for round := range 10 {
+		names := make([]string, 6)
+		for i := range names {
+			names[i] = fmt.Sprintf("r%d-job-%d", round, i)
+			require.NoError(t, cl.Create(ctx, batchJob(names[i])))
+		}
+		results := map[string]activities.ClaimResult{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, sched := range []string{"left", "right"} {
+			// Each claims in its own order, the classic recipe for a deadlock without the rule.
+			order := append([]string(nil), names...)
+			if sched == "right" {
+				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+					order[i], order[j] = order[j], order[i]
+				}
+			}
+			wg.Go(func() {
+				res, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: sched, Names: order})
+				require.NoError(t, err)
+				mu.Lock()
+				results[sched] = res
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		for _, name := range names {
+			var job v1alpha1.BatchJob
+			require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &job))
+			holder := job.Labels[v1alpha1.ActiveSchedulingLabel]
+			require.Contains(t, []string{"left", "right"}, holder)
+			require.Contains(t, results[holder].Claimed, name, "round %d: %s holds %s but was not told", round, holder, name)
+			other := map[string]string{"left": "right", "right": "left"}[holder]
+			require.Contains(t, results[other].Lost, activities.LostClaim{Name: name, Holder: holder})
+		}
+	}
+
+	// Release: only the releasing Scheduling's jobs lose their label and request.
+	require.NoError(t, cl.Create(ctx, batchJob("mine")))
+	require.NoError(t, cl.Create(ctx, batchJob("theirs")))
+	_, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"mine"}})
+	require.NoError(t, err)
+	_, err = a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "them", Names: []string{"theirs"}})
+	require.NoError(t, err)
+	req := v1alpha1.CreationRequest{Scheduling: "me", TestBed: "bed", Slots: []int32{1}, Run: 1}
+	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "mine", Request: req}))
+	err = a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "theirs", Request: req})
+	require.True(t, activities.IsNotHeld(err), "a request for a job another Scheduling holds: %v", err)
+
+	require.NoError(t, a.ReleaseJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"mine", "theirs", "gone"}}))
+	var mine, theirs v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "mine"}, &mine))
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "theirs"}, &theirs))
+	require.NotContains(t, mine.Labels, v1alpha1.ActiveSchedulingLabel)
+	require.NotContains(t, mine.Annotations, v1alpha1.CreationRequestAnnotation)
+	require.Equal(t, "them", theirs.Labels[v1alpha1.ActiveSchedulingLabel])
+
+	res, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"absent"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"absent"}, res.Missing)
+}
+
+// CreateApplication builds the run's SparkApplication from the job and the test bed, the API
+// server stores it as built, and a second call (a retry) returns the same application.
+func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	a := &activities.Activities{Client: cl}
+	ctx := context.Background()
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+	}
+	require.NoError(t, cl.Create(ctx, tb))
+	tb.Status.Slots = []v1alpha1.SlotStatus{
+		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},
+		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
+	}
+	require.NoError(t, cl.Status().Update(ctx, tb))
+	job := batchJob("wordcount")
+	job.Annotations = map[string]string{"slotplane.io/sim-duration": "5s"}
+	require.NoError(t, cl.Create(ctx, job))
+
+	in := activities.CreateApplicationInput{
+		Job:     activities.JobKey{Namespace: "default", Name: "wordcount"},
+		Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 0}, Run: 3},
+	}
+	ref, err := a.CreateApplication(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, "SparkApplication", ref.Kind)
+	require.Equal(t, "wordcount-r3", ref.Name)
+	again, err := a.CreateApplication(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, ref.UID, again.UID, "a retry finds the application it made")
+
+	var app sparkv1beta2.SparkApplication
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
+	require.Equal(t, int32(2), *app.Spec.Executor.Instances)
+	require.Equal(t, "1,0", app.Spec.Executor.Annotations[v1alpha1.SlotIDsAnnotation])
+	require.Equal(t, "5s", app.Annotations["slotplane.io/sim-duration"])
+	require.Equal(t, "wordcount", app.OwnerReferences[0].Name)
+	slot := app.Spec.Executor.Template.Spec.Containers[0].Resources.Requests[v1alpha1.SlotResource]
+	require.Equal(t, int64(1), slot.Value(), "the slot resource survives the API server's pruning")
+
+	bad := in
+	bad.Request.Slots = []int32{7}
+	_, err = a.CreateApplication(ctx, bad)
+	require.ErrorContains(t, err, "has no slot 7")
+}
