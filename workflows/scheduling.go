@@ -27,12 +27,29 @@ func SchedulingWorkflowID(namespace, name string) string {
 	return fmt.Sprintf("scheduling/%s/%s", namespace, name)
 }
 
-// SchedulingInput names the Scheduling. Resync is how often the free slots are read again
-// while waiting (default 30s).
+// SchedulingInput names the Scheduling; the rest is optional (zero takes the default).
 type SchedulingInput struct {
 	Namespace string
 	Name      string
-	Resync    time.Duration
+	// Resync is how often the free slots are read again while waiting (default 30s).
+	Resync time.Duration
+	// PlacementTimeout bounds the wait, after starting jobs, for their pods to hold their
+	// slots (default 10m). After it the Scheduling decides again; the jobs go on waiting.
+	PlacementTimeout time.Duration
+	// StepsPerRun: after this many decisions (each a few history events) the workflow
+	// continues as new, carrying its queue over (default 500). It also does when Temporal
+	// suggests it (a large history).
+	StepsPerRun int
+	// Carried is what the previous run handed over; nil on a fresh start.
+	Carried *SchedulingState
+}
+
+// SchedulingState is a Scheduling's queue and status, handed from one run to the next.
+type SchedulingState struct {
+	Spec     v1alpha1.SchedulingSpec
+	Entries  []QueueEntry
+	Status   v1alpha1.SchedulingStatus
+	HoldsBed bool
 }
 
 // SchedulingOutput is the final status.
@@ -40,8 +57,8 @@ type SchedulingOutput struct {
 	Status v1alpha1.SchedulingStatus
 }
 
-// entry is one job of the queue as the workflow tracks it.
-type entry struct {
+// QueueEntry is one job of the queue as the workflow tracks it.
+type QueueEntry struct {
 	Job v1alpha1.SchedulingJob
 	// State: "" (waiting), then the job's states as it reports them.
 	State   v1alpha1.BatchJobState
@@ -52,14 +69,14 @@ type entry struct {
 	RequestedAt, SubmittedAt, RunningAt, FinishedAt time.Time
 }
 
-func (e *entry) active() bool {
+func (e *QueueEntry) active() bool {
 	return e.Run > 0 && e.State != v1alpha1.JobCompleted && e.State != v1alpha1.JobFailed
 }
 
-func (e *entry) done() bool { return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed }
+func (e *QueueEntry) done() bool { return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed }
 
 // placing: the application was asked for and its pods do not all hold their slots yet.
-func (e *entry) placing() bool {
+func (e *QueueEntry) placing() bool {
 	return e.Run > 0 && (e.State == v1alpha1.JobInQueue || e.State == v1alpha1.JobSubmitted)
 }
 
@@ -112,14 +129,29 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 	if resync <= 0 {
 		resync = 30 * time.Second
 	}
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
-	})
-	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal)}
-	s.status.StartedAt = now(ctx)
+	ctx = withActivityDefaults(ctx)
+	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal), in: in}
+	if in.PlacementTimeout <= 0 {
+		s.in.PlacementTimeout = 10 * time.Minute
+	}
+	if in.StepsPerRun <= 0 {
+		s.in.StepsPerRun = 500
+	}
+	if c := in.Carried; c != nil {
+		s.spec, s.status, s.holdsBed = c.Spec, c.Status, c.HoldsBed
+		for i := range c.Entries {
+			s.entries = append(s.entries, &c.Entries[i])
+		}
+		s.in.Carried = nil
+	} else {
+		s.status.StartedAt = now(ctx)
+	}
 
 	err := s.run(ctx, resync)
+	var next *workflow.ContinueAsNewError
+	if errors.As(err, &next) {
+		return SchedulingOutput{Status: s.status}, err
+	}
 	if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
 		return s.cleanUp(ctx, v1alpha1.SchedulingCancelled, "cancelled: the jobs and the test bed are released")
 	}
@@ -131,19 +163,32 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 	return s.cleanUp(ctx, s.status.State, s.status.Message+"; the jobs and the test bed are released")
 }
 
+// withActivityDefaults gives short cluster activities their timeout and retries. Update
+// handlers get a context without them, so they call it too.
+func withActivityDefaults(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+}
+
 type scheduler struct {
 	key      activities.SchedulingKey
 	spec     v1alpha1.SchedulingSpec
-	entries  []*entry
+	entries  []*QueueEntry
 	status   v1alpha1.SchedulingStatus
 	progress workflow.ReceiveChannel
 	// holdsBed: the test bed is claimed, so cleanUp must release it.
 	holdsBed bool
 	// changed: an Update appended jobs.
 	changed bool
+	in      SchedulingInput
 }
 
 func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
+	if s.entries != nil {
+		return s.schedule(ctx, resync) // carried over: acquired already
+	}
 	var obs activities.SchedulingObservation
 	if err := workflow.ExecuteActivity(ctx, acts.ReadScheduling, s.key).Get(ctx, &obs); err != nil {
 		return err
@@ -154,7 +199,7 @@ func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
 	}
 	s.spec = obs.Spec
 	for _, j := range obs.Spec.Jobs {
-		s.entries = append(s.entries, &entry{Job: j})
+		s.entries = append(s.entries, &QueueEntry{Job: j})
 	}
 	if err := s.setState(ctx, v1alpha1.SchedulingAcquiring, "claiming the test bed and the jobs"); err != nil {
 		return err
@@ -162,27 +207,43 @@ func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
 	if ok, err := s.acquire(ctx); err != nil || !ok {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, ExtendUpdate, s.extend, workflow.UpdateHandlerOptions{Validator: s.validateExtend}); err != nil {
-		return err
-	}
 	if err := s.setState(ctx, v1alpha1.SchedulingScheduling, "starting jobs as their slots come free"); err != nil {
 		return err
 	}
+	return s.schedule(ctx, resync)
+}
+
+// schedule runs the queue until every job ended, then writes the final status.
+func (s *scheduler) schedule(ctx workflow.Context, resync time.Duration) error {
+	if s.status.State == v1alpha1.SchedulingCompleted || s.status.State == v1alpha1.SchedulingFailed {
+		return nil // ended in an earlier run: only the cancellation is left
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, ExtendUpdate, s.extend, workflow.UpdateHandlerOptions{Validator: s.validateExtend}); err != nil {
+		return err
+	}
+	steps := 0
 	for {
-		if err := s.startRunnable(ctx); err != nil {
+		for {
+			if err := s.startRunnable(ctx); err != nil {
+				return err
+			}
+			if s.allDone() {
+				break
+			}
+			s.waitForChange(ctx, resync)
+			steps++
+			long := steps >= s.in.StepsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+			if long && workflow.AllHandlersFinished(ctx) {
+				return s.continueAsNew(ctx)
+			}
+		}
+		// An extend in flight may still append jobs: let it finish, then look again.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 			return err
 		}
 		if s.allDone() {
 			break
 		}
-		s.waitForChange(ctx, resync)
-	}
-	// An extend in flight may still append jobs: let it finish, then look again.
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
-	}
-	if !s.allDone() {
-		return s.run(ctx, resync)
 	}
 	failed := 0
 	for _, e := range s.entries {
@@ -286,8 +347,22 @@ func (s *scheduler) startRunnable(ctx workflow.Context) error {
 	}
 	// The extender reserves slots only as the pods arrive; deciding again before that
 	// would see the same slots free twice.
-	for s.anyPlacing() {
-		s.receiveProgress(ctx)
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timedOut := false
+	timer := workflow.NewTimer(timerCtx, s.in.PlacementTimeout)
+	for s.placing(started) && !timedOut {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
+		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
+		sel.Select(ctx)
+	}
+	if timedOut {
+		for _, e := range s.entries {
+			if slices.Contains(started, e.Job.Name) && e.placing() {
+				e.Message = fmt.Sprintf("its pods did not all hold their slots within %s; the queue goes on", s.in.PlacementTimeout)
+			}
+		}
 	}
 	return s.writeStatus(ctx)
 }
@@ -311,9 +386,10 @@ func (s *scheduler) allocated(pos int32) bool {
 	return false
 }
 
-func (s *scheduler) anyPlacing() bool {
+// placing: one of the named jobs still waits for its pods to be placed.
+func (s *scheduler) placing(jobs []string) bool {
 	for _, e := range s.entries {
-		if e.placing() {
+		if e.placing() && slices.Contains(jobs, e.Job.Name) {
 			return true
 		}
 	}
@@ -354,10 +430,29 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 	return f
 }
 
+// continueAsNew hands the queue to a fresh run, with the progress reports that arrived.
+func (s *scheduler) continueAsNew(ctx workflow.Context) error {
+	var p JobProgress
+	for s.progress.ReceiveAsync(&p) {
+		s.apply(p)
+	}
+	carried := &SchedulingState{Spec: s.spec, Status: s.status, HoldsBed: s.holdsBed}
+	for _, e := range s.entries {
+		carried.Entries = append(carried.Entries, *e)
+	}
+	next := s.in
+	next.Carried = carried
+	return workflow.NewContinueAsNewError(ctx, SchedulingWorkflow, next)
+}
+
 // receiveProgress takes one progress signal and applies it to its entry.
 func (s *scheduler) receiveProgress(ctx workflow.Context) {
 	var p JobProgress
 	s.progress.Receive(ctx, &p)
+	s.apply(p)
+}
+
+func (s *scheduler) apply(p JobProgress) {
 	for _, e := range s.entries {
 		if e.Job.Name != p.Job || e.Run != p.Run {
 			continue
@@ -491,9 +586,10 @@ func (s *scheduler) validateExtend(jobs []v1alpha1.SchedulingJob) error {
 
 // extend claims the new jobs of the list and appends them; it returns the queue length.
 func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) (int, error) {
+	ctx = withActivityDefaults(ctx)
 	var added []v1alpha1.SchedulingJob
 	for _, j := range jobs {
-		if !slices.ContainsFunc(s.entries, func(e *entry) bool { return e.Job.Name == j.Name }) {
+		if !slices.ContainsFunc(s.entries, func(e *QueueEntry) bool { return e.Job.Name == j.Name }) {
 			added = append(added, j)
 		}
 	}
@@ -518,7 +614,7 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 		return len(s.entries), temporal.NewApplicationError(describeLoss("job", claim), "ExtendRefused")
 	}
 	for _, j := range added {
-		s.entries = append(s.entries, &entry{Job: j, State: v1alpha1.JobInQueue})
+		s.entries = append(s.entries, &QueueEntry{Job: j, State: v1alpha1.JobInQueue})
 	}
 	if err := s.nudge(ctx, names); err != nil {
 		return len(s.entries), err

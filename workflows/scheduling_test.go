@@ -10,7 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
@@ -55,6 +57,8 @@ type fakeBed struct {
 	requests  []string
 	released  []string
 	finalized bool
+	// neverPlaced jobs report nothing: their pods never get their slots.
+	neverPlaced map[string]bool
 }
 
 func (f *fakeBed) readSlots(_ context.Context, _ activities.ReconcileTestBedInput) (activities.TestBedSlots, error) {
@@ -78,6 +82,9 @@ func (f *fakeBed) requestCreation(_ context.Context, in activities.RequestCreati
 	f.requests = append(f.requests, in.Job)
 	f.taken[in.Job] = in.Request.Slots
 	job, run := in.Job, in.Request.Run
+	if f.neverPlaced[job] {
+		return nil
+	}
 	f.env.RegisterDelayedCallback(func() {
 		f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: job, Run: run, State: v1alpha1.JobRunning})
 	}, time.Second)
@@ -212,4 +219,75 @@ func TestSchedulingWorkflow_SlotBasedWaitsForItsSlots(t *testing.T) {
 	require.Equal(t, []string{"a", "c", "b"}, f.requests, "c starts beside a; b waits for slot 2")
 	last := (*statuses)[len(*statuses)-1]
 	require.Equal(t, 10*time.Second, jobStatus(last, "b").WaitTime.Duration)
+}
+
+// A job whose pods never get placed holds the next decision only for the placement timeout;
+// a job added meanwhile through the extend Update starts after it. A bad extension is
+// refused by the validator and changes nothing.
+func TestSchedulingWorkflow_ExtendAndPlacementTimeout(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "stuck", Replication: 2}}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.neverPlaced = map[string]bool{"stuck": true}
+	f.runFor = map[string]time.Duration{"late": time.Minute}
+	var refused, accepted error
+	var queued any
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(ExtendUpdate, "bad", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { refused = err },
+			OnAccept:   func() {},
+			OnComplete: func(any, error) {},
+		}, []v1alpha1.SchedulingJob{{Name: "late", Replication: 1}}) // drops "stuck"
+		env.UpdateWorkflow(ExtendUpdate, "good", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { accepted = err },
+			OnAccept:   func() {},
+			OnComplete: func(v any, err error) { queued, accepted = v, err },
+		}, []v1alpha1.SchedulingJob{{Name: "stuck", Replication: 2}, {Name: "late", Replication: 1}})
+	}, time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", Resync: time.Minute, PlacementTimeout: 10 * time.Minute})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.ErrorContains(t, refused, "job stuck is queued already and cannot be removed")
+	require.NoError(t, accepted)
+	require.Equal(t, 2, queued)
+	require.Equal(t, []string{"stuck", "late"}, f.requests)
+	last := (*statuses)[len(*statuses)-1]
+	require.Equal(t, 10*time.Minute, jobStatus(last, "late").WaitTime.Duration, "late starts when the placement wait gives up")
+	require.Contains(t, jobStatus(last, "stuck").Message, "did not all hold their slots within 10m0s")
+}
+
+// Past StepsPerRun the workflow continues as new with its queue; the next run picks up
+// where it stopped, without claiming again.
+func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
+	}}
+	env, f, _ := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", Resync: time.Minute, StepsPerRun: 1})
+
+	var next *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &next)
+	var in SchedulingInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	require.NotNil(t, in.Carried)
+	require.True(t, in.Carried.HoldsBed)
+	require.Len(t, in.Carried.Entries, 2)
+	require.Equal(t, v1alpha1.JobCompleted, in.Carried.Entries[0].State, "a ran in the first run")
+
+	env2, f2, statuses := newSchedulingEnv(t, spec, func(activities.ClaimInput) activities.ClaimResult {
+		t.Error("the next run claimed again")
+		return activities.ClaimResult{}
+	})
+	f2.runFor = f.runFor
+	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
+	in.StepsPerRun = 500
+	env2.ExecuteWorkflow(SchedulingWorkflow, in)
+	require.NoError(t, env2.GetWorkflowError())
+	require.Equal(t, []string{"b"}, f2.requests)
+	var completed bool
+	for _, st := range *statuses {
+		completed = completed || st.State == v1alpha1.SchedulingCompleted
+	}
+	require.True(t, completed)
 }
