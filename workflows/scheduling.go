@@ -73,7 +73,9 @@ func (e *QueueEntry) active() bool {
 	return e.Run > 0 && e.State != v1alpha1.JobCompleted && e.State != v1alpha1.JobFailed
 }
 
-func (e *QueueEntry) done() bool { return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed }
+func (e *QueueEntry) done() bool {
+	return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed
+}
 
 // placing: the application was asked for and its pods do not all hold their slots yet.
 func (e *QueueEntry) placing() bool {
