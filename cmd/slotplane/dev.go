@@ -27,11 +27,12 @@ func runDev(ctx context.Context, args []string) error {
 	stateDir := fs.String("state-dir", envOr("SLOTPLANE_STATE_DIR", filepath.Join(home, ".local", "state", "slotplane", "dev")),
 		"folder for the cluster's etcd data, the Temporal database and all logs; kept across runs")
 	reset := fs.Bool("reset", false, "delete the state folder first and start from an empty platform")
-	nodes := fs.Int("nodes", 4, "number of fake nodes (env SLOTPLANE_NODES)")
+	nodes := fs.Int("nodes", 4, "number of fake test bed nodes, labelled with -node-label (env SLOTPLANE_NODES)")
+	plainNodes := fs.Int("plain-nodes", 2, "number of fake nodes outside the test bed, where drivers and JobManagers run (env SLOTPLANE_PLAIN_NODES)")
 	nodeLabel := fs.String("node-label", envOr("SLOTPLANE_NODE_LABEL", testcluster.DefaultNodeLabel), "label key put on every fake node")
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend gRPC port (env SLOTPLANE_TEMPORAL_PORT)")
 	uiPort := fs.Int("ui-port", 8233, "Temporal Web UI port (env SLOTPLANE_UI_PORT)")
-	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": nodes, "SLOTPLANE_TEMPORAL_PORT": temporalPort, "SLOTPLANE_UI_PORT": uiPort}); err != nil {
+	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": nodes, "SLOTPLANE_PLAIN_NODES": plainNodes, "SLOTPLANE_TEMPORAL_PORT": temporalPort, "SLOTPLANE_UI_PORT": uiPort}); err != nil {
 		return err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -39,6 +40,9 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	if *nodes < 0 {
 		return fmt.Errorf("-nodes must not be negative, got %d", *nodes)
+	}
+	if *plainNodes < 0 {
+		return fmt.Errorf("-plain-nodes must not be negative, got %d", *plainNodes)
 	}
 	// Fail before starting anything: a busy port found later would leave a half-started
 	// platform to tear down.
@@ -64,6 +68,7 @@ func runDev(ctx context.Context, args []string) error {
 	slog.Info("starting the local control plane", "nodes", *nodes, "state", *stateDir)
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
 		Nodes:       *nodes,
+		PlainNodes:  *plainNodes,
 		NodeLabel:   *nodeLabel,
 		Dir:         filepath.Join(*stateDir, "cluster"),
 		ExtenderURL: "http://" + extenderAddr + "/",
@@ -143,7 +148,7 @@ slotplane dev is up (ready in %.1fs)
   kubeconfig   %s
                export KUBECONFIG=%s
                %s get nodes,testbeds,batchjobs,schedulings
-  nodes        %d fake nodes (kwok), labelled %s=00..%02d
+  nodes        %d fake nodes (kwok), labelled %s=00..%02d, and %d plain nodes for drivers
   extender     %s  (kube-scheduler profile slot-scheduler)
   Temporal     %s  namespace %s, worker and bridge running
   Temporal UI  %s
@@ -151,7 +156,7 @@ slotplane dev is up (ready in %.1fs)
   logs         %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
-`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), ext.URL,
+`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL,
 		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 

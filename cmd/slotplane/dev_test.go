@@ -23,6 +23,7 @@ func TestDev_RejectsBadInput(t *testing.T) {
 		want string
 	}{
 		"negative nodes":       {args: []string{"-nodes", "-1"}, want: "-nodes must not be negative"},
+		"negative plain nodes": {args: []string{"-plain-nodes", "-2"}, want: "-plain-nodes must not be negative"},
 		"env not a number":     {env: map[string]string{"SLOTPLANE_NODES": "four"}, want: `SLOTPLANE_NODES="four" is not a number`},
 		"temporal port taken":  {args: []string{"-temporal-port", busyPort}, want: "-temporal-port " + busyPort + ": port is in use"},
 		"ui port out of range": {args: []string{"-ui-port", "70000"}, want: "-ui-port 70000: not a TCP port"},

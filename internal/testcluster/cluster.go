@@ -64,7 +64,11 @@ type Options struct {
 	// ExtenderURL is the scheduler extender's URL prefix (http://127.0.0.1:PORT/); empty
 	// configures no extender.
 	ExtenderURL string
-	// DedicateNodes taints every node with the test bed taint (NoSchedule), as a cluster
+	// PlainNodes is the number of further nodes, named plain-00, plain-01, ..., without
+	// NodeLabel (so outside every test bed that selects it) and never tainted: where
+	// drivers, JobManagers and other ordinary pods run.
+	PlainNodes int
+	// DedicateNodes taints every labelled node with the test bed taint (NoSchedule), as a cluster
 	// that dedicates its test bed nodes does: only pods that tolerate it (ghosts, slot pods)
 	// land there.
 	DedicateNodes bool
@@ -163,7 +167,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	if err := c.WaitNodesReady(ctx, opts.Nodes); err != nil {
+	for i := range opts.PlainNodes {
+		if err := c.createNode(ctx, fmt.Sprintf("plain-%02d", i), nil, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.WaitNodesReady(ctx, opts.Nodes+opts.PlainNodes); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -199,9 +208,13 @@ func (c *Cluster) Close() error {
 }
 
 // CreateNode creates a node that kwok manages, with the cluster's node resources and the
-// given labels (added to the fake-node marker and the hostname label). A node that exists
-// already gets the labels added.
+// given labels (added to the fake-node marker and the hostname label), tainted when the
+// cluster dedicates its nodes. A node that exists already gets the labels added.
 func (c *Cluster) CreateNode(ctx context.Context, name string, labels map[string]string) error {
+	return c.createNode(ctx, name, labels, c.opts.DedicateNodes)
+}
+
+func (c *Cluster) createNode(ctx context.Context, name string, labels map[string]string, dedicate bool) error {
 	all := map[string]string{FakeNodeLabel: "kwok", corev1.LabelHostname: name}
 	for k, v := range labels {
 		all[k] = v
@@ -213,7 +226,7 @@ func (c *Cluster) CreateNode(ctx context.Context, name string, labels map[string
 			Allocatable: c.opts.NodeResources.DeepCopy(),
 		},
 	}
-	if c.opts.DedicateNodes {
+	if dedicate {
 		node.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TestBedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	_, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
