@@ -80,7 +80,7 @@ lint: $(WORKFLOWCHECK)
 # change to a workflow): real runs on the embedded Temporal server.
 .PHONY: record-histories
 record-histories:
-	SLOTPLANE_RECORD=1 $(GO) test -tags integration -count=1 -run TestRecordHistories ./workflows/
+	SLOTPLANE_RECORD=1 $(GO) test -tags integration -count=1 -run 'TestRecord(Job)?Histories' ./workflows/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN)

@@ -15,7 +15,13 @@ import (
 func TestReplay_RecordedHistories(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(workflows.TestBedWorkflow, workflow.RegisterOptions{Name: "TestBedWorkflow"})
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/testbed-v1.json"))
+	r.RegisterWorkflow(workflows.BatchJobWorkflow)
+	r.RegisterWorkflow(workflows.SchedulingWorkflow)
+	for _, file := range []string{"testbed-v1.json", "batchjob-v1.json", "scheduling-v1.json"} {
+		t.Run(file, func(t *testing.T) {
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
+		})
+	}
 }
 
 // The replayer really checks: a history of a different workflow logic fails.

@@ -155,6 +155,10 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 		return SchedulingOutput{Status: s.status}, err
 	}
 	if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
+		if len(s.entries) > 0 && s.allDone() {
+			// Cancelled while writing the end: the queue did complete.
+			return s.cleanUp(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended; the jobs and the test bed are released", len(s.entries)))
+		}
 		return s.cleanUp(ctx, v1alpha1.SchedulingCancelled, "cancelled: the jobs and the test bed are released")
 	}
 	if err != nil {

@@ -1,0 +1,200 @@
+//go:build integration
+
+package workflows_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"slotplane/activities"
+	"slotplane/apps"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testtemporal"
+	"slotplane/workflows"
+)
+
+// jobStandIn answers a BatchJobWorkflow's activities by name: claimed with a request, the
+// application runs and completes, then the job is deleted.
+type jobStandIn struct {
+	mu   sync.Mutex
+	gone bool
+	done chan struct{}
+}
+
+func (s *jobStandIn) ObserveJob(context.Context, activities.JobKey) (activities.JobObservation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return activities.JobObservation{Status: v1alpha1.BatchJobStatus{Application: &v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: "wordcount-r1"}}}, nil
+	}
+	return activities.JobObservation{Exists: true, Holder: "nightly", Request: &v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{0, 1}, Run: 1}}, nil
+}
+
+func (s *jobStandIn) CreateApplication(_ context.Context, in activities.CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
+	return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: apps.Name(in.Job.Name, in.Request.Run)}, nil
+}
+
+func (s *jobStandIn) WaitPlaced(context.Context, activities.AppKey) (activities.AppProgress, error) {
+	time.Sleep(50 * time.Millisecond)
+	return activities.AppProgress{Placed: 2}, nil
+}
+
+func (s *jobStandIn) WaitFinished(context.Context, activities.AppKey) (activities.AppProgress, error) {
+	time.Sleep(100 * time.Millisecond)
+	return activities.AppProgress{Outcome: apps.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil
+}
+
+func (s *jobStandIn) WriteJobStatus(_ context.Context, in activities.WriteJobStatusInput) error {
+	if in.Status.State == v1alpha1.JobCompleted {
+		close(s.done)
+	}
+	return nil
+}
+
+func (s *jobStandIn) DeleteApplication(context.Context, activities.AppKey) error { return nil }
+
+// schedulingStandIn answers a SchedulingWorkflow's activities: four slots, two jobs of two
+// that the stand-in "runs" by signalling their progress.
+type schedulingStandIn struct {
+	c         client.Client
+	id        string
+	mu        sync.Mutex
+	taken     map[string][]int32
+	completed chan struct{}
+	once      sync.Once
+}
+
+func (s *schedulingStandIn) ReadScheduling(context.Context, activities.SchedulingKey) (activities.SchedulingObservation, error) {
+	return activities.SchedulingObservation{Exists: true, Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 2}, {Name: "b", Replication: 3},
+	}}}, nil
+}
+
+func (s *schedulingStandIn) ClaimTestBed(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+	return activities.ClaimResult{Claimed: in.Names}, nil
+}
+
+func (s *schedulingStandIn) ClaimJobs(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+	return activities.ClaimResult{Claimed: in.Names}, nil
+}
+
+func (s *schedulingStandIn) ReleaseJobs(context.Context, activities.ClaimInput) error    { return nil }
+func (s *schedulingStandIn) ReleaseTestBed(context.Context, activities.ClaimInput) error { return nil }
+func (s *schedulingStandIn) NudgeWorkflows(context.Context, activities.NudgeInput) error { return nil }
+func (s *schedulingStandIn) RemoveSchedulingFinalizer(context.Context, activities.SchedulingKey) error {
+	return nil
+}
+
+func (s *schedulingStandIn) ReadSlots(context.Context, activities.ReconcileTestBedInput) (activities.TestBedSlots, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := activities.TestBedSlots{Exists: true, Positions: []int32{0, 1, 2, 3}}
+	for _, p := range out.Positions {
+		free := true
+		for _, t := range s.taken {
+			for _, q := range t {
+				free = free && q != p
+			}
+		}
+		if free {
+			out.Free = append(out.Free, p)
+		}
+	}
+	return out, nil
+}
+
+func (s *schedulingStandIn) RequestCreation(_ context.Context, in activities.RequestCreationInput) error {
+	s.mu.Lock()
+	s.taken[in.Job] = in.Request.Slots
+	s.mu.Unlock()
+	go func() {
+		ctx := context.Background()
+		time.Sleep(100 * time.Millisecond)
+		_ = s.c.SignalWorkflow(ctx, s.id, "", workflows.JobProgressSignal, workflows.JobProgress{Job: in.Job, Run: in.Request.Run, State: v1alpha1.JobRunning})
+		time.Sleep(200 * time.Millisecond)
+		s.mu.Lock()
+		delete(s.taken, in.Job)
+		s.mu.Unlock()
+		_ = s.c.SignalWorkflow(ctx, s.id, "", workflows.JobProgressSignal, workflows.JobProgress{Job: in.Job, Run: in.Request.Run, State: v1alpha1.JobCompleted})
+	}()
+	return nil
+}
+
+func (s *schedulingStandIn) WriteSchedulingStatus(_ context.Context, in activities.WriteSchedulingStatusInput) error {
+	if in.Status.State == v1alpha1.SchedulingCompleted {
+		s.once.Do(func() { close(s.completed) })
+	}
+	return nil
+}
+
+// TestRecordJobHistories records a BatchJobWorkflow and a SchedulingWorkflow run on the
+// embedded server with stand-in activities (SLOTPLANE_RECORD=1, `make record-histories`).
+func TestRecordJobHistories(t *testing.T) {
+	if os.Getenv("SLOTPLANE_RECORD") != "1" {
+		t.Skip("set SLOTPLANE_RECORD=1 to re-record workflow histories")
+	}
+	_, c := testtemporal.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	save := func(id, runID, file string) {
+		var events []*historypb.HistoryEvent
+		iter := c.GetWorkflowHistory(ctx, id, runID, false, 0)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			require.NoError(t, err)
+			events = append(events, ev)
+		}
+		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(data, '\n'), 0o644))
+	}
+
+	t.Run("batchjob", func(t *testing.T) {
+		job := &jobStandIn{done: make(chan struct{})}
+		w := sdkworker.New(c, "record-jobs", sdkworker.Options{})
+		w.RegisterWorkflow(workflows.BatchJobWorkflow)
+		w.RegisterActivity(job)
+		require.NoError(t, w.Start())
+		defer w.Stop()
+		id := workflows.BatchJobWorkflowID("ns", "wordcount")
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "record-jobs"}, workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: "ns", Name: "wordcount"})
+		require.NoError(t, err)
+		<-job.done
+		job.mu.Lock()
+		job.gone = true
+		job.mu.Unlock()
+		require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.BatchJobChangedSignal, nil))
+		require.NoError(t, run.Get(ctx, nil))
+		save(id, run.GetRunID(), "batchjob-v1.json")
+	})
+
+	t.Run("scheduling", func(t *testing.T) {
+		id := workflows.SchedulingWorkflowID("ns", "nightly")
+		sched := &schedulingStandIn{c: c, id: id, taken: map[string][]int32{}, completed: make(chan struct{})}
+		w := sdkworker.New(c, "record-scheduling", sdkworker.Options{})
+		w.RegisterWorkflow(workflows.SchedulingWorkflow)
+		w.RegisterActivity(sched)
+		require.NoError(t, w.Start())
+		defer w.Stop()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "record-scheduling"}, workflows.SchedulingWorkflow,
+			workflows.SchedulingInput{Namespace: "ns", Name: "nightly", Resync: 2 * time.Second})
+		require.NoError(t, err)
+		<-sched.completed
+		require.NoError(t, c.CancelWorkflow(ctx, id, ""))
+		var out workflows.SchedulingOutput
+		require.NoError(t, run.Get(ctx, &out))
+		require.Equal(t, v1alpha1.SchedulingCompleted, out.Status.State)
+		save(id, run.GetRunID(), "scheduling-v1.json")
+	})
+}
