@@ -188,6 +188,8 @@ type scheduler struct {
 	holdsBed bool
 	// changed: an Update appended jobs.
 	changed bool
+	// freedAt is when a job last ended (its slots are about to come free).
+	freedAt time.Time
 	in      SchedulingInput
 }
 
@@ -412,21 +414,39 @@ func (s *scheduler) allDone() bool {
 }
 
 // waitForChange waits for a job's progress, an extension of the queue, or the resync timer.
+//
+// Right after a job ended, its slots show free only once its pods are gone and the test
+// bed's status says so, a few seconds later: while waiting jobs could use them, the slots
+// are read again every freedRetry for freedWindow.
 func (s *scheduler) waitForChange(ctx workflow.Context, resync time.Duration) {
+	const freedRetry, freedWindow = 2 * time.Second, 30 * time.Second
+	wait := resync
+	if s.hasWaiting() && workflow.Now(ctx).Sub(s.freedAt) < freedWindow {
+		wait = min(resync, freedRetry)
+	}
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
-	sel.AddFuture(workflow.NewTimer(timerCtx, resync), func(workflow.Future) {})
+	sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
 	changed := false
-	sel.AddFuture(awaitFuture(ctx, func() bool { return s.changed }), func(workflow.Future) { changed = true })
+	sel.AddFuture(awaitFuture(timerCtx, func() bool { return s.changed }), func(workflow.Future) { changed = true })
 	sel.Select(ctx)
 	if changed {
 		s.changed = false
 	}
 }
 
-// awaitFuture is a future that becomes ready when cond holds.
+func (s *scheduler) hasWaiting() bool {
+	for _, e := range s.entries {
+		if e.Run == 0 && !e.done() {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitFuture is a future that becomes ready when cond holds, or when ctx is cancelled.
 func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 	f, set := workflow.NewFuture(ctx)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -456,6 +476,9 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 	var p JobProgress
 	s.progress.Receive(ctx, &p)
 	s.apply(p)
+	if p.State == v1alpha1.JobCompleted || p.State == v1alpha1.JobFailed {
+		s.freedAt = workflow.Now(ctx)
+	}
 }
 
 func (s *scheduler) apply(p JobProgress) {
