@@ -11,12 +11,14 @@ package testcluster
 import (
 	"context"
 	"crypto/tls"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,6 +98,9 @@ type Cluster struct {
 	client    kubernetes.Interface
 	procs     []*process // in start order; stopped in reverse, so etcd last
 	removeDir bool
+	// kwok and the port it serves on, to start it again if it dies at start-up.
+	kwok     *process
+	kwokPort int
 }
 
 // Start brings up the control plane and returns when the API server is ready, the CRDs are
@@ -250,9 +255,25 @@ func (c *Cluster) createNode(ctx context.Context, name string, labels map[string
 	return nil
 }
 
-// WaitNodesReady waits until at least n fake nodes report Ready.
+// WaitNodesReady waits until at least n fake nodes report Ready. kwok v0.7.0 now and then
+// dies at start-up on a race of its own ("concurrent map writes" while it sets up its CEL
+// environments); a kwok found dead while waiting is started again, up to three times.
 func (c *Cluster) WaitNodesReady(ctx context.Context, n int) error {
+	restarts := 0
 	return c.poll(ctx, "nodes Ready", func(ctx context.Context) error {
+		if c.kwok != nil {
+			if dead, why := c.kwok.exited(); dead {
+				if restarts == 3 {
+					return stopPolling{why}
+				}
+				restarts++
+				c.procs = slices.DeleteFunc(c.procs, func(p *process) bool { return p == c.kwok })
+				if err := c.startKwok(c.kwokPort); err != nil {
+					return err
+				}
+				return fmt.Errorf("kwok restarted after: %w", why)
+			}
+		}
 		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: FakeNodeLabel + "=kwok"})
 		if err != nil {
 			return err
@@ -407,20 +428,28 @@ func SchedulerConfig(kubeconfig, extenderURL string) (string, error) {
 	return string(out), err
 }
 
+// kwokStages are the pod lifecycles kwok plays: start, finish after a simulated run time,
+// delete.
+//
+//go:embed kwok-stages.yaml
+var kwokStages string
+
 func (c *Cluster) startKwok(port int) error {
 	configFile := filepath.Join(c.Dir, "kwok.yaml")
 	// A /16 of pod IPs: the default /24 runs out near 254 pods.
-	kwokConfig := "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  cidr: 10.128.0.0/16\n"
+	kwokConfig := "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  cidr: 10.128.0.0/16\n---\n" + kwokStages
 	if err := os.WriteFile(configFile, []byte(kwokConfig), 0o600); err != nil {
 		return err
 	}
-	_, err := c.start("kwok", c.opts.Kwok,
+	c.kwokPort = port
+	p, err := c.start("kwok", c.opts.Kwok,
 		"--kubeconfig="+c.Kubeconfig,
 		"--config="+configFile,
 		"--manage-nodes-with-label-selector="+FakeNodeLabel+"=kwok",
 		"--node-ip=127.0.0.1",
 		"--server-address=127.0.0.1:"+strconv.Itoa(port),
 	)
+	c.kwok = p
 	return err
 }
 
