@@ -100,7 +100,9 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(dep), &d))
 		return d.Status.JobStatus.State
 	}
-	require.Eventually(t, func() bool { return flinkState() == flinkv1beta1.FlinkJobRunning && len(podNames(t, cl, "taskmanager")) == 1 }, 30*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return flinkState() == flinkv1beta1.FlinkJobRunning && len(podNames(t, cl, "taskmanager")) == 1
+	}, 30*time.Second, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return flinkState() == flinkv1beta1.FlinkJobFinished }, 30*time.Second, 100*time.Millisecond)
 
 	// Deleting an application takes its pods along, then the application goes.

@@ -38,7 +38,7 @@ func TestSparkPodsFollowTheSpec(t *testing.T) {
 	app := &sparkv1beta2.SparkApplication{
 		ObjectMeta: metav1.ObjectMeta{Name: "wc", Namespace: "ns", UID: "1234-5678", Annotations: map[string]string{SimDurationAnnotation: "5s", "other": "x"}},
 		Spec: sparkv1beta2.SparkApplicationSpec{
-			Image: "spark:3.5.3",
+			Image:  "spark:3.5.3",
 			Driver: sparkv1beta2.DriverSpec{SparkPodSpec: sparkv1beta2.SparkPodSpec{Memory: "1g"}, CoreRequest: "500m"},
 			Executor: sparkv1beta2.ExecutorSpec{
 				SparkPodSpec: sparkv1beta2.SparkPodSpec{
