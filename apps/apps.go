@@ -143,15 +143,17 @@ func (r Run) slotPodTemplate(container string) *corev1.PodTemplateSpec {
 	}
 }
 
+// nodeAffinity requires one of the nodes. A node-name field selector takes one value, so
+// each node is a term of its own (terms are alternatives).
 func nodeAffinity(nodes []string) *corev1.Affinity {
+	terms := make([]corev1.NodeSelectorTerm, len(nodes))
+	for i, n := range nodes {
+		terms[i] = corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n},
+		}}}
+	}
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{
-					Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes,
-				}},
-			}},
-		},
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms},
 	}}
 }
 

@@ -78,7 +78,10 @@ func TestSparkExecutorsFitTheirSlots(t *testing.T) {
 	if e.Labels[v1alpha1.TestBedLabel] != "bed" || e.Labels[v1alpha1.BatchJobLabel] != "wordcount" {
 		t.Errorf("executor labels %v", e.Labels)
 	}
-	nodes := e.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values
+	var nodes []string
+	for _, term := range e.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		nodes = append(nodes, term.MatchFields[0].Values...)
+	}
 	if diff := cmp.Diff([]string{"node-0", "node-1"}, nodes); diff != "" {
 		t.Errorf("affinity nodes (-want +got)\n%s", diff)
 	}

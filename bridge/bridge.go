@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -90,6 +91,9 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		return nil, fmt.Errorf("bridge manager: %w", err)
 	}
 	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc}
+	// Tests run more than one bridge in a process; the controllers keep their names.
+	skip := true
+	ctrlOpts := controller.Options{SkipNameValidation: &skip}
 	// A node change may reshape any test bed: all of them are told.
 	allBeds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var beds v1alpha1.TestBedList
@@ -108,6 +112,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	})
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("testbed-bridge").
+		WithOptions(ctrlOpts).
 		For(&v1alpha1.TestBed{}).
 		Watches(&corev1.Node{}, allBeds).
 		Watches(&corev1.Pod{}, podsBed).
@@ -117,6 +122,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").
+		WithOptions(ctrlOpts).
 		For(&v1alpha1.BatchJob{}).
 		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
@@ -124,6 +130,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-bridge").
+		WithOptions(ctrlOpts).
 		For(&v1alpha1.Scheduling{}).
 		Complete(&SchedulingStarter{Client: mgr.GetClient(), Temporal: tc})
 	if err != nil {

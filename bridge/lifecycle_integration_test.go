@@ -1,0 +1,255 @@
+//go:build integration
+
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	"slotplane/bridge"
+	"slotplane/crds/v1alpha1"
+	"slotplane/extender"
+	"slotplane/internal/appsim"
+	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/testcluster"
+	"slotplane/internal/testtemporal"
+	"slotplane/worker"
+)
+
+// platform is everything `slotplane dev` runs, started for one test.
+type platform struct {
+	cluster *testcluster.Cluster
+	client  client.Client
+	restart func() // stops the worker and starts a new one
+}
+
+func startPlatform(t *testing.T) *platform {
+	t.Helper()
+	ports, err := freeport.Get(1)
+	require.NoError(t, err)
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	c := testcluster.New(t, testcluster.Options{
+		Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + addr + "/",
+		NodeResources: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
+		},
+	})
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ext, err := extender.Start(context.Background(), c.Config, addr, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ext.Stop()) })
+	sim, err := appsim.Start(context.Background(), c.Config, log, appsim.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sim.Stop()) })
+
+	_, tc := testtemporal.Start(t)
+	cl, err := kubeclient.Live(c.Config)
+	require.NoError(t, err)
+	w := worker.New(tc, &activities.Activities{Client: cl})
+	require.NoError(t, w.Start())
+	p := &platform{cluster: c, client: cl}
+	p.restart = func() {
+		w.Stop()
+		time.Sleep(2 * time.Second)
+		w = worker.New(tc, &activities.Activities{Client: cl})
+		require.NoError(t, w.Start())
+	}
+	t.Cleanup(func() { w.Stop() })
+
+	mgr, err := bridge.New(c.Config, tc, bridge.Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+		}},
+	}
+	require.NoError(t, cl.Create(context.Background(), tb))
+	waitBed(t, cl, 8, 8)
+	return p
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func job(name string, framework v1alpha1.Framework, runFor string) *v1alpha1.BatchJob {
+	return &v1alpha1.BatchJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
+		Spec: v1alpha1.BatchJobSpec{
+			Framework: framework,
+			Application: v1alpha1.Application{
+				Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar",
+			},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+		},
+	}
+}
+
+func (p *platform) scheduling(t *testing.T, name string) *v1alpha1.Scheduling {
+	t.Helper()
+	var s v1alpha1.Scheduling
+	require.NoError(t, p.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s))
+	return &s
+}
+
+// waitScheduling waits for a Scheduling state, logging its jobs when it does not come.
+func (p *platform) waitScheduling(t *testing.T, name string, want v1alpha1.SchedulingState, within time.Duration) *v1alpha1.Scheduling {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := p.scheduling(t, name)
+		if s.Status.State == want {
+			return s
+		}
+		if time.Now().After(deadline) {
+			for _, j := range s.Status.Jobs {
+				t.Logf("job %s: %s %v %s", j.Name, j.State, j.Slots, j.Message)
+			}
+			t.Fatalf("scheduling %s is %s (%s), want %s", name, s.Status.State, s.Status.Message, want)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (p *platform) batchJob(t *testing.T, name string) *v1alpha1.BatchJob {
+	t.Helper()
+	var j v1alpha1.BatchJob
+	require.NoError(t, p.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &j))
+	return &j
+}
+
+// kubectl apply of BatchJobs and a QueueBased Scheduling runs every job in slots of the test
+// bed, one Spark and one Flink job side by side and the third when slots free up, through a
+// worker restart; deleting the Scheduling releases the jobs; a SlotBased Scheduling then
+// runs them again in the slots it names.
+func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
+	p := startPlatform(t)
+	ctx := context.Background()
+	for _, j := range []*v1alpha1.BatchJob{
+		job("wordcount", v1alpha1.FrameworkSpark, "4s"),
+		job("clicks", v1alpha1.FrameworkFlink, "6s"),
+		job("report", v1alpha1.FrameworkSpark, "2s"),
+	} {
+		require.NoError(t, p.client.Create(ctx, j))
+	}
+	queue := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+			{Name: "wordcount", Replication: 3}, {Name: "clicks", Replication: 2}, {Name: "report", Replication: 4},
+		}},
+	}
+	require.NoError(t, p.client.Create(ctx, queue))
+
+	// The first two fit in 8 slots together; report (4) waits for one of them.
+	require.Eventually(t, func() bool {
+		return p.batchJob(t, "wordcount").Status.State == v1alpha1.JobRunning && p.batchJob(t, "clicks").Status.State == v1alpha1.JobRunning
+	}, time.Minute, 250*time.Millisecond, "wordcount and clicks run side by side")
+	require.Equal(t, v1alpha1.JobInQueue, p.batchJob(t, "report").Status.State)
+	p.restart()
+
+	done := p.waitScheduling(t, "nightly", v1alpha1.SchedulingCompleted, 3*time.Minute)
+	require.Equal(t, int32(3), done.Status.FinishedJobs)
+	seen := map[int32]string{}
+	for _, name := range []string{"wordcount", "clicks", "report"} {
+		j := p.batchJob(t, name)
+		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, "%s: %s", name, j.Status.Message)
+		require.NotNil(t, j.Status.SubmittedAt)
+		require.NotNil(t, j.Status.FinishedAt)
+		require.NotNil(t, j.Status.Application)
+		if name != "report" {
+			for _, s := range j.Status.Slots {
+				require.NotContains(t, seen, s, "slot %d given to %s and %s at once", s, seen[s], name)
+				seen[s] = name
+			}
+		}
+	}
+	report := jobStatusOf(done, "report")
+	require.Len(t, report.Slots, 4)
+	require.Positive(t, report.WaitTime.Duration, "report waited for slots")
+
+	// Deleting the Scheduling releases its jobs: Ready again, applications gone.
+	require.NoError(t, p.client.Delete(ctx, queue))
+	require.Eventually(t, func() bool {
+		var s v1alpha1.Scheduling
+		gone := p.client.Get(ctx, client.ObjectKeyFromObject(queue), &s) != nil
+		return gone && p.batchJob(t, "wordcount").Status.State == v1alpha1.JobReady && p.batchJob(t, "report").Status.State == v1alpha1.JobReady
+	}, time.Minute, 250*time.Millisecond, "the scheduling goes and its jobs are Ready")
+	require.NotContains(t, p.batchJob(t, "wordcount").Labels, v1alpha1.ActiveSchedulingLabel)
+
+	// SlotBased: every job names its slots; clicks waits for slot 3, which wordcount holds.
+	slotted := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinned", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.SlotBased, Jobs: []v1alpha1.SchedulingJob{
+			{Name: "wordcount", Replication: 2, SlotIDs: []int32{3, 6}},
+			{Name: "clicks", Replication: 1, SlotIDs: []int32{3}},
+			{Name: "report", Replication: 2, SlotIDs: []int32{0, 1}},
+		}},
+	}
+	require.NoError(t, p.client.Create(ctx, slotted))
+	pinned := p.waitScheduling(t, "pinned", v1alpha1.SchedulingCompleted, 3*time.Minute)
+	require.Equal(t, []int32{3, 6}, jobStatusOf(pinned, "wordcount").Slots)
+	require.Greater(t, jobStatusOf(pinned, "clicks").WaitTime.Duration, jobStatusOf(pinned, "report").WaitTime.Duration)
+	for _, name := range []string{"wordcount", "clicks", "report"} {
+		require.Equal(t, v1alpha1.JobCompleted, p.batchJob(t, name).Status.State, name)
+	}
+}
+
+// A second Scheduling that wants a job the first one holds fails at once, releases what it
+// took, and says who holds the job.
+func TestLifecycle_ASecondSchedulingCannotTakeAHeldJob(t *testing.T) {
+	p := startPlatform(t)
+	ctx := context.Background()
+	require.NoError(t, p.client.Create(ctx, job("long", v1alpha1.FrameworkSpark, "10m")))
+	require.NoError(t, p.client.Create(ctx, job("other", v1alpha1.FrameworkSpark, "1s")))
+	first := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
+		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "long", Replication: 1}}},
+	}
+	require.NoError(t, p.client.Create(ctx, first))
+	require.Eventually(t, func() bool { return p.batchJob(t, "long").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+
+	second := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+			{Name: "other", Replication: 1}, {Name: "long", Replication: 1},
+		}},
+	}
+	require.NoError(t, p.client.Create(ctx, second))
+	failed := p.waitScheduling(t, "second", v1alpha1.SchedulingFailed, time.Minute)
+	require.Contains(t, failed.Status.Message, fmt.Sprintf("test bed %s is held by scheduling first", "bed"))
+	require.NotContains(t, p.batchJob(t, "other").Labels, v1alpha1.ActiveSchedulingLabel, "nothing stays claimed")
+	require.Equal(t, "first", p.batchJob(t, "long").Labels[v1alpha1.ActiveSchedulingLabel])
+}
+
+func jobStatusOf(s *v1alpha1.Scheduling, name string) v1alpha1.SchedulingJobStatus {
+	for _, j := range s.Status.Jobs {
+		if j.Name == name {
+			return j
+		}
+	}
+	return v1alpha1.SchedulingJobStatus{}
+}
