@@ -15,6 +15,7 @@ import (
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/extender"
+	"slotplane/internal/appsim"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
@@ -94,6 +95,18 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}()
 
+	// The real Spark and Flink operators cannot run here; their stand-in plays them.
+	sim, err := appsim.Start(ctx, cluster.Config, slog.Default(), appsim.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		slog.Info("stopping the Spark/Flink operator stand-in")
+		if err := sim.Stop(); err != nil {
+			slog.Error("stop the operator stand-in", "err", err)
+		}
+	}()
+
 	slog.Info("starting embedded Temporal")
 	temporalLog := filepath.Join(*stateDir, "temporal.log")
 	temporal, err := worker.StartTemporalServer(ctx, worker.TemporalServerOptions{
@@ -147,16 +160,18 @@ slotplane dev is up (ready in %.1fs)
 
   kubeconfig   %s
                export KUBECONFIG=%s
+               %s apply -f examples/testbed.yaml -f examples/batchjobs.yaml -f examples/scheduling-queue.yaml
                %s get nodes,testbeds,batchjobs,schedulings
   nodes        %d fake nodes (kwok), labelled %s=00..%02d, and %d plain nodes for drivers
   extender     %s  (kube-scheduler profile slot-scheduler)
+  operators    a stand-in for the Spark and Flink operators (run time: annotation slotplane.io/sim-duration)
   Temporal     %s  namespace %s, worker and bridge running
   Temporal UI  %s
   metrics      %s
   logs         %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
-`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL,
+`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL,
 		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 
