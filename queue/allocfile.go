@@ -1,0 +1,651 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Policy is how a queue orders its applications, or shares among its children.
+type Policy string
+
+// The scheduling policies of the allocation file.
+const (
+	PolicyFIFO Policy = "fifo"
+	PolicyFair Policy = "fair"
+	PolicyDRF  Policy = "drf"
+)
+
+// QueueConfig is one queue element of the allocation file. Pointers are unset values, which
+// inherit (preemption settings) or take the file's defaults (limits).
+type QueueConfig struct {
+	// Name is the element's name; Path the full dotted name from root (root.a.b).
+	Name, Path string
+	// Parent: type="parent", a queue that holds no applications even without children.
+	Parent                     bool
+	MinResources, MaxResources *Resources
+	MaxRunningApps             *int
+	// MaxAMShare counts on leaf queues only; on a parent it is ignored, as the Fair
+	// Scheduler does (its own example sets one there).
+	MaxAMShare                   *float64
+	Weight                       float64
+	Policy                       Policy
+	SubmitACL, AdministerACL     *ACL
+	MinSharePreemptionTimeout    *time.Duration
+	FairSharePreemptionTimeout   *time.Duration
+	FairSharePreemptionThreshold *float64
+	Children                     []*QueueConfig
+	// Line is where the element starts in the file.
+	Line int
+}
+
+// IsLeaf: the queue may hold applications.
+func (q *QueueConfig) IsLeaf() bool { return !q.Parent && len(q.Children) == 0 }
+
+// Rule is one rule of the queue placement policy.
+type Rule struct {
+	Name string
+	// Create: the rule may place into a queue the file does not configure.
+	Create bool
+	// Queue is the default rule's queue.
+	Queue string
+	// Nested is the rule inside nestedUserQueue.
+	Nested *Rule
+	Line   int
+}
+
+// Allocations is a whole allocation file.
+type Allocations struct {
+	Root                                *QueueConfig
+	UserMaxApps                         map[string]int
+	UserMaxAppsDefault                  *int
+	QueueMaxAppsDefault                 *int
+	QueueMaxResourcesDefault            *Resources
+	QueueMaxAMShareDefault              float64
+	DefaultQueueSchedulingPolicy        Policy
+	DefaultFairSharePreemptionTimeout   *time.Duration
+	DefaultMinSharePreemptionTimeout    *time.Duration
+	DefaultFairSharePreemptionThreshold *float64
+	Placement                           []Rule
+}
+
+// ConfigError is a mistake in an allocation file, with where it is.
+type ConfigError struct {
+	Line    int
+	Element string
+	Msg     string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Element == "" {
+		return fmt.Sprintf("allocation file line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("allocation file line %d, <%s>: %s", e.Line, e.Element, e.Msg)
+}
+
+// maxFileSize bounds what ParseAllocations reads.
+const maxFileSize = 4 << 20
+
+// ParseAllocations reads an allocation file. Every mistake is a *ConfigError naming the
+// line and element: unknown elements included, since a misspelt limit silently ignored is a
+// limit that does not hold.
+func ParseAllocations(data []byte) (*Allocations, error) {
+	if len(data) > maxFileSize {
+		return nil, &ConfigError{Line: 1, Msg: fmt.Sprintf("the file is over %d bytes", maxFileSize)}
+	}
+	p := &parser{dec: xml.NewDecoder(bytes.NewReader(data))}
+	a := &Allocations{
+		Root:                         &QueueConfig{Name: "root", Path: "root", Weight: 1, Line: 1},
+		UserMaxApps:                  map[string]int{},
+		QueueMaxAMShareDefault:       0.5,
+		DefaultQueueSchedulingPolicy: PolicyFair,
+	}
+	start, err := p.firstElement()
+	if err != nil {
+		return nil, err
+	}
+	if start.Name.Local != "allocations" {
+		return nil, p.errf(start.Name.Local, "the root element must be <allocations>")
+	}
+	if err := p.allocations(a); err != nil {
+		return nil, err
+	}
+	if err := a.validate(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+type parser struct {
+	dec  *xml.Decoder
+	line int
+}
+
+func (p *parser) errf(element, format string, args ...any) error {
+	return &ConfigError{Line: p.line, Element: element, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) pos() int {
+	line, _ := p.dec.InputPos()
+	return line
+}
+
+// next returns the next start or end element, skipping text, comments and directives.
+func (p *parser) next() (xml.Token, error) {
+	for {
+		tok, err := p.dec.Token()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, &ConfigError{Line: p.pos(), Msg: "the file ends before </allocations>"}
+			}
+			return nil, &ConfigError{Line: p.pos(), Msg: "not well-formed XML: " + err.Error()}
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			p.line = p.pos()
+			return t.Copy(), nil
+		case xml.EndElement:
+			return t, nil
+		case xml.CharData:
+			if strings.TrimSpace(string(t)) != "" {
+				p.line = p.pos()
+				return nil, &ConfigError{Line: p.line, Msg: fmt.Sprintf("text %q outside of any value element", strings.TrimSpace(string(t)))}
+			}
+		}
+	}
+}
+
+func (p *parser) firstElement() (xml.StartElement, error) {
+	for {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return xml.StartElement{}, &ConfigError{Line: p.pos(), Msg: "no <allocations> element: " + err.Error()}
+		}
+		if s, ok := tok.(xml.StartElement); ok {
+			p.line = p.pos()
+			return s, nil
+		}
+	}
+}
+
+// text reads the character data of a value element up to its end.
+func (p *parser) text(name string) (string, error) {
+	var sb strings.Builder
+	for {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return "", &ConfigError{Line: p.pos(), Element: name, Msg: "not well-formed XML: " + err.Error()}
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			sb.Write(t)
+		case xml.StartElement:
+			return "", p.errf(name, "a value element cannot hold <%s>", t.Name.Local)
+		case xml.EndElement:
+			return strings.TrimSpace(sb.String()), nil
+		}
+	}
+}
+
+func attr(s xml.StartElement, name string) (string, bool) {
+	for _, a := range s.Attr {
+		if a.Name.Local == name {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+func (p *parser) allocations(a *Allocations) error {
+	for {
+		tok, err := p.next()
+		if err != nil {
+			return err
+		}
+		s, ok := tok.(xml.StartElement)
+		if !ok {
+			return nil // </allocations>
+		}
+		name := s.Name.Local
+		switch name {
+		case "queue", "pool":
+			qname, _ := attr(s, "name")
+			if qname == "root" {
+				if err := p.queueBody(a.Root, name); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := p.childQueue(a.Root, s); err != nil {
+				return err
+			}
+		case "user":
+			if err := p.user(a, s); err != nil {
+				return err
+			}
+		case "userMaxAppsDefault", "queueMaxAppsDefault":
+			n, err := p.count(name)
+			if err != nil {
+				return err
+			}
+			if name == "userMaxAppsDefault" {
+				a.UserMaxAppsDefault = &n
+			} else {
+				a.QueueMaxAppsDefault = &n
+			}
+		case "queueMaxResourcesDefault":
+			r, err := p.resources(name)
+			if err != nil {
+				return err
+			}
+			a.QueueMaxResourcesDefault = &r
+		case "queueMaxAMShareDefault":
+			f, err := p.amShare(name)
+			if err != nil {
+				return err
+			}
+			a.QueueMaxAMShareDefault = f
+		case "defaultQueueSchedulingPolicy":
+			pol, err := p.policy(name)
+			if err != nil {
+				return err
+			}
+			a.DefaultQueueSchedulingPolicy = pol
+		case "defaultFairSharePreemptionTimeout", "defaultMinSharePreemptionTimeout":
+			d, err := p.seconds(name)
+			if err != nil {
+				return err
+			}
+			if name == "defaultFairSharePreemptionTimeout" {
+				a.DefaultFairSharePreemptionTimeout = &d
+			} else {
+				a.DefaultMinSharePreemptionTimeout = &d
+			}
+		case "defaultFairSharePreemptionThreshold":
+			f, err := p.fraction(name)
+			if err != nil {
+				return err
+			}
+			a.DefaultFairSharePreemptionThreshold = &f
+		case "queuePlacementPolicy":
+			rules, err := p.rules(name)
+			if err != nil {
+				return err
+			}
+			a.Placement = rules
+		default:
+			return p.errf(name, "unknown element (a typo of a known one?)")
+		}
+	}
+}
+
+// childQueue reads a queue element under parent.
+func (p *parser) childQueue(parent *QueueConfig, s xml.StartElement) error {
+	name, ok := attr(s, "name")
+	switch {
+	case !ok || strings.TrimSpace(name) == "":
+		return p.errf(s.Name.Local, "a queue needs a name attribute")
+	case strings.Contains(name, "."):
+		return p.errf(s.Name.Local, "queue name %q contains a period: nest queue elements instead", name)
+	case name != strings.TrimSpace(name):
+		return p.errf(s.Name.Local, "queue name %q has surrounding spaces", name)
+	}
+	for _, c := range parent.Children {
+		if c.Name == name {
+			return p.errf(s.Name.Local, "queue %s.%s is configured twice (line %d)", parent.Path, name, c.Line)
+		}
+	}
+	q := &QueueConfig{Name: name, Path: parent.Path + "." + name, Weight: 1, Line: p.line}
+	if t, ok := attr(s, "type"); ok {
+		if t != "parent" {
+			return p.errf(s.Name.Local, "type must be \"parent\", got %q", t)
+		}
+		q.Parent = true
+	}
+	parent.Children = append(parent.Children, q)
+	return p.queueBody(q, s.Name.Local)
+}
+
+func (p *parser) queueBody(q *QueueConfig, element string) error {
+	for {
+		tok, err := p.next()
+		if err != nil {
+			return err
+		}
+		s, ok := tok.(xml.StartElement)
+		if !ok {
+			return nil
+		}
+		name := s.Name.Local
+		switch name {
+		case "queue", "pool":
+			if err := p.childQueue(q, s); err != nil {
+				return err
+			}
+		case "minResources", "maxResources":
+			r, err := p.resources(name)
+			if err != nil {
+				return err
+			}
+			if name == "minResources" {
+				q.MinResources = &r
+			} else {
+				q.MaxResources = &r
+			}
+		case "maxRunningApps":
+			n, err := p.count(name)
+			if err != nil {
+				return err
+			}
+			q.MaxRunningApps = &n
+		case "maxAMShare":
+			f, err := p.amShare(name)
+			if err != nil {
+				return err
+			}
+			q.MaxAMShare = &f
+		case "weight":
+			v, err := p.text(name)
+			if err != nil {
+				return err
+			}
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || w < 0 {
+				return p.errf(name, "%q is not a non-negative number", v)
+			}
+			q.Weight = w
+		case "schedulingPolicy":
+			pol, err := p.policy(name)
+			if err != nil {
+				return err
+			}
+			q.Policy = pol
+		case "aclSubmitApps", "aclAdministerApps":
+			v, err := p.rawText(name)
+			if err != nil {
+				return err
+			}
+			acl := ParseACL(v)
+			if name == "aclSubmitApps" {
+				q.SubmitACL = &acl
+			} else {
+				q.AdministerACL = &acl
+			}
+		case "minSharePreemptionTimeout", "fairSharePreemptionTimeout":
+			d, err := p.seconds(name)
+			if err != nil {
+				return err
+			}
+			if name == "minSharePreemptionTimeout" {
+				q.MinSharePreemptionTimeout = &d
+			} else {
+				q.FairSharePreemptionTimeout = &d
+			}
+		case "fairSharePreemptionThreshold":
+			f, err := p.fraction(name)
+			if err != nil {
+				return err
+			}
+			q.FairSharePreemptionThreshold = &f
+		default:
+			return p.errf(name, "unknown element in <%s name=%q>", element, q.Name)
+		}
+	}
+}
+
+// rawText is text without trimming: an ACL's leading space means "groups only".
+func (p *parser) rawText(name string) (string, error) {
+	var sb strings.Builder
+	for {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return "", &ConfigError{Line: p.pos(), Element: name, Msg: "not well-formed XML: " + err.Error()}
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			sb.Write(t)
+		case xml.StartElement:
+			return "", p.errf(name, "a value element cannot hold <%s>", t.Name.Local)
+		case xml.EndElement:
+			return sb.String(), nil
+		}
+	}
+}
+
+func (p *parser) user(a *Allocations, s xml.StartElement) error {
+	name, ok := attr(s, "name")
+	if !ok || strings.TrimSpace(name) == "" {
+		return p.errf("user", "a user needs a name attribute")
+	}
+	if _, dup := a.UserMaxApps[name]; dup {
+		return p.errf("user", "user %s is configured twice", name)
+	}
+	a.UserMaxApps[name] = -1 // no limit of its own unless given
+	for {
+		tok, err := p.next()
+		if err != nil {
+			return err
+		}
+		c, ok := tok.(xml.StartElement)
+		if !ok {
+			if a.UserMaxApps[name] < 0 {
+				delete(a.UserMaxApps, name)
+			}
+			return nil
+		}
+		if c.Name.Local != "maxRunningApps" {
+			return p.errf(c.Name.Local, "a user element holds only maxRunningApps")
+		}
+		n, err := p.count(c.Name.Local)
+		if err != nil {
+			return err
+		}
+		a.UserMaxApps[name] = n
+	}
+}
+
+func (p *parser) count(name string) (int, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, p.errf(name, "%q is not a whole, non-negative number", v)
+	}
+	return n, nil
+}
+
+func (p *parser) resources(name string) (Resources, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return Resources{}, err
+	}
+	r, err := ParseResources(v)
+	if err != nil {
+		return Resources{}, p.errf(name, "%v", err)
+	}
+	return r, nil
+}
+
+// amShare is a fraction of the fair share in (0, 1], or -1 to turn the check off.
+func (p *parser) amShare(name string) (float64, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "f"), 64)
+	if err != nil || (f != -1 && (f <= 0 || f > 1)) {
+		return 0, p.errf(name, "%q must be a fraction in (0, 1], or -1 to turn the check off", v)
+	}
+	return f, nil
+}
+
+func (p *parser) fraction(name string) (float64, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "f"), 64)
+	if err != nil || f < 0 || f > 1 {
+		return 0, p.errf(name, "%q must be a fraction in [0, 1]", v)
+	}
+	return f, nil
+}
+
+func (p *parser) seconds(name string) (time.Duration, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > int64(100*365*24*3600) {
+		return 0, p.errf(name, "%q is not a number of seconds", v)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+func (p *parser) policy(name string) (Policy, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return "", err
+	}
+	pol := Policy(strings.ToLower(v))
+	if !slices.Contains([]Policy{PolicyFIFO, PolicyFair, PolicyDRF}, pol) {
+		return "", p.errf(name, "%q is not a policy slotplane knows (fifo, fair, drf)", v)
+	}
+	return pol, nil
+}
+
+// ruleNames are the placement rules of the source.
+var ruleNames = []string{"specified", "user", "primaryGroup", "secondaryGroupExistingQueue", "nestedUserQueue", "default", "reject"}
+
+func (p *parser) rules(element string) ([]Rule, error) {
+	var rules []Rule
+	for {
+		tok, err := p.next()
+		if err != nil {
+			return nil, err
+		}
+		s, ok := tok.(xml.StartElement)
+		if !ok {
+			if len(rules) == 0 {
+				return nil, p.errf(element, "a placement policy needs at least one rule")
+			}
+			return rules, nil
+		}
+		r, err := p.rule(s)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r)
+	}
+}
+
+func (p *parser) rule(s xml.StartElement) (Rule, error) {
+	if s.Name.Local != "rule" {
+		return Rule{}, p.errf(s.Name.Local, "a placement policy holds only <rule> elements")
+	}
+	r := Rule{Create: true, Line: p.line}
+	r.Name, _ = attr(s, "name")
+	if !slices.Contains(ruleNames, r.Name) {
+		return Rule{}, p.errf("rule", "unknown rule %q (known: %s)", r.Name, strings.Join(ruleNames, ", "))
+	}
+	if c, ok := attr(s, "create"); ok {
+		b, err := strconv.ParseBool(c)
+		if err != nil {
+			return Rule{}, p.errf("rule", "create=%q is not true or false", c)
+		}
+		r.Create = b
+	}
+	if q, ok := attr(s, "queue"); ok {
+		if r.Name != "default" {
+			return Rule{}, p.errf("rule", "only the default rule takes a queue attribute")
+		}
+		r.Queue = q
+	}
+	for {
+		tok, err := p.next()
+		if err != nil {
+			return Rule{}, err
+		}
+		c, ok := tok.(xml.StartElement)
+		if !ok {
+			break
+		}
+		if r.Name != "nestedUserQueue" || r.Nested != nil {
+			return Rule{}, p.errf("rule", "only nestedUserQueue holds a rule, and exactly one")
+		}
+		nested, err := p.rule(c)
+		if err != nil {
+			return Rule{}, err
+		}
+		r.Nested = &nested
+	}
+	if r.Name == "nestedUserQueue" && r.Nested == nil {
+		return Rule{}, &ConfigError{Line: r.Line, Element: "rule", Msg: "nestedUserQueue needs the rule that picks the parent queue inside it"}
+	}
+	return r, nil
+}
+
+// Terminal reports whether a rule never passes an application on to the next rule.
+func (r Rule) Terminal() bool {
+	switch r.Name {
+	case "reject":
+		return true
+	case "default", "user", "primaryGroup":
+		return r.Create
+	default:
+		return false
+	}
+}
+
+func (a *Allocations) validate() error {
+	if n := len(a.Placement); n > 0 && !a.Placement[n-1].Terminal() {
+		last := a.Placement[n-1]
+		return &ConfigError{Line: last.Line, Element: "rule", Msg: fmt.Sprintf("the last rule (%s, create=%t) may pass an application on, and nothing follows it", last.Name, last.Create)}
+	}
+	var check func(q *QueueConfig) error
+	check = func(q *QueueConfig) error {
+		if q.MinResources != nil && q.MaxResources != nil && !q.MinResources.Fits(*q.MaxResources) {
+			return &ConfigError{Line: q.Line, Element: "queue", Msg: fmt.Sprintf("%s: minResources %s exceed maxResources %s", q.Path, q.MinResources, q.MaxResources)}
+		}
+		for _, c := range q.Children {
+			if err := check(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return check(a.Root)
+}
+
+// Queue finds a configured queue by its name; "root." is optional ("a.b" is "root.a.b").
+func (a *Allocations) Queue(name string) *QueueConfig {
+	path := name
+	if path != "root" && !strings.HasPrefix(path, "root.") {
+		path = "root." + path
+	}
+	var find func(q *QueueConfig) *QueueConfig
+	find = func(q *QueueConfig) *QueueConfig {
+		if q.Path == path {
+			return q
+		}
+		if !strings.HasPrefix(path, q.Path+".") {
+			return nil
+		}
+		for _, c := range q.Children {
+			if f := find(c); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	return find(a.Root)
+}
