@@ -1,0 +1,143 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Submitter is who submits an application and where it asked to go.
+type Submitter struct {
+	// Queue is the queue the application asked for ("" or "default": none).
+	Queue           string
+	User            string
+	PrimaryGroup    string
+	SecondaryGroups []string
+}
+
+// Placement is where the placement policy put an application.
+type Placement struct {
+	// Queue is the full path of a leaf queue (root.a.b).
+	Queue string
+	// Created: the allocation file does not configure the queue; a rule with create made it.
+	Created bool
+	// Rule is the rule that placed it.
+	Rule string
+}
+
+// ErrRejected: the placement policy refused the application.
+var ErrRejected = errors.New("the queue placement policy rejected the application")
+
+// defaultPlacement is the policy of a file without queuePlacementPolicy, as the Fair
+// Scheduler's defaults make it: the requested queue, else a queue named after the user.
+var defaultPlacement = []Rule{{Name: "specified", Create: true}, {Name: "user", Create: true}}
+
+// Place runs the placement policy for an application: each rule places it, rejects it, or
+// passes it on to the next. A rule whose create is false passes on a queue the file does
+// not configure. Applications go to leaf queues only: a rule that lands on a parent queue
+// rejects. Periods in user and group names become "_dot_".
+func (a *Allocations) Place(s Submitter) (Placement, error) {
+	rules := a.Placement
+	if len(rules) == 0 {
+		rules = defaultPlacement
+	}
+	for _, r := range rules {
+		path, decided, err := a.apply(r, s)
+		if err != nil {
+			return Placement{}, err
+		}
+		if !decided {
+			continue
+		}
+		q := a.Queue(path)
+		if q != nil && (!q.IsLeaf() || q.Path == "root") {
+			return Placement{}, fmt.Errorf("%w: rule %s chose %s, a parent queue; applications go to leaf queues", ErrRejected, r.Name, path)
+		}
+		if q == nil && a.parentIsLeaf(path) {
+			return Placement{}, fmt.Errorf("%w: rule %s chose %s, under a leaf queue", ErrRejected, r.Name, path)
+		}
+		return Placement{Queue: path, Created: q == nil, Rule: r.Name}, nil
+	}
+	return Placement{}, fmt.Errorf("%w: no rule placed it", ErrRejected)
+}
+
+// apply runs one rule: decided false means "next rule".
+func (a *Allocations) apply(r Rule, s Submitter) (path string, decided bool, err error) {
+	exists := func(p string) bool { return a.Queue(p) != nil }
+	place := func(p string) (string, bool, error) {
+		if !r.Create && !exists(p) {
+			return "", false, nil
+		}
+		return p, true, nil
+	}
+	switch r.Name {
+	case "reject":
+		return "", false, fmt.Errorf("%w: the reject rule", ErrRejected)
+	case "specified":
+		q := strings.TrimSpace(s.Queue)
+		if q == "" || q == "default" || q == "root.default" {
+			return "", false, nil
+		}
+		if strings.HasPrefix(q, ".") || strings.HasSuffix(q, ".") || strings.Contains(q, "..") {
+			return "", false, fmt.Errorf("%w: queue name %q starts or ends with a period", ErrRejected, q)
+		}
+		return place(fullPath(q))
+	case "user":
+		if s.User == "" {
+			return "", false, nil
+		}
+		return place("root." + cleanName(s.User))
+	case "primaryGroup":
+		if s.PrimaryGroup == "" {
+			return "", false, nil
+		}
+		return place("root." + cleanName(s.PrimaryGroup))
+	case "secondaryGroupExistingQueue":
+		for _, g := range s.SecondaryGroups {
+			if p := "root." + cleanName(g); exists(p) {
+				return p, true, nil
+			}
+		}
+		return "", false, nil
+	case "nestedUserQueue":
+		if r.Nested == nil || s.User == "" {
+			return "", false, nil
+		}
+		parent, ok, err := a.apply(*r.Nested, s)
+		if err != nil || !ok {
+			return "", false, err
+		}
+		if pq := a.Queue(parent); pq == nil || pq.IsLeaf() {
+			return "", false, nil // only under a parent queue
+		}
+		return place(parent + "." + cleanName(s.User))
+	case "default":
+		q := r.Queue
+		if q == "" {
+			q = "root.default"
+		}
+		return place(fullPath(q))
+	default:
+		return "", false, fmt.Errorf("unknown placement rule %q", r.Name)
+	}
+}
+
+// parentIsLeaf: a new queue at path would hang under a configured leaf queue.
+func (a *Allocations) parentIsLeaf(path string) bool {
+	i := strings.LastIndex(path, ".")
+	if i < 0 {
+		return false
+	}
+	p := a.Queue(path[:i])
+	return p != nil && p.IsLeaf() && p.Path != "root"
+}
+
+func fullPath(q string) string {
+	if q == "root" || strings.HasPrefix(q, "root.") {
+		return q
+	}
+	return "root." + q
+}
+
+// cleanName makes a user or group name a queue name: periods become "_dot_".
+func cleanName(n string) string { return strings.ReplaceAll(strings.TrimSpace(n), ".", "_dot_") }

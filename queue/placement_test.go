@@ -1,0 +1,111 @@
+package queue
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestPlace_TheSourceExamplePolicy(t *testing.T) {
+	a, err := ParseAllocations([]byte(sourceExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// specified; primaryGroup (create=false); nestedUserQueue(secondaryGroupExistingQueue
+	// create=false); default queue=sample_queue.
+	cases := map[string]struct {
+		in      Submitter
+		want    string
+		created bool
+		rule    string
+	}{
+		"the requested queue":            {Submitter{Queue: "sample_queue.sample_sub_queue", User: "u"}, "root.sample_queue.sample_sub_queue", false, "specified"},
+		"requested with root prefix":     {Submitter{Queue: "root.adhoc", User: "u"}, "root.adhoc", true, "specified"},
+		"no queue: primary group exists": {Submitter{User: "u", PrimaryGroup: "sample_queue"}, "", false, ""},
+		"secondary group's user queue":   {Submitter{User: "first.last", PrimaryGroup: "nope", SecondaryGroups: []string{"x", "secondary_group_queue"}}, "root.secondary_group_queue.first_dot_last", true, "nestedUserQueue"},
+		// The example's default rule names sample_queue, which has a child: a parent queue,
+		// so what reaches that rule is refused (the Fair Scheduler refuses parent queues too).
+		"nothing matches: default":   {Submitter{User: "u", PrimaryGroup: "nope"}, "", false, ""},
+		"'default' means no request": {Submitter{Queue: "default", User: "u", PrimaryGroup: "nope"}, "", false, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := a.Place(tc.in)
+			if tc.want == "" {
+				// sample_queue is a parent: rejected.
+				if !errors.Is(err, ErrRejected) {
+					t.Fatalf("got %+v, %v; want a rejection (parent queue)", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Queue != tc.want || got.Created != tc.created || got.Rule != tc.rule {
+				t.Errorf("got %+v, want %s created=%v by %s", got, tc.want, tc.created, tc.rule)
+			}
+		})
+	}
+}
+
+func TestPlace_Rules(t *testing.T) {
+	file := func(policy string) *Allocations {
+		a, err := ParseAllocations([]byte(`<allocations>
+  <queue name="eng"><queue name="alice"/></queue>
+  <queue name="ops"/>
+  <queue name="teams" type="parent"/>
+  <queuePlacementPolicy>` + policy + `</queuePlacementPolicy></allocations>`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	cases := map[string]struct {
+		policy  string
+		in      Submitter
+		want    string
+		wantErr bool
+	}{
+		"period at the start rejects":     {`<rule name="specified"/><rule name="default"/>`, Submitter{Queue: ".q1"}, "", true},
+		"period at the end rejects":       {`<rule name="specified"/><rule name="default"/>`, Submitter{Queue: "q1."}, "", true},
+		"user with periods":               {`<rule name="user"/>`, Submitter{User: "first.last"}, "root.first_dot_last", false},
+		"user, existing only, continues":  {`<rule name="user" create="false"/><rule name="default" queue="ops"/>`, Submitter{User: "zed"}, "root.ops", false},
+		"user, existing only, places":     {`<rule name="user" create="false"/><rule name="reject"/>`, Submitter{User: "ops"}, "root.ops", false},
+		"primary group with periods":      {`<rule name="primaryGroup"/>`, Submitter{User: "u", PrimaryGroup: "one.two"}, "root.one_dot_two", false},
+		"secondary: the first configured": {`<rule name="secondaryGroupExistingQueue"/><rule name="reject"/>`, Submitter{SecondaryGroups: []string{"none", "ops", "eng"}}, "root.ops", false},
+		"secondary: none configured":      {`<rule name="secondaryGroupExistingQueue"/><rule name="reject"/>`, Submitter{SecondaryGroups: []string{"none"}}, "", true},
+		"nested under a typed parent":     {`<rule name="nestedUserQueue"><rule name="default" queue="teams"/></rule><rule name="reject"/>`, Submitter{User: "bo.b"}, "root.teams.bo_dot_b", false},
+		"nested under a leaf continues":   {`<rule name="nestedUserQueue"><rule name="default" queue="ops"/></rule><rule name="default" queue="ops"/>`, Submitter{User: "bob"}, "root.ops", false},
+		"nested, existing only":           {`<rule name="nestedUserQueue" create="false"><rule name="default" queue="eng"/></rule><rule name="reject"/>`, Submitter{User: "alice"}, "root.eng.alice", false},
+		"default without queue":           {`<rule name="default"/>`, Submitter{}, "root.default", false},
+		"reject":                          {`<rule name="reject"/>`, Submitter{Queue: "ops"}, "", true},
+		"specified parent is rejected":    {`<rule name="specified"/><rule name="default"/>`, Submitter{Queue: "eng"}, "", true},
+		"specified under a leaf rejected": {`<rule name="specified"/><rule name="default"/>`, Submitter{Queue: "ops.sub"}, "", true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := file(tc.policy).Place(tc.in)
+			if tc.wantErr {
+				if !errors.Is(err, ErrRejected) {
+					t.Fatalf("got %+v, %v; want a rejection", got, err)
+				}
+				return
+			}
+			if err != nil || got.Queue != tc.want {
+				t.Fatalf("got %+v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlace_WithoutPolicyTakesTheRequestThenTheUser(t *testing.T) {
+	a, err := ParseAllocations([]byte(`<allocations/>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.Place(Submitter{Queue: "analytics", User: "ann"}); err != nil || p.Queue != "root.analytics" {
+		t.Errorf("requested: %+v %v", p, err)
+	}
+	if p, err := a.Place(Submitter{User: "ann"}); err != nil || p.Queue != "root.ann" || !p.Created {
+		t.Errorf("user: %+v %v", p, err)
+	}
+}
