@@ -1,0 +1,223 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// App is an application as the queues see it.
+type App struct {
+	ID    string
+	Queue string // the leaf queue's full path
+	User  string
+	// Order is its submission order (earlier first): a time in nanoseconds or a sequence.
+	Order int64
+	// AM is what its driver or JobManager takes; Demand is all it needs to run (AM and
+	// executors); Usage is what it holds now.
+	AM, Demand, Usage Resources
+	Running           bool
+}
+
+// Queue is a queue of the running tree: configured in the file, or made by a placement rule.
+type Queue struct {
+	Path     string
+	Config   *QueueConfig // nil for a queue a placement rule created
+	Children []*Queue
+	parent   *Queue
+}
+
+// Leaf: the queue holds applications.
+func (q *Queue) Leaf() bool { return len(q.Children) == 0 && (q.Config == nil || q.Config.IsLeaf()) }
+
+// Tree is the queue hierarchy of one test bed, with the file's defaults.
+type Tree struct {
+	alloc *Allocations
+	root  *Queue
+	byID  map[string]*Queue
+}
+
+// NewTree builds the hierarchy the allocation file configures.
+func NewTree(a *Allocations) *Tree {
+	t := &Tree{alloc: a, byID: map[string]*Queue{}}
+	var build func(c *QueueConfig, parent *Queue) *Queue
+	build = func(c *QueueConfig, parent *Queue) *Queue {
+		q := &Queue{Path: c.Path, Config: c, parent: parent}
+		t.byID[q.Path] = q
+		for _, child := range c.Children {
+			q.Children = append(q.Children, build(child, q))
+		}
+		return q
+	}
+	t.root = build(a.Root, nil)
+	return t
+}
+
+// Queue returns the queue at path ("root." optional), or nil.
+func (t *Tree) Queue(path string) *Queue { return t.byID[fullPath(path)] }
+
+// Ensure returns the queue at path, creating it and missing parents as leaves of the
+// dynamic kind (what a placement rule with create makes). It refuses to hang a queue under
+// a configured leaf.
+func (t *Tree) Ensure(path string) (*Queue, error) {
+	path = fullPath(path)
+	if q := t.byID[path]; q != nil {
+		return q, nil
+	}
+	i := strings.LastIndex(path, ".")
+	if i < 0 {
+		return nil, fmt.Errorf("queue %q is not under root", path)
+	}
+	parent, err := t.Ensure(path[:i])
+	if err != nil {
+		return nil, err
+	}
+	if parent.Config != nil && parent.Config.IsLeaf() && parent != t.root {
+		return nil, fmt.Errorf("queue %s would hang under the leaf queue %s", path, parent.Path)
+	}
+	q := &Queue{Path: path, parent: parent}
+	parent.Children = append(parent.Children, q)
+	t.byID[path] = q
+	return q, nil
+}
+
+func (t *Tree) weight(q *Queue) float64 {
+	if q.Config == nil {
+		return 1
+	}
+	return q.Config.Weight
+}
+
+// MaxResources is the queue's limit: its own, or the file's default, or none (total).
+func (t *Tree) MaxResources(q *Queue, total Resources) Resources {
+	switch {
+	case q.Config != nil && q.Config.MaxResources != nil:
+		return *q.Config.MaxResources
+	case q != t.root && t.alloc.QueueMaxResourcesDefault != nil:
+		return *t.alloc.QueueMaxResourcesDefault
+	default:
+		return total
+	}
+}
+
+// MinResources is the queue's guaranteed minimum (none by default).
+func (t *Tree) MinResources(q *Queue) Resources {
+	if q.Config != nil && q.Config.MinResources != nil {
+		return *q.Config.MinResources
+	}
+	return Resources{}
+}
+
+// MaxRunningApps is the queue's limit on running applications; -1 is none.
+func (t *Tree) MaxRunningApps(q *Queue) int {
+	switch {
+	case q.Config != nil && q.Config.MaxRunningApps != nil:
+		return *q.Config.MaxRunningApps
+	case t.alloc.QueueMaxAppsDefault != nil:
+		return *t.alloc.QueueMaxAppsDefault
+	default:
+		return -1
+	}
+}
+
+// MaxAMShare is the fraction of a leaf's fair share its AMs may take; -1 is no check.
+func (t *Tree) MaxAMShare(q *Queue) float64 {
+	if q.Config != nil && q.Config.MaxAMShare != nil {
+		return *q.Config.MaxAMShare
+	}
+	return t.alloc.QueueMaxAMShareDefault
+}
+
+// UserMaxRunningApps is a user's limit on running applications; -1 is none.
+func (t *Tree) UserMaxRunningApps(user string) int {
+	if n, ok := t.alloc.UserMaxApps[user]; ok {
+		return n
+	}
+	if t.alloc.UserMaxAppsDefault != nil {
+		return *t.alloc.UserMaxAppsDefault
+	}
+	return -1
+}
+
+// Policy is the queue's scheduling policy, or the file's default.
+func (t *Tree) Policy(q *Queue) Policy {
+	if q.Config != nil && q.Config.Policy != "" {
+		return q.Config.Policy
+	}
+	return t.alloc.DefaultQueueSchedulingPolicy
+}
+
+// SteadyFairShares splits total down the whole hierarchy, every configured queue counting,
+// whether it has applications or not: what each queue can expect in the long run.
+func (t *Tree) SteadyFairShares(total Resources) map[string]Resources {
+	return t.shares(total, func(*Queue) bool { return true }, func(q *Queue, max Resources) Resources { return max })
+}
+
+// InstantaneousFairShares splits total among the queues that have applications now, each
+// capped by what its applications ask for (their demand): what each queue is entitled to
+// at this moment. Queues without applications get nothing.
+func (t *Tree) InstantaneousFairShares(total Resources, apps []App) map[string]Resources {
+	demand := t.Demand(apps)
+	return t.shares(total,
+		func(q *Queue) bool { return !demand[q.Path].IsZero() },
+		func(q *Queue, max Resources) Resources { return max.Min(demand[q.Path]) })
+}
+
+// Demand adds up, per queue and up the hierarchy, what the applications need.
+func (t *Tree) Demand(apps []App) map[string]Resources {
+	out := map[string]Resources{}
+	for _, a := range apps {
+		for q := t.Queue(a.Queue); q != nil; q = q.parent {
+			out[q.Path] = out[q.Path].Add(a.Demand)
+		}
+	}
+	return out
+}
+
+// Usage adds up, per queue and up the hierarchy, what the applications hold.
+func (t *Tree) Usage(apps []App) map[string]Resources {
+	out := map[string]Resources{}
+	for _, a := range apps {
+		for q := t.Queue(a.Queue); q != nil; q = q.parent {
+			out[q.Path] = out[q.Path].Add(a.Usage)
+		}
+	}
+	return out
+}
+
+func (t *Tree) shares(total Resources, active func(*Queue) bool, cap func(*Queue, Resources) Resources) map[string]Resources {
+	out := map[string]Resources{t.root.Path: total}
+	var split func(q *Queue)
+	split = func(q *Queue) {
+		var kids []*Queue
+		for _, c := range q.Children {
+			if active(c) {
+				kids = append(kids, c)
+			}
+		}
+		claims := make([]Claim, len(kids))
+		for i, c := range kids {
+			claims[i] = Claim{Weight: t.weight(c), Min: t.MinResources(c), Max: cap(c, t.MaxResources(c, total))}
+		}
+		for i, s := range ComputeShares(claims, out[q.Path]) {
+			out[kids[i].Path] = s
+			split(kids[i])
+		}
+	}
+	split(t.root)
+	return out
+}
+
+// Paths lists every queue of the tree, depth first in file order.
+func (t *Tree) Paths() []string {
+	var out []string
+	var walk func(q *Queue)
+	walk = func(q *Queue) {
+		out = append(out, q.Path)
+		for _, c := range q.Children {
+			walk(c)
+		}
+	}
+	walk(t.root)
+	return slices.Clip(out)
+}
