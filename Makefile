@@ -65,7 +65,7 @@ test-integration: tools
 # end-to-end run on a local control plane.
 .PHONY: bench
 bench: tools
-	$(GO) test -run '^$$' -bench . -benchmem ./slots/ ./extender/
+	$(GO) test -run '^$$' -bench . -benchmem ./slots/ ./extender/ ./queue/
 	$(GO) test -tags integration -run '^$$' -bench EndToEnd -benchtime 1x -timeout 20m ./extender/
 
 .PHONY: lint

@@ -517,8 +517,8 @@ func (p *parser) policy(name string) (Policy, error) {
 		return "", err
 	}
 	pol := Policy(strings.ToLower(v))
-	if !slices.Contains([]Policy{PolicyFIFO, PolicyFair, PolicyDRF}, pol) {
-		return "", p.errf(name, "%q is not a policy slotplane knows (fifo, fair, drf)", v)
+	if !slices.Contains([]Policy{PolicyFIFO, PolicyFair, PolicyDRF, PolicyStateAware}, pol) {
+		return "", p.errf(name, "%q is not a policy slotplane knows (fifo, fair, drf, stateaware)", v)
 	}
 	return pol, nil
 }

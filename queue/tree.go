@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // App is an application as the queues see it.
@@ -17,6 +18,13 @@ type App struct {
 	// executors); Usage is what it holds now.
 	AM, Demand, Usage Resources
 	Running           bool
+	// For StateAware leaves: the start-up state of a running application (empty: Running),
+	// since when it is Starting, whether it asks for more now, and the options' inputs.
+	State         AppState
+	StartingSince time.Time
+	Pending       bool
+	NoExecutors   bool
+	SlotBacked    bool
 }
 
 // Queue is a queue of the running tree: configured in the file, or made by a placement rule.
@@ -157,7 +165,10 @@ func (t *Tree) SteadyFairShares(total Resources) map[string]Resources {
 // capped by what its applications ask for (their demand): what each queue is entitled to
 // at this moment. Queues without applications get nothing.
 func (t *Tree) InstantaneousFairShares(total Resources, apps []App) map[string]Resources {
-	demand := t.Demand(apps)
+	return t.instantaneous(total, t.Demand(apps))
+}
+
+func (t *Tree) instantaneous(total Resources, demand map[string]Resources) map[string]Resources {
 	return t.shares(total,
 		func(q *Queue) bool { return !demand[q.Path].IsZero() },
 		func(q *Queue, max Resources) Resources { return max.Min(demand[q.Path]) })

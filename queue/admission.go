@@ -1,0 +1,266 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// PolicyStateAware is slotplane's extension of the allocation file's schedulingPolicy for
+// leaf queues: applications first in, first out, with YuniKorn's StateAware drip-feed of
+// starting applications.
+const PolicyStateAware Policy = "stateaware"
+
+// Cluster is the picture one admission decision is made on.
+type Cluster struct {
+	// Total is what the queues share (the test bed's slots, and room for drivers).
+	Total Resources
+	// Apps are running applications (with their Usage) and waiting ones (Running false).
+	Apps []App
+	// Now is the caller's clock (StateAware's fallback timer).
+	Now time.Time
+	// StateAware tunes the StateAware leaves.
+	StateAware StateAwareOptions
+}
+
+// Refusal says why a waiting application cannot start now. It waits; it never fails.
+type Refusal struct {
+	App    string
+	Reason string
+}
+
+// Next chooses the waiting application to start next, or none. It walks down from root,
+// offering the resources to the child queue that is furthest below its share (by the
+// parent's policy), and in the chosen leaf to the first application in the leaf's order
+// that no limit holds back: maxRunningApps of the queue and its ancestors, the user's
+// maxRunningApps, maxResources of the queue and its ancestors, maxAMShare of the leaf, and
+// the free capacity. Refusals say why the applications it passed over wait.
+func (t *Tree) Next(c Cluster) (App, []Refusal, bool) {
+	s := t.snapshot(c)
+	var refusals []Refusal
+	var walk func(q *Queue) (App, bool)
+	walk = func(q *Queue) (App, bool) {
+		if q.Leaf() {
+			return s.pickInLeaf(q, &refusals)
+		}
+		for _, child := range s.orderChildren(q) {
+			if s.waiting[child.Path] == 0 {
+				continue
+			}
+			if app, ok := walk(child); ok {
+				return app, true
+			}
+		}
+		return App{}, false
+	}
+	app, ok := walk(t.root)
+	return app, refusals, ok
+}
+
+type snapshot struct {
+	t       *Tree
+	c       Cluster
+	usage   map[string]Resources
+	amUsage map[string]Resources
+	running map[string]int // per queue, up the hierarchy
+	byUser  map[string]int
+	waiting map[string]int // waiting apps per queue, up the hierarchy
+	share   map[string]Resources
+	free    Resources
+	sums    map[*Queue]*leafSums
+}
+
+// leafSums is what the applications of one queue add up to, before the roll-up.
+type leafSums struct {
+	usage, am, demand Resources
+	running, waiting  int
+	apps              []int // indexes into Cluster.Apps
+}
+
+func (t *Tree) snapshot(c Cluster) *snapshot {
+	s := &snapshot{
+		t: t, c: c,
+		usage: map[string]Resources{}, amUsage: map[string]Resources{},
+		running: map[string]int{}, byUser: map[string]int{}, waiting: map[string]int{},
+	}
+	// One map step per application, then one walk of the tree: a decision over ten
+	// thousand applications must not do ten thousand walks up the hierarchy.
+	sums := make(map[*Queue]*leafSums, len(t.byID))
+	s.sums = sums
+	total := Resources{}
+	for i := range c.Apps {
+		a := &c.Apps[i]
+		q := t.Queue(a.Queue)
+		if q == nil {
+			continue // a queue the tree does not know: Ensure it first
+		}
+		ls := sums[q]
+		if ls == nil {
+			ls = &leafSums{}
+			sums[q] = ls
+		}
+		ls.apps = append(ls.apps, i)
+		ls.demand = ls.demand.Add(a.Demand)
+		if a.Running {
+			total = total.Add(a.Usage)
+			s.byUser[a.User]++
+			ls.usage, ls.am = ls.usage.Add(a.Usage), ls.am.Add(a.AM)
+			ls.running++
+		} else {
+			ls.waiting++
+		}
+	}
+	demand := map[string]Resources{}
+	var roll func(q *Queue) leafSums
+	roll = func(q *Queue) leafSums {
+		var sum leafSums
+		if ls := sums[q]; ls != nil {
+			sum = *ls
+			sum.apps = nil
+			s.amUsage[q.Path] = ls.am
+		}
+		for _, c := range q.Children {
+			k := roll(c)
+			sum.usage, sum.demand = sum.usage.Add(k.usage), sum.demand.Add(k.demand)
+			sum.running += k.running
+			sum.waiting += k.waiting
+		}
+		s.usage[q.Path], demand[q.Path] = sum.usage, sum.demand
+		s.running[q.Path], s.waiting[q.Path] = sum.running, sum.waiting
+		return sum
+	}
+	roll(t.root)
+	s.free = c.Total.Sub(total)
+	s.share = t.instantaneous(c.Total, demand)
+	return s
+}
+
+// orderChildren sorts a parent's children the way its policy offers resources: under
+// fair (and fifo, which orders applications, not queues), queues below their minimum share
+// first, by usage over minimum, then by usage over weight (memory); under drf, by dominant
+// share over weight. Ties go by name, so the order is deterministic.
+func (s *snapshot) orderChildren(q *Queue) []*Queue {
+	kids := slices.Clone(q.Children)
+	drf := s.t.Policy(q) == PolicyDRF
+	key := func(c *Queue) (needy bool, ratio float64) {
+		u, w := s.usage[c.Path], s.t.weight(c)
+		if w <= 0 {
+			w = 1e-9
+		}
+		if drf {
+			return false, u.DominantShare(s.c.Total) / w
+		}
+		min := s.t.MinResources(c)
+		if u.MemoryMB < min.MemoryMB {
+			return true, float64(u.MemoryMB) / float64(min.MemoryMB)
+		}
+		return false, float64(u.MemoryMB) / w
+	}
+	slices.SortStableFunc(kids, func(a, b *Queue) int {
+		na, ra := key(a)
+		nb, rb := key(b)
+		if na != nb {
+			if na {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(ra, rb); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
+	return kids
+}
+
+// pickInLeaf returns the first waiting application of the leaf, in its order, that no
+// limit holds back.
+func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
+	var idx []int
+	if ls := s.sums[q]; ls != nil {
+		idx = ls.apps
+	}
+	apps := make([]App, len(idx))
+	for i, j := range idx {
+		apps[i] = s.c.Apps[j]
+	}
+	var waiting []App
+	allowed := map[string]bool{}
+	if s.t.Policy(q) == PolicyStateAware {
+		states := make([]StateApp, len(apps))
+		for i, a := range apps {
+			st := a.State
+			if st == "" {
+				st = Accepted
+				if a.Running {
+					st = Running
+				}
+			}
+			states[i] = StateApp{ID: a.ID, Order: a.Order, State: st, StartingSince: a.StartingSince, Pending: !a.Running || a.Pending,
+				NoExecutors: a.NoExecutors, SlotBacked: a.SlotBacked}
+		}
+		for _, id := range StateAware(states, s.c.Now, s.c.StateAware).Schedulable {
+			allowed[id] = true
+		}
+	}
+	for _, a := range apps {
+		if a.Running {
+			continue
+		}
+		if s.t.Policy(q) == PolicyStateAware && !allowed[a.ID] {
+			*refusals = append(*refusals, Refusal{App: a.ID, Reason: fmt.Sprintf("queue %s is StateAware and another application is starting", q.Path)})
+			continue
+		}
+		waiting = append(waiting, a)
+	}
+	// fifo, fair, drf and StateAware all serve waiting applications by submission: they
+	// hold nothing yet, so fair's least usage and drf's least dominant share tie.
+	slices.SortStableFunc(waiting, func(a, b App) int {
+		if c := cmp.Compare(a.Order, b.Order); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	for _, a := range waiting {
+		if why := s.blocked(q, a); why != "" {
+			*refusals = append(*refusals, Refusal{App: a.ID, Reason: why})
+			continue
+		}
+		return a, true
+	}
+	return App{}, false
+}
+
+// blocked says which limit keeps a waiting application from starting, or "".
+func (s *snapshot) blocked(leaf *Queue, a App) string {
+	if n := s.t.UserMaxRunningApps(a.User); n >= 0 && s.byUser[a.User] >= n {
+		return fmt.Sprintf("user %s runs its maximum of %d applications", a.User, n)
+	}
+	for q := leaf; q != nil; q = q.parent {
+		if n := s.t.MaxRunningApps(q); n >= 0 && s.running[q.Path] >= n && q != s.t.root {
+			return fmt.Sprintf("queue %s runs its maximum of %d applications", q.Path, n)
+		}
+		if q == s.t.root && (q.Config == nil || q.Config.MaxResources == nil) {
+			continue // root's only limit is the capacity, checked below
+		}
+		if max := s.t.MaxResources(q, s.c.Total); !s.usage[q.Path].Add(a.Demand).Fits(max) {
+			return fmt.Sprintf("queue %s would exceed its maxResources %s (uses %s, the application needs %s)", q.Path, max, s.usage[q.Path], a.Demand)
+		}
+	}
+	if share := s.t.MaxAMShare(leaf); share >= 0 && s.running[leaf.Path] > 0 {
+		limit := scale(s.share[leaf.Path], share)
+		if !s.amUsage[leaf.Path].Add(a.AM).Fits(limit) {
+			return fmt.Sprintf("queue %s's drivers would exceed maxAMShare %.2f of its fair share (%s)", leaf.Path, share, limit)
+		}
+	}
+	if !a.Demand.Fits(s.free) {
+		return fmt.Sprintf("not enough free resources (%s free, needs %s)", s.free, a.Demand)
+	}
+	return ""
+}
+
+func scale(r Resources, f float64) Resources {
+	return Resources{MemoryMB: int64(math.Floor(float64(r.MemoryMB) * f)), VCores: int64(math.Floor(float64(r.VCores) * f))}
+}

@@ -1,0 +1,211 @@
+package queue
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+var (
+	slotRes   = Resources{MemoryMB: 4096, VCores: 2}
+	driverRes = Resources{MemoryMB: 2048, VCores: 1}
+)
+
+// job needs a driver plus n executor slots.
+func job(id, queue, user string, order int64, n int64) App {
+	d := driverRes
+	for range n {
+		d = d.Add(slotRes)
+	}
+	return App{ID: id, Queue: queue, User: user, Order: order, AM: driverRes, Demand: d}
+}
+
+func running(a App) App {
+	a.Running, a.Usage = true, a.Demand
+	return a
+}
+
+func next(t *testing.T, tr *Tree, c Cluster) (string, []Refusal) {
+	t.Helper()
+	app, refusals, ok := tr.Next(c)
+	if !ok {
+		return "", refusals
+	}
+	return app.ID, refusals
+}
+
+func reasonFor(refusals []Refusal, id string) string {
+	for _, r := range refusals {
+		if r.App == id {
+			return r.Reason
+		}
+	}
+	return ""
+}
+
+func TestNext_FIFOWithinALeafAndLimits(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="a"><schedulingPolicy>fifo</schedulingPolicy><maxRunningApps>2</maxRunningApps></queue>
+  <user name="bob"><maxRunningApps>1</maxRunningApps></user>
+  <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
+</allocations>`)
+	total := Resources{MemoryMB: 100000, VCores: 100}
+	apps := []App{job("second", "root.a", "ann", 2, 1), job("first", "root.a", "ann", 1, 1)}
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "first" {
+		t.Errorf("FIFO: got %s", got)
+	}
+	// Queue limit: two running already.
+	apps = []App{running(job("r1", "root.a", "x", 1, 1)), running(job("r2", "root.a", "y", 2, 1)), job("w", "root.a", "ann", 3, 1)}
+	got, refusals := next(t, tr, Cluster{Total: total, Apps: apps})
+	if got != "" || !strings.Contains(reasonFor(refusals, "w"), "queue root.a runs its maximum of 2") {
+		t.Errorf("queue limit: got %q, refusals %v", got, refusals)
+	}
+	// User limit: bob runs one; his next waits, ann's later job goes first.
+	apps = []App{running(job("b1", "root.a", "bob", 1, 1)), job("b2", "root.a", "bob", 2, 1), job("a1", "root.a", "ann", 3, 1)}
+	got, refusals = next(t, tr, Cluster{Total: total, Apps: apps})
+	if got != "a1" || !strings.Contains(reasonFor(refusals, "b2"), "user bob runs its maximum of 1") {
+		t.Errorf("user limit: got %q, refusals %v", got, refusals)
+	}
+}
+
+func TestNext_MaxResourcesAndCapacity(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="a"><maxResources>12288 mb, 100 vcores</maxResources></queue>
+  <queue name="b"/>
+</allocations>`)
+	total := Resources{MemoryMB: 20480, VCores: 100}
+	// a uses 6144 (driver + 1 slot); another 6144 fits its max exactly.
+	apps := []App{running(job("a1", "root.a", "u", 1, 1)), job("a2", "root.a", "u", 2, 1)}
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "a2" {
+		t.Errorf("within max: %s", got)
+	}
+	apps = []App{running(job("a1", "root.a", "u", 1, 1)), job("a3", "root.a", "u", 2, 2)}
+	got, refusals := next(t, tr, Cluster{Total: total, Apps: apps})
+	if got != "" || !strings.Contains(reasonFor(refusals, "a3"), "would exceed its maxResources") {
+		t.Errorf("over max: %q %v", got, refusals)
+	}
+	// b's job needs more than is free.
+	apps = []App{running(job("a1", "root.a", "u", 1, 2)), job("b1", "root.b", "u", 2, 3)}
+	got, refusals = next(t, tr, Cluster{Total: total, Apps: apps})
+	if got != "" || !strings.Contains(reasonFor(refusals, "b1"), "not enough free resources") {
+		t.Errorf("capacity: %q %v", got, refusals)
+	}
+}
+
+// The queue furthest below its share goes first: weights 2 and 1, gold holds 2 slots and
+// silver 2: silver (2/1) is further ahead than gold (2/2), so gold's job starts.
+func TestNext_FairAmongQueues(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="gold"><weight>2</weight></queue>
+  <queue name="silver"/>
+  <queue name="bronze"><minResources>8192 mb, 0 vcores</minResources></queue>
+</allocations>`)
+	total := Resources{MemoryMB: 1 << 20, VCores: 1000}
+	apps := []App{
+		running(job("g", "root.gold", "u", 1, 1)), running(job("s", "root.silver", "u", 2, 1)),
+		job("g2", "root.gold", "u", 5, 1), job("s2", "root.silver", "u", 3, 1),
+	}
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "g2" {
+		t.Errorf("got %s, want gold's job (usage over weight lower)", got)
+	}
+	// bronze is below its minimum share: it goes before both.
+	apps = append(apps, job("b", "root.bronze", "u", 9, 1))
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "b" {
+		t.Errorf("got %s, want bronze's job (below its minimum)", got)
+	}
+}
+
+// The seeds' failure in small: a queue with room for 3 drivers and their executors, 10
+// jobs submitted at once. With AM limits off and plain FIFO, admitting a job only needs room
+// for its driver first (the executors come later), so drivers fill the queue. Checking the
+// whole demand (slotplane's admission), or StateAware, admits only what can run.
+func TestNext_DriversCannotFillTheQueue(t *testing.T) {
+	// Room for 3 jobs of driver + 2 slots: 3 x 10240 MB.
+	file := `<allocations>
+  <queue name="etl"><schedulingPolicy>%s</schedulingPolicy><maxResources>30720 mb, 100 vcores</maxResources></queue>
+</allocations>`
+	for _, policy := range []Policy{PolicyFIFO, PolicyStateAware} {
+		t.Run(string(policy), func(t *testing.T) {
+			tr := tree(t, fmt.Sprintf(file, policy))
+			total := Resources{MemoryMB: 30720, VCores: 100}
+			var apps []App
+			for i := range 10 {
+				apps = append(apps, job(fmt.Sprintf("j%d", i), "root.etl", "u", int64(i), 2))
+			}
+			admitted := 0
+			for {
+				app, _, ok := tr.Next(Cluster{Total: total, Apps: apps})
+				if !ok {
+					break
+				}
+				for i := range apps {
+					if apps[i].ID == app.ID {
+						apps[i] = running(apps[i])
+						if policy == PolicyStateAware {
+							apps[i].State = Starting // until its first executor
+						}
+					}
+				}
+				admitted++
+				if policy == PolicyStateAware {
+					break // the next one waits until this one leaves Starting
+				}
+			}
+			want := 3
+			if policy == PolicyStateAware {
+				want = 1
+			}
+			if admitted != want {
+				t.Errorf("admitted %d at once, want %d", admitted, want)
+			}
+		})
+	}
+}
+
+// A leaf's drivers may take only maxAMShare of its fair share (the first one always may).
+func TestNext_MaxAMShare(t *testing.T) {
+	tr := tree(t, `<allocations><queue name="a"><maxAMShare>0.1</maxAMShare></queue></allocations>`)
+	total := Resources{MemoryMB: 40960, VCores: 100}
+	apps := []App{running(job("r", "root.a", "u", 1, 1)), job("w", "root.a", "u", 2, 1)}
+	got, refusals := next(t, tr, Cluster{Total: total, Apps: apps})
+	if got != "" || !strings.Contains(reasonFor(refusals, "w"), "maxAMShare 0.10") {
+		t.Errorf("got %q %v", got, refusals)
+	}
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps[1:]}); got != "w" {
+		t.Errorf("the first driver of a queue may always start: got %q", got)
+	}
+}
+
+func BenchmarkNext_10000Waiting200Queues(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("<allocations>")
+	for i := range 20 {
+		fmt.Fprintf(&sb, `<queue name="d%d"><weight>%d</weight>`, i, 1+i%3)
+		for j := range 10 {
+			fmt.Fprintf(&sb, `<queue name="q%d"><maxRunningApps>50</maxRunningApps></queue>`, j)
+		}
+		sb.WriteString("</queue>")
+	}
+	sb.WriteString("</allocations>")
+	a, err := ParseAllocations([]byte(sb.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := NewTree(a)
+	var apps []App
+	for i := range 10000 {
+		q := fmt.Sprintf("root.d%d.q%d", i%20, (i/20)%10)
+		app := job(fmt.Sprintf("a%d", i), q, fmt.Sprintf("u%d", i%50), int64(i), 1+int64(i%3))
+		if i%10 == 0 {
+			app = running(app)
+		}
+		apps = append(apps, app)
+	}
+	c := Cluster{Total: Resources{MemoryMB: 1 << 30, VCores: 1 << 20}, Apps: apps}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, ok := tr.Next(c); !ok {
+			b.Fatal("nothing admitted")
+		}
+	}
+}
