@@ -264,3 +264,34 @@ func (s *snapshot) blocked(leaf *Queue, a App) string {
 func scale(r Resources, f float64) Resources {
 	return Resources{MemoryMB: int64(math.Floor(float64(r.MemoryMB) * f)), VCores: int64(math.Floor(float64(r.VCores) * f))}
 }
+
+// CanMove reports why moving a job to the target queue would break the target's limits
+// (nil: it may move). A waiting job moves freely as long as the target is a leaf; a
+// running one must fit the target's and its ancestors' maxRunningApps and maxResources,
+// counting what it holds now. Ancestors shared with the job's current queue lose nothing.
+func (t *Tree) CanMove(c Cluster, app App, target string) error {
+	to := t.Queue(target)
+	switch {
+	case to == nil:
+		return fmt.Errorf("queue %s does not exist", target)
+	case !to.Leaf() || to == t.root:
+		return fmt.Errorf("queue %s is a parent queue; jobs go to leaf queues", to.Path)
+	case !app.Running:
+		return nil
+	}
+	s := t.snapshot(c)
+	from := t.Queue(app.Queue)
+	shared := map[*Queue]bool{}
+	for q := from; q != nil; q = q.parent {
+		shared[q] = true
+	}
+	for q := to; q != nil && !shared[q]; q = q.parent {
+		if n := t.MaxRunningApps(q); n >= 0 && s.running[q.Path]+1 > n {
+			return fmt.Errorf("queue %s runs its maximum of %d applications", q.Path, n)
+		}
+		if max := t.MaxResources(q, c.Total); !s.usage[q.Path].Add(app.Usage).Fits(max) {
+			return fmt.Errorf("queue %s would exceed its maxResources %s (uses %s, the job holds %s)", q.Path, max, s.usage[q.Path], app.Usage)
+		}
+	}
+	return nil
+}

@@ -209,3 +209,42 @@ func BenchmarkNext_10000Waiting200Queues(b *testing.B) {
 		}
 	}
 }
+
+func TestCanMove(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="a"/>
+  <queue name="b"><maxRunningApps>1</maxRunningApps></queue>
+  <queue name="c"><maxResources>8192 mb, 100 vcores</maxResources></queue>
+  <queue name="p"><queue name="x"/></queue>
+</allocations>`)
+	total := Resources{MemoryMB: 1 << 20, VCores: 1000}
+	moving := running(job("m", "root.a", "u", 1, 2)) // 10240 MB
+	apps := []App{moving, running(job("other", "root.b", "u", 2, 1))}
+	c := Cluster{Total: total, Apps: apps}
+	cases := map[string]struct {
+		app    App
+		target string
+		want   string
+	}{
+		"to a busy queue at its app limit": {moving, "b", "runs its maximum of 1"},
+		"over the target's maxResources":   {moving, "c", "would exceed its maxResources"},
+		"to a parent":                      {moving, "p", "parent queue"},
+		"to nowhere":                       {moving, "nope", "does not exist"},
+		"a waiting job moves freely":       {job("w", "root.a", "u", 3, 9), "c", ""},
+		"within limits":                    {moving, "p.x", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := tr.CanMove(c, tc.app, tc.target)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,201 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Preemption is the scheduler-wide preemption setting (yarn-site.xml in the Fair Scheduler).
+type Preemption struct {
+	// Enabled is the global switch (off by default, as in the Fair Scheduler).
+	Enabled bool
+	// UtilizationThreshold: preemption happens only while the test bed is used at least this
+	// much (0.8 by default): with free room there is nothing to take.
+	UtilizationThreshold float64
+}
+
+// DefaultFairSharePreemptionThreshold applies when neither a queue, its ancestors nor the
+// file set one.
+const DefaultFairSharePreemptionThreshold = 0.5
+
+// Starving is a queue that has waited past its timeout for resources it is owed.
+type Starving struct {
+	Queue string
+	// Amount is what it is owed now: up to its minimum share, and up to its fair share.
+	Amount Resources
+	Reason string
+}
+
+// Starvation tracks, between calls, since when each queue has been short of its minimum or
+// its fair-share threshold. The caller keeps it (the Admission workflow's state) and passes
+// it back each time; the zero value is ready to use.
+type Starvation struct {
+	MinShareSince  map[string]time.Time
+	FairShareSince map[string]time.Time
+}
+
+// inherited walks up from q for the first set value.
+func inherited[T any](q *Queue, get func(*QueueConfig) *T) (T, bool) {
+	for ; q != nil; q = q.parent {
+		if q.Config != nil {
+			if v := get(q.Config); v != nil {
+				return *v, true
+			}
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// Timeouts returns a queue's min-share and fair-share preemption timeouts and its fair-share
+// threshold, inherited from its ancestors, root falling back to the file's defaults. A
+// timeout that nothing sets is off (ok false).
+func (t *Tree) Timeouts(q *Queue) (minShare time.Duration, minOK bool, fairShare time.Duration, fairOK bool, threshold float64) {
+	minShare, minOK = inherited(q, func(c *QueueConfig) *time.Duration { return c.MinSharePreemptionTimeout })
+	if !minOK && t.alloc.DefaultMinSharePreemptionTimeout != nil {
+		minShare, minOK = *t.alloc.DefaultMinSharePreemptionTimeout, true
+	}
+	fairShare, fairOK = inherited(q, func(c *QueueConfig) *time.Duration { return c.FairSharePreemptionTimeout })
+	if !fairOK && t.alloc.DefaultFairSharePreemptionTimeout != nil {
+		fairShare, fairOK = *t.alloc.DefaultFairSharePreemptionTimeout, true
+	}
+	threshold, ok := inherited(q, func(c *QueueConfig) *float64 { return c.FairSharePreemptionThreshold })
+	if !ok {
+		threshold = DefaultFairSharePreemptionThreshold
+		if t.alloc.DefaultFairSharePreemptionThreshold != nil {
+			threshold = *t.alloc.DefaultFairSharePreemptionThreshold
+		}
+	}
+	return minShare, minOK, fairShare, fairOK, threshold
+}
+
+// Starved updates st with the leaf queues short of their shares at c.Now, and returns those
+// that have been short for longer than their timeouts. A queue is short of its minimum when
+// it uses less than min(minResources, demand); short of its fair share when it uses less
+// than threshold x its instantaneous fair share (which its demand caps). Memory decides,
+// as under the fair policy.
+func (t *Tree) Starved(c Cluster, p Preemption, st *Starvation) []Starving {
+	if st.MinShareSince == nil {
+		st.MinShareSince = map[string]time.Time{}
+	}
+	if st.FairShareSince == nil {
+		st.FairShareSince = map[string]time.Time{}
+	}
+	s := t.snapshot(c)
+	used := c.Total.Sub(s.free)
+	if !p.Enabled || c.Total.MemoryMB == 0 || float64(used.MemoryMB)/float64(c.Total.MemoryMB) < p.UtilizationThreshold {
+		clear(st.MinShareSince)
+		clear(st.FairShareSince)
+		return nil
+	}
+	demand := t.Demand(c.Apps)
+	var out []Starving
+	for _, path := range t.Paths() {
+		q := t.Queue(path)
+		if !q.Leaf() {
+			continue
+		}
+		u, d := s.usage[path], demand[path]
+		minTimeout, minOK, fairTimeout, fairOK, threshold := t.Timeouts(q)
+		var owed Resources
+		var why []string
+		if want := t.MinResources(q).Min(d); u.MemoryMB < want.MemoryMB {
+			since, ok := st.MinShareSince[path]
+			if !ok {
+				st.MinShareSince[path], since = c.Now, c.Now
+			}
+			if minOK && c.Now.Sub(since) >= minTimeout {
+				owed = owed.Add(Resources{MemoryMB: want.MemoryMB - u.MemoryMB})
+				why = append(why, fmt.Sprintf("below its minimum share for %s", c.Now.Sub(since)))
+			}
+		} else {
+			delete(st.MinShareSince, path)
+		}
+		fair := s.share[path]
+		if float64(u.MemoryMB) < threshold*float64(fair.MemoryMB) {
+			since, ok := st.FairShareSince[path]
+			if !ok {
+				st.FairShareSince[path], since = c.Now, c.Now
+			}
+			if fairOK && c.Now.Sub(since) >= fairTimeout {
+				if gap := fair.MemoryMB - u.MemoryMB; gap > owed.MemoryMB {
+					owed = Resources{MemoryMB: gap}
+				}
+				why = append(why, fmt.Sprintf("below %.0f%% of its fair share for %s", threshold*100, c.Now.Sub(since)))
+			}
+		} else {
+			delete(st.FairShareSince, path)
+		}
+		if owed.MemoryMB > 0 {
+			out = append(out, Starving{Queue: path, Amount: owed, Reason: fmt.Sprintf("queue %s is %s", path, joinReasons(why))})
+		}
+	}
+	return out
+}
+
+func joinReasons(r []string) string {
+	switch len(r) {
+	case 0:
+		return ""
+	case 1:
+		return r[0]
+	default:
+		return r[0] + " and " + r[1]
+	}
+}
+
+// Victim is a job that gives back some of its executors.
+type Victim struct {
+	App       string
+	Executors int
+	// For is the starving queue the slots go to.
+	For string
+}
+
+// PlanPreemption picks the executors to take back for the starving queues: from jobs in
+// queues above their instantaneous fair share, the newest job first, never taking a queue
+// below its fair share. Only executors (one slot of the given size each) are taken, never a
+// driver: Spark and Flink ask for lost executors again, so a preempted job slows down but
+// lives. executors gives each running job's executor count.
+func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, executors map[string]int) []Victim {
+	if slot.MemoryMB <= 0 || len(starving) == 0 {
+		return nil
+	}
+	s := t.snapshot(c)
+	over := map[string]Resources{} // what each queue holds above its share
+	for path, u := range s.usage {
+		if q := t.Queue(path); q != nil && q.Leaf() {
+			if share := s.share[path]; u.MemoryMB > share.MemoryMB {
+				over[path] = Resources{MemoryMB: u.MemoryMB - share.MemoryMB}
+			}
+		}
+	}
+	var candidates []App
+	for _, a := range c.Apps {
+		if a.Running && over[a.Queue].MemoryMB > 0 && executors[a.ID] > 0 {
+			candidates = append(candidates, a)
+		}
+	}
+	slices.SortStableFunc(candidates, func(a, b App) int { return cmp.Compare(b.Order, a.Order) }) // newest first
+	left := maps.Clone(executors)
+	var out []Victim
+	for _, need := range starving {
+		owed := need.Amount.MemoryMB
+		for _, a := range candidates {
+			for owed > 0 && left[a.ID] > 0 && over[a.Queue].MemoryMB >= slot.MemoryMB {
+				left[a.ID]--
+				over[a.Queue] = over[a.Queue].Sub(Resources{MemoryMB: slot.MemoryMB})
+				owed -= slot.MemoryMB
+				if n := len(out); n > 0 && out[n-1].App == a.ID && out[n-1].For == need.Queue {
+					out[n-1].Executors++
+				} else {
+					out = append(out, Victim{App: a.ID, Executors: 1, For: need.Queue})
+				}
+			}
+		}
+	}
+	return out
+}

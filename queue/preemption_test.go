@@ -1,0 +1,83 @@
+package queue
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func slots(n int64) Resources { return Resources{MemoryMB: n * 1024, VCores: n} }
+
+func TestStarved(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="root">
+    <fairSharePreemptionTimeout>60</fairSharePreemptionTimeout>
+    <queue name="a"><minResources>8192 mb, 0 vcores</minResources><minSharePreemptionTimeout>30</minSharePreemptionTimeout></queue>
+    <queue name="b"/>
+  </queue>
+</allocations>`)
+	total := slots(12)
+	apps := []App{
+		{ID: "big", Queue: "root.b", Order: 1, Running: true, Usage: slots(12), Demand: slots(12)},
+		{ID: "wants", Queue: "root.a", Order: 2, Demand: slots(10)},
+	}
+	on := Preemption{Enabled: true, UtilizationThreshold: 0.8}
+	var st Starvation
+	if got := tr.Starved(Cluster{Total: total, Apps: apps, Now: t0}, Preemption{}, &st); got != nil {
+		t.Errorf("preemption off: %v", got)
+	}
+	if got := tr.Starved(Cluster{Total: total, Apps: apps, Now: t0}, on, &st); len(got) != 0 {
+		t.Errorf("at once: %v", got)
+	}
+	got := tr.Starved(Cluster{Total: total, Apps: apps, Now: t0.Add(30 * time.Second)}, on, &st)
+	if len(got) != 1 || got[0].Queue != "root.a" || got[0].Amount.MemoryMB != 8192 || !strings.Contains(got[0].Reason, "below its minimum share for 30s") {
+		t.Fatalf("after the min-share timeout: %+v", got)
+	}
+	// After the (inherited) fair-share timeout it is owed up to its fair share: 6 of 12 slots.
+	got = tr.Starved(Cluster{Total: total, Apps: apps, Now: t0.Add(60 * time.Second)}, on, &st)
+	if len(got) != 1 || got[0].Amount.MemoryMB != 8192 {
+		t.Fatalf("min share 8192 beats fair share 6144: %+v", got)
+	}
+	// Below the utilization threshold there is free room: nothing to take, clocks reset.
+	apps[0].Usage = slots(6)
+	if got := tr.Starved(Cluster{Total: total, Apps: apps, Now: t0.Add(90 * time.Second)}, on, &st); got != nil || len(st.MinShareSince) != 0 {
+		t.Errorf("below utilization: %v %v", got, st)
+	}
+}
+
+func TestTimeoutsInherit(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="p">
+    <fairSharePreemptionThreshold>0.7</fairSharePreemptionThreshold>
+    <queue name="c"><minSharePreemptionTimeout>5</minSharePreemptionTimeout></queue>
+  </queue>
+  <defaultFairSharePreemptionTimeout>120</defaultFairSharePreemptionTimeout>
+</allocations>`)
+	minT, minOK, fairT, fairOK, th := tr.Timeouts(tr.Queue("p.c"))
+	if minT != 5*time.Second || !minOK || fairT != 2*time.Minute || !fairOK || th != 0.7 {
+		t.Errorf("p.c: %v %v %v %v %v", minT, minOK, fairT, fairOK, th)
+	}
+	_, minOK, _, _, th = tr.Timeouts(tr.Queue("p"))
+	if minOK || th != 0.7 {
+		t.Errorf("p: min timeout set=%v threshold %v", minOK, th)
+	}
+}
+
+func TestPlanPreemption_TakesNewestExecutorsDownToTheShare(t *testing.T) {
+	tr := tree(t, `<allocations><queue name="a"/><queue name="b"/></allocations>`)
+	total := slots(12)
+	apps := []App{
+		{ID: "old", Queue: "root.b", Order: 1, Running: true, Usage: slots(6), Demand: slots(6)},
+		{ID: "new", Queue: "root.b", Order: 2, Running: true, Usage: slots(6), Demand: slots(6)},
+		{ID: "wants", Queue: "root.a", Order: 3, Demand: slots(8)},
+	}
+	starving := []Starving{{Queue: "root.a", Amount: slots(8)}}
+	got := tr.PlanPreemption(Cluster{Total: total, Apps: apps}, starving, slots(1), map[string]int{"old": 6, "new": 6})
+	// b's fair share is 6 slots: only 6 can go, all from the newest job.
+	want := []Victim{{App: "new", Executors: 6, For: "root.a"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
