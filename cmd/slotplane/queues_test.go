@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestQueues_ShowsTheTreeAndAPlacement(t *testing.T) {
+	var out bytes.Buffer
+	err := queuesCommand([]string{"-f", "../../examples/fair-scheduler.xml", "-capacity", "98304 mb, 48 vcores", "-user", "alice", "-groups", "analysts", "-queue", "analytics.daily"}, &out)
+	require.NoError(t, err)
+	text := out.String()
+	require.Regexp(t, `(?m)^  analytics\s+parent\s+2\s+fair\s+16384 mb, 8 vcores.*49152 mb, 24 vcores$`, text)
+	require.Regexp(t, `(?m)^    daily\s+leaf\s+1\s+stateaware.*\s10\s+0\.5\s+24576 mb, 12 vcores$`, text)
+	require.Contains(t, text, "placement: root.analytics.daily, by rule specified")
+	require.Contains(t, text, "submit ACL: alice may submit to root.analytics.daily")
+
+	out.Reset()
+	require.NoError(t, queuesCommand([]string{"-f", "../../examples/fair-scheduler.xml", "-user", "carol"}, &out))
+	require.Contains(t, out.String(), "placement: root.users.carol, by rule nestedUserQueue (created by the rule; not in the file)")
+	require.Contains(t, out.String(), "carol may NOT submit")
+}
+
+func TestQueues_BadInput(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.xml")
+	require.NoError(t, os.WriteFile(bad, []byte("<allocations>\n<queue name=\"a\">\n<weigth>2</weigth>\n</queue>\n</allocations>\n"), 0o644))
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no file":      {nil, "-f names the allocation file"},
+		"missing file": {[]string{"-f", "/nonexistent.xml"}, "no such file"},
+		"misspelt":     {[]string{"-f", bad}, "allocation file line 3, <weigth>: unknown element"},
+		"bad capacity": {[]string{"-f", "../../examples/fair-scheduler.xml", "-capacity", "lots"}, "-capacity: resources must look like"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := queuesCommand(tc.args, &bytes.Buffer{})
+			require.Error(t, err)
+			require.True(t, strings.Contains(err.Error(), tc.want), "%v", err)
+		})
+	}
+}
