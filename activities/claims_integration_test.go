@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -144,4 +145,35 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	bad.Request.Slots = []int32{7}
 	_, err = a.CreateApplication(ctx, bad)
 	require.ErrorContains(t, err, "has no slot 7")
+}
+
+// The allocation file is read from its ConfigMap with a version that changes on every edit;
+// a missing ConfigMap or key is no file, not an error.
+func TestReadAllocationFile(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	a := &activities.Activities{Client: cl}
+	ctx := context.Background()
+	ref := activities.AllocationFileRef{Namespace: "default", ConfigMap: "queues"}
+
+	got, err := a.ReadAllocationFile(ctx, ref)
+	require.NoError(t, err)
+	require.False(t, got.Exists)
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "queues", Namespace: "default"}, Data: map[string]string{"fair-scheduler.xml": "<allocations/>"}}
+	require.NoError(t, cl.Create(ctx, cm))
+	first, err := a.ReadAllocationFile(ctx, ref)
+	require.NoError(t, err)
+	require.True(t, first.Exists)
+	require.Equal(t, "<allocations/>", first.Data)
+
+	cm.Data["fair-scheduler.xml"] = `<allocations><queue name="a"/></allocations>`
+	require.NoError(t, cl.Update(ctx, cm))
+	second, err := a.ReadAllocationFile(ctx, ref)
+	require.NoError(t, err)
+	require.NotEqual(t, first.Version, second.Version)
+
+	other, err := a.ReadAllocationFile(ctx, activities.AllocationFileRef{Namespace: "default", ConfigMap: "queues", Key: "other.xml"})
+	require.NoError(t, err)
+	require.False(t, other.Exists)
 }
