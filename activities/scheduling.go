@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -49,6 +50,8 @@ type TestBedSlots struct {
 	// Positions are all slots of the test bed, Free those the status shows free.
 	Positions []int32
 	Free      []int32
+	// SlotSize is the test bed's resources per slot.
+	SlotSize corev1.ResourceList
 }
 
 // ReadSlots reads a test bed's slots from its status.
@@ -61,7 +64,7 @@ func (a *Activities) ReadSlots(ctx context.Context, in ReconcileTestBedInput) (T
 		}
 		return TestBedSlots{}, fmt.Errorf("get testbed %s: %w", key, err)
 	}
-	out := TestBedSlots{Exists: true}
+	out := TestBedSlots{Exists: true, SlotSize: tb.Spec.ResourcesPerSlot}
 	for _, s := range tb.Status.Slots {
 		out.Positions = append(out.Positions, s.Position)
 		if s.State == v1alpha1.SlotFree || s.State == "" {
@@ -119,6 +122,8 @@ type Nudge struct {
 	WorkflowType string
 	Input        any
 	Signal       string
+	// SignalArg is the signal's payload (nil for a bare nudge).
+	SignalArg any
 }
 
 // NudgeInput is a batch of nudges.
@@ -135,9 +140,42 @@ func (a *Activities) NudgeWorkflows(ctx context.Context, in NudgeInput) error {
 	}
 	for _, n := range in.Nudges {
 		opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue}
-		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, nil, opts, n.WorkflowType, n.Input); err != nil {
+		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
 			return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)
 		}
 	}
 	return nil
+}
+
+// JobInfo is what admission needs of a job: its queue, user and driver size.
+type JobInfo struct {
+	Name   string
+	Exists bool
+	Queue  string
+	User   string
+	Driver corev1.ResourceList
+}
+
+// ReadJobsInput names jobs of one namespace.
+type ReadJobsInput struct {
+	Namespace string
+	Names     []string
+}
+
+// ReadJobs reads the queue, user and driver size of each job.
+func (a *Activities) ReadJobs(ctx context.Context, in ReadJobsInput) ([]JobInfo, error) {
+	out := make([]JobInfo, 0, len(in.Names))
+	for _, name := range in.Names {
+		var job v1alpha1.BatchJob
+		err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: name}, &job)
+		if apierrors.IsNotFound(err) {
+			out = append(out, JobInfo{Name: name})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, name, err)
+		}
+		out = append(out, JobInfo{Name: name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Driver: job.Spec.DriverResources})
+	}
+	return out, nil
 }

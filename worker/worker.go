@@ -16,6 +16,7 @@ func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w.RegisterWorkflow(workflows.TestBedWorkflow)
 	w.RegisterWorkflow(workflows.BatchJobWorkflow)
 	w.RegisterWorkflow(workflows.SchedulingWorkflow)
+	w.RegisterWorkflow(workflows.AdmissionWorkflow)
 	if acts.Temporal == nil {
 		acts.Temporal = c
 	}

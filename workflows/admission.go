@@ -1,0 +1,400 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"go.temporal.io/sdk/workflow"
+
+	"slotplane/activities"
+	"slotplane/queue"
+)
+
+// Messages of the Admission workflow.
+const (
+	// AdmissionRequestSignal carries an AdmissionRequest from a Scheduling.
+	AdmissionRequestSignal = "admission-request"
+	// AdmissionReleaseSignal carries an AdmissionRelease: the job ended or was withdrawn.
+	AdmissionReleaseSignal = "admission-release"
+	// AdmissionConfigSignal tells the workflow its allocation file may have changed.
+	AdmissionConfigSignal = "admission-config"
+	// AdmittedSignal carries an AdmissionGrant back to the Scheduling.
+	AdmittedSignal = "admitted"
+	// QueuesQuery answers an AdmissionReport.
+	QueuesQuery = "queues"
+	// DefaultQueuesConfigMap holds a test bed's allocation file (key fair-scheduler.xml).
+	DefaultQueuesConfigMap = "slotplane-queues"
+)
+
+// AdmissionWorkflowID is the id of a test bed's Admission workflow.
+func AdmissionWorkflowID(namespace, testBed string) string {
+	return fmt.Sprintf("admission/%s/%s", namespace, testBed)
+}
+
+// AdmissionInput names the test bed. ConfigMap defaults to DefaultQueuesConfigMap, Resync
+// (how often the file and the slots are read again) to 15s.
+type AdmissionInput struct {
+	Namespace   string
+	TestBed     string
+	ConfigMap   string
+	Resync      time.Duration
+	StepsPerRun int
+	Carried     *AdmissionState
+}
+
+// AdmissionRequest asks for a job to be started in the test bed's slots.
+type AdmissionRequest struct {
+	Scheduling string
+	Job        string
+	// Queue is the queue asked for (the job's, else its Scheduling's); placement decides.
+	Queue  string
+	User   string
+	Groups []string
+	// Slots is how many slots the job needs (QueueBased), SlotIDs the exact ones (SlotBased).
+	Slots   int32
+	SlotIDs []int32
+	// Driver is the driver's or JobManager's size: the job's AM.
+	Driver queue.Resources
+}
+
+// AdmissionGrant answers a request: the slots to start in, or why it is refused for good.
+type AdmissionGrant struct {
+	Job     string
+	Queue   string
+	Slots   []int32
+	Refused string
+}
+
+// AdmissionRelease withdraws a request or frees a job's slots.
+type AdmissionRelease struct {
+	Scheduling string
+	Job        string
+}
+
+// AdmissionState is the queue state, handed from one run to the next.
+type AdmissionState struct {
+	Next    int64
+	Waiting []AdmissionEntry
+	Running []AdmissionEntry
+}
+
+// AdmissionEntry is a request with where it stands.
+type AdmissionEntry struct {
+	Request AdmissionRequest
+	Queue   string
+	Order   int64
+	Slots   []int32
+	// Reason says why a waiting job waits.
+	Reason string
+}
+
+// AdmissionReport is the queue picture the API and people read.
+type AdmissionReport struct {
+	ConfigVersion string
+	ConfigError   string
+	Queues        []QueueReport
+	Waiting       []AdmissionEntry
+	Running       []AdmissionEntry
+}
+
+// QueueReport is one queue's shares and use.
+type QueueReport struct {
+	Path                       string
+	Leaf                       bool
+	SteadyShare, FairShare     queue.Resources
+	Usage, Demand              queue.Resources
+	RunningJobs, WaitingJobs   int
+	PendingDemand              queue.Resources
+	MaxResources, MinResources queue.Resources
+}
+
+// AdmissionWorkflow holds the queues of one test bed. Schedulings send it their jobs; it
+// places each in a queue (placement rules, submit ACL), and, whenever slots free up or
+// requests arrive, lets the queue policies choose which waiting jobs start and in which
+// slots, and tells their Schedulings. Usage counts executors (slots) against the queues'
+// shares and limits; the driver is the job's AM, counted against maxAMShare. The
+// allocation file comes from a ConfigMap, read on a signal and every Resync; a bad file
+// leaves the last good one in force.
+func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
+	ctx = withActivityDefaults(ctx)
+	if in.ConfigMap == "" {
+		in.ConfigMap = DefaultQueuesConfigMap
+	}
+	if in.Resync <= 0 {
+		in.Resync = 15 * time.Second
+	}
+	if in.StepsPerRun <= 0 {
+		in.StepsPerRun = 300
+	}
+	a := &admission{in: in, config: queue.DefaultConfig()}
+	if c := in.Carried; c != nil {
+		a.next, a.waiting, a.running = c.Next, c.Waiting, c.Running
+	}
+	requests := workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
+	releases := workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
+	configs := workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
+	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func() (AdmissionReport, error) { return a.report, nil }); err != nil {
+		return err
+	}
+	if err := a.loadConfig(ctx); err != nil {
+		return err
+	}
+	for step := 0; step < in.StepsPerRun; step++ {
+		if err := a.decide(ctx); err != nil {
+			return err
+		}
+		reload := false
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) {})
+		sel.AddReceive(releases, func(c workflow.ReceiveChannel, _ bool) {})
+		sel.AddReceive(configs, func(c workflow.ReceiveChannel, _ bool) { reload = true })
+		sel.AddFuture(workflow.NewTimer(timerCtx, in.Resync), func(workflow.Future) { reload = true })
+		sel.Select(ctx)
+		cancel()
+		// Take in everything that arrived, in arrival order per channel.
+		var r AdmissionRequest
+		for requests.ReceiveAsync(&r) {
+			if err := a.request(ctx, r); err != nil {
+				return err
+			}
+		}
+		var rel AdmissionRelease
+		for releases.ReceiveAsync(&rel) {
+			a.release(rel)
+		}
+		for configs.ReceiveAsync(nil) {
+			reload = true
+		}
+		if reload {
+			if err := a.loadConfig(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	next := in
+	next.Carried = &AdmissionState{Next: a.next, Waiting: a.waiting, Running: a.running}
+	return workflow.NewContinueAsNewError(ctx, AdmissionWorkflow, next)
+}
+
+type admission struct {
+	in      AdmissionInput
+	config  queue.Config
+	tree    *queue.Tree
+	next    int64
+	waiting []AdmissionEntry
+	running []AdmissionEntry
+	report  AdmissionReport
+}
+
+func (a *admission) loadConfig(ctx workflow.Context) error {
+	var f activities.AllocationFile
+	ref := activities.AllocationFileRef{Namespace: a.in.Namespace, ConfigMap: a.in.ConfigMap}
+	if err := workflow.ExecuteActivity(ctx, acts.ReadAllocationFile, ref).Get(ctx, &f); err != nil {
+		return err
+	}
+	if f.Exists {
+		a.config = a.config.Load([]byte(f.Data), f.Version)
+	} else if a.config.Version != "" {
+		a.config = queue.DefaultConfig() // the file was removed: back to the defaults
+	}
+	a.tree = queue.NewTree(a.config.Allocations)
+	// Queues placement rules made live on in the new tree while they have jobs.
+	for _, e := range slices.Concat(a.running, a.waiting) {
+		if _, err := a.tree.Ensure(e.Queue); err != nil {
+			workflow.GetLogger(ctx).Warn("a job's queue does not fit the new allocation file", "job", e.Request.Job, "queue", e.Queue, "err", err)
+		}
+	}
+	return nil
+}
+
+// request places a new request in its queue, or refuses it (placement, ACL).
+func (a *admission) request(ctx workflow.Context, r AdmissionRequest) error {
+	for _, e := range slices.Concat(a.waiting, a.running) {
+		if e.Request.Scheduling == r.Scheduling && e.Request.Job == r.Job {
+			return nil // a repeat (the Scheduling's nudge was retried)
+		}
+	}
+	refuse := func(why string) error {
+		return a.tell(ctx, r.Scheduling, AdmissionGrant{Job: r.Job, Refused: why})
+	}
+	primary, secondary := "", []string(nil)
+	if len(r.Groups) > 0 {
+		primary, secondary = r.Groups[0], r.Groups[1:]
+	}
+	p, err := a.config.Allocations.Place(queue.Submitter{Queue: r.Queue, User: r.User, PrimaryGroup: primary, SecondaryGroups: secondary})
+	if err != nil {
+		return refuse(err.Error())
+	}
+	if !a.config.Allocations.Allowed(queue.Submit, p.Queue, r.User, r.Groups) {
+		return refuse(fmt.Sprintf("user %q may not submit to queue %s (aclSubmitApps)", r.User, p.Queue))
+	}
+	if _, err := a.tree.Ensure(p.Queue); err != nil {
+		return refuse(err.Error())
+	}
+	a.next++
+	a.waiting = append(a.waiting, AdmissionEntry{Request: r, Queue: p.Queue, Order: a.next})
+	return nil
+}
+
+func (a *admission) release(r AdmissionRelease) {
+	match := func(e AdmissionEntry) bool { return e.Request.Scheduling == r.Scheduling && e.Request.Job == r.Job }
+	a.waiting = slices.DeleteFunc(a.waiting, match)
+	a.running = slices.DeleteFunc(a.running, match)
+}
+
+func (a *admission) tell(ctx workflow.Context, scheduling string, g AdmissionGrant) error {
+	err := workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(a.in.Namespace, scheduling), "", AdmittedSignal, g).Get(ctx, nil)
+	if err != nil {
+		// The Scheduling is gone: its jobs will not start; forget them.
+		workflow.GetLogger(ctx).Warn("tell a scheduling of its job", "scheduling", scheduling, "job", g.Job, "err", err)
+		a.release(AdmissionRelease{Scheduling: scheduling, Job: g.Job})
+	}
+	return nil
+}
+
+// jobID keys a job across Schedulings.
+func jobID(e AdmissionEntry) string { return e.Request.Scheduling + "/" + e.Request.Job }
+
+// decide starts every waiting job the policies let through on the free slots.
+func (a *admission) decide(ctx workflow.Context) error {
+	var slots activities.TestBedSlots
+	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.ReconcileTestBedInput{Namespace: a.in.Namespace, Name: a.in.TestBed}).Get(ctx, &slots); err != nil {
+		return err
+	}
+	slot := toResources(slots.SlotSize)
+	free := slices.DeleteFunc(slices.Clone(slots.Free), func(p int32) bool {
+		for _, e := range a.running {
+			if slices.Contains(e.Slots, p) {
+				return true
+			}
+		}
+		return false
+	})
+	slices.Sort(free)
+	total := times(slot, int64(len(slots.Positions)))
+	now := workflow.Now(ctx)
+	for {
+		c := queue.Cluster{Total: total, Now: now}
+		for _, e := range a.running {
+			use := times(slot, int64(len(e.Slots)))
+			c.Apps = append(c.Apps, queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: use, Usage: use, Running: true})
+		}
+		for i := range a.waiting {
+			e := &a.waiting[i]
+			n := int64(e.Request.Slots)
+			if len(e.Request.SlotIDs) > 0 {
+				n = int64(len(e.Request.SlotIDs))
+			}
+			switch {
+			case !slots.Exists:
+				e.Reason = fmt.Sprintf("test bed %s does not exist", a.in.TestBed)
+				continue
+			case len(e.Request.SlotIDs) > 0 && !allIn(e.Request.SlotIDs, free):
+				e.Reason = fmt.Sprintf("its slots %v are not all free", e.Request.SlotIDs)
+				continue
+			case len(e.Request.SlotIDs) == 0 && int(n) > len(free):
+				e.Reason = fmt.Sprintf("needs %d free slots, %d are", n, len(free))
+				continue
+			}
+			c.Apps = append(c.Apps, queue.App{ID: jobID(*e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, n)})
+		}
+		chosen, refusals, ok := a.tree.Next(c)
+		for _, r := range refusals {
+			for i := range a.waiting {
+				if jobID(a.waiting[i]) == r.App {
+					a.waiting[i].Reason = r.Reason
+				}
+			}
+		}
+		if !ok {
+			break
+		}
+		i := slices.IndexFunc(a.waiting, func(e AdmissionEntry) bool { return jobID(e) == chosen.ID })
+		e := a.waiting[i]
+		if len(e.Request.SlotIDs) > 0 {
+			e.Slots = slices.Clone(e.Request.SlotIDs)
+		} else {
+			e.Slots = slices.Clone(free[:e.Request.Slots])
+		}
+		free = slices.DeleteFunc(free, func(p int32) bool { return slices.Contains(e.Slots, p) })
+		e.Reason = ""
+		a.waiting = slices.Delete(a.waiting, i, i+1)
+		a.running = append(a.running, e)
+		if err := a.tell(ctx, e.Request.Scheduling, AdmissionGrant{Job: e.Request.Job, Queue: e.Queue, Slots: e.Slots}); err != nil {
+			return err
+		}
+	}
+	a.report = a.buildReport(total, slot)
+	return nil
+}
+
+func (a *admission) buildReport(total, slot queue.Resources) AdmissionReport {
+	r := AdmissionReport{ConfigVersion: a.config.Version, Waiting: slices.Clone(a.waiting), Running: slices.Clone(a.running)}
+	if a.config.Rejected != nil {
+		r.ConfigError = a.config.Rejected.Error()
+	}
+	var apps []queue.App
+	for _, e := range a.running {
+		use := times(slot, int64(len(e.Slots)))
+		apps = append(apps, queue.App{ID: jobID(e), Queue: e.Queue, Demand: use, Usage: use, Running: true})
+	}
+	pending := map[string]queue.Resources{}
+	for _, e := range a.waiting {
+		n := int64(e.Request.Slots)
+		if len(e.Request.SlotIDs) > 0 {
+			n = int64(len(e.Request.SlotIDs))
+		}
+		apps = append(apps, queue.App{ID: jobID(e), Queue: e.Queue, Demand: times(slot, n)})
+		pending[e.Queue] = pending[e.Queue].Add(times(slot, n))
+	}
+	steady := a.tree.SteadyFairShares(total)
+	fair := a.tree.InstantaneousFairShares(total, apps)
+	usage, demand := a.tree.Usage(apps), a.tree.Demand(apps)
+	for _, path := range a.tree.Paths() {
+		q := a.tree.Queue(path)
+		qr := QueueReport{Path: path, Leaf: q.Leaf(), SteadyShare: steady[path], FairShare: fair[path], Usage: usage[path], Demand: demand[path],
+			PendingDemand: pending[path], MaxResources: a.tree.MaxResources(q, total), MinResources: a.tree.MinResources(q)}
+		for _, e := range a.running {
+			if e.Queue == path {
+				qr.RunningJobs++
+			}
+		}
+		for _, e := range a.waiting {
+			if e.Queue == path {
+				qr.WaitingJobs++
+			}
+		}
+		r.Queues = append(r.Queues, qr)
+	}
+	return r
+}
+
+func allIn(want, set []int32) bool {
+	for _, w := range want {
+		if !slices.Contains(set, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func times(r queue.Resources, n int64) queue.Resources {
+	return queue.Resources{MemoryMB: r.MemoryMB * n, VCores: r.VCores * n}
+}
+
+// toResources reads a Kubernetes resource list as queue resources: memory in MiB and cpu in
+// vcores, both rounded up.
+func toResources(l corev1.ResourceList) queue.Resources {
+	var r queue.Resources
+	if m, ok := l[corev1.ResourceMemory]; ok {
+		r.MemoryMB = (m.Value() + (1<<20 - 1)) >> 20
+	}
+	if c, ok := l[corev1.ResourceCPU]; ok {
+		r.VCores = (c.MilliValue() + 999) / 1000
+	}
+	return r
+}

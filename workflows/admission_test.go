@@ -1,0 +1,144 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"slotplane/activities"
+	"slotplane/queue"
+)
+
+type admissionWorld struct {
+	mu     sync.Mutex
+	file   activities.AllocationFile
+	grants []AdmissionGrant
+}
+
+func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(AdmissionWorkflow)
+	env.RegisterActivity(&activities.Activities{})
+	positions := make([]int32, nSlots)
+	for i := range positions {
+		positions[i] = int32(i)
+	}
+	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(activities.TestBedSlots{
+		Exists: true, Positions: positions, Free: positions,
+		SlotSize: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}, nil)
+	env.OnActivity(acts.ReadAllocationFile, mock.Anything, mock.Anything).Return(func(context.Context, activities.AllocationFileRef) (activities.AllocationFile, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.file, nil
+	})
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", AdmittedSignal, mock.Anything).Return(func(_, _, _, _ string, arg any) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.grants = append(w.grants, arg.(AdmissionGrant))
+		return nil
+	})
+	return env
+}
+
+func (w *admissionWorld) slotsOf(queuePath string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, g := range w.grants {
+		if g.Queue == queuePath {
+			n += len(g.Slots)
+		}
+	}
+	return n
+}
+
+// Two queues of weight 2 and 1 competing for 12 slots with jobs of 2 slots: 8/4.
+func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
+	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+  <queue name="gold"><weight>2</weight></queue><queue name="silver"/>
+</allocations>`}}
+	env := newAdmissionEnv(t, w, 12)
+	env.RegisterDelayedCallback(func() {
+		for i := range 6 {
+			for _, q := range []string{"gold", "silver"} {
+				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s-" + q, Job: fmt.Sprintf("%s-%d", q, i), Queue: q, User: "u", Slots: 2})
+			}
+		}
+	}, time.Second)
+	var report AdmissionReport
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueuesQuery)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&report))
+	}, time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 6})
+
+	require.Equal(t, 8, w.slotsOf("root.gold"))
+	require.Equal(t, 4, w.slotsOf("root.silver"))
+	seen := map[int32]bool{}
+	for _, g := range w.grants {
+		for _, s := range g.Slots {
+			require.False(t, seen[s], "slot %d granted twice", s)
+			seen[s] = true
+		}
+	}
+	var gold QueueReport
+	for _, q := range report.Queues {
+		if q.Path == "root.gold" {
+			gold = q
+		}
+	}
+	require.Equal(t, 4, gold.RunningJobs)
+	require.Equal(t, 2, gold.WaitingJobs)
+	require.Equal(t, queue.Resources{MemoryMB: 4 * 1024, VCores: 4}, gold.PendingDemand)
+	require.Len(t, report.Waiting, 6)
+	require.Contains(t, report.Waiting[0].Reason, "free slots")
+}
+
+// A user over the queue's ACL is refused for good; a release frees slots for the next job;
+// a broken allocation file leaves the last good one in force and says why.
+func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
+	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+  <queue name="root"><aclSubmitApps>alice</aclSubmitApps><aclAdministerApps>alice</aclAdministerApps>
+    <queue name="a"><maxRunningApps>1</maxRunningApps></queue>
+  </queue>
+</allocations>`}}
+	env := newAdmissionEnv(t, w, 4)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "mallory-job", Queue: "a", User: "mallory", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "first", Queue: "a", User: "alice", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "second", Queue: "a", User: "alice", Slots: 1})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		w.file = activities.AllocationFile{Exists: true, Version: "2", Data: "<allocations>\n<queue name=\"a\"><maxRunningApp>1</maxRunningApp></queue>\n</allocations>"}
+		w.mu.Unlock()
+		env.SignalWorkflow(AdmissionConfigSignal, nil)
+		env.SignalWorkflow(AdmissionReleaseSignal, AdmissionRelease{Scheduling: "s", Job: "first"})
+	}, time.Minute)
+	var report AdmissionReport
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueuesQuery)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&report))
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 10})
+
+	require.Len(t, w.grants, 3)
+	require.Equal(t, "mallory-job", w.grants[0].Job)
+	require.Contains(t, w.grants[0].Refused, `user "mallory" may not submit to queue root.a`)
+	require.Equal(t, "first", w.grants[1].Job)
+	require.Equal(t, "second", w.grants[2].Job, "second starts once first is released (maxRunningApps 1)")
+	require.Equal(t, "1", report.ConfigVersion, "the bad version 2 is not in force")
+	require.Contains(t, report.ConfigError, "line 2, <maxRunningApp>: unknown element")
+}
