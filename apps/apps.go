@@ -11,6 +11,8 @@
 package apps
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,10 +60,12 @@ type Run struct {
 	Nodes []string
 }
 
-// Name is the application's name for a run: the job's name and the run number, so a new run
-// never meets the remains of an older one.
-func Name(job string, run int32) string {
-	suffix := "-r" + strconv.Itoa(int(run))
+// Name is the application's name for a run: the job's name, a short hash of the
+// Scheduling, and the run number, so a new run (of the same or another Scheduling) never
+// meets the remains of an older one, whose deletion may still be going on.
+func Name(job, scheduling string, run int32) string {
+	sum := sha256.Sum256([]byte(scheduling))
+	suffix := "-" + hex.EncodeToString(sum[:])[:5] + "-r" + strconv.Itoa(int(run))
 	// Spark derives pod names (<name>-driver, <name>-exec-N) from it: keep room for them.
 	const max = 40
 	if len(job)+len(suffix) > max {
@@ -174,7 +178,7 @@ func Spark(r Run) (*sparkv1beta2.SparkApplication, error) {
 	}
 	app.TypeMeta = metav1.TypeMeta{APIVersion: sparkv1beta2.GroupVersion.String(), Kind: sparkv1beta2.SparkApplicationKind}
 	app.ObjectMeta = metav1.ObjectMeta{
-		Name: Name(job.Name, r.Request.Run), Namespace: job.Namespace,
+		Name: Name(job.Name, r.Request.Scheduling, r.Request.Run), Namespace: job.Namespace,
 		Labels: r.labels(), Annotations: r.annotations(),
 	}
 	s := &app.Spec
@@ -260,7 +264,7 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 	}
 	dep.TypeMeta = metav1.TypeMeta{APIVersion: flinkv1beta1.GroupVersion.String(), Kind: flinkv1beta1.FlinkDeploymentKind}
 	dep.ObjectMeta = metav1.ObjectMeta{
-		Name: Name(job.Name, r.Request.Run), Namespace: job.Namespace,
+		Name: Name(job.Name, r.Request.Scheduling, r.Request.Run), Namespace: job.Namespace,
 		Labels: r.labels(), Annotations: r.annotations(),
 	}
 	s := &dep.Spec

@@ -49,7 +49,7 @@ func TestSparkExecutorsFitTheirSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if app.Name != "wordcount-r2" || app.Namespace != "team-a" {
+	if app.Name != Name("wordcount", "nightly", 2) || !strings.HasPrefix(app.Name, "wordcount-") || !strings.HasSuffix(app.Name, "-r2") || app.Namespace != "team-a" {
 		t.Errorf("name %s/%s", app.Namespace, app.Name)
 	}
 	if _, ok := app.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
@@ -174,10 +174,10 @@ func TestBadRunsAreRefused(t *testing.T) {
 
 func TestNameLeavesRoomForPodNames(t *testing.T) {
 	long := strings.Repeat("a", 60)
-	if got := Name(long, 12); len(got) > 40 || !strings.HasSuffix(got, "-r12") {
+	if got := Name(long, "s", 12); len(got) > 40 || !strings.HasSuffix(got, "-r12") {
 		t.Errorf("Name = %q", got)
 	}
-	if got := Name("job", 1); got != "job-r1" {
-		t.Errorf("Name = %q", got)
+	if a, b := Name("job", "nightly", 1), Name("job", "pinned", 1); a == b || len(a) != len("job-12345-r1") {
+		t.Errorf("two Schedulings' first runs share a name or the form is off: %q %q", a, b)
 	}
 }

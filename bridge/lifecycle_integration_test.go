@@ -4,7 +4,6 @@ package bridge_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -219,7 +218,7 @@ func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
 }
 
 // A second Scheduling that wants a job the first one holds fails at once, releases what it
-// took, and says who holds the job.
+// took (the deadlock rule), and says who holds the job. The test bed itself is shared.
 func TestLifecycle_ASecondSchedulingCannotTakeAHeldJob(t *testing.T) {
 	p := startPlatform(t)
 	ctx := context.Background()
@@ -240,7 +239,7 @@ func TestLifecycle_ASecondSchedulingCannotTakeAHeldJob(t *testing.T) {
 	}
 	require.NoError(t, p.client.Create(ctx, second))
 	failed := p.waitScheduling(t, "second", v1alpha1.SchedulingFailed, time.Minute)
-	require.Contains(t, failed.Status.Message, fmt.Sprintf("test bed %s is held by scheduling first", "bed"))
+	require.Contains(t, failed.Status.Message, "job long is held by scheduling first")
 	require.NotContains(t, p.batchJob(t, "other").Labels, v1alpha1.ActiveSchedulingLabel, "nothing stays claimed")
 	require.Equal(t, "first", p.batchJob(t, "long").Labels[v1alpha1.ActiveSchedulingLabel])
 }

@@ -29,8 +29,9 @@ type Placement struct {
 var ErrRejected = errors.New("the queue placement policy rejected the application")
 
 // defaultPlacement is the policy of a file without queuePlacementPolicy, as the Fair
-// Scheduler's defaults make it: the requested queue, else a queue named after the user.
-var defaultPlacement = []Rule{{Name: "specified", Create: true}, {Name: "user", Create: true}}
+// Scheduler's defaults make it: the requested queue, else a queue named after the user,
+// else root.default (for jobs that name no user).
+var defaultPlacement = []Rule{{Name: "specified", Create: true}, {Name: "user", Create: true}, {Name: "default", Create: true}}
 
 // Place runs the placement policy for an application: each rule places it, rejects it, or
 // passes it on to the next. A rule whose create is false passes on a queue the file does

@@ -97,7 +97,7 @@ func TestPlace_Rules(t *testing.T) {
 	}
 }
 
-func TestPlace_WithoutPolicyTakesTheRequestThenTheUser(t *testing.T) {
+func TestPlace_WithoutPolicyTakesTheRequestThenTheUserThenDefault(t *testing.T) {
 	a, err := ParseAllocations([]byte(`<allocations/>`))
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +107,8 @@ func TestPlace_WithoutPolicyTakesTheRequestThenTheUser(t *testing.T) {
 	}
 	if p, err := a.Place(Submitter{User: "ann"}); err != nil || p.Queue != "root.ann" || !p.Created {
 		t.Errorf("user: %+v %v", p, err)
+	}
+	if p, err := a.Place(Submitter{}); err != nil || p.Queue != "root.default" {
+		t.Errorf("nobody: %+v %v", p, err)
 	}
 }

@@ -155,15 +155,22 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		sel.AddFuture(workflow.NewTimer(timerCtx, in.Resync), func(workflow.Future) { reload = true })
 		sel.Select(ctx)
 		cancel()
-		// Take in everything that arrived, in arrival order per channel.
-		var r AdmissionRequest
-		for requests.ReceiveAsync(&r) {
+		// Take in everything that arrived, in arrival order per channel. Each message is
+		// decoded into a fresh value: decoding into a reused one would share its slices.
+		for {
+			var r AdmissionRequest
+			if !requests.ReceiveAsync(&r) {
+				break
+			}
 			if err := a.request(ctx, r); err != nil {
 				return err
 			}
 		}
-		var rel AdmissionRelease
-		for releases.ReceiveAsync(&rel) {
+		for {
+			var rel AdmissionRelease
+			if !releases.ReceiveAsync(&rel) {
+				break
+			}
 			a.release(rel)
 		}
 		for configs.ReceiveAsync(nil) {

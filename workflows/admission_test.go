@@ -142,3 +142,18 @@ func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
 	require.Equal(t, "1", report.ConfigVersion, "the bad version 2 is not in force")
 	require.Contains(t, report.ConfigError, "line 2, <maxRunningApp>: unknown element")
 }
+
+// A SlotBased request gets exactly its slots, once they are all free.
+func TestAdmissionWorkflow_SlotBasedGetsItsSlots(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 8)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "pinned", User: "u", Slots: 2, SlotIDs: []int32{3, 6}})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "overlap", User: "u", Slots: 1, SlotIDs: []int32{3}})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "other", User: "u", Slots: 2, SlotIDs: []int32{0, 1}})
+	}, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
+	require.Len(t, w.grants, 2)
+	require.Equal(t, AdmissionGrant{Job: "pinned", Queue: "root.u", Slots: []int32{3, 6}}, w.grants[0])
+	require.Equal(t, []int32{0, 1}, w.grants[1].Slots)
+}

@@ -282,7 +282,7 @@ func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.A
 
 // sameRun: the status describes the application of this request.
 func sameRun(job string, st v1alpha1.BatchJobStatus, req v1alpha1.CreationRequest) bool {
-	return st.Application != nil && st.Application.Name == apps.Name(job, req.Run)
+	return st.Application != nil && st.Application.Name == apps.Name(job, req.Scheduling, req.Run)
 }
 
 func now(ctx workflow.Context) *metav1.Time {

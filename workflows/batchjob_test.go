@@ -49,7 +49,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		return nil
 	})
 	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
-		return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: apps.Name(in.Job.Name, in.Request.Run)}, createErr
+		return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: apps.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}, createErr
 	})
 	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.Anything).After(2*time.Second).Return(placed, nil)
 	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(finished, nil)
@@ -94,13 +94,13 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
 	final := w.written[len(w.written)-1]
-	require.Equal(t, "wordcount-r1", final.Application.Name)
+	require.Equal(t, apps.Name("wordcount", "nightly", 1), final.Application.Name)
 	require.Equal(t, []int32{1, 2}, final.Slots)
 	require.Equal(t, 2*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
 	require.Equal(t, 30*time.Second, final.FinishedAt.Sub(final.RunningAt.Time))
 	require.Len(t, w.reported, 3)
 	require.Equal(t, v1alpha1.JobCompleted, w.reported[2].State)
-	require.Equal(t, []string{"wordcount-r1"}, w.deleted, "the job's deletion takes the application along")
+	require.Equal(t, []string{apps.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
 }
 
 // An application found ended when the job looks (a restart) completes the job without
@@ -137,7 +137,7 @@ func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
-	require.Equal(t, []string{"wordcount-r1"}, w.deleted)
+	require.Equal(t, []string{apps.Name("wordcount", "nightly", 1)}, w.deleted)
 	require.Nil(t, w.written[2].Application)
 }
 

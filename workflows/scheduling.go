@@ -14,6 +14,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 )
 
 // ExtendUpdate is the Temporal Update that appends jobs to a running Scheduling's queue. Its
@@ -50,6 +51,8 @@ type SchedulingState struct {
 	Entries  []QueueEntry
 	Status   v1alpha1.SchedulingStatus
 	HoldsBed bool
+	// Admission: the test bed's Admission workflow decides (see useAdmission).
+	Admission bool
 }
 
 // SchedulingOutput is the final status.
@@ -140,7 +143,7 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 		s.in.StepsPerRun = 500
 	}
 	if c := in.Carried; c != nil {
-		s.spec, s.status, s.holdsBed = c.Spec, c.Status, c.HoldsBed
+		s.spec, s.status, s.holdsBed, s.admission = c.Spec, c.Status, c.HoldsBed, c.Admission
 		for i := range c.Entries {
 			s.entries = append(s.entries, &c.Entries[i])
 		}
@@ -190,7 +193,11 @@ type scheduler struct {
 	changed bool
 	// freedAt is when a job last ended (its slots are about to come free).
 	freedAt time.Time
-	in      SchedulingInput
+	// admission: jobs go through the test bed's Admission workflow (queues shared by many
+	// Schedulings) instead of this workflow's own pick over a claimed test bed.
+	admission bool
+	grants    workflow.ReceiveChannel
+	in        SchedulingInput
 }
 
 func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
@@ -205,6 +212,8 @@ func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
 		s.status.State, s.status.Message = v1alpha1.SchedulingFailed, "the Scheduling does not exist"
 		return nil
 	}
+	// Version 1: the Admission workflow decides, and the test bed is shared.
+	s.admission = workflow.GetVersion(ctx, "admission", workflow.DefaultVersion, 1) == 1
 	s.spec = obs.Spec
 	for _, j := range obs.Spec.Jobs {
 		s.entries = append(s.entries, &QueueEntry{Job: j})
@@ -230,15 +239,33 @@ func (s *scheduler) schedule(ctx workflow.Context, resync time.Duration) error {
 		return err
 	}
 	steps := 0
+	if s.admission {
+		s.grants = workflow.GetSignalChannel(ctx, AdmittedSignal)
+		if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
+			return err
+		}
+	}
 	for {
 		for {
-			if err := s.startRunnable(ctx); err != nil {
+			var err error
+			if s.admission {
+				err = s.writeStatus(ctx)
+			} else {
+				err = s.startRunnable(ctx)
+			}
+			if err != nil {
 				return err
 			}
 			if s.allDone() {
 				break
 			}
-			s.waitForChange(ctx, resync)
+			if s.admission {
+				if err := s.waitForAdmission(ctx); err != nil {
+					return err
+				}
+			} else {
+				s.waitForChange(ctx, resync)
+			}
 			steps++
 			long := steps >= s.in.StepsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 			if long && workflow.AllHandlersFinished(ctx) {
@@ -266,6 +293,9 @@ func (s *scheduler) schedule(ctx workflow.Context, resync time.Duration) error {
 // acquire claims the test bed and the jobs; false means the Scheduling failed and holds
 // nothing.
 func (s *scheduler) acquire(ctx workflow.Context) (bool, error) {
+	if s.admission {
+		return s.acquireJobs(ctx)
+	}
 	var bed activities.ClaimResult
 	if err := workflow.ExecuteActivity(ctx, acts.ClaimTestBed, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: []string{s.spec.TestBed}}).Get(ctx, &bed); err != nil {
 		return false, err
@@ -274,6 +304,11 @@ func (s *scheduler) acquire(ctx workflow.Context) (bool, error) {
 		return false, s.setState(ctx, v1alpha1.SchedulingFailed, describeLoss("test bed", bed))
 	}
 	s.holdsBed = true
+	return s.acquireJobs(ctx)
+}
+
+// acquireJobs claims every job, or none (the deadlock rule).
+func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
 	names := s.jobNames()
 	var jobs activities.ClaimResult
 	if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: names}).Get(ctx, &jobs); err != nil {
@@ -458,11 +493,14 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 
 // continueAsNew hands the queue to a fresh run, with the progress reports that arrived.
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
-	var p JobProgress
-	for s.progress.ReceiveAsync(&p) {
+	for {
+		var p JobProgress // fresh each time: a reused value would share its slices
+		if !s.progress.ReceiveAsync(&p) {
+			break
+		}
 		s.apply(p)
 	}
-	carried := &SchedulingState{Spec: s.spec, Status: s.status, HoldsBed: s.holdsBed}
+	carried := &SchedulingState{Spec: s.spec, Status: s.status, HoldsBed: s.holdsBed, Admission: s.admission}
 	for _, e := range s.entries {
 		carried.Entries = append(carried.Entries, *e)
 	}
@@ -478,6 +516,13 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 	s.apply(p)
 	if p.State == v1alpha1.JobCompleted || p.State == v1alpha1.JobFailed {
 		s.freedAt = workflow.Now(ctx)
+		if s.admission {
+			for _, e := range s.entries {
+				if e.Job.Name == p.Job {
+					s.releaseAdmission(ctx, e)
+				}
+			}
+		}
 	}
 }
 
@@ -541,6 +586,13 @@ func (s *scheduler) release(ctx workflow.Context, jobs []string) error {
 // lets the Scheduling object go.
 func (s *scheduler) cleanUp(ctx workflow.Context, state v1alpha1.SchedulingState, msg string) (SchedulingOutput, error) {
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	if s.admission {
+		for _, e := range s.entries {
+			if !e.done() {
+				s.releaseAdmission(ctx, e)
+			}
+		}
+	}
 	if err := s.release(ctx, s.jobNames()); err != nil {
 		return SchedulingOutput{Status: s.status}, err
 	}
@@ -642,12 +694,120 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 		}
 		return len(s.entries), temporal.NewApplicationError(describeLoss("job", claim), "ExtendRefused")
 	}
+	var fresh []*QueueEntry
 	for _, j := range added {
-		s.entries = append(s.entries, &QueueEntry{Job: j, State: v1alpha1.JobInQueue})
+		e := &QueueEntry{Job: j, State: v1alpha1.JobInQueue}
+		s.entries = append(s.entries, e)
+		fresh = append(fresh, e)
 	}
 	if err := s.nudge(ctx, names); err != nil {
 		return len(s.entries), err
 	}
+	if s.admission {
+		if err := s.requestAdmission(ctx, fresh); err != nil {
+			return len(s.entries), err
+		}
+	}
 	s.changed = true
 	return len(s.entries), nil
+}
+
+// waitingEntries are the jobs not yet started.
+func (s *scheduler) waitingEntries() []*QueueEntry {
+	var out []*QueueEntry
+	for _, e := range s.entries {
+		if e.Run == 0 && !e.done() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// requestAdmission sends the jobs to the test bed's Admission workflow (starting it if it
+// does not run), in queue order: the order is their submission order there.
+func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Job.Name
+	}
+	var infos []activities.JobInfo
+	if err := workflow.ExecuteActivity(ctx, acts.ReadJobs, activities.ReadJobsInput{Namespace: s.key.Namespace, Names: names}).Get(ctx, &infos); err != nil {
+		return err
+	}
+	in := activities.NudgeInput{TaskQueue: TaskQueue}
+	for i, e := range entries {
+		info := infos[i]
+		q := info.Queue
+		if q == "" {
+			q = s.spec.Queue
+		}
+		driver := toResources(info.Driver)
+		if driver.IsZero() {
+			driver = queue.Resources{MemoryMB: 1024, VCores: 1} // the apps package's default driver
+		}
+		req := AdmissionRequest{Scheduling: s.key.Name, Job: e.Job.Name, Queue: q, User: info.User, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs, Driver: driver}
+		in.Nudges = append(in.Nudges, activities.Nudge{
+			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
+			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed},
+			Signal: AdmissionRequestSignal, SignalArg: req,
+		})
+	}
+	return workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, in).Get(ctx, nil)
+}
+
+// releaseAdmission tells Admission a job no longer needs its slots, or withdraws it.
+func (s *scheduler) releaseAdmission(ctx workflow.Context, e *QueueEntry) {
+	rel := AdmissionRelease{Scheduling: s.key.Name, Job: e.Job.Name}
+	err := workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", AdmissionReleaseSignal, rel).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("tell admission a job is done", "job", e.Job.Name, "err", err)
+	}
+}
+
+// waitForAdmission waits for a grant, a job's progress or an extension, and acts on it.
+func (s *scheduler) waitForAdmission(ctx workflow.Context) error {
+	var grant *AdmissionGrant
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(s.grants, func(c workflow.ReceiveChannel, _ bool) {
+		var g AdmissionGrant
+		c.Receive(ctx, &g)
+		grant = &g
+	})
+	sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
+	sel.AddFuture(awaitFuture(timerCtx, func() bool { return s.changed }), func(workflow.Future) { s.changed = false })
+	sel.Select(ctx)
+	if grant == nil {
+		return nil
+	}
+	var e *QueueEntry
+	for _, cand := range s.entries {
+		if cand.Job.Name == grant.Job && cand.Run == 0 {
+			e = cand
+		}
+	}
+	if e == nil {
+		return nil // a grant for a job that left the queue: Admission hears of it on release
+	}
+	if grant.Refused != "" {
+		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, "not admitted: "+grant.Refused, workflow.Now(ctx)
+		return nil
+	}
+	e.Run, e.Slots, e.RequestedAt = 1, grant.Slots, workflow.Now(ctx)
+	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: grant.Slots, Run: e.Run}
+	err := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
+	if activities.IsNotHeld(err) {
+		e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
+		s.releaseAdmission(ctx, e)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.Message = "admitted to queue " + grant.Queue
+	return s.nudge(ctx, []string{e.Job.Name})
 }

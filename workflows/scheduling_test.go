@@ -102,6 +102,10 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SchedulingWorkflow)
 	env.RegisterActivity(&activities.Activities{})
+	// These tests cover the first version, where a Scheduling claims its test bed and picks
+	// its own jobs (histories of it must keep working); admission_scheduling_test.go covers
+	// the Admission version.
+	env.OnGetVersion("admission", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	f := &fakeBed{env: env, taken: map[string][]int32{}, runFor: map[string]time.Duration{}}
 	var statuses []v1alpha1.SchedulingStatus
 	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, Spec: spec}, nil)

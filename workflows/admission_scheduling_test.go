@@ -1,0 +1,96 @@
+package workflows
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+)
+
+// With Admission, a Scheduling claims its jobs but not the test bed, sends each job to the
+// test bed's Admission workflow, starts a job in the slots a grant names, fails a job whose
+// request is refused, and tells Admission when a job ends.
+func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(SchedulingWorkflow)
+	env.RegisterActivity(&activities.Activities{})
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "analytics", Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 2}, {Name: "b", Replication: 1},
+	}}
+	var mu sync.Mutex
+	var admissionNudges int
+	var created []v1alpha1.CreationRequest
+	var released []string
+	var statuses []v1alpha1.SchedulingStatus
+	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, Spec: spec}, nil)
+	env.OnActivity(acts.ClaimJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+		return activities.ClaimResult{Claimed: in.Names}, nil
+	})
+	env.OnActivity(acts.ReadJobs, mock.Anything, mock.Anything).Return([]activities.JobInfo{{Name: "a", Exists: true, User: "u"}, {Name: "b", Exists: true, User: "u"}}, nil)
+	env.OnActivity(acts.NudgeWorkflows, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NudgeInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range in.Nudges {
+			if n.WorkflowID == AdmissionWorkflowID("ns", "bed") && n.Signal == AdmissionRequestSignal {
+				admissionNudges++
+			}
+		}
+		return nil
+	})
+	env.OnActivity(acts.RequestCreation, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RequestCreationInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		created = append(created, in.Request)
+		return nil
+	})
+	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
+		statuses = append(statuses, in.Status)
+		return nil
+	})
+	env.OnActivity(acts.ReleaseJobs, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(acts.RemoveSchedulingFinalizer, mock.Anything, mock.Anything).Return(nil)
+	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionReleaseSignal, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			released = append(released, arg.(AdmissionRelease).Job)
+			return nil
+		})
+
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{Job: "b", Refused: `user "u" may not submit to queue root.analytics`})
+		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{Job: "a", Queue: "root.analytics", Slots: []int32{4, 7}})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobRunning})
+	}, 2*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 2, admissionNudges, "each job is sent to Admission")
+	require.Equal(t, []v1alpha1.CreationRequest{{Scheduling: "nightly", TestBed: "bed", Slots: []int32{4, 7}, Run: 1}}, created)
+	require.Equal(t, []string{"a"}, released, "Admission hears that a ended")
+	var completed *v1alpha1.SchedulingStatus
+	for i := range statuses {
+		if statuses[i].State == v1alpha1.SchedulingCompleted {
+			completed = &statuses[i]
+			break
+		}
+	}
+	require.NotNil(t, completed)
+	require.Equal(t, v1alpha1.JobFailed, jobStatus(*completed, "b").State)
+	require.Contains(t, jobStatus(*completed, "b").Message, "not admitted: user")
+	require.Equal(t, []int32{4, 7}, jobStatus(*completed, "a").Slots)
+}
