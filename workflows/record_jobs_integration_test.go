@@ -90,7 +90,51 @@ func (s *schedulingStandIn) ClaimJobs(_ context.Context, in activities.ClaimInpu
 
 func (s *schedulingStandIn) ReleaseJobs(context.Context, activities.ClaimInput) error    { return nil }
 func (s *schedulingStandIn) ReleaseTestBed(context.Context, activities.ClaimInput) error { return nil }
-func (s *schedulingStandIn) NudgeWorkflows(context.Context, activities.NudgeInput) error { return nil }
+
+// NudgeWorkflows plays Admission for the admission version: every request is granted the
+// next free slots at once, and the job then runs as RequestCreation makes it.
+func (s *schedulingStandIn) NudgeWorkflows(ctx context.Context, in activities.NudgeInput) error {
+	for _, n := range in.Nudges {
+		if n.Signal != workflows.AdmissionRequestSignal {
+			continue
+		}
+		m, _ := n.SignalArg.(map[string]any)
+		job, _ := m["Job"].(string)
+		count, _ := m["Slots"].(float64)
+		s.mu.Lock()
+		var slots []int32
+		for p := int32(0); p < 16 && len(slots) < int(count); p++ {
+			if !s.used(p) {
+				slots = append(slots, p)
+			}
+		}
+		s.taken[job] = slots
+		s.mu.Unlock()
+		if err := s.c.SignalWorkflow(ctx, s.id, "", workflows.AdmittedSignal, workflows.AdmissionGrant{Job: job, Queue: "root.default", Slots: slots}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *schedulingStandIn) used(p int32) bool {
+	for _, t := range s.taken {
+		for _, q := range t {
+			if q == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *schedulingStandIn) ReadJobs(_ context.Context, in activities.ReadJobsInput) ([]activities.JobInfo, error) {
+	out := make([]activities.JobInfo, len(in.Names))
+	for i, n := range in.Names {
+		out[i] = activities.JobInfo{Name: n, Exists: true, User: "u"}
+	}
+	return out, nil
+}
 func (s *schedulingStandIn) RemoveSchedulingFinalizer(context.Context, activities.SchedulingKey) error {
 	return nil
 }
@@ -117,6 +161,7 @@ func (s *schedulingStandIn) RequestCreation(_ context.Context, in activities.Req
 	s.mu.Lock()
 	s.taken[in.Job] = in.Request.Slots
 	s.mu.Unlock()
+	// The first version waits for placement before it decides again; admission does not.
 	go func() {
 		ctx := context.Background()
 		time.Sleep(100 * time.Millisecond)
@@ -179,6 +224,8 @@ func TestRecordJobHistories(t *testing.T) {
 		save(id, run.GetRunID(), "batchjob-v1.json")
 	})
 
+	// The Scheduling is recorded in its current version (Admission); scheduling-v1.json
+	// keeps the first version's history, which must still replay.
 	t.Run("scheduling", func(t *testing.T) {
 		id := workflows.SchedulingWorkflowID("ns", "nightly")
 		sched := &schedulingStandIn{c: c, id: id, taken: map[string][]int32{}, completed: make(chan struct{})}
@@ -195,6 +242,6 @@ func TestRecordJobHistories(t *testing.T) {
 		var out workflows.SchedulingOutput
 		require.NoError(t, run.Get(ctx, &out))
 		require.Equal(t, v1alpha1.SchedulingCompleted, out.Status.State)
-		save(id, run.GetRunID(), "scheduling-v1.json")
+		save(id, run.GetRunID(), "scheduling-v2.json")
 	})
 }
