@@ -287,14 +287,6 @@ func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1a
 	return found, nil
 }
 
-// Pending returns how many reservations of a test bed are not yet in its status.
-func (r *Reserver) Pending(bed types.NamespacedName) int {
-	b := r.bed(bed)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.pending)
-}
-
 func (r *Reserver) bed(key types.NamespacedName) *bedState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
