@@ -7,10 +7,8 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"go.temporal.io/api/serviceerror"
 	temporal "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,12 +43,7 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 	err := s.Reader.Get(ctx, req.NamespacedName, &tb)
 	if apierrors.IsNotFound(err) {
 		// Tell a running workflow, so it notices at once and ends; nothing to start.
-		err := s.Temporal.SignalWorkflow(ctx, id, "", workflows.TestBedChangedSignal, nil)
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
-			return reconcile.Result{}, fmt.Errorf("signal %s: %w", id, err)
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, id, workflows.TestBedChangedSignal)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
