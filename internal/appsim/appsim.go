@@ -1,16 +1,27 @@
 // Package appsim stands in for the Spark and Flink operators on the local platform, where the
-// real ones cannot run. On the fields slotplane uses it behaves like them: a SparkApplication
-// gets a driver pod, then, once the driver runs, its executor pods, and its status moves
-// SUBMITTED -> RUNNING -> COMPLETED | FAILED with the driver; a FlinkDeployment gets a
-// JobManager, then its TaskManagers, and its job moves CREATED -> RUNNING -> FINISHED |
-// FAILED with the JobManager. Pods are built from the spec as the operators build them
-// (names, labels, resources including Spark's memory overhead, scheduler, priority class,
-// affinity, tolerations, pod template extras such as the slot resource).
+// real ones cannot run. On the fields slotplane uses it behaves like them:
 //
-// How long an application runs is simulated: the application's slotplane.io/sim-duration
-// annotation goes onto its driver or JobManager pod, and kwok (the fake kubelet, configured
-// by internal/testcluster) ends that pod after that long, Failed if slotplane.io/sim-outcome
-// is Failed. slotplane's own code never knows whether this or a real operator runs.
+//   - A SparkApplication gets a driver pod, then, once the driver runs, its executor pods. Its
+//     status moves SUBMITTED -> RUNNING -> COMPLETED | FAILED with the driver, and the
+//     executors are deleted when the driver ends.
+//   - A FlinkDeployment (application mode) gets a JobManager, then, once it runs, its
+//     TaskManagers. Its job moves CREATED -> RUNNING -> FINISHED | FAILED with the JobManager,
+//     and the TaskManagers are deleted when the job ends.
+//
+// Pods are built from the spec as spark-submit and Flink's native Kubernetes integration build
+// them: names, labels, resources (Spark's memory overhead included), scheduler, priority
+// class, affinity, tolerations, node selector, and the extra resources of the pod templates
+// (the slot resource). The pure builders live in spark.go, flink.go and pods.go; the
+// reconcilers only create, delete and write statuses.
+//
+// How long an application runs is simulated. The application's slotplane.io/sim-duration
+// annotation goes onto its driver or JobManager pod, and kwok (the fake kubelet, configured by
+// internal/testcluster) ends that pod after that long, Failed if slotplane.io/sim-outcome is
+// Failed. slotplane's own code never knows whether this or a real operator runs, and this
+// package must never be needed by it: only the local platform and tests start it.
+//
+// There is no garbage collector on the local platform, so the stand-in deletes what it made:
+// an application carries the stand-in's finalizer until its pods are gone.
 package appsim
 
 import (
@@ -18,11 +29,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
@@ -30,8 +41,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -40,41 +51,83 @@ import (
 	"slotplane/internal/kubeclient"
 )
 
-// Annotations of an application that say how its simulated run goes.
+// Annotations of an application that say how its simulated run goes. The kwok pod stages in
+// internal/testcluster/kwok-stages.yaml spell the same keys and value.
 const (
-	// SimDurationAnnotation is how long the driver or JobManager runs (a Go duration).
-	// Without it the application runs until it is deleted.
+	// SimDurationAnnotation is how long the driver or JobManager runs, as a Go duration
+	// ("20s", "1m30s"). Without it the application runs until it is deleted.
 	SimDurationAnnotation = "slotplane.io/sim-duration"
-	// SimOutcomeAnnotation "Failed" makes the run fail; anything else, or none, succeeds.
+	// SimOutcomeAnnotation is SimOutcomeFailed to make the run fail, or SimOutcomeSucceeded
+	// (the same as leaving it out).
 	SimOutcomeAnnotation = "slotplane.io/sim-outcome"
-	// Finalizer lets the stand-in delete an application's pods before the application goes
-	// (the local platform has no garbage collector).
+	SimOutcomeFailed     = "Failed"
+	SimOutcomeSucceeded  = "Succeeded"
+
+	// Finalizer lets the stand-in delete an application's pods before the application goes.
 	Finalizer = "appsim.slotplane.io/cleanup"
 )
 
-// Options tune the stand-in.
+// Labels and an annotation the stand-in puts on the pods it makes, besides the operators' own.
+const (
+	// AppUIDLabel holds the UID of the application a pod belongs to. The stand-in's cache sees
+	// only pods carrying it, and a pod left over from an earlier application of the same name
+	// is told apart by it.
+	AppUIDLabel = "appsim.slotplane.io/app-uid"
+	// RoleLabel is RoleDriver, RoleExecutor, RoleJobManager or RoleTaskManager.
+	RoleLabel = "appsim.slotplane.io/role"
+	// AppAnnotation names the application a pod belongs to (an annotation, because a name
+	// may be longer than a label value).
+	AppAnnotation = "appsim.slotplane.io/app"
+)
+
+// The values of RoleLabel.
+const (
+	RoleDriver      = "driver"
+	RoleExecutor    = "executor"
+	RoleJobManager  = "jobmanager"
+	RoleTaskManager = "taskmanager"
+)
+
+// Options tune the stand-in. The zero value serves neither metrics nor health probes.
 type Options struct {
-	// Logger receives controller-runtime's logs; nil discards them.
-	Logger *slog.Logger
+	// MetricsAddr is where controller-runtime's Prometheus metrics are served
+	// ("127.0.0.1:8080"); empty serves none.
+	MetricsAddr string
+	// HealthAddr is where /healthz and /readyz are served; empty serves none.
+	HealthAddr string
+	// Now is the clock of the times written into statuses; nil means time.Now.
+	Now func() time.Time
 }
 
 // Sim is a running stand-in.
 type Sim struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+	stopErr  error
 }
 
-// Start runs the stand-in until Stop.
-func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, _ Options) (*Sim, error) {
-	ours, err := labels.NewRequirement(AppLabel, selection.Exists, nil)
+// Start runs the stand-in in the background until Stop, and returns once its caches have
+// synced. ctx bounds only the start; log receives the stand-in's and controller-runtime's logs
+// (nil discards them).
+func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options) (*Sim, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	ours, err := labels.NewRequirement(AppUIDLabel, selection.Exists, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("appsim pod selector: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 kubeclient.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		Metrics:                metricsserver.Options{BindAddress: addrOrOff(opts.MetricsAddr)},
+		HealthProbeBindAddress: addrOrOff(opts.HealthAddr),
 		Logger:                 logr.FromSlogHandler(log.Handler()),
+		// Only the stand-in's own pods; slotplane's shared cache shape (test bed pods) does
+		// not cover drivers and JobManagers.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*ours)},
 		}},
@@ -82,102 +135,84 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, _ Options) (
 	if err != nil {
 		return nil, fmt.Errorf("appsim manager: %w", err)
 	}
-	podsOf := func(kind string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			app, ok := o.GetLabels()[AppLabel]
-			prefix := appLabel(kind, "")
-			if !ok || len(app) <= len(prefix) || app[:len(prefix)] != prefix {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: app[len(prefix):]}}}
-		})
+	if opts.HealthAddr != "" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("appsim health check: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("appsim readiness check: %w", err)
+		}
 	}
-	r := &reconciler{client: mgr.GetClient(), log: log}
+
+	r := &reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), log: log, now: opts.Now}
 	// A process may start the stand-in again after Stop (tests do); the names stay the same.
 	skip := true
-	opts := controller.Options{SkipNameValidation: &skip}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("appsim-spark").WithOptions(opts).For(&sparkv1beta2.SparkApplication{}).
-		Watches(&corev1.Pod{}, podsOf(sparkv1beta2.SparkApplicationKind)).Complete(reconcile.Func(r.spark)); err != nil {
+	copts := controller.Options{SkipNameValidation: &skip}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("appsim-spark").WithOptions(copts).
+		For(&sparkv1beta2.SparkApplication{}).
+		Watches(&corev1.Pod{}, podsOf(RoleDriver, RoleExecutor)).
+		Complete(reconcile.Func(r.spark)); err != nil {
 		return nil, fmt.Errorf("appsim spark controller: %w", err)
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("appsim-flink").WithOptions(opts).For(&flinkv1beta1.FlinkDeployment{}).
-		Watches(&corev1.Pod{}, podsOf(flinkv1beta1.FlinkDeploymentKind)).Complete(reconcile.Func(r.flink)); err != nil {
+	if err := ctrl.NewControllerManagedBy(mgr).Named("appsim-flink").WithOptions(copts).
+		For(&flinkv1beta1.FlinkDeployment{}).
+		Watches(&corev1.Pod{}, podsOf(RoleJobManager, RoleTaskManager)).
+		Complete(reconcile.Func(r.flink)); err != nil {
 		return nil, fmt.Errorf("appsim flink controller: %w", err)
 	}
+
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Sim{cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- mgr.Start(runCtx) }()
+
 	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
 	defer syncCancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+	synced := make(chan bool, 1)
+	go func() { synced <- mgr.GetCache().WaitForCacheSync(syncCtx) }()
+	select {
+	case ok := <-synced:
+		if !ok {
+			cancel()
+			<-s.done
+			return nil, errors.New("appsim caches did not sync within a minute (are the operator CRDs installed?)")
+		}
+	case err := <-s.done:
 		cancel()
-		return nil, errors.New("appsim caches did not sync within a minute")
+		return nil, fmt.Errorf("appsim manager stopped while starting: %w", err)
 	}
 	return s, nil
 }
 
-// Stop ends the stand-in.
+// Stop ends the stand-in and waits until it has stopped. Calling it again returns the same
+// result.
 func (s *Sim) Stop() error {
-	s.cancel()
-	return <-s.done
-}
-
-type reconciler struct {
-	client client.Client
-	log    *slog.Logger
-}
-
-// pods lists an application's pods by role.
-func (r *reconciler) pods(ctx context.Context, namespace, kind, name string) (map[string][]corev1.Pod, error) {
-	var list corev1.PodList
-	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{AppLabel: appLabel(kind, name)}); err != nil {
-		return nil, fmt.Errorf("list pods of %s %s: %w", kind, name, err)
-	}
-	out := map[string][]corev1.Pod{}
-	for _, p := range list.Items {
-		out[p.Labels[RoleLabel]] = append(out[p.Labels[RoleLabel]], p)
-	}
-	return out, nil
-}
-
-// create makes a pod; one that exists already is the one made before.
-func (r *reconciler) create(ctx context.Context, pod *corev1.Pod) error {
-	if err := r.client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create pod %s: %w", pod.Name, err)
-	}
-	return nil
-}
-
-func (r *reconciler) deleteAll(ctx context.Context, pods []corev1.Pod) error {
-	for i := range pods {
-		if pods[i].DeletionTimestamp != nil {
-			continue
+	s.stopOnce.Do(func() {
+		s.cancel()
+		if err := <-s.done; err != nil {
+			s.stopErr = fmt.Errorf("appsim manager: %w", err)
 		}
-		if err := r.client.Delete(ctx, &pods[i]); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete pod %s: %w", pods[i].Name, err)
+	})
+	return s.stopErr
+}
+
+// addrOrOff is a bind address, or controller-runtime's "0" for none.
+func addrOrOff(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
+}
+
+// podsOf maps an event of one of the stand-in's pods with one of these roles to the
+// application the pod belongs to.
+func podsOf(roles ...string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		role, name := o.GetLabels()[RoleLabel], o.GetAnnotations()[AppAnnotation]
+		for _, want := range roles {
+			if role == want && name != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+			}
 		}
-	}
-	return nil
-}
-
-// finalize deletes every pod of a deleted application, then lets the application go.
-func (r *reconciler) finalize(ctx context.Context, obj client.Object, byRole map[string][]corev1.Pod) (reconcile.Result, error) {
-	var all []corev1.Pod
-	for _, pods := range byRole {
-		all = append(all, pods...)
-	}
-	if len(all) > 0 {
-		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, r.deleteAll(ctx, all)
-	}
-	if controllerutil.RemoveFinalizer(obj, Finalizer) {
-		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, obj))
-	}
-	return reconcile.Result{}, nil
-}
-
-func phaseOf(pods []corev1.Pod) corev1.PodPhase {
-	if len(pods) == 0 {
-		return ""
-	}
-	return pods[0].Status.Phase
+		return nil
+	})
 }

@@ -5,12 +5,20 @@ package appsim_test
 import (
 	"context"
 	"log/slog"
+	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
@@ -20,13 +28,149 @@ import (
 	"slotplane/internal/testcluster"
 )
 
-func spark(name, duration, outcome string) *sparkv1beta2.SparkApplication {
-	two := int32(2)
+const (
+	ns      = "default"
+	slotRes = corev1.ResourceName("slotplane.io/slot")
+	waitFor = 30 * time.Second
+	tick    = 50 * time.Millisecond
+)
+
+// env is one local cluster with the stand-in running on it.
+type env struct {
+	cl      client.WithWatch
+	cluster *testcluster.Cluster
+	mu      sync.Mutex
+	sim     *appsim.Sim
+}
+
+func newEnv(t *testing.T) *env {
+	// Two nodes that also offer the slot resource, so that executors and TaskManagers carrying
+	// it are placed without the extender.
+	c := testcluster.New(t, testcluster.Options{Nodes: 2, NodeResources: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), slotRes: resource.MustParse("100"),
+	}})
+	cl, err := client.NewWithWatch(c.Config, client.Options{Scheme: kubeclient.Scheme()})
+	require.NoError(t, err)
+	e := &env{cl: cl, cluster: c}
+	e.start(t)
+	t.Cleanup(func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		require.NoError(t, e.sim.Stop())
+	})
+	return e
+}
+
+func (e *env) start(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	sim, err := appsim.Start(context.Background(), e.cluster.Config, log, appsim.Options{})
+	require.NoError(t, err)
+	e.mu.Lock()
+	e.sim = sim
+	e.mu.Unlock()
+}
+
+func (e *env) restart(t *testing.T) {
+	e.mu.Lock()
+	require.NoError(t, e.sim.Stop())
+	e.mu.Unlock()
+	e.start(t)
+}
+
+// pods lists an application's pods of one role, as the API server has them now.
+func (e *env) pods(t *testing.T, uid types.UID, role string) []corev1.Pod {
+	var list corev1.PodList
+	require.NoError(t, e.cl.List(context.Background(), &list, client.InNamespace(ns),
+		client.MatchingLabels{appsim.AppUIDLabel: string(uid), appsim.RoleLabel: role}))
+	return list.Items
+}
+
+func running(pods []corev1.Pod) []string {
+	var names []string
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (e *env) spark(t *testing.T, name string) *sparkv1beta2.SparkApplication {
+	var app sparkv1beta2.SparkApplication
+	require.NoError(t, e.cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &app))
+	return &app
+}
+
+func (e *env) flink(t *testing.T, name string) *flinkv1beta1.FlinkDeployment {
+	var dep flinkv1beta1.FlinkDeployment
+	require.NoError(t, e.cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &dep))
+	return &dep
+}
+
+// history records every value an object's status takes, in order, without repeats.
+type history struct {
+	mu     sync.Mutex
+	values []string
+}
+
+func (h *history) add(v string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if v != "" && (len(h.values) == 0 || h.values[len(h.values)-1] != v) {
+		h.values = append(h.values, v)
+	}
+}
+
+func (h *history) get() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.values)
+}
+
+// watchStates follows the objects named name of list's kind, and records read(object) for
+// each version the API server shows.
+func watchStates(t *testing.T, cl client.WithWatch, list client.ObjectList, name string, read func(runtimeObject any) string) *history {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := cl.Watch(ctx, list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	require.NoError(t, err)
+	h := &history{}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
+				h.add(read(ev.Object))
+			}
+		}
+	}()
+	return h
+}
+
+func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.SparkApplication {
 	app := &sparkv1beta2.SparkApplication{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: duration}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
 		Spec: sparkv1beta2.SparkApplicationSpec{
-			Type: "Scala", SparkVersion: "3.5.3", Image: "spark:3.5.3", MainApplicationFile: "local:///opt/app.jar",
-			Executor: sparkv1beta2.ExecutorSpec{Instances: &two, SparkPodSpec: sparkv1beta2.SparkPodSpec{Memory: "512m"}},
+			Type: sparkv1beta2.SparkApplicationTypeScala, SparkVersion: "3.5.3", Image: "spark:3.5.3",
+			MainApplicationFile: "local:///opt/app.jar",
+			Executor: sparkv1beta2.ExecutorSpec{
+				Instances: &executors,
+				SparkPodSpec: sparkv1beta2.SparkPodSpec{
+					Memory: "512m", SchedulerName: "slot-scheduler",
+					Labels: map[string]string{"team": "a"},
+					Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: appsim.SparkExecutorContainer,
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{slotRes: resource.MustParse("1")},
+							Limits:   corev1.ResourceList{slotRes: resource.MustParse("1")},
+						},
+					}}}},
+				},
+			},
 		},
 	}
 	if outcome != "" {
@@ -35,85 +179,247 @@ func spark(name, duration, outcome string) *sparkv1beta2.SparkApplication {
 	return app
 }
 
-func podNames(t *testing.T, cl client.Client, role string) []string {
-	var pods corev1.PodList
-	require.NoError(t, cl.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{appsim.RoleLabel: role}))
-	var out []string
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			out = append(out, p.Name)
-		}
-	}
-	return out
+func sparkState(o any) string {
+	return string(o.(*sparkv1beta2.SparkApplication).Status.AppState.State)
+}
+func flinkState(o any) string {
+	return string(o.(*flinkv1beta1.FlinkDeployment).Status.JobStatus.State)
 }
 
-// A SparkApplication runs its driver, then its executors, and completes when kwok ends the
-// driver after the simulated run; a FlinkDeployment finishes the same way; a failing run
-// ends FAILED; deleting an application removes its pods; a restart duplicates nothing.
 func TestAppsim_PlaysTheOperators(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{PlainNodes: 2})
-	cl, err := kubeclient.Live(c.Config)
-	require.NoError(t, err)
+	e := newEnv(t)
 	ctx := context.Background()
-	sim, err := appsim.Start(ctx, c.Config, slog.New(slog.DiscardHandler), appsim.Options{})
-	require.NoError(t, err)
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			require.NoError(t, sim.Stop())
-		}
+
+	t.Run("operators", func(t *testing.T) {
+		t.Run("SparkRunsDriverThenExecutorsAndCompletes", func(t *testing.T) {
+			t.Parallel()
+			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "wc", sparkState)
+			app := sparkApp("wc", "3s", "", 2)
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool {
+				return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 && len(running(e.pods(t, app.UID, appsim.RoleDriver))) == 1
+			}, waitFor, tick, "driver and two executors run")
+			require.Equal(t, sparkv1beta2.ApplicationStateRunning, e.spark(t, "wc").Status.AppState.State)
+
+			driver := e.pods(t, app.UID, appsim.RoleDriver)[0]
+			execs := e.pods(t, app.UID, appsim.RoleExecutor)
+			require.Equal(t, "wc-driver", driver.Name)
+			require.Equal(t, []string{"wc-exec-1", "wc-exec-2"}, running(execs))
+			st := e.spark(t, "wc").Status
+			assert.Equal(t, "wc-driver", st.DriverInfo.PodName)
+			assert.Equal(t, st.SparkApplicationID, driver.Labels["spark-app-selector"])
+			assert.Equal(t, "driver", driver.Labels["spark-role"])
+			assert.Equal(t, "wc", driver.Labels["sparkoperator.k8s.io/app-name"])
+			assert.Equal(t, "3s", driver.Annotations[appsim.SimDurationAnnotation])
+			assert.Equal(t, "1408Mi", quantity(&driver, corev1.ResourceMemory), "1g plus the 384 MiB floor")
+			for _, ex := range execs {
+				assert.Equal(t, "executor", ex.Labels["spark-role"])
+				assert.Equal(t, st.SparkApplicationID, ex.Labels["spark-app-selector"])
+				assert.Equal(t, "a", ex.Labels["team"])
+				assert.Equal(t, driver.UID, ex.OwnerReferences[0].UID)
+				assert.Equal(t, "slot-scheduler", ex.Spec.SchedulerName)
+				assert.Equal(t, "896Mi", quantity(&ex, corev1.ResourceMemory), "512m plus the 384 MiB floor")
+				assert.Equal(t, "1", quantity(&ex, corev1.ResourceCPU))
+				assert.Equal(t, "1", quantity(&ex, slotRes))
+				assert.Empty(t, ex.Annotations[appsim.SimDurationAnnotation])
+			}
+
+			require.Eventually(t, func() bool {
+				return e.spark(t, "wc").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
+			}, waitFor, tick, "completes after its simulated run")
+			require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
+			st = e.spark(t, "wc").Status
+			assert.Equal(t, map[string]sparkv1beta2.ExecutorState{"wc-exec-1": "COMPLETED", "wc-exec-2": "COMPLETED"}, st.ExecutorState)
+			assert.False(t, st.TerminationTime.IsZero())
+			assert.Equal(t, int32(1), st.SubmissionAttempts)
+			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "COMPLETED"}, states.get())
+			assert.Equal(t, corev1.PodSucceeded, e.pods(t, app.UID, appsim.RoleDriver)[0].Status.Phase, "the driver stays as the run's record")
+		})
+
+		t.Run("SparkRunFails", func(t *testing.T) {
+			t.Parallel()
+			app := sparkApp("broken", "1s", appsim.SimOutcomeFailed, 1)
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool {
+				return e.spark(t, "broken").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
+			}, waitFor, tick)
+			assert.Contains(t, e.spark(t, "broken").Status.AppState.ErrorMessage, "ExitCode: 1")
+			require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
+		})
+
+		t.Run("SparkRefusesAnUnreadableRunTime", func(t *testing.T) {
+			t.Parallel()
+			app := sparkApp("typo", "3 seconds", "", 1)
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool {
+				return e.spark(t, "typo").Status.AppState.State == sparkv1beta2.ApplicationStateFailedSubmission
+			}, waitFor, tick)
+			assert.Contains(t, e.spark(t, "typo").Status.AppState.ErrorMessage, appsim.SimDurationAnnotation)
+			assert.Empty(t, e.pods(t, app.UID, appsim.RoleDriver))
+		})
+
+		t.Run("SparkFailsWhenItsDriverIsDeleted", func(t *testing.T) {
+			t.Parallel()
+			app := sparkApp("orphaned", "1h", "", 1)
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 1 }, waitFor, tick)
+			require.NoError(t, e.cl.Delete(ctx, &e.pods(t, app.UID, appsim.RoleDriver)[0]))
+			require.Eventually(t, func() bool {
+				st := e.spark(t, "orphaned").Status.AppState
+				return st.State == sparkv1beta2.ApplicationStateFailed && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+			}, waitFor, tick, "the application fails and its executors go")
+			assert.Contains(t, e.spark(t, "orphaned").Status.AppState.ErrorMessage, "driver pod orphaned-driver not found")
+		})
+
+		t.Run("SparkKeepsEndedExecutorsWhenTold", func(t *testing.T) {
+			t.Parallel()
+			app := sparkApp("kept", "2s", "", 1)
+			app.Spec.Executor.DeleteOnTermination = new(false)
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool {
+				execs := e.pods(t, app.UID, appsim.RoleExecutor)
+				return e.spark(t, "kept").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted &&
+					len(execs) == 1 && execs[0].Status.Phase == corev1.PodSucceeded
+			}, waitFor, tick, "the executor ends with the driver and stays")
+		})
+
+		t.Run("FlinkRunsJobManagerThenTaskManagersAndFinishes", func(t *testing.T) {
+			t.Parallel()
+			states := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "clicks", flinkState)
+			cpu, two := 1.0, int32(2)
+			dep := &flinkv1beta1.FlinkDeployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "clicks", Namespace: ns, Annotations: map[string]string{appsim.SimDurationAnnotation: "3s"}},
+				Spec: flinkv1beta1.FlinkDeploymentSpec{
+					Image: "flink:1.20", Mode: flinkv1beta1.DeploymentModeNative,
+					JobManager: &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1024m"}},
+					TaskManager: &flinkv1beta1.TaskManagerSpec{
+						Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "2g"}, Replicas: &two,
+						PodTemplate: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+							Name: appsim.FlinkMainContainer,
+							Resources: corev1.ResourceRequirements{
+								Requests: corev1.ResourceList{slotRes: resource.MustParse("1")},
+								Limits:   corev1.ResourceList{slotRes: resource.MustParse("1")},
+							},
+						}}}},
+					},
+					Job: &flinkv1beta1.JobSpec{JarURI: "local:///opt/flink/usrlib/app.jar", Parallelism: 2},
+				},
+			}
+			require.NoError(t, e.cl.Create(ctx, dep))
+			require.Eventually(t, func() bool {
+				return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobRunning &&
+					len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 2
+			}, waitFor, tick, "job runs with two TaskManagers")
+			assert.Equal(t, []string{"clicks-taskmanager-1-1", "clicks-taskmanager-1-2"}, running(e.pods(t, dep.UID, appsim.RoleTaskManager)))
+			for _, tm := range e.pods(t, dep.UID, appsim.RoleTaskManager) {
+				assert.Equal(t, "2Gi", quantity(&tm, corev1.ResourceMemory))
+				assert.Equal(t, "1", quantity(&tm, slotRes))
+				assert.Equal(t, "taskmanager", tm.Labels["component"])
+			}
+			st := e.flink(t, "clicks").Status
+			assert.Equal(t, flinkv1beta1.JobManagerDeploymentReady, st.JobManagerDeploymentStatus)
+			assert.Equal(t, flinkv1beta1.LifecycleStateStable, st.LifecycleState)
+			assert.NotEmpty(t, st.JobStatus.JobID)
+			assert.NotEmpty(t, st.JobStatus.StartTime)
+
+			require.Eventually(t, func() bool {
+				return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobFinished
+			}, waitFor, tick, "finishes after its simulated run")
+			require.Eventually(t, func() bool { return len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0 }, waitFor, tick, "TaskManagers deleted")
+			assert.Equal(t, []string{"CREATED", "RUNNING", "FINISHED"}, states.get())
+		})
+
+		t.Run("FlinkFailsWhenItCannotDeploy", func(t *testing.T) {
+			t.Parallel()
+			dep := &flinkv1beta1.FlinkDeployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "sizeless", Namespace: ns},
+				Spec:       flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", Job: &flinkv1beta1.JobSpec{Parallelism: 1}},
+			}
+			require.NoError(t, e.cl.Create(ctx, dep))
+			require.Eventually(t, func() bool {
+				return e.flink(t, "sizeless").Status.JobStatus.State == flinkv1beta1.FlinkJobFailed
+			}, waitFor, tick)
+			st := e.flink(t, "sizeless").Status
+			assert.Equal(t, flinkv1beta1.JobManagerDeploymentError, st.JobManagerDeploymentStatus)
+			assert.Contains(t, st.Error, "memory")
+			assert.Empty(t, e.pods(t, dep.UID, appsim.RoleJobManager))
+		})
+
+		t.Run("FlinkFailsWhenItsJobManagerIsDeleted", func(t *testing.T) {
+			t.Parallel()
+			cpu := 0.5
+			dep := &flinkv1beta1.FlinkDeployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "headless", Namespace: ns},
+				Spec: flinkv1beta1.FlinkDeploymentSpec{
+					Image:       "flink:1.20",
+					JobManager:  &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}},
+					TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}},
+				},
+			}
+			require.NoError(t, e.cl.Create(ctx, dep))
+			require.Eventually(t, func() bool { return len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 1 }, waitFor, tick)
+			require.NoError(t, e.cl.Delete(ctx, &e.pods(t, dep.UID, appsim.RoleJobManager)[0]))
+			require.Eventually(t, func() bool {
+				return e.flink(t, "headless").Status.JobStatus.State == flinkv1beta1.FlinkJobFailed &&
+					len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
+			}, waitFor, tick, "the job fails and its TaskManagers go")
+			assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "headless").Status.JobManagerDeploymentStatus)
+		})
+
+		t.Run("DeletingARunningApplicationDeletesItsPods", func(t *testing.T) {
+			t.Parallel()
+			app := sparkApp("forever", "1h", "", 2)
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+			require.NoError(t, e.cl.Delete(ctx, app))
+			require.Eventually(t, func() bool {
+				err := e.cl.Get(ctx, client.ObjectKeyFromObject(app), &sparkv1beta2.SparkApplication{})
+				return apierrors.IsNotFound(err) && len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 &&
+					len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+			}, waitFor, tick, "the pods go, then the application")
+		})
 	})
-	state := func(name string) sparkv1beta2.ApplicationStateType {
-		var app sparkv1beta2.SparkApplication
-		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &app))
-		return app.Status.AppState.State
-	}
 
-	require.NoError(t, cl.Create(ctx, spark("wc", "4s", "")))
-	require.Eventually(t, func() bool {
-		return state("wc") == sparkv1beta2.ApplicationStateRunning && len(podNames(t, cl, "executor")) == 2
-	}, 30*time.Second, 100*time.Millisecond, "driver and two executors run")
-	require.ElementsMatch(t, []string{"wc-exec-1", "wc-exec-2"}, podNames(t, cl, "executor"))
+	t.Run("RestartMidRunDuplicatesNothing", func(t *testing.T) {
+		app := sparkApp("again", "4s", "", 2)
+		seen := map[types.UID]string{}
+		var seenMu sync.Mutex
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		w, err := e.cl.Watch(wctx, &corev1.PodList{}, client.InNamespace(ns))
+		require.NoError(t, err)
+		go func() {
+			for ev := range w.ResultChan() {
+				if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Annotations[appsim.AppAnnotation] == "again" {
+					seenMu.Lock()
+					seen[pod.UID] = pod.Name
+					seenMu.Unlock()
+				}
+			}
+		}()
 
-	// Restart mid-run: nothing is created twice, the run still completes.
-	require.NoError(t, sim.Stop())
-	stopped = true
-	sim, err = appsim.Start(ctx, c.Config, slog.New(slog.DiscardHandler), appsim.Options{})
-	require.NoError(t, err)
-	stopped = false
-	require.Eventually(t, func() bool { return state("wc") == sparkv1beta2.ApplicationStateCompleted }, 30*time.Second, 100*time.Millisecond)
-	require.Eventually(t, func() bool { return len(podNames(t, cl, "executor")) == 0 }, 10*time.Second, 100*time.Millisecond, "executors go with the driver")
+		require.NoError(t, e.cl.Create(ctx, app))
+		require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+		e.restart(t)
+		require.Eventually(t, func() bool {
+			return e.spark(t, "again").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
+		}, waitFor, tick, "the run completes after the restart")
+		require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick)
 
-	require.NoError(t, cl.Create(ctx, spark("bad", "1s", "Failed")))
-	require.Eventually(t, func() bool { return state("bad") == sparkv1beta2.ApplicationStateFailed }, 30*time.Second, 100*time.Millisecond)
+		st := e.spark(t, "again").Status
+		assert.Equal(t, int32(1), st.SubmissionAttempts)
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		var names []string
+		for _, name := range seen {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		assert.Equal(t, []string{"again-driver", "again-exec-1", "again-exec-2"}, names, "one pod each, none made twice")
+	})
+}
 
-	cpu, one := 1.0, int32(1)
-	dep := &flinkv1beta1.FlinkDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "clicks", Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: "3s"}},
-		Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", TaskManager: &flinkv1beta1.TaskManagerSpec{
-			Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}, Replicas: &one,
-		}},
-	}
-	require.NoError(t, cl.Create(ctx, dep))
-	flinkState := func() flinkv1beta1.FlinkJobState {
-		var d flinkv1beta1.FlinkDeployment
-		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(dep), &d))
-		return d.Status.JobStatus.State
-	}
-	require.Eventually(t, func() bool {
-		return flinkState() == flinkv1beta1.FlinkJobRunning && len(podNames(t, cl, "taskmanager")) == 1
-	}, 30*time.Second, 100*time.Millisecond)
-	require.Eventually(t, func() bool { return flinkState() == flinkv1beta1.FlinkJobFinished }, 30*time.Second, 100*time.Millisecond)
-
-	// Deleting an application takes its pods along, then the application goes.
-	require.NoError(t, cl.Create(ctx, spark("forever", "1h", "")))
-	require.Eventually(t, func() bool { return len(podNames(t, cl, "executor")) == 2 }, 30*time.Second, 100*time.Millisecond)
-	require.NoError(t, cl.Delete(ctx, &sparkv1beta2.SparkApplication{ObjectMeta: metav1.ObjectMeta{Name: "forever", Namespace: "default"}}))
-	require.Eventually(t, func() bool {
-		var pods corev1.PodList
-		require.NoError(t, cl.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{appsim.AppLabel: "sparkapplication.forever"}))
-		var app sparkv1beta2.SparkApplication
-		gone := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "forever"}, &app) != nil
-		return len(pods.Items) == 0 && gone
-	}, 30*time.Second, 100*time.Millisecond, "pods and application gone")
+func quantity(p *corev1.Pod, name corev1.ResourceName) string {
+	q := p.Spec.Containers[0].Resources.Requests[name]
+	return q.String()
 }

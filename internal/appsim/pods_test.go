@@ -1,130 +1,80 @@
 package appsim
 
 import (
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	flinkv1beta1 "slotplane/crds/flink/v1beta1"
-	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestParseMemory(t *testing.T) {
+	const mib = 1 << 20
 	cases := []struct {
 		in   string
 		bare int64
 		want int64
 	}{
-		{"512m", 1 << 20, 512 << 20}, {"2g", 1 << 20, 2 << 30}, {"1024", 1 << 20, 1024 << 20},
+		{"512m", mib, 512 << 20}, {"2g", mib, 2 << 30}, {"2G", mib, 2 << 30}, {"1024", mib, 1024 << 20},
 		{"2048mb", 1, 2048 << 20}, {"2 gb", 1, 2 << 30}, {"1024", 1, 1024}, {"4096k", 1, 4096 << 10},
+		{"1t", 1, 1 << 40}, {"100b", mib, 100}, {"0", mib, 0},
 	}
 	for _, c := range cases {
 		got, err := parseMemory(c.in, c.bare)
 		if err != nil || got != c.want {
-			t.Errorf("parseMemory(%q) = %d, %v; want %d", c.in, got, err, c.want)
+			t.Errorf("parseMemory(%q, %d) = %d, %v; want %d", c.in, c.bare, got, err, c.want)
 		}
 	}
-	if _, err := parseMemory("lots", 1); err == nil {
-		t.Error("a word parsed as memory")
-	}
-}
-
-func TestSparkPodsFollowTheSpec(t *testing.T) {
-	two, cores := int32(2), int32(2)
-	app := &sparkv1beta2.SparkApplication{
-		ObjectMeta: metav1.ObjectMeta{Name: "wc", Namespace: "ns", UID: "1234-5678", Annotations: map[string]string{SimDurationAnnotation: "5s", "other": "x"}},
-		Spec: sparkv1beta2.SparkApplicationSpec{
-			Image:  "spark:3.5.3",
-			Driver: sparkv1beta2.DriverSpec{SparkPodSpec: sparkv1beta2.SparkPodSpec{Memory: "1g"}, CoreRequest: "500m"},
-			Executor: sparkv1beta2.ExecutorSpec{
-				SparkPodSpec: sparkv1beta2.SparkPodSpec{
-					Cores: &cores, Memory: "3687m", MemoryOverhead: "409m", SchedulerName: "slot-scheduler",
-					Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"slotplane.io/slot-ids": "1,2"},
-					Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{PriorityClassName: "batch", Containers: []corev1.Container{{
-						Name: "spark-kubernetes-executor", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"slotplane.io/slot": resource.MustParse("1")}},
-					}}}},
-				},
-				Instances: &two, CoreRequest: "1500m",
-			},
-		},
-	}
-	driver, err := SparkDriverPod(app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := driver.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]
-	if driver.Name != "wc-driver" || mem.Value() != (1<<30)+(384<<20) || driver.Annotations[SimDurationAnnotation] != "5s" || driver.Annotations["other"] != "" {
-		t.Errorf("driver %s memory %s annotations %v", driver.Name, mem.String(), driver.Annotations)
-	}
-	exec, err := SparkExecutorPod(app, driver, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := exec.Spec.Containers[0].Resources.Requests
-	cpu, m, slot := r[corev1.ResourceCPU], r[corev1.ResourceMemory], r["slotplane.io/slot"]
-	if exec.Name != "wc-exec-2" || cpu.String() != "1500m" || m.Value() != 4096<<20 || slot.Value() != 1 {
-		t.Errorf("executor %s cpu %s memory %d slot %s", exec.Name, cpu.String(), m.Value(), slot.String())
-	}
-	if exec.Spec.SchedulerName != "slot-scheduler" || exec.Spec.PriorityClassName != "batch" || exec.Labels["team"] != "a" || exec.Labels["spark-role"] != "executor" {
-		t.Errorf("executor placement %q %q labels %v", exec.Spec.SchedulerName, exec.Spec.PriorityClassName, exec.Labels)
-	}
-	if exec.Annotations["slotplane.io/slot-ids"] != "1,2" || exec.OwnerReferences[0].Name != "wc-driver" {
-		t.Errorf("executor annotations %v owner %v", exec.Annotations, exec.OwnerReferences)
-	}
-}
-
-func TestFlinkPodsFollowTheSpec(t *testing.T) {
-	cpu, replicas := 1.5, int32(3)
-	dep := &flinkv1beta1.FlinkDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "clicks", Namespace: "ns"},
-		Spec: flinkv1beta1.FlinkDeploymentSpec{
-			Image: "flink:1.20",
-			TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "4096m"}, Replicas: &replicas,
-				PodTemplate: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: "slot-scheduler", Containers: []corev1.Container{{
-					Name: "flink-main-container", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"slotplane.io/slot": resource.MustParse("1")}},
-				}}}}},
-		},
-	}
-	jm, err := FlinkJobManagerPod(dep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, err := FlinkTaskManagerPod(dep, jm, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := tm.Spec.Containers[0].Resources.Requests
-	c, m, slot := r[corev1.ResourceCPU], r[corev1.ResourceMemory], r["slotplane.io/slot"]
-	if tm.Name != "clicks-taskmanager-1-3" || c.String() != "1500m" || m.Value() != 4096<<20 || slot.Value() != 1 || tm.Spec.SchedulerName != "slot-scheduler" {
-		t.Errorf("taskmanager %s cpu %s memory %d slot %s scheduler %s", tm.Name, c.String(), m.Value(), slot.String(), tm.Spec.SchedulerName)
-	}
-	if jm.Spec.SchedulerName != "" {
-		t.Error("the JobManager took the TaskManagers' scheduler")
-	}
-	if TaskManagers(dep) != 3 {
-		t.Errorf("TaskManagers = %d", TaskManagers(dep))
-	}
-	dep.Spec.TaskManager.Replicas = nil
-	dep.Spec.Job = &flinkv1beta1.JobSpec{Parallelism: 5}
-	dep.Spec.FlinkConfiguration = map[string]string{"taskmanager.numberOfTaskSlots": "2"}
-	if TaskManagers(dep) != 3 {
-		t.Errorf("parallelism 5 over 2 task slots: %d TaskManagers, want 3", TaskManagers(dep))
-	}
-}
-
-// The kwok stages must name the same annotations as the code.
-func TestKwokStagesUseTheAnnotations(t *testing.T) {
-	data, err := os.ReadFile("../testcluster/kwok-stages.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range []string{SimDurationAnnotation, SimOutcomeAnnotation} {
-		if !strings.Contains(string(data), `.metadata.annotations["`+key+`"]`) {
-			t.Errorf("kwok-stages.yaml does not read %s", key)
+	for _, bad := range []string{"", "lots", "-1g", "1.5g", "2Gi", "99999999999t"} {
+		if got, err := parseMemory(bad, mib); err == nil {
+			t.Errorf("parseMemory(%q) = %d, want an error", bad, got)
 		}
+	}
+}
+
+func TestLabelValue_MakesAnyNameALabelValue(t *testing.T) {
+	cases := map[string]string{
+		"wc":                           "wc",
+		"Word_Count":                   "Word_Count",
+		"word count (nightly)":         "word-count-nightly",
+		strings.Repeat("a", 70):        strings.Repeat("a", 63),
+		strings.Repeat("a", 62) + "-b": strings.Repeat("a", 62),
+	}
+	for in, want := range cases {
+		got := labelValue(in)
+		if got != want || len(validation.IsValidLabelValue(got)) != 0 {
+			t.Errorf("labelValue(%q) = %q, want %q (valid)", in, got, want)
+		}
+	}
+}
+
+func TestWithSim_CopiesTheApplicationsAnnotationsAndChecksThem(t *testing.T) {
+	got, err := withSim(map[string]string{"team": "a", SimDurationAnnotation: "1h"},
+		map[string]string{SimDurationAnnotation: "1m30s", SimOutcomeAnnotation: SimOutcomeSucceeded, "other": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"team": "a", SimDurationAnnotation: "1m30s", SimOutcomeAnnotation: SimOutcomeSucceeded}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := withoutSim(want); len(got) != 1 || got["team"] != "a" {
+		t.Errorf("withoutSim kept %v", got)
+	}
+}
+
+func TestConcatEnv_LaterWinsInPlace(t *testing.T) {
+	got := concatEnv(
+		[]corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}},
+		[]corev1.EnvVar{{Name: "A", Value: "2"}, {Name: "C", Value: "2"}},
+	)
+	want := []corev1.EnvVar{{Name: "A", Value: "2"}, {Name: "B", Value: "1"}, {Name: "C", Value: "2"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	conf := envFromConf(map[string]string{"spark.executorEnv.Z": "z", "spark.executorEnv.A": "a", "spark.other": "x"}, "spark.executorEnv.")
+	if diff := cmp.Diff([]corev1.EnvVar{{Name: "A", Value: "a"}, {Name: "Z", Value: "z"}}, conf); diff != "" {
+		t.Errorf("envFromConf (-want +got):\n%s", diff)
 	}
 }

@@ -3,228 +3,226 @@ package appsim
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	flinkv1beta1 "slotplane/crds/flink/v1beta1"
-	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 )
 
-// spark plays the Spark operator and spark-submit for one SparkApplication.
-func (r *reconciler) spark(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var app sparkv1beta2.SparkApplication
-	if err := r.client.Get(ctx, req.NamespacedName, &app); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	byRole, err := r.pods(ctx, app.Namespace, sparkv1beta2.SparkApplicationKind, app.Name)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if app.DeletionTimestamp != nil {
-		return r.finalize(ctx, &app, byRole)
-	}
-	if controllerutil.AddFinalizer(&app, Finalizer) {
-		if err := r.client.Update(ctx, &app); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-	}
-	st := app.Status.DeepCopy()
-	now := metav1.Now()
-	terminal := st.AppState.State == sparkv1beta2.ApplicationStateCompleted || st.AppState.State == sparkv1beta2.ApplicationStateFailed ||
-		st.AppState.State == sparkv1beta2.ApplicationStateFailedSubmission
-	drivers, executors := byRole["driver"], byRole["executor"]
+// retryAfter is how soon a reconcile that waits for a pod to go is run again. Pod events
+// bring it back sooner; this is the floor if one is missed.
+const retryAfter = 250 * time.Millisecond
 
-	switch {
-	case terminal:
-		// Done: executors go, the driver stays as the record of the run.
-		if err := r.deleteAll(ctx, executors); err != nil {
-			return reconcile.Result{}, err
-		}
-	case len(drivers) == 0:
-		driver, err := SparkDriverPod(&app)
-		if err != nil {
-			st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateFailedSubmission, ErrorMessage: err.Error()}
-			st.TerminationTime = now
-			break
-		}
-		if err := r.create(ctx, driver); err != nil {
-			return reconcile.Result{}, err
-		}
-		st.AppState.State = sparkv1beta2.ApplicationStateSubmitted
-		st.SparkApplicationID = sparkAppID(&app)
-		st.SubmissionAttempts++
-		st.LastSubmissionAttemptTime = now
-		st.DriverInfo.PodName = driver.Name
-	default:
-		driver := &drivers[0]
-		switch driver.Status.Phase {
-		case corev1.PodRunning:
-			st.AppState.State = sparkv1beta2.ApplicationStateRunning
-			want := 1
-			if app.Spec.Executor.Instances != nil {
-				want = int(*app.Spec.Executor.Instances)
-			}
-			have := map[string]bool{}
-			for _, e := range executors {
-				have[e.Name] = true
-			}
-			for n := 1; n <= want; n++ {
-				pod, err := SparkExecutorPod(&app, driver, n)
-				if err != nil {
-					return reconcile.Result{}, err
-				}
-				if !have[pod.Name] {
-					if err := r.create(ctx, pod); err != nil {
-						return reconcile.Result{}, err
-					}
-				}
-			}
-		case corev1.PodSucceeded, corev1.PodFailed:
-			st.AppState.State = sparkv1beta2.ApplicationStateCompleted
-			if driver.Status.Phase == corev1.PodFailed {
-				st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateFailed, ErrorMessage: "driver pod failed"}
-			}
-			st.TerminationTime = now
-			if err := r.deleteAll(ctx, executors); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-	}
-	st.ExecutorState = map[string]sparkv1beta2.ExecutorState{}
-	for _, e := range executors {
-		st.ExecutorState[e.Name] = executorState(e, st.AppState.State)
-	}
-	return reconcile.Result{}, r.writeStatus(ctx, &app, func() bool {
-		if equality.Semantic.DeepEqual(app.Status.AppState, st.AppState) && equality.Semantic.DeepEqual(app.Status.ExecutorState, st.ExecutorState) {
-			return false
-		}
-		app.Status = *st
-		return true
-	})
+// reconciler holds what the Spark and Flink reconcilers share.
+type reconciler struct {
+	// client reads from the cache and writes to the API server.
+	client client.Client
+	// live reads the API server itself, for the few questions a cache that lags must not
+	// answer: is a pod really gone, does a name belong to a pod of ours.
+	live client.Reader
+	log  *slog.Logger
+	now  func() time.Time
 }
 
-func executorState(p corev1.Pod, app sparkv1beta2.ApplicationStateType) sparkv1beta2.ExecutorState {
-	switch {
-	case app == sparkv1beta2.ApplicationStateCompleted || app == sparkv1beta2.ApplicationStateFailed || p.DeletionTimestamp != nil:
-		return sparkv1beta2.ExecutorStateCompleted
-	case p.Status.Phase == corev1.PodRunning:
-		return sparkv1beta2.ExecutorStateRunning
-	case p.Status.Phase == corev1.PodFailed:
-		return sparkv1beta2.ExecutorStateFailed
-	case p.Status.Phase == corev1.PodSucceeded:
-		return sparkv1beta2.ExecutorStateCompleted
-	default:
-		return sparkv1beta2.ExecutorStatePending
+// podsByRole lists the cached pods of the application with this UID, by role.
+func (r *reconciler) podsByRole(ctx context.Context, namespace string, uid types.UID) (map[string][]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{AppUIDLabel: string(uid)}); err != nil {
+		return nil, fmt.Errorf("list pods of application %s: %w", uid, err)
 	}
+	out := map[string][]corev1.Pod{}
+	for _, p := range list.Items {
+		out[p.Labels[RoleLabel]] = append(out[p.Labels[RoleLabel]], p)
+	}
+	return out, nil
 }
 
-// flink plays the Flink operator for one FlinkDeployment in application mode.
-func (r *reconciler) flink(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var dep flinkv1beta1.FlinkDeployment
-	if err := r.client.Get(ctx, req.NamespacedName, &dep); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	byRole, err := r.pods(ctx, dep.Namespace, flinkv1beta1.FlinkDeploymentKind, dep.Name)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if dep.DeletionTimestamp != nil {
-		return r.finalize(ctx, &dep, byRole)
-	}
-	if controllerutil.AddFinalizer(&dep, Finalizer) {
-		if err := r.client.Update(ctx, &dep); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+// podNamed is the pod of that name among pods, or nil.
+func podNamed(pods []corev1.Pod, name string) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i]
 		}
-	}
-	st := dep.Status.DeepCopy()
-	job := &st.JobStatus
-	terminal := job.State == flinkv1beta1.FlinkJobFinished || job.State == flinkv1beta1.FlinkJobFailed || job.State == flinkv1beta1.FlinkJobCanceled
-	jms, tms := byRole["jobmanager"], byRole["taskmanager"]
-
-	switch {
-	case terminal:
-		if err := r.deleteAll(ctx, tms); err != nil {
-			return reconcile.Result{}, err
-		}
-	case len(jms) == 0:
-		jm, err := FlinkJobManagerPod(&dep)
-		if err != nil {
-			st.Error = err.Error()
-			job.State = flinkv1beta1.FlinkJobFailed
-			break
-		}
-		if err := r.create(ctx, jm); err != nil {
-			return reconcile.Result{}, err
-		}
-		st.JobManagerDeploymentStatus = "DEPLOYING"
-		st.LifecycleState = "DEPLOYED"
-		job.State = flinkv1beta1.FlinkJobCreated
-		job.JobName = dep.Name
-		job.JobID = fmt.Sprintf("%032x", []byte(dep.UID)[:min(16, len(dep.UID))])
-	default:
-		jm := &jms[0]
-		switch jm.Status.Phase {
-		case corev1.PodRunning:
-			st.JobManagerDeploymentStatus = "READY"
-			st.LifecycleState = "STABLE"
-			if job.State != flinkv1beta1.FlinkJobRunning {
-				job.State = flinkv1beta1.FlinkJobRunning
-				job.StartTime = fmt.Sprint(time.Now().UnixMilli())
-			}
-			have := map[string]bool{}
-			for _, t := range tms {
-				have[t.Name] = true
-			}
-			for n := 1; n <= TaskManagers(&dep); n++ {
-				pod, err := FlinkTaskManagerPod(&dep, jm, n)
-				if err != nil {
-					return reconcile.Result{}, err
-				}
-				if !have[pod.Name] {
-					if err := r.create(ctx, pod); err != nil {
-						return reconcile.Result{}, err
-					}
-				}
-			}
-			st.TaskManager = &flinkv1beta1.TaskManagerInfo{Replicas: int32(TaskManagers(&dep)), LabelSelector: "component=taskmanager,app=" + dep.Name}
-		case corev1.PodSucceeded:
-			job.State = flinkv1beta1.FlinkJobFinished
-		case corev1.PodFailed:
-			job.State = flinkv1beta1.FlinkJobFailed
-			st.Error = "the JobManager pod failed"
-		default:
-			st.JobManagerDeploymentStatus = "DEPLOYED_NOT_READY"
-		}
-		if job.State == flinkv1beta1.FlinkJobFinished || job.State == flinkv1beta1.FlinkJobFailed {
-			job.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
-			if err := r.deleteAll(ctx, tms); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-	}
-	return reconcile.Result{}, r.writeStatus(ctx, &dep, func() bool {
-		if equality.Semantic.DeepEqual(dep.Status.JobStatus.State, st.JobStatus.State) && dep.Status.JobManagerDeploymentStatus == st.JobManagerDeploymentStatus &&
-			dep.Status.Error == st.Error && equality.Semantic.DeepEqual(dep.Status.TaskManager, st.TaskManager) {
-			return false
-		}
-		dep.Status = *st
-		return true
-	})
-}
-
-// writeStatus writes obj's status when change (which applies it) says it changed.
-func (r *reconciler) writeStatus(ctx context.Context, obj client.Object, change func() bool) error {
-	if !change() {
-		return nil
-	}
-	if err := r.client.Status().Update(ctx, obj); err != nil {
-		return client.IgnoreNotFound(err) // a conflict is returned: the request is retried
 	}
 	return nil
+}
+
+// ensurePod creates pod unless it exists. It reports false when it cannot tell yet: the pod
+// of that name belongs to an earlier application of the same name (it is deleted, so the
+// name comes free), or it vanished between the create and the look. The caller tries again
+// later.
+func (r *reconciler) ensurePod(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	err := r.client.Create(ctx, pod)
+	if err == nil {
+		r.log.Debug("pod created", "namespace", pod.Namespace, "pod", pod.Name, "role", pod.Labels[RoleLabel])
+		return true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	var found corev1.Pod
+	if err := r.live.Get(ctx, client.ObjectKeyFromObject(pod), &found); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("get pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if found.Labels[AppUIDLabel] == pod.Labels[AppUIDLabel] {
+		return true, nil // made by an earlier pass or an earlier run of the stand-in
+	}
+	r.log.Info("deleting a pod left over from an earlier application of the same name",
+		"namespace", found.Namespace, "pod", found.Name, "app", pod.Annotations[AppAnnotation])
+	return false, r.deletePods(ctx, []corev1.Pod{found})
+}
+
+// goneLive says whether the pod of this name is gone for good, asking the API server: the
+// cache may not have seen a pod created a moment ago. A pod of another application under the
+// name counts as gone.
+func (r *reconciler) goneLive(ctx context.Context, namespace, name string, uid types.UID) (bool, error) {
+	var pod corev1.Pod
+	err := r.live.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
+	}
+	return pod.Labels[AppUIDLabel] != string(uid), nil
+}
+
+// deletePods deletes the pods that are not being deleted already. The UID precondition keeps
+// a pod that took the name in the meantime safe.
+func (r *reconciler) deletePods(ctx context.Context, pods []corev1.Pod) error {
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		if err == nil {
+			r.log.Debug("pod deleted", "namespace", p.Namespace, "pod", p.Name, "role", p.Labels[RoleLabel])
+		}
+	}
+	return nil
+}
+
+// stopPods makes pods that are still running end, as Spark's executors end with their driver
+// when they are not to be deleted: a zero simulated run left for kwok to play. The pods stay.
+func (r *reconciler) stopPods(ctx context.Context, pods []corev1.Pod) error {
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || finished(p) || p.Annotations[SimDurationAnnotation] == "0s" {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[SimDurationAnnotation] = "0s"
+		delete(p.Annotations, SimOutcomeAnnotation)
+		if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("stop pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	return nil
+}
+
+// ensureFinalizer puts the stand-in's finalizer on obj. It reports false when the write lost
+// a race with another change; that change brings the object back.
+func (r *reconciler) ensureFinalizer(ctx context.Context, obj client.Object) (bool, error) {
+	if !controllerutil.AddFinalizer(obj, Finalizer) {
+		return true, nil
+	}
+	if err := r.client.Update(ctx, obj); err != nil {
+		return false, ignoreStale(err, "add finalizer to %s/%s", obj.GetNamespace(), obj.GetName())
+	}
+	return true, nil
+}
+
+// finalize deletes every pod of a deleted application, asking the API server rather than the
+// cache so that no pod created a moment ago is left behind, then lets the application go.
+func (r *reconciler) finalize(ctx context.Context, obj client.Object) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	var list corev1.PodList
+	if err := r.live.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{AppUIDLabel: string(obj.GetUID())}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list pods of deleted application %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	if len(list.Items) > 0 {
+		return reconcile.Result{RequeueAfter: retryAfter}, r.deletePods(ctx, list.Items)
+	}
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	if err := r.client.Update(ctx, obj); err != nil {
+		return reconcile.Result{}, ignoreStale(err, "remove finalizer from %s/%s", obj.GetNamespace(), obj.GetName())
+	}
+	r.log.Info("application deleted with its pods", "namespace", obj.GetNamespace(), "app", obj.GetName())
+	return reconcile.Result{}, nil
+}
+
+// writeStatus writes obj's status (status, already changed in obj) when it differs from old,
+// and says whether it did. A write on an outdated copy is dropped: the newer version's event
+// runs the reconcile again.
+func (r *reconciler) writeStatus(ctx context.Context, obj client.Object, old, status any) (bool, error) {
+	if equality.Semantic.DeepEqual(old, status) {
+		return false, nil
+	}
+	if err := r.client.Status().Update(ctx, obj); err != nil {
+		return false, ignoreStale(err, "write status of %s/%s", obj.GetNamespace(), obj.GetName())
+	}
+	return true, nil
+}
+
+// ignoreStale drops the errors of a write on an outdated copy: a conflict means a newer
+// version exists, whose event runs the reconcile again; not found means nothing is left to
+// do. Other errors are wrapped with what was being done.
+func ignoreStale(err error, format string, args ...any) error {
+	if err == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// finished says whether a pod's containers have ended for good.
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// ready says whether a pod runs and reports Ready.
+func ready(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// exitOf is the exit code and reason of a pod's container, if it has terminated.
+func exitOf(p *corev1.Pod, container string) (int32, string, bool) {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container && s.State.Terminated != nil {
+			return s.State.Terminated.ExitCode, s.State.Terminated.Reason, true
+		}
+	}
+	return 0, "", false
+}
+
+// epochMillis is a time the way the Flink operator writes it: milliseconds since the epoch, as
+// a string.
+func epochMillis(t metav1.Time) string {
+	return fmt.Sprint(t.UnixMilli())
 }

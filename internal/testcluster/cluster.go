@@ -434,12 +434,17 @@ func SchedulerConfig(kubeconfig, extenderURL string) (string, error) {
 //go:embed kwok-stages.yaml
 var kwokStages string
 
+// kwokConfig is kwok's --config file: its options, then the pod stages.
+func kwokConfig() string {
+	// A /16 of pod IPs: the default /24 runs out near 254 pods.
+	options := "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  cidr: 10.128.0.0/16\n"
+	return options + "---\n" + kwokStages
+}
+
 func (c *Cluster) startKwok(port int) error {
 	configFile := filepath.Join(c.Dir, "kwok.yaml")
-	// A /16 of pod IPs: the default /24 runs out near 254 pods.
-	kwokConfig := "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  cidr: 10.128.0.0/16\n---\n" + kwokStages
-	if err := os.WriteFile(configFile, []byte(kwokConfig), 0o600); err != nil {
-		return err
+	if err := os.WriteFile(configFile, []byte(kwokConfig()), 0o600); err != nil {
+		return fmt.Errorf("write kwok config: %w", err)
 	}
 	c.kwokPort = port
 	p, err := c.start("kwok", c.opts.Kwok,

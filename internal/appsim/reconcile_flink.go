@@ -1,0 +1,204 @@
+package appsim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flinkv1beta1 "slotplane/crds/flink/v1beta1"
+)
+
+// flink plays the Flink operator, and Flink's native Kubernetes integration, for one
+// FlinkDeployment in application mode. Like spark, every step can be taken twice.
+func (r *reconciler) flink(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var dep flinkv1beta1.FlinkDeployment
+	if err := r.client.Get(ctx, req.NamespacedName, &dep); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if dep.DeletionTimestamp != nil {
+		return r.finalize(ctx, &dep)
+	}
+	if ok, err := r.ensureFinalizer(ctx, &dep); !ok || err != nil {
+		return reconcile.Result{}, err
+	}
+	byRole, err := r.podsByRole(ctx, dep.Namespace, dep.UID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	jmName := FlinkJobManagerName(&dep)
+	jm := podNamed(byRole[RoleJobManager], jmName)
+	tms := byRole[RoleTaskManager]
+	old := dep.Status.DeepCopy()
+	st := &dep.Status
+	now := metav1.NewTime(r.now())
+
+	var result reconcile.Result
+	switch {
+	case flinkEnded(st.JobStatus.State):
+		err = r.deletePods(ctx, tms)
+	case jm == nil && st.JobStatus.State == "":
+		result, err = r.deployFlink(ctx, &dep, now)
+	case jm == nil:
+		// Deployed, but the cache has no JobManager: made a moment ago, or gone.
+		var gone bool
+		gone, err = r.goneLive(ctx, dep.Namespace, jmName, dep.UID)
+		if err == nil && gone {
+			st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentMissing
+			flinkFail(st, fmt.Sprintf("JobManager pod %s not found", jmName), now)
+			err = r.deletePods(ctx, tms)
+		}
+	default:
+		if st.JobStatus.State == "" {
+			// The JobManager was made by a pass whose status write was lost.
+			flinkDeployed(st, &dep, now)
+		}
+		result, err = r.followJobManager(ctx, &dep, jm, tms, now)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	written, err := r.writeStatus(ctx, &dep, old, st)
+	if written && st.JobStatus.State != old.JobStatus.State {
+		r.log.Info("flink deployment", "namespace", dep.Namespace, "app", dep.Name,
+			"job", st.JobStatus.State, "jobManager", st.JobManagerDeploymentStatus, "error", st.Error)
+	}
+	return result, err
+}
+
+// deployFlink deploys the application cluster: it reads the whole configuration, then
+// creates the JobManager. A deployment that cannot be made fails its job, so that whoever
+// waits for the job learns of it (the operator would leave the job alone and report the
+// error only).
+func (r *reconciler) deployFlink(ctx context.Context, dep *flinkv1beta1.FlinkDeployment, now metav1.Time) (reconcile.Result, error) {
+	// Deploy only what the API server, not a lagging cache, shows undeployed.
+	var current flinkv1beta1.FlinkDeployment
+	if err := r.live.Get(ctx, client.ObjectKeyFromObject(dep), &current); err != nil {
+		return reconcile.Result{}, ignoreStale(err, "get %s/%s", dep.Namespace, dep.Name)
+	}
+	if current.Status.JobStatus.State != "" || current.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // the cache catches up and brings the deployment back
+	}
+	jm, err := FlinkJobManagerPod(dep)
+	if err == nil {
+		_, err = FlinkTaskManagerPod(dep, jm, 1)
+	}
+	if err != nil {
+		flinkDeployFailed(&dep.Status, err, now)
+		return reconcile.Result{}, nil
+	}
+	created, err := r.ensurePod(ctx, jm)
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		flinkDeployFailed(&dep.Status, err, now)
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("deploy %s/%s: %w", dep.Namespace, dep.Name, err)
+	}
+	if !created {
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
+	}
+	flinkDeployed(&dep.Status, dep, now)
+	return reconcile.Result{}, nil
+}
+
+// followJobManager moves the job along with its JobManager: ready, the job runs and the
+// TaskManagers are asked for; ended, the job ends and the TaskManagers go.
+func (r *reconciler) followJobManager(ctx context.Context, dep *flinkv1beta1.FlinkDeployment, jm *corev1.Pod, tms []corev1.Pod, now metav1.Time) (reconcile.Result, error) {
+	st := &dep.Status
+	switch {
+	case jm.Status.Phase == corev1.PodSucceeded:
+		st.JobStatus.State, st.JobStatus.UpdateTime = flinkv1beta1.FlinkJobFinished, epochMillis(now)
+		return reconcile.Result{}, r.deletePods(ctx, tms)
+	case jm.Status.Phase == corev1.PodFailed:
+		msg := "JobManager pod failed"
+		if code, reason, ok := exitOf(jm, FlinkMainContainer); ok {
+			msg = fmt.Sprintf("JobManager container failed with exit code %d (%s)", code, reason)
+		}
+		flinkFail(st, msg, now)
+		return reconcile.Result{}, r.deletePods(ctx, tms)
+	case ready(jm):
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentReady
+		st.LifecycleState = flinkv1beta1.LifecycleStateStable
+		if st.JobStatus.State != flinkv1beta1.FlinkJobRunning {
+			st.JobStatus.State = flinkv1beta1.FlinkJobRunning
+			st.JobStatus.StartTime, st.JobStatus.UpdateTime = epochMillis(now), epochMillis(now)
+		}
+		return r.ensureTaskManagers(ctx, dep, jm, tms)
+	default:
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentDeployedNotReady
+		return reconcile.Result{}, nil
+	}
+}
+
+// ensureTaskManagers creates the TaskManagers the JobManager asks for. One whose pod ended
+// while the job runs is replaced under its old name once the old pod is gone.
+func (r *reconciler) ensureTaskManagers(ctx context.Context, dep *flinkv1beta1.FlinkDeployment, jm *corev1.Pod, tms []corev1.Pod) (reconcile.Result, error) {
+	again := false
+	for n := 1; n <= TaskManagers(dep); n++ {
+		if p := podNamed(tms, FlinkTaskManagerName(dep, n)); p != nil {
+			if finished(p) {
+				if err := r.deletePods(ctx, []corev1.Pod{*p}); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
+			continue
+		}
+		pod, err := FlinkTaskManagerPod(dep, jm, n)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("TaskManager %d of %s/%s: %w", n, dep.Namespace, dep.Name, err)
+		}
+		created, err := r.ensurePod(ctx, pod)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		again = again || !created
+	}
+	if again {
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// flinkEnded says whether a job state is final: an application-mode job does not come back.
+func flinkEnded(s flinkv1beta1.FlinkJobState) bool {
+	switch s {
+	case flinkv1beta1.FlinkJobFinished, flinkv1beta1.FlinkJobFailed, flinkv1beta1.FlinkJobCanceled:
+		return true
+	}
+	return false
+}
+
+// flinkDeployed records a deployment the way the operator does.
+func flinkDeployed(st *flinkv1beta1.FlinkDeploymentStatus, dep *flinkv1beta1.FlinkDeployment, now metav1.Time) {
+	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentDeploying
+	st.LifecycleState = flinkv1beta1.LifecycleStateDeployed
+	st.Error = ""
+	st.ObservedGeneration = dep.Generation
+	st.JobStatus = flinkv1beta1.JobStatus{
+		JobName: dep.Name, JobID: flinkJobID(dep), State: flinkv1beta1.FlinkJobCreated, UpdateTime: epochMillis(now),
+	}
+	st.ReconciliationStatus.State = flinkv1beta1.ReconciliationDeployed
+	st.ReconciliationStatus.ReconciliationTimestamp = now.UnixMilli()
+	st.TaskManager = &flinkv1beta1.TaskManagerInfo{
+		Replicas:      int32(TaskManagers(dep)),
+		LabelSelector: "app=" + labelValue(dep.Name) + ",component=" + RoleTaskManager + ",type=flink-native-kubernetes",
+	}
+}
+
+// flinkDeployFailed marks a deployment that could not be made: the JobManager deployment is
+// in ERROR and the job failed.
+func flinkDeployFailed(st *flinkv1beta1.FlinkDeploymentStatus, err error, now metav1.Time) {
+	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentError
+	flinkFail(st, err.Error(), now)
+}
+
+func flinkFail(st *flinkv1beta1.FlinkDeploymentStatus, msg string, now metav1.Time) {
+	st.JobStatus.State, st.JobStatus.UpdateTime = flinkv1beta1.FlinkJobFailed, epochMillis(now)
+	st.LifecycleState = flinkv1beta1.LifecycleStateFailed
+	st.Error = msg
+}

@@ -1,0 +1,253 @@
+package appsim
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+)
+
+// spark plays the Spark operator and spark-submit for one SparkApplication. Every step can be
+// taken twice: pods have fixed names, a pod that exists already is the one made before, and
+// the status is derived from the pods that exist, so a pass cut short (or a restart of the
+// stand-in) is finished by the next one.
+func (r *reconciler) spark(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var app sparkv1beta2.SparkApplication
+	if err := r.client.Get(ctx, req.NamespacedName, &app); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if app.DeletionTimestamp != nil {
+		return r.finalize(ctx, &app)
+	}
+	if ok, err := r.ensureFinalizer(ctx, &app); !ok || err != nil {
+		return reconcile.Result{}, err
+	}
+	byRole, err := r.podsByRole(ctx, app.Namespace, app.UID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	driverName := SparkDriverName(&app)
+	driver := podNamed(byRole[RoleDriver], driverName)
+	executors := byRole[RoleExecutor]
+	old := app.Status.DeepCopy()
+	st := &app.Status
+	now := metav1.NewTime(r.now())
+
+	var result reconcile.Result
+	switch {
+	case sparkEnded(st.AppState.State):
+		err = r.endExecutors(ctx, &app, executors)
+	case driver == nil && st.AppState.State == sparkv1beta2.ApplicationStateNew:
+		result, err = r.submitSpark(ctx, &app, now)
+	case driver == nil:
+		// Submitted, but the cache has no driver: made a moment ago, or gone.
+		var gone bool
+		gone, err = r.goneLive(ctx, app.Namespace, driverName, app.UID)
+		if err == nil && gone {
+			sparkEnd(st, sparkv1beta2.ApplicationStateFailed, fmt.Sprintf("driver pod %s not found", driverName), now)
+			err = r.endExecutors(ctx, &app, executors)
+		}
+	default:
+		if st.AppState.State == sparkv1beta2.ApplicationStateNew {
+			// The driver was made by a pass whose status write was lost.
+			sparkSubmitted(st, &app, now)
+		}
+		result, err = r.followDriver(ctx, &app, driver, executors, now)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	st.ExecutorState = sparkExecutorStates(old.ExecutorState, executors, st.AppState.State)
+	written, err := r.writeStatus(ctx, &app, old, st)
+	if written && st.AppState.State != old.AppState.State {
+		r.log.Info("spark application", "namespace", app.Namespace, "app", app.Name,
+			"state", st.AppState.State, "message", st.AppState.ErrorMessage)
+	}
+	return result, err
+}
+
+// submitSpark does what spark-submit does: it reads the whole configuration, then creates the
+// driver pod. A configuration spark-submit would refuse, or a pod the API server refuses, is
+// a failed submission.
+func (r *reconciler) submitSpark(ctx context.Context, app *sparkv1beta2.SparkApplication, now metav1.Time) (reconcile.Result, error) {
+	// Submit only what the API server, not a lagging cache, shows unsubmitted: an application
+	// whose submission failed a moment ago must not get a driver after all.
+	var current sparkv1beta2.SparkApplication
+	if err := r.live.Get(ctx, client.ObjectKeyFromObject(app), &current); err != nil {
+		return reconcile.Result{}, ignoreStale(err, "get %s/%s", app.Namespace, app.Name)
+	}
+	if current.Status.AppState.State != sparkv1beta2.ApplicationStateNew || current.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // the cache catches up and brings the application back
+	}
+	driver, err := SparkDriverPod(app)
+	if err == nil {
+		_, err = SparkExecutorPod(app, driver, 1)
+	}
+	if err != nil {
+		sparkSubmissionFailed(&app.Status, err, now)
+		return reconcile.Result{}, nil
+	}
+	created, err := r.ensurePod(ctx, driver)
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		sparkSubmissionFailed(&app.Status, err, now)
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("submit %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	if !created {
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
+	}
+	sparkSubmitted(&app.Status, app, now)
+	return reconcile.Result{}, nil
+}
+
+// followDriver moves the application along with its driver: running, it asks for the
+// executors; ended, the application ends and the executors go.
+func (r *reconciler) followDriver(ctx context.Context, app *sparkv1beta2.SparkApplication, driver *corev1.Pod, executors []corev1.Pod, now metav1.Time) (reconcile.Result, error) {
+	st := &app.Status
+	switch driver.Status.Phase {
+	case corev1.PodRunning:
+		st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateRunning}
+		return r.ensureExecutors(ctx, app, driver, executors)
+	case corev1.PodSucceeded:
+		sparkEnd(st, sparkv1beta2.ApplicationStateCompleted, "", now)
+		return reconcile.Result{}, r.endExecutors(ctx, app, executors)
+	case corev1.PodFailed:
+		msg := "driver pod failed"
+		if code, reason, ok := exitOf(driver, SparkDriverContainer); ok {
+			msg = fmt.Sprintf("driver container failed with ExitCode: %d, Reason: %s", code, reason)
+		}
+		sparkEnd(st, sparkv1beta2.ApplicationStateFailed, msg, now)
+		return reconcile.Result{}, r.endExecutors(ctx, app, executors)
+	}
+	return reconcile.Result{}, nil // pending: still SUBMITTED
+}
+
+// ensureExecutors creates the executors the driver asks for. An executor whose pod ended
+// while the driver runs is lost; Spark asks for a new one, which here takes the old name once
+// the old pod is gone.
+func (r *reconciler) ensureExecutors(ctx context.Context, app *sparkv1beta2.SparkApplication, driver *corev1.Pod, executors []corev1.Pod) (reconcile.Result, error) {
+	again := false
+	for n := 1; n <= SparkExecutorCount(app); n++ {
+		if p := podNamed(executors, SparkExecutorName(app, n)); p != nil {
+			if finished(p) && sparkDeletesExecutors(app) {
+				if err := r.deletePods(ctx, []corev1.Pod{*p}); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
+			continue
+		}
+		pod, err := SparkExecutorPod(app, driver, n)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("executor %d of %s/%s: %w", n, app.Namespace, app.Name, err)
+		}
+		created, err := r.ensurePod(ctx, pod)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		again = again || !created
+	}
+	if again {
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// endExecutors ends the executors with their driver: deleted (Spark's default), or stopped
+// and kept when executor.deleteOnTermination is false.
+func (r *reconciler) endExecutors(ctx context.Context, app *sparkv1beta2.SparkApplication, executors []corev1.Pod) error {
+	if sparkDeletesExecutors(app) {
+		return r.deletePods(ctx, executors)
+	}
+	return r.stopPods(ctx, executors)
+}
+
+// sparkDeletesExecutors is executor.deleteOnTermination (spark.kubernetes.executor.
+// deleteOnTermination), true unless set false.
+func sparkDeletesExecutors(app *sparkv1beta2.SparkApplication) bool {
+	if d := app.Spec.Executor.DeleteOnTermination; d != nil {
+		return *d
+	}
+	return app.Spec.SparkConf["spark.kubernetes.executor.deleteOnTermination"] != "false"
+}
+
+// sparkEnded says whether an application state is final (slotplane asks for no reruns).
+func sparkEnded(s sparkv1beta2.ApplicationStateType) bool {
+	switch s {
+	case sparkv1beta2.ApplicationStateCompleted, sparkv1beta2.ApplicationStateFailed, sparkv1beta2.ApplicationStateFailedSubmission:
+		return true
+	}
+	return false
+}
+
+// sparkSubmitted records a submission the way the operator does.
+func sparkSubmitted(st *sparkv1beta2.SparkApplicationStatus, app *sparkv1beta2.SparkApplication, now metav1.Time) {
+	st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateSubmitted}
+	st.SparkApplicationID = SparkAppID(app)
+	st.SubmissionID = sparkSubmissionID(app)
+	st.SubmissionAttempts++
+	st.ExecutionAttempts++
+	st.LastSubmissionAttemptTime = now
+	st.DriverInfo.PodName = SparkDriverName(app)
+}
+
+func sparkSubmissionFailed(st *sparkv1beta2.SparkApplicationStatus, err error, now metav1.Time) {
+	st.SubmissionAttempts++
+	st.LastSubmissionAttemptTime = now
+	sparkEnd(st, sparkv1beta2.ApplicationStateFailedSubmission, err.Error(), now)
+}
+
+func sparkEnd(st *sparkv1beta2.SparkApplicationStatus, state sparkv1beta2.ApplicationStateType, msg string, now metav1.Time) {
+	st.AppState = sparkv1beta2.ApplicationState{State: state, ErrorMessage: msg}
+	st.TerminationTime = now
+}
+
+// sparkExecutorStates is the executorState map after a pass: every executor ever seen keeps
+// its entry, updated from its pod while there is one. An executor whose pod went while the
+// application runs is UNKNOWN until its replacement shows; once the application has ended,
+// every executor that did not fail is COMPLETED.
+func sparkExecutorStates(prev map[string]sparkv1beta2.ExecutorState, executors []corev1.Pod, app sparkv1beta2.ApplicationStateType) map[string]sparkv1beta2.ExecutorState {
+	out := maps.Clone(prev)
+	if out == nil {
+		out = map[string]sparkv1beta2.ExecutorState{}
+	}
+	seen := map[string]bool{}
+	for i := range executors {
+		out[executors[i].Name] = executorState(&executors[i])
+		seen[executors[i].Name] = true
+	}
+	for name, s := range out {
+		if !seen[name] && (s == sparkv1beta2.ExecutorStatePending || s == sparkv1beta2.ExecutorStateRunning) {
+			out[name] = sparkv1beta2.ExecutorStateUnknown
+		}
+		if sparkEnded(app) && out[name] != sparkv1beta2.ExecutorStateFailed {
+			out[name] = sparkv1beta2.ExecutorStateCompleted
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func executorState(p *corev1.Pod) sparkv1beta2.ExecutorState {
+	switch p.Status.Phase {
+	case corev1.PodRunning:
+		return sparkv1beta2.ExecutorStateRunning
+	case corev1.PodSucceeded:
+		return sparkv1beta2.ExecutorStateCompleted
+	case corev1.PodFailed:
+		return sparkv1beta2.ExecutorStateFailed
+	case corev1.PodUnknown:
+		return sparkv1beta2.ExecutorStateUnknown
+	}
+	return sparkv1beta2.ExecutorStatePending
+}
