@@ -225,8 +225,9 @@ func Spark(r Run) (*sparkv1beta2.SparkApplication, error) {
 }
 
 // sparkSize sets cores and memory so that the pod Spark makes requests exactly size: Spark
-// asks for memory + memoryOverhead, so both are set, the overhead as Spark would compute it
-// (a tenth, at least 384 MiB).
+// asks for memory + memoryOverhead, so both are set explicitly, the overhead a tenth of the
+// size with Spark's floor of 384 MiB, the heap the rest. (Left to itself Spark would take a
+// factor of the heap, and the pod would not match the slot.)
 func sparkSize(p *sparkv1beta2.SparkPodSpec, coreRequest *string, size corev1.ResourceList) error {
 	cpu, mem := size[corev1.ResourceCPU], size[corev1.ResourceMemory]
 	if cpu.Sign() <= 0 || mem.Sign() <= 0 {
