@@ -174,23 +174,10 @@ func (p *parser) firstElement() (xml.StartElement, error) {
 	}
 }
 
-// text reads the character data of a value element up to its end.
+// text reads the trimmed character data of a value element up to its end.
 func (p *parser) text(name string) (string, error) {
-	var sb strings.Builder
-	for {
-		tok, err := p.dec.Token()
-		if err != nil {
-			return "", &ConfigError{Line: p.pos(), Element: name, Msg: "not well-formed XML: " + err.Error()}
-		}
-		switch t := tok.(type) {
-		case xml.CharData:
-			sb.Write(t)
-		case xml.StartElement:
-			return "", p.errf(name, "a value element cannot hold <%s>", t.Name.Local)
-		case xml.EndElement:
-			return strings.TrimSpace(sb.String()), nil
-		}
-	}
+	v, err := p.rawText(name)
+	return strings.TrimSpace(v), err
 }
 
 func attr(s xml.StartElement, name string) (string, bool) {
@@ -399,7 +386,8 @@ func (p *parser) queueBody(q *QueueConfig, element string) error {
 	}
 }
 
-// rawText is text without trimming: an ACL's leading space means "groups only".
+// rawText reads the character data of a value element up to its end, untrimmed: an ACL's
+// leading space means "groups only".
 func (p *parser) rawText(name string) (string, error) {
 	var sb strings.Builder
 	for {
