@@ -108,7 +108,8 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 			s.byUser[a.User]++
 			ls.usage, ls.am = ls.usage.Add(a.Usage), ls.am.Add(a.AM)
 			ls.running++
-		} else {
+		}
+		if a.asking() {
 			ls.waiting++
 		}
 	}
@@ -206,7 +207,7 @@ func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
 		}
 	}
 	for _, a := range apps {
-		if a.Running {
+		if !a.asking() {
 			continue
 		}
 		if s.t.Policy(q) == PolicyStateAware && !allowed[a.ID] {
@@ -215,9 +216,22 @@ func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
 		}
 		waiting = append(waiting, a)
 	}
-	// fifo, fair, drf and StateAware all serve waiting applications by submission: they
-	// hold nothing yet, so fair's least usage and drf's least dominant share tie.
+	// fifo and StateAware serve by submission; fair serves the application with the least
+	// memory first, drf the one with the least dominant share, submission breaking ties.
+	// Waiting applications hold nothing, so among them every policy is first come, first
+	// served.
+	policy := s.t.Policy(q)
 	slices.SortStableFunc(waiting, func(a, b App) int {
+		switch policy {
+		case PolicyFair:
+			if c := cmp.Compare(a.Usage.MemoryMB, b.Usage.MemoryMB); c != 0 {
+				return c
+			}
+		case PolicyDRF:
+			if c := cmp.Compare(a.Usage.DominantShare(s.c.Total), b.Usage.DominantShare(s.c.Total)); c != 0 {
+				return c
+			}
+		}
 		if c := cmp.Compare(a.Order, b.Order); c != 0 {
 			return c
 		}
@@ -233,32 +247,46 @@ func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
 	return App{}, false
 }
 
-// blocked says which limit keeps a waiting application from starting, or "".
+// blocked says which limit keeps a waiting application from starting, or a running one from
+// getting more, or "". The application limits (maxRunningApps, the user's, maxAMShare) only
+// hold back applications that do not run yet.
 func (s *snapshot) blocked(leaf *Queue, a App) string {
-	if n := s.t.UserMaxRunningApps(a.User); n >= 0 && s.byUser[a.User] >= n {
+	ask := a.ask()
+	if n := s.t.UserMaxRunningApps(a.User); !a.Running && n >= 0 && s.byUser[a.User] >= n {
 		return fmt.Sprintf("user %s runs its maximum of %d applications", a.User, n)
 	}
 	for q := leaf; q != nil; q = q.parent {
-		if n := s.t.MaxRunningApps(q); n >= 0 && s.running[q.Path] >= n && q != s.t.root {
+		if n := s.t.MaxRunningApps(q); !a.Running && n >= 0 && s.running[q.Path] >= n && q != s.t.root {
 			return fmt.Sprintf("queue %s runs its maximum of %d applications", q.Path, n)
 		}
 		if q == s.t.root && (q.Config == nil || q.Config.MaxResources == nil) {
 			continue // root's only limit is the capacity, checked below
 		}
-		if max := s.t.MaxResources(q, s.c.Total); !s.usage[q.Path].Add(a.Demand).Fits(max) {
-			return fmt.Sprintf("queue %s would exceed its maxResources %s (uses %s, the application needs %s)", q.Path, max, s.usage[q.Path], a.Demand)
+		if max := s.t.MaxResources(q, s.c.Total); !s.usage[q.Path].Add(ask).Fits(max) {
+			return fmt.Sprintf("queue %s would exceed its maxResources %s (uses %s, the application needs %s)", q.Path, max, s.usage[q.Path], ask)
 		}
 	}
-	if share := s.t.MaxAMShare(leaf); share >= 0 && s.running[leaf.Path] > 0 {
+	if share := s.t.MaxAMShare(leaf); !a.Running && share >= 0 && s.running[leaf.Path] > 0 {
 		limit := scale(s.share[leaf.Path], share)
 		if !s.amUsage[leaf.Path].Add(a.AM).Fits(limit) {
 			return fmt.Sprintf("queue %s's drivers would exceed maxAMShare %.2f of its fair share (%s)", leaf.Path, share, limit)
 		}
 	}
-	if !a.Demand.Fits(s.free) {
-		return fmt.Sprintf("not enough free resources (%s free, needs %s)", s.free, a.Demand)
+	if !ask.Fits(s.free) {
+		return fmt.Sprintf("not enough free resources (%s free, needs %s)", s.free, ask)
 	}
 	return ""
+}
+
+// asking: the application competes for resources now (it waits, or runs and asks for more).
+func (a App) asking() bool { return !a.Running || a.Pending }
+
+// ask is what the application asks for now.
+func (a App) ask() Resources {
+	if a.Ask.IsZero() {
+		return a.Demand
+	}
+	return a.Ask
 }
 
 func scale(r Resources, f float64) Resources {

@@ -248,3 +248,45 @@ func TestCanMove(t *testing.T) {
 		})
 	}
 }
+
+// Driver first: a running application asking for one more executor competes with waiting
+// ones. The application limits hold back only applications not yet running; maxResources
+// and the free capacity hold back both; fair serves the application with the least first.
+func TestNext_RunningApplicationsAskForMore(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="f"><schedulingPolicy>fair</schedulingPolicy><maxRunningApps>2</maxRunningApps><maxResources>20480 mb, 100 vcores</maxResources></queue>
+  <queue name="o"><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
+</allocations>`)
+	total := Resources{MemoryMB: 100000, VCores: 100}
+	asking := func(a App, held int64) App {
+		a.Running, a.Pending, a.Ask = true, true, slotRes
+		a.Usage = driverRes.Add(times(slotRes, held))
+		return a
+	}
+	// Two run (the queue's maximum) and ask for more; the bigger one came first, but fair
+	// serves the smaller; the waiting third is held by maxRunningApps.
+	apps := []App{asking(job("big", "root.f", "x", 1, 3), 2), asking(job("small", "root.f", "y", 2, 3), 0), job("third", "root.f", "z", 3, 1)}
+	got, refusals := next(t, tr, Cluster{Total: total, Apps: apps})
+	if got != "small" || !strings.Contains(reasonFor(refusals, "third"), "runs its maximum of 2") {
+		t.Errorf("fair among running: got %q, refusals %v", got, refusals)
+	}
+	// maxResources (20480 mb) holds a running application's ask as well: each holds 2048 +
+	// 2*4096 = 10240, so one more 4096 executor would pass it.
+	apps = []App{asking(job("big", "root.f", "x", 1, 3), 2), asking(job("small", "root.f", "y", 2, 3), 2)}
+	got, refusals = next(t, tr, Cluster{Total: total, Apps: apps})
+	if got != "" || !strings.Contains(reasonFor(refusals, "small"), "maxResources") {
+		t.Errorf("maxResources: got %q, refusals %v", got, refusals)
+	}
+	// The ask, not the whole demand, must fit the free capacity.
+	apps = []App{asking(job("one", "root.o", "x", 1, 5), 0)}
+	small := driverRes.Add(slotRes)
+	if got, refusals := next(t, tr, Cluster{Total: small, Apps: apps}); got != "one" {
+		t.Errorf("ask fits: got %q, refusals %v", got, refusals)
+	}
+	// A running application that asks for nothing is not offered anything.
+	apps = []App{running(job("done-asking", "root.o", "x", 1, 1))}
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "" {
+		t.Errorf("not asking: got %q", got)
+	}
+}

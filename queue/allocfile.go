@@ -73,6 +73,10 @@ type Allocations struct {
 	DefaultMinSharePreemptionTimeout    *time.Duration
 	DefaultFairSharePreemptionThreshold *float64
 	Placement                           []Rule
+	// Preemption is the global switch and utilization threshold, yarn-site properties in
+	// Hadoop (yarn.scheduler.fair.preemption and its cluster-utilization-threshold) and the
+	// elements preemption and preemptionUtilizationThreshold here, slotplane's extension.
+	Preemption Preemption
 }
 
 // ConfigError is a mistake in an allocation file, with where it is.
@@ -105,6 +109,7 @@ func ParseAllocations(data []byte) (*Allocations, error) {
 		UserMaxApps:                  map[string]int{},
 		QueueMaxAMShareDefault:       0.5,
 		DefaultQueueSchedulingPolicy: PolicyFair,
+		Preemption:                   Preemption{UtilizationThreshold: DefaultUtilizationThreshold},
 	}
 	start, err := p.firstElement()
 	if err != nil {
@@ -260,6 +265,22 @@ func (p *parser) allocations(a *Allocations) error {
 				return err
 			}
 			a.DefaultFairSharePreemptionThreshold = &f
+		case "preemption":
+			v, err := p.text(name)
+			if err != nil {
+				return err
+			}
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return p.errf(name, "%q is neither true nor false", v)
+			}
+			a.Preemption.Enabled = on
+		case "preemptionUtilizationThreshold":
+			f, err := p.fraction(name)
+			if err != nil {
+				return err
+			}
+			a.Preemption.UtilizationThreshold = f
 		case "queuePlacementPolicy":
 			rules, err := p.rules(name)
 			if err != nil {

@@ -8,14 +8,18 @@ import (
 	"time"
 )
 
-// Preemption is the scheduler-wide preemption setting (yarn-site.xml in the Fair Scheduler).
+// Preemption is the scheduler-wide preemption setting (yarn-site.xml in the Fair Scheduler,
+// the allocation file's preemption elements here).
 type Preemption struct {
 	// Enabled is the global switch (off by default, as in the Fair Scheduler).
 	Enabled bool
 	// UtilizationThreshold: preemption happens only while the test bed is used at least this
-	// much (0.8 by default): with free room there is nothing to take.
+	// much (DefaultUtilizationThreshold): with free room there is nothing to take.
 	UtilizationThreshold float64
 }
+
+// DefaultUtilizationThreshold is the Fair Scheduler's default cluster utilization threshold.
+const DefaultUtilizationThreshold = 0.8
 
 // DefaultFairSharePreemptionThreshold applies when neither a queue, its ancestors nor the
 // file set one.
@@ -165,10 +169,10 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 		return nil
 	}
 	s := t.snapshot(c)
-	over := map[string]Resources{} // what each queue holds above its share
-	for path, u := range s.usage {
-		if q := t.Queue(path); q != nil && q.Leaf() {
-			if share := s.share[path]; u.MemoryMB > share.MemoryMB {
+	over := map[string]Resources{}   // what each queue holds above its share
+	for _, path := range t.Paths() { // not over the usage map: workflows call this, in order
+		if q := t.Queue(path); q.Leaf() {
+			if u, share := s.usage[path], s.share[path]; u.MemoryMB > share.MemoryMB {
 				over[path] = Resources{MemoryMB: u.MemoryMB - share.MemoryMB}
 			}
 		}

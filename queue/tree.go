@@ -18,8 +18,13 @@ type App struct {
 	// executors); Usage is what it holds now.
 	AM, Demand, Usage Resources
 	Running           bool
+	// Ask is what the application asks for now, when that is not all of Demand: a waiting
+	// application admitted driver first asks for its AM; a running one with Pending set asks
+	// for one more executor. Zero means Demand (all at once, as slotplane grants slots).
+	Ask Resources
 	// For StateAware leaves: the start-up state of a running application (empty: Running),
-	// since when it is Starting, whether it asks for more now, and the options' inputs.
+	// since when it is Starting, whether it asks for more now (a running application with
+	// Pending set competes for its Ask like a waiting one), and the options' inputs.
 	State         AppState
 	StartingSince time.Time
 	Pending       bool
