@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -240,5 +241,53 @@ func TestExtender_LabelOutlivesAnUnwrittenReservation(t *testing.T) {
 		s := e.testBed(t).Status.Slots[3]
 		return s.State != v1alpha1.SlotFree && s.PodName == "early"
 	}, 10*time.Second, 100*time.Millisecond, "the seeded reservation reaches the status")
+	checker.requireClean(t)
+}
+
+// A pod bound beside its own slot's ghost, on the room of a slot whose ghost was evicted for
+// a pod that has not bound yet, leaves that pod a full node and no ghost of its own to evict.
+// The extender names the displaced ghost instead, and the waiting pod gets in.
+func TestExtender_WaitingPodEvictsTheGhostADisplacedPodLeft(t *testing.T) {
+	e := newEnv(t, "4")
+	checker := watchDoubleBooking(t, e)
+	ctx := context.Background()
+	var mine, theirs v1alpha1.SlotStatus
+	for _, s := range e.testBed(t).Status.Slots {
+		if s.NodeName == e.testBed(t).Status.Slots[0].NodeName {
+			mine, theirs = theirs, s
+		}
+	}
+	require.NotEqual(t, mine.Position, theirs.Position, "two slots share a node")
+	require.NoError(t, e.extender.Stop())
+
+	// What the scheduler and a dead extender left: one slot's ghost evicted for "waiting",
+	// which carries the slot's label but lost its nomination; "squatter" bound to the node
+	// with the other slot's label while that slot's ghost still stands.
+	var ghosts corev1.PodList
+	require.NoError(t, e.client.List(ctx, &ghosts, client.InNamespace("default"), client.MatchingLabels{
+		v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: fmt.Sprint(mine.PositionOnNode),
+	}, client.MatchingFields{"spec.nodeName": mine.NodeName}))
+	require.Len(t, ghosts.Items, 1)
+	ghost := ghosts.Items[0]
+	require.NoError(t, e.client.Delete(ctx, &ghost, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(e.client.Get(ctx, client.ObjectKeyFromObject(&ghost), &corev1.Pod{}))
+	}, 10*time.Second, 50*time.Millisecond)
+	squatter := slotPod("squatter", fmt.Sprint(theirs.Position))
+	squatter.Labels[v1alpha1.SlotIDLabel] = fmt.Sprint(theirs.Position)
+	squatter.Spec.NodeName = theirs.NodeName
+	require.NoError(t, e.client.Create(ctx, squatter))
+	e.waitRunning(t, "squatter")
+	waiting := slotPod("waiting", fmt.Sprint(mine.Position))
+	waiting.Labels[v1alpha1.SlotIDLabel] = fmt.Sprint(mine.Position)
+	require.NoError(t, e.client.Create(ctx, waiting))
+
+	e.startExtender(t)
+	got := e.waitRunning(t, "waiting")
+	require.Equal(t, mine.NodeName, got.Spec.NodeName)
+	require.Eventually(t, func() bool {
+		_, stands := ghostsBySlot(t, e)[int(theirs.Position)]
+		return !stands
+	}, 10*time.Second, 100*time.Millisecond, "the squatter's slot's ghost was the victim")
 	checker.requireClean(t)
 }

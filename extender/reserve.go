@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,6 +146,38 @@ func RequestOf(pod *corev1.Pod) (SlotRequest, error) {
 		Allowed: allowed,
 		Pod:     slots.Pod{Name: pod.Name, UID: pod.UID},
 	}, nil
+}
+
+// Assigned narrows a request to the slots its BatchJob holds now, when Admission changed
+// them after the application was made (AssignedSlotsAnnotation): a preempted job's pods,
+// asked for again by Spark or Flink, must not take back the slots it lost. A pod of no
+// BatchJob, or of one without the annotation, keeps its own list.
+func (r *Reserver) Assigned(ctx context.Context, pod *corev1.Pod, req SlotRequest) (SlotRequest, error) {
+	name := pod.Labels[v1alpha1.BatchJobLabel]
+	if name == "" {
+		return req, nil
+	}
+	var job v1alpha1.BatchJob
+	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, &job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return req, nil
+		}
+		return req, fmt.Errorf("get batch job %s/%s: %w", pod.Namespace, name, err)
+	}
+	v, ok := job.Annotations[v1alpha1.AssignedSlotsAnnotation]
+	if !ok {
+		return req, nil
+	}
+	if strings.TrimSpace(v) == "" {
+		why := fmt.Sprintf("its batch job %s holds no slot now (preempted)", name)
+		return req, &slots.NoSlotError{Reason: why, Nodes: map[string]string{}, OtherNodes: why}
+	}
+	assigned, err := slots.ParseSlotIDs(v)
+	if err != nil {
+		return req, fmt.Errorf("%w: batch job %s/%s: %s: %w", ErrBadPod, pod.Namespace, name, v1alpha1.AssignedSlotsAnnotation, err)
+	}
+	req.Allowed = assigned
+	return req, nil
 }
 
 // Reserve finds the pod's slot among candidates (nil: any node) and reserves it in memory;
@@ -285,6 +318,52 @@ func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1a
 		return nil, fmt.Errorf("slot %d on node %s has no ghost pod yet", slot.Position, slot.NodeName)
 	}
 	return found, nil
+}
+
+// DisplacedGhost finds the ghost to evict for a pod whose slot has lost its ghost but whose
+// node is still full: another pod took the room. That happens when a slot pod binds beside
+// its own slot's ghost, on the room of a slot whose ghost was evicted for a pod still waiting
+// to bind (the waiting pod lost its nomination, say while the extender was away). The ghost
+// of the binder's slot then stands on room nobody may use; evicting it is what the ghost
+// reconciler would do, and lets the waiting pod in. Only a ghost whose slot is held by a pod
+// already bound to the node qualifies.
+func (r *Reserver) DisplacedGhost(ctx context.Context, bed types.NamespacedName, slot v1alpha1.SlotStatus) (*corev1.Pod, error) {
+	holders := map[string]v1alpha1.SlotStatus{} // position on node -> the slot as held
+	b := r.bed(bed)
+	b.mu.Lock()
+	if b.base != nil {
+		ix := b.index()
+		for _, s := range b.base.Status.Slots {
+			if s.NodeName != slot.NodeName || s.Position == slot.Position {
+				continue
+			}
+			if cur, ok := ix.Slot(s.Position); ok && cur.PodUID != "" {
+				holders[strconv.Itoa(int(s.PositionOnNode))] = cur
+			}
+		}
+	}
+	b.mu.Unlock()
+
+	var ghosts corev1.PodList
+	err := r.Cache.List(ctx, &ghosts, client.InNamespace(bed.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: bed.Name, v1alpha1.GhostLabel: "true"})
+	if err != nil {
+		return nil, fmt.Errorf("list ghosts of %s: %w", bed, err)
+	}
+	for i := range ghosts.Items {
+		g := &ghosts.Items[i]
+		held, ok := holders[g.Labels[v1alpha1.PositionOnNodeLabel]]
+		if g.Spec.NodeName != slot.NodeName || g.DeletionTimestamp != nil || !ok {
+			continue
+		}
+		var holder corev1.Pod
+		if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: held.PodName}, &holder); err != nil {
+			continue // gone, or not seen yet: its ghost is not known to be in the way
+		}
+		if holder.UID == held.PodUID && holder.Spec.NodeName == slot.NodeName && holder.DeletionTimestamp == nil {
+			return g, nil
+		}
+	}
+	return nil, fmt.Errorf("slot %d on node %s has no ghost pod yet", slot.Position, slot.NodeName)
 }
 
 func (r *Reserver) bed(key types.NamespacedName) *bedState {

@@ -47,9 +47,13 @@ func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	// Ask for both informers before starting, so both are synced when the wait returns.
+	// Ask for every informer before starting, so all are synced when the wait returns.
 	if _, err := informers.GetInformer(ctx, &v1alpha1.TestBed{}); err != nil {
 		return nil, fmt.Errorf("extender informer for TestBeds: %w", err)
+	}
+	// BatchJobs carry the slots a preempted job still holds (Reserver.Assigned).
+	if _, err := informers.GetInformer(ctx, &v1alpha1.BatchJob{}); err != nil {
+		return nil, fmt.Errorf("extender informer for BatchJobs: %w", err)
 	}
 	pods, err := informers.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {

@@ -75,11 +75,13 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 	}
 	candidates := nodeNames(&args)
 	req, err := RequestOf(args.Pod)
-	if err != nil {
-		h.finish(w, "filter", "bad_request", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
-		return
+	if err == nil {
+		req, err = h.reserver.Assigned(r.Context(), args.Pod, req)
 	}
-	res, err := h.reserver.Reserve(r.Context(), req, candidates)
+	var res Reservation
+	if err == nil {
+		res, err = h.reserver.Reserve(r.Context(), req, candidates)
+	}
 	var noSlot *slots.NoSlotError
 	switch {
 	case errors.As(err, &noSlot):
@@ -117,7 +119,8 @@ type preemptResult struct {
 
 // preempt answers with the node of the pod's slot and that slot's ghost as the only victim,
 // whatever the scheduler proposed: the scheduler stops at the first workable preemption,
-// but the slot decides where the pod goes.
+// but the slot decides where the pod goes. When the slot's ghost is gone and the node is
+// still full, the victim is the ghost a pod bound beside it made redundant (DisplacedGhost).
 func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var args extenderv1.ExtenderPreemptionArgs
@@ -131,11 +134,13 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := RequestOf(args.Pod)
-	if err != nil {
-		fail("bad_request", err)
-		return
+	if err == nil {
+		req, err = h.reserver.Assigned(r.Context(), args.Pod, req)
 	}
-	res, err := h.reserver.Reserve(r.Context(), req, nil)
+	var res Reservation
+	if err == nil {
+		res, err = h.reserver.Reserve(r.Context(), req, nil)
+	}
 	var noSlot *slots.NoSlotError
 	if errors.As(err, &noSlot) {
 		fail("no_slot", err)
@@ -151,6 +156,9 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ghost, err := h.reserver.Ghost(r.Context(), res.TestBed, res.Slot)
+	if err != nil {
+		ghost, err = h.reserver.DisplacedGhost(r.Context(), res.TestBed, res.Slot)
+	}
 	if err != nil {
 		// The slot stays reserved for the pod; the scheduler retries once the ghost exists.
 		fail("no_slot", err)

@@ -25,6 +25,9 @@ type ObservedPod struct {
 	Terminating bool
 	// Finished: the pod succeeded or failed; it no longer uses its slot.
 	Finished bool
+	// Unschedulable: the scheduler tried the pod and found no place (its PodScheduled
+	// condition is False with reason Unschedulable).
+	Unschedulable bool
 }
 
 // Plan is one pass of the ghost-pod reconciler.
@@ -73,9 +76,15 @@ func RequestsKey(r corev1.ResourceList) string {
 // PlanGhosts compares the ghosts the layout wants with the pods that exist. A slot wants a
 // ghost unless a live real pod on the slot's node holds it. ghostRequests is what every
 // ghost requests: the slot's resources plus one unit of the slot resource.
+//
+// A pod the scheduler found no place for, and that holds no slot, is waiting, not being
+// placed: it does not stop the pass. Such a pod may wait for good (a preempted job's
+// executor asked for again, the ninth pod for eight slots), and ghosts must be kept up
+// meanwhile. The extender labels a pod with its slot before it answers, so a pod whose
+// placement could race with this pass carries a slot.
 func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []ObservedPod) Plan {
 	for _, p := range pods {
-		if p.Finished {
+		if p.Finished || (p.NodeName == "" && p.Unschedulable && p.Slot < 0 && !p.Ghost) {
 			continue
 		}
 		if p.NodeName == "" {

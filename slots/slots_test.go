@@ -382,6 +382,16 @@ func TestPlanGhosts(t *testing.T) {
 		"an unscheduled pod aborts the pass": {
 			pods: append(all[:4:4], ObservedPod{Name: "exec-2", Slot: 1}), inProgress: "pod exec-2 is not scheduled yet",
 		},
+		"a pod the scheduler found no place for, holding no slot, waits beside the pass": {
+			pods:     append(all[:4:4], ObservedPod{Name: "exec-9", Slot: -1, Unschedulable: true}),
+			wantKeep: 4,
+		},
+		"a labelled pod marked unschedulable is still being placed": {
+			pods: append(all[:4:4], ObservedPod{Name: "exec-3", Slot: 2, Unschedulable: true}), inProgress: "pod exec-3 is not scheduled yet",
+		},
+		"a pod not tried yet aborts the pass": {
+			pods: append(all[:4:4], ObservedPod{Name: "exec-4", Slot: -1}), inProgress: "pod exec-4 is not scheduled yet",
+		},
 		"a terminating ghost aborts the pass": {
 			pods: []ObservedPod{func() ObservedPod { g := all[0]; g.Terminating = true; return g }()}, inProgress: "pod ghost-node-0-0 is terminating",
 		},

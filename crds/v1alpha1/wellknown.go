@@ -42,6 +42,11 @@ const (
 	CreationRequestAnnotation = GroupName + "/creation-request"
 	// BatchJobLabel names, on an application and its pods, the BatchJob it runs.
 	BatchJobLabel = GroupName + "/batchjob"
+	// AssignedSlotsAnnotation, on a BatchJob, lists the slots its running application holds
+	// now, when they changed after the application was made (preemption took some back).
+	// Comma-separated positions, possibly none. It overrides the slot ids on the job's pods:
+	// the extender gives a new pod of the job only these. A new creation request removes it.
+	AssignedSlotsAnnotation = GroupName + "/assigned-slots"
 	// SchedulingFinalizer keeps a deleted Scheduling until its workflow has released its
 	// claims and deleted the applications it created.
 	SchedulingFinalizer = GroupName + "/scheduling"
@@ -76,4 +81,11 @@ const (
 const (
 	// ConditionReady is True when the object is in the state its spec asks for.
 	ConditionReady = "Ready"
+)
+
+// QueuesConfigMap is the ConfigMap, in a test bed's namespace, that holds the allocation file
+// of the namespace's test beds, under the key QueuesConfigMapKey.
+const (
+	QueuesConfigMap    = "slotplane-queues"
+	QueuesConfigMapKey = "fair-scheduler.xml"
 )

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -51,6 +52,8 @@ func CacheOptions() cache.Options {
 		Scheme: Scheme(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*slotPods)},
+			// Only the allocation files: a cluster's ConfigMaps are many and large.
+			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap)},
 		},
 	}
 }
