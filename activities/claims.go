@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,6 +126,7 @@ func (a *Activities) release(ctx context.Context, in ClaimInput, newObj func() c
 			obj.SetLabels(labels)
 			annotations := obj.GetAnnotations()
 			delete(annotations, v1alpha1.CreationRequestAnnotation)
+			delete(annotations, v1alpha1.AssignedSlotsAnnotation)
 			obj.SetAnnotations(annotations)
 			return a.Client.Update(ctx, obj)
 		})
@@ -167,6 +173,99 @@ func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInpu
 			job.Annotations = map[string]string{}
 		}
 		job.Annotations[v1alpha1.CreationRequestAnnotation] = string(body)
+		delete(job.Annotations, v1alpha1.AssignedSlotsAnnotation) // it spoke of the last run
 		return a.Client.Update(ctx, &job)
 	})
+}
+
+// AssignSlotsInput changes the slots of a held job's running application: it keeps Keep and
+// loses Revoke.
+type AssignSlotsInput struct {
+	Namespace  string
+	Scheduling string
+	Job        string
+	TestBed    string
+	Keep       []int32
+	Revoke     []int32
+	// Why is said in the Event on the job when slots are revoked.
+	Why string
+}
+
+// AssignSlots records the slots a job's application holds now on the job
+// (AssignedSlotsAnnotation, which the extender honours for the job's new pods), then deletes
+// the job's pods in the revoked slots. The record comes first: Spark and Flink ask for a lost
+// executor again at once, and the new pod must not take the slot back. Both steps can be
+// repeated.
+func (a *Activities) AssignSlots(ctx context.Context, in AssignSlotsInput) error {
+	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
+	want := joinSlots(in.Keep)
+	var job v1alpha1.BatchJob
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := a.Client.Get(ctx, key, &job); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nonRetryable(ErrNotHeld, "job %s is gone", key)
+			}
+			return err
+		}
+		if holder := job.Labels[v1alpha1.ActiveSchedulingLabel]; holder != in.Scheduling {
+			return nonRetryable(ErrNotHeld, "job %s is held by %q, not %s", key, holder, in.Scheduling)
+		}
+		if v, ok := job.Annotations[v1alpha1.AssignedSlotsAnnotation]; ok && v == want {
+			return nil
+		}
+		if job.Annotations == nil {
+			job.Annotations = map[string]string{}
+		}
+		job.Annotations[v1alpha1.AssignedSlotsAnnotation] = want
+		return a.Client.Update(ctx, &job)
+	})
+	if err != nil || len(in.Revoke) == 0 {
+		return err
+	}
+	var pods corev1.PodList
+	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace),
+		client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job, v1alpha1.TestBedLabel: in.TestBed}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
+		return fmt.Errorf("list pods of job %s: %w", key, err)
+	}
+	var deleted []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		pos, err := strconv.ParseInt(p.Labels[v1alpha1.SlotIDLabel], 10, 32)
+		if err != nil || p.DeletionTimestamp != nil || p.Labels[v1alpha1.GhostLabel] == "true" || !slices.Contains(in.Revoke, int32(pos)) {
+			continue
+		}
+		if err := a.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod %s/%s of job %s in revoked slot %d: %w", p.Namespace, p.Name, in.Job, pos, err)
+		}
+		deleted = append(deleted, p.Name)
+	}
+	if len(deleted) == 0 {
+		return nil // a repeat: the pods went on an earlier attempt
+	}
+	// An Event on the job says what happened, as the scheduler says it of preempted pods.
+	// A failed write fails the attempt, and the retry finds the pods gone and writes none:
+	// events are best effort.
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: in.Job + ".", Namespace: in.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "BatchJob", Namespace: in.Namespace,
+			Name: in.Job, UID: job.UID, ResourceVersion: job.ResourceVersion},
+		Reason:  "Preempted",
+		Message: fmt.Sprintf("slots %s taken back, pods %s deleted: %s", joinSlots(in.Revoke), strings.Join(deleted, ", "), in.Why),
+		Type:    corev1.EventTypeNormal, Source: corev1.EventSource{Component: "slotplane-admission"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if err := a.Client.Create(ctx, ev); err != nil {
+		return fmt.Errorf("record the preemption of job %s: %w", key, err)
+	}
+	return nil
+}
+
+// joinSlots renders positions as the comma-separated list the annotations use.
+func joinSlots(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ",")
 }

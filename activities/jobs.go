@@ -154,6 +154,8 @@ type AppKey struct {
 	App       v1alpha1.ApplicationRef
 	// Replicas is how many executors or TaskManagers the application has.
 	Replicas int
+	// Enough is how many placed executors WaitPlaced waits for; 0 means all Replicas.
+	Enough int
 }
 
 // AppProgress is how far an application got.
@@ -170,11 +172,15 @@ type AppProgress struct {
 // pollInterval is how often the waiting activities look at an application.
 const pollInterval = time.Second
 
-// WaitPlaced waits until every executor or TaskManager of the application holds a slot and
-// is bound to its node, or the application ended (a restart may find it finished: a jump).
-// It heartbeats while it waits.
+// WaitPlaced waits until every executor or TaskManager of the application (or in.Enough of
+// them) holds a slot and is bound to its node, or the application ended (a restart may find
+// it finished: a jump). It heartbeats while it waits.
 func (a *Activities) WaitPlaced(ctx context.Context, in AppKey) (AppProgress, error) {
-	return a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal || p.Placed >= in.Replicas })
+	want := in.Replicas
+	if in.Enough > 0 && in.Enough < want {
+		want = in.Enough
+	}
+	return a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal || p.Placed >= want })
 }
 
 // WaitFinished waits until the application ends, heartbeating while it waits.

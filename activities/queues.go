@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"slotplane/crds/v1alpha1"
 )
 
 // AllocationFileRef names the ConfigMap key that holds a test bed's allocation file.
@@ -18,7 +20,7 @@ type AllocationFileRef struct {
 }
 
 // DefaultAllocationFileKey is the ConfigMap key read when none is given.
-const DefaultAllocationFileKey = "fair-scheduler.xml"
+const DefaultAllocationFileKey = v1alpha1.QueuesConfigMapKey
 
 // AllocationFile is what ReadAllocationFile found: the file and the ConfigMap's
 // resourceVersion, which changes with every edit.

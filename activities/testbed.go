@@ -132,6 +132,11 @@ func ObservePod(p *corev1.Pod) slots.ObservedPod {
 	if v, err := strconv.ParseInt(p.Labels[v1alpha1.SlotIDLabel], 10, 32); err == nil {
 		o.Slot = int32(v)
 	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			o.Unschedulable = true
+		}
+	}
 	if v, err := strconv.ParseInt(p.Labels[v1alpha1.PositionOnNodeLabel], 10, 32); err == nil {
 		o.PositionOnNode = int32(v)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -65,8 +66,8 @@ type Options struct {
 	HealthAddr string
 }
 
-// New builds the bridge: a controller-runtime manager whose caches hold TestBeds, nodes and
-// only the pods of test beds. Start it with Start(ctx).
+// New builds the bridge: a controller-runtime manager whose caches hold TestBeds, nodes, only
+// the pods of test beds and only the allocation-file ConfigMaps. Start it with Start(ctx).
 func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, error) {
 	if opts.MetricsAddr == "" {
 		opts.MetricsAddr = "0"
@@ -128,6 +129,22 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		Complete(&SchedulingStarter{Client: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return nil, fmt.Errorf("scheduling bridge controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("admission-slots-bridge").
+		WithOptions(ctrlOpts).
+		For(&v1alpha1.TestBed{}, builder.WithPredicates(slotsFreed())).
+		Complete(&SlotsSignaller{Temporal: tc})
+	if err != nil {
+		return nil, fmt.Errorf("admission slots bridge controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("admission-queues-bridge").
+		WithOptions(ctrlOpts).
+		For(&corev1.ConfigMap{}, builder.WithPredicates(queuesConfigMaps())).
+		Complete(&QueuesSignaller{Reader: mgr.GetClient(), Temporal: tc})
+	if err != nil {
+		return nil, fmt.Errorf("admission queues bridge controller: %w", err)
 	}
 	return mgr, nil
 }

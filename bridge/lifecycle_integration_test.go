@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	temporalclient "go.temporal.io/sdk/client"
+
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
@@ -29,12 +31,25 @@ import (
 
 // platform is everything `slotplane dev` runs, started for one test.
 type platform struct {
-	cluster *testcluster.Cluster
-	client  client.Client
-	restart func() // stops the worker and starts a new one
+	cluster  *testcluster.Cluster
+	client   client.Client
+	temporal temporalclient.Client
+	restart  func() // stops the worker and starts a new one
 }
 
+// bedShape is the test bed a platform starts with: slots per node (of 4 nodes) and their size.
+type bedShape struct {
+	slotsPerNode int32
+	cpu, memory  string
+}
+
+// startPlatform starts the platform with a bed of 8 slots of 2 cpu and 8Gi.
 func startPlatform(t *testing.T) *platform {
+	t.Helper()
+	return startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "2", memory: "8Gi"})
+}
+
+func startPlatformWith(t *testing.T, bed bedShape) *platform {
 	t.Helper()
 	ports, err := freeport.Get(1)
 	require.NoError(t, err)
@@ -58,7 +73,7 @@ func startPlatform(t *testing.T) *platform {
 	require.NoError(t, err)
 	w := worker.New(tc, &activities.Activities{Client: cl})
 	require.NoError(t, w.Start())
-	p := &platform{cluster: c, client: cl}
+	p := &platform{cluster: c, client: cl, temporal: tc}
 	p.restart = func() {
 		w.Stop()
 		time.Sleep(2 * time.Second)
@@ -79,12 +94,12 @@ func startPlatform(t *testing.T) *platform {
 
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: bed.slotsPerNode, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(bed.cpu), corev1.ResourceMemory: resource.MustParse(bed.memory),
 		}},
 	}
 	require.NoError(t, cl.Create(context.Background(), tb))
-	waitBed(t, cl, 8, 8)
+	waitBed(t, cl, 4*int(bed.slotsPerNode), 4*int(bed.slotsPerNode))
 	return p
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
 	"slotplane/queue"
 )
 
@@ -19,6 +20,12 @@ const (
 	AdmissionRequestSignal = "admission-request"
 	// AdmissionReleaseSignal carries an AdmissionRelease: the job ended or was withdrawn.
 	AdmissionReleaseSignal = "admission-release"
+	// AdmissionStartedSignal carries an AdmissionRelease naming a granted job that left
+	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
+	// of its job's workflow fired).
+	AdmissionStartedSignal = "admission-started"
+	// AdmissionSlotsSignal tells the workflow the test bed's slots changed: decide again.
+	AdmissionSlotsSignal = "admission-slots"
 	// AdmissionConfigSignal tells the workflow its allocation file may have changed.
 	AdmissionConfigSignal = "admission-config"
 	// AdmittedSignal carries an AdmissionGrant back to the Scheduling.
@@ -26,7 +33,7 @@ const (
 	// QueuesQuery answers an AdmissionReport.
 	QueuesQuery = "queues"
 	// DefaultQueuesConfigMap holds a test bed's allocation file (key fair-scheduler.xml).
-	DefaultQueuesConfigMap = "slotplane-queues"
+	DefaultQueuesConfigMap = v1alpha1.QueuesConfigMap
 )
 
 // AdmissionWorkflowID is the id of a test bed's Admission workflow.
@@ -68,7 +75,8 @@ type AdmissionGrant struct {
 	Refused string
 }
 
-// AdmissionRelease withdraws a request or frees a job's slots.
+// AdmissionRelease names a job: on AdmissionReleaseSignal it withdraws the request or frees
+// the job's slots; on AdmissionStartedSignal the job left Starting.
 type AdmissionRelease struct {
 	Scheduling string
 	Job        string
@@ -76,9 +84,11 @@ type AdmissionRelease struct {
 
 // AdmissionState is the queue state, handed from one run to the next.
 type AdmissionState struct {
-	Next    int64
-	Waiting []AdmissionEntry
-	Running []AdmissionEntry
+	Next       int64
+	Waiting    []AdmissionEntry
+	Running    []AdmissionEntry
+	Starvation queue.Starvation
+	Reclaimed  []int32
 }
 
 // AdmissionEntry is a request with where it stands.
@@ -89,6 +99,14 @@ type AdmissionEntry struct {
 	Slots   []int32
 	// Reason says why a waiting job waits.
 	Reason string
+	// State is a granted job's start-up state for StateAware leaves: Starting from the grant
+	// (its driver is being started), Running once its job's workflow says so. Empty reads
+	// as Running.
+	State         queue.AppState
+	StartingSince time.Time
+	// Preempted counts the slots preemption took back from the job. A QueueBased job with
+	// fewer slots than it asked for asks for them again, one at a time.
+	Preempted int32
 }
 
 // AdmissionReport is the queue picture the API and people read.
@@ -132,10 +150,13 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	a := &admission{in: in, config: queue.DefaultConfig()}
 	if c := in.Carried; c != nil {
 		a.next, a.waiting, a.running = c.Next, c.Waiting, c.Running
+		a.starvation, a.reclaimed = c.Starvation, c.Reclaimed
 	}
 	requests := workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
 	releases := workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
 	configs := workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
+	started := workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
+	slotsChanged := workflow.GetSignalChannel(ctx, AdmissionSlotsSignal)
 	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func() (AdmissionReport, error) { return a.report, nil }); err != nil {
 		return err
 	}
@@ -152,6 +173,8 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) {})
 		sel.AddReceive(releases, func(c workflow.ReceiveChannel, _ bool) {})
 		sel.AddReceive(configs, func(c workflow.ReceiveChannel, _ bool) { reload = true })
+		sel.AddReceive(started, func(c workflow.ReceiveChannel, _ bool) {})
+		sel.AddReceive(slotsChanged, func(c workflow.ReceiveChannel, _ bool) {})
 		sel.AddFuture(workflow.NewTimer(timerCtx, in.Resync), func(workflow.Future) { reload = true })
 		sel.Select(ctx)
 		cancel()
@@ -173,6 +196,15 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 			}
 			a.release(rel)
 		}
+		for {
+			var st AdmissionRelease
+			if !started.ReceiveAsync(&st) {
+				break
+			}
+			a.started(st)
+		}
+		for slotsChanged.ReceiveAsync(nil) {
+		}
 		for configs.ReceiveAsync(nil) {
 			reload = true
 		}
@@ -183,7 +215,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		}
 	}
 	next := in
-	next.Carried = &AdmissionState{Next: a.next, Waiting: a.waiting, Running: a.running}
+	next.Carried = &AdmissionState{Next: a.next, Waiting: a.waiting, Running: a.running, Starvation: a.starvation, Reclaimed: a.reclaimed}
 	return workflow.NewContinueAsNewError(ctx, AdmissionWorkflow, next)
 }
 
@@ -195,6 +227,10 @@ type admission struct {
 	waiting []AdmissionEntry
 	running []AdmissionEntry
 	report  AdmissionReport
+	// starvation is since when each queue is short of its shares; reclaimed are slots
+	// preemption took back that are not free or granted yet.
+	starvation queue.Starvation
+	reclaimed  []int32
 }
 
 func (a *admission) loadConfig(ctx workflow.Context) error {
@@ -253,6 +289,15 @@ func (a *admission) release(r AdmissionRelease) {
 	a.running = slices.DeleteFunc(a.running, match)
 }
 
+// started marks a granted job Running for StateAware.
+func (a *admission) started(r AdmissionRelease) {
+	for i := range a.running {
+		if e := &a.running[i]; e.Request.Scheduling == r.Scheduling && e.Request.Job == r.Job {
+			e.State = queue.Running
+		}
+	}
+}
+
 func (a *admission) tell(ctx workflow.Context, scheduling string, g AdmissionGrant) error {
 	err := workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(a.in.Namespace, scheduling), "", AdmittedSignal, g).Get(ctx, nil)
 	if err != nil {
@@ -288,14 +333,18 @@ func (a *admission) decide(ctx workflow.Context) error {
 		c := queue.Cluster{Total: total, Now: now}
 		for _, e := range a.running {
 			use := times(slot, int64(len(e.Slots)))
-			c.Apps = append(c.Apps, queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: use, Usage: use, Running: true})
+			app := queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: use, Usage: use, Running: true,
+				State: e.State, StartingSince: e.StartingSince}
+			if n := wanted(e); int64(len(e.Slots)) < n && len(a.reclaimed) == 0 && len(free) > 0 {
+				// Preempted: it asks for its slots again, one at a time, once the slots
+				// taken back have reached the queue they were taken for.
+				app.Demand, app.Pending, app.Ask = times(slot, n), true, slot
+			}
+			c.Apps = append(c.Apps, app)
 		}
 		for i := range a.waiting {
 			e := &a.waiting[i]
-			n := int64(e.Request.Slots)
-			if len(e.Request.SlotIDs) > 0 {
-				n = int64(len(e.Request.SlotIDs))
-			}
+			n := wanted(*e)
 			switch {
 			case !slots.Exists:
 				e.Reason = fmt.Sprintf("test bed %s does not exist", a.in.TestBed)
@@ -321,6 +370,13 @@ func (a *admission) decide(ctx workflow.Context) error {
 			break
 		}
 		i := slices.IndexFunc(a.waiting, func(e AdmissionEntry) bool { return jobID(e) == chosen.ID })
+		if i < 0 {
+			if err := a.giveBack(ctx, chosen.ID, free[0]); err != nil {
+				return err
+			}
+			free = free[1:]
+			continue
+		}
 		e := a.waiting[i]
 		if len(e.Request.SlotIDs) > 0 {
 			e.Slots = slices.Clone(e.Request.SlotIDs)
@@ -329,13 +385,120 @@ func (a *admission) decide(ctx workflow.Context) error {
 		}
 		free = slices.DeleteFunc(free, func(p int32) bool { return slices.Contains(e.Slots, p) })
 		e.Reason = ""
+		e.State, e.StartingSince = queue.Starting, now
 		a.waiting = slices.Delete(a.waiting, i, i+1)
 		a.running = append(a.running, e)
 		if err := a.tell(ctx, e.Request.Scheduling, AdmissionGrant{Job: e.Request.Job, Queue: e.Queue, Slots: e.Slots}); err != nil {
 			return err
 		}
 	}
+	if err := a.preempt(ctx, free, total, slot, now); err != nil {
+		return err
+	}
 	a.report = a.buildReport(total, slot)
+	return nil
+}
+
+// wanted is how many slots a job asked for.
+func wanted(e AdmissionEntry) int64 {
+	if len(e.Request.SlotIDs) > 0 {
+		return int64(len(e.Request.SlotIDs))
+	}
+	return int64(e.Request.Slots)
+}
+
+// assign changes a running job's slots on its BatchJob (and deletes its pods in the revoked
+// ones). false: the job's Scheduling no longer holds it, and its entry is dropped.
+func (a *admission) assign(ctx workflow.Context, e AdmissionEntry, keep, revoke []int32, why string) (bool, error) {
+	in := activities.AssignSlotsInput{Namespace: a.in.Namespace, Scheduling: e.Request.Scheduling, Job: e.Request.Job, TestBed: a.in.TestBed, Keep: keep, Revoke: revoke, Why: why}
+	err := workflow.ExecuteActivity(ctx, acts.AssignSlots, in).Get(ctx, nil)
+	if activities.IsNotHeld(err) {
+		workflow.GetLogger(ctx).Warn("a running job is no longer held by its scheduling", "job", e.Request.Job, "scheduling", e.Request.Scheduling, "err", err)
+		a.release(AdmissionRelease{Scheduling: e.Request.Scheduling, Job: e.Request.Job})
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// giveBack gives a preempted job one of the slots it lost back (another position if need be).
+func (a *admission) giveBack(ctx workflow.Context, id string, slot int32) error {
+	i := slices.IndexFunc(a.running, func(e AdmissionEntry) bool { return jobID(e) == id })
+	if i < 0 {
+		return fmt.Errorf("the queues chose %s, which is neither waiting nor running", id) // cannot happen
+	}
+	keep := append(slices.Clone(a.running[i].Slots), slot)
+	ok, err := a.assign(ctx, a.running[i], keep, nil, "")
+	if ok {
+		a.running[i].Slots = keep
+	}
+	return err
+}
+
+// preempt takes executors' slots back for queues starved past their timeouts, when the
+// allocation file turns preemption on and the test bed is used at least its threshold:
+// from QueueBased jobs of queues above their fair share, the newest job and its newest slots
+// first. The job's pods in those slots are deleted; Spark and Flink ask for them again, and
+// the new pods wait, since the job's BatchJob now lists the slots it keeps. SlotBased jobs
+// keep their slots: an external scheduler chose them exactly. No more is taken while slots
+// taken earlier are still being vacated.
+func (a *admission) preempt(ctx workflow.Context, free []int32, total, slot queue.Resources, now time.Time) error {
+	a.reclaimed = slices.DeleteFunc(a.reclaimed, func(p int32) bool {
+		if slices.Contains(free, p) {
+			return true
+		}
+		for _, e := range a.running {
+			if slices.Contains(e.Slots, p) {
+				return true
+			}
+		}
+		return false
+	})
+	pre := a.config.Allocations.Preemption
+	if len(a.reclaimed) > 0 {
+		return nil
+	}
+	c := queue.Cluster{Total: total, Now: now}
+	executors := map[string]int{}
+	for _, e := range a.running {
+		c.Apps = append(c.Apps, queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver,
+			Demand: times(slot, wanted(e)), Usage: times(slot, int64(len(e.Slots))), Running: true})
+		if len(e.Request.SlotIDs) == 0 {
+			executors[jobID(e)] = len(e.Slots)
+		}
+	}
+	for _, e := range a.waiting {
+		c.Apps = append(c.Apps, queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, wanted(e))})
+	}
+	starving := a.tree.Starved(c, pre, &a.starvation)
+	victims := a.tree.PlanPreemption(c, starving, slot, executors)
+	// Histories recorded before preemption existed never took this step.
+	if len(victims) == 0 || workflow.GetVersion(ctx, "preemption", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	for _, v := range victims {
+		i := slices.IndexFunc(a.running, func(e AdmissionEntry) bool { return jobID(e) == v.App })
+		if i < 0 {
+			continue // dropped a moment ago (no longer held)
+		}
+		e := a.running[i]
+		n := min(v.Executors, len(e.Slots))
+		keep, revoke := slices.Clone(e.Slots[:len(e.Slots)-n]), slices.Clone(e.Slots[len(e.Slots)-n:])
+		why := fmt.Sprintf("queue %s is above its fair share", e.Queue)
+		if i := slices.IndexFunc(starving, func(s queue.Starving) bool { return s.Queue == v.For }); i >= 0 {
+			why += "; " + starving[i].Reason
+		}
+		ok, err := a.assign(ctx, e, keep, revoke, why)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		workflow.GetLogger(ctx).Info("preempted", "job", e.Request.Job, "queue", e.Queue, "slots", revoke, "for", v.For)
+		a.running[i].Slots = keep
+		a.running[i].Preempted += int32(n)
+		a.reclaimed = append(a.reclaimed, revoke...)
+	}
 	return nil
 }
 

@@ -65,13 +65,25 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 			return nil
 		})
 
+	var started []string
+	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionStartedSignal, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			started = append(started, arg.(AdmissionRelease).Job)
+			return nil
+		})
+
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{Job: "b", Refused: `user "u" may not submit to queue root.analytics`})
 		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{Job: "a", Queue: "root.analytics", Slots: []int32{4, 7}})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobRunning})
+		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobSubmitted, Started: true})
 	}, 2*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobRunning})
+	}, 3*time.Second)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
 	}, 10*time.Second)
@@ -82,6 +94,7 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	require.Equal(t, 2, admissionNudges, "each job is sent to Admission")
 	require.Equal(t, []v1alpha1.CreationRequest{{Scheduling: "nightly", TestBed: "bed", Slots: []int32{4, 7}, Run: 1}}, created)
 	require.Equal(t, []string{"a"}, released, "Admission hears that a ended")
+	require.Equal(t, []string{"a"}, started, "Admission hears once that a left Starting")
 	var completed *v1alpha1.SchedulingStatus
 	for i := range statuses {
 		if statuses[i].State == v1alpha1.SchedulingCompleted {

@@ -21,6 +21,7 @@ type admissionWorld struct {
 	mu     sync.Mutex
 	file   activities.AllocationFile
 	grants []AdmissionGrant
+	at     []time.Time // when each grant was sent (the test clock)
 }
 
 func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.TestWorkflowEnvironment {
@@ -45,6 +46,7 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.Tes
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.grants = append(w.grants, arg.(AdmissionGrant))
+		w.at = append(w.at, env.Now())
 		return nil
 	})
 	return env
@@ -156,4 +158,120 @@ func TestAdmissionWorkflow_SlotBasedGetsItsSlots(t *testing.T) {
 	require.Len(t, w.grants, 2)
 	require.Equal(t, AdmissionGrant{Job: "pinned", Queue: "root.u", Slots: []int32{3, 6}}, w.grants[0])
 	require.Equal(t, []int32{0, 1}, w.grants[1].Slots)
+}
+
+// The seeds' App1/App2 run in a StateAware queue: App2 gets nothing while App1 is Starting;
+// App1's first executor (the started signal) lets App2 in. Without the signal, the
+// five-minute fallback does.
+func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		startedAt time.Duration // 0: never
+		app2After time.Duration
+	}{
+		{name: "first executor", startedAt: 40 * time.Second, app2After: 40 * time.Second},
+		{name: "fallback", app2After: queue.StartingTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+  <queue name="apps"><schedulingPolicy>stateaware</schedulingPolicy></queue>
+</allocations>`}}
+			env := newAdmissionEnv(t, w, 8)
+			env.RegisterDelayedCallback(func() {
+				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "app1", Queue: "apps", User: "u", Slots: 2})
+				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "app2", Queue: "apps", User: "u", Slots: 1})
+			}, time.Second)
+			if tc.startedAt > 0 {
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(AdmissionStartedSignal, AdmissionRelease{Scheduling: "s", Job: "app1"})
+				}, tc.startedAt)
+			}
+			env.RegisterDelayedCallback(func() {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				require.Len(t, w.grants, 1, "app2 waits while app1 is starting")
+				v, err := env.QueryWorkflow(QueuesQuery)
+				require.NoError(t, err)
+				var report AdmissionReport
+				require.NoError(t, v.Get(&report))
+				require.Len(t, report.Waiting, 1)
+				require.Contains(t, report.Waiting[0].Reason, "StateAware")
+			}, tc.app2After-5*time.Second)
+			env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 40})
+
+			require.Len(t, w.grants, 2)
+			require.Equal(t, "app1", w.grants[0].Job)
+			require.Equal(t, "app2", w.grants[1].Job)
+			waited := w.at[1].Sub(w.at[0])
+			require.GreaterOrEqual(t, waited, tc.app2After-2*time.Second)
+			require.Less(t, waited, tc.app2After+20*time.Second, "app2 starts soon after app1 left Starting")
+		})
+	}
+}
+
+// With preemption on, a queue starved of its fair share past its timeout takes slots back
+// from the newest job of a queue above its share: that job's newest slots, recorded on its
+// BatchJob before its pods in them go. The job asks for them again, one at a time, once the
+// starving queue's job has ended.
+func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) {
+	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+  <queue name="a"/><queue name="b"/>
+  <defaultFairSharePreemptionTimeout>30</defaultFairSharePreemptionTimeout>
+  <preemption>true</preemption>
+</allocations>`}}
+	env := newAdmissionEnv(t, w, 12)
+	var assigned []activities.AssignSlotsInput
+	env.OnActivity(acts.AssignSlots, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AssignSlotsInput) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		assigned = append(assigned, in)
+		return nil
+	})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "sa", Job: "big", Queue: "a", User: "u", Slots: 12})
+	}, time.Second)
+	var starvedAt time.Time
+	env.RegisterDelayedCallback(func() {
+		starvedAt = env.Now()
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "sb", Job: "small", Queue: "b", User: "u", Slots: 6})
+	}, 10*time.Second)
+	var during, after AdmissionReport
+	query := func(into *AdmissionReport) func() {
+		return func() {
+			v, err := env.QueryWorkflow(QueuesQuery)
+			require.NoError(t, err)
+			require.NoError(t, v.Get(into))
+		}
+	}
+	env.RegisterDelayedCallback(query(&during), 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionReleaseSignal, AdmissionRelease{Scheduling: "sb", Job: "small"})
+	}, 3*time.Minute)
+	env.RegisterDelayedCallback(query(&after), 4*time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 40})
+
+	require.Len(t, w.grants, 2)
+	require.Equal(t, "small", w.grants[1].Job)
+	require.Equal(t, []int32{6, 7, 8, 9, 10, 11}, w.grants[1].Slots, "the slots taken back")
+	wait := w.at[1].Sub(starvedAt)
+	require.GreaterOrEqual(t, wait, 30*time.Second, "not before the fair-share preemption timeout")
+	require.Less(t, wait, 30*time.Second+2*15*time.Second, "within a resync or two of it")
+
+	require.NotEmpty(t, assigned)
+	first := assigned[0]
+	require.Equal(t, activities.AssignSlotsInput{Namespace: "ns", Scheduling: "sa", Job: "big", TestBed: "bed",
+		Keep: []int32{0, 1, 2, 3, 4, 5}, Revoke: []int32{6, 7, 8, 9, 10, 11},
+		Why: "queue root.a is above its fair share; queue root.b is below 50% of its fair share for 30s"}, first)
+	require.Len(t, during.Running, 2)
+	require.Equal(t, []int32{0, 1, 2, 3, 4, 5}, during.Running[0].Slots)
+	require.Equal(t, int32(6), during.Running[0].Preempted)
+
+	// Given back one at a time after small ended.
+	require.Len(t, assigned, 7)
+	for i, in := range assigned[1:] {
+		require.Len(t, in.Keep, 7+i)
+		require.Empty(t, in.Revoke)
+	}
+	require.Len(t, after.Running, 1)
+	require.ElementsMatch(t, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, after.Running[0].Slots)
 }

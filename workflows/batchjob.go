@@ -13,6 +13,7 @@ import (
 	"slotplane/activities"
 	"slotplane/apps"
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 )
 
 // BatchJobChangedSignal tells a BatchJobWorkflow to look at its job again: the bridge sends
@@ -44,6 +45,10 @@ type JobProgress struct {
 	// Message says why, for Failed.
 	Message                            string
 	SubmittedAt, RunningAt, FinishedAt time.Time
+	// Started: the application left StateAware's Starting state: its first executor or
+	// TaskManager holds its slot, or queue.StartingTimeout passed without one (the seeds'
+	// fallback, a timer of this workflow). Sent once per run, before Running.
+	Started bool
 }
 
 // BatchJobWorkflow follows one BatchJob through its lifecycle, driven by the claim and the
@@ -215,6 +220,25 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	}
 	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots)}
 
+	// Version 1: the queues hear when the application leaves Starting (StateAware).
+	if workflow.GetVersion(ctx, "started", workflow.DefaultVersion, 1) == 1 {
+		first := key
+		first.Enough = 1
+		started, timedOut, still, err := j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout)
+		if err != nil || !still {
+			return err
+		}
+		msg := "the first executor holds its slot"
+		if timedOut {
+			msg = fmt.Sprintf("no executor holds its slot after %s: it counts as started", queue.StartingTimeout)
+		}
+		if !started.Outcome.Terminal && !started.Gone {
+			progress.Started = true
+			if err := report(v1alpha1.JobSubmitted, msg); err != nil {
+				return err
+			}
+		}
+	}
 	placed, still, err := j.waitApp(ctx, acts.WaitPlaced, key, holder, req)
 	if err != nil || !still {
 		return err
@@ -247,6 +271,12 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 // waitApp runs a waiting activity; a nudge in between re-observes the job, and if the claim
 // or the request changed, the wait is cancelled (still = false) so the caller starts over.
 func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest) (activities.AppProgress, bool, error) {
+	p, _, still, err := j.waitAppFor(ctx, activity, key, holder, req, 0)
+	return p, still, err
+}
+
+// waitAppFor is waitApp bounded by a timer (0: none); timedOut says the timer ended it.
+func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest, limit time.Duration) (_ activities.AppProgress, timedOut, still bool, _ error) {
 	waitCtx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 365 * 24 * time.Hour,
 		HeartbeatTimeout:    30 * time.Second,
@@ -254,9 +284,13 @@ func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.A
 	}))
 	defer cancel()
 	future := workflow.ExecuteActivity(waitCtx, activity, key)
+	var timer workflow.Future
+	if limit > 0 {
+		timer = workflow.NewTimer(waitCtx, limit)
+	}
 	for {
 		var progress activities.AppProgress
-		var done, nudged bool
+		var done, nudged, rang bool
 		var err error
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(future, func(f workflow.Future) { done, err = true, f.Get(ctx, &progress) })
@@ -264,17 +298,23 @@ func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.A
 			c.Receive(ctx, nil)
 			nudged = true
 		})
+		if timer != nil {
+			sel.AddFuture(timer, func(workflow.Future) { rang = true })
+		}
 		sel.Select(ctx)
 		if done {
-			return progress, true, err
+			return progress, false, true, err
+		}
+		if rang {
+			return activities.AppProgress{}, true, true, nil
 		}
 		if nudged {
 			obs, err := j.observe(ctx)
 			if err != nil {
-				return activities.AppProgress{}, false, err
+				return activities.AppProgress{}, false, false, err
 			}
 			if !obs.Exists || obs.Holder != holder || obs.Request == nil || obs.Request.Scheduling != holder || obs.Request.Run != req.Run {
-				return activities.AppProgress{}, false, nil
+				return activities.AppProgress{}, false, false, nil
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"slotplane/activities"
 	"slotplane/apps"
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 )
 
 // jobWorld is the cluster as a BatchJobWorkflow's activities see it.
@@ -23,6 +24,15 @@ type jobWorld struct {
 	written  []v1alpha1.BatchJobStatus
 	reported []JobProgress
 	deleted  []string
+	// firstExecutor is how long the first executor takes to hold its slot (0: a second).
+	firstExecutor time.Duration
+}
+
+func (w *jobWorld) firstAfter(d time.Duration) time.Duration {
+	if w.firstExecutor > 0 {
+		return w.firstExecutor
+	}
+	return d
 }
 
 func (w *jobWorld) set(f func(*activities.JobObservation)) {
@@ -51,7 +61,14 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
 		return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: apps.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}, createErr
 	})
-	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.Anything).After(2*time.Second).Return(placed, nil)
+	firstPlaced := placed
+	if !placed.Outcome.Terminal && placed.Placed > 0 {
+		firstPlaced.Placed = 1
+	}
+	first := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 })
+	all := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 0 })
+	env.OnActivity(acts.WaitPlaced, mock.Anything, first).After(w.firstAfter(time.Second)).Return(firstPlaced, nil)
+	env.OnActivity(acts.WaitPlaced, mock.Anything, all).After(2*time.Second).Return(placed, nil)
 	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(finished, nil)
 	env.OnActivity(acts.DeleteApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AppKey) error {
 		w.mu.Lock()
@@ -92,14 +109,17 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
 	final := w.written[len(w.written)-1]
 	require.Equal(t, apps.Name("wordcount", "nightly", 1), final.Application.Name)
 	require.Equal(t, []int32{1, 2}, final.Slots)
-	require.Equal(t, 2*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
+	require.Equal(t, 3*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
 	require.Equal(t, 30*time.Second, final.FinishedAt.Sub(final.RunningAt.Time))
-	require.Len(t, w.reported, 3)
-	require.Equal(t, v1alpha1.JobCompleted, w.reported[2].State)
+	require.Len(t, w.reported, 4)
+	require.False(t, w.reported[0].Started)
+	require.True(t, w.reported[1].Started, "the first executor in its slot: the job left Starting")
+	require.Equal(t, "the first executor holds its slot", w.reported[1].Message)
+	require.Equal(t, v1alpha1.JobCompleted, w.reported[3].State)
 	require.Equal(t, []string{apps.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
 }
 
@@ -136,9 +156,9 @@ func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
 	require.Equal(t, []string{apps.Name("wordcount", "nightly", 1)}, w.deleted)
-	require.Nil(t, w.written[2].Application)
+	require.Nil(t, w.written[3].Application)
 }
 
 // A job that cannot make an application fails with the reason, and the Scheduling hears it.
@@ -156,4 +176,23 @@ func TestBatchJobWorkflow_InvalidJobFails(t *testing.T) {
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobFailed}, states(w))
 	require.Contains(t, w.written[0].Message, "has no slot 9")
 	require.Len(t, w.reported, 1)
+}
+
+// No executor holds its slot within queue.StartingTimeout: the workflow's timer says the job
+// started anyway (the seeds' fallback), and the wait for every executor goes on.
+func TestBatchJobWorkflow_StartingTimesOut(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: time.Hour}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: apps.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, w.reported, 4)
+	require.True(t, w.reported[1].Started)
+	require.Contains(t, w.reported[1].Message, "no executor holds its slot after 5m0s")
+	final := w.written[len(w.written)-1]
+	require.Equal(t, queue.StartingTimeout+2*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
 }

@@ -221,11 +221,11 @@ func TestRecordJobHistories(t *testing.T) {
 		job.mu.Unlock()
 		require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.BatchJobChangedSignal, nil))
 		require.NoError(t, run.Get(ctx, nil))
-		save(id, run.GetRunID(), "batchjob-v1.json")
+		save(id, run.GetRunID(), "batchjob-v2.json")
 	})
 
-	// The Scheduling is recorded in its current version (Admission); scheduling-v1.json
-	// keeps the first version's history, which must still replay.
+	// Each is recorded in its current version; the files of earlier versions (batchjob-v1,
+	// scheduling-v1 and -v2) keep their histories, which must still replay.
 	t.Run("scheduling", func(t *testing.T) {
 		id := workflows.SchedulingWorkflowID("ns", "nightly")
 		sched := &schedulingStandIn{c: c, id: id, taken: map[string][]int32{}, completed: make(chan struct{})}
@@ -242,6 +242,6 @@ func TestRecordJobHistories(t *testing.T) {
 		var out workflows.SchedulingOutput
 		require.NoError(t, run.Get(ctx, &out))
 		require.Equal(t, v1alpha1.SchedulingCompleted, out.Status.State)
-		save(id, run.GetRunID(), "scheduling-v2.json")
+		save(id, run.GetRunID(), "scheduling-v3.json")
 	})
 }

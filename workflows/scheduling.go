@@ -70,6 +70,8 @@ type QueueEntry struct {
 	Message string
 	// RequestedAt is when the Scheduling asked for the application.
 	RequestedAt, SubmittedAt, RunningAt, FinishedAt time.Time
+	// Started: Admission heard that the job left Starting (StateAware).
+	Started bool
 }
 
 func (e *QueueEntry) active() bool {
@@ -514,6 +516,15 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 	var p JobProgress
 	s.progress.Receive(ctx, &p)
 	s.apply(p)
+	// Version 1: Admission hears when a job left Starting (StateAware).
+	if s.admission && (p.Started || p.State == v1alpha1.JobRunning) && workflow.GetVersion(ctx, "started", workflow.DefaultVersion, 1) == 1 {
+		for _, e := range s.entries {
+			if e.Job.Name == p.Job && e.Run == p.Run && !e.Started {
+				e.Started = true
+				s.tellAdmission(ctx, AdmissionStartedSignal, e)
+			}
+		}
+	}
 	if p.State == v1alpha1.JobCompleted || p.State == v1alpha1.JobFailed {
 		s.freedAt = workflow.Now(ctx)
 		if s.admission {
@@ -760,10 +771,16 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 
 // releaseAdmission tells Admission a job no longer needs its slots, or withdraws it.
 func (s *scheduler) releaseAdmission(ctx workflow.Context, e *QueueEntry) {
-	rel := AdmissionRelease{Scheduling: s.key.Name, Job: e.Job.Name}
-	err := workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", AdmissionReleaseSignal, rel).Get(ctx, nil)
+	s.tellAdmission(ctx, AdmissionReleaseSignal, e)
+}
+
+// tellAdmission sends Admission a signal about one job. Admission may be gone (its test bed
+// was deleted); then nobody needs to hear it.
+func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *QueueEntry) {
+	msg := AdmissionRelease{Scheduling: s.key.Name, Job: e.Job.Name}
+	err := workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", signal, msg).Get(ctx, nil)
 	if err != nil {
-		workflow.GetLogger(ctx).Warn("tell admission a job is done", "job", e.Job.Name, "err", err)
+		workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", signal, "job", e.Job.Name, "err", err)
 	}
 }
 

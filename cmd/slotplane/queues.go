@@ -28,8 +28,12 @@ func queuesCommand(args []string, out io.Writer) error {
 	user := fs.String("user", "", "show where a job of this user goes (with -queue and -groups)")
 	requested := fs.String("queue", "", "the queue the job asks for")
 	groups := fs.String("groups", "", "the user's groups, primary first, comma-separated")
+	deadlock := fs.Bool("deadlock", false, "simulate the driver deadlock (10 Spark jobs, room for 3) under each queue set-up and print the outcomes")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *deadlock {
+		return printDeadlock(out)
 	}
 	if *file == "" {
 		return errors.New("-f names the allocation file to check")
@@ -76,6 +80,7 @@ func queuesCommand(args []string, out io.Writer) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	printPreemption(out, a, tree)
 	if *user == "" {
 		return nil
 	}
@@ -105,4 +110,46 @@ func queuesCommand(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "submit ACL: %s may NOT submit to %s (no aclSubmitApps or aclAdministerApps on the way from root admits the user or a group)\n", *user, p.Queue)
 	}
 	return nil
+}
+
+// printDeadlock runs queue.DriverDeadlockJobs under every variant, one line each.
+func printDeadlock(out io.Writer) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "QUEUE SET-UP\tOUTCOME")
+	for _, v := range queue.DriverDeadlockVariants {
+		r, err := v.Run()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\t%s\n", v.Name, r)
+	}
+	return w.Flush()
+}
+
+// printPreemption says whether preemption is on and, per leaf, after how long a starved
+// queue takes slots back.
+func printPreemption(out io.Writer, a *queue.Allocations, tree *queue.Tree) {
+	if !a.Preemption.Enabled {
+		fmt.Fprintln(out, "\npreemption: off")
+		return
+	}
+	fmt.Fprintf(out, "\npreemption: on while the test bed is at least %g%% used\n", a.Preemption.UtilizationThreshold*100)
+	for _, path := range tree.Paths() {
+		q := tree.Queue(path)
+		if !q.Leaf() {
+			continue
+		}
+		minShare, minOK, fairShare, fairOK, threshold := tree.Timeouts(q)
+		var when []string
+		if minOK {
+			when = append(when, fmt.Sprintf("below its minimum share for %s", minShare))
+		}
+		if fairOK {
+			when = append(when, fmt.Sprintf("below %g%% of its fair share for %s", threshold*100, fairShare))
+		}
+		if len(when) == 0 {
+			when = append(when, "never (no timeout set)")
+		}
+		fmt.Fprintf(out, "  %s takes slots back when %s\n", path, strings.Join(when, ", or "))
+	}
 }

@@ -17,6 +17,8 @@ func TestQueues_ShowsTheTreeAndAPlacement(t *testing.T) {
 	text := out.String()
 	require.Regexp(t, `(?m)^  analytics\s+parent\s+2\s+fair\s+16384 mb, 8 vcores.*49152 mb, 24 vcores$`, text)
 	require.Regexp(t, `(?m)^    daily\s+leaf\s+1\s+stateaware.*\s10\s+0\.5\s+24576 mb, 12 vcores$`, text)
+	require.Contains(t, text, "preemption: on while the test bed is at least 80% used")
+	require.Contains(t, text, "root.analytics.daily takes slots back when below its minimum share for 1m0s, or below 50% of its fair share for 5m0s")
 	require.Contains(t, text, "placement: root.analytics.daily, by rule specified")
 	require.Contains(t, text, "submit ACL: alice may submit to root.analytics.daily")
 
@@ -24,6 +26,15 @@ func TestQueues_ShowsTheTreeAndAPlacement(t *testing.T) {
 	require.NoError(t, queuesCommand([]string{"-f", "../../examples/fair-scheduler.xml", "-user", "carol"}, &out))
 	require.Contains(t, out.String(), "placement: root.users.carol, by rule nestedUserQueue (created by the rule; not in the file)")
 	require.Contains(t, out.String(), "carol may NOT submit")
+}
+
+func TestQueues_DeadlockTable(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, queuesCommand([]string{"-deadlock"}, &out))
+	text := out.String()
+	require.Regexp(t, `(?m)^fifo, no AM limit\s+stuck at 10s: 0 of the jobs done; 6 drivers and 0 executors`, text)
+	require.Regexp(t, `(?m)^stateaware\s+all 10 done, makespan 4m40s$`, text)
+	require.Regexp(t, `(?m)^fifo, maxAMShare 0.5\s+all 10 done`, text)
 }
 
 func TestQueues_BadInput(t *testing.T) {

@@ -1,0 +1,355 @@
+//go:build integration
+
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+	"slotplane/slots"
+	"slotplane/workflows"
+)
+
+// The allocation file of the queue scenarios. Root lets nobody submit or administer (its
+// default for both is "*", and administering implies submitting), so each queue's own ACL
+// decides; alice may run one application at a time. Drivers are not limited: a driver
+// counts as a whole vcore, and the default maxAMShare of 0.5 would let gold, with a fair
+// share of 8 vcores, run only 4 of its one-slot jobs.
+const scenarioQueues = `<?xml version="1.0"?>
+<allocations>
+  <queueMaxAMShareDefault>-1.0</queueMaxAMShareDefault>
+  <queue name="root">
+    <aclSubmitApps> </aclSubmitApps>
+    <aclAdministerApps> </aclAdministerApps>
+    <queue name="apps"><schedulingPolicy>stateaware</schedulingPolicy><aclSubmitApps>*</aclSubmitApps></queue>
+    <queue name="gold"><weight>2</weight><aclSubmitApps>*</aclSubmitApps></queue>
+    <queue name="silver"><weight>1</weight><aclSubmitApps>*</aclSubmitApps></queue>
+    <queue name="team"><aclSubmitApps>*</aclSubmitApps></queue>
+    <queue name="secure"><aclSubmitApps>bob</aclSubmitApps></queue>
+  </queue>
+  <user name="alice"><maxRunningApps>1</maxRunningApps></user>
+</allocations>
+`
+
+// queuedJob is a Spark job with a small driver (the plain nodes hold a dozen of them), for a
+// user and a run time.
+func queuedJob(name, user, runFor string) *v1alpha1.BatchJob {
+	j := job(name, v1alpha1.FrameworkSpark, runFor)
+	j.Spec.User = user
+	j.Spec.DriverResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+	return j
+}
+
+func queueScheduling(name, queue string, jobs ...v1alpha1.SchedulingJob) *v1alpha1.Scheduling {
+	return &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: queue, Jobs: jobs},
+	}
+}
+
+// queues asks the test bed's Admission workflow for its queue picture.
+func (p *platform) queues(t *testing.T) workflows.AdmissionReport {
+	t.Helper()
+	v, err := p.temporal.QueryWorkflow(context.Background(), workflows.AdmissionWorkflowID("default", "bed"), "", workflows.QueuesQuery)
+	require.NoError(t, err)
+	var r workflows.AdmissionReport
+	require.NoError(t, v.Get(&r))
+	return r
+}
+
+// podEvents records, in the API server's order, when each job's driver appears and when each
+// of its executors is bound to a node: "D app1", "E app1", ...
+type podEvents struct {
+	mu     sync.Mutex
+	events []string
+	bound  map[string]bool
+}
+
+func watchPods(t *testing.T, p *platform, jobs ...string) *podEvents {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(p.cluster.Config)
+	require.NoError(t, err)
+	sel := fmt.Sprintf("%s in (%s)", v1alpha1.BatchJobLabel, strings.Join(jobs, ","))
+	w, err := cs.CoreV1().Pods("default").Watch(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	pe := &podEvents{bound: map[string]bool{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			job, role := pod.Labels[v1alpha1.BatchJobLabel], pod.Labels[appsim.RoleLabel]
+			pe.mu.Lock()
+			switch {
+			case ev.Type == watch.Added && role == appsim.RoleDriver:
+				pe.events = append(pe.events, "D "+job)
+			case role == appsim.RoleExecutor && pod.Spec.NodeName != "" && !pe.bound[pod.Name]:
+				pe.bound[pod.Name] = true
+				pe.events = append(pe.events, "E "+job)
+			}
+			pe.mu.Unlock()
+		}
+	}()
+	return pe
+}
+
+func (pe *podEvents) seen() []string {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	return slices.Clone(pe.events)
+}
+
+// The queue scenarios of the Fair Scheduler and StateAware documents, on the real platform
+// (control plane, kube-scheduler with the extender, kwok nodes, the operators' stand-in,
+// Temporal), one after the other on one test bed of 12 slots with one allocation file.
+func TestQueues_OnTheRealPlatform(t *testing.T) {
+	p := startPlatformWith(t, bedShape{slotsPerNode: 3, cpu: "1", memory: "4Gi"})
+	ctx := context.Background()
+	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: scenarioQueues},
+	}))
+
+	// The seeds' App1/App2: two Spark jobs in one StateAware queue, App1 with two executors,
+	// App2 with one. App2's driver is not started until App1 has an executor in its slot.
+	t.Run("stateaware App1 and App2", func(t *testing.T) {
+		pods := watchPods(t, p, "app1", "app2")
+		require.NoError(t, p.client.Create(ctx, queuedJob("app1", "ann", "15s")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("app2", "ann", "5s")))
+		require.NoError(t, p.client.Create(ctx, queueScheduling("stateaware", "apps",
+			v1alpha1.SchedulingJob{Name: "app1", Replication: 2}, v1alpha1.SchedulingJob{Name: "app2", Replication: 1})))
+		p.waitScheduling(t, "stateaware", v1alpha1.SchedulingCompleted, 2*time.Minute)
+		require.Eventually(t, func() bool { return len(pods.seen()) >= 5 }, 10*time.Second, 100*time.Millisecond)
+		ev := pods.seen()
+		t.Logf("pod events: %v", ev)
+		d1, e1, d2, e2 := slices.Index(ev, "D app1"), slices.Index(ev, "E app1"), slices.Index(ev, "D app2"), slices.Index(ev, "E app2")
+		require.True(t, d1 >= 0 && e1 >= 0 && d2 >= 0 && e2 >= 0, "every pod was seen: %v", ev)
+		require.Less(t, d1, e1, "App1's driver, then its executors")
+		require.Less(t, e1, d2, "App2's driver only once App1 has an executor (App1 left Starting)")
+		require.Less(t, d2, e2)
+		for _, name := range []string{"app1", "app2"} {
+			require.Equal(t, v1alpha1.JobCompleted, p.batchJob(t, name).Status.State)
+		}
+	})
+
+	// alice may run one application: her second job waits, says why, and starts when the
+	// first ends.
+	t.Run("user over maxRunningApps waits", func(t *testing.T) {
+		require.NoError(t, p.client.Create(ctx, queuedJob("alice-1", "alice", "8s")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("alice-2", "alice", "2s")))
+		require.NoError(t, p.client.Create(ctx, queueScheduling("alice", "team",
+			v1alpha1.SchedulingJob{Name: "alice-1", Replication: 1}, v1alpha1.SchedulingJob{Name: "alice-2", Replication: 1})))
+		require.Eventually(t, func() bool { return p.batchJob(t, "alice-1").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+		require.Equal(t, v1alpha1.JobInQueue, p.batchJob(t, "alice-2").Status.State, "12 slots are free, but alice runs her one application")
+		r := p.queues(t)
+		require.Len(t, r.Waiting, 1)
+		require.Equal(t, "alice-2", r.Waiting[0].Request.Job)
+		require.Contains(t, r.Waiting[0].Reason, "user alice runs its maximum of 1 applications")
+
+		p.waitScheduling(t, "alice", v1alpha1.SchedulingCompleted, 2*time.Minute)
+		first, second := p.batchJob(t, "alice-1").Status, p.batchJob(t, "alice-2").Status
+		require.Equal(t, v1alpha1.JobCompleted, second.State)
+		require.False(t, second.SubmittedAt.Before(first.FinishedAt), "alice-2 (submitted %s) started after alice-1 ended (%s)", second.SubmittedAt, first.FinishedAt)
+	})
+
+	// Only bob may submit to root.secure: mallory's job is refused with the reason, bob's runs.
+	t.Run("ACL denial", func(t *testing.T) {
+		intruder := queuedJob("intrusion", "mallory", "2s")
+		intruder.Spec.Queue = "secure"
+		allowed := queuedJob("audit", "bob", "2s")
+		allowed.Spec.Queue = "secure"
+		require.NoError(t, p.client.Create(ctx, intruder))
+		require.NoError(t, p.client.Create(ctx, allowed))
+		require.NoError(t, p.client.Create(ctx, queueScheduling("secure", "",
+			v1alpha1.SchedulingJob{Name: "intrusion", Replication: 1}, v1alpha1.SchedulingJob{Name: "audit", Replication: 1})))
+		s := p.waitScheduling(t, "secure", v1alpha1.SchedulingCompleted, 2*time.Minute)
+		refused := jobStatusOf(s, "intrusion")
+		require.Equal(t, v1alpha1.JobFailed, refused.State)
+		require.Equal(t, `not admitted: user "mallory" may not submit to queue root.secure (aclSubmitApps)`, refused.Message)
+		require.Empty(t, refused.Slots)
+		require.Equal(t, v1alpha1.JobCompleted, jobStatusOf(s, "audit").State)
+		require.Nil(t, p.batchJob(t, "intrusion").Status.Application, "a refused job never gets an application")
+	})
+
+	// gold (weight 2) and silver (weight 1) each want more than the 12 slots: 8 and 4. A
+	// blocker holds every slot while both queue up, so neither is first by arrival.
+	t.Run("weights 2 and 1 split 12 slots 8 and 4", func(t *testing.T) {
+		require.NoError(t, p.client.Create(ctx, queuedJob("blocker", "ops", "25s")))
+		require.NoError(t, p.client.Create(ctx, queueScheduling("blocker", "team", v1alpha1.SchedulingJob{Name: "blocker", Replication: 12})))
+		require.Eventually(t, func() bool { return p.batchJob(t, "blocker").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+		var gold, silver []v1alpha1.SchedulingJob
+		for i := range 10 {
+			for _, team := range []string{"gold", "silver"} {
+				if team == "silver" && i >= 6 {
+					continue
+				}
+				name := fmt.Sprintf("%s-%d", team, i)
+				require.NoError(t, p.client.Create(ctx, queuedJob(name, "u-"+team, "10m")))
+				j := v1alpha1.SchedulingJob{Name: name, Replication: 1}
+				if team == "gold" {
+					gold = append(gold, j)
+				} else {
+					silver = append(silver, j)
+				}
+			}
+		}
+		require.NoError(t, p.client.Create(ctx, queueScheduling("gold", "gold", gold...)))
+		require.NoError(t, p.client.Create(ctx, queueScheduling("silver", "silver", silver...)))
+		running := func(prefix string) int {
+			var list v1alpha1.BatchJobList
+			require.NoError(t, p.client.List(ctx, &list))
+			n := 0
+			for _, j := range list.Items {
+				if strings.HasPrefix(j.Name, prefix) && j.Status.State == v1alpha1.JobRunning {
+					n++
+				}
+			}
+			return n
+		}
+		require.Eventually(t, func() bool {
+			r := p.queues(t)
+			return len(r.Waiting) == 16 && p.batchJob(t, "blocker").Status.State == v1alpha1.JobRunning
+		}, time.Minute, 250*time.Millisecond, "gold and silver queue up behind the blocker")
+		require.Eventually(t, func() bool { return running("gold-")+running("silver-") == 12 }, 2*time.Minute, time.Second, "the 12 slots fill")
+		require.Equal(t, 8, running("gold-"))
+		require.Equal(t, 4, running("silver-"))
+		r := p.queues(t)
+		for _, q := range r.Queues {
+			switch q.Path {
+			case "root.gold":
+				require.Equal(t, 8, q.RunningJobs)
+				require.Equal(t, 2, q.WaitingJobs)
+			case "root.silver":
+				require.Equal(t, 4, q.RunningJobs)
+				require.Equal(t, 2, q.WaitingJobs)
+			}
+		}
+	})
+}
+
+// preemptionQueues turns preemption on: a queue below half its fair share for 5 seconds
+// takes slots back.
+const preemptionQueues = `<allocations>
+  <queueMaxAMShareDefault>-1.0</queueMaxAMShareDefault>
+  <defaultFairSharePreemptionTimeout>5</defaultFairSharePreemptionTimeout>
+  <preemption>true</preemption>
+  <queue name="batch"/>
+  <queue name="urgent"/>
+</allocations>
+`
+
+// slotPods returns, per slot position, the running executors of the test bed's jobs.
+func (p *platform) slotPods(t *testing.T) map[string][]string {
+	t.Helper()
+	var pods corev1.PodList
+	require.NoError(t, p.client.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{v1alpha1.BatchJobLabel, v1alpha1.SlotIDLabel}))
+	out := map[string][]string{}
+	for _, pod := range pods.Items {
+		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			slot := pod.Labels[v1alpha1.SlotIDLabel]
+			out[slot] = append(out[slot], pod.Labels[v1alpha1.BatchJobLabel])
+		}
+	}
+	return out
+}
+
+// A job holding all 12 slots loses 6 to a queue starved of its fair share: its newest
+// executors go, Spark asks for them again and they wait, the starved queue's job runs in the
+// slots taken back, and when it ends the first job gets its slots back.
+func TestQueues_PreemptionOnTheRealPlatform(t *testing.T) {
+	p := startPlatformWith(t, bedShape{slotsPerNode: 3, cpu: "1", memory: "4Gi"})
+	ctx := context.Background()
+	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: preemptionQueues},
+	}))
+	require.NoError(t, p.client.Create(ctx, queuedJob("hog", "ops", "10m")))
+	require.NoError(t, p.client.Create(ctx, queueScheduling("hog", "batch", v1alpha1.SchedulingJob{Name: "hog", Replication: 12})))
+	require.Eventually(t, func() bool { return p.batchJob(t, "hog").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+
+	require.NoError(t, p.client.Create(ctx, queuedJob("urgent", "oncall", "15s")))
+	require.NoError(t, p.client.Create(ctx, queueScheduling("urgent", "urgent", v1alpha1.SchedulingJob{Name: "urgent", Replication: 6})))
+	var kept []int32
+	require.Eventually(t, func() bool {
+		if p.batchJob(t, "urgent").Status.State != v1alpha1.JobRunning {
+			return false
+		}
+		v, ok := p.batchJob(t, "hog").Annotations[v1alpha1.AssignedSlotsAnnotation]
+		if !ok {
+			return false
+		}
+		ids, err := slots.ParseSlotIDs(v)
+		require.NoError(t, err)
+		kept = ids
+		return true
+	}, 2*time.Minute, 500*time.Millisecond, "urgent runs on slots taken from hog")
+	require.Len(t, kept, 6, "hog keeps half: urgent's fair share is 6 slots")
+	r := p.queues(t)
+	require.Len(t, r.Running, 2)
+	require.Equal(t, "hog", r.Running[0].Request.Job)
+	require.Equal(t, int32(6), r.Running[0].Preempted)
+	for slot, holders := range p.slotPods(t) {
+		require.Len(t, holders, 1, "slot %s runs %v", slot, holders)
+		pos, err := strconv.Atoi(slot)
+		require.NoError(t, err)
+		want := "urgent"
+		if slices.Contains(kept, int32(pos)) {
+			want = "hog"
+		}
+		require.Equal(t, want, holders[0], "slot %s", slot)
+	}
+	var waiting corev1.PodList
+	require.NoError(t, p.client.List(ctx, &waiting, client.InNamespace("default"), client.MatchingLabels{v1alpha1.BatchJobLabel: "hog", appsim.RoleLabel: appsim.RoleExecutor}))
+	pending := 0
+	for _, pod := range waiting.Items {
+		if pod.Status.Phase == corev1.PodPending {
+			pending++
+		}
+	}
+	require.Equal(t, 6, pending, "Spark asked for the 6 lost executors again; they wait")
+	var events corev1.EventList
+	require.NoError(t, p.client.List(ctx, &events, client.InNamespace("default")))
+	var said []string
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Kind == "BatchJob" && ev.InvolvedObject.Name == "hog" && ev.Reason == "Preempted" {
+			said = append(said, ev.Message)
+		}
+	}
+	require.Len(t, said, 1)
+	require.Contains(t, said[0], "slots 6,7,8,9,10,11 taken back")
+	require.Contains(t, said[0], "queue root.batch is above its fair share; queue root.urgent is below 50% of its fair share")
+
+	p.waitScheduling(t, "urgent", v1alpha1.SchedulingCompleted, 2*time.Minute)
+	require.Eventually(t, func() bool {
+		running := 0
+		for slot, holders := range p.slotPods(t) {
+			require.Len(t, holders, 1, "slot %s runs %v", slot, holders)
+			if holders[0] == "hog" {
+				running++
+			}
+		}
+		return running == 12
+	}, 2*time.Minute, time.Second, "hog gets its 12 slots back")
+	v := p.batchJob(t, "hog").Annotations[v1alpha1.AssignedSlotsAnnotation]
+	ids, err := slots.ParseSlotIDs(v)
+	require.NoError(t, err)
+	require.Len(t, ids, 12)
+}
