@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -32,6 +33,10 @@ const (
 	AdmittedSignal = "admitted"
 	// QueuesQuery answers an AdmissionReport.
 	QueuesQuery = "queues"
+	// AdmissionMoveUpdate moves a job to another queue (AdmissionMove), answering an
+	// AdmissionMoved; a move that breaks a rule is rejected with the reason and changes
+	// nothing.
+	AdmissionMoveUpdate = "move"
 	// DefaultQueuesConfigMap holds a test bed's allocation file (key fair-scheduler.xml).
 	DefaultQueuesConfigMap = v1alpha1.QueuesConfigMap
 )
@@ -80,6 +85,26 @@ type AdmissionGrant struct {
 type AdmissionRelease struct {
 	Scheduling string
 	Job        string
+}
+
+// AdmissionMove asks to move a job to another queue, on behalf of By (with ByGroups). By
+// must be the job's user or may administer the job's queue (aclAdministerApps); the job's
+// user must be allowed to submit to the target, a leaf; a running job must fit the target's
+// and its new ancestors' maxRunningApps and maxResources. A waiting job keeps its place in
+// submission order.
+type AdmissionMove struct {
+	Scheduling string
+	Job        string
+	Queue      string
+	By         string
+	ByGroups   []string
+}
+
+// AdmissionMoved says where a moved job was and is now (the full queue paths).
+type AdmissionMoved struct {
+	Job  string
+	From string
+	To   string
 }
 
 // AdmissionState is the queue state, handed from one run to the next.
@@ -160,6 +185,23 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func() (AdmissionReport, error) { return a.report, nil }); err != nil {
 		return err
 	}
+	// A move wakes the loop through moved, so the next decision sees the job in its new queue.
+	moved := workflow.NewBufferedChannel(ctx, 1)
+	err := workflow.SetUpdateHandlerWithOptions(ctx, AdmissionMoveUpdate,
+		func(ctx workflow.Context, m AdmissionMove) (AdmissionMoved, error) {
+			res, err := a.move(m)
+			if err == nil {
+				moved.SendAsync(true)
+			}
+			return res, err
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, m AdmissionMove) error {
+			_, _, err := a.checkMove(m)
+			return err
+		}})
+	if err != nil {
+		return err
+	}
 	if err := a.loadConfig(ctx); err != nil {
 		return err
 	}
@@ -175,6 +217,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		sel.AddReceive(configs, func(c workflow.ReceiveChannel, _ bool) { reload = true })
 		sel.AddReceive(started, func(c workflow.ReceiveChannel, _ bool) {})
 		sel.AddReceive(slotsChanged, func(c workflow.ReceiveChannel, _ bool) {})
+		sel.AddReceive(moved, func(c workflow.ReceiveChannel, _ bool) {})
 		sel.AddFuture(workflow.NewTimer(timerCtx, in.Resync), func(workflow.Future) { reload = true })
 		sel.Select(ctx)
 		cancel()
@@ -205,6 +248,8 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		}
 		for slotsChanged.ReceiveAsync(nil) {
 		}
+		for moved.ReceiveAsync(nil) {
+		}
 		for configs.ReceiveAsync(nil) {
 			reload = true
 		}
@@ -231,6 +276,9 @@ type admission struct {
 	// preemption took back that are not free or granted yet.
 	starvation queue.Starvation
 	reclaimed  []int32
+	// total and slot are the test bed's size and slot size at the last decision (zero
+	// before the first): what a move of a running job is checked against.
+	total, slot queue.Resources
 }
 
 func (a *admission) loadConfig(ctx workflow.Context) error {
@@ -328,6 +376,7 @@ func (a *admission) decide(ctx workflow.Context) error {
 	})
 	slices.Sort(free)
 	total := times(slot, int64(len(slots.Positions)))
+	a.total, a.slot = total, slot
 	now := workflow.Now(ctx)
 	for {
 		c := queue.Cluster{Total: total, Now: now}
@@ -397,6 +446,59 @@ func (a *admission) decide(ctx workflow.Context) error {
 	}
 	a.report = a.buildReport(total, slot)
 	return nil
+}
+
+// checkMove says whether m may be done, and if so which entry it moves (running or not,
+// and its index) to which queue. It changes nothing: it is the update's validator too.
+func (a *admission) checkMove(m AdmissionMove) (running bool, i int, err error) {
+	if a.tree == nil || a.total.IsZero() {
+		return false, 0, fmt.Errorf("the queues of test bed %s are not ready yet; try again", a.in.TestBed)
+	}
+	if m.By == "" {
+		return false, 0, errors.New("the move names nobody asking for it (By)")
+	}
+	match := func(e AdmissionEntry) bool { return e.Request.Scheduling == m.Scheduling && e.Request.Job == m.Job }
+	e := AdmissionEntry{}
+	if i = slices.IndexFunc(a.running, match); i >= 0 {
+		running, e = true, a.running[i]
+	} else if i = slices.IndexFunc(a.waiting, match); i >= 0 {
+		e = a.waiting[i]
+	} else {
+		return false, 0, fmt.Errorf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", m.Job, m.Scheduling)
+	}
+	if m.By != e.Request.User && !a.config.Allocations.Allowed(queue.Administer, e.Queue, m.By, m.ByGroups) {
+		return false, 0, fmt.Errorf("user %q may not move job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
+			m.By, m.Job, e.Request.User, e.Queue)
+	}
+	use := times(a.slot, int64(len(e.Slots)))
+	app := queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: use, Usage: use, Running: running}
+	c := queue.Cluster{Total: a.total}
+	for _, r := range a.running {
+		u := times(a.slot, int64(len(r.Slots)))
+		c.Apps = append(c.Apps, queue.App{ID: jobID(r), Queue: r.Queue, User: r.Request.User, Order: r.Order, AM: r.Request.Driver, Demand: u, Usage: u, Running: true})
+	}
+	if err := a.tree.CanMove(c, app, m.Queue); err != nil {
+		return false, 0, fmt.Errorf("job %s cannot move to %s: %w", m.Job, m.Queue, err)
+	}
+	if to := a.tree.Queue(m.Queue).Path; !a.config.Allocations.Allowed(queue.Submit, to, e.Request.User, e.Request.Groups) {
+		return false, 0, fmt.Errorf("job %s cannot move to %s: its user %q may not submit there (aclSubmitApps)", m.Job, to, e.Request.User)
+	}
+	return running, i, nil
+}
+
+// move moves a job to another queue, after checkMove.
+func (a *admission) move(m AdmissionMove) (AdmissionMoved, error) {
+	running, i, err := a.checkMove(m)
+	if err != nil {
+		return AdmissionMoved{}, err
+	}
+	e := &a.waiting[i]
+	if running {
+		e = &a.running[i]
+	}
+	res := AdmissionMoved{Job: m.Job, From: e.Queue, To: a.tree.Queue(m.Queue).Path}
+	e.Queue = res.To
+	return res, nil
 }
 
 // wanted is how many slots a job asked for.

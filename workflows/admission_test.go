@@ -275,3 +275,90 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 	require.Len(t, after.Running, 1)
 	require.ElementsMatch(t, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, after.Running[0].Slots)
 }
+
+// Moving a job: every rule the move breaks is a rejection with the reason and changes
+// nothing; an allowed move takes effect at once, and the moved job starts in its new queue.
+func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
+	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+  <queue name="root">
+    <aclSubmitApps> nobody</aclSubmitApps>
+    <aclAdministerApps> ops</aclAdministerApps>
+    <queue name="a"><maxRunningApps>1</maxRunningApps><aclSubmitApps>alice,bob</aclSubmitApps></queue>
+    <queue name="b"><maxRunningApps>1</maxRunningApps><aclSubmitApps>alice,bob</aclSubmitApps></queue>
+    <queue name="c"><aclSubmitApps>alice</aclSubmitApps></queue>
+    <queue name="secret"><aclSubmitApps>bob</aclSubmitApps></queue>
+    <queue name="p" type="parent"/>
+  </queue>
+</allocations>`}}
+	env := newAdmissionEnv(t, w, 4)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "first", Queue: "a", User: "alice", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "second", Queue: "a", User: "alice", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "bobs", Queue: "b", User: "bob", Slots: 1})
+	}, time.Second)
+	rejected := map[string]error{}
+	var moved AdmissionMoved
+	var movedErr error
+	moves := []struct {
+		name string
+		move AdmissionMove
+	}{
+		{"unknown job", AdmissionMove{Scheduling: "s", Job: "ghost", Queue: "c", By: "alice"}},
+		{"nobody asks", AdmissionMove{Scheduling: "s", Job: "second", Queue: "c"}},
+		{"not the owner nor an admin", AdmissionMove{Scheduling: "s", Job: "second", Queue: "c", By: "mallory"}},
+		{"no such queue", AdmissionMove{Scheduling: "s", Job: "second", Queue: "nope", By: "alice"}},
+		{"a parent queue", AdmissionMove{Scheduling: "s", Job: "second", Queue: "p", By: "alice"}},
+		{"the user may not submit there", AdmissionMove{Scheduling: "s", Job: "second", Queue: "secret", By: "alice"}},
+		{"the target runs its maximum", AdmissionMove{Scheduling: "s", Job: "first", Queue: "b", By: "alice"}},
+	}
+	env.RegisterDelayedCallback(func() {
+		for _, m := range moves {
+			env.UpdateWorkflow(AdmissionMoveUpdate, m.name, &testsuite.TestUpdateCallback{
+				OnReject:   func(err error) { rejected[m.name] = err },
+				OnAccept:   func() {},
+				OnComplete: func(any, error) {},
+			}, m.move)
+		}
+		// An administrator of root (by group) moves alice's waiting job to c.
+		env.UpdateWorkflow(AdmissionMoveUpdate, "allowed", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { movedErr = err },
+			OnAccept:   func() {},
+			OnComplete: func(v any, err error) { moved, movedErr = v.(AdmissionMoved), err },
+		}, AdmissionMove{Scheduling: "s", Job: "second", Queue: "c", By: "carol", ByGroups: []string{"ops"}})
+	}, time.Minute)
+	var report AdmissionReport
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueuesQuery)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&report))
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour, StepsPerRun: 6})
+
+	want := map[string]string{
+		"unknown job":                   "job ghost of scheduling s is not in the queues",
+		"nobody asks":                   "names nobody asking for it",
+		"not the owner nor an admin":    `user "mallory" may not move job second: it is neither the job's user ("alice") nor may it administer queue root.a`,
+		"no such queue":                 "queue nope does not exist",
+		"a parent queue":                "queue root.p is a parent queue",
+		"the user may not submit there": `its user "alice" may not submit there`,
+		"the target runs its maximum":   "queue root.b runs its maximum of 1 applications",
+	}
+	for name, text := range want {
+		require.ErrorContains(t, rejected[name], text, name)
+	}
+	require.NoError(t, movedErr)
+	require.Equal(t, AdmissionMoved{Job: "second", From: "root.a", To: "root.c"}, moved)
+	// second waited behind first (maxRunningApps 1 in a); moved, it starts at once in c,
+	// not at the next resync an hour later.
+	require.Len(t, w.grants, 3)
+	last := w.grants[2]
+	require.Equal(t, "second", last.Job)
+	require.Equal(t, "root.c", last.Queue)
+	require.Less(t, w.at[2].Sub(w.at[0]), 2*time.Minute)
+	require.Empty(t, report.Waiting)
+	for _, e := range report.Running {
+		if e.Request.Job == "first" {
+			require.Equal(t, "root.a", e.Queue, "a rejected move changes nothing")
+		}
+	}
+}
