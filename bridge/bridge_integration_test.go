@@ -4,7 +4,6 @@ package bridge_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/internal/testplatform"
 	"slotplane/internal/testtemporal"
 	"slotplane/worker"
 	"slotplane/workflows"
@@ -75,32 +75,5 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 // waitBed waits until the bed has total slots, all free and Ready, with a running ghost each.
 func waitBed(t *testing.T, cl client.Client, total, ghosts int) {
 	t.Helper()
-	var last string
-	defer func() {
-		if t.Failed() {
-			t.Logf("last seen: %s", last)
-		}
-	}()
-	require.Eventually(t, func() bool {
-		var tb v1alpha1.TestBed
-		if err := cl.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "bed"}, &tb); err != nil {
-			return false
-		}
-		var pods corev1.PodList
-		if err := cl.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}); err != nil {
-			return false
-		}
-		running := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				running++
-			}
-		}
-		ready := false
-		for _, c := range tb.Status.Conditions {
-			ready = ready || (c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue)
-		}
-		last = fmt.Sprintf("total %d free %d ghosts %d running %d ready %v", tb.Status.Total, tb.Status.Free, len(pods.Items), running, ready)
-		return int(tb.Status.Total) == total && int(tb.Status.Free) == total && running == ghosts && len(pods.Items) == ghosts && ready
-	}, 60*time.Second, 100*time.Millisecond, "bed never reached %d slots / %d ghosts", total, ghosts)
+	testplatform.WaitBed(t, cl, total, ghosts)
 }

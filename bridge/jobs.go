@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	temporal "go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/lifecycle"
 	"slotplane/workflows"
 )
 
@@ -70,22 +70,17 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if sched.DeletionTimestamp != nil {
-		return reconcile.Result{}, s.cancel(ctx, &sched, id)
+		return reconcile.Result{}, lifecycle.CancelScheduling(ctx, s.Client, s.Temporal, &sched)
 	}
 	if controllerutil.AddFinalizer(&sched, v1alpha1.SchedulingFinalizer) {
 		if err := s.Client.Update(ctx, &sched); err != nil {
 			return reconcile.Result{}, fmt.Errorf("add finalizer to scheduling %s: %w", req.NamespacedName, err)
 		}
 	}
-	run, err := s.Temporal.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
-		ID: id, TaskQueue: workflows.TaskQueue,
-		// The API may have started it already: the same id is the same workflow.
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		// A deleted and recreated Scheduling is a new run.
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: req.Namespace, Name: req.Name})
+	// The API may have started it already: the same id is the same workflow.
+	run, err := lifecycle.StartScheduling(ctx, s.Temporal, req.Namespace, req.Name)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("start %s: %w", id, err)
+		return reconcile.Result{}, err
 	}
 	if sched.Generation > 1 && sched.Status.ObservedGeneration < sched.Generation && sched.Status.State == v1alpha1.SchedulingScheduling {
 		// An edit of the job list: the workflow appends what is new, or refuses.
@@ -103,26 +98,4 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// cancel asks the workflow to release everything; the workflow removes the finalizer when
-// done. Without a running workflow there is nothing to release and the finalizer goes now.
-func (s *SchedulingStarter) cancel(ctx context.Context, sched *v1alpha1.Scheduling, id string) error {
-	if !controllerutil.ContainsFinalizer(sched, v1alpha1.SchedulingFinalizer) {
-		return nil
-	}
-	desc, err := s.Temporal.DescribeWorkflowExecution(ctx, id, "")
-	var notFound *serviceerror.NotFound
-	running := err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
-	if err != nil && !errors.As(err, &notFound) {
-		return fmt.Errorf("describe %s: %w", id, err)
-	}
-	if running {
-		if err := s.Temporal.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &notFound) {
-			return fmt.Errorf("cancel %s: %w", id, err)
-		}
-		return nil
-	}
-	controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer)
-	return client.IgnoreNotFound(s.Client.Update(ctx, sched))
 }

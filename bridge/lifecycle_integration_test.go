@@ -4,8 +4,6 @@ package bridge_test
 
 import (
 	"context"
-	"log/slog"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,16 +15,10 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 
-	"slotplane/activities"
-	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
-	"slotplane/extender"
 	"slotplane/internal/appsim"
-	"slotplane/internal/freeport"
-	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
-	"slotplane/internal/testtemporal"
-	"slotplane/worker"
+	"slotplane/internal/testplatform"
 )
 
 // platform is everything `slotplane dev` runs, started for one test.
@@ -51,63 +43,8 @@ func startPlatform(t *testing.T) *platform {
 
 func startPlatformWith(t *testing.T, bed bedShape) *platform {
 	t.Helper()
-	ports, err := freeport.Get(1)
-	require.NoError(t, err)
-	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	c := testcluster.New(t, testcluster.Options{
-		Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + addr + "/",
-		NodeResources: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
-		},
-	})
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ext, err := extender.Start(context.Background(), c.Config, addr, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, ext.Stop()) })
-	sim, err := appsim.Start(context.Background(), c.Config, log, appsim.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sim.Stop()) })
-
-	_, tc := testtemporal.Start(t)
-	cl, err := kubeclient.Live(c.Config)
-	require.NoError(t, err)
-	w := worker.New(tc, &activities.Activities{Client: cl})
-	require.NoError(t, w.Start())
-	p := &platform{cluster: c, client: cl, temporal: tc}
-	p.restart = func() {
-		w.Stop()
-		time.Sleep(2 * time.Second)
-		w = worker.New(tc, &activities.Activities{Client: cl})
-		require.NoError(t, w.Start())
-	}
-	t.Cleanup(func() { w.Stop() })
-
-	mgr, err := bridge.New(c.Config, tc, bridge.Options{})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: bed.slotsPerNode, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(bed.cpu), corev1.ResourceMemory: resource.MustParse(bed.memory),
-		}},
-	}
-	require.NoError(t, cl.Create(context.Background(), tb))
-	waitBed(t, cl, 4*int(bed.slotsPerNode), 4*int(bed.slotsPerNode))
-	return p
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
+	p := testplatform.Start(t, testplatform.Bed{SlotsPerNode: bed.slotsPerNode, CPU: bed.cpu, Memory: bed.memory})
+	return &platform{cluster: p.Cluster, client: p.Client, temporal: p.Temporal, restart: p.Restart}
 }
 
 func job(name string, framework v1alpha1.Framework, runFor string) *v1alpha1.BatchJob {

@@ -1,0 +1,53 @@
+// Package lifecycle holds the steps every front door (the bridge for kubectl, the REST API)
+// takes on a Scheduling's workflow, so that both take them the same way.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	temporal "go.temporal.io/sdk/client"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/workflows"
+)
+
+// StartScheduling starts the Scheduling's workflow, or finds the one already running under
+// its id (StartSchedulingOptions): the API and the bridge never start it twice.
+func StartScheduling(ctx context.Context, tc temporal.Client, namespace, name string) (temporal.WorkflowRun, error) {
+	run, err := tc.ExecuteWorkflow(ctx, workflows.StartSchedulingOptions(namespace, name),
+		workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: namespace, Name: name})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", workflows.SchedulingWorkflowID(namespace, name), err)
+	}
+	return run, nil
+}
+
+// CancelScheduling is what follows the deletion of a Scheduling: its running workflow is
+// asked to release everything and removes the finalizer when done. Without a running
+// workflow there is nothing to release, and the finalizer goes now.
+func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Client, sched *v1alpha1.Scheduling) error {
+	if !controllerutil.ContainsFinalizer(sched, v1alpha1.SchedulingFinalizer) {
+		return nil
+	}
+	id := workflows.SchedulingWorkflowID(sched.Namespace, sched.Name)
+	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	running := err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("describe %s: %w", id, err)
+	}
+	if running {
+		if err := tc.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &notFound) {
+			return fmt.Errorf("cancel %s: %w", id, err)
+		}
+		return nil
+	}
+	controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer)
+	return client.IgnoreNotFound(kube.Update(ctx, sched))
+}
