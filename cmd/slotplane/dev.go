@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"slotplane/activities"
+	"slotplane/api"
 	"slotplane/bridge"
 	"slotplane/extender"
 	"slotplane/internal/appsim"
@@ -33,7 +35,9 @@ func runDev(ctx context.Context, args []string) error {
 	nodeLabel := fs.String("node-label", envOr("SLOTPLANE_NODE_LABEL", testcluster.DefaultNodeLabel), "label key put on every fake node")
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend gRPC port (env SLOTPLANE_TEMPORAL_PORT)")
 	uiPort := fs.Int("ui-port", 8233, "Temporal Web UI port (env SLOTPLANE_UI_PORT)")
-	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": nodes, "SLOTPLANE_PLAIN_NODES": plainNodes, "SLOTPLANE_TEMPORAL_PORT": temporalPort, "SLOTPLANE_UI_PORT": uiPort}); err != nil {
+	apiPort := fs.Int("api-port", 8088, "REST API port (env SLOTPLANE_API_PORT)")
+	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": nodes, "SLOTPLANE_PLAIN_NODES": plainNodes, "SLOTPLANE_TEMPORAL_PORT": temporalPort,
+		"SLOTPLANE_UI_PORT": uiPort, "SLOTPLANE_API_PORT": apiPort}); err != nil {
 		return err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -47,7 +51,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	// Fail before starting anything: a busy port found later would leave a half-started
 	// platform to tear down.
-	for name, port := range map[string]int{"-temporal-port": *temporalPort, "-ui-port": *uiPort} {
+	for name, port := range map[string]int{"-temporal-port": *temporalPort, "-ui-port": *uiPort, "-api-port": *apiPort} {
 		if err := portFree(port); err != nil {
 			return fmt.Errorf("%s %d: %w; pick another port or stop what uses it", name, port, err)
 		}
@@ -155,6 +159,22 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}()
 
+	token, err := devToken(filepath.Join(*stateDir, "api-token"))
+	if err != nil {
+		return err
+	}
+	apiServer, err := api.Start(api.Options{Client: live, Temporal: tc, Auth: api.StaticTokens{token: {Name: "dev", Groups: []string{"developers"}}}},
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(*apiPort)))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		slog.Info("stopping the API")
+		if err := apiServer.Stop(); err != nil {
+			slog.Error("stop the API", "err", err)
+		}
+	}()
+
 	fmt.Printf(`
 slotplane dev is up (ready in %.1fs)
 
@@ -167,17 +187,35 @@ slotplane dev is up (ready in %.1fs)
   operators    a stand-in for the Spark and Flink operators (run time: annotation slotplane.io/sim-duration)
   Temporal     %s  namespace %s, worker and bridge running
   Temporal UI  %s
+  API          %s/api/v1  (user "dev")
+               export SLOTPLANE_TOKEN=%s
+               curl -H "Authorization: Bearer $SLOTPLANE_TOKEN" %s/api/v1/testbeds/bed
   metrics      %s
   logs         %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
 `, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL,
-		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, temporal.MetricsAddress,
+		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 
 	<-ctx.Done()
 	fmt.Println()
 	return nil
+}
+
+// devToken reads the local platform's API token from path, making and saving one on the
+// first run: a restarted platform keeps the token its clients know.
+func devToken(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	token := api.NewToken()
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("save the API token: %w", err)
+	}
+	return token, nil
 }
 
 // portFree reports an error when nothing can listen on 127.0.0.1:port.

@@ -32,7 +32,7 @@ import (
 // Temporal UI, and leave no process behind after Ctrl-C.
 func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 	state := t.TempDir()
-
+	var tokens []string
 	for run := range 2 {
 		cmd, stdout, ports, banner := startDev(t, state, 3)
 		exited := make(chan error, 1)
@@ -75,6 +75,24 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 			require.NoError(t, err)
 		}
 		ghosts := waitGhosts(t, cs, 3)
+		// The REST API serves the test bed to the printed token, and only to it; the token
+		// is kept across runs.
+		token := regexp.MustCompile(`export SLOTPLANE_TOKEN=(\S+)`).FindStringSubmatch(banner)
+		require.Len(t, token, 2, "the banner prints the API token")
+		tokens = append(tokens, token[1])
+		bedURL := "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/api/v1/testbeds/bed"
+		require.Contains(t, banner, bedURL)
+		req, err := http.NewRequest("GET", bedURL, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token[1])
+		resp, err = http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "run %d: the API with the token", run)
+		resp, err = http.Get(bedURL)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "run %d: the API without a token", run)
 		if run == 1 {
 			require.NoError(t, cs.CoreV1().Pods("default").Delete(context.Background(), ghosts[0].Name, metav1.DeleteOptions{}))
 			require.Eventually(t, func() bool {
@@ -95,6 +113,7 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		}
 		require.Empty(t, processesUsing(state), "run %d: processes left behind", run)
 	}
+	require.Equal(t, tokens[0], tokens[1], "a restart keeps the API token")
 }
 
 // A dev process that is killed outright takes its control plane with it: no orphan keeps
@@ -134,13 +153,13 @@ func waitGhosts(t *testing.T, cs kubernetes.Interface, n int) []ghostID {
 type ghostID struct{ Name, UID string }
 
 // startDev runs `slotplane dev` on state with free ports and returns once it says it is up,
-// with its still-open stdout, the Temporal and UI ports, and what it printed until then.
+// with its still-open stdout, the Temporal, UI and API ports, and what it printed until then.
 func startDev(t *testing.T, state string, nodes int) (*exec.Cmd, io.Reader, []int, string) {
 	t.Helper()
-	ports, err := freeport.Get(2)
+	ports, err := freeport.Get(3)
 	require.NoError(t, err)
 	cmd := exec.Command(binary, "dev", "-state-dir", state, "-nodes", strconv.Itoa(nodes),
-		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]))
+		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]), "-api-port", strconv.Itoa(ports[2]))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr

@@ -26,6 +26,7 @@ var commands = []command{
 	{"extender", "serve the kube-scheduler extender that places slot pods into their slots", runExtender},
 	{"worker", "run slotplane's workflows and activities against a Temporal server", runWorker},
 	{"bridge", "turn changes of TestBeds, nodes and slot pods into workflow signals", runBridge},
+	{"api", "serve the REST API for external schedulers (Schedulings, jobs, test beds)", runAPI},
 	{"queues", "check an allocation file (fair-scheduler.xml): the queue tree, shares, placement and ACLs", runQueues},
 }
 

@@ -1,0 +1,263 @@
+//go:build integration
+
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"slotplane/api"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+	"slotplane/internal/testplatform"
+	"slotplane/workflows"
+)
+
+const token = "test-token"
+
+type client struct {
+	t    *testing.T
+	base string
+}
+
+// do sends a request with the token (or none, or another, per auth) and decodes the JSON
+// answer into out; it returns the status. Every answer must be JSON.
+func (c client) do(method, path, auth string, body any, out any) int {
+	c.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		require.NoError(c.t, err)
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	require.NoError(c.t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	require.Equal(c.t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"), "%s %s answered %s", method, path, raw)
+	if out != nil {
+		require.NoError(c.t, json.Unmarshal(raw, out), "%s", raw)
+	}
+	return resp.StatusCode
+}
+
+func (c client) call(method, path string, body any, out any) int {
+	c.t.Helper()
+	return c.do(method, path, "Bearer "+token, body, out)
+}
+
+func batchJob(name, runFor string) *v1alpha1.BatchJob {
+	return &v1alpha1.BatchJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
+		Spec: v1alpha1.BatchJobSpec{
+			Framework:       v1alpha1.FrameworkSpark,
+			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+		},
+	}
+}
+
+// The API on the real platform: bad input and bad tokens are clear JSON errors that create
+// nothing; a Scheduling made through the API starts its workflow at once (the bridge, seeing
+// the object, starts no second one), runs its job in its slots to the end, and can be
+// listed, read and cancelled.
+func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
+	p := testplatform.Start(t, testplatform.DefaultBed)
+	h, err := api.New(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{token: {Name: "alice"}}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := client{t: t, base: srv.URL + "/api/v1"}
+	ctx := context.Background()
+	require.NoError(t, p.Client.Create(ctx, batchJob("etl", "3s")))
+	require.NoError(t, p.Client.Create(ctx, batchJob("report", "60s")))
+
+	t.Run("tokens", func(t *testing.T) {
+		c := client{t: t, base: c.base}
+		var e api.Error
+		require.Equal(t, http.StatusOK, c.do("GET", "/healthz", "", nil, nil), "health needs no token")
+		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "", nil, &e))
+		require.Equal(t, api.Error{Code: api.CodeUnauthorized, Message: "no bearer token: send the header Authorization: Bearer <token>"}, e)
+		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "Bearer wrong", nil, &e))
+		require.Equal(t, "the bearer token is not known", e.Message)
+		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "Basic YWxpY2U6eA==", nil, &e))
+		require.Contains(t, e.Message, "not of the form Bearer <token>")
+		require.Equal(t, http.StatusUnauthorized, c.do("POST", "/schedulings", "", `{"name":"x"}`, &e), "no write without a token")
+		var who api.User
+		require.Equal(t, http.StatusOK, c.call("GET", "/whoami", nil, &who))
+		require.Equal(t, "alice", who.Name)
+	})
+
+	good := func() map[string]any {
+		return map[string]any{"name": "nightly", "testBed": "bed", "mode": "QueueBased", "jobs": []map[string]any{{"name": "etl", "replication": 2}}}
+	}
+	with := func(edit func(m map[string]any)) map[string]any {
+		m := good()
+		edit(m)
+		return m
+	}
+	t.Run("bad input creates nothing", func(t *testing.T) {
+		cases := map[string]struct {
+			body   any
+			path   string
+			status int
+			code   string
+			field  string
+			text   string
+		}{
+			"malformed json":   {body: `{"name": [`, status: 400, code: api.CodeBadRequest, text: "not valid JSON"},
+			"empty body":       {body: ``, status: 400, code: api.CodeBadRequest, text: "the body is empty"},
+			"unknown field":    {body: with(func(m map[string]any) { m["replicas"] = 3 }), status: 400, code: api.CodeBadRequest, text: `unknown field "replicas"`},
+			"two values":       {body: `{"name":"a"} {"name":"b"}`, status: 400, code: api.CodeBadRequest, text: "more than one JSON value"},
+			"a 10 MiB body":    {body: `{"name":"` + strings.Repeat("x", 10<<20) + `"}`, status: 413, code: api.CodeTooLarge, text: "over 1048576 bytes"},
+			"invalid name":     {body: with(func(m map[string]any) { m["name"] = "Nightly_Run" }), status: 422, code: api.CodeInvalid, field: "name"},
+			"no jobs":          {body: with(func(m map[string]any) { m["jobs"] = []any{} }), status: 422, code: api.CodeInvalid, field: "jobs"},
+			"bad mode":         {body: with(func(m map[string]any) { m["mode"] = "Fastest" }), status: 422, code: api.CodeInvalid, field: "mode"},
+			"bad queue":        {body: with(func(m map[string]any) { m["queue"] = "root..a" }), status: 422, code: api.CodeInvalid, field: "queue"},
+			"zero replication": {body: with(func(m map[string]any) { m["jobs"] = []map[string]any{{"name": "etl"}} }), status: 422, code: api.CodeInvalid, field: "jobs[0].replication"},
+			"a job twice": {body: with(func(m map[string]any) {
+				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "etl", "replication": 1}}
+			}), status: 422, code: api.CodeInvalid, field: "jobs[1].name", text: "listed already"},
+			"slot-based without slots": {body: with(func(m map[string]any) { m["mode"] = "SlotBased" }), status: 422, code: api.CodeInvalid, field: "jobs[0].slotIDs"},
+			"queue-based with slots": {body: with(func(m map[string]any) {
+				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1, "slotIDs": []int{0}}}
+			}), status: 422, code: api.CodeInvalid, field: "jobs[0].slotIDs"},
+			"a slot the bed lacks": {body: with(func(m map[string]any) {
+				m["mode"] = "SlotBased"
+				m["jobs"] = []map[string]any{{"name": "etl", "replication": 2, "slotIDs": []int{1, 42}}}
+			}), status: 422, code: api.CodeInvalid, field: "jobs[0].slotIDs[1]", text: "has no slot 42"},
+			"missing test bed": {body: with(func(m map[string]any) { m["testBed"] = "nope" }), status: 422, code: api.CodeInvalid, field: "testBed", text: "test bed nope does not exist"},
+			"missing job": {body: with(func(m map[string]any) {
+				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "ghost", "replication": 1}}
+			}), status: 422, code: api.CodeInvalid, field: "jobs[1].name", text: "batch job ghost does not exist"},
+			"bad namespace": {body: good(), path: "/schedulings?namespace=Not_A_Namespace", status: 422, code: api.CodeInvalid, field: "namespace"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				c := client{t: t, base: c.base}
+				path := tc.path
+				if path == "" {
+					path = "/schedulings"
+				}
+				var e api.Error
+				require.Equal(t, tc.status, c.call("POST", path, tc.body, &e))
+				require.Equal(t, tc.code, e.Code)
+				require.NotEmpty(t, e.Message)
+				if tc.field != "" {
+					require.NotEmpty(t, e.Fields, e.Message)
+					require.Equal(t, tc.field, e.Fields[0].Field, e.Message)
+				}
+				if tc.text != "" {
+					require.Contains(t, e.Message, tc.text)
+				}
+			})
+		}
+		var list struct{ Items []api.Scheduling }
+		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings", nil, &list))
+		require.Empty(t, list.Items, "no bad request created a scheduling")
+		var sl v1alpha1.SchedulingList
+		require.NoError(t, p.Client.List(ctx, &sl))
+		require.Empty(t, sl.Items)
+	})
+
+	t.Run("reads", func(t *testing.T) {
+		c := client{t: t, base: c.base}
+		var e api.Error
+		require.Equal(t, http.StatusNotFound, c.call("GET", "/schedulings/nope", nil, &e))
+		require.Equal(t, "scheduling nope does not exist in namespace default", e.Message)
+		require.Equal(t, http.StatusNotFound, c.call("GET", "/jobs/nope", nil, &e))
+		require.Equal(t, http.StatusNotFound, c.call("GET", "/testbeds/nope", nil, &e))
+		require.Equal(t, http.StatusUnprocessableEntity, c.call("GET", "/jobs?state=Sleeping", nil, &e))
+		require.Equal(t, "state", e.Fields[0].Field)
+		require.Equal(t, http.StatusNotFound, c.call("GET", "/nothing-here", nil, &e))
+		require.Equal(t, http.StatusMethodNotAllowed, c.call("PUT", "/healthz", nil, &e))
+		var tb api.TestBed
+		require.Equal(t, http.StatusOK, c.call("GET", "/testbeds/bed", nil, &tb))
+		require.Len(t, tb.Status.Slots, 8)
+		require.NotEmpty(t, tb.ResourceVersion)
+		var jobs struct{ Items []api.Job }
+		require.Equal(t, http.StatusOK, c.call("GET", "/jobs?state=Ready", nil, &jobs))
+		require.Len(t, jobs.Items, 2)
+	})
+
+	// A good one: created, its workflow running at once, its job run to the end.
+	var created api.Scheduling
+	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", good(), &created))
+	require.Equal(t, "nightly", created.Name)
+	require.Equal(t, "default", created.Namespace)
+	require.NotEmpty(t, created.ResourceVersion)
+	desc, err := p.Temporal.DescribeWorkflowExecution(ctx, workflows.SchedulingWorkflowID("default", "nightly"), "")
+	require.NoError(t, err, "the workflow runs as soon as the API answers")
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
+	firstRun := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	var e api.Error
+	require.Equal(t, http.StatusConflict, c.call("POST", "/schedulings", good(), &e), "a second create of the same name")
+	require.Equal(t, api.CodeConflict, e.Code)
+
+	var got api.Scheduling
+	require.Eventually(t, func() bool {
+		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/nightly", nil, &got))
+		return got.Status.State == v1alpha1.SchedulingCompleted
+	}, 90*time.Second, 250*time.Millisecond, "the scheduling never completed")
+	var jobs struct{ Items []api.Job }
+	require.Equal(t, http.StatusOK, c.call("GET", "/jobs?scheduling=nightly&state=Completed", nil, &jobs))
+	require.Len(t, jobs.Items, 1)
+	require.Equal(t, "etl", jobs.Items[0].Name)
+	require.Len(t, jobs.Items[0].Status.Slots, 2)
+	// One run only: the bridge found the API's workflow and started none. An ended
+	// Scheduling's workflow holds its jobs until the Scheduling is deleted.
+	desc, err = p.Temporal.DescribeWorkflowExecution(ctx, workflows.SchedulingWorkflowID("default", "nightly"), "")
+	require.NoError(t, err)
+	require.Equal(t, firstRun, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the latest run is the API's")
+
+	// Cancel a running one: 202, then the workflow releases the job and the object goes.
+	long := map[string]any{"name": "long", "testBed": "bed", "mode": "QueueBased", "jobs": []map[string]any{{"name": "report", "replication": 2}}}
+	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", long, &created))
+	require.Eventually(t, func() bool {
+		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/report", nil, &jobs.Items[0]))
+		return jobs.Items[0].Status.State == v1alpha1.JobRunning
+	}, 60*time.Second, 250*time.Millisecond)
+	var deleted api.Scheduling
+	require.Equal(t, http.StatusConflict, c.call("DELETE", "/schedulings/long?resourceVersion=1", nil, &e), "a stale resourceVersion deletes nothing")
+	require.Equal(t, http.StatusAccepted, c.call("DELETE", "/schedulings/long", nil, &deleted))
+	require.True(t, deleted.Deleting)
+	require.Eventually(t, func() bool {
+		return c.call("GET", "/schedulings/long", nil, &e) == http.StatusNotFound
+	}, 60*time.Second, 250*time.Millisecond, "the cancelled scheduling never went away")
+	var job api.Job
+	require.Equal(t, http.StatusOK, c.call("GET", "/jobs/report", nil, &job))
+	require.Empty(t, job.Scheduling, "the job was released")
+
+	// Deleting the ended one ends its workflow too.
+	require.Equal(t, http.StatusAccepted, c.call("DELETE", "/schedulings/nightly", nil, &deleted))
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_ = p.Temporal.GetWorkflow(waitCtx, workflows.SchedulingWorkflowID("default", "nightly"), firstRun).Get(waitCtx, nil)
+	require.NoError(t, waitCtx.Err(), "the workflow did not end after the deletion")
+	require.Eventually(t, func() bool {
+		return c.call("GET", "/schedulings/nightly", nil, &e) == http.StatusNotFound
+	}, 30*time.Second, 250*time.Millisecond)
+}

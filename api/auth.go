@@ -1,0 +1,132 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// User is who a request comes from, with the groups queue ACLs test.
+type User struct {
+	Name   string   `json:"name"`
+	Groups []string `json:"groups,omitempty"`
+}
+
+// Authenticator tells who holds a bearer token. ErrUnknownToken means nobody does; any other
+// error means it could not be checked (the answer is then 503, not 401).
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (User, error)
+}
+
+// ErrUnknownToken is an Authenticator's answer for a token it did not issue.
+var ErrUnknownToken = errors.New("the bearer token is not known")
+
+// StaticTokens authenticates a fixed set of tokens: `slotplane dev` prints its generated
+// one. Tokens are compared in constant time.
+type StaticTokens map[string]User
+
+// Authenticate implements Authenticator.
+func (s StaticTokens) Authenticate(_ context.Context, token string) (User, error) {
+	found, user := false, User{}
+	for t, u := range s {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+			found, user = true, u
+		}
+	}
+	if !found {
+		return User{}, ErrUnknownToken
+	}
+	return user, nil
+}
+
+// NewToken makes a random token of 32 bytes, hex-encoded.
+func NewToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+const userKey = "slotplane.user"
+
+// authenticate lets through only requests with a bearer token the Authenticator knows, and
+// records the user for the handlers.
+func authenticate(a Authenticator) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		h := c.GetHeader("Authorization")
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || strings.TrimSpace(token) == "" {
+			c.Header("WWW-Authenticate", `Bearer realm="slotplane"`)
+			msg := "no bearer token: send the header Authorization: Bearer <token>"
+			if h != "" {
+				msg = "the Authorization header is not of the form Bearer <token>"
+			}
+			fail(c, &Error{Code: CodeUnauthorized, Message: msg, status: http.StatusUnauthorized})
+			return
+		}
+		user, err := a.Authenticate(c.Request.Context(), strings.TrimSpace(token))
+		switch {
+		case errors.Is(err, ErrUnknownToken):
+			c.Header("WWW-Authenticate", `Bearer realm="slotplane", error="invalid_token"`)
+			fail(c, &Error{Code: CodeUnauthorized, Message: err.Error(), status: http.StatusUnauthorized})
+			return
+		case err != nil:
+			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the bearer token: " + err.Error(), status: http.StatusServiceUnavailable})
+			return
+		}
+		c.Set(userKey, user)
+		c.Next()
+	}
+}
+
+// userOf is the authenticated user of a request.
+func userOf(c *gin.Context) User {
+	u, _ := c.Get(userKey)
+	user, _ := u.(User)
+	return user
+}
+
+// ParseTokens reads a token file: one token per line as CSV, "token,user[,group...]".
+// Blank lines and lines starting with # are skipped. A token used twice, or a line without
+// a user, is an error naming the line.
+func ParseTokens(r io.Reader) (StaticTokens, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord, cr.Comment, cr.TrimLeadingSpace = -1, '#', true
+	out := StaticTokens{}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("token file: %w", err)
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) < 2 || strings.TrimSpace(rec[0]) == "" || strings.TrimSpace(rec[1]) == "" {
+			return nil, fmt.Errorf("token file line %d: want token,user[,group...]", line)
+		}
+		token := strings.TrimSpace(rec[0])
+		if _, dup := out[token]; dup {
+			return nil, fmt.Errorf("token file line %d: the token is listed twice", line)
+		}
+		u := User{Name: strings.TrimSpace(rec[1])}
+		for _, g := range rec[2:] {
+			if g = strings.TrimSpace(g); g != "" {
+				u.Groups = append(u.Groups, g)
+			}
+		}
+		out[token] = u
+	}
+	if len(out) == 0 {
+		return nil, errors.New("token file: no tokens")
+	}
+	return out, nil
+}

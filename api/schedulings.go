@@ -1,0 +1,259 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/lifecycle"
+)
+
+// SchedulingRequest creates a Scheduling: an ordered queue of BatchJobs for one test bed.
+type SchedulingRequest struct {
+	Name    string                   `json:"name"`
+	TestBed string                   `json:"testBed"`
+	Mode    v1alpha1.SchedulingMode  `json:"mode"`
+	Queue   string                   `json:"queue,omitempty"`
+	Jobs    []v1alpha1.SchedulingJob `json:"jobs"`
+}
+
+// Scheduling is a Scheduling as the API shows it.
+type Scheduling struct {
+	Name            string                    `json:"name"`
+	Namespace       string                    `json:"namespace"`
+	ResourceVersion string                    `json:"resourceVersion"`
+	TestBed         string                    `json:"testBed"`
+	Mode            v1alpha1.SchedulingMode   `json:"mode"`
+	Queue           string                    `json:"queue,omitempty"`
+	Jobs            []v1alpha1.SchedulingJob  `json:"jobs"`
+	Deleting        bool                      `json:"deleting,omitempty"`
+	Status          v1alpha1.SchedulingStatus `json:"status"`
+}
+
+func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
+	return Scheduling{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.Spec.TestBed, Mode: s.Spec.Mode,
+		Queue: s.Spec.Queue, Jobs: s.Spec.Jobs, Deleting: s.DeletionTimestamp != nil, Status: s.Status}
+}
+
+// queuePath is the form of a queue name: dotted names of letters, digits, '-' and '_'.
+var queuePath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// maxJobs is a Scheduling's most jobs, as the CRD allows.
+const maxJobs = 5000
+
+// validate checks what can be checked without the cluster.
+func (r *SchedulingRequest) validate() []FieldError {
+	var errs []FieldError
+	add := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	if r.Name == "" {
+		add("name", "is required")
+	} else if msgs := validation.IsDNS1123Subdomain(r.Name); len(msgs) > 0 {
+		add("name", "%q is not a valid name: %s", r.Name, strings.Join(msgs, "; "))
+	}
+	if r.TestBed == "" {
+		add("testBed", "is required")
+	} else if msgs := validation.IsDNS1123Subdomain(r.TestBed); len(msgs) > 0 {
+		add("testBed", "%q is not a valid name: %s", r.TestBed, strings.Join(msgs, "; "))
+	}
+	if r.Mode != v1alpha1.SlotBased && r.Mode != v1alpha1.QueueBased {
+		add("mode", "must be %s or %s, not %q", v1alpha1.SlotBased, v1alpha1.QueueBased, r.Mode)
+	}
+	if r.Queue != "" && (len(r.Queue) > 255 || !queuePath.MatchString(r.Queue)) {
+		add("queue", "%q is not a queue path such as root.analytics", r.Queue)
+	}
+	switch {
+	case len(r.Jobs) == 0:
+		add("jobs", "at least one job is required")
+	case len(r.Jobs) > maxJobs:
+		add("jobs", "at most %d jobs, not %d", maxJobs, len(r.Jobs))
+	}
+	seen := map[string]int{}
+	for i, j := range r.Jobs {
+		at := fmt.Sprintf("jobs[%d]", i)
+		if msgs := validation.IsDNS1123Subdomain(j.Name); len(msgs) > 0 {
+			add(at+".name", "%q is not a valid name: %s", j.Name, strings.Join(msgs, "; "))
+		} else if first, dup := seen[j.Name]; dup {
+			add(at+".name", "job %s is listed already, at jobs[%d]", j.Name, first)
+		} else {
+			seen[j.Name] = i
+		}
+		if j.Replication < 1 {
+			add(at+".replication", "must be at least 1, not %d", j.Replication)
+		}
+		switch {
+		case r.Mode == v1alpha1.QueueBased && len(j.SlotIDs) > 0:
+			add(at+".slotIDs", "are for SlotBased schedulings; a QueueBased one takes any free slots")
+		case r.Mode == v1alpha1.SlotBased && len(j.SlotIDs) == 0:
+			add(at+".slotIDs", "a SlotBased scheduling names each job's slots")
+		case r.Mode == v1alpha1.SlotBased && int32(len(j.SlotIDs)) != j.Replication:
+			add(at+".slotIDs", "names %d slots for a replication of %d; one slot per replica", len(j.SlotIDs), j.Replication)
+		}
+		for k, id := range j.SlotIDs {
+			if id < 0 {
+				add(fmt.Sprintf("%s.slotIDs[%d]", at, k), "slot positions are 0 or more, not %d", id)
+			} else if slices.Index(j.SlotIDs, id) < k {
+				add(fmt.Sprintf("%s.slotIDs[%d]", at, k), "slot %d is listed twice", id)
+			}
+		}
+	}
+	return errs
+}
+
+// checkCluster checks the request against the cluster: the test bed, its slots and the jobs
+// must exist.
+func (s *server) checkCluster(ctx context.Context, ns string, r *SchedulingRequest) ([]FieldError, error) {
+	var errs []FieldError
+	var tb v1alpha1.TestBed
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.TestBed}, &tb); err != nil {
+		if e := fromKube("get test bed", err); e.Code == CodeNotFound {
+			errs = append(errs, FieldError{Field: "testBed", Message: fmt.Sprintf("test bed %s does not exist in namespace %s", r.TestBed, ns)})
+		} else {
+			return nil, e
+		}
+	}
+	positions := map[int32]bool{}
+	for _, sl := range tb.Status.Slots {
+		positions[sl.Position] = true
+	}
+	for i, j := range r.Jobs {
+		var job v1alpha1.BatchJob
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: j.Name}, &job); err != nil {
+			if e := fromKube("get batch job", err); e.Code == CodeNotFound {
+				errs = append(errs, FieldError{Field: fmt.Sprintf("jobs[%d].name", i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
+			} else {
+				return nil, e
+			}
+		}
+		if tb.Name == "" {
+			continue // the test bed's own error says it all
+		}
+		for k, id := range j.SlotIDs {
+			if !positions[id] {
+				errs = append(errs, FieldError{Field: fmt.Sprintf("jobs[%d].slotIDs[%d]", i, k), Message: fmt.Sprintf("test bed %s has no slot %d (it has %d)", r.TestBed, id, len(tb.Status.Slots))})
+			}
+		}
+	}
+	return errs, nil
+}
+
+// createScheduling makes the Scheduling object and starts its workflow at once (the bridge,
+// seeing the object, finds that workflow running and starts nothing).
+func (s *server) createScheduling(c *gin.Context) {
+	var req SchedulingRequest
+	if err := decode(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	if errs := req.validate(); len(errs) > 0 {
+		fail(c, invalid(errs...))
+		return
+	}
+	ctx, ns := c.Request.Context(), namespaceOf(c)
+	errs, err := s.checkCluster(ctx, ns, &req)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if len(errs) > 0 {
+		fail(c, invalid(errs...))
+		return
+	}
+	sched := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: ns, Finalizers: []string{v1alpha1.SchedulingFinalizer}},
+		Spec:       v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs},
+	}
+	if err := s.Client.Create(ctx, sched); err != nil {
+		fail(c, fromKube(fmt.Sprintf("create scheduling %s/%s", ns, req.Name), err))
+		return
+	}
+	if _, err := lifecycle.StartScheduling(ctx, s.Temporal, ns, req.Name); err != nil {
+		// Without its workflow the object would only wait for the bridge: take it back, so
+		// the answer "nothing was created" holds.
+		s.Log.Error("start a scheduling's workflow; removing the scheduling", "scheduling", ns+"/"+req.Name, "err", err)
+		if controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer) {
+			_ = s.Client.Update(context.WithoutCancel(ctx), sched)
+		}
+		_ = s.Client.Delete(context.WithoutCancel(ctx), sched)
+		fail(c, &Error{Code: CodeUnavailable, Message: "the scheduling's workflow could not be started, so nothing was created: " + err.Error(), status: http.StatusServiceUnavailable})
+		return
+	}
+	c.Header("Location", "/api/v1/schedulings/"+req.Name+"?namespace="+ns)
+	c.JSON(http.StatusCreated, schedulingOf(sched))
+}
+
+func (s *server) listSchedulings(c *gin.Context) {
+	var list v1alpha1.SchedulingList
+	if err := s.Client.List(c.Request.Context(), &list, client.InNamespace(namespaceOf(c))); err != nil {
+		fail(c, fromKube("list schedulings", err))
+		return
+	}
+	out := make([]Scheduling, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, schedulingOf(&list.Items[i]))
+	}
+	slices.SortFunc(out, func(a, b Scheduling) int { return strings.Compare(a.Name, b.Name) })
+	c.JSON(http.StatusOK, gin.H{"items": out, "resourceVersion": list.ResourceVersion})
+}
+
+func (s *server) getScheduling(c *gin.Context) {
+	sched, err := s.scheduling(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, schedulingOf(sched))
+}
+
+func (s *server) scheduling(c *gin.Context) (*v1alpha1.Scheduling, error) {
+	var sched v1alpha1.Scheduling
+	if err := s.get(c, "scheduling", &sched); err != nil {
+		return nil, err
+	}
+	return &sched, nil
+}
+
+// deleteScheduling cancels a Scheduling: its workflow releases the jobs and deletes the
+// applications it made, then lets the object go. 202: that happens after the answer.
+// ?resourceVersion= deletes only the version the caller read.
+func (s *server) deleteScheduling(c *gin.Context) {
+	sched, err := s.scheduling(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	var opts []client.DeleteOption
+	if rv := c.Query("resourceVersion"); rv != "" {
+		opts = append(opts, client.Preconditions{ResourceVersion: &rv})
+	}
+	if err := s.Client.Delete(ctx, sched, opts...); err != nil {
+		fail(c, fromKube(fmt.Sprintf("delete scheduling %s/%s", sched.Namespace, sched.Name), err))
+		return
+	}
+	// The deletion changed the object: cancel on the version it left (gone: no finalizer
+	// held it, nothing to cancel). A failure is retried by the bridge, which sees the deletion.
+	err = s.Client.Get(ctx, client.ObjectKeyFromObject(sched), sched)
+	if err == nil {
+		err = lifecycle.CancelScheduling(ctx, s.Client, s.Temporal, sched)
+	} else if fromKube("", err).Code == CodeNotFound {
+		err = nil
+	}
+	if err != nil {
+		s.Log.Warn("cancel a deleted scheduling's workflow", "scheduling", sched.Namespace+"/"+sched.Name, "err", err)
+	}
+	out := schedulingOf(sched)
+	out.Deleting = true
+	c.JSON(http.StatusAccepted, out)
+}

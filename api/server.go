@@ -1,0 +1,138 @@
+// Package api is slotplane's REST API for external schedulers and people: Schedulings,
+// BatchJobs and test beds under /api/v1, without Kubernetes details. A namespace is
+// implied (Options.Namespace), and a request may name another with ?namespace=.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	temporal "go.temporal.io/sdk/client"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 1 << 20
+
+// Options wire the API to the cluster and Temporal.
+type Options struct {
+	// Client reads and writes slotplane's objects. A cached client serves reads from its
+	// informers; the API writes with optimistic concurrency either way.
+	Client client.Client
+	// Temporal starts and cancels the Schedulings' workflows.
+	Temporal temporal.Client
+	// Namespace is where objects live when a request names none (default "default").
+	Namespace string
+	// Auth checks bearer tokens.
+	Auth Authenticator
+	Log  *slog.Logger
+}
+
+type server struct {
+	Options
+}
+
+// New returns the API's handler.
+func New(o Options) (http.Handler, error) {
+	if o.Client == nil || o.Temporal == nil || o.Auth == nil {
+		return nil, errors.New("api: Client, Temporal and Auth are required")
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	s := &server{Options: o}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(s.logRequests, s.recoverJSON)
+	r.NoRoute(func(c *gin.Context) {
+		fail(c, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route %s %s", c.Request.Method, c.Request.URL.Path), status: http.StatusNotFound})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		fail(c, &Error{Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path), status: http.StatusMethodNotAllowed})
+	})
+
+	v1 := r.Group("/api/v1")
+	v1.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	authed := v1.Group("", authenticate(o.Auth), s.namespace)
+	authed.GET("/whoami", func(c *gin.Context) { c.JSON(http.StatusOK, userOf(c)) })
+	authed.POST("/schedulings", s.createScheduling)
+	authed.GET("/schedulings", s.listSchedulings)
+	authed.GET("/schedulings/:name", s.getScheduling)
+	authed.DELETE("/schedulings/:name", s.deleteScheduling)
+	authed.GET("/jobs", s.listJobs)
+	authed.GET("/jobs/:name", s.getJob)
+	authed.GET("/testbeds/:name", s.getTestBed)
+	return r, nil
+}
+
+const namespaceKey = "slotplane.namespace"
+
+// namespace takes ?namespace= or the default.
+func (s *server) namespace(c *gin.Context) {
+	ns := c.DefaultQuery("namespace", s.Namespace)
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		fail(c, invalid(FieldError{Field: "namespace", Message: fmt.Sprintf("%q is not a namespace name: %s", ns, errs[0])}))
+		return
+	}
+	c.Set(namespaceKey, ns)
+	c.Next()
+}
+
+func namespaceOf(c *gin.Context) string { return c.GetString(namespaceKey) }
+
+func (s *server) logRequests(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	level := slog.LevelDebug
+	if c.Writer.Status() >= 500 {
+		level = slog.LevelError
+	} else if c.Writer.Status() >= 400 {
+		level = slog.LevelInfo
+	}
+	s.Log.Log(c.Request.Context(), level, "api request", "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", c.Writer.Status(), "user", userOf(c).Name, "duration", time.Since(start))
+}
+
+// recoverJSON answers a panic with a JSON 500 and keeps the process up.
+func (s *server) recoverJSON(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.Log.Error("api handler panicked", "path", c.Request.URL.Path, "panic", v)
+			fail(c, &Error{Code: CodeInternal, Message: "internal error", status: http.StatusInternalServerError})
+		}
+	}()
+	c.Next()
+}
+
+// decode reads the body as exactly one JSON object of v's shape: unknown fields, trailing
+// data and bodies over MaxBodyBytes are refused.
+func decode(c *gin.Context, v any) error {
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.Decode(new(json.RawMessage)) != io.EOF {
+		err = errors.New("more than one JSON value in the body")
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), status: http.StatusRequestEntityTooLarge}
+	case errors.Is(err, io.EOF):
+		return &Error{Code: CodeBadRequest, Message: "the body is empty; a JSON object is expected", status: http.StatusBadRequest}
+	case err != nil:
+		return &Error{Code: CodeBadRequest, Message: "the body is not valid JSON for this request: " + err.Error(), status: http.StatusBadRequest}
+	}
+	return nil
+}
