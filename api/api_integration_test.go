@@ -86,7 +86,7 @@ func batchJob(name, runFor string) *v1alpha1.BatchJob {
 // listed, read and cancelled.
 func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	p := testplatform.Start(t, testplatform.DefaultBed)
-	h, err := api.New(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{token: {Name: "alice"}}})
+	h, err := api.New(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{token: {Name: "alice"}, "mallory-token": {Name: "mallory"}}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -94,6 +94,13 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, p.Client.Create(ctx, batchJob("etl", "3s")))
 	require.NoError(t, p.Client.Create(ctx, batchJob("report", "60s")))
+	// Queues a and b; only alice administers them.
+	require.NoError(t, p.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data: map[string]string{v1alpha1.QueuesConfigMapKey: `<allocations>
+  <queue name="root"><aclAdministerApps>alice</aclAdministerApps><queue name="a"/><queue name="b"/></queue>
+</allocations>`},
+	}))
 
 	t.Run("tokens", func(t *testing.T) {
 		c := client{t: t, base: c.base}
@@ -234,12 +241,40 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	require.Equal(t, firstRun, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the latest run is the API's")
 
 	// Cancel a running one: 202, then the workflow releases the job and the object goes.
-	long := map[string]any{"name": "long", "testBed": "bed", "mode": "QueueBased", "jobs": []map[string]any{{"name": "report", "replication": 2}}}
+	long := map[string]any{"name": "long", "testBed": "bed", "mode": "QueueBased", "queue": "a", "jobs": []map[string]any{{"name": "report", "replication": 2}}}
 	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", long, &created))
 	require.Eventually(t, func() bool {
 		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/report", nil, &jobs.Items[0]))
 		return jobs.Items[0].Status.State == v1alpha1.JobRunning
 	}, 60*time.Second, 250*time.Millisecond)
+
+	// The queues, and moving the running job from a to b.
+	running := func(path string) int {
+		var report workflows.AdmissionReport
+		require.Equal(t, http.StatusOK, c.call("GET", "/testbeds/bed/queues", nil, &report))
+		for _, q := range report.Queues {
+			if q.Path == path {
+				return q.RunningJobs
+			}
+		}
+		return -1
+	}
+	require.Eventually(t, func() bool { return running("root.a") == 1 }, 30*time.Second, 250*time.Millisecond)
+	require.Equal(t, http.StatusNotFound, c.call("GET", "/testbeds/nope/queues", nil, &e))
+	require.Equal(t, http.StatusUnprocessableEntity, c.call("POST", "/jobs/report/move", `{"queue":""}`, &e))
+	require.Equal(t, "queue", e.Fields[0].Field)
+	require.Equal(t, http.StatusNotFound, c.call("POST", "/jobs/nope/move", `{"queue":"b"}`, &e))
+	require.Equal(t, http.StatusUnprocessableEntity, c.call("POST", "/jobs/report/move", `{"queue":"nope"}`, &e))
+	require.Contains(t, e.Message, "queue nope does not exist")
+	require.Equal(t, http.StatusForbidden, c.do("POST", "/jobs/report/move", "Bearer mallory-token", `{"queue":"b"}`, &e))
+	require.Equal(t, api.CodeForbidden, e.Code)
+	require.Contains(t, e.Message, `user "mallory" may not move job report`)
+	require.Equal(t, http.StatusConflict, c.call("POST", "/jobs/etl/move", `{"queue":"b"}`, &e), "etl ended: it is in no queue")
+	var moved workflows.AdmissionMoved
+	require.Equal(t, http.StatusOK, c.call("POST", "/jobs/report/move", `{"queue":"b"}`, &moved))
+	require.Equal(t, workflows.AdmissionMoved{Job: "report", From: "root.a", To: "root.b"}, moved)
+	require.Eventually(t, func() bool { return running("root.b") == 1 && running("root.a") == 0 }, 30*time.Second, 250*time.Millisecond)
+
 	var deleted api.Scheduling
 	require.Equal(t, http.StatusConflict, c.call("DELETE", "/schedulings/long?resourceVersion=1", nil, &e), "a stale resourceVersion deletes nothing")
 	require.Equal(t, http.StatusAccepted, c.call("DELETE", "/schedulings/long", nil, &deleted))

@@ -119,3 +119,7 @@ func (s *server) getTestBed(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, TestBed{Name: tb.Name, Namespace: tb.Namespace, ResourceVersion: tb.ResourceVersion, Spec: tb.Spec, Status: tb.Status})
 }
+
+func keyOf(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}

@@ -73,6 +73,8 @@ func New(o Options) (http.Handler, error) {
 	authed.GET("/jobs", s.listJobs)
 	authed.GET("/jobs/:name", s.getJob)
 	authed.GET("/testbeds/:name", s.getTestBed)
+	authed.GET("/testbeds/:name/queues", s.getQueues)
+	authed.POST("/jobs/:name/move", s.moveJob)
 	return r, nil
 }
 

@@ -1,13 +1,13 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
@@ -99,6 +99,15 @@ type AdmissionMove struct {
 	By         string
 	ByGroups   []string
 }
+
+// The error types (temporal.ApplicationError.Type) of a rejected move, for callers that
+// answer people: not ready, no such job, not allowed, or against the target's rules.
+const (
+	MoveNotReady  = "MoveNotReady"
+	MoveNotFound  = "MoveNotFound"
+	MoveForbidden = "MoveForbidden"
+	MoveInvalid   = "MoveInvalid"
+)
 
 // AdmissionMoved says where a moved job was and is now (the full queue paths).
 type AdmissionMoved struct {
@@ -452,10 +461,10 @@ func (a *admission) decide(ctx workflow.Context) error {
 // and its index) to which queue. It changes nothing: it is the update's validator too.
 func (a *admission) checkMove(m AdmissionMove) (running bool, i int, err error) {
 	if a.tree == nil || a.total.IsZero() {
-		return false, 0, fmt.Errorf("the queues of test bed %s are not ready yet; try again", a.in.TestBed)
+		return false, 0, temporal.NewApplicationError(fmt.Sprintf("the queues of test bed %s are not ready yet; try again", a.in.TestBed), MoveNotReady)
 	}
 	if m.By == "" {
-		return false, 0, errors.New("the move names nobody asking for it (By)")
+		return false, 0, temporal.NewApplicationError("the move names nobody asking for it (By)", MoveForbidden)
 	}
 	match := func(e AdmissionEntry) bool { return e.Request.Scheduling == m.Scheduling && e.Request.Job == m.Job }
 	e := AdmissionEntry{}
@@ -464,11 +473,11 @@ func (a *admission) checkMove(m AdmissionMove) (running bool, i int, err error) 
 	} else if i = slices.IndexFunc(a.waiting, match); i >= 0 {
 		e = a.waiting[i]
 	} else {
-		return false, 0, fmt.Errorf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", m.Job, m.Scheduling)
+		return false, 0, temporal.NewApplicationError(fmt.Sprintf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", m.Job, m.Scheduling), MoveNotFound)
 	}
 	if m.By != e.Request.User && !a.config.Allocations.Allowed(queue.Administer, e.Queue, m.By, m.ByGroups) {
-		return false, 0, fmt.Errorf("user %q may not move job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
-			m.By, m.Job, e.Request.User, e.Queue)
+		return false, 0, temporal.NewApplicationError(fmt.Sprintf("user %q may not move job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
+			m.By, m.Job, e.Request.User, e.Queue), MoveForbidden)
 	}
 	use := times(a.slot, int64(len(e.Slots)))
 	app := queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: use, Usage: use, Running: running}
@@ -478,10 +487,10 @@ func (a *admission) checkMove(m AdmissionMove) (running bool, i int, err error) 
 		c.Apps = append(c.Apps, queue.App{ID: jobID(r), Queue: r.Queue, User: r.Request.User, Order: r.Order, AM: r.Request.Driver, Demand: u, Usage: u, Running: true})
 	}
 	if err := a.tree.CanMove(c, app, m.Queue); err != nil {
-		return false, 0, fmt.Errorf("job %s cannot move to %s: %w", m.Job, m.Queue, err)
+		return false, 0, temporal.NewApplicationError(fmt.Sprintf("job %s cannot move to %s: %v", m.Job, m.Queue, err), MoveInvalid)
 	}
 	if to := a.tree.Queue(m.Queue).Path; !a.config.Allocations.Allowed(queue.Submit, to, e.Request.User, e.Request.Groups) {
-		return false, 0, fmt.Errorf("job %s cannot move to %s: its user %q may not submit there (aclSubmitApps)", m.Job, to, e.Request.User)
+		return false, 0, temporal.NewApplicationError(fmt.Sprintf("job %s cannot move to %s: its user %q may not submit there (aclSubmitApps)", m.Job, to, e.Request.User), MoveForbidden)
 	}
 	return running, i, nil
 }
@@ -492,10 +501,11 @@ func (a *admission) move(m AdmissionMove) (AdmissionMoved, error) {
 	if err != nil {
 		return AdmissionMoved{}, err
 	}
-	e := &a.waiting[i]
+	entries := a.waiting
 	if running {
-		e = &a.running[i]
+		entries = a.running
 	}
+	e := &entries[i]
 	res := AdmissionMoved{Job: m.Job, From: e.Queue, To: a.tree.Queue(m.Queue).Path}
 	e.Queue = res.To
 	return res, nil

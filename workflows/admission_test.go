@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -326,6 +327,16 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 			OnComplete: func(v any, err error) { moved, movedErr = v.(AdmissionMoved), err },
 		}, AdmissionMove{Scheduling: "s", Job: "second", Queue: "c", By: "carol", ByGroups: []string{"ops"}})
 	}, time.Minute)
+	// A running job moves too, when the target has room: alice moves her own first job.
+	var movedRunning AdmissionMoved
+	var movedRunningErr error
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(AdmissionMoveUpdate, "running", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { movedRunningErr = err },
+			OnAccept:   func() {},
+			OnComplete: func(v any, err error) { movedRunning, movedRunningErr = v.(AdmissionMoved), err },
+		}, AdmissionMove{Scheduling: "s", Job: "first", Queue: "c", By: "alice"})
+	}, 3*time.Minute)
 	var report AdmissionReport
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(QueuesQuery)
@@ -346,6 +357,12 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 	for name, text := range want {
 		require.ErrorContains(t, rejected[name], text, name)
 	}
+	kinds := map[string]string{"unknown job": MoveNotFound, "not the owner nor an admin": MoveForbidden, "the user may not submit there": MoveForbidden, "a parent queue": MoveInvalid}
+	for name, kind := range kinds {
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, rejected[name], &appErr, name)
+		require.Equal(t, kind, appErr.Type(), name)
+	}
 	require.NoError(t, movedErr)
 	require.Equal(t, AdmissionMoved{Job: "second", From: "root.a", To: "root.c"}, moved)
 	// second waited behind first (maxRunningApps 1 in a); moved, it starts at once in c,
@@ -355,6 +372,8 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 	require.Equal(t, "second", last.Job)
 	require.Equal(t, "root.c", last.Queue)
 	require.Less(t, w.at[2].Sub(w.at[0]), 2*time.Minute)
+	require.NoError(t, movedRunningErr)
+	require.Equal(t, AdmissionMoved{Job: "first", From: "root.a", To: "root.c"}, movedRunning)
 	require.Empty(t, report.Waiting)
 	for _, e := range report.Running {
 		if e.Request.Job == "first" {

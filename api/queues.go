@@ -1,0 +1,111 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"go.temporal.io/api/serviceerror"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/workflows"
+)
+
+// getQueues answers a test bed's queue picture: each queue's shares, usage and pending
+// demand, and every waiting job with the reason it waits. It is the Admission workflow's
+// queues query.
+func (s *server) getQueues(c *gin.Context) {
+	var tb v1alpha1.TestBed
+	if err := s.get(c, "test bed", &tb); err != nil {
+		fail(c, err)
+		return
+	}
+	v, err := s.Temporal.QueryWorkflow(c.Request.Context(), workflows.AdmissionWorkflowID(tb.Namespace, tb.Name), "", workflows.QueuesQuery)
+	var report workflows.AdmissionReport
+	if err == nil {
+		err = v.Get(&report)
+	}
+	if err != nil {
+		fail(c, temporalError(err, fmt.Sprintf("test bed %s has no queues yet: they start with its first Scheduling", tb.Name)))
+		return
+	}
+	c.JSON(http.StatusOK, report)
+}
+
+// MoveRequest names the queue to move a job to.
+type MoveRequest struct {
+	Queue string `json:"queue"`
+}
+
+// moveJob moves a queued or running job to another queue, on behalf of the caller: the
+// Admission workflow's move update checks the caller's right (the job's user, or an
+// administrator of its queue), the target, and its limits.
+func (s *server) moveJob(c *gin.Context) {
+	var req MoveRequest
+	if err := decode(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	if req.Queue == "" || !queuePath.MatchString(req.Queue) {
+		fail(c, invalid(FieldError{Field: "queue", Message: fmt.Sprintf("%q is not a queue path such as root.analytics", req.Queue)}))
+		return
+	}
+	var job v1alpha1.BatchJob
+	if err := s.get(c, "batch job", &job); err != nil {
+		fail(c, err)
+		return
+	}
+	j := jobOf(&job)
+	bed := job.Status.TestBed
+	if j.Scheduling != "" && bed == "" {
+		var sched v1alpha1.Scheduling
+		if err := s.Client.Get(c.Request.Context(), keyOf(job.Namespace, j.Scheduling), &sched); err == nil {
+			bed = sched.Spec.TestBed
+		}
+	}
+	if j.Scheduling == "" || bed == "" {
+		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling, so in no queue", job.Name), status: http.StatusConflict})
+		return
+	}
+	user := userOf(c)
+	handle, err := s.Temporal.UpdateWorkflow(c.Request.Context(), temporalclient.UpdateWorkflowOptions{
+		WorkflowID: workflows.AdmissionWorkflowID(job.Namespace, bed), UpdateName: workflows.AdmissionMoveUpdate,
+		Args:         []any{workflows.AdmissionMove{Scheduling: j.Scheduling, Job: job.Name, Queue: req.Queue, By: user.Name, ByGroups: user.Groups}},
+		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+	})
+	var moved workflows.AdmissionMoved
+	if err == nil {
+		err = handle.Get(c.Request.Context(), &moved)
+	}
+	if err != nil {
+		fail(c, temporalError(err, fmt.Sprintf("test bed %s has no queues yet", bed)))
+		return
+	}
+	c.JSON(http.StatusOK, moved)
+}
+
+// temporalError maps a failed query or update: a missing workflow is a 404 saying
+// missing; a rejected move keeps its reason under the status its kind calls for.
+func temporalError(err error, missing string) *Error {
+	var nf *serviceerror.NotFound
+	var app *temporal.ApplicationError
+	switch {
+	case errors.As(err, &nf):
+		return notFound("%s", missing)
+	case errors.As(err, &app):
+		status, code := http.StatusUnprocessableEntity, CodeInvalid
+		switch app.Type() {
+		case workflows.MoveForbidden:
+			status, code = http.StatusForbidden, CodeForbidden
+		case workflows.MoveNotFound:
+			status, code = http.StatusConflict, CodeConflict
+		case workflows.MoveNotReady:
+			status, code = http.StatusServiceUnavailable, CodeUnavailable
+		}
+		return &Error{Code: code, Message: app.Message(), status: status}
+	}
+	return &Error{Code: CodeUnavailable, Message: "Temporal: " + err.Error(), status: http.StatusServiceUnavailable}
+}
