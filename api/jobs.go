@@ -14,23 +14,22 @@ import (
 
 // Job is a BatchJob as the API shows it.
 type Job struct {
-	Name            string                  `json:"name"`
-	Namespace       string                  `json:"namespace"`
-	ResourceVersion string                  `json:"resourceVersion"`
-	Framework       v1alpha1.Framework      `json:"framework"`
-	Queue           string                  `json:"queue,omitempty"`
-	User            string                  `json:"user,omitempty"`
-	Scheduling      string                  `json:"scheduling,omitempty"`
-	Status          v1alpha1.BatchJobStatus `json:"status"`
+	Name            string             `json:"name"`
+	Namespace       string             `json:"namespace"`
+	ResourceVersion string             `json:"resourceVersion"`
+	Framework       v1alpha1.Framework `json:"framework"`
+	Queue           string             `json:"queue,omitempty"`
+	User            string             `json:"user,omitempty"`
+	// Scheduling is the Scheduling that holds the job now; empty once it is released.
+	Scheduling string                  `json:"scheduling,omitempty"`
+	Status     v1alpha1.BatchJobStatus `json:"status"`
 }
 
+// jobOf shows a BatchJob. Its Scheduling is the one whose claim it carries now (the claim
+// label): the status's scheduling is written after the claim is, and lags a release.
 func jobOf(j *v1alpha1.BatchJob) Job {
-	sched := j.Status.Scheduling
-	if sched == "" {
-		sched = j.Labels[v1alpha1.ActiveSchedulingLabel]
-	}
 	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Framework: j.Spec.Framework,
-		Queue: j.Spec.Queue, User: j.Spec.User, Scheduling: sched, Status: j.Status}
+		Queue: j.Spec.Queue, User: j.Spec.User, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel], Status: j.Status}
 }
 
 var jobStates = []v1alpha1.BatchJobState{v1alpha1.JobReady, v1alpha1.JobInQueue, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted, v1alpha1.JobFailed}
