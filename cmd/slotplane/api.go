@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"slotplane/api"
-	"slotplane/internal/kubeclient"
 )
 
 func runAPI(ctx context.Context, args []string) error {
@@ -32,15 +31,11 @@ func runAPI(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *tokens, err)
 	}
-	cfg, tc, err := conn.dial()
+	tc, cl, err := conn.dialLive()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	cl, err := kubeclient.Live(cfg)
-	if err != nil {
-		return err
-	}
 	s, err := api.Start(api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Auth: auth}, *listen)
 	if err != nil {
 		return err

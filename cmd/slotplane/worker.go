@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/activities"
 	"slotplane/bridge"
@@ -41,21 +42,32 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	return cfg, tc, nil
 }
 
+// dialLive is dial plus a live Kubernetes client (no cache), for commands that read the
+// API server directly. The caller closes the Temporal client.
+func (c connections) dialLive() (client.Client, ctrlclient.Client, error) {
+	cfg, tc, err := c.dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kubeclient.Live(cfg)
+	if err != nil {
+		tc.Close()
+		return nil, nil, err
+	}
+	return tc, cl, nil
+}
+
 func runWorker(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	conn := connectionFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, tc, err := conn.dial()
+	tc, cl, err := conn.dialLive()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	cl, err := kubeclient.Live(cfg)
-	if err != nil {
-		return err
-	}
 	w := worker.New(tc, &activities.Activities{Client: cl})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
