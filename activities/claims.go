@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/slots"
 )
 
 // ClaimInput names a Scheduling and the objects it claims or releases.
@@ -198,7 +199,7 @@ type AssignSlotsInput struct {
 // repeated.
 func (a *Activities) AssignSlots(ctx context.Context, in AssignSlotsInput) error {
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
-	want := joinSlots(in.Keep)
+	want := slots.FormatSlotIDs(in.Keep)
 	var job v1alpha1.BatchJob
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := a.Client.Get(ctx, key, &job); err != nil {
@@ -251,7 +252,7 @@ func (a *Activities) AssignSlots(ctx context.Context, in AssignSlotsInput) error
 		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "BatchJob", Namespace: in.Namespace,
 			Name: in.Job, UID: job.UID, ResourceVersion: job.ResourceVersion},
 		Reason:  "Preempted",
-		Message: fmt.Sprintf("slots %s taken back, pods %s deleted: %s", joinSlots(in.Revoke), strings.Join(deleted, ", "), in.Why),
+		Message: fmt.Sprintf("slots %s taken back, pods %s deleted: %s", slots.FormatSlotIDs(in.Revoke), strings.Join(deleted, ", "), in.Why),
 		Type:    corev1.EventTypeNormal, Source: corev1.EventSource{Component: "slotplane-admission"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
@@ -259,13 +260,4 @@ func (a *Activities) AssignSlots(ctx context.Context, in AssignSlotsInput) error
 		return fmt.Errorf("record the preemption of job %s: %w", key, err)
 	}
 	return nil
-}
-
-// joinSlots renders positions as the comma-separated list the annotations use.
-func joinSlots(ids []int32) string {
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.Itoa(int(id))
-	}
-	return strings.Join(parts, ",")
 }

@@ -28,6 +28,7 @@ import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/slots"
 )
 
 // Defaults for what a BatchJob may leave out.
@@ -114,15 +115,6 @@ func (r Run) validate() error {
 	return nil
 }
 
-// slotIDs renders the request's slots for the extender's annotation, in the request's order.
-func (r Run) slotIDs() string {
-	parts := make([]string, len(r.Request.Slots))
-	for i, s := range r.Request.Slots {
-		parts[i] = strconv.Itoa(int(s))
-	}
-	return strings.Join(parts, ",")
-}
-
 // slotPodTemplate is what every executor or TaskManager carries beside its size.
 func (r Run) slotPodTemplate(container string) *corev1.PodTemplateSpec {
 	nodes := slices.Clone(r.Nodes)
@@ -132,7 +124,7 @@ func (r Run) slotPodTemplate(container string) *corev1.PodTemplateSpec {
 	return &corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      r.labels(),
-			Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: r.slotIDs()},
+			Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: slots.FormatSlotIDs(r.Request.Slots)},
 		},
 		Spec: corev1.PodSpec{
 			SchedulerName:     v1alpha1.SlotSchedulerName,

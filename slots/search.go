@@ -18,6 +18,16 @@ var ErrBadSlotIDs = errors.New("invalid slot ids")
 // maxSlotIDs bounds the annotation so a hostile pod cannot make the extender parse forever.
 const maxSlotIDs = 4096
 
+// FormatSlotIDs writes positions as the comma-separated list ParseSlotIDs reads, in the
+// order given: [3 5] -> "3,5".
+func FormatSlotIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ",")
+}
+
 // ParseSlotIDs reads the comma-separated slot positions of the SlotIDsAnnotation, in the
 // order given: "3,5" -> [3 5]. Empty, negative, non-numeric and repeated ids are errors.
 func ParseSlotIDs(annotation string) ([]int32, error) {

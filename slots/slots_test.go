@@ -460,3 +460,21 @@ func TestSyncOccupation(t *testing.T) {
 		t.Error("a second pass changed something: SyncOccupation must be idempotent")
 	}
 }
+
+func TestFormatSlotIDs_RoundTrips(t *testing.T) {
+	if got := FormatSlotIDs(nil); got != "" {
+		t.Errorf("FormatSlotIDs(nil) = %q, want empty", got)
+	}
+	if got := FormatSlotIDs([]int32{12, 0, 4}); got != "12,0,4" {
+		t.Errorf("FormatSlotIDs([12 0 4]) = %q, want \"12,0,4\"", got)
+	}
+	for _, ids := range [][]int32{{7}, {3, 5}, {12, 0, 4}} {
+		got, err := ParseSlotIDs(FormatSlotIDs(ids))
+		if err != nil {
+			t.Fatalf("%v: %v", ids, err)
+		}
+		if diff := cmp.Diff(ids, got); diff != "" {
+			t.Errorf("round trip of %v, order kept (-want +got):\n%s", ids, diff)
+		}
+	}
+}
