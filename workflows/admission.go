@@ -390,9 +390,8 @@ func (a *admission) decide(ctx workflow.Context) error {
 	for {
 		c := queue.Cluster{Total: total, Now: now}
 		for _, e := range a.running {
-			use := times(slot, int64(len(e.Slots)))
-			app := queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: use, Usage: use, Running: true,
-				State: e.State, StartingSince: e.StartingSince}
+			app := appOf(e, slot, true)
+			app.State, app.StartingSince = e.State, e.StartingSince
 			if n := wanted(e); int64(len(e.Slots)) < n && len(a.reclaimed) == 0 && len(free) > 0 {
 				// Preempted: it asks for its slots again, one at a time, once the slots
 				// taken back have reached the queue they were taken for.
@@ -414,7 +413,7 @@ func (a *admission) decide(ctx workflow.Context) error {
 				e.Reason = fmt.Sprintf("needs %d free slots, %d are", n, len(free))
 				continue
 			}
-			c.Apps = append(c.Apps, queue.App{ID: jobID(*e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, n)})
+			c.Apps = append(c.Apps, appOf(*e, slot, false))
 		}
 		chosen, refusals, ok := a.tree.Next(c)
 		for _, r := range refusals {
@@ -479,14 +478,11 @@ func (a *admission) checkMove(m AdmissionMove) (running bool, i int, err error) 
 		return false, 0, temporal.NewApplicationError(fmt.Sprintf("user %q may not move job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
 			m.By, m.Job, e.Request.User, e.Queue), MoveForbidden)
 	}
-	use := times(a.slot, int64(len(e.Slots)))
-	app := queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: use, Usage: use, Running: running}
 	c := queue.Cluster{Total: a.total}
 	for _, r := range a.running {
-		u := times(a.slot, int64(len(r.Slots)))
-		c.Apps = append(c.Apps, queue.App{ID: jobID(r), Queue: r.Queue, User: r.Request.User, Order: r.Order, AM: r.Request.Driver, Demand: u, Usage: u, Running: true})
+		c.Apps = append(c.Apps, appOf(r, a.slot, true))
 	}
-	if err := a.tree.CanMove(c, app, m.Queue); err != nil {
+	if err := a.tree.CanMove(c, appOf(e, a.slot, running), m.Queue); err != nil {
 		return false, 0, temporal.NewApplicationError(fmt.Sprintf("job %s cannot move to %s: %v", m.Job, m.Queue, err), MoveInvalid)
 	}
 	if to := a.tree.Queue(m.Queue).Path; !a.config.Allocations.Allowed(queue.Submit, to, e.Request.User, e.Request.Groups) {
@@ -509,6 +505,17 @@ func (a *admission) move(m AdmissionMove) (AdmissionMoved, error) {
 	res := AdmissionMoved{Job: m.Job, From: e.Queue, To: a.tree.Queue(m.Queue).Path}
 	e.Queue = res.To
 	return res, nil
+}
+
+// appOf is an entry as the queue policies see it: a running entry uses, and demands, the
+// slots it holds; a waiting one demands the slots it asked for.
+func appOf(e AdmissionEntry, slot queue.Resources, running bool) queue.App {
+	app := queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, wanted(e))}
+	if running {
+		app.Usage = times(slot, int64(len(e.Slots)))
+		app.Demand, app.Running = app.Usage, true
+	}
+	return app
 }
 
 // wanted is how many slots a job asked for.
@@ -572,14 +579,15 @@ func (a *admission) preempt(ctx workflow.Context, free []int32, total, slot queu
 	c := queue.Cluster{Total: total, Now: now}
 	executors := map[string]int{}
 	for _, e := range a.running {
-		c.Apps = append(c.Apps, queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver,
-			Demand: times(slot, wanted(e)), Usage: times(slot, int64(len(e.Slots))), Running: true})
+		app := appOf(e, slot, true)
+		app.Demand = times(slot, wanted(e)) // a preempted job still demands what it asked for
+		c.Apps = append(c.Apps, app)
 		if len(e.Request.SlotIDs) == 0 {
 			executors[jobID(e)] = len(e.Slots)
 		}
 	}
 	for _, e := range a.waiting {
-		c.Apps = append(c.Apps, queue.App{ID: jobID(e), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, wanted(e))})
+		c.Apps = append(c.Apps, appOf(e, slot, false))
 	}
 	starving := a.tree.Starved(c, pre, &a.starvation)
 	victims := a.tree.PlanPreemption(c, starving, slot, executors)
@@ -626,10 +634,7 @@ func (a *admission) buildReport(total, slot queue.Resources) AdmissionReport {
 	}
 	pending := map[string]queue.Resources{}
 	for _, e := range a.waiting {
-		n := int64(e.Request.Slots)
-		if len(e.Request.SlotIDs) > 0 {
-			n = int64(len(e.Request.SlotIDs))
-		}
+		n := wanted(e)
 		apps = append(apps, queue.App{ID: jobID(e), Queue: e.Queue, Demand: times(slot, n)})
 		pending[e.Queue] = pending[e.Queue].Add(times(slot, n))
 	}
