@@ -299,16 +299,25 @@ func ghostKey(namespace, bed, node, positionOnNode string) string {
 	return namespace + "/" + bed + "/" + node + "/" + positionOnNode
 }
 
-// Ghost returns the ghost pod holding a slot, preferring one that is not terminating.
-func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1alpha1.SlotStatus) (*corev1.Pod, error) {
+// ghostsAt lists the ghost pods of one slot, found by the GhostIndex.
+func (r *Reserver) ghostsAt(ctx context.Context, bed types.NamespacedName, slot v1alpha1.SlotStatus) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	key := ghostKey(bed.Namespace, bed.Name, slot.NodeName, strconv.Itoa(int(slot.PositionOnNode)))
 	if err := r.Cache.List(ctx, &pods, client.InNamespace(bed.Namespace), client.MatchingFields{GhostIndex: key}); err != nil {
 		return nil, fmt.Errorf("list ghosts of %s: %w", bed, err)
 	}
+	return pods.Items, nil
+}
+
+// Ghost returns the ghost pod holding a slot, preferring one that is not terminating.
+func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1alpha1.SlotStatus) (*corev1.Pod, error) {
+	ghosts, err := r.ghostsAt(ctx, bed, slot)
+	if err != nil {
+		return nil, err
+	}
 	var found *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range ghosts {
+		p := &ghosts[i]
 		if p.DeletionTimestamp == nil {
 			return p, nil
 		}
@@ -328,7 +337,7 @@ func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1a
 // reconciler would do, and lets the waiting pod in. Only a ghost whose slot is held by a pod
 // already bound to the node qualifies.
 func (r *Reserver) DisplacedGhost(ctx context.Context, bed types.NamespacedName, slot v1alpha1.SlotStatus) (*corev1.Pod, error) {
-	holders := map[string]v1alpha1.SlotStatus{} // position on node -> the slot as held
+	var held []v1alpha1.SlotStatus // the node's other slots, as held now
 	b := r.bed(bed)
 	b.mu.Lock()
 	if b.base != nil {
@@ -338,29 +347,28 @@ func (r *Reserver) DisplacedGhost(ctx context.Context, bed types.NamespacedName,
 				continue
 			}
 			if cur, ok := ix.Slot(s.Position); ok && cur.PodUID != "" {
-				holders[strconv.Itoa(int(s.PositionOnNode))] = cur
+				held = append(held, cur)
 			}
 		}
 	}
 	b.mu.Unlock()
 
-	var ghosts corev1.PodList
-	err := r.Cache.List(ctx, &ghosts, client.InNamespace(bed.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: bed.Name, v1alpha1.GhostLabel: "true"})
-	if err != nil {
-		return nil, fmt.Errorf("list ghosts of %s: %w", bed, err)
-	}
-	for i := range ghosts.Items {
-		g := &ghosts.Items[i]
-		held, ok := holders[g.Labels[v1alpha1.PositionOnNodeLabel]]
-		if g.Spec.NodeName != slot.NodeName || g.DeletionTimestamp != nil || !ok {
-			continue
-		}
+	for _, h := range held {
 		var holder corev1.Pod
-		if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: held.PodName}, &holder); err != nil {
+		if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: h.PodName}, &holder); err != nil {
 			continue // gone, or not seen yet: its ghost is not known to be in the way
 		}
-		if holder.UID == held.PodUID && holder.Spec.NodeName == slot.NodeName && holder.DeletionTimestamp == nil {
-			return g, nil
+		if holder.UID != h.PodUID || holder.Spec.NodeName != slot.NodeName || holder.DeletionTimestamp != nil {
+			continue
+		}
+		ghosts, err := r.ghostsAt(ctx, bed, h)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ghosts {
+			if ghosts[i].DeletionTimestamp == nil {
+				return &ghosts[i], nil
+			}
 		}
 	}
 	return nil, fmt.Errorf("slot %d on node %s has no ghost pod yet", slot.Position, slot.NodeName)
