@@ -9,8 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -28,18 +26,6 @@ const ExtendUpdate = "extend"
 // start it under this id, so a second start is a no-op.
 func SchedulingWorkflowID(namespace, name string) string {
 	return fmt.Sprintf("scheduling/%s/%s", namespace, name)
-}
-
-// StartSchedulingOptions are how every process starts a Scheduling's workflow: the id from
-// SchedulingWorkflowID, so the API and the bridge (kubectl) starting the same Scheduling get
-// the one workflow (an existing run is used), while a Scheduling deleted and created again
-// under its name gets a new run.
-func StartSchedulingOptions(namespace, name string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID: SchedulingWorkflowID(namespace, name), TaskQueue: TaskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}
 }
 
 // SchedulingInput names the Scheduling; the rest is optional (zero takes the default).

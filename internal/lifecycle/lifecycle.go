@@ -17,13 +17,19 @@ import (
 	"slotplane/workflows"
 )
 
-// StartScheduling starts the Scheduling's workflow, or finds the one already running under
-// its id (StartSchedulingOptions): the API and the bridge never start it twice.
+// StartScheduling starts the Scheduling's workflow under SchedulingWorkflowID, the id every
+// front door uses. A workflow already running under it is used, not a second one started, so
+// the API and the bridge (kubectl) never start the same Scheduling twice; a Scheduling
+// deleted and created again under its name gets a new run.
 func StartScheduling(ctx context.Context, tc temporal.Client, namespace, name string) (temporal.WorkflowRun, error) {
-	run, err := tc.ExecuteWorkflow(ctx, workflows.StartSchedulingOptions(namespace, name),
-		workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: namespace, Name: name})
+	id := workflows.SchedulingWorkflowID(namespace, name)
+	run, err := tc.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
+		ID: id, TaskQueue: workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: namespace, Name: name})
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", workflows.SchedulingWorkflowID(namespace, name), err)
+		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
 	return run, nil
 }
