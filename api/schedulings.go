@@ -127,14 +127,18 @@ func (s *server) checkCluster(ctx context.Context, ns string, r *SchedulingReque
 	for _, sl := range tb.Status.Slots {
 		positions[sl.Position] = true
 	}
+	// One list, not a read per job: a Scheduling may name thousands.
+	var jobs v1alpha1.BatchJobList
+	if err := s.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return nil, fromKube("list batch jobs", err)
+	}
+	exists := make(map[string]bool, len(jobs.Items))
+	for _, j := range jobs.Items {
+		exists[j.Name] = true
+	}
 	for i, j := range r.Jobs {
-		var job v1alpha1.BatchJob
-		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: j.Name}, &job); err != nil {
-			if e := fromKube("get batch job", err); e.Code == CodeNotFound {
-				errs = append(errs, FieldError{Field: fmt.Sprintf("jobs[%d].name", i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
-			} else {
-				return nil, e
-			}
+		if !exists[j.Name] {
+			errs = append(errs, FieldError{Field: fmt.Sprintf("jobs[%d].name", i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
 		}
 		if tb.Name == "" {
 			continue // the test bed's own error says it all
