@@ -107,7 +107,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 		var e api.Error
 		require.Equal(t, http.StatusOK, c.do("GET", "/healthz", "", nil, nil), "health needs no token")
 		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "", nil, &e))
-		require.Equal(t, api.Error{Code: api.CodeUnauthorized, Message: "no bearer token: send the header Authorization: Bearer <token>"}, e)
+		require.Equal(t, api.Error{Code: api.CodeUnauthorized, Message: "no bearer token: send the header Authorization: Bearer <token> (a browser's websocket: the subprotocol bearer.<token>)"}, e)
 		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "Bearer wrong", nil, &e))
 		require.Equal(t, "the bearer token is not known", e.Message)
 		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "Basic YWxpY2U6eA==", nil, &e))

@@ -13,12 +13,71 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
 )
 
-// User is who a request comes from, with the groups queue ACLs test.
+// User is who a request comes from, with the groups queue ACLs test. UID and Extra are
+// what a cluster's TokenReview says besides, passed on to its SubjectAccessReviews.
 type User struct {
-	Name   string   `json:"name"`
-	Groups []string `json:"groups,omitempty"`
+	Name   string              `json:"name"`
+	UID    string              `json:"uid,omitempty"`
+	Groups []string            `json:"groups,omitempty"`
+	Extra  map[string][]string `json:"extra,omitempty"`
+}
+
+// Action is what a request does, in Kubernetes' terms (a verb on a resource of the
+// slotplane.io group), so that an Authorizer can ask the cluster whether the user may.
+type Action struct {
+	Verb        string `json:"verb"`     // get, list, watch, create, update, delete
+	Resource    string `json:"resource"` // schedulings, batchjobs, testbeds
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name,omitempty"`
+}
+
+func (a Action) String() string {
+	s := a.Verb + " " + a.Resource
+	if a.Subresource != "" {
+		s += "/" + a.Subresource
+	}
+	if a.Name != "" {
+		s += " " + a.Name
+	}
+	return s + " in namespace " + a.Namespace
+}
+
+// Authorizer decides whether a user may do an action. A refusal carries the reason the
+// 403 shows; an error means it could not decide (503).
+type Authorizer interface {
+	Authorize(ctx context.Context, u User, a Action) (allowed bool, reason string, err error)
+}
+
+// AllowAll lets every authenticated user do everything: the local platform's choice, where
+// the one token is the operator's. Queue ACLs still apply.
+type AllowAll struct{}
+
+// Authorize implements Authorizer.
+func (AllowAll) Authorize(context.Context, User, Action) (bool, string, error) { return true, "", nil }
+
+// authorize lets the request through if the Authorizer allows the action on the object the
+// path names (the namespace is the request's).
+func authorize(z Authorizer, verb, resource, subresource string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		a := Action{Verb: verb, Resource: resource, Subresource: subresource, Namespace: namespaceOf(c), Name: c.Param("name")}
+		ok, reason, err := z.Authorize(c.Request.Context(), userOf(c), a)
+		switch {
+		case err != nil:
+			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable})
+		case !ok:
+			msg := fmt.Sprintf("user %s may not %s", userOf(c).Name, a)
+			if reason != "" {
+				msg += ": " + reason
+			}
+			fail(c, &Error{Code: CodeForbidden, Message: msg, status: http.StatusForbidden})
+		default:
+			c.Next()
+		}
+	}
 }
 
 // Authenticator tells who holds a bearer token. ErrUnknownToken means nobody does; any other
@@ -63,9 +122,13 @@ func authenticate(a Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h := c.GetHeader("Authorization")
 		token, ok := strings.CutPrefix(h, "Bearer ")
+		if h == "" && websocket.IsWebSocketUpgrade(c.Request) {
+			token = bearerFromProtocols(c.Request)
+			ok = token != ""
+		}
 		if !ok || strings.TrimSpace(token) == "" {
 			c.Header("WWW-Authenticate", `Bearer realm="slotplane"`)
-			msg := "no bearer token: send the header Authorization: Bearer <token>"
+			msg := "no bearer token: send the header Authorization: Bearer <token> (a browser's websocket: the subprotocol bearer.<token>)"
 			if h != "" {
 				msg = "the Authorization header is not of the form Bearer <token>"
 			}

@@ -116,7 +116,11 @@ func (s *server) getTestBed(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, TestBed{Name: tb.Name, Namespace: tb.Namespace, ResourceVersion: tb.ResourceVersion, Spec: tb.Spec, Status: tb.Status})
+	c.JSON(http.StatusOK, testBedOf(&tb))
+}
+
+func testBedOf(tb *v1alpha1.TestBed) TestBed {
+	return TestBed{Name: tb.Name, Namespace: tb.Namespace, ResourceVersion: tb.ResourceVersion, Spec: tb.Spec, Status: tb.Status}
 }
 
 func keyOf(namespace, name string) client.ObjectKey {

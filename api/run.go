@@ -8,30 +8,64 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"slotplane/internal/kubeclient"
 )
 
 // Server is a running API.
 type Server struct {
 	// URL is the API's base address, http://host:port (routes are under /api/v1).
-	URL  string
-	http *http.Server
-	done chan error
+	URL       string
+	http      *http.Server
+	done      chan error
+	srv       *server
+	stopCache context.CancelFunc
 }
 
-// Start serves the API on addr until Stop.
+// Start serves the API on addr until Stop. Given Options.Config and no Informers, it
+// watches the cluster for the change feed, and returns once it has read it.
 func Start(o Options, addr string) (*Server, error) {
-	h, err := New(o)
+	var stopCache context.CancelFunc = func() {}
+	if o.Informers == nil && o.Config != nil {
+		c, err := cache.New(o.Config, cache.Options{Scheme: kubeclient.Scheme()})
+		if err != nil {
+			return nil, fmt.Errorf("api: informers: %w", err)
+		}
+		var ctx context.Context
+		ctx, stopCache = context.WithCancel(context.Background())
+		go func() { _ = c.Start(ctx) }()
+		o.Informers = c
+	}
+	srv, h, err := newServer(o)
 	if err != nil {
+		stopCache()
 		return nil, err
+	}
+	if srv.hub != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for !srv.hub.ready() {
+			select {
+			case <-ctx.Done():
+				stopCache()
+				return nil, errors.New("api: the change feed's informers did not sync within a minute")
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
+		stopCache()
 		return nil, fmt.Errorf("api: listen on %s: %w", addr, err)
 	}
 	s := &Server{
-		URL:  "http://" + l.Addr().String(),
-		http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)},
-		done: make(chan error, 1),
+		URL:       "http://" + l.Addr().String(),
+		http:      &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)},
+		done:      make(chan error, 1),
+		srv:       srv,
+		stopCache: stopCache,
 	}
 	go func() {
 		err := s.http.Serve(l)
@@ -47,6 +81,8 @@ func Start(o Options, addr string) (*Server, error) {
 func (s *Server) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	close(s.srv.stopping) // the feed's connections are not the HTTP server's to close
 	err := s.http.Shutdown(ctx)
+	s.stopCache()
 	return errors.Join(err, <-s.done)
 }

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"github.com/gin-gonic/gin"
 	temporal "go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,25 +35,53 @@ type Options struct {
 	Namespace string
 	// Auth checks bearer tokens.
 	Auth Authenticator
-	Log  *slog.Logger
+	// Authorizer decides what each user may do (default AllowAll).
+	Authorizer Authorizer
+	// Informers feed the websocket change feed (/api/v1/watch); without them the feed
+	// answers 503. Start makes them from Config.
+	Informers cache.Informers
+	// Config is the cluster Start watches for the change feed when Informers is nil.
+	Config *rest.Config
+	// AllowedOrigins are the browser origins, besides the API's own, that may open the
+	// change feed (scheme://host:port).
+	AllowedOrigins []string
+	Log            *slog.Logger
 }
 
 type server struct {
 	Options
+	hub *hub
+	// stopping closes when the server stops: the feed's connections, hijacked from the
+	// HTTP server, end on it.
+	stopping chan struct{}
 }
 
 // New returns the API's handler.
 func New(o Options) (http.Handler, error) {
+	_, h, err := newServer(o)
+	return h, err
+}
+
+func newServer(o Options) (*server, http.Handler, error) {
 	if o.Client == nil || o.Temporal == nil || o.Auth == nil {
-		return nil, errors.New("api: Client, Temporal and Auth are required")
+		return nil, nil, errors.New("api: Client, Temporal and Auth are required")
 	}
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}
+	if o.Authorizer == nil {
+		o.Authorizer = AllowAll{}
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	s := &server{Options: o}
+	s := &server{Options: o, stopping: make(chan struct{})}
+	if o.Informers != nil {
+		s.hub = newHub(o.Log)
+		if err := s.hub.watch(context.Background(), o.Informers); err != nil {
+			return nil, nil, fmt.Errorf("api: change feed: %w", err)
+		}
+	}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -66,16 +97,19 @@ func New(o Options) (http.Handler, error) {
 	v1.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	authed := v1.Group("", authenticate(o.Auth), s.namespace)
 	authed.GET("/whoami", func(c *gin.Context) { c.JSON(http.StatusOK, userOf(c)) })
-	authed.POST("/schedulings", s.createScheduling)
-	authed.GET("/schedulings", s.listSchedulings)
-	authed.GET("/schedulings/:name", s.getScheduling)
-	authed.DELETE("/schedulings/:name", s.deleteScheduling)
-	authed.GET("/jobs", s.listJobs)
-	authed.GET("/jobs/:name", s.getJob)
-	authed.GET("/testbeds/:name", s.getTestBed)
-	authed.GET("/testbeds/:name/queues", s.getQueues)
-	authed.POST("/jobs/:name/move", s.moveJob)
-	return r, nil
+	can := func(verb, resource string) gin.HandlerFunc { return authorize(o.Authorizer, verb, resource, "") }
+	authed.POST("/schedulings", can("create", "schedulings"), s.createScheduling)
+	authed.GET("/schedulings", can("list", "schedulings"), s.listSchedulings)
+	authed.GET("/schedulings/:name", can("get", "schedulings"), s.getScheduling)
+	authed.DELETE("/schedulings/:name", can("delete", "schedulings"), s.deleteScheduling)
+	authed.GET("/jobs", can("list", "batchjobs"), s.listJobs)
+	authed.GET("/jobs/:name", can("get", "batchjobs"), s.getJob)
+	authed.GET("/testbeds/:name", can("get", "testbeds"), s.getTestBed)
+	authed.GET("/testbeds/:name/queues", can("get", "testbeds"), s.getQueues)
+	// Moving is an update of the job; the queue's administer ACL is checked besides.
+	authed.POST("/jobs/:name/move", can("update", "batchjobs"), s.moveJob)
+	authed.GET("/watch", s.watch) // authorizes each kind it is asked for
+	return s, r, nil
 }
 
 const namespaceKey = "slotplane.namespace"

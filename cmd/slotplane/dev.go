@@ -163,7 +163,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	apiServer, err := api.Start(api.Options{Client: live, Temporal: tc, Auth: api.StaticTokens{token: {Name: "dev", Groups: []string{"developers"}}}},
+	apiServer, err := api.Start(api.Options{Client: live, Temporal: tc, Config: cluster.Config, Auth: api.StaticTokens{token: {Name: "dev", Groups: []string{"developers"}}}},
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(*apiPort)))
 	if err != nil {
 		return err

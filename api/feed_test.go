@@ -1,0 +1,126 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"slotplane/crds/v1alpha1"
+)
+
+func job(ns, name, rv string) *v1alpha1.BatchJob {
+	return &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
+}
+
+func newClient(h *hub, ns string) *feedClient {
+	return &feedClient{namespace: ns, kinds: map[string]bool{KindBatchJob: true, KindScheduling: true}, max: h.queueSize, wake: make(chan struct{}, 1)}
+}
+
+func decodeAll(t *testing.T, batch [][]byte) []Event {
+	t.Helper()
+	out := make([]Event, len(batch))
+	for i, b := range batch {
+		require.NoError(t, json.Unmarshal(b, &out[i]))
+	}
+	return out
+}
+
+func rvs(evs []Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = string(e.Type) + "@" + e.ResourceVersion
+	}
+	return out
+}
+
+func TestHub_ResumesFromAChangeItHasAndResyncsOtherwise(t *testing.T) {
+	h := newHub(slog.Default())
+	// The initial list is the picture, not changes: nobody resumes from it.
+	h.observe(KindBatchJob, Added, job("ns", "a", "1"), true)
+	h.observe(KindBatchJob, Added, job("other", "x", "2"), true)
+
+	c := newClient(h, "ns")
+	first := h.subscribe(c, "")
+	var resync Event
+	require.NoError(t, json.Unmarshal(first, &resync))
+	require.Equal(t, Resync, resync.Type)
+	require.Empty(t, resync.ResourceVersion, "no change seen yet")
+	require.Len(t, resync.Items, 1, "only the client's namespace")
+	require.Equal(t, "1", resync.Items[0].ResourceVersion)
+
+	h.observe(KindBatchJob, Modified, job("ns", "a", "3"), false)
+	h.observe(KindBatchJob, Modified, job("ns", "a", "3"), false) // a relist repeats it: no change
+	h.observe(KindBatchJob, Added, job("other", "y", "4"), false)
+	h.observe(KindBatchJob, Added, job("ns", "b", "5"), false)
+	h.observe(KindBatchJob, Deleted, toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: job("ns", "a", "6")}, false)
+	h.observe(KindTestBed, Added, &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bed", ResourceVersion: "7"}}, false)
+	batch, lost := c.take()
+	require.False(t, lost)
+	require.Equal(t, []string{"MODIFIED@3", "ADDED@5", "DELETED@6"}, rvs(decodeAll(t, batch)), "its namespace and kinds, in order, once each")
+
+	// Resuming from a change the hub holds replays what came after it.
+	c2 := newClient(h, "ns")
+	require.Nil(t, h.subscribe(c2, "3"))
+	batch, _ = c2.take()
+	require.Equal(t, []string{"ADDED@5", "DELETED@6"}, rvs(decodeAll(t, batch)))
+
+	// An unknown version (older than the history, or from before a restart) is a RESYNC of
+	// the picture now, whose version is the last change's.
+	c3 := newClient(h, "ns")
+	first = h.subscribe(c3, "2")
+	require.NoError(t, json.Unmarshal(first, &resync))
+	require.Equal(t, Resync, resync.Type)
+	require.Contains(t, resync.Reason, "resourceVersion 2")
+	require.Equal(t, "7", resync.ResourceVersion)
+	require.Len(t, resync.Items, 1)
+	require.Equal(t, "5", resync.Items[0].ResourceVersion, "a deleted, b added; the test bed is not asked for")
+}
+
+func TestHub_ASlowClientGetsAResyncAndNeverHoldsTheOthers(t *testing.T) {
+	h := newHub(slog.Default())
+	h.queueSize = 10
+	slow, fast := newClient(h, "ns"), newClient(h, "ns")
+	h.subscribe(slow, "")
+	h.subscribe(fast, "")
+	for i := 1; i <= 25; i++ {
+		h.observe(KindBatchJob, Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i)), false)
+		if i%5 == 0 { // the fast client keeps up
+			batch, lost := fast.take()
+			require.False(t, lost)
+			require.Len(t, batch, 5)
+		}
+	}
+	batch, lost := slow.take()
+	require.True(t, lost, "25 changes overflowed a queue of 10")
+	require.Empty(t, batch, "what overflowed is dropped: the RESYNC covers it")
+	require.LessOrEqual(t, len(slow.queue), 10)
+
+	var resync Event
+	require.NoError(t, json.Unmarshal(h.resync(slow, "behind"), &resync))
+	require.Equal(t, "25", resync.ResourceVersion)
+	require.Len(t, resync.Items, 25)
+	h.observe(KindBatchJob, Modified, job("ns", "j01", "26"), false)
+	batch, lost = slow.take()
+	require.False(t, lost)
+	require.Equal(t, []string{"MODIFIED@26"}, rvs(decodeAll(t, batch)), "after the RESYNC, changes one by one again")
+}
+
+func TestHub_HistoryIsBounded(t *testing.T) {
+	h := newHub(slog.Default())
+	h.historySize = 100
+	for i := 1; i <= 1000; i++ {
+		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+	}
+	require.Len(t, h.history, 100)
+	require.Len(t, h.bySeqRV, 100)
+	c := newClient(h, "ns")
+	require.Nil(t, h.subscribe(c, "950"))
+	batch, _ := c.take()
+	require.Len(t, batch, 50)
+	require.NotNil(t, h.subscribe(newClient(h, "ns"), "900"), "900 has left the history")
+}

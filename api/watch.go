@@ -1,0 +1,177 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+)
+
+// Subprotocol is the feed's websocket subprotocol. A browser, which cannot set the
+// Authorization header on a websocket, offers its token as a second subprotocol,
+// "bearer.<token>"; the server answers with Subprotocol only.
+const Subprotocol = "slotplane.v1"
+
+const bearerProtocolPrefix = "bearer."
+
+// How the feed keeps a connection honest: a write that takes longer than writeWait closes
+// it (the client stopped reading); pings every pingEvery, and a client silent for pongWait
+// (no pong, no message) is gone.
+const (
+	writeWait = 10 * time.Second
+	pingEvery = 30 * time.Second
+	pongWait  = 70 * time.Second
+	// socketBuffer is a feed connection's kernel send buffer. It is kept small so that the
+	// in-process queue, which overflows into a RESYNC, is what absorbs a slow client, and
+	// a hundred stalled clients do not pin megabytes of kernel memory each.
+	socketBuffer = 64 << 10
+)
+
+// bearerFromProtocols finds a token offered as the "bearer.<token>" subprotocol.
+func bearerFromProtocols(r *http.Request) string {
+	for _, p := range websocket.Subprotocols(r) {
+		if t, ok := strings.CutPrefix(p, bearerProtocolPrefix); ok {
+			return t
+		}
+	}
+	return ""
+}
+
+// originAllowed: no Origin (not a browser), the API's own host, or a listed origin.
+func (s *server) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	return slices.ContainsFunc(s.AllowedOrigins, func(o string) bool { return strings.EqualFold(strings.TrimSuffix(o, "/"), origin) })
+}
+
+// watch serves the change feed: GET /api/v1/watch as a websocket, for the request's
+// namespace and the ?kinds= asked (schedulings, jobs, testbeds; default all), from
+// ?resourceVersion= if given. Each message is one Event as JSON text.
+func (s *server) watch(c *gin.Context) {
+	if s.hub == nil {
+		fail(c, &Error{Code: CodeUnavailable, Message: "this server has no change feed: it was started without a cluster to watch", status: http.StatusServiceUnavailable})
+		return
+	}
+	kinds := map[string]bool{}
+	var resources []string
+	words := strings.Split(c.DefaultQuery("kinds", "schedulings,jobs,testbeds"), ",")
+	for _, w := range words {
+		k, ok := feedKinds[strings.TrimSpace(w)]
+		if !ok {
+			fail(c, invalid(FieldError{Field: "kinds", Message: fmt.Sprintf("%q is not a kind the feed carries (schedulings, jobs, testbeds)", w)}))
+			return
+		}
+		kinds[k.kind] = true
+		resources = append(resources, k.resource)
+	}
+	for _, res := range resources {
+		a := Action{Verb: "watch", Resource: res, Namespace: namespaceOf(c)}
+		ok, reason, err := s.Authorizer.Authorize(c.Request.Context(), userOf(c), a)
+		if err != nil {
+			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable})
+			return
+		}
+		if !ok {
+			fail(c, &Error{Code: CodeForbidden, Message: strings.TrimSuffix(fmt.Sprintf("user %s may not %s: %s", userOf(c).Name, a, reason), ": "), status: http.StatusForbidden})
+			return
+		}
+	}
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		fail(c, &Error{Code: CodeBadRequest, Message: "the change feed is a websocket: send an Upgrade: websocket request", status: http.StatusBadRequest})
+		return
+	}
+	if !s.originAllowed(c.Request) {
+		fail(c, &Error{Code: CodeForbidden, Message: fmt.Sprintf("origin %s may not open the change feed (allowed: this server's own, and %v)", c.GetHeader("Origin"), s.AllowedOrigins), status: http.StatusForbidden})
+		return
+	}
+	if !s.hub.ready() {
+		fail(c, &Error{Code: CodeUnavailable, Message: "the change feed is still reading the cluster; try again shortly", status: http.StatusServiceUnavailable})
+		return
+	}
+	up := websocket.Upgrader{
+		Subprotocols: []string{Subprotocol},
+		CheckOrigin:  func(*http.Request) bool { return true }, // checked above, with a JSON answer
+	}
+	conn, err := up.Upgrade(c.Writer, c.Request, nil)
+	if err != nil {
+		return // Upgrade has answered
+	}
+	if tc, ok := conn.NetConn().(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(socketBuffer)
+	}
+	fc := &feedClient{namespace: namespaceOf(c), kinds: kinds, max: s.hub.queueSize, wake: make(chan struct{}, 1)}
+	first := s.hub.subscribe(fc, c.Query("resourceVersion"))
+	defer s.hub.unsubscribe(fc)
+	s.serveFeed(c.Request.Context(), conn, fc, first)
+}
+
+// serveFeed writes the client's events until it goes away or the server stops. A reader
+// goroutine takes the client's pongs and close; nothing the client sends is needed.
+func (s *server) serveFeed(ctx context.Context, conn *websocket.Conn, fc *feedClient, first []byte) {
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer cancel()
+		conn.SetReadLimit(4096)
+		_ = conn.SetReadDeadline(time.Now().Add(pongWait))
+		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				return
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(pongWait))
+		}
+	}()
+	write := func(data []byte) bool {
+		_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+		return conn.WriteMessage(websocket.TextMessage, data) == nil
+	}
+	if first != nil && !write(first) {
+		return
+	}
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return // the client went away
+		case <-s.stopping:
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "the server is stopping"), time.Now().Add(time.Second))
+			return
+		case <-ping.C:
+			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil {
+				return
+			}
+		case <-fc.wake:
+			batch, lost := fc.take()
+			if lost {
+				if !write(s.hub.resync(fc, fmt.Sprintf("the client fell more than %d changes behind", fc.max))) {
+					return
+				}
+				continue
+			}
+			for _, data := range batch {
+				if !write(data) {
+					return
+				}
+			}
+		}
+	}
+}
