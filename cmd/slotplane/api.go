@@ -6,8 +6,29 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
+	"slotplane/internal/kubeclient"
+)
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// The values of `slotplane api -auth`.
+const (
+	authTokens     = "tokens"     // the -token-file's tokens; every user may do everything
+	authKubernetes = "kubernetes" // the cluster's TokenReview and SubjectAccessReview
 )
 
 func runAPI(ctx context.Context, args []string) error {
@@ -15,32 +36,69 @@ func runAPI(ctx context.Context, args []string) error {
 	conn := connectionFlags(fs)
 	listen := fs.String("listen", envOr("SLOTPLANE_API_LISTEN", ":8088"), "address the REST API listens on")
 	namespace := fs.String("namespace", envOr("SLOTPLANE_API_NAMESPACE", "default"), "namespace of requests that name none")
-	tokens := fs.String("token-file", envOr("SLOTPLANE_API_TOKEN_FILE", ""), "CSV file of bearer tokens, one per line: token,user[,group...] (required)")
+	mode := fs.String("auth", envOr("SLOTPLANE_API_AUTH", authTokens), "how bearer tokens are checked: "+
+		authTokens+" (against -token-file; every user may do everything) or "+
+		authKubernetes+" (TokenReview, and SubjectAccessReview of each action on slotplane.io resources, with the cluster's RBAC)")
+	tokens := fs.String("token-file", envOr("SLOTPLANE_API_TOKEN_FILE", ""), "CSV file of bearer tokens, one per line: token,user[,group...] (required with -auth="+authTokens+")")
+	origins := fs.String("allowed-origins", envOr("SLOTPLANE_API_ALLOWED_ORIGINS", ""), "comma-separated browser origins (https://host:port), besides the API's own, that may open the websocket feed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *tokens == "" {
-		return fmt.Errorf("-token-file is required: the API checks bearer tokens against it")
+	// Check the flags and read the token file before dialling anything.
+	var static api.StaticTokens
+	switch *mode {
+	case authTokens:
+		if *tokens == "" {
+			return fmt.Errorf("-token-file is required with -auth=%s: the API checks bearer tokens against it", authTokens)
+		}
+		f, err := os.Open(*tokens)
+		if err != nil {
+			return err
+		}
+		static, err = api.ParseTokens(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *tokens, err)
+		}
+	case authKubernetes:
+		if *tokens != "" {
+			return fmt.Errorf("-token-file is not used with -auth=%s, which asks the cluster about every token: leave it out", authKubernetes)
+		}
+	default:
+		return fmt.Errorf("-auth=%q: want %s or %s", *mode, authTokens, authKubernetes)
 	}
-	f, err := os.Open(*tokens)
-	if err != nil {
-		return err
-	}
-	auth, err := api.ParseTokens(f)
-	_ = f.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", *tokens, err)
-	}
-	tc, cl, err := conn.dialLive()
+	cfg, tc, err := conn.dial()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	s, err := api.Start(api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Auth: auth}, *listen)
+	cl, err := kubeclient.Live(cfg)
 	if err != nil {
 		return err
 	}
-	slog.Info("api serving", "url", s.URL+"/api/v1", "tokens", len(auth))
+	// Config: the change feed watches the cluster with informers of its own.
+	o := api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Config: cfg, AllowedOrigins: splitList(*origins)}
+	o.Auth, o.Authorizer = apiAuth(*mode, static, cl)
+	s, err := api.Start(o, *listen)
+	if err != nil {
+		return err
+	}
+	if *mode == authTokens {
+		slog.Info("api serving", "url", s.URL+"/api/v1", "auth", *mode, "tokens", len(static))
+	} else {
+		slog.Info("api serving", "url", s.URL+"/api/v1", "auth", *mode)
+	}
 	<-ctx.Done()
 	return s.Stop()
+}
+
+// apiAuth is the API's authenticator and authorizer for an -auth mode: the token file's
+// tokens with everything allowed, or the cluster's reviews made with the command's live
+// client (whose identity needs create on tokenreviews and subjectaccessreviews, as the
+// ClusterRole system:auth-delegator grants).
+func apiAuth(mode string, static api.StaticTokens, cl ctrlclient.Client) (api.Authenticator, api.Authorizer) {
+	if mode == authKubernetes {
+		return &api.KubeTokens{Client: cl}, &api.KubeAccess{Client: cl}
+	}
+	return static, api.AllowAll{}
 }
