@@ -153,6 +153,7 @@ type JobInfo struct {
 	Exists bool
 	Queue  string
 	User   string
+	Groups []string
 	Driver corev1.ResourceList
 }
 
@@ -162,7 +163,7 @@ type ReadJobsInput struct {
 	Names     []string
 }
 
-// ReadJobs reads the queue, user and driver size of each job.
+// ReadJobs reads the queue, user, groups and driver size of each job.
 func (a *Activities) ReadJobs(ctx context.Context, in ReadJobsInput) ([]JobInfo, error) {
 	out := make([]JobInfo, 0, len(in.Names))
 	for _, name := range in.Names {
@@ -175,7 +176,7 @@ func (a *Activities) ReadJobs(ctx context.Context, in ReadJobsInput) ([]JobInfo,
 		if err != nil {
 			return nil, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, name, err)
 		}
-		out = append(out, JobInfo{Name: name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Driver: job.Spec.DriverResources})
+		out = append(out, JobInfo{Name: name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources})
 	}
 	return out, nil
 }

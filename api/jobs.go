@@ -7,6 +7,10 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
@@ -14,12 +18,15 @@ import (
 
 // Job is a BatchJob as the API shows it.
 type Job struct {
-	Name            string             `json:"name"`
-	Namespace       string             `json:"namespace"`
-	ResourceVersion string             `json:"resourceVersion"`
-	Framework       v1alpha1.Framework `json:"framework"`
-	Queue           string             `json:"queue,omitempty"`
-	User            string             `json:"user,omitempty"`
+	Name            string               `json:"name"`
+	Namespace       string               `json:"namespace"`
+	ResourceVersion string               `json:"resourceVersion"`
+	Framework       v1alpha1.Framework   `json:"framework"`
+	Application     v1alpha1.Application `json:"application"`
+	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
+	Queue           string               `json:"queue,omitempty"`
+	User            string               `json:"user,omitempty"`
+	Groups          []string             `json:"groups,omitempty"`
 	// Scheduling is the Scheduling that holds the job now; empty once it is released.
 	Scheduling string                  `json:"scheduling,omitempty"`
 	Status     v1alpha1.BatchJobStatus `json:"status"`
@@ -28,8 +35,8 @@ type Job struct {
 // jobOf shows a BatchJob. Its Scheduling is the one whose claim it carries now (the claim
 // label): the status's scheduling is written after the claim is, and lags a release.
 func jobOf(j *v1alpha1.BatchJob) Job {
-	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Framework: j.Spec.Framework,
-		Queue: j.Spec.Queue, User: j.Spec.User, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel], Status: j.Status}
+	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
+		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel], Status: j.Status}
 }
 
 var jobStates = []v1alpha1.BatchJobState{v1alpha1.JobReady, v1alpha1.JobInQueue, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted, v1alpha1.JobFailed}
@@ -125,4 +132,90 @@ func testBedOf(tb *v1alpha1.TestBed) TestBed {
 
 func keyOf(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
+}
+
+// JobRequest creates a BatchJob. It runs as the caller: User, if given, must be the caller,
+// and the caller's groups are recorded for queue ACLs and placement rules.
+type JobRequest struct {
+	Name            string               `json:"name"`
+	Framework       v1alpha1.Framework   `json:"framework"`
+	Application     v1alpha1.Application `json:"application"`
+	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
+	Queue           string               `json:"queue,omitempty"`
+	User            string               `json:"user,omitempty"`
+	// Labels and Annotations are put on the BatchJob; slotplane's own protocol keys are
+	// refused.
+	Labels           map[string]string     `json:"labels,omitempty"`
+	Annotations      map[string]string     `json:"annotations,omitempty"`
+	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
+	FlinkDeployment  *runtime.RawExtension `json:"flinkDeployment,omitempty"`
+}
+
+// reservedKeys are the labels and annotations slotplane's components write to talk to each
+// other: a request may not set them.
+var reservedKeys = []string{v1alpha1.ActiveSchedulingLabel, v1alpha1.CreationRequestAnnotation, v1alpha1.AssignedSlotsAnnotation, v1alpha1.BatchJobLabel}
+
+func (r *JobRequest) validate() []FieldError {
+	var errs []FieldError
+	add := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	if r.Name == "" {
+		add("name", "is required")
+	} else if msgs := validation.IsDNS1123Subdomain(r.Name); len(msgs) > 0 {
+		add("name", "%q is not a valid name: %s", r.Name, strings.Join(msgs, "; "))
+	}
+	if r.Framework != v1alpha1.FrameworkSpark && r.Framework != v1alpha1.FrameworkFlink {
+		add("framework", "must be %s or %s, not %q", v1alpha1.FrameworkSpark, v1alpha1.FrameworkFlink, r.Framework)
+	}
+	if r.Queue != "" && (len(r.Queue) > 255 || !queuePath.MatchString(r.Queue)) {
+		add("queue", "%q is not a queue path such as root.analytics", r.Queue)
+	}
+	for _, m := range []struct {
+		field string
+		keys  map[string]string
+	}{{"labels", r.Labels}, {"annotations", r.Annotations}} {
+		for k := range m.keys {
+			if slices.Contains(reservedKeys, k) {
+				add(m.field+"["+k+"]", "is slotplane's own and cannot be set")
+			}
+		}
+	}
+	slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return errs
+}
+
+// createJob makes a BatchJob for the caller. The cluster's schema checks the rest of the
+// spec; its complaints come back as field errors on the request's paths.
+func (s *server) createJob(c *gin.Context) {
+	var req JobRequest
+	if err := decode(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	if errs := req.validate(); len(errs) > 0 {
+		fail(c, invalid(errs...))
+		return
+	}
+	user := userOf(c)
+	if req.User != "" && req.User != user.Name {
+		fail(c, &Error{Code: CodeForbidden, Message: fmt.Sprintf("jobs submitted through the API run as their submitter: %s may not submit as %s", user.Name, req.User),
+			Fields: []FieldError{{Field: "user", Message: "must be empty or " + user.Name}}, status: http.StatusForbidden})
+		return
+	}
+	job := &v1alpha1.BatchJob{
+		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: namespaceOf(c), Labels: req.Labels, Annotations: req.Annotations},
+		Spec: v1alpha1.BatchJobSpec{Framework: req.Framework, Application: req.Application, DriverResources: req.DriverResources, Queue: req.Queue,
+			User: user.Name, Groups: user.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment},
+	}
+	if err := s.Client.Create(c.Request.Context(), job); err != nil {
+		e := fromKube(fmt.Sprintf("create batch job %s/%s", job.Namespace, job.Name), err)
+		for i := range e.Fields { // the schema speaks of spec.x; the request of x
+			e.Fields[i].Field = strings.TrimPrefix(e.Fields[i].Field, "spec.")
+		}
+		fail(c, e)
+		return
+	}
+	c.Header("Location", "/api/v1/jobs/"+job.Name+"?namespace="+job.Namespace)
+	c.JSON(http.StatusCreated, jobOf(job))
 }

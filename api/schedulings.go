@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +19,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/lifecycle"
+	"slotplane/workflows"
 )
 
 // SchedulingRequest creates a Scheduling: an ordered queue of BatchJobs for one test bed.
@@ -79,13 +83,28 @@ func (r *SchedulingRequest) validate() []FieldError {
 	case len(r.Jobs) > maxJobs:
 		add("jobs", "at most %d jobs, not %d", maxJobs, len(r.Jobs))
 	}
+	return append(errs, validateJobs("jobs", r.Mode, r.Jobs, nil)...)
+}
+
+// validateJobs checks a list of jobs for a Scheduling of the mode; field names the list in
+// the request, and before are jobs the Scheduling has already.
+func validateJobs(field string, mode v1alpha1.SchedulingMode, jobs, before []v1alpha1.SchedulingJob) []FieldError {
+	var errs []FieldError
+	add := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
 	seen := map[string]int{}
-	for i, j := range r.Jobs {
-		at := fmt.Sprintf("jobs[%d]", i)
+	for _, j := range before {
+		seen[j.Name] = -1
+	}
+	for i, j := range jobs {
+		at := fmt.Sprintf("%s[%d]", field, i)
 		if msgs := validation.IsDNS1123Subdomain(j.Name); len(msgs) > 0 {
 			add(at+".name", "%q is not a valid name: %s", j.Name, strings.Join(msgs, "; "))
-		} else if first, dup := seen[j.Name]; dup {
-			add(at+".name", "job %s is listed already, at jobs[%d]", j.Name, first)
+		} else if first, dup := seen[j.Name]; dup && first < 0 {
+			add(at+".name", "job %s is in the scheduling already", j.Name)
+		} else if dup {
+			add(at+".name", "job %s is listed already, at %s[%d]", j.Name, field, first)
 		} else {
 			seen[j.Name] = i
 		}
@@ -93,11 +112,11 @@ func (r *SchedulingRequest) validate() []FieldError {
 			add(at+".replication", "must be at least 1, not %d", j.Replication)
 		}
 		switch {
-		case r.Mode == v1alpha1.QueueBased && len(j.SlotIDs) > 0:
+		case mode == v1alpha1.QueueBased && len(j.SlotIDs) > 0:
 			add(at+".slotIDs", "are for SlotBased schedulings; a QueueBased one takes any free slots")
-		case r.Mode == v1alpha1.SlotBased && len(j.SlotIDs) == 0:
+		case mode == v1alpha1.SlotBased && len(j.SlotIDs) == 0:
 			add(at+".slotIDs", "a SlotBased scheduling names each job's slots")
-		case r.Mode == v1alpha1.SlotBased && int32(len(j.SlotIDs)) != j.Replication:
+		case mode == v1alpha1.SlotBased && int32(len(j.SlotIDs)) != j.Replication:
 			add(at+".slotIDs", "names %d slots for a replication of %d; one slot per replica", len(j.SlotIDs), j.Replication)
 		}
 		for k, id := range j.SlotIDs {
@@ -112,8 +131,8 @@ func (r *SchedulingRequest) validate() []FieldError {
 }
 
 // checkCluster checks the request against the cluster: the test bed, its slots and the jobs
-// must exist.
-func (s *server) checkCluster(ctx context.Context, ns string, r *SchedulingRequest) ([]FieldError, error) {
+// must exist. field names the request's list of jobs.
+func (s *server) checkCluster(ctx context.Context, ns, field string, r *SchedulingRequest) ([]FieldError, error) {
 	var errs []FieldError
 	var tb v1alpha1.TestBed
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.TestBed}, &tb); err != nil {
@@ -138,14 +157,14 @@ func (s *server) checkCluster(ctx context.Context, ns string, r *SchedulingReque
 	}
 	for i, j := range r.Jobs {
 		if !exists[j.Name] {
-			errs = append(errs, FieldError{Field: fmt.Sprintf("jobs[%d].name", i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
+			errs = append(errs, FieldError{Field: fmt.Sprintf("%s[%d].name", field, i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
 		}
 		if tb.Name == "" {
 			continue // the test bed's own error says it all
 		}
 		for k, id := range j.SlotIDs {
 			if !positions[id] {
-				errs = append(errs, FieldError{Field: fmt.Sprintf("jobs[%d].slotIDs[%d]", i, k), Message: fmt.Sprintf("test bed %s has no slot %d (it has %d)", r.TestBed, id, len(tb.Status.Slots))})
+				errs = append(errs, FieldError{Field: fmt.Sprintf("%s[%d].slotIDs[%d]", field, i, k), Message: fmt.Sprintf("test bed %s has no slot %d (it has %d)", r.TestBed, id, len(tb.Status.Slots))})
 			}
 		}
 	}
@@ -165,7 +184,7 @@ func (s *server) createScheduling(c *gin.Context) {
 		return
 	}
 	ctx, ns := c.Request.Context(), namespaceOf(c)
-	errs, err := s.checkCluster(ctx, ns, &req)
+	errs, err := s.checkCluster(ctx, ns, "jobs", &req)
 	if err != nil {
 		fail(c, err)
 		return
@@ -260,4 +279,95 @@ func (s *server) deleteScheduling(c *gin.Context) {
 	out := schedulingOf(sched)
 	out.Deleting = true
 	c.JSON(http.StatusAccepted, out)
+}
+
+// SchedulingPatch extends a running Scheduling: its jobs are appended to the queue, in
+// order. ResourceVersion, if given, applies the change only to that version of the
+// Scheduling (409 otherwise).
+type SchedulingPatch struct {
+	ResourceVersion string                   `json:"resourceVersion,omitempty"`
+	Append          []v1alpha1.SchedulingJob `json:"append"`
+}
+
+// extendScheduling appends jobs to a Scheduling that is still taking them. The object is
+// written first, as kubectl would, so that the object and the workflow never disagree for
+// long; then the workflow's extend update is asked and its answer awaited. If the workflow
+// refuses (a job another Scheduling holds, or the Scheduling stopped taking jobs meanwhile),
+// the job list is put back as it was and the answer says why.
+func (s *server) extendScheduling(c *gin.Context) {
+	var req SchedulingPatch
+	if err := decode(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	sched, err := s.scheduling(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	conflict := func(format string, args ...any) {
+		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), status: http.StatusConflict})
+	}
+	switch st := sched.Status.State; {
+	case req.ResourceVersion != "" && req.ResourceVersion != sched.ResourceVersion:
+		conflict("scheduling %s is at resourceVersion %s, not %s: read it again", sched.Name, sched.ResourceVersion, req.ResourceVersion)
+		return
+	case sched.DeletionTimestamp != nil:
+		conflict("scheduling %s is being cancelled", sched.Name)
+		return
+	case st != "" && st != v1alpha1.SchedulingAcquiring && st != v1alpha1.SchedulingScheduling:
+		conflict("scheduling %s is %s and takes no more jobs", sched.Name, st)
+		return
+	}
+	var errs []FieldError
+	switch {
+	case len(req.Append) == 0:
+		errs = append(errs, FieldError{Field: "append", Message: "at least one job is required"})
+	case len(sched.Spec.Jobs)+len(req.Append) > maxJobs:
+		errs = append(errs, FieldError{Field: "append", Message: fmt.Sprintf("a scheduling has at most %d jobs; this one has %d", maxJobs, len(sched.Spec.Jobs))})
+	}
+	errs = append(errs, validateJobs("append", sched.Spec.Mode, req.Append, sched.Spec.Jobs)...)
+	if len(errs) == 0 {
+		errs, err = s.checkCluster(c.Request.Context(), sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
+		if err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	if len(errs) > 0 {
+		fail(c, invalid(errs...))
+		return
+	}
+
+	ctx := c.Request.Context()
+	before := sched.Spec.Jobs
+	sched.Spec.Jobs = append(slices.Clone(before), req.Append...)
+	if err := s.Client.Update(ctx, sched); err != nil { // optimistic: only the version read
+		fail(c, fromKube(fmt.Sprintf("update scheduling %s/%s", sched.Namespace, sched.Name), err))
+		return
+	}
+	handle, err := s.Temporal.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+		WorkflowID: workflows.SchedulingWorkflowID(sched.Namespace, sched.Name), UpdateName: workflows.ExtendUpdate,
+		Args: []any{sched.Spec.Jobs}, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = handle.Get(ctx, nil)
+	}
+	var app *temporal.ApplicationError
+	switch {
+	case err == nil:
+		c.JSON(http.StatusOK, schedulingOf(sched))
+	case errors.As(err, &app):
+		// Refused: nothing was added. Put the list back, unless someone changed it since.
+		written := sched.DeepCopy()
+		written.Spec.Jobs = before
+		if rerr := s.Client.Update(context.WithoutCancel(ctx), written); rerr != nil {
+			s.Log.Warn("put back a refused scheduling extension", "scheduling", sched.Namespace+"/"+sched.Name, "err", rerr)
+		}
+		conflict("scheduling %s refused the jobs, and its job list is as it was: %s", sched.Name, app.Message())
+	default:
+		// The object holds the jobs; the bridge passes them on when Temporal answers.
+		s.Log.Warn("extend a scheduling's workflow; the bridge will retry", "scheduling", sched.Namespace+"/"+sched.Name, "err", err)
+		c.JSON(http.StatusAccepted, schedulingOf(sched))
+	}
 }

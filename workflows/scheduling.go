@@ -200,6 +200,9 @@ type scheduler struct {
 	admission bool
 	grants    workflow.ReceiveChannel
 	in        SchedulingInput
+	// extending lets one extend at a time claim and append: the API and the bridge may
+	// pass on the same edit at once.
+	extending workflow.Mutex
 }
 
 func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
@@ -679,6 +682,13 @@ func (s *scheduler) validateExtend(jobs []v1alpha1.SchedulingJob) error {
 // extend claims the new jobs of the list and appends them; it returns the queue length.
 func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) (int, error) {
 	ctx = withActivityDefaults(ctx)
+	if s.extending == nil {
+		s.extending = workflow.NewMutex(ctx)
+	}
+	if err := s.extending.Lock(ctx); err != nil {
+		return len(s.entries), err
+	}
+	defer s.extending.Unlock()
 	var added []v1alpha1.SchedulingJob
 	for _, j := range jobs {
 		if !slices.ContainsFunc(s.entries, func(e *QueueEntry) bool { return e.Job.Name == j.Name }) {
@@ -759,7 +769,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 		if driver.IsZero() {
 			driver = queue.Resources{MemoryMB: 1024, VCores: 1} // the apps package's default driver
 		}
-		req := AdmissionRequest{Scheduling: s.key.Name, Job: e.Job.Name, Queue: q, User: info.User, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs, Driver: driver}
+		req := AdmissionRequest{Scheduling: s.key.Name, Job: e.Job.Name, Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs, Driver: driver}
 		in.Nudges = append(in.Nudges, activities.Nudge{
 			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
 			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed},

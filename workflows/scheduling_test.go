@@ -260,6 +260,36 @@ func TestSchedulingWorkflow_ExtendAndPlacementTimeout(t *testing.T) {
 	require.Contains(t, jobStatus(last, "stuck").Message, "did not all hold their slots within 10m0s")
 }
 
+// The API and the bridge may pass on the same edit at once: two extends in flight with the
+// same list append each new job once, and the Scheduling still ends.
+func TestSchedulingWorkflow_ConcurrentExtendsAppendOnce(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "first", Replication: 2}}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"first": 10 * time.Minute, "late": time.Minute}
+	var results []any
+	var errs []error
+	extended := []v1alpha1.SchedulingJob{{Name: "first", Replication: 2}, {Name: "late", Replication: 1}}
+	env.RegisterDelayedCallback(func() {
+		for _, id := range []string{"api", "bridge"} {
+			env.UpdateWorkflow(ExtendUpdate, id, &testsuite.TestUpdateCallback{
+				OnReject:   func(err error) { errs = append(errs, err) },
+				OnAccept:   func() {},
+				OnComplete: func(v any, err error) { results, errs = append(results, v), append(errs, err) },
+			}, extended)
+		}
+	}, time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", Resync: time.Minute})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []error{nil, nil}, errs)
+	require.Equal(t, []any{2, 2}, results)
+	require.Equal(t, []string{"first", "late"}, f.requests)
+	last := (*statuses)[len(*statuses)-1]
+	require.Equal(t, v1alpha1.SchedulingCompleted, last.State)
+	require.Len(t, last.Jobs, 2)
+}
+
 // Past StepsPerRun the workflow continues as new with its queue; the next run picks up
 // where it stopped, without claiming again.
 func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {

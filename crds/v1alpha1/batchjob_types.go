@@ -51,6 +51,15 @@ type BatchJobSpec struct {
 	// +optional
 	User string `json:"user,omitempty"`
 
+	// Groups are the user's groups, the first being the primary one: queue ACLs and the
+	// primaryGroup and secondaryGroup placement rules use them. The REST API sets user and
+	// groups from the caller's identity; with kubectl, whoever may create BatchJobs sets them.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+
 	// SparkApplication is an optional SparkApplication spec (sparkoperator.k8s.io/v1beta2) to
 	// start from. slotplane overwrites the fields it controls: image, main class and file,
 	// arguments, driver resources, and the whole executor placement (size, instances,

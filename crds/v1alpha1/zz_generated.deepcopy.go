@@ -119,6 +119,11 @@ func (in *BatchJobSpec) DeepCopyInto(out *BatchJobSpec) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.Groups != nil {
+		in, out := &in.Groups, &out.Groups
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.SparkApplication != nil {
 		in, out := &in.SparkApplication, &out.SparkApplication
 		*out = new(runtime.RawExtension)

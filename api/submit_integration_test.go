@@ -1,0 +1,189 @@
+//go:build integration
+
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/api"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+	"slotplane/internal/testplatform"
+)
+
+// sparkJob is a POST /jobs body that runs for runFor in the operators' stand-in.
+func sparkJob(name, queue, runFor string) map[string]any {
+	return map[string]any{
+		"name": name, "framework": "spark", "queue": queue,
+		"application":     map[string]any{"image": "registry.example/" + name + ":1", "mainClass": "org.example.Main", "mainApplicationFile": "local:///opt/app.jar"},
+		"driverResources": map[string]any{"cpu": "250m", "memory": "512Mi"},
+		"annotations":     map[string]any{appsim.SimDurationAnnotation: runFor},
+	}
+}
+
+func statusOf(s api.Scheduling, job string) v1alpha1.SchedulingJobStatus {
+	for _, j := range s.Status.Jobs {
+		if j.Name == job {
+			return j
+		}
+	}
+	return v1alpha1.SchedulingJobStatus{}
+}
+
+// Jobs submitted through the API run as their submitter, whose groups the queue ACLs see;
+// a running Scheduling takes more jobs (PATCH append), refuses bad ones with nothing
+// changed, and puts its job list back when its workflow refuses.
+func TestAPI_SubmitAndExtend(t *testing.T) {
+	p := testplatform.Start(t, testplatform.DefaultBed)
+	ctx := context.Background()
+	// Only the analysts group may submit to root.analytics.
+	require.NoError(t, p.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data: map[string]string{v1alpha1.QueuesConfigMapKey: `<allocations>
+  <queue name="root">
+    <aclSubmitApps> </aclSubmitApps>
+    <aclAdministerApps> </aclAdministerApps>
+    <queue name="analytics"><aclSubmitApps> analysts</aclSubmitApps></queue>
+    <queue name="open"><aclSubmitApps>*</aclSubmitApps></queue>
+  </queue>
+</allocations>`},
+	}))
+	h, err := api.New(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{
+		token: {Name: "alice", Groups: []string{"analysts"}}, "bob-token": {Name: "bob"},
+	}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := client{t: t, base: srv.URL + "/api/v1"}
+	asBob := func(method, path string, body, out any) int { return c.do(method, path, "Bearer bob-token", body, out) }
+
+	t.Run("submitting jobs", func(t *testing.T) {
+		c := client{t: t, base: c.base}
+		var job api.Job
+		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", sparkJob("first", "analytics", "20s"), &job))
+		require.Equal(t, "alice", job.User)
+		require.Equal(t, []string{"analysts"}, job.Groups, "the caller's groups, for the ACLs")
+		require.Equal(t, "registry.example/first:1", job.Application.Image)
+		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", sparkJob("second", "analytics", "1s"), &job))
+		var bobs api.Job
+		require.Equal(t, http.StatusCreated, asBob("POST", "/jobs", sparkJob("bobs", "analytics", "1s"), &bobs))
+		require.Equal(t, "bob", bobs.User)
+		require.Empty(t, bobs.Groups)
+		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", sparkJob("held", "open", "60s"), &job))
+
+		bad := func(edit func(m map[string]any)) map[string]any {
+			m := sparkJob("bad", "", "1s")
+			edit(m)
+			return m
+		}
+		cases := map[string]struct {
+			body   any
+			status int
+			field  string
+			text   string
+		}{
+			"as someone else":  {body: bad(func(m map[string]any) { m["user"] = "carol" }), status: 403, field: "user", text: "alice may not submit as carol"},
+			"a taken name":     {body: sparkJob("first", "", "1s"), status: 409},
+			"bad framework":    {body: bad(func(m map[string]any) { m["framework"] = "hadoop" }), status: 422, field: "framework"},
+			"bad name":         {body: bad(func(m map[string]any) { m["name"] = "Bad_Name" }), status: 422, field: "name"},
+			"a protocol label": {body: bad(func(m map[string]any) { m["labels"] = map[string]string{v1alpha1.ActiveSchedulingLabel: "x"} }), status: 422, field: "labels[" + v1alpha1.ActiveSchedulingLabel + "]"},
+			"no image (the schema's rule)": {body: bad(func(m map[string]any) {
+				m["application"] = map[string]any{"image": "", "mainApplicationFile": "local:///a.jar"}
+			}), status: 422, field: "application.image"},
+			"flink spec on spark (a CEL rule)": {body: bad(func(m map[string]any) { m["flinkDeployment"] = map[string]any{"spec": map[string]any{}} }), status: 422, text: "flinkDeployment is only allowed when framework is flink"},
+			"unknown field":                    {body: bad(func(m map[string]any) { m["replicas"] = 2 }), status: 400, text: `unknown field "replicas"`},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				var e api.Error
+				require.Equal(t, tc.status, c.call("POST", "/jobs", tc.body, &e), "%+v", e)
+				if tc.field != "" {
+					require.NotEmpty(t, e.Fields, e.Message)
+					require.Equal(t, tc.field, e.Fields[0].Field, e.Message)
+				}
+				require.Contains(t, e.Message, tc.text)
+			})
+		}
+		var list v1alpha1.BatchJobList
+		require.NoError(t, p.Client.List(ctx, &list, ctrlclient.InNamespace("default")))
+		require.Len(t, list.Items, 4, "no bad request made a job")
+	})
+
+	// "held" belongs to another Scheduling, which runs a while.
+	var s api.Scheduling
+	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", map[string]any{"name": "other", "testBed": "bed", "mode": "QueueBased",
+		"jobs": []map[string]any{{"name": "held", "replication": 1}}}, &s))
+	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", map[string]any{"name": "grow", "testBed": "bed", "mode": "QueueBased",
+		"jobs": []map[string]any{{"name": "first", "replication": 2}}}, &s))
+	require.Eventually(t, func() bool {
+		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
+		return statusOf(s, "first").State == v1alpha1.JobRunning
+	}, time.Minute, 250*time.Millisecond)
+
+	t.Run("bad extensions change nothing", func(t *testing.T) {
+		c := client{t: t, base: c.base}
+		var e api.Error
+		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
+		cases := map[string]struct {
+			body   any
+			status int
+			field  string
+			text   string
+		}{
+			"nothing to append": {body: map[string]any{"append": []any{}}, status: 422, field: "append"},
+			"a job it has":      {body: map[string]any{"append": []map[string]any{{"name": "first", "replication": 1}}}, status: 422, field: "append[0].name", text: "in the scheduling already"},
+			"a missing job":     {body: map[string]any{"append": []map[string]any{{"name": "nope", "replication": 1}}}, status: 422, field: "append[0].name", text: "does not exist"},
+			"slots in a QueueBased one": {body: map[string]any{"append": []map[string]any{{"name": "second", "replication": 1, "slotIDs": []int{0}}}},
+				status: 422, field: "append[0].slotIDs"},
+			"a stale version": {body: map[string]any{"resourceVersion": "1", "append": []map[string]any{{"name": "second", "replication": 1}}}, status: 409, text: "not 1"},
+			"unknown field":   {body: map[string]any{"jobs": []any{}}, status: 400},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				require.Equal(t, tc.status, c.call("PATCH", "/schedulings/grow", tc.body, &e), "%+v", e)
+				if tc.field != "" {
+					require.NotEmpty(t, e.Fields, e.Message)
+					require.Equal(t, tc.field, e.Fields[0].Field, e.Message)
+				}
+				require.Contains(t, e.Message, tc.text)
+			})
+		}
+		require.Equal(t, http.StatusNotFound, c.call("PATCH", "/schedulings/nope", map[string]any{"append": []map[string]any{{"name": "second", "replication": 1}}}, &e))
+		// The workflow refuses a job another Scheduling holds; the list is put back.
+		require.Equal(t, http.StatusConflict, c.call("PATCH", "/schedulings/grow", map[string]any{"append": []map[string]any{{"name": "held", "replication": 1}}}, &e))
+		require.Contains(t, e.Message, "refused the jobs")
+		require.Contains(t, e.Message, "held")
+		var sched v1alpha1.Scheduling
+		require.NoError(t, p.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "grow"}, &sched))
+		require.Equal(t, []v1alpha1.SchedulingJob{{Name: "first", Replication: 2}}, sched.Spec.Jobs)
+	})
+
+	// A good extension, at the version just read: alice's job runs; bob's is refused by the
+	// queue's ACL, which sees that bob is not an analyst.
+	require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
+	var extended api.Scheduling
+	require.Equal(t, http.StatusOK, c.call("PATCH", "/schedulings/grow", map[string]any{"resourceVersion": s.ResourceVersion,
+		"append": []map[string]any{{"name": "second", "replication": 1}, {"name": "bobs", "replication": 1}}}, &extended))
+	require.Len(t, extended.Jobs, 3)
+	require.Eventually(t, func() bool {
+		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
+		return s.Status.State == v1alpha1.SchedulingCompleted
+	}, 2*time.Minute, 250*time.Millisecond)
+	require.Equal(t, v1alpha1.JobCompleted, statusOf(s, "first").State)
+	require.Equal(t, v1alpha1.JobCompleted, statusOf(s, "second").State)
+	require.Equal(t, v1alpha1.JobFailed, statusOf(s, "bobs").State)
+	require.Equal(t, `not admitted: user "bob" may not submit to queue root.analytics (aclSubmitApps)`, statusOf(s, "bobs").Message)
+
+	var e api.Error
+	require.Equal(t, http.StatusConflict, c.call("PATCH", "/schedulings/grow", map[string]any{"append": []map[string]any{{"name": "held", "replication": 1}}}, &e))
+	require.Contains(t, e.Message, "is Completed and takes no more jobs")
+}
