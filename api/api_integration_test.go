@@ -250,7 +250,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 
 	// The queues, and moving the running job from a to b.
 	running := func(path string) int {
-		var report workflows.AdmissionReport
+		var report api.QueueTree
 		require.Equal(t, http.StatusOK, c.call("GET", "/testbeds/bed/queues", nil, &report))
 		for _, q := range report.Queues {
 			if q.Path == path {
@@ -270,9 +270,9 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	require.Equal(t, api.CodeForbidden, e.Code)
 	require.Contains(t, e.Message, `user "mallory" may not move job report`)
 	require.Equal(t, http.StatusConflict, c.call("POST", "/jobs/etl/move", `{"queue":"b"}`, &e), "etl ended: it is in no queue")
-	var moved workflows.AdmissionMoved
+	var moved api.MoveResult
 	require.Equal(t, http.StatusOK, c.call("POST", "/jobs/report/move", `{"queue":"b"}`, &moved))
-	require.Equal(t, workflows.AdmissionMoved{Job: "report", From: "root.a", To: "root.b"}, moved)
+	require.Equal(t, api.MoveResult{Job: "report", From: "root.a", To: "root.b"}, moved)
 	require.Eventually(t, func() bool { return running("root.b") == 1 && running("root.a") == 0 }, 30*time.Second, 250*time.Millisecond)
 
 	var deleted api.Scheduling

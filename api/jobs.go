@@ -72,7 +72,7 @@ func (s *server) listJobs(c *gin.Context) {
 		out = append(out, j)
 	}
 	slices.SortFunc(out, func(a, b Job) int { return strings.Compare(a.Name, b.Name) })
-	c.JSON(http.StatusOK, gin.H{"items": out, "resourceVersion": list.ResourceVersion})
+	c.JSON(http.StatusOK, JobList{Items: out, ResourceVersion: list.ResourceVersion})
 }
 
 // sameQueue compares queue paths with "root." optional on either side.

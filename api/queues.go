@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 	"slotplane/workflows"
 )
 
@@ -32,7 +33,89 @@ func (s *server) getQueues(c *gin.Context) {
 		fail(c, temporalError(err, fmt.Sprintf("test bed %s has no queues yet: they start with its first Scheduling", tb.Name)))
 		return
 	}
-	c.JSON(http.StatusOK, report)
+	c.JSON(http.StatusOK, queueTreeOf(tb.Name, &report))
+}
+
+// Resources is an amount in the allocation file's units.
+type Resources struct {
+	MemoryMB int64 `json:"memoryMB"`
+	VCores   int64 `json:"vcores"`
+}
+
+func resourcesOf(r queue.Resources) Resources { return Resources{MemoryMB: r.MemoryMB, VCores: r.VCores} }
+
+// QueueTree is a test bed's queues as Admission sees them now.
+type QueueTree struct {
+	TestBed string `json:"testBed"`
+	// ConfigVersion is the allocation file in force (the ConfigMap's resourceVersion);
+	// ConfigError, when set, says why a newer file was refused.
+	ConfigVersion string      `json:"configVersion,omitempty"`
+	ConfigError   string      `json:"configError,omitempty"`
+	Queues        []Queue     `json:"queues"`
+	Waiting       []QueuedJob `json:"waiting"`
+	Running       []QueuedJob `json:"running"`
+}
+
+// Queue is one queue of the tree: its shares, what it uses and what waits in it.
+type Queue struct {
+	Path          string    `json:"path"`
+	Leaf          bool      `json:"leaf"`
+	SteadyShare   Resources `json:"steadyShare"`
+	FairShare     Resources `json:"fairShare"`
+	Usage         Resources `json:"usage"`
+	Demand        Resources `json:"demand"`
+	PendingDemand Resources `json:"pendingDemand"`
+	MinResources  Resources `json:"minResources"`
+	MaxResources  Resources `json:"maxResources"`
+	RunningJobs   int       `json:"runningJobs"`
+	WaitingJobs   int       `json:"waitingJobs"`
+}
+
+// QueuedJob is a job in the queues, waiting (with the reason) or running (with its slots).
+type QueuedJob struct {
+	Job        string  `json:"job"`
+	Scheduling string  `json:"scheduling"`
+	Queue      string  `json:"queue"`
+	User       string  `json:"user,omitempty"`
+	Slots      int32   `json:"slots"`
+	SlotIDs    []int32 `json:"slotIDs,omitempty"`
+	// Granted are the slots a running job holds.
+	Granted []int32 `json:"granted,omitempty"`
+	// State is a running job's start-up state under StateAware (Starting or Running).
+	State     string `json:"state,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Preempted int32  `json:"preempted,omitempty"`
+}
+
+func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
+	out := QueueTree{TestBed: bed, ConfigVersion: r.ConfigVersion, ConfigError: r.ConfigError, Queues: []Queue{}, Waiting: []QueuedJob{}, Running: []QueuedJob{}}
+	for _, q := range r.Queues {
+		out.Queues = append(out.Queues, Queue{Path: q.Path, Leaf: q.Leaf, SteadyShare: resourcesOf(q.SteadyShare), FairShare: resourcesOf(q.FairShare),
+			Usage: resourcesOf(q.Usage), Demand: resourcesOf(q.Demand), PendingDemand: resourcesOf(q.PendingDemand),
+			MinResources: resourcesOf(q.MinResources), MaxResources: resourcesOf(q.MaxResources), RunningJobs: q.RunningJobs, WaitingJobs: q.WaitingJobs})
+	}
+	entry := func(e workflows.AdmissionEntry) QueuedJob {
+		return QueuedJob{Job: e.Request.Job, Scheduling: e.Request.Scheduling, Queue: e.Queue, User: e.Request.User, Slots: e.Request.Slots,
+			SlotIDs: e.Request.SlotIDs, Granted: e.Slots, State: string(e.State), Reason: e.Reason, Preempted: e.Preempted}
+	}
+	for _, e := range r.Waiting {
+		out.Waiting = append(out.Waiting, entry(e))
+	}
+	for _, e := range r.Running {
+		j := entry(e)
+		if j.State == "" {
+			j.State = "Running"
+		}
+		out.Running = append(out.Running, j)
+	}
+	return out
+}
+
+// MoveResult says where a move took a job.
+type MoveResult struct {
+	Job  string `json:"job"`
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // MoveRequest names the queue to move a job to.
@@ -84,7 +167,7 @@ func (s *server) moveJob(c *gin.Context) {
 		fail(c, temporalError(err, fmt.Sprintf("test bed %s has no queues yet", bed)))
 		return
 	}
-	c.JSON(http.StatusOK, moved)
+	c.JSON(http.StatusOK, MoveResult{Job: moved.Job, From: moved.From, To: moved.To})
 }
 
 // temporalError maps a failed query or update: a missing workflow is a 404 saying

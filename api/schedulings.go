@@ -227,7 +227,7 @@ func (s *server) listSchedulings(c *gin.Context) {
 		out = append(out, schedulingOf(&list.Items[i]))
 	}
 	slices.SortFunc(out, func(a, b Scheduling) int { return strings.Compare(a.Name, b.Name) })
-	c.JSON(http.StatusOK, gin.H{"items": out, "resourceVersion": list.ResourceVersion})
+	c.JSON(http.StatusOK, SchedulingList{Items: out, ResourceVersion: list.ResourceVersion})
 }
 
 func (s *server) getScheduling(c *gin.Context) {

@@ -95,6 +95,7 @@ func newServer(o Options) (*server, http.Handler, error) {
 
 	v1 := r.Group("/api/v1")
 	v1.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	v1.GET("/openapi.json", serveOpenAPI)
 	authed := v1.Group("", authenticate(o.Auth), s.namespace)
 	authed.GET("/whoami", func(c *gin.Context) { c.JSON(http.StatusOK, userOf(c)) })
 	can := func(verb, resource string) gin.HandlerFunc { return authorize(o.Authorizer, verb, resource, "") }
