@@ -42,7 +42,9 @@ type Resources struct {
 	VCores   int64 `json:"vcores"`
 }
 
-func resourcesOf(r queue.Resources) Resources { return Resources{MemoryMB: r.MemoryMB, VCores: r.VCores} }
+func resourcesOf(r queue.Resources) Resources {
+	return Resources{MemoryMB: r.MemoryMB, VCores: r.VCores}
+}
 
 // QueueTree is a test bed's queues as Admission sees them now.
 type QueueTree struct {
