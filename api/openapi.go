@@ -32,7 +32,7 @@ type operation struct {
 	// accepted: the answer may also be 202 with the same body, when the change is recorded
 	// but its workflow did not answer.
 	accepted bool
-	errors       []int
+	errors   []int
 	// permission is the verb and resource an Authorizer is asked about.
 	permission string
 }
