@@ -94,7 +94,18 @@ clean:
 	rm -rf bin
 
 .PHONY: tools
-tools: $(KUBE_BIN)/.built $(KWOK) $(CONTROLLER_GEN) $(WORKFLOWCHECK)
+tools: $(KUBE_BIN)/.built $(KWOK) $(CONTROLLER_GEN) $(WORKFLOWCHECK) chromium
+
+# The dashboard's test drives Debian's chromium package headless. It comes from the system's
+# apt sources: a Debian archive keeps only the current build of a package per release (older
+# ones leave with each security update), so the release, not a build number, is the pin.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || { \
+	  echo ">> installing Debian's chromium package (for the dashboard test)"; \
+	  $(SUDO) apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update >/dev/null && $(SUDO) apt-get install -y --no-install-recommends chromium >/dev/null; }; }
 
 $(KUBE_BIN)/.built:
 	@echo ">> building kube-apiserver, kube-scheduler, etcd, kubectl ($(KUBE_VERSION)) into $(KUBE_BIN); the first time takes about 5 minutes"

@@ -93,6 +93,7 @@ func newServer(o Options) (*server, http.Handler, error) {
 		fail(c, &Error{Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path), status: http.StatusMethodNotAllowed})
 	})
 
+	serveDashboard(r)
 	v1 := r.Group("/api/v1")
 	v1.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	v1.GET("/openapi.json", serveOpenAPI)

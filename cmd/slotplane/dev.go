@@ -187,7 +187,8 @@ slotplane dev is up (ready in %.1fs)
   operators    a stand-in for the Spark and Flink operators (run time: annotation slotplane.io/sim-duration)
   Temporal     %s  namespace %s, worker and bridge running
   Temporal UI  %s
-  API          %s/api/v1  (user "dev")
+  dashboard    %s/#token=%s
+  API          %s/api/v1  (user "dev"; OpenAPI at /api/v1/openapi.json, websocket feed at /api/v1/watch)
                export SLOTPLANE_TOKEN=%s
                curl -H "Authorization: Bearer $SLOTPLANE_TOKEN" %s/api/v1/testbeds/bed
   metrics      %s
@@ -195,7 +196,7 @@ slotplane dev is up (ready in %.1fs)
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
 `, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL,
-		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, temporal.MetricsAddress,
+		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, token, apiServer.URL, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 
 	<-ctx.Done()

@@ -93,6 +93,15 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "run %d: the API without a token", run)
+		// The dashboard: its address carries the token in the fragment.
+		base := "http://127.0.0.1:" + strconv.Itoa(ports[2])
+		require.Contains(t, banner, base+"/#token="+token[1])
+		resp, err = http.Get(base + "/")
+		require.NoError(t, err)
+		page, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, string(page), "<title>slotplane</title>")
 		if run == 1 {
 			require.NoError(t, cs.CoreV1().Pods("default").Delete(context.Background(), ghosts[0].Name, metav1.DeleteOptions{}))
 			require.Eventually(t, func() bool {

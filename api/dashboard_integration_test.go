@@ -1,0 +1,178 @@
+//go:build integration
+
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"slotplane/api"
+	"slotplane/internal/testplatform"
+)
+
+// chromium finds the browser: $SLOTPLANE_CHROMIUM, else Debian's chromium (make tools
+// installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SLOTPLANE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium found: `make tools` installs Debian's chromium package, or set SLOTPLANE_CHROMIUM")
+	return ""
+}
+
+// screenshots is where the test leaves its pictures: $SLOTPLANE_ARTIFACTS, else a folder
+// in the system's temporary directory that outlives the test.
+func screenshots(t *testing.T) string {
+	dir := os.Getenv("SLOTPLANE_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "slotplane-dashboard")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+type slotCounts struct {
+	Free, Reserved, Occupied int
+	Done, Total              int
+	Queues                   []string
+	Live                     bool
+	// DoneWidth is the drawn width of the progress bar's done part, in pixels: styles set
+	// by the script must survive the page's content security policy.
+	DoneWidth float64
+}
+
+// The dashboard in headless Chromium follows a Scheduling as it runs: slots turn occupied
+// and back to free, the progress bar fills, and the queue appears; the page throws no
+// error under its content security policy.
+func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
+	browser := chromium(t)
+	p := testplatform.Start(t, testplatform.DefaultBed)
+	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
+		Auth: api.StaticTokens{token: {Name: "alice"}}}, "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.Stop()) }()
+	c := client{t: t, base: srv.URL + "/api/v1"}
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	var mu sync.Mutex
+	var pageErrors []string
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			mu.Lock()
+			pageErrors = append(pageErrors, fmt.Sprintf("%s at line %d", ev.ExceptionDetails.Text, ev.ExceptionDetails.LineNumber))
+			mu.Unlock()
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == "error" {
+				mu.Lock()
+				pageErrors = append(pageErrors, fmt.Sprintf("console.error %v", ev.Args))
+				mu.Unlock()
+			}
+		}
+	}))
+	dir := screenshots(t)
+	shoot := func(name string) {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err)
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, png, 0o644))
+		t.Logf("screenshot: %s", path)
+	}
+	read := func() slotCounts {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[slotCounts](`(() => {
+			const n = (st) => document.querySelectorAll('#beds .slot[data-state="' + st + '"]').length;
+			const bar = document.querySelector('#schedulings tr[data-scheduling="show"] .bar');
+			return { Free: n("free"), Reserved: n("reserved"), Occupied: n("occupied"),
+				Done: bar ? +bar.dataset.done : -1, Total: bar ? +bar.dataset.total : -1,
+				Queues: [...document.querySelectorAll('#queues .queue')].map((q) => q.dataset.queue),
+				Live: document.querySelector('#connection').classList.contains('up'),
+				DoneWidth: bar ? bar.querySelector('.done').getBoundingClientRect().width : 0 };
+		})()`))
+		require.NoError(t, err)
+		return s
+	}
+
+	// The token travels in the fragment, which the browser never sends to the server.
+	// The first action starts the browser, so it takes no deadline of its own (a deadline
+	// would end the browser with it); the page then has 30 s to draw the slots.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+token)))
+	first, stopFirst := context.WithTimeout(ctx, 30*time.Second)
+	defer stopFirst()
+	require.NoError(t, chromedp.Do(first, chromedp.WaitVisible(chromedp.CSS("#beds .slot"))))
+	require.Eventually(t, func() bool { s := read(); return s.Free == 8 && s.Live }, 20*time.Second, 100*time.Millisecond, "the page never showed 8 free slots")
+	shoot("dashboard-idle.png")
+
+	var jobs []map[string]any
+	for i, n := range []int32{3, 3, 2} {
+		j := batchJob(fmt.Sprintf("show-%d", i), "6s")
+		j.Spec.DriverResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+		require.NoError(t, p.Client.Create(context.Background(), j))
+		jobs = append(jobs, map[string]any{"name": j.Name, "replication": n})
+	}
+	var created api.Scheduling
+	require.Equal(t, 201, c.call("POST", "/schedulings", map[string]any{"name": "show", "testBed": "bed", "mode": "QueueBased", "jobs": jobs}, &created))
+
+	// Sample the page as the Scheduling runs: the slots must be seen taken, then free again.
+	var seen []slotCounts
+	maxOccupied, shot := 0, false
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		s := read()
+		if len(seen) == 0 || fmt.Sprint(s) != fmt.Sprint(seen[len(seen)-1]) {
+			seen = append(seen, s)
+		}
+		maxOccupied = max(maxOccupied, s.Occupied)
+		if s.Occupied >= 6 && !shot {
+			shoot("dashboard-running.png")
+			shot = true
+		}
+		if s.Total > 0 && s.Done == s.Total && s.Free == 8 && len(s.Queues) > 0 {
+			break
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	t.Logf("the page went through %d pictures; at most %d slots occupied", len(seen), maxOccupied)
+	last := seen[len(seen)-1]
+	require.Equal(t, 3, last.Total, "%+v", seen)
+	require.Equal(t, 3, last.Done, "the progress bar is full at the end")
+	require.Equal(t, 8, last.Free, "every slot is free again")
+	require.Greater(t, last.DoneWidth, 100.0, "the full bar is drawn")
+	require.GreaterOrEqual(t, maxOccupied, 3, "the page showed a job's slots occupied: %+v", seen)
+	require.Contains(t, last.Queues, "root.default", "the queue the jobs went through")
+	shoot("dashboard-done.png")
+
+	// Nothing in the page failed, and it kept a bad token out.
+	mu.Lock()
+	require.Empty(t, pageErrors)
+	mu.Unlock()
+	// A new query makes it a new page load, not a jump within the page.
+	step, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	require.NoError(t, chromedp.Do(step, chromedp.Navigate(srv.URL+"/?again#token=wrong"), chromedp.WaitVisible(chromedp.CSS("#login"))))
+	require.Eventually(t, func() bool {
+		shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#login-error').textContent.includes('not known')`))
+		return err == nil && shown
+	}, 10*time.Second, 100*time.Millisecond, "a wrong token must bring the form back with the reason")
+}

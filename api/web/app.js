@@ -1,0 +1,196 @@
+// The slotplane dashboard: the change feed (a websocket) keeps a picture of the namespace's
+// test beds, jobs and Schedulings; the queues, which are not objects, are read every few
+// seconds. Everything is drawn from that picture, never from a single event.
+"use strict";
+
+const params = new URLSearchParams(location.search);
+const namespace = params.get("namespace") || "";
+const state = { beds: new Map(), jobs: new Map(), schedulings: new Map(), queues: new Map(), rv: "" };
+let token = "";
+let drawPending = false;
+
+function $(sel) { return document.querySelector(sel); }
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k === "style") e.style.cssText = v; // CSSOM: allowed under the page's CSP, unlike a style attribute
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+function query(extra) {
+  const q = new URLSearchParams(extra || {});
+  if (namespace) q.set("namespace", namespace);
+  const s = q.toString();
+  return s ? "?" + s : "";
+}
+
+async function api(path) {
+  const resp = await fetch("/api/v1" + path, { headers: { Authorization: "Bearer " + token } });
+  const body = await resp.json();
+  if (!resp.ok) throw Object.assign(new Error(body.message || resp.statusText), { status: resp.status });
+  return body;
+}
+
+// The token comes once in the address's fragment (#token=..., which is never sent to the
+// server), or from the form; it is kept for the browser tab's life only.
+async function start() {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromHash) {
+    sessionStorage.setItem("slotplane-token", fromHash);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  token = sessionStorage.getItem("slotplane-token") || "";
+  if (!token) return showLogin("");
+  try {
+    const who = await api("/whoami");
+    $("#user").textContent = who.name;
+  } catch (err) {
+    sessionStorage.removeItem("slotplane-token");
+    return showLogin(err.status === 401 ? "That token is not known." : err.message);
+  }
+  $("#login").hidden = true;
+  $("#board").hidden = false;
+  $("#namespace").textContent = "namespace " + (namespace || "(default)");
+  connect(0);
+  pollQueues();
+}
+
+function showLogin(message) {
+  $("#board").hidden = true;
+  $("#login").hidden = false;
+  $("#login-error").textContent = message;
+}
+
+$("#login").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  sessionStorage.setItem("slotplane-token", $("#token").value.trim());
+  start();
+});
+
+// connect opens the feed, resuming from the last change applied; a lost connection is
+// opened again after a pause that grows up to 10s.
+function connect(attempt) {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  const extra = { kinds: "testbeds,jobs,schedulings" };
+  if (state.rv) extra.resourceVersion = state.rv;
+  const ws = new WebSocket(scheme + "//" + location.host + "/api/v1/watch" + query(extra), ["slotplane.v1", "bearer." + token]);
+  const conn = $("#connection");
+  ws.onopen = () => { conn.textContent = "live"; conn.className = "conn up"; attempt = 0; };
+  ws.onmessage = (msg) => { apply(JSON.parse(msg.data)); draw(); };
+  ws.onclose = () => {
+    conn.textContent = "reconnecting"; conn.className = "conn down";
+    setTimeout(() => connect(attempt + 1), Math.min(10000, 500 * 2 ** attempt));
+  };
+}
+
+const maps = { TestBed: "beds", BatchJob: "jobs", Scheduling: "schedulings" };
+
+function apply(ev) {
+  if (ev.type === "RESYNC") {
+    state.beds.clear(); state.jobs.clear(); state.schedulings.clear();
+    for (const item of ev.items || []) state[maps[item.kind]].set(item.object.name, item.object);
+  } else if (maps[ev.kind]) {
+    const m = state[maps[ev.kind]];
+    if (ev.type === "DELETED") m.delete(ev.object.name); else m.set(ev.object.name, ev.object);
+  }
+  if (ev.resourceVersion) state.rv = ev.resourceVersion;
+}
+
+// pollQueues reads each test bed's queues every 2s (they are the Admission workflow's
+// picture, not objects the feed carries).
+async function pollQueues() {
+  for (const name of state.queues.keys()) {
+    if (!state.beds.has(name)) state.queues.delete(name);
+  }
+  for (const name of state.beds.keys()) {
+    try {
+      state.queues.set(name, await api("/testbeds/" + encodeURIComponent(name) + "/queues" + query()));
+    } catch (err) {
+      state.queues.set(name, { error: err.status === 404 ? "no queues yet: they start with the test bed's first Scheduling" : err.message });
+    }
+  }
+  draw();
+  setTimeout(pollQueues, 2000);
+}
+
+function draw() {
+  if (drawPending) return;
+  drawPending = true;
+  requestAnimationFrame(() => { drawPending = false; drawBeds(); drawSchedulings(); drawQueues(); });
+}
+
+// jobInSlot finds the job whose application holds a slot.
+function jobInSlot(position) {
+  for (const j of state.jobs.values()) {
+    const st = j.status || {};
+    if ((st.state === "Running" || st.state === "Submitted") && (st.slots || []).includes(position)) return j.name;
+  }
+  return "";
+}
+
+function drawBeds() {
+  const root = $("#beds");
+  root.replaceChildren();
+  if (state.beds.size === 0) root.append(el("p", { class: "empty" }, "No test beds in this namespace."));
+  for (const bed of [...state.beds.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+    const st = bed.status || {};
+    root.append(el("h3", {}, bed.name + " ", el("span", { class: "muted" },
+      `${st.total || 0} slots: ${st.free || 0} free, ${st.reserved || 0} reserved, ${st.occupied || 0} occupied`)));
+    const grid = el("div", { class: "grid", "data-bed": bed.name });
+    for (const slot of st.slots || []) {
+      const job = slot.state === "free" ? "" : jobInSlot(slot.position);
+      const cell = el("div", { class: "slot " + slot.state, "data-position": slot.position, "data-state": slot.state,
+        title: `slot ${slot.position} on ${slot.nodeName}` + (slot.podName ? `, pod ${slot.podName}` : "") },
+        el("span", { class: "pos" }, "#" + slot.position), " ", el("span", { class: "muted" }, slot.nodeID),
+        el("span", { class: "pod" }, job || slot.podName || slot.state));
+      grid.append(cell);
+    }
+    root.append(grid);
+  }
+}
+
+function drawSchedulings() {
+  const body = $("#schedulings tbody");
+  body.replaceChildren();
+  const list = [...state.schedulings.values()].sort((a, b) => a.name.localeCompare(b.name));
+  $("#no-schedulings").hidden = list.length > 0;
+  for (const s of list) {
+    const st = s.status || {};
+    const total = st.totalJobs || (s.jobs || []).length, done = st.finishedJobs || 0, running = st.runningJobs || 0;
+    const pct = (n) => (total ? (100 * n) / total : 0).toFixed(1) + "%";
+    const bar = el("div", { class: "bar", "data-done": done, "data-total": total },
+      el("div", { class: "done", style: "width:" + pct(done) }),
+      el("div", { class: "running", style: `left:${pct(done)};width:${pct(running)}` }));
+    body.append(el("tr", { "data-scheduling": s.name },
+      el("td", {}, s.name), el("td", {}, s.mode), el("td", {}, (s.deleting ? "Cancelling" : st.state) || "Pending"),
+      el("td", {}, bar), el("td", {}, `${done}/${total} done, ${running} running`)));
+  }
+}
+
+function drawQueues() {
+  const root = $("#queues");
+  root.replaceChildren();
+  if (state.queues.size === 0) root.append(el("p", { class: "empty" }, "No test beds, so no queues."));
+  for (const [bed, tree] of state.queues) {
+    root.append(el("h3", {}, bed));
+    if (tree.error) { root.append(el("p", { class: "empty" }, tree.error)); continue; }
+    const rootQueue = (tree.queues || []).find((q) => q.path === "root");
+    const total = rootQueue ? Math.max(rootQueue.fairShare.memoryMB, 1) : 1;
+    for (const q of tree.queues || []) {
+      if (!q.leaf) continue;
+      const used = Math.min(100, (100 * q.usage.memoryMB) / total), share = Math.min(100, (100 * q.fairShare.memoryMB) / total);
+      root.append(el("div", { class: "queue", "data-queue": q.path },
+        el("span", {}, q.path),
+        el("div", { class: "meter", title: `usage ${q.usage.memoryMB} MB of a fair share of ${q.fairShare.memoryMB} MB` },
+          el("div", { class: "usage", style: `width:${used.toFixed(1)}%` }), el("div", { class: "share", style: `left:${share.toFixed(1)}%` })),
+        el("span", { class: "muted" }, `${q.runningJobs} running, ${q.waitingJobs} waiting`)));
+    }
+  }
+}
+
+start();
