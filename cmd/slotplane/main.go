@@ -28,6 +28,10 @@ var commands = []command{
 	{"bridge", "turn changes of TestBeds, nodes and slot pods into workflow signals", runBridge},
 	{"api", "serve the REST API for external schedulers (Schedulings, jobs, test beds)", runAPI},
 	{"queues", "check an allocation file (fair-scheduler.xml): the queue tree, shares, placement and ACLs", runQueues},
+	{"submit", "create BatchJobs and Schedulings from their YAML or JSON (as kubectl takes them) through the REST API", runSubmit},
+	{"get", "show jobs, Schedulings, a test bed's slots or its queues, from the REST API", runGet},
+	{"watch", "follow Schedulings' progress on the API's change feed until they end", runWatch},
+	{"load", "load a running REST API with reads and job creations for a while and print latency percentiles", runLoad},
 }
 
 func main() {

@@ -33,7 +33,8 @@ type Options struct {
 	// soon as its last one is answered (default 8).
 	Duration time.Duration
 	Workers  int
-	// WriteShare is the fraction of requests that create a BatchJob (default 0.2).
+	// WriteShare is the fraction of requests that create a BatchJob (zero: 0.2; negative:
+	// reads only).
 	WriteShare float64
 	// Prefix starts the names of the jobs the run creates (default "load-<unix time>-").
 	Prefix string
