@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
@@ -20,6 +24,9 @@ import (
 // connections are the flags every cluster-and-Temporal command shares.
 type connections struct {
 	kubeconfig, temporal, namespace *string
+	// TLS to an external Temporal cluster: a CA to trust, a client certificate and key for
+	// mutual TLS, and the server name to expect. Any of them turns TLS on.
+	tlsCA, tlsCert, tlsKey, tlsServerName *string
 }
 
 func connectionFlags(fs *flag.FlagSet) connections {
@@ -27,7 +34,41 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		kubeconfig: fs.String("kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account"),
 		temporal:   fs.String("temporal-address", envOr("SLOTPLANE_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port"),
 		namespace:  fs.String("temporal-namespace", envOr("SLOTPLANE_TEMPORAL_NAMESPACE", worker.DefaultNamespace), "Temporal namespace"),
+		tlsCA:      fs.String("temporal-tls-ca", envOr("SLOTPLANE_TEMPORAL_TLS_CA", ""), "PEM file of the CA that signed the Temporal frontend's certificate (default: the system's roots); turns TLS on"),
+		tlsCert:    fs.String("temporal-tls-cert", envOr("SLOTPLANE_TEMPORAL_TLS_CERT", ""), "PEM client certificate for mutual TLS with Temporal (with -temporal-tls-key)"),
+		tlsKey:     fs.String("temporal-tls-key", envOr("SLOTPLANE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert"),
+		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
+			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
 	}
+}
+
+// temporalTLS is the TLS configuration the flags ask for, or nil for plain connections.
+func (c connections) temporalTLS() (*tls.Config, error) {
+	if *c.tlsCA == "" && *c.tlsCert == "" && *c.tlsKey == "" && *c.tlsServerName == "" {
+		return nil, nil
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: *c.tlsServerName}
+	if *c.tlsCA != "" {
+		pem, err := os.ReadFile(*c.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("-temporal-tls-ca: %w", err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("-temporal-tls-ca: %s holds no PEM certificate", *c.tlsCA)
+		}
+	}
+	switch {
+	case (*c.tlsCert == "") != (*c.tlsKey == ""):
+		return nil, errors.New("-temporal-tls-cert and -temporal-tls-key go together")
+	case *c.tlsCert != "":
+		pair, err := tls.LoadX509KeyPair(*c.tlsCert, *c.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("temporal client certificate: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{pair}
+	}
+	return conf, nil
 }
 
 func (c connections) dial() (*rest.Config, client.Client, error) {
@@ -35,7 +76,11 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes config: %w", err)
 	}
-	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace})
+	tlsConf, err := c.temporalTLS()
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, ConnectionOptions: client.ConnectionOptions{TLS: tlsConf}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial temporal at %s: %w", *c.temporal, err)
 	}
