@@ -1,0 +1,291 @@
+//go:build integration
+
+// Package e2e runs slotplane as a real cluster runs it: the worker, the extender, the
+// bridge and the API as processes of the slotplane binary, against a real control plane
+// (API server, the scheduler with the extender, kwok nodes) and the real Temporal server.
+// The tests act only through the REST API and its websocket feed, as an external scheduler
+// would, and read the cluster only to check the end state.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/api"
+	"slotplane/apiclient"
+	flinkv1beta1 "slotplane/crds/flink/v1beta1"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/testcluster"
+	"slotplane/internal/testtemporal"
+)
+
+// binary is the slotplane binary, built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "slotplane-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "slotplane")
+	if out, err := exec.Command("go", "build", "-o", binary, "slotplane/cmd/slotplane").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build slotplane: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// component is one slotplane process; start runs it (again).
+type component struct {
+	t    *testing.T
+	name string
+	args []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+}
+
+func (c *component) start() {
+	c.t.Helper()
+	cmd := exec.Command(binary, append([]string{c.name}, c.args...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(c.t, cmd.Start(), c.name)
+	c.mu.Lock()
+	c.cmd = cmd
+	c.mu.Unlock()
+}
+
+// kill ends the process at once, as a crash or an evicted pod would.
+func (c *component) kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	_ = c.cmd.Wait()
+}
+
+func (c *component) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+const token = "e2e-token"
+
+// Two Schedulings, one QueueBased in queue a and one SlotBased in queue b, of Spark and
+// Flink jobs submitted through the API, run to the end while the worker and the extender
+// are killed and started again mid-way. Every job ends Completed in the slots it was given,
+// every application finished, and every slot is free again with its ghost back.
+func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
+	ports, err := freeport.Get(4)
+	require.NoError(t, err)
+	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
+	cluster := testcluster.New(t, testcluster.Options{Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + extenderAddr + "/",
+		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
+	srv, _ := testtemporal.Start(t)
+	// The Spark and Flink operators' stand-in: the one part a real cluster has and this
+	// machine cannot run.
+	sim, err := appsim.Start(context.Background(), cluster.Config, slog.Default(), appsim.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sim.Stop()) })
+
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
+	conn := []string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress}
+	parts := map[string]*component{
+		"worker":   {name: "worker", args: conn},
+		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr}},
+		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
+			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]))},
+		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
+	}
+	for _, c := range parts {
+		c.t = t
+		c.start()
+		t.Cleanup(c.stop)
+	}
+
+	// The operator's part, as kubectl would do it: the test bed and the queues.
+	kube, err := kubeclient.Live(cluster.Config)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, kube.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data: map[string]string{v1alpha1.QueuesConfigMapKey: `<allocations>
+  <queue name="root">
+    <queue name="a"><weight>1</weight></queue>
+    <queue name="b"><weight>1</weight></queue>
+  </queue>
+</allocations>`},
+	}))
+	require.NoError(t, kube.Create(ctx, &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}},
+	}))
+
+	// From here on, only the API.
+	c, err := apiclient.New("http://"+apiAddr, token)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		tb, err := c.GetTestBed(ctx, "bed")
+		return err == nil && tb.Status.Total == 8 && tb.Status.Free == 8
+	}, 90*time.Second, 250*time.Millisecond, "the API never showed the test bed with 8 free slots")
+
+	type plan struct {
+		framework v1alpha1.Framework
+		runFor    string
+	}
+	jobs := map[string]plan{
+		"a-etl": {v1alpha1.FrameworkSpark, "6s"}, "a-stream": {v1alpha1.FrameworkFlink, "8s"}, "a-report": {v1alpha1.FrameworkSpark, "4s"},
+		"b-train": {v1alpha1.FrameworkSpark, "6s"}, "b-score": {v1alpha1.FrameworkFlink, "4s"}, "b-export": {v1alpha1.FrameworkSpark, "3s"},
+	}
+	for name, p := range jobs {
+		queue := "root." + name[:1]
+		_, err := c.CreateJob(ctx, api.JobRequest{Name: name, Framework: p.framework, Queue: queue,
+			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+			Annotations:     map[string]string{appsim.SimDurationAnnotation: p.runFor}})
+		require.NoError(t, err, name)
+	}
+
+	// Watch everything from the start.
+	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs, apiclient.WatchTestBeds}, "")
+	require.NoError(t, err)
+	defer w.Close()
+	var mu sync.Mutex
+	scheds := map[string]api.Scheduling{}
+	running := map[string]bool{}
+	go func() {
+		for ev := range w.Events() {
+			mu.Lock()
+			switch ev.Kind {
+			case api.KindScheduling:
+				if s, err := ev.Scheduling(); err == nil {
+					scheds[s.Name] = s
+				}
+			case api.KindBatchJob:
+				if j, err := ev.Job(); err == nil && j.Status.State == v1alpha1.JobRunning {
+					running[j.Name] = true
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+
+	pinned := map[string][]int32{"b-train": {0, 1, 2}, "b-score": {2, 3}, "b-export": {7}}
+	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "queued", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.a",
+		Jobs: []v1alpha1.SchedulingJob{{Name: "a-etl", Replication: 3}, {Name: "a-stream", Replication: 2}, {Name: "a-report", Replication: 4}}})
+	require.NoError(t, err)
+	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "pinned", TestBed: "bed", Mode: v1alpha1.SlotBased, Queue: "root.b",
+		Jobs: []v1alpha1.SchedulingJob{{Name: "b-train", Replication: 3, SlotIDs: pinned["b-train"]},
+			{Name: "b-score", Replication: 2, SlotIDs: pinned["b-score"]}, {Name: "b-export", Replication: 1, SlotIDs: pinned["b-export"]}}})
+	require.NoError(t, err)
+
+	// Mid-way, with jobs running: the worker and the extender die and come back.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(running) >= 2
+	}, 2*time.Minute, 100*time.Millisecond, "no two jobs ran")
+	parts["worker"].kill()
+	parts["extender"].kill()
+	time.Sleep(2 * time.Second)
+	parts["extender"].start()
+	parts["worker"].start()
+
+	ended := func(name string) bool {
+		s, ok := scheds[name]
+		return ok && (s.Status.State == v1alpha1.SchedulingCompleted || s.Status.State == v1alpha1.SchedulingFailed)
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ended("queued") && ended("pinned")
+	}, 5*time.Minute, 250*time.Millisecond, "the Schedulings never ended (seen: %v)", func() any { mu.Lock(); defer mu.Unlock(); return scheds }())
+	require.NoError(t, w.Err(), "the feed stayed up through the crashes")
+
+	// The end state, read through the API, then checked against the cluster.
+	for _, name := range []string{"queued", "pinned"} {
+		s, err := c.GetScheduling(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, v1alpha1.SchedulingCompleted, s.Status.State, "%s: %s", name, s.Status.Message)
+		require.Equal(t, int32(3), s.Status.FinishedJobs, name)
+	}
+	used := map[int32]string{}
+	for name, p := range jobs {
+		j, err := c.GetJob(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, "%s: %s", name, j.Status.Message)
+		require.Equal(t, "alice", j.User)
+		require.NotNil(t, j.Status.RunningAt, name)
+		require.NotNil(t, j.Status.FinishedAt, name)
+		if want, ok := pinned[name]; ok {
+			require.Equal(t, want, j.Status.Slots, "%s ran in exactly its slots", name)
+		} else {
+			require.Len(t, j.Status.Slots, map[string]int{"a-etl": 3, "a-stream": 2, "a-report": 4}[name])
+		}
+		for _, s := range j.Status.Slots {
+			used[s] = name
+		}
+		require.NotNil(t, j.Status.Application, name)
+		key := client.ObjectKey{Namespace: "default", Name: j.Status.Application.Name}
+		switch p.framework {
+		case v1alpha1.FrameworkSpark:
+			var app sparkv1beta2.SparkApplication
+			require.NoError(t, kube.Get(ctx, key, &app))
+			require.Equal(t, sparkv1beta2.ApplicationStateCompleted, app.Status.AppState.State, name)
+		case v1alpha1.FrameworkFlink:
+			var app flinkv1beta1.FlinkDeployment
+			require.NoError(t, kube.Get(ctx, key, &app))
+			require.Equal(t, flinkv1beta1.FlinkJobFinished, app.Status.JobStatus.State, name)
+		}
+	}
+	require.Len(t, used, 8, "between them the jobs used every slot")
+	require.Eventually(t, func() bool {
+		tb, err := c.GetTestBed(ctx, "bed")
+		if err != nil || tb.Status.Free != 8 {
+			return false
+		}
+		var pods corev1.PodList
+		if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}); err != nil {
+			return false
+		}
+		up := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				up++
+			}
+		}
+		return up == 8
+	}, time.Minute, 250*time.Millisecond, "every slot free, with its ghost running again")
+}
