@@ -33,17 +33,24 @@ INTEGRATION_TIMEOUT ?= 30m
 
 .PHONY: help
 help:
-	@echo "make run       the local platform: control plane, fake nodes, Temporal + Web UI"
+	@echo "make run       the local platform: control plane, fake nodes, Temporal + Web UI, API + dashboard"
+	@echo "make demo      the same, and a sample Scheduling of Spark and Flink jobs followed live"
 	@echo "make test      lint, unit tests, then integration tests on the real control plane"
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make lint      gofmt and go vet"
 	@echo "make bench     benchmarks: slot decisions, and 500 slot pods end to end"
 
+# ARGS go to `slotplane dev` (make run ARGS="-nodes 8 -reset"); make demo adds -demo.
 .PHONY: run
 run: tools build
 	@echo ">> starting the local platform (Ctrl-C stops it)"
-	exec bin/slotplane dev
+	exec bin/slotplane dev $(ARGS)
+
+.PHONY: demo
+demo: tools build
+	@echo ">> starting the local platform with the demo (Ctrl-C stops it)"
+	exec bin/slotplane dev -demo $(ARGS)
 
 .PHONY: build
 build:

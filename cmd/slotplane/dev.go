@@ -36,6 +36,8 @@ func runDev(ctx context.Context, args []string) error {
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend gRPC port (env SLOTPLANE_TEMPORAL_PORT)")
 	uiPort := fs.Int("ui-port", 8233, "Temporal Web UI port (env SLOTPLANE_UI_PORT)")
 	apiPort := fs.Int("api-port", 8088, "REST API port (env SLOTPLANE_API_PORT)")
+	defaults := fs.Bool("defaults", true, "on the first start, create the test bed \"bed\" (2 slots per test bed node) and open queues (examples/dev-queues.xml)")
+	demo := fs.Bool("demo", false, "submit a sample Scheduling of Spark and Flink jobs through the API and follow it live (once: a restart follows the same one)")
 	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": nodes, "SLOTPLANE_PLAIN_NODES": plainNodes, "SLOTPLANE_TEMPORAL_PORT": temporalPort,
 		"SLOTPLANE_UI_PORT": uiPort, "SLOTPLANE_API_PORT": apiPort}); err != nil {
 		return err
@@ -65,12 +67,13 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	started := time.Now()
+	steps := &startup{total: 8}
 	extenderPort, err := freeport.Get(1)
 	if err != nil {
 		return err
 	}
 	extenderAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(extenderPort[0]))
-	slog.Info("starting the local control plane", "nodes", *nodes, "state", *stateDir)
+	steps.begin(fmt.Sprintf("control plane: etcd, kube-apiserver, kube-scheduler, %d+%d kwok nodes", *nodes, *plainNodes))
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
 		Nodes:       *nodes,
 		PlainNodes:  *plainNodes,
@@ -88,6 +91,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}()
 
+	steps.begin("scheduler extender")
 	ext, err := extender.Start(ctx, cluster.Config, extenderAddr, slog.Default())
 	if err != nil {
 		return err
@@ -100,6 +104,7 @@ func runDev(ctx context.Context, args []string) error {
 	}()
 
 	// The real Spark and Flink operators cannot run here; their stand-in plays them.
+	steps.begin("Spark and Flink operator stand-in")
 	sim, err := appsim.Start(ctx, cluster.Config, slog.Default(), appsim.Options{})
 	if err != nil {
 		return err
@@ -111,7 +116,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}()
 
-	slog.Info("starting embedded Temporal")
+	steps.begin("embedded Temporal server and Web UI")
 	temporalLog := filepath.Join(*stateDir, "temporal.log")
 	temporal, err := worker.StartTemporalServer(ctx, worker.TemporalServerOptions{
 		DatabaseFile: filepath.Join(*stateDir, "temporal.db"),
@@ -134,6 +139,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
+	steps.begin("worker and bridge")
 	mgr, err := bridge.New(cluster.Config, tc, bridge.Options{})
 	if err != nil {
 		return err
@@ -159,6 +165,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}()
 
+	steps.begin("REST API, change feed and dashboard")
 	token, err := devToken(filepath.Join(*stateDir, "api-token"))
 	if err != nil {
 		return err
@@ -174,6 +181,16 @@ func runDev(ctx context.Context, args []string) error {
 			slog.Error("stop the API", "err", err)
 		}
 	}()
+
+	steps.begin("default test bed and queues")
+	if *defaults {
+		if err := devDefaults(ctx, live, *stateDir, *nodeLabel); err != nil {
+			return err
+		}
+	}
+	steps.begin("waiting for the test bed's ghosts")
+	waitBeds(ctx, live, 90*time.Second)
+	steps.end()
 
 	fmt.Printf(`
 slotplane dev is up (ready in %.1fs)
@@ -199,6 +216,11 @@ Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset star
 		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, token, apiServer.URL, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 
+	if *demo {
+		if err := runDemo(ctx, apiServer.URL, token); err != nil && ctx.Err() == nil {
+			slog.Error("demo", "err", err)
+		}
+	}
 	<-ctx.Done()
 	fmt.Println()
 	return nil

@@ -65,16 +65,13 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		_ = resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 
-		// The platform runs test beds: created in the first run; in the second, after a restart
-		// on the same state, its workflow is still there and puts back a ghost that goes.
-		if run == 0 {
-			_, err = cs.RESTClient().Post().AbsPath("/apis/slotplane.io/v1alpha1/namespaces/default/testbeds").
-				Body([]byte(`{"apiVersion":"slotplane.io/v1alpha1","kind":"TestBed","metadata":{"name":"bed"},
-				"spec":{"nodeLabel":"slotplane.io/node","slotsPerNode":1,"resourcesPerSlot":{"cpu":"1","memory":"1Gi"}}}`)).
-				DoRaw(context.Background())
-			require.NoError(t, err)
-		}
-		ghosts := waitGhosts(t, cs, 3)
+		// The platform starts with its default test bed (2 slots on each of the 3 nodes) and
+		// queues, made in the first run; in the second, after a restart on the same state,
+		// the bed's workflow is still there and puts back a ghost that goes.
+		require.Contains(t, banner, "[8/8] waiting for the test bed's ghosts", "the start shows its steps")
+		_, err = cs.CoreV1().ConfigMaps("default").Get(context.Background(), "slotplane-queues", metav1.GetOptions{})
+		require.NoError(t, err, "run %d: the default queues", run)
+		ghosts := waitGhosts(t, cs, 6)
 		// The REST API serves the test bed to the printed token, and only to it; the token
 		// is kept across runs.
 		token := regexp.MustCompile(`export SLOTPLANE_TOKEN=(\S+)`).FindStringSubmatch(banner)
@@ -105,7 +102,7 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		if run == 1 {
 			require.NoError(t, cs.CoreV1().Pods("default").Delete(context.Background(), ghosts[0].Name, metav1.DeleteOptions{}))
 			require.Eventually(t, func() bool {
-				now := waitGhosts(t, cs, 3)
+				now := waitGhosts(t, cs, 6)
 				// A recreated ghost has the same name, but not the same uid.
 				return !slices.Contains(now, ghosts[0])
 			}, time.Minute, 200*time.Millisecond, "the resumed workflow did not replace a deleted ghost")
@@ -123,6 +120,32 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		require.Empty(t, processesUsing(state), "run %d: processes left behind", run)
 	}
 	require.Equal(t, tokens[0], tokens[1], "a restart keeps the API token")
+}
+
+// `slotplane dev -demo` submits the demo through the API and follows it to the end; a
+// second start on the same state follows the same Scheduling instead of submitting again.
+func TestDev_DemoCompletesAndResumes(t *testing.T) {
+	state := t.TempDir()
+	for run := range 2 {
+		// One reader for all of the output: the banner, then the demo's lines.
+		cmd, stdout, _ := launchDev(t, state, 4, "-demo")
+		out := readUntil(t, stdout, "The platform keeps running", 5*time.Minute)
+		t.Logf("run %d printed:\n%s", run, out)
+		if run == 0 {
+			require.Contains(t, out, "demo: submitting 6 jobs")
+		} else {
+			require.Contains(t, out, "exists from an earlier run")
+			require.NotContains(t, out, "demo: submitting")
+		}
+		require.Contains(t, out, "demo: Scheduling demo is Completed", out)
+		for _, j := range demoJobs {
+			require.Regexp(t, regexp.MustCompile(j.name+`\s+Completed`), out)
+		}
+		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		require.NoError(t, cmd.Wait(), "run %d: Ctrl-C ends dev cleanly", run)
+		require.Empty(t, processesUsing(state), "run %d: processes left behind", run)
+	}
 }
 
 // A dev process that is killed outright takes its control plane with it: no orphan keeps
@@ -163,18 +186,25 @@ type ghostID struct{ Name, UID string }
 
 // startDev runs `slotplane dev` on state with free ports and returns once it says it is up,
 // with its still-open stdout, the Temporal, UI and API ports, and what it printed until then.
-func startDev(t *testing.T, state string, nodes int) (*exec.Cmd, io.Reader, []int, string) {
+func startDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd, io.Reader, []int, string) {
+	t.Helper()
+	cmd, stdout, ports := launchDev(t, state, nodes, extra...)
+	banner := readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
+	return cmd, stdout, ports, banner
+}
+
+// launchDev starts `slotplane dev` and returns at once, with its stdout unread.
+func launchDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd, io.Reader, []int) {
 	t.Helper()
 	ports, err := freeport.Get(3)
 	require.NoError(t, err)
-	cmd := exec.Command(binary, "dev", "-state-dir", state, "-nodes", strconv.Itoa(nodes),
-		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]), "-api-port", strconv.Itoa(ports[2]))
+	cmd := exec.Command(binary, append([]string{"dev", "-state-dir", state, "-nodes", strconv.Itoa(nodes),
+		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]), "-api-port", strconv.Itoa(ports[2])}, extra...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
 	require.NoError(t, cmd.Start())
-	banner := readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
-	return cmd, stdout, ports, banner
+	return cmd, stdout, ports
 }
 
 // binary is the slotplane binary the tests run, built once by TestMain.
