@@ -135,7 +135,7 @@ func runDemo(ctx context.Context, server, token string) error {
 		var entries []v1alpha1.SchedulingJob
 		for _, j := range demoJobs {
 			req := api.JobRequest{Name: j.name, Framework: j.framework, Queue: j.queue,
-				Application: v1alpha1.Application{Image: "registry.example/" + j.name + ":1", MainClass: "org.example.Demo", MainApplicationFile: "local:///opt/demo.jar"},
+				Application:     v1alpha1.Application{Image: "registry.example/" + j.name + ":1", MainClass: "org.example.Demo", MainApplicationFile: "local:///opt/demo.jar"},
 				DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 				Annotations:     map[string]string{appsim.SimDurationAnnotation: j.runFor}}
 			if j.framework == v1alpha1.FrameworkFlink {
