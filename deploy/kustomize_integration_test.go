@@ -1,0 +1,329 @@
+//go:build integration
+
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	temporal "go.temporal.io/sdk/client"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	"slotplane/api"
+	"slotplane/bridge"
+	"slotplane/crds/v1alpha1"
+	"slotplane/extender"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/testcluster"
+)
+
+// fieldOwner is the field manager of every apply here, as `kubectl apply --server-side
+// --field-manager` would name one.
+const fieldOwner = "slotplane-deploy-test"
+
+// serviceAccountUser is the user name the API server gives a ServiceAccount's tokens.
+func serviceAccountUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
+// The render applies to a real API server, and each component can do its work, and no
+// more, as its ServiceAccount.
+func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
+	// One node, for the worker's ghost pods below.
+	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	r := render(t, baseDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cs := c.Client()
+
+	dyn, err := dynamic.NewForConfig(c.Config)
+	require.NoError(t, err)
+	disc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	require.NoError(t, err)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	// apply is `kubectl apply --server-side` of one object, with unknown fields refused
+	// (a misspelt field would otherwise be dropped with a warning).
+	apply := func(o renderedObject, dryRun bool) error {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			return err
+		}
+		mapping, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}, gv.Version)
+		if err != nil {
+			return err
+		}
+		var res dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			res = dyn.Resource(mapping.Resource).Namespace(o.Namespace)
+		}
+		opts := metav1.PatchOptions{FieldManager: fieldOwner, FieldValidation: metav1.FieldValidationStrict}
+		if dryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		_, err = res.Patch(ctx, o.Name, types.ApplyPatchType, o.JSON, opts)
+		return err
+	}
+
+	// A dry run into a namespace that does not exist fails, so the Namespace is real.
+	for _, o := range r.objects {
+		if o.Kind == "Namespace" {
+			require.NoError(t, apply(o, false), "%s", o)
+		}
+	}
+	t.Run("every object applies in a dry run", func(t *testing.T) {
+		// The CRDs and PriorityClasses exist already (testcluster installs them): the apply
+		// takes them over where the values agree.
+		for _, o := range r.objects {
+			require.NoError(t, apply(o, true), "%s", o)
+		}
+	})
+
+	// The RBAC objects for real, to ask the API server about them.
+	rbacKinds := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true}
+	for _, o := range r.objects {
+		if rbacKinds[o.Kind] {
+			require.NoError(t, apply(o, false), "%s", o)
+		}
+	}
+	ns := r.deployment(t, "worker").Namespace
+	user := func(component string) string {
+		return serviceAccountUser(ns, r.deployment(t, component).Spec.Template.Spec.ServiceAccountName)
+	}
+
+	t.Run("subject access reviews", func(t *testing.T) {
+		type check struct {
+			component                                           string
+			verb, group, resource, subresource, namespace, name string
+			allowed                                             bool
+		}
+		const userNS = "team-a" // any namespace users run test beds in
+		checks := []check{
+			{component: "worker", verb: "create", resource: "pods", namespace: userNS, allowed: true},
+			{component: "worker", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
+			{component: "worker", verb: "list", resource: "nodes", allowed: true},
+			{component: "worker", verb: "create", resource: "events", namespace: userNS, allowed: true},
+			{component: "worker", verb: "create", group: "sparkoperator.k8s.io", resource: "sparkapplications", namespace: userNS, allowed: true},
+			{component: "worker", verb: "create", group: "flink.apache.org", resource: "flinkdeployments", namespace: userNS, allowed: true},
+			{component: "worker", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
+			{component: "worker", verb: "update", group: "slotplane.io", resource: "schedulings", subresource: "status", namespace: userNS, allowed: true},
+			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap, allowed: true},
+			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: "someone-elses"},
+			{component: "worker", verb: "get", resource: "secrets", namespace: userNS},
+			{component: "worker", verb: "patch", resource: "pods", namespace: userNS},
+			{component: "worker", verb: "delete", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
+
+			{component: "extender", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS, allowed: true},
+			{component: "extender", verb: "patch", resource: "pods", namespace: userNS, allowed: true},
+			{component: "extender", verb: "watch", resource: "pods", allowed: true},
+			{component: "extender", verb: "list", group: "slotplane.io", resource: "batchjobs", allowed: true},
+			{component: "extender", verb: "create", resource: "pods", namespace: userNS},
+			{component: "extender", verb: "delete", resource: "pods", namespace: userNS},
+			{component: "extender", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
+
+			{component: "bridge", verb: "update", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+			{component: "bridge", verb: "watch", resource: "nodes", allowed: true},
+			{component: "bridge", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
+			{component: "bridge", verb: "list", resource: "configmaps"},
+			{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
+			{component: "bridge", verb: "create", resource: "pods", namespace: userNS},
+
+			{component: "api", verb: "create", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+			{component: "api", verb: "delete", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+			{component: "api", verb: "create", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
+			{component: "api", verb: "watch", group: "slotplane.io", resource: "testbeds", allowed: true},
+			{component: "api", verb: "create", group: "authentication.k8s.io", resource: "tokenreviews", allowed: true},
+			{component: "api", verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
+			{component: "api", verb: "delete", resource: "pods", namespace: userNS},
+			{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
+			{component: "api", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS},
+
+			{component: "slot-scheduler", verb: "create", resource: "pods", subresource: "binding", namespace: userNS, allowed: true},
+			{component: "slot-scheduler", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
+			{component: "slot-scheduler", verb: "get", resource: "persistentvolumeclaims", namespace: userNS, allowed: true},
+			{component: "slot-scheduler", verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: ns, allowed: true},
+			{component: "slot-scheduler", verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "slot-scheduler", allowed: true},
+			{component: "slot-scheduler", verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "someone-elses"},
+			{component: "slot-scheduler", verb: "get", resource: "secrets", namespace: userNS},
+			{component: "slot-scheduler", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
+		}
+		review := func(ch check) (bool, error) {
+			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+				User:   user(ch.component),
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+				ResourceAttributes: &authzv1.ResourceAttributes{
+					Verb: ch.verb, Group: ch.group, Resource: ch.resource, Subresource: ch.subresource, Namespace: ch.namespace, Name: ch.name,
+				},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				return false, err
+			}
+			return sar.Status.Allowed, nil
+		}
+		// The API server's authorizer sees new bindings through its informers, a moment
+		// after they are created: allowances are waited for, denials asked after them.
+		for _, ch := range checks {
+			if ch.allowed {
+				require.Eventually(t, func() bool { ok, err := review(ch); return err == nil && ok }, 10*time.Second, 50*time.Millisecond,
+					"%s may not %s %s/%s %s", ch.component, ch.verb, ch.resource, ch.subresource, ch.name)
+			}
+		}
+		for _, ch := range checks {
+			if !ch.allowed {
+				ok, err := review(ch)
+				require.NoError(t, err)
+				require.False(t, ok, "%s may %s %s/%s %q in %q", ch.component, ch.verb, ch.resource, ch.subresource, ch.name, ch.namespace)
+			}
+		}
+	})
+
+	// What follows runs the components' own code with their ServiceAccounts' rights.
+	as := func(component string) *rest.Config {
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user(component), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}
+		return cfg
+	}
+	t.Run("bridge syncs its caches", func(t *testing.T) {
+		// No Temporal here: it runs before any TestBed exists, so it has nothing to signal;
+		// only its watches are the point.
+		mgr, err := bridge.New(as("bridge"), lazyTemporal(t), bridge.Options{})
+		require.NoError(t, err)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(runCtx) }()
+		syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+		defer syncCancel()
+		// The caches the bridge's controllers watch, asked for by kind.
+		for _, obj := range []client.Object{&v1alpha1.TestBed{}, &v1alpha1.BatchJob{}, &v1alpha1.Scheduling{}, &corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}} {
+			inf, err := mgr.GetCache().GetInformer(syncCtx, obj)
+			require.NoError(t, err, "%T", obj)
+			require.Eventually(t, inf.HasSynced, 30*time.Second, 50*time.Millisecond, "%T", obj)
+		}
+		stop()
+		require.NoError(t, <-done)
+
+		// The ConfigMap rule has a resourceName; a list with the name's field selector is
+		// what the cache sends, and nothing broader passes.
+		bridgeCS, err := kubernetes.NewForConfig(as("bridge"))
+		require.NoError(t, err)
+		_, err = bridgeCS.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap).String()})
+		require.NoError(t, err)
+		_, err = bridgeCS.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+		require.True(t, apierrors.IsForbidden(err), "listing every ConfigMap: %v", err)
+	})
+
+	admin, err := kubeclient.Live(c.Config)
+	require.NoError(t, err)
+	const bedNS, bedName = "default", "bed"
+	bed := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Namespace: bedNS, Name: bedName},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}},
+	}
+	require.NoError(t, admin.Create(ctx, bed))
+
+	t.Run("worker lays out a test bed and claims it", func(t *testing.T) {
+		cl, err := kubeclient.Live(as("worker"))
+		require.NoError(t, err)
+		a := &activities.Activities{Client: cl}
+		res, err := a.ReconcileTestBed(ctx, activities.ReconcileTestBedInput{Namespace: bedNS, Name: bedName})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Created, "one ghost pod per slot of the one node: %+v", res)
+		claim := activities.ClaimInput{Namespace: bedNS, Scheduling: "nightly", Names: []string{bedName}}
+		got, err := a.ClaimTestBed(ctx, claim)
+		require.NoError(t, err)
+		require.Equal(t, []string{bedName}, got.Claimed)
+		require.NoError(t, a.ReleaseTestBed(ctx, claim))
+		_, err = a.ReadAllocationFile(ctx, activities.AllocationFileRef{Namespace: bedNS, ConfigMap: v1alpha1.QueuesConfigMap})
+		require.NoError(t, err)
+	})
+
+	t.Run("extender syncs its informers", func(t *testing.T) {
+		srv, err := extender.Start(ctx, as("extender"), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, err)
+		require.NoError(t, srv.Stop())
+	})
+
+	t.Run("api checks tokens and access with the cluster", func(t *testing.T) {
+		// A user with a token and the right to read test beds in the bed's namespace.
+		const who = "alice"
+		_, err := cs.CoreV1().ServiceAccounts(bedNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: who}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		tr, err := cs.CoreV1().ServiceAccounts(bedNS).CreateToken(ctx, who, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = cs.RbacV1().Roles(bedNS).Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "testbed-reader"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"testbeds"}, Verbs: []string{"get"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = cs.RbacV1().RoleBindings(bedNS).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "alice-reads-testbeds"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "testbed-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: who, Namespace: bedNS}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+
+		// The API as `slotplane api -auth=kubernetes` builds it, as its ServiceAccount.
+		cfg := as("api")
+		cl, err := kubeclient.Live(cfg)
+		require.NoError(t, err)
+		s, err := api.Start(api.Options{
+			Client: cl, Temporal: lazyTemporal(t), Namespace: bedNS, Config: cfg,
+			Auth: &api.KubeTokens{Client: cl, TTL: -1}, Authorizer: &api.KubeAccess{Client: cl, AllowedTTL: -1, DeniedTTL: -1},
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}, "127.0.0.1:0")
+		require.NoError(t, err)
+		defer func() { require.NoError(t, s.Stop()) }()
+
+		get := func(path string) (int, map[string]any) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1"+path, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			var body map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			return resp.StatusCode, body
+		}
+		// The RoleBinding reaches the API server's authorizer a moment after its creation.
+		require.Eventually(t, func() bool { code, _ := get("/testbeds/" + bedName); return code == http.StatusOK }, 10*time.Second, 100*time.Millisecond,
+			"alice cannot read the test bed through the API")
+		code, body := get("/schedulings")
+		require.Equal(t, http.StatusForbidden, code, "alice listing Schedulings: %v", body)
+	})
+}
+
+// lazyTemporal is a Temporal client that connects only when used; nothing here uses it
+// successfully.
+func lazyTemporal(t *testing.T) temporal.Client {
+	t.Helper()
+	tc, err := temporal.NewLazyClient(temporal.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	return tc
+}

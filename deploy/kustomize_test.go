@@ -1,0 +1,780 @@
+package deploy_test
+
+import (
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	schedulerv1 "k8s.io/kube-scheduler/config/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"slotplane/crds"
+	"slotplane/crds/v1alpha1"
+	"slotplane/deploy"
+)
+
+// The base is this package's own folder.
+const baseDir = "."
+
+// The ClusterRoles of Kubernetes itself that the base binds; every other role it binds must
+// be in the render.
+var builtinClusterRoles = []string{"system:kube-scheduler", "system:volume-scheduler", "system:auth-delegator"}
+
+// rendered is a kustomize build, each object decoded strictly into its API type: a field
+// the type does not have (a typo, a misplaced key) fails the test.
+type rendered struct {
+	objects []renderedObject // in the build's order, as JSON
+
+	namespaces          []corev1.Namespace
+	serviceAccounts     []corev1.ServiceAccount
+	configMaps          []corev1.ConfigMap
+	secrets             []corev1.Secret
+	services            []corev1.Service
+	deployments         []appsv1.Deployment
+	clusterRoles        []rbacv1.ClusterRole
+	clusterRoleBindings []rbacv1.ClusterRoleBinding
+	roles               []rbacv1.Role
+	roleBindings        []rbacv1.RoleBinding
+	networkPolicies     []networkingv1.NetworkPolicy
+	priorityClasses     []schedulingv1.PriorityClass
+	crds                []apiextensionsv1.CustomResourceDefinition
+}
+
+// renderedObject is one object of a build as kustomize wrote it.
+type renderedObject struct {
+	APIVersion, Kind, Namespace, Name string
+	JSON                              []byte
+}
+
+func (o renderedObject) String() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// render builds the kustomization in dir as `kubectl apply -k` would.
+func render(t testing.TB, dir string) *rendered {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out := &rendered{}
+	for _, r := range m.Resources() {
+		js, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := renderedObject{APIVersion: r.GetApiVersion(), Kind: r.GetKind(), Namespace: r.GetNamespace(), Name: r.GetName(), JSON: js}
+		out.objects = append(out.objects, o)
+		switch o.Kind {
+		case "Namespace":
+			decodeInto(t, o, &out.namespaces)
+		case "ServiceAccount":
+			decodeInto(t, o, &out.serviceAccounts)
+		case "ConfigMap":
+			decodeInto(t, o, &out.configMaps)
+		case "Secret":
+			decodeInto(t, o, &out.secrets)
+		case "Service":
+			decodeInto(t, o, &out.services)
+		case "Deployment":
+			decodeInto(t, o, &out.deployments)
+		case "ClusterRole":
+			decodeInto(t, o, &out.clusterRoles)
+		case "ClusterRoleBinding":
+			decodeInto(t, o, &out.clusterRoleBindings)
+		case "Role":
+			decodeInto(t, o, &out.roles)
+		case "RoleBinding":
+			decodeInto(t, o, &out.roleBindings)
+		case "NetworkPolicy":
+			decodeInto(t, o, &out.networkPolicies)
+		case "PriorityClass":
+			decodeInto(t, o, &out.priorityClasses)
+		case "CustomResourceDefinition":
+			decodeInto(t, o, &out.crds)
+		default:
+			// A new kind needs its checks here first.
+			t.Errorf("%s: a kind these tests do not know", o)
+		}
+	}
+	return out
+}
+
+func decodeInto[T any](t testing.TB, o renderedObject, list *[]T) {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(o.JSON, &v); err != nil {
+		t.Errorf("%s does not decode strictly: %v", o, err)
+		return
+	}
+	*list = append(*list, v)
+}
+
+// deployment returns the Deployment whose first container runs the given slotplane
+// subcommand (or, for the scheduler, has that container name).
+func (r *rendered) deployment(t testing.TB, component string) appsv1.Deployment {
+	t.Helper()
+	for _, d := range r.deployments {
+		if d.Spec.Template.Labels["app.kubernetes.io/component"] == component {
+			return d
+		}
+	}
+	t.Fatalf("no Deployment of component %s", component)
+	return appsv1.Deployment{}
+}
+
+// configMap returns the ConfigMap a generator named (kustomize appends a hash).
+func (r *rendered) configMap(t testing.TB, generatorName string) corev1.ConfigMap {
+	t.Helper()
+	for _, cm := range r.configMaps {
+		if strings.HasPrefix(cm.Name, generatorName+"-") || cm.Name == generatorName {
+			return cm
+		}
+	}
+	t.Fatalf("no ConfigMap %s", generatorName)
+	return corev1.ConfigMap{}
+}
+
+// podsSelected are the Deployments in namespace whose pods sel selects.
+func (r *rendered) podsSelected(namespace string, sel metav1.LabelSelector) []appsv1.Deployment {
+	s, err := metav1.LabelSelectorAsSelector(&sel)
+	if err != nil {
+		return nil
+	}
+	var out []appsv1.Deployment
+	for _, d := range r.deployments {
+		if d.Namespace == namespace && s.Matches(labels.Set(d.Spec.Template.Labels)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// containerPort resolves a Service's or probe's port (a number or a name) in a pod spec.
+func containerPort(spec corev1.PodSpec, port intstr.IntOrString) (int32, bool) {
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if (port.Type == intstr.String && p.Name == port.StrVal) || (port.Type == intstr.Int && p.ContainerPort == port.IntVal) {
+				return p.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// pinned is whether an image names a fixed version: a digest, or a tag other than latest.
+func pinned(image string) bool {
+	if strings.Contains(image, "@sha256:") {
+		return true
+	}
+	last := image[strings.LastIndex(image, "/")+1:]
+	i := strings.LastIndex(last, ":")
+	return i > 0 && i < len(last)-1 && last[i+1:] != "latest"
+}
+
+// Every Deployment runs as a locked-down, bounded, pinned process under a ServiceAccount of
+// its own that the render holds.
+func TestKustomize_DeploymentsRunLockedDownUnderTheirServiceAccounts(t *testing.T) {
+	r := render(t, baseDir)
+	if len(r.deployments) != 5 {
+		t.Errorf("%d Deployments, want 5 (worker, extender, bridge, api, slot-scheduler)", len(r.deployments))
+	}
+	usedSAs := map[string]string{}
+	for _, d := range r.deployments {
+		spec := d.Spec.Template.Spec
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("Deployment %s: its selector does not select its own pods", d.Name)
+		}
+		if spec.ServiceAccountName == "" {
+			t.Errorf("Deployment %s runs as the namespace's default ServiceAccount", d.Name)
+		} else if !slices.ContainsFunc(r.serviceAccounts, func(sa corev1.ServiceAccount) bool {
+			return sa.Name == spec.ServiceAccountName && sa.Namespace == d.Namespace
+		}) {
+			t.Errorf("Deployment %s: ServiceAccount %s/%s is not in the render", d.Name, d.Namespace, spec.ServiceAccountName)
+		}
+		if other, ok := usedSAs[spec.ServiceAccountName]; ok {
+			t.Errorf("Deployments %s and %s share ServiceAccount %s: each component gets its own", other, d.Name, spec.ServiceAccountName)
+		}
+		usedSAs[spec.ServiceAccountName] = d.Name
+
+		psc := spec.SecurityContext
+		switch {
+		case psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot:
+			t.Errorf("Deployment %s: pod securityContext.runAsNonRoot is not true", d.Name)
+		case psc.RunAsUser == nil || *psc.RunAsUser == 0:
+			// Neither image declares a numeric user; without one the kubelet refuses the pod.
+			t.Errorf("Deployment %s: pod securityContext.runAsUser is not a non-root uid", d.Name)
+		case psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+			t.Errorf("Deployment %s: pod seccompProfile is not RuntimeDefault", d.Name)
+		}
+		if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+			t.Errorf("Deployment %s shares a host namespace", d.Name)
+		}
+		for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+			name := d.Name + "/" + c.Name
+			sc := c.SecurityContext
+			switch {
+			case sc == nil:
+				t.Errorf("%s: no securityContext", name)
+				continue
+			case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+				t.Errorf("%s: allowPrivilegeEscalation is not false", name)
+			case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+				t.Errorf("%s: readOnlyRootFilesystem is not true", name)
+			case sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0:
+				t.Errorf("%s: capabilities do not drop ALL (or add some)", name)
+			case sc.Privileged != nil && *sc.Privileged, sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot, sc.RunAsUser != nil && *sc.RunAsUser == 0:
+				t.Errorf("%s: the container undoes the pod's non-root settings", name)
+			}
+			for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				req, okReq := c.Resources.Requests[res]
+				lim, okLim := c.Resources.Limits[res]
+				if !okReq || !okLim {
+					t.Errorf("%s: %s needs both a request and a limit", name, res)
+				} else if req.Cmp(lim) > 0 {
+					t.Errorf("%s: %s request %s above its limit %s", name, res, req.String(), lim.String())
+				}
+			}
+			if !pinned(c.Image) {
+				t.Errorf("%s: image %q is not pinned to a tag or digest", name, c.Image)
+			}
+		}
+	}
+}
+
+// Every ServiceAccount is bound, every binding names subjects and roles that exist, and every
+// role of the render is bound.
+func TestKustomize_EveryServiceAccountIsBoundToRolesThatExist(t *testing.T) {
+	r := render(t, baseDir)
+	type binding struct {
+		name, namespace string // namespace is empty for a ClusterRoleBinding
+		ref             rbacv1.RoleRef
+		subjects        []rbacv1.Subject
+	}
+	var bindings []binding
+	for _, b := range r.clusterRoleBindings {
+		bindings = append(bindings, binding{b.Name, "", b.RoleRef, b.Subjects})
+	}
+	for _, b := range r.roleBindings {
+		bindings = append(bindings, binding{b.Name, b.Namespace, b.RoleRef, b.Subjects})
+	}
+	boundRoles := map[string]bool{}
+	for _, b := range bindings {
+		switch b.ref.Kind {
+		case "ClusterRole":
+			if !slices.Contains(builtinClusterRoles, b.ref.Name) && !slices.ContainsFunc(r.clusterRoles, func(c rbacv1.ClusterRole) bool { return c.Name == b.ref.Name }) {
+				t.Errorf("binding %s: ClusterRole %s is neither in the render nor a known built-in", b.name, b.ref.Name)
+			}
+			boundRoles["ClusterRole/"+b.ref.Name] = true
+		case "Role":
+			if b.namespace == "" {
+				t.Errorf("ClusterRoleBinding %s refers to a Role", b.name)
+			}
+			if !slices.ContainsFunc(r.roles, func(ro rbacv1.Role) bool { return ro.Name == b.ref.Name && ro.Namespace == b.namespace }) {
+				t.Errorf("binding %s: Role %s/%s is not in the render", b.name, b.namespace, b.ref.Name)
+			}
+			boundRoles["Role/"+b.namespace+"/"+b.ref.Name] = true
+		default:
+			t.Errorf("binding %s: roleRef kind %q", b.name, b.ref.Kind)
+		}
+		if len(b.subjects) == 0 {
+			t.Errorf("binding %s has no subjects", b.name)
+		}
+		for _, s := range b.subjects {
+			if s.Kind != rbacv1.ServiceAccountKind {
+				t.Errorf("binding %s binds %s %s: the base binds only its own ServiceAccounts", b.name, s.Kind, s.Name)
+				continue
+			}
+			if !slices.ContainsFunc(r.serviceAccounts, func(sa corev1.ServiceAccount) bool { return sa.Name == s.Name && sa.Namespace == s.Namespace }) {
+				t.Errorf("binding %s: ServiceAccount %s/%s is not in the render", b.name, s.Namespace, s.Name)
+			}
+		}
+	}
+	for _, sa := range r.serviceAccounts {
+		bound := slices.ContainsFunc(bindings, func(b binding) bool {
+			return slices.ContainsFunc(b.subjects, func(s rbacv1.Subject) bool {
+				return s.Kind == rbacv1.ServiceAccountKind && s.Name == sa.Name && s.Namespace == sa.Namespace
+			})
+		})
+		if !bound {
+			t.Errorf("ServiceAccount %s/%s is bound to nothing", sa.Namespace, sa.Name)
+		}
+	}
+	for _, c := range r.clusterRoles {
+		if !boundRoles["ClusterRole/"+c.Name] {
+			t.Errorf("ClusterRole %s is bound to nobody", c.Name)
+		}
+	}
+	for _, ro := range r.roles {
+		if !boundRoles["Role/"+ro.Namespace+"/"+ro.Name] {
+			t.Errorf("Role %s/%s is bound to nobody", ro.Namespace, ro.Name)
+		}
+	}
+}
+
+// No role of the render grants a wildcard, reads Secrets, or lets its holder raise its own
+// privileges.
+func TestKustomize_NoRoleGrantsWildcardsSecretsOrEscalation(t *testing.T) {
+	r := render(t, baseDir)
+	check := func(role string, rules []rbacv1.PolicyRule) {
+		if len(rules) == 0 {
+			t.Errorf("%s has no rules", role)
+		}
+		for i, rule := range rules {
+			where := role + " rule " + strconv.Itoa(i)
+			for _, list := range [][]string{rule.Verbs, rule.APIGroups, rule.Resources, rule.ResourceNames, rule.NonResourceURLs} {
+				if slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, "*") }) {
+					t.Errorf("%s grants a wildcard: %+v", where, rule)
+				}
+			}
+			if slices.ContainsFunc(rule.Resources, func(s string) bool { return s == "secrets" || strings.HasPrefix(s, "secrets/") }) {
+				t.Errorf("%s grants access to Secrets: %+v", where, rule)
+			}
+			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return v == "escalate" || v == "bind" || v == "impersonate" }) {
+				t.Errorf("%s grants escalate, bind or impersonate: %+v", where, rule)
+			}
+			if slices.ContainsFunc(rule.Resources, func(s string) bool { return strings.HasSuffix(s, "roles") || strings.HasSuffix(s, "rolebindings") }) {
+				t.Errorf("%s lets its holder change RBAC: %+v", where, rule)
+			}
+		}
+	}
+	for _, c := range r.clusterRoles {
+		if c.AggregationRule != nil {
+			t.Errorf("ClusterRole %s aggregates other roles", c.Name)
+		}
+		check("ClusterRole "+c.Name, c.Rules)
+	}
+	for _, ro := range r.roles {
+		check("Role "+ro.Namespace+"/"+ro.Name, ro.Rules)
+	}
+}
+
+// kube-scheduler calls the extender at a Service of the render, on the port the extender
+// listens on, in both the in-cluster and the local scheduler configuration.
+func TestKustomize_ExtenderServiceIsWhereTheSchedulerCallsIt(t *testing.T) {
+	r := render(t, baseDir)
+	local := decodeSchedulerConfig(t, deploy.SchedulerConfig)
+	inCluster := decodeSchedulerConfig(t, []byte(r.configMap(t, "slotplane-slot-scheduler-config").Data["config.yaml"]))
+	if len(local.Extenders) != 1 || len(inCluster.Extenders) != 1 {
+		t.Fatalf("want one extender in each configuration, have %d (local) and %d (in cluster)", len(local.Extenders), len(inCluster.Extenders))
+	}
+	if local.Extenders[0].URLPrefix != inCluster.Extenders[0].URLPrefix {
+		t.Errorf("the configurations call the extender at %s (local) and %s (in cluster)", local.Extenders[0].URLPrefix, inCluster.Extenders[0].URLPrefix)
+	}
+	u, err := url.Parse(inCluster.Extenders[0].URLPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// <service>.<namespace>.svc
+	parts := strings.Split(u.Hostname(), ".")
+	if len(parts) != 3 || parts[2] != "svc" {
+		t.Fatalf("urlPrefix host %q is not <service>.<namespace>.svc", u.Hostname())
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatalf("urlPrefix %s names no port", u)
+	}
+	i := slices.IndexFunc(r.services, func(s corev1.Service) bool { return s.Name == parts[0] && s.Namespace == parts[1] })
+	if i < 0 {
+		t.Fatalf("no Service %s/%s, which the scheduler's urlPrefix names", parts[1], parts[0])
+	}
+	svc := r.services[i]
+	j := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return int(p.Port) == port })
+	if j < 0 {
+		t.Fatalf("Service %s has no port %d", svc.Name, port)
+	}
+	extender := r.deployment(t, "extender")
+	if len(r.podsSelected(svc.Namespace, metav1.LabelSelector{MatchLabels: svc.Spec.Selector})) != 1 ||
+		!labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(extender.Spec.Template.Labels)) {
+		t.Errorf("Service %s does not select the extender's pods, and only them", svc.Name)
+	}
+	target, ok := containerPort(extender.Spec.Template.Spec, svc.Spec.Ports[j].TargetPort)
+	if !ok {
+		t.Fatalf("Service %s's targetPort %s is no port of the extender's container", svc.Name, svc.Spec.Ports[j].TargetPort.String())
+	}
+	if listen := flagValue(extender.Spec.Template.Spec.Containers[0].Args, "-listen"); listen != ":"+strconv.Itoa(int(target)) {
+		t.Errorf("the extender listens on %q, its container port is %d", listen, target)
+	}
+}
+
+// The render's CRDs are slotplane's own, as generated; the operators' subsets stay out.
+func TestKustomize_CRDsAreSlotplanesOwnAsGenerated(t *testing.T) {
+	r := render(t, baseDir)
+	want := map[string]apiextensionsv1.CustomResourceDefinitionSpec{}
+	for _, data := range crds.Slotplane() {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			t.Fatal(err)
+		}
+		want[crd.Name] = crd.Spec
+	}
+	have := map[string]apiextensionsv1.CustomResourceDefinitionSpec{}
+	for _, crd := range r.crds {
+		have[crd.Name] = crd.Spec
+	}
+	// A CRD added to crds/manifests must be listed in crds/kustomization.yaml too; the
+	// Spark and Flink subsets must never replace the operators' own CRDs.
+	if diff := cmp.Diff(want, have); diff != "" {
+		t.Errorf("the render's CRDs differ from crds.Slotplane() (-want +have):\n%s", diff)
+	}
+}
+
+// The slot-scheduler runs kube-scheduler-config.yaml changed only as a second scheduler needs:
+// no default profile, the in-cluster client, and a lease of its own that its Role covers.
+func TestKustomize_SlotSchedulerIsTheLocalConfigurationAsASecondScheduler(t *testing.T) {
+	r := render(t, baseDir)
+	cm := r.configMap(t, "slotplane-slot-scheduler-config")
+	inCluster := decodeSchedulerConfig(t, []byte(cm.Data["config.yaml"]))
+	want := decodeSchedulerConfig(t, deploy.SchedulerConfig)
+	want.ClientConnection.Kubeconfig = ""
+	want.Profiles = slices.DeleteFunc(want.Profiles, func(p schedulerv1.KubeSchedulerProfile) bool {
+		return *p.SchedulerName == "default-scheduler"
+	})
+	want.LeaderElection = inCluster.LeaderElection // checked below
+	if diff := cmp.Diff(want, inCluster); diff != "" {
+		t.Errorf("kube-scheduler-config-incluster.yaml drifted from kube-scheduler-config.yaml (-want +have):\n%s", diff)
+	}
+	if len(inCluster.Profiles) != 1 || *inCluster.Profiles[0].SchedulerName != v1alpha1.SlotSchedulerName {
+		t.Errorf("the in-cluster scheduler must serve only %s", v1alpha1.SlotSchedulerName)
+	}
+
+	sched := r.deployment(t, "slot-scheduler")
+	le := inCluster.LeaderElection
+	switch {
+	case le.LeaderElect == nil || !*le.LeaderElect:
+		t.Errorf("leader election is off")
+	case le.ResourceLock != "leases":
+		t.Errorf("leader election lock %q, want leases", le.ResourceLock)
+	case le.ResourceName == "" || le.ResourceName == "kube-scheduler":
+		t.Errorf("lease name %q: the cluster scheduler's own, or empty (which defaults to it)", le.ResourceName)
+	case le.ResourceNamespace != sched.Namespace:
+		t.Errorf("lease namespace %q, the scheduler runs in %q", le.ResourceNamespace, sched.Namespace)
+	}
+	// The Role bound to the scheduler's ServiceAccount covers its lease.
+	canLease := map[string]bool{}
+	for _, rb := range r.roleBindings {
+		if rb.Namespace != le.ResourceNamespace || !slices.ContainsFunc(rb.Subjects, func(s rbacv1.Subject) bool { return s.Name == sched.Spec.Template.Spec.ServiceAccountName }) {
+			continue
+		}
+		for _, ro := range r.roles {
+			if ro.Name != rb.RoleRef.Name || ro.Namespace != rb.Namespace {
+				continue
+			}
+			for _, rule := range ro.Rules {
+				if !slices.Contains(rule.APIGroups, "coordination.k8s.io") || !slices.Contains(rule.Resources, "leases") {
+					continue
+				}
+				for _, v := range rule.Verbs {
+					// A create names no object yet, so only a rule without resourceNames
+					// grants it.
+					if len(rule.ResourceNames) == 0 || (v != "create" && slices.Contains(rule.ResourceNames, le.ResourceName)) {
+						canLease[v] = true
+					}
+				}
+			}
+		}
+	}
+	for _, v := range []string{"create", "get", "update"} {
+		if !canLease[v] {
+			t.Errorf("the scheduler's Role does not grant %s on lease %s/%s", v, le.ResourceNamespace, le.ResourceName)
+		}
+	}
+
+	// It reads the generated ConfigMap through its --config flag.
+	spec := sched.Spec.Template.Spec
+	c := spec.Containers[0]
+	config := flagValue(c.Command, "--config")
+	vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.ConfigMap != nil && v.ConfigMap.Name == cm.Name })
+	if vi < 0 {
+		t.Fatalf("the scheduler mounts no volume of ConfigMap %s", cm.Name)
+	}
+	mi := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == spec.Volumes[vi].Name })
+	if mi < 0 || config != path.Join(c.VolumeMounts[mi].MountPath, "config.yaml") {
+		t.Errorf("--config=%s is not the mounted ConfigMap's config.yaml", config)
+	}
+	if d := flagValue(c.Command, "--pod-max-in-unschedulable-pods-duration"); d == "" {
+		t.Errorf("--pod-max-in-unschedulable-pods-duration is not lowered")
+	}
+	// The image is the Kubernetes release the local platform builds and tests.
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^KUBE_VERSION := (\S+)$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("no KUBE_VERSION in the Makefile")
+	}
+	if wantImage := "registry.k8s.io/kube-scheduler:" + string(m[1]); c.Image != wantImage {
+		t.Errorf("scheduler image %s, want %s (the Makefile's KUBE_VERSION)", c.Image, wantImage)
+	}
+}
+
+// The worker, the bridge and the API find Temporal through the ConfigMap and the optional TLS
+// Secret; the extender needs neither. Each runs its subcommand, with probes where it serves
+// HTTP.
+func TestKustomize_ComponentsRunTheirSubcommandsWithTemporalAndProbes(t *testing.T) {
+	r := render(t, baseDir)
+	temporal := r.configMap(t, "slotplane-temporal")
+	for _, key := range []string{"SLOTPLANE_TEMPORAL_ADDRESS", "SLOTPLANE_TEMPORAL_NAMESPACE"} {
+		if temporal.Data[key] == "" {
+			t.Errorf("ConfigMap %s: %s is empty", temporal.Name, key)
+		}
+	}
+	for key, v := range temporal.Data {
+		// An empty TLS variable leaves TLS off; a set one would need the Secret.
+		if strings.HasPrefix(key, "SLOTPLANE_TEMPORAL_TLS_") && v != "" {
+			t.Errorf("the base turns Temporal TLS on (%s=%s): it is for overlays", key, v)
+		}
+	}
+	for _, tc := range []struct {
+		component  string
+		temporal   bool
+		probePath  string // "" for no HTTP probes
+		probePort  int32
+		extraFlags []string
+	}{
+		{component: "worker", temporal: true},
+		{component: "bridge", temporal: true},
+		{component: "api", temporal: true, probePath: "/api/v1/healthz", probePort: 8088, extraFlags: []string{"-auth=kubernetes"}},
+		{component: "extender", probePath: "/healthz", probePort: 8888},
+	} {
+		d := r.deployment(t, tc.component)
+		spec := d.Spec.Template.Spec
+		c := spec.Containers[0]
+		if len(c.Args) == 0 || c.Args[0] != tc.component {
+			t.Errorf("%s: args %v do not start with the subcommand", d.Name, c.Args)
+		}
+		for _, f := range tc.extraFlags {
+			if !slices.Contains(c.Args, f) {
+				t.Errorf("%s: args %v lack %s", d.Name, c.Args, f)
+			}
+		}
+		usesConfigMap := slices.ContainsFunc(c.EnvFrom, func(e corev1.EnvFromSource) bool {
+			return e.ConfigMapRef != nil && e.ConfigMapRef.Name == temporal.Name
+		})
+		vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "slotplane-temporal-tls" })
+		if usesConfigMap != tc.temporal || (vi >= 0) != tc.temporal {
+			t.Errorf("%s: reads ConfigMap %s: %v, mounts the TLS Secret: %v; want both %v", d.Name, temporal.Name, usesConfigMap, vi >= 0, tc.temporal)
+		}
+		if vi >= 0 {
+			if v := spec.Volumes[vi]; v.Secret.Optional == nil || !*v.Secret.Optional {
+				t.Errorf("%s: the TLS Secret must be optional, or the pod waits for it", d.Name)
+			}
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == spec.Volumes[vi].Name && m.MountPath == "/etc/slotplane/temporal-tls" && m.ReadOnly
+			}) {
+				t.Errorf("%s: the TLS Secret is not mounted read-only at /etc/slotplane/temporal-tls", d.Name)
+			}
+		}
+		probes := map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe}
+		for kind, p := range probes {
+			if p == nil || p.HTTPGet == nil {
+				if tc.probePath != "" && kind != "startup" {
+					t.Errorf("%s: no HTTP %s probe", d.Name, kind)
+				}
+				if tc.probePath == "" && p != nil && p.HTTPGet != nil {
+					t.Errorf("%s: an HTTP %s probe on a component that serves none", d.Name, kind)
+				}
+				continue
+			}
+			port, ok := containerPort(spec, p.HTTPGet.Port)
+			if tc.probePath == "" || p.HTTPGet.Path != tc.probePath || !ok || port != tc.probePort {
+				t.Errorf("%s: %s probe %s on port %s, want %s on %d", d.Name, kind, p.HTTPGet.Path, p.HTTPGet.Port.String(), tc.probePath, tc.probePort)
+			}
+		}
+	}
+}
+
+// Ingress is denied by default; the API is open to all on its port, the extender only to the
+// slot-scheduler's pods; every policy selects pods the render runs.
+func TestKustomize_NetworkPoliciesSelectExistingPods(t *testing.T) {
+	r := render(t, baseDir)
+	denyAll := false
+	for _, np := range r.networkPolicies {
+		if len(np.Spec.PodSelector.MatchLabels) == 0 && len(np.Spec.PodSelector.MatchExpressions) == 0 {
+			if len(np.Spec.Ingress) == 0 && slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+				denyAll = true
+			} else {
+				t.Errorf("NetworkPolicy %s selects every pod and lets something in", np.Name)
+			}
+			continue
+		}
+		selected := r.podsSelected(np.Namespace, np.Spec.PodSelector)
+		if len(selected) == 0 {
+			t.Errorf("NetworkPolicy %s selects no pod of the render", np.Name)
+			continue
+		}
+		for _, rule := range np.Spec.Ingress {
+			for _, peer := range rule.From {
+				if peer.PodSelector != nil && peer.NamespaceSelector == nil && len(r.podsSelected(np.Namespace, *peer.PodSelector)) == 0 {
+					t.Errorf("NetworkPolicy %s lets in pods that the render does not run", np.Name)
+				}
+			}
+			for _, p := range rule.Ports {
+				for _, d := range selected {
+					if _, ok := containerPort(d.Spec.Template.Spec, *p.Port); !ok {
+						t.Errorf("NetworkPolicy %s opens port %s, which %s does not serve", np.Name, p.Port.String(), d.Name)
+					}
+				}
+			}
+		}
+	}
+	if !denyAll {
+		t.Errorf("no NetworkPolicy denies all ingress by default")
+	}
+
+	// What may reach a component: every peer of every rule of the policies that select it,
+	// with the ports; an empty peer list is everyone.
+	ingress := func(component string) []networkingv1.NetworkPolicyIngressRule {
+		d := r.deployment(t, component)
+		var out []networkingv1.NetworkPolicyIngressRule
+		for _, np := range r.networkPolicies {
+			sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+			if err == nil && np.Namespace == d.Namespace && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				out = append(out, np.Spec.Ingress...)
+			}
+		}
+		return out
+	}
+	if !slices.ContainsFunc(ingress("api"), func(rule networkingv1.NetworkPolicyIngressRule) bool {
+		return len(rule.From) == 0 && slices.ContainsFunc(rule.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == 8088 })
+	}) {
+		t.Errorf("the API's port 8088 is not open to everyone")
+	}
+	scheduler := r.deployment(t, "slot-scheduler")
+	rules := ingress("extender")
+	if len(rules) == 0 {
+		t.Errorf("nothing may reach the extender")
+	}
+	for _, rule := range rules {
+		if len(rule.From) == 0 {
+			t.Errorf("the extender is open to everyone: %+v", rule)
+		}
+		for _, peer := range rule.From {
+			if peer.PodSelector == nil || peer.NamespaceSelector != nil || peer.IPBlock != nil {
+				t.Errorf("the extender lets in more than the slot-scheduler's pods: %+v", peer)
+				continue
+			}
+			got := r.podsSelected(scheduler.Namespace, *peer.PodSelector)
+			if len(got) != 1 || got[0].Name != scheduler.Name {
+				t.Errorf("the extender lets in pods other than the slot-scheduler's: %+v", peer)
+			}
+		}
+	}
+}
+
+// An overlay as README.md shows it: another image tag, another Temporal address, and the API
+// on a token file from a Secret (components/api-tokens).
+func TestKustomize_OverlaySetsImageTemporalAndTokenFile(t *testing.T) {
+	base, err := filepath.Abs(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := `resources:
+- ` + rel + `
+components:
+- ` + filepath.Join(rel, "components", "api-tokens") + `
+images:
+- name: ghcr.io/slotplane/slotplane
+  newTag: v9.9.9
+configMapGenerator:
+- name: slotplane-temporal
+  behavior: merge
+  literals:
+  - SLOTPLANE_TEMPORAL_ADDRESS=temporal.example.com:7233
+secretGenerator:
+- name: slotplane-api-tokens
+  namespace: slotplane-system
+  literals:
+  - tokens.csv=s3cret,alice,admins
+`
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := render(t, dir)
+	for _, d := range r.deployments {
+		if img := d.Spec.Template.Spec.Containers[0].Image; strings.HasPrefix(img, "ghcr.io/slotplane/") && img != "ghcr.io/slotplane/slotplane:v9.9.9" {
+			t.Errorf("%s runs %s, not the overlay's tag", d.Name, img)
+		}
+	}
+	if got := r.configMap(t, "slotplane-temporal").Data["SLOTPLANE_TEMPORAL_ADDRESS"]; got != "temporal.example.com:7233" {
+		t.Errorf("Temporal address %q after the merge", got)
+	}
+	api := r.deployment(t, "api")
+	spec := api.Spec.Template.Spec
+	args := spec.Containers[0].Args
+	tokenFile := flagValue(args, "-token-file")
+	if flagValue(args, "-auth") != "tokens" || tokenFile == "" {
+		t.Fatalf("api args %v: want -auth=tokens and a -token-file", args)
+	}
+	if len(r.secrets) != 1 {
+		t.Fatalf("%d Secrets, want the overlay's token Secret", len(r.secrets))
+	}
+	vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == r.secrets[0].Name })
+	if vi < 0 {
+		t.Fatalf("the API does not mount Secret %s", r.secrets[0].Name)
+	}
+	if _, ok := r.secrets[0].Data[path.Base(tokenFile)]; !ok {
+		t.Errorf("Secret %s has no key %s", r.secrets[0].Name, path.Base(tokenFile))
+	}
+	if !slices.ContainsFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == spec.Volumes[vi].Name && m.MountPath == path.Dir(tokenFile)
+	}) {
+		t.Errorf("-token-file=%s is not in the mounted Secret", tokenFile)
+	}
+	for _, b := range r.clusterRoleBindings {
+		if b.RoleRef.Name == "system:auth-delegator" {
+			t.Errorf("ClusterRoleBinding %s: the token file needs no reviews", b.Name)
+		}
+	}
+}
+
+func decodeSchedulerConfig(t testing.TB, data []byte) schedulerv1.KubeSchedulerConfiguration {
+	t.Helper()
+	var conf schedulerv1.KubeSchedulerConfiguration
+	if err := yaml.UnmarshalStrict(data, &conf); err != nil {
+		t.Fatalf("scheduler configuration does not decode strictly: %v", err)
+	}
+	return conf
+}
+
+// flagValue is the value of -name=value (or --name=value) in args, "" if absent.
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
