@@ -28,6 +28,7 @@ var commands = []command{
 	{"bridge", "turn changes of TestBeds, nodes and slot pods into workflow signals", runBridge},
 	{"api", "serve the REST API for external schedulers (Schedulings, jobs, test beds)", runAPI},
 	{"queues", "check an allocation file (fair-scheduler.xml): the queue tree, shares, placement and ACLs", runQueues},
+	{"simulate", "replay a workload trace (CSV) through an allocation file's queues in virtual time: waits, utilization, fairness", runSimulate},
 	{"submit", "create BatchJobs and Schedulings from their YAML or JSON (as kubectl takes them) through the REST API", runSubmit},
 	{"get", "show jobs, Schedulings, a test bed's slots or its queues, from the REST API", runGet},
 	{"watch", "follow Schedulings' progress on the API's change feed until they end", runWatch},

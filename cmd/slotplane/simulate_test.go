@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The sample traces replay cleanly against the example allocation file on the default test
+// bed (the example one). The summaries are the ones the docs quote.
+func TestSimulate_SampleTraces(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/burst.csv"}, &out))
+	text := out.String()
+	t.Log("\n" + text)
+	require.Contains(t, text, "test bed:    4 nodes x 2 slots = 8 slots of 8192 mb, 2 vcores (the queues share 65536 mb, 16 vcores)")
+	require.Contains(t, text, "preemption:  simulated")
+	require.Contains(t, text, "summary: 54 jobs: 52 done, 2 refused, 0 unfinished; makespan 1h35m14s; slot utilization 92.1%; fairness (Jain) 0.857; 11 slots preempted\n")
+	require.NotContains(t, text, "stopped:")
+	require.Regexp(t, `(?m)^root\.analytics\.daily\s+24\s+0\s+0\s`, text)
+	require.Regexp(t, `(?m)^root\.analytics\.adhoc\s+12\s+0\s+0\s`, text)
+	require.Regexp(t, `(?m)^root\.streaming\s+16\s+0\s+0\s`, text)
+	require.Regexp(t, `(?m)^  frank-01\s+frank\s+root\.users\.frank\s+user "frank" may not submit to queue root\.users\.frank \(aclSubmitApps\)$`, text)
+
+	out.Reset()
+	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/mixed-day.csv", "-jobs"}, &out))
+	text = out.String()
+	t.Log("\n" + text)
+	require.Contains(t, text, "summary: 104 jobs: 102 done, 2 refused, 0 unfinished; makespan 21h53m47s; slot utilization 72.6%; fairness (Jain) 0.782; 87 slots preempted\n")
+	require.NotContains(t, text, "stopped:")
+	require.Regexp(t, `(?m)^root\.users\.admin\s+3\s+0\s+0\s`, text, "the admins' jobs without a queue go to their own queue")
+	require.Regexp(t, `(?m)^  etl-typo\s+alice\s+root\.users\.alice\s+user "alice" may not submit`, text)
+	require.Regexp(t, `(?m)^  gina-query\s+gina\s+root\.analytics\.adhoc\s+user "gina" may not submit`, text)
+	require.Regexp(t, `(?m)^  flink-1\s+root\.streaming\s+1h23m22s\s+1h23m22s\s`, text, "the job list")
+}
+
+// Driver first, the burst deadlocks within minutes, although the example file has StateAware
+// and maxAMShare; the day deadlocks too.
+func TestSimulate_DriverFirstDeadlocks(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/burst.csv", "-mode", "driver-first"}, &out))
+	require.Contains(t, out.String(), "summary: 54 jobs: 1 done, 2 refused, 51 unfinished")
+	require.Contains(t, out.String(), "stopped: deadlock: nothing granted or finished after 3m28s; 3 drivers hold 6 executors and wait for more, 48 jobs wait to start")
+	require.Contains(t, out.String(), "preemption:  on in the allocation file, not simulated in driver-first mode")
+
+	out.Reset()
+	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/mixed-day.csv", "-mode", "driver-first"}, &out))
+	require.Contains(t, out.String(), "stopped: deadlock: nothing granted or finished after 3h45m14s; 5 drivers hold 5 executors")
+	require.Regexp(t, `(?m)^unfinished:$`, out.String())
+}
+
+func TestSimulate_JSONAndDeterminism(t *testing.T) {
+	args := []string{"-trace", "../../examples/traces/burst.csv", "-allocations", "../../examples/fair-scheduler.xml", "-o", "json"}
+	var first, second bytes.Buffer
+	require.NoError(t, simulateCommand(args, &first))
+	require.NoError(t, simulateCommand(args, &second))
+	require.Equal(t, first.String(), second.String(), "the same input gives the same output")
+
+	var rep simulationReport
+	require.NoError(t, json.Unmarshal(first.Bytes(), &rep))
+	require.Equal(t, 54, rep.Jobs)
+	require.Equal(t, 52, rep.Done)
+	require.Equal(t, 8, rep.Slots)
+	require.Equal(t, "gang", rep.Mode)
+	require.Len(t, rep.JobOutcomes, 54)
+	require.Len(t, rep.Queues, 4)
+	require.InDelta(t, 5714, rep.MakespanSeconds, 0.5)
+	require.True(t, strings.HasPrefix(rep.Summary, "54 jobs: 52 done"))
+	for _, j := range rep.JobOutcomes {
+		if j.Refused == "" {
+			require.NotNil(t, j.WaitSeconds, j.Name)
+			require.NotNil(t, j.FinishSeconds, j.Name)
+		}
+	}
+}
+
+// A bad trace, allocation file or flag is a clear error (main turns it into exit status 1).
+func TestSimulate_BadInput(t *testing.T) {
+	dir := t.TempDir()
+	badTrace := filepath.Join(dir, "bad.csv")
+	require.NoError(t, os.WriteFile(badTrace, []byte("submit,name,queue,user,groups,driver,executors,runtime\n"+
+		"0s,a,q,u,,\"1024 mb, 1 vcores\",2,1m\n0s,b,q,u,,\"1024 mb, 1 vcores\",many,1m\n"), 0o644))
+	badFile := filepath.Join(dir, "bad.xml")
+	require.NoError(t, os.WriteFile(badFile, []byte("<allocations>\n<queue name=\"a\">\n<weigth>2</weigth>\n</queue>\n</allocations>\n"), 0o644))
+	good := "../../examples/traces/burst.csv"
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no trace":         {nil, "-trace names the workload trace"},
+		"missing trace":    {[]string{"-trace", "/nonexistent.csv"}, "no such file"},
+		"bad trace":        {[]string{"-trace", badTrace}, `bad.csv: trace line 3, column 7 (executors): "many" is not a whole number`},
+		"missing file":     {[]string{"-trace", good, "-allocations", "/nonexistent.xml"}, "no such file"},
+		"bad file":         {[]string{"-trace", good, "-allocations", badFile}, "bad.xml: allocation file line 3, <weigth>: unknown element"},
+		"bad mode":         {[]string{"-trace", good, "-mode", "eager"}, `replay mode "eager" is neither gang nor driver-first`},
+		"bad slot size":    {[]string{"-trace", good, "-slot-size", "lots"}, "-slot-size: resources must look like"},
+		"no nodes":         {[]string{"-trace", good, "-nodes", "0"}, "-nodes and -slots-per-node must be positive"},
+		"bad output":       {[]string{"-trace", good, "-o", "yaml"}, "-o must be text or json"},
+		"stray argument":   {[]string{"-trace", good, "extra"}, "unexpected arguments"},
+		"empty slot size":  {[]string{"-trace", good, "-slot-size", "0 mb, 2 vcores"}, "a slot needs memory and vcores"},
+		"unknown flag":     {[]string{"-trace", good, "-colour"}, "flag provided but not defined"},
+		"negative startup": {[]string{"-trace", good, "-startup", "-1s"}, "must not be negative"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := simulateCommand(tc.args, &bytes.Buffer{})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

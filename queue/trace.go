@@ -1,0 +1,1128 @@
+package queue
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// A workload trace is a CSV file with a header line and one job per line. The header names
+// the columns, in any order (case does not matter):
+//
+//	submit     when the job is submitted, a Go duration from the trace's start (0s, 90s, 1h30m)
+//	name       the job's name, unique in the trace
+//	queue      the queue it asks for; empty lets the placement rules decide
+//	user       who submits it
+//	groups     the user's groups, primary first, separated by semicolons; may be empty
+//	driver     the driver's (or JobManager's) size, "1024 mb, 1 vcores" (quoted: it holds
+//	           a comma); or instead two columns driver_mb and driver_vcores
+//	executors  how many executors (TaskManagers), one slot each
+//	runtime    how long the job works once all its executors hold their slots
+//
+// Lines starting with # are comments; blank lines are skipped. A bad line is a *TraceError
+// naming the line and the column.
+
+// TraceJob is one job of a workload trace.
+type TraceJob struct {
+	// Line is the job's line in the trace file (0 for a job made in code).
+	Line int
+	// Submit is when the job is submitted, from the start of the trace.
+	Submit time.Duration
+	Name   string
+	// Queue is the queue the job asks for ("": the placement rules decide).
+	Queue string
+	User  string
+	// Groups are the user's groups, the primary one first.
+	Groups []string
+	// Driver is the driver's or JobManager's size: the application's AM.
+	Driver Resources
+	// Executors is how many executors (TaskManagers) the job runs, one slot each.
+	Executors int
+	// Runtime is how long the job works once all its executors hold their slots.
+	Runtime time.Duration
+}
+
+// Bounds of a trace's values: they keep the replay's integer arithmetic (executor-nanoseconds
+// of work) far from overflowing, and are far beyond any test bed's jobs.
+const (
+	MaxTraceExecutors = 10000
+	MaxTraceRuntime   = 7 * 24 * time.Hour
+	MaxTraceSubmit    = 366 * 24 * time.Hour
+	maxDriverMB       = 1 << 30
+	maxDriverVCores   = 1 << 20
+)
+
+// TraceError is a mistake in a trace: the line, and the column when one is to blame.
+type TraceError struct {
+	Line int
+	// Column is the column's name in the header ("" when the line as a whole is wrong);
+	// Field its position on the line, from 1.
+	Column string
+	Field  int
+	Msg    string
+}
+
+func (e *TraceError) Error() string {
+	if e.Column == "" {
+		return fmt.Sprintf("trace line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("trace line %d, column %d (%s): %s", e.Line, e.Field, e.Column, e.Msg)
+}
+
+// The columns of a trace. driver may be replaced by driver_mb and driver_vcores.
+var (
+	traceColumns   = []string{"submit", "name", "queue", "user", "groups", "driver", "executors", "runtime"}
+	driverSplitCol = []string{"driver_mb", "driver_vcores"}
+)
+
+// ParseTrace reads a workload trace (the format is described above TraceJob). Jobs come back
+// in the order of the file; every mistake is a *TraceError.
+func ParseTrace(r io.Reader) ([]TraceJob, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	data = bytes.TrimPrefix(data, []byte("\uFEFF")) // a spreadsheet's byte order mark
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.Comment = '#'
+	cr.FieldsPerRecord = -1 // checked here, with a better message
+	cr.TrimLeadingSpace = true
+	cr.ReuseRecord = true
+
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, &TraceError{Line: 1, Msg: "the trace is empty: it needs a header line (" + strings.Join(traceColumns, ",") + ")"}
+	}
+	if err != nil {
+		return nil, csvError(err)
+	}
+	headerLine, _ := cr.FieldPos(0)
+	cols, err := traceHeader(header, headerLine)
+	if err != nil {
+		return nil, err
+	}
+	width := len(header)
+
+	var jobs []TraceJob
+	names := map[string]int{}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return jobs, nil
+		}
+		if err != nil {
+			return nil, csvError(err)
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) != width {
+			return nil, &TraceError{Line: line, Msg: fmt.Sprintf("%d fields, the header has %d", len(rec), width)}
+		}
+		j, err := traceJob(rec, cols, func(i int) int { l, _ := cr.FieldPos(i); return l })
+		if err != nil {
+			return nil, err
+		}
+		j.Line = line
+		if first, dup := names[j.Name]; dup {
+			i := cols["name"]
+			return nil, &TraceError{Line: line, Column: "name", Field: i + 1, Msg: fmt.Sprintf("job %q is already on line %d", j.Name, first)}
+		}
+		names[j.Name] = line
+		jobs = append(jobs, j)
+	}
+}
+
+// csvError turns the CSV reader's error into a TraceError.
+func csvError(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &TraceError{Line: pe.Line, Msg: fmt.Sprintf("not valid CSV at byte %d of the line: %v", pe.Column, pe.Err)}
+	}
+	return err
+}
+
+// traceHeader maps each column name to its field index and checks that every column is
+// known, none is given twice, and none is missing.
+func traceHeader(header []string, line int) (map[string]int, error) {
+	cols := map[string]int{}
+	for i, h := range header {
+		name := strings.ToLower(strings.TrimSpace(h))
+		if !slices.Contains(traceColumns, name) && !slices.Contains(driverSplitCol, name) {
+			return nil, &TraceError{Line: line, Column: h, Field: i + 1, Msg: fmt.Sprintf("unknown column (known: %s, or driver_mb and driver_vcores for driver)", strings.Join(traceColumns, ", "))}
+		}
+		if _, dup := cols[name]; dup {
+			return nil, &TraceError{Line: line, Column: name, Field: i + 1, Msg: "the column is given twice"}
+		}
+		cols[name] = i
+	}
+	_, whole := cols["driver"]
+	_, mb := cols["driver_mb"]
+	_, vc := cols["driver_vcores"]
+	switch {
+	case whole && (mb || vc):
+		return nil, &TraceError{Line: line, Msg: "give the driver either as driver or as driver_mb and driver_vcores, not both"}
+	case !whole && mb != vc:
+		return nil, &TraceError{Line: line, Msg: "driver_mb and driver_vcores go together"}
+	}
+	for _, c := range traceColumns {
+		if _, ok := cols[c]; !ok && !(c == "driver" && mb) {
+			return nil, &TraceError{Line: line, Msg: fmt.Sprintf("the header lacks the column %s (it needs %s)", c, strings.Join(traceColumns, ","))}
+		}
+	}
+	return cols, nil
+}
+
+// traceJob reads the fields of one line. lineOf gives the line a field starts on (a quoted
+// field may span lines).
+func traceJob(rec []string, cols map[string]int, lineOf func(int) int) (TraceJob, error) {
+	var j TraceJob
+	field := func(name string) (string, func(format string, args ...any) error) {
+		i := cols[name]
+		v := strings.TrimSpace(rec[i])
+		return v, func(format string, args ...any) error {
+			return &TraceError{Line: lineOf(i), Column: name, Field: i + 1, Msg: fmt.Sprintf(format, args...)}
+		}
+	}
+	duration := func(name string, min, max time.Duration) (time.Duration, error) {
+		v, bad := field(name)
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			return 0, bad("%q is not a Go duration (like 0s, 90s, 1h30m)", v)
+		case d < min || d > max:
+			return 0, bad("%s is outside [%s, %s]", d, min, max)
+		}
+		return d, nil
+	}
+	text := func(name string, required bool) (string, error) {
+		v, bad := field(name)
+		if required && v == "" {
+			return "", bad("empty")
+		}
+		if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+			return "", bad("%q holds a control character", v)
+		}
+		return v, nil
+	}
+	count := func(name string, min, max int64) (int64, error) {
+		v, bad := field(name)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < min || n > max {
+			return 0, bad("%q is not a whole number in [%d, %d]", v, min, max)
+		}
+		return n, nil
+	}
+	var err error
+	if j.Submit, err = duration("submit", 0, MaxTraceSubmit); err != nil {
+		return j, err
+	}
+	if j.Name, err = text("name", true); err != nil {
+		return j, err
+	}
+	if j.Queue, err = text("queue", false); err != nil {
+		return j, err
+	}
+	if j.User, err = text("user", true); err != nil {
+		return j, err
+	}
+	groups, err := text("groups", false)
+	if err != nil {
+		return j, err
+	}
+	for _, g := range strings.Split(groups, ";") {
+		if g = strings.TrimSpace(g); g != "" {
+			j.Groups = append(j.Groups, g)
+		}
+	}
+	if _, whole := cols["driver"]; whole {
+		v, bad := field("driver")
+		if j.Driver, err = ParseResources(v); err != nil {
+			return j, bad("%v", err)
+		}
+		if j.Driver.MemoryMB > maxDriverMB || j.Driver.VCores > maxDriverVCores {
+			return j, bad("%s is larger than any node", j.Driver)
+		}
+	} else {
+		if j.Driver.MemoryMB, err = count("driver_mb", 0, maxDriverMB); err != nil {
+			return j, err
+		}
+		if j.Driver.VCores, err = count("driver_vcores", 0, maxDriverVCores); err != nil {
+			return j, err
+		}
+	}
+	n, err := count("executors", 1, MaxTraceExecutors)
+	if err != nil {
+		return j, err
+	}
+	j.Executors = int(n)
+	if j.Runtime, err = duration("runtime", time.Nanosecond, MaxTraceRuntime); err != nil {
+		return j, err
+	}
+	return j, nil
+}
+
+// WriteTrace writes jobs as a trace that ParseTrace reads back: the columns in the order of
+// the format's description, the driver as one quoted column.
+func WriteTrace(w io.Writer, jobs []TraceJob) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(traceColumns); err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		rec := []string{j.Submit.String(), j.Name, j.Queue, j.User, strings.Join(j.Groups, ";"), j.Driver.String(), strconv.Itoa(j.Executors), j.Runtime.String()}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// ReplayMode is how a replay grants a job its resources.
+type ReplayMode string
+
+// The replay modes.
+const (
+	// ReplayGang is slotplane's Admission: a job starts when all its slots are granted at
+	// once; its driver runs outside the slots and counts only against maxAMShare.
+	ReplayGang ReplayMode = "gang"
+	// ReplayDriverFirst is YARN's and YuniKorn's allocation, as Simulate does it: the driver
+	// first, from the same pool as the executors, then the executors one at a time once the
+	// driver has started up.
+	ReplayDriverFirst ReplayMode = "driver-first"
+)
+
+// DefaultVacate is how long slots taken back by preemption take to be free again (the pods'
+// deletion and the bridge's nudge).
+const DefaultVacate = 10 * time.Second
+
+// DefaultResync is the Admission workflow's resync: it decides again at least this often.
+const DefaultResync = 15 * time.Second
+
+// ReplayOptions describe the test bed and the clock of a replay.
+type ReplayOptions struct {
+	// Slots is how many slots the test bed has (nodes x slots per node); SlotSize what each
+	// holds. The queues share Slots x SlotSize, as in the Admission workflow.
+	Slots    int
+	SlotSize Resources
+	// Mode is ReplayGang (the default) or ReplayDriverFirst.
+	Mode ReplayMode
+	// StartUp is how long a driver starts up before its executors work: in gang mode the
+	// job is Starting (for StateAware) that long after its grant, and its runtime begins
+	// after it; in driver-first mode the driver asks for executors only after it.
+	StartUp time.Duration
+	// StateAware tunes the StateAware leaves (the live Admission uses the zero value).
+	StateAware StateAwareOptions
+	// NoPreemption leaves preemption out even when the allocation file turns it on.
+	NoPreemption bool
+	// Vacate is how long preempted slots take to be free (DefaultVacate when zero).
+	Vacate time.Duration
+	// Resync is how often the Admission workflow decides without being nudged
+	// (DefaultResync when zero). Only a preempted job asking for its slots back waits for it:
+	// everything else that changes is an event of its own.
+	Resync time.Duration
+	// Limit stops the replay at this virtual time (zero: no limit). A replay also stops after
+	// a bound on the number of events, so a preemption tug of war cannot run forever.
+	Limit time.Duration
+}
+
+// ReplayResult is what a replay measured.
+type ReplayResult struct {
+	Mode     ReplayMode
+	Slots    int
+	SlotSize Resources
+	// Total is what the queues shared (Slots x SlotSize).
+	Total   Resources
+	StartUp time.Duration
+	// Preemption says whether preemption was simulated, or why not.
+	Preemption string
+	// Jobs counts the trace's jobs: Done finished, Refused were refused at submission
+	// (placement or ACL), Unfinished started or waited but did not finish.
+	Jobs, Done, Refused, Unfinished int
+	// Makespan is when the last job finished; End when the replay ended (the makespan,
+	// unless jobs were left unfinished). Averages are taken over [0, End].
+	Makespan, End time.Duration
+	// Stopped says why jobs were left unfinished: a deadlock (nothing can happen any more),
+	// the Limit, or the event bound. Empty when every job that was admitted finished.
+	Stopped string
+	// SlotUtilization is the slot-seconds executors held over the slot-seconds there were
+	// in [0, End]. Drivers do not count (in gang mode they run outside the slots).
+	SlotUtilization float64
+	// Fairness is Jain's index over the leaf queues that have jobs, of each one's usage over
+	// its instantaneous fair share, averaged over the time any queue had jobs. 1 is fair.
+	Fairness float64
+	// PreemptedSlots counts the slots preemption took back.
+	PreemptedSlots int
+	// Queues are the outcomes per queue: every leaf of the tree (with the queues placement
+	// rules created), then the queues of refused jobs; placement refusals without a queue
+	// go under "-".
+	Queues []QueueOutcome
+	// Outcomes are the jobs, in the trace's order.
+	Outcomes []JobOutcome
+}
+
+// QueueOutcome is one queue's part of a replay.
+type QueueOutcome struct {
+	Queue string
+	// Done, Refused and Unfinished count its jobs; the waits (submission to start) are over
+	// the jobs that started.
+	Done, Refused, Unfinished  int
+	MeanWait, P50Wait, P95Wait time.Duration
+	MaxWait                    time.Duration
+	// PreemptedSlots counts the slots preemption took back for the queue, LostToOther
+	// those it took from the queue's jobs.
+	PreemptedSlots, LostToOther int
+	// AvgSlots is how many slots its executors held on average over [0, End]; SlotShare
+	// that as a fraction of the test bed's slots; SteadyShare its steady fair share as a
+	// fraction of the slots.
+	AvgSlots, SlotShare, SteadyShare float64
+	// UseOverFair is its usage over its instantaneous fair share, averaged over the time it
+	// had jobs (0 when it never had any).
+	UseOverFair float64
+}
+
+// JobOutcome is what became of one job.
+type JobOutcome struct {
+	Name, User string
+	// Queue is where placement put the job; for a placement refusal, the queue it asked for.
+	Queue  string
+	Submit time.Duration
+	// Started: it held all its executors once, at Start (gang: its grant); Finished at Finish.
+	Started, Finished bool
+	Start, Finish     time.Duration
+	// Refused is why it was refused at submission; Waiting why an unfinished job waited
+	// last (the queues' reason).
+	Refused, Waiting string
+	// Preempted counts the slots taken back from it.
+	Preempted int
+}
+
+// Wait is how long the job waited from its submission to its start.
+func (o JobOutcome) Wait() time.Duration { return o.Start - o.Submit }
+
+// replayJob is where one job stands in a replay.
+type replayJob struct {
+	TraceJob
+	order int64
+	queue string
+	out   *JobOutcome
+	// active: submitted, not refused, not finished; granted: it has its slots (gang) or
+	// its driver (driver-first), since grantAt.
+	active, granted bool
+	grantAt         time.Duration
+	held            int
+	// allHeld: it held all its executors once (then allHeldAt); working: its runtime runs.
+	allHeld, working bool
+	allHeldAt        time.Duration
+	// remaining is the work left in executor-nanoseconds; progressAt when it was counted.
+	remaining  int64
+	progressAt time.Duration
+	// Why a waiting job waits: the queues' last reason, or (short) too few free slots,
+	// shortFree of them. Formatted only for the report.
+	why       string
+	short     bool
+	shortFree int
+}
+
+// need is the job's executors as int64.
+func (j *replayJob) need() int64 { return int64(j.Executors) }
+
+// workFrom is when the job's runtime starts: it holds all its executors and its driver has
+// started up.
+func (j *replayJob) workFrom(startUp time.Duration) time.Duration {
+	return max(j.allHeldAt, j.grantAt+startUp)
+}
+
+// advance counts the work done since progressAt, at the executors it holds now.
+func (j *replayJob) advance(now time.Duration) {
+	if j.working && j.held > 0 && now > j.progressAt {
+		dt := int64(now - j.progressAt)
+		if dt >= ceilDiv(j.remaining, int64(j.held)) {
+			j.remaining = 0
+		} else {
+			j.remaining -= dt * int64(j.held)
+		}
+	}
+	j.progressAt = now
+}
+
+// finishAt is when the job finishes at its current pace; ok false when it does not progress.
+func (j *replayJob) finishAt() (time.Duration, bool) {
+	if !j.working || j.held == 0 {
+		return 0, false
+	}
+	return j.progressAt + time.Duration(ceilDiv(j.remaining, int64(j.held))), true
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// reclaim is a batch of slots taken back, free again at at (then vacated).
+type reclaim struct {
+	at      time.Duration
+	slots   int
+	vacated bool
+}
+
+// replay is one replay's state.
+type replay struct {
+	a       *Allocations
+	t       *Tree
+	opts    ReplayOptions
+	total   Resources
+	epoch   time.Time
+	jobs    []*replayJob // in submission order
+	byName  map[string]*replayJob
+	active  []*replayJob // submitted, not refused, not done: waiting and running
+	free    int          // free slots (gang)
+	held    int          // slots held by executors
+	reclaim []reclaim
+	// lastChange is when something was last granted, finished or taken back.
+	lastChange time.Duration
+	starve     Starvation
+	preempt    bool
+	apps       []App
+	// Per leaf: how many active jobs, what they demand, what their drivers hold (driver-first).
+	leafJobs   map[string]int
+	leafDemand map[string]Resources
+	leafDriver map[string]Resources
+	// What the time averages add up.
+	slotNanos    map[string]float64 // per leaf: slot-nanoseconds held
+	ratioNanos   map[string]float64 // per leaf: (usage/fair share) x nanoseconds while active
+	activeNanos  map[string]float64 // per leaf: nanoseconds with jobs
+	heldNanos    float64
+	jainNanos    float64
+	jainTime     float64
+	queueHeld    map[string]int
+	preemptedBy  map[string]int // per victim queue: slots taken
+	preemptedFor map[string]int // per starving queue: slots taken for it
+	res          ReplayResult
+}
+
+// Replay runs a trace through the queues of an allocation file in virtual time, with the
+// same decisions as slotplane's Admission workflow: each submission is placed by the
+// placement rules and checked against the submit ACLs (a refusal is final), and whenever
+// something changes Tree.Next chooses the jobs that start, until nothing more can. In gang
+// mode a job is offered only when enough slots are free and then gets them all; usage counts
+// slots; the driver counts against maxAMShare only. When the file turns preemption on, the
+// queues' starvation is checked after every decision round as the workflow does, and
+// PlanPreemption's victims lose executors: their slots are free after opts.Vacate, the job
+// works on at the pace of the executors it keeps and asks for the lost ones again.
+//
+// The clock jumps from event to event (a submission, a start-up ending, a finish, slots
+// vacated, a starvation timeout, the workflow's resync while a preempted job could ask
+// again), so the replay is exact and deterministic: the same input gives the same result.
+// The allocation file is not changed (the replay builds its own tree). The jobs must keep
+// the trace format's rules (ParseTrace's jobs do).
+func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult, error) {
+	if opts.Mode == "" {
+		opts.Mode = ReplayGang
+	}
+	names := make(map[string]bool, len(trace))
+	for i, j := range trace {
+		switch {
+		case j.Name == "" || names[j.Name]:
+			return ReplayResult{}, fmt.Errorf("job %d: the name %q is empty or not unique", i+1, j.Name)
+		case j.Executors < 1 || j.Executors > MaxTraceExecutors:
+			return ReplayResult{}, fmt.Errorf("job %s: %d executors is outside [1, %d]", j.Name, j.Executors, MaxTraceExecutors)
+		case j.Runtime <= 0 || j.Runtime > MaxTraceRuntime || j.Submit < 0 || j.Submit > MaxTraceSubmit:
+			return ReplayResult{}, fmt.Errorf("job %s: its submit time or runtime is out of bounds", j.Name)
+		case j.Driver.MemoryMB < 0 || j.Driver.VCores < 0 || j.Driver.MemoryMB > maxDriverMB || j.Driver.VCores > maxDriverVCores:
+			return ReplayResult{}, fmt.Errorf("job %s: driver %s is out of bounds", j.Name, j.Driver)
+		}
+		names[j.Name] = true
+	}
+	switch {
+	case opts.Mode != ReplayGang && opts.Mode != ReplayDriverFirst:
+		return ReplayResult{}, fmt.Errorf("replay mode %q is neither %s nor %s", opts.Mode, ReplayGang, ReplayDriverFirst)
+	case opts.Slots <= 0:
+		return ReplayResult{}, fmt.Errorf("the test bed needs at least one slot, got %d", opts.Slots)
+	case opts.SlotSize.MemoryMB <= 0 || opts.SlotSize.VCores <= 0:
+		return ReplayResult{}, fmt.Errorf("a slot needs memory and vcores, got %s", opts.SlotSize)
+	case opts.SlotSize.MemoryMB > 1<<40/int64(opts.Slots) || opts.SlotSize.VCores > 1<<30/int64(opts.Slots):
+		return ReplayResult{}, fmt.Errorf("%d slots of %s is more than the replay counts", opts.Slots, opts.SlotSize)
+	case opts.StartUp < 0 || opts.Vacate < 0 || opts.Resync < 0 || opts.Limit < 0:
+		return ReplayResult{}, errors.New("start-up, vacate, resync and limit must not be negative")
+	}
+	if opts.Vacate == 0 {
+		opts.Vacate = DefaultVacate
+	}
+	if opts.Resync == 0 {
+		opts.Resync = DefaultResync
+	}
+	r := &replay{
+		a: a, t: NewTree(a), opts: opts,
+		total:     times(opts.SlotSize, int64(opts.Slots)),
+		epoch:     time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
+		free:      opts.Slots,
+		slotNanos: map[string]float64{}, ratioNanos: map[string]float64{}, activeNanos: map[string]float64{},
+		queueHeld: map[string]int{}, preemptedBy: map[string]int{}, preemptedFor: map[string]int{},
+		byName:   map[string]*replayJob{},
+		leafJobs: map[string]int{}, leafDemand: map[string]Resources{}, leafDriver: map[string]Resources{},
+	}
+	r.res = ReplayResult{Mode: opts.Mode, Slots: opts.Slots, SlotSize: opts.SlotSize, Total: r.total, StartUp: opts.StartUp, Jobs: len(trace)}
+	switch {
+	case !a.Preemption.Enabled:
+		r.res.Preemption = "off in the allocation file"
+	case opts.NoPreemption:
+		r.res.Preemption = "on in the allocation file, left out of this replay"
+	case opts.Mode == ReplayDriverFirst:
+		r.res.Preemption = "on in the allocation file, not simulated in driver-first mode"
+	default:
+		r.preempt = true
+		r.res.Preemption = "simulated"
+	}
+	r.res.Outcomes = make([]JobOutcome, len(trace))
+	r.jobs = make([]*replayJob, len(trace))
+	for i, tj := range trace {
+		r.res.Outcomes[i] = JobOutcome{Name: tj.Name, User: tj.User, Queue: tj.Queue, Submit: tj.Submit}
+		r.jobs[i] = &replayJob{TraceJob: tj, out: &r.res.Outcomes[i], remaining: int64(tj.Runtime) * int64(tj.Executors)}
+		r.byName[tj.Name] = r.jobs[i]
+	}
+	// Submission order: by time, then by the trace's order, as requests reach Admission.
+	slices.SortStableFunc(r.jobs, func(x, y *replayJob) int { return cmp.Compare(x.Submit, y.Submit) })
+	for i, j := range r.jobs {
+		j.order = int64(i + 1)
+	}
+	r.run()
+	r.summarize()
+	return r.res, nil
+}
+
+// maxEventsPerJob bounds the events of a replay (with a floor), so a tug of war between
+// preemption and a job asking its slots back cannot run forever.
+const maxEventsPerJob = 200
+
+func (r *replay) run() {
+	now := time.Duration(0)
+	next := 0 // the next job to submit
+	events := 0
+	for {
+		events++
+		r.finish(now)
+		for i := range r.reclaim {
+			// Slots taken back are free once their pods are gone. The batch stays "taken
+			// back" until preemption looks again, as the workflow's reclaimed list does.
+			if b := &r.reclaim[i]; !b.vacated && b.at <= now {
+				r.free += b.slots
+				b.vacated = true
+			}
+		}
+		for next < len(r.jobs) && r.jobs[next].Submit <= now {
+			r.submit(r.jobs[next])
+			next++
+		}
+		r.startWork(now)
+		r.decide(now)
+		if r.preempt {
+			r.preemption(now)
+		}
+		at, ok := r.nextEvent(now, next)
+		if !ok {
+			// Nothing more will happen. With every job done the run ends at the makespan (a
+			// refused job submitted later adds nothing); otherwise it is stuck now.
+			r.res.End = r.res.Makespan
+			if len(r.active) > 0 {
+				r.res.Stopped, r.res.End = r.stuck(), now
+			}
+			return
+		}
+		if r.opts.Limit > 0 && at > r.opts.Limit {
+			r.res.Stopped = fmt.Sprintf("stopped at the limit of %s", r.opts.Limit)
+			r.account(now, r.opts.Limit)
+			r.res.End = r.opts.Limit
+			return
+		}
+		if events > maxEventsPerJob*len(r.jobs)+10000 {
+			r.res.Stopped = fmt.Sprintf("stopped after %d events at %s (preemption taking slots back and forth?)", events, now)
+			r.res.End = now
+			return
+		}
+		r.account(now, at)
+		now = at
+	}
+}
+
+// finish ends the jobs whose work is done by now and frees their slots.
+func (r *replay) finish(now time.Duration) {
+	r.active = slices.DeleteFunc(r.active, func(j *replayJob) bool {
+		if at, ok := j.finishAt(); !ok || at > now {
+			return false
+		}
+		j.advance(now)
+		j.active = false
+		j.out.Finished, j.out.Finish = true, now
+		r.res.Done++
+		r.res.Makespan = max(r.res.Makespan, now)
+		r.lastChange = now
+		r.release(j, j.held, true)
+		r.leave(j)
+		return true
+	})
+}
+
+// release takes n executors' slots from a job; free: the slots are free at once (not when
+// preemption took them: their pods go first).
+func (r *replay) release(j *replayJob, n int, free bool) {
+	j.held -= n
+	r.held -= n
+	r.queueHeld[j.queue] -= n
+	if free && r.opts.Mode == ReplayGang {
+		r.free += n
+	}
+}
+
+// submit places a new job, as the Admission workflow's request does: placement rules, the
+// submit ACL, then the queue is made if a rule created it.
+func (r *replay) submit(j *replayJob) {
+	var primary string
+	var secondary []string
+	if len(j.Groups) > 0 {
+		primary, secondary = j.Groups[0], j.Groups[1:]
+	}
+	p, err := r.a.Place(Submitter{Queue: j.Queue, User: j.User, PrimaryGroup: primary, SecondaryGroups: secondary})
+	switch {
+	case err != nil:
+		j.out.Refused = err.Error()
+		if j.Queue != "" {
+			j.out.Queue = fullPath(j.Queue)
+		} else {
+			j.out.Queue = "-"
+		}
+	case !r.a.Allowed(Submit, p.Queue, j.User, j.Groups):
+		j.out.Queue = p.Queue
+		j.out.Refused = fmt.Sprintf("user %q may not submit to queue %s (aclSubmitApps)", j.User, p.Queue)
+	default:
+		j.out.Queue = p.Queue
+		if _, err := r.t.Ensure(p.Queue); err != nil {
+			j.out.Refused = err.Error()
+		}
+	}
+	if j.out.Refused != "" {
+		r.res.Refused++
+		return
+	}
+	j.queue = p.Queue
+	j.active = true
+	r.active = append(r.active, j)
+	r.leafJobs[j.queue]++
+	r.leafDemand[j.queue] = r.leafDemand[j.queue].Add(r.demandOf(j))
+}
+
+// demandOf is what a job demands all along: its slots, and in driver-first mode its driver.
+func (r *replay) demandOf(j *replayJob) Resources {
+	d := times(r.opts.SlotSize, j.need())
+	if r.opts.Mode == ReplayDriverFirst {
+		d = d.Add(j.Driver)
+	}
+	return d
+}
+
+// leave takes a finished job out of its leaf's sums.
+func (r *replay) leave(j *replayJob) {
+	if r.leafJobs[j.queue]--; r.leafJobs[j.queue] == 0 {
+		delete(r.leafJobs, j.queue)
+	}
+	r.leafDemand[j.queue] = r.leafDemand[j.queue].Sub(r.demandOf(j))
+	if r.opts.Mode == ReplayDriverFirst && j.granted {
+		r.leafDriver[j.queue] = r.leafDriver[j.queue].Sub(j.Driver)
+	}
+}
+
+// startWork starts the runtime of the jobs that hold all their executors and whose driver has
+// started up.
+func (r *replay) startWork(now time.Duration) {
+	for _, j := range r.active {
+		if j.allHeld && !j.working && now >= j.workFrom(r.opts.StartUp) {
+			j.working, j.progressAt = true, now
+		}
+	}
+}
+
+// stateOf is a granted job's start-up state for StateAware: Starting from the grant until
+// its first executor works (gang: the driver's start-up, or the job workflow's fallback
+// timer), then Running.
+func (r *replay) stateOf(j *replayJob, now time.Duration) AppState {
+	if r.opts.Mode == ReplayGang {
+		if now >= j.grantAt+min(r.opts.StartUp, StartingTimeout) {
+			return Running
+		}
+		return Starting
+	}
+	if j.held > 0 {
+		return Running
+	}
+	return Starting
+}
+
+// view builds the picture Tree.Next decides on, as the Admission workflow's decide does (gang)
+// or as Simulate does (driver-first).
+func (r *replay) view(now time.Duration, forDecision bool) Cluster {
+	c := Cluster{Total: r.total, Now: r.epoch.Add(now), StateAware: r.opts.StateAware}
+	apps := r.apps[:0]
+	slot := r.opts.SlotSize
+	for _, j := range r.active {
+		a := App{ID: j.Name, Queue: j.queue, User: j.User, Order: j.order, AM: j.Driver}
+		if r.opts.Mode == ReplayGang {
+			a.Demand = times(slot, j.need())
+			if j.granted {
+				a.Running = true
+				a.Usage = times(slot, int64(j.held))
+				a.Demand = a.Usage
+				a.State, a.StartingSince = r.stateOf(j, now), r.epoch.Add(j.grantAt)
+				if int64(j.held) < j.need() && (!forDecision || len(r.reclaim) == 0 && r.free > 0) {
+					// Preempted: it asks for its slots again, one at a time, once no slots
+					// are being taken back.
+					a.Demand, a.Pending, a.Ask = times(slot, j.need()), true, slot
+				}
+			} else if forDecision && j.Executors > r.free {
+				j.why, j.short, j.shortFree = "", true, r.free
+				continue
+			}
+		} else {
+			a.Demand = j.Driver.Add(times(slot, j.need()))
+			if j.granted {
+				a.Running = true
+				a.Usage = j.Driver.Add(times(slot, int64(j.held)))
+				a.State, a.StartingSince = r.stateOf(j, now), r.epoch.Add(j.grantAt)
+				a.Pending = int64(j.held) < j.need() && now >= j.grantAt+r.opts.StartUp
+				a.Ask = slot
+			} else {
+				a.Ask = j.Driver
+			}
+		}
+		apps = append(apps, a)
+	}
+	r.apps = apps
+	c.Apps = apps
+	return c
+}
+
+// decide grants what the queues let through now, one Tree.Next at a time.
+func (r *replay) decide(now time.Duration) {
+	for {
+		c := r.view(now, true)
+		if !slices.ContainsFunc(c.Apps, App.asking) {
+			return // nobody asks (say, no waiting job fits the free slots): Next would pass
+		}
+		app, refusals, ok := r.t.Next(c)
+		for _, f := range refusals {
+			if j := r.byName[f.App]; j != nil {
+				j.why, j.short = f.Reason, false
+			}
+		}
+		if !ok {
+			return
+		}
+		j := r.byName[app.ID]
+		j.advance(now)
+		r.lastChange = now
+		switch {
+		case !j.granted && r.opts.Mode == ReplayGang:
+			j.granted, j.grantAt = true, now
+			r.take(j, j.Executors)
+		case !j.granted:
+			j.granted, j.grantAt = true, now
+			r.leafDriver[j.queue] = r.leafDriver[j.queue].Add(j.Driver)
+		default:
+			r.take(j, 1) // an executor (driver-first), or a slot given back after preemption
+		}
+		j.why, j.short = "", false
+		if !j.allHeld && j.held == j.Executors {
+			j.allHeld, j.allHeldAt = true, now
+			j.out.Started, j.out.Start = true, now
+		}
+		if j.allHeld && !j.working && now >= j.workFrom(r.opts.StartUp) {
+			j.working, j.progressAt = true, now
+		}
+	}
+}
+
+// take gives a job n more executors' slots.
+func (r *replay) take(j *replayJob, n int) {
+	j.held += n
+	r.held += n
+	r.queueHeld[j.queue] += n
+	if r.opts.Mode == ReplayGang {
+		r.free -= n
+	}
+}
+
+// preemption is the Admission workflow's preempt: while slots taken back are not free yet,
+// nothing more is taken; otherwise the starved queues take executors' slots from the
+// newest jobs of queues above their fair share.
+func (r *replay) preemption(now time.Duration) {
+	r.reclaim = slices.DeleteFunc(r.reclaim, func(b reclaim) bool { return b.vacated })
+	if len(r.reclaim) > 0 {
+		return
+	}
+	// Starved's own first check, without building the picture: below the utilization
+	// threshold nobody starves and the timers start again.
+	if used := r.opts.SlotSize.MemoryMB * int64(r.held); float64(used)/float64(r.total.MemoryMB) < r.a.Preemption.UtilizationThreshold {
+		clear(r.starve.MinShareSince)
+		clear(r.starve.FairShareSince)
+		return
+	}
+	c := r.view(now, false)
+	executors := map[string]int{}
+	for _, j := range r.active {
+		if j.granted {
+			executors[j.Name] = j.held
+		}
+	}
+	starving := r.t.Starved(c, r.a.Preemption, &r.starve)
+	victims := r.t.PlanPreemption(c, starving, r.opts.SlotSize, executors)
+	taken := 0
+	for _, v := range victims {
+		j := r.byName[v.App]
+		n := min(v.Executors, j.held)
+		if n == 0 {
+			continue
+		}
+		j.advance(now)
+		r.release(j, n, false)
+		j.out.Preempted += n
+		r.res.PreemptedSlots += n
+		r.preemptedBy[j.queue] += n
+		r.preemptedFor[v.For] += n
+		taken += n
+	}
+	if taken > 0 {
+		r.lastChange = now
+		r.reclaim = append(r.reclaim, reclaim{at: now + r.opts.Vacate, slots: taken})
+	}
+}
+
+// nextEvent is the earliest time after now at which something changes.
+func (r *replay) nextEvent(now time.Duration, next int) (time.Duration, bool) {
+	at, any := time.Duration(0), false
+	consider := func(t time.Duration) {
+		if t > now && (!any || t < at) {
+			at, any = t, true
+		}
+	}
+	if next < len(r.jobs) {
+		consider(r.jobs[next].Submit)
+	}
+	for _, b := range r.reclaim {
+		if !b.vacated {
+			consider(b.at)
+		}
+	}
+	for _, j := range r.active {
+		if !j.granted {
+			continue
+		}
+		if r.opts.Mode == ReplayGang && int64(j.held) < j.need() && len(r.reclaim) == 0 && r.free > 0 {
+			// A preempted job may ask for a free slot again; nothing nudges the workflow
+			// for that, so it happens at the next resync.
+			consider(now + r.opts.Resync)
+		}
+		if f, ok := j.finishAt(); ok {
+			consider(f)
+		}
+		if j.allHeld && !j.working {
+			consider(j.workFrom(r.opts.StartUp))
+		}
+		// A start-up ending changes what StateAware lets through, and in driver-first mode
+		// when the driver asks for executors.
+		consider(j.grantAt + r.opts.StartUp)
+		if r.t.Policy(r.t.Queue(j.queue)) == PolicyStateAware {
+			consider(j.grantAt + StartingTimeout)
+		}
+	}
+	if r.preempt {
+		for path, since := range r.starve.MinShareSince {
+			if q := r.t.Queue(path); q != nil {
+				if d, ok, _, _, _ := r.t.Timeouts(q); ok {
+					consider(since.Add(d).Sub(r.epoch))
+				}
+			}
+		}
+		for path, since := range r.starve.FairShareSince {
+			if q := r.t.Queue(path); q != nil {
+				if _, _, d, ok, _ := r.t.Timeouts(q); ok {
+					consider(since.Add(d).Sub(r.epoch))
+				}
+			}
+		}
+	}
+	return at, any
+}
+
+// stuck describes a replay that cannot go on: since when nothing moved, and what the
+// unfinished jobs hold.
+func (r *replay) stuck() string {
+	drivers, executors, waiting := 0, 0, 0
+	for _, j := range r.active {
+		if j.granted {
+			drivers++
+			executors += j.held
+		} else {
+			waiting++
+		}
+	}
+	if r.opts.Mode == ReplayDriverFirst && drivers > 0 {
+		return fmt.Sprintf("deadlock: nothing granted or finished after %s; %d drivers hold %d executors and wait for more, %d jobs wait to start", r.lastChange, drivers, executors, waiting)
+	}
+	return fmt.Sprintf("nothing granted or finished after %s; %d jobs wait for good (see their reasons)", r.lastChange, waiting+drivers)
+}
+
+// account adds the interval [from, to) at the current state to the time averages: the
+// slots held, and each leaf's usage over its instantaneous fair share (from the leaves'
+// running sums, so a long backlog does not make every interval cost a pass over it).
+func (r *replay) account(from, to time.Duration) {
+	if to <= from {
+		return
+	}
+	dt := float64(to - from)
+	r.heldNanos += float64(r.held) * dt
+	for q, n := range r.queueHeld {
+		r.slotNanos[q] += float64(n) * dt
+	}
+	if len(r.leafJobs) == 0 {
+		return
+	}
+	leaves := make([]string, 0, len(r.leafJobs))
+	for q := range r.leafJobs {
+		leaves = append(leaves, q)
+	}
+	slices.Sort(leaves) // a fixed order: float sums come out the same every time
+	demand := map[string]Resources{}
+	for _, leaf := range leaves {
+		d := r.leafDemand[leaf]
+		for q := r.t.Queue(leaf); q != nil; q = q.parent {
+			demand[q.Path] = demand[q.Path].Add(d)
+		}
+	}
+	shares := r.t.instantaneous(r.total, demand)
+	var sum, sumSq float64
+	n := 0
+	for _, leaf := range leaves {
+		share := shares[leaf]
+		if share.MemoryMB <= 0 {
+			continue
+		}
+		usage := times(r.opts.SlotSize, int64(r.queueHeld[leaf])).Add(r.leafDriver[leaf])
+		x := float64(usage.MemoryMB) / float64(share.MemoryMB)
+		r.ratioNanos[leaf] += x * dt
+		r.activeNanos[leaf] += dt
+		sum += x
+		sumSq += x * x
+		n++
+	}
+	if n > 0 && sumSq > 0 {
+		r.jainNanos += sum * sum / (float64(n) * sumSq) * dt
+		r.jainTime += dt
+	}
+}
+
+// summarize fills the result's totals and per-queue outcomes.
+func (r *replay) summarize() {
+	res := &r.res
+	for _, j := range r.jobs {
+		if !j.active {
+			continue
+		}
+		res.Unfinished++
+		switch {
+		case j.granted && int64(j.held) < j.need():
+			j.out.Waiting = fmt.Sprintf("holds %d of its %d executors", j.held, j.Executors)
+		case j.granted:
+			j.out.Waiting = "runs"
+		case j.short:
+			j.out.Waiting = fmt.Sprintf("needs %d free slots, %d are", j.Executors, j.shortFree)
+		case j.why != "":
+			j.out.Waiting = j.why
+		default:
+			j.out.Waiting = "waits (no queue decision named it)"
+		}
+	}
+	if res.End > 0 {
+		res.SlotUtilization = r.heldNanos / (float64(r.opts.Slots) * float64(res.End))
+	}
+	if r.jainTime > 0 {
+		res.Fairness = r.jainNanos / r.jainTime
+	}
+	steady := r.t.SteadyFairShares(r.total)
+	rows := map[string]*QueueOutcome{}
+	var order []string
+	row := func(path string) *QueueOutcome {
+		if q := rows[path]; q != nil {
+			return q
+		}
+		rows[path] = &QueueOutcome{Queue: path}
+		order = append(order, path)
+		return rows[path]
+	}
+	for _, path := range r.t.Paths() {
+		if q := r.t.Queue(path); q.Leaf() && q != r.t.root {
+			o := row(path)
+			o.SteadyShare = r.inSlots(steady[path]) / float64(r.opts.Slots)
+		}
+	}
+	var extra []string
+	for _, o := range res.Outcomes {
+		if rows[o.Queue] == nil {
+			extra = append(extra, o.Queue)
+		}
+	}
+	slices.Sort(extra)
+	for _, path := range slices.Compact(extra) {
+		row(path)
+	}
+	waits := map[string][]time.Duration{}
+	for _, o := range res.Outcomes {
+		q := rows[o.Queue]
+		switch {
+		case o.Refused != "":
+			q.Refused++
+		case o.Finished:
+			q.Done++
+		default:
+			q.Unfinished++
+		}
+		if o.Started {
+			waits[o.Queue] = append(waits[o.Queue], o.Wait())
+		}
+	}
+	for _, path := range order {
+		q := rows[path]
+		if w := waits[path]; len(w) > 0 {
+			slices.Sort(w)
+			var sum time.Duration
+			for _, d := range w {
+				sum += d
+			}
+			q.MeanWait = sum / time.Duration(len(w))
+			q.P50Wait, q.P95Wait, q.MaxWait = percentile(w, 50), percentile(w, 95), w[len(w)-1]
+		}
+		if res.End > 0 {
+			q.AvgSlots = r.slotNanos[path] / float64(res.End)
+			q.SlotShare = q.AvgSlots / float64(r.opts.Slots)
+		}
+		if t := r.activeNanos[path]; t > 0 {
+			q.UseOverFair = r.ratioNanos[path] / t
+		}
+		q.PreemptedSlots, q.LostToOther = r.preemptedFor[path], r.preemptedBy[path]
+		res.Queues = append(res.Queues, *q)
+	}
+}
+
+// inSlots is how many slots fit in r (both resources counting).
+func (r *replay) inSlots(x Resources) float64 {
+	s := r.opts.SlotSize
+	return min(float64(x.MemoryMB)/float64(s.MemoryMB), float64(x.VCores)/float64(s.VCores))
+}
+
+// percentile is the nearest-rank percentile p of sorted durations.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(i, 1)-1]
+}

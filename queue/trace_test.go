@@ -1,0 +1,475 @@
+package queue
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// parseTrace reads a trace written in a test.
+func parseTrace(t testing.TB, text string) []TraceJob {
+	t.Helper()
+	jobs, err := ParseTrace(strings.NewReader(text))
+	require.NoError(t, err)
+	return jobs
+}
+
+// replayFile replays a trace against an allocation file.
+func replayFile(t testing.TB, file, trace string, opts ReplayOptions) ReplayResult {
+	t.Helper()
+	a, err := ParseAllocations([]byte(file))
+	require.NoError(t, err)
+	res, err := Replay(a, parseTrace(t, trace), opts)
+	require.NoError(t, err)
+	return res
+}
+
+// outcome finds a job's outcome by name.
+func outcome(t testing.TB, r ReplayResult, name string) JobOutcome {
+	t.Helper()
+	for _, o := range r.Outcomes {
+		if o.Name == name {
+			return o
+		}
+	}
+	t.Fatalf("no job %s", name)
+	return JobOutcome{}
+}
+
+// queueOutcome finds a queue's row by path.
+func queueOutcome(t testing.TB, r ReplayResult, path string) QueueOutcome {
+	t.Helper()
+	for _, q := range r.Queues {
+		if q.Queue == path {
+			return q
+		}
+	}
+	t.Fatalf("no queue row %s in %+v", path, r.Queues)
+	return QueueOutcome{}
+}
+
+// slot8 is the example test bed's slot: 8 GiB and 2 vcores.
+var slot8 = Resources{MemoryMB: 8192, VCores: 2}
+
+func TestParseTrace_BothDriverFormsCommentsAndGroups(t *testing.T) {
+	jobs := parseTrace(t, "\uFEFF# a comment line\n"+
+		"submit,name,queue,user,groups,driver,executors,runtime\n"+
+		"0s,etl-1,analytics.daily,alice,analysts;staff,\"1024 mb, 1 vcores\",4,10m\n"+
+		"\n"+
+		"90s, etl-2 ,,bob,,\"2 vcores, 2048 mb\",1,1h30m\n")
+	require.Equal(t, []TraceJob{
+		{Line: 3, Submit: 0, Name: "etl-1", Queue: "analytics.daily", User: "alice", Groups: []string{"analysts", "staff"},
+			Driver: Resources{MemoryMB: 1024, VCores: 1}, Executors: 4, Runtime: 10 * time.Minute},
+		{Line: 5, Submit: 90 * time.Second, Name: "etl-2", User: "bob", Driver: Resources{MemoryMB: 2048, VCores: 2}, Executors: 1, Runtime: 90 * time.Minute},
+	}, jobs)
+
+	// The driver as two numeric columns, the columns in another order, names in any case.
+	jobs = parseTrace(t, "Name,Submit,User,Queue,Groups,Driver_MB,Driver_VCores,Executors,Runtime\nj,1m,u,q,g,512,1,2,30s\n")
+	require.Equal(t, Resources{MemoryMB: 512, VCores: 1}, jobs[0].Driver)
+	require.Equal(t, time.Minute, jobs[0].Submit)
+	require.Equal(t, []string{"g"}, jobs[0].Groups)
+
+	var out bytes.Buffer
+	require.NoError(t, WriteTrace(&out, jobs))
+	require.Equal(t, "submit,name,queue,user,groups,driver,executors,runtime\n1m0s,j,q,u,g,\"512 mb, 1 vcores\",2,30s\n", out.String())
+}
+
+// Every bad line names its line and, when one is to blame, its column.
+func TestParseTrace_BadLinesNameLineAndColumn(t *testing.T) {
+	const header = "submit,name,queue,user,groups,driver,executors,runtime\n"
+	const good = "0s,a,q,u,,\"1 mb, 1 vcores\",1,1s\n"
+	cases := map[string]struct{ text, want string }{
+		"empty":            {"", "trace line 1: the trace is empty"},
+		"unknown column":   {"submit,name,queue,user,groups,driver,executors,runtime,colour\n", "trace line 1, column 9 (colour): unknown column"},
+		"twice":            {"submit,name,queue,user,groups,driver,executors,runtime,name\n", "trace line 1, column 9 (name): the column is given twice"},
+		"missing column":   {"submit,name,queue,user,driver,executors,runtime\n", "trace line 1: the header lacks the column groups"},
+		"both drivers":     {"submit,name,queue,user,groups,driver,driver_mb,driver_vcores,executors,runtime\n", "either as driver or as driver_mb"},
+		"half a driver":    {"submit,name,queue,user,groups,driver_mb,executors,runtime\n", "driver_mb and driver_vcores go together"},
+		"field count":      {header + good + "0s,b,q,u\n", "trace line 3: 4 fields, the header has 8"},
+		"bad submit":       {header + good + "soon,b,q,u,,\"1 mb, 1 vcores\",1,1s\n", `trace line 3, column 1 (submit): "soon" is not a Go duration`},
+		"negative submit":  {header + "-1s,b,q,u,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 1 (submit): -1s is outside"},
+		"no name":          {header + "0s, ,q,u,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 2 (name): empty"},
+		"duplicate name":   {header + good + "\n# c\n5s,a,q,u,,\"1 mb, 1 vcores\",1,1s\n", `trace line 5, column 2 (name): job "a" is already on line 2`},
+		"no user":          {header + "0s,b,q,,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 4 (user): empty"},
+		"bad driver":       {header + "0s,b,q,u,,1 GB,1,1s\n", "trace line 2, column 6 (driver): resources must look like"},
+		"bad driver_mb":    {"submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n0s,b,q,u,,lots,1,1,1s\n", "trace line 2, column 6 (driver_mb)"},
+		"zero executors":   {header + "0s,b,q,u,,\"1 mb, 1 vcores\",0,1s\n", `trace line 2, column 7 (executors): "0" is not a whole number in [1, 10000]`},
+		"zero runtime":     {header + "0s,b,q,u,,\"1 mb, 1 vcores\",1,0s\n", "trace line 2, column 8 (runtime): 0s is outside"},
+		"control":          {header + "0s,b\x01,q,u,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 2 (name)"},
+		"bad quoting":      {header + "0s,b\"c,q,u,,x,1,1s\n", "trace line 2: not valid CSV"},
+		"multi-line field": {header + "0s,\"b\nc\",q,u,,x,1,1s\n", "trace line 2, column 2 (name)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseTrace(strings.NewReader(tc.text))
+			var te *TraceError
+			require.True(t, errors.As(err, &te), "%v", err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// fifoFile is one FIFO queue without an AM limit.
+const fifoFile = `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queueMaxAMShareDefault>-1</queueMaxAMShareDefault></allocations>`
+
+// One slot, three one-slot jobs of a minute submitted at once: they run one after the other
+// in the trace's order (not by name), so they wait 0, 1 and 2 minutes.
+func TestReplay_FIFOOrder(t *testing.T) {
+	r := replayFile(t, fifoFile, `submit,name,queue,user,groups,driver,executors,runtime
+0s,c,q,u,,"1024 mb, 1 vcores",1,1m
+0s,a,q,u,,"1024 mb, 1 vcores",1,1m
+0s,b,q,u,,"1024 mb, 1 vcores",1,1m
+`, ReplayOptions{Slots: 1, SlotSize: slot8})
+	require.Empty(t, r.Stopped)
+	require.Equal(t, 3, r.Done)
+	require.Equal(t, 0*time.Minute, outcome(t, r, "c").Start)
+	require.Equal(t, 1*time.Minute, outcome(t, r, "a").Start)
+	require.Equal(t, 2*time.Minute, outcome(t, r, "b").Start)
+	require.Equal(t, 3*time.Minute, r.Makespan)
+	require.InDelta(t, 1.0, r.SlotUtilization, 1e-9)
+	q := queueOutcome(t, r, "root.q")
+	require.Equal(t, 3, q.Done)
+	require.Equal(t, time.Minute, q.MeanWait)
+	require.Equal(t, time.Minute, q.P50Wait)
+	require.Equal(t, 2*time.Minute, q.P95Wait)
+	require.Equal(t, 2*time.Minute, q.MaxWait)
+	require.InDelta(t, 1.0, q.SteadyShare, 1e-9)
+	require.InDelta(t, 1.0, r.Fairness, 1e-9, "one queue is always fair to itself")
+
+	// A refusal after the last job ends changes nothing; a limit stops the replay.
+	trace := `submit,name,queue,user,groups,driver,executors,runtime
+0s,c,q,u,,"1024 mb, 1 vcores",1,1m
+0s,a,q,u,,"1024 mb, 1 vcores",1,1m
+1h,late,nope,u,,"1024 mb, 1 vcores",1,1m
+`
+	strict := `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queuePlacementPolicy><rule name="specified" create="false"/><rule name="reject"/></queuePlacementPolicy></allocations>`
+	r = replayFile(t, strict, trace, ReplayOptions{Slots: 1, SlotSize: slot8})
+	require.Equal(t, 1, r.Refused)
+	require.Equal(t, 2*time.Minute, r.End)
+	require.InDelta(t, 1.0, r.SlotUtilization, 1e-9)
+	r = replayFile(t, fifoFile, trace, ReplayOptions{Slots: 1, SlotSize: slot8, Limit: 90 * time.Second})
+	require.Equal(t, "stopped at the limit of 1m30s", r.Stopped)
+	require.Equal(t, 1, r.Done)
+	require.Equal(t, 1, r.Unfinished)
+	require.Equal(t, "runs", outcome(t, r, "a").Waiting)
+}
+
+// As in the Admission workflow, a gang job is offered only when enough slots are free, so
+// under FIFO a small job submitted later starts before a big one that does not fit yet.
+func TestReplay_GangLetsSmallJobsPass(t *testing.T) {
+	r := replayFile(t, fifoFile, `submit,name,queue,user,groups,driver,executors,runtime
+0s,big-1,q,u,,"1024 mb, 1 vcores",3,1m
+1s,big-2,q,u,,"1024 mb, 1 vcores",2,1m
+2s,small,q,u,,"1024 mb, 1 vcores",1,30s
+`, ReplayOptions{Slots: 4, SlotSize: slot8})
+	require.Equal(t, 2*time.Second, outcome(t, r, "small").Start)
+	require.Equal(t, time.Minute, outcome(t, r, "big-2").Start)
+	require.Equal(t, 2*time.Minute, r.Makespan)
+}
+
+// Two queues of weight 2 and 1 on 12 slots, many one-slot jobs each: 8 and 4 run at a
+// time, in two rounds, and each queue gets exactly its share.
+func TestReplay_WeightSplit(t *testing.T) {
+	var trace strings.Builder
+	trace.WriteString("submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n")
+	for i := range 16 {
+		fmt.Fprintf(&trace, "0s,gold-%02d,gold,u%d,,1024,1,1,1m\n", i, i)
+	}
+	for i := range 8 {
+		fmt.Fprintf(&trace, "0s,silver-%02d,silver,v%d,,1024,1,1,1m\n", i, i)
+	}
+	r := replayFile(t, `<allocations>
+  <queue name="gold"><weight>2</weight></queue>
+  <queue name="silver"><weight>1</weight></queue>
+  <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
+</allocations>`, trace.String(), ReplayOptions{Slots: 12, SlotSize: slot8})
+	require.Equal(t, 24, r.Done)
+	require.Equal(t, 2*time.Minute, r.Makespan)
+	gold, silver := queueOutcome(t, r, "root.gold"), queueOutcome(t, r, "root.silver")
+	for _, q := range []QueueOutcome{gold, silver} {
+		require.Equal(t, 30*time.Second, q.MeanWait, q.Queue) // half at once, half after a minute
+		require.Equal(t, time.Minute, q.MaxWait, q.Queue)
+		require.InDelta(t, 1.0, q.UseOverFair, 1e-9, q.Queue)
+	}
+	require.InDelta(t, 8.0, gold.AvgSlots, 1e-9)
+	require.InDelta(t, 4.0, silver.AvgSlots, 1e-9)
+	require.InDelta(t, 2.0/3, gold.SteadyShare, 1e-9)
+	require.InDelta(t, 1.0/3, silver.SteadyShare, 1e-9)
+	require.InDelta(t, 1.0, r.Fairness, 1e-9)
+	require.InDelta(t, 1.0, r.SlotUtilization, 1e-9)
+}
+
+// maxRunningApps 2 on a bed with room for all four: two run, then the other two.
+func TestReplay_MaxRunningApps(t *testing.T) {
+	r := replayFile(t, `<allocations><queue name="q"><maxRunningApps>2</maxRunningApps></queue></allocations>`,
+		`submit,name,queue,user,groups,driver,executors,runtime
+0s,a,q,u,,"1024 mb, 1 vcores",1,1m
+0s,b,q,u,,"1024 mb, 1 vcores",1,1m
+0s,c,q,u,,"1024 mb, 1 vcores",1,1m
+0s,d,q,u,,"1024 mb, 1 vcores",1,1m
+`, ReplayOptions{Slots: 10, SlotSize: slot8})
+	for name, start := range map[string]time.Duration{"a": 0, "b": 0, "c": time.Minute, "d": time.Minute} {
+		require.Equal(t, start, outcome(t, r, name).Start, name)
+	}
+	require.Equal(t, 2*time.Minute, r.Makespan)
+	require.InDelta(t, 0.2, r.SlotUtilization, 1e-9, "2 of 10 slots all along")
+}
+
+// The submit ACL refuses alice; bob and a member of the team's group run.
+func TestReplay_ACLRefusal(t *testing.T) {
+	r := replayFile(t, `<allocations>
+  <queue name="root"><aclSubmitApps> </aclSubmitApps><aclAdministerApps> </aclAdministerApps></queue>
+  <queue name="team"><aclSubmitApps>bob team</aclSubmitApps></queue>
+</allocations>`, `submit,name,queue,user,groups,driver,executors,runtime
+0s,by-bob,team,bob,,"1024 mb, 1 vcores",1,1m
+0s,by-alice,team,alice,others,"1024 mb, 1 vcores",1,1m
+0s,by-carol,team,carol,others;team,"1024 mb, 1 vcores",1,1m
+`, ReplayOptions{Slots: 4, SlotSize: slot8})
+	require.Equal(t, 2, r.Done)
+	require.Equal(t, 1, r.Refused)
+	require.Equal(t, `user "alice" may not submit to queue root.team (aclSubmitApps)`, outcome(t, r, "by-alice").Refused)
+	q := queueOutcome(t, r, "root.team")
+	require.Equal(t, 2, q.Done)
+	require.Equal(t, 1, q.Refused)
+}
+
+// Under specified with create="false" a job asking for a queue the file does not configure
+// passes on to the next rule, here reject.
+func TestReplay_UnknownQueueUnderCreateFalse(t *testing.T) {
+	r := replayFile(t, `<allocations>
+  <queue name="team"/>
+  <queuePlacementPolicy><rule name="specified" create="false"/><rule name="reject"/></queuePlacementPolicy>
+</allocations>`, `submit,name,queue,user,groups,driver,executors,runtime
+0s,known,team,u,,"1024 mb, 1 vcores",1,1m
+0s,unknown,nope,u,,"1024 mb, 1 vcores",1,1m
+0s,none,,u,,"1024 mb, 1 vcores",1,1m
+`, ReplayOptions{Slots: 4, SlotSize: slot8})
+	require.Equal(t, 1, r.Done)
+	require.Equal(t, "the queue placement policy rejected the application: the reject rule", outcome(t, r, "unknown").Refused)
+	require.Equal(t, 1, queueOutcome(t, r, "root.nope").Refused)
+	require.Equal(t, 1, queueOutcome(t, r, "-").Refused, "no queue asked for, none given")
+	require.Equal(t, 1, queueOutcome(t, r, "root.team").Done)
+}
+
+// The seeds' driver deadlock as a trace: 10 jobs of a 2-vcore, 8 GB driver and two 4 GB
+// executors, on 12 slots of 4 GB and 1 vcore. Driver-first, the drivers take everything and
+// no executor starts. Gang grants keep drivers out of the slots, as the Admission workflow
+// does, so 6 jobs run at a time: two rounds of 10 s start-up and a minute of work.
+func TestReplay_DriverDeadlockBothModes(t *testing.T) {
+	var trace strings.Builder
+	trace.WriteString("submit,name,queue,user,groups,driver,executors,runtime\n")
+	for i := range 10 {
+		fmt.Fprintf(&trace, "0s,spark-%02d,spark,etl,,\"8192 mb, 2 vcores\",2,1m\n", i)
+	}
+	file := `<allocations><queue name="spark"><schedulingPolicy>fifo</schedulingPolicy><maxAMShare>-1.0</maxAMShare></queue></allocations>`
+	opts := ReplayOptions{Slots: 12, SlotSize: Resources{MemoryMB: 4096, VCores: 1}, StartUp: 10 * time.Second}
+
+	opts.Mode = ReplayDriverFirst
+	r := replayFile(t, file, trace.String(), opts)
+	require.Zero(t, r.Done)
+	require.Equal(t, 10, r.Unfinished)
+	require.Equal(t, "deadlock: nothing granted or finished after 0s; 6 drivers hold 0 executors and wait for more, 4 jobs wait to start", r.Stopped)
+	require.Zero(t, r.SlotUtilization)
+
+	opts.Mode = ReplayGang
+	r = replayFile(t, file, trace.String(), opts)
+	require.Empty(t, r.Stopped)
+	require.Equal(t, 10, r.Done)
+	require.Equal(t, 2*70*time.Second, r.Makespan)
+	require.Equal(t, 70*time.Second, outcome(t, r, "spark-09").Start)
+}
+
+// A StateAware queue lets one job start at a time: each holds the queue for its driver's
+// 10 s start-up.
+func TestReplay_StateAwareDripFeed(t *testing.T) {
+	r := replayFile(t, `<allocations><queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`,
+		`submit,name,queue,user,groups,driver,executors,runtime
+0s,a,q,u,,"1024 mb, 1 vcores",1,1m
+0s,b,q,u,,"1024 mb, 1 vcores",1,1m
+0s,c,q,u,,"1024 mb, 1 vcores",1,1m
+`, ReplayOptions{Slots: 10, SlotSize: slot8, StartUp: 10 * time.Second})
+	require.Equal(t, time.Duration(0), outcome(t, r, "a").Start)
+	require.Equal(t, 10*time.Second, outcome(t, r, "b").Start)
+	require.Equal(t, 20*time.Second, outcome(t, r, "c").Start)
+	require.Equal(t, 90*time.Second, r.Makespan)
+}
+
+// A queue starved of half its fair share for 20 s takes two of the four slots back from a
+// job that holds them all. The slots are free 10 s later; the victim works on at half
+// pace, asks for them again when the other job ends, and finishes its 400 executor-seconds
+// at 120 s: 120 done by 30 s, 80 more by 70 s, 200 in the last 50 s.
+func TestReplay_Preemption(t *testing.T) {
+	file := `<allocations>
+  <queue name="a"/><queue name="b"/>
+  <preemption>true</preemption>
+  <defaultFairSharePreemptionTimeout>20</defaultFairSharePreemptionTimeout>
+  <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
+</allocations>`
+	trace := `submit,name,queue,user,groups,driver,executors,runtime
+0s,hog,a,u,,"1024 mb, 1 vcores",4,100s
+10s,late,b,v,,"1024 mb, 1 vcores",2,30s
+`
+	r := replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
+	require.Equal(t, "simulated", r.Preemption)
+	require.Equal(t, 2, r.PreemptedSlots)
+	require.Equal(t, 2, outcome(t, r, "hog").Preempted)
+	require.Equal(t, 40*time.Second, outcome(t, r, "late").Start)
+	require.Equal(t, 70*time.Second, outcome(t, r, "late").Finish)
+	require.Equal(t, 120*time.Second, outcome(t, r, "hog").Finish)
+	require.Equal(t, 120*time.Second, r.Makespan)
+	require.InDelta(t, 460.0/480, r.SlotUtilization, 1e-9)
+	require.Equal(t, 2, queueOutcome(t, r, "root.b").PreemptedSlots)
+	require.Equal(t, 2, queueOutcome(t, r, "root.a").LostToOther)
+
+	// Without preemption the late job waits for the hog.
+	r = replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8, NoPreemption: true})
+	require.Zero(t, r.PreemptedSlots)
+	require.Equal(t, 100*time.Second, outcome(t, r, "late").Start)
+	require.Contains(t, r.Preemption, "left out")
+}
+
+func TestReplay_BadOptions(t *testing.T) {
+	a, err := ParseAllocations([]byte(fifoFile))
+	require.NoError(t, err)
+	for _, opts := range []ReplayOptions{
+		{Slots: 0, SlotSize: slot8},
+		{Slots: 1},
+		{Slots: 1, SlotSize: slot8, Mode: "eager"},
+		{Slots: 1, SlotSize: slot8, StartUp: -time.Second},
+	} {
+		_, err := Replay(a, nil, opts)
+		require.Error(t, err, "%+v", opts)
+	}
+	// Jobs made in code must keep the trace's rules.
+	ok := TraceJob{Name: "a", Queue: "q", User: "u", Executors: 1, Runtime: time.Minute}
+	for _, jobs := range [][]TraceJob{
+		{ok, ok},
+		{{Name: "b", Queue: "q", User: "u", Executors: 0, Runtime: time.Minute}},
+		{{Name: "c", Queue: "q", User: "u", Executors: 1}},
+	} {
+		_, err := Replay(a, jobs, ReplayOptions{Slots: 1, SlotSize: slot8})
+		require.Error(t, err, "%+v", jobs)
+	}
+}
+
+// randomTrace makes a deterministic trace of n jobs over four queues and six users.
+func randomTrace(n int, seed uint64) []TraceJob {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	queues := []string{"etl", "adhoc", "ml", ""}
+	users := []string{"ann", "bo", "cy", "di", "ed", "flo"}
+	jobs := make([]TraceJob, n)
+	at := time.Duration(0)
+	for i := range jobs {
+		at += time.Duration(rng.IntN(60)) * time.Second
+		jobs[i] = TraceJob{
+			Submit: at, Name: fmt.Sprintf("job-%05d", i), Queue: queues[rng.IntN(len(queues))], User: users[rng.IntN(len(users))],
+			Driver: Resources{MemoryMB: 1024 * int64(1+rng.IntN(4)), VCores: int64(1 + rng.IntN(2))}, Executors: 1 + rng.IntN(6),
+			Runtime: time.Duration(1+rng.IntN(20)) * time.Minute,
+		}
+	}
+	return jobs
+}
+
+// randomFile has four queues with the limits and policies a replay exercises, and
+// preemption.
+const randomFile = `<allocations>
+  <queue name="etl"><weight>2</weight><schedulingPolicy>stateaware</schedulingPolicy><maxRunningApps>8</maxRunningApps></queue>
+  <queue name="adhoc"><schedulingPolicy>fifo</schedulingPolicy><maxAMShare>0.3</maxAMShare></queue>
+  <queue name="ml"><schedulingPolicy>drf</schedulingPolicy><minResources>32768 mb, 8 vcores</minResources></queue>
+  <userMaxAppsDefault>6</userMaxAppsDefault>
+  <preemption>true</preemption>
+  <defaultMinSharePreemptionTimeout>60</defaultMinSharePreemptionTimeout>
+  <defaultFairSharePreemptionTimeout>300</defaultFairSharePreemptionTimeout>
+</allocations>`
+
+// The same trace and file give the same result, to the last wait; the trace survives being
+// written and read again.
+func TestReplay_Deterministic(t *testing.T) {
+	jobs := randomTrace(300, 7)
+	var text bytes.Buffer
+	require.NoError(t, WriteTrace(&text, jobs))
+	opts := ReplayOptions{Slots: 24, SlotSize: slot8, StartUp: 10 * time.Second}
+	first := replayFile(t, randomFile, text.String(), opts)
+	require.Equal(t, 300, first.Jobs)
+	require.Positive(t, first.Done)
+	require.Positive(t, first.Makespan)
+	for range 3 {
+		require.Equal(t, first, replayFile(t, randomFile, text.String(), opts))
+	}
+	opts.Mode = ReplayDriverFirst
+	df := replayFile(t, randomFile, text.String(), opts)
+	require.Equal(t, df, replayFile(t, randomFile, text.String(), opts))
+	t.Logf("gang: %d done, makespan %s, utilization %.3f, fairness %.3f, %d slots preempted",
+		first.Done, first.Makespan, first.SlotUtilization, first.Fairness, first.PreemptedSlots)
+	t.Logf("driver-first: %d done, makespan %s, utilization %.3f, %s", df.Done, df.Makespan, df.SlotUtilization, df.Stopped)
+}
+
+func FuzzParseTrace(f *testing.F) {
+	f.Add("submit,name,queue,user,groups,driver,executors,runtime\n0s,a,q,u,g1;g2,\"1024 mb, 1 vcores\",2,1m\n")
+	f.Add("submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n#x\n1h,b,,u,,512,1,1,1s\n")
+	f.Add("submit,name\n\"unterminated\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, text string) {
+		jobs, err := ParseTrace(strings.NewReader(text))
+		if err != nil {
+			var te *TraceError
+			if !errors.As(err, &te) || te.Line < 1 {
+				t.Fatalf("error %v is not a TraceError with a line", err)
+			}
+			return
+		}
+		names := map[string]bool{}
+		for _, j := range jobs {
+			if j.Name == "" || j.User == "" || names[j.Name] || j.Executors < 1 || j.Runtime <= 0 || j.Submit < 0 || j.Line < 2 {
+				t.Fatalf("parsed a job that breaks the format's rules: %+v", j)
+			}
+			names[j.Name] = true
+		}
+		// What parses survives being written and read again.
+		var out bytes.Buffer
+		if err := WriteTrace(&out, jobs); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseTrace(&out)
+		if err != nil {
+			t.Fatalf("the written trace does not parse: %v\n%s", err, out.String())
+		}
+		if len(again) != len(jobs) {
+			t.Fatalf("%d jobs, %d after writing", len(jobs), len(again))
+		}
+		for i := range jobs {
+			a, b := jobs[i], again[i]
+			a.Line, b.Line = 0, 0
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("job %d changed: %+v, then %+v", i, a, b)
+			}
+		}
+	})
+}
+
+// 10,000 jobs (about 80 hours of submissions, some 80% of the bed's capacity) on 96 slots,
+// replayed in gang mode with preemption.
+func BenchmarkReplayTrace_10000Jobs(b *testing.B) {
+	a, err := ParseAllocations([]byte(randomFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	jobs := randomTrace(10000, 11)
+	opts := ReplayOptions{Slots: 96, SlotSize: slot8, StartUp: 10 * time.Second}
+	var r ReplayResult
+	for b.Loop() {
+		if r, err = Replay(a, jobs, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(r.Done), "jobs-done")
+	b.ReportMetric(r.Makespan.Hours(), "makespan-h")
+}
