@@ -39,7 +39,7 @@ help:
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make lint      gofmt and go vet"
-	@echo "make bench     benchmarks: slot decisions, and 500 slot pods end to end"
+	@echo "make bench     benchmarks, printed as one table: decisions, placement, orchestration, API"
 
 # ARGS go to `slotplane dev` (make run ARGS="-nodes 8 -reset"); make demo adds -demo.
 .PHONY: run
@@ -68,12 +68,11 @@ test-unit: tools
 test-integration: tools
 	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./...
 
-# Benchmarks: the pure decision cores, the extender's HTTP handlers in process, then the
-# end-to-end run on a local control plane.
+# Benchmarks: the pure decision cores, then the end-to-end ones on the real platform, printed
+# as one table (hack/benchtable). docs/benchmarks.md gives the method and the figures.
 .PHONY: bench
 bench: tools
-	$(GO) test -run '^$$' -bench . -benchmem ./slots/ ./extender/ ./queue/
-	$(GO) test -tags integration -run '^$$' -bench EndToEnd -benchtime 1x -timeout 20m ./extender/
+	$(GO) run ./hack/benchtable
 
 .PHONY: lint
 lint: $(WORKFLOWCHECK)

@@ -49,7 +49,7 @@ type Bed struct {
 var DefaultBed = Bed{SlotsPerNode: 2, CPU: "2", Memory: "8Gi"}
 
 // Start starts the platform with a test bed of the given shape and waits until it is Ready.
-func Start(t *testing.T, bed Bed) *Platform {
+func Start(t testing.TB, bed Bed) *Platform {
 	t.Helper()
 	ports, err := freeport.Get(1)
 	require.NoError(t, err)
@@ -103,7 +103,7 @@ func Start(t *testing.T, bed Bed) *Platform {
 	return p
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
@@ -112,7 +112,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // WaitBed waits until test bed default/bed has total slots, all free, is Ready, and has
 // that many running ghosts.
-func WaitBed(t *testing.T, cl client.Client, total, ghosts int) {
+func WaitBed(t testing.TB, cl client.Client, total, ghosts int) {
 	t.Helper()
 	var last string
 	defer func() {

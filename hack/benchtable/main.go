@@ -1,0 +1,129 @@
+// Command benchtable runs slotplane's benchmarks, the pure ones and those on the real
+// platform, and prints their headline figures as one table (`make bench`). The full output
+// of every run is kept in a file it names, for the figures the table leaves out.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// run is one `go test -bench` invocation.
+type run struct {
+	what string
+	args []string
+}
+
+var runs = []run{
+	{"decision cores (slots, extender handlers, queues)", []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "./slots/", "./extender/", "./queue/"}},
+	{"500 slot pods against 500 plain pods on the real scheduler", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "EndToEnd", "-benchtime", "1x", "-timeout", "20m", "./extender/"}},
+	{"16 jobs through a Scheduling on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "Orchestration", "-benchtime", "1x", "-timeout", "10m", "./e2e/"}},
+	{"10 s of mixed API load on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "API_MixedLoad", "-benchtime", "1x", "-timeout", "10m", "./internal/loadgen/"}},
+}
+
+// row picks one figure: the metric unit of the first benchmark whose name starts with
+// bench, shown with a scale and a unit of its own.
+type row struct {
+	label, bench, unit string
+	scale              float64
+	show               string
+}
+
+var rows = []row{
+	{"extender /filter decision, 1000 nodes", "BenchmarkHandler_Filter", "ns/op", 1e-3, "µs"},
+	{"extender /preempt decision", "BenchmarkHandler_Preempt", "ns/op", 1e-3, "µs"},
+	{"slot search, 1000 nodes x 8 slots", "BenchmarkChoose_Filter1000Nodes8000Slots", "ns/op", 1e-3, "µs"},
+	{"ghost plan, 8000 slots", "BenchmarkPlanGhosts8000Slots", "ns/op", 1e-6, "ms"},
+	{"admission decision, 10,000 waiting jobs in 200 queues", "BenchmarkNext_10000Waiting200Queues", "ns/op", 1e-6, "ms"},
+	{"fair shares of 1,000 queues", "BenchmarkComputeShares1000Queues", "ns/op", 1e-6, "ms"},
+	{"trace replay, 10,000 jobs", "BenchmarkReplayTrace_10000Jobs", "ns/op", 1e-6, "ms"},
+	{"plain pods placed (default profile)", "BenchmarkEndToEnd_500SlotPods", "plain-pods/s", 1, "pods/s"},
+	{"slot pods placed (extender, ghost evicted)", "BenchmarkEndToEnd_500SlotPods", "slot-pods/s", 1, "pods/s"},
+	{"slot placement rate against plain", "BenchmarkEndToEnd_500SlotPods", "slot/plain", 1, "x"},
+	{"orchestration: a job's claim to its pods running", "BenchmarkOrchestration_16JobsOn8Slots", "claim-to-running-ms", 1, "ms"},
+	{"orchestration: a job's end to the next one's start", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-ms", 1, "ms"},
+	{"orchestration: 16 one-second jobs on 8 slots (ideal 2 s)", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-s", 1, "s"},
+	{"API p50 under mixed load", "BenchmarkAPI_MixedLoad10s", "p50-ms", 1, "ms"},
+	{"API p99 under mixed load", "BenchmarkAPI_MixedLoad10s", "p99-ms", 1, "ms"},
+	{"API requests answered", "BenchmarkAPI_MixedLoad10s", "req/s", 1, "req/s"},
+}
+
+func main() {
+	log, err := os.CreateTemp("", "slotplane-bench-*.txt")
+	if err != nil {
+		fail(err)
+	}
+	defer log.Close()
+	metrics := map[string]map[string]float64{} // benchmark -> unit -> value
+	started := time.Now()
+	for i, r := range runs {
+		fmt.Fprintf(os.Stderr, ">> [%d/%d] %s\n", i+1, len(runs), r.what)
+		var out bytes.Buffer
+		cmd := exec.Command("go", r.args...)
+		cmd.Stdout = io.MultiWriter(&out, log)
+		cmd.Stderr = log
+		if err := cmd.Run(); err != nil {
+			fail(fmt.Errorf("go %s: %w (output in %s)", strings.Join(r.args, " "), err, log.Name()))
+		}
+		parse(&out, metrics)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tfigure\tbenchmark")
+	for _, r := range rows {
+		v, ok := metrics[r.bench][r.unit]
+		figure := "not run"
+		if ok {
+			figure = strconv.FormatFloat(v*r.scale, 'f', decimals(v*r.scale), 64) + " " + r.show
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.label, figure, strings.TrimPrefix(r.bench, "Benchmark"))
+	}
+	_ = tw.Flush()
+	fmt.Printf("\n%d runs in %s; every figure of every benchmark: %s\n", len(runs), time.Since(started).Round(time.Second), log.Name())
+}
+
+// parse reads `go test -bench` lines: name-procs, iterations, then value-unit pairs.
+func parse(r io.Reader, into map[string]map[string]float64) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			name = name[:i] // the GOMAXPROCS suffix
+		}
+		if into[name] == nil {
+			into[name] = map[string]float64{}
+		}
+		for k := 2; k+1 < len(f); k += 2 {
+			if v, err := strconv.ParseFloat(f[k], 64); err == nil {
+				into[name][f[k+1]] = v
+			}
+		}
+	}
+}
+
+func decimals(v float64) int {
+	switch {
+	case v >= 100:
+		return 0
+	case v >= 10:
+		return 1
+	default:
+		return 2
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchtable:", err)
+	os.Exit(1)
+}
