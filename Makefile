@@ -35,7 +35,7 @@ INTEGRATION_TIMEOUT ?= 30m
 help:
 	@echo "make run       the local platform: control plane, fake nodes, Temporal + Web UI, API + dashboard"
 	@echo "make demo      the same, and a sample Scheduling of Spark and Flink jobs followed live"
-	@echo "make test      lint, unit tests, then integration tests on the real control plane"
+	@echo "make test      lint, unit tests, integration tests, then end-to-end tests (test-unit, test-integration, test-e2e)"
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make lint      gofmt and go vet"
@@ -57,7 +57,7 @@ build:
 	$(GO) build -o bin/slotplane ./cmd/slotplane
 
 .PHONY: test
-test: lint test-unit test-integration
+test: lint test-unit test-integration test-e2e
 
 .PHONY: test-unit
 test-unit: tools
@@ -66,7 +66,12 @@ test-unit: tools
 # Integration tests start real control planes (testcluster) and embedded Temporal servers.
 .PHONY: test-integration
 test-integration: tools
-	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./...
+	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) $$($(GO) list -tags integration ./... | grep -v '/e2e$$')
+
+# End-to-end tests: the components as processes of the binary, driven through the REST API.
+.PHONY: test-e2e
+test-e2e: tools
+	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./e2e/
 
 # Benchmarks: the pure decision cores, then the end-to-end ones on the real platform, printed
 # as one table (hack/benchtable). docs/benchmarks.md gives the method and the figures.

@@ -682,13 +682,16 @@ func (s *scheduler) validateExtend(jobs []v1alpha1.SchedulingJob) error {
 // extend claims the new jobs of the list and appends them; it returns the queue length.
 func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) (int, error) {
 	ctx = withActivityDefaults(ctx)
-	if s.extending == nil {
-		s.extending = workflow.NewMutex(ctx)
+	// Runs recorded before the lock interleaved concurrent extends; they replay without it.
+	if workflow.GetVersion(ctx, "serialize-extends", workflow.DefaultVersion, 1) == 1 {
+		if s.extending == nil {
+			s.extending = workflow.NewMutex(ctx)
+		}
+		if err := s.extending.Lock(ctx); err != nil {
+			return len(s.entries), err
+		}
+		defer s.extending.Unlock()
 	}
-	if err := s.extending.Lock(ctx); err != nil {
-		return len(s.entries), err
-	}
-	defer s.extending.Unlock()
 	var added []v1alpha1.SchedulingJob
 	for _, j := range jobs {
 		if !slices.ContainsFunc(s.entries, func(e *QueueEntry) bool { return e.Job.Name == j.Name }) {

@@ -263,8 +263,29 @@ func TestSchedulingWorkflow_ExtendAndPlacementTimeout(t *testing.T) {
 // The API and the bridge may pass on the same edit at once: two extends in flight with the
 // same list append each new job once, and the Scheduling still ends.
 func TestSchedulingWorkflow_ConcurrentExtendsAppendOnce(t *testing.T) {
+	results, statuses, f := concurrentExtends(t, false)
+	require.Equal(t, []any{2, 2}, results)
+	require.Equal(t, []string{"first", "late"}, f.requests)
+	last := statuses[len(statuses)-1]
+	require.Equal(t, v1alpha1.SchedulingCompleted, last.State)
+	require.Len(t, last.Jobs, 2)
+}
+
+// A run recorded before the lock (version "serialize-extends" absent) keeps interleaving
+// its extends, as it did then, so that its history replays.
+func TestSchedulingWorkflow_ConcurrentExtendsBeforeTheLockInterleave(t *testing.T) {
+	results, _, _ := concurrentExtends(t, true)
+	require.Equal(t, []any{3, 3}, results, "both appended: the behaviour the lock removed")
+}
+
+// concurrentExtends sends two identical extends at once, each adding "late"; old runs the
+// workflow as recorded before the serialize-extends version.
+func concurrentExtends(t *testing.T, old bool) ([]any, []v1alpha1.SchedulingStatus, *fakeBed) {
 	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "first", Replication: 2}}}
 	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	if old {
+		env.OnGetVersion("serialize-extends", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
 	f.runFor = map[string]time.Duration{"first": 10 * time.Minute, "late": time.Minute}
 	var results []any
 	var errs []error
@@ -283,11 +304,7 @@ func TestSchedulingWorkflow_ConcurrentExtendsAppendOnce(t *testing.T) {
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []error{nil, nil}, errs)
-	require.Equal(t, []any{2, 2}, results)
-	require.Equal(t, []string{"first", "late"}, f.requests)
-	last := (*statuses)[len(*statuses)-1]
-	require.Equal(t, v1alpha1.SchedulingCompleted, last.State)
-	require.Len(t, last.Jobs, 2)
+	return results, *statuses, f
 }
 
 // Past StepsPerRun the workflow continues as new with its queue; the next run picks up
