@@ -14,6 +14,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
+
+	"slotplane/crds/v1alpha1"
 )
 
 // User is who a request comes from, with the groups queue ACLs test. UID and Extra are
@@ -25,11 +27,14 @@ type User struct {
 	Extra  map[string][]string `json:"extra,omitempty"`
 }
 
-// Action is what a request does, in Kubernetes' terms (a verb on a resource of the
-// slotplane.io group), so that an Authorizer can ask the cluster whether the user may.
+// Action is what a request does, in Kubernetes' terms (a verb on a resource of an API
+// group), so that an Authorizer can ask the cluster whether the user may. Routes act on
+// slotplane.io's resources; submitting a job for someone else is "impersonate" on users or
+// groups of the core group (""), as Kubernetes itself names it.
 type Action struct {
-	Verb        string `json:"verb"`     // get, list, watch, create, update, delete
-	Resource    string `json:"resource"` // schedulings, batchjobs, testbeds
+	Group       string `json:"group"`
+	Verb        string `json:"verb"`     // get, list, watch, create, update, delete, impersonate
+	Resource    string `json:"resource"` // schedulings, batchjobs, testbeds; users, groups
 	Subresource string `json:"subresource,omitempty"`
 	Namespace   string `json:"namespace"`
 	Name        string `json:"name,omitempty"`
@@ -42,6 +47,9 @@ func (a Action) String() string {
 	}
 	if a.Name != "" {
 		s += " " + a.Name
+	}
+	if a.Namespace == "" {
+		return s
 	}
 	return s + " in namespace " + a.Namespace
 }
@@ -63,7 +71,7 @@ func (AllowAll) Authorize(context.Context, User, Action) (bool, string, error) {
 // path names (the namespace is the request's).
 func authorize(z Authorizer, verb, resource, subresource string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		a := Action{Verb: verb, Resource: resource, Subresource: subresource, Namespace: namespaceOf(c), Name: c.Param("name")}
+		a := Action{Group: v1alpha1.GroupName, Verb: verb, Resource: resource, Subresource: subresource, Namespace: namespaceOf(c), Name: c.Param("name")}
 		ok, reason, err := z.Authorize(c.Request.Context(), userOf(c), a)
 		switch {
 		case err != nil:

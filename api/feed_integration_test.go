@@ -91,13 +91,6 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	conn.Close()
 
 	const jobs = 50
-	names := make([]map[string]any, jobs)
-	for i := range jobs {
-		j := batchJob(fmt.Sprintf("wave-%02d", i), "1s")
-		j.Spec.DriverResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
-		require.NoError(t, p.Client.Create(ctx, j))
-		names[i] = map[string]any{"name": j.Name, "replication": 1}
-	}
 	// Each reader stops at the Scheduling's end and notes when it saw it.
 	type reader struct {
 		events []feedEvent
@@ -142,6 +135,15 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	require.NoError(t, err)
 	defer stalled.Close()
 
+	// The jobs are made only now that every client watches: each sees every change of
+	// them, from the same start.
+	names := make([]map[string]any, jobs)
+	for i := range jobs {
+		j := batchJob(fmt.Sprintf("wave-%02d", i), "1s")
+		j.Spec.DriverResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+		require.NoError(t, p.Client.Create(ctx, j))
+		names[i] = map[string]any{"name": j.Name, "replication": 1}
+	}
 	var created api.Scheduling
 	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", map[string]any{"name": "wave", "testBed": "bed", "mode": "QueueBased", "jobs": names}, &created))
 	wg.Wait()
@@ -149,6 +151,7 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	want := readers[0].events
 	require.NoError(t, readers[0].err)
 	require.Equal(t, api.Resync, want[0].Type)
+	require.Empty(t, want[0].Items, "no job existed when the clients came")
 	bytes := 0
 	for _, ev := range want {
 		raw, _ := json.Marshal(ev)

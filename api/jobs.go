@@ -134,15 +134,19 @@ func keyOf(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
 }
 
-// JobRequest creates a BatchJob. It runs as the caller: User, if given, must be the caller,
-// and the caller's groups are recorded for queue ACLs and placement rules.
+// JobRequest creates a BatchJob. It runs as the caller, with the caller's groups, for queue
+// ACLs, user limits and placement rules. A caller that may impersonate (an external
+// scheduler submitting for its users) names another User and its Groups.
 type JobRequest struct {
 	Name            string               `json:"name"`
 	Framework       v1alpha1.Framework   `json:"framework"`
 	Application     v1alpha1.Application `json:"application"`
 	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
 	Queue           string               `json:"queue,omitempty"`
-	User            string               `json:"user,omitempty"`
+	// User and Groups, when given and not the caller's, need the caller to be allowed to
+	// impersonate that user and each group.
+	User   string   `json:"user,omitempty"`
+	Groups []string `json:"groups,omitempty"`
 	// Labels and Annotations are put on the BatchJob; slotplane's own protocol keys are
 	// refused.
 	Labels           map[string]string     `json:"labels,omitempty"`
@@ -197,16 +201,15 @@ func (s *server) createJob(c *gin.Context) {
 		fail(c, invalid(errs...))
 		return
 	}
-	user := userOf(c)
-	if req.User != "" && req.User != user.Name {
-		fail(c, &Error{Code: CodeForbidden, Message: fmt.Sprintf("jobs submitted through the API run as their submitter: %s may not submit as %s", user.Name, req.User),
-			Fields: []FieldError{{Field: "user", Message: "must be empty or " + user.Name}}, status: http.StatusForbidden})
+	runAs, err := s.runAs(c, req.User, req.Groups)
+	if err != nil {
+		fail(c, err)
 		return
 	}
 	job := &v1alpha1.BatchJob{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: namespaceOf(c), Labels: req.Labels, Annotations: req.Annotations},
 		Spec: v1alpha1.BatchJobSpec{Framework: req.Framework, Application: req.Application, DriverResources: req.DriverResources, Queue: req.Queue,
-			User: user.Name, Groups: user.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment},
+			User: runAs.Name, Groups: runAs.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment},
 	}
 	if err := s.Client.Create(c.Request.Context(), job); err != nil {
 		e := fromKube(fmt.Sprintf("create batch job %s/%s", job.Namespace, job.Name), err)
@@ -218,4 +221,51 @@ func (s *server) createJob(c *gin.Context) {
 	}
 	c.Header("Location", "/api/v1/jobs/"+job.Name+"?namespace="+job.Namespace)
 	c.JSON(http.StatusCreated, jobOf(job))
+}
+
+// runAs is who a submitted job runs as: the caller, or the user and groups the request names
+// if the caller may impersonate them (Kubernetes' verb "impersonate" on users and groups,
+// which RBAC grants to trusted submitters such as an external scheduler).
+func (s *server) runAs(c *gin.Context, name string, groups []string) (User, error) {
+	caller := userOf(c)
+	if name == "" || name == caller.Name {
+		if groups == nil {
+			return User{Name: caller.Name, Groups: caller.Groups}, nil
+		}
+		name = caller.Name
+	}
+	if len(name) > 253 || strings.ContainsAny(name, ",\n\t") {
+		return User{}, invalid(FieldError{Field: "user", Message: fmt.Sprintf("%q is not a user name", name)})
+	}
+	checks := []Action{{Group: "", Verb: "impersonate", Resource: "users", Name: name}}
+	for i, g := range groups {
+		if g == "" || strings.ContainsAny(g, ",\n") {
+			return User{}, invalid(FieldError{Field: fmt.Sprintf("groups[%d]", i), Message: fmt.Sprintf("%q is not a group name", g)})
+		}
+		checks = append(checks, Action{Group: "", Verb: "impersonate", Resource: "groups", Name: g})
+	}
+	for _, a := range checks {
+		if a.Resource == "users" && a.Name == caller.Name {
+			continue // oneself
+		}
+		if a.Resource == "groups" && slices.Contains(caller.Groups, a.Name) {
+			continue // one's own group
+		}
+		ok, reason, err := s.Authorizer.Authorize(c.Request.Context(), caller, a)
+		if err != nil {
+			return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable}
+		}
+		if !ok {
+			field := "user"
+			if a.Resource == "groups" {
+				field = "groups"
+			}
+			msg := fmt.Sprintf("%s may not submit jobs as %s %s, which takes impersonate on %s", caller.Name, strings.TrimSuffix(a.Resource, "s"), a.Name, a.Resource)
+			if reason != "" {
+				msg += ": " + reason
+			}
+			return User{}, &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: field, Message: "not allowed for " + caller.Name}}, status: http.StatusForbidden}
+		}
+	}
+	return User{Name: name, Groups: groups}, nil
 }

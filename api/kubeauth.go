@@ -12,8 +12,6 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"slotplane/crds/v1alpha1"
 )
 
 // DefaultReviewTTL is how long KubeTokens and KubeAccess remember a cluster's answer when
@@ -167,7 +165,7 @@ func (k *KubeAccess) review(ctx context.Context, u User, a Action) (accessAnswer
 		ResourceAttributes: &authzv1.ResourceAttributes{
 			Namespace:   a.Namespace,
 			Verb:        a.Verb,
-			Group:       v1alpha1.GroupName,
+			Group:       a.Group,
 			Resource:    a.Resource,
 			Subresource: a.Subresource,
 			Name:        a.Name,
@@ -203,8 +201,12 @@ func (k *KubeAccess) review(ctx context.Context, u User, a Action) (accessAnswer
 		if a.Subresource != "" {
 			target += "/" + a.Subresource
 		}
+		group := a.Group
+		if group == "" {
+			group = "core"
+		}
 		reason = fmt.Sprintf("no RBAC rule allows it (it takes a Role or ClusterRole granting the verb %q on %q in the API group %q, bound to the user or one of its groups)",
-			a.Verb, target, v1alpha1.GroupName)
+			a.Verb, target, group)
 	}
 	return accessAnswer{reason: reason}, nil
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/api"
+	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 )
@@ -75,9 +76,9 @@ func TestKubeAuth_ServiceAccountAndRBAC(t *testing.T) {
 	base := srv.URL + "/api/v1"
 	bearer := "Bearer " + token
 
-	list := api.Action{Verb: "list", Resource: "schedulings", Namespace: ns}
-	create := api.Action{Verb: "create", Resource: "schedulings", Namespace: ns}
-	listOther := api.Action{Verb: "list", Resource: "schedulings", Namespace: other}
+	list := api.Action{Group: v1alpha1.GroupName, Verb: "list", Resource: "schedulings", Namespace: ns}
+	create := api.Action{Group: v1alpha1.GroupName, Verb: "create", Resource: "schedulings", Namespace: ns}
+	listOther := api.Action{Group: v1alpha1.GroupName, Verb: "list", Resource: "schedulings", Namespace: other}
 
 	t.Run("denied without RBAC", func(t *testing.T) {
 		for _, z := range []*api.KubeAccess{access, cachedAccess} {
@@ -119,7 +120,7 @@ func TestKubeAuth_ServiceAccountAndRBAC(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, ok, "the cached denial still stands")
 
-		for _, a := range []api.Action{create, listOther, {Verb: "list", Resource: "batchjobs", Namespace: ns}} {
+		for _, a := range []api.Action{create, listOther, {Group: v1alpha1.GroupName, Verb: "list", Resource: "batchjobs", Namespace: ns}} {
 			ok, reason, err := access.Authorize(ctx, user, a)
 			require.NoError(t, err)
 			require.False(t, ok, a.String())

@@ -16,6 +16,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
 )
 
 // reviewClient answers the reviews KubeTokens and KubeAccess create, counting them. Every
@@ -221,7 +223,7 @@ func TestKubeAccess(t *testing.T) {
 	}}
 	k := &KubeAccess{Client: rc}
 	alice := User{Name: "alice", UID: "u1", Groups: []string{"analysts"}, Extra: map[string][]string{"scopes": {"a", "b"}}}
-	list := Action{Verb: "list", Resource: "schedulings", Namespace: "team"}
+	list := Action{Group: v1alpha1.GroupName, Verb: "list", Resource: "schedulings", Namespace: "team"}
 
 	for range 3 {
 		ok, reason, err := k.Authorize(ctx, alice, list)
@@ -235,7 +237,7 @@ func TestKubeAccess(t *testing.T) {
 		User:               "alice", UID: "u1", Groups: []string{"analysts"}, Extra: map[string]authzv1.ExtraValue{"scopes": {"a", "b"}},
 	}, last)
 
-	move := Action{Verb: "update", Resource: "batchjobs", Subresource: "move", Namespace: "team", Name: "etl"}
+	move := Action{Group: v1alpha1.GroupName, Verb: "update", Resource: "batchjobs", Subresource: "move", Namespace: "team", Name: "etl"}
 	for range 2 {
 		ok, reason, err := k.Authorize(ctx, alice, move)
 		require.NoError(t, err)
@@ -250,19 +252,19 @@ func TestKubeAccess(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, rc.calls.Load())
 
-	ok, reason, err := k.Authorize(ctx, alice, Action{Verb: "get", Resource: "testbeds", Namespace: "webhook", Name: "bed"})
+	ok, reason, err := k.Authorize(ctx, alice, Action{Group: v1alpha1.GroupName, Verb: "get", Resource: "testbeds", Namespace: "webhook", Name: "bed"})
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, "the batch team only", reason)
 
-	ok, reason, err = k.Authorize(ctx, alice, Action{Verb: "get", Resource: "testbeds", Namespace: "odd", Name: "bed"})
+	ok, reason, err = k.Authorize(ctx, alice, Action{Group: v1alpha1.GroupName, Verb: "get", Resource: "testbeds", Namespace: "odd", Name: "bed"})
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, `the cluster could not evaluate every rule: role.rbac.authorization.k8s.io "reader" not found`, reason)
 
 	calls := rc.calls.Load()
 	for range 2 {
-		_, _, err = k.Authorize(ctx, alice, Action{Verb: "get", Resource: "testbeds", Namespace: "broken"})
+		_, _, err = k.Authorize(ctx, alice, Action{Group: v1alpha1.GroupName, Verb: "get", Resource: "testbeds", Namespace: "broken"})
 		require.ErrorContains(t, err, "unable to handle the request")
 	}
 	require.EqualValues(t, calls+2, rc.calls.Load(), "a failed review is never cached")

@@ -27,6 +27,19 @@ type Server struct {
 // Start serves the API on addr until Stop. Given Options.Config and no Informers, it
 // watches the cluster for the change feed, and returns once it has read it.
 func Start(o Options, addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("api: listen on %s: %w", addr, err)
+	}
+	s, err := Serve(o, l)
+	if err != nil {
+		_ = l.Close()
+	}
+	return s, err
+}
+
+// Serve is Start on a listener the caller opened (and which Stop closes).
+func Serve(o Options, l net.Listener) (*Server, error) {
 	var stopCache context.CancelFunc = func() {}
 	if o.Informers == nil && o.Config != nil {
 		c, err := cache.New(o.Config, cache.Options{Scheme: kubeclient.Scheme()})
@@ -54,11 +67,6 @@ func Start(o Options, addr string) (*Server, error) {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		stopCache()
-		return nil, fmt.Errorf("api: listen on %s: %w", addr, err)
 	}
 	s := &Server{
 		URL:       "http://" + l.Addr().String(),

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,8 +59,8 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 </allocations>`},
 	}))
 	h, err := api.New(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{
-		token: {Name: "alice", Groups: []string{"analysts"}}, "bob-token": {Name: "bob"},
-	}})
+		token: {Name: "alice", Groups: []string{"analysts"}}, "bob-token": {Name: "bob"}, "scheduler-token": {Name: "scheduler"},
+	}, Authorizer: impersonators{"scheduler"}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -79,6 +80,13 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		require.Equal(t, "bob", bobs.User)
 		require.Empty(t, bobs.Groups)
 		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", sparkJob("held", "open", "60s"), &job))
+		// A trusted submitter (an external scheduler) submits for a user of its choosing.
+		forCarol := sparkJob("carols", "open", "1s")
+		forCarol["user"], forCarol["groups"] = "carol", []string{"analysts"}
+		var carols api.Job
+		require.Equal(t, http.StatusCreated, c.do("POST", "/jobs", "Bearer scheduler-token", forCarol, &carols))
+		require.Equal(t, "carol", carols.User)
+		require.Equal(t, []string{"analysts"}, carols.Groups)
 
 		bad := func(edit func(m map[string]any)) map[string]any {
 			m := sparkJob("bad", "", "1s")
@@ -91,11 +99,12 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 			field  string
 			text   string
 		}{
-			"as someone else":  {body: bad(func(m map[string]any) { m["user"] = "carol" }), status: 403, field: "user", text: "alice may not submit as carol"},
-			"a taken name":     {body: sparkJob("first", "", "1s"), status: 409},
-			"bad framework":    {body: bad(func(m map[string]any) { m["framework"] = "hadoop" }), status: 422, field: "framework"},
-			"bad name":         {body: bad(func(m map[string]any) { m["name"] = "Bad_Name" }), status: 422, field: "name"},
-			"a protocol label": {body: bad(func(m map[string]any) { m["labels"] = map[string]string{v1alpha1.ActiveSchedulingLabel: "x"} }), status: 422, field: "labels[" + v1alpha1.ActiveSchedulingLabel + "]"},
+			"as someone else":    {body: bad(func(m map[string]any) { m["user"] = "carol" }), status: 403, field: "user", text: "alice may not submit jobs as user carol"},
+			"in a foreign group": {body: bad(func(m map[string]any) { m["groups"] = []string{"admins"} }), status: 403, field: "groups", text: "as group admins"},
+			"a taken name":       {body: sparkJob("first", "", "1s"), status: 409},
+			"bad framework":      {body: bad(func(m map[string]any) { m["framework"] = "hadoop" }), status: 422, field: "framework"},
+			"bad name":           {body: bad(func(m map[string]any) { m["name"] = "Bad_Name" }), status: 422, field: "name"},
+			"a protocol label":   {body: bad(func(m map[string]any) { m["labels"] = map[string]string{v1alpha1.ActiveSchedulingLabel: "x"} }), status: 422, field: "labels[" + v1alpha1.ActiveSchedulingLabel + "]"},
 			"no image (the schema's rule)": {body: bad(func(m map[string]any) {
 				m["application"] = map[string]any{"image": "", "mainApplicationFile": "local:///a.jar"}
 			}), status: 422, field: "application.image"},
@@ -115,7 +124,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		}
 		var list v1alpha1.BatchJobList
 		require.NoError(t, p.Client.List(ctx, &list, ctrlclient.InNamespace("default")))
-		require.Len(t, list.Items, 4, "no bad request made a job")
+		require.Len(t, list.Items, 5, "no bad request made a job")
 	})
 
 	// "held" belongs to another Scheduling, which runs a while.
@@ -186,4 +195,14 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 	var e api.Error
 	require.Equal(t, http.StatusConflict, c.call("PATCH", "/schedulings/grow", map[string]any{"append": []map[string]any{{"name": "held", "replication": 1}}}, &e))
 	require.Contains(t, e.Message, "is Completed and takes no more jobs")
+}
+
+// impersonators allows everything, except impersonation to all but the trusted users.
+type impersonators []string
+
+func (z impersonators) Authorize(_ context.Context, u api.User, a api.Action) (bool, string, error) {
+	if a.Verb == "impersonate" {
+		return slices.Contains(z, u.Name), "", nil
+	}
+	return true, "", nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
+
+	"slotplane/crds/v1alpha1"
 )
 
 // Subprotocol is the feed's websocket subprotocol. A browser, which cannot set the
@@ -81,7 +83,7 @@ func (s *server) watch(c *gin.Context) {
 		resources = append(resources, k.resource)
 	}
 	for _, res := range resources {
-		a := Action{Verb: "watch", Resource: res, Namespace: namespaceOf(c)}
+		a := Action{Group: v1alpha1.GroupName, Verb: "watch", Resource: res, Namespace: namespaceOf(c)}
 		ok, reason, err := s.Authorizer.Authorize(c.Request.Context(), userOf(c), a)
 		if err != nil {
 			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable})

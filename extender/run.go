@@ -33,6 +33,21 @@ type Server struct {
 // watch TestBeds and the pods of test beds (nothing else), and it answers only after they
 // have synced, so a restarted extender never decides on an empty picture.
 func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("extender listen on %s: %w", addr, err)
+	}
+	s, err := Serve(ctx, cfg, l, log)
+	if err != nil {
+		_ = l.Close()
+	}
+	return s, err
+}
+
+// Serve is Start on a listener the caller opened, so that the scheduler can be told the
+// address before the extender serves (Stop closes the listener). Connections wait in the
+// listener's backlog until the informers have synced.
+func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logger) (*Server, error) {
 	opts := kubeclient.CacheOptions()
 	// Every call reads its test bed; copying a status of thousands of slots each time would
 	// cost more than the decision. The Reserver never modifies what the cache returns: it
@@ -93,11 +108,6 @@ func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger)
 		return nil, errors.New("extender informers did not sync within a minute")
 	}
 
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("extender listen on %s: %w", addr, err)
-	}
 	h := NewHandler(reserver, log, func() bool { return true })
 	s := &Server{
 		URL:    "http://" + l.Addr().String() + "/",

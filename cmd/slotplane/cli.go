@@ -315,12 +315,11 @@ func decodeObjects(where string, js []byte) ([]manifest, error) {
 		if err := named(head.Kind, struct{ name, generateName string }{j.Name, j.GenerateName}); err != nil {
 			return nil, err
 		}
-		if len(j.Spec.Groups) > 0 {
-			return nil, fmt.Errorf("%s (BatchJob %s): spec.groups cannot be set through the API, which records the caller's groups: remove it", where, j.Name)
-		}
 		return []manifest{{source: where, kind: head.Kind, namespace: j.Namespace, job: &api.JobRequest{
 			Name: j.Name, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
-			Queue: j.Spec.Queue, User: j.Spec.User, Labels: j.Labels, Annotations: j.Annotations,
+			// A user or groups other than the caller's need the caller to be allowed to
+			// impersonate them; the API says so if not.
+			Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, Labels: j.Labels, Annotations: j.Annotations,
 			SparkApplication: j.Spec.SparkApplication, FlinkDeployment: j.Spec.FlinkDeployment,
 		}}}, nil
 	}

@@ -219,7 +219,6 @@ spec: {framework: spark, application: {image: i, mainApplicationFile: f}}
 		"misspelt field":    {"apiVersion: slotplane.io/v1alpha1\nkind: Scheduling\nmetadata: {name: s}\nspec: {testBed: bed, mode: QueueBased, jobs: [{name: ok, replicaton: 1}]}\n", `document 2 (Scheduling): json: unknown field "replicaton"`},
 		"no name":           {"apiVersion: slotplane.io/v1alpha1\nkind: BatchJob\nmetadata: {}\nspec: {framework: spark}\n", "metadata.name is required"},
 		"generateName":      {"apiVersion: slotplane.io/v1alpha1\nkind: BatchJob\nmetadata: {generateName: x-}\nspec: {framework: spark}\n", "metadata.generateName is not supported"},
-		"groups":            {"apiVersion: slotplane.io/v1alpha1\nkind: BatchJob\nmetadata: {name: g}\nspec: {framework: spark, groups: [admins]}\n", "spec.groups cannot be set through the API"},
 		"scheduling labels": {"apiVersion: slotplane.io/v1alpha1\nkind: Scheduling\nmetadata: {name: s, labels: {a: b}}\nspec: {testBed: bed, mode: QueueBased, jobs: [{name: ok, replication: 1}]}\n", "no labels or annotations for a Scheduling"},
 		"not an object":     {"just a string\n", "document 2: not an object"},
 	}

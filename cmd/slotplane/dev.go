@@ -18,7 +18,6 @@ import (
 	"slotplane/bridge"
 	"slotplane/extender"
 	"slotplane/internal/appsim"
-	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/worker"
@@ -68,11 +67,38 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	started := time.Now()
 	steps := &startup{total: 8}
-	extenderPort, err := freeport.Get(1)
+	apiListener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*apiPort)))
+	if err != nil {
+		return fmt.Errorf("-api-port %d: %w", *apiPort, err)
+	}
+	defer apiListener.Close() // a no-op once the API serves on it
+	// The extender's port too is taken now; the scheduler is told its address at start.
+	extenderListener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	extenderAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(extenderPort[0]))
+	defer extenderListener.Close() // a no-op once the extender serves on it
+	extenderAddr := extenderListener.Addr().String()
+	// Temporal first, and the API's port taken at once: the ports were found free a moment
+	// ago, and the longer they wait, the likelier another process takes one.
+	steps.begin("embedded Temporal server and Web UI")
+	temporalLog := filepath.Join(*stateDir, "temporal.log")
+	temporal, err := worker.StartTemporalServer(ctx, worker.TemporalServerOptions{
+		DatabaseFile: filepath.Join(*stateDir, "temporal.db"),
+		FrontendPort: *temporalPort,
+		UI:           true,
+		UIPort:       *uiPort,
+		LogFile:      temporalLog,
+		LogLevel:     "warn",
+	})
+	if err != nil {
+		return fmt.Errorf("%w (log: %s)", err, temporalLog)
+	}
+	defer func() {
+		slog.Info("stopping embedded Temporal")
+		temporal.Stop()
+	}()
+
 	steps.begin(fmt.Sprintf("control plane: etcd, kube-apiserver, kube-scheduler, %d+%d kwok nodes", *nodes, *plainNodes))
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
 		Nodes:       *nodes,
@@ -92,7 +118,7 @@ func runDev(ctx context.Context, args []string) error {
 	}()
 
 	steps.begin("scheduler extender")
-	ext, err := extender.Start(ctx, cluster.Config, extenderAddr, slog.Default())
+	ext, err := extender.Serve(ctx, cluster.Config, extenderListener, slog.Default())
 	if err != nil {
 		return err
 	}
@@ -114,24 +140,6 @@ func runDev(ctx context.Context, args []string) error {
 		if err := sim.Stop(); err != nil {
 			slog.Error("stop the operator stand-in", "err", err)
 		}
-	}()
-
-	steps.begin("embedded Temporal server and Web UI")
-	temporalLog := filepath.Join(*stateDir, "temporal.log")
-	temporal, err := worker.StartTemporalServer(ctx, worker.TemporalServerOptions{
-		DatabaseFile: filepath.Join(*stateDir, "temporal.db"),
-		FrontendPort: *temporalPort,
-		UI:           true,
-		UIPort:       *uiPort,
-		LogFile:      temporalLog,
-		LogLevel:     "warn",
-	})
-	if err != nil {
-		return fmt.Errorf("%w (log: %s)", err, temporalLog)
-	}
-	defer func() {
-		slog.Info("stopping embedded Temporal")
-		temporal.Stop()
 	}()
 
 	tc, err := temporal.Dial()
@@ -170,8 +178,8 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	apiServer, err := api.Start(api.Options{Client: live, Temporal: tc, Config: cluster.Config, Auth: api.StaticTokens{token: {Name: "dev", Groups: []string{"developers"}}}},
-		net.JoinHostPort("127.0.0.1", strconv.Itoa(*apiPort)))
+	apiServer, err := api.Serve(api.Options{Client: live, Temporal: tc, Config: cluster.Config, Auth: api.StaticTokens{token: {Name: "dev", Groups: []string{"developers"}}}},
+		apiListener)
 	if err != nil {
 		return err
 	}

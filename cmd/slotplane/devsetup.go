@@ -111,12 +111,12 @@ type demoJob struct {
 }
 
 var demoJobs = []demoJob{
-	{"demo-wordcount", v1alpha1.FrameworkSpark, "root.analytics.daily", 3, "20s"},
+	{"demo-wordcount", v1alpha1.FrameworkSpark, "root.analytics", 3, "20s"},
 	{"demo-clicks", v1alpha1.FrameworkFlink, "root.streaming", 2, "30s"},
-	{"demo-report", v1alpha1.FrameworkSpark, "root.analytics.adhoc", 4, "10s"},
-	{"demo-pagerank", v1alpha1.FrameworkSpark, "root.analytics.daily", 4, "25s"},
+	{"demo-report", v1alpha1.FrameworkSpark, "root.analytics", 4, "10s"},
+	{"demo-pagerank", v1alpha1.FrameworkSpark, "root.analytics", 4, "25s"},
 	{"demo-sessions", v1alpha1.FrameworkFlink, "root.streaming", 3, "20s"},
-	{"demo-pi", v1alpha1.FrameworkSpark, "root.analytics.adhoc", 1, "5s"},
+	{"demo-pi", v1alpha1.FrameworkSpark, "root.analytics", 1, "5s"},
 }
 
 // runDemo submits, through the REST API as any client would, six Spark and Flink jobs and a

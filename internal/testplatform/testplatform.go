@@ -7,7 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"net"
 	"testing"
 	"time"
 
@@ -23,7 +23,6 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/appsim"
-	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testtemporal"
@@ -51,9 +50,11 @@ var DefaultBed = Bed{SlotsPerNode: 2, CPU: "2", Memory: "8Gi"}
 // Start starts the platform with a test bed of the given shape and waits until it is Ready.
 func Start(t testing.TB, bed Bed) *Platform {
 	t.Helper()
-	ports, err := freeport.Get(1)
+	// The extender's listener is opened first, so no other process can take its port
+	// while the control plane starts.
+	extenderListener, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	addr := extenderListener.Addr().String()
 	c := testcluster.New(t, testcluster.Options{
 		Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + addr + "/",
 		NodeResources: corev1.ResourceList{
@@ -61,7 +62,7 @@ func Start(t testing.TB, bed Bed) *Platform {
 		},
 	})
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ext, err := extender.Start(context.Background(), c.Config, addr, log)
+	ext, err := extender.Serve(context.Background(), c.Config, extenderListener, log)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ext.Stop()) })
 	sim, err := appsim.Start(context.Background(), c.Config, log, appsim.Options{})
