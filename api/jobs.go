@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
@@ -164,17 +163,11 @@ func (r *JobRequest) validate() []FieldError {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	if r.Name == "" {
-		add("name", "is required")
-	} else if msgs := validation.IsDNS1123Subdomain(r.Name); len(msgs) > 0 {
-		add("name", "%q is not a valid name: %s", r.Name, strings.Join(msgs, "; "))
-	}
+	errs = appendIf(errs, checkName("name", r.Name))
 	if r.Framework != v1alpha1.FrameworkSpark && r.Framework != v1alpha1.FrameworkFlink {
 		add("framework", "must be %s or %s, not %q", v1alpha1.FrameworkSpark, v1alpha1.FrameworkFlink, r.Framework)
 	}
-	if r.Queue != "" && (len(r.Queue) > 255 || !queuePath.MatchString(r.Queue)) {
-		add("queue", "%q is not a queue path such as root.analytics", r.Queue)
-	}
+	errs = appendIf(errs, checkQueue("queue", r.Queue))
 	for _, m := range []struct {
 		field string
 		keys  map[string]string

@@ -52,6 +52,35 @@ func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
 // queuePath is the form of a queue name: dotted names of letters, digits, '-' and '_'.
 var queuePath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
+// checkName: an object's name, required, a DNS subdomain as Kubernetes wants it.
+func checkName(field, name string) *FieldError {
+	if name == "" {
+		return &FieldError{Field: field, Message: "is required"}
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return &FieldError{Field: field, Message: fmt.Sprintf("%q is not a valid name: %s", name, strings.Join(msgs, "; "))}
+	}
+	return nil
+}
+
+// checkQueue: a queue path, optional, as the BatchJob schema allows it.
+func checkQueue(field, queue string) *FieldError {
+	if queue != "" && (len(queue) > 255 || !queuePath.MatchString(queue)) {
+		return &FieldError{Field: field, Message: fmt.Sprintf("%q is not a queue path such as root.analytics", queue)}
+	}
+	return nil
+}
+
+// appendIf appends the errors found.
+func appendIf(errs []FieldError, found ...*FieldError) []FieldError {
+	for _, e := range found {
+		if e != nil {
+			errs = append(errs, *e)
+		}
+	}
+	return errs
+}
+
 // maxJobs is a Scheduling's most jobs, as the CRD allows.
 const maxJobs = 5000
 
@@ -61,22 +90,11 @@ func (r *SchedulingRequest) validate() []FieldError {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	if r.Name == "" {
-		add("name", "is required")
-	} else if msgs := validation.IsDNS1123Subdomain(r.Name); len(msgs) > 0 {
-		add("name", "%q is not a valid name: %s", r.Name, strings.Join(msgs, "; "))
-	}
-	if r.TestBed == "" {
-		add("testBed", "is required")
-	} else if msgs := validation.IsDNS1123Subdomain(r.TestBed); len(msgs) > 0 {
-		add("testBed", "%q is not a valid name: %s", r.TestBed, strings.Join(msgs, "; "))
-	}
+	errs = appendIf(errs, checkName("name", r.Name), checkName("testBed", r.TestBed))
 	if r.Mode != v1alpha1.SlotBased && r.Mode != v1alpha1.QueueBased {
 		add("mode", "must be %s or %s, not %q", v1alpha1.SlotBased, v1alpha1.QueueBased, r.Mode)
 	}
-	if r.Queue != "" && (len(r.Queue) > 255 || !queuePath.MatchString(r.Queue)) {
-		add("queue", "%q is not a queue path such as root.analytics", r.Queue)
-	}
+	errs = appendIf(errs, checkQueue("queue", r.Queue))
 	switch {
 	case len(r.Jobs) == 0:
 		add("jobs", "at least one job is required")
