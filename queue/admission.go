@@ -23,6 +23,11 @@ type Cluster struct {
 	Now time.Time
 	// StateAware tunes the StateAware leaves.
 	StateAware StateAwareOptions
+	// Reserve turns strict leaves on (Choose): the Admitter sets it.
+	Reserve bool
+	// Free, when set, is the free room: less than Total minus the running applications'
+	// usage when some room is set aside (slots being vacated, reserved slots).
+	Free *Resources
 }
 
 // Refusal says why a waiting application cannot start now. It waits; it never fails.
@@ -36,27 +41,51 @@ type Refusal struct {
 // parent's policy), and in the chosen leaf to the first application in the leaf's order
 // that no limit holds back: maxRunningApps of the queue and its ancestors, the user's
 // maxRunningApps, maxResources of the queue and its ancestors, maxAMShare of the leaf, and
-// the free capacity. Refusals say why the applications it passed over wait.
+// the free capacity. Refusals say why the applications it passed over wait. Next never
+// reserves: it is Choose without Cluster.Reserve.
 func (t *Tree) Next(c Cluster) (App, []Refusal, bool) {
+	c.Reserve = false
+	ch := t.Choose(c)
+	return ch.App, ch.Refusals, ch.OK
+}
+
+// Choice is what Choose decided.
+type Choice struct {
+	// App is the application chosen; OK false when there is none.
+	App App
+	OK  bool
+	// Reserve: App is the head of a strict leaf and does not fit the free room. It is not
+	// to start now; the free room is held for it, and nothing else starts (but backfill).
+	Reserve bool
+	// Refusals say why the applications passed over wait.
+	Refusals []Refusal
+}
+
+// Choose is Next with strict leaves (Cluster.Reserve): in a strict leaf the first
+// application in order that is held back only by room (the free capacity, or App.NoRoom)
+// is chosen to reserve, and one held back by a resource limit (maxResources, maxAMShare)
+// holds up the leaf. Applications over a running-application limit are not runnable: they
+// never hold up anyone, as in the Fair Scheduler.
+func (t *Tree) Choose(c Cluster) Choice {
 	s := t.snapshot(c)
-	var refusals []Refusal
-	var walk func(q *Queue) (App, bool)
-	walk = func(q *Queue) (App, bool) {
+	var ch Choice
+	var walk func(q *Queue) bool
+	walk = func(q *Queue) bool {
 		if q.Leaf() {
-			return s.pickInLeaf(q, &refusals)
+			return s.pickInLeaf(q, &ch)
 		}
 		for _, child := range s.orderChildren(q) {
 			if s.waiting[child.Path] == 0 {
 				continue
 			}
-			if app, ok := walk(child); ok {
-				return app, true
+			if walk(child) {
+				return true
 			}
 		}
-		return App{}, false
+		return false
 	}
-	app, ok := walk(t.root)
-	return app, refusals, ok
+	ch.OK = walk(t.root)
+	return ch
 }
 
 type snapshot struct {
@@ -134,6 +163,9 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	}
 	roll(t.root)
 	s.free = c.Total.Sub(total)
+	if c.Free != nil {
+		s.free = *c.Free
+	}
 	s.share = t.instantaneous(c.Total, demand)
 	return s
 }
@@ -176,9 +208,9 @@ func (s *snapshot) orderChildren(q *Queue) []*Queue {
 	return kids
 }
 
-// pickInLeaf returns the first waiting application of the leaf, in its order, that no
-// limit holds back.
-func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
+// pickInLeaf chooses, in the leaf's order, the first waiting application that no limit
+// holds back (or, under Cluster.Reserve in a strict leaf, the head that reserves).
+func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
 	var idx []int
 	if ls := s.sums[q]; ls != nil {
 		idx = ls.apps
@@ -189,7 +221,8 @@ func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
 	}
 	var waiting []App
 	allowed := map[string]bool{}
-	if s.t.Policy(q) == PolicyStateAware {
+	policy := s.t.Policy(q)
+	if policy == PolicyStateAware {
 		states := make([]StateApp, len(apps))
 		for i, a := range apps {
 			st := a.State
@@ -210,8 +243,8 @@ func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
 		if !a.asking() {
 			continue
 		}
-		if s.t.Policy(q) == PolicyStateAware && !allowed[a.ID] {
-			*refusals = append(*refusals, Refusal{App: a.ID, Reason: fmt.Sprintf("queue %s is StateAware and another application is starting", q.Path)})
+		if policy == PolicyStateAware && !allowed[a.ID] {
+			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: fmt.Sprintf("queue %s is StateAware and another application is starting", q.Path)})
 			continue
 		}
 		waiting = append(waiting, a)
@@ -220,7 +253,6 @@ func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
 	// memory first, drf the one with the least dominant share, submission breaking ties.
 	// Waiting applications hold nothing, so among them every policy is first come, first
 	// served.
-	policy := s.t.Policy(q)
 	slices.SortStableFunc(waiting, func(a, b App) int {
 		switch policy {
 		case PolicyFair:
@@ -237,45 +269,86 @@ func (s *snapshot) pickInLeaf(q *Queue, refusals *[]Refusal) (App, bool) {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	for _, a := range waiting {
-		if why := s.blocked(q, a); why != "" {
-			*refusals = append(*refusals, Refusal{App: a.ID, Reason: why})
+	strict := s.c.Reserve && s.t.Strict(q)
+	for i, a := range waiting {
+		why, kind := s.blocked(q, a)
+		switch {
+		case kind == notBlocked:
+			ch.App = a
+			return true
+		case !strict || kind == blockedByCount:
+			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
 			continue
+		case kind == blockedByRoom:
+			ch.App, ch.Reserve = a, true
+		default:
+			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
 		}
-		return a, true
+		// The head holds up the rest of its strict leaf.
+		for _, b := range waiting[i+1:] {
+			ch.Refusals = append(ch.Refusals, Refusal{App: b.ID, Reason: fmt.Sprintf("waits behind %s in the strict order of queue %s", a.ID, q.Path)})
+		}
+		return ch.Reserve
 	}
-	return App{}, false
+	return false
 }
 
+// What holds an application back.
+type blockKind int
+
+const (
+	notBlocked blockKind = iota
+	// blockedByCount: a running-application limit (the queue's or the user's).
+	blockedByCount
+	// blockedByLimit: a resource limit (maxResources, maxAMShare).
+	blockedByLimit
+	// blockedByRoom: the free capacity, or App.NoRoom.
+	blockedByRoom
+)
+
 // blocked says which limit keeps a waiting application from starting, or a running one from
-// getting more, or "". The application limits (maxRunningApps, the user's, maxAMShare) only
-// hold back applications that do not run yet.
-func (s *snapshot) blocked(leaf *Queue, a App) string {
+// getting more, and of which kind; "" when none. The application limits (maxRunningApps, the
+// user's, maxAMShare) only hold back applications that do not run yet.
+func (s *snapshot) blocked(leaf *Queue, a App) (string, blockKind) {
 	ask := a.ask()
 	if n := s.t.UserMaxRunningApps(a.User); !a.Running && n >= 0 && s.byUser[a.User] >= n {
-		return fmt.Sprintf("user %s runs its maximum of %d applications", a.User, n)
+		return fmt.Sprintf("user %s runs its maximum of %d applications", a.User, n), blockedByCount
 	}
 	for q := leaf; q != nil; q = q.parent {
 		if n := s.t.MaxRunningApps(q); !a.Running && n >= 0 && s.running[q.Path] >= n && q != s.t.root {
-			return fmt.Sprintf("queue %s runs its maximum of %d applications", q.Path, n)
+			return fmt.Sprintf("queue %s runs its maximum of %d applications", q.Path, n), blockedByCount
 		}
+	}
+	for q := leaf; q != nil; q = q.parent {
 		if q == s.t.root && (q.Config == nil || q.Config.MaxResources == nil) {
 			continue // root's only limit is the capacity, checked below
 		}
-		if max := s.t.MaxResources(q, s.c.Total); !s.usage[q.Path].Add(ask).Fits(max) {
-			return fmt.Sprintf("queue %s would exceed its maxResources %s (uses %s, the application needs %s)", q.Path, max, s.usage[q.Path], ask)
+		max := s.t.MaxResources(q, s.c.Total)
+		if s.usage[q.Path].Add(ask).Fits(max) {
+			continue
 		}
+		why := fmt.Sprintf("queue %s would exceed its maxResources %s (uses %s, the application needs %s)", q.Path, max, s.usage[q.Path], ask)
+		switch {
+		case !s.t.limitsResources(q):
+			continue // no limit of its own: the total, which the free room below stands for
+		case !ask.Fits(max):
+			return why, blockedByCount // it never fits this queue: it holds up nobody
+		}
+		return why, blockedByLimit
 	}
 	if share := s.t.MaxAMShare(leaf); !a.Running && share >= 0 && s.running[leaf.Path] > 0 {
 		limit := scale(s.share[leaf.Path], share)
 		if !s.amUsage[leaf.Path].Add(a.AM).Fits(limit) {
-			return fmt.Sprintf("queue %s's drivers would exceed maxAMShare %.2f of its fair share (%s)", leaf.Path, share, limit)
+			return fmt.Sprintf("queue %s's drivers would exceed maxAMShare %.2f of its fair share (%s)", leaf.Path, share, limit), blockedByLimit
 		}
 	}
-	if !ask.Fits(s.free) {
-		return fmt.Sprintf("not enough free resources (%s free, needs %s)", s.free, ask)
+	if a.NoRoom != "" {
+		return a.NoRoom, blockedByRoom
 	}
-	return ""
+	if !ask.Fits(s.free) {
+		return fmt.Sprintf("not enough free resources (%s free, needs %s)", s.free, ask), blockedByRoom
+	}
+	return "", notBlocked
 }
 
 // asking: the application competes for resources now (it waits, or runs and asks for more).

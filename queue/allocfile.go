@@ -40,7 +40,13 @@ type QueueConfig struct {
 	MinSharePreemptionTimeout    *time.Duration
 	FairSharePreemptionTimeout   *time.Duration
 	FairSharePreemptionThreshold *float64
-	Children                     []*QueueConfig
+	// StrictOrder and Backfill are slotplane's extensions, inherited down the tree. A strict
+	// leaf serves its applications in order: a head that does not fit the free slots
+	// reserves them as they free up, and the applications behind it wait (unset: strict for
+	// fifo and stateaware leaves, not for fair and drf). Backfill lets an application pass a
+	// reserving head when it cannot delay the head's start, judged by expected durations.
+	StrictOrder, Backfill *bool
+	Children              []*QueueConfig
 	// Line is where the element starts in the file.
 	Line int
 }
@@ -77,6 +83,9 @@ type Allocations struct {
 	// Hadoop (yarn.scheduler.fair.preemption and its cluster-utilization-threshold) and the
 	// elements preemption and preemptionUtilizationThreshold here, slotplane's extension.
 	Preemption Preemption
+	// StateAware tunes the stateaware leaves (slotplane's extension elements
+	// stateAwareSkipStartingWithoutExecutors and stateAwareSlotBackedDoNotHold).
+	StateAware StateAwareOptions
 }
 
 // ConfigError is a mistake in an allocation file, with where it is.
@@ -266,15 +275,27 @@ func (p *parser) allocations(a *Allocations) error {
 			}
 			a.DefaultFairSharePreemptionThreshold = &f
 		case "preemption":
-			v, err := p.text(name)
+			on, err := p.boolean(name)
 			if err != nil {
 				return err
 			}
-			on, err := strconv.ParseBool(v)
-			if err != nil {
-				return p.errf(name, "%q is neither true nor false", v)
-			}
 			a.Preemption.Enabled = on
+		case "preemptSlotBased":
+			v, err := p.boolean(name)
+			if err != nil {
+				return err
+			}
+			a.Preemption.SlotBased = v
+		case "stateAwareSkipStartingWithoutExecutors", "stateAwareSlotBackedDoNotHold":
+			v, err := p.boolean(name)
+			if err != nil {
+				return err
+			}
+			if name == "stateAwareSkipStartingWithoutExecutors" {
+				a.StateAware.SkipStartingWithoutExecutors = v
+			} else {
+				a.StateAware.SlotBackedDoNotHold = v
+			}
 		case "preemptionUtilizationThreshold":
 			f, err := p.fraction(name)
 			if err != nil {
@@ -401,6 +422,16 @@ func (p *parser) queueBody(q *QueueConfig, element string) error {
 				return err
 			}
 			q.FairSharePreemptionThreshold = &f
+		case "strictOrder", "backfill":
+			v, err := p.boolean(name)
+			if err != nil {
+				return err
+			}
+			if name == "strictOrder" {
+				q.StrictOrder = &v
+			} else {
+				q.Backfill = &v
+			}
 		default:
 			return p.errf(name, "unknown element in <%s name=%q>", element, q.Name)
 		}
@@ -457,6 +488,19 @@ func (p *parser) user(a *Allocations, s xml.StartElement) error {
 		}
 		a.UserMaxApps[name] = n
 	}
+}
+
+// boolean reads a true or false value element.
+func (p *parser) boolean(name string) (bool, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return false, err
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, p.errf(name, "%q is neither true nor false", v)
+	}
+	return b, nil
 }
 
 func (p *parser) count(name string) (int, error) {

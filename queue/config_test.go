@@ -1,32 +1,80 @@
 package queue
 
 import (
-	"errors"
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
 	"testing"
 )
 
-// A bad file is rejected with its error and the last good configuration stays in force; a
-// good one after it takes over and clears the rejection.
+// A bad file is rejected with its reason and the last good configuration stays in force;
+// the same version is not read twice; a good one after it takes over and clears the
+// rejection; a removed file brings back the defaults.
 func TestConfig_KeepsTheLastGoodFile(t *testing.T) {
 	c := DefaultConfig()
 	if c.Allocations == nil || c.Allocations.DefaultQueueSchedulingPolicy != PolicyFair {
 		t.Fatalf("defaults %+v", c)
 	}
-	c = c.Load([]byte(`<allocations><queue name="a"/></allocations>`), "v1")
-	if c.Version != "v1" || c.Allocations.Queue("a") == nil || c.Rejected != nil {
+	if u := ReadConfig(c, false, nil, ""); u != nil {
+		t.Fatalf("no file while holding the defaults is no change: %+v", u)
+	}
+	load := func(c Config, data, version string) (Config, bool) {
+		u := ReadConfig(c, true, []byte(data), version)
+		if u == nil {
+			return c, false
+		}
+		return c.Apply(*u), true
+	}
+	c, _ = load(c, `<allocations><queue name="a"/></allocations>`, "v1")
+	if c.Version != "v1" || c.Allocations.Queue("a") == nil || c.Rejected != "" {
 		t.Fatalf("v1: %+v", c)
 	}
-	c = c.Load([]byte("<allocations>\n<queue name=\"b\"><wieght>2</wieght></queue>\n</allocations>"), "v2")
-	var ce *ConfigError
-	if c.Version != "v1" || c.Allocations.Queue("a") == nil || c.RejectedVersion != "v2" || !errors.As(c.Rejected, &ce) || ce.Line != 2 {
+	if _, changed := load(c, "ignored: the same version", "v1"); changed {
+		t.Fatal("the version in force was read again")
+	}
+	c, _ = load(c, "<allocations>\n<queue name=\"b\"><wieght>2</wieght></queue>\n</allocations>", "v2")
+	if c.Version != "v1" || c.Allocations.Queue("a") == nil || c.RejectedVersion != "v2" || !strings.Contains(c.Rejected, "line 2") {
 		t.Fatalf("v2 must be rejected and v1 kept: %+v", c)
 	}
-	again := c.Load([]byte("ignored: the same version"), "v2")
-	if again.RejectedVersion != "v2" || again.Version != "v1" {
-		t.Fatalf("reloading v2: %+v", again)
+	if _, changed := load(c, "ignored: the same version", "v2"); changed {
+		t.Fatal("the rejected version was read again")
 	}
-	c = c.Load([]byte(`<allocations><queue name="b"/></allocations>`), "v3")
-	if c.Version != "v3" || c.Allocations.Queue("b") == nil || c.Rejected != nil || c.RejectedVersion != "" {
+	c, _ = load(c, `<allocations><queue name="b"/></allocations>`, "v3")
+	if c.Version != "v3" || c.Allocations.Queue("b") == nil || c.Rejected != "" || c.RejectedVersion != "" {
 		t.Fatalf("v3: %+v", c)
+	}
+	u := ReadConfig(c, false, nil, "")
+	if u == nil || !u.Missing {
+		t.Fatalf("a removed file is a change: %+v", u)
+	}
+	if c = c.Apply(*u); c.Version != "" || c.Allocations.Queue("b") != nil {
+		t.Fatalf("after removal: %+v", c)
+	}
+}
+
+// A parsed file survives JSON (how Temporal carries it from the activity into the workflow
+// and across continue-as-new) unchanged, for every example file.
+func TestConfig_SurvivesJSON(t *testing.T) {
+	for _, f := range []string{"../examples/fair-scheduler.xml", "../examples/dev-queues.xml"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := ReadConfig(Config{}, true, data, "v1")
+		if u == nil || u.Allocations == nil {
+			t.Fatalf("%s: %+v", f, u)
+		}
+		raw, err := json.Marshal(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back ConfigUpdate
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(*u, back) {
+			t.Fatalf("%s changed in JSON:\n%+v\n%+v", f, *u.Allocations, *back.Allocations)
+		}
 	}
 }

@@ -16,6 +16,9 @@ type Preemption struct {
 	// UtilizationThreshold: preemption happens only while the test bed is used at least this
 	// much (DefaultUtilizationThreshold): with free room there is nothing to take.
 	UtilizationThreshold float64
+	// SlotBased lets preemption take slots from SlotBased jobs too (preemptSlotBased, off by
+	// default: an external scheduler chose their slots exactly).
+	SlotBased bool
 }
 
 // DefaultUtilizationThreshold is the Fair Scheduler's default cluster utilization threshold.

@@ -30,6 +30,9 @@ type App struct {
 	Pending       bool
 	NoExecutors   bool
 	SlotBacked    bool
+	// NoRoom, when set, says why the application cannot start now for a reason of room
+	// outside the queues (its named slots are not all free): it counts as not fitting.
+	NoRoom string
 }
 
 // Queue is a queue of the running tree: configured in the file, or made by a placement rule.
@@ -113,6 +116,12 @@ func (t *Tree) MaxResources(q *Queue, total Resources) Resources {
 	}
 }
 
+// limitsResources: the queue has a maxResources of its own or the file's default (root only
+// its own).
+func (t *Tree) limitsResources(q *Queue) bool {
+	return q.Config != nil && q.Config.MaxResources != nil || q != t.root && t.alloc.QueueMaxResourcesDefault != nil
+}
+
 // MinResources is the queue's guaranteed minimum (none by default).
 func (t *Tree) MinResources(q *Queue) Resources {
 	if q.Config != nil && q.Config.MinResources != nil {
@@ -158,6 +167,22 @@ func (t *Tree) Policy(q *Queue) Policy {
 		return q.Config.Policy
 	}
 	return t.alloc.DefaultQueueSchedulingPolicy
+}
+
+// Strict: the leaf serves its applications strictly in order (see QueueConfig.StrictOrder):
+// its own or an ancestor's setting, else true for fifo and stateaware leaves.
+func (t *Tree) Strict(q *Queue) bool {
+	if v, ok := inherited(q, func(c *QueueConfig) *bool { return c.StrictOrder }); ok {
+		return v
+	}
+	p := t.Policy(q)
+	return p == PolicyFIFO || p == PolicyStateAware
+}
+
+// Backfill: applications may pass a reserving head of the leaf when they cannot delay it.
+func (t *Tree) Backfill(q *Queue) bool {
+	v, _ := inherited(q, func(c *QueueConfig) *bool { return c.Backfill })
+	return v
 }
 
 // SteadyFairShares splits total down the whole hierarchy, every configured queue counting,

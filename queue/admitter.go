@@ -1,0 +1,849 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// JobKey names one admission request: one run of a job in one Scheduling. Every message of
+// the admission protocol (request, grant, start, release) carries it, so a repeated or late
+// message is recognised for what it is. SchedulingUID tells a Scheduling apart from a later
+// one of the same name.
+type JobKey struct {
+	Scheduling    string
+	SchedulingUID string
+	Job           string
+	Run           int32
+}
+
+// String is the key as the queue policies name the application.
+func (k JobKey) String() string {
+	return k.Scheduling + "/" + k.SchedulingUID + "/" + k.Job + "#" + strconv.Itoa(int(k.Run))
+}
+
+// Request asks for a run of a job to be started in the test bed's slots.
+type Request struct {
+	JobKey
+	// Queue is the queue asked for (the job's, else its Scheduling's); placement decides.
+	Queue  string
+	User   string
+	Groups []string
+	// Slots is how many slots the job needs (QueueBased), SlotIDs the exact ones (SlotBased).
+	Slots   int32
+	SlotIDs []int32
+	// Driver is the driver's or JobManager's size: the job's AM.
+	Driver Resources
+	// Expected is how long the job is expected to run once it has its slots (0: unknown).
+	// Only backfill reads it: a job without it never passes a reserving head.
+	Expected time.Duration
+}
+
+// Entry is a request with where it stands: waiting, or granted (Slots set).
+type Entry struct {
+	Request Request
+	// Queue is the leaf queue placement put the job in (its full path).
+	Queue string
+	// Order is its submission order in the Admitter.
+	Order int64
+	// Reason says why a waiting job waits.
+	Reason string
+	// Slots are a granted job's slots, GrantedAt when it got them.
+	Slots     []int32
+	GrantedAt time.Time
+	// State is a granted job's start-up state for StateAware leaves: Starting from the grant
+	// (its driver is being started), Running once its job's workflow says so.
+	State         AppState
+	StartingSince time.Time
+	// Preempted counts the slots preemption took back from the job. A job with fewer slots
+	// than it asked for asks for them again, one at a time.
+	Preempted int32
+}
+
+func (e *Entry) wanted() int64 {
+	if len(e.Request.SlotIDs) > 0 {
+		return int64(len(e.Request.SlotIDs))
+	}
+	return int64(e.Request.Slots)
+}
+
+func (e *Entry) slotBased() bool { return len(e.Request.SlotIDs) > 0 }
+
+// Grant answers a request: the slots to start in, or why it is refused for good.
+type Grant struct {
+	JobKey
+	Queue   string
+	Slots   []int32
+	Refused string
+}
+
+// Assignment changes the slots of a granted job's application: it keeps Keep and loses
+// Revoke (preemption), or gets a slot back (Revoke empty).
+type Assignment struct {
+	JobKey
+	Keep, Revoke []int32
+	// Why is said to people when slots are revoked.
+	Why string
+}
+
+// Decision is what Decide asks the caller to carry out.
+type Decision struct {
+	Grants      []Grant
+	Assignments []Assignment
+}
+
+// Bed is the test bed as a decision sees it.
+type Bed struct {
+	Exists bool
+	// Positions are all slots; Free those its status shows free (no pod in them).
+	Positions []int32
+	Free      []int32
+	SlotSize  Resources
+}
+
+// Move asks to move a job to another queue, on behalf of By (with ByGroups). By must be the
+// job's user or may administer the job's queue (aclAdministerApps); the job's user must be
+// allowed to submit to the target, a leaf; a running job must fit the target's and its new
+// ancestors' maxRunningApps and maxResources. A waiting job keeps its place in submission
+// order.
+type Move struct {
+	Scheduling string
+	Job        string
+	Queue      string
+	By         string
+	ByGroups   []string
+}
+
+// Moved says where a moved job was and is now (the full queue paths).
+type Moved struct {
+	Job  string
+	From string
+	To   string
+}
+
+// The kinds of a refused move, for callers that answer people.
+const (
+	MoveNotReady  = "MoveNotReady"
+	MoveNotFound  = "MoveNotFound"
+	MoveForbidden = "MoveForbidden"
+	MoveInvalid   = "MoveInvalid"
+)
+
+// MoveError is a refused move: Kind is one of the Move* kinds.
+type MoveError struct {
+	Kind string
+	Msg  string
+}
+
+func (e *MoveError) Error() string { return e.Msg }
+
+// AdmitterState is all an Admitter holds, in a form that survives serialization: the
+// Admission workflow hands it from one run to the next.
+type AdmitterState struct {
+	Config Config
+	// Next is the last submission order given.
+	Next             int64
+	Waiting, Running []Entry
+	Starvation       Starvation
+	// Reclaimed are slots preemption took back that are not free yet, and ReclaimedFor the
+	// queue they were taken for.
+	Reclaimed    []int32
+	ReclaimedFor string
+	// Reserved is the waiting job the free slots are held for (strict order), if any.
+	Reserved *JobKey
+	// Total and Slot are the test bed's size and slot size at the last decision (zero before
+	// the first): what a move is checked against.
+	Total, Slot Resources
+}
+
+// Admitter is the whole admission core of one test bed, pure and deterministic: requests
+// wait in their queues, Decide grants slots as the policies allow, and the caller carries
+// out what it decides (tells the Schedulings, assigns slots). It holds no clock: times come
+// in as arguments. The Admission workflow, the simulator and the trace replay all run it.
+//
+// Its protocol is idempotent: a repeated request for a granted job gets its grant again, a
+// repeated request for a waiting one changes nothing, a release of an unknown key is a
+// no-op.
+type Admitter struct {
+	st     AdmitterState
+	tree   *Tree
+	report Report
+	// ids finds an entry by its application id (its key's string): whether it is granted,
+	// and its index. Built by indexIDs; any change to the lists makes it stale.
+	ids map[string]entryRef
+}
+
+type entryRef struct {
+	running bool
+	i       int
+}
+
+// NewAdmitter restores an Admitter from its state (the zero state is a fresh one with the
+// default configuration).
+func NewAdmitter(st AdmitterState) *Admitter {
+	if st.Config.Allocations == nil {
+		def := DefaultConfig()
+		def.RejectedVersion, def.Rejected = st.Config.RejectedVersion, st.Config.Rejected
+		st.Config = def
+	}
+	a := &Admitter{st: st}
+	a.buildTree()
+	return a
+}
+
+// State is a copy of the Admitter's state, for NewAdmitter.
+func (a *Admitter) State() AdmitterState {
+	st := a.st
+	st.Waiting = cloneEntries(a.st.Waiting)
+	st.Running = cloneEntries(a.st.Running)
+	st.Reclaimed = slices.Clone(a.st.Reclaimed)
+	st.Starvation = Starvation{MinShareSince: cloneTimes(a.st.Starvation.MinShareSince), FairShareSince: cloneTimes(a.st.Starvation.FairShareSince)}
+	if a.st.Reserved != nil {
+		k := *a.st.Reserved
+		st.Reserved = &k
+	}
+	return st
+}
+
+func cloneEntries(es []Entry) []Entry {
+	out := slices.Clone(es)
+	for i := range out {
+		out[i].Slots = slices.Clone(out[i].Slots)
+		out[i].Request.SlotIDs = slices.Clone(out[i].Request.SlotIDs)
+		out[i].Request.Groups = slices.Clone(out[i].Request.Groups)
+	}
+	return out
+}
+
+func cloneTimes(m map[string]time.Time) map[string]time.Time {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]time.Time, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Config is the configuration in force.
+func (a *Admitter) Config() Config { return a.st.Config }
+
+// Configure puts a configuration in force: the queues are rebuilt, and queues that placement
+// rules made live on while they have jobs.
+func (a *Admitter) Configure(c Config) {
+	if c.Allocations == nil {
+		c = DefaultConfig()
+	}
+	a.st.Config = c
+	a.buildTree()
+}
+
+func (a *Admitter) buildTree() {
+	a.tree = NewTree(a.st.Config.Allocations)
+	for _, e := range slices.Concat(a.st.Running, a.st.Waiting) {
+		// A queue that no longer fits the file (now under a configured leaf) keeps nothing
+		// here: the job's decisions skip it, and the report shows the reason.
+		_, _ = a.tree.Ensure(e.Queue)
+	}
+}
+
+// Waiting and Running are the entries, in submission order.
+func (a *Admitter) Waiting() []Entry { return a.st.Waiting }
+func (a *Admitter) Running() []Entry { return a.st.Running }
+
+// Request takes a request in. It answers at once with a grant to (re)send when the request
+// is refused (placement, ACL) or repeats one that is granted already; nil when the job now
+// waits, or waited already.
+func (a *Admitter) Request(r Request) *Grant {
+	if i := a.index(a.st.Running, r.JobKey); i >= 0 {
+		e := a.st.Running[i]
+		return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots)}
+	}
+	if a.index(a.st.Waiting, r.JobKey) >= 0 {
+		return nil
+	}
+	refuse := func(why string) *Grant { return &Grant{JobKey: r.JobKey, Refused: why} }
+	switch {
+	case r.Job == "" || r.Scheduling == "":
+		return refuse("the request names no job or scheduling")
+	case len(r.SlotIDs) == 0 && r.Slots < 1:
+		return refuse(fmt.Sprintf("the job asks for %d slots", r.Slots))
+	case r.Driver.MemoryMB < 0 || r.Driver.VCores < 0 || r.Expected < 0:
+		return refuse("the job's driver size or expected duration is negative")
+	}
+	primary, secondary := "", []string(nil)
+	if len(r.Groups) > 0 {
+		primary, secondary = r.Groups[0], r.Groups[1:]
+	}
+	alloc := a.st.Config.Allocations
+	p, err := alloc.Place(Submitter{Queue: r.Queue, User: r.User, PrimaryGroup: primary, SecondaryGroups: secondary})
+	if err != nil {
+		return refuse(err.Error())
+	}
+	if !alloc.Allowed(Submit, p.Queue, r.User, r.Groups) {
+		return refuse(fmt.Sprintf("user %q may not submit to queue %s (aclSubmitApps)", r.User, p.Queue))
+	}
+	if _, err := a.tree.Ensure(p.Queue); err != nil {
+		return refuse(err.Error())
+	}
+	r.SlotIDs, r.Groups = slices.Clone(r.SlotIDs), slices.Clone(r.Groups)
+	a.st.Next++
+	a.st.Waiting = append(a.st.Waiting, Entry{Request: r, Queue: p.Queue, Order: a.st.Next})
+	return nil
+}
+
+// Release withdraws a waiting job or frees a granted job's slots. It reports whether the key
+// was known: a release of an unknown key is a no-op.
+func (a *Admitter) Release(k JobKey) bool {
+	match := func(e Entry) bool { return e.Request.JobKey == k }
+	n := len(a.st.Waiting) + len(a.st.Running)
+	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, match)
+	a.st.Running = slices.DeleteFunc(a.st.Running, match)
+	if a.st.Reserved != nil && *a.st.Reserved == k {
+		a.st.Reserved = nil
+	}
+	return len(a.st.Waiting)+len(a.st.Running) < n
+}
+
+// Started marks a granted job Running for StateAware: it left Starting.
+func (a *Admitter) Started(k JobKey) {
+	if i := a.index(a.st.Running, k); i >= 0 {
+		a.st.Running[i].State = Running
+	}
+}
+
+// Keys lists every key the Admitter holds, waiting and granted.
+func (a *Admitter) Keys() []JobKey {
+	var out []JobKey
+	for _, e := range slices.Concat(a.st.Waiting, a.st.Running) {
+		out = append(out, e.Request.JobKey)
+	}
+	return out
+}
+
+// Close empties the Admitter (its test bed is gone): it returns the refusals to send to the
+// waiting jobs' Schedulings. Granted jobs are dropped: their slots are gone with the bed.
+func (a *Admitter) Close(why string) []Grant {
+	var out []Grant
+	for _, e := range a.st.Waiting {
+		out = append(out, Grant{JobKey: e.Request.JobKey, Refused: why})
+	}
+	a.st.Waiting, a.st.Running, a.st.Reserved, a.st.Reclaimed = nil, nil, nil, nil
+	return out
+}
+
+func (a *Admitter) index(es []Entry, k JobKey) int {
+	return slices.IndexFunc(es, func(e Entry) bool { return e.Request.JobKey == k })
+}
+
+// indexIDs rebuilds the id index after the lists changed.
+func (a *Admitter) indexIDs() {
+	if a.ids == nil {
+		a.ids = map[string]entryRef{}
+	}
+	clear(a.ids)
+	for i := range a.st.Running {
+		a.ids[a.st.Running[i].Request.String()] = entryRef{running: true, i: i}
+	}
+	for i := range a.st.Waiting {
+		a.ids[a.st.Waiting[i].Request.String()] = entryRef{i: i}
+	}
+}
+
+// byID finds an entry by its application id (through the index: call indexIDs first).
+func (a *Admitter) byID(id string) (*Entry, bool) {
+	r, ok := a.ids[id]
+	switch {
+	case !ok:
+		return nil, false
+	case r.running:
+		return &a.st.Running[r.i], true
+	default:
+		return &a.st.Waiting[r.i], false
+	}
+}
+
+// Decide grants every waiting job the policies let through on the free slots, gives back
+// slots to jobs that lost them, and plans preemption. The decision is applied to the
+// Admitter's state at once; the caller carries it out, and releases a job whose grant or
+// assignment cannot be delivered (its Scheduling no longer holds it).
+//
+// Strict leaves (fifo and stateaware by default) keep their order: a head that does not fit
+// the free slots reserves them as they free up, and nothing else starts while it waits,
+// except by backfill. A SlotBased head reserves its own slots only.
+func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
+	var d Decision
+	slot := bed.SlotSize
+	a.st.Slot, a.st.Total = slot, times(slot, int64(len(bed.Positions)))
+	if !bed.Exists {
+		for i := range a.st.Waiting {
+			a.st.Waiting[i].Reason = "the test bed does not exist"
+		}
+		a.st.Reserved = nil
+		a.report = a.buildReport()
+		return d
+	}
+	held := map[int32]bool{}
+	for _, e := range a.st.Running {
+		for _, p := range e.Slots {
+			held[p] = true
+		}
+	}
+	a.st.Reclaimed = slices.DeleteFunc(a.st.Reclaimed, func(p int32) bool { return held[p] || slices.Contains(bed.Free, p) })
+	if len(a.st.Reclaimed) == 0 {
+		a.st.ReclaimedFor = ""
+	}
+	avail := slices.DeleteFunc(slices.Clone(bed.Free), func(p int32) bool { return held[p] || !slices.Contains(bed.Positions, p) })
+	slices.Sort(avail)
+	avail = slices.Compact(avail)
+
+	a.st.Reserved = nil
+	skip := map[string]bool{}
+	var reserving *Entry
+	for {
+		c := a.cluster(now, bed, avail, skip)
+		c.Reserve = true
+		ch := a.tree.Choose(c)
+		a.noteRefusals(ch.Refusals)
+		if !ch.OK {
+			break
+		}
+		e, running := a.byID(ch.App.ID)
+		if e == nil {
+			break // cannot happen: the cluster holds only the Admitter's entries
+		}
+		if ch.Reserve {
+			if !running && e.slotBased() {
+				// A SlotBased head holds its own slots only: the others may use the rest.
+				e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
+				avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
+				skip[ch.App.ID] = true
+				continue
+			}
+			reserving = e
+			break
+		}
+		if running {
+			// A preempted job gets one of its slots back.
+			e.Slots = append(e.Slots, avail[0])
+			avail = avail[1:]
+			d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: slices.Clone(e.Slots)})
+			continue
+		}
+		avail = a.grant(now, e, avail, &d)
+	}
+	if reserving != nil {
+		k := reserving.Request.JobKey
+		a.st.Reserved = &k
+		reserving.Reason = fmt.Sprintf("first in the strict order of queue %s: the %d free slots are held for it until it fits (needs %d)",
+			reserving.Queue, len(avail), reserving.wanted())
+		if q := a.tree.Queue(reserving.Queue); q != nil && a.tree.Backfill(q) {
+			avail = a.backfill(now, bed, reserving, avail, skip, &d)
+		}
+	}
+	a.preempt(now, avail, reserving, &d)
+	a.report = a.buildReport()
+	return d
+}
+
+// grant gives a waiting entry its slots out of avail and moves it to the running ones.
+func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []int32 {
+	g := *e
+	if g.slotBased() {
+		g.Slots = slices.Clone(g.Request.SlotIDs)
+	} else {
+		g.Slots = slices.Clone(avail[:g.Request.Slots])
+	}
+	avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(g.Slots, p) })
+	g.Reason, g.State, g.StartingSince, g.GrantedAt = "", Starting, now, now
+	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, func(x Entry) bool { return x.Request.JobKey == g.Request.JobKey })
+	a.st.Running = append(a.st.Running, g)
+	d.Grants = append(d.Grants, Grant{JobKey: g.Request.JobKey, Queue: g.Queue, Slots: slices.Clone(g.Slots)})
+	return avail
+}
+
+// cluster is the picture the policies decide on: running jobs, and waiting ones not in skip.
+// A waiting job that can never fit the bed, or whose named slots are not all available,
+// waits with its reason.
+func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[string]bool) Cluster {
+	a.indexIDs()
+	slot := a.st.Slot
+	c := Cluster{Total: a.st.Total, Now: now, StateAware: a.st.Config.Allocations.StateAware}
+	// The free room the policies see is the available slots: not the slots held by jobs,
+	// nor slots taken back that are not free yet, nor slots some reservation holds.
+	free := times(slot, int64(len(avail)))
+	c.Free = &free
+	for i := range a.st.Running {
+		e := &a.st.Running[i]
+		app := a.appOf(e, true)
+		if n := e.wanted(); int64(len(e.Slots)) < n && len(a.st.Reclaimed) == 0 && len(avail) > 0 && !skip[app.ID] {
+			// Preempted: it asks for its slots again, one at a time, once the slots taken
+			// back have gone where they were taken for.
+			app.Demand, app.Pending, app.Ask = times(slot, n), true, slot
+		}
+		c.Apps = append(c.Apps, app)
+	}
+	for i := range a.st.Waiting {
+		e := &a.st.Waiting[i]
+		id := e.Request.String()
+		if skip[id] {
+			continue
+		}
+		switch {
+		case e.slotBased():
+			if missing := missing(e.Request.SlotIDs, bed.Positions); len(missing) > 0 {
+				e.Reason = fmt.Sprintf("the test bed has no slot %v", missing)
+				continue
+			}
+		case int(e.Request.Slots) > len(bed.Positions):
+			e.Reason = fmt.Sprintf("needs %d slots; the test bed has %d", e.Request.Slots, len(bed.Positions))
+			continue
+		}
+		if a.tree.Queue(e.Queue) == nil {
+			e.Reason = fmt.Sprintf("its queue %s does not fit the allocation file in force", e.Queue)
+			continue
+		}
+		app := a.appOf(e, false)
+		if e.slotBased() {
+			if missing := missing(e.Request.SlotIDs, avail); len(missing) > 0 {
+				app.NoRoom = fmt.Sprintf("its slots %v are not free", missing)
+			}
+		}
+		c.Apps = append(c.Apps, app)
+	}
+	return c
+}
+
+// appOf is an entry as the queue policies see it: a granted entry uses, and demands, the
+// slots it holds; a waiting one demands the slots it asked for.
+func (a *Admitter) appOf(e *Entry, running bool) App {
+	slot := a.st.Slot
+	app := App{ID: e.Request.String(), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, e.wanted()),
+		SlotBacked: true}
+	if running {
+		app.Usage = times(slot, int64(len(e.Slots)))
+		app.Demand, app.Running = app.Usage, true
+		app.State, app.StartingSince = e.State, e.StartingSince
+	}
+	return app
+}
+
+func (a *Admitter) noteRefusals(rs []Refusal) {
+	for _, r := range rs {
+		if e, running := a.byID(r.App); e != nil && !running {
+			e.Reason = r.Reason
+		}
+	}
+}
+
+// backfill grants, on the slots a reserving head cannot use yet, jobs that cannot delay the
+// head's start (EASY backfill): each needs an expected duration, and either ends before the
+// head can start (its shadow time) or uses only slots the head will not need then. The head
+// can start once enough running jobs end; without an expected end for each of those jobs
+// the shadow time is unknown and nothing backfills.
+func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, skip map[string]bool, d *Decision) []int32 {
+	need := head.wanted()
+	type end struct {
+		at    time.Time
+		slots int64
+	}
+	var ends []end
+	for _, e := range a.st.Running {
+		if e.Request.Expected <= 0 {
+			continue
+		}
+		ends = append(ends, end{at: e.GrantedAt.Add(e.Request.Expected), slots: int64(len(e.Slots))})
+	}
+	slices.SortStableFunc(ends, func(x, y end) int { return x.at.Compare(y.at) })
+	have := int64(len(avail))
+	if head.slotBased() {
+		return avail // its own slots are set aside already; the others go on as usual
+	}
+	// Jobs without an expected end may hold what the head needs: then the shadow time is
+	// only known when the ones with an end suffice.
+	var shadow time.Time
+	found := false
+	for _, x := range ends {
+		have += x.slots
+		if have >= need {
+			shadow, found = x.at, true
+			break
+		}
+	}
+	if !found {
+		return avail
+	}
+	extra := have - need // slots free at the shadow time beyond the head's need
+	headID := head.Request.String()
+	for len(avail) > 0 {
+		s := map[string]bool{headID: true}
+		for id := range skip {
+			s[id] = true
+		}
+		// Only jobs that qualify are offered; the others wait behind the head.
+		var offered []string
+		for i := range a.st.Waiting {
+			e := &a.st.Waiting[i]
+			id := e.Request.String()
+			if s[id] || e.slotBased() {
+				continue
+			}
+			n := e.wanted()
+			ok := e.Request.Expected > 0 && n <= int64(len(avail)) && (!now.Add(e.Request.Expected).After(shadow) || n <= extra)
+			if !ok {
+				s[id] = true
+				continue
+			}
+			offered = append(offered, id)
+		}
+		if len(offered) == 0 {
+			break
+		}
+		c := a.cluster(now, bed, avail, s)
+		ch := a.tree.Choose(c) // without Reserve: the first that fits, in the policies' order
+		if !ch.OK {
+			break
+		}
+		e, running := a.byID(ch.App.ID)
+		if e == nil || running {
+			break
+		}
+		n := e.wanted()
+		if now.Add(e.Request.Expected).After(shadow) {
+			extra -= n // it still runs at the shadow time: it uses the head's spare slots
+		}
+		avail = a.grant(now, e, avail, d)
+	}
+	return avail
+}
+
+// preempt takes executors' slots back for queues starved past their timeouts, when the
+// allocation file turns preemption on and the test bed is used at least its threshold: from
+// jobs of queues above their fair share, the newest job and its newest slots first. It takes
+// what the starving queue's first waiting job needs beyond the free slots, in one step; the
+// slots taken back are then held for that queue (they are not given back to their victims
+// while they free up). No more is taken while slots taken earlier are still being vacated.
+// SlotBased jobs are victims only when the file says so (preemptSlotBased).
+func (a *Admitter) preempt(now time.Time, avail []int32, reserving *Entry, d *Decision) {
+	pre := a.st.Config.Allocations.Preemption
+	if len(a.st.Reclaimed) > 0 {
+		return
+	}
+	slot := a.st.Slot
+	c := Cluster{Total: a.st.Total, Now: now}
+	executors := map[string]int{}
+	for i := range a.st.Running {
+		e := &a.st.Running[i]
+		app := a.appOf(e, true)
+		app.Demand = times(slot, e.wanted()) // a preempted job still demands what it asked for
+		c.Apps = append(c.Apps, app)
+		if !e.slotBased() || pre.SlotBased {
+			executors[app.ID] = len(e.Slots)
+		}
+	}
+	for i := range a.st.Waiting {
+		c.Apps = append(c.Apps, a.appOf(&a.st.Waiting[i], false))
+	}
+	starving := a.tree.Starved(c, pre, &a.st.Starvation)
+	if len(starving) == 0 {
+		return
+	}
+	// What each starving queue's first waiting job needs beyond what is free: taken in one
+	// step, so the job starts as soon as the slots are vacated.
+	for i, s := range starving {
+		if head := a.headOf(s.Queue); head != nil {
+			short := head.wanted() - int64(len(avail))
+			if need := times(slot, max(short, 0)); need.MemoryMB > s.Amount.MemoryMB {
+				starving[i].Amount = Resources{MemoryMB: need.MemoryMB}
+			}
+		}
+	}
+	victims := a.tree.PlanPreemption(c, starving, slot, executors)
+	a.indexIDs()
+	for _, v := range victims {
+		e, running := a.byID(v.App)
+		if e == nil || !running {
+			continue
+		}
+		n := min(v.Executors, len(e.Slots))
+		keep, revoke := slices.Clone(e.Slots[:len(e.Slots)-n]), slices.Clone(e.Slots[len(e.Slots)-n:])
+		why := fmt.Sprintf("queue %s is above its fair share", e.Queue)
+		if i := slices.IndexFunc(starving, func(s Starving) bool { return s.Queue == v.For }); i >= 0 {
+			why += "; " + starving[i].Reason
+		}
+		e.Slots = keep
+		e.Preempted += int32(n)
+		a.st.Reclaimed = append(a.st.Reclaimed, revoke...)
+		a.st.ReclaimedFor = v.For
+		d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: keep, Revoke: revoke, Why: why})
+	}
+}
+
+// headOf is the first waiting job of a leaf, in submission order.
+func (a *Admitter) headOf(leaf string) *Entry {
+	var head *Entry
+	for i := range a.st.Waiting {
+		e := &a.st.Waiting[i]
+		if e.Queue == leaf && (head == nil || e.Order < head.Order) {
+			head = e
+		}
+	}
+	return head
+}
+
+// CheckMove says whether m may be done, and which entry it moves. It changes nothing.
+func (a *Admitter) CheckMove(m Move) (*Entry, bool, error) {
+	if a.st.Total.IsZero() {
+		return nil, false, &MoveError{MoveNotReady, "the queues are not ready yet (no decision on the test bed yet); try again"}
+	}
+	if m.By == "" {
+		return nil, false, &MoveError{MoveForbidden, "the move names nobody asking for it (By)"}
+	}
+	var e *Entry
+	running := false
+	// The newest entry of the job in that Scheduling: keys of an earlier run may linger.
+	for i := range a.st.Running {
+		if x := &a.st.Running[i]; x.Request.Scheduling == m.Scheduling && x.Request.Job == m.Job {
+			e, running = x, true
+		}
+	}
+	for i := range a.st.Waiting {
+		if x := &a.st.Waiting[i]; x.Request.Scheduling == m.Scheduling && x.Request.Job == m.Job {
+			e, running = x, false
+		}
+	}
+	if e == nil {
+		return nil, false, &MoveError{MoveNotFound, fmt.Sprintf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", m.Job, m.Scheduling)}
+	}
+	alloc := a.st.Config.Allocations
+	if m.By != e.Request.User && !alloc.Allowed(Administer, e.Queue, m.By, m.ByGroups) {
+		return nil, false, &MoveError{MoveForbidden, fmt.Sprintf("user %q may not move job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
+			m.By, m.Job, e.Request.User, e.Queue)}
+	}
+	c := Cluster{Total: a.st.Total}
+	for i := range a.st.Running {
+		c.Apps = append(c.Apps, a.appOf(&a.st.Running[i], true))
+	}
+	if err := a.tree.CanMove(c, a.appOf(e, running), m.Queue); err != nil {
+		return nil, false, &MoveError{MoveInvalid, fmt.Sprintf("job %s cannot move to %s: %v", m.Job, m.Queue, err)}
+	}
+	if to := a.tree.Queue(m.Queue).Path; !alloc.Allowed(Submit, to, e.Request.User, e.Request.Groups) {
+		return nil, false, &MoveError{MoveForbidden, fmt.Sprintf("job %s cannot move to %s: its user %q may not submit there (aclSubmitApps)", m.Job, to, e.Request.User)}
+	}
+	return e, running, nil
+}
+
+// Move moves a job to another queue, after CheckMove.
+func (a *Admitter) Move(m Move) (Moved, error) {
+	e, _, err := a.CheckMove(m)
+	if err != nil {
+		return Moved{}, err
+	}
+	res := Moved{Job: m.Job, From: e.Queue, To: a.tree.Queue(m.Queue).Path}
+	e.Queue = res.To
+	if a.st.Reserved != nil && *a.st.Reserved == e.Request.JobKey {
+		a.st.Reserved = nil
+	}
+	return res, nil
+}
+
+// Report is the queue picture the API and people read.
+type Report struct {
+	ConfigVersion string
+	ConfigError   string
+	Queues        []QueueReport
+	Waiting       []Entry
+	Running       []Entry
+}
+
+// QueueReport is one queue's shares and use.
+type QueueReport struct {
+	Path                       string
+	Leaf                       bool
+	SteadyShare, FairShare     Resources
+	Usage, Demand              Resources
+	RunningJobs, WaitingJobs   int
+	PendingDemand              Resources
+	MaxResources, MinResources Resources
+}
+
+// Report is the picture at the last decision.
+func (a *Admitter) Report() Report { return a.report }
+
+func (a *Admitter) buildReport() Report {
+	r := Report{ConfigVersion: a.st.Config.Version, ConfigError: a.st.Config.Rejected,
+		Waiting: cloneEntries(a.st.Waiting), Running: cloneEntries(a.st.Running)}
+	slot, total := a.st.Slot, a.st.Total
+	var apps []App
+	running, waiting := map[string]int{}, map[string]int{}
+	pending := map[string]Resources{}
+	for i := range a.st.Running {
+		e := &a.st.Running[i]
+		use := times(slot, int64(len(e.Slots)))
+		apps = append(apps, App{ID: e.Request.String(), Queue: e.Queue, Demand: use, Usage: use, Running: true})
+		running[e.Queue]++
+	}
+	for i := range a.st.Waiting {
+		e := &a.st.Waiting[i]
+		need := times(slot, e.wanted())
+		apps = append(apps, App{ID: e.Request.String(), Queue: e.Queue, Demand: need})
+		pending[e.Queue] = pending[e.Queue].Add(need)
+		waiting[e.Queue]++
+	}
+	steady := a.tree.SteadyFairShares(total)
+	fair := a.tree.InstantaneousFairShares(total, apps)
+	usage, demand := a.tree.Usage(apps), a.tree.Demand(apps)
+	for _, path := range a.tree.Paths() {
+		q := a.tree.Queue(path)
+		r.Queues = append(r.Queues, QueueReport{Path: path, Leaf: q.Leaf(), SteadyShare: steady[path], FairShare: fair[path], Usage: usage[path], Demand: demand[path],
+			PendingDemand: pending[path], MaxResources: a.tree.MaxResources(q, total), MinResources: a.tree.MinResources(q),
+			RunningJobs: running[path], WaitingJobs: waiting[path]})
+	}
+	return r
+}
+
+// Check verifies the Admitter's invariants: no slot granted twice, no granted slot outside
+// the bed, no key twice, no reclaimed slot held. It returns the first broken one ("" when
+// all hold). Tests call it after every step.
+func (a *Admitter) Check(positions []int32) string {
+	seen := map[int32]string{}
+	keys := map[JobKey]bool{}
+	for _, e := range slices.Concat(a.st.Waiting, a.st.Running) {
+		if keys[e.Request.JobKey] {
+			return fmt.Sprintf("key %s is held twice", e.Request.JobKey)
+		}
+		keys[e.Request.JobKey] = true
+	}
+	for _, e := range a.st.Running {
+		for _, p := range e.Slots {
+			if other, ok := seen[p]; ok {
+				return fmt.Sprintf("slot %d is granted to %s and %s", p, other, e.Request.JobKey)
+			}
+			seen[p] = e.Request.JobKey.String()
+			if positions != nil && !slices.Contains(positions, p) {
+				return fmt.Sprintf("slot %d of %s is not in the test bed", p, e.Request.JobKey)
+			}
+		}
+		if int64(len(e.Slots)) > e.wanted() {
+			return fmt.Sprintf("%s holds %d slots, it asked for %d", e.Request.JobKey, len(e.Slots), e.wanted())
+		}
+	}
+	for _, p := range a.st.Reclaimed {
+		if who, ok := seen[p]; ok {
+			return fmt.Sprintf("slot %d is being taken back and is granted to %s", p, who)
+		}
+	}
+	return ""
+}
+
+func missing(want, have []int32) []int32 {
+	var out []int32
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}

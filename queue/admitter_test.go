@@ -1,0 +1,465 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bed is a test bed of n slots of 1 GiB and 1 vcore, with the given ones not free.
+func bed(n int, busy ...int32) Bed {
+	b := Bed{Exists: true, SlotSize: Resources{MemoryMB: 1024, VCores: 1}}
+	for i := range int32(n) {
+		b.Positions = append(b.Positions, i)
+		if !slices.Contains(busy, i) {
+			b.Free = append(b.Free, i)
+		}
+	}
+	return b
+}
+
+func admitterWith(t *testing.T, file string) *Admitter {
+	t.Helper()
+	u := ReadConfig(Config{}, true, []byte(file), "v1")
+	if u.Allocations == nil {
+		t.Fatalf("allocation file: %s", u.Rejected)
+	}
+	return NewAdmitter(AdmitterState{Config: Config{}.Apply(*u)})
+}
+
+func key(job string) JobKey { return JobKey{Scheduling: "s", SchedulingUID: "uid-s", Job: job, Run: 1} }
+
+func req(job, queue string, slots int32) Request {
+	return Request{JobKey: key(job), Queue: queue, User: "u", Slots: slots, Driver: Resources{MemoryMB: 256}}
+}
+
+func granted(d Decision) []string {
+	var out []string
+	for _, g := range d.Grants {
+		out = append(out, fmt.Sprintf("%s:%v", g.Job, g.Slots))
+	}
+	return out
+}
+
+// held is the bed after the Admitter's grants: granted slots are not free.
+func heldBed(a *Admitter, n int) Bed {
+	var busy []int32
+	for _, e := range a.Running() {
+		busy = append(busy, e.Slots...)
+	}
+	return bed(n, busy...)
+}
+
+func mustCheck(t *testing.T, a *Admitter, b Bed) {
+	t.Helper()
+	if why := a.Check(b.Positions); why != "" {
+		t.Fatal(why)
+	}
+}
+
+// The protocol is idempotent: a repeated request of a waiting job changes nothing, one of a
+// granted job gets the same grant again, a release of an unknown key is a no-op, and the
+// key's run tells two runs of one job apart.
+func TestAdmitter_ProtocolIsIdempotent(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"/></allocations>`)
+	if g := a.Request(req("j", "q", 2)); g != nil {
+		t.Fatalf("a fresh request is answered at once: %+v", g)
+	}
+	if g := a.Request(req("j", "q", 2)); g != nil || len(a.Waiting()) != 1 {
+		t.Fatalf("a repeated request of a waiting job: %+v, %d waiting", g, len(a.Waiting()))
+	}
+	d := a.Decide(t0, bed(4))
+	if got := granted(d); !slices.Equal(got, []string{"j:[0 1]"}) {
+		t.Fatalf("grants %v", got)
+	}
+	g := a.Request(req("j", "q", 2))
+	if g == nil || !slices.Equal(g.Slots, []int32{0, 1}) || g.Refused != "" {
+		t.Fatalf("a repeated request of a granted job gets its grant again: %+v", g)
+	}
+	if a.Release(key("other")) {
+		t.Fatal("a release of an unknown key was known")
+	}
+	run2 := req("j", "q", 1)
+	run2.Run = 2
+	if a.Release(run2.JobKey) {
+		t.Fatal("run 2 released run 1")
+	}
+	if !a.Release(key("j")) || len(a.Running()) != 0 {
+		t.Fatal("the release of run 1 did not free it")
+	}
+	if a.Release(key("j")) {
+		t.Fatal("a second release was known")
+	}
+}
+
+// Refusals are final and come at once: placement, ACL, nonsense.
+func TestAdmitter_RefusesWhatCanNeverBeAdmitted(t *testing.T) {
+	a := admitterWith(t, `<allocations>
+  <queue name="root"><aclSubmitApps>alice</aclSubmitApps><aclAdministerApps> </aclAdministerApps><queue name="q"/></queue>
+  <queuePlacementPolicy><rule name="specified" create="false"/><rule name="reject"/></queuePlacementPolicy>
+</allocations>`)
+	r := req("x", "q", 1)
+	r.User = "mallory"
+	if g := a.Request(r); g == nil || !strings.Contains(g.Refused, "may not submit") {
+		t.Fatalf("ACL: %+v", g)
+	}
+	r = req("y", "nowhere", 1)
+	r.User = "alice"
+	if g := a.Request(r); g == nil || g.Refused == "" {
+		t.Fatalf("placement: %+v", g)
+	}
+	r = req("z", "q", 0)
+	r.User = "alice"
+	if g := a.Request(r); g == nil || !strings.Contains(g.Refused, "0 slots") {
+		t.Fatalf("zero slots: %+v", g)
+	}
+	if len(a.Waiting()) != 0 {
+		t.Fatal("a refused request waits")
+	}
+}
+
+// A FIFO leaf is strict: the head that does not fit holds the free slots as they free up, and
+// a later small job does not pass it. The same leaf marked strictOrder false is first that
+// fits.
+func TestAdmitter_StrictFIFOReservesForTheHead(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		t.Run(fmt.Sprint("strict=", strict), func(t *testing.T) {
+			a := admitterWith(t, fmt.Sprintf(`<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy><strictOrder>%t</strictOrder></queue></allocations>`, strict))
+			a.Request(req("running", "q", 3))
+			a.Decide(t0, bed(4))
+			a.Request(req("big", "q", 4))
+			a.Request(req("small", "q", 1))
+			d := a.Decide(t0, heldBed(a, 4))
+			if strict {
+				if len(d.Grants) != 0 {
+					t.Fatalf("the small job passed the head: %v", granted(d))
+				}
+				if r := a.State().Reserved; r == nil || r.Job != "big" {
+					t.Fatalf("reserved %+v", r)
+				}
+				if w := a.Waiting(); !strings.Contains(w[1].Reason, "waits behind") {
+					t.Fatalf("small waits for %q", w[1].Reason)
+				}
+				a.Release(key("running"))
+				if got := granted(a.Decide(t0, heldBed(a, 4))); !slices.Equal(got, []string{"big:[0 1 2 3]"}) {
+					t.Fatalf("after the release: %v", got)
+				}
+			} else if got := granted(d); !slices.Equal(got, []string{"small:[3]"}) {
+				t.Fatalf("first that fits: %v", got)
+			}
+			mustCheck(t, a, bed(4))
+		})
+	}
+}
+
+// fair leaves are not strict by default: the first job that fits goes.
+func TestAdmitter_FairLeafIsFirstThatFits(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"/></allocations>`)
+	a.Request(req("big", "q", 5))
+	a.Request(req("small", "q", 1))
+	if got := granted(a.Decide(t0, bed(4))); !slices.Equal(got, []string{"small:[0]"}) {
+		t.Fatalf("grants %v", got)
+	}
+	if w := a.Waiting(); len(w) != 1 || !strings.Contains(w[0].Reason, "needs 5 slots; the test bed has 4") {
+		t.Fatalf("the job that can never fit says so: %+v", w)
+	}
+}
+
+// A head that can never fit the bed does not hold up its strict leaf.
+func TestAdmitter_NeverFittingHeadDoesNotBlock(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
+	a.Request(req("huge", "q", 9))
+	a.Request(req("small", "q", 1))
+	if got := granted(a.Decide(t0, bed(4))); !slices.Equal(got, []string{"small:[0]"}) {
+		t.Fatalf("grants %v", got)
+	}
+}
+
+// A SlotBased head reserves its own slots only: others use the rest meanwhile, and nobody
+// takes its slots while it waits for them.
+func TestAdmitter_SlotBasedHeadReservesItsSlots(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
+	a.Request(req("holder", "q", 1))
+	a.Decide(t0, bed(4)) // holder takes slot 0
+	pinned := req("pinned", "q", 2)
+	pinned.SlotIDs = []int32{0, 1}
+	a.Request(pinned)
+	a.Request(req("later", "q", 2))
+	d := a.Decide(t0, heldBed(a, 4))
+	if got := granted(d); !slices.Equal(got, []string{"later:[2 3]"}) {
+		t.Fatalf("grants %v (slot 1 is the pinned job's)", got)
+	}
+	a.Release(key("holder"))
+	if got := granted(a.Decide(t0, heldBed(a, 4))); !slices.Equal(got, []string{"pinned:[0 1]"}) {
+		t.Fatalf("after the release: %v", got)
+	}
+	mustCheck(t, a, bed(4))
+}
+
+// A limit (maxRunningApps) makes a job not runnable: it never holds up the strict leaf.
+func TestAdmitter_AppLimitsDoNotHoldUpTheLeaf(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <user name="alice"><maxRunningApps>1</maxRunningApps></user></allocations>`)
+	r := req("a1", "q", 1)
+	r.User = "alice"
+	a.Request(r)
+	r = req("a2", "q", 1)
+	r.User = "alice"
+	a.Request(r)
+	a.Request(req("bob", "q", 1))
+	if got := granted(a.Decide(t0, bed(4))); !slices.Equal(got, []string{"a1:[0]", "bob:[1]"}) {
+		t.Fatalf("grants %v", got)
+	}
+}
+
+// EASY backfill: with backfill on and expected durations, a job that ends before the head
+// can start goes first; one that would run past it waits; without a duration nothing
+// backfills.
+func TestAdmitter_BackfillNeverDelaysTheHead(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy><backfill>true</backfill></queue></allocations>`)
+	r := req("running", "q", 3)
+	r.Expected = 10 * time.Minute
+	a.Request(r)
+	a.Decide(t0, bed(4))
+	a.Request(req("head", "q", 4))
+	short := req("short", "q", 1)
+	short.Expected = 5 * time.Minute
+	long := req("long", "q", 1)
+	long.Expected = time.Hour
+	unknown := req("unknown", "q", 1)
+	a.Request(long)
+	a.Request(unknown)
+	a.Request(short)
+	got := granted(a.Decide(t0.Add(time.Minute), heldBed(a, 4)))
+	if !slices.Equal(got, []string{"short:[3]"}) {
+		t.Fatalf("backfilled %v; only the short job ends before the head's start (t0+10m)", got)
+	}
+}
+
+// Preemption takes what the starved queue's head needs in one step, the slots taken back go
+// to that queue's job once they are free (not back to the victim), and nothing more is taken
+// meanwhile.
+func TestAdmitter_PreemptionFreesTheHeadsNeedInOneStep(t *testing.T) {
+	a := admitterWith(t, `<allocations>
+  <preemption>true</preemption>
+  <queue name="hog"><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queue name="urgent"><schedulingPolicy>fifo</schedulingPolicy><minSharePreemptionTimeout>10</minSharePreemptionTimeout><minResources>1024 mb, 1 vcores</minResources></queue>
+</allocations>`)
+	a.Request(req("hog", "hog", 8))
+	a.Decide(t0, bed(8))
+	a.Request(req("urgent", "urgent", 4))
+	if d := a.Decide(t0, heldBed(a, 8)); len(d.Assignments) != 0 {
+		t.Fatalf("preempted before the timeout: %+v", d.Assignments)
+	}
+	d := a.Decide(t0.Add(11*time.Second), heldBed(a, 8))
+	if len(d.Assignments) != 1 || len(d.Assignments[0].Revoke) != 4 {
+		t.Fatalf("one step of 4 slots (the head's need), got %+v", d.Assignments)
+	}
+	revoked := d.Assignments[0].Revoke
+	// The pods are still there: the slots are not free yet, and nothing more is taken.
+	if d := a.Decide(t0.Add(20*time.Second), bed(8, 0, 1, 2, 3, 4, 5, 6, 7)); len(d.Assignments)+len(d.Grants) != 0 {
+		t.Fatalf("while vacating: %+v", d)
+	}
+	// Vacated: the urgent job gets them, the hog does not take them back.
+	d = a.Decide(t0.Add(30*time.Second), heldBed(a, 8))
+	if got := granted(d); len(got) != 1 || !strings.HasPrefix(got[0], "urgent:") || len(d.Assignments) != 0 {
+		t.Fatalf("after vacating: grants %v, assignments %+v", got, d.Assignments)
+	}
+	if !slices.Equal(d.Grants[0].Slots, revoked) {
+		t.Fatalf("urgent got %v, revoked were %v", d.Grants[0].Slots, revoked)
+	}
+	mustCheck(t, a, bed(8))
+}
+
+// SlotBased jobs are preemption victims only when preemptSlotBased says so.
+func TestAdmitter_SlotBasedVictimsOnlyWhenAllowed(t *testing.T) {
+	for _, allowed := range []bool{false, true} {
+		a := admitterWith(t, fmt.Sprintf(`<allocations>
+  <preemption>true</preemption><preemptSlotBased>%t</preemptSlotBased>
+  <queue name="hog"/>
+  <queue name="urgent"><minSharePreemptionTimeout>1</minSharePreemptionTimeout><minResources>2048 mb, 2 vcores</minResources></queue>
+</allocations>`, allowed))
+		pinned := req("pinned", "hog", 4)
+		pinned.SlotIDs = []int32{0, 1, 2, 3}
+		a.Request(pinned)
+		a.Decide(t0, bed(4))
+		a.Request(req("urgent", "urgent", 2))
+		a.Decide(t0, heldBed(a, 4))
+		d := a.Decide(t0.Add(2*time.Second), heldBed(a, 4))
+		if got := len(d.Assignments) > 0; got != allowed {
+			t.Fatalf("preemptSlotBased=%t: assignments %+v", allowed, d.Assignments)
+		}
+	}
+}
+
+// The StateAware knobs of the allocation file work live: with stateAwareSlotBackedDoNotHold a
+// granted job (its slots are reserved by the grant) does not hold the queue while Starting.
+func TestAdmitter_StateAwareKnobs(t *testing.T) {
+	for _, knob := range []bool{false, true} {
+		a := admitterWith(t, fmt.Sprintf(`<allocations><stateAwareSlotBackedDoNotHold>%t</stateAwareSlotBackedDoNotHold>
+  <queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`, knob))
+		a.Request(req("first", "q", 1))
+		a.Request(req("second", "q", 1))
+		got := granted(a.Decide(t0, bed(4)))
+		want := []string{"first:[0]"}
+		if knob {
+			want = []string{"first:[0]", "second:[1]"}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("knob=%t: %v", knob, got)
+		}
+	}
+}
+
+// A move of a running job keeps its slots; a move changes the queue the next decision sees.
+func TestAdmitter_MoveChecksAndMoves(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="root"><aclSubmitApps>*</aclSubmitApps><aclAdministerApps> </aclAdministerApps>
+  <queue name="a"/><queue name="b"><maxRunningApps>0</maxRunningApps></queue><queue name="c"/></queue></allocations>`)
+	m := Move{Scheduling: "s", Job: "j", Queue: "c", By: "u"}
+	if _, err := a.Move(m); err == nil || err.(*MoveError).Kind != MoveNotReady {
+		t.Fatalf("before the first decision: %v", err)
+	}
+	a.Request(req("j", "a", 1))
+	a.Decide(t0, bed(2))
+	if _, err := a.Move(Move{Scheduling: "s", Job: "j", Queue: "b", By: "u"}); err == nil || err.(*MoveError).Kind != MoveInvalid {
+		t.Fatalf("into a full queue: %v", err)
+	}
+	if _, err := a.Move(Move{Scheduling: "s", Job: "j", Queue: "c", By: "eve"}); err == nil || err.(*MoveError).Kind != MoveForbidden {
+		t.Fatalf("by a stranger: %v", err)
+	}
+	moved, err := a.Move(m)
+	if err != nil || moved.From != "root.a" || moved.To != "root.c" || a.Running()[0].Queue != "root.c" {
+		t.Fatalf("moved %+v, %v", moved, err)
+	}
+}
+
+// The state survives JSON (the workflow's continue-as-new) and the restored Admitter decides
+// as the original would.
+func TestAdmitter_StateSurvivesJSON(t *testing.T) {
+	a := admitterWith(t, `<allocations><preemption>true</preemption><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue><queue name="r"/></allocations>`)
+	a.Request(req("one", "q", 3))
+	a.Request(req("two", "q", 4))
+	a.Request(req("three", "r", 1))
+	a.Decide(t0, bed(6))
+	raw, err := json.Marshal(a.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st AdmitterState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	b := NewAdmitter(st)
+	a.Release(key("one"))
+	b.Release(key("one"))
+	da, db := a.Decide(t0.Add(time.Second), heldBed(a, 6)), b.Decide(t0.Add(time.Second), heldBed(b, 6))
+	if fmt.Sprint(da) != fmt.Sprint(db) {
+		t.Fatalf("restored decides differently:\n%+v\n%+v", da, db)
+	}
+}
+
+// Random sequences of requests, releases, starts, moves, configuration changes, slot
+// changes and state restores never leave a slot granted twice, a granted slot outside the
+// bed, a released job counted, or a slot granted that the bed did not show free.
+func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
+	files := []string{
+		`<allocations><queue name="a"/><queue name="b"/></allocations>`,
+		`<allocations><preemption>true</preemption><preemptionUtilizationThreshold>0.5</preemptionUtilizationThreshold>
+		  <queue name="a"><schedulingPolicy>fifo</schedulingPolicy><backfill>true</backfill><minResources>2048 mb, 2 vcores</minResources><minSharePreemptionTimeout>1</minSharePreemptionTimeout></queue>
+		  <queue name="b"><schedulingPolicy>stateaware</schedulingPolicy><maxRunningApps>3</maxRunningApps><fairSharePreemptionTimeout>2</fairSharePreemptionTimeout></queue></allocations>`,
+		`<allocations><preemption>true</preemption><preemptSlotBased>true</preemptSlotBased><defaultMinSharePreemptionTimeout>1</defaultMinSharePreemptionTimeout>
+		  <queue name="a"><weight>3</weight><schedulingPolicy>drf</schedulingPolicy><minResources>4096 mb, 4 vcores</minResources></queue>
+		  <queue name="b"><maxResources>4096 mb, 4 vcores</maxResources></queue></allocations>`,
+		`<allocations><queue name="a"><wieght>1</wieght></queue></allocations>`, // rejected: the last good one stays
+	}
+	const slots = 8
+	for seed := range uint64(120) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		a := admitterWith(t, files[0])
+		now := t0
+		// occupied: slots whose pods are there (granted slots, and revoked ones until they
+		// are vacated a step later).
+		vacating := map[int32]bool{}
+		released := map[JobKey]bool{}
+		var keys []JobKey
+		for step := range 200 {
+			now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			switch op := rng.IntN(10); {
+			case op < 4:
+				k := JobKey{Scheduling: fmt.Sprintf("s%d", rng.IntN(3)), SchedulingUID: "u", Job: fmt.Sprintf("j%d", rng.IntN(30)), Run: int32(1 + rng.IntN(2))}
+				r := Request{JobKey: k, Queue: []string{"a", "b"}[rng.IntN(2)], User: "u", Slots: int32(1 + rng.IntN(5)), Expected: time.Duration(rng.IntN(3)) * time.Minute}
+				if rng.IntN(4) == 0 {
+					r.SlotIDs = []int32{int32(rng.IntN(slots)), int32(rng.IntN(slots))}
+					slices.Sort(r.SlotIDs)
+					r.SlotIDs = slices.Compact(r.SlotIDs)
+				}
+				if g := a.Request(r); g == nil || g.Refused == "" {
+					keys = append(keys, k)
+					delete(released, k)
+				}
+			case op < 6 && len(keys) > 0:
+				k := keys[rng.IntN(len(keys))]
+				a.Release(k)
+				released[k] = true
+			case op < 7 && len(keys) > 0:
+				a.Started(keys[rng.IntN(len(keys))])
+			case op < 8 && len(keys) > 0:
+				k := keys[rng.IntN(len(keys))]
+				_, _ = a.Move(Move{Scheduling: k.Scheduling, Job: k.Job, Queue: []string{"a", "b", "c"}[rng.IntN(3)], By: "u"})
+			case op < 9:
+				f := files[rng.IntN(len(files))]
+				if u := ReadConfig(a.Config(), true, []byte(f), fmt.Sprint(len(f))); u != nil {
+					a.Configure(a.Config().Apply(*u))
+				}
+			default:
+				raw, err := json.Marshal(a.State())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var st AdmitterState
+				if err := json.Unmarshal(raw, &st); err != nil {
+					t.Fatal(err)
+				}
+				a = NewAdmitter(st)
+			}
+			var busy []int32
+			for _, e := range a.Running() {
+				busy = append(busy, e.Slots...)
+			}
+			for p := range vacating {
+				busy = append(busy, p)
+			}
+			b := bed(slots, busy...)
+			before := map[int32]bool{}
+			for _, p := range b.Free {
+				before[p] = true
+			}
+			d := a.Decide(now, b)
+			clear(vacating)
+			for _, as := range d.Assignments {
+				for _, p := range as.Revoke {
+					vacating[p] = true
+				}
+			}
+			for _, g := range d.Grants {
+				for _, p := range g.Slots {
+					if !before[p] {
+						t.Fatalf("seed %d step %d: %s granted slot %d, which the bed did not show free", seed, step, g.JobKey, p)
+					}
+				}
+			}
+			if why := a.Check(b.Positions); why != "" {
+				t.Fatalf("seed %d step %d: %s", seed, step, why)
+			}
+			for _, k := range a.Keys() {
+				if released[k] {
+					t.Fatalf("seed %d step %d: released %s is still counted", seed, step, k)
+				}
+			}
+		}
+	}
+}
