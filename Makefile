@@ -91,7 +91,7 @@ lint: $(WORKFLOWCHECK)
 # change to a workflow): real runs on the embedded Temporal server.
 .PHONY: record-histories
 record-histories:
-	SLOTPLANE_RECORD=1 $(GO) test -tags integration -count=1 -run 'TestRecord(Job)?Histories' ./workflows/
+	SLOTPLANE_RECORD=1 $(GO) test -tags integration -count=1 -run 'TestRecord(Job|Admission)?Histor(y|ies)' ./workflows/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN)

@@ -18,6 +18,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testcluster"
+	"slotplane/queue"
 )
 
 func batchJob(name string) *v1alpha1.BatchJob {
@@ -148,33 +149,81 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	require.ErrorContains(t, err, "has no slot 7")
 }
 
-// The allocation file is read from its ConfigMap with a version that changes on every edit;
-// a missing ConfigMap or key is no file, not an error.
-func TestReadAllocationFile(t *testing.T) {
+// The allocation file is read from its ConfigMap and parsed in the activity; the version
+// the caller holds (in force or rejected) is not sent again; a missing ConfigMap or key is
+// the defaults, not an error.
+func TestLoadAllocationFile(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
 	ref := activities.AllocationFileRef{Namespace: "default", ConfigMap: "queues"}
 
-	got, err := a.ReadAllocationFile(ctx, ref)
+	got, err := a.LoadAllocationFile(ctx, ref)
 	require.NoError(t, err)
-	require.False(t, got.Exists)
+	require.Nil(t, got, "no file while holding the defaults")
 
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "queues", Namespace: "default"}, Data: map[string]string{"fair-scheduler.xml": "<allocations/>"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "queues", Namespace: "default"}, Data: map[string]string{"fair-scheduler.xml": `<allocations><queue name="a"/></allocations>`}}
 	require.NoError(t, cl.Create(ctx, cm))
-	first, err := a.ReadAllocationFile(ctx, ref)
+	first, err := a.LoadAllocationFile(ctx, ref)
 	require.NoError(t, err)
-	require.True(t, first.Exists)
-	require.Equal(t, "<allocations/>", first.Data)
+	require.NotNil(t, first.Allocations)
+	require.NotNil(t, first.Allocations.Queue("a"))
 
-	cm.Data["fair-scheduler.xml"] = `<allocations><queue name="a"/></allocations>`
+	held := ref
+	held.Version = first.Version
+	again, err := a.LoadAllocationFile(ctx, held)
+	require.NoError(t, err)
+	require.Nil(t, again, "the version held is not sent again")
+
+	cm.Data["fair-scheduler.xml"] = "<allocations>\n<queue name=\"a\"><wieght>2</wieght></queue>\n</allocations>"
 	require.NoError(t, cl.Update(ctx, cm))
-	second, err := a.ReadAllocationFile(ctx, ref)
+	bad, err := a.LoadAllocationFile(ctx, held)
 	require.NoError(t, err)
-	require.NotEqual(t, first.Version, second.Version)
+	require.Nil(t, bad.Allocations)
+	require.Contains(t, bad.Rejected, "line 2")
+	require.NotEqual(t, first.Version, bad.Version)
 
-	other, err := a.ReadAllocationFile(ctx, activities.AllocationFileRef{Namespace: "default", ConfigMap: "queues", Key: "other.xml"})
+	other, err := a.LoadAllocationFile(ctx, activities.AllocationFileRef{Namespace: "default", ConfigMap: "queues", Key: "other.xml", Version: first.Version})
 	require.NoError(t, err)
-	require.False(t, other.Exists)
+	require.True(t, other.Missing, "a missing key is no file: the defaults")
+}
+
+// CheckHolds names the admission keys nobody holds any more, and why; held ones pass.
+func TestCheckHolds(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	a := &activities.Activities{Client: cl}
+	ctx := context.Background()
+	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "held", Replication: 1}}}}
+	require.NoError(t, cl.Create(ctx, sched))
+	for _, name := range []string{"held", "free", "ended"} {
+		job := batchJob(name)
+		if name != "free" {
+			job.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+		}
+		require.NoError(t, cl.Create(ctx, job))
+		if name == "ended" {
+			job.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", Run: 1}
+			require.NoError(t, cl.Status().Update(ctx, job))
+		}
+	}
+	uid := string(sched.UID)
+	k := func(job, uid string) queue.JobKey {
+		return queue.JobKey{Scheduling: "nightly", SchedulingUID: uid, Job: job, Run: 1}
+	}
+	got, err := a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: []queue.JobKey{
+		k("held", uid), k("free", uid), k("gone", uid), k("ended", uid), k("held", "an-older-uid"),
+	}})
+	require.NoError(t, err)
+	why := map[string]string{}
+	for _, u := range got {
+		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why
+	}
+	require.Len(t, got, 4, "%v", why)
+	require.Contains(t, why["free/"+uid], "no longer held")
+	require.Contains(t, why["gone/"+uid], "deleted")
+	require.Contains(t, why["ended/"+uid], "ended Completed")
+	require.Contains(t, why["held/an-older-uid"], "made again")
 }

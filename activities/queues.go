@@ -7,46 +7,104 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 )
 
-// AllocationFileRef names the ConfigMap key that holds a test bed's allocation file.
+// AllocationFileRef names the ConfigMap key that holds a test bed's allocation file, and the
+// versions of it the caller holds (in force and rejected).
 type AllocationFileRef struct {
 	Namespace string
 	ConfigMap string
 	// Key defaults to fair-scheduler.xml.
 	Key string
+	// Version and RejectedVersion are what the caller holds: a file of either version is not
+	// sent back.
+	Version, RejectedVersion string
 }
 
 // DefaultAllocationFileKey is the ConfigMap key read when none is given.
 const DefaultAllocationFileKey = v1alpha1.QueuesConfigMapKey
 
-// AllocationFile is what ReadAllocationFile found: the file and the ConfigMap's
-// resourceVersion, which changes with every edit.
-type AllocationFile struct {
-	Exists  bool
-	Data    string
-	Version string
-}
-
-// ReadAllocationFile reads the allocation file from its ConfigMap. A missing ConfigMap or
-// key is not an error (Exists false: the defaults apply); the workflow parses the data.
-func (a *Activities) ReadAllocationFile(ctx context.Context, in AllocationFileRef) (AllocationFile, error) {
+// LoadAllocationFile reads a test bed's allocation file from its ConfigMap and parses it
+// here, out of workflow code. It answers nil when the file is the version the caller holds
+// (so an unchanged file never enters the workflow's history), else the new configuration or
+// why it was rejected. A missing ConfigMap or key means the defaults.
+func (a *Activities) LoadAllocationFile(ctx context.Context, in AllocationFileRef) (*queue.ConfigUpdate, error) {
 	key := in.Key
 	if key == "" {
 		key = DefaultAllocationFileKey
 	}
+	held := queue.Config{Version: in.Version, RejectedVersion: in.RejectedVersion}
 	var cm corev1.ConfigMap
 	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.ConfigMap}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return AllocationFile{}, nil
+			return queue.ReadConfig(held, false, nil, ""), nil
 		}
-		return AllocationFile{}, fmt.Errorf("get configmap %s/%s: %w", in.Namespace, in.ConfigMap, err)
+		return nil, fmt.Errorf("get configmap %s/%s: %w", in.Namespace, in.ConfigMap, err)
 	}
 	data, ok := cm.Data[key]
-	if !ok {
-		return AllocationFile{Version: cm.ResourceVersion}, nil
+	return queue.ReadConfig(held, ok, []byte(data), cm.ResourceVersion+"/"+key), nil
+}
+
+// CheckHoldsInput lists the admission keys one test bed's Admission holds.
+type CheckHoldsInput struct {
+	Namespace string
+	Keys      []queue.JobKey
+}
+
+// Unheld is a key nobody needs any more, and why.
+type Unheld struct {
+	Key queue.JobKey
+	Why string
+}
+
+// CheckHolds finds the keys no Scheduling holds any more: the BatchJob is gone or held by
+// another Scheduling (or none), the Scheduling is gone or is a newer one of the same name, or
+// the job's run ended. Admission releases them: a release that got lost cannot keep slots.
+func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) ([]Unheld, error) {
+	if len(in.Keys) == 0 {
+		return nil, nil
 	}
-	return AllocationFile{Exists: true, Data: data, Version: cm.ResourceVersion}, nil
+	var jobs v1alpha1.BatchJobList
+	if err := a.Client.List(ctx, &jobs, client.InNamespace(in.Namespace)); err != nil {
+		return nil, fmt.Errorf("list batchjobs of %s: %w", in.Namespace, err)
+	}
+	byName := make(map[string]*v1alpha1.BatchJob, len(jobs.Items))
+	for i := range jobs.Items {
+		byName[jobs.Items[i].Name] = &jobs.Items[i]
+	}
+	var schedulings v1alpha1.SchedulingList
+	if err := a.Client.List(ctx, &schedulings, client.InNamespace(in.Namespace)); err != nil {
+		return nil, fmt.Errorf("list schedulings of %s: %w", in.Namespace, err)
+	}
+	uids := make(map[string]string, len(schedulings.Items))
+	for _, s := range schedulings.Items {
+		uids[s.Name] = string(s.UID)
+	}
+	var out []Unheld
+	for _, k := range in.Keys {
+		job := byName[k.Job]
+		uid, exists := uids[k.Scheduling]
+		var why string
+		switch {
+		case job == nil:
+			why = fmt.Sprintf("BatchJob %s was deleted", k.Job)
+		case job.Labels[v1alpha1.ActiveSchedulingLabel] != k.Scheduling:
+			why = fmt.Sprintf("BatchJob %s is no longer held by scheduling %s", k.Job, k.Scheduling)
+		case !exists:
+			why = fmt.Sprintf("scheduling %s was deleted", k.Scheduling)
+		case k.SchedulingUID != "" && uid != k.SchedulingUID:
+			why = fmt.Sprintf("scheduling %s was deleted and made again", k.Scheduling)
+		case job.Status.Scheduling == k.Scheduling && job.Status.Run == k.Run &&
+			(job.Status.State == v1alpha1.JobCompleted || job.Status.State == v1alpha1.JobFailed):
+			why = fmt.Sprintf("BatchJob %s's run %d ended %s", k.Job, k.Run, job.Status.State)
+		default:
+			continue
+		}
+		out = append(out, Unheld{Key: k, Why: why})
+	}
+	return out, nil
 }

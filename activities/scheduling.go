@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,7 +30,9 @@ func (k SchedulingKey) nn() types.NamespacedName {
 // SchedulingObservation is a Scheduling's spec as the workflow starts from it.
 type SchedulingObservation struct {
 	Exists bool
-	Spec   v1alpha1.SchedulingSpec
+	// UID tells this Scheduling apart from a later one of the same name.
+	UID  string
+	Spec v1alpha1.SchedulingSpec
 }
 
 // ReadScheduling reads a Scheduling's spec.
@@ -41,7 +44,7 @@ func (a *Activities) ReadScheduling(ctx context.Context, in SchedulingKey) (Sche
 		}
 		return SchedulingObservation{}, fmt.Errorf("get scheduling %s: %w", in.nn(), err)
 	}
-	return SchedulingObservation{Exists: true, Spec: s.Spec}, nil
+	return SchedulingObservation{Exists: true, UID: string(s.UID), Spec: s.Spec}, nil
 }
 
 // TestBedSlots is the slot picture a Scheduling decides on.
@@ -155,6 +158,8 @@ type JobInfo struct {
 	User   string
 	Groups []string
 	Driver corev1.ResourceList
+	// Expected is the job's expected duration (0: none).
+	Expected time.Duration
 }
 
 // ReadJobsInput names jobs of one namespace.
@@ -176,7 +181,11 @@ func (a *Activities) ReadJobs(ctx context.Context, in ReadJobsInput) ([]JobInfo,
 		if err != nil {
 			return nil, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, name, err)
 		}
-		out = append(out, JobInfo{Name: name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources})
+		info := JobInfo{Name: name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources}
+		if d := job.Spec.ExpectedDuration; d != nil && d.Duration > 0 {
+			info.Expected = d.Duration
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }

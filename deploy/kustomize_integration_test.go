@@ -39,6 +39,7 @@ import (
 	"slotplane/extender"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/queue"
 )
 
 // fieldOwner is the field manager of every apply here, as `kubectl apply --server-side
@@ -258,7 +259,9 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{bedName}, got.Claimed)
 		require.NoError(t, a.ReleaseTestBed(ctx, claim))
-		_, err = a.ReadAllocationFile(ctx, activities.AllocationFileRef{Namespace: bedNS, ConfigMap: v1alpha1.QueuesConfigMap})
+		_, err = a.LoadAllocationFile(ctx, activities.AllocationFileRef{Namespace: bedNS, ConfigMap: v1alpha1.QueuesConfigMap})
+		require.NoError(t, err)
+		_, err = a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: bedNS, Keys: []queue.JobKey{{Scheduling: "nightly", Job: "j", Run: 1}}})
 		require.NoError(t, err)
 	})
 

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -216,16 +217,11 @@ func cloneEntries(es []Entry) []Entry {
 	return out
 }
 
-func cloneTimes(m map[string]time.Time) map[string]time.Time {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]time.Time, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
+func cloneTimes(m map[string]time.Time) map[string]time.Time { return maps.Clone(m) }
+
+// Total is the test bed's size at the last decision: zero before the first decision that
+// saw the bed.
+func (a *Admitter) Total() Resources { return a.st.Total }
 
 // Config is the configuration in force.
 func (a *Admitter) Config() Config { return a.st.Config }
@@ -578,10 +574,11 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 	extra := have - need // slots free at the shadow time beyond the head's need
 	headID := head.Request.String()
 	for len(avail) > 0 {
-		s := map[string]bool{headID: true}
-		for id := range skip {
-			s[id] = true
+		s := maps.Clone(skip)
+		if s == nil {
+			s = map[string]bool{}
 		}
+		s[headID] = true
 		// Only jobs that qualify are offered; the others wait behind the head.
 		var offered []string
 		for i := range a.st.Waiting {

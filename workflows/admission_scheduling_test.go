@@ -30,7 +30,8 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	var created []v1alpha1.CreationRequest
 	var released []string
 	var statuses []v1alpha1.SchedulingStatus
-	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, Spec: spec}, nil)
+	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, UID: "uid-nightly", Spec: spec}, nil)
+	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(activities.TestBedSlots{Exists: true}, nil)
 	env.OnActivity(acts.ClaimJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
 		return activities.ClaimResult{Claimed: in.Names}, nil
 	})
@@ -61,7 +62,7 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		func(_, _, _, _ string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			released = append(released, arg.(AdmissionRelease).Job)
+			released = append(released, arg.(AdmissionRelease).String())
 			return nil
 		})
 
@@ -75,8 +76,15 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		})
 
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{Job: "b", Refused: `user "u" may not submit to queue root.analytics`})
-		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{Job: "a", Queue: "root.analytics", Slots: []int32{4, 7}})
+		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "b"), Refused: `user "u" may not submit to queue root.analytics`})
+		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "a"), Queue: "root.analytics", Slots: []int32{4, 7}})
+		// A repeat of a's grant changes nothing; a grant of an older Scheduling of the same
+		// name, and one for a job that is not waiting, are given back.
+		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "a"), Queue: "root.analytics", Slots: []int32{4, 7}})
+		stale := jk("nightly", "a")
+		stale.SchedulingUID = "uid-of-an-older-nightly"
+		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: stale, Queue: "root.analytics", Slots: []int32{1}})
+		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "b"), Queue: "root.analytics", Slots: []int32{2}})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobSubmitted, Started: true})
@@ -93,7 +101,8 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, 2, admissionNudges, "each job is sent to Admission")
 	require.Equal(t, []v1alpha1.CreationRequest{{Scheduling: "nightly", TestBed: "bed", Slots: []int32{4, 7}, Run: 1}}, created)
-	require.Equal(t, []string{"a"}, released, "Admission hears that a ended")
+	require.Equal(t, []string{"nightly/uid-of-an-older-nightly/a#1", "nightly/uid-nightly/b#1", "nightly/uid-nightly/a#1"}, released,
+		"the unwanted grants are given back at once, and Admission hears that a ended")
 	require.Equal(t, []string{"a"}, started, "Admission hears once that a left Starting")
 	var completed *v1alpha1.SchedulingStatus
 	for i := range statuses {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -9,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -18,9 +21,23 @@ import (
 	"slotplane/queue"
 )
 
+// allocFile is the allocation file as the fake ConfigMap holds it.
+type allocFile struct {
+	Exists        bool
+	Data, Version string
+}
+
+func jk(scheduling, job string) queue.JobKey {
+	return queue.JobKey{Scheduling: scheduling, SchedulingUID: "uid-" + scheduling, Job: job, Run: 1}
+}
+
 type admissionWorld struct {
-	mu     sync.Mutex
-	file   activities.AllocationFile
+	mu   sync.Mutex
+	file allocFile
+	// gone are Scheduling workflows that are not there: a signal to them fails.
+	gone map[string]bool
+	// unheld says why nobody holds a key any more ("": held).
+	unheld func(queue.JobKey) string
 	grants []AdmissionGrant
 	at     []time.Time // when each grant was sent (the test clock)
 }
@@ -38,14 +55,27 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.Tes
 		Exists: true, Positions: positions, Free: positions,
 		SlotSize: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 	}, nil)
-	env.OnActivity(acts.ReadAllocationFile, mock.Anything, mock.Anything).Return(func(context.Context, activities.AllocationFileRef) (activities.AllocationFile, error) {
+	env.OnActivity(acts.LoadAllocationFile, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.AllocationFileRef) (*queue.ConfigUpdate, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return w.file, nil
+		held := queue.Config{Version: ref.Version, RejectedVersion: ref.RejectedVersion}
+		return queue.ReadConfig(held, w.file.Exists, []byte(w.file.Data), w.file.Version), nil
 	})
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", AdmittedSignal, mock.Anything).Return(func(_, _, _, _ string, arg any) error {
+	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckHoldsInput) ([]activities.Unheld, error) {
+		var out []activities.Unheld
+		for _, k := range in.Keys {
+			if w.unheld != nil && w.unheld(k) != "" {
+				out = append(out, activities.Unheld{Key: k, Why: w.unheld(k)})
+			}
+		}
+		return out, nil
+	})
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", AdmittedSignal, mock.Anything).Return(func(_, id, _, _ string, arg any) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		if w.gone[id] {
+			return errors.New("workflow not found")
+		}
 		w.grants = append(w.grants, arg.(AdmissionGrant))
 		w.at = append(w.at, env.Now())
 		return nil
@@ -67,14 +97,14 @@ func (w *admissionWorld) slotsOf(queuePath string) int {
 
 // Two queues of weight 2 and 1 competing for 12 slots with jobs of 2 slots: 8/4.
 func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
-	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="gold"><weight>2</weight></queue><queue name="silver"/>
 </allocations>`}}
 	env := newAdmissionEnv(t, w, 12)
 	env.RegisterDelayedCallback(func() {
 		for i := range 6 {
 			for _, q := range []string{"gold", "silver"} {
-				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s-" + q, Job: fmt.Sprintf("%s-%d", q, i), Queue: q, User: "u", Slots: 2})
+				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s-"+q, fmt.Sprintf("%s-%d", q, i)), Queue: q, User: "u", Slots: 2})
 			}
 		}
 	}, time.Second)
@@ -105,29 +135,29 @@ func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
 	require.Equal(t, 2, gold.WaitingJobs)
 	require.Equal(t, queue.Resources{MemoryMB: 4 * 1024, VCores: 4}, gold.PendingDemand)
 	require.Len(t, report.Waiting, 6)
-	require.Contains(t, report.Waiting[0].Reason, "free slots")
+	require.Contains(t, report.Waiting[0].Reason, "not enough free resources")
 }
 
 // A user over the queue's ACL is refused for good; a release frees slots for the next job;
 // a broken allocation file leaves the last good one in force and says why.
 func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
-	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="root"><aclSubmitApps>alice</aclSubmitApps><aclAdministerApps>alice</aclAdministerApps>
     <queue name="a"><maxRunningApps>1</maxRunningApps></queue>
   </queue>
 </allocations>`}}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "mallory-job", Queue: "a", User: "mallory", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "first", Queue: "a", User: "alice", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "second", Queue: "a", User: "alice", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "mallory-job"), Queue: "a", User: "mallory", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "alice", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "alice", Slots: 1})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		w.mu.Lock()
-		w.file = activities.AllocationFile{Exists: true, Version: "2", Data: "<allocations>\n<queue name=\"a\"><maxRunningApp>1</maxRunningApp></queue>\n</allocations>"}
+		w.file = allocFile{Exists: true, Version: "2", Data: "<allocations>\n<queue name=\"a\"><maxRunningApp>1</maxRunningApp></queue>\n</allocations>"}
 		w.mu.Unlock()
 		env.SignalWorkflow(AdmissionConfigSignal, nil)
-		env.SignalWorkflow(AdmissionReleaseSignal, AdmissionRelease{Scheduling: "s", Job: "first"})
+		env.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
 	}, time.Minute)
 	var report AdmissionReport
 	env.RegisterDelayedCallback(func() {
@@ -151,13 +181,13 @@ func TestAdmissionWorkflow_SlotBasedGetsItsSlots(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 8)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "pinned", User: "u", Slots: 2, SlotIDs: []int32{3, 6}})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "overlap", User: "u", Slots: 1, SlotIDs: []int32{3}})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "other", User: "u", Slots: 2, SlotIDs: []int32{0, 1}})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "pinned"), User: "u", Slots: 2, SlotIDs: []int32{3, 6}})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "overlap"), User: "u", Slots: 1, SlotIDs: []int32{3}})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "other"), User: "u", Slots: 2, SlotIDs: []int32{0, 1}})
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
 	require.Len(t, w.grants, 2)
-	require.Equal(t, AdmissionGrant{Job: "pinned", Queue: "root.u", Slots: []int32{3, 6}}, w.grants[0])
+	require.Equal(t, AdmissionGrant{JobKey: jk("s", "pinned"), Queue: "root.u", Slots: []int32{3, 6}}, w.grants[0])
 	require.Equal(t, []int32{0, 1}, w.grants[1].Slots)
 }
 
@@ -174,17 +204,17 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 		{name: "fallback", app2After: queue.StartingTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+			w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="apps"><schedulingPolicy>stateaware</schedulingPolicy></queue>
 </allocations>`}}
 			env := newAdmissionEnv(t, w, 8)
 			env.RegisterDelayedCallback(func() {
-				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "app1", Queue: "apps", User: "u", Slots: 2})
-				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "app2", Queue: "apps", User: "u", Slots: 1})
+				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "app1"), Queue: "apps", User: "u", Slots: 2})
+				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "app2"), Queue: "apps", User: "u", Slots: 1})
 			}, time.Second)
 			if tc.startedAt > 0 {
 				env.RegisterDelayedCallback(func() {
-					env.SignalWorkflow(AdmissionStartedSignal, AdmissionRelease{Scheduling: "s", Job: "app1"})
+					env.SignalWorkflow(AdmissionStartedSignal, jk("s", "app1"))
 				}, tc.startedAt)
 			}
 			env.RegisterDelayedCallback(func() {
@@ -215,7 +245,7 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 // BatchJob before its pods in them go. The job asks for them again, one at a time, once the
 // starving queue's job has ended.
 func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) {
-	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="a"/><queue name="b"/>
   <defaultFairSharePreemptionTimeout>30</defaultFairSharePreemptionTimeout>
   <preemption>true</preemption>
@@ -229,12 +259,12 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 		return nil
 	})
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "sa", Job: "big", Queue: "a", User: "u", Slots: 12})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("sa", "big"), Queue: "a", User: "u", Slots: 12})
 	}, time.Second)
 	var starvedAt time.Time
 	env.RegisterDelayedCallback(func() {
 		starvedAt = env.Now()
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "sb", Job: "small", Queue: "b", User: "u", Slots: 6})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("sb", "small"), Queue: "b", User: "u", Slots: 6})
 	}, 10*time.Second)
 	var during, after AdmissionReport
 	query := func(into *AdmissionReport) func() {
@@ -246,7 +276,7 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 	}
 	env.RegisterDelayedCallback(query(&during), 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionReleaseSignal, AdmissionRelease{Scheduling: "sb", Job: "small"})
+		env.SignalWorkflow(AdmissionReleaseSignal, jk("sb", "small"))
 	}, 3*time.Minute)
 	env.RegisterDelayedCallback(query(&after), 4*time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 40})
@@ -280,7 +310,7 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 // Moving a job: every rule the move breaks is a rejection with the reason and changes
 // nothing; an allowed move takes effect at once, and the moved job starts in its new queue.
 func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
-	w := &admissionWorld{file: activities.AllocationFile{Exists: true, Version: "1", Data: `<allocations>
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="root">
     <aclSubmitApps> nobody</aclSubmitApps>
     <aclAdministerApps> ops</aclAdministerApps>
@@ -293,9 +323,9 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 </allocations>`}}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "first", Queue: "a", User: "alice", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "second", Queue: "a", User: "alice", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{Scheduling: "s", Job: "bobs", Queue: "b", User: "bob", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "alice", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "alice", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "bobs"), Queue: "b", User: "bob", Slots: 1})
 	}, time.Second)
 	rejected := map[string]error{}
 	var moved AdmissionMoved
@@ -380,4 +410,121 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 			require.Equal(t, "root.a", e.Queue, "a rejected move changes nothing")
 		}
 	}
+}
+
+// Continue-as-new carries the whole admission state and the configuration in force: a file
+// broken after the hand-over leaves the last good one in force, not the defaults, and the
+// next run starts the waiting job when the running one is released.
+func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
+  <queue name="a"><maxRunningApps>1</maxRunningApps><schedulingPolicy>fifo</schedulingPolicy></queue>
+</allocations>`}}
+	env := newAdmissionEnv(t, w, 4)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "u", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "u", Slots: 1})
+	}, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 2})
+	var next *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &next)
+	var in AdmissionInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	require.NotNil(t, in.Carried)
+	require.Equal(t, "1", in.Carried.Config.Version)
+	require.Len(t, in.Carried.Running, 1)
+	require.Len(t, in.Carried.Waiting, 1)
+	require.Len(t, w.grants, 1)
+
+	w2 := &admissionWorld{file: allocFile{Exists: true, Version: "2", Data: "<allocations><queue name=\"a\"><bad/></queue></allocations>"}}
+	env2 := newAdmissionEnv(t, w2, 4)
+	env2.RegisterDelayedCallback(func() {
+		env2.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
+	}, time.Minute)
+	var report AdmissionReport
+	env2.RegisterDelayedCallback(func() {
+		v, err := env2.QueryWorkflow(QueuesQuery)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&report))
+	}, 2*time.Minute)
+	in.StepsPerRun = 10
+	env2.ExecuteWorkflow(AdmissionWorkflow, in)
+	require.Equal(t, "1", report.ConfigVersion, "the carried file stays in force")
+	require.Contains(t, report.ConfigError, "unknown element")
+	require.Len(t, w2.grants, 1)
+	require.Equal(t, "second", w2.grants[0].Job, "the waiting job of the first run starts in the second")
+}
+
+// A grant its Scheduling cannot take (the workflow is gone) is released at once: the slots go
+// to the next job, not to nobody.
+func TestAdmissionWorkflow_UndeliverableGrantIsReleased(t *testing.T) {
+	w := &admissionWorld{gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
+	env := newAdmissionEnv(t, w, 2)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("gone", "lost"), User: "u", Slots: 2})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
+	}, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 4})
+	require.Len(t, w.grants, 1)
+	require.Equal(t, "next", w.grants[0].Job)
+	require.Equal(t, []int32{0, 1}, w.grants[0].Slots)
+}
+
+// Every resync the keys are checked against the claims: a job nobody holds any more (its
+// release was lost) gives its slots back.
+func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 2)
+	var checked [][]queue.JobKey
+	w.unheld = func(k queue.JobKey) string {
+		checked = append(checked, []queue.JobKey{k})
+		if k.Job == "orphan" {
+			return "BatchJob orphan was deleted"
+		}
+		return ""
+	}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "orphan"), User: "u", Slots: 2})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
+	}, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 5, Resync: 15 * time.Second})
+	require.Len(t, w.grants, 2)
+	require.Equal(t, "orphan", w.grants[0].Job)
+	require.Equal(t, "next", w.grants[1].Job)
+	require.Less(t, w.at[1].Sub(w.at[0]), 20*time.Second, "within a resync")
+	require.NotEmpty(t, checked)
+}
+
+// When its test bed is deleted, Admission refuses what waits and ends.
+func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
+	w := &admissionWorld{}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(AdmissionWorkflow)
+	env.RegisterActivity(&activities.Activities{})
+	reads := 0
+	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(func(context.Context, activities.ReconcileTestBedInput) (activities.TestBedSlots, error) {
+		reads++
+		if reads > 2 {
+			return activities.TestBedSlots{}, nil
+		}
+		return activities.TestBedSlots{Exists: true, Positions: []int32{0}, Free: []int32{0},
+			SlotSize: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}, nil
+	})
+	env.OnActivity(acts.LoadAllocationFile, mock.Anything, mock.Anything).Return(nil, nil)
+	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(nil, nil)
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", AdmittedSignal, mock.Anything).Return(func(_, _, _, _ string, arg any) error {
+		w.grants = append(w.grants, arg.(AdmissionGrant))
+		return nil
+	})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "runs"), User: "u", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "waits"), User: "u", Slots: 1})
+	}, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 50})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError(), "it ends, not continues as new")
+	require.Len(t, w.grants, 2)
+	require.Equal(t, "runs", w.grants[0].Job)
+	require.Equal(t, "waits", w.grants[1].Job)
+	require.Contains(t, w.grants[1].Refused, "test bed bed was deleted")
 }

@@ -35,6 +35,9 @@ type BatchJobInput struct {
 	// StepsPerRun bounds the history: after this many observations the workflow continues
 	// as new (default 200).
 	StepsPerRun int
+	// Last is the job's status as the previous run last saw it: if the job is gone when the
+	// next run looks, its Scheduling still hears of it.
+	Last *v1alpha1.BatchJobStatus
 }
 
 // JobProgress is what a Scheduling hears of one of its jobs.
@@ -72,16 +75,27 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
 	j := &jobRunner{key: activities.JobKey{Namespace: in.Namespace, Name: in.Name}, changed: workflow.GetSignalChannel(ctx, BatchJobChangedSignal)}
+	if in.Last != nil {
+		j.status = *in.Last
+	}
 	for step := 0; step < perRun; step++ {
 		obs, err := j.observe(ctx)
 		if err != nil {
 			return err
 		}
 		if !obs.Exists {
-			if app := obs.Status.Application; app != nil {
+			// Deleted: the Scheduling that held it hears that the job failed, so it can
+			// complete and Admission frees the job's slots.
+			j.tellLost(ctx, j.status, fmt.Sprintf("the BatchJob %s was deleted", j.key.Name))
+			if app := j.status.Application; app != nil {
 				return j.deleteApp(ctx, *app)
 			}
 			return nil
+		}
+		if st := obs.Status; st.Scheduling != "" && st.Scheduling != obs.Holder {
+			// Released or taken over mid-run by someone else than its Scheduling (which
+			// knows already when it released the job itself).
+			j.tellLost(ctx, st, fmt.Sprintf("the BatchJob %s is no longer held by scheduling %s", j.key.Name, st.Scheduling))
 		}
 		j.status = obs.Status
 		switch {
@@ -100,7 +114,19 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 	// observes the job first anyway.
 	for j.changed.ReceiveAsync(nil) {
 	}
-	return workflow.NewContinueAsNewError(ctx, BatchJobWorkflow, in)
+	next := in
+	next.Last = &j.status
+	return workflow.NewContinueAsNewError(ctx, BatchJobWorkflow, next)
+}
+
+// tellLost tells the Scheduling of st that the job's run will not go on, unless it ended.
+func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, why string) {
+	if st.Scheduling == "" || st.State == v1alpha1.JobCompleted || st.State == v1alpha1.JobFailed || st.State == v1alpha1.JobReady {
+		return
+	}
+	p := JobProgress{Job: j.key.Name, Run: st.Run, State: v1alpha1.JobFailed, Message: why, FinishedAt: workflow.Now(ctx)}
+	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
+	_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, st.Scheduling), "", JobProgressSignal, p).Get(ctx, nil)
 }
 
 type jobRunner struct {

@@ -4,17 +4,15 @@ package workflows_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"slotplane/activities"
 	"slotplane/apps"
@@ -75,7 +73,7 @@ type schedulingStandIn struct {
 }
 
 func (s *schedulingStandIn) ReadScheduling(context.Context, activities.SchedulingKey) (activities.SchedulingObservation, error) {
-	return activities.SchedulingObservation{Exists: true, Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+	return activities.SchedulingObservation{Exists: true, UID: "uid-nightly", Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
 		{Name: "a", Replication: 2}, {Name: "b", Replication: 3},
 	}}}, nil
 }
@@ -91,26 +89,28 @@ func (s *schedulingStandIn) ClaimJobs(_ context.Context, in activities.ClaimInpu
 func (s *schedulingStandIn) ReleaseJobs(context.Context, activities.ClaimInput) error    { return nil }
 func (s *schedulingStandIn) ReleaseTestBed(context.Context, activities.ClaimInput) error { return nil }
 
-// NudgeWorkflows plays Admission for the admission version: every request is granted the
-// next free slots at once, and the job then runs as RequestCreation makes it.
+// NudgeWorkflows plays Admission: every request is granted the next free slots at once, and
+// the job then runs as RequestCreation makes it.
 func (s *schedulingStandIn) NudgeWorkflows(ctx context.Context, in activities.NudgeInput) error {
 	for _, n := range in.Nudges {
 		if n.Signal != workflows.AdmissionRequestSignal {
 			continue
 		}
-		m, _ := n.SignalArg.(map[string]any)
-		job, _ := m["Job"].(string)
-		count, _ := m["Slots"].(float64)
+		var req workflows.AdmissionRequest
+		raw, _ := json.Marshal(n.SignalArg)
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return err
+		}
 		s.mu.Lock()
 		var slots []int32
-		for p := int32(0); p < 16 && len(slots) < int(count); p++ {
+		for p := int32(0); p < 16 && len(slots) < int(req.Slots); p++ {
 			if !s.used(p) {
 				slots = append(slots, p)
 			}
 		}
-		s.taken[job] = slots
+		s.taken[req.Job] = slots
 		s.mu.Unlock()
-		if err := s.c.SignalWorkflow(ctx, s.id, "", workflows.AdmittedSignal, workflows.AdmissionGrant{Job: job, Queue: "root.default", Slots: slots}); err != nil {
+		if err := s.c.SignalWorkflow(ctx, s.id, "", workflows.AdmittedSignal, workflows.AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots}); err != nil {
 			return err
 		}
 	}
@@ -192,19 +192,6 @@ func TestRecordJobHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	save := func(id, runID, file string) {
-		var events []*historypb.HistoryEvent
-		iter := c.GetWorkflowHistory(ctx, id, runID, false, 0)
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			require.NoError(t, err)
-			events = append(events, ev)
-		}
-		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(data, '\n'), 0o644))
-	}
-
 	t.Run("batchjob", func(t *testing.T) {
 		job := &jobStandIn{done: make(chan struct{})}
 		w := sdkworker.New(c, "record-jobs", sdkworker.Options{})
@@ -221,11 +208,9 @@ func TestRecordJobHistories(t *testing.T) {
 		job.mu.Unlock()
 		require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.BatchJobChangedSignal, nil))
 		require.NoError(t, run.Get(ctx, nil))
-		save(id, run.GetRunID(), "batchjob-v2.json")
+		saveHistory(t, c, id, run.GetRunID(), "batchjob.json")
 	})
 
-	// Each is recorded in its current version; the files of earlier versions (batchjob-v1,
-	// scheduling-v1 and -v2) keep their histories, which must still replay.
 	t.Run("scheduling", func(t *testing.T) {
 		id := workflows.SchedulingWorkflowID("ns", "nightly")
 		sched := &schedulingStandIn{c: c, id: id, taken: map[string][]int32{}, completed: make(chan struct{})}
@@ -242,6 +227,6 @@ func TestRecordJobHistories(t *testing.T) {
 		var out workflows.SchedulingOutput
 		require.NoError(t, run.Get(ctx, &out))
 		require.Equal(t, v1alpha1.SchedulingCompleted, out.Status.State)
-		save(id, run.GetRunID(), "scheduling-v3.json")
+		saveHistory(t, c, id, run.GetRunID(), "scheduling.json")
 	})
 }

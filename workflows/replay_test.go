@@ -17,7 +17,8 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflowWithOptions(workflows.TestBedWorkflow, workflow.RegisterOptions{Name: "TestBedWorkflow"})
 	r.RegisterWorkflow(workflows.BatchJobWorkflow)
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
-	for _, file := range []string{"testbed-v1.json", "batchjob-v1.json", "batchjob-v2.json", "scheduling-v1.json", "scheduling-v2.json", "scheduling-v3.json"} {
+	r.RegisterWorkflow(workflows.AdmissionWorkflow)
+	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})

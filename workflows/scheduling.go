@@ -41,6 +41,9 @@ type SchedulingInput struct {
 	// continues as new, carrying its queue over (default 500). It also does when Temporal
 	// suggests it (a large history).
 	StepsPerRun int
+	// AdmissionStepsPerRun is the StepsPerRun of the Admission workflow this Scheduling
+	// starts when none runs (0: its default). Tests make it small.
+	AdmissionStepsPerRun int
 	// Carried is what the previous run handed over; nil on a fresh start.
 	Carried *SchedulingState
 }
@@ -53,6 +56,8 @@ type SchedulingState struct {
 	HoldsBed bool
 	// Admission: the test bed's Admission workflow decides (see useAdmission).
 	Admission bool
+	// UID is the Scheduling object's: it is part of every admission key.
+	UID string
 }
 
 // SchedulingOutput is the final status.
@@ -145,7 +150,7 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 		s.in.StepsPerRun = 500
 	}
 	if c := in.Carried; c != nil {
-		s.spec, s.status, s.holdsBed, s.admission = c.Spec, c.Status, c.HoldsBed, c.Admission
+		s.spec, s.status, s.holdsBed, s.admission, s.uid = c.Spec, c.Status, c.HoldsBed, c.Admission, c.UID
 		for i := range c.Entries {
 			s.entries = append(s.entries, &c.Entries[i])
 		}
@@ -200,6 +205,8 @@ type scheduler struct {
 	admission bool
 	grants    workflow.ReceiveChannel
 	in        SchedulingInput
+	// uid is the Scheduling object's UID.
+	uid string
 	// extending lets one extend at a time claim and append: the API and the bridge may
 	// pass on the same edit at once.
 	extending workflow.Mutex
@@ -219,7 +226,7 @@ func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
 	}
 	// Version 1: the Admission workflow decides, and the test bed is shared.
 	s.admission = workflow.GetVersion(ctx, "admission", workflow.DefaultVersion, 1) == 1
-	s.spec = obs.Spec
+	s.spec, s.uid = obs.Spec, obs.UID
 	for _, j := range obs.Spec.Jobs {
 		s.entries = append(s.entries, &QueueEntry{Job: j})
 	}
@@ -228,6 +235,11 @@ func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
 	}
 	if ok, err := s.acquire(ctx); err != nil || !ok {
 		return err
+	}
+	if s.admission {
+		if err := s.checkTestBed(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.setState(ctx, v1alpha1.SchedulingScheduling, "starting jobs as their slots come free"); err != nil {
 		return err
@@ -293,6 +305,37 @@ func (s *scheduler) schedule(ctx workflow.Context, resync time.Duration) error {
 	}
 	s.status.FinishedAt = now(ctx)
 	return s.setState(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended, %d failed", len(s.entries), failed))
+}
+
+// checkTestBed sets the TestBedFound condition: a Scheduling naming a test bed that does not
+// exist says so (its jobs wait for it). A grant clears it.
+func (s *scheduler) checkTestBed(ctx workflow.Context) error {
+	var slots activities.TestBedSlots
+	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.ReconcileTestBedInput{Namespace: s.key.Namespace, Name: s.spec.TestBed}).Get(ctx, &slots); err != nil {
+		return err
+	}
+	if slots.Exists {
+		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
+	} else {
+		s.setCondition(ctx, metav1.ConditionFalse, "TestBedMissing", fmt.Sprintf("test bed %s does not exist; the jobs wait for it", s.spec.TestBed))
+	}
+	return nil
+}
+
+// setCondition sets the TestBedFound condition (its transition time from the workflow's
+// clock, so replays agree).
+func (s *scheduler) setCondition(ctx workflow.Context, status metav1.ConditionStatus, reason, msg string) {
+	c := metav1.Condition{Type: v1alpha1.ConditionTestBedFound, Status: status, Reason: reason, Message: msg, LastTransitionTime: *now(ctx)}
+	for i, old := range s.status.Conditions {
+		if old.Type == c.Type {
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			s.status.Conditions[i] = c
+			return
+		}
+	}
+	s.status.Conditions = append(s.status.Conditions, c)
 }
 
 // acquire claims the test bed and the jobs; false means the Scheduling failed and holds
@@ -496,16 +539,33 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 	return f
 }
 
-// continueAsNew hands the queue to a fresh run, with the progress reports that arrived.
+// continueAsNew hands the queue to a fresh run. Every message that arrived is handled first,
+// as it would have been in this run (a job's end is told to Admission, a grant starts its
+// job or is given back): a signal left in a channel would be lost with this run.
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 	for {
-		var p JobProgress // fresh each time: a reused value would share its slices
-		if !s.progress.ReceiveAsync(&p) {
+		any := false
+		for s.progress.Len() > 0 {
+			s.receiveProgress(ctx)
+			any = true
+		}
+		if s.grants != nil {
+			for {
+				var g AdmissionGrant // fresh each time: a reused value would share its slices
+				if !s.grants.ReceiveAsync(&g) {
+					break
+				}
+				if err := s.handleGrant(ctx, g); err != nil {
+					return err
+				}
+				any = true
+			}
+		}
+		if !any {
 			break
 		}
-		s.apply(p)
 	}
-	carried := &SchedulingState{Spec: s.spec, Status: s.status, HoldsBed: s.holdsBed, Admission: s.admission}
+	carried := &SchedulingState{Spec: s.spec, Status: s.status, HoldsBed: s.holdsBed, Admission: s.admission, UID: s.uid}
 	for _, e := range s.entries {
 		carried.Entries = append(carried.Entries, *e)
 	}
@@ -532,7 +592,7 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 		s.freedAt = workflow.Now(ctx)
 		if s.admission {
 			for _, e := range s.entries {
-				if e.Job.Name == p.Job {
+				if e.Job.Name == p.Job && e.Run == p.Run {
 					s.releaseAdmission(ctx, e)
 				}
 			}
@@ -764,6 +824,10 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 	in := activities.NudgeInput{TaskQueue: TaskQueue}
 	for i, e := range entries {
 		info := infos[i]
+		if !info.Exists {
+			e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, fmt.Sprintf("the BatchJob %s does not exist", e.Job.Name), workflow.Now(ctx)
+			continue
+		}
 		q := info.Queue
 		if q == "" {
 			q = s.spec.Queue
@@ -772,14 +836,23 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 		if driver.IsZero() {
 			driver = queue.Resources{MemoryMB: 1024, VCores: 1} // the apps package's default driver
 		}
-		req := AdmissionRequest{Scheduling: s.key.Name, Job: e.Job.Name, Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs, Driver: driver}
+		req := AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
+			Driver: driver, Expected: info.Expected}
 		in.Nudges = append(in.Nudges, activities.Nudge{
 			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
-			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed},
+			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed, StepsPerRun: s.in.AdmissionStepsPerRun},
 			Signal: AdmissionRequestSignal, SignalArg: req,
 		})
 	}
+	if len(in.Nudges) == 0 {
+		return nil
+	}
 	return workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, in).Get(ctx, nil)
+}
+
+// admissionKey is the key of an entry's run in Admission: a job runs once per Scheduling.
+func (s *scheduler) admissionKey(e *QueueEntry) queue.JobKey {
+	return queue.JobKey{Scheduling: s.key.Name, SchedulingUID: s.uid, Job: e.Job.Name, Run: 1}
 }
 
 // releaseAdmission tells Admission a job no longer needs its slots, or withdraws it.
@@ -790,10 +863,13 @@ func (s *scheduler) releaseAdmission(ctx workflow.Context, e *QueueEntry) {
 // tellAdmission sends Admission a signal about one job. Admission may be gone (its test bed
 // was deleted); then nobody needs to hear it.
 func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *QueueEntry) {
-	msg := AdmissionRelease{Scheduling: s.key.Name, Job: e.Job.Name}
-	err := workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", signal, msg).Get(ctx, nil)
+	s.tellAdmissionKey(ctx, signal, s.admissionKey(e))
+}
+
+func (s *scheduler) tellAdmissionKey(ctx workflow.Context, signal string, k queue.JobKey) {
+	err := workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", signal, k).Get(ctx, nil)
 	if err != nil {
-		workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", signal, "job", e.Job.Name, "err", err)
+		workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", signal, "key", k.String(), "err", err)
 	}
 }
 
@@ -814,21 +890,40 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) error {
 	if grant == nil {
 		return nil
 	}
+	return s.handleGrant(ctx, *grant)
+}
+
+// handleGrant starts the job a grant names, or fails it when refused. A grant nobody wants
+// (a stale key, a job that ended or left) is given back, so its slots are not held for
+// nobody; a repeat of a grant taken already changes nothing.
+func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	var e *QueueEntry
 	for _, cand := range s.entries {
-		if cand.Job.Name == grant.Job && cand.Run == 0 {
+		if cand.Job.Name == g.Job {
 			e = cand
 		}
 	}
-	if e == nil {
-		return nil // a grant for a job that left the queue: Admission hears of it on release
-	}
-	if grant.Refused != "" {
-		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, "not admitted: "+grant.Refused, workflow.Now(ctx)
+	current := e != nil && g.JobKey == s.admissionKey(e)
+	switch {
+	case current && e.Run == 0 && !e.done():
+		// The job waits for this grant.
+	case current && e.active():
+		return nil // a repeat of the grant it runs on
+	case g.Refused != "":
+		return nil // a refusal of something that does not wait: nothing is held
+	default:
+		s.tellAdmissionKey(ctx, AdmissionReleaseSignal, g.JobKey)
 		return nil
 	}
-	e.Run, e.Slots, e.RequestedAt = 1, grant.Slots, workflow.Now(ctx)
-	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: grant.Slots, Run: e.Run}
+	if g.Refused != "" {
+		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, "not admitted: "+g.Refused, workflow.Now(ctx)
+		return nil
+	}
+	e.Run, e.Slots, e.RequestedAt = 1, g.Slots, workflow.Now(ctx)
+	if len(s.status.Conditions) > 0 {
+		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
+	}
+	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run}
 	err := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
 	if activities.IsNotHeld(err) {
 		e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
@@ -838,6 +933,6 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	e.Message = "admitted to queue " + grant.Queue
+	e.Message = "admitted to queue " + g.Queue
 	return s.nudge(ctx, []string{e.Job.Name})
 }

@@ -60,6 +60,12 @@ type BatchJobSpec struct {
 	// +optional
 	Groups []string `json:"groups,omitempty"`
 
+	// ExpectedDuration is how long the job is expected to run once it has its slots. Only
+	// backfill reads it: in a queue with backfill on, a job with an expected duration may
+	// start before the reserving head of a strict queue when it cannot delay the head.
+	// +optional
+	ExpectedDuration *metav1.Duration `json:"expectedDuration,omitempty"`
+
 	// SparkApplication is an optional SparkApplication spec (sparkoperator.k8s.io/v1beta2) to
 	// start from. slotplane overwrites the fields it controls: image, main class and file,
 	// arguments, driver resources, and the whole executor placement (size, instances,

@@ -81,6 +81,9 @@ const (
 const (
 	// ConditionReady is True when the object is in the state its spec asks for.
 	ConditionReady = "Ready"
+	// ConditionTestBedFound is False on a Scheduling whose test bed does not exist (reason
+	// TestBedMissing): its jobs wait for it.
+	ConditionTestBedFound = "TestBedFound"
 )
 
 // QueuesConfigMap is the ConfigMap, in a test bed's namespace, that holds the allocation file

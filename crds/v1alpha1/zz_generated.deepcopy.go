@@ -124,6 +124,11 @@ func (in *BatchJobSpec) DeepCopyInto(out *BatchJobSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.ExpectedDuration != nil {
+		in, out := &in.ExpectedDuration, &out.ExpectedDuration
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	if in.SparkApplication != nil {
 		in, out := &in.SparkApplication, &out.SparkApplication
 		*out = new(runtime.RawExtension)

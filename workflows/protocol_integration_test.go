@@ -1,0 +1,324 @@
+//go:build integration
+
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testtemporal"
+	"slotplane/queue"
+	"slotplane/workflows"
+)
+
+// protocolWorld answers the activities of a Scheduling and its test bed's Admission by name:
+// a test bed of a few slots, and jobs that "run" when their creation is requested, reporting
+// their progress to the Scheduling as BatchJob workflows would. It checks, as the jobs run,
+// that no slot is given to two jobs at once and that no job is started twice.
+type protocolWorld struct {
+	c     client.Client
+	id    string
+	jobs  []string
+	slots int32
+	rng   *rand.Rand
+
+	mu         sync.Mutex
+	holder     map[int32]string // slot -> job running in it
+	requests   map[string]int   // job -> creation requests
+	completed  map[string]int
+	violations []string
+	done       chan struct{}
+	once       sync.Once
+}
+
+func newProtocolWorld(c client.Client, jobs, slots int) *protocolWorld {
+	w := &protocolWorld{c: c, id: workflows.SchedulingWorkflowID("ns", "nightly"), slots: int32(slots), rng: rand.New(rand.NewPCG(1, 2)),
+		holder: map[int32]string{}, requests: map[string]int{}, completed: map[string]int{}, done: make(chan struct{})}
+	for i := range jobs {
+		w.jobs = append(w.jobs, fmt.Sprintf("job-%03d", i))
+	}
+	return w
+}
+
+func (w *protocolWorld) ReadScheduling(context.Context, activities.SchedulingKey) (activities.SchedulingObservation, error) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased}
+	for _, j := range w.jobs {
+		spec.Jobs = append(spec.Jobs, v1alpha1.SchedulingJob{Name: j, Replication: 1})
+	}
+	return activities.SchedulingObservation{Exists: true, UID: "uid-nightly", Spec: spec}, nil
+}
+
+func (w *protocolWorld) ClaimJobs(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+	return activities.ClaimResult{Claimed: in.Names}, nil
+}
+
+func (w *protocolWorld) ReleaseJobs(context.Context, activities.ClaimInput) error { return nil }
+
+func (w *protocolWorld) RemoveSchedulingFinalizer(context.Context, activities.SchedulingKey) error {
+	return nil
+}
+
+// NudgeWorkflows signals-with-starts the Admission workflow for real; the nudges of BatchJob
+// workflows are played by RequestCreation.
+func (w *protocolWorld) NudgeWorkflows(ctx context.Context, in activities.NudgeInput) error {
+	for _, n := range in.Nudges {
+		if n.Signal != workflows.AdmissionRequestSignal {
+			continue
+		}
+		opts := client.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: "protocol"}
+		if _, err := w.c.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *protocolWorld) ReadJobs(_ context.Context, in activities.ReadJobsInput) ([]activities.JobInfo, error) {
+	out := make([]activities.JobInfo, len(in.Names))
+	for i, n := range in.Names {
+		out[i] = activities.JobInfo{Name: n, Exists: true, User: "u"}
+	}
+	return out, nil
+}
+
+func (w *protocolWorld) ReadSlots(context.Context, activities.ReconcileTestBedInput) (activities.TestBedSlots, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := activities.TestBedSlots{Exists: true, SlotSize: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	for p := range w.slots {
+		out.Positions = append(out.Positions, p)
+		if w.holder[p] == "" {
+			out.Free = append(out.Free, p)
+		}
+	}
+	return out, nil
+}
+
+func (w *protocolWorld) LoadAllocationFile(context.Context, activities.AllocationFileRef) (*queue.ConfigUpdate, error) {
+	return nil, nil
+}
+
+// CheckHolds finds nothing: the test proves the protocol itself loses nothing, without the
+// safety net of the claims check.
+func (w *protocolWorld) CheckHolds(context.Context, activities.CheckHoldsInput) ([]activities.Unheld, error) {
+	return nil, nil
+}
+
+func (w *protocolWorld) AssignSlots(context.Context, activities.AssignSlotsInput) error { return nil }
+
+func (w *protocolWorld) WriteSchedulingStatus(_ context.Context, in activities.WriteSchedulingStatusInput) error {
+	if in.Status.State == v1alpha1.SchedulingCompleted {
+		w.once.Do(func() { close(w.done) })
+	}
+	return nil
+}
+
+// RequestCreation starts the job in its slots: it reports Submitted (left Starting), Running
+// and Completed to the Scheduling after short random pauses, and frees its slots just
+// before it reports the end.
+func (w *protocolWorld) RequestCreation(_ context.Context, in activities.RequestCreationInput) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.requests[in.Job]++
+	if w.requests[in.Job] > 1 {
+		return nil // an activity retry: the same request again (idempotent)
+	}
+	for _, p := range in.Request.Slots {
+		if other := w.holder[p]; other != "" {
+			w.violations = append(w.violations, fmt.Sprintf("slot %d given to %s while %s runs in it", p, in.Job, other))
+		}
+		w.holder[p] = in.Job
+	}
+	pause := func() time.Duration { return time.Duration(10+w.rng.IntN(60)) * time.Millisecond }
+	p1, p2, p3 := pause(), pause(), pause()
+	go func() {
+		ctx := context.Background()
+		progress := func(p workflows.JobProgress) {
+			p.Job, p.Run = in.Job, in.Request.Run
+			_ = w.c.SignalWorkflow(ctx, w.id, "", workflows.JobProgressSignal, p)
+		}
+		time.Sleep(p1)
+		progress(workflows.JobProgress{State: v1alpha1.JobSubmitted, Started: true})
+		time.Sleep(p2)
+		progress(workflows.JobProgress{State: v1alpha1.JobRunning})
+		time.Sleep(p3)
+		w.mu.Lock()
+		for _, p := range in.Request.Slots {
+			if w.holder[p] == in.Job {
+				delete(w.holder, p)
+			}
+		}
+		w.completed[in.Job]++
+		w.mu.Unlock()
+		progress(workflows.JobProgress{State: v1alpha1.JobCompleted})
+	}()
+	return nil
+}
+
+// runs counts a workflow's runs (continue-as-new makes one more each time).
+func runs(t *testing.T, c client.Client, id string) int {
+	t.Helper()
+	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = '%s'", id)})
+	require.NoError(t, err)
+	return len(resp.Executions)
+}
+
+// A Scheduling and its Admission both continue as new every few steps while grants, job
+// starts and job ends are in flight between them, on the real Temporal server: every job
+// starts once and completes once, no slot is given to two jobs at once, the Scheduling
+// completes, and Admission holds nothing at the end.
+func TestProtocol_ContinueAsNewWithMessagesInFlightLosesNothing(t *testing.T) {
+	_, c := testtemporal.Start(t)
+	w := newProtocolWorld(c, 60, 4)
+	wk := sdkworker.New(c, "protocol", sdkworker.Options{})
+	wk.RegisterWorkflow(workflows.SchedulingWorkflow)
+	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
+	wk.RegisterActivity(w)
+	require.NoError(t, wk.Start())
+	defer wk.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: w.id, TaskQueue: "protocol"}, workflows.SchedulingWorkflow,
+		workflows.SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 3, AdmissionStepsPerRun: 4})
+	require.NoError(t, err)
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.mu.Lock()
+		t.Fatalf("the Scheduling did not complete: %d of %d jobs started, %d completed", len(w.requests), len(w.jobs), len(w.completed))
+	}
+
+	admission := workflows.AdmissionWorkflowID("ns", "bed")
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, admission, "", workflows.QueuesQuery)
+		if err != nil {
+			return false
+		}
+		var r workflows.AdmissionReport
+		return v.Get(&r) == nil && len(r.Running) == 0 && len(r.Waiting) == 0
+	}, 30*time.Second, 200*time.Millisecond, "Admission still holds jobs after every job ended")
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.Empty(t, w.violations)
+	for _, j := range w.jobs {
+		require.Equal(t, 1, w.completed[j], "job %s completed %d times", j, w.completed[j])
+	}
+	require.Empty(t, w.holder, "slots still held")
+	require.GreaterOrEqual(t, runs(t, c, w.id), 5, "the Scheduling continued as new")
+	require.GreaterOrEqual(t, runs(t, c, admission), 5, "Admission continued as new")
+	require.NoError(t, c.CancelWorkflow(ctx, w.id, ""))
+}
+
+// sink stands in for a Scheduling that takes grants: Admission's signals need a workflow.
+func sink(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+// TestRecordAdmissionHistory records one run of AdmissionWorkflow on the embedded server with
+// stand-in activities: two queues, preemption, a configuration reload, a release, and the
+// continue-as-new at its end (SLOTPLANE_RECORD=1, `make record-histories`).
+func TestRecordAdmissionHistory(t *testing.T) {
+	if os.Getenv("SLOTPLANE_RECORD") != "1" {
+		t.Skip("set SLOTPLANE_RECORD=1 to re-record workflow histories")
+	}
+	_, c := testtemporal.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := newProtocolWorld(c, 0, 8)
+	file := &allocationStandIn{version: "1", data: `<allocations><preemption>true</preemption><preemptionUtilizationThreshold>0.5</preemptionUtilizationThreshold>
+  <queue name="a"/><queue name="b"><fairSharePreemptionTimeout>1</fairSharePreemptionTimeout></queue></allocations>`}
+	wk := sdkworker.New(c, "record-admission", sdkworker.Options{})
+	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
+	wk.RegisterWorkflowWithOptions(sink, workflow.RegisterOptions{Name: "Sink"})
+	wk.RegisterActivity(&admissionStandIn{protocolWorld: w, file: file})
+	require.NoError(t, wk.Start())
+	defer wk.Stop()
+	for _, s := range []string{"sa", "sb"} {
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.SchedulingWorkflowID("ns", s), TaskQueue: "record-admission"}, "Sink")
+		require.NoError(t, err)
+		defer func() {
+			_ = c.TerminateWorkflow(context.Background(), workflows.SchedulingWorkflowID("ns", s), "", "recorded")
+		}()
+	}
+	id := workflows.AdmissionWorkflowID("ns", "bed")
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "record-admission"}, workflows.AdmissionWorkflow,
+		workflows.AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 8, Resync: time.Second})
+	require.NoError(t, err)
+	key := func(s, job string) queue.JobKey {
+		return queue.JobKey{Scheduling: s, SchedulingUID: "uid-" + s, Job: job, Run: 1}
+	}
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionRequestSignal, workflows.AdmissionRequest{JobKey: key("sa", "big"), Queue: "a", User: "u", Slots: 8}))
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionRequestSignal, workflows.AdmissionRequest{JobKey: key("sb", "small"), Queue: "b", User: "u", Slots: 4}))
+	time.Sleep(2500 * time.Millisecond) // past b's timeout: preemption
+	file.set("2", `<allocations><queue name="a"/><queue name="b"/></allocations>`)
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionConfigSignal, nil))
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionReleaseSignal, key("sb", "small")))
+	require.Eventually(t, func() bool {
+		d, err := c.DescribeWorkflowExecution(ctx, id, run.GetRunID())
+		return err == nil && d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, time.Minute, 100*time.Millisecond)
+	saveHistory(t, c, id, run.GetRunID(), "admission.json")
+	require.NoError(t, c.TerminateWorkflow(ctx, id, "", "recorded"))
+}
+
+// allocationStandIn is an allocation file that changes when the test says so.
+type allocationStandIn struct {
+	mu            sync.Mutex
+	version, data string
+}
+
+func (f *allocationStandIn) set(version, data string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version, f.data = version, data
+}
+
+// admissionStandIn is the world of the recording, with an allocation file and a bed whose
+// slots free up as soon as they are given back.
+type admissionStandIn struct {
+	*protocolWorld
+	file *allocationStandIn
+}
+
+func (a *admissionStandIn) LoadAllocationFile(_ context.Context, ref activities.AllocationFileRef) (*queue.ConfigUpdate, error) {
+	a.file.mu.Lock()
+	defer a.file.mu.Unlock()
+	return queue.ReadConfig(queue.Config{Version: ref.Version, RejectedVersion: ref.RejectedVersion}, true, []byte(a.file.data), a.file.version), nil
+}
+
+// saveHistory writes one run's history into testdata, for the replay tests.
+func saveHistory(t *testing.T, c client.Client, id, runID, file string) {
+	t.Helper()
+	var events []*historypb.HistoryEvent
+	iter := c.GetWorkflowHistory(context.Background(), id, runID, false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		events = append(events, ev)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(data, '\n'), 0o644))
+}
