@@ -131,6 +131,8 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "worker", verb: "create", group: "flink.apache.org", resource: "flinkdeployments", namespace: userNS, allowed: true},
 			{component: "worker", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
 			{component: "worker", verb: "update", group: "slotplane.io", resource: "schedulings", subresource: "status", namespace: userNS, allowed: true},
+			{component: "worker", verb: "list", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
+			{component: "worker", verb: "list", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
 			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap, allowed: true},
 			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: "someone-elses"},
 			{component: "worker", verb: "get", resource: "secrets", namespace: userNS},

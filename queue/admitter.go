@@ -84,8 +84,9 @@ type Grant struct {
 type Assignment struct {
 	JobKey
 	Keep, Revoke []int32
-	// Why is said to people when slots are revoked.
-	Why string
+	// Why is said to people when slots are revoked, and For is the starving queue they are
+	// taken for.
+	Why, For string
 }
 
 // Decision is what Decide asks the caller to carry out.
@@ -147,10 +148,11 @@ type AdmitterState struct {
 	Next             int64
 	Waiting, Running []Entry
 	Starvation       Starvation
-	// Reclaimed are slots preemption took back that are not free yet, and ReclaimedFor the
-	// queue they were taken for.
+	// Reclaimed are slots preemption took back that are not free yet. PreemptedFor is the
+	// waiting job they were taken for: the free slots are held for it until it starts (or
+	// leaves), so they cannot go back to their victims or to anyone else meanwhile.
 	Reclaimed    []int32
-	ReclaimedFor string
+	PreemptedFor *JobKey
 	// Reserved is the waiting job the free slots are held for (strict order), if any.
 	Reserved *JobKey
 	// Total and Slot are the test bed's size and slot size at the last decision (zero before
@@ -204,6 +206,10 @@ func (a *Admitter) State() AdmitterState {
 		k := *a.st.Reserved
 		st.Reserved = &k
 	}
+	if a.st.PreemptedFor != nil {
+		k := *a.st.PreemptedFor
+		st.PreemptedFor = &k
+	}
 	return st
 }
 
@@ -222,6 +228,9 @@ func cloneTimes(m map[string]time.Time) map[string]time.Time { return maps.Clone
 // Total is the test bed's size at the last decision: zero before the first decision that
 // saw the bed.
 func (a *Admitter) Total() Resources { return a.st.Total }
+
+// Starvation is since when each queue has been short of its shares (read only).
+func (a *Admitter) Starvation() Starvation { return a.st.Starvation }
 
 // Config is the configuration in force.
 func (a *Admitter) Config() Config { return a.st.Config }
@@ -300,6 +309,9 @@ func (a *Admitter) Release(k JobKey) bool {
 	if a.st.Reserved != nil && *a.st.Reserved == k {
 		a.st.Reserved = nil
 	}
+	if a.st.PreemptedFor != nil && *a.st.PreemptedFor == k {
+		a.st.PreemptedFor = nil
+	}
 	return len(a.st.Waiting)+len(a.st.Running) < n
 }
 
@@ -326,7 +338,7 @@ func (a *Admitter) Close(why string) []Grant {
 	for _, e := range a.st.Waiting {
 		out = append(out, Grant{JobKey: e.Request.JobKey, Refused: why})
 	}
-	a.st.Waiting, a.st.Running, a.st.Reserved, a.st.Reclaimed = nil, nil, nil, nil
+	a.st.Waiting, a.st.Running, a.st.Reserved, a.st.Reclaimed, a.st.PreemptedFor = nil, nil, nil, nil, nil
 	return out
 }
 
@@ -388,17 +400,31 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		}
 	}
 	a.st.Reclaimed = slices.DeleteFunc(a.st.Reclaimed, func(p int32) bool { return held[p] || slices.Contains(bed.Free, p) })
-	if len(a.st.Reclaimed) == 0 {
-		a.st.ReclaimedFor = ""
-	}
 	avail := slices.DeleteFunc(slices.Clone(bed.Free), func(p int32) bool { return held[p] || !slices.Contains(bed.Positions, p) })
 	slices.Sort(avail)
 	avail = slices.Compact(avail)
 
-	a.st.Reserved = nil
 	skip := map[string]bool{}
 	var reserving *Entry
-	for {
+	// The job slots were taken back for goes first, and holds the free slots until it fits
+	// and no limit holds it back, so they go neither back to their victims nor to another
+	// queue whose turn comes (which would starve it again and preempt again). A strict
+	// head's reservation, by contrast, is decided anew each time: the queues' fair order
+	// says whose turn it is.
+	a.st.Reserved = nil
+	if k := a.st.PreemptedFor; k != nil {
+		i := a.index(a.st.Waiting, *k)
+		switch {
+		case i < 0:
+			a.st.PreemptedFor = nil
+		case fits(&a.st.Waiting[i], avail) && a.admissible(now, bed, &a.st.Waiting[i]):
+			avail = a.grant(now, &a.st.Waiting[i], avail, &d)
+			a.st.PreemptedFor = nil
+		default:
+			reserving = &a.st.Waiting[i]
+		}
+	}
+	for reserving == nil {
 		c := a.cluster(now, bed, avail, skip)
 		c.Reserve = true
 		ch := a.tree.Choose(c)
@@ -419,6 +445,8 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 				continue
 			}
 			reserving = e
+			k := e.Request.JobKey
+			a.st.Reserved = &k
 			break
 		}
 		if running {
@@ -432,16 +460,35 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 	}
 	if reserving != nil {
 		k := reserving.Request.JobKey
-		a.st.Reserved = &k
-		reserving.Reason = fmt.Sprintf("first in the strict order of queue %s: the %d free slots are held for it until it fits (needs %d)",
-			reserving.Queue, len(avail), reserving.wanted())
+		why := fmt.Sprintf("first in the strict order of queue %s", reserving.Queue)
+		if a.st.PreemptedFor != nil && *a.st.PreemptedFor == k {
+			why = "slots were taken back for it by preemption"
+		}
+		reserving.Reason = fmt.Sprintf("%s: the %d free slots are held for it until it fits (needs %d)", why, len(avail), reserving.wanted())
 		if q := a.tree.Queue(reserving.Queue); q != nil && a.tree.Backfill(q) {
 			avail = a.backfill(now, bed, reserving, avail, skip, &d)
 		}
 	}
-	a.preempt(now, avail, reserving, &d)
+	a.preempt(now, bed, avail, &d)
 	a.report = a.buildReport()
 	return d
+}
+
+// admissible: no queue limit holds the waiting entry back now (room aside): the policies
+// would choose it if it were alone and the test bed empty.
+func (a *Admitter) admissible(now time.Time, bed Bed, e *Entry) bool {
+	id := e.Request.String()
+	skip := map[string]bool{}
+	for _, x := range slices.Concat(a.st.Running, a.st.Waiting) {
+		if other := x.Request.String(); other != id {
+			skip[other] = true
+		}
+	}
+	c := a.cluster(now, bed, bed.Positions, skip)
+	room := c.Total
+	c.Free = &room
+	ch := a.tree.Choose(c)
+	return ch.OK && ch.App.ID == id
 }
 
 // grant gives a waiting entry its slots out of avail and moves it to the running ones.
@@ -623,9 +670,9 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 // slots taken back are then held for that queue (they are not given back to their victims
 // while they free up). No more is taken while slots taken earlier are still being vacated.
 // SlotBased jobs are victims only when the file says so (preemptSlotBased).
-func (a *Admitter) preempt(now time.Time, avail []int32, reserving *Entry, d *Decision) {
+func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	pre := a.st.Config.Allocations.Preemption
-	if len(a.st.Reclaimed) > 0 {
+	if len(a.st.Reclaimed) > 0 || a.st.PreemptedFor != nil {
 		return
 	}
 	slot := a.st.Slot
@@ -647,15 +694,23 @@ func (a *Admitter) preempt(now time.Time, avail []int32, reserving *Entry, d *De
 	if len(starving) == 0 {
 		return
 	}
-	// What each starving queue's first waiting job needs beyond what is free: taken in one
-	// step, so the job starts as soon as the slots are vacated.
-	for i, s := range starving {
-		if head := a.headOf(s.Queue); head != nil {
+	// One starving queue at a time, the first whose first waiting job no limit holds back:
+	// what that job needs beyond what is free is taken in one step (at least what the queue
+	// is owed), so it starts as soon as the slots are vacated. Slots taken for a job that a
+	// limit keeps waiting would only sit idle.
+	var head *Entry
+	for _, s := range starving {
+		if head = a.headOf(s.Queue); head != nil && a.admissible(now, bed, head) {
 			short := head.wanted() - int64(len(avail))
 			if need := times(slot, max(short, 0)); need.MemoryMB > s.Amount.MemoryMB {
-				starving[i].Amount = Resources{MemoryMB: need.MemoryMB}
+				s.Amount = Resources{MemoryMB: need.MemoryMB}
 			}
+			starving = []Starving{s}
+			break
 		}
+	}
+	if head == nil {
+		return
 	}
 	victims := a.tree.PlanPreemption(c, starving, slot, executors)
 	a.indexIDs()
@@ -673,8 +728,9 @@ func (a *Admitter) preempt(now time.Time, avail []int32, reserving *Entry, d *De
 		e.Slots = keep
 		e.Preempted += int32(n)
 		a.st.Reclaimed = append(a.st.Reclaimed, revoke...)
-		a.st.ReclaimedFor = v.For
-		d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: keep, Revoke: revoke, Why: why})
+		k := head.Request.JobKey
+		a.st.PreemptedFor = &k
+		d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: keep, Revoke: revoke, Why: why, For: v.For})
 	}
 }
 
@@ -833,6 +889,14 @@ func (a *Admitter) Check(positions []int32) string {
 		}
 	}
 	return ""
+}
+
+// fits: the entry can start on the available slots.
+func fits(e *Entry, avail []int32) bool {
+	if e.slotBased() {
+		return len(missing(e.Request.SlotIDs, avail)) == 0
+	}
+	return e.wanted() <= int64(len(avail))
 }
 
 func missing(want, have []int32) []int32 {

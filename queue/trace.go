@@ -360,6 +360,8 @@ type ReplayResult struct {
 	Fairness float64
 	// PreemptedSlots counts the slots preemption took back.
 	PreemptedSlots int
+	// MaxHeadWait is the longest a job waited at the head of its leaf (JobOutcome.HeadWait).
+	MaxHeadWait time.Duration
 	// Queues are the outcomes per queue: every leaf of the tree (with the queues placement
 	// rules created), then the queues of refused jobs; placement refusals without a queue
 	// go under "-".
@@ -402,6 +404,9 @@ type JobOutcome struct {
 	Refused, Waiting string
 	// Preempted counts the slots taken back from it.
 	Preempted int
+	// HeadWait is how long it waited as the first waiting job of its leaf (until it started,
+	// or the replay ended): what strict order bounds.
+	HeadWait time.Duration
 }
 
 // Wait is how long the job waited from its submission to its start.
@@ -424,11 +429,14 @@ type replayJob struct {
 	// remaining is the work left in executor-nanoseconds; progressAt when it was counted.
 	remaining  int64
 	progressAt time.Duration
-	// Why a waiting job waits: the queues' last reason, or (short) too few free slots,
-	// shortFree of them. Formatted only for the report.
-	why       string
-	short     bool
-	shortFree int
+	// why a waiting job waits: the queues' last reason.
+	why string
+	// slots are the slots its executors hold (gang); startedSent: the Admitter heard that
+	// it left Starting.
+	slots       []int32
+	startedSent bool
+	// headSince is since when it is the first waiting job of its leaf (-1: not yet).
+	headSince time.Duration
 }
 
 // need is the job's executors as int64.
@@ -463,29 +471,31 @@ func (j *replayJob) finishAt() (time.Duration, bool) {
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
-// reclaim is a batch of slots taken back, free again at at (then vacated).
-type reclaim struct {
-	at      time.Duration
-	slots   int
-	vacated bool
+// vacating is a slot taken back by preemption whose pod is still there, free again at at.
+type vacating struct {
+	slot int32
+	at   time.Duration
 }
 
 // replay is one replay's state.
 type replay struct {
-	a       *Allocations
-	t       *Tree
-	opts    ReplayOptions
-	total   Resources
-	epoch   time.Time
-	jobs    []*replayJob // in submission order
-	byName  map[string]*replayJob
-	active  []*replayJob // submitted, not refused, not done: waiting and running
-	free    int          // free slots (gang)
-	held    int          // slots held by executors
-	reclaim []reclaim
+	a      *Allocations
+	t      *Tree
+	opts   ReplayOptions
+	total  Resources
+	epoch  time.Time
+	jobs   []*replayJob // in submission order
+	byName map[string]*replayJob
+	active []*replayJob // submitted, not refused, not done: waiting and running
+	held   int          // slots held by executors
+	// adm decides in gang mode: the Admission workflow's own core. owner is the job
+	// holding each slot ("" when none); vacating are slots taken back whose pods are
+	// still there.
+	adm      *Admitter
+	owner    []string
+	vacating []vacating
 	// lastChange is when something was last granted, finished or taken back.
 	lastChange time.Duration
-	starve     Starvation
 	preempt    bool
 	apps       []App
 	// Per leaf: how many active jobs, what they demand, what their drivers hold (driver-first).
@@ -505,15 +515,16 @@ type replay struct {
 	res          ReplayResult
 }
 
-// Replay runs a trace through the queues of an allocation file in virtual time, with the
-// same decisions as slotplane's Admission workflow: each submission is placed by the
-// placement rules and checked against the submit ACLs (a refusal is final), and whenever
-// something changes Tree.Next chooses the jobs that start, until nothing more can. In gang
-// mode a job is offered only when enough slots are free and then gets them all; usage counts
-// slots; the driver counts against maxAMShare only. When the file turns preemption on, the
-// queues' starvation is checked after every decision round as the workflow does, and
-// PlanPreemption's victims lose executors: their slots are free after opts.Vacate, the job
-// works on at the pace of the executors it keeps and asks for the lost ones again.
+// Replay runs a trace through the queues of an allocation file in virtual time. In gang
+// mode (the default) the decisions are the Admission workflow's own: the same Admitter takes
+// each submission (placement rules, submit ACLs: a refusal is final), decides whenever
+// something changes, grants a job all its slots at once, reserves for the heads of strict
+// queues, backfills and preempts as the file says; a job's expected duration is its start-up
+// plus its runtime. Usage counts slots; the driver counts against maxAMShare only. Slots taken
+// back by preemption are free after opts.Vacate; the job works on at the pace of the
+// executors it keeps and gets the lost ones back as the Admitter gives them. In driver-first
+// mode (YARN's and YuniKorn's allocation, for comparison) Tree.Next allocates the driver
+// first and then the executors one at a time.
 //
 // The clock jumps from event to event (a submission, a start-up ending, a finish, slots
 // vacated, a starvation timeout, the workflow's resync while a preempted job could ask
@@ -560,7 +571,7 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 		a: a, t: NewTree(a), opts: opts,
 		total:     times(opts.SlotSize, int64(opts.Slots)),
 		epoch:     time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
-		free:      opts.Slots,
+		owner:     make([]string, opts.Slots),
 		slotNanos: map[string]float64{}, ratioNanos: map[string]float64{}, activeNanos: map[string]float64{},
 		queueHeld: map[string]int{}, preemptedBy: map[string]int{}, preemptedFor: map[string]int{},
 		byName:   map[string]*replayJob{},
@@ -578,11 +589,18 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 		r.preempt = true
 		r.res.Preemption = "simulated"
 	}
+	// The Admitter's copy of the file: preemption as this replay does it, and the StateAware
+	// options of the file and of the replay.
+	cp := *a
+	cp.Preemption.Enabled = r.preempt
+	cp.StateAware.SkipStartingWithoutExecutors = cp.StateAware.SkipStartingWithoutExecutors || opts.StateAware.SkipStartingWithoutExecutors
+	cp.StateAware.SlotBackedDoNotHold = cp.StateAware.SlotBackedDoNotHold || opts.StateAware.SlotBackedDoNotHold
+	r.adm = NewAdmitter(AdmitterState{Config: Config{Allocations: &cp}})
 	r.res.Outcomes = make([]JobOutcome, len(trace))
 	r.jobs = make([]*replayJob, len(trace))
 	for i, tj := range trace {
 		r.res.Outcomes[i] = JobOutcome{Name: tj.Name, User: tj.User, Queue: tj.Queue, Submit: tj.Submit}
-		r.jobs[i] = &replayJob{TraceJob: tj, out: &r.res.Outcomes[i], remaining: int64(tj.Runtime) * int64(tj.Executors)}
+		r.jobs[i] = &replayJob{TraceJob: tj, out: &r.res.Outcomes[i], remaining: int64(tj.Runtime) * int64(tj.Executors), headSince: -1}
 		r.byName[tj.Name] = r.jobs[i]
 	}
 	// Submission order: by time, then by the trace's order, as requests reach Admission.
@@ -606,23 +624,19 @@ func (r *replay) run() {
 	for {
 		events++
 		r.finish(now)
-		for i := range r.reclaim {
-			// Slots taken back are free once their pods are gone. The batch stays "taken
-			// back" until preemption looks again, as the workflow's reclaimed list does.
-			if b := &r.reclaim[i]; !b.vacated && b.at <= now {
-				r.free += b.slots
-				b.vacated = true
-			}
-		}
+		// Slots taken back are free once their pods are gone.
+		r.vacating = slices.DeleteFunc(r.vacating, func(v vacating) bool { return v.at <= now })
 		for next < len(r.jobs) && r.jobs[next].Submit <= now {
 			r.submit(r.jobs[next])
 			next++
 		}
 		r.startWork(now)
-		r.decide(now)
-		if r.preempt {
-			r.preemption(now)
+		if r.opts.Mode == ReplayGang {
+			r.decideGang(now)
+		} else {
+			r.decide(now)
 		}
+		r.heads(now)
 		at, ok := r.nextEvent(now, next)
 		if !ok {
 			// Nothing more will happen. With every job done the run ends at the makespan (a
@@ -661,21 +675,27 @@ func (r *replay) finish(now time.Duration) {
 		r.res.Done++
 		r.res.Makespan = max(r.res.Makespan, now)
 		r.lastChange = now
-		r.release(j, j.held, true)
+		if r.opts.Mode == ReplayGang {
+			r.adm.Release(r.key(j))
+			for _, p := range j.slots {
+				r.owner[p] = ""
+			}
+			j.slots = nil
+		}
+		r.release(j, j.held)
 		r.leave(j)
 		return true
 	})
 }
 
-// release takes n executors' slots from a job; free: the slots are free at once (not when
-// preemption took them: their pods go first).
-func (r *replay) release(j *replayJob, n int, free bool) {
+// key is a job's key in the Admitter.
+func (r *replay) key(j *replayJob) JobKey { return JobKey{Scheduling: "trace", Job: j.Name, Run: 1} }
+
+// release takes n executors' slots from a job's counts.
+func (r *replay) release(j *replayJob, n int) {
 	j.held -= n
 	r.held -= n
 	r.queueHeld[j.queue] -= n
-	if free && r.opts.Mode == ReplayGang {
-		r.free += n
-	}
 }
 
 // submit places a new job, as the Admission workflow's request does: placement rules, the
@@ -707,6 +727,15 @@ func (r *replay) submit(j *replayJob) {
 	if j.out.Refused != "" {
 		r.res.Refused++
 		return
+	}
+	if r.opts.Mode == ReplayGang {
+		req := Request{JobKey: r.key(j), Queue: j.Queue, User: j.User, Groups: j.Groups, Slots: int32(j.Executors), Driver: j.Driver,
+			Expected: r.opts.StartUp + j.Runtime}
+		if g := r.adm.Request(req); g != nil {
+			j.out.Refused = g.Refused // cannot happen: the same placement and ACL as above
+			r.res.Refused++
+			return
+		}
 	}
 	j.queue = p.Queue
 	j.active = true
@@ -745,57 +774,26 @@ func (r *replay) startWork(now time.Duration) {
 	}
 }
 
-// stateOf is a granted job's start-up state for StateAware: Starting from the grant until
-// its first executor works (gang: the driver's start-up, or the job workflow's fallback
-// timer), then Running.
-func (r *replay) stateOf(j *replayJob, now time.Duration) AppState {
-	if r.opts.Mode == ReplayGang {
-		if now >= j.grantAt+min(r.opts.StartUp, StartingTimeout) {
-			return Running
-		}
-		return Starting
-	}
-	if j.held > 0 {
-		return Running
-	}
-	return Starting
-}
-
-// view builds the picture Tree.Next decides on, as the Admission workflow's decide does (gang)
-// or as Simulate does (driver-first).
-func (r *replay) view(now time.Duration, forDecision bool) Cluster {
+// view builds the picture Tree.Next decides on in driver-first mode, as Simulate does: a
+// waiting job asks for its driver, a granted one for one executor at a time once its driver
+// has started up.
+func (r *replay) view(now time.Duration) Cluster {
 	c := Cluster{Total: r.total, Now: r.epoch.Add(now), StateAware: r.opts.StateAware}
 	apps := r.apps[:0]
 	slot := r.opts.SlotSize
 	for _, j := range r.active {
-		a := App{ID: j.Name, Queue: j.queue, User: j.User, Order: j.order, AM: j.Driver}
-		if r.opts.Mode == ReplayGang {
-			a.Demand = times(slot, j.need())
-			if j.granted {
-				a.Running = true
-				a.Usage = times(slot, int64(j.held))
-				a.Demand = a.Usage
-				a.State, a.StartingSince = r.stateOf(j, now), r.epoch.Add(j.grantAt)
-				if int64(j.held) < j.need() && (!forDecision || len(r.reclaim) == 0 && r.free > 0) {
-					// Preempted: it asks for its slots again, one at a time, once no slots
-					// are being taken back.
-					a.Demand, a.Pending, a.Ask = times(slot, j.need()), true, slot
-				}
-			} else if forDecision && j.Executors > r.free {
-				j.why, j.short, j.shortFree = "", true, r.free
-				continue
+		a := App{ID: j.Name, Queue: j.queue, User: j.User, Order: j.order, AM: j.Driver, Demand: j.Driver.Add(times(slot, j.need()))}
+		if j.granted {
+			a.Running = true
+			a.Usage = j.Driver.Add(times(slot, int64(j.held)))
+			a.State, a.StartingSince = Starting, r.epoch.Add(j.grantAt)
+			if j.held > 0 {
+				a.State = Running
 			}
+			a.Pending = int64(j.held) < j.need() && now >= j.grantAt+r.opts.StartUp
+			a.Ask = slot
 		} else {
-			a.Demand = j.Driver.Add(times(slot, j.need()))
-			if j.granted {
-				a.Running = true
-				a.Usage = j.Driver.Add(times(slot, int64(j.held)))
-				a.State, a.StartingSince = r.stateOf(j, now), r.epoch.Add(j.grantAt)
-				a.Pending = int64(j.held) < j.need() && now >= j.grantAt+r.opts.StartUp
-				a.Ask = slot
-			} else {
-				a.Ask = j.Driver
-			}
+			a.Ask = j.Driver
 		}
 		apps = append(apps, a)
 	}
@@ -804,17 +802,18 @@ func (r *replay) view(now time.Duration, forDecision bool) Cluster {
 	return c
 }
 
-// decide grants what the queues let through now, one Tree.Next at a time.
+// decide allocates, in driver-first mode, what the queues let through now, one Tree.Next at
+// a time: a driver, or one executor.
 func (r *replay) decide(now time.Duration) {
 	for {
-		c := r.view(now, true)
+		c := r.view(now)
 		if !slices.ContainsFunc(c.Apps, App.asking) {
-			return // nobody asks (say, no waiting job fits the free slots): Next would pass
+			return
 		}
 		app, refusals, ok := r.t.Next(c)
 		for _, f := range refusals {
 			if j := r.byName[f.App]; j != nil {
-				j.why, j.short = f.Reason, false
+				j.why = f.Reason
 			}
 		}
 		if !ok {
@@ -823,79 +822,108 @@ func (r *replay) decide(now time.Duration) {
 		j := r.byName[app.ID]
 		j.advance(now)
 		r.lastChange = now
-		switch {
-		case !j.granted && r.opts.Mode == ReplayGang:
-			j.granted, j.grantAt = true, now
-			r.take(j, j.Executors)
-		case !j.granted:
+		if !j.granted {
 			j.granted, j.grantAt = true, now
 			r.leafDriver[j.queue] = r.leafDriver[j.queue].Add(j.Driver)
-		default:
-			r.take(j, 1) // an executor (driver-first), or a slot given back after preemption
+		} else {
+			r.take(j, 1)
 		}
-		j.why, j.short = "", false
-		if !j.allHeld && j.held == j.Executors {
-			j.allHeld, j.allHeldAt = true, now
-			j.out.Started, j.out.Start = true, now
+		j.why = ""
+		r.heldAll(j, now)
+	}
+}
+
+// heldAll notes when a job first holds all its executors, and starts its work when its
+// driver has started up too.
+func (r *replay) heldAll(j *replayJob, now time.Duration) {
+	if !j.allHeld && j.held == j.Executors {
+		j.allHeld, j.allHeldAt = true, now
+		j.out.Started, j.out.Start = true, now
+	}
+	if j.allHeld && !j.working && now >= j.workFrom(r.opts.StartUp) {
+		j.working, j.progressAt = true, now
+	}
+}
+
+// decideGang runs the Admitter on the slots as they are and carries out its decision: grants,
+// slots given back, slots taken back. A job that left Starting (its start-up ended, or
+// StateAware's fallback) is told first, as its job's workflow would.
+func (r *replay) decideGang(now time.Duration) {
+	for _, j := range r.active {
+		if j.granted && !j.startedSent && now >= j.grantAt+min(r.opts.StartUp, StartingTimeout) {
+			r.adm.Started(r.key(j))
+			j.startedSent = true
 		}
-		if j.allHeld && !j.working && now >= j.workFrom(r.opts.StartUp) {
-			j.working, j.progressAt = true, now
+	}
+	bed := Bed{Exists: true, SlotSize: r.opts.SlotSize}
+	for p := range int32(r.opts.Slots) {
+		bed.Positions = append(bed.Positions, p)
+		if r.owner[p] == "" && !slices.ContainsFunc(r.vacating, func(v vacating) bool { return v.slot == p }) {
+			bed.Free = append(bed.Free, p)
+		}
+	}
+	d := r.adm.Decide(r.epoch.Add(now), bed)
+	for _, g := range d.Grants {
+		j := r.byName[g.Job]
+		j.advance(now)
+		j.granted, j.grantAt = true, now
+		r.give(j, g.Slots)
+		r.lastChange = now
+		r.heldAll(j, now)
+	}
+	for _, as := range d.Assignments {
+		j := r.byName[as.Job]
+		j.advance(now)
+		r.lastChange = now
+		if len(as.Revoke) == 0 {
+			r.give(j, slices.DeleteFunc(slices.Clone(as.Keep), func(p int32) bool { return slices.Contains(j.slots, p) }))
+			continue
+		}
+		j.slots = slices.DeleteFunc(j.slots, func(p int32) bool { return slices.Contains(as.Revoke, p) })
+		for _, p := range as.Revoke {
+			r.owner[p] = ""
+			r.vacating = append(r.vacating, vacating{slot: p, at: now + r.opts.Vacate})
+		}
+		n := len(as.Revoke)
+		r.release(j, n)
+		j.out.Preempted += n
+		r.res.PreemptedSlots += n
+		r.preemptedBy[j.queue] += n
+		r.preemptedFor[as.For] += n
+	}
+	for _, e := range r.adm.Waiting() {
+		if j := r.byName[e.Request.Job]; j != nil {
+			j.why = e.Reason
 		}
 	}
 }
 
-// take gives a job n more executors' slots.
+// give hands a job slots (gang): its grant, or slots given back after preemption.
+func (r *replay) give(j *replayJob, slots []int32) {
+	for _, p := range slots {
+		r.owner[p] = j.Name
+	}
+	j.slots = append(j.slots, slots...)
+	r.take(j, len(slots))
+}
+
+// take gives a job n more executors.
 func (r *replay) take(j *replayJob, n int) {
 	j.held += n
 	r.held += n
 	r.queueHeld[j.queue] += n
-	if r.opts.Mode == ReplayGang {
-		r.free -= n
-	}
 }
 
-// preemption is the Admission workflow's preempt: while slots taken back are not free yet,
-// nothing more is taken; otherwise the starved queues take executors' slots from the
-// newest jobs of queues above their fair share.
-func (r *replay) preemption(now time.Duration) {
-	r.reclaim = slices.DeleteFunc(r.reclaim, func(b reclaim) bool { return b.vacated })
-	if len(r.reclaim) > 0 {
-		return
-	}
-	// Starved's own first check, without building the picture: below the utilization
-	// threshold nobody starves and the timers start again.
-	if used := r.opts.SlotSize.MemoryMB * int64(r.held); float64(used)/float64(r.total.MemoryMB) < r.a.Preemption.UtilizationThreshold {
-		clear(r.starve.MinShareSince)
-		clear(r.starve.FairShareSince)
-		return
-	}
-	c := r.view(now, false)
-	executors := map[string]int{}
-	for _, j := range r.active {
-		if j.granted {
-			executors[j.Name] = j.held
+// heads notes since when each leaf's first waiting job (by submission) has been first.
+func (r *replay) heads(now time.Duration) {
+	first := map[string]*replayJob{}
+	for _, j := range r.active { // in submission order
+		if !j.granted && first[j.queue] == nil {
+			first[j.queue] = j
+			if j.headSince < 0 {
+				j.headSince = now
+			}
 		}
-	}
-	starving := r.t.Starved(c, r.a.Preemption, &r.starve)
-	victims := r.t.PlanPreemption(c, starving, r.opts.SlotSize, executors)
-	taken := 0
-	for _, v := range victims {
-		j := r.byName[v.App]
-		n := min(v.Executors, j.held)
-		if n == 0 {
-			continue
-		}
-		j.advance(now)
-		r.release(j, n, false)
-		j.out.Preempted += n
-		r.res.PreemptedSlots += n
-		r.preemptedBy[j.queue] += n
-		r.preemptedFor[v.For] += n
-		taken += n
-	}
-	if taken > 0 {
-		r.lastChange = now
-		r.reclaim = append(r.reclaim, reclaim{at: now + r.opts.Vacate, slots: taken})
 	}
 }
 
@@ -910,16 +938,20 @@ func (r *replay) nextEvent(now time.Duration, next int) (time.Duration, bool) {
 	if next < len(r.jobs) {
 		consider(r.jobs[next].Submit)
 	}
-	for _, b := range r.reclaim {
-		if !b.vacated {
-			consider(b.at)
+	for _, v := range r.vacating {
+		consider(v.at)
+	}
+	free := 0
+	for _, o := range r.owner {
+		if o == "" {
+			free++
 		}
 	}
 	for _, j := range r.active {
 		if !j.granted {
 			continue
 		}
-		if r.opts.Mode == ReplayGang && int64(j.held) < j.need() && len(r.reclaim) == 0 && r.free > 0 {
+		if r.opts.Mode == ReplayGang && int64(j.held) < j.need() && len(r.vacating) == 0 && free > 0 {
 			// A preempted job may ask for a free slot again; nothing nudges the workflow
 			// for that, so it happens at the next resync.
 			consider(now + r.opts.Resync)
@@ -938,14 +970,15 @@ func (r *replay) nextEvent(now time.Duration, next int) (time.Duration, bool) {
 		}
 	}
 	if r.preempt {
-		for path, since := range r.starve.MinShareSince {
+		starve := r.adm.Starvation()
+		for path, since := range starve.MinShareSince {
 			if q := r.t.Queue(path); q != nil {
 				if d, ok, _, _, _ := r.t.Timeouts(q); ok {
 					consider(since.Add(d).Sub(r.epoch))
 				}
 			}
 		}
-		for path, since := range r.starve.FairShareSince {
+		for path, since := range starve.FairShareSince {
 			if q := r.t.Queue(path); q != nil {
 				if _, _, d, ok, _ := r.t.Timeouts(q); ok {
 					consider(since.Add(d).Sub(r.epoch))
@@ -1027,6 +1060,14 @@ func (r *replay) account(from, to time.Duration) {
 func (r *replay) summarize() {
 	res := &r.res
 	for _, j := range r.jobs {
+		switch {
+		case j.headSince < 0:
+		case j.out.Started:
+			j.out.HeadWait = j.out.Start - j.headSince
+		case j.active:
+			j.out.HeadWait = res.End - j.headSince
+		}
+		res.MaxHeadWait = max(res.MaxHeadWait, j.out.HeadWait)
 		if !j.active {
 			continue
 		}
@@ -1036,8 +1077,6 @@ func (r *replay) summarize() {
 			j.out.Waiting = fmt.Sprintf("holds %d of its %d executors", j.held, j.Executors)
 		case j.granted:
 			j.out.Waiting = "runs"
-		case j.short:
-			j.out.Waiting = fmt.Sprintf("needs %d free slots, %d are", j.Executors, j.shortFree)
 		case j.why != "":
 			j.out.Waiting = j.why
 		default:

@@ -162,17 +162,32 @@ func TestReplay_FIFOOrder(t *testing.T) {
 	require.Equal(t, "runs", outcome(t, r, "a").Waiting)
 }
 
-// As in the Admission workflow, a gang job is offered only when enough slots are free, so
-// under FIFO a small job submitted later starts before a big one that does not fit yet.
-func TestReplay_GangLetsSmallJobsPass(t *testing.T) {
-	r := replayFile(t, fifoFile, `submit,name,queue,user,groups,driver,executors,runtime
+// As in the Admission workflow, a FIFO leaf is strict: a small job submitted later does not
+// pass a big one that does not fit yet. With backfill it does when it ends before the big
+// one can start; with strictOrder false it is first that fits.
+func TestReplay_GangKeepsTheStrictOrder(t *testing.T) {
+	trace := `submit,name,queue,user,groups,driver,executors,runtime
 0s,big-1,q,u,,"1024 mb, 1 vcores",3,1m
 1s,big-2,q,u,,"1024 mb, 1 vcores",2,1m
 2s,small,q,u,,"1024 mb, 1 vcores",1,30s
-`, ReplayOptions{Slots: 4, SlotSize: slot8})
-	require.Equal(t, 2*time.Second, outcome(t, r, "small").Start)
-	require.Equal(t, time.Minute, outcome(t, r, "big-2").Start)
-	require.Equal(t, 2*time.Minute, r.Makespan)
+`
+	for _, tc := range []struct {
+		name, knobs string
+		small       time.Duration
+		headWait    time.Duration
+	}{
+		{"strict", "", time.Minute, 59 * time.Second},
+		{"backfill", "<backfill>true</backfill>", 2 * time.Second, 59 * time.Second},
+		{"not strict", "<strictOrder>false</strictOrder>", 2 * time.Second, 59 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy>` + tc.knobs + `</queue></allocations>`
+			r := replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
+			require.Equal(t, tc.small, outcome(t, r, "small").Start)
+			require.Equal(t, time.Minute, outcome(t, r, "big-2").Start, "big-2 starts when big-1 ends, whatever passed it")
+			require.Equal(t, tc.headWait, r.MaxHeadWait)
+		})
+	}
 }
 
 // Two queues of weight 2 and 1 on 12 slots, many one-slot jobs each: 8 and 4 run at a

@@ -116,6 +116,7 @@ func summaryLine(r queue.ReplayResult) string {
 	if r.Preemption == "simulated" {
 		fmt.Fprintf(&b, "; %d slots preempted", r.PreemptedSlots)
 	}
+	fmt.Fprintf(&b, "; longest wait at the head of a queue %s", roundDuration(r.MaxHeadWait))
 	return b.String()
 }
 
@@ -221,28 +222,30 @@ func printSimulation(out io.Writer, tracePath, allocName string, nodes, perNode 
 
 // The JSON report: times in seconds, resources in the allocation file's form.
 type simulationReport struct {
-	Trace           string        `json:"trace"`
-	Allocations     string        `json:"allocations"`
-	Nodes           int           `json:"nodes"`
-	SlotsPerNode    int           `json:"slotsPerNode"`
-	Slots           int           `json:"slots"`
-	SlotSize        string        `json:"slotSize"`
-	Mode            string        `json:"mode"`
-	StartUpSeconds  float64       `json:"startUpSeconds"`
-	Preemption      string        `json:"preemption"`
-	Summary         string        `json:"summary"`
-	Jobs            int           `json:"jobs"`
-	Done            int           `json:"done"`
-	Refused         int           `json:"refused"`
-	Unfinished      int           `json:"unfinished"`
-	MakespanSeconds float64       `json:"makespanSeconds"`
-	EndSeconds      float64       `json:"endSeconds"`
-	Stopped         string        `json:"stopped,omitempty"`
-	SlotUtilization float64       `json:"slotUtilization"`
-	Fairness        float64       `json:"fairness"`
-	PreemptedSlots  int           `json:"preemptedSlots"`
-	Queues          []queueReport `json:"queues"`
-	JobOutcomes     []jobReport   `json:"jobOutcomes"`
+	Trace           string  `json:"trace"`
+	Allocations     string  `json:"allocations"`
+	Nodes           int     `json:"nodes"`
+	SlotsPerNode    int     `json:"slotsPerNode"`
+	Slots           int     `json:"slots"`
+	SlotSize        string  `json:"slotSize"`
+	Mode            string  `json:"mode"`
+	StartUpSeconds  float64 `json:"startUpSeconds"`
+	Preemption      string  `json:"preemption"`
+	Summary         string  `json:"summary"`
+	Jobs            int     `json:"jobs"`
+	Done            int     `json:"done"`
+	Refused         int     `json:"refused"`
+	Unfinished      int     `json:"unfinished"`
+	MakespanSeconds float64 `json:"makespanSeconds"`
+	EndSeconds      float64 `json:"endSeconds"`
+	Stopped         string  `json:"stopped,omitempty"`
+	SlotUtilization float64 `json:"slotUtilization"`
+	Fairness        float64 `json:"fairness"`
+	PreemptedSlots  int     `json:"preemptedSlots"`
+	// MaxHeadWaitSeconds is the longest a job waited as the first waiting job of its queue.
+	MaxHeadWaitSeconds float64       `json:"maxHeadWaitSeconds"`
+	Queues             []queueReport `json:"queues"`
+	JobOutcomes        []jobReport   `json:"jobOutcomes"`
 }
 
 type queueReport struct {
@@ -282,7 +285,7 @@ func simulationJSON(tracePath, allocName string, nodes, perNode int, r queue.Rep
 		Mode: string(r.Mode), StartUpSeconds: r.StartUp.Seconds(), Preemption: r.Preemption, Summary: summaryLine(r),
 		Jobs: r.Jobs, Done: r.Done, Refused: r.Refused, Unfinished: r.Unfinished,
 		MakespanSeconds: r.Makespan.Seconds(), EndSeconds: r.End.Seconds(), Stopped: r.Stopped,
-		SlotUtilization: r.SlotUtilization, Fairness: r.Fairness, PreemptedSlots: r.PreemptedSlots,
+		SlotUtilization: r.SlotUtilization, Fairness: r.Fairness, PreemptedSlots: r.PreemptedSlots, MaxHeadWaitSeconds: r.MaxHeadWait.Seconds(),
 		Queues: []queueReport{}, JobOutcomes: []jobReport{},
 	}
 	for _, q := range r.Queues {
