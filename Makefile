@@ -36,6 +36,7 @@ help:
 	@echo "make run       the local platform: control plane, fake nodes, Temporal + Web UI, API + dashboard"
 	@echo "make demo      the same, and a sample Scheduling of Spark and Flink jobs followed live"
 	@echo "make test      lint, unit tests, integration tests, then end-to-end tests (test-unit, test-integration, test-e2e)"
+	@echo "make test-long the 1,000-job long run with the worker killed (not in make test)"
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make lint      gofmt and go vet"
@@ -72,6 +73,13 @@ test-integration: tools
 .PHONY: test-e2e
 test-e2e: tools
 	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./e2e/
+
+# The long run: 1,000 one-second jobs through one Scheduling with the worker killed three
+# times, the Scheduling and Admission workflows continuing as new every 10 steps (make test
+# runs the same test with 200 jobs). Not in CI: it takes the better part of an hour.
+.PHONY: test-long
+test-long: tools
+	SLOTPLANE_LONGRUN_JOBS=1000 $(GO) test -tags integration -count=1 -timeout 120m -v -run TestE2E_LongRunThroughWorkerKills ./e2e/
 
 # Benchmarks: the pure decision cores, then the end-to-end ones on the real platform, printed
 # as one table (hack/benchtable). docs/benchmarks.md gives the method and the figures.

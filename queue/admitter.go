@@ -169,9 +169,8 @@ type AdmitterState struct {
 // repeated request for a waiting one changes nothing, a release of an unknown key is a
 // no-op.
 type Admitter struct {
-	st     AdmitterState
-	tree   *Tree
-	report Report
+	st   AdmitterState
+	tree *Tree
 	// ids finds an entry by its application id (its key's string): whether it is granted,
 	// and its index. Built by indexIDs; any change to the lists makes it stale.
 	ids map[string]entryRef
@@ -390,7 +389,6 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 			a.st.Waiting[i].Reason = "the test bed does not exist"
 		}
 		a.st.Reserved = nil
-		a.report = a.buildReport()
 		return d
 	}
 	held := map[int32]bool{}
@@ -470,7 +468,6 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		}
 	}
 	a.preempt(now, bed, avail, &d)
-	a.report = a.buildReport()
 	return d
 }
 
@@ -672,6 +669,11 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 // SlotBased jobs are victims only when the file says so (preemptSlotBased).
 func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	pre := a.st.Config.Allocations.Preemption
+	if !pre.Enabled {
+		clear(a.st.Starvation.MinShareSince)
+		clear(a.st.Starvation.FairShareSince)
+		return
+	}
 	if len(a.st.Reclaimed) > 0 || a.st.PreemptedFor != nil {
 		return
 	}
@@ -822,8 +824,9 @@ type QueueReport struct {
 	MaxResources, MinResources Resources
 }
 
-// Report is the picture at the last decision.
-func (a *Admitter) Report() Report { return a.report }
+// Report is the queue picture now (built on demand: a query, not every decision, pays
+// for it). It changes nothing.
+func (a *Admitter) Report() Report { return a.buildReport() }
 
 func (a *Admitter) buildReport() Report {
 	r := Report{ConfigVersion: a.st.Config.Version, ConfigError: a.st.Config.Rejected,

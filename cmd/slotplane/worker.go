@@ -18,6 +18,7 @@ import (
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/lifecycle"
 	"slotplane/worker"
 )
 
@@ -27,6 +28,9 @@ type connections struct {
 	// TLS to an external Temporal cluster: a CA to trust, a client certificate and key for
 	// mutual TLS, and the server name to expect. Any of them turns TLS on.
 	tlsCA, tlsCert, tlsKey, tlsServerName *string
+	// schedulingSteps and admissionSteps set lifecycle.Steps for the workflows this process
+	// starts.
+	schedulingSteps, admissionSteps *int
 }
 
 func connectionFlags(fs *flag.FlagSet) connections {
@@ -39,6 +43,8 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		tlsKey:     fs.String("temporal-tls-key", envOr("SLOTPLANE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert"),
 		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
 			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
+		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
+		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
 	}
 }
 
@@ -72,6 +78,10 @@ func (c connections) temporalTLS() (*tls.Config, error) {
 }
 
 func (c connections) dial() (*rest.Config, client.Client, error) {
+	if *c.schedulingSteps < 0 || *c.admissionSteps < 0 {
+		return nil, nil, errors.New("-scheduling-steps-per-run and -admission-steps-per-run must not be negative")
+	}
+	lifecycle.Steps = lifecycle.StepsPerRun{Scheduling: *c.schedulingSteps, Admission: *c.admissionSteps}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *c.kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes config: %w", err)

@@ -17,6 +17,17 @@ import (
 	"slotplane/workflows"
 )
 
+// StepsPerRun is how many steps a Scheduling workflow and the Admission workflow it starts
+// take before they continue as new; zero keeps the workflows' defaults.
+type StepsPerRun struct {
+	Scheduling, Admission int
+}
+
+// Steps is the process's setting (the -scheduling-steps-per-run and -admission-steps-per-run
+// flags of the API, the bridge and dev): smaller bounds history, and tests make it tiny so
+// that workflows continue as new many times.
+var Steps StepsPerRun
+
 // StartScheduling starts the Scheduling's workflow under SchedulingWorkflowID, the id every
 // front door uses. A workflow already running under it is used, not a second one started, so
 // the API and the bridge (kubectl) never start the same Scheduling twice; a Scheduling
@@ -27,7 +38,8 @@ func StartScheduling(ctx context.Context, tc temporal.Client, namespace, name st
 		ID: id, TaskQueue: workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: namespace, Name: name})
+	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: namespace, Name: name,
+		StepsPerRun: Steps.Scheduling, AdmissionStepsPerRun: Steps.Admission})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}

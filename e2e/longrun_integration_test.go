@@ -1,0 +1,223 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/api"
+	"slotplane/apiclient"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/testcluster"
+	"slotplane/internal/testtemporal"
+)
+
+// longRunJobs is how many jobs the long run submits: 200 in `make test`, more with
+// SLOTPLANE_LONGRUN_JOBS (`make test-long` runs 1,000).
+func longRunJobs(t *testing.T) int {
+	n := 200
+	if v := os.Getenv("SLOTPLANE_LONGRUN_JOBS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err, "SLOTPLANE_LONGRUN_JOBS")
+	}
+	return n
+}
+
+// One QueueBased Scheduling of many one-slot Spark jobs of about a second, with tiny
+// StepsPerRun so that the Scheduling and Admission workflows continue as new again and
+// again, while the worker is killed (SIGKILL) at three random moments and started again.
+// Checked as the jobs run: no slot is held by two running jobs at once. Checked at the end:
+// every job Completed exactly once, in run 1, with exactly one application; the Scheduling
+// Completed; Admission holds nothing; every slot free with its ghost back.
+func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
+	jobs := longRunJobs(t)
+	ports, err := freeport.Get(4)
+	require.NoError(t, err)
+	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
+	cluster := testcluster.New(t, testcluster.Options{Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + extenderAddr + "/",
+		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
+	srv, _ := testtemporal.Start(t)
+	sim, err := appsim.Start(context.Background(), cluster.Config, slog.Default(), appsim.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sim.Stop()) })
+
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
+	conn := []string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress,
+		"-scheduling-steps-per-run", "10", "-admission-steps-per-run", "10"}
+	parts := map[string]*component{
+		"worker":   {name: "worker", args: conn},
+		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr}},
+		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
+			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]))},
+		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
+	}
+	for _, c := range parts {
+		c.t = t
+		c.start()
+		t.Cleanup(c.stop)
+	}
+	kube, err := kubeclient.Live(cluster.Config)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, kube.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`},
+	}))
+	require.NoError(t, kube.Create(ctx, &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}},
+	}))
+	c, err := apiclient.New("http://"+apiAddr, token)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		tb, err := c.GetTestBed(ctx, "bed")
+		return err == nil && tb.Status.Total == 8 && tb.Status.Free == 8
+	}, 90*time.Second, 250*time.Millisecond)
+
+	names := make([]string, jobs)
+	var entries []v1alpha1.SchedulingJob
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%04d", i)
+		_, err := c.CreateJob(ctx, api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+			Annotations:     map[string]string{appsim.SimDurationAnnotation: "1s"}})
+		require.NoError(t, err, names[i])
+		entries = append(entries, v1alpha1.SchedulingJob{Name: names[i], Replication: 1})
+	}
+
+	// The feed: who holds which slot while running, and how many jobs ended.
+	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs}, "")
+	require.NoError(t, err)
+	defer w.Close()
+	var mu sync.Mutex
+	holder := map[int32]string{}
+	ended := map[string]bool{}
+	var violations []string
+	var sched api.Scheduling
+	go func() {
+		for ev := range w.Events() {
+			mu.Lock()
+			switch ev.Kind {
+			case api.KindScheduling:
+				if s, err := ev.Scheduling(); err == nil {
+					sched = s
+				}
+			case api.KindBatchJob:
+				j, err := ev.Job()
+				if err != nil {
+					break
+				}
+				switch j.Status.State {
+				case v1alpha1.JobSubmitted, v1alpha1.JobRunning:
+					for _, s := range j.Status.Slots {
+						if other := holder[s]; other != "" && other != j.Name {
+							violations = append(violations, fmt.Sprintf("slot %d held by %s and %s", s, other, j.Name))
+						}
+						holder[s] = j.Name
+					}
+				case v1alpha1.JobCompleted, v1alpha1.JobFailed:
+					ended[j.Name] = true
+					for s, h := range holder {
+						if h == j.Name {
+							delete(holder, s)
+						}
+					}
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+
+	start := time.Now()
+	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "long", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
+	require.NoError(t, err)
+
+	// Three kills of the worker, at random points of the run.
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	var at []int
+	for range 3 {
+		at = append(at, jobs/10+rng.IntN(jobs*8/10))
+	}
+	slices.Sort(at)
+	t.Logf("killing the worker after %v jobs ended", at)
+	for _, n := range at {
+		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(ended) >= n }, 30*time.Minute, 100*time.Millisecond)
+		parts["worker"].kill()
+		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
+		parts["worker"].start()
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return sched.Status.State == v1alpha1.SchedulingCompleted || sched.Status.State == v1alpha1.SchedulingFailed
+	}, 60*time.Minute, 250*time.Millisecond, "the Scheduling never ended")
+	took := time.Since(start)
+	t.Logf("%d one-second jobs on 8 slots in %s: %.2f jobs/s (ideal 8)", jobs, took.Round(time.Second), float64(jobs)/took.Seconds())
+
+	s, err := c.GetScheduling(ctx, "long")
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.SchedulingCompleted, s.Status.State, s.Status.Message)
+	require.Equal(t, int32(jobs), s.Status.FinishedJobs)
+	var apps sparkv1beta2.SparkApplicationList
+	require.NoError(t, kube.List(ctx, &apps, client.InNamespace("default")))
+	perJob := map[string]int{}
+	for _, a := range apps.Items {
+		perJob[a.Labels[v1alpha1.BatchJobLabel]]++
+	}
+	for _, name := range names {
+		j, err := c.GetJob(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, "%s: %s", name, j.Status.Message)
+		require.Equal(t, int32(1), j.Status.Run, name)
+		require.Equal(t, 1, perJob[name], "%s has exactly one application", name)
+	}
+	mu.Lock()
+	require.Empty(t, violations)
+	mu.Unlock()
+	require.Eventually(t, func() bool {
+		q, err := c.Queues(ctx, "bed")
+		return err == nil && len(q.Running) == 0 && len(q.Waiting) == 0
+	}, time.Minute, 500*time.Millisecond, "Admission still holds jobs")
+	require.Eventually(t, func() bool {
+		tb, err := c.GetTestBed(ctx, "bed")
+		if err != nil || tb.Status.Free != 8 {
+			return false
+		}
+		var pods corev1.PodList
+		if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}); err != nil {
+			return false
+		}
+		up := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				up++
+			}
+		}
+		return up == 8
+	}, 2*time.Minute, 250*time.Millisecond, "every slot free, with its ghost running again")
+}
