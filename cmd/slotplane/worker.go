@@ -31,6 +31,9 @@ type connections struct {
 	// schedulingSteps and admissionSteps set lifecycle.Steps for the workflows this process
 	// starts.
 	schedulingSteps, admissionSteps *int
+	// kubeQPS and kubeBurst bound this process's requests to the API server.
+	kubeQPS   *float64
+	kubeBurst *int
 }
 
 func connectionFlags(fs *flag.FlagSet) connections {
@@ -44,6 +47,8 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
 			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
 		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
+		kubeQPS:         fs.Float64("kube-qps", 50, "requests per second to the Kubernetes API server (client-go's default of 5 cannot claim a 200-job Scheduling within an activity's minute)"),
+		kubeBurst:       fs.Int("kube-burst", 100, "burst of requests to the Kubernetes API server"),
 		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
 	}
 }
@@ -86,6 +91,10 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes config: %w", err)
 	}
+	if *c.kubeQPS <= 0 || *c.kubeBurst <= 0 {
+		return nil, nil, errors.New("-kube-qps and -kube-burst must be positive")
+	}
+	cfg.QPS, cfg.Burst = float32(*c.kubeQPS), *c.kubeBurst
 	tlsConf, err := c.temporalTLS()
 	if err != nil {
 		return nil, nil, err
