@@ -43,6 +43,8 @@ type Request struct {
 
 // Entry is a request with where it stands: waiting, or granted (Slots set).
 type Entry struct {
+	// ID is the entry's name for the queue policies: its key as a string.
+	ID      string
 	Request Request
 	// Queue is the leaf queue placement put the job in (its full path).
 	Queue string
@@ -294,7 +296,7 @@ func (a *Admitter) Request(r Request) *Grant {
 	}
 	r.SlotIDs, r.Groups = slices.Clone(r.SlotIDs), slices.Clone(r.Groups)
 	a.st.Next++
-	a.st.Waiting = append(a.st.Waiting, Entry{Request: r, Queue: p.Queue, Order: a.st.Next})
+	a.st.Waiting = append(a.st.Waiting, Entry{ID: r.JobKey.String(), Request: r, Queue: p.Queue, Order: a.st.Next})
 	return nil
 }
 
@@ -352,10 +354,10 @@ func (a *Admitter) indexIDs() {
 	}
 	clear(a.ids)
 	for i := range a.st.Running {
-		a.ids[a.st.Running[i].Request.String()] = entryRef{running: true, i: i}
+		a.ids[a.st.Running[i].ID] = entryRef{running: true, i: i}
 	}
 	for i := range a.st.Waiting {
-		a.ids[a.st.Waiting[i].Request.String()] = entryRef{i: i}
+		a.ids[a.st.Waiting[i].ID] = entryRef{i: i}
 	}
 }
 
@@ -398,9 +400,11 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		}
 	}
 	a.st.Reclaimed = slices.DeleteFunc(a.st.Reclaimed, func(p int32) bool { return held[p] || slices.Contains(bed.Free, p) })
-	avail := slices.DeleteFunc(slices.Clone(bed.Free), func(p int32) bool { return held[p] || !slices.Contains(bed.Positions, p) })
+	bed.Positions = slices.Clone(bed.Positions)
+	slices.Sort(bed.Positions)
+	avail := slices.Clone(bed.Free)
 	slices.Sort(avail)
-	avail = slices.Compact(avail)
+	avail = slices.DeleteFunc(slices.Compact(avail), func(p int32) bool { return held[p] || !has(bed.Positions, p) })
 
 	skip := map[string]bool{}
 	var reserving *Entry
@@ -474,10 +478,10 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 // admissible: no queue limit holds the waiting entry back now (room aside): the policies
 // would choose it if it were alone and the test bed empty.
 func (a *Admitter) admissible(now time.Time, bed Bed, e *Entry) bool {
-	id := e.Request.String()
+	id := e.ID
 	skip := map[string]bool{}
 	for _, x := range slices.Concat(a.st.Running, a.st.Waiting) {
-		if other := x.Request.String(); other != id {
+		if other := x.ID; other != id {
 			skip[other] = true
 		}
 	}
@@ -510,7 +514,8 @@ func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []
 func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[string]bool) Cluster {
 	a.indexIDs()
 	slot := a.st.Slot
-	c := Cluster{Total: a.st.Total, Now: now, StateAware: a.st.Config.Allocations.StateAware}
+	c := Cluster{Total: a.st.Total, Now: now, StateAware: a.st.Config.Allocations.StateAware,
+		Apps: make([]App, 0, len(a.st.Running)+len(a.st.Waiting))}
 	// The free room the policies see is the available slots: not the slots held by jobs,
 	// nor slots taken back that are not free yet, nor slots some reservation holds.
 	free := times(slot, int64(len(avail)))
@@ -527,7 +532,7 @@ func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[strin
 	}
 	for i := range a.st.Waiting {
 		e := &a.st.Waiting[i]
-		id := e.Request.String()
+		id := e.ID
 		if skip[id] {
 			continue
 		}
@@ -560,7 +565,7 @@ func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[strin
 // slots it holds; a waiting one demands the slots it asked for.
 func (a *Admitter) appOf(e *Entry, running bool) App {
 	slot := a.st.Slot
-	app := App{ID: e.Request.String(), Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, e.wanted()),
+	app := App{ID: e.ID, Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, e.wanted()),
 		SlotBacked: true}
 	if running {
 		app.Usage = times(slot, int64(len(e.Slots)))
@@ -616,7 +621,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 		return avail
 	}
 	extra := have - need // slots free at the shadow time beyond the head's need
-	headID := head.Request.String()
+	headID := head.ID
 	for len(avail) > 0 {
 		s := maps.Clone(skip)
 		if s == nil {
@@ -627,7 +632,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 		var offered []string
 		for i := range a.st.Waiting {
 			e := &a.st.Waiting[i]
-			id := e.Request.String()
+			id := e.ID
 			if s[id] || e.slotBased() {
 				continue
 			}
@@ -838,13 +843,13 @@ func (a *Admitter) buildReport() Report {
 	for i := range a.st.Running {
 		e := &a.st.Running[i]
 		use := times(slot, int64(len(e.Slots)))
-		apps = append(apps, App{ID: e.Request.String(), Queue: e.Queue, Demand: use, Usage: use, Running: true})
+		apps = append(apps, App{ID: e.ID, Queue: e.Queue, Demand: use, Usage: use, Running: true})
 		running[e.Queue]++
 	}
 	for i := range a.st.Waiting {
 		e := &a.st.Waiting[i]
 		need := times(slot, e.wanted())
-		apps = append(apps, App{ID: e.Request.String(), Queue: e.Queue, Demand: need})
+		apps = append(apps, App{ID: e.ID, Queue: e.Queue, Demand: need})
 		pending[e.Queue] = pending[e.Queue].Add(need)
 		waiting[e.Queue]++
 	}
@@ -902,12 +907,19 @@ func fits(e *Entry, avail []int32) bool {
 	return e.wanted() <= int64(len(avail))
 }
 
+// missing lists what of want is not in have, which is sorted.
 func missing(want, have []int32) []int32 {
 	var out []int32
 	for _, w := range want {
-		if !slices.Contains(have, w) {
+		if !has(have, w) {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// has: p is in sorted.
+func has(sorted []int32, p int32) bool {
+	_, ok := slices.BinarySearch(sorted, p)
+	return ok
 }
