@@ -172,8 +172,10 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 
 // orderChildren sorts a parent's children the way its policy offers resources: under
 // fair (and fifo, which orders applications, not queues), queues below their minimum share
-// first, by usage over minimum, then by usage over weight (memory); under drf, by dominant
-// share over weight. Ties go by name, so the order is deterministic.
+// first, by usage over minimum, then by usage over weight (memory); under drf, as Hadoop's
+// dominant resource fairness does, queues below their minimum in any resource first, by
+// their dominant usage over minimum, then by dominant share over weight. Ties go by name, so
+// the order is deterministic.
 func (s *snapshot) orderChildren(q *Queue) []*Queue {
 	kids := slices.Clone(q.Children)
 	drf := s.t.Policy(q) == PolicyDRF
@@ -183,6 +185,10 @@ func (s *snapshot) orderChildren(q *Queue) []*Queue {
 			w = 1e-9
 		}
 		if drf {
+			min := s.t.MinResources(c)
+			if u.MemoryMB < min.MemoryMB || u.VCores < min.VCores {
+				return true, u.DominantShare(min)
+			}
 			return false, u.DominantShare(s.c.Total) / w
 		}
 		min := s.t.MinResources(c)

@@ -115,6 +115,32 @@ func TestNext_FairAmongQueues(t *testing.T) {
 	}
 }
 
+// Under drf, a queue below its minimum in any resource goes first, as in Hadoop, even when
+// its dominant share is the larger; above their minimums, the smaller dominant share over
+// weight goes first.
+func TestNext_DRFHonoursMinResources(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <defaultQueueSchedulingPolicy>drf</defaultQueueSchedulingPolicy>
+  <queue name="cpu"><minResources>0 mb, 16 vcores</minResources></queue>
+  <queue name="mem"/>
+</allocations>`)
+	total := Resources{MemoryMB: 64 << 10, VCores: 32}
+	apps := []App{
+		running(App{ID: "c", Queue: "root.cpu", Demand: Resources{MemoryMB: 1024, VCores: 12}}),
+		running(App{ID: "m", Queue: "root.mem", Demand: Resources{MemoryMB: 8 << 10, VCores: 1}}),
+		{ID: "c2", Queue: "root.cpu", Order: 1, Demand: Resources{MemoryMB: 1024, VCores: 2}},
+		{ID: "m2", Queue: "root.mem", Order: 2, Demand: Resources{MemoryMB: 1024, VCores: 1}},
+	}
+	// cpu's dominant share is 12/32 against mem's 8/64, but cpu is below its 16 vcores.
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "c2" {
+		t.Errorf("got %s, want cpu's job (below its minimum)", got)
+	}
+	apps[0] = running(App{ID: "c", Queue: "root.cpu", Demand: Resources{MemoryMB: 1024, VCores: 16}})
+	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "m2" {
+		t.Errorf("got %s, want mem's job (cpu is at its minimum, with the larger dominant share)", got)
+	}
+}
+
 // The seeds' failure in small: a queue with room for 3 drivers and their executors, 10
 // jobs submitted at once. With AM limits off and plain FIFO, admitting a job only needs room
 // for its driver first (the executors come later), so drivers fill the queue. Checking the
