@@ -100,11 +100,19 @@ func (c *component) stop() {
 
 const token = "e2e-token"
 
-// Two Schedulings, one QueueBased in queue a and one SlotBased in queue b, of Spark and
-// Flink jobs submitted through the API, run to the end while the worker and the extender
-// are killed and started again mid-way. Every job ends Completed in the slots it was given,
-// every application finished, and every slot is free again with its ghost back.
-func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
+// e2ePlatform is the whole system as the end-to-end tests run it: a control plane with 4
+// kwok nodes (and 2 plain ones), Temporal, the operators' stand-in, and the four components
+// as processes; a test bed "bed" of 8 slots and the given allocation file in the cluster; and
+// a client of the API.
+type e2ePlatform struct {
+	parts map[string]*component
+	kube  client.Client
+	api   *apiclient.Client
+}
+
+// startE2E starts the platform. extra are flags for the worker, the bridge and the API.
+func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
+	t.Helper()
 	ports, err := freeport.Get(4)
 	require.NoError(t, err)
 	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
@@ -120,46 +128,80 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
-	conn := []string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress}
-	parts := map[string]*component{
+	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress}, extra...)
+	p := &e2ePlatform{parts: map[string]*component{
 		"worker":   {name: "worker", args: conn},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr}},
 		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
 			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]))},
 		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
-	}
-	for _, c := range parts {
+	}}
+	for _, c := range p.parts {
 		c.t = t
 		c.start()
 		t.Cleanup(c.stop)
 	}
 
 	// The operator's part, as kubectl would do it: the test bed and the queues.
-	kube, err := kubeclient.Live(cluster.Config)
+	p.kube, err = kubeclient.Live(cluster.Config)
 	require.NoError(t, err)
 	ctx := context.Background()
-	require.NoError(t, kube.Create(ctx, &corev1.ConfigMap{
+	require.NoError(t, p.kube.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data: map[string]string{v1alpha1.QueuesConfigMapKey: `<allocations>
-  <queue name="root">
-    <queue name="a"><weight>1</weight></queue>
-    <queue name="b"><weight>1</weight></queue>
-  </queue>
-</allocations>`},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: queues},
 	}))
-	require.NoError(t, kube.Create(ctx, &v1alpha1.TestBed{
+	require.NoError(t, p.kube.Create(ctx, &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}},
 	}))
 
 	// From here on, only the API.
-	c, err := apiclient.New("http://"+apiAddr, token)
+	p.api, err = apiclient.New("http://"+apiAddr, token)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		tb, err := c.GetTestBed(ctx, "bed")
+		tb, err := p.api.GetTestBed(ctx, "bed")
 		return err == nil && tb.Status.Total == 8 && tb.Status.Free == 8
 	}, 90*time.Second, 250*time.Millisecond, "the API never showed the test bed with 8 free slots")
+	return p
+}
+
+// waitSlotsFree waits until every slot is free with its ghost running again.
+func (p *e2ePlatform) waitSlotsFree(t *testing.T, within time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		tb, err := p.api.GetTestBed(ctx, "bed")
+		if err != nil || tb.Status.Free != 8 {
+			return false
+		}
+		var pods corev1.PodList
+		if err := p.kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}); err != nil {
+			return false
+		}
+		up := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				up++
+			}
+		}
+		return up == 8
+	}, within, 250*time.Millisecond, "every slot free, with its ghost running again")
+}
+
+// Two Schedulings, one QueueBased in queue a and one SlotBased in queue b, of Spark and
+// Flink jobs submitted through the API, run to the end while the worker and the extender
+// are killed and started again mid-way. Every job ends Completed in the slots it was given,
+// every application finished, and every slot is free again with its ghost back.
+func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
+	p := startE2E(t, `<allocations>
+  <queue name="root">
+    <queue name="a"><weight>1</weight></queue>
+    <queue name="b"><weight>1</weight></queue>
+  </queue>
+</allocations>`)
+	parts, kube, c := p.parts, p.kube, p.api
+	ctx := context.Background()
 
 	type plan struct {
 		framework v1alpha1.Framework
@@ -282,21 +324,5 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 		}
 	}
 	require.Len(t, used, 8, "between them the jobs used every slot")
-	require.Eventually(t, func() bool {
-		tb, err := c.GetTestBed(ctx, "bed")
-		if err != nil || tb.Status.Free != 8 {
-			return false
-		}
-		var pods corev1.PodList
-		if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}); err != nil {
-			return false
-		}
-		up := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				up++
-			}
-		}
-		return up == 8
-	}, time.Minute, 250*time.Millisecond, "every slot free, with its ghost running again")
+	p.waitSlotsFree(t, time.Minute)
 }

@@ -5,10 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
@@ -26,10 +23,6 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
-	"slotplane/internal/freeport"
-	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
-	"slotplane/internal/testtemporal"
 )
 
 // longRunJobs is how many jobs the long run submits: 200 in `make test`, more with
@@ -52,51 +45,10 @@ func longRunJobs(t *testing.T) int {
 // Completed; Admission holds nothing; every slot free with its ghost back.
 func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	jobs := longRunJobs(t)
-	ports, err := freeport.Get(4)
-	require.NoError(t, err)
-	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
-	cluster := testcluster.New(t, testcluster.Options{Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + extenderAddr + "/",
-		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
-	srv, _ := testtemporal.Start(t)
-	sim, err := appsim.Start(context.Background(), cluster.Config, slog.Default(), appsim.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sim.Stop()) })
-
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
-	conn := []string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress,
-		"-scheduling-steps-per-run", "10", "-admission-steps-per-run", "10"}
-	parts := map[string]*component{
-		"worker":   {name: "worker", args: conn},
-		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr}},
-		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
-			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]))},
-		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
-	}
-	for _, c := range parts {
-		c.t = t
-		c.start()
-		t.Cleanup(c.stop)
-	}
-	kube, err := kubeclient.Live(cluster.Config)
-	require.NoError(t, err)
+	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`,
+		"-scheduling-steps-per-run", "10", "-admission-steps-per-run", "10")
+	parts, kube, c := p.parts, p.kube, p.api
 	ctx := context.Background()
-	require.NoError(t, kube.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`},
-	}))
-	require.NoError(t, kube.Create(ctx, &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}},
-	}))
-	c, err := apiclient.New("http://"+apiAddr, token)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		tb, err := c.GetTestBed(ctx, "bed")
-		return err == nil && tb.Status.Total == 8 && tb.Status.Free == 8
-	}, 90*time.Second, 250*time.Millisecond)
 
 	names := make([]string, jobs)
 	var entries []v1alpha1.SchedulingJob
@@ -203,21 +155,5 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		q, err := c.Queues(ctx, "bed")
 		return err == nil && len(q.Running) == 0 && len(q.Waiting) == 0
 	}, time.Minute, 500*time.Millisecond, "Admission still holds jobs")
-	require.Eventually(t, func() bool {
-		tb, err := c.GetTestBed(ctx, "bed")
-		if err != nil || tb.Status.Free != 8 {
-			return false
-		}
-		var pods corev1.PodList
-		if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}); err != nil {
-			return false
-		}
-		up := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				up++
-			}
-		}
-		return up == 8
-	}, 2*time.Minute, 250*time.Millisecond, "every slot free, with its ghost running again")
+	p.waitSlotsFree(t, 2*time.Minute)
 }

@@ -202,7 +202,9 @@ func TestNext_MaxAMShare(t *testing.T) {
 	}
 }
 
-func BenchmarkNext_10000Waiting200Queues(b *testing.B) {
+// benchQueues is the benchmarks' allocation file: 20 parents of 10 leaves (root.dI.qJ), each
+// leaf running at most 50 applications.
+func benchQueues() string {
 	var sb strings.Builder
 	sb.WriteString("<allocations>")
 	for i := range 20 {
@@ -213,7 +215,11 @@ func BenchmarkNext_10000Waiting200Queues(b *testing.B) {
 		sb.WriteString("</queue>")
 	}
 	sb.WriteString("</allocations>")
-	a, err := ParseAllocations([]byte(sb.String()))
+	return sb.String()
+}
+
+func BenchmarkNext_10000Waiting200Queues(b *testing.B) {
+	a, err := ParseAllocations([]byte(benchQueues()))
 	if err != nil {
 		b.Fatal(err)
 	}

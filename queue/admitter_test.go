@@ -472,17 +472,7 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 // SlotBased), 1,000 granted, on a test bed of 8,000 slots with 8 free. Each iteration decides
 // on a copy of the same state.
 func BenchmarkAdmitterDecide_10000Waiting200Queues8000Slots(b *testing.B) {
-	var sb strings.Builder
-	sb.WriteString("<allocations>")
-	for i := range 20 {
-		fmt.Fprintf(&sb, `<queue name="d%d"><weight>%d</weight>`, i, 1+i%3)
-		for j := range 10 {
-			fmt.Fprintf(&sb, `<queue name="q%d"><maxRunningApps>50</maxRunningApps></queue>`, j)
-		}
-		sb.WriteString("</queue>")
-	}
-	sb.WriteString("</allocations>")
-	u := ReadConfig(Config{}, true, []byte(sb.String()), "v1")
+	u := ReadConfig(Config{}, true, []byte(benchQueues()), "v1")
 	a := NewAdmitter(AdmitterState{Config: Config{}.Apply(*u)})
 	const slots = 8000
 	for i := range 11000 {
