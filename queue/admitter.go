@@ -589,6 +589,9 @@ func (a *Admitter) noteRefusals(rs []Refusal) {
 // can start once enough running jobs end; without an expected end for each of those jobs
 // the shadow time is unknown and nothing backfills.
 func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, skip map[string]bool, d *Decision) []int32 {
+	if head.slotBased() {
+		return avail // its own slots are set aside already; the others go on as usual
+	}
 	need := head.wanted()
 	type end struct {
 		at    time.Time
@@ -603,9 +606,6 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 	}
 	slices.SortStableFunc(ends, func(x, y end) int { return x.at.Compare(y.at) })
 	have := int64(len(avail))
-	if head.slotBased() {
-		return avail // its own slots are set aside already; the others go on as usual
-	}
 	// Jobs without an expected end may hold what the head needs: then the shadow time is
 	// only known when the ones with an end suffice.
 	var shadow time.Time

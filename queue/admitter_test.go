@@ -58,6 +58,21 @@ func heldBed(a *Admitter, n int) Bed {
 	return bed(n, busy...)
 }
 
+// restored is a new Admitter from a's state after a JSON round trip, as the Admission
+// workflow's continue-as-new carries it.
+func restored(t *testing.T, a *Admitter) *Admitter {
+	t.Helper()
+	raw, err := json.Marshal(a.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st AdmitterState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	return NewAdmitter(st)
+}
+
 func mustCheck(t *testing.T, a *Admitter, b Bed) {
 	t.Helper()
 	if why := a.Check(b.Positions); why != "" {
@@ -349,15 +364,7 @@ func TestAdmitter_StateSurvivesJSON(t *testing.T) {
 	a.Request(req("two", "q", 4))
 	a.Request(req("three", "r", 1))
 	a.Decide(t0, bed(6))
-	raw, err := json.Marshal(a.State())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st AdmitterState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
-	b := NewAdmitter(st)
+	b := restored(t, a)
 	a.Release(key("one"))
 	b.Release(key("one"))
 	da, db := a.Decide(t0.Add(time.Second), heldBed(a, 6)), b.Decide(t0.Add(time.Second), heldBed(b, 6))
@@ -420,15 +427,7 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 					a.Configure(a.Config().Apply(*u))
 				}
 			default:
-				raw, err := json.Marshal(a.State())
-				if err != nil {
-					t.Fatal(err)
-				}
-				var st AdmitterState
-				if err := json.Unmarshal(raw, &st); err != nil {
-					t.Fatal(err)
-				}
-				a = NewAdmitter(st)
+				a = restored(t, a)
 			}
 			var busy []int32
 			for _, e := range a.Running() {

@@ -210,13 +210,13 @@ type admission struct {
 // fresh value: decoding into a reused one would share its slices.
 func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 	for {
-		any := false
+		took := false
 		for {
 			var r AdmissionRequest
 			if !a.requests.ReceiveAsync(&r) {
 				break
 			}
-			any = true
+			took = true
 			var g *AdmissionGrant
 			if err := guard("request", func() error { g = a.core.Request(r); return nil }); err != nil {
 				g = &AdmissionGrant{JobKey: r.JobKey, Refused: err.Error()}
@@ -230,7 +230,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			if !a.releases.ReceiveAsync(&k) {
 				break
 			}
-			any = true
+			took = true
 			a.core.Release(k)
 		}
 		for {
@@ -238,16 +238,16 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			if !a.started.ReceiveAsync(&k) {
 				break
 			}
-			any = true
+			took = true
 			a.core.Started(k)
 		}
 		for a.configs.ReceiveAsync(nil) {
-			any, reload = true, true
+			took, reload = true, true
 		}
 		for a.slots.ReceiveAsync(nil) {
-			any = true
+			took = true
 		}
-		if !any {
+		if !took {
 			return reload, nil
 		}
 	}

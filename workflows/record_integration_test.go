@@ -5,17 +5,14 @@ package workflows_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"slotplane/activities"
 	"slotplane/internal/testtemporal"
@@ -64,16 +61,7 @@ func TestRecordHistories(t *testing.T) {
 			require.NoError(t, c.SignalWorkflow(ctx, file, "", workflows.TestBedChangedSignal, nil))
 		}
 		require.NoError(t, run.Get(ctx, nil))
-		var events []*historypb.HistoryEvent
-		iter := c.GetWorkflowHistory(ctx, file, run.GetRunID(), false, 0)
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			require.NoError(t, err)
-			events = append(events, ev)
-		}
-		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("testdata", file+".json"), append(data, '\n'), 0o644))
+		saveHistory(t, c, file, run.GetRunID(), file+".json")
 	}
 
 	record(t, "testbed-v1", "record-v1", workflows.TestBedWorkflow, 2500*time.Millisecond)

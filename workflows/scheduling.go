@@ -544,10 +544,10 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 // job or is given back): a signal left in a channel would be lost with this run.
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 	for {
-		any := false
+		took := false
 		for s.progress.Len() > 0 {
 			s.receiveProgress(ctx)
-			any = true
+			took = true
 		}
 		if s.grants != nil {
 			for {
@@ -558,10 +558,10 @@ func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 				if err := s.handleGrant(ctx, g); err != nil {
 					return err
 				}
-				any = true
+				took = true
 			}
 		}
-		if !any {
+		if !took {
 			break
 		}
 	}
