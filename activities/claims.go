@@ -23,7 +23,7 @@ import (
 type ClaimInput struct {
 	Namespace  string
 	Scheduling string
-	// Names are BatchJobs (ClaimJobs, ReleaseJobs) or one TestBed (ClaimTestBed, ReleaseTestBed).
+	// Names are BatchJobs.
 	Names []string
 }
 
@@ -56,16 +56,6 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 // another Scheduling holds, or that are gone, are left alone.
 func (a *Activities) ReleaseJobs(ctx context.Context, in ClaimInput) error {
 	return a.release(ctx, in, func() client.Object { return &v1alpha1.BatchJob{} })
-}
-
-// ClaimTestBed puts the Scheduling's label on its test bed (Names has one entry).
-func (a *Activities) ClaimTestBed(ctx context.Context, in ClaimInput) (ClaimResult, error) {
-	return a.claim(ctx, in, func() client.Object { return &v1alpha1.TestBed{} })
-}
-
-// ReleaseTestBed removes the Scheduling's label from its test bed.
-func (a *Activities) ReleaseTestBed(ctx context.Context, in ClaimInput) error {
-	return a.release(ctx, in, func() client.Object { return &v1alpha1.TestBed{} })
 }
 
 func (a *Activities) claim(ctx context.Context, in ClaimInput, newObj func() client.Object) (ClaimResult, error) {

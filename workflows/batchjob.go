@@ -246,23 +246,22 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	}
 	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots)}
 
-	// Version 1: the queues hear when the application leaves Starting (StateAware).
-	if workflow.GetVersion(ctx, "started", workflow.DefaultVersion, 1) == 1 {
-		first := key
-		first.Enough = 1
-		started, timedOut, still, err := j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout)
-		if err != nil || !still {
+	// The queues hear when the application leaves Starting (StateAware): its first executor
+	// holds its slot, or the starting timeout passed.
+	first := key
+	first.Enough = 1
+	started, timedOut, still, err := j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout)
+	if err != nil || !still {
+		return err
+	}
+	msg := "the first executor holds its slot"
+	if timedOut {
+		msg = fmt.Sprintf("no executor holds its slot after %s: it counts as started", queue.StartingTimeout)
+	}
+	if !started.Outcome.Terminal && !started.Gone {
+		progress.Started = true
+		if err := report(v1alpha1.JobSubmitted, msg); err != nil {
 			return err
-		}
-		msg := "the first executor holds its slot"
-		if timedOut {
-			msg = fmt.Sprintf("no executor holds its slot after %s: it counts as started", queue.StartingTimeout)
-		}
-		if !started.Outcome.Terminal && !started.Gone {
-			progress.Started = true
-			if err := report(v1alpha1.JobSubmitted, msg); err != nil {
-				return err
-			}
 		}
 	}
 	placed, still, err := j.waitApp(ctx, acts.WaitPlaced, key, holder, req)

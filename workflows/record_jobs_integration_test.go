@@ -78,16 +78,11 @@ func (s *schedulingStandIn) ReadScheduling(context.Context, activities.Schedulin
 	}}}, nil
 }
 
-func (s *schedulingStandIn) ClaimTestBed(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
-	return activities.ClaimResult{Claimed: in.Names}, nil
-}
-
 func (s *schedulingStandIn) ClaimJobs(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
 	return activities.ClaimResult{Claimed: in.Names}, nil
 }
 
-func (s *schedulingStandIn) ReleaseJobs(context.Context, activities.ClaimInput) error    { return nil }
-func (s *schedulingStandIn) ReleaseTestBed(context.Context, activities.ClaimInput) error { return nil }
+func (s *schedulingStandIn) ReleaseJobs(context.Context, activities.ClaimInput) error { return nil }
 
 // NudgeWorkflows plays Admission: every request is granted the next free slots at once, and
 // the job then runs as RequestCreation makes it.
@@ -220,7 +215,7 @@ func TestRecordJobHistories(t *testing.T) {
 		require.NoError(t, w.Start())
 		defer w.Stop()
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "record-scheduling"}, workflows.SchedulingWorkflow,
-			workflows.SchedulingInput{Namespace: "ns", Name: "nightly", Resync: 2 * time.Second})
+			workflows.SchedulingInput{Namespace: "ns", Name: "nightly"})
 		require.NoError(t, err)
 		<-sched.completed
 		require.NoError(t, c.CancelWorkflow(ctx, id, ""))

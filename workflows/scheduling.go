@@ -32,11 +32,6 @@ func SchedulingWorkflowID(namespace, name string) string {
 type SchedulingInput struct {
 	Namespace string
 	Name      string
-	// Resync is how often the free slots are read again while waiting (default 30s).
-	Resync time.Duration
-	// PlacementTimeout bounds the wait, after starting jobs, for their pods to hold their
-	// slots (default 10m). After it the Scheduling decides again; the jobs go on waiting.
-	PlacementTimeout time.Duration
 	// StepsPerRun: after this many decisions (each a few history events) the workflow
 	// continues as new, carrying its queue over (default 500). It also does when Temporal
 	// suggests it (a large history).
@@ -50,12 +45,9 @@ type SchedulingInput struct {
 
 // SchedulingState is a Scheduling's queue and status, handed from one run to the next.
 type SchedulingState struct {
-	Spec     v1alpha1.SchedulingSpec
-	Entries  []QueueEntry
-	Status   v1alpha1.SchedulingStatus
-	HoldsBed bool
-	// Admission: the test bed's Admission workflow decides (see useAdmission).
-	Admission bool
+	Spec    v1alpha1.SchedulingSpec
+	Entries []QueueEntry
+	Status  v1alpha1.SchedulingStatus
 	// UID is the Scheduling object's: it is part of every admission key.
 	UID string
 }
@@ -87,70 +79,20 @@ func (e *QueueEntry) done() bool {
 	return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed
 }
 
-// placing: the application was asked for and its pods do not all hold their slots yet.
-func (e *QueueEntry) placing() bool {
-	return e.Run > 0 && (e.State == v1alpha1.JobInQueue || e.State == v1alpha1.JobSubmitted)
-}
-
-// Pick chooses, in queue order, the waiting jobs that can start on the free slots, and the
-// slots each gets: QueueBased takes the first free positions (the layout deals positions
-// round-robin over the nodes, so this spreads a job), SlotBased needs exactly the slots the
-// job names. A job that cannot start does not block the ones behind it (the seed's "first n
-// runnable jobs"). Slots taken by one pick are not offered to the next.
-func Pick(mode v1alpha1.SchedulingMode, waiting []v1alpha1.SchedulingJob, free []int32) map[string][]int32 {
-	avail := slices.Clone(free)
-	slices.Sort(avail)
-	out := map[string][]int32{}
-	for _, j := range waiting {
-		switch mode {
-		case v1alpha1.SlotBased:
-			if len(j.SlotIDs) == 0 || !containsAll(avail, j.SlotIDs) {
-				continue
-			}
-			out[j.Name] = slices.Clone(j.SlotIDs)
-			avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(j.SlotIDs, p) })
-		default:
-			n := int(j.Replication)
-			if n < 1 || n > len(avail) {
-				continue
-			}
-			out[j.Name] = slices.Clone(avail[:n])
-			avail = avail[n:]
-		}
-	}
-	return out
-}
-
-func containsAll(set, want []int32) bool {
-	for _, w := range want {
-		if !slices.Contains(set, w) {
-			return false
-		}
-	}
-	return true
-}
-
-// SchedulingWorkflow runs a Scheduling: it claims the test bed and every job (releasing all
-// of it when another Scheduling holds any: the seed's rule against deadlocks), then starts
-// jobs as slots free up, waiting after each creation until the new pods hold their slots,
-// accepts more jobs through the extend Update, and ends Completed when every job ended. It
-// then stays, holding its jobs, until it is cancelled (the Scheduling is deleted): then it
-// releases the jobs (their applications are deleted) and the test bed.
+// SchedulingWorkflow runs a Scheduling: it claims every job (releasing all of them when
+// another Scheduling holds any: the seed's rule against deadlocks), sends them in order to
+// the test bed's Admission workflow, starts each job in the slots its grant names, accepts
+// more jobs through the extend Update, and ends Completed when every job ended. It then
+// stays, holding its jobs, until it is cancelled (the Scheduling is deleted): then it tells
+// Admission and releases the jobs (their applications are deleted).
 func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOutput, error) {
-	resync := in.Resync
-	if resync <= 0 {
-		resync = 30 * time.Second
-	}
 	ctx = withActivityDefaults(ctx)
 	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal), in: in}
-	if in.PlacementTimeout <= 0 {
-		s.in.PlacementTimeout = 10 * time.Minute
-	}
 	if in.StepsPerRun <= 0 {
 		s.in.StepsPerRun = 500
 	}
 	if c := in.Carried; c != nil {
-		s.spec, s.status, s.holdsBed, s.admission, s.uid = c.Spec, c.Status, c.HoldsBed, c.Admission, c.UID
+		s.spec, s.status, s.uid = c.Spec, c.Status, c.UID
 		for i := range c.Entries {
 			s.entries = append(s.entries, &c.Entries[i])
 		}
@@ -159,7 +101,7 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 		s.status.StartedAt = now(ctx)
 	}
 
-	err := s.run(ctx, resync)
+	err := s.run(ctx)
 	var next *workflow.ContinueAsNewError
 	if errors.As(err, &next) {
 		return SchedulingOutput{Status: s.status}, err
@@ -167,16 +109,16 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 	if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
 		if len(s.entries) > 0 && s.allDone() {
 			// Cancelled while writing the end: the queue did complete.
-			return s.cleanUp(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended; the jobs and the test bed are released", len(s.entries)))
+			return s.cleanUp(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended; the jobs are released", len(s.entries)))
 		}
-		return s.cleanUp(ctx, v1alpha1.SchedulingCancelled, "cancelled: the jobs and the test bed are released")
+		return s.cleanUp(ctx, v1alpha1.SchedulingCancelled, "cancelled: the jobs are released")
 	}
 	if err != nil {
 		return SchedulingOutput{Status: s.status}, err
 	}
 	// Ended (completed or failed): hold the jobs until the Scheduling is deleted.
 	_ = workflow.Await(ctx, func() bool { return false })
-	return s.cleanUp(ctx, s.status.State, s.status.Message+"; the jobs and the test bed are released")
+	return s.cleanUp(ctx, s.status.State, s.status.Message+"; the jobs are released")
 }
 
 // withActivityDefaults gives short cluster activities their timeout and retries. Update
@@ -194,17 +136,11 @@ type scheduler struct {
 	entries  []*QueueEntry
 	status   v1alpha1.SchedulingStatus
 	progress workflow.ReceiveChannel
-	// holdsBed: the test bed is claimed, so cleanUp must release it.
-	holdsBed bool
 	// changed: an Update appended jobs.
 	changed bool
-	// freedAt is when a job last ended (its slots are about to come free).
-	freedAt time.Time
-	// admission: jobs go through the test bed's Admission workflow (queues shared by many
-	// Schedulings) instead of this workflow's own pick over a claimed test bed.
-	admission bool
-	grants    workflow.ReceiveChannel
-	in        SchedulingInput
+	// grants receives Admission's answers (AdmittedSignal).
+	grants workflow.ReceiveChannel
+	in     SchedulingInput
 	// uid is the Scheduling object's UID.
 	uid string
 	// extending lets one extend at a time claim and append: the API and the bridge may
@@ -212,9 +148,9 @@ type scheduler struct {
 	extending workflow.Mutex
 }
 
-func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
+func (s *scheduler) run(ctx workflow.Context) error {
 	if s.entries != nil {
-		return s.schedule(ctx, resync) // carried over: acquired already
+		return s.schedule(ctx) // carried over: acquired already
 	}
 	var obs activities.SchedulingObservation
 	if err := workflow.ExecuteActivity(ctx, acts.ReadScheduling, s.key).Get(ctx, &obs); err != nil {
@@ -224,31 +160,27 @@ func (s *scheduler) run(ctx workflow.Context, resync time.Duration) error {
 		s.status.State, s.status.Message = v1alpha1.SchedulingFailed, "the Scheduling does not exist"
 		return nil
 	}
-	// Version 1: the Admission workflow decides, and the test bed is shared.
-	s.admission = workflow.GetVersion(ctx, "admission", workflow.DefaultVersion, 1) == 1
 	s.spec, s.uid = obs.Spec, obs.UID
 	for _, j := range obs.Spec.Jobs {
 		s.entries = append(s.entries, &QueueEntry{Job: j})
 	}
-	if err := s.setState(ctx, v1alpha1.SchedulingAcquiring, "claiming the test bed and the jobs"); err != nil {
+	if err := s.setState(ctx, v1alpha1.SchedulingAcquiring, "claiming the jobs"); err != nil {
 		return err
 	}
-	if ok, err := s.acquire(ctx); err != nil || !ok {
+	if ok, err := s.acquireJobs(ctx); err != nil || !ok {
 		return err
 	}
-	if s.admission {
-		if err := s.checkTestBed(ctx); err != nil {
-			return err
-		}
+	if err := s.checkTestBed(ctx); err != nil {
+		return err
 	}
 	if err := s.setState(ctx, v1alpha1.SchedulingScheduling, "starting jobs as their slots come free"); err != nil {
 		return err
 	}
-	return s.schedule(ctx, resync)
+	return s.schedule(ctx)
 }
 
 // schedule runs the queue until every job ended, then writes the final status.
-func (s *scheduler) schedule(ctx workflow.Context, resync time.Duration) error {
+func (s *scheduler) schedule(ctx workflow.Context) error {
 	if s.status.State == v1alpha1.SchedulingCompleted || s.status.State == v1alpha1.SchedulingFailed {
 		return nil // ended in an earlier run: only the cancellation is left
 	}
@@ -256,32 +188,20 @@ func (s *scheduler) schedule(ctx workflow.Context, resync time.Duration) error {
 		return err
 	}
 	steps := 0
-	if s.admission {
-		s.grants = workflow.GetSignalChannel(ctx, AdmittedSignal)
-		if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
-			return err
-		}
+	s.grants = workflow.GetSignalChannel(ctx, AdmittedSignal)
+	if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
+		return err
 	}
 	for {
 		for {
-			var err error
-			if s.admission {
-				err = s.writeStatus(ctx)
-			} else {
-				err = s.startRunnable(ctx)
-			}
-			if err != nil {
+			if err := s.writeStatus(ctx); err != nil {
 				return err
 			}
 			if s.allDone() {
 				break
 			}
-			if s.admission {
-				if err := s.waitForAdmission(ctx); err != nil {
-					return err
-				}
-			} else {
-				s.waitForChange(ctx, resync)
+			if err := s.waitForAdmission(ctx); err != nil {
+				return err
 			}
 			steps++
 			long := steps >= s.in.StepsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
@@ -338,23 +258,6 @@ func (s *scheduler) setCondition(ctx workflow.Context, status metav1.ConditionSt
 	s.status.Conditions = append(s.status.Conditions, c)
 }
 
-// acquire claims the test bed and the jobs; false means the Scheduling failed and holds
-// nothing.
-func (s *scheduler) acquire(ctx workflow.Context) (bool, error) {
-	if s.admission {
-		return s.acquireJobs(ctx)
-	}
-	var bed activities.ClaimResult
-	if err := workflow.ExecuteActivity(ctx, acts.ClaimTestBed, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: []string{s.spec.TestBed}}).Get(ctx, &bed); err != nil {
-		return false, err
-	}
-	if !bed.Complete() {
-		return false, s.setState(ctx, v1alpha1.SchedulingFailed, describeLoss("test bed", bed))
-	}
-	s.holdsBed = true
-	return s.acquireJobs(ctx)
-}
-
 // acquireJobs claims every job, or none (the deadlock rule).
 func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
 	names := s.jobNames()
@@ -387,106 +290,6 @@ func describeLoss(what string, r activities.ClaimResult) string {
 	return strings.Join(parts, "; ") + "; released everything"
 }
 
-// startRunnable asks for the applications of the jobs that can start now, then waits until
-// their pods hold their slots (or they ended), so the next decision sees those slots taken.
-func (s *scheduler) startRunnable(ctx workflow.Context) error {
-	var slots activities.TestBedSlots
-	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.ReconcileTestBedInput{Namespace: s.key.Namespace, Name: s.spec.TestBed}).Get(ctx, &slots); err != nil {
-		return err
-	}
-	if !slots.Exists {
-		return s.setState(ctx, v1alpha1.SchedulingScheduling, fmt.Sprintf("test bed %s does not exist; waiting for it", s.spec.TestBed))
-	}
-	free := slices.DeleteFunc(slices.Clone(slots.Free), func(p int32) bool { return s.allocated(p) })
-	var waiting []v1alpha1.SchedulingJob
-	for _, e := range s.entries {
-		if e.Run == 0 {
-			if missing := missingSlots(e.Job.SlotIDs, slots.Positions); len(missing) > 0 {
-				e.State, e.Message = v1alpha1.JobFailed, fmt.Sprintf("the test bed has no slot %v", missing)
-				continue
-			}
-			waiting = append(waiting, e.Job)
-		}
-	}
-	picked := Pick(s.spec.Mode, waiting, free)
-	if len(picked) == 0 {
-		return s.writeStatus(ctx)
-	}
-	var started []string
-	for _, e := range s.entries {
-		slotsOf, ok := picked[e.Job.Name]
-		if !ok {
-			continue
-		}
-		e.Run, e.Slots, e.RequestedAt = 1, slotsOf, workflow.Now(ctx)
-		req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: slotsOf, Run: e.Run}
-		err := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
-		if activities.IsNotHeld(err) {
-			e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		started = append(started, e.Job.Name)
-	}
-	if err := s.nudge(ctx, started); err != nil {
-		return err
-	}
-	if err := s.writeStatus(ctx); err != nil {
-		return err
-	}
-	// The extender reserves slots only as the pods arrive; deciding again before that
-	// would see the same slots free twice.
-	timerCtx, cancel := workflow.WithCancel(ctx)
-	defer cancel()
-	timedOut := false
-	timer := workflow.NewTimer(timerCtx, s.in.PlacementTimeout)
-	for s.placing(started) && !timedOut {
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
-		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
-		sel.Select(ctx)
-	}
-	if timedOut {
-		for _, e := range s.entries {
-			if slices.Contains(started, e.Job.Name) && e.placing() {
-				e.Message = fmt.Sprintf("its pods did not all hold their slots within %s; the queue goes on", s.in.PlacementTimeout)
-			}
-		}
-	}
-	return s.writeStatus(ctx)
-}
-
-func missingSlots(want, have []int32) []int32 {
-	var out []int32
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-func (s *scheduler) allocated(pos int32) bool {
-	for _, e := range s.entries {
-		if e.active() && slices.Contains(e.Slots, pos) {
-			return true
-		}
-	}
-	return false
-}
-
-// placing: one of the named jobs still waits for its pods to be placed.
-func (s *scheduler) placing(jobs []string) bool {
-	for _, e := range s.entries {
-		if e.placing() && slices.Contains(jobs, e.Job.Name) {
-			return true
-		}
-	}
-	return false
-}
-
 func (s *scheduler) allDone() bool {
 	for _, e := range s.entries {
 		if !e.done() {
@@ -494,39 +297,6 @@ func (s *scheduler) allDone() bool {
 		}
 	}
 	return true
-}
-
-// waitForChange waits for a job's progress, an extension of the queue, or the resync timer.
-//
-// Right after a job ended, its slots show free only once its pods are gone and the test
-// bed's status says so, a few seconds later: while waiting jobs could use them, the slots
-// are read again every freedRetry for freedWindow.
-func (s *scheduler) waitForChange(ctx workflow.Context, resync time.Duration) {
-	const freedRetry, freedWindow = 2 * time.Second, 30 * time.Second
-	wait := resync
-	if s.hasWaiting() && workflow.Now(ctx).Sub(s.freedAt) < freedWindow {
-		wait = min(resync, freedRetry)
-	}
-	timerCtx, cancel := workflow.WithCancel(ctx)
-	defer cancel()
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
-	sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
-	changed := false
-	sel.AddFuture(awaitFuture(timerCtx, func() bool { return s.changed }), func(workflow.Future) { changed = true })
-	sel.Select(ctx)
-	if changed {
-		s.changed = false
-	}
-}
-
-func (s *scheduler) hasWaiting() bool {
-	for _, e := range s.entries {
-		if e.Run == 0 && !e.done() {
-			return true
-		}
-	}
-	return false
 }
 
 // awaitFuture is a future that becomes ready when cond holds, or when ctx is cancelled.
@@ -549,23 +319,21 @@ func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 			s.receiveProgress(ctx)
 			took = true
 		}
-		if s.grants != nil {
-			for {
-				var g AdmissionGrant // fresh each time: a reused value would share its slices
-				if !s.grants.ReceiveAsync(&g) {
-					break
-				}
-				if err := s.handleGrant(ctx, g); err != nil {
-					return err
-				}
-				took = true
+		for {
+			var g AdmissionGrant // fresh each time: a reused value would share its slices
+			if !s.grants.ReceiveAsync(&g) {
+				break
 			}
+			if err := s.handleGrant(ctx, g); err != nil {
+				return err
+			}
+			took = true
 		}
 		if !took {
 			break
 		}
 	}
-	carried := &SchedulingState{Spec: s.spec, Status: s.status, HoldsBed: s.holdsBed, Admission: s.admission, UID: s.uid}
+	carried := &SchedulingState{Spec: s.spec, Status: s.status, UID: s.uid}
 	for _, e := range s.entries {
 		carried.Entries = append(carried.Entries, *e)
 	}
@@ -579,8 +347,8 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 	var p JobProgress
 	s.progress.Receive(ctx, &p)
 	s.apply(p)
-	// Version 1: Admission hears when a job left Starting (StateAware).
-	if s.admission && (p.Started || p.State == v1alpha1.JobRunning) && workflow.GetVersion(ctx, "started", workflow.DefaultVersion, 1) == 1 {
+	// Admission hears once when a job left Starting (StateAware).
+	if p.Started || p.State == v1alpha1.JobRunning {
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run && !e.Started {
 				e.Started = true
@@ -589,12 +357,9 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 		}
 	}
 	if p.State == v1alpha1.JobCompleted || p.State == v1alpha1.JobFailed {
-		s.freedAt = workflow.Now(ctx)
-		if s.admission {
-			for _, e := range s.entries {
-				if e.Job.Name == p.Job && e.Run == p.Run {
-					s.releaseAdmission(ctx, e)
-				}
+		for _, e := range s.entries {
+			if e.Job.Name == p.Job && e.Run == p.Run {
+				s.releaseAdmission(ctx, e)
 			}
 		}
 	}
@@ -635,36 +400,26 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 	return workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, in).Get(ctx, nil)
 }
 
+// release gives the jobs' claims back and wakes their workflows.
 func (s *scheduler) release(ctx workflow.Context, jobs []string) error {
-	if len(jobs) > 0 {
-		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: jobs}
-		if err := workflow.ExecuteActivity(ctx, acts.ReleaseJobs, in).Get(ctx, nil); err != nil {
-			return err
-		}
-		if err := s.nudge(ctx, jobs); err != nil {
-			return err
-		}
+	if len(jobs) == 0 {
+		return nil
 	}
-	if s.holdsBed {
-		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: []string{s.spec.TestBed}}
-		if err := workflow.ExecuteActivity(ctx, acts.ReleaseTestBed, in).Get(ctx, nil); err != nil {
-			return err
-		}
-		s.holdsBed = false
+	in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: jobs}
+	if err := workflow.ExecuteActivity(ctx, acts.ReleaseJobs, in).Get(ctx, nil); err != nil {
+		return err
 	}
-	return nil
+	return s.nudge(ctx, jobs)
 }
 
-// cleanUp runs after cancellation, on a context that is not cancelled: it releases the jobs
-// (their workflows delete the applications) and the test bed, writes the final status and
-// lets the Scheduling object go.
+// cleanUp runs after cancellation, on a context that is not cancelled: it withdraws what
+// still waits in Admission, releases the jobs (their workflows delete the applications),
+// writes the final status and lets the Scheduling object go.
 func (s *scheduler) cleanUp(ctx workflow.Context, state v1alpha1.SchedulingState, msg string) (SchedulingOutput, error) {
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
-	if s.admission {
-		for _, e := range s.entries {
-			if !e.done() {
-				s.releaseAdmission(ctx, e)
-			}
+	for _, e := range s.entries {
+		if !e.done() {
+			s.releaseAdmission(ctx, e)
 		}
 	}
 	if err := s.release(ctx, s.jobNames()); err != nil {
@@ -742,16 +497,13 @@ func (s *scheduler) validateExtend(jobs []v1alpha1.SchedulingJob) error {
 // extend claims the new jobs of the list and appends them; it returns the queue length.
 func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) (int, error) {
 	ctx = withActivityDefaults(ctx)
-	// Runs recorded before the lock interleaved concurrent extends; they replay without it.
-	if workflow.GetVersion(ctx, "serialize-extends", workflow.DefaultVersion, 1) == 1 {
-		if s.extending == nil {
-			s.extending = workflow.NewMutex(ctx)
-		}
-		if err := s.extending.Lock(ctx); err != nil {
-			return len(s.entries), err
-		}
-		defer s.extending.Unlock()
+	if s.extending == nil {
+		s.extending = workflow.NewMutex(ctx)
 	}
+	if err := s.extending.Lock(ctx); err != nil {
+		return len(s.entries), err
+	}
+	defer s.extending.Unlock()
 	var added []v1alpha1.SchedulingJob
 	for _, j := range jobs {
 		if !slices.ContainsFunc(s.entries, func(e *QueueEntry) bool { return e.Job.Name == j.Name }) {
@@ -787,10 +539,8 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 	if err := s.nudge(ctx, names); err != nil {
 		return len(s.entries), err
 	}
-	if s.admission {
-		if err := s.requestAdmission(ctx, fresh); err != nil {
-			return len(s.entries), err
-		}
+	if err := s.requestAdmission(ctx, fresh); err != nil {
+		return len(s.entries), err
 	}
 	s.changed = true
 	return len(s.entries), nil

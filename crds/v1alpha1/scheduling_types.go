@@ -72,7 +72,7 @@ type SchedulingJob struct {
 type SchedulingState string
 
 const (
-	// SchedulingAcquiring: claiming the jobs and the test bed.
+	// SchedulingAcquiring: claiming the jobs.
 	SchedulingAcquiring SchedulingState = "Acquiring"
 	// SchedulingScheduling: jobs are being admitted into slots as they free up.
 	SchedulingScheduling SchedulingState = "Scheduling"
