@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -57,11 +58,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// component is one slotplane process; start runs it (again).
+// component is one slotplane process; start runs it (again). Its output goes to
+// <logs>/<name>.log, across restarts.
 type component struct {
 	t    *testing.T
 	name string
 	args []string
+	logs string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 }
@@ -69,7 +72,10 @@ type component struct {
 func (c *component) start() {
 	c.t.Helper()
 	cmd := exec.Command(binary, append([]string{c.name}, c.args...)...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	out, err := os.OpenFile(filepath.Join(c.logs, c.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(c.t, err)
+	defer out.Close() // the process has its own copy
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(c.t, cmd.Start(), c.name)
 	c.mu.Lock()
 	c.cmd = cmd
@@ -100,6 +106,50 @@ func (c *component) stop() {
 
 const token = "e2e-token"
 
+// keepLogs makes a directory for one test's logs: the components' and the in-process
+// parts' (the operators' stand-in, through slog's default logger). A test's own output
+// then holds only what it says, so a failure is the last thing a run prints. When the
+// test fails, the end of each log is printed and the directory kept; otherwise it goes.
+func keepLogs(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "slotplane-e2e-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	require.NoError(t, err)
+	own, err := os.Create(filepath.Join(dir, "in-process.log"))
+	require.NoError(t, err)
+	was := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(own, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	t.Cleanup(func() {
+		slog.SetDefault(was)
+		_ = own.Close()
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, f := range files {
+			t.Logf("the last lines of %s:\n%s", filepath.Base(f), lastLines(f, 25))
+		}
+		t.Logf("the whole logs are kept in %s", dir)
+	})
+	return dir
+}
+
+// lastLines is the end of a file, n lines at most, each cut to 300 characters.
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		if len(l) > 300 {
+			lines[i] = l[:300] + "..."
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // e2ePlatform is the whole system as the end-to-end tests run it: a control plane with 4
 // kwok nodes (and 2 plain ones), Temporal, the operators' stand-in, and the four components
 // as processes; a test bed "bed" of 8 slots and the given allocation file in the cluster; and
@@ -113,6 +163,7 @@ type e2ePlatform struct {
 // startE2E starts the platform. extra are flags for the worker, the bridge and the API.
 func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 	t.Helper()
+	logs := keepLogs(t) // first, so that its clean-up runs after every process stopped
 	ports, err := freeport.Get(4)
 	require.NoError(t, err)
 	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
@@ -137,7 +188,7 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
 	}}
 	for _, c := range p.parts {
-		c.t = t
+		c.t, c.logs = t, logs
 		c.start()
 		t.Cleanup(c.stop)
 	}
