@@ -240,6 +240,62 @@ func (p *e2ePlatform) waitSlotsFree(t *testing.T, within time.Duration) {
 	}, within, 250*time.Millisecond, "every slot free, with its ghost running again")
 }
 
+// slotLedger follows the BatchJobs on the feed: which job holds which slot while it runs,
+// which jobs were seen Running, and which ended. A slot held by two unfinished jobs at once
+// is a violation.
+type slotLedger struct {
+	mu         sync.Mutex
+	holder     map[int32]string
+	running    map[string]bool
+	ended      map[string]bool
+	violations []string
+}
+
+func newSlotLedger() *slotLedger {
+	return &slotLedger{holder: map[int32]string{}, running: map[string]bool{}, ended: map[string]bool{}}
+}
+
+func (l *slotLedger) see(j api.Job) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch j.Status.State {
+	case v1alpha1.JobSubmitted, v1alpha1.JobRunning:
+		l.running[j.Name] = l.running[j.Name] || j.Status.State == v1alpha1.JobRunning
+		for _, s := range j.Status.Slots {
+			if other := l.holder[s]; other != "" && other != j.Name {
+				l.violations = append(l.violations, fmt.Sprintf("slot %d held by %s and %s", s, other, j.Name))
+			}
+			l.holder[s] = j.Name
+		}
+	case v1alpha1.JobCompleted, v1alpha1.JobFailed:
+		l.ended[j.Name] = true
+		for s, h := range l.holder {
+			if h == j.Name {
+				delete(l.holder, s)
+			}
+		}
+	}
+}
+
+func (l *slotLedger) endedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ended)
+}
+
+func (l *slotLedger) seenRunning(job string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running[job]
+}
+
+func (l *slotLedger) check(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.Empty(t, l.violations, "no slot is held by two jobs at once")
+}
+
 // Two Schedulings, one QueueBased in queue a and one SlotBased in queue b, of Spark and
 // Flink jobs submitted through the API, run to the end while the worker and the extender
 // are killed and started again mid-way. Every job ends Completed in the slots it was given,
@@ -277,21 +333,21 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	defer w.Close()
 	var mu sync.Mutex
 	scheds := map[string]api.Scheduling{}
-	running := map[string]bool{}
+	ledger := newSlotLedger()
 	go func() {
 		for ev := range w.Events() {
-			mu.Lock()
 			switch ev.Kind {
 			case api.KindScheduling:
 				if s, err := ev.Scheduling(); err == nil {
+					mu.Lock()
 					scheds[s.Name] = s
+					mu.Unlock()
 				}
 			case api.KindBatchJob:
-				if j, err := ev.Job(); err == nil && j.Status.State == v1alpha1.JobRunning {
-					running[j.Name] = true
+				if j, err := ev.Job(); err == nil {
+					ledger.see(j)
 				}
 			}
-			mu.Unlock()
 		}
 	}()
 
@@ -306,9 +362,9 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 
 	// Mid-way, with jobs running: the worker and the extender die and come back.
 	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(running) >= 2
+		ledger.mu.Lock()
+		defer ledger.mu.Unlock()
+		return len(ledger.running) >= 2
 	}, 2*time.Minute, 100*time.Millisecond, "no two jobs ran")
 	parts["worker"].kill()
 	parts["extender"].kill()
@@ -334,7 +390,6 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 		require.Equal(t, v1alpha1.SchedulingCompleted, s.Status.State, "%s: %s", name, s.Status.Message)
 		require.Equal(t, int32(3), s.Status.FinishedJobs, name)
 	}
-	used := map[int32]string{}
 	for name, p := range jobs {
 		j, err := c.GetJob(ctx, name)
 		require.NoError(t, err)
@@ -345,10 +400,7 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 		// A job that ran from start to end while the worker was down was never seen
 		// running, so it has no RunningAt (noted as a gap of the job workflow); every job
 		// the feed showed Running has one.
-		mu.Lock()
-		seenRunning := running[name]
-		mu.Unlock()
-		if seenRunning {
+		if ledger.seenRunning(name) {
 			require.NotNil(t, j.Status.RunningAt, name)
 		} else if j.Status.RunningAt == nil {
 			t.Logf("%s ran while the worker was down: it has no RunningAt", name)
@@ -357,9 +409,10 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 			require.Equal(t, want, j.Status.Slots, "%s ran in exactly its slots", name)
 		} else {
 			require.Len(t, j.Status.Slots, map[string]int{"a-etl": 3, "a-stream": 2, "a-report": 4}[name])
-		}
-		for _, s := range j.Status.Slots {
-			used[s] = name
+			for _, s := range j.Status.Slots {
+				require.True(t, s >= 0 && s < 8, "%s got slot %d, outside the bed", name, s)
+			}
+			require.Len(t, slices.Compact(slices.Sorted(slices.Values(j.Status.Slots))), len(j.Status.Slots), "%s got distinct slots", name)
 		}
 		require.NotNil(t, j.Status.Application, name)
 		key := client.ObjectKey{Namespace: "default", Name: j.Status.Application.Name}
@@ -374,6 +427,6 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 			require.Equal(t, flinkv1beta1.FlinkJobFinished, app.Status.JobStatus.State, name)
 		}
 	}
-	require.Len(t, used, 8, "between them the jobs used every slot")
+	ledger.check(t)
 	p.waitSlotsFree(t, time.Minute)
 }

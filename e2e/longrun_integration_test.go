@@ -67,41 +67,22 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	var mu sync.Mutex
-	holder := map[int32]string{}
-	ended := map[string]bool{}
-	var violations []string
 	var sched api.Scheduling
+	ledger := newSlotLedger()
 	go func() {
 		for ev := range w.Events() {
-			mu.Lock()
 			switch ev.Kind {
 			case api.KindScheduling:
 				if s, err := ev.Scheduling(); err == nil {
+					mu.Lock()
 					sched = s
+					mu.Unlock()
 				}
 			case api.KindBatchJob:
-				j, err := ev.Job()
-				if err != nil {
-					break
-				}
-				switch j.Status.State {
-				case v1alpha1.JobSubmitted, v1alpha1.JobRunning:
-					for _, s := range j.Status.Slots {
-						if other := holder[s]; other != "" && other != j.Name {
-							violations = append(violations, fmt.Sprintf("slot %d held by %s and %s", s, other, j.Name))
-						}
-						holder[s] = j.Name
-					}
-				case v1alpha1.JobCompleted, v1alpha1.JobFailed:
-					ended[j.Name] = true
-					for s, h := range holder {
-						if h == j.Name {
-							delete(holder, s)
-						}
-					}
+				if j, err := ev.Job(); err == nil {
+					ledger.see(j)
 				}
 			}
-			mu.Unlock()
 		}
 	}()
 
@@ -118,7 +99,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	slices.Sort(at)
 	t.Logf("killing the worker after %v jobs ended", at)
 	for _, n := range at {
-		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(ended) >= n }, 30*time.Minute, 100*time.Millisecond)
+		require.Eventually(t, func() bool { return ledger.endedCount() >= n }, 30*time.Minute, 100*time.Millisecond)
 		parts["worker"].kill()
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 		parts["worker"].start()
@@ -148,9 +129,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		require.Equal(t, int32(1), j.Status.Run, name)
 		require.Equal(t, 1, perJob[name], "%s has exactly one application", name)
 	}
-	mu.Lock()
-	require.Empty(t, violations)
-	mu.Unlock()
+	ledger.check(t)
 	require.Eventually(t, func() bool {
 		q, err := c.Queues(ctx, "bed")
 		return err == nil && len(q.Running) == 0 && len(q.Waiting) == 0
