@@ -36,14 +36,21 @@ func (s *server) getQueues(c *gin.Context) {
 	c.JSON(http.StatusOK, queueTreeOf(tb.Name, &report))
 }
 
-// Resources is an amount in the allocation file's units.
+// Resources is an exact amount, as the queues count it: memory in bytes and cpu in
+// millicores (a driver of 250m and 512Mi is 250 and 536870912).
 type Resources struct {
-	MemoryMB int64 `json:"memoryMB"`
-	VCores   int64 `json:"vcores"`
+	MemoryBytes int64 `json:"memoryBytes"`
+	MilliCores  int64 `json:"milliCores"`
 }
 
 func resourcesOf(r queue.Resources) Resources {
-	return Resources{MemoryMB: r.MemoryMB, VCores: r.VCores}
+	return Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}
+}
+
+// String is the allocation file's form, with fractions where the amount is not whole:
+// "512 mb, 0.25 vcores".
+func (r Resources) String() string {
+	return queue.Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}.String()
 }
 
 // QueueTree is a test bed's queues as Admission sees them now.

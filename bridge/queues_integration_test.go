@@ -28,12 +28,10 @@ import (
 
 // The allocation file of the queue scenarios. Root lets nobody submit or administer (its
 // default for both is "*", and administering implies submitting), so each queue's own ACL
-// decides; alice may run one application at a time. Drivers are not limited: a driver
-// counts as a whole vcore, and the default maxAMShare of 0.5 would let gold, with a fair
-// share of 8 vcores, run only 4 of its one-slot jobs.
+// decides; alice may run one application at a time. maxAMShare keeps its default of 0.5:
+// drivers of 250m and 512Mi count exactly, so they hold no queue here back.
 const scenarioQueues = `<?xml version="1.0"?>
 <allocations>
-  <queueMaxAMShareDefault>-1.0</queueMaxAMShareDefault>
   <queue name="root">
     <aclSubmitApps> </aclSubmitApps>
     <aclAdministerApps> </aclAdministerApps>
@@ -248,7 +246,6 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 // preemptionQueues turns preemption on: a queue below half its fair share for 5 seconds
 // takes slots back.
 const preemptionQueues = `<allocations>
-  <queueMaxAMShareDefault>-1.0</queueMaxAMShareDefault>
   <defaultFairSharePreemptionTimeout>5</defaultFairSharePreemptionTimeout>
   <preemption>true</preemption>
   <queue name="batch"/>

@@ -186,16 +186,16 @@ func (s *snapshot) orderChildren(q *Queue) []*Queue {
 		}
 		if drf {
 			min := s.t.MinResources(c)
-			if u.MemoryMB < min.MemoryMB || u.VCores < min.VCores {
+			if u.MemoryBytes < min.MemoryBytes || u.MilliCores < min.MilliCores {
 				return true, u.DominantShare(min)
 			}
 			return false, u.DominantShare(s.c.Total) / w
 		}
 		min := s.t.MinResources(c)
-		if u.MemoryMB < min.MemoryMB {
-			return true, float64(u.MemoryMB) / float64(min.MemoryMB)
+		if u.MemoryBytes < min.MemoryBytes {
+			return true, float64(u.MemoryBytes) / float64(min.MemoryBytes)
 		}
-		return false, float64(u.MemoryMB) / w
+		return false, float64(u.MemoryBytes) / w
 	}
 	slices.SortStableFunc(kids, func(a, b *Queue) int {
 		na, ra := key(a)
@@ -262,7 +262,7 @@ func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
 	slices.SortStableFunc(waiting, func(a, b App) int {
 		switch policy {
 		case PolicyFair:
-			if c := cmp.Compare(a.Usage.MemoryMB, b.Usage.MemoryMB); c != 0 {
+			if c := cmp.Compare(a.Usage.MemoryBytes, b.Usage.MemoryBytes); c != 0 {
 				return c
 			}
 		case PolicyDRF:
@@ -368,8 +368,9 @@ func (a App) ask() Resources {
 	return a.Ask
 }
 
+// scale is the fraction f of r, rounded down to the byte and the millicore.
 func scale(r Resources, f float64) Resources {
-	return Resources{MemoryMB: int64(math.Floor(float64(r.MemoryMB) * f)), VCores: int64(math.Floor(float64(r.VCores) * f))}
+	return Resources{MemoryBytes: int64(math.Floor(float64(r.MemoryBytes) * f)), MilliCores: int64(math.Floor(float64(r.MilliCores) * f))}
 }
 
 // CanMove reports why moving a job to the target queue would break the target's limits

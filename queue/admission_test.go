@@ -7,8 +7,8 @@ import (
 )
 
 var (
-	slotRes   = Resources{MemoryMB: 4096, VCores: 2}
-	driverRes = Resources{MemoryMB: 2048, VCores: 1}
+	slotRes   = MBVCores(4096, 2)
+	driverRes = MBVCores(2048, 1)
 )
 
 // job needs a driver plus n executor slots.
@@ -49,7 +49,7 @@ func TestNext_FIFOWithinALeafAndLimits(t *testing.T) {
   <user name="bob"><maxRunningApps>1</maxRunningApps></user>
   <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
 </allocations>`)
-	total := Resources{MemoryMB: 100000, VCores: 100}
+	total := MBVCores(100000, 100)
 	apps := []App{job("second", "root.a", "ann", 2, 1), job("first", "root.a", "ann", 1, 1)}
 	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "first" {
 		t.Errorf("FIFO: got %s", got)
@@ -73,7 +73,7 @@ func TestNext_MaxResourcesAndCapacity(t *testing.T) {
   <queue name="a"><maxResources>12288 mb, 100 vcores</maxResources></queue>
   <queue name="b"/>
 </allocations>`)
-	total := Resources{MemoryMB: 20480, VCores: 100}
+	total := MBVCores(20480, 100)
 	// a uses 6144 (driver + 1 slot); another 6144 fits its max exactly.
 	apps := []App{running(job("a1", "root.a", "u", 1, 1)), job("a2", "root.a", "u", 2, 1)}
 	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "a2" {
@@ -100,7 +100,7 @@ func TestNext_FairAmongQueues(t *testing.T) {
   <queue name="silver"/>
   <queue name="bronze"><minResources>8192 mb, 0 vcores</minResources></queue>
 </allocations>`)
-	total := Resources{MemoryMB: 1 << 20, VCores: 1000}
+	total := MBVCores(1<<20, 1000)
 	apps := []App{
 		running(job("g", "root.gold", "u", 1, 1)), running(job("s", "root.silver", "u", 2, 1)),
 		job("g2", "root.gold", "u", 5, 1), job("s2", "root.silver", "u", 3, 1),
@@ -124,18 +124,18 @@ func TestNext_DRFHonoursMinResources(t *testing.T) {
   <queue name="cpu"><minResources>0 mb, 16 vcores</minResources></queue>
   <queue name="mem"/>
 </allocations>`)
-	total := Resources{MemoryMB: 64 << 10, VCores: 32}
+	total := MBVCores(64<<10, 32)
 	apps := []App{
-		running(App{ID: "c", Queue: "root.cpu", Demand: Resources{MemoryMB: 1024, VCores: 12}}),
-		running(App{ID: "m", Queue: "root.mem", Demand: Resources{MemoryMB: 8 << 10, VCores: 1}}),
-		{ID: "c2", Queue: "root.cpu", Order: 1, Demand: Resources{MemoryMB: 1024, VCores: 2}},
-		{ID: "m2", Queue: "root.mem", Order: 2, Demand: Resources{MemoryMB: 1024, VCores: 1}},
+		running(App{ID: "c", Queue: "root.cpu", Demand: MBVCores(1024, 12)}),
+		running(App{ID: "m", Queue: "root.mem", Demand: MBVCores(8<<10, 1)}),
+		{ID: "c2", Queue: "root.cpu", Order: 1, Demand: MBVCores(1024, 2)},
+		{ID: "m2", Queue: "root.mem", Order: 2, Demand: MBVCores(1024, 1)},
 	}
 	// cpu's dominant share is 12/32 against mem's 8/64, but cpu is below its 16 vcores.
 	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "c2" {
 		t.Errorf("got %s, want cpu's job (below its minimum)", got)
 	}
-	apps[0] = running(App{ID: "c", Queue: "root.cpu", Demand: Resources{MemoryMB: 1024, VCores: 16}})
+	apps[0] = running(App{ID: "c", Queue: "root.cpu", Demand: MBVCores(1024, 16)})
 	if got, _ := next(t, tr, Cluster{Total: total, Apps: apps}); got != "m2" {
 		t.Errorf("got %s, want mem's job (cpu is at its minimum, with the larger dominant share)", got)
 	}
@@ -153,7 +153,7 @@ func TestNext_DriversCannotFillTheQueue(t *testing.T) {
 	for _, policy := range []Policy{PolicyFIFO, PolicyStateAware} {
 		t.Run(string(policy), func(t *testing.T) {
 			tr := tree(t, fmt.Sprintf(file, policy))
-			total := Resources{MemoryMB: 30720, VCores: 100}
+			total := MBVCores(30720, 100)
 			var apps []App
 			for i := range 10 {
 				apps = append(apps, job(fmt.Sprintf("j%d", i), "root.etl", "u", int64(i), 2))
@@ -191,7 +191,7 @@ func TestNext_DriversCannotFillTheQueue(t *testing.T) {
 // A leaf's drivers may take only maxAMShare of its fair share (the first one always may).
 func TestNext_MaxAMShare(t *testing.T) {
 	tr := tree(t, `<allocations><queue name="a"><maxAMShare>0.1</maxAMShare></queue></allocations>`)
-	total := Resources{MemoryMB: 40960, VCores: 100}
+	total := MBVCores(40960, 100)
 	apps := []App{running(job("r", "root.a", "u", 1, 1)), job("w", "root.a", "u", 2, 1)}
 	got, refusals := next(t, tr, Cluster{Total: total, Apps: apps})
 	if got != "" || !strings.Contains(reasonFor(refusals, "w"), "maxAMShare 0.10") {
@@ -233,7 +233,7 @@ func BenchmarkNext_10000Waiting200Queues(b *testing.B) {
 		}
 		apps = append(apps, app)
 	}
-	c := Cluster{Total: Resources{MemoryMB: 1 << 30, VCores: 1 << 20}, Apps: apps}
+	c := Cluster{Total: MBVCores(1<<30, 1<<20), Apps: apps}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, ok := tr.Next(c); !ok {
@@ -249,7 +249,7 @@ func TestCanMove(t *testing.T) {
   <queue name="c"><maxResources>8192 mb, 100 vcores</maxResources></queue>
   <queue name="p"><queue name="x"/></queue>
 </allocations>`)
-	total := Resources{MemoryMB: 1 << 20, VCores: 1000}
+	total := MBVCores(1<<20, 1000)
 	moving := running(job("m", "root.a", "u", 1, 2)) // 10240 MB
 	apps := []App{moving, running(job("other", "root.b", "u", 2, 1))}
 	c := Cluster{Total: total, Apps: apps}
@@ -290,7 +290,7 @@ func TestNext_RunningApplicationsAskForMore(t *testing.T) {
   <queue name="o"><schedulingPolicy>fifo</schedulingPolicy></queue>
   <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
 </allocations>`)
-	total := Resources{MemoryMB: 100000, VCores: 100}
+	total := MBVCores(100000, 100)
 	asking := func(a App, held int64) App {
 		a.Running, a.Pending, a.Ask = true, true, slotRes
 		a.Usage = driverRes.Add(times(slotRes, held))

@@ -276,8 +276,10 @@ func (a *Admitter) Request(r Request) *Grant {
 		return refuse("the request names no job or scheduling")
 	case len(r.SlotIDs) == 0 && r.Slots < 1:
 		return refuse(fmt.Sprintf("the job asks for %d slots", r.Slots))
-	case r.Driver.MemoryMB < 0 || r.Driver.VCores < 0 || r.Expected < 0:
+	case r.Driver.MemoryBytes < 0 || r.Driver.MilliCores < 0 || r.Expected < 0:
 		return refuse("the job's driver size or expected duration is negative")
+	case !r.Driver.Fits(MBVCores(maxMB, maxVCores)):
+		return refuse(fmt.Sprintf("the job's driver of %s is more than the queues count", r.Driver))
 	}
 	primary, secondary := "", []string(nil)
 	if len(r.Groups) > 0 {
@@ -709,8 +711,8 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	for _, s := range starving {
 		if head = a.headOf(s.Queue); head != nil && a.admissible(now, bed, head) {
 			short := head.wanted() - int64(len(avail))
-			if need := times(slot, max(short, 0)); need.MemoryMB > s.Amount.MemoryMB {
-				s.Amount = Resources{MemoryMB: need.MemoryMB}
+			if need := times(slot, max(short, 0)); need.MemoryBytes > s.Amount.MemoryBytes {
+				s.Amount = Resources{MemoryBytes: need.MemoryBytes}
 			}
 			starving = []Starving{s}
 			break

@@ -12,7 +12,7 @@ import (
 
 // bed is a test bed of n slots of 1 GiB and 1 vcore, with the given ones not free.
 func bed(n int, busy ...int32) Bed {
-	b := Bed{Exists: true, SlotSize: Resources{MemoryMB: 1024, VCores: 1}}
+	b := Bed{Exists: true, SlotSize: MBVCores(1024, 1)}
 	taken := map[int32]bool{}
 	for _, p := range busy {
 		taken[p] = true
@@ -38,7 +38,7 @@ func admitterWith(t *testing.T, file string) *Admitter {
 func key(job string) JobKey { return JobKey{Scheduling: "s", SchedulingUID: "uid-s", Job: job, Run: 1} }
 
 func req(job, queue string, slots int32) Request {
-	return Request{JobKey: key(job), Queue: queue, User: "u", Slots: slots, Driver: Resources{MemoryMB: 256}}
+	return Request{JobKey: key(job), Queue: queue, User: "u", Slots: slots, Driver: MBVCores(256, 0)}
 }
 
 func granted(d Decision) []string {
@@ -138,6 +138,73 @@ func TestAdmitter_RefusesWhatCanNeverBeAdmitted(t *testing.T) {
 	}
 	if len(a.Waiting()) != 0 {
 		t.Fatal("a refused request waits")
+	}
+}
+
+// A driver larger than anything the queues count is refused, not wrapped around.
+func TestAdmitter_RefusesAnOutsizedDriver(t *testing.T) {
+	a := NewAdmitter(AdmitterState{})
+	r := req("x", "q", 1)
+	r.Driver = Resources{MemoryBytes: 1 << 62}
+	if g := a.Request(r); g == nil || !strings.Contains(g.Refused, "more than the queues count") {
+		t.Fatalf("outsized driver: %+v", g)
+	}
+	r.Driver = Resources{MilliCores: -1}
+	if g := a.Request(r); g == nil || !strings.Contains(g.Refused, "negative") {
+		t.Fatalf("negative driver: %+v", g)
+	}
+}
+
+// The default maxAMShare of 0.5 counts drivers as they are. The leaf's fair share is the
+// whole bed, 8 slots of 1024 mb and 1 vcore (it is the only queue, and its 8 one-slot jobs
+// demand all of it), so its drivers may take 4096 mb and 4 vcores (4000m):
+//   - eight drivers of 250m and 512Mi take 2000m and exactly 4096 mb: all 8 jobs run at
+//     once (counted in whole vcores, as before, they were 8 vcores, and only 4 ran);
+//   - drivers of 1 vcore reach 4000m with 4 of them, and a fifth would be 5000m: 4 run;
+//   - drivers of 250m and 1024 mb reach 4096 mb with 4 of them: memory holds them to 4.
+func TestAdmitter_DefaultMaxAMShareCountsDriversExactly(t *testing.T) {
+	cases := map[string]struct {
+		driver Resources
+		runs   int
+	}{
+		"250m and 512Mi drivers":  {Resources{MemoryBytes: 512 * mib, MilliCores: 250}, 8},
+		"one-vcore drivers":       {MBVCores(512, 1), 4},
+		"250m and 1024Mi drivers": {Resources{MemoryBytes: 1024 * mib, MilliCores: 250}, 4},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := admitterWith(t, `<allocations><queue name="team"/></allocations>`)
+			if got := a.Config().Allocations.QueueMaxAMShareDefault; got != 0.5 {
+				t.Fatalf("the default maxAMShare is %v, want 0.5", got)
+			}
+			for i := range 8 {
+				r := req(fmt.Sprintf("j%d", i), "team", 1)
+				r.Driver = tc.driver
+				if g := a.Request(r); g != nil {
+					t.Fatalf("request %d: %+v", i, g)
+				}
+			}
+			b := bed(8)
+			d := a.Decide(time.Unix(0, 0), b)
+			mustCheck(t, a, heldBed(a, 8))
+			if len(d.Grants) != tc.runs {
+				t.Fatalf("granted %v, want %d jobs", granted(d), tc.runs)
+			}
+			var share Resources
+			for _, q := range a.Report().Queues {
+				if q.Path == "root.team" {
+					share = q.FairShare
+				}
+			}
+			if share != MBVCores(8192, 8) {
+				t.Errorf("fair share %s, want 8192 mb, 8 vcores", share)
+			}
+			for _, e := range a.Waiting() {
+				if !strings.Contains(e.Reason, "maxAMShare 0.50 of its fair share (4096 mb, 4 vcores)") {
+					t.Errorf("%s waits for %q, want the maxAMShare limit", e.Request.Job, e.Reason)
+				}
+			}
+		})
 	}
 }
 

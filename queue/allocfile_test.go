@@ -51,13 +51,14 @@ const sourceExample = `<?xml version="1.0"?>
 
 func TestParseResources(t *testing.T) {
 	good := map[string]Resources{
-		"10000 mb,0vcores":     {MemoryMB: 10000},
-		"1024 mb, 2 vcores":    {MemoryMB: 1024, VCores: 2},
-		"2 vcores, 4096 mb":    {MemoryMB: 4096, VCores: 2},
-		" 512MB , 1 VCores ":   {MemoryMB: 512, VCores: 1},
-		"40000 mb,0vcores":     {MemoryMB: 40000},
-		"0 mb, 0 vcores":       {},
-		"90000 mb, 100 vcores": {MemoryMB: 90000, VCores: 100},
+		"10000 mb,0vcores":                 {MemoryBytes: 10000 << 20},
+		"1024 mb, 2 vcores":                {MemoryBytes: 1 << 30, MilliCores: 2000},
+		"2 vcores, 4096 mb":                {MemoryBytes: 4 << 30, MilliCores: 2000},
+		" 512MB , 1 VCores ":               {MemoryBytes: 512 << 20, MilliCores: 1000},
+		"40000 mb,0vcores":                 {MemoryBytes: 40000 << 20},
+		"0 mb, 0 vcores":                   {},
+		"90000 mb, 100 vcores":             {MemoryBytes: 90000 << 20, MilliCores: 100_000},
+		"8589934592 mb, 8589934592 vcores": {MemoryBytes: 1 << 53, MilliCores: 8_589_934_592_000},
 	}
 	for in, want := range good {
 		got, err := ParseResources(in)
@@ -65,7 +66,8 @@ func TestParseResources(t *testing.T) {
 			t.Errorf("ParseResources(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "1024 mb", "1024, 2", "-1 mb, 2 vcores", "1 mb, 1 mb", "1.5 mb, 1 vcores", "x mb, 1 vcores", "1 gb, 1 vcores", "1 mb, 2 vcores, 3 mb"} {
+	for _, in := range []string{"", "1024 mb", "1024, 2", "-1 mb, 2 vcores", "1 mb, 1 mb", "1.5 mb, 1 vcores", "x mb, 1 vcores", "1 gb, 1 vcores", "1 mb, 2 vcores, 3 mb",
+		"8589934593 mb, 1 vcores", "1 mb, 8589934593 vcores", "9223372036854775807 mb, 0 vcores"} {
 		if _, err := ParseResources(in); !errors.Is(err, ErrBadResources) {
 			t.Errorf("ParseResources(%q): %v, want ErrBadResources", in, err)
 		}
@@ -84,7 +86,7 @@ func FuzzParseResources(f *testing.F) {
 			}
 			return
 		}
-		if r.MemoryMB < 0 || r.VCores < 0 {
+		if r.MemoryBytes < 0 || r.MilliCores < 0 {
 			t.Fatalf("%q parsed to negative %v", s, r)
 		}
 		again, err := ParseResources(r.String())
@@ -103,12 +105,12 @@ func TestParseAllocations_TheSourceExample(t *testing.T) {
 	if q == nil || q.Path != "root.sample_queue" {
 		t.Fatalf("sample_queue: %+v", q)
 	}
-	if *q.MinResources != (Resources{MemoryMB: 10000}) || *q.MaxResources != (Resources{MemoryMB: 90000}) || *q.MaxRunningApps != 50 ||
+	if *q.MinResources != MBVCores(10000, 0) || *q.MaxResources != MBVCores(90000, 0) || *q.MaxRunningApps != 50 ||
 		*q.MaxAMShare != 0.1 || q.Weight != 2 || q.Policy != PolicyFair {
 		t.Errorf("sample_queue settings %+v", q)
 	}
 	sub := a.Queue("root.sample_queue.sample_sub_queue")
-	if sub == nil || !sub.IsLeaf() || sub.SubmitACL == nil || sub.SubmitACL.Users[0] != "charlie" || *sub.MinResources != (Resources{MemoryMB: 5000}) {
+	if sub == nil || !sub.IsLeaf() || sub.SubmitACL == nil || sub.SubmitACL.Users[0] != "charlie" || *sub.MinResources != MBVCores(5000, 0) {
 		t.Errorf("sample_sub_queue %+v", sub)
 	}
 	if q.IsLeaf() {
@@ -118,7 +120,7 @@ func TestParseAllocations_TheSourceExample(t *testing.T) {
 	if sg == nil || !sg.Parent || sg.IsLeaf() || sg.Weight != 3 {
 		t.Errorf("secondary_group_queue %+v", sg)
 	}
-	if a.QueueMaxAMShareDefault != 0.5 || *a.QueueMaxResourcesDefault != (Resources{MemoryMB: 40000}) || *a.UserMaxAppsDefault != 5 || a.UserMaxApps["sample_user"] != 30 {
+	if a.QueueMaxAMShareDefault != 0.5 || *a.QueueMaxResourcesDefault != MBVCores(40000, 0) || *a.UserMaxAppsDefault != 5 || a.UserMaxApps["sample_user"] != 30 {
 		t.Errorf("defaults %+v", a)
 	}
 	if len(a.Placement) != 4 || a.Placement[1].Create || a.Placement[2].Nested == nil || a.Placement[2].Nested.Name != "secondaryGroupExistingQueue" || a.Placement[3].Queue != "sample_queue" {

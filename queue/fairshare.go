@@ -10,19 +10,22 @@ type Claim struct {
 	Min, Max Resources
 }
 
-// shareIterations is how far the search for the ratio goes (the Fair Scheduler uses 25).
-const shareIterations = 25
+// maxShareIterations bounds the search for the ratio. The Fair Scheduler stops after 25
+// halvings, which is fine in mb; in bytes it leaves shares some kilobytes over, adding up to
+// more than the total. So the search here goes on until every share is exact to the byte or
+// millicore, which takes about as many halvings as the total has bits.
+const maxShareIterations = 100
 
-// ComputeShares splits total among claims the Fair Scheduler's way, for memory and vcores
+// ComputeShares splits total among claims the Fair Scheduler's way, for memory and cpu
 // each: every claim gets weight x R clamped to [Min, Max], with one ratio R for all, chosen
 // so that the shares add up to total (or every claim is at its Max). Minimums come first:
 // when they alone exceed total, each still gets its Min, as in the Fair Scheduler.
 func ComputeShares(claims []Claim, total Resources) []Resources {
 	out := make([]Resources, len(claims))
-	mem := computeOne(claims, total.MemoryMB, func(r Resources) int64 { return r.MemoryMB })
-	cpu := computeOne(claims, total.VCores, func(r Resources) int64 { return r.VCores })
+	mem := computeOne(claims, total.MemoryBytes, func(r Resources) int64 { return r.MemoryBytes })
+	cpu := computeOne(claims, total.MilliCores, func(r Resources) int64 { return r.MilliCores })
 	for i := range claims {
-		out[i] = Resources{MemoryMB: mem[i], VCores: cpu[i]}
+		out[i] = Resources{MemoryBytes: mem[i], MilliCores: cpu[i]}
 	}
 	return out
 }
@@ -56,14 +59,28 @@ func computeOne(claims []Claim, total int64, of func(Resources) int64) []int64 {
 		}
 		return out
 	}
-	// Find an upper bound for the ratio, then bisect.
+	var weights float64
+	for _, c := range claims {
+		weights += max(c.Weight, 0)
+	}
+	// Find an upper bound for the ratio, then bisect. The doubling goes to total/weights
+	// without a pass over the claims (in bytes the ratio runs to billions): a bound that is
+	// higher than needed is still a bound, as what the claims use only grows with the ratio.
 	hi := 1.0
+	for weights > 0 && hi*weights < target {
+		hi *= 2
+	}
 	for used(hi) < target && hi < 1e18 {
 		hi *= 2
 	}
+	// Each claim moves at most its weight per unit of ratio, so once the ratio is known to
+	// within 1/(sum of weights) every share, and their sum, is within one unit of exact.
 	lo := 0.0
-	for range shareIterations {
+	for range maxShareIterations {
 		mid := (lo + hi) / 2
+		if (hi-lo)*weights < 1 || mid == lo || mid == hi {
+			break // exact enough, or as exact as a float64 gets
+		}
 		if used(mid) < target {
 			lo = mid
 		} else {

@@ -6,15 +6,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func mb(n int64) Resources { return Resources{MemoryMB: n} }
+// mb is n MiB of memory and no cpu: the cases below split memory.
+func mb(n int64) Resources { return MBVCores(n, 0) }
 
-var unlimited = Resources{MemoryMB: 1 << 40, VCores: 1 << 40}
+var unlimited = MBVCores(1<<40, 1<<40)
 
 func TestComputeShares(t *testing.T) {
 	cases := map[string]struct {
 		claims []Claim
 		total  Resources
-		want   []int64 // memory
+		want   []int64 // memory, in mb
 	}{
 		"weights 2 and 1 split 12 slots 8/4": {
 			[]Claim{{Weight: 2, Max: unlimited}, {Weight: 1, Max: unlimited}}, mb(12 * 1024), []int64{8 * 1024, 4 * 1024},
@@ -42,12 +43,12 @@ func TestComputeShares(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := ComputeShares(tc.claims, tc.total)
-			mem := make([]int64, len(got))
+			want, mem := make([]int64, len(got)), make([]int64, len(got))
 			for i, r := range got {
-				mem[i] = r.MemoryMB
+				want[i], mem[i] = tc.want[i]*mib, r.MemoryBytes // to the byte
 			}
-			if diff := cmp.Diff(tc.want, mem); diff != "" {
-				t.Errorf("memory shares (-want +got)\n%s", diff)
+			if diff := cmp.Diff(want, mem); diff != "" {
+				t.Errorf("memory shares in bytes (-want +got)\n%s", diff)
 			}
 		})
 	}
@@ -57,12 +58,12 @@ func TestComputeShares(t *testing.T) {
 // its claim's bounds.
 func TestComputeShares_Bounds(t *testing.T) {
 	claims := []Claim{
-		{Weight: 3, Min: Resources{1000, 1}, Max: Resources{50000, 40}},
-		{Weight: 1, Max: Resources{4000, 2}},
-		{Weight: 0.5, Min: Resources{2000, 0}, Max: unlimited},
-		{Weight: 2, Max: Resources{30000, 10}},
+		{Weight: 3, Min: MBVCores(1000, 1), Max: MBVCores(50000, 40)},
+		{Weight: 1, Max: MBVCores(4000, 2)},
+		{Weight: 0.5, Min: MBVCores(2000, 0), Max: unlimited},
+		{Weight: 2, Max: MBVCores(30000, 10)},
 	}
-	total := Resources{MemoryMB: 64000, VCores: 32}
+	total := MBVCores(64000, 32)
 	got := ComputeShares(claims, total)
 	var sum Resources
 	for i, r := range got {
@@ -75,7 +76,7 @@ func TestComputeShares_Bounds(t *testing.T) {
 	if !sum.Fits(total) {
 		t.Errorf("shares %v add up to %v, over %v", got, sum, total)
 	}
-	if total.MemoryMB-sum.MemoryMB > int64(len(claims)) || total.VCores-sum.VCores > int64(len(claims)) {
+	if total.MemoryBytes-sum.MemoryBytes > int64(len(claims)) || total.MilliCores-sum.MilliCores > int64(len(claims)) {
 		t.Errorf("shares %v leave %v unshared", got, total.Sub(sum))
 	}
 }
@@ -83,9 +84,9 @@ func TestComputeShares_Bounds(t *testing.T) {
 func BenchmarkComputeShares1000Queues(b *testing.B) {
 	claims := make([]Claim, 1000)
 	for i := range claims {
-		claims[i] = Claim{Weight: float64(1 + i%5), Min: Resources{int64(i%7) * 100, 0}, Max: Resources{int64(1000 + i*37), int64(1 + i%9)}}
+		claims[i] = Claim{Weight: float64(1 + i%5), Min: MBVCores(int64(i%7)*100, 0), Max: MBVCores(int64(1000+i*37), int64(1+i%9))}
 	}
-	total := Resources{MemoryMB: 2_000_000, VCores: 4000}
+	total := MBVCores(2_000_000, 4000)
 	b.ReportAllocs()
 	for b.Loop() {
 		ComputeShares(claims, total)

@@ -93,7 +93,7 @@ func (t *Tree) Starved(c Cluster, p Preemption, st *Starvation) []Starving {
 	}
 	s := t.snapshot(c)
 	used := c.Total.Sub(s.free)
-	if !p.Enabled || c.Total.MemoryMB == 0 || float64(used.MemoryMB)/float64(c.Total.MemoryMB) < p.UtilizationThreshold {
+	if !p.Enabled || c.Total.MemoryBytes == 0 || float64(used.MemoryBytes)/float64(c.Total.MemoryBytes) < p.UtilizationThreshold {
 		clear(st.MinShareSince)
 		clear(st.FairShareSince)
 		return nil
@@ -109,34 +109,34 @@ func (t *Tree) Starved(c Cluster, p Preemption, st *Starvation) []Starving {
 		minTimeout, minOK, fairTimeout, fairOK, threshold := t.Timeouts(q)
 		var owed Resources
 		var why []string
-		if want := t.MinResources(q).Min(d); u.MemoryMB < want.MemoryMB {
+		if want := t.MinResources(q).Min(d); u.MemoryBytes < want.MemoryBytes {
 			since, ok := st.MinShareSince[path]
 			if !ok {
 				st.MinShareSince[path], since = c.Now, c.Now
 			}
 			if minOK && c.Now.Sub(since) >= minTimeout {
-				owed = owed.Add(Resources{MemoryMB: want.MemoryMB - u.MemoryMB})
+				owed = owed.Add(Resources{MemoryBytes: want.MemoryBytes - u.MemoryBytes})
 				why = append(why, fmt.Sprintf("below its minimum share for %s", c.Now.Sub(since)))
 			}
 		} else {
 			delete(st.MinShareSince, path)
 		}
 		fair := s.share[path]
-		if float64(u.MemoryMB) < threshold*float64(fair.MemoryMB) {
+		if float64(u.MemoryBytes) < threshold*float64(fair.MemoryBytes) {
 			since, ok := st.FairShareSince[path]
 			if !ok {
 				st.FairShareSince[path], since = c.Now, c.Now
 			}
 			if fairOK && c.Now.Sub(since) >= fairTimeout {
-				if gap := fair.MemoryMB - u.MemoryMB; gap > owed.MemoryMB {
-					owed = Resources{MemoryMB: gap}
+				if gap := fair.MemoryBytes - u.MemoryBytes; gap > owed.MemoryBytes {
+					owed = Resources{MemoryBytes: gap}
 				}
 				why = append(why, fmt.Sprintf("below %.0f%% of its fair share for %s", threshold*100, c.Now.Sub(since)))
 			}
 		} else {
 			delete(st.FairShareSince, path)
 		}
-		if owed.MemoryMB > 0 {
+		if owed.MemoryBytes > 0 {
 			out = append(out, Starving{Queue: path, Amount: owed, Reason: fmt.Sprintf("queue %s is %s", path, joinReasons(why))})
 		}
 	}
@@ -168,21 +168,21 @@ type Victim struct {
 // driver: Spark and Flink ask for lost executors again, so a preempted job slows down but
 // lives. executors gives each running job's executor count.
 func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, executors map[string]int) []Victim {
-	if slot.MemoryMB <= 0 || len(starving) == 0 {
+	if slot.MemoryBytes <= 0 || len(starving) == 0 {
 		return nil
 	}
 	s := t.snapshot(c)
 	over := map[string]Resources{}   // what each queue holds above its share
 	for _, path := range t.Paths() { // not over the usage map: workflows call this, in order
 		if q := t.Queue(path); q.Leaf() {
-			if u, share := s.usage[path], s.share[path]; u.MemoryMB > share.MemoryMB {
-				over[path] = Resources{MemoryMB: u.MemoryMB - share.MemoryMB}
+			if u, share := s.usage[path], s.share[path]; u.MemoryBytes > share.MemoryBytes {
+				over[path] = Resources{MemoryBytes: u.MemoryBytes - share.MemoryBytes}
 			}
 		}
 	}
 	var candidates []App
 	for _, a := range c.Apps {
-		if a.Running && over[a.Queue].MemoryMB > 0 && executors[a.ID] > 0 {
+		if a.Running && over[a.Queue].MemoryBytes > 0 && executors[a.ID] > 0 {
 			candidates = append(candidates, a)
 		}
 	}
@@ -190,12 +190,12 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 	left := maps.Clone(executors)
 	var out []Victim
 	for _, need := range starving {
-		owed := need.Amount.MemoryMB
+		owed := need.Amount.MemoryBytes
 		for _, a := range candidates {
-			for owed > 0 && left[a.ID] > 0 && over[a.Queue].MemoryMB >= slot.MemoryMB {
+			for owed > 0 && left[a.ID] > 0 && over[a.Queue].MemoryBytes >= slot.MemoryBytes {
 				left[a.ID]--
-				over[a.Queue] = over[a.Queue].Sub(Resources{MemoryMB: slot.MemoryMB})
-				owed -= slot.MemoryMB
+				over[a.Queue] = over[a.Queue].Sub(Resources{MemoryBytes: slot.MemoryBytes})
+				owed -= slot.MemoryBytes
 				if n := len(out); n > 0 && out[n-1].App == a.ID && out[n-1].For == need.Queue {
 					out[n-1].Executors++
 				} else {

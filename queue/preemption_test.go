@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func slots(n int64) Resources { return Resources{MemoryMB: n * 1024, VCores: n} }
+func slots(n int64) Resources { return MBVCores(n*1024, n) }
 
 func TestStarved(t *testing.T) {
 	tr := tree(t, `<allocations>
@@ -32,12 +32,12 @@ func TestStarved(t *testing.T) {
 		t.Errorf("at once: %v", got)
 	}
 	got := tr.Starved(Cluster{Total: total, Apps: apps, Now: t0.Add(30 * time.Second)}, on, &st)
-	if len(got) != 1 || got[0].Queue != "root.a" || got[0].Amount.MemoryMB != 8192 || !strings.Contains(got[0].Reason, "below its minimum share for 30s") {
+	if len(got) != 1 || got[0].Queue != "root.a" || got[0].Amount != MBVCores(8192, 0) || !strings.Contains(got[0].Reason, "below its minimum share for 30s") {
 		t.Fatalf("after the min-share timeout: %+v", got)
 	}
 	// After the (inherited) fair-share timeout it is owed up to its fair share: 6 of 12 slots.
 	got = tr.Starved(Cluster{Total: total, Apps: apps, Now: t0.Add(60 * time.Second)}, on, &st)
-	if len(got) != 1 || got[0].Amount.MemoryMB != 8192 {
+	if len(got) != 1 || got[0].Amount != MBVCores(8192, 0) {
 		t.Fatalf("min share 8192 beats fair share 6144: %+v", got)
 	}
 	// Below the utilization threshold there is free room: nothing to take, clocks reset.

@@ -15,11 +15,11 @@ func DriverDeadlockJobs() ([]SimJob, SimOptions) {
 	for i := range jobs {
 		jobs[i] = SimJob{
 			ID: fmt.Sprintf("spark-%02d", i), Queue: "root.spark", User: "etl",
-			Driver: Resources{MemoryMB: 8192, VCores: 2}, Executor: Resources{MemoryMB: 4096, VCores: 1}, Executors: 2,
+			Driver: MBVCores(8192, 2), Executor: MBVCores(4096, 1), Executors: 2,
 			StartUp: 10 * time.Second, Work: time.Minute,
 		}
 	}
-	return jobs, SimOptions{Total: Resources{MemoryMB: 3 * 16384, VCores: 12}, Limit: time.Hour}
+	return jobs, SimOptions{Total: MBVCores(3*16384, 12), Limit: time.Hour}
 }
 
 // DeadlockVariant is one queue set-up for DriverDeadlockJobs.

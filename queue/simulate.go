@@ -181,6 +181,7 @@ func Simulate(t *Tree, jobs []SimJob, opts SimOptions) SimResult {
 	}
 }
 
+// times is n of r: n slots of one size, say.
 func times(r Resources, n int64) Resources {
-	return Resources{MemoryMB: r.MemoryMB * n, VCores: r.VCores * n}
+	return Resources{MemoryBytes: r.MemoryBytes * n, MilliCores: r.MilliCores * n}
 }

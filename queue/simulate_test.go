@@ -24,7 +24,7 @@ func TestSimulate_TheDriverDeadlock(t *testing.T) {
 	require.Zero(t, fifo.Completed)
 	require.Equal(t, 6, fifo.Drivers, "six drivers take all 12 vcores")
 	require.Zero(t, fifo.Executors, "and no executor ever starts")
-	require.Equal(t, Resources{MemoryMB: 6 * 8192, VCores: 12}, fifo.Held)
+	require.Equal(t, MBVCores(6*8192, 12), fifo.Held)
 
 	for _, name := range []string{"stateaware", "fifo, maxAMShare 0.5", "fifo, gang (slotplane)"} {
 		r := results[name]
@@ -44,10 +44,10 @@ func TestSimulate_TheDriverDeadlock(t *testing.T) {
 // minutes of the starting timeout, then the next application starts.
 func TestSimulate_StateAwareFallback(t *testing.T) {
 	jobs := []SimJob{
-		{ID: "driver-only", Queue: "root.spark", Driver: Resources{MemoryMB: 1024, VCores: 1}, Executor: Resources{MemoryMB: 1024, VCores: 1}, Executors: 1, StartUp: time.Hour, Work: time.Minute},
-		{ID: "next", Queue: "root.spark", Driver: Resources{MemoryMB: 1024, VCores: 1}, Executor: Resources{MemoryMB: 1024, VCores: 1}, Executors: 1, StartUp: time.Second, Work: time.Minute},
+		{ID: "driver-only", Queue: "root.spark", Driver: MBVCores(1024, 1), Executor: MBVCores(1024, 1), Executors: 1, StartUp: time.Hour, Work: time.Minute},
+		{ID: "next", Queue: "root.spark", Driver: MBVCores(1024, 1), Executor: MBVCores(1024, 1), Executors: 1, StartUp: time.Second, Work: time.Minute},
 	}
-	opts := SimOptions{Total: Resources{MemoryMB: 8192, VCores: 8}, Limit: 3 * time.Hour}
+	opts := SimOptions{Total: MBVCores(8192, 8), Limit: 3 * time.Hour}
 	r := Simulate(spark(t, "stateaware"), jobs, opts)
 	require.False(t, r.Stuck, "%s", r)
 	require.Equal(t, StartingTimeout+time.Second+time.Minute, r.Finished["next"], "next starts when the fallback lets driver-only count as running")

@@ -51,13 +51,23 @@ type TraceJob struct {
 }
 
 // Bounds of a trace's values: they keep the replay's integer arithmetic (executor-nanoseconds
-// of work) far from overflowing, and are far beyond any test bed's jobs.
+// of work, and bytes of memory) far from overflowing, and are far beyond any test bed's jobs.
+// A driver is at most 16 TiB (2^44 bytes) and a million vcores, so a hundred thousand of
+// them still add up within an int64.
 const (
 	MaxTraceExecutors = 10000
 	MaxTraceRuntime   = 7 * 24 * time.Hour
 	MaxTraceSubmit    = 366 * 24 * time.Hour
-	maxDriverMB       = 1 << 30
+	maxDriverMB       = 1 << 24
 	maxDriverVCores   = 1 << 20
+)
+
+// maxReplayBytes and maxReplayMilliCores bound what a replay's queues share (slots x slot
+// size): 1 PiB and about a million vcores. A leaf's demand adds up its jobs' demands, each no
+// more than that when the jobs fit the test bed, so thousands of them stay within an int64.
+const (
+	maxReplayBytes      = 1 << 50
+	maxReplayMilliCores = 1 << 30
 )
 
 // TraceError is a mistake in a trace: the line, and the column when one is to blame.
@@ -246,16 +256,19 @@ func traceJob(rec []string, cols map[string]int, lineOf func(int) int) (TraceJob
 		if j.Driver, err = ParseResources(v); err != nil {
 			return j, bad("%v", err)
 		}
-		if j.Driver.MemoryMB > maxDriverMB || j.Driver.VCores > maxDriverVCores {
+		if !j.Driver.Fits(MBVCores(maxDriverMB, maxDriverVCores)) {
 			return j, bad("%s is larger than any node", j.Driver)
 		}
 	} else {
-		if j.Driver.MemoryMB, err = count("driver_mb", 0, maxDriverMB); err != nil {
+		mb, err := count("driver_mb", 0, maxDriverMB)
+		if err != nil {
 			return j, err
 		}
-		if j.Driver.VCores, err = count("driver_vcores", 0, maxDriverVCores); err != nil {
+		vcores, err := count("driver_vcores", 0, maxDriverVCores)
+		if err != nil {
 			return j, err
 		}
+		j.Driver = MBVCores(mb, vcores)
 	}
 	n, err := count("executors", 1, MaxTraceExecutors)
 	if err != nil {
@@ -269,13 +282,17 @@ func traceJob(rec []string, cols map[string]int, lineOf func(int) int) (TraceJob
 }
 
 // WriteTrace writes jobs as a trace that ParseTrace reads back: the columns in the order of
-// the format's description, the driver as one quoted column.
+// the format's description, the driver as one quoted column. A driver that is not a whole
+// number of mb and vcores is an error, as the format has no fractions.
 func WriteTrace(w io.Writer, jobs []TraceJob) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(traceColumns); err != nil {
 		return err
 	}
 	for _, j := range jobs {
+		if j.Driver.MemoryBytes%mib != 0 || j.Driver.MilliCores%milliPerVCore != 0 {
+			return fmt.Errorf("job %s: a trace holds whole mb and vcores, the driver is %s", j.Name, j.Driver)
+		}
 		rec := []string{j.Submit.String(), j.Name, j.Queue, j.User, strings.Join(j.Groups, ";"), j.Driver.String(), strconv.Itoa(j.Executors), j.Runtime.String()}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -544,7 +561,7 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 			return ReplayResult{}, fmt.Errorf("job %s: %d executors is outside [1, %d]", j.Name, j.Executors, MaxTraceExecutors)
 		case j.Runtime <= 0 || j.Runtime > MaxTraceRuntime || j.Submit < 0 || j.Submit > MaxTraceSubmit:
 			return ReplayResult{}, fmt.Errorf("job %s: its submit time or runtime is out of bounds", j.Name)
-		case j.Driver.MemoryMB < 0 || j.Driver.VCores < 0 || j.Driver.MemoryMB > maxDriverMB || j.Driver.VCores > maxDriverVCores:
+		case j.Driver.MemoryBytes < 0 || j.Driver.MilliCores < 0 || !j.Driver.Fits(MBVCores(maxDriverMB, maxDriverVCores)):
 			return ReplayResult{}, fmt.Errorf("job %s: driver %s is out of bounds", j.Name, j.Driver)
 		}
 		names[j.Name] = true
@@ -554,9 +571,9 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 		return ReplayResult{}, fmt.Errorf("replay mode %q is neither %s nor %s", opts.Mode, ReplayGang, ReplayDriverFirst)
 	case opts.Slots <= 0:
 		return ReplayResult{}, fmt.Errorf("the test bed needs at least one slot, got %d", opts.Slots)
-	case opts.SlotSize.MemoryMB <= 0 || opts.SlotSize.VCores <= 0:
+	case opts.SlotSize.MemoryBytes <= 0 || opts.SlotSize.MilliCores <= 0:
 		return ReplayResult{}, fmt.Errorf("a slot needs memory and vcores, got %s", opts.SlotSize)
-	case opts.SlotSize.MemoryMB > 1<<40/int64(opts.Slots) || opts.SlotSize.VCores > 1<<30/int64(opts.Slots):
+	case opts.SlotSize.MemoryBytes > maxReplayBytes/int64(opts.Slots) || opts.SlotSize.MilliCores > maxReplayMilliCores/int64(opts.Slots):
 		return ReplayResult{}, fmt.Errorf("%d slots of %s is more than the replay counts", opts.Slots, opts.SlotSize)
 	case opts.StartUp < 0 || opts.Vacate < 0 || opts.Resync < 0 || opts.Limit < 0:
 		return ReplayResult{}, errors.New("start-up, vacate, resync and limit must not be negative")
@@ -1039,11 +1056,11 @@ func (r *replay) account(from, to time.Duration) {
 	n := 0
 	for _, leaf := range leaves {
 		share := shares[leaf]
-		if share.MemoryMB <= 0 {
+		if share.MemoryBytes <= 0 {
 			continue
 		}
 		usage := times(r.opts.SlotSize, int64(r.queueHeld[leaf])).Add(r.leafDriver[leaf])
-		x := float64(usage.MemoryMB) / float64(share.MemoryMB)
+		x := float64(usage.MemoryBytes) / float64(share.MemoryBytes)
 		r.ratioNanos[leaf] += x * dt
 		r.activeNanos[leaf] += dt
 		sum += x
@@ -1157,7 +1174,7 @@ func (r *replay) summarize() {
 // inSlots is how many slots fit in r (both resources counting).
 func (r *replay) inSlots(x Resources) float64 {
 	s := r.opts.SlotSize
-	return min(float64(x.MemoryMB)/float64(s.MemoryMB), float64(x.VCores)/float64(s.VCores))
+	return min(float64(x.MemoryBytes)/float64(s.MemoryBytes), float64(x.MilliCores)/float64(s.MilliCores))
 }
 
 // percentile is the nearest-rank percentile p of sorted durations.

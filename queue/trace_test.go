@@ -55,7 +55,7 @@ func queueOutcome(t testing.TB, r ReplayResult, path string) QueueOutcome {
 }
 
 // slot8 is the example test bed's slot: 8 GiB and 2 vcores.
-var slot8 = Resources{MemoryMB: 8192, VCores: 2}
+var slot8 = MBVCores(8192, 2)
 
 func TestParseTrace_BothDriverFormsCommentsAndGroups(t *testing.T) {
 	jobs := parseTrace(t, "\uFEFF# a comment line\n"+
@@ -65,19 +65,24 @@ func TestParseTrace_BothDriverFormsCommentsAndGroups(t *testing.T) {
 		"90s, etl-2 ,,bob,,\"2 vcores, 2048 mb\",1,1h30m\n")
 	require.Equal(t, []TraceJob{
 		{Line: 3, Submit: 0, Name: "etl-1", Queue: "analytics.daily", User: "alice", Groups: []string{"analysts", "staff"},
-			Driver: Resources{MemoryMB: 1024, VCores: 1}, Executors: 4, Runtime: 10 * time.Minute},
-		{Line: 5, Submit: 90 * time.Second, Name: "etl-2", User: "bob", Driver: Resources{MemoryMB: 2048, VCores: 2}, Executors: 1, Runtime: 90 * time.Minute},
+			Driver: MBVCores(1024, 1), Executors: 4, Runtime: 10 * time.Minute},
+		{Line: 5, Submit: 90 * time.Second, Name: "etl-2", User: "bob", Driver: MBVCores(2048, 2), Executors: 1, Runtime: 90 * time.Minute},
 	}, jobs)
 
 	// The driver as two numeric columns, the columns in another order, names in any case.
 	jobs = parseTrace(t, "Name,Submit,User,Queue,Groups,Driver_MB,Driver_VCores,Executors,Runtime\nj,1m,u,q,g,512,1,2,30s\n")
-	require.Equal(t, Resources{MemoryMB: 512, VCores: 1}, jobs[0].Driver)
+	require.Equal(t, MBVCores(512, 1), jobs[0].Driver)
 	require.Equal(t, time.Minute, jobs[0].Submit)
 	require.Equal(t, []string{"g"}, jobs[0].Groups)
 
 	var out bytes.Buffer
 	require.NoError(t, WriteTrace(&out, jobs))
 	require.Equal(t, "submit,name,queue,user,groups,driver,executors,runtime\n1m0s,j,q,u,g,\"512 mb, 1 vcores\",2,30s\n", out.String())
+
+	// The format has whole mb and vcores only: a driver of 250m is not written as 1 vcore.
+	jobs[0].Driver = Resources{MemoryBytes: 512 << 20, MilliCores: 250}
+	err := WriteTrace(&out, jobs)
+	require.ErrorContains(t, err, "job j: a trace holds whole mb and vcores, the driver is 512 mb, 0.25 vcores")
 }
 
 // Every bad line names its line and, when one is to blame, its column.
@@ -99,6 +104,8 @@ func TestParseTrace_BadLinesNameLineAndColumn(t *testing.T) {
 		"no user":          {header + "0s,b,q,,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 4 (user): empty"},
 		"bad driver":       {header + "0s,b,q,u,,1 GB,1,1s\n", "trace line 2, column 6 (driver): resources must look like"},
 		"bad driver_mb":    {"submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n0s,b,q,u,,lots,1,1,1s\n", "trace line 2, column 6 (driver_mb)"},
+		"huge driver":      {header + "0s,b,q,u,,\"16777217 mb, 1 vcores\",1,1s\n", "trace line 2, column 6 (driver): 16777217 mb, 1 vcores is larger than any node"},
+		"huge driver_mb":   {"submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n0s,b,q,u,,16777217,1,1,1s\n", "is not a whole number in [0, 16777216]"},
 		"zero executors":   {header + "0s,b,q,u,,\"1 mb, 1 vcores\",0,1s\n", `trace line 2, column 7 (executors): "0" is not a whole number in [1, 10000]`},
 		"zero runtime":     {header + "0s,b,q,u,,\"1 mb, 1 vcores\",1,0s\n", "trace line 2, column 8 (runtime): 0s is outside"},
 		"control":          {header + "0s,b\x01,q,u,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 2 (name)"},
@@ -285,7 +292,7 @@ func TestReplay_DriverDeadlockBothModes(t *testing.T) {
 		fmt.Fprintf(&trace, "0s,spark-%02d,spark,etl,,\"8192 mb, 2 vcores\",2,1m\n", i)
 	}
 	file := `<allocations><queue name="spark"><schedulingPolicy>fifo</schedulingPolicy><maxAMShare>-1.0</maxAMShare></queue></allocations>`
-	opts := ReplayOptions{Slots: 12, SlotSize: Resources{MemoryMB: 4096, VCores: 1}, StartUp: 10 * time.Second}
+	opts := ReplayOptions{Slots: 12, SlotSize: MBVCores(4096, 1), StartUp: 10 * time.Second}
 
 	opts.Mode = ReplayDriverFirst
 	r := replayFile(t, file, trace.String(), opts)
@@ -386,7 +393,7 @@ func randomTrace(n int, seed uint64) []TraceJob {
 		at += time.Duration(rng.IntN(60)) * time.Second
 		jobs[i] = TraceJob{
 			Submit: at, Name: fmt.Sprintf("job-%05d", i), Queue: queues[rng.IntN(len(queues))], User: users[rng.IntN(len(users))],
-			Driver: Resources{MemoryMB: 1024 * int64(1+rng.IntN(4)), VCores: int64(1 + rng.IntN(2))}, Executors: 1 + rng.IntN(6),
+			Driver: MBVCores(1024*int64(1+rng.IntN(4)), int64(1+rng.IntN(2))), Executors: 1 + rng.IntN(6),
 			Runtime: time.Duration(1+rng.IntN(20)) * time.Minute,
 		}
 	}

@@ -20,16 +20,16 @@ func TestTree_WeightsSplitTheSlots(t *testing.T) {
   <queue name="gold"><weight>2</weight></queue>
   <queue name="silver"><weight>1</weight></queue>
 </allocations>`)
-	total := Resources{MemoryMB: 12 * 1024, VCores: 12}
+	total := MBVCores(12*1024, 12)
 	steady := tr.SteadyFairShares(total)
-	if steady["root.gold"] != (Resources{8 * 1024, 8}) || steady["root.silver"] != (Resources{4 * 1024, 4}) {
+	if steady["root.gold"] != MBVCores(8*1024, 8) || steady["root.silver"] != MBVCores(4*1024, 4) {
 		t.Errorf("steady %v", steady)
 	}
-	slot := Resources{MemoryMB: 1024, VCores: 1}
-	many := Resources{MemoryMB: 20 * 1024, VCores: 20}
+	slot := MBVCores(1024, 1)
+	many := MBVCores(20*1024, 20)
 	apps := []App{{ID: "g", Queue: "root.gold", Demand: many}, {ID: "s", Queue: "root.silver", Demand: many}}
 	inst := tr.InstantaneousFairShares(total, apps)
-	if inst["root.gold"] != (Resources{8 * 1024, 8}) || inst["root.silver"] != (Resources{4 * 1024, 4}) {
+	if inst["root.gold"] != MBVCores(8*1024, 8) || inst["root.silver"] != MBVCores(4*1024, 4) {
 		t.Errorf("both busy: %v", inst)
 	}
 	// Only silver has work: it may use everything it asks for.
@@ -40,7 +40,7 @@ func TestTree_WeightsSplitTheSlots(t *testing.T) {
 	// gold asks for 2 slots only: silver gets the rest.
 	apps[0].Demand = slot.Add(slot)
 	inst = tr.InstantaneousFairShares(total, apps)
-	if inst["root.gold"] != (Resources{2 * 1024, 2}) || inst["root.silver"] != (Resources{10 * 1024, 10}) {
+	if inst["root.gold"] != MBVCores(2*1024, 2) || inst["root.silver"] != MBVCores(10*1024, 10) {
 		t.Errorf("gold small: %v", inst)
 	}
 }
@@ -55,20 +55,20 @@ func TestTree_HierarchyMinAndMax(t *testing.T) {
   <queue name="ops"/>
   <queueMaxResourcesDefault>100000 mb, 100 vcores</queueMaxResourcesDefault>
 </allocations>`)
-	total := Resources{MemoryMB: 10000, VCores: 10}
+	total := MBVCores(10000, 10)
 	s := tr.SteadyFairShares(total)
 	// eng and ops would split 5000/5000; eng's max of 6000 does not bind. Inside eng, batch
 	// has a 4000 minimum: 4000 for batch, 1000 for adhoc.
-	if s["root.eng"].MemoryMB != 5000 || s["root.ops"].MemoryMB != 5000 {
+	if s["root.eng"].MemoryBytes != 5000*mib || s["root.ops"].MemoryBytes != 5000*mib {
 		t.Errorf("top level %v", s)
 	}
-	if s["root.eng.batch"].MemoryMB != 4000 || s["root.eng.adhoc"].MemoryMB != 1000 {
+	if s["root.eng.batch"].MemoryBytes != 4000*mib || s["root.eng.adhoc"].MemoryBytes != 1000*mib {
 		t.Errorf("inside eng %v", s)
 	}
 	// Only eng busy, asking for much: its max caps it.
-	big := Resources{MemoryMB: 50000, VCores: 50}
+	big := MBVCores(50000, 50)
 	inst := tr.InstantaneousFairShares(total, []App{{Queue: "root.eng.adhoc", Demand: big}})
-	if inst["root.eng"] != (Resources{6000, 6}) || inst["root.eng.adhoc"] != (Resources{6000, 6}) {
+	if inst["root.eng"] != MBVCores(6000, 6) || inst["root.eng.adhoc"] != MBVCores(6000, 6) {
 		t.Errorf("eng alone %v", inst)
 	}
 }
@@ -108,10 +108,10 @@ func TestTree_EnsureMakesDynamicLeaves(t *testing.T) {
 		t.Error("Ensure made a second queue")
 	}
 	// A dynamic queue counts in the shares like a configured one of weight 1.
-	s := tr.InstantaneousFairShares(Resources{MemoryMB: 900, VCores: 9}, []App{
+	s := tr.InstantaneousFairShares(MBVCores(900, 9), []App{
 		{Queue: "root.teams.alice", Demand: unlimited}, {Queue: "root.ops", Demand: unlimited},
 	})
-	if s["root.teams.alice"].MemoryMB != 450 || s["root.ops"].MemoryMB != 450 {
+	if s["root.teams.alice"].MemoryBytes != 450*mib || s["root.ops"].MemoryBytes != 450*mib {
 		t.Errorf("shares %v", s)
 	}
 }

@@ -362,15 +362,15 @@ func moveError(err error) error {
 	return err
 }
 
-// toResources reads a Kubernetes resource list as queue resources: memory in MiB and cpu in
-// vcores, both rounded up.
+// toResources reads a Kubernetes resource list as queue resources, exactly: memory in bytes
+// and cpu in millicores (a driver of 250m counts as a quarter of a vcore, not a whole one).
 func toResources(l corev1.ResourceList) queue.Resources {
 	var r queue.Resources
 	if m, ok := l[corev1.ResourceMemory]; ok {
-		r.MemoryMB = (m.Value() + (1<<20 - 1)) >> 20
+		r.MemoryBytes = m.Value()
 	}
 	if c, ok := l[corev1.ResourceCPU]; ok {
-		r.VCores = (c.MilliValue() + 999) / 1000
+		r.MilliCores = c.MilliValue()
 	}
 	return r
 }

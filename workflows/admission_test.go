@@ -133,13 +133,38 @@ func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
 	}
 	require.Equal(t, 4, gold.RunningJobs)
 	require.Equal(t, 2, gold.WaitingJobs)
-	require.Equal(t, queue.Resources{MemoryMB: 4 * 1024, VCores: 4}, gold.PendingDemand)
+	require.Equal(t, queue.MBVCores(4*1024, 4), gold.PendingDemand)
 	require.Len(t, report.Waiting, 6)
 	require.Contains(t, report.Waiting[0].Reason, "not enough free resources")
 }
 
 // A user over the queue's ACL is refused for good; a release frees slots for the next job;
 // a broken allocation file leaves the last good one in force and says why.
+// Kubernetes amounts reach the queues exactly, not rounded up to whole MiB and vcores.
+func TestToResources_Exact(t *testing.T) {
+	cases := map[string]struct {
+		cpu, memory string
+		want        queue.Resources
+	}{
+		"a small driver":   {"250m", "512Mi", queue.Resources{MemoryBytes: 512 << 20, MilliCores: 250}},
+		"a slot":           {"1", "1Gi", queue.MBVCores(1024, 1)},
+		"decimal units":    {"1.5", "100M", queue.Resources{MemoryBytes: 100_000_000, MilliCores: 1500}},
+		"neither resource": {"", "", queue.Resources{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := corev1.ResourceList{}
+			if tc.cpu != "" {
+				l[corev1.ResourceCPU] = resource.MustParse(tc.cpu)
+			}
+			if tc.memory != "" {
+				l[corev1.ResourceMemory] = resource.MustParse(tc.memory)
+			}
+			require.Equal(t, tc.want, toResources(l))
+		})
+	}
+}
+
 func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="root"><aclSubmitApps>alice</aclSubmitApps><aclAdministerApps>alice</aclAdministerApps>

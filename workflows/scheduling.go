@@ -584,7 +584,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 		}
 		driver := toResources(info.Driver)
 		if driver.IsZero() {
-			driver = queue.Resources{MemoryMB: 1024, VCores: 1} // the apps package's default driver
+			driver = queue.MBVCores(1024, 1) // the apps package's default driver
 		}
 		req := AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
 			Driver: driver, Expected: info.Expected}

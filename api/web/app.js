@@ -172,6 +172,9 @@ function drawSchedulings() {
   }
 }
 
+// mib shows an amount of bytes in MiB (the allocation file's "mb"), to two decimals at most.
+function mib(bytes) { return String(Math.round((100 * bytes) / 1048576) / 100); }
+
 function drawQueues() {
   const root = $("#queues");
   root.replaceChildren();
@@ -180,13 +183,13 @@ function drawQueues() {
     root.append(el("h3", {}, bed));
     if (tree.error) { root.append(el("p", { class: "empty" }, tree.error)); continue; }
     const rootQueue = (tree.queues || []).find((q) => q.path === "root");
-    const total = rootQueue ? Math.max(rootQueue.fairShare.memoryMB, 1) : 1;
+    const total = rootQueue ? Math.max(rootQueue.fairShare.memoryBytes, 1) : 1;
     for (const q of tree.queues || []) {
       if (!q.leaf) continue;
-      const used = Math.min(100, (100 * q.usage.memoryMB) / total), share = Math.min(100, (100 * q.fairShare.memoryMB) / total);
+      const used = Math.min(100, (100 * q.usage.memoryBytes) / total), share = Math.min(100, (100 * q.fairShare.memoryBytes) / total);
       root.append(el("div", { class: "queue", "data-queue": q.path },
         el("span", {}, q.path),
-        el("div", { class: "meter", title: `usage ${q.usage.memoryMB} MB of a fair share of ${q.fairShare.memoryMB} MB` },
+        el("div", { class: "meter", title: `usage ${mib(q.usage.memoryBytes)} MB of a fair share of ${mib(q.fairShare.memoryBytes)} MB` },
           el("div", { class: "usage", style: `width:${used.toFixed(1)}%` }), el("div", { class: "share", style: `left:${share.toFixed(1)}%` })),
         el("span", { class: "muted" }, `${q.runningJobs} running, ${q.waitingJobs} waiting`)));
     }

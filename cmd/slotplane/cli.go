@@ -600,7 +600,8 @@ func slotHolders(ctx context.Context, c *apiclient.Client, bed string) (map[int3
 	return holder, nil
 }
 
-func resources(r api.Resources) string { return fmt.Sprintf("%d mb, %d vcores", r.MemoryMB, r.VCores) }
+// resources is an amount in the allocation file's form ("512 mb, 0.25 vcores").
+func resources(r api.Resources) string { return r.String() }
 
 // getQueues shows a test bed's queues, then the jobs waiting (with why) and running.
 // The API reports no queue weights; the steady fair share is what they come to.

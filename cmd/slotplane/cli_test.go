@@ -294,6 +294,9 @@ func TestExplain_ATokenNobodyIssuedAndADeadServer(t *testing.T) {
 	require.ErrorContains(t, err, "SLOTPLANE_SERVER")
 }
 
+// gib is n GiB of memory and m millicores, as the API carries them.
+func gib(n, m int64) api.Resources { return api.Resources{MemoryBytes: n << 30, MilliCores: m} }
+
 func TestGet_Tables(t *testing.T) {
 	f := newFakeAPI(t)
 	running := api.Job{Name: "wordcount", Framework: "spark", Queue: "root.analytics", User: "alice", Scheduling: "nightly",
@@ -313,8 +316,9 @@ func TestGet_Tables(t *testing.T) {
 	}}})
 	f.on("GET /testbeds/bed/queues", 200, api.QueueTree{TestBed: "bed",
 		Queues: []api.Queue{
-			{Path: "root", SteadyShare: api.Resources{MemoryMB: 24576, VCores: 6}, FairShare: api.Resources{MemoryMB: 24576, VCores: 6}, Usage: api.Resources{MemoryMB: 16384, VCores: 4}, RunningJobs: 1, WaitingJobs: 1},
-			{Path: "root.analytics", Leaf: true, SteadyShare: api.Resources{MemoryMB: 24576, VCores: 6}, FairShare: api.Resources{MemoryMB: 24576, VCores: 6}, Usage: api.Resources{MemoryMB: 16384, VCores: 4}, RunningJobs: 1, WaitingJobs: 1},
+			{Path: "root", SteadyShare: gib(24, 6000), FairShare: gib(24, 6000), Usage: gib(16, 4000), RunningJobs: 1, WaitingJobs: 1},
+			// A share that is not whole shows its fraction.
+			{Path: "root.analytics", Leaf: true, SteadyShare: gib(24, 6000), FairShare: api.Resources{MemoryBytes: 12<<30 + 1<<19, MilliCores: 2500}, Usage: gib(16, 4000), RunningJobs: 1, WaitingJobs: 1},
 		},
 		Waiting: []api.QueuedJob{{Job: "report", Scheduling: "nightly", Queue: "root.analytics", Slots: 4, Reason: "needs 4 slots, 1 free"}},
 		Running: []api.QueuedJob{{Job: "wordcount", Scheduling: "nightly", Queue: "root.analytics", Slots: 2, Granted: []int32{0, 1}, State: "Running"}},
@@ -354,9 +358,9 @@ new      SlotBased   - (cancelling)  2     0         0        bed
 	require.Equal(t, get("slots"), get("slots", "bed"), "the test bed as NAME")
 	require.Equal(t, get("slots"), get("slots", "-testbed", "bed"))
 
-	require.Equal(t, `PATH            STEADY SHARE        FAIR SHARE          USAGE               RUNNING  PENDING
-root            24576 mb, 6 vcores  24576 mb, 6 vcores  16384 mb, 4 vcores  1        1
-root.analytics  24576 mb, 6 vcores  24576 mb, 6 vcores  16384 mb, 4 vcores  1        1
+	require.Equal(t, `PATH            STEADY SHARE        FAIR SHARE              USAGE               RUNNING  PENDING
+root            24576 mb, 6 vcores  24576 mb, 6 vcores      16384 mb, 4 vcores  1        1
+root.analytics  24576 mb, 6 vcores  12288.5 mb, 2.5 vcores  16384 mb, 4 vcores  1        1
 
 WAITING JOB  SCHEDULING  QUEUE           SLOTS  REASON
 report       nightly     root.analytics  4      needs 4 slots, 1 free

@@ -1,0 +1,28 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"slotplane/queue"
+	"slotplane/workflows"
+)
+
+// The queue picture carries the queues' exact amounts, bytes and millicores, so a driver of
+// 250m and 512Mi is not shown as a whole vcore; String is the allocation file's form.
+func TestQueueTree_CarriesExactAmounts(t *testing.T) {
+	usage := queue.Resources{MemoryBytes: 512 << 20, MilliCores: 250}
+	tree := queueTreeOf("bed", &workflows.AdmissionReport{Queues: []queue.QueueReport{
+		{Path: "root.team", Leaf: true, Usage: usage, FairShare: queue.MBVCores(8192, 8)},
+	}})
+	q := tree.Queues[0]
+	require.Equal(t, Resources{MemoryBytes: 536870912, MilliCores: 250}, q.Usage)
+	require.Equal(t, "512 mb, 0.25 vcores", q.Usage.String())
+	require.Equal(t, "8192 mb, 8 vcores", q.FairShare.String())
+
+	raw, err := json.Marshal(q.Usage)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"memoryBytes": 536870912, "milliCores": 250}`, string(raw))
+}
