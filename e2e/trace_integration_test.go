@@ -1,0 +1,175 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"slotplane/api"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+)
+
+// traceQueues is the allocation file of the trace test: two FIFO leaves of weights 2 and 1
+// under a fair root, and a gate queue for the job that holds the bed while the others are
+// submitted. maxAMShare keeps its default.
+const traceQueues = `<allocations>
+  <queue name="a"><weight>2</weight><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queue name="b"><weight>1</weight><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queue name="gate"><schedulingPolicy>fifo</schedulingPolicy></queue>
+</allocations>`
+
+// traceJob is one job of the trace: its queue, its slots and how long it runs.
+type traceJob struct {
+	name, queue string
+	slots       int
+	runtime     time.Duration
+}
+
+// The same 50-job trace, with fixed durations, through `slotplane simulate` and through the
+// live platform starts its jobs in the same order.
+//
+// The trace: a gate job holds all 8 slots while the 50 are submitted, so both see all of them
+// waiting when the slots free up (live, requests reach Admission one signal at a time).
+// Then one- and two-slot jobs of 12 s in two weighted FIFO queues, in one Scheduling. Every
+// job runs as long, so the jobs go in waves, and in the simulator the jobs of a wave start at
+// the same instant. Live, a wave's jobs start within a second or two of each other, in an
+// order the simulator leaves open; what must hold is that no job starts before a job the
+// simulator started earlier.
+func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
+	// A wave lasts the runtime plus the platform's hand-over (a few seconds, give or take
+	// one or two). Those few seconds spread each wave a little more than the one before; 12 s
+	// keeps the last of eight waves well apart.
+	const runtime = 12 * time.Second
+	var jobs []traceJob
+	for i := range 50 {
+		q, slots := "root.a", 1
+		if i%3 == 1 {
+			q = "root.b"
+		}
+		if i%4 == 3 {
+			slots = 2
+		}
+		jobs = append(jobs, traceJob{name: fmt.Sprintf("t-%02d", i), queue: q, slots: slots, runtime: runtime})
+	}
+	gate := traceJob{name: "gate", queue: "root.gate", slots: 8, runtime: 20 * time.Second}
+
+	predicted := simulateTrace(t, gate, jobs)
+
+	p := startE2E(t, traceQueues)
+	c := p.api
+	ctx := context.Background()
+	for _, j := range append([]traceJob{gate}, jobs...) {
+		_, err := c.CreateJob(ctx, api.JobRequest{Name: j.name, Framework: v1alpha1.FrameworkSpark, Queue: j.queue,
+			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+			Annotations:     map[string]string{appsim.SimDurationAnnotation: j.runtime.String()}})
+		require.NoError(t, err, j.name)
+	}
+	_, err := c.CreateScheduling(ctx, api.SchedulingRequest{Name: "gate", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.gate",
+		Jobs: []v1alpha1.SchedulingJob{{Name: gate.name, Replication: int32(gate.slots)}}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		j, err := c.GetJob(ctx, gate.name)
+		return err == nil && (j.Status.State == v1alpha1.JobSubmitted || j.Status.State == v1alpha1.JobRunning)
+	}, time.Minute, 100*time.Millisecond, "the gate job never started")
+
+	var entries []v1alpha1.SchedulingJob
+	for _, j := range jobs {
+		entries = append(entries, v1alpha1.SchedulingJob{Name: j.name, Replication: int32(j.slots)})
+	}
+	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "trace", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.a", Jobs: entries})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		q, err := c.Queues(ctx, "bed")
+		return err == nil && len(q.Waiting) == len(jobs)
+	}, 15*time.Second, 100*time.Millisecond, "the trace's jobs did not all reach Admission while the gate job held the bed")
+	gateJob, err := c.GetJob(ctx, gate.name)
+	require.NoError(t, err)
+	require.NotContains(t, []v1alpha1.BatchJobState{v1alpha1.JobCompleted, v1alpha1.JobFailed}, gateJob.Status.State,
+		"the gate job ended before every job was waiting: the live run would not start from the simulator's state")
+
+	var s api.Scheduling
+	require.Eventually(t, func() bool {
+		s, err = c.GetScheduling(ctx, "trace")
+		return err == nil && (s.Status.State == v1alpha1.SchedulingCompleted || s.Status.State == v1alpha1.SchedulingFailed)
+	}, 10*time.Minute, time.Second, "the trace's Scheduling never ended")
+	require.Equal(t, v1alpha1.SchedulingCompleted, s.Status.State, s.Status.Message)
+
+	// Live, a job starts when its Scheduling gets its grant: its wait time (whole seconds).
+	started := map[string]time.Duration{}
+	for _, js := range s.Status.Jobs {
+		require.Equal(t, v1alpha1.JobCompleted, js.State, "%s: %s", js.Name, js.Message)
+		require.NotNil(t, js.WaitTime, js.Name)
+		started[js.Name] = js.WaitTime.Duration
+	}
+	var wrong []string
+	for _, x := range jobs {
+		for _, y := range jobs {
+			if predicted[x.name] < predicted[y.name] && started[x.name] > started[y.name] {
+				wrong = append(wrong, fmt.Sprintf("%s (simulated %s, live %s) before %s (simulated %s, live %s)",
+					y.name, predicted[y.name], started[y.name], x.name, predicted[x.name], started[x.name]))
+			}
+		}
+	}
+	t.Logf("start of each job, simulated / live:\n%s", startTable(jobs, predicted, started))
+	require.Empty(t, wrong, "live, these jobs started before jobs the simulator started first")
+}
+
+// simulateTrace writes the trace as a CSV and runs `slotplane simulate` on it (gang mode, no
+// start-up time, the e2e test bed's 4 nodes of 2 slots of 2 vcores and 8 GiB); it returns
+// when each job started. The gate job is submitted first; the others a second later.
+func simulateTrace(t *testing.T, gate traceJob, jobs []traceJob) map[string]time.Duration {
+	t.Helper()
+	dir := t.TempDir()
+	var csv strings.Builder
+	csv.WriteString("submit,name,queue,user,groups,driver,executors,runtime\n")
+	row := func(submit time.Duration, j traceJob) {
+		fmt.Fprintf(&csv, "%s,%s,%s,alice,analysts,\"512 mb, 1 vcores\",%d,%s\n", submit, j.name, strings.TrimPrefix(j.queue, "root."), j.slots, j.runtime)
+	}
+	row(0, gate)
+	for _, j := range jobs {
+		row(time.Second, j)
+	}
+	trace, queues := filepath.Join(dir, "trace.csv"), filepath.Join(dir, "queues.xml")
+	require.NoError(t, os.WriteFile(trace, []byte(csv.String()), 0o600))
+	require.NoError(t, os.WriteFile(queues, []byte(traceQueues), 0o600))
+	out, err := exec.Command(binary, "simulate", "-trace", trace, "-allocations", queues, "-nodes", "4", "-slots-per-node", "2",
+		"-slot-size", "8192 mb, 2 vcores", "-startup", "0s", "-o", "json").Output()
+	require.NoError(t, err, "slotplane simulate: %s", out)
+	var res struct {
+		Done        int `json:"done"`
+		JobOutcomes []struct {
+			Name         string   `json:"name"`
+			StartSeconds *float64 `json:"startSeconds"`
+		} `json:"jobOutcomes"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, len(jobs)+1, res.Done, "the simulator ran every job")
+	started := map[string]time.Duration{}
+	for _, o := range res.JobOutcomes {
+		require.NotNil(t, o.StartSeconds, o.Name)
+		started[o.Name] = time.Duration(*o.StartSeconds * float64(time.Second))
+	}
+	return started
+}
+
+func startTable(jobs []traceJob, predicted, started map[string]time.Duration) string {
+	var b strings.Builder
+	for _, j := range jobs {
+		fmt.Fprintf(&b, "  %s %s %d slots: %6s / %6s\n", j.name, j.queue, j.slots, predicted[j.name], started[j.name])
+	}
+	return b.String()
+}
