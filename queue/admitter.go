@@ -237,22 +237,30 @@ func (a *Admitter) Starvation() Starvation { return a.st.Starvation }
 func (a *Admitter) Config() Config { return a.st.Config }
 
 // Configure puts a configuration in force: the queues are rebuilt, and queues that placement
-// rules made live on while they have jobs.
+// rules made live on while they have jobs. If building them panics (a malformed
+// configuration), the Admitter is left as it was.
 func (a *Admitter) Configure(c Config) {
 	if c.Allocations == nil {
 		c = DefaultConfig()
 	}
-	a.st.Config = c
-	a.buildTree()
+	tree := a.newTree(c.Allocations) // first: should it fail, nothing has changed
+	a.st.Config, a.tree = c, tree
 }
 
 func (a *Admitter) buildTree() {
-	a.tree = NewTree(a.st.Config.Allocations)
+	a.tree = a.newTree(a.st.Config.Allocations)
+}
+
+// newTree builds the queues of an allocation file, with the queues the jobs in hand were
+// placed in.
+func (a *Admitter) newTree(alloc *Allocations) *Tree {
+	tree := NewTree(alloc)
 	for _, e := range slices.Concat(a.st.Running, a.st.Waiting) {
 		// A queue that no longer fits the file (now under a configured leaf) keeps nothing
 		// here: the job's decisions skip it, and the report shows the reason.
-		_, _ = a.tree.Ensure(e.Queue)
+		_, _ = tree.Ensure(e.Queue)
 	}
+	return tree
 }
 
 // Waiting and Running are the entries, in submission order.

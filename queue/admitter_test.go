@@ -255,6 +255,28 @@ func TestAdmitter_FairLeafIsFirstThatFits(t *testing.T) {
 	}
 }
 
+// A configuration the queues cannot be built from (a parse result without a root) panics in
+// Configure and leaves the Admitter as it was: the old configuration and queues decide on.
+func TestAdmitter_ConfigureThatPanicsChangesNothing(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"><maxRunningApps>1</maxRunningApps></queue></allocations>`)
+	a.Request(req("one", "q", 1))
+	a.Request(req("two", "q", 1))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Configure of a configuration without a root did not panic")
+			}
+		}()
+		a.Configure(Config{Allocations: &Allocations{}, Version: "v2"})
+	}()
+	if v := a.Config().Version; v != "v1" {
+		t.Fatalf("version %q in force after the failed Configure", v)
+	}
+	if got := granted(a.Decide(t0, bed(4))); !slices.Equal(got, []string{"one:[0]"}) {
+		t.Fatalf("grants %v: v1's maxRunningApps 1 should still hold", got)
+	}
+}
+
 // A head that can never fit the bed does not hold up its strict leaf.
 func TestAdmitter_NeverFittingHeadDoesNotBlock(t *testing.T) {
 	a := admitterWith(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)

@@ -267,10 +267,17 @@ func (a *admission) loadConfig(ctx workflow.Context) error {
 	if u.Rejected != "" {
 		workflow.GetLogger(ctx).Warn("the allocation file is rejected; the last good one stays in force", "version", u.Version, "why", u.Rejected)
 	}
-	return guard("configure", func() error {
+	err := guard("configure", func() error {
 		a.core.Configure(held.Apply(*u))
 		return nil
 	})
+	if err != nil {
+		// The core could not take it: it counts as a rejected file, so the last good one
+		// stays in force, the report says why, and this version is not offered again.
+		workflow.GetLogger(ctx).Error("the allocation file broke the queue core; the last good one stays in force", "version", u.Version, "err", err)
+		a.core.Configure(held.Apply(queue.ConfigUpdate{Version: u.Version, Rejected: err.Error()}))
+	}
+	return nil
 }
 
 // checkHolds releases the keys no Scheduling holds any more.

@@ -34,6 +34,10 @@ func jk(scheduling, job string) queue.JobKey {
 type admissionWorld struct {
 	mu   sync.Mutex
 	file allocFile
+	// malformed are file versions the activity hands over broken (a parse result without a
+	// root queue, which the queue core cannot build), as a bug on the far side of the
+	// activity boundary would.
+	malformed map[string]bool
 	// gone are Scheduling workflows that are not there: a signal to them fails.
 	gone map[string]bool
 	// unheld says why nobody holds a key any more ("": held).
@@ -59,7 +63,11 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.Tes
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		held := queue.Config{Version: ref.Version, RejectedVersion: ref.RejectedVersion}
-		return queue.ReadConfig(held, w.file.Exists, []byte(w.file.Data), w.file.Version), nil
+		u := queue.ReadConfig(held, w.file.Exists, []byte(w.file.Data), w.file.Version)
+		if u != nil && w.malformed[u.Version] {
+			u.Allocations, u.Rejected = &queue.Allocations{}, ""
+		}
+		return u, nil
 	})
 	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckHoldsInput) ([]activities.Unheld, error) {
 		var out []activities.Unheld
@@ -199,6 +207,44 @@ func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
 	require.Equal(t, "second", w.grants[2].Job, "second starts once first is released (maxRunningApps 1)")
 	require.Equal(t, "1", report.ConfigVersion, "the bad version 2 is not in force")
 	require.Contains(t, report.ConfigError, "line 2, <maxRunningApp>: unknown element")
+}
+
+// A configuration the queue core fails on (it panics building the queues) does not stop
+// Admission: it is rejected like a broken file, the last good one stays in force, and the
+// jobs go on being admitted under it.
+func TestAdmissionWorkflow_AConfigThatBreaksTheCoreIsRejected(t *testing.T) {
+	w := &admissionWorld{malformed: map[string]bool{"2": true},
+		file: allocFile{Exists: true, Version: "1", Data: `<allocations><queue name="a"><maxRunningApps>1</maxRunningApps></queue></allocations>`}}
+	env := newAdmissionEnv(t, w, 4)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "u", Slots: 1})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "u", Slots: 1})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		w.file = allocFile{Exists: true, Version: "2", Data: `<allocations/>`}
+		w.mu.Unlock()
+		env.SignalWorkflow(AdmissionConfigSignal, nil)
+	}, 20*time.Second)
+	var report AdmissionReport
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueuesQuery)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&report))
+		env.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
+	}, 40*time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 10})
+
+	var next *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &next, "the workflow went on to its next run, not failed")
+	require.Equal(t, "1", report.ConfigVersion, "version 1 stays in force")
+	require.Contains(t, report.ConfigError, "configure failed")
+	require.Len(t, w.grants, 2)
+	require.Equal(t, "second", w.grants[1].Job, "second starts once first is released: version 1's maxRunningApps 1 still holds")
+	var in AdmissionInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	require.Equal(t, "1", in.Carried.Config.Version)
+	require.Equal(t, "2", in.Carried.Config.RejectedVersion, "the broken version is not offered again")
 }
 
 // A SlotBased request gets exactly its slots, once they are all free.
