@@ -88,6 +88,36 @@ func (t *Tree) Choose(c Cluster) Choice {
 	return ch
 }
 
+// HeldBack says what keeps the waiting application id from starting even with room for it:
+// its StateAware leaf, or a limit of its queues or its user (maxRunningApps, maxResources,
+// maxAMShare), judged with every application of c counted, so that shares, and the limits
+// drawn from them, are what they are now. "" when only room does. Preemption asks it first:
+// slots taken back for an application a limit holds back would only sit idle.
+func (t *Tree) HeldBack(c Cluster, id string) string {
+	room := c.Total
+	c.Free = &room
+	i := slices.IndexFunc(c.Apps, func(a App) bool { return a.ID == id })
+	if i < 0 {
+		return fmt.Sprintf("application %s is not in the cluster", id)
+	}
+	a := c.Apps[i]
+	q := t.Queue(a.Queue)
+	if q == nil || !q.Leaf() {
+		return fmt.Sprintf("queue %s is not a leaf of the tree", a.Queue)
+	}
+	s := t.snapshot(c)
+	var ch Choice
+	if s.pickInLeaf(q, &ch) && ch.App.ID == id {
+		return ""
+	}
+	for _, r := range ch.Refusals {
+		if r.App == id {
+			return r.Reason
+		}
+	}
+	return fmt.Sprintf("queue %s starts %s first", q.Path, ch.App.ID)
+}
+
 type snapshot struct {
 	t       *Tree
 	c       Cluster

@@ -202,6 +202,35 @@ func TestNext_MaxAMShare(t *testing.T) {
 	}
 }
 
+// HeldBack judges a waiting application with every other application counted: the waiting
+// jobs of queue b take half of the bed's share from a, and with it half of a's driver
+// allowance. Total 32768 mb: with b waiting, a's share is 16384 mb and its drivers may take
+// 8192 mb, less than r's and h's 5120 mb each; alone, a's share is its demand of 20480 mb
+// and 10240 mb of drivers fit.
+func TestHeldBack_JudgesWithEveryApplication(t *testing.T) {
+	tr := tree(t, `<allocations><queue name="a"/><queue name="b"/></allocations>`)
+	total := MBVCores(32768, 16)
+	bigDriver := func(a App) App {
+		a.Demand = a.Demand.Sub(a.AM).Add(MBVCores(5120, 1))
+		a.AM = MBVCores(5120, 1)
+		return a
+	}
+	a := []App{running(bigDriver(job("r", "root.a", "u", 1, 1))), bigDriver(job("h", "root.a", "u", 2, 2))}
+	var b []App
+	for i := range 4 {
+		b = append(b, job(fmt.Sprintf("w%d", i), "root.b", "v", int64(3+i), 2))
+	}
+	if why := tr.HeldBack(Cluster{Total: total, Apps: append(a, b...)}, "h"); !strings.Contains(why, "maxAMShare") {
+		t.Errorf("with b waiting, h should be held back by maxAMShare; got %q", why)
+	}
+	if why := tr.HeldBack(Cluster{Total: total, Apps: a}, "h"); why != "" {
+		t.Errorf("alone, only room holds h back; got %q", why)
+	}
+	if why := tr.HeldBack(Cluster{Total: total, Apps: append(a, b...)}, "w1"); !strings.Contains(why, "w0") {
+		t.Errorf("w1 comes after w0 in its leaf; got %q", why)
+	}
+}
+
 // benchQueues is the benchmarks' allocation file: 20 parents of 10 leaves (root.dI.qJ), each
 // leaf running at most 50 applications.
 func benchQueues() string {

@@ -485,21 +485,11 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 	return d
 }
 
-// admissible: no queue limit holds the waiting entry back now (room aside): the policies
-// would choose it if it were alone and the test bed empty.
+// admissible: nothing but room holds the waiting entry back now (Tree.HeldBack), with every
+// job counted.
 func (a *Admitter) admissible(now time.Time, bed Bed, e *Entry) bool {
-	id := e.ID
-	skip := map[string]bool{}
-	for _, x := range slices.Concat(a.st.Running, a.st.Waiting) {
-		if other := x.ID; other != id {
-			skip[other] = true
-		}
-	}
-	c := a.cluster(now, bed, bed.Positions, skip)
-	room := c.Total
-	c.Free = &room
-	ch := a.tree.Choose(c)
-	return ch.OK && ch.App.ID == id
+	c := a.cluster(now, bed, bed.Positions, nil)
+	return a.tree.HeldBack(c, e.ID) == ""
 }
 
 // grant gives a waiting entry its slots out of avail and moves it to the running ones.
