@@ -133,9 +133,9 @@ type snapshot struct {
 
 // leafSums is what the applications of one queue add up to, before the roll-up.
 type leafSums struct {
-	usage, am, demand Resources
-	running, waiting  int
-	apps              []int // indexes into Cluster.Apps
+	usage, am        Resources
+	running, waiting int
+	apps             []int // indexes into Cluster.Apps
 }
 
 func (t *Tree) snapshot(c Cluster) *snapshot {
@@ -161,7 +161,6 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 			sums[q] = ls
 		}
 		ls.apps = append(ls.apps, i)
-		ls.demand = ls.demand.Add(a.Demand)
 		if a.Running {
 			total = total.Add(a.Usage)
 			s.byUser[a.User]++
@@ -172,7 +171,6 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 			ls.waiting++
 		}
 	}
-	demand := map[string]Resources{}
 	var roll func(q *Queue) leafSums
 	roll = func(q *Queue) leafSums {
 		var sum leafSums
@@ -183,11 +181,11 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 		}
 		for _, c := range q.Children {
 			k := roll(c)
-			sum.usage, sum.demand = sum.usage.Add(k.usage), sum.demand.Add(k.demand)
+			sum.usage = sum.usage.Add(k.usage)
 			sum.running += k.running
 			sum.waiting += k.waiting
 		}
-		s.usage[q.Path], demand[q.Path] = sum.usage, sum.demand
+		s.usage[q.Path] = sum.usage
 		s.running[q.Path], s.waiting[q.Path] = sum.running, sum.waiting
 		return sum
 	}
@@ -196,7 +194,7 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	if c.Free != nil {
 		s.free = *c.Free
 	}
-	s.share = t.instantaneous(c.Total, demand)
+	s.share = t.instantaneous(c.Total, t.Demand(c.Apps))
 	return s
 }
 

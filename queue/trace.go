@@ -515,10 +515,11 @@ type replay struct {
 	lastChange time.Duration
 	preempt    bool
 	apps       []App
-	// Per leaf: how many active jobs, what they demand, what their drivers hold (driver-first).
+	// Per leaf: how many active jobs, and what their drivers hold (driver-first).
 	leafJobs   map[string]int
-	leafDemand map[string]Resources
 	leafDriver map[string]Resources
+	// shareApps is the picture the fair shares are computed on, reused between intervals.
+	shareApps []App
 	// What the time averages add up.
 	slotNanos    map[string]float64 // per leaf: slot-nanoseconds held
 	ratioNanos   map[string]float64 // per leaf: (usage/fair share) x nanoseconds while active
@@ -592,7 +593,7 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 		slotNanos: map[string]float64{}, ratioNanos: map[string]float64{}, activeNanos: map[string]float64{},
 		queueHeld: map[string]int{}, preemptedBy: map[string]int{}, preemptedFor: map[string]int{},
 		byName:   map[string]*replayJob{},
-		leafJobs: map[string]int{}, leafDemand: map[string]Resources{}, leafDriver: map[string]Resources{},
+		leafJobs: map[string]int{}, leafDriver: map[string]Resources{},
 	}
 	r.res = ReplayResult{Mode: opts.Mode, Slots: opts.Slots, SlotSize: opts.SlotSize, Total: r.total, StartUp: opts.StartUp, Jobs: len(trace)}
 	switch {
@@ -758,7 +759,6 @@ func (r *replay) submit(j *replayJob) {
 	j.active = true
 	r.active = append(r.active, j)
 	r.leafJobs[j.queue]++
-	r.leafDemand[j.queue] = r.leafDemand[j.queue].Add(r.demandOf(j))
 }
 
 // demandOf is what a job demands all along: its slots, and in driver-first mode its driver.
@@ -775,7 +775,6 @@ func (r *replay) leave(j *replayJob) {
 	if r.leafJobs[j.queue]--; r.leafJobs[j.queue] == 0 {
 		delete(r.leafJobs, j.queue)
 	}
-	r.leafDemand[j.queue] = r.leafDemand[j.queue].Sub(r.demandOf(j))
 	if r.opts.Mode == ReplayDriverFirst && j.granted {
 		r.leafDriver[j.queue] = r.leafDriver[j.queue].Sub(j.Driver)
 	}
@@ -1044,14 +1043,13 @@ func (r *replay) account(from, to time.Duration) {
 		leaves = append(leaves, q)
 	}
 	slices.Sort(leaves) // a fixed order: float sums come out the same every time
-	demand := map[string]Resources{}
-	for _, leaf := range leaves {
-		d := r.leafDemand[leaf]
-		for q := r.t.Queue(leaf); q != nil; q = q.parent {
-			demand[q.Path] = demand[q.Path].Add(d)
-		}
+	// The shares are the queues' own: only runnable jobs demand (Tree.Demand).
+	apps := r.shareApps[:0]
+	for _, j := range r.active {
+		apps = append(apps, App{ID: j.Name, Queue: j.queue, User: j.User, Order: j.order, Running: j.granted, Demand: r.demandOf(j)})
 	}
-	shares := r.t.instantaneous(r.total, demand)
+	r.shareApps = apps
+	shares := r.t.InstantaneousFairShares(r.total, apps)
 	var sum, sumSq float64
 	n := 0
 	for _, leaf := range leaves {

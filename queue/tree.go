@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -204,15 +205,112 @@ func (t *Tree) instantaneous(total Resources, demand map[string]Resources) map[s
 		func(q *Queue, max Resources) Resources { return max.Min(demand[q.Path]) })
 }
 
-// Demand adds up, per queue and up the hierarchy, what the applications need.
+// Demand adds up, per queue and up the hierarchy, what the runnable applications need: the
+// running ones, and the waiting ones the running-application limits let run, as in the Fair
+// Scheduler. In submission order, a waiting application is runnable while its user and every
+// queue above it (root aside) run fewer than their maxRunningApps, counting the runnable
+// applications before it. One over a limit asks for nothing its queue could give it, so it
+// takes no share from the others.
 func (t *Tree) Demand(apps []App) map[string]Resources {
-	out := map[string]Resources{}
-	for _, a := range apps {
-		for q := t.Queue(a.Queue); q != nil; q = q.parent {
-			out[q.Path] = out[q.Path].Add(a.Demand)
+	// Sums per leaf, then one walk of the tree: a decision over ten thousand applications
+	// must not walk up the hierarchy for each.
+	leafOf := make([]*Queue, len(apps))
+	perLeaf := map[*Queue]Resources{}
+	count, byUser := map[*Queue]int{}, map[string]int{}
+	var waiting []int
+	sorted := true
+	for i, a := range apps {
+		q := t.Queue(a.Queue)
+		if q == nil {
+			continue
+		}
+		leafOf[i] = q
+		if !a.Running {
+			if n := len(waiting); n > 0 && apps[waiting[n-1]].Order > a.Order {
+				sorted = false
+			}
+			waiting = append(waiting, i)
+			continue
+		}
+		perLeaf[q] = perLeaf[q].Add(a.Demand)
+		count[q]++
+		byUser[a.User]++
+	}
+	if t.appLimits() {
+		if !sorted {
+			slices.SortStableFunc(waiting, func(i, j int) int { return cmp.Compare(apps[i].Order, apps[j].Order) })
+		}
+		t.rollCounts(t.root, count)
+		for _, i := range waiting {
+			a, leaf := apps[i], leafOf[i]
+			if !t.runnable(leaf, a.User, count, byUser) {
+				continue
+			}
+			perLeaf[leaf] = perLeaf[leaf].Add(a.Demand)
+			byUser[a.User]++
+			for q := leaf; q != nil; q = q.parent {
+				count[q]++
+			}
+		}
+	} else {
+		for _, i := range waiting {
+			perLeaf[leafOf[i]] = perLeaf[leafOf[i]].Add(apps[i].Demand)
 		}
 	}
+	out := map[string]Resources{}
+	var roll func(q *Queue) Resources
+	roll = func(q *Queue) Resources {
+		sum := perLeaf[q]
+		for _, c := range q.Children {
+			sum = sum.Add(roll(c))
+		}
+		if !sum.IsZero() {
+			out[q.Path] = sum
+		}
+		return sum
+	}
+	roll(t.root)
 	return out
+}
+
+// appLimits: some queue or user has a running-application limit.
+func (t *Tree) appLimits() bool {
+	if t.alloc.QueueMaxAppsDefault != nil || t.alloc.UserMaxAppsDefault != nil || len(t.alloc.UserMaxApps) > 0 {
+		return true
+	}
+	for _, q := range t.byID {
+		if q.Config != nil && q.Config.MaxRunningApps != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// rollCounts turns per-queue counts of its own applications into counts of the queue and
+// everything under it.
+func (t *Tree) rollCounts(q *Queue, count map[*Queue]int) int {
+	n := count[q]
+	for _, c := range q.Children {
+		n += t.rollCounts(c, count)
+	}
+	if n > 0 {
+		count[q] = n
+	}
+	return n
+}
+
+// runnable: the user and every queue from leaf up (root aside) run fewer applications than
+// their limits, by the counts given.
+func (t *Tree) runnable(leaf *Queue, user string, count map[*Queue]int, byUser map[string]int) bool {
+	if n := t.UserMaxRunningApps(user); n >= 0 && byUser[user] >= n {
+		return false
+	}
+	for q := leaf; q != nil && q != t.root; q = q.parent {
+		if n := t.MaxRunningApps(q); n >= 0 && count[q] >= n {
+			return false
+		}
+	}
+	return true
 }
 
 // Usage adds up, per queue and up the hierarchy, what the applications hold.

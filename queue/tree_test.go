@@ -115,3 +115,42 @@ func TestTree_EnsureMakesDynamicLeaves(t *testing.T) {
 		t.Errorf("shares %v", s)
 	}
 }
+
+// Only runnable jobs demand, as in the Fair Scheduler: a waits with maxRunningApps 2 and
+// one job running, so of its three waiting jobs (submitted in the order w1, w2, w3) only w1
+// is runnable; user carol may run 1, so her second job in b is not; b's other user's is.
+// The instantaneous shares follow: a's demand is 2 slots, not 4, and b takes the rest.
+func TestTree_DemandCountsRunnableJobsOnly(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="a"><maxRunningApps>2</maxRunningApps></queue>
+  <queue name="b"/>
+  <user name="carol"><maxRunningApps>1</maxRunningApps></user>
+</allocations>`)
+	slot := MBVCores(1024, 1)
+	app := func(id, queue, user string, order int64, running bool) App {
+		return App{ID: id, Queue: queue, User: user, Order: order, Running: running, Demand: slot}
+	}
+	apps := []App{
+		app("w3", "root.a", "u", 4, false), // out of order on purpose: submission order counts
+		app("r", "root.a", "u", 1, true),
+		app("w1", "root.a", "u", 2, false),
+		app("w2", "root.a", "u", 3, false),
+		app("c1", "root.b", "carol", 5, false),
+		app("c2", "root.b", "carol", 6, false),
+		app("d1", "root.b", "dave", 7, false),
+	}
+	d := tr.Demand(apps)
+	if got, want := d["root.a"], MBVCores(2048, 2); got != want {
+		t.Errorf("a demands %s, want %s (r and w1)", got, want)
+	}
+	if got, want := d["root.b"], MBVCores(2048, 2); got != want {
+		t.Errorf("b demands %s, want %s (c1 and d1)", got, want)
+	}
+	if got, want := d["root"], MBVCores(4096, 4); got != want {
+		t.Errorf("root demands %s, want %s", got, want)
+	}
+	shares := tr.InstantaneousFairShares(MBVCores(8192, 8), apps)
+	if got, want := shares["root.a"], MBVCores(2048, 2); got != want {
+		t.Errorf("a's share %s, want its runnable demand %s", got, want)
+	}
+}
