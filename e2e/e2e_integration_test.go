@@ -22,11 +22,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"slotplane/api"
 	"slotplane/apiclient"
@@ -118,6 +120,9 @@ func keepLogs(t *testing.T) string {
 	require.NoError(t, err)
 	was := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(own, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	// controller-runtime's own logger (the client's informers) writes there too; it is set
+	// once per process, and slog's default follows each test's file.
+	ctrlLogOnce.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(defaultHandler{})) })
 	t.Cleanup(func() {
 		slog.SetDefault(was)
 		_ = own.Close()
@@ -132,6 +137,24 @@ func keepLogs(t *testing.T) string {
 		t.Logf("the whole logs are kept in %s", dir)
 	})
 	return dir
+}
+
+var ctrlLogOnce sync.Once
+
+// defaultHandler hands each record to whatever slog's default handler is at the time.
+type defaultHandler struct{}
+
+func (defaultHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return slog.Default().Handler().Enabled(ctx, l)
+}
+func (defaultHandler) Handle(ctx context.Context, r slog.Record) error {
+	return slog.Default().Handler().Handle(ctx, r)
+}
+func (h defaultHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return slog.Default().Handler().WithAttrs(as)
+}
+func (h defaultHandler) WithGroup(name string) slog.Handler {
+	return slog.Default().Handler().WithGroup(name)
 }
 
 // lastLines is the end of a file, n lines at most, each cut to 300 characters.
