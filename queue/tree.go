@@ -52,6 +52,9 @@ type Tree struct {
 	alloc *Allocations
 	root  *Queue
 	byID  map[string]*Queue
+	// appLimits: some queue or user has a running-application limit (Demand then counts
+	// runnable jobs only).
+	appLimits bool
 }
 
 // NewTree builds the hierarchy the allocation file configures.
@@ -61,12 +64,14 @@ func NewTree(a *Allocations) *Tree {
 	build = func(c *QueueConfig, parent *Queue) *Queue {
 		q := &Queue{Path: c.Path, Config: c, parent: parent}
 		t.byID[q.Path] = q
+		t.appLimits = t.appLimits || c.MaxRunningApps != nil
 		for _, child := range c.Children {
 			q.Children = append(q.Children, build(child, q))
 		}
 		return q
 	}
 	t.root = build(a.Root, nil)
+	t.appLimits = t.appLimits || a.QueueMaxAppsDefault != nil || a.UserMaxAppsDefault != nil || len(a.UserMaxApps) > 0
 	return t
 }
 
@@ -236,7 +241,7 @@ func (t *Tree) Demand(apps []App) map[string]Resources {
 		count[q]++
 		byUser[a.User]++
 	}
-	if t.appLimits() {
+	if t.appLimits {
 		if !sorted {
 			slices.SortStableFunc(waiting, func(i, j int) int { return cmp.Compare(apps[i].Order, apps[j].Order) })
 		}
@@ -271,19 +276,6 @@ func (t *Tree) Demand(apps []App) map[string]Resources {
 	}
 	roll(t.root)
 	return out
-}
-
-// appLimits: some queue or user has a running-application limit.
-func (t *Tree) appLimits() bool {
-	if t.alloc.QueueMaxAppsDefault != nil || t.alloc.UserMaxAppsDefault != nil || len(t.alloc.UserMaxApps) > 0 {
-		return true
-	}
-	for _, q := range t.byID {
-		if q.Config != nil && q.Config.MaxRunningApps != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // rollCounts turns per-queue counts of its own applications into counts of the queue and

@@ -261,8 +261,8 @@ func (s *scheduler) setCondition(ctx workflow.Context, status metav1.ConditionSt
 // acquireJobs claims every job, or none (the deadlock rule).
 func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
 	names := s.jobNames()
-	var jobs activities.ClaimResult
-	if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: names}).Get(ctx, &jobs); err != nil {
+	jobs, err := s.claim(ctx, names)
+	if err != nil {
 		return false, err
 	}
 	if !jobs.Complete() {
@@ -390,14 +390,59 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	in := activities.NudgeInput{TaskQueue: TaskQueue}
+	var nudges []activities.Nudge
 	for _, name := range jobs {
-		in.Nudges = append(in.Nudges, activities.Nudge{
+		nudges = append(nudges, activities.Nudge{
 			WorkflowID: BatchJobWorkflowID(s.key.Namespace, name), WorkflowType: "BatchJobWorkflow",
 			Input: BatchJobInput{Namespace: s.key.Namespace, Name: name}, Signal: BatchJobChangedSignal,
 		})
 	}
-	return workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, in).Get(ctx, nil)
+	return sendNudges(ctx, nudges)
+}
+
+// batch is how many jobs one cluster activity handles. Each job costs the activity one or
+// two requests to the API server: at the worker's 50 a second, a batch takes a few seconds,
+// well inside the activity's minute, however long the Scheduling.
+const batch = 100
+
+// sendNudges signals (or starts) the workflows, a batch per activity, in order.
+func sendNudges(ctx workflow.Context, nudges []activities.Nudge) error {
+	for part := range slices.Chunk(nudges, batch) {
+		if err := workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, activities.NudgeInput{TaskQueue: TaskQueue, Nudges: part}).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claim claims the named jobs for this Scheduling, a batch per activity. It stops at the
+// first batch where a job is held elsewhere or missing: the caller gives back what it took.
+func (s *scheduler) claim(ctx workflow.Context, names []string) (activities.ClaimResult, error) {
+	var all activities.ClaimResult
+	for part := range slices.Chunk(names, batch) {
+		var r activities.ClaimResult
+		if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: part}).Get(ctx, &r); err != nil {
+			return all, err
+		}
+		all.Claimed = append(all.Claimed, r.Claimed...)
+		all.Lost = append(all.Lost, r.Lost...)
+		all.Missing = append(all.Missing, r.Missing...)
+		if !r.Complete() {
+			break
+		}
+	}
+	return all, nil
+}
+
+// releaseClaims gives the jobs' claims back, a batch per activity.
+func (s *scheduler) releaseClaims(ctx workflow.Context, names []string) error {
+	for part := range slices.Chunk(names, batch) {
+		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: part}
+		if err := workflow.ExecuteActivity(ctx, acts.ReleaseJobs, in).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // release gives the jobs' claims back and wakes their workflows.
@@ -405,8 +450,7 @@ func (s *scheduler) release(ctx workflow.Context, jobs []string) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: jobs}
-	if err := workflow.ExecuteActivity(ctx, acts.ReleaseJobs, in).Get(ctx, nil); err != nil {
+	if err := s.releaseClaims(ctx, jobs); err != nil {
 		return err
 	}
 	return s.nudge(ctx, jobs)
@@ -517,16 +561,13 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 	for i, j := range added {
 		names[i] = j.Name
 	}
-	var claim activities.ClaimResult
-	if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: names}).Get(ctx, &claim); err != nil {
+	claim, err := s.claim(ctx, names)
+	if err != nil {
 		return len(s.entries), err
 	}
 	if !claim.Complete() {
-		if len(claim.Claimed) > 0 {
-			in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: claim.Claimed}
-			if err := workflow.ExecuteActivity(ctx, acts.ReleaseJobs, in).Get(ctx, nil); err != nil {
-				return len(s.entries), err
-			}
+		if err := s.releaseClaims(ctx, claim.Claimed); err != nil {
+			return len(s.entries), err
 		}
 		return len(s.entries), temporal.NewApplicationError(describeLoss("job", claim), "ExtendRefused")
 	}
@@ -568,10 +609,14 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 		names[i] = e.Job.Name
 	}
 	var infos []activities.JobInfo
-	if err := workflow.ExecuteActivity(ctx, acts.ReadJobs, activities.ReadJobsInput{Namespace: s.key.Namespace, Names: names}).Get(ctx, &infos); err != nil {
-		return err
+	for part := range slices.Chunk(names, batch) {
+		var got []activities.JobInfo
+		if err := workflow.ExecuteActivity(ctx, acts.ReadJobs, activities.ReadJobsInput{Namespace: s.key.Namespace, Names: part}).Get(ctx, &got); err != nil {
+			return err
+		}
+		infos = append(infos, got...)
 	}
-	in := activities.NudgeInput{TaskQueue: TaskQueue}
+	var nudges []activities.Nudge
 	for i, e := range entries {
 		info := infos[i]
 		if !info.Exists {
@@ -588,16 +633,13 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 		}
 		req := AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
 			Driver: driver, Expected: info.Expected}
-		in.Nudges = append(in.Nudges, activities.Nudge{
+		nudges = append(nudges, activities.Nudge{
 			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
 			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed, StepsPerRun: s.in.AdmissionStepsPerRun},
 			Signal: AdmissionRequestSignal, SignalArg: req,
 		})
 	}
-	if len(in.Nudges) == 0 {
-		return nil
-	}
-	return workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, in).Get(ctx, nil)
+	return sendNudges(ctx, nudges)
 }
 
 // admissionKey is the key of an entry's run in Admission: a job runs once per Scheduling.

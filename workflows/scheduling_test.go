@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -327,4 +328,48 @@ func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
 	require.Equal(t, []string{"b"}, f2.requested, "only the waiting job is asked for again")
 	require.Equal(t, []string{"b"}, f2.created)
 	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCompleted))
+}
+
+// A long Scheduling claims, reads and sends its jobs a batch of 100 at a time, so that no
+// activity outlives its minute; a job held elsewhere in the second batch stops the claims
+// there, and every job claimed so far is given back.
+func TestSchedulingWorkflow_LongQueuesGoInBatches(t *testing.T) {
+	var jobs []v1alpha1.SchedulingJob
+	for i := range 250 {
+		jobs = append(jobs, v1alpha1.SchedulingJob{Name: fmt.Sprintf("j%03d", i), Replication: 1})
+	}
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: jobs}
+
+	var batches []int
+	env, f, _ := newSchedulingEnv(t, spec, func(in activities.ClaimInput) activities.ClaimResult {
+		batches = append(batches, len(in.Names))
+		return claimAll(in)
+	})
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []int{100, 100, 50}, batches)
+	require.Len(t, f.requested, 250, "every job reached Admission, in order")
+	require.Equal(t, "j249", f.requested[249])
+
+	batches = nil
+	env, f, statuses := newSchedulingEnv(t, spec, func(in activities.ClaimInput) activities.ClaimResult {
+		batches = append(batches, len(in.Names))
+		if slices.Contains(in.Names, "j150") {
+			r := claimAll(in)
+			r.Claimed = slices.DeleteFunc(r.Claimed, func(n string) bool { return n == "j150" })
+			r.Lost = []activities.LostClaim{{Name: "j150", Holder: "other"}}
+			return r
+		}
+		return claimAll(in)
+	})
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []int{100, 100}, batches, "the third batch is never claimed")
+	require.Greater(t, len(f.released), 199)
+	require.Equal(t, "j199", f.released[198], "the 199 jobs claimed are given back at once")
+	require.NotContains(t, f.released[:199], "j150")
+	require.Empty(t, f.requested)
+	require.Contains(t, lastWithState(*statuses, v1alpha1.SchedulingFailed).Message, "job j150 is held by scheduling other")
 }
