@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,7 +252,8 @@ func TestRecordAdmissionHistory(t *testing.T) {
 	wk := sdkworker.New(c, "record-admission", sdkworker.Options{})
 	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
 	wk.RegisterWorkflowWithOptions(sink, workflow.RegisterOptions{Name: "Sink"})
-	wk.RegisterActivity(&admissionStandIn{protocolWorld: w, file: file})
+	stand := &admissionStandIn{protocolWorld: w, file: file}
+	wk.RegisterActivity(stand)
 	require.NoError(t, wk.Start())
 	defer wk.Stop()
 	for _, s := range []string{"sa", "sb"} {
@@ -279,6 +281,7 @@ func TestRecordAdmissionHistory(t *testing.T) {
 		d, err := c.DescribeWorkflowExecution(ctx, id, run.GetRunID())
 		return err == nil && d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, time.Minute, 100*time.Millisecond)
+	require.Positive(t, stand.revoked.Load(), "the recorded run preempted")
 	saveHistory(t, c, id, run.GetRunID(), "admission.json")
 	require.NoError(t, c.TerminateWorkflow(ctx, id, "", "recorded"))
 }
@@ -299,7 +302,13 @@ func (f *allocationStandIn) set(version, data string) {
 // slots free up as soon as they are given back.
 type admissionStandIn struct {
 	*protocolWorld
-	file *allocationStandIn
+	file    *allocationStandIn
+	revoked atomic.Int32 // slots taken back by preemption
+}
+
+func (a *admissionStandIn) AssignSlots(_ context.Context, in activities.AssignSlotsInput) error {
+	a.revoked.Add(int32(len(in.Revoke)))
+	return nil
 }
 
 func (a *admissionStandIn) LoadAllocationFile(_ context.Context, ref activities.AllocationFileRef) (*queue.ConfigUpdate, error) {
