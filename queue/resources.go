@@ -139,6 +139,11 @@ func (r Resources) Sub(o Resources) Resources {
 	return Resources{MemoryBytes: r.MemoryBytes - o.MemoryBytes, MilliCores: r.MilliCores - o.MilliCores}
 }
 
+// times is n of r: n slots of one size, say.
+func times(r Resources, n int64) Resources {
+	return Resources{MemoryBytes: r.MemoryBytes * n, MilliCores: r.MilliCores * n}
+}
+
 // Fits reports whether r is within limit in both resources.
 func (r Resources) Fits(limit Resources) bool {
 	return r.MemoryBytes <= limit.MemoryBytes && r.MilliCores <= limit.MilliCores

@@ -5,21 +5,23 @@ import (
 	"time"
 )
 
-// DriverDeadlockJobs is the seeds' deadlock: 10 Spark jobs submitted at once into one queue
-// (root.spark) whose resources fit three drivers and their executors. A driver is 2 vcores
-// and 8 GB, each of its 2 executors 1 vcore and 4 GB; the queue has 12 vcores and 48 GB. A
-// driver starts up for 10s before it asks for executors; a job works a minute once it has
-// them all.
-func DriverDeadlockJobs() ([]SimJob, SimOptions) {
-	jobs := make([]SimJob, 10)
+// DriverDeadlockJobs is the seeds' deadlock as a trace: 10 Spark jobs submitted at once into
+// one queue (root.spark). A driver is 2 vcores and 8 GB, each of its 2 executors 1 vcore and
+// 4 GB; the test bed is 12 slots of one executor each, so the queue has 12 vcores and 48 GB.
+// A driver starts up for 10 s; a job then works a minute once both its executors hold their
+// slots (in driver-first mode the driver asks for them only after its start-up; in gang mode
+// it gets them with its grant and works once the start-up is over). Driver-first, the
+// drivers come from the same 12 slots' worth, so three jobs fit with their executors. In gang
+// mode the drivers run outside the slots, as slotplane runs them, so six jobs fit.
+func DriverDeadlockJobs() ([]TraceJob, ReplayOptions) {
+	jobs := make([]TraceJob, 10)
 	for i := range jobs {
-		jobs[i] = SimJob{
-			ID: fmt.Sprintf("spark-%02d", i), Queue: "root.spark", User: "etl",
-			Driver: MBVCores(8192, 2), Executor: MBVCores(4096, 1), Executors: 2,
-			StartUp: 10 * time.Second, Work: time.Minute,
+		jobs[i] = TraceJob{
+			Name: fmt.Sprintf("spark-%02d", i), Queue: "root.spark", User: "etl",
+			Driver: MBVCores(8192, 2), Executors: 2, Runtime: time.Minute,
 		}
 	}
-	return jobs, SimOptions{Total: MBVCores(3*16384, 12), Limit: time.Hour}
+	return jobs, ReplayOptions{Slots: 12, SlotSize: MBVCores(4096, 1), StartUp: 10 * time.Second, Limit: time.Hour}
 }
 
 // DeadlockVariant is one queue set-up for DriverDeadlockJobs.
@@ -27,28 +29,29 @@ type DeadlockVariant struct {
 	Name string
 	// Policy and MaxAMShare configure root.spark.
 	Policy, MaxAMShare string
-	// Gang grants a job everything at once, as slotplane's Admission does.
-	Gang bool
+	// Mode is how the replay grants: ReplayDriverFirst (YARN's and YuniKorn's way) or
+	// ReplayGang (slotplane's Admission).
+	Mode ReplayMode
 }
 
-// DriverDeadlockVariants: plain FIFO without an AM limit (it deadlocks), StateAware,
-// FIFO with maxAMShare 0.5, and FIFO with gang grants.
+// DriverDeadlockVariants: driver-first under plain FIFO without an AM limit (it deadlocks),
+// StateAware, and FIFO with maxAMShare 0.5; then FIFO under slotplane's gang grants.
 var DriverDeadlockVariants = []DeadlockVariant{
-	{Name: "fifo, no AM limit", Policy: "fifo", MaxAMShare: "-1.0"},
-	{Name: "stateaware", Policy: "stateaware", MaxAMShare: "-1.0"},
-	{Name: "fifo, maxAMShare 0.5", Policy: "fifo", MaxAMShare: "0.5"},
-	{Name: "fifo, gang (slotplane)", Policy: "fifo", MaxAMShare: "-1.0", Gang: true},
+	{Name: "fifo, no AM limit", Policy: "fifo", MaxAMShare: "-1.0", Mode: ReplayDriverFirst},
+	{Name: "stateaware", Policy: "stateaware", MaxAMShare: "-1.0", Mode: ReplayDriverFirst},
+	{Name: "fifo, maxAMShare 0.5", Policy: "fifo", MaxAMShare: "0.5", Mode: ReplayDriverFirst},
+	{Name: "fifo, gang (slotplane)", Policy: "fifo", MaxAMShare: "-1.0", Mode: ReplayGang},
 }
 
-// Run simulates DriverDeadlockJobs under the variant.
-func (v DeadlockVariant) Run() (SimResult, error) {
+// Run replays DriverDeadlockJobs under the variant.
+func (v DeadlockVariant) Run() (ReplayResult, error) {
 	a, err := ParseAllocations(fmt.Appendf(nil, `<allocations>
   <queue name="spark"><schedulingPolicy>%s</schedulingPolicy><maxAMShare>%s</maxAMShare></queue>
 </allocations>`, v.Policy, v.MaxAMShare))
 	if err != nil {
-		return SimResult{}, err
+		return ReplayResult{}, err
 	}
 	jobs, opts := DriverDeadlockJobs()
-	opts.Gang = v.Gang
-	return Simulate(NewTree(a), jobs, opts), nil
+	opts.Mode = v.Mode
+	return Replay(a, jobs, opts)
 }

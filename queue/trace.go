@@ -310,9 +310,9 @@ const (
 	// ReplayGang is slotplane's Admission: a job starts when all its slots are granted at
 	// once; its driver runs outside the slots and counts only against maxAMShare.
 	ReplayGang ReplayMode = "gang"
-	// ReplayDriverFirst is YARN's and YuniKorn's allocation, as Simulate does it: the driver
-	// first, from the same pool as the executors, then the executors one at a time once the
-	// driver has started up.
+	// ReplayDriverFirst is YARN's and YuniKorn's allocation: the driver first, from the same
+	// pool as the executors, then the executors one at a time once the driver has started
+	// up. It can deadlock (DriverDeadlockJobs shows how).
 	ReplayDriverFirst ReplayMode = "driver-first"
 )
 
@@ -790,9 +790,8 @@ func (r *replay) startWork(now time.Duration) {
 	}
 }
 
-// view builds the picture Tree.Next decides on in driver-first mode, as Simulate does: a
-// waiting job asks for its driver, a granted one for one executor at a time once its driver
-// has started up.
+// view builds the picture Tree.Next decides on in driver-first mode: a waiting job asks for
+// its driver, a granted one for one executor at a time once its driver has started up.
 func (r *replay) view(now time.Duration) Cluster {
 	c := Cluster{Total: r.total, Now: r.epoch.Add(now), StateAware: r.opts.StateAware}
 	apps := r.apps[:0]

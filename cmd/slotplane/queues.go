@@ -28,7 +28,7 @@ func queuesCommand(args []string, out io.Writer) error {
 	user := fs.String("user", "", "show where a job of this user goes (with -queue and -groups)")
 	requested := fs.String("queue", "", "the queue the job asks for")
 	groups := fs.String("groups", "", "the user's groups, primary first, comma-separated")
-	deadlock := fs.Bool("deadlock", false, "simulate the driver deadlock (10 Spark jobs, room for 3) under each queue set-up and print the outcomes")
+	deadlock := fs.Bool("deadlock", false, "replay the seeds' driver deadlock (10 Spark jobs on 12 slots) under each queue set-up and print the outcomes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,16 +112,20 @@ func queuesCommand(args []string, out io.Writer) error {
 	return nil
 }
 
-// printDeadlock runs queue.DriverDeadlockJobs under every variant, one line each.
+// printDeadlock replays queue.DriverDeadlockJobs under every variant: the summary line
+// `slotplane simulate` prints, and below it why a replay stopped, if it did.
 func printDeadlock(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "QUEUE SET-UP\tOUTCOME")
+	fmt.Fprintln(w, "QUEUE SET-UP\tMODE\tOUTCOME")
 	for _, v := range queue.DriverDeadlockVariants {
 		r, err := v.Run()
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", v.Name, err)
 		}
-		fmt.Fprintf(w, "%s\t%s\n", v.Name, r)
+		fmt.Fprintf(w, "%s\t%s\t%s\n", v.Name, r.Mode, summaryLine(r))
+		if r.Stopped != "" {
+			fmt.Fprintf(w, "\t\tstopped: %s\n", r.Stopped)
+		}
 	}
 	return w.Flush()
 }

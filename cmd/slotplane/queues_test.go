@@ -28,13 +28,20 @@ func TestQueues_ShowsTheTreeAndAPlacement(t *testing.T) {
 	require.Contains(t, out.String(), "carol may NOT submit")
 }
 
+// The -deadlock table prints each variant's replay as `slotplane simulate` sums it up, and
+// the deadlock's reason under the row that stopped. The figures are worked out in
+// queue.TestDriverDeadlock_OnlyPlainFIFODriverFirstDeadlocks.
 func TestQueues_DeadlockTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, queuesCommand([]string{"-deadlock"}, &out))
 	text := out.String()
-	require.Regexp(t, `(?m)^fifo, no AM limit\s+stuck at 10s: 0 of the jobs done; 6 drivers and 0 executors`, text)
-	require.Regexp(t, `(?m)^stateaware\s+all 10 done, makespan 4m40s$`, text)
-	require.Regexp(t, `(?m)^fifo, maxAMShare 0.5\s+all 10 done`, text)
+	t.Log("\n" + text)
+	require.Regexp(t, `(?m)^fifo, no AM limit\s+driver-first\s+10 jobs: 0 done, 0 refused, 10 unfinished; makespan 0s; slot utilization 0\.0%;`, text)
+	require.Regexp(t, `(?m)^\s+stopped: deadlock: nothing granted or finished after 0s; 6 drivers hold 0 executors and wait for more, 4 jobs wait to start$`, text)
+	require.Regexp(t, `(?m)^stateaware\s+driver-first\s+10 jobs: 10 done, 0 refused, 0 unfinished; makespan 4m40s; slot utilization 35\.7%;`, text)
+	require.Regexp(t, `(?m)^fifo, maxAMShare 0\.5\s+driver-first\s+10 jobs: 10 done, 0 refused, 0 unfinished; makespan 4m40s;`, text)
+	require.Regexp(t, `(?m)^fifo, gang \(slotplane\)\s+gang\s+10 jobs: 10 done, 0 refused, 0 unfinished; makespan 2m20s; slot utilization 83\.3%;`, text)
+	require.Equal(t, 1, strings.Count(text, "stopped:"), "only plain FIFO driver-first stops")
 }
 
 func TestQueues_BadInput(t *testing.T) {
