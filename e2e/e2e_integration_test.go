@@ -178,13 +178,30 @@ func lastLines(path string, n int) string {
 // as processes; a test bed "bed" of 8 slots and the given allocation file in the cluster; and
 // a client of the API.
 type e2ePlatform struct {
+	slots int32 // the test bed's
 	parts map[string]*component
 	kube  client.Client
 	api   *apiclient.Client
 }
 
-// startE2E starts the platform. extra are flags for the worker, the bridge and the API.
+// bedShape is the test bed's slots per node (of the 4 nodes) and each slot's size.
+type bedShape struct {
+	slotsPerNode int32
+	cpu, memory  string
+}
+
+// defaultBed is 8 slots of 2 CPUs and 8 GiB.
+var defaultBed = bedShape{slotsPerNode: 2, cpu: "2", memory: "8Gi"}
+
+// startE2E starts the platform with the default bed. extra are flags for the worker, the
+// bridge and the API.
 func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
+	t.Helper()
+	return startE2EWith(t, defaultBed, queues, extra...)
+}
+
+// startE2EWith starts the platform with a bed of the given shape.
+func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) *e2ePlatform {
 	t.Helper()
 	logs := keepLogs(t) // first, so that its clean-up runs after every process stopped
 	ports, err := freeport.Get(4)
@@ -203,7 +220,7 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress}, extra...)
-	p := &e2ePlatform{parts: map[string]*component{
+	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, parts: map[string]*component{
 		"worker":   {name: "worker", args: conn},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr}},
 		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
@@ -226,8 +243,8 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 	}))
 	require.NoError(t, p.kube.Create(ctx, &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: shape.slotsPerNode, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(shape.cpu), corev1.ResourceMemory: resource.MustParse(shape.memory)}},
 	}))
 
 	// From here on, only the API.
@@ -235,8 +252,8 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		tb, err := p.api.GetTestBed(ctx, "bed")
-		return err == nil && tb.Status.Total == 8 && tb.Status.Free == 8
-	}, 90*time.Second, 250*time.Millisecond, "the API never showed the test bed with 8 free slots")
+		return err == nil && tb.Status.Total == p.slots && tb.Status.Free == p.slots
+	}, 90*time.Second, 250*time.Millisecond, "the API never showed the test bed with all its slots free")
 	return p
 }
 
@@ -246,7 +263,7 @@ func (p *e2ePlatform) waitSlotsFree(t *testing.T, within time.Duration) {
 	ctx := context.Background()
 	require.Eventually(t, func() bool {
 		tb, err := p.api.GetTestBed(ctx, "bed")
-		if err != nil || tb.Status.Free != 8 {
+		if err != nil || tb.Status.Free != p.slots {
 			return false
 		}
 		var pods corev1.PodList
@@ -259,7 +276,7 @@ func (p *e2ePlatform) waitSlotsFree(t *testing.T, within time.Duration) {
 				up++
 			}
 		}
-		return up == 8
+		return up == int(p.slots)
 	}, within, 250*time.Millisecond, "every slot free, with its ghost running again")
 }
 

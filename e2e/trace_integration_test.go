@@ -41,40 +41,42 @@ type traceJob struct {
 // The same 50-job trace, with fixed durations, through `slotplane simulate` and through the
 // live platform starts its jobs in the same order.
 //
-// The trace: a gate job holds all 8 slots while the 50 are submitted, so both see all of them
-// waiting when the slots free up (live, requests reach Admission one signal at a time).
-// Then one- and two-slot jobs of 12 s in two weighted FIFO queues, in one Scheduling. Every
-// job runs as long, so the jobs go in waves, and in the simulator the jobs of a wave start at
-// the same instant. Live, a wave's jobs start within a second or two of each other, in an
-// order the simulator leaves open; what must hold is that no job starts before a job the
-// simulator started earlier.
+// The trace: a gate job holds all 32 slots while the 50 are submitted, so both see all of
+// them waiting when the slots free up (live, requests reach Admission one signal at a time).
+// Then jobs of one to three slots, of 16 s each, in two weighted FIFO queues, in one
+// Scheduling. Every job runs as long, so the jobs go in waves, and in the simulator the jobs
+// of a wave start at the same instant. Live, a wave's jobs start within a few seconds of each
+// other, in an order the simulator leaves open; what must hold is that no job starts before a
+// job the simulator started earlier.
+//
+// The bed is 32 small slots, so the 50 jobs take about four waves. Each hand-over between
+// jobs costs the live platform a few seconds, give or take one or two, and those add up
+// along each slot: on 8 slots (eight waves) the last waves blurred into each other and a
+// strict head's slots came free in another order than the simulator's. On 32 slots with
+// 12 s jobs, a wave's starts spread over 6 to 14 s (the platform creates a wave's
+// applications one after another) and the last two waves were 3 s apart; 16 s jobs leave
+// about 7 s.
 func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
-	// A wave lasts the runtime plus the platform's hand-over (a few seconds, give or take
-	// one or two). Those few seconds spread each wave a little more than the one before; 12 s
-	// keeps the last of eight waves well apart.
-	const runtime = 12 * time.Second
+	const runtime = 16 * time.Second
 	var jobs []traceJob
 	for i := range 50 {
-		q, slots := "root.a", 1
+		q, slots := "root.a", 1+i%3
 		if i%3 == 1 {
 			q = "root.b"
 		}
-		if i%4 == 3 {
-			slots = 2
-		}
 		jobs = append(jobs, traceJob{name: fmt.Sprintf("t-%02d", i), queue: q, slots: slots, runtime: runtime})
 	}
-	gate := traceJob{name: "gate", queue: "root.gate", slots: 8, runtime: 20 * time.Second}
+	gate := traceJob{name: "gate", queue: "root.gate", slots: 32, runtime: 20 * time.Second}
 
 	predicted := simulateTrace(t, gate, jobs)
 
-	p := startE2E(t, traceQueues)
+	p := startE2EWith(t, bedShape{slotsPerNode: 8, cpu: "500m", memory: "2Gi"}, traceQueues)
 	c := p.api
 	ctx := context.Background()
 	for _, j := range append([]traceJob{gate}, jobs...) {
 		_, err := c.CreateJob(ctx, api.JobRequest{Name: j.name, Framework: v1alpha1.FrameworkSpark, Queue: j.queue,
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
-			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     map[string]string{appsim.SimDurationAnnotation: j.runtime.String()}})
 		require.NoError(t, err, j.name)
 	}
@@ -129,15 +131,19 @@ func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
 }
 
 // simulateTrace writes the trace as a CSV and runs `slotplane simulate` on it (gang mode, no
-// start-up time, the e2e test bed's 4 nodes of 2 slots of 2 vcores and 8 GiB); it returns
-// when each job started. The gate job is submitted first; the others a second later.
+// start-up time, 4 nodes of 8 slots); it returns when each job started. The gate job is
+// submitted first; the others a second later. The trace's drivers (512 mb and no whole
+// vcore: the trace format counts whole vcores, the live ones take 100m) and slots (a vcore
+// where the live ones have half) differ from the live ones only where no limit is near:
+// the queues' shares are counted in slots either way, and the drivers stay far below
+// maxAMShare.
 func simulateTrace(t *testing.T, gate traceJob, jobs []traceJob) map[string]time.Duration {
 	t.Helper()
 	dir := t.TempDir()
 	var csv strings.Builder
 	csv.WriteString("submit,name,queue,user,groups,driver,executors,runtime\n")
 	row := func(submit time.Duration, j traceJob) {
-		fmt.Fprintf(&csv, "%s,%s,%s,alice,analysts,\"512 mb, 1 vcores\",%d,%s\n", submit, j.name, strings.TrimPrefix(j.queue, "root."), j.slots, j.runtime)
+		fmt.Fprintf(&csv, "%s,%s,%s,alice,analysts,\"512 mb, 0 vcores\",%d,%s\n", submit, j.name, strings.TrimPrefix(j.queue, "root."), j.slots, j.runtime)
 	}
 	row(0, gate)
 	for _, j := range jobs {
@@ -146,8 +152,8 @@ func simulateTrace(t *testing.T, gate traceJob, jobs []traceJob) map[string]time
 	trace, queues := filepath.Join(dir, "trace.csv"), filepath.Join(dir, "queues.xml")
 	require.NoError(t, os.WriteFile(trace, []byte(csv.String()), 0o600))
 	require.NoError(t, os.WriteFile(queues, []byte(traceQueues), 0o600))
-	out, err := exec.Command(binary, "simulate", "-trace", trace, "-allocations", queues, "-nodes", "4", "-slots-per-node", "2",
-		"-slot-size", "8192 mb, 2 vcores", "-startup", "0s", "-o", "json").Output()
+	out, err := exec.Command(binary, "simulate", "-trace", trace, "-allocations", queues, "-nodes", "4", "-slots-per-node", "8",
+		"-slot-size", "2048 mb, 1 vcores", "-startup", "0s", "-o", "json").Output()
 	require.NoError(t, err, "slotplane simulate: %s", out)
 	var res struct {
 		Done        int `json:"done"`
