@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -221,8 +220,8 @@ func (a *Activities) AssignSlots(ctx context.Context, in AssignSlotsInput) error
 	var deleted []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		pos, err := strconv.ParseInt(p.Labels[v1alpha1.SlotIDLabel], 10, 32)
-		if err != nil || p.DeletionTimestamp != nil || p.Labels[v1alpha1.GhostLabel] == "true" || !slices.Contains(in.Revoke, int32(pos)) {
+		pos, proven := slots.ProvenSlot(p)
+		if !proven || p.DeletionTimestamp != nil || p.Labels[v1alpha1.GhostLabel] == "true" || !slices.Contains(in.Revoke, pos) {
 			continue
 		}
 		if err := a.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {

@@ -23,6 +23,7 @@ import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/slots"
 )
 
 // Error types of non-retryable activity failures, which workflows branch on.
@@ -238,8 +239,9 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
 		return AppProgress{}, fmt.Errorf("list pods of job %s: %w", in.Job, err)
 	}
-	for _, pod := range pods.Items {
-		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Labels[v1alpha1.GhostLabel] != "true" {
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if _, proven := slots.ProvenSlot(pod); proven && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Labels[v1alpha1.GhostLabel] != "true" {
 			p.Placed++
 		}
 	}

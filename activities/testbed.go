@@ -31,8 +31,9 @@ type ReconcileTestBedInput struct {
 type ReconcileTestBedResult struct {
 	// Gone: the TestBed does not exist (any more); its workflow may end.
 	Gone bool
-	// InProgress: slot pods were still being scheduled or terminated, so nothing was changed
-	// but the status; run again soon.
+	// InProgress: slot pods were still being scheduled or terminated, so the nodes and slots
+	// they touch were left as they were (Reason names them); run again soon. The rest of the
+	// bed was reconciled.
 	InProgress bool
 	Reason     string
 	Created    int
@@ -63,25 +64,25 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedIn
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
 
+	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
+	// reconciled even while a pod somewhere is stuck.
 	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason}
-	if !plan.InProgress {
-		for _, g := range plan.Delete {
-			pod := pods[g.UID]
-			err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
-			if client.IgnoreNotFound(err) != nil {
-				return res, fmt.Errorf("delete ghost %s: %w", g.Name, err)
-			}
-			res.Deleted++
+	for _, g := range plan.Delete {
+		pod := pods[g.UID]
+		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
+		if client.IgnoreNotFound(err) != nil {
+			return res, fmt.Errorf("delete ghost %s: %w", g.Name, err)
 		}
-		for _, s := range plan.Create {
-			err := a.Client.Create(ctx, a.ghostPod(&tb, s, requests))
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return res, fmt.Errorf("create ghost for slot %d: %w", s.Position, err)
-			}
-			res.Created++
-		}
-		res.Settled = res.Created == 0 && res.Deleted == 0
+		res.Deleted++
 	}
+	for _, s := range plan.Create {
+		err := a.Client.Create(ctx, a.ghostPod(&tb, s, requests))
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return res, fmt.Errorf("create ghost for slot %d: %w", s.Position, err)
+		}
+		res.Created++
+	}
+	res.Settled = !res.InProgress && res.Created == 0 && res.Deleted == 0
 	if err := a.writeStatus(ctx, &tb, layout, observed, res); err != nil {
 		return res, err
 	}
@@ -129,8 +130,10 @@ func ObservePod(p *corev1.Pod) slots.ObservedPod {
 		Terminating: p.DeletionTimestamp != nil,
 		Finished:    p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed,
 	}
-	if v, err := strconv.ParseInt(p.Labels[v1alpha1.SlotIDLabel], 10, 32); err == nil {
-		o.Slot = int32(v)
+	// A slot label the extender did not write is ignored: the pod holds no slot, and the
+	// slot it names keeps its ghost.
+	if pos, ok := slots.ProvenSlot(p); ok {
+		o.Slot = pos
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
@@ -202,6 +205,12 @@ func (a *Activities) ghostPod(tb *v1alpha1.TestBed, s slots.Slot, requests corev
 
 // writeStatus writes the layout and occupation. The extender writes reservations into the
 // same status, so the write is optimistic: on a conflict, the fresh status is merged again.
+//
+// observed must be listed after tb was read. A conflict means the status changed since, most
+// likely a reservation for a pod created after that list; synced against the old list, the
+// reservation would look like a pod that is gone, and be released while the pod is being
+// placed into it. So each retry reads the TestBed and then lists the pods again, in that
+// order, and every pod the status names has had its chance to be listed.
 func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layout []slots.Slot, observed []slots.ObservedPod, res ReconcileTestBedResult) error {
 	key := client.ObjectKeyFromObject(tb)
 	running := func(p slots.ObservedPod) bool { return p.NodeName != "" && !p.Terminating && !p.Finished }
@@ -209,6 +218,10 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layo
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
 			if err := a.Client.Get(ctx, key, tb); err != nil {
+				return err
+			}
+			var err error
+			if _, observed, err = a.slotPods(ctx, tb); err != nil {
 				return err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/slots"
 )
 
 func newClient(t *testing.T, c *testcluster.Cluster) client.Client {
@@ -182,14 +183,18 @@ func TestReconcileTestBed_RealPodTakesGhostsPlace(t *testing.T) {
 	waitGhostsRunning(t, cl, "bed", 4)
 
 	// What the extender does for slot 3 (node-01, second slot): reserve it in the status,
-	// label the pod, and the scheduler binds the pod to the node.
+	// label the pod with the slot and its claim, and the scheduler binds the pod to the node.
 	real := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "exec-1", Namespace: "default", Labels: map[string]string{
-			v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "3",
+			v1alpha1.TestBedLabel: "bed",
 		}},
 		Spec: corev1.PodSpec{NodeName: "node-01", Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
 	}
 	require.NoError(t, cl.Create(ctx, real))
+	base := real.DeepCopy()
+	real.Labels[v1alpha1.SlotIDLabel] = "3"
+	real.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(3, real.UID)}
+	require.NoError(t, cl.Patch(ctx, real, client.MergeFrom(base)))
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	tb.Status.Slots[3].State, tb.Status.Slots[3].PodName, tb.Status.Slots[3].PodUID = v1alpha1.SlotReserved, real.Name, real.UID
 	require.NoError(t, cl.Status().Update(ctx, tb))

@@ -8,6 +8,12 @@
 // slot profile's scheduler, the batch priority class, the toleration of dedicated test bed
 // nodes, required node affinity to the nodes of the slots, the test bed label and the list
 // of slot ids. The driver (JobManager) is an ordinary pod: it runs outside the slots.
+//
+// The labels and annotations a job asks for its pods (pod templates, Spark's driver and
+// executor fields and spark.kubernetes.*.label.* settings, Flink's kubernetes.*.labels and
+// .annotations settings) lose every key slotplane owns (v1alpha1.IsReservedKey) before
+// slotplane adds its own: a job must not be able to write the test bed, job or slot record
+// that the extender and the ghost reconciler trust.
 package apps
 
 import (
@@ -85,7 +91,9 @@ func (r Run) labels() map[string]string {
 }
 
 // annotations are the job's annotations the application carries along (not kubectl's
-// bookkeeping, not slotplane's protocol).
+// bookkeeping, not slotplane's protocol). Other slotplane.io keys stay: the operators put
+// an application's own annotations on none of its pods, so they cannot pose as a pod's
+// record here, and the local stand-in reads its simulated run time from them.
 func (r Run) annotations() map[string]string {
 	out := map[string]string{}
 	for k, v := range r.Job.Annotations {
@@ -194,7 +202,10 @@ func Spark(r Run) (*sparkv1beta2.SparkApplication, error) {
 	if err := sparkSize(&s.Driver.SparkPodSpec, &s.Driver.CoreRequest, driver); err != nil {
 		return nil, fmt.Errorf("%w: job %s: driver: %w", ErrInvalid, job.Name, err)
 	}
-	s.Driver.Labels = merge(s.Driver.Labels, map[string]string{v1alpha1.BatchJobLabel: job.Name})
+	s.SparkConf = withoutReservedSparkKeys(s.SparkConf)
+	s.Driver.Labels = merge(userKeys(s.Driver.Labels), map[string]string{v1alpha1.BatchJobLabel: job.Name})
+	s.Driver.Annotations = userKeys(s.Driver.Annotations)
+	stripTemplate(s.Driver.Template)
 	s.Driver.Env = withDataset(s.Driver.Env, a.Dataset)
 
 	e := &s.Executor
@@ -205,8 +216,8 @@ func Spark(r Run) (*sparkv1beta2.SparkApplication, error) {
 	e.Instances = &instances
 	tmpl := r.slotPodTemplate(SparkExecutorContainer)
 	e.Template = tmpl
-	e.Labels = merge(e.Labels, tmpl.Labels)
-	e.Annotations = merge(e.Annotations, tmpl.Annotations)
+	e.Labels = merge(userKeys(e.Labels), tmpl.Labels)
+	e.Annotations = merge(userKeys(e.Annotations), tmpl.Annotations)
 	e.SchedulerName = tmpl.Spec.SchedulerName
 	e.PriorityClassName = tmpl.Spec.PriorityClassName
 	e.Tolerations = tmpl.Spec.Tolerations
@@ -266,7 +277,7 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 	s.FlinkVersion = flinkv1beta1.FlinkVersion(firstNonEmpty(a.Version, string(s.FlinkVersion), DefaultFlinkVersion))
 	s.Mode = flinkv1beta1.DeploymentModeNative
 	// One task slot per TaskManager: a TaskManager is what fills a test bed slot.
-	s.FlinkConfiguration = merge(s.FlinkConfiguration, map[string]string{"taskmanager.numberOfTaskSlots": "1"})
+	s.FlinkConfiguration = merge(withoutReservedFlinkKeys(s.FlinkConfiguration), map[string]string{"taskmanager.numberOfTaskSlots": "1"})
 
 	jm, err := flinkResource(withDefaults(job.Spec.DriverResources, defaultDriverResources))
 	if err != nil {
@@ -276,6 +287,7 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 	if s.JobManager == nil {
 		s.JobManager = &flinkv1beta1.JobManagerSpec{}
 	}
+	stripTemplate(s.JobManager.PodTemplate)
 	s.JobManager.Resource, s.JobManager.Replicas = jm, &one
 
 	tm, err := flinkResource(r.SlotSize)
@@ -298,6 +310,9 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 	if s.PodTemplate == nil {
 		s.PodTemplate = &corev1.PodTemplateSpec{}
 	}
+	// The operator merges this template into the TaskManagers' too, so what it carries
+	// reaches the slot pods.
+	stripTemplate(s.PodTemplate)
 	s.PodTemplate.Labels = merge(s.PodTemplate.Labels, map[string]string{v1alpha1.BatchJobLabel: job.Name})
 	if a.Dataset != "" {
 		s.FlinkConfiguration["containerized.master.env."+DatasetEnv] = a.Dataset
@@ -315,6 +330,96 @@ func flinkResource(size corev1.ResourceList) (*flinkv1beta1.Resource, error) {
 	}
 	cores := float64(cpu.MilliValue()) / 1000
 	return &flinkv1beta1.Resource{CPU: &cores, Memory: strconv.FormatInt(mem.Value()>>20, 10) + "m"}, nil
+}
+
+// userKeys returns the labels or annotations a job gave without the keys slotplane owns; nil
+// stays nil.
+func userKeys(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if !v1alpha1.IsReservedKey(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// stripTemplate drops the keys slotplane owns from a job's pod template.
+func stripTemplate(t *corev1.PodTemplateSpec) {
+	if t == nil {
+		return
+	}
+	t.Labels, t.Annotations = userKeys(t.Labels), userKeys(t.Annotations)
+}
+
+// sparkPodKeyPrefixes are the Spark settings that put one label or annotation, named by the
+// rest of the setting's key, on the driver or executor pods.
+var sparkPodKeyPrefixes = []string{
+	"spark.kubernetes.driver.label.",
+	"spark.kubernetes.driver.annotation.",
+	"spark.kubernetes.executor.label.",
+	"spark.kubernetes.executor.annotation.",
+}
+
+// withoutReservedSparkKeys returns a sparkConf without the settings that would put a key
+// slotplane owns on a pod.
+func withoutReservedSparkKeys(conf map[string]string) map[string]string {
+	if conf == nil {
+		return nil
+	}
+	out := make(map[string]string, len(conf))
+	for k, v := range conf {
+		reserved := false
+		for _, prefix := range sparkPodKeyPrefixes {
+			if rest, ok := strings.CutPrefix(k, prefix); ok && v1alpha1.IsReservedKey(rest) {
+				reserved = true
+			}
+		}
+		if !reserved {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// flinkPodKeySettings are the Flink settings that list labels or annotations for the
+// JobManager or TaskManager pods, as "key:value,key:value".
+var flinkPodKeySettings = []string{
+	"kubernetes.jobmanager.labels",
+	"kubernetes.jobmanager.annotations",
+	"kubernetes.taskmanager.labels",
+	"kubernetes.taskmanager.annotations",
+}
+
+// withoutReservedFlinkKeys returns a flinkConfiguration whose pod label and annotation lists
+// hold no key slotplane owns; a list left empty is dropped.
+func withoutReservedFlinkKeys(conf map[string]string) map[string]string {
+	if conf == nil {
+		return nil
+	}
+	out := maps.Clone(conf)
+	for _, setting := range flinkPodKeySettings {
+		v, ok := out[setting]
+		if !ok {
+			continue
+		}
+		var kept []string
+		for entry := range strings.SplitSeq(v, ",") {
+			key, _, _ := strings.Cut(entry, ":")
+			if !v1alpha1.IsReservedKey(strings.TrimSpace(key)) {
+				kept = append(kept, entry)
+			}
+		}
+		if len(kept) == 0 {
+			delete(out, setting)
+		} else {
+			out[setting] = strings.Join(kept, ",")
+		}
+	}
+	return out
 }
 
 func withDataset(env []corev1.EnvVar, dataset string) []corev1.EnvVar {

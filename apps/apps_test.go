@@ -181,3 +181,111 @@ func TestNameLeavesRoomForPodNames(t *testing.T) {
 		t.Errorf("two Schedulings' first runs share a name or the form is off: %q %q", a, b)
 	}
 }
+
+// forged are keys a job might write to pass its pods off as placed by slotplane.
+const forged = `"slotplane.io/slot-id": "0", "slotplane.io/testbed": "other", "appsim.slotplane.io/role": "driver", "team": "a"`
+
+// A job's wrapped spec cannot put slotplane's keys on its pods; its own keys pass, and
+// slotplane's own values are the ones that stand.
+func TestSpark_JobCannotWriteSlotplaneKeysOnItsPods(t *testing.T) {
+	r := run(v1alpha1.FrameworkSpark)
+	r.Job.Spec.SparkApplication = &runtime.RawExtension{Raw: []byte(`{
+		"sparkConf": {
+			"spark.kubernetes.executor.label.slotplane.io/slot-id": "0",
+			"spark.kubernetes.executor.annotation.slotplane.io/slot-claim": "0/x",
+			"spark.kubernetes.driver.label.slotplane.io/batchjob": "other",
+			"spark.kubernetes.driver.annotation.slotplane.io/slot-ids": "0",
+			"spark.kubernetes.executor.label.team": "a",
+			"spark.sql.shuffle.partitions": "8"
+		},
+		"driver": {
+			"labels": {` + forged + `},
+			"annotations": {` + forged + `, "slotplane.io/slot-claim": "0/x"},
+			"template": {"metadata": {"labels": {` + forged + `}, "annotations": {` + forged + `}}}
+		},
+		"executor": {
+			"labels": {` + forged + `},
+			"annotations": {` + forged + `, "slotplane.io/slot-ids": "0", "slotplane.io/slot-claim": "0/x"}
+		}
+	}`)}
+	app, err := Spark(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := app.Spec
+	wantConf := map[string]string{"spark.kubernetes.executor.label.team": "a", "spark.sql.shuffle.partitions": "8"}
+	if diff := cmp.Diff(wantConf, s.SparkConf); diff != "" {
+		t.Errorf("sparkConf (-want +got)\n%s", diff)
+	}
+	wantDriverLabels := map[string]string{"team": "a", v1alpha1.BatchJobLabel: "wordcount"}
+	if diff := cmp.Diff(wantDriverLabels, s.Driver.Labels); diff != "" {
+		t.Errorf("driver labels (-want +got)\n%s", diff)
+	}
+	for what, got := range map[string]map[string]string{
+		"driver annotations":          s.Driver.Annotations,
+		"driver template labels":      s.Driver.Template.Labels,
+		"driver template annotations": s.Driver.Template.Annotations,
+	} {
+		if diff := cmp.Diff(map[string]string{"team": "a"}, got); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", what, diff)
+		}
+	}
+	wantExecLabels := map[string]string{
+		"team": "a", v1alpha1.BatchJobLabel: "wordcount", v1alpha1.TestBedLabel: "bed", v1alpha1.ActiveSchedulingLabel: "nightly",
+	}
+	if diff := cmp.Diff(wantExecLabels, s.Executor.Labels); diff != "" {
+		t.Errorf("executor labels (-want +got)\n%s", diff)
+	}
+	wantExecAnnotations := map[string]string{"team": "a", v1alpha1.SlotIDsAnnotation: "5,3"}
+	if diff := cmp.Diff(wantExecAnnotations, s.Executor.Annotations); diff != "" {
+		t.Errorf("executor annotations (-want +got)\n%s", diff)
+	}
+}
+
+func TestFlink_JobCannotWriteSlotplaneKeysOnItsPods(t *testing.T) {
+	r := run(v1alpha1.FrameworkFlink)
+	r.Job.Spec.FlinkDeployment = &runtime.RawExtension{Raw: []byte(`{
+		"flinkConfiguration": {
+			"kubernetes.taskmanager.labels": "slotplane.io/slot-id:0, team:a",
+			"kubernetes.taskmanager.annotations": "slotplane.io/slot-claim:0/x",
+			"kubernetes.jobmanager.labels": "team:a,appsim.slotplane.io/role:taskmanager",
+			"state.backend.type": "hashmap"
+		},
+		"podTemplate": {"metadata": {"labels": {` + forged + `}, "annotations": {` + forged + `, "slotplane.io/slot-claim": "0/x"}}},
+		"jobManager": {"podTemplate": {"metadata": {"labels": {` + forged + `}, "annotations": {` + forged + `}}}},
+		"taskManager": {"podTemplate": {"metadata": {"labels": {` + forged + `}}}}
+	}`)}
+	dep, err := Flink(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dep.Spec
+	wantConf := map[string]string{
+		"kubernetes.taskmanager.labels":               " team:a",
+		"kubernetes.jobmanager.labels":                "team:a",
+		"state.backend.type":                          "hashmap",
+		"taskmanager.numberOfTaskSlots":               "1",
+		"containerized.master.env." + DatasetEnv:      "hdfs://data/words",
+		"containerized.taskmanager.env." + DatasetEnv: "hdfs://data/words",
+	}
+	if diff := cmp.Diff(wantConf, s.FlinkConfiguration); diff != "" {
+		t.Errorf("flinkConfiguration (-want +got)\n%s", diff)
+	}
+	// The base template reaches every pod, TaskManagers included.
+	if diff := cmp.Diff(map[string]string{"team": "a", v1alpha1.BatchJobLabel: "wordcount"}, s.PodTemplate.Labels); diff != "" {
+		t.Errorf("pod template labels (-want +got)\n%s", diff)
+	}
+	for what, got := range map[string]map[string]string{
+		"pod template annotations":            s.PodTemplate.Annotations,
+		"jobmanager pod template labels":      s.JobManager.PodTemplate.Labels,
+		"jobmanager pod template annotations": s.JobManager.PodTemplate.Annotations,
+	} {
+		if diff := cmp.Diff(map[string]string{"team": "a"}, got); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", what, diff)
+		}
+	}
+	wantTM := map[string]string{v1alpha1.BatchJobLabel: "wordcount", v1alpha1.TestBedLabel: "bed", v1alpha1.ActiveSchedulingLabel: "nightly"}
+	if diff := cmp.Diff(wantTM, s.TaskManager.PodTemplate.Labels); diff != "" {
+		t.Errorf("taskmanager pod template labels (-want +got)\n%s", diff)
+	}
+}

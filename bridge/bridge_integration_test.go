@@ -4,13 +4,17 @@ package bridge_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/activities"
@@ -24,27 +28,34 @@ import (
 	"slotplane/workflows"
 )
 
-// kubectl apply of a TestBed is all it takes: the bridge starts its workflow, the worker
-// runs the passes, and ghosts follow the nodes as they are relabelled.
-func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 4})
+// startBridge runs, for the test, what keeps test beds in shape on cluster c: Temporal, a
+// worker and the bridge. It returns clients of the cluster and of Temporal.
+func startBridge(t *testing.T, c *testcluster.Cluster) (client.Client, temporalclient.Client) {
+	t.Helper()
 	_, tc := testtemporal.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
 	mgr, err := bridge.New(c.Config, tc, bridge.Options{})
 	require.NoError(t, err)
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	w := worker.New(tc, &activities.Activities{Client: cl})
 	require.NoError(t, w.Start())
-	defer w.Stop()
+	t.Cleanup(w.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-mgrDone)
-	}()
+	})
+	return cl, tc
+}
+
+// kubectl apply of a TestBed is all it takes: the bridge starts its workflow, the worker
+// runs the passes, and ghosts follow the nodes as they are relabelled.
+func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 4})
+	cl, tc := startBridge(t, c)
+	ctx := context.Background()
 
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
@@ -70,6 +81,117 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 	var out workflows.TestBedOutput
 	require.NoError(t, run.Get(waitCtx, &out))
 	require.Positive(t, out.Passes)
+}
+
+// A pod stuck Terminating on a lost node holds back that node alone: when the ghosts of
+// another node are lost, the workflow still makes them again. Once the pod is gone, the bed
+// is Ready again.
+func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	cl, _ := startBridge(t, c)
+	ctx := context.Background()
+
+	// A node no kubelet serves (kwok manages only the nodes it marks), as a lost node is:
+	// its pods never start, and a deleted one stays Terminating.
+	lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lost", Labels: map[string]string{testcluster.DefaultNodeLabel: "lost"}}}
+	require.NoError(t, cl.Create(ctx, lost))
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}},
+	}
+	require.NoError(t, cl.Create(ctx, tb))
+	require.Eventually(t, func() bool {
+		g := ghostsByNode(t, cl)
+		return len(g["node-00"]) == 2 && len(g["node-01"]) == 2 && len(g["lost"]) == 2 && readyReason(t, cl) == "GhostsInPlace"
+	}, 60*time.Second, 100*time.Millisecond, "the bed never got its 6 ghosts")
+	lostGhosts := ghostsByNode(t, cl)["lost"]
+
+	// A pod of the bed on the lost node is deleted; its finalizer keeps it Terminating for
+	// as long as the test needs, whatever the API server does with pods of lost nodes.
+	const hold = "example.com/hold"
+	stuck := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "default", Finalizers: []string{hold},
+			Labels: map[string]string{v1alpha1.TestBedLabel: "bed"}},
+		Spec: corev1.PodSpec{NodeName: "lost", Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
+	}
+	require.NoError(t, cl.Create(ctx, stuck))
+	release := func() {
+		var p corev1.Pod
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(stuck), &p); err != nil {
+			return
+		}
+		p.Finalizers = nil
+		_ = cl.Update(ctx, &p)
+	}
+	t.Cleanup(release)
+	require.NoError(t, cl.Delete(ctx, stuck, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		tb := bedOf(t, cl)
+		cond := meta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionReady)
+		return cond != nil && cond.Reason == "InProgress" && strings.Contains(cond.Message, "node lost (pod stuck is terminating)")
+	}, 30*time.Second, 100*time.Millisecond, "the pass never reported the lost node held back")
+
+	// node-00 loses its ghosts; the workflow makes them again despite the stuck pod.
+	for _, g := range ghostsByNode(t, cl)["node-00"] {
+		require.NoError(t, client.IgnoreNotFound(cl.Delete(ctx, &g, client.GracePeriodSeconds(0))))
+	}
+	require.Eventually(t, func() bool {
+		running := 0
+		for _, g := range ghostsByNode(t, cl)["node-00"] {
+			if g.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 2
+	}, 30*time.Second, 100*time.Millisecond, "node-00's ghosts were not made again while a pod on another node was stuck")
+	// The held node was left as it was.
+	require.ElementsMatch(t, uids(lostGhosts), uids(ghostsByNode(t, cl)["lost"]))
+
+	// The pod goes; the bed is whole and Ready again.
+	release()
+	require.Eventually(t, func() bool { return readyReason(t, cl) == "GhostsInPlace" },
+		30*time.Second, 100*time.Millisecond, "the bed did not settle once the stuck pod was gone")
+}
+
+func bedOf(t *testing.T, cl client.Client) *v1alpha1.TestBed {
+	t.Helper()
+	var tb v1alpha1.TestBed
+	require.NoError(t, cl.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "bed"}, &tb))
+	return &tb
+}
+
+// readyReason is the reason of the bed's Ready condition ("" without one).
+func readyReason(t *testing.T, cl client.Client) string {
+	t.Helper()
+	if cond := meta.FindStatusCondition(bedOf(t, cl).Status.Conditions, v1alpha1.ConditionReady); cond != nil {
+		return cond.Reason
+	}
+	return ""
+}
+
+// ghostsByNode lists the bed's ghosts that are not being deleted, by node.
+func ghostsByNode(t *testing.T, cl client.Client) map[string][]corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	require.NoError(t, cl.List(context.Background(), &pods, client.InNamespace("default"),
+		client.MatchingLabels{v1alpha1.TestBedLabel: "bed", v1alpha1.GhostLabel: "true"}))
+	out := map[string][]corev1.Pod{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+		}
+	}
+	return out
+}
+
+func uids(pods []corev1.Pod) []types.UID {
+	out := make([]types.UID, len(pods))
+	for i, p := range pods {
+		out[i] = p.UID
+	}
+	return out
 }
 
 // waitBed waits until the bed has total slots, all free and Ready, with a running ghost each.

@@ -109,8 +109,11 @@ func heldPod(m *memoryCache) *corev1.Pod {
 	last := m.bed.Status.Slots[n-1]
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "held", Namespace: "default", UID: "held",
-		Labels:      map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: strconv.Itoa(int(last.Position))},
-		Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: string(ids)},
+		Labels: map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: strconv.Itoa(int(last.Position))},
+		Annotations: map[string]string{
+			v1alpha1.SlotIDsAnnotation:   string(ids),
+			v1alpha1.SlotClaimAnnotation: slots.SlotClaim(last.Position, "held"),
+		},
 	}}
 }
 

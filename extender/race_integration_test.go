@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/slots"
 )
 
 // doubleBookingChecker watches every slot pod for the whole test and records any moment at
@@ -64,11 +65,13 @@ func (c *doubleBookingChecker) observe(kind watch.EventType, pod *corev1.Pod, no
 	for _, h := range c.holders {
 		delete(h, uid)
 	}
-	slot := pod.Labels[v1alpha1.SlotIDLabel]
+	// Only the extender's record counts as holding a slot (a label alone proves nothing).
+	position, proven := slots.ProvenSlot(pod)
 	live := kind != watch.Deleted && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-	if slot == "" || !live {
+	if !proven || !live {
 		return
 	}
+	slot := fmt.Sprint(position)
 	if c.holders[slot] == nil {
 		c.holders[slot] = map[string]string{}
 	}
@@ -205,6 +208,19 @@ func unschedulableMessage(p *corev1.Pod) string {
 	return ""
 }
 
+// claimSlot writes on a pod what the extender writes when it reserves a slot for it: the
+// slot label and the claim naming the pod's UID, which exists only once the pod does.
+func (e *env) claimSlot(t *testing.T, pod *corev1.Pod, slot int32) {
+	t.Helper()
+	base := pod.DeepCopy()
+	pod.Labels[v1alpha1.SlotIDLabel] = fmt.Sprint(slot)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[v1alpha1.SlotClaimAnnotation] = slots.SlotClaim(slot, pod.UID)
+	require.NoError(t, e.client.Patch(context.Background(), pod, client.MergeFrom(base)))
+}
+
 // waitAllSlotsFree waits until the real pods are gone and every slot is free with its ghost.
 func (e *env) waitAllSlotsFree(t *testing.T) {
 	t.Helper()
@@ -227,8 +243,8 @@ func TestExtender_LabelOutlivesAnUnwrittenReservation(t *testing.T) {
 	require.NoError(t, e.extender.Stop())
 
 	early := slotPod("early", "3")
-	early.Labels[v1alpha1.SlotIDLabel] = "3" // what the dead extender wrote before its answer
 	require.NoError(t, e.client.Create(ctx, early))
+	e.claimSlot(t, early, 3) // what the dead extender wrote before its answer
 	require.Equal(t, v1alpha1.SlotFree, e.testBed(t).Status.Slots[3].State, "the status never heard of the reservation")
 
 	e.startExtender(t)
@@ -274,13 +290,13 @@ func TestExtender_WaitingPodEvictsTheGhostADisplacedPodLeft(t *testing.T) {
 		return apierrors.IsNotFound(e.client.Get(ctx, client.ObjectKeyFromObject(&ghost), &corev1.Pod{}))
 	}, 10*time.Second, 50*time.Millisecond)
 	squatter := slotPod("squatter", fmt.Sprint(theirs.Position))
-	squatter.Labels[v1alpha1.SlotIDLabel] = fmt.Sprint(theirs.Position)
 	squatter.Spec.NodeName = theirs.NodeName
 	require.NoError(t, e.client.Create(ctx, squatter))
+	e.claimSlot(t, squatter, theirs.Position)
 	e.waitRunning(t, "squatter")
 	waiting := slotPod("waiting", fmt.Sprint(mine.Position))
-	waiting.Labels[v1alpha1.SlotIDLabel] = fmt.Sprint(mine.Position)
 	require.NoError(t, e.client.Create(ctx, waiting))
+	e.claimSlot(t, waiting, mine.Position)
 
 	e.startExtender(t)
 	got := e.waitRunning(t, "waiting")

@@ -10,15 +10,16 @@
 // A decision is made in memory, under one lock per test bed, on the newest TestBed status the
 // extender knows plus the reservations it made since (its pending reservations). Before the
 // scheduler gets its answer, the reservation is made durable on the pod itself: the slot-id
-// label. The TestBed status follows a few milliseconds later: a flusher per test bed writes
-// every pending reservation in one optimistic update, and on a conflict reads the fresh
-// status and applies them again. A status write costs tens of milliseconds on a large test
-// bed (the API server decodes and validates the whole object), so paying it once per batch
-// instead of once per pod is what lets slot pods schedule at the scheduler's pace.
+// label, with a claim annotation that ties the slot to the pod's UID (slots.ProvenSlot). The
+// TestBed status follows a few milliseconds later: a flusher per test bed writes every
+// pending reservation in one optimistic update, and on a conflict reads the fresh status and
+// applies them again. A status write costs tens of milliseconds on a large test bed (the API
+// server decodes and validates the whole object), so paying it once per batch instead of once
+// per pod is what lets slot pods schedule at the scheduler's pace.
 //
-// After a restart the extender reads the status and the pods: a pod whose slot-id label names
-// a slot the status shows free is pending again. One extender process decides for a test bed
-// at a time; a second one would not see the first's pending reservations (see
+// After a restart the extender reads the status and the pods: a pod whose proven slot-id
+// label names a slot the status shows free is pending again. One extender process decides for
+// a test bed at a time; a second one would not see the first's pending reservations (see
 // docs/architecture.md).
 package extender
 
@@ -267,14 +268,16 @@ func (r *Reserver) PodDeleted(pod *corev1.Pod) {
 	}
 }
 
-// LabelPod marks the pod with its slot id: the durable record of the reservation, and what
-// the ghost reconciler reads to see which slot a pod holds.
+// LabelPod marks the pod with its slot id and, in the same patch, the claim that ties the
+// slot to the pod's UID: the durable record of the reservation, and what the ghost
+// reconciler reads to see which slot a pod holds (slots.ProvenSlot). A label without the
+// claim is not the extender's and is overwritten here.
 func (r *Reserver) LabelPod(ctx context.Context, pod *corev1.Pod, slot int32) error {
-	want := strconv.Itoa(int(slot))
-	if pod.Labels[v1alpha1.SlotIDLabel] == want {
+	if held, ok := slots.ProvenSlot(pod); ok && held == slot {
 		return nil
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, v1alpha1.SlotIDLabel, want)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q},"annotations":{%q:%q}}}`,
+		v1alpha1.SlotIDLabel, strconv.Itoa(int(slot)), v1alpha1.SlotClaimAnnotation, slots.SlotClaim(slot, pod.UID))
 	target := &corev1.Pod{}
 	target.Namespace, target.Name = pod.Namespace, pod.Name
 	if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -423,7 +426,9 @@ func (r *Reserver) observe(b *bedState, tb *v1alpha1.TestBed) {
 }
 
 // seed makes pending the reservations of pods labelled before this process started whose
-// slot the status still shows free. Called with b.mu held, after observe.
+// slot the status still shows free. Only a proven label counts (slots.ProvenSlot): a pod
+// created with a slot label of its own choosing must not take a slot here. Called with b.mu
+// held, after observe.
 func (r *Reserver) seed(ctx context.Context, b *bedState) error {
 	var pods corev1.PodList
 	if err := r.Cache.List(ctx, &pods, client.InNamespace(b.key.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: b.key.Name}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
@@ -438,18 +443,19 @@ func (r *Reserver) seed(ctx context.Context, b *bedState) error {
 			held[s.PodUID] = true
 		}
 	}
-	for _, p := range pods.Items {
-		pos, err := strconv.ParseInt(p.Labels[v1alpha1.SlotIDLabel], 10, 32)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		pos, proven := slots.ProvenSlot(p)
 		finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-		if err != nil || finished || p.Labels[v1alpha1.GhostLabel] == "true" || held[p.UID] || !free[int32(pos)] {
+		if !proven || finished || p.Labels[v1alpha1.GhostLabel] == "true" || held[p.UID] || !free[pos] {
 			continue
 		}
-		if other, taken := b.pending[int32(pos)]; taken {
+		if other, taken := b.pending[pos]; taken {
 			r.Log.Error("two pods carry the label of one free slot; the first keeps it", "testbed", b.key.String(), "slot", pos, "pod", p.Name, "holder", other.Name)
 			r.conflicts.Inc()
 			continue
 		}
-		b.pending[int32(pos)] = slots.Pod{Name: p.Name, UID: p.UID}
+		b.pending[pos] = slots.Pod{Name: p.Name, UID: p.UID}
 	}
 	b.seeded, b.ix = true, nil
 	if len(b.pending) > 0 {

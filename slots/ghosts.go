@@ -2,7 +2,10 @@ package slots
 
 import (
 	"cmp"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,7 +18,8 @@ type ObservedPod struct {
 	UID      types.UID
 	NodeName string // empty while unscheduled
 	Ghost    bool
-	// Slot is the position of the slot the pod holds (its slot-id label); -1 if none.
+	// Slot is the position of the slot the pod holds by its proven slot-id label
+	// (ProvenSlot); -1 if none, or if the label is not the extender's.
 	Slot int32
 	// PositionOnNode is a ghost's position on its node.
 	PositionOnNode int32
@@ -32,11 +36,18 @@ type ObservedPod struct {
 
 // Plan is one pass of the ghost-pod reconciler.
 type Plan struct {
-	// InProgress is set when the pass must not act now: slot pods are still being scheduled
-	// or terminated, and acting on that picture could delete a ghost that a preemption is
-	// about to remove, or create one into a slot being taken. Retry later.
+	// InProgress is set when part of the bed was held back: acting there now could delete a
+	// ghost a preemption is about to remove, or create one into room a pod is taking. The
+	// rest of the bed is planned as usual. Retry soon for the part held back.
 	InProgress bool
-	Reason     string
+	// Reason says, for people, what was held back and why.
+	Reason string
+	// HeldNodes are the nodes whose ghosts are neither created nor deleted in this pass, in
+	// name order: a pod on each is terminating.
+	HeldNodes []string
+	// HeldSlots are the slots whose ghost is neither created nor deleted in this pass, in
+	// position order: a pod not bound to a node yet holds each by its proven slot label.
+	HeldSlots []int32
 	// Create: slots that should hold a ghost and hold none (desired and missing).
 	Create []Slot
 	// Delete: ghosts no slot wants (existing and undesired): their node left the test bed,
@@ -77,23 +88,19 @@ func RequestsKey(r corev1.ResourceList) string {
 // ghost unless a live real pod on the slot's node holds it. ghostRequests is what every
 // ghost requests: the slot's resources plus one unit of the slot resource.
 //
-// A pod the scheduler found no place for, and that holds no slot, is waiting, not being
-// placed: it does not stop the pass. Such a pod may wait for good (a preempted job's
-// executor asked for again, the ninth pod for eight slots), and ghosts must be kept up
-// meanwhile. The extender labels a pod with its slot before it answers, so a pod whose
-// placement could race with this pass carries a slot.
+// Pods in motion hold back only what they touch. A terminating pod (ghost or real) holds
+// back its node: its room is not free yet, and a ghost there may be the victim of a
+// preemption under way. A pod not bound yet that holds a slot holds back that slot alone: the
+// scheduler may be evicting its ghost for it. Everything else is planned: one pod stuck
+// Terminating on a lost node must not freeze the ghosts of every other node.
+//
+// A pod not bound yet that holds no slot holds back nothing. It may wait for good (a
+// preempted job's executor asked for again, the ninth pod for eight slots), and ghosts must be
+// kept up meanwhile. It cannot race with this pass either: the extender writes a pod's slot
+// label before it answers the scheduler, so by the time a ghost is evicted for a pod, the pod
+// is listed with its slot.
 func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []ObservedPod) Plan {
-	for _, p := range pods {
-		if p.Finished || (p.NodeName == "" && p.Unschedulable && p.Slot < 0 && !p.Ghost) {
-			continue
-		}
-		if p.NodeName == "" {
-			return Plan{InProgress: true, Reason: "pod " + p.Name + " is not scheduled yet"}
-		}
-		if p.Terminating {
-			return Plan{InProgress: true, Reason: "pod " + p.Name + " is terminating"}
-		}
-	}
+	held := findHeldBack(layout, pods)
 
 	taken := map[int32]string{} // slot position -> node of the real pod holding it
 	for _, p := range pods {
@@ -110,7 +117,10 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 		want[ghostKey{s.NodeName, s.PositionOnNode, reqKey}] = s
 	}
 
-	var plan Plan
+	plan := Plan{HeldNodes: held.nodeNames(), HeldSlots: held.slotPositions()}
+	if len(plan.HeldNodes)+len(plan.HeldSlots) > 0 {
+		plan.InProgress, plan.Reason = true, held.reason()
+	}
 	ghosts := make([]ObservedPod, 0, len(pods))
 	for _, p := range pods {
 		if p.Ghost {
@@ -127,12 +137,86 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 			delete(want, k)
 			continue
 		}
-		plan.Delete = append(plan.Delete, g)
+		if !held.ghost(g) {
+			plan.Delete = append(plan.Delete, g)
+		}
 	}
 	for _, s := range layout {
-		if _, ok := want[ghostKey{s.NodeName, s.PositionOnNode, reqKey}]; ok {
+		if _, ok := want[ghostKey{s.NodeName, s.PositionOnNode, reqKey}]; ok && !held.slot(s) {
 			plan.Create = append(plan.Create, s)
 		}
 	}
 	return plan
+}
+
+// heldBack is what the pods in motion hold back from one pass. Each node or slot keeps the
+// pod its reason names: the first by name, so the reason does not change with list order.
+type heldBack struct {
+	nodes map[string]ObservedPod // terminating pods, by node
+	slots map[int32]ObservedPod  // pods not bound yet, by the slot they hold
+	// places are the node and position on the node of each held slot: how a ghost names
+	// its slot.
+	places map[nodePosition]bool
+}
+
+type nodePosition struct {
+	node     string
+	position int32
+}
+
+func findHeldBack(layout []Slot, pods []ObservedPod) heldBack {
+	h := heldBack{nodes: map[string]ObservedPod{}, slots: map[int32]ObservedPod{}, places: map[nodePosition]bool{}}
+	for _, p := range pods {
+		switch {
+		case p.Finished:
+		case p.NodeName != "" && p.Terminating:
+			if q, ok := h.nodes[p.NodeName]; !ok || p.Name < q.Name {
+				h.nodes[p.NodeName] = p
+			}
+		case p.NodeName == "" && !p.Ghost && p.Slot >= 0:
+			if q, ok := h.slots[p.Slot]; !ok || p.Name < q.Name {
+				h.slots[p.Slot] = p
+			}
+		}
+	}
+	for _, s := range layout {
+		if _, ok := h.slots[s.Position]; ok {
+			h.places[nodePosition{s.NodeName, s.PositionOnNode}] = true
+		}
+	}
+	return h
+}
+
+// ghost reports whether an existing ghost must be left as it is.
+func (h heldBack) ghost(g ObservedPod) bool {
+	_, node := h.nodes[g.NodeName]
+	return node || h.places[nodePosition{g.NodeName, g.PositionOnNode}]
+}
+
+// slot reports whether a slot must not get a ghost in this pass.
+func (h heldBack) slot(s Slot) bool {
+	_, node := h.nodes[s.NodeName]
+	_, slot := h.slots[s.Position]
+	return node || slot
+}
+
+func (h heldBack) nodeNames() []string { return slices.Sorted(maps.Keys(h.nodes)) }
+
+func (h heldBack) slotPositions() []int32 { return slices.Sorted(maps.Keys(h.slots)) }
+
+// reason names what was held back, the first few items only: it ends up in a status
+// condition, and a bed of a thousand pods being deleted must not make it huge.
+func (h heldBack) reason() string {
+	var parts []string
+	for _, n := range h.nodeNames() {
+		parts = append(parts, fmt.Sprintf("node %s (pod %s is terminating)", n, h.nodes[n].Name))
+	}
+	for _, pos := range h.slotPositions() {
+		parts = append(parts, fmt.Sprintf("slot %d (pod %s is not scheduled yet)", pos, h.slots[pos].Name))
+	}
+	const shown = 5
+	if len(parts) > shown {
+		parts = append(parts[:shown], fmt.Sprintf("%d more", len(parts)-shown))
+	}
+	return "held back: " + strings.Join(parts, ", ")
 }

@@ -351,13 +351,17 @@ func TestPlanGhosts(t *testing.T) {
 	bigger := slotSize.DeepCopy()
 	bigger[corev1.ResourceCPU] = resource.MustParse("3")
 	real := ObservedPod{Name: "exec-1", UID: "e1", NodeName: "node-1", Slot: 3, Requests: slotSize}
+	terminating := func(p ObservedPod) ObservedPod { p.Terminating = true; return p }
 
 	cases := map[string]struct {
 		pods       []ObservedPod
 		wantCreate []int32
 		wantDelete []string
 		wantKeep   int
-		inProgress string
+		// What is held back; all empty means the plan is not in progress.
+		wantHeldNodes []string
+		wantHeldSlots []int32
+		wantReason    string
 	}{
 		"empty cluster: every slot needs a ghost": {wantCreate: []int32{0, 1, 2, 3}},
 		"all in place": {pods: all, wantKeep: 4},
@@ -379,31 +383,71 @@ func TestPlanGhosts(t *testing.T) {
 			pods:     append(all[:4:4], func() ObservedPod { g := ghost("node-0", 0, slotSize); g.Name = "ghost-node-0-0-dup"; return g }()),
 			wantKeep: 4, wantDelete: []string{"ghost-node-0-0-dup"},
 		},
-		"an unscheduled pod aborts the pass": {
-			pods: append(all[:4:4], ObservedPod{Name: "exec-2", Slot: 1}), inProgress: "pod exec-2 is not scheduled yet",
+		"an unscheduled pod holding a slot holds back that slot alone": {
+			// Slots 1 and 3 (node-1) have lost their ghosts; slot 1 is being given to exec-2.
+			pods:       []ObservedPod{all[0], all[1], {Name: "exec-2", UID: "e2", Slot: 1}},
+			wantCreate: []int32{3}, wantKeep: 2,
+			wantHeldSlots: []int32{1}, wantReason: "held back: slot 1 (pod exec-2 is not scheduled yet)",
+		},
+		"a held slot's ghost is not deleted either": {
+			pods:     []ObservedPod{all[0], all[1], ghost("node-1", 0, bigger), all[3], {Name: "exec-2", UID: "e2", Slot: 1}},
+			wantKeep: 3, wantHeldSlots: []int32{1}, wantReason: "held back: slot 1 (pod exec-2 is not scheduled yet)",
 		},
 		"a pod the scheduler found no place for, holding no slot, waits beside the pass": {
 			pods:     append(all[:4:4], ObservedPod{Name: "exec-9", Slot: -1, Unschedulable: true}),
 			wantKeep: 4,
 		},
 		"a labelled pod marked unschedulable is still being placed": {
-			pods: append(all[:4:4], ObservedPod{Name: "exec-3", Slot: 2, Unschedulable: true}), inProgress: "pod exec-3 is not scheduled yet",
+			pods:     append(all[:4:4], ObservedPod{Name: "exec-3", Slot: 2, Unschedulable: true}),
+			wantKeep: 4, wantHeldSlots: []int32{2}, wantReason: "held back: slot 2 (pod exec-3 is not scheduled yet)",
 		},
-		"a pod not tried yet aborts the pass": {
-			pods: append(all[:4:4], ObservedPod{Name: "exec-4", Slot: -1}), inProgress: "pod exec-4 is not scheduled yet",
+		"a pod not tried yet, holding no slot, holds nothing back": {
+			// A pod whose slot label was forged looks like this too: ObservePod drops the label.
+			pods:       []ObservedPod{all[1], all[2], all[3], {Name: "exec-4", Slot: -1}},
+			wantCreate: []int32{0}, wantKeep: 3,
 		},
-		"a terminating ghost aborts the pass": {
-			pods: []ObservedPod{func() ObservedPod { g := all[0]; g.Terminating = true; return g }()}, inProgress: "pod ghost-node-0-0 is terminating",
+		"a terminating ghost holds back its own node only": {
+			pods:       []ObservedPod{terminating(all[0])},
+			wantCreate: []int32{1, 3}, wantKeep: 1,
+			wantHeldNodes: []string{"node-0"}, wantReason: "held back: node node-0 (pod ghost-node-0-0 is terminating)",
+		},
+		"a terminating real pod on node-0 does not stop node-1's ghosts": {
+			// node-0 keeps its stale ghost and gets no new one; node-1 is reconciled.
+			pods: []ObservedPod{
+				terminating(ObservedPod{Name: "exec-7", UID: "e7", NodeName: "node-0", Slot: 0}),
+				ghost("node-0", 1, bigger), ghost("node-1", 0, bigger),
+			},
+			wantCreate: []int32{1, 3}, wantDelete: []string{"ghost-node-1-0"},
+			wantHeldNodes: []string{"node-0"}, wantReason: "held back: node node-0 (pod exec-7 is terminating)",
+		},
+		"a finished terminating pod holds nothing back": {
+			pods:       []ObservedPod{all[0], all[1], all[2], func() ObservedPod { p := terminating(real); p.Finished = true; return p }()},
+			wantCreate: []int32{3}, wantKeep: 3,
+		},
+		"both kinds at once, and the reason names the first pod by name": {
+			pods: []ObservedPod{
+				all[0], all[1],
+				terminating(ObservedPod{Name: "exec-b", UID: "eb", NodeName: "node-0", Slot: -1}),
+				terminating(ObservedPod{Name: "exec-a", UID: "ea", NodeName: "node-0", Slot: -1}),
+				{Name: "exec-c", UID: "ec", Slot: 3},
+			},
+			wantCreate: []int32{1}, wantKeep: 2,
+			wantHeldNodes: []string{"node-0"}, wantHeldSlots: []int32{3},
+			wantReason: "held back: node node-0 (pod exec-a is terminating), slot 3 (pod exec-c is not scheduled yet)",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			plan := PlanGhosts(layout, slotSize, tc.pods)
-			if plan.InProgress || tc.inProgress != "" {
-				if plan.Reason != tc.inProgress || !plan.InProgress {
-					t.Fatalf("in progress %v %q, want %q", plan.InProgress, plan.Reason, tc.inProgress)
-				}
-				return
+			wantInProgress := len(tc.wantHeldNodes)+len(tc.wantHeldSlots) > 0
+			if plan.InProgress != wantInProgress || plan.Reason != tc.wantReason {
+				t.Errorf("in progress %v %q, want %v %q", plan.InProgress, plan.Reason, wantInProgress, tc.wantReason)
+			}
+			if diff := cmp.Diff(tc.wantHeldNodes, plan.HeldNodes); diff != "" {
+				t.Errorf("held nodes (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantHeldSlots, plan.HeldSlots); diff != "" {
+				t.Errorf("held slots (-want +got)\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantCreate, positions(plan.Create)); diff != "" {
 				t.Errorf("create (-want +got)\n%s", diff)
@@ -415,6 +459,25 @@ func TestPlanGhosts(t *testing.T) {
 				t.Errorf("keep %d, want %d", len(plan.Keep), tc.wantKeep)
 			}
 		})
+	}
+}
+
+// A bed with many pods stuck keeps its reason short: it ends up in a status condition.
+func TestPlanGhosts_ReasonNamesTheFirstFewHeldOnly(t *testing.T) {
+	ids := []string{"0", "1", "2", "3", "4", "5", "6", "7"}
+	var pods []ObservedPod
+	for _, id := range ids {
+		pods = append(pods, ObservedPod{Name: "exec-" + id, UID: types.UID("e" + id), NodeName: "node-" + id, Slot: -1, Terminating: true})
+	}
+	plan := PlanGhosts(Layout(nodes(ids...), 1), slotSize, pods)
+	want := "held back: node node-0 (pod exec-0 is terminating), node node-1 (pod exec-1 is terminating), " +
+		"node node-2 (pod exec-2 is terminating), node node-3 (pod exec-3 is terminating), " +
+		"node node-4 (pod exec-4 is terminating), 3 more"
+	if plan.Reason != want {
+		t.Errorf("reason\n%s\nwant\n%s", plan.Reason, want)
+	}
+	if len(plan.HeldNodes) != 8 || len(plan.Create) != 0 {
+		t.Errorf("held %v, create %v: every node is held back", plan.HeldNodes, positions(plan.Create))
 	}
 }
 

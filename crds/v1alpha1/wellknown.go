@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Names that other components agree on. They are part of the API: changing one breaks running
 // clusters.
 const (
@@ -16,9 +18,15 @@ const (
 const (
 	// TestBedLabel names, on a slot pod (ghost or real), the test bed whose slot it takes.
 	TestBedLabel = GroupName + "/testbed"
-	// SlotIDLabel is the position of the slot a pod holds. Ghosts get it at creation; the
-	// extender sets it on a real pod when it reserves a slot for it.
+	// SlotIDLabel is the position of the slot a real pod holds; the extender sets it when it
+	// reserves a slot for the pod. Alone it proves nothing, since anyone who creates a pod can
+	// write it: only with a matching SlotClaimAnnotation does it count.
 	SlotIDLabel = GroupName + "/slot-id"
+	// SlotClaimAnnotation is "<position>/<pod UID>", written by the extender in the same patch
+	// as SlotIDLabel. A pod's UID is given by the API server at creation, so no one can put the
+	// right value on a pod before it exists: a pod made with a copied or invented label and
+	// annotation never matches its own UID.
+	SlotClaimAnnotation = GroupName + "/slot-claim"
 	// GhostLabel is "true" on ghost pods.
 	GhostLabel = GroupName + "/ghost"
 	// PositionOnNodeLabel is a ghost's position on its node, which, with the node, says
@@ -28,6 +36,18 @@ const (
 	// pods of one application carry the same list; the extender gives each its own slot.
 	SlotIDsAnnotation = GroupName + "/slot-ids"
 )
+
+// IsReservedKey reports whether a label or annotation key belongs to slotplane: its domain,
+// slotplane.io, or a subdomain of it. Such keys on a pod are what the extender and the ghost
+// reconciler trust (which test bed, which slot, which job), so slotplane drops them from every
+// label and annotation a user hands it for a pod, and sets its own.
+func IsReservedKey(key string) bool {
+	prefix, _, found := strings.Cut(key, "/")
+	// The API server refuses upper case in a key's prefix, but keys read from a Spark or
+	// Flink configuration reach it only later, through the operator: compare as it would.
+	prefix = strings.ToLower(prefix)
+	return found && (prefix == GroupName || strings.HasSuffix(prefix, "."+GroupName))
+}
 
 // The protocol between a Scheduling and the BatchJobs it runs (on the BatchJob, and on the
 // TestBed a Scheduling holds). Labels make a claim visible to kubectl and selectable; the

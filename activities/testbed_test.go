@@ -1,0 +1,201 @@
+package activities
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
+	"slotplane/slots"
+)
+
+// These tests run one reconcile pass against controller-runtime's fake client. The bed is
+// two nodes of two slots: node-00 holds slots 0 and 2, node-01 holds slots 1 and 3.
+
+const nodeLabel = "slotplane.io/node"
+
+var bedKey = types.NamespacedName{Namespace: "default", Name: "bed"}
+
+func fakeNode(name, id string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{nodeLabel: id}}}
+}
+
+// fakeBed is the TestBed as an earlier pass left it: its slots laid out, all free.
+func fakeBed() *v1alpha1.TestBed {
+	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
+	return &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: bedKey.Name, Namespace: bedKey.Namespace, UID: "bed-uid", Generation: 1},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: nodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}},
+		Status: v1alpha1.TestBedStatus{Slots: slots.Statuses(layout, nil)},
+	}
+}
+
+// slotPod is a real pod of the bed; slot, if not negative, is the slot label it carries.
+func slotPod(name string, uid types.UID, node string, slot int32) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid, Labels: map[string]string{v1alpha1.TestBedLabel: bedKey.Name}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
+	}
+	if slot >= 0 {
+		p.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(slot))
+	}
+	return p
+}
+
+// withClaim adds the claim the extender writes beside the slot label, naming uid.
+func withClaim(p *corev1.Pod, uid types.UID) *corev1.Pod {
+	slot, _ := strconv.Atoi(p.Labels[v1alpha1.SlotIDLabel])
+	p.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(int32(slot), uid)}
+	return p
+}
+
+func fakeClient(funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
+	b := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
+		WithStatusSubresource(&v1alpha1.TestBed{}).
+		WithObjects(fakeNode("node-00", "00"), fakeNode("node-01", "01")).
+		WithObjects(objs...)
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	return b.Build()
+}
+
+// ghostPlaces lists the ghosts that exist as "node/position on node", sorted.
+func ghostPlaces(t *testing.T, cl client.Client) []string {
+	t.Helper()
+	var pods corev1.PodList
+	require.NoError(t, cl.List(context.Background(), &pods, client.MatchingLabels{v1alpha1.GhostLabel: "true"}))
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Spec.NodeName+"/"+p.Labels[v1alpha1.PositionOnNodeLabel])
+	}
+	slices.Sort(out)
+	return out
+}
+
+func readBed(t *testing.T, cl client.Client) *v1alpha1.TestBed {
+	t.Helper()
+	var tb v1alpha1.TestBed
+	require.NoError(t, cl.Get(context.Background(), bedKey, &tb))
+	return &tb
+}
+
+// A slot label is the extender's only with its claim naming the pod's own UID. A pod made
+// with a label of its own choosing (in a pod template, say) is not given the slot, and the
+// slot keeps its ghost; a pod the extender labelled is adopted as before.
+func TestReconcileTestBed_OnlyAProvenSlotLabelIsAdopted(t *testing.T) {
+	allGhosts := []string{"node-00/0", "node-00/1", "node-01/0", "node-01/1"}
+	cases := map[string]struct {
+		pod        *corev1.Pod
+		wantGhosts []string
+		wantSlot3  v1alpha1.SlotState
+	}{
+		"a label without a claim": {
+			pod:        slotPod("forged", "u-forged", "node-01", 3),
+			wantGhosts: allGhosts, wantSlot3: v1alpha1.SlotFree,
+		},
+		"a claim copied from another pod": {
+			pod:        withClaim(slotPod("forged", "u-forged", "node-01", 3), "u-victim"),
+			wantGhosts: allGhosts, wantSlot3: v1alpha1.SlotFree,
+		},
+		"the extender's label and claim": {
+			pod:        withClaim(slotPod("exec-1", "u-exec", "node-01", 3), "u-exec"),
+			wantGhosts: []string{"node-00/0", "node-00/1", "node-01/0"}, wantSlot3: v1alpha1.SlotOccupied,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cl := fakeClient(nil, fakeBed(), tc.pod)
+			a := &Activities{Client: cl}
+			res, err := a.ReconcileTestBed(context.Background(), ReconcileTestBedInput(bedKey))
+			require.NoError(t, err)
+			require.False(t, res.InProgress, "%+v", res)
+			if diff := cmp.Diff(tc.wantGhosts, ghostPlaces(t, cl)); diff != "" {
+				t.Errorf("ghosts (-want +got)\n%s", diff)
+			}
+			slot3 := readBed(t, cl).Status.Slots[3]
+			require.Equal(t, "node-01", slot3.NodeName)
+			require.Equal(t, tc.wantSlot3, slot3.State, "slot 3: %+v", slot3)
+			if tc.wantSlot3 == v1alpha1.SlotFree {
+				require.Empty(t, slot3.PodUID)
+			} else {
+				require.Equal(t, tc.pod.UID, slot3.PodUID)
+			}
+		})
+	}
+}
+
+// The extender reserves a slot for a pod created after the pass listed the pods, and its
+// status write makes the pass's write conflict. The retry must list the pods again: with the
+// old list the new pod looks gone, and its reservation would be released while the
+// scheduler is placing the pod into it.
+func TestReconcileTestBed_StatusRetryListsThePodsAgain(t *testing.T) {
+	updates := 0
+	funcs := &interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			updates++
+			if updates == 1 {
+				// What the extender does meanwhile: label the new pod, then write its
+				// reservation into the status.
+				late := withClaim(slotPod("late", "u-late", "", 1), "u-late")
+				require.NoError(t, cl.Create(ctx, late))
+				var tb v1alpha1.TestBed
+				require.NoError(t, cl.Get(ctx, bedKey, &tb))
+				require.NoError(t, slots.Reserve(&tb.Status.Slots[1], slots.Pod{Name: late.Name, UID: late.UID}))
+				require.NoError(t, cl.Status().Update(ctx, &tb))
+			}
+			return cl.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}
+	cl := fakeClient(funcs, fakeBed())
+	a := &Activities{Client: cl}
+	_, err := a.ReconcileTestBed(context.Background(), ReconcileTestBedInput(bedKey))
+	require.NoError(t, err)
+	require.Equal(t, 2, updates, "the first status write must have conflicted")
+	slot1 := readBed(t, cl).Status.Slots[1]
+	require.Equal(t, v1alpha1.SlotReserved, slot1.State, "the reservation was released: %+v", slot1)
+	require.Equal(t, types.UID("u-late"), slot1.PodUID)
+}
+
+// A pod stuck terminating on node-00 (its node lost, say) leaves node-00's ghosts as they
+// are, and node-01 still gets its ghosts. The pass says what it held back.
+func TestReconcileTestBed_TerminatingPodHoldsBackOnlyItsNode(t *testing.T) {
+	stuck := withClaim(slotPod("stuck", "u-stuck", "node-00", 0), "u-stuck")
+	stuck.Finalizers = []string{"example.com/hold"}
+	stuck.DeletionTimestamp = &metav1.Time{Time: metav1.Now().Time}
+	cl := fakeClient(nil, fakeBed(), stuck)
+	a := &Activities{Client: cl}
+
+	res, err := a.ReconcileTestBed(context.Background(), ReconcileTestBedInput(bedKey))
+	require.NoError(t, err)
+	require.True(t, res.InProgress)
+	require.False(t, res.Settled, "a pass that held something back is not settled")
+	require.Equal(t, 2, res.Created)
+	require.Contains(t, res.Reason, "node node-00 (pod stuck is terminating)")
+	require.Equal(t, []string{"node-01/0", "node-01/1"}, ghostPlaces(t, cl))
+
+	tb := readBed(t, cl)
+	var ready *metav1.Condition
+	for i := range tb.Status.Conditions {
+		if tb.Status.Conditions[i].Type == v1alpha1.ConditionReady {
+			ready = &tb.Status.Conditions[i]
+		}
+	}
+	require.NotNil(t, ready)
+	require.Equal(t, "InProgress", ready.Reason)
+	require.Contains(t, ready.Message, "node-00")
+}
