@@ -280,19 +280,46 @@ func (p *e2ePlatform) waitSlotsFree(t *testing.T, within time.Duration) {
 	}, within, 250*time.Millisecond, "every slot free, with its ghost running again")
 }
 
-// slotLedger follows the BatchJobs on the feed: which job holds which slot while it runs,
-// which jobs were seen Running, and which ended. A slot held by two unfinished jobs at once
-// is a violation.
+// slotLedger follows the feed: which job holds which slot while it runs, which jobs were
+// seen Running, which ended, and each Scheduling as last seen. A slot held by two unfinished
+// jobs at once is a violation.
 type slotLedger struct {
-	mu         sync.Mutex
-	holder     map[int32]string
-	running    map[string]bool
-	ended      map[string]bool
-	violations []string
+	mu          sync.Mutex
+	holder      map[int32]string
+	running     map[string]bool
+	ended       map[string]bool
+	schedulings map[string]api.Scheduling
+	violations  []string
 }
 
-func newSlotLedger() *slotLedger {
-	return &slotLedger{holder: map[int32]string{}, running: map[string]bool{}, ended: map[string]bool{}}
+// followFeed reads the watch's events into a new ledger until the watch closes.
+func followFeed(w *apiclient.Watcher) *slotLedger {
+	l := &slotLedger{holder: map[int32]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]api.Scheduling{}}
+	go func() {
+		for ev := range w.Events() {
+			switch ev.Kind {
+			case api.KindScheduling:
+				if s, err := ev.Scheduling(); err == nil {
+					l.mu.Lock()
+					l.schedulings[s.Name] = s
+					l.mu.Unlock()
+				}
+			case api.KindBatchJob:
+				if j, err := ev.Job(); err == nil {
+					l.see(j)
+				}
+			}
+		}
+	}()
+	return l
+}
+
+// schedulingEnded: the feed showed the Scheduling Completed or Failed.
+func (l *slotLedger) schedulingEnded(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.schedulings[name].Status.State
+	return st == v1alpha1.SchedulingCompleted || st == v1alpha1.SchedulingFailed
 }
 
 func (l *slotLedger) see(j api.Job) {
@@ -321,6 +348,19 @@ func (l *slotLedger) endedCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.ended)
+}
+
+// seenRunningCount is how many jobs the feed showed Running.
+func (l *slotLedger) seenRunningCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, yes := range l.running {
+		if yes {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *slotLedger) seenRunning(job string) bool {
@@ -371,25 +411,7 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs, apiclient.WatchTestBeds}, "")
 	require.NoError(t, err)
 	defer w.Close()
-	var mu sync.Mutex
-	scheds := map[string]api.Scheduling{}
-	ledger := newSlotLedger()
-	go func() {
-		for ev := range w.Events() {
-			switch ev.Kind {
-			case api.KindScheduling:
-				if s, err := ev.Scheduling(); err == nil {
-					mu.Lock()
-					scheds[s.Name] = s
-					mu.Unlock()
-				}
-			case api.KindBatchJob:
-				if j, err := ev.Job(); err == nil {
-					ledger.see(j)
-				}
-			}
-		}
-	}()
+	ledger := followFeed(w)
 
 	pinned := map[string][]int32{"b-train": {0, 1, 2}, "b-score": {2, 3}, "b-export": {7}}
 	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "queued", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.a",
@@ -401,26 +423,16 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	require.NoError(t, err)
 
 	// Mid-way, with jobs running: the worker and the extender die and come back.
-	require.Eventually(t, func() bool {
-		ledger.mu.Lock()
-		defer ledger.mu.Unlock()
-		return len(ledger.running) >= 2
-	}, 2*time.Minute, 100*time.Millisecond, "no two jobs ran")
+	require.Eventually(t, func() bool { return ledger.seenRunningCount() >= 2 }, 2*time.Minute, 100*time.Millisecond, "no two jobs ran")
 	parts["worker"].kill()
 	parts["extender"].kill()
 	time.Sleep(2 * time.Second)
 	parts["extender"].start()
 	parts["worker"].start()
 
-	ended := func(name string) bool {
-		s, ok := scheds[name]
-		return ok && (s.Status.State == v1alpha1.SchedulingCompleted || s.Status.State == v1alpha1.SchedulingFailed)
-	}
 	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return ended("queued") && ended("pinned")
-	}, 5*time.Minute, 250*time.Millisecond, "the Schedulings never ended (seen: %v)", func() any { mu.Lock(); defer mu.Unlock(); return scheds }())
+		return ledger.schedulingEnded("queued") && ledger.schedulingEnded("pinned")
+	}, 5*time.Minute, 250*time.Millisecond, "the Schedulings never ended")
 	require.NoError(t, w.Err(), "the feed stayed up through the crashes")
 
 	// The end state, read through the API, then checked against the cluster.

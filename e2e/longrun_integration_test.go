@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,25 +65,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs}, "")
 	require.NoError(t, err)
 	defer w.Close()
-	var mu sync.Mutex
-	var sched api.Scheduling
-	ledger := newSlotLedger()
-	go func() {
-		for ev := range w.Events() {
-			switch ev.Kind {
-			case api.KindScheduling:
-				if s, err := ev.Scheduling(); err == nil {
-					mu.Lock()
-					sched = s
-					mu.Unlock()
-				}
-			case api.KindBatchJob:
-				if j, err := ev.Job(); err == nil {
-					ledger.see(j)
-				}
-			}
-		}
-	}()
+	ledger := followFeed(w)
 
 	start := time.Now()
 	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "long", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
@@ -104,11 +85,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 		parts["worker"].start()
 	}
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return sched.Status.State == v1alpha1.SchedulingCompleted || sched.Status.State == v1alpha1.SchedulingFailed
-	}, 60*time.Minute, 250*time.Millisecond, "the Scheduling never ended")
+	require.Eventually(t, func() bool { return ledger.schedulingEnded("long") }, 60*time.Minute, 250*time.Millisecond, "the Scheduling never ended")
 	took := time.Since(start)
 	t.Logf("%d one-second jobs on 8 slots in %s: %.2f jobs/s (ideal 8)", jobs, took.Round(time.Second), float64(jobs)/took.Seconds())
 
