@@ -48,23 +48,13 @@ func (r ClaimResult) Complete() bool { return len(r.Lost) == 0 && len(r.Missing)
 // Scheduling holds. Each label is written with optimistic concurrency, so of two Schedulings
 // racing for a job exactly one wins; the caller releases everything when it lost any.
 func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult, error) {
-	return a.claim(ctx, in, func() client.Object { return &v1alpha1.BatchJob{} })
-}
-
-// ReleaseJobs removes the Scheduling's label and creation request from its BatchJobs; jobs
-// another Scheduling holds, or that are gone, are left alone.
-func (a *Activities) ReleaseJobs(ctx context.Context, in ClaimInput) error {
-	return a.release(ctx, in, func() client.Object { return &v1alpha1.BatchJob{} })
-}
-
-func (a *Activities) claim(ctx context.Context, in ClaimInput, newObj func() client.Object) (ClaimResult, error) {
 	var res ClaimResult
 	for _, name := range in.Names {
 		key := types.NamespacedName{Namespace: in.Namespace, Name: name}
 		var holder string
 		missing := false
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			obj := newObj()
+			obj := &v1alpha1.BatchJob{}
 			if err := a.Client.Get(ctx, key, obj); err != nil {
 				if apierrors.IsNotFound(err) {
 					missing = true
@@ -100,11 +90,13 @@ func (a *Activities) claim(ctx context.Context, in ClaimInput, newObj func() cli
 	return res, nil
 }
 
-func (a *Activities) release(ctx context.Context, in ClaimInput, newObj func() client.Object) error {
+// ReleaseJobs removes the Scheduling's label and creation request from its BatchJobs; jobs
+// another Scheduling holds, or that are gone, are left alone.
+func (a *Activities) ReleaseJobs(ctx context.Context, in ClaimInput) error {
 	for _, name := range in.Names {
 		key := types.NamespacedName{Namespace: in.Namespace, Name: name}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			obj := newObj()
+			obj := &v1alpha1.BatchJob{}
 			if err := a.Client.Get(ctx, key, obj); err != nil {
 				return client.IgnoreNotFound(err)
 			}
