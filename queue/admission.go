@@ -149,12 +149,14 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	sums := make(map[*Queue]*leafSums, len(t.byID))
 	s.sums = sums
 	total := Resources{}
+	leafOf := make([]*Queue, len(c.Apps))
 	for i := range c.Apps {
 		a := &c.Apps[i]
 		q := t.Queue(a.Queue)
 		if q == nil {
 			continue // a queue the tree does not know: Ensure it first
 		}
+		leafOf[i] = q
 		ls := sums[q]
 		if ls == nil {
 			ls = &leafSums{}
@@ -194,7 +196,7 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	if c.Free != nil {
 		s.free = *c.Free
 	}
-	s.share = t.instantaneous(c.Total, t.Demand(c.Apps))
+	s.share = t.instantaneous(c.Total, t.demand(c.Apps, leafOf))
 	return s
 }
 

@@ -217,19 +217,26 @@ func (t *Tree) instantaneous(total Resources, demand map[string]Resources) map[s
 // applications before it. One over a limit asks for nothing its queue could give it, so it
 // takes no share from the others.
 func (t *Tree) Demand(apps []App) map[string]Resources {
-	// Sums per leaf, then one walk of the tree: a decision over ten thousand applications
-	// must not walk up the hierarchy for each.
 	leafOf := make([]*Queue, len(apps))
+	for i, a := range apps {
+		leafOf[i] = t.Queue(a.Queue)
+	}
+	return t.demand(apps, leafOf)
+}
+
+// demand is Demand with each application's queue looked up already (nil: unknown). Sums per
+// leaf, then one walk of the tree: a decision over ten thousand applications must not walk
+// up the hierarchy for each.
+func (t *Tree) demand(apps []App, leafOf []*Queue) map[string]Resources {
 	perLeaf := map[*Queue]Resources{}
 	count, byUser := map[*Queue]int{}, map[string]int{}
 	var waiting []int
 	sorted := true
 	for i, a := range apps {
-		q := t.Queue(a.Queue)
+		q := leafOf[i]
 		if q == nil {
 			continue
 		}
-		leafOf[i] = q
 		if !a.Running {
 			if n := len(waiting); n > 0 && apps[waiting[n-1]].Order > a.Order {
 				sorted = false
