@@ -160,7 +160,22 @@ type AdmitterState struct {
 	// Total and Slot are the test bed's size and slot size at the last decision (zero before
 	// the first): what a move is checked against.
 	Total, Slot Resources
+	// Rules is the version of the decision rules (RulesOriginal up to RulesLatest; 0 is the
+	// latest). A running Admission workflow decides by the rules its history was made with
+	// (workflow.GetVersion) and takes up new ones when it continues as new.
+	Rules int
 }
+
+// The versions of the decision rules. A rule change that decides differently gets the next
+// number, and the old rule stays while a version below it may run.
+const (
+	// RulesOriginal: the rules as the Admitter first shipped (workflow.DefaultVersion).
+	RulesOriginal = -1
+	// RulesMaxMinPreemption: preemption may take a queue below its fair share by less than
+	// a slot when that raises the lowest part of the two (PlanPreemption).
+	RulesMaxMinPreemption = 1
+	RulesLatest           = RulesMaxMinPreemption
+)
 
 // Admitter is the whole admission core of one test bed, pure and deterministic: requests
 // wait in their queues, Decide grants slots as the policies allow, and the caller carries
@@ -190,6 +205,9 @@ func NewAdmitter(st AdmitterState) *Admitter {
 		def := DefaultConfig()
 		def.RejectedVersion, def.Rejected = st.Config.RejectedVersion, st.Config.Rejected
 		st.Config = def
+	}
+	if st.Rules == 0 {
+		st.Rules = RulesLatest
 	}
 	a := &Admitter{st: st}
 	a.buildTree()
@@ -683,7 +701,7 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 		return
 	}
 	slot := a.st.Slot
-	c := Cluster{Total: a.st.Total, Now: now}
+	c := Cluster{Total: a.st.Total, Now: now, Rules: a.st.Rules}
 	executors := map[string]int{}
 	for i := range a.st.Running {
 		e := &a.st.Running[i]

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 )
@@ -162,27 +163,57 @@ type Victim struct {
 	For string
 }
 
-// PlanPreemption picks the executors to take back for the starving queues: from jobs in
-// queues above their instantaneous fair share, the newest job first, never taking a queue
-// below its fair share. Only executors (one slot of the given size each) are taken, never a
-// driver: Spark and Flink ask for lost executors again, so a preempted job slows down but
-// lives. executors gives each running job's executor count.
+// PlanPreemption picks the executors to take back for the starving queues, from queues
+// above their instantaneous fair share, the newest job first. A slot moves only while the
+// victim's queue keeps its minimum share and, after the move, still holds a larger part of
+// its fair share (usage over share) than the starving queue held before it. Each move thus
+// raises the lowest part of the two (max-min fairness, one slot at a time), and no later
+// move can take the slot back: no thrash.
+//
+// The Fair Scheduler's rule, never take a queue below its fair share, is the same when
+// containers are small. With slots it is not: two queues each a fraction of a slot above
+// their shares would leave a third queue with nothing, for good. Only executors (one slot
+// of the given size each) are taken, never a driver: Spark and Flink ask for lost executors
+// again, so a preempted job slows down but lives. executors gives each running job's
+// executor count.
 func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, executors map[string]int) []Victim {
 	if slot.MemoryBytes <= 0 || len(starving) == 0 {
 		return nil
 	}
 	s := t.snapshot(c)
-	over := map[string]Resources{}   // what each queue holds above its share
+	demand := t.Demand(c.Apps)
+	usage := map[string]int64{}      // memory per leaf, as slots move
+	floor := map[string]int64{}      // the minimum share a victim keeps
+	over := map[string]bool{}        // above its fair share before any move
 	for _, path := range t.Paths() { // not over the usage map: workflows call this, in order
 		if q := t.Queue(path); q.Leaf() {
-			if u, share := s.usage[path], s.share[path]; u.MemoryBytes > share.MemoryBytes {
-				over[path] = Resources{MemoryBytes: u.MemoryBytes - share.MemoryBytes}
-			}
+			usage[path] = s.usage[path].MemoryBytes
+			floor[path] = t.MinResources(q).Min(demand[path]).MemoryBytes
+			over[path] = usage[path] > s.share[path].MemoryBytes
 		}
+	}
+	// part is a queue's usage over its share; a queue with no share and some usage is
+	// above every other.
+	part := func(path string, u int64) float64 {
+		switch share := s.share[path].MemoryBytes; {
+		case share > 0:
+			return float64(u) / float64(share)
+		case u > 0:
+			return math.Inf(1)
+		default:
+			return 0
+		}
+	}
+	movable := func(victim, to string) bool {
+		after := usage[victim] - slot.MemoryBytes
+		if c.Rules != 0 && c.Rules < RulesMaxMinPreemption {
+			return victim != to && after >= s.share[victim].MemoryBytes
+		}
+		return victim != to && after >= floor[victim] && part(victim, after) > part(to, usage[to])
 	}
 	var candidates []App
 	for _, a := range c.Apps {
-		if a.Running && over[a.Queue].MemoryBytes > 0 && executors[a.ID] > 0 {
+		if a.Running && over[a.Queue] && executors[a.ID] > 0 {
 			candidates = append(candidates, a)
 		}
 	}
@@ -192,9 +223,10 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 	for _, need := range starving {
 		owed := need.Amount.MemoryBytes
 		for _, a := range candidates {
-			for owed > 0 && left[a.ID] > 0 && over[a.Queue].MemoryBytes >= slot.MemoryBytes {
+			for owed > 0 && left[a.ID] > 0 && movable(a.Queue, need.Queue) {
 				left[a.ID]--
-				over[a.Queue] = over[a.Queue].Sub(Resources{MemoryBytes: slot.MemoryBytes})
+				usage[a.Queue] -= slot.MemoryBytes
+				usage[need.Queue] += slot.MemoryBytes
 				owed -= slot.MemoryBytes
 				if n := len(out); n > 0 && out[n-1].App == a.ID && out[n-1].For == need.Queue {
 					out[n-1].Executors++

@@ -81,3 +81,55 @@ func TestPlanPreemption_TakesNewestExecutorsDownToTheShare(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
+
+// Two queues each hold half a slot above their fair shares while a third holds nothing of
+// its one-slot share. The Fair Scheduler's rule (no victim below its share) would leave it
+// with nothing for as long as the jobs run; one slot moves, and only one.
+func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOne(t *testing.T) {
+	tr := tree(t, `<allocations><queue name="a"/><queue name="b"/><queue name="c"/></allocations>`)
+	apps := []App{
+		{ID: "b1", Queue: "root.b", Order: 1, Running: true, Usage: slots(4), Demand: slots(4)},
+		{ID: "b2", Queue: "root.b", Order: 2, Demand: slots(4)},
+		{ID: "c1", Queue: "root.c", Order: 3, Running: true, Usage: slots(4), Demand: slots(4)},
+		{ID: "c2", Queue: "root.c", Order: 4, Demand: slots(4)},
+		{ID: "a1", Queue: "root.a", Order: 5, Demand: slots(1)},
+	}
+	c := Cluster{Total: slots(8), Apps: apps}
+	shares := tr.InstantaneousFairShares(c.Total, apps)
+	if got := shares["root.b"].MemoryBytes; got <= slots(3).MemoryBytes || got >= slots(4).MemoryBytes {
+		t.Fatalf("b's share is %d bytes; the test wants it between 3 and 4 slots", got)
+	}
+	starving := []Starving{{Queue: "root.a", Amount: slots(1)}}
+	got := tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 4, "c1": 4})
+	want := []Victim{{App: "c1", Executors: 1, For: "root.a"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	// An Admission workflow whose history began before this rule keeps the old one.
+	old := c
+	old.Rules = RulesOriginal
+	if got := tr.PlanPreemption(old, starving, slots(1), map[string]int{"b1": 4, "c1": 4}); len(got) != 0 {
+		t.Errorf("the original rules took %+v", got)
+	}
+	// Owed more, it still gets one slot: a second would leave b with 3 of its 3.5, a smaller
+	// part than a's whole one.
+	starving[0].Amount = slots(3)
+	got = tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 4, "c1": 4})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("owed 3 slots: (-want +got)\n%s", diff)
+	}
+}
+
+// A queue at its fair share is never a victim, however far below its own share the
+// starving queue is.
+func TestPlanPreemption_SparesQueuesAtTheirShare(t *testing.T) {
+	tr := tree(t, `<allocations><queue name="a"><weight>3</weight></queue><queue name="b"/></allocations>`)
+	apps := []App{
+		{ID: "b1", Queue: "root.b", Order: 1, Running: true, Usage: slots(2), Demand: slots(2)},
+		{ID: "a1", Queue: "root.a", Order: 2, Demand: slots(6)},
+	}
+	got := tr.PlanPreemption(Cluster{Total: slots(8), Apps: apps}, []Starving{{Queue: "root.a", Amount: slots(6)}}, slots(1), map[string]int{"b1": 2})
+	if len(got) != 0 {
+		t.Errorf("took %+v from a queue at its share", got)
+	}
+}

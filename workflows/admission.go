@@ -40,6 +40,9 @@ const (
 	AdmissionMoveUpdate = "move"
 	// DefaultQueuesConfigMap holds a test bed's allocation file (key fair-scheduler.xml).
 	DefaultQueuesConfigMap = v1alpha1.QueuesConfigMap
+	// AdmissionRulesChange is the version marker of the admission core's decision rules
+	// (queue.RulesLatest): a run decides by the rules its history began with.
+	AdmissionRulesChange = "admission-rules"
 )
 
 // The messages and the report are the admission core's own types.
@@ -117,6 +120,8 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	if in.Carried != nil {
 		st = *in.Carried
 	}
+	// The decision rules this run's history is made with; a new run takes the latest.
+	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
 	a := &admission{in: in, core: queue.NewAdmitter(st)}
 	a.requests = workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
 	a.releases = workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
