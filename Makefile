@@ -58,11 +58,17 @@ build:
 	$(GO) build -o bin/slotplane ./cmd/slotplane
 
 .PHONY: test
-test: lint test-unit test-integration test-e2e
+test: lint test-unit test-fuzz test-integration test-e2e
 
 .PHONY: test-unit
 test-unit: tools
 	$(GO) test -race -count=1 ./...
+
+# Every fuzz target for a few seconds (FUZZTIME, default 5s each): hostile input to the
+# parsers and request decoders.
+.PHONY: test-fuzz
+test-fuzz:
+	GO=$(GO) ./hack/fuzz.sh
 
 # Integration tests start real control planes (testcluster) and embedded Temporal servers.
 .PHONY: test-integration
