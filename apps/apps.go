@@ -47,6 +47,10 @@ const (
 	FlinkMainContainer     = "flink-main-container"
 	// DatasetEnv carries the job's dataset into the driver and every executor.
 	DatasetEnv = "SLOTPLANE_DATASET"
+	// DefaultFlinkServiceAccount is the JobManager's service account when neither the job
+	// nor the namespace's policy names one: the account the Flink operator's chart makes in
+	// the namespaces it watches (native mode needs one that may create pods).
+	DefaultFlinkServiceAccount = "flink"
 )
 
 var defaultDriverResources = corev1.ResourceList{
@@ -65,6 +69,8 @@ type Run struct {
 	SlotSize corev1.ResourceList
 	// Nodes are the names of the nodes the request's slots are on.
 	Nodes []string
+	// Policy is the job's namespace's policy on wrapped specs (zero: the default list).
+	Policy JobPolicy
 }
 
 // Name is the application's name for a run: the job's name, a short hash of the
@@ -120,7 +126,21 @@ func (r Run) validate() error {
 			return fmt.Errorf("%w: the test bed's slots have no %s", ErrInvalid, name)
 		}
 	}
+	if refused := CheckSpec(&r.Job.Spec, r.Policy); len(refused) > 0 {
+		return fmt.Errorf("%w: job %s: %w", ErrInvalid, r.Job.Name, &SpecError{Refused: refused})
+	}
 	return nil
+}
+
+// SpecError lists what a wrapped spec may not set.
+type SpecError struct{ Refused []SpecRefusal }
+
+func (e *SpecError) Error() string {
+	parts := make([]string, len(e.Refused))
+	for i, r := range e.Refused {
+		parts[i] = r.String()
+	}
+	return "the wrapped spec sets what it may not: " + strings.Join(parts, "; ")
 }
 
 // slotPodTemplate is what every executor or TaskManager carries beside its size.
@@ -207,6 +227,9 @@ func Spark(r Run) (*sparkv1beta2.SparkApplication, error) {
 	s.Driver.Annotations = userKeys(s.Driver.Annotations)
 	stripTemplate(s.Driver.Template)
 	s.Driver.Env = withDataset(s.Driver.Env, a.Dataset)
+	if s.Driver.ServiceAccount == "" {
+		s.Driver.ServiceAccount = r.Policy.SparkServiceAccount
+	}
 
 	e := &s.Executor
 	if err := sparkSize(&e.SparkPodSpec, &e.CoreRequest, r.SlotSize); err != nil {
@@ -276,6 +299,9 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 	s.Image = a.Image
 	s.FlinkVersion = flinkv1beta1.FlinkVersion(firstNonEmpty(a.Version, string(s.FlinkVersion), DefaultFlinkVersion))
 	s.Mode = flinkv1beta1.DeploymentModeNative
+	if s.ServiceAccount == "" {
+		s.ServiceAccount = firstNonEmpty(r.Policy.FlinkServiceAccount, DefaultFlinkServiceAccount)
+	}
 	// One task slot per TaskManager: a TaskManager is what fills a test bed slot.
 	s.FlinkConfiguration = merge(withoutReservedFlinkKeys(s.FlinkConfiguration), map[string]string{"taskmanager.numberOfTaskSlots": "1"})
 

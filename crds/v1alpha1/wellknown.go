@@ -112,3 +112,17 @@ const (
 	QueuesConfigMap    = "slotplane-queues"
 	QueuesConfigMapKey = "fair-scheduler.xml"
 )
+
+// JobPolicyConfigMap is the ConfigMap, in a namespace, with which its admins widen what the
+// wrapped Spark and Flink specs of the namespace's BatchJobs may set (apps.ParseJobPolicy).
+// Whoever may write ConfigMaps in the namespace decides it: grant that as carefully as the
+// rights it hands out (a service account, a secret).
+const JobPolicyConfigMap = "slotplane-job-policy"
+
+// ConditionSpecAllowed is the BatchJob condition that says whether its wrapped spec keeps to
+// the allow-list (reason SpecRefused, with the fields in the message, when it does not).
+const (
+	ConditionSpecAllowed = "SpecAllowed"
+	ReasonSpecRefused    = "SpecRefused"
+	ReasonSpecAllowed    = "SpecAllowed"
+)
