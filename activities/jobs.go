@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -56,6 +57,9 @@ type JobObservation struct {
 	// BadRequest says why the creation request annotation could not be read.
 	BadRequest string
 	Status     v1alpha1.BatchJobStatus
+	// Refused lists the fields of the job's wrapped spec that the namespace's policy does
+	// not allow ("path: reason"); the job cannot run until they are gone or allowed.
+	Refused []string
 }
 
 // ObserveJob reads a BatchJob's claim, creation request and status.
@@ -68,6 +72,15 @@ func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation,
 		return JobObservation{}, fmt.Errorf("get batchjob %s: %w", in.nn(), err)
 	}
 	obs := JobObservation{Exists: true, Holder: job.Labels[v1alpha1.ActiveSchedulingLabel], Status: job.Status}
+	if job.Spec.SparkApplication != nil || job.Spec.FlinkDeployment != nil {
+		policy, err := ReadJobPolicy(ctx, a.Client, job.Namespace)
+		if err != nil {
+			return JobObservation{}, err
+		}
+		for _, r := range apps.CheckSpec(&job.Spec, policy) {
+			obs.Refused = append(obs.Refused, r.String())
+		}
+	}
 	if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" {
 		var req v1alpha1.CreationRequest
 		if err := json.Unmarshal([]byte(raw), &req); err != nil {
@@ -117,9 +130,12 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 			nodes = append(nodes, node)
 		}
 	}
-	run := apps.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes}
+	policy, err := ReadJobPolicy(ctx, a.Client, job.Namespace)
+	if err != nil {
+		return v1alpha1.ApplicationRef{}, err
+	}
+	run := apps.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
 	var obj client.Object
-	var err error
 	switch job.Spec.Framework {
 	case v1alpha1.FrameworkSpark:
 		obj, err = apps.Spark(run)
@@ -274,7 +290,8 @@ type WriteJobStatusInput struct {
 	Status v1alpha1.BatchJobStatus
 }
 
-// WriteJobStatus writes a BatchJob's status; a job that is gone is fine.
+// WriteJobStatus writes a BatchJob's status; a job that is gone is fine. The conditions the
+// workflow sets replace theirs by type; any other condition on the job stays.
 func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var job v1alpha1.BatchJob
@@ -284,6 +301,9 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 		st := in.Status
 		st.ObservedGeneration = job.Generation
 		st.Conditions = job.Status.Conditions
+		for _, c := range in.Status.Conditions {
+			meta.SetStatusCondition(&st.Conditions, c)
+		}
 		job.Status = st
 		return a.Client.Status().Update(ctx, &job)
 	})

@@ -194,6 +194,11 @@ func (s *server) createJob(c *gin.Context) {
 		fail(c, invalid(errs...))
 		return
 	}
+	wrapped := v1alpha1.BatchJobSpec{SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment}
+	if err := s.checkWrappedSpec(c.Request.Context(), namespaceOf(c), &wrapped); err != nil {
+		fail(c, err)
+		return
+	}
 	runAs, err := s.runAs(c, req.User, req.Groups)
 	if err != nil {
 		fail(c, err)

@@ -3,8 +3,10 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"go.temporal.io/sdk/temporal"
@@ -98,11 +100,12 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 			j.tellLost(ctx, st, fmt.Sprintf("the BatchJob %s is no longer held by scheduling %s", j.key.Name, st.Scheduling))
 		}
 		j.status = obs.Status
+		specChanged := j.specCondition(ctx, obs.Refused)
 		switch {
 		case obs.Holder == "":
-			err = j.toReady(ctx)
+			err = j.toReady(ctx, specChanged)
 		case obs.Request == nil || obs.Request.Scheduling != obs.Holder:
-			err = j.toInQueue(ctx, obs.Holder, obs.BadRequest)
+			err = j.toInQueue(ctx, obs.Holder, obs.BadRequest, specChanged)
 		default:
 			err = j.run(ctx, obs.Holder, *obs.Request)
 		}
@@ -159,14 +162,42 @@ func (j *jobRunner) deleteApp(ctx workflow.Context, app v1alpha1.ApplicationRef)
 	return workflow.ExecuteActivity(ctx, acts.DeleteApplication, activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app}).Get(ctx, nil)
 }
 
-func (j *jobRunner) toReady(ctx workflow.Context) error {
-	if j.status.State != v1alpha1.JobReady || j.status.Scheduling != "" || j.status.Application != nil {
+// specCondition sets the SpecAllowed condition from the job's refused fields, and says
+// whether it changed. A job whose spec was never refused carries no such condition.
+func (j *jobRunner) specCondition(ctx workflow.Context, refused []string) bool {
+	old := meta.FindStatusCondition(j.status.Conditions, v1alpha1.ConditionSpecAllowed)
+	want := metav1.Condition{Type: v1alpha1.ConditionSpecAllowed, LastTransitionTime: metav1.NewTime(workflow.Now(ctx)), ObservedGeneration: j.status.ObservedGeneration}
+	switch {
+	case len(refused) > 0:
+		want.Status, want.Reason = metav1.ConditionFalse, v1alpha1.ReasonSpecRefused
+		want.Message = "the wrapped spec sets what it may not: " + strings.Join(refused, "; ")
+		if len(want.Message) > maxConditionMessage {
+			want.Message = want.Message[:maxConditionMessage-3] + "..."
+		}
+	case old != nil && old.Status != metav1.ConditionTrue:
+		want.Status, want.Reason = metav1.ConditionTrue, v1alpha1.ReasonSpecAllowed
+		want.Message = "the wrapped spec keeps to the namespace's policy"
+	default:
+		return false
+	}
+	if old != nil && old.Status == want.Status && old.Reason == want.Reason && old.Message == want.Message {
+		return false
+	}
+	meta.SetStatusCondition(&j.status.Conditions, want)
+	return true
+}
+
+// maxConditionMessage keeps a condition's message within what the API server accepts.
+const maxConditionMessage = 32768
+
+func (j *jobRunner) toReady(ctx workflow.Context, specChanged bool) error {
+	if j.status.State != v1alpha1.JobReady || j.status.Scheduling != "" || j.status.Application != nil || specChanged {
 		if app := j.status.Application; app != nil {
 			if err := j.deleteApp(ctx, *app); err != nil {
 				return err
 			}
 		}
-		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Message: "no Scheduling holds the job"}
+		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Message: "no Scheduling holds the job", Conditions: j.status.Conditions}
 		if err := j.write(ctx); err != nil {
 			return err
 		}
@@ -175,15 +206,15 @@ func (j *jobRunner) toReady(ctx workflow.Context) error {
 	return nil
 }
 
-func (j *jobRunner) toInQueue(ctx workflow.Context, holder, badRequest string) error {
-	if j.status.Scheduling != holder || j.status.State != v1alpha1.JobInQueue || j.status.Message != badRequest {
+func (j *jobRunner) toInQueue(ctx workflow.Context, holder, badRequest string, specChanged bool) error {
+	if j.status.Scheduling != holder || j.status.State != v1alpha1.JobInQueue || j.status.Message != badRequest || specChanged {
 		if app := j.status.Application; app != nil {
 			// An application of an earlier claim: the new holder starts clean.
 			if err := j.deleteApp(ctx, *app); err != nil {
 				return err
 			}
 		}
-		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: holder, QueuedAt: now(ctx), Message: badRequest}
+		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: holder, QueuedAt: now(ctx), Message: badRequest, Conditions: j.status.Conditions}
 		if err := j.write(ctx); err != nil {
 			return err
 		}
