@@ -194,7 +194,14 @@ func (s *server) createJob(c *gin.Context) {
 		fail(c, invalid(errs...))
 		return
 	}
-	wrapped := v1alpha1.BatchJobSpec{SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment}
+	// Only the framework's own wrapped spec: the other one is refused by the schema's rule.
+	wrapped := v1alpha1.BatchJobSpec{Framework: req.Framework}
+	switch req.Framework {
+	case v1alpha1.FrameworkSpark:
+		wrapped.SparkApplication = req.SparkApplication
+	case v1alpha1.FrameworkFlink:
+		wrapped.FlinkDeployment = req.FlinkDeployment
+	}
 	if err := s.checkWrappedSpec(c.Request.Context(), namespaceOf(c), &wrapped); err != nil {
 		fail(c, err)
 		return

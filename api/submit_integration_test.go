@@ -110,6 +110,13 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 			}), status: 422, field: "application.image"},
 			"flink spec on spark (a CEL rule)": {body: bad(func(m map[string]any) { m["flinkDeployment"] = map[string]any{"spec": map[string]any{}} }), status: 422, text: "flinkDeployment is only allowed when framework is flink"},
 			"unknown field":                    {body: bad(func(m map[string]any) { m["replicas"] = 2 }), status: 400, text: `unknown field "replicas"`},
+			"a service account in the wrapped spec": {body: bad(func(m map[string]any) {
+				m["sparkApplication"] = map[string]any{"driver": map[string]any{"serviceAccount": "admin"}, "sparkConf": map[string]any{"spark.kubernetes.authenticate.driver.serviceAccountName": "admin"}}
+			}), status: 422, field: "sparkApplication.driver.serviceAccount", text: "the request is invalid in 2 fields"},
+			"a secret in a flink pod template": {body: bad(func(m map[string]any) {
+				m["framework"] = "flink"
+				m["flinkDeployment"] = map[string]any{"podTemplate": map[string]any{"spec": map[string]any{"volumes": []any{map[string]any{"name": "s", "secret": map[string]any{"secretName": "db"}}}}}}
+			}), status: 422, field: "flinkDeployment.podTemplate.spec", text: "is not among the fields a wrapped spec may set"},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {

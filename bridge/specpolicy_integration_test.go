@@ -1,0 +1,100 @@
+//go:build integration
+
+package bridge_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+)
+
+// A BatchJob made with kubectl whose wrapped spec asks for a service account and a host
+// volume is marked (SpecAllowed=False, naming both), and when a Scheduling runs it, fails
+// without any application being made; a job beside it runs. Once the namespace's admins
+// allow both fields, the same job (changed, so that its workflow looks again) is marked
+// allowed and runs, with the account it asked for.
+func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
+	p := startPlatform(t)
+	ctx := context.Background()
+	sneaky := job("sneaky", v1alpha1.FrameworkSpark, "1s")
+	sneaky.Spec.SparkApplication = &runtime.RawExtension{Raw: []byte(`{
+		"driver": {"serviceAccount": "cluster-admin-sa"},
+		"volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+		"sparkConf": {"spark.sql.shuffle.partitions": "4"}
+	}`)}
+	require.NoError(t, p.client.Create(ctx, sneaky))
+	require.NoError(t, p.client.Create(ctx, job("plain", v1alpha1.FrameworkSpark, "1s")))
+
+	var cond *metav1.Condition
+	require.Eventually(t, func() bool {
+		cond = meta.FindStatusCondition(p.batchJob(t, "sneaky").Status.Conditions, v1alpha1.ConditionSpecAllowed)
+		return cond != nil
+	}, time.Minute, 250*time.Millisecond, "the job is marked")
+	require.Equal(t, metav1.ConditionFalse, cond.Status)
+	require.Equal(t, v1alpha1.ReasonSpecRefused, cond.Reason)
+	require.Contains(t, cond.Message, "spec.sparkApplication.driver.serviceAccount")
+	require.Contains(t, cond.Message, "spec.sparkApplication.volumes")
+	require.NotContains(t, cond.Message, "sparkConf", "what the list allows is not named")
+	require.Nil(t, meta.FindStatusCondition(p.batchJob(t, "plain").Status.Conditions, v1alpha1.ConditionSpecAllowed), "a job without a wrapped spec carries no condition")
+
+	run := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+			{Name: "sneaky", Replication: 1}, {Name: "plain", Replication: 1},
+		}},
+	}
+	require.NoError(t, p.client.Create(ctx, run))
+	p.waitScheduling(t, "first", v1alpha1.SchedulingCompleted, 2*time.Minute)
+	got := p.batchJob(t, "sneaky")
+	require.Equal(t, v1alpha1.JobFailed, got.Status.State)
+	require.Contains(t, got.Status.Message, "driver.serviceAccount")
+	require.Equal(t, v1alpha1.JobCompleted, p.batchJob(t, "plain").Status.State)
+	require.Equal(t, 0, sparkAppsOf(t, p, "sneaky"), "no application was made for the refused job")
+	require.NoError(t, p.client.Delete(ctx, run))
+	require.Eventually(t, func() bool { return p.batchJob(t, "sneaky").Status.State == v1alpha1.JobReady }, time.Minute, 250*time.Millisecond)
+
+	// The namespace widens the list; a change to the job makes its workflow look again.
+	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.JobPolicyConfigMap, Namespace: "default"},
+		Data:       map[string]string{"allow": "spark driver.serviceAccount\nspark volumes\n"},
+	}))
+	got = p.batchJob(t, "sneaky")
+	got.Annotations["example.com/touched"] = "1"
+	require.NoError(t, p.client.Update(ctx, got))
+	require.Eventually(t, func() bool {
+		c := meta.FindStatusCondition(p.batchJob(t, "sneaky").Status.Conditions, v1alpha1.ConditionSpecAllowed)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}, time.Minute, 250*time.Millisecond, "the job is marked allowed")
+
+	again := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "default"},
+		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "sneaky", Replication: 1}}},
+	}
+	require.NoError(t, p.client.Create(ctx, again))
+	p.waitScheduling(t, "second", v1alpha1.SchedulingCompleted, 2*time.Minute)
+	require.Equal(t, v1alpha1.JobCompleted, p.batchJob(t, "sneaky").Status.State, p.batchJob(t, "sneaky").Status.Message)
+}
+
+func sparkAppsOf(t *testing.T, p *platform, job string) int {
+	t.Helper()
+	var apps sparkv1beta2.SparkApplicationList
+	require.NoError(t, p.client.List(context.Background(), &apps, client.InNamespace("default"), client.MatchingLabels{v1alpha1.BatchJobLabel: job}))
+	n := 0
+	for _, a := range apps.Items {
+		if strings.HasPrefix(a.Name, job) {
+			n++
+		}
+	}
+	return n
+}
