@@ -69,13 +69,16 @@ type BatchJobSpec struct {
 	// SparkApplication is an optional SparkApplication spec (sparkoperator.k8s.io/v1beta2) to
 	// start from. slotplane overwrites the fields it controls: image, main class and file,
 	// arguments, driver resources, and the whole executor placement (size, instances,
-	// scheduler, priority class, affinity, slot ids).
+	// scheduler, priority class, affinity, slot ids). Only the fields on slotplane's
+	// allow-list may be set (no service accounts, secrets, volumes or pod templates unless
+	// the namespace's ConfigMap slotplane-job-policy allows them); condition SpecAllowed
+	// names any other.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
 
 	// FlinkDeployment is an optional FlinkDeployment spec (flink.apache.org/v1beta1) to start
-	// from, with the same overwrite rule as SparkApplication.
+	// from, with the same overwrite rule and allow-list as SparkApplication.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	FlinkDeployment *runtime.RawExtension `json:"flinkDeployment,omitempty"`
