@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"slotplane/crds/v1alpha1"
 )
@@ -25,6 +27,64 @@ type User struct {
 	UID    string              `json:"uid,omitempty"`
 	Groups []string            `json:"groups,omitempty"`
 	Extra  map[string][]string `json:"extra,omitempty"`
+	// Scope is what a token file's token may do (TokenScopes); nil for other users.
+	Scope *TokenScope `json:"scope,omitempty"`
+}
+
+// TokenScope is what a token-file token may do: act in some namespaces (all if Namespaces
+// holds "*"), and submit or claim jobs as other users and groups (ActAs, ActAsGroups; "*"
+// is anyone). Nothing else: a plain token acts for its own user in its namespaces.
+type TokenScope struct {
+	Namespaces  []string `json:"namespaces"`
+	ActAs       []string `json:"actAs,omitempty"`
+	ActAsGroups []string `json:"actAsGroups,omitempty"`
+}
+
+func (s *TokenScope) allows(list []string, name string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, name)
+}
+
+// TokenScopes authorizes token-file users by their tokens' scopes: slotplane's resources in
+// the token's namespaces (a request over all namespaces needs "*"), and impersonate on
+// users and groups for the names the token may act as. A user without a scope may do
+// nothing.
+type TokenScopes struct{}
+
+// Authorize implements Authorizer.
+func (TokenScopes) Authorize(_ context.Context, u User, a Action) (bool, string, error) {
+	sc := u.Scope
+	if sc == nil {
+		return false, "the token has no scope", nil
+	}
+	if a.Verb == "impersonate" && a.Group == "" {
+		switch a.Resource {
+		case "users":
+			if sc.allows(sc.ActAs, a.Name) {
+				return true, "", nil
+			}
+			return false, "the token may act as " + listOrNobody(sc.ActAs) + " (token file option act-as)", nil
+		case "groups":
+			if sc.allows(sc.ActAsGroups, a.Name) {
+				return true, "", nil
+			}
+			return false, "the token may act as groups " + listOrNobody(sc.ActAsGroups) + " (token file option act-as-groups)", nil
+		}
+		return false, "", nil
+	}
+	if a.Group != v1alpha1.GroupName {
+		return false, "", nil
+	}
+	if (a.Namespace == "" && slices.Contains(sc.Namespaces, "*")) || (a.Namespace != "" && sc.allows(sc.Namespaces, a.Namespace)) {
+		return true, "", nil
+	}
+	return false, "the token acts in namespaces " + listOrNobody(sc.Namespaces) + " (token file option namespaces)", nil
+}
+
+func listOrNobody(l []string) string {
+	if len(l) == 0 {
+		return "(none)"
+	}
+	return strings.Join(l, " ")
 }
 
 // Action is what a request does, in Kubernetes' terms (a verb on a resource of an API
@@ -165,9 +225,15 @@ func userOf(c *gin.Context) User {
 	return user
 }
 
-// ParseTokens reads a token file: one token per line as CSV, "token,user[,group...]".
-// Blank lines and lines starting with # are skipped. A token used twice, or a line without
-// a user, is an error naming the line.
+// ParseTokens reads a token file: one token per line as CSV,
+// "token,user[,group...][,option=value...]". Blank lines and lines starting with # are
+// skipped. The options scope the token (TokenScope), each value a list separated by spaces:
+//
+//	namespaces=team-a team-b   the namespaces it acts in ("*": all; the default)
+//	act-as=alice bob           users it may submit and claim jobs for ("*": anyone; default none)
+//	act-as-groups=analysts     groups it may name for them ("*": any; default none)
+//
+// A token used twice, a line without a user, or an unknown option is an error naming the line.
 func ParseTokens(r io.Reader) (StaticTokens, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord, cr.Comment, cr.TrimLeadingSpace = -1, '#', true
@@ -182,16 +248,33 @@ func ParseTokens(r io.Reader) (StaticTokens, error) {
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) < 2 || strings.TrimSpace(rec[0]) == "" || strings.TrimSpace(rec[1]) == "" {
-			return nil, fmt.Errorf("token file line %d: want token,user[,group...]", line)
+			return nil, fmt.Errorf("token file line %d: want token,user[,group...][,option=value...]", line)
 		}
 		token := strings.TrimSpace(rec[0])
 		if _, dup := out[token]; dup {
 			return nil, fmt.Errorf("token file line %d: the token is listed twice", line)
 		}
-		u := User{Name: strings.TrimSpace(rec[1])}
+		u := User{Name: strings.TrimSpace(rec[1]), Scope: &TokenScope{Namespaces: []string{"*"}}}
 		for _, g := range rec[2:] {
-			if g = strings.TrimSpace(g); g != "" {
+			g = strings.TrimSpace(g)
+			key, value, isOption := strings.Cut(g, "=")
+			switch {
+			case g == "":
+			case !isOption:
 				u.Groups = append(u.Groups, g)
+			case key == "namespaces":
+				u.Scope.Namespaces = strings.Fields(value)
+				for _, ns := range u.Scope.Namespaces {
+					if errs := validation.IsDNS1123Label(ns); ns != "*" && len(errs) > 0 {
+						return nil, fmt.Errorf("token file line %d: namespaces: %q is not a namespace name", line, ns)
+					}
+				}
+			case key == "act-as":
+				u.Scope.ActAs = strings.Fields(value)
+			case key == "act-as-groups":
+				u.Scope.ActAsGroups = strings.Fields(value)
+			default:
+				return nil, fmt.Errorf("token file line %d: unknown option %q (known: namespaces, act-as, act-as-groups)", line, key)
 			}
 		}
 		out[token] = u

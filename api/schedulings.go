@@ -12,6 +12,8 @@ import (
 	"github.com/gin-gonic/gin"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,8 +151,9 @@ func validateJobs(field string, mode v1alpha1.SchedulingMode, jobs, before []v1a
 }
 
 // checkCluster checks the request against the cluster: the test bed, its slots and the jobs
-// must exist. field names the request's list of jobs.
-func (s *server) checkCluster(ctx context.Context, ns, field string, r *SchedulingRequest) ([]FieldError, error) {
+// must exist, and the caller must be allowed to run each job (mayClaim). field names the
+// request's list of jobs.
+func (s *server) checkCluster(ctx context.Context, caller User, ns, field string, r *SchedulingRequest) ([]FieldError, error) {
 	var errs []FieldError
 	var tb v1alpha1.TestBed
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.TestBed}, &tb); err != nil {
@@ -169,13 +172,15 @@ func (s *server) checkCluster(ctx context.Context, ns, field string, r *Scheduli
 	if err := s.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return nil, fromKube("list batch jobs", err)
 	}
-	exists := make(map[string]bool, len(jobs.Items))
-	for _, j := range jobs.Items {
-		exists[j.Name] = true
+	owner := make(map[string]*string, len(jobs.Items))
+	for i := range jobs.Items {
+		owner[jobs.Items[i].Name] = &jobs.Items[i].Spec.User
 	}
 	for i, j := range r.Jobs {
-		if !exists[j.Name] {
+		if owner[j.Name] == nil {
 			errs = append(errs, FieldError{Field: fmt.Sprintf("%s[%d].name", field, i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
+		} else if e := s.mayClaim(ctx, caller, field, i, j.Name, *owner[j.Name]); e != nil {
+			return nil, e
 		}
 		if tb.Name == "" {
 			continue // the test bed's own error says it all
@@ -202,7 +207,7 @@ func (s *server) createScheduling(c *gin.Context) {
 		return
 	}
 	ctx, ns := c.Request.Context(), namespaceOf(c)
-	errs, err := s.checkCluster(ctx, ns, "jobs", &req)
+	errs, err := s.checkCluster(ctx, userOf(c), ns, "jobs", &req)
 	if err != nil {
 		fail(c, err)
 		return
@@ -346,7 +351,7 @@ func (s *server) extendScheduling(c *gin.Context) {
 	}
 	errs = append(errs, validateJobs("append", sched.Spec.Mode, req.Append, sched.Spec.Jobs)...)
 	if len(errs) == 0 {
-		errs, err = s.checkCluster(c.Request.Context(), sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
+		errs, err = s.checkCluster(c.Request.Context(), userOf(c), sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
 		if err != nil {
 			fail(c, err)
 			return
@@ -360,9 +365,30 @@ func (s *server) extendScheduling(c *gin.Context) {
 	ctx := c.Request.Context()
 	before := sched.Spec.Jobs
 	sched.Spec.Jobs = append(slices.Clone(before), req.Append...)
-	if err := s.Client.Update(ctx, sched); err != nil { // optimistic: only the version read
-		fail(c, fromKube(fmt.Sprintf("update scheduling %s/%s", sched.Namespace, sched.Name), err))
-		return
+	for attempt := 1; ; attempt++ {
+		err := s.Client.Update(ctx, sched) // optimistic: only the version read
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) || req.ResourceVersion != "" || attempt == 5 {
+			fail(c, fromKube(fmt.Sprintf("update scheduling %s/%s", sched.Namespace, sched.Name), err))
+			return
+		}
+		// The request named no version, and the workflow's status writes move it all the
+		// time: take the latest, as long as its job list and state are the ones checked.
+		var latest v1alpha1.Scheduling
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(sched), &latest); err != nil {
+			fail(c, fromKube(fmt.Sprintf("get scheduling %s/%s", sched.Namespace, sched.Name), err))
+			return
+		}
+		st := latest.Status.State
+		if !equality.Semantic.DeepEqual(latest.Spec.Jobs, before) || latest.DeletionTimestamp != nil ||
+			(st != "" && st != v1alpha1.SchedulingAcquiring && st != v1alpha1.SchedulingScheduling) {
+			conflict("scheduling %s changed while it was being extended: read it again", sched.Name)
+			return
+		}
+		latest.Spec.Jobs = sched.Spec.Jobs
+		sched = &latest
 	}
 	handle, err := s.Temporal.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
 		WorkflowID: workflows.SchedulingWorkflowID(sched.Namespace, sched.Name), UpdateName: workflows.ExtendUpdate,

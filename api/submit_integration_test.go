@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -161,7 +162,9 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 			"slots in a QueueBased one": {body: map[string]any{"append": []map[string]any{{"name": "second", "replication": 1, "slotIDs": []int{0}}}},
 				status: 422, field: "append[0].slotIDs"},
 			"a stale version": {body: map[string]any{"resourceVersion": "1", "append": []map[string]any{{"name": "second", "replication": 1}}}, status: 409, text: "not 1"},
-			"unknown field":   {body: map[string]any{"jobs": []any{}}, status: 400},
+			"another user's job": {body: map[string]any{"append": []map[string]any{{"name": "second", "replication": 1}, {"name": "bobs", "replication": 1}}},
+				status: 403, field: "append[1].name", text: "alice may not run batch job bobs of user bob"},
+			"unknown field": {body: map[string]any{"jobs": []any{}}, status: 400},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
@@ -183,12 +186,23 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		require.Equal(t, []v1alpha1.SchedulingJob{{Name: "first", Replication: 2}}, sched.Spec.Jobs)
 	})
 
-	// A good extension, at the version just read: alice's job runs; bob's is refused by the
-	// queue's ACL, which sees that bob is not an analyst.
+	// Bob cannot run alice's job in a Scheduling of his own: nothing is created.
+	var refused api.Error
+	require.Equal(t, http.StatusForbidden, asBob("POST", "/schedulings", map[string]any{"name": "bobs-run", "testBed": "bed", "mode": "QueueBased",
+		"jobs": []map[string]any{{"name": "second", "replication": 1}}}, &refused))
+	require.Contains(t, refused.Message, "bob may not run batch job second of user alice")
+	require.True(t, apierrors.IsNotFound(p.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "bobs-run"}, &v1alpha1.Scheduling{})))
+
+	// A good extension, at the version just read: alice's job runs. The trusted submitter
+	// adds bob's, which the queue's ACL then refuses, since bob is not an analyst.
 	require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
 	var extended api.Scheduling
 	require.Equal(t, http.StatusOK, c.call("PATCH", "/schedulings/grow", map[string]any{"resourceVersion": s.ResourceVersion,
-		"append": []map[string]any{{"name": "second", "replication": 1}, {"name": "bobs", "replication": 1}}}, &extended))
+		"append": []map[string]any{{"name": "second", "replication": 1}}}, &extended))
+	var why api.Error
+	require.Equal(t, http.StatusOK, c.do("PATCH", "/schedulings/grow", "Bearer scheduler-token", map[string]any{
+		"append": []map[string]any{{"name": "bobs", "replication": 1}}}, &why), "%+v", why)
+	require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &extended))
 	require.Len(t, extended.Jobs, 3)
 	require.Eventually(t, func() bool {
 		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))

@@ -27,7 +27,7 @@ func splitList(v string) []string {
 
 // The values of `slotplane api -auth`.
 const (
-	authTokens     = "tokens"     // the -token-file's tokens; every user may do everything
+	authTokens     = "tokens"     // the -token-file's tokens, each scoped by its line's options
 	authKubernetes = "kubernetes" // the cluster's TokenReview and SubjectAccessReview
 )
 
@@ -37,9 +37,9 @@ func runAPI(ctx context.Context, args []string) error {
 	listen := fs.String("listen", envOr("SLOTPLANE_API_LISTEN", ":8088"), "address the REST API listens on")
 	namespace := fs.String("namespace", envOr("SLOTPLANE_API_NAMESPACE", "default"), "namespace of requests that name none")
 	mode := fs.String("auth", envOr("SLOTPLANE_API_AUTH", authTokens), "how bearer tokens are checked: "+
-		authTokens+" (against -token-file; every user may do everything) or "+
+		authTokens+" (against -token-file; each token acts in its namespaces, for itself unless act-as allows others) or "+
 		authKubernetes+" (TokenReview, and SubjectAccessReview of each action on slotplane.io resources, with the cluster's RBAC)")
-	tokens := fs.String("token-file", envOr("SLOTPLANE_API_TOKEN_FILE", ""), "CSV file of bearer tokens, one per line: token,user[,group...] (required with -auth="+authTokens+")")
+	tokens := fs.String("token-file", envOr("SLOTPLANE_API_TOKEN_FILE", ""), "CSV file of bearer tokens, one per line: token,user[,group...][,namespaces=a b][,act-as=u v][,act-as-groups=g] (required with -auth="+authTokens+")")
 	origins := fs.String("allowed-origins", envOr("SLOTPLANE_API_ALLOWED_ORIGINS", ""), "comma-separated browser origins (https://host:port), besides the API's own, that may open the websocket feed")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -93,12 +93,12 @@ func runAPI(ctx context.Context, args []string) error {
 }
 
 // apiAuth is the API's authenticator and authorizer for an -auth mode: the token file's
-// tokens with everything allowed, or the cluster's reviews made with the command's live
+// tokens with what each line's options allow, or the cluster's reviews made with the command's live
 // client (whose identity needs create on tokenreviews and subjectaccessreviews, as the
 // ClusterRole system:auth-delegator grants).
 func apiAuth(mode string, static api.StaticTokens, cl ctrlclient.Client) (api.Authenticator, api.Authorizer) {
 	if mode == authKubernetes {
 		return &api.KubeTokens{Client: cl}, &api.KubeAccess{Client: cl}
 	}
-	return static, api.AllowAll{}
+	return static, api.TokenScopes{}
 }
