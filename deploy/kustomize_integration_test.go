@@ -82,6 +82,12 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			res = dyn.Resource(mapping.Resource).Namespace(o.Namespace)
 		}
 		opts := metav1.PatchOptions{FieldManager: fieldOwner, FieldValidation: metav1.FieldValidationStrict}
+		if o.Kind == "ValidatingAdmissionPolicy" || o.Kind == "ValidatingAdmissionPolicyBinding" {
+			// testcluster created them (a plain create, whose manager owns matchConstraints
+			// whole): take them over, as kubectl apply --server-side --force-conflicts would.
+			force := true
+			opts.Force = &force
+		}
 		if dryRun {
 			opts.DryRun = []string{metav1.DryRunAll}
 		}
@@ -163,6 +169,9 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "api", verb: "create", group: "authentication.k8s.io", resource: "tokenreviews", allowed: true},
 			{component: "api", verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
 			{component: "api", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.JobPolicyConfigMap, allowed: true},
+			{component: "api", verb: "submit-as", group: "slotplane.io", resource: "users", name: "alice", allowed: true},
+			{component: "api", verb: "impersonate", resource: "users", name: "alice"},
+			{component: "worker", verb: "submit-as", group: "slotplane.io", resource: "users", name: "alice"},
 			{component: "api", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap},
 			{component: "api", verb: "delete", resource: "pods", namespace: userNS},
 			{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},

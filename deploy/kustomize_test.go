@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -56,6 +57,8 @@ type rendered struct {
 	networkPolicies     []networkingv1.NetworkPolicy
 	priorityClasses     []schedulingv1.PriorityClass
 	crds                []apiextensionsv1.CustomResourceDefinition
+	admissionPolicies   []admissionv1.ValidatingAdmissionPolicy
+	policyBindings      []admissionv1.ValidatingAdmissionPolicyBinding
 }
 
 // renderedObject is one object of a build as kustomize wrote it.
@@ -117,6 +120,10 @@ func render(t testing.TB, dir string) *rendered {
 			decodeInto(t, o, &out.priorityClasses)
 		case "CustomResourceDefinition":
 			decodeInto(t, o, &out.crds)
+		case "ValidatingAdmissionPolicy":
+			decodeInto(t, o, &out.admissionPolicies)
+		case "ValidatingAdmissionPolicyBinding":
+			decodeInto(t, o, &out.policyBindings)
 		default:
 			// A new kind needs its checks here first.
 			t.Errorf("%s: a kind these tests do not know", o)
@@ -777,4 +784,37 @@ func flagValue(args []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// The base carries the admission policies the local platform installs, unchanged, and each
+// policy is bound to deny.
+func TestKustomize_AdmissionPoliciesAreTheLocalOnes(t *testing.T) {
+	r := render(t, baseDir)
+	var local []admissionv1.ValidatingAdmissionPolicy
+	for _, doc := range strings.Split(string(deploy.AdmissionPolicies), "\n---\n") {
+		var p admissionv1.ValidatingAdmissionPolicy
+		if err := yaml.Unmarshal([]byte(doc), &p); err == nil && p.Kind == "ValidatingAdmissionPolicy" {
+			local = append(local, p)
+		}
+	}
+	if len(local) == 0 || len(r.admissionPolicies) != len(local) {
+		t.Fatalf("%d policies in the base, %d in deploy.AdmissionPolicies", len(r.admissionPolicies), len(local))
+	}
+	for i, p := range r.admissionPolicies {
+		// kustomize sets the base's namespace on the policy (its schema does not know the
+		// kind to be cluster-scoped); the API server drops it on create, as the apply test
+		// shows.
+		if diff := cmp.Diff(local[i].Spec, p.Spec); diff != "" {
+			t.Errorf("policy %s differs from the local platform's (-local +base)\n%s", p.Name, diff)
+		}
+		bound := false
+		for _, b := range r.policyBindings {
+			if b.Spec.PolicyName == p.Name && slices.Contains(b.Spec.ValidationActions, admissionv1.Deny) {
+				bound = true
+			}
+		}
+		if !bound {
+			t.Errorf("policy %s is not bound with Deny", p.Name)
+		}
+	}
 }

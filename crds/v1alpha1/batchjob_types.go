@@ -53,7 +53,9 @@ type BatchJobSpec struct {
 
 	// Groups are the user's groups, the first being the primary one: queue ACLs and the
 	// primaryGroup and secondaryGroup placement rules use them. The REST API sets user and
-	// groups from the caller's identity; with kubectl, whoever may create BatchJobs sets them.
+	// groups from the caller's identity. With kubectl, the admission policy
+	// slotplane-batchjob-identity lets a maker name only itself and its own groups, unless
+	// it may impersonate (or submit-as, in slotplane.io) the users and groups it names.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic

@@ -161,6 +161,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := InstallPriorityClasses(ctx, c.client, deploy.PriorityClasses); err != nil {
 		return nil, err
 	}
+	if err := InstallAdmissionPolicies(ctx, c.client, deploy.AdmissionPolicies); err != nil {
+		return nil, err
+	}
 	if err := c.startScheduler(ctx, schedPort); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,90 @@
+//go:build integration
+
+package deploy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/testcluster"
+)
+
+// A BatchJob made with kubectl names only its maker as its user, and only the maker's
+// groups, unless the maker may submit for others (the admission policy
+// slotplane-batchjob-identity). Who may create BatchJobs therefore cannot walk around the
+// queue ACLs, and a claim label written later is no change of identity.
+func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := c.Client()
+	// mallory and the external scheduler may write BatchJobs; only the scheduler may submit
+	// for others, through slotplane's own verb.
+	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "batchjob-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs"}, Verbs: []string{"create", "update", "get"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "submit-for-anyone"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"users", "groups"}, Verbs: []string{"submit-as"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	bind := func(name, role string, users ...string) {
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+		for _, u := range users {
+			b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+		}
+		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	bind("writers", "batchjob-writer", "mallory", "scheduler")
+	bind("submitters", "submit-for-anyone", "scheduler")
+	as := func(user string, groups ...string) client.Client {
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+		cl, err := kubeclient.Live(cfg)
+		require.NoError(t, err)
+		return cl
+	}
+	mallory, scheduler := as("mallory", "analysts"), as("scheduler")
+	job := func(name, user string, groups ...string) *v1alpha1.BatchJob {
+		return &v1alpha1.BatchJob{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, User: user, Groups: groups,
+				Application: v1alpha1.Application{Image: "registry.example/a:1", MainApplicationFile: "local:///a.jar"}},
+		}
+	}
+
+	// The policy is in force a moment after it is type-checked.
+	require.Eventually(t, func() bool {
+		err := mallory.Create(ctx, job("as-alice", "alice"))
+		return err != nil
+	}, 30*time.Second, 200*time.Millisecond, "a job for another user is refused")
+	err = mallory.Create(ctx, job("as-alice", "alice"))
+	require.ErrorContains(t, err, "spec.user: mallory may not create a job for user alice")
+	err = mallory.Create(ctx, job("as-admin", "mallory", "analysts", "admins"))
+	require.ErrorContains(t, err, "spec.groups: mallory may name only its own groups")
+	require.ErrorContains(t, err, "admins are not")
+
+	own := job("own", "mallory", "analysts")
+	require.NoError(t, mallory.Create(ctx, own), "one's own user and groups")
+	require.NoError(t, mallory.Create(ctx, job("nobody", "")), "no user at all (it runs as nobody for the ACLs)")
+	require.NoError(t, scheduler.Create(ctx, job("for-alice", "alice", "admins")), "a submitter with submit-as")
+
+	// A later change of identity is checked like a creation; other changes pass.
+	require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(own), own))
+	own.Labels = map[string]string{"team": "a"}
+	require.NoError(t, mallory.Update(ctx, own))
+	own.Spec.User = "alice"
+	require.ErrorContains(t, mallory.Update(ctx, own), "may not create a job for user alice")
+}
