@@ -62,7 +62,12 @@ func runDev(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(*stateDir, 0o755); err != nil {
+	// The folder holds the API token, the cluster's keys and Temporal's database: its
+	// owner's only (an older folder made with 0755 is narrowed too).
+	if err := os.MkdirAll(*stateDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(*stateDir, 0o700); err != nil {
 		return err
 	}
 	started := time.Now()

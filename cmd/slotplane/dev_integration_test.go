@@ -32,9 +32,13 @@ import (
 // Temporal UI, and leave no process behind after Ctrl-C.
 func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 	state := t.TempDir()
+	require.NoError(t, os.Chmod(state, 0o755)) // as an older slotplane left it
 	var tokens []string
 	for run := range 2 {
 		cmd, stdout, ports, banner := startDev(t, state, 3)
+		info, err := os.Stat(state)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the state folder holds keys and the API token: its owner's only")
 		exited := make(chan error, 1)
 		go func() {
 			_, _ = io.Copy(io.Discard, stdout)
