@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +40,8 @@ type ReconcileTestBedResult struct {
 	Reason     string
 	Created    int
 	Deleted    int
+	// Skipped are the nodes that are not Ready: their slots were left alone.
+	Skipped []string
 	// Settled: every free slot holds its ghost and nothing was changed.
 	Settled bool
 }
@@ -66,7 +70,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedIn
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
-	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason}
+	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes}
 	for _, g := range plan.Delete {
 		pod := pods[g.UID]
 		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
@@ -99,9 +103,19 @@ func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed) ([]slots.
 		if n.DeletionTimestamp != nil {
 			continue
 		}
-		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel]})
+		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n)})
 	}
 	return slots.Layout(in, tb.Spec.SlotsPerNode), nil
+}
+
+// nodeReady says whether a node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // slotPods lists the pods of the test bed, keyed by uid, and their model.
@@ -112,9 +126,14 @@ func (a *Activities) slotPods(ctx context.Context, tb *v1alpha1.TestBed) (map[ty
 	}
 	byUID := make(map[types.UID]corev1.Pod, len(list.Items))
 	observed := make([]slots.ObservedPod, 0, len(list.Items))
+	now := time.Now()
 	for _, p := range list.Items {
 		byUID[p.UID] = p
-		observed = append(observed, ObservePod(&p))
+		o := ObservePod(&p)
+		if p.DeletionTimestamp != nil {
+			o.Overdue = now.Sub(p.DeletionTimestamp.Time)
+		}
+		observed = append(observed, o)
 	}
 	return byUID, observed, nil
 }
@@ -242,6 +261,10 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layo
 			cond.Message = fmt.Sprintf("created %d and deleted %d ghost pods", res.Created, res.Deleted)
 		default:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "GhostsInPlace", "every free slot holds its ghost pod"
+		}
+		if n := len(res.Skipped); n > 0 {
+			shown := res.Skipped[:min(n, 5)]
+			cond.Message += fmt.Sprintf("; %d nodes are not Ready and their slots are left alone (%s)", n, strings.Join(shown, ", "))
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
 		tb.Status = *st

@@ -83,18 +83,26 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 	require.Positive(t, out.Passes)
 }
 
-// A pod stuck Terminating on a lost node holds back that node alone: when the ghosts of
-// another node are lost, the workflow still makes them again. Once the pod is gone, the bed
-// is Ready again.
+// A node that is not Ready (no kubelet serves it) is skipped: it gets no ghosts, and its
+// stuck pods hold nothing back. A pod stuck Terminating on a Ready node holds back that node
+// only: the other nodes' ghosts are still made again.
 func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
 
 	// A node no kubelet serves (kwok manages only the nodes it marks), as a lost node is:
-	// its pods never start, and a deleted one stays Terminating.
+	// it never reports Ready, its pods never start, and a deleted one stays Terminating.
 	lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lost", Labels: map[string]string{testcluster.DefaultNodeLabel: "lost"}}}
 	require.NoError(t, cl.Create(ctx, lost))
+	// A node that says it is Ready but runs nothing either: a pod deleted there stays
+	// Terminating (kwok, which ends pods at once whatever their finalizers, leaves it alone).
+	frozen := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "frozen", Labels: map[string]string{testcluster.DefaultNodeLabel: "frozen"}}}
+	require.NoError(t, cl.Create(ctx, frozen))
+	frozen.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+	frozen.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	frozen.Status.Capacity = frozen.Status.Allocatable
+	require.NoError(t, cl.Status().Update(ctx, frozen))
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
@@ -104,36 +112,48 @@ func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
 	require.NoError(t, cl.Create(ctx, tb))
 	require.Eventually(t, func() bool {
 		g := ghostsByNode(t, cl)
-		return len(g["node-00"]) == 2 && len(g["node-01"]) == 2 && len(g["lost"]) == 2 && readyReason(t, cl) == "GhostsInPlace"
+		return len(g["node-00"]) == 2 && len(g["node-01"]) == 2 && len(g["frozen"]) == 2 && readyReason(t, cl) == "GhostsInPlace"
 	}, 60*time.Second, 100*time.Millisecond, "the bed never got its 6 ghosts")
-	lostGhosts := ghostsByNode(t, cl)["lost"]
+	require.Empty(t, ghostsByNode(t, cl)["lost"], "a node that is not Ready gets no ghosts")
+	require.Equal(t, int32(8), bedOf(t, cl).Status.Total, "its slots keep their places in the bed")
+	require.Contains(t, meta.FindStatusCondition(bedOf(t, cl).Status.Conditions, v1alpha1.ConditionReady).Message, "not Ready and their slots are left alone (lost)")
 
-	// A pod of the bed on the lost node is deleted; its finalizer keeps it Terminating for
-	// as long as the test needs, whatever the API server does with pods of lost nodes.
+	// A pod of the bed on each node is deleted; a finalizer keeps each Terminating for as
+	// long as the test needs.
 	const hold = "example.com/hold"
-	stuck := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "default", Finalizers: []string{hold},
-			Labels: map[string]string{v1alpha1.TestBedLabel: "bed"}},
-		Spec: corev1.PodSpec{NodeName: "lost", Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
-	}
-	require.NoError(t, cl.Create(ctx, stuck))
-	release := func() {
-		var p corev1.Pod
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(stuck), &p); err != nil {
-			return
+	stuckPod := func(name, node string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Finalizers: []string{hold},
+				Labels: map[string]string{v1alpha1.TestBedLabel: "bed"}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
 		}
-		p.Finalizers = nil
-		_ = cl.Update(ctx, &p)
+		require.NoError(t, cl.Create(ctx, p))
+		return p
 	}
-	t.Cleanup(release)
-	require.NoError(t, cl.Delete(ctx, stuck, client.GracePeriodSeconds(0)))
+	release := func(p *corev1.Pod) func() {
+		return func() {
+			var got corev1.Pod
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+				return
+			}
+			got.Finalizers = nil
+			_ = cl.Update(ctx, &got)
+		}
+	}
+	onLost, onReady := stuckPod("stuck-lost", "lost"), stuckPod("stuck-ready", "frozen")
+	t.Cleanup(release(onLost))
+	t.Cleanup(release(onReady))
+	require.NoError(t, cl.Delete(ctx, onLost, client.GracePeriodSeconds(0)))
+	require.NoError(t, cl.Delete(ctx, onReady, client.GracePeriodSeconds(0)))
 	require.Eventually(t, func() bool {
-		tb := bedOf(t, cl)
-		cond := meta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionReady)
-		return cond != nil && cond.Reason == "InProgress" && strings.Contains(cond.Message, "node lost (pod stuck is terminating)")
-	}, 30*time.Second, 100*time.Millisecond, "the pass never reported the lost node held back")
+		cond := meta.FindStatusCondition(bedOf(t, cl).Status.Conditions, v1alpha1.ConditionReady)
+		return cond != nil && cond.Reason == "InProgress" && strings.Contains(cond.Message, "node frozen (pod stuck-ready is terminating)")
+	}, 30*time.Second, 100*time.Millisecond, "the pass never reported the frozen node held back")
+	require.NotContains(t, meta.FindStatusCondition(bedOf(t, cl).Status.Conditions, v1alpha1.ConditionReady).Message, "stuck-lost",
+		"a pod on a node that is not Ready holds nothing back")
+	frozenGhosts := ghostsByNode(t, cl)["frozen"]
 
-	// node-00 loses its ghosts; the workflow makes them again despite the stuck pod.
+	// node-00 loses its ghosts; the workflow makes them again despite the stuck pods.
 	for _, g := range ghostsByNode(t, cl)["node-00"] {
 		require.NoError(t, client.IgnoreNotFound(cl.Delete(ctx, &g, client.GracePeriodSeconds(0))))
 	}
@@ -147,10 +167,10 @@ func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
 		return running == 2
 	}, 30*time.Second, 100*time.Millisecond, "node-00's ghosts were not made again while a pod on another node was stuck")
 	// The held node was left as it was.
-	require.ElementsMatch(t, uids(lostGhosts), uids(ghostsByNode(t, cl)["lost"]))
+	require.ElementsMatch(t, uids(frozenGhosts), uids(ghostsByNode(t, cl)["frozen"]))
 
 	// The pod goes; the bed is whole and Ready again.
-	release()
+	release(onReady)()
 	require.Eventually(t, func() bool { return readyReason(t, cl) == "GhostsInPlace" },
 		30*time.Second, 100*time.Millisecond, "the bed did not settle once the stuck pod was gone")
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,8 +26,11 @@ type ObservedPod struct {
 	PositionOnNode int32
 	// Requests are the pod's resource requests (a ghost's one container).
 	Requests corev1.ResourceList
-	// Terminating: the pod has a deletion timestamp.
+	// Terminating: the pod has a deletion timestamp. Overdue is how long ago that timestamp
+	// passed (it is the end of the pod's grace period): a terminating pod overdue by more
+	// than StuckTerminating is stuck, and holds nothing back any more.
 	Terminating bool
+	Overdue     time.Duration
 	// Finished: the pod succeeded or failed; it no longer uses its slot.
 	Finished bool
 	// Unschedulable: the scheduler tried the pod and found no place (its PodScheduled
@@ -48,6 +52,10 @@ type Plan struct {
 	// HeldSlots are the slots whose ghost is neither created nor deleted in this pass, in
 	// position order: a pod not bound to a node yet holds each by its proven slot label.
 	HeldSlots []int32
+	// SkippedNodes are the nodes that are not Ready, in name order: their ghosts are neither
+	// created nor deleted, and their pods hold nothing back. Nothing there is in progress:
+	// it waits for the node.
+	SkippedNodes []string
 	// Create: slots that should hold a ghost and hold none (desired and missing).
 	Create []Slot
 	// Delete: ghosts no slot wants (existing and undesired): their node left the test bed,
@@ -94,13 +102,24 @@ func RequestsKey(r corev1.ResourceList) string {
 // scheduler may be evicting its ghost for it. Everything else is planned: one pod stuck
 // Terminating on a lost node must not freeze the ghosts of every other node.
 //
+// Holding back is bounded: a pod still terminating StuckTerminating after its grace period
+// ended (a node that lost its kubelet, a finalizer nobody removes) holds back nothing, and
+// its node is planned again (a stuck ghost still counts as its slot's ghost; a stuck real
+// pod still takes its slot). Nodes that are not Ready are skipped whole.
+//
 // A pod not bound yet that holds no slot holds back nothing. It may wait for good (a
 // preempted job's executor asked for again, the ninth pod for eight slots), and ghosts must be
 // kept up meanwhile. It cannot race with this pass either: the extender writes a pod's slot
 // label before it answers the scheduler, so by the time a ghost is evicted for a pod, the pod
 // is listed with its slot.
 func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []ObservedPod) Plan {
-	held := findHeldBack(layout, pods)
+	skipped := map[string]bool{}
+	for _, s := range layout {
+		if s.Unready {
+			skipped[s.NodeName] = true
+		}
+	}
+	held := findHeldBack(layout, pods, skipped)
 
 	taken := map[int32]string{} // slot position -> node of the real pod holding it
 	for _, p := range pods {
@@ -111,13 +130,13 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 	reqKey := RequestsKey(ghostRequests)
 	want := make(map[ghostKey]Slot, len(layout))
 	for _, s := range layout {
-		if node, ok := taken[s.Position]; ok && node == s.NodeName {
+		if node, ok := taken[s.Position]; (ok && node == s.NodeName) || s.Unready {
 			continue
 		}
 		want[ghostKey{s.NodeName, s.PositionOnNode, reqKey}] = s
 	}
 
-	plan := Plan{HeldNodes: held.nodeNames(), HeldSlots: held.slotPositions()}
+	plan := Plan{HeldNodes: held.nodeNames(), HeldSlots: held.slotPositions(), SkippedNodes: slices.Sorted(maps.Keys(skipped))}
 	if len(plan.HeldNodes)+len(plan.HeldSlots) > 0 {
 		plan.InProgress, plan.Reason = true, held.reason()
 	}
@@ -137,7 +156,7 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 			delete(want, k)
 			continue
 		}
-		if !held.ghost(g) {
+		if !held.ghost(g) && !skipped[g.NodeName] {
 			plan.Delete = append(plan.Delete, g)
 		}
 	}
@@ -164,11 +183,16 @@ type nodePosition struct {
 	position int32
 }
 
-func findHeldBack(layout []Slot, pods []ObservedPod) heldBack {
+// StuckTerminating is how long past its grace period a terminating pod may hold back its
+// node's ghosts.
+const StuckTerminating = 2 * time.Minute
+
+func findHeldBack(layout []Slot, pods []ObservedPod, skipped map[string]bool) heldBack {
 	h := heldBack{nodes: map[string]ObservedPod{}, slots: map[int32]ObservedPod{}, places: map[nodePosition]bool{}}
 	for _, p := range pods {
 		switch {
-		case p.Finished:
+		case p.Finished, skipped[p.NodeName]:
+		case p.Terminating && p.Overdue > StuckTerminating:
 		case p.NodeName != "" && p.Terminating:
 			if q, ok := h.nodes[p.NodeName]; !ok || p.Name < q.Name {
 				h.nodes[p.NodeName] = p

@@ -16,6 +16,9 @@ import (
 type Node struct {
 	Name string
 	ID   string
+	// Unready: the node's Ready condition is not True (a lost kubelet). Its slots keep
+	// their positions, but the ghost reconciler leaves them alone (PlanGhosts).
+	Unready bool
 }
 
 // Slot is one slot of the layout.
@@ -26,6 +29,8 @@ type Slot struct {
 	PositionOnNode int32
 	NodeName       string
 	NodeID         string
+	// Unready: the slot's node is not Ready.
+	Unready bool
 }
 
 // Layout places slotsPerNode slots on every node. Nodes are ordered by their label value
@@ -48,6 +53,7 @@ func Layout(nodes []Node, slotsPerNode int32) []Slot {
 				PositionOnNode: round,
 				NodeName:       n.Name,
 				NodeID:         n.ID,
+				Unready:        n.Unready,
 			})
 		}
 	}

@@ -3,8 +3,10 @@ package slots
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -539,5 +541,63 @@ func TestFormatSlotIDs_RoundTrips(t *testing.T) {
 		if diff := cmp.Diff(ids, got); diff != "" {
 			t.Errorf("round trip of %v, order kept (-want +got):\n%s", ids, diff)
 		}
+	}
+}
+
+// A terminating pod holds back its node for a bounded time only: once it is stuck (overdue
+// by more than StuckTerminating) its node is planned again, the stuck ghost still counted as
+// its slot's ghost.
+func TestPlanGhosts_AStuckPodHoldsBackForABoundedTime(t *testing.T) {
+	layout := Layout(nodes("0", "1"), 2) // node-0: 0 and 2; node-1: 1 and 3
+	stuckGhost := ghost("node-0", 0, slotSize)
+	stuckGhost.Terminating = true
+	pods := []ObservedPod{stuckGhost, ghost("node-1", 0, slotSize), ghost("node-1", 1, slotSize)}
+
+	stuckGhost.Overdue = StuckTerminating / 2
+	pods[0] = stuckGhost
+	plan := PlanGhosts(layout, slotSize, pods)
+	if !plan.InProgress || !slices.Equal(plan.HeldNodes, []string{"node-0"}) || len(plan.Create) != 0 {
+		t.Fatalf("within the bound: held %v, create %v, in progress %v; want node-0 held, nothing created", plan.HeldNodes, positions(plan.Create), plan.InProgress)
+	}
+
+	stuckGhost.Overdue = StuckTerminating + time.Second
+	pods[0] = stuckGhost
+	plan = PlanGhosts(layout, slotSize, pods)
+	if plan.InProgress || len(plan.HeldNodes) != 0 {
+		t.Fatalf("past the bound: held %v, in progress %v (%s); want nothing held", plan.HeldNodes, plan.InProgress, plan.Reason)
+	}
+	if got := positions(plan.Create); !slices.Equal(got, []int32{2}) {
+		t.Errorf("created ghosts for %v; want only slot 2 (slot 0 keeps its stuck ghost)", got)
+	}
+	if len(plan.Delete) != 0 {
+		t.Errorf("deleted %v", names(plan.Delete))
+	}
+}
+
+// A node that is not Ready is skipped: no ghost is made or removed there, its terminating
+// pods hold nothing back, and nothing is in progress because of it.
+func TestPlanGhosts_SkipsNodesThatAreNotReady(t *testing.T) {
+	ns := nodes("0", "1")
+	ns[0].Unready = true
+	layout := Layout(ns, 2)
+	terminating := ghost("node-0", 0, slotSize)
+	terminating.Terminating = true
+	extra := ghost("node-0", 5, slotSize) // a ghost no slot wants: left for when the node is back
+	plan := PlanGhosts(layout, slotSize, []ObservedPod{terminating, extra, ghost("node-1", 0, slotSize)})
+	if plan.InProgress || len(plan.HeldNodes) != 0 {
+		t.Errorf("in progress %v, held %v; a lost node holds nothing back", plan.InProgress, plan.HeldNodes)
+	}
+	if !slices.Equal(plan.SkippedNodes, []string{"node-0"}) {
+		t.Errorf("skipped %v; want node-0", plan.SkippedNodes)
+	}
+	if got := positions(plan.Create); !slices.Equal(got, []int32{3}) {
+		t.Errorf("created %v; want only node-1's missing slot 3", got)
+	}
+	if len(plan.Delete) != 0 {
+		t.Errorf("deleted %v on a node that is not Ready", names(plan.Delete))
+	}
+	// Its slots keep their positions: the layout does not move when a node is lost.
+	if got := positions(layout); !slices.Equal(got, []int32{0, 1, 2, 3}) {
+		t.Errorf("positions %v", got)
 	}
 }
