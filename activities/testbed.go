@@ -42,6 +42,9 @@ type ReconcileTestBedResult struct {
 	Deleted    int
 	// Skipped are the nodes that are not Ready: their slots were left alone.
 	Skipped []string
+	// TakenBy names the older test bed (namespace/name) whose nodeLabel this one shares: the
+	// nodes are that bed's, and this one has no slots until it is gone.
+	TakenBy string
 	// Settled: every free slot holds its ghost and nothing was changed.
 	Settled bool
 }
@@ -57,9 +60,15 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedIn
 		}
 		return ReconcileTestBedResult{}, fmt.Errorf("get testbed %s/%s: %w", in.Namespace, in.Name, err)
 	}
-	layout, err := a.layout(ctx, &tb)
+	owner, err := a.nodeLabelOwner(ctx, &tb)
 	if err != nil {
 		return ReconcileTestBedResult{}, err
+	}
+	var layout []slots.Slot
+	if owner == "" {
+		if layout, err = a.layout(ctx, &tb); err != nil {
+			return ReconcileTestBedResult{}, err
+		}
 	}
 	pods, observed, err := a.slotPods(ctx, &tb)
 	if err != nil {
@@ -70,7 +79,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedIn
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
-	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes}
+	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes, TakenBy: owner}
 	for _, g := range plan.Delete {
 		pod := pods[g.UID]
 		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
@@ -106,6 +115,32 @@ func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed) ([]slots.
 		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n)})
 	}
 	return slots.Layout(in, tb.Spec.SlotsPerNode), nil
+}
+
+// nodeLabelOwner names the test bed, of any namespace, that owns the nodes tb's nodeLabel
+// marks, when that is not tb: two beds on one label would put two ghosts, and two jobs, in
+// every slot. The oldest bed owns them (creation time, then namespace and name).
+func (a *Activities) nodeLabelOwner(ctx context.Context, tb *v1alpha1.TestBed) (string, error) {
+	var beds v1alpha1.TestBedList
+	if err := a.Client.List(ctx, &beds); err != nil {
+		return "", fmt.Errorf("list test beds: %w", err)
+	}
+	key := func(b *v1alpha1.TestBed) string { return b.Namespace + "/" + b.Name }
+	var owner *v1alpha1.TestBed
+	for i := range beds.Items {
+		b := &beds.Items[i]
+		if b.Spec.NodeLabel != tb.Spec.NodeLabel || b.DeletionTimestamp != nil {
+			continue
+		}
+		if owner == nil || b.CreationTimestamp.Before(&owner.CreationTimestamp) ||
+			(b.CreationTimestamp.Equal(&owner.CreationTimestamp) && key(b) < key(owner)) {
+			owner = b
+		}
+	}
+	if owner == nil || key(owner) == key(tb) {
+		return "", nil
+	}
+	return key(owner), nil
 }
 
 // nodeReady says whether a node's Ready condition is True.
@@ -261,6 +296,10 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layo
 			cond.Message = fmt.Sprintf("created %d and deleted %d ghost pods", res.Created, res.Deleted)
 		default:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "GhostsInPlace", "every free slot holds its ghost pod"
+		}
+		if res.TakenBy != "" {
+			cond.Status, cond.Reason = metav1.ConditionFalse, "NodeLabelTaken"
+			cond.Message = fmt.Sprintf("the nodes labelled %s belong to test bed %s, made earlier: this one has no slots while it exists (give this one a label of its own)", tb.Spec.NodeLabel, res.TakenBy)
 		}
 		if n := len(res.Skipped); n > 0 {
 			shown := res.Skipped[:min(n, 5)]

@@ -43,8 +43,22 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 	var tb v1alpha1.TestBed
 	err := s.Reader.Get(ctx, req.NamespacedName, &tb)
 	if apierrors.IsNotFound(err) {
-		// Tell a running workflow, so it notices at once and ends; nothing to start.
-		return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, id, workflows.TestBedChangedSignal)
+		// Tell a running workflow, so it notices at once and ends; nothing to start. The
+		// other beds hear it too: one that shares the deleted bed's nodeLabel owns its
+		// nodes now.
+		if err := signalIfRunning(ctx, s.Temporal, id, workflows.TestBedChangedSignal); err != nil {
+			return reconcile.Result{}, err
+		}
+		var beds v1alpha1.TestBedList
+		if err := s.Reader.List(ctx, &beds); err != nil {
+			return reconcile.Result{}, fmt.Errorf("list test beds: %w", err)
+		}
+		for _, b := range beds.Items {
+			if err := signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(b.Namespace, b.Name), workflows.TestBedChangedSignal); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, err

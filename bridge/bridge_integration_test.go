@@ -219,3 +219,50 @@ func waitBed(t *testing.T, cl client.Client, total, ghosts int) {
 	t.Helper()
 	testplatform.WaitBed(t, cl, total, ghosts)
 }
+
+// Two test beds on one nodeLabel would put two ghosts, and two jobs, in every slot: the
+// older bed owns the nodes, the other has no slots and says why, and takes the nodes over
+// once the older one is deleted. A label every node carries is refused outright.
+func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	cl, _ := startBridge(t, c)
+	ctx := context.Background()
+	bed := func(ns, name, label string) *v1alpha1.TestBed {
+		return &v1alpha1.TestBed{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1alpha1.TestBedSpec{NodeLabel: label, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+			}},
+		}
+	}
+	err := cl.Create(ctx, bed("default", "everywhere", "kubernetes.io/hostname"))
+	require.ErrorContains(t, err, "nodeLabel must mark the test bed's nodes only")
+
+	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}))
+	first := bed("default", "bed", testcluster.DefaultNodeLabel)
+	require.NoError(t, cl.Create(ctx, first))
+	waitBed(t, cl, 4, 4)
+	time.Sleep(1100 * time.Millisecond) // creation times are in seconds
+	require.NoError(t, cl.Create(ctx, bed("team-b", "late", testcluster.DefaultNodeLabel)))
+	late := func() *v1alpha1.TestBed {
+		var tb v1alpha1.TestBed
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "late"}, &tb))
+		return &tb
+	}
+	require.Eventually(t, func() bool {
+		cond := meta.FindStatusCondition(late().Status.Conditions, v1alpha1.ConditionReady)
+		return cond != nil && cond.Reason == "NodeLabelTaken" && strings.Contains(cond.Message, "default/bed")
+	}, 30*time.Second, 100*time.Millisecond, "the later bed does not say its nodes are taken")
+	require.Zero(t, late().Status.Total)
+	var theirs corev1.PodList
+	require.NoError(t, cl.List(ctx, &theirs, client.InNamespace("team-b")))
+	require.Empty(t, theirs.Items, "the later bed made ghosts on nodes it does not own")
+	require.Equal(t, int32(4), bedOf(t, cl).Status.Total, "the first bed keeps its slots")
+
+	require.NoError(t, cl.Delete(ctx, first))
+	require.Eventually(t, func() bool {
+		tb := late()
+		cond := meta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionReady)
+		return tb.Status.Total == 4 && cond != nil && cond.Reason == "GhostsInPlace"
+	}, 30*time.Second, 100*time.Millisecond, "the later bed did not take the nodes over")
+}

@@ -10,9 +10,12 @@ import (
 // of ResourcesPerSlot each.
 type TestBedSpec struct {
 	// NodeLabel is the key of the label that marks the nodes of the test bed. Only the key is
-	// given: the label's value on each node orders the nodes, and so the slot positions.
+	// given: the label's value on each node orders the nodes, and so the slot positions. Two
+	// test beds on one label would share the nodes: the older one owns them, and the other
+	// has no slots while it exists (condition Ready, reason NodeLabelTaken).
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="nodeLabel must be a valid label key, such as slotplane.io/node or testbed"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kubernetes.io/hostname', 'kubernetes.io/os', 'kubernetes.io/arch']) && !self.startsWith('topology.kubernetes.io/') && !self.startsWith('beta.kubernetes.io/') && !self.startsWith('failure-domain.beta.kubernetes.io/') && !self.startsWith('node.kubernetes.io/')",message="nodeLabel must mark the test bed's nodes only: kubernetes.io/hostname, os and arch, and the topology, node.kubernetes.io and beta labels are on every node"
 	NodeLabel string `json:"nodeLabel"`
 
 	// SlotsPerNode is the number of slots on every labelled node.
