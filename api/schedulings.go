@@ -84,7 +84,7 @@ func appendIf(errs []FieldError, found ...*FieldError) []FieldError {
 }
 
 // maxJobs is a Scheduling's most jobs, as the CRD allows.
-const maxJobs = 5000
+const maxJobs = v1alpha1.MaxSchedulingJobs
 
 // validate checks what can be checked without the cluster.
 func (r *SchedulingRequest) validate() []FieldError {
@@ -114,8 +114,16 @@ func validateJobs(field string, mode v1alpha1.SchedulingMode, jobs, before []v1a
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
 	seen := map[string]int{}
+	total := int64(0)
 	for _, j := range before {
 		seen[j.Name] = -1
+		total += int64(j.Replication)
+	}
+	for _, j := range jobs {
+		total += int64(max(j.Replication, 0))
+	}
+	if total > v1alpha1.MaxSchedulingSlots {
+		add(field, "a scheduling's jobs have at most %d slots together; these would have %d", v1alpha1.MaxSchedulingSlots, total)
 	}
 	for i, j := range jobs {
 		at := fmt.Sprintf("%s[%d]", field, i)
@@ -128,8 +136,8 @@ func validateJobs(field string, mode v1alpha1.SchedulingMode, jobs, before []v1a
 		} else {
 			seen[j.Name] = i
 		}
-		if j.Replication < 1 {
-			add(at+".replication", "must be at least 1, not %d", j.Replication)
+		if j.Replication < 1 || j.Replication > v1alpha1.MaxReplication {
+			add(at+".replication", "must be from 1 to %d, not %d", v1alpha1.MaxReplication, j.Replication)
 		}
 		switch {
 		case mode == v1alpha1.QueueBased && len(j.SlotIDs) > 0:

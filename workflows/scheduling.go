@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,7 +44,8 @@ type SchedulingInput struct {
 	Carried *SchedulingState
 }
 
-// SchedulingState is a Scheduling's queue and status, handed from one run to the next.
+// SchedulingState is a Scheduling's queue and status, handed from one run to the next. Spec
+// and Status come without their job lists: Entries hold the jobs.
 type SchedulingState struct {
 	Spec    v1alpha1.SchedulingSpec
 	Entries []QueueEntry
@@ -333,13 +335,21 @@ func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 			break
 		}
 	}
-	carried := &SchedulingState{Spec: s.spec, Status: s.status, UID: s.uid}
-	for _, e := range s.entries {
-		carried.Entries = append(carried.Entries, *e)
-	}
 	next := s.in
-	next.Carried = carried
+	next.Carried = s.carry()
 	return workflow.NewContinueAsNewError(ctx, SchedulingWorkflow, next)
+}
+
+// carry is what the next run gets. The entries hold the jobs, and the status's job list is
+// rendered from them at every write: carrying them three times would cost a Scheduling at
+// its limits 2 MB, one Temporal payload's whole allowance (TestSchedulingSizesFit).
+func (s *scheduler) carry() *SchedulingState {
+	c := &SchedulingState{Spec: s.spec, Status: s.status, UID: s.uid}
+	c.Spec.Jobs, c.Status.Jobs = nil, nil
+	for _, e := range s.entries {
+		c.Entries = append(c.Entries, *e)
+	}
+	return c
 }
 
 // receiveProgress takes one progress signal and applies it to its entry.
@@ -373,7 +383,7 @@ func (s *scheduler) apply(p JobProgress) {
 		if e.done() {
 			return // a late or repeated report
 		}
-		e.State, e.Message = p.State, p.Message
+		e.State, e.Message = p.State, clipMessage(p.Message)
 		e.SubmittedAt, e.RunningAt, e.FinishedAt = p.SubmittedAt, p.RunningAt, p.FinishedAt
 	}
 }
@@ -482,6 +492,19 @@ func (s *scheduler) cleanUp(ctx workflow.Context, state v1alpha1.SchedulingState
 func (s *scheduler) setState(ctx workflow.Context, state v1alpha1.SchedulingState, msg string) error {
 	s.status.State, s.status.Message = state, msg
 	return s.writeStatus(ctx)
+}
+
+// clipMessage keeps a job's message within v1alpha1.MaxJobMessage characters (the BatchJob
+// keeps it whole), so that the status and what the workflow carries stay bounded.
+func clipMessage(m string) string {
+	if len(m) <= v1alpha1.MaxJobMessage {
+		return m
+	}
+	cut := v1alpha1.MaxJobMessage - len("...")
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "..."
 }
 
 // writeStatus renders the entries into the status and writes it.
@@ -708,7 +731,7 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 		return nil
 	}
 	if g.Refused != "" {
-		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, "not admitted: "+g.Refused, workflow.Now(ctx)
+		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, clipMessage("not admitted: "+g.Refused), workflow.Now(ctx)
 		return nil
 	}
 	e.Run, e.Slots, e.RequestedAt = 1, g.Slots, workflow.Now(ctx)
@@ -725,6 +748,6 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	if err != nil {
 		return err
 	}
-	e.Message = "admitted to queue " + g.Queue
+	e.Message = clipMessage("admitted to queue " + g.Queue)
 	return s.nudge(ctx, []string{e.Job.Name})
 }

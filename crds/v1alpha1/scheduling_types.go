@@ -39,13 +39,29 @@ type SchedulingSpec struct {
 	// +optional
 	Queue string `json:"queue,omitempty"`
 
-	// Jobs is the ordered queue. A job appears at most once.
+	// Jobs is the ordered queue. A job appears at most once. At most 1000 jobs
+	// (MaxSchedulingJobs) of at most 16384 slots together (MaxSchedulingSlots).
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=5000
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:XValidation:rule="self.map(j, j.replication).sum() <= 16384",message="a scheduling's jobs have at most 16384 slots together"
 	// +listType=map
 	// +listMapKey=name
 	Jobs []SchedulingJob `json:"jobs"`
 }
+
+// The sizes a Scheduling may reach. A Scheduling of MaxSchedulingJobs jobs with the longest
+// names, MaxSchedulingSlots slots and every status message at MaxJobMessage stays under 1 MB
+// as an object (etcd's limit is 1.5 MB) and as what its workflow carries across
+// continue-as-new (Temporal's limit on a payload is 2 MB): TestSchedulingSizesFit checks
+// both. The schema's markers repeat the numbers.
+const (
+	MaxSchedulingJobs  = 1000
+	MaxReplication     = 1024
+	MaxSchedulingSlots = 16384
+	// MaxJobMessage is the most characters of a job's message in the Scheduling's status;
+	// a longer one is cut (the BatchJob keeps it whole).
+	MaxJobMessage = 256
+)
 
 // SchedulingJob is one entry of a Scheduling's queue.
 type SchedulingJob struct {
@@ -56,6 +72,7 @@ type SchedulingJob struct {
 
 	// Replication is the number of executors (Spark) or TaskManagers (Flink), one per slot.
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="replication must be at least 1"
+	// +kubebuilder:validation:XValidation:rule="self <= 1024",message="replication must be at most 1024"
 	Replication int32 `json:"replication"`
 
 	// SlotIDs are the slot positions the job runs in (SlotBased mode only), one per replica.
