@@ -2,7 +2,10 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"go.temporal.io/sdk/temporal"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,10 +80,44 @@ func (a *Activities) ReadSlots(ctx context.Context, in ReconcileTestBedInput) (T
 	return out, nil
 }
 
-// WriteSchedulingStatusInput is a Scheduling's whole status.
+// WriteSchedulingStatusInput is a Scheduling's status: whole, or (Delta) with only the
+// jobs whose status changed since the workflow's last write in Status.Jobs.
 type WriteSchedulingStatusInput struct {
 	Scheduling SchedulingKey
 	Status     v1alpha1.SchedulingStatus
+	// Delta: Status.Jobs holds the changed jobs only; the object keeps the others.
+	// Status.TotalJobs says how many there are in all.
+	Delta bool
+}
+
+// ErrStatusOutOfStep is a delta write that does not fit the object's status (someone else
+// wrote it, or a write was lost): the workflow writes the whole status instead.
+const ErrStatusOutOfStep = "StatusOutOfStep"
+
+// ApplyStatus is the status a write leaves on an object whose status is current: in's whole,
+// or for a delta, in's with current's job list, in which in's jobs replace theirs by name or
+// are appended. ok is false when a delta does not fit current: the job count it leaves is
+// not in.Status.TotalJobs.
+func ApplyStatus(current v1alpha1.SchedulingStatus, in WriteSchedulingStatusInput) (v1alpha1.SchedulingStatus, bool) {
+	st := in.Status
+	if !in.Delta {
+		return st, true
+	}
+	jobs := slices.Clone(current.Jobs)
+	at := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		at[j.Name] = i
+	}
+	for _, j := range in.Status.Jobs {
+		if i, ok := at[j.Name]; ok {
+			jobs[i] = j
+			continue
+		}
+		at[j.Name] = len(jobs)
+		jobs = append(jobs, j)
+	}
+	st.Jobs = jobs
+	return st, int32(len(jobs)) == in.Status.TotalJobs
 }
 
 // WriteSchedulingStatus writes a Scheduling's status; one that is gone is fine.
@@ -90,12 +127,19 @@ func (a *Activities) WriteSchedulingStatus(ctx context.Context, in WriteScheduli
 		if err := a.Client.Get(ctx, in.Scheduling.nn(), &s); err != nil {
 			return err
 		}
-		st := in.Status
+		st, ok := ApplyStatus(s.Status, in)
+		if !ok {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("scheduling %s: the status on the object has %d jobs, not what the changes since the last write expect", in.Scheduling.nn(), len(s.Status.Jobs)), ErrStatusOutOfStep, nil)
+		}
 		st.ObservedGeneration = s.Generation
 		s.Status = st
 		return a.Client.Status().Update(ctx, &s)
 	})
 	if err = client.IgnoreNotFound(err); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return err
+		}
 		return fmt.Errorf("write status of scheduling %s: %w", in.Scheduling.nn(), err)
 	}
 	return nil

@@ -29,7 +29,8 @@ const nodeLabel = "slotplane.io/node"
 var bedKey = types.NamespacedName{Namespace: "default", Name: "bed"}
 
 func fakeNode(name, id string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{nodeLabel: id}}}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{nodeLabel: id}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 }
 
 // fakeBed is the TestBed as an earlier pass left it: its slots laid out, all free.

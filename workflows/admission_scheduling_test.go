@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -53,7 +54,16 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		return nil
 	})
 	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
-		statuses = append(statuses, in.Status)
+		// As the object would hold it: a delta write merged into the last status.
+		var last v1alpha1.SchedulingStatus
+		if n := len(statuses); n > 0 {
+			last = statuses[n-1]
+		}
+		st, ok := activities.ApplyStatus(last, in)
+		if !ok {
+			return fmt.Errorf("a delta write of %d jobs does not fit a status of %d, for %d in all", len(in.Status.Jobs), len(last.Jobs), in.Status.TotalJobs)
+		}
+		statuses = append(statuses, st)
 		return nil
 	})
 	env.OnActivity(acts.ReleaseJobs, mock.Anything, mock.Anything).Return(nil)

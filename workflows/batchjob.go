@@ -183,7 +183,16 @@ func (j *jobRunner) specCondition(ctx workflow.Context, refused []string) bool {
 	if old != nil && old.Status == want.Status && old.Reason == want.Reason && old.Message == want.Message {
 		return false
 	}
-	meta.SetStatusCondition(&j.status.Conditions, want)
+	// meta.SetStatusCondition would do, but reads the clock when a time is missing, which
+	// workflow code must not be seen to do.
+	if old == nil {
+		j.status.Conditions = append(j.status.Conditions, want)
+	} else {
+		if old.Status == want.Status {
+			want.LastTransitionTime = old.LastTransitionTime
+		}
+		*old = want
+	}
 	return true
 }
 

@@ -148,7 +148,15 @@ type scheduler struct {
 	// extending lets one extend at a time claim and append: the API and the bridge may
 	// pass on the same edit at once.
 	extending workflow.Mutex
+	// written is each job's status as this run last wrote it (nil before its first write):
+	// later writes send only what changed (StatusDeltasChange).
+	written map[string]v1alpha1.SchedulingJobStatus
 }
+
+// StatusDeltasChange is the version marker of status writes that send only the jobs whose
+// status changed: a 1000-job Scheduling no longer puts its whole status into its history at
+// every step.
+const StatusDeltasChange = "status-deltas"
 
 func (s *scheduler) run(ctx workflow.Context) error {
 	if s.entries != nil {
@@ -529,7 +537,47 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 		}
 		st.Jobs = append(st.Jobs, js)
 	}
-	return workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, activities.WriteSchedulingStatusInput{Scheduling: s.key, Status: *st}).Get(ctx, nil)
+	full := activities.WriteSchedulingStatusInput{Scheduling: s.key, Status: *st}
+	if workflow.GetVersion(ctx, StatusDeltasChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, full).Get(ctx, nil)
+	}
+	in := full
+	if s.written != nil {
+		in.Delta, in.Status.Jobs = true, nil
+		for _, js := range st.Jobs {
+			if old, ok := s.written[js.Name]; !ok || !sameJobStatus(old, js) {
+				in.Status.Jobs = append(in.Status.Jobs, js)
+			}
+		}
+	}
+	err := workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
+	var app *temporal.ApplicationError
+	if in.Delta && errors.As(err, &app) && app.Type() == activities.ErrStatusOutOfStep {
+		in = full // the object's status is not what this run wrote: write it whole
+		err = workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if s.written == nil {
+		s.written = make(map[string]v1alpha1.SchedulingJobStatus, len(st.Jobs))
+	}
+	for _, js := range in.Status.Jobs {
+		s.written[js.Name] = js
+	}
+	return nil
+}
+
+// sameJobStatus says whether two renderings of a job's status are equal.
+func sameJobStatus(a, b v1alpha1.SchedulingJobStatus) bool {
+	dur := func(d *metav1.Duration) time.Duration {
+		if d == nil {
+			return -1
+		}
+		return d.Duration
+	}
+	return a.Name == b.Name && a.State == b.State && a.Message == b.Message && slices.Equal(a.Slots, b.Slots) &&
+		dur(a.WaitTime) == dur(b.WaitTime) && dur(a.RunTime) == dur(b.RunTime)
 }
 
 // validateExtend refuses an extension that could not run: it changes nothing.

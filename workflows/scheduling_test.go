@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.temporal.io/sdk/temporal"
 	"slices"
 	"sync"
 	"testing"
@@ -36,6 +37,10 @@ type fakeAdmission struct {
 	// release; released: every claim given back.
 	requested, created, admissionReleases, released []string
 	finalized                                       bool
+	// writes: every status write as sent; outOfStep delta writes are refused as the
+	// activity refuses one that does not fit the object.
+	writes    []activities.WriteSchedulingStatusInput
+	outOfStep int
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -72,7 +77,21 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 		})
 	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionStartedSignal, mock.Anything).Return(nil)
 	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
-		statuses = append(statuses, in.Status)
+		f.writes = append(f.writes, in)
+		if in.Delta && f.outOfStep > 0 {
+			f.outOfStep--
+			return temporal.NewNonRetryableApplicationError("out of step", activities.ErrStatusOutOfStep, nil)
+		}
+		// As the object would hold it: a delta write merged into the last status.
+		var last v1alpha1.SchedulingStatus
+		if n := len(statuses); n > 0 {
+			last = statuses[n-1]
+		}
+		st, ok := activities.ApplyStatus(last, in)
+		if !ok {
+			return fmt.Errorf("a delta write of %d jobs does not fit a status of %d, for %d in all", len(in.Status.Jobs), len(last.Jobs), in.Status.TotalJobs)
+		}
+		statuses = append(statuses, st)
 		return nil
 	})
 	env.OnActivity(acts.RemoveSchedulingFinalizer, mock.Anything, mock.Anything).Return(func(context.Context, activities.SchedulingKey) error {
@@ -372,4 +391,50 @@ func TestSchedulingWorkflow_LongQueuesGoInBatches(t *testing.T) {
 	require.NotContains(t, f.released[:199], "j150")
 	require.Empty(t, f.requested)
 	require.Contains(t, lastWithState(*statuses, v1alpha1.SchedulingFailed).Message, "job j150 is held by scheduling other")
+}
+
+// After its first write, a run sends only the jobs whose status changed, so a long queue's
+// history does not grow with its length at every step; a delta the object cannot take
+// (someone else wrote the status) is followed by a whole write.
+func TestSchedulingWorkflow_StatusWritesSendOnlyWhatChanged(t *testing.T) {
+	var jobs []v1alpha1.SchedulingJob
+	for i := range 60 {
+		jobs = append(jobs, v1alpha1.SchedulingJob{Name: fmt.Sprintf("j%02d", i), Replication: 1})
+	}
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: jobs}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	for _, j := range jobs {
+		f.runFor[j.Name] = 5 * time.Second
+	}
+	f.outOfStep = 1
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
+	require.NoError(t, env.GetWorkflowError())
+
+	require.False(t, f.writes[0].Delta, "a run's first write is whole")
+	require.Len(t, f.writes[0].Status.Jobs, 60)
+	sent, deltas, refusedAt := 0, 0, -1
+	for i, w := range f.writes {
+		sent += len(w.Status.Jobs)
+		if w.Delta {
+			deltas++
+			if refusedAt < 0 {
+				refusedAt = i // the fake refuses the first delta
+			}
+		}
+	}
+	require.Positive(t, refusedAt)
+	require.False(t, f.writes[refusedAt+1].Delta, "a refused delta is followed by a whole write")
+	require.Len(t, f.writes[refusedAt+1].Status.Jobs, 60)
+	require.Greater(t, deltas, 20)
+	whole := 60 * len(f.writes)
+	require.Less(t, sent*5, whole, "the writes sent %d job statuses; whole ones would have sent %d", sent, whole)
+	t.Logf("%d writes sent %d job statuses (whole writes: %d)", len(f.writes), sent, whole)
+
+	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+	require.NotNil(t, completed)
+	require.Len(t, completed.Jobs, 60)
+	for _, j := range completed.Jobs {
+		require.Equal(t, v1alpha1.JobCompleted, j.State, j.Name)
+	}
 }
