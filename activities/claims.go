@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	authzv1 "k8s.io/api/authorization/v1"
 	"slices"
 	"strings"
 
@@ -24,6 +25,11 @@ type ClaimInput struct {
 	Scheduling string
 	// Names are BatchJobs.
 	Names []string
+	// User and Groups are the Scheduling's (spec.user, spec.groups). A job of another user
+	// is claimed only if User may submit for that user; an empty User claims any job (the
+	// admission policy lets only those who may submit for anyone leave it empty).
+	User   string
+	Groups []string
 }
 
 // ClaimResult says which objects the Scheduling holds now and which it could not take.
@@ -35,10 +41,13 @@ type ClaimResult struct {
 	Missing []string
 }
 
-// LostClaim is an object held by another Scheduling.
+// LostClaim is an object held by another Scheduling, or (Forbidden) one the Scheduling's
+// user may not run.
 type LostClaim struct {
 	Name   string
 	Holder string
+	// Forbidden says why the Scheduling may not claim the job (its user's rights).
+	Forbidden string
 }
 
 // Complete is true when every object was claimed.
@@ -49,9 +58,10 @@ func (r ClaimResult) Complete() bool { return len(r.Lost) == 0 && len(r.Missing)
 // racing for a job exactly one wins; the caller releases everything when it lost any.
 func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult, error) {
 	var res ClaimResult
+	mayRun := map[string]string{} // a job user -> why in.User may not run their jobs ("": may)
 	for _, name := range in.Names {
 		key := types.NamespacedName{Namespace: in.Namespace, Name: name}
-		var holder string
+		var holder, forbidden string
 		missing := false
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			obj := &v1alpha1.BatchJob{}
@@ -67,6 +77,20 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 			if holder != "" {
 				return nil
 			}
+			if owner := obj.Spec.User; in.User != "" && owner != "" && owner != in.User {
+				why, checked := mayRun[owner]
+				if !checked {
+					var err error
+					if why, err = a.maySubmitFor(ctx, in.User, in.Groups, owner); err != nil {
+						return err
+					}
+					mayRun[owner] = why
+				}
+				if why != "" {
+					forbidden = why
+					return nil
+				}
+			}
 			if labels == nil {
 				labels = map[string]string{}
 			}
@@ -81,6 +105,8 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 		switch {
 		case missing:
 			res.Missing = append(res.Missing, name)
+		case forbidden != "":
+			res.Lost = append(res.Lost, LostClaim{Name: name, Forbidden: forbidden})
 		case holder == in.Scheduling:
 			res.Claimed = append(res.Claimed, name)
 		default:
@@ -88,6 +114,25 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 		}
 	}
 	return res, nil
+}
+
+// maySubmitFor asks the API server whether user (with groups) may submit jobs for owner:
+// impersonate on the user, or slotplane's own submit-as on users.slotplane.io. It returns
+// why not, or "" if it may.
+func (a *Activities) maySubmitFor(ctx context.Context, user string, groups []string, owner string) (string, error) {
+	for _, attrs := range []authzv1.ResourceAttributes{
+		{Group: "", Resource: "users", Verb: "impersonate", Name: owner},
+		{Group: v1alpha1.GroupName, Resource: "users", Verb: "submit-as", Name: owner},
+	} {
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}}
+		if err := a.Client.Create(ctx, sar); err != nil {
+			return "", fmt.Errorf("ask whether %s may submit for %s: %w", user, owner, err)
+		}
+		if sar.Status.Allowed {
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("it runs as user %s, who may not run jobs of user %s (that takes impersonate on users %s, or submit-as on users.slotplane.io)", user, owner, owner), nil
 }
 
 // ReleaseJobs removes the Scheduling's label and creation request from its BatchJobs; jobs

@@ -226,7 +226,10 @@ func (s *server) createScheduling(c *gin.Context) {
 	}
 	sched := &v1alpha1.Scheduling{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: ns, Finalizers: []string{v1alpha1.SchedulingFinalizer}},
-		Spec:       v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs},
+		// It runs as its caller: the worker checks the claim of another user's job against
+		// this user, as mayClaim did here.
+		Spec: v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs,
+			User: userOf(c).Name, Groups: userOf(c).Groups},
 	}
 	if err := s.Client.Create(ctx, sched); err != nil {
 		fail(c, fromKube(fmt.Sprintf("create scheduling %s/%s", ns, req.Name), err))

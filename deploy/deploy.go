@@ -15,9 +15,9 @@ var PriorityClasses []byte
 //go:embed kube-scheduler-config.yaml
 var SchedulerConfig []byte
 
-// AdmissionPolicies is deploy/admission-policies.yaml: the ValidatingAdmissionPolicy that
-// lets a BatchJob name only its creator as its user, unless the creator may submit for
-// others.
+// AdmissionPolicies is deploy/admission-policies.yaml: the ValidatingAdmissionPolicies that
+// let a BatchJob or a Scheduling name only its maker as its user, unless the maker may
+// submit for others.
 //
 //go:embed admission-policies.yaml
 var AdmissionPolicies []byte

@@ -18,9 +18,9 @@ import (
 	"slotplane/internal/testcluster"
 )
 
-// A BatchJob made with kubectl names only its maker as its user, and only the maker's
-// groups, unless the maker may submit for others (the admission policy
-// slotplane-batchjob-identity). Who may create BatchJobs therefore cannot walk around the
+// A BatchJob or a Scheduling made with kubectl names only its maker as its user, and only
+// the maker's groups, unless the maker may submit for others (the admission policies
+// slotplane-batchjob-identity and slotplane-scheduling-identity). Who may create BatchJobs therefore cannot walk around the
 // queue ACLs, and a claim label written later is no change of identity.
 func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 1})
@@ -31,7 +31,7 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 	// for others, through slotplane's own verb.
 	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "batchjob-writer"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs"}, Verbs: []string{"create", "update", "get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs", "schedulings"}, Verbs: []string{"create", "update", "get"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
@@ -80,6 +80,19 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 	require.NoError(t, mallory.Create(ctx, own), "one's own user and groups")
 	require.NoError(t, mallory.Create(ctx, job("nobody", "")), "no user at all (it runs as nobody for the ACLs)")
 	require.NoError(t, scheduler.Create(ctx, job("for-alice", "alice", "admins")), "a submitter with submit-as")
+
+	// A Scheduling runs as its user: the same rule, and no user only for those who may
+	// submit for anyone.
+	sched := func(name, user string, groups ...string) *v1alpha1.Scheduling {
+		return &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, User: user, Groups: groups,
+				Jobs: []v1alpha1.SchedulingJob{{Name: "own", Replication: 1}}}}
+	}
+	require.ErrorContains(t, mallory.Create(ctx, sched("no-user", "")), "spec.user: set it to mallory")
+	require.ErrorContains(t, mallory.Create(ctx, sched("as-alice", "alice")), "mallory may not run a scheduling as user alice")
+	require.ErrorContains(t, mallory.Create(ctx, sched("as-admins", "mallory", "admins")), "spec.groups")
+	require.NoError(t, mallory.Create(ctx, sched("mine", "mallory", "analysts")))
+	require.NoError(t, scheduler.Create(ctx, sched("anyones", "")), "a submitter for anyone may leave the user out")
 
 	// A later change of identity is checked like a creation; other changes pass.
 	require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(own), own))

@@ -147,6 +147,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "worker", verb: "delete", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
 			{component: "worker", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
 			{component: "worker", verb: "list", group: "slotplane.io", resource: "testbeds", allowed: true},
+			{component: "worker", verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
 
 			{component: "extender", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS, allowed: true},
 			{component: "extender", verb: "patch", resource: "pods", namespace: userNS, allowed: true},

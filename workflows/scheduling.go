@@ -292,6 +292,10 @@ func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
 func describeLoss(what string, r activities.ClaimResult) string {
 	var parts []string
 	for _, l := range r.Lost {
+		if l.Forbidden != "" {
+			parts = append(parts, fmt.Sprintf("%s %s may not be run by this scheduling: %s", what, l.Name, l.Forbidden))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s %s is held by scheduling %s", what, l.Name, l.Holder))
 	}
 	for _, m := range r.Missing {
@@ -439,7 +443,8 @@ func (s *scheduler) claim(ctx workflow.Context, names []string) (activities.Clai
 	var all activities.ClaimResult
 	for part := range slices.Chunk(names, batch) {
 		var r activities.ClaimResult
-		if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: part}).Get(ctx, &r); err != nil {
+		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: part, User: s.spec.User, Groups: s.spec.Groups}
+		if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, in).Get(ctx, &r); err != nil {
 			return all, err
 		}
 		all.Claimed = append(all.Claimed, r.Claimed...)

@@ -39,6 +39,24 @@ type SchedulingSpec struct {
 	// +optional
 	Queue string `json:"queue,omitempty"`
 
+	// User is who runs the Scheduling, and Groups that user's groups. A Scheduling may claim
+	// a BatchJob of another user only if User may submit jobs for that user (Kubernetes'
+	// impersonate on the user, or slotplane's submit-as on users.slotplane.io); a job of
+	// User's own, or of no user, it may always claim. The REST API sets both from the
+	// caller. With kubectl, the admission policy slotplane-scheduling-identity lets a maker
+	// name only itself and its own groups, and leave User empty only if it may submit for
+	// anyone; an empty User claims any job.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="user is immutable"
+	// +optional
+	User string `json:"user,omitempty"`
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="groups are immutable"
+	// +listType=atomic
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+
 	// Jobs is the ordered queue. A job appears at most once. At most 1000 jobs
 	// (MaxSchedulingJobs) of at most 16384 slots together (MaxSchedulingSlots).
 	// +kubebuilder:validation:MinItems=1
