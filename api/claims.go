@@ -28,3 +28,21 @@ func (s *server) mayClaim(ctx context.Context, caller User, field string, i int,
 	}
 	return &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: fmt.Sprintf("%s[%d].name", field, i), Message: "not allowed for " + caller.Name}}, status: http.StatusForbidden}
 }
+
+// schedulingUser is whom a new Scheduling runs as (spec.user and groups): its caller, or no
+// one in particular (it may claim any job) when the caller may submit for anyone, having
+// been checked here for each job it names. With -auth tokens the cluster does not know the
+// token file's users, and the worker asks the cluster: a Scheduling of a token user then
+// runs that user's jobs and those the cluster lets it submit for, so only act-as=* tokens
+// run other users' jobs.
+func (s *server) schedulingUser(ctx context.Context, caller User) (User, error) {
+	a := Action{Group: "", Verb: "impersonate", Resource: "users"} // no name: every user
+	ok, _, err := s.Authorizer.Authorize(ctx, caller, a)
+	if err != nil {
+		return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable}
+	}
+	if ok {
+		return User{}, nil
+	}
+	return User{Name: caller.Name, Groups: caller.Groups}, nil
+}

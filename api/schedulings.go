@@ -224,13 +224,16 @@ func (s *server) createScheduling(c *gin.Context) {
 		fail(c, invalid(errs...))
 		return
 	}
+	runsAs, err := s.schedulingUser(ctx, userOf(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
 	sched := &v1alpha1.Scheduling{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: ns, Finalizers: []string{v1alpha1.SchedulingFinalizer}},
-		// It runs as its caller: the worker checks the claim of another user's job against
-		// this user, as mayClaim did here.
-		Spec: v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs,
-			User: userOf(c).Name, Groups: userOf(c).Groups},
+		Spec: v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs},
 	}
+	sched.Spec.User, sched.Spec.Groups = runsAs.Name, runsAs.Groups
 	if err := s.Client.Create(ctx, sched); err != nil {
 		fail(c, fromKube(fmt.Sprintf("create scheduling %s/%s", ns, req.Name), err))
 		return
@@ -363,6 +366,10 @@ func (s *server) extendScheduling(c *gin.Context) {
 	errs = append(errs, validateJobs("append", sched.Spec.Mode, req.Append, sched.Spec.Jobs)...)
 	if len(errs) == 0 {
 		errs, err = s.checkCluster(c.Request.Context(), userOf(c), sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
+		if err == nil && len(errs) == 0 && sched.Spec.User != "" && sched.Spec.User != userOf(c).Name {
+			// The Scheduling runs as its own user, whom the worker checks each claim against.
+			errs, err = s.checkCluster(c.Request.Context(), User{Name: sched.Spec.User, Groups: sched.Spec.Groups}, sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
+		}
 		if err != nil {
 			fail(c, err)
 			return

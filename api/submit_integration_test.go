@@ -194,24 +194,39 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(p.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "bobs-run"}, &v1alpha1.Scheduling{})))
 
 	// A good extension, at the version just read: alice's job runs. The trusted submitter
-	// adds bob's, which the queue's ACL then refuses, since bob is not an analyst.
+	// cannot add bob's job to alice's Scheduling, which runs as alice; in a Scheduling of its
+	// own (which runs as no one in particular, since it may act for anyone) bob's job goes
+	// to Admission, whose queue ACL refuses it: bob is not an analyst.
 	require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
+	var grow v1alpha1.Scheduling
+	require.NoError(t, p.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "grow"}, &grow))
+	require.Equal(t, "alice", grow.Spec.User, "a Scheduling runs as its caller")
 	var extended api.Scheduling
 	require.Equal(t, http.StatusOK, c.call("PATCH", "/schedulings/grow", map[string]any{"resourceVersion": s.ResourceVersion,
 		"append": []map[string]any{{"name": "second", "replication": 1}}}, &extended))
 	var why api.Error
-	require.Equal(t, http.StatusOK, c.do("PATCH", "/schedulings/grow", "Bearer scheduler-token", map[string]any{
+	require.Equal(t, http.StatusForbidden, c.do("PATCH", "/schedulings/grow", "Bearer scheduler-token", map[string]any{
 		"append": []map[string]any{{"name": "bobs", "replication": 1}}}, &why), "%+v", why)
-	require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &extended))
-	require.Len(t, extended.Jobs, 3)
+	require.Contains(t, why.Message, "alice may not run batch job bobs of user bob")
+	var forBob api.Scheduling
+	require.Equal(t, http.StatusCreated, c.do("POST", "/schedulings", "Bearer scheduler-token", map[string]any{"name": "for-bob", "testBed": "bed", "mode": "QueueBased",
+		"jobs": []map[string]any{{"name": "bobs", "replication": 1}}}, &forBob))
+	var fb v1alpha1.Scheduling
+	require.NoError(t, p.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "for-bob"}, &fb))
+	require.Empty(t, fb.Spec.User, "a submitter for anyone makes Schedulings that run anyone's jobs")
 	require.Eventually(t, func() bool {
 		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
 		return s.Status.State == v1alpha1.SchedulingCompleted
 	}, 2*time.Minute, 250*time.Millisecond)
+	require.Len(t, s.Jobs, 2)
 	require.Equal(t, v1alpha1.JobCompleted, statusOf(s, "first").State)
 	require.Equal(t, v1alpha1.JobCompleted, statusOf(s, "second").State)
-	require.Equal(t, v1alpha1.JobFailed, statusOf(s, "bobs").State)
-	require.Equal(t, `not admitted: user "bob" may not submit to queue root.analytics (aclSubmitApps)`, statusOf(s, "bobs").Message)
+	require.Eventually(t, func() bool {
+		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/for-bob", nil, &forBob))
+		return forBob.Status.State == v1alpha1.SchedulingCompleted
+	}, 2*time.Minute, 250*time.Millisecond)
+	require.Equal(t, v1alpha1.JobFailed, statusOf(forBob, "bobs").State)
+	require.Equal(t, `not admitted: user "bob" may not submit to queue root.analytics (aclSubmitApps)`, statusOf(forBob, "bobs").Message)
 
 	var e api.Error
 	require.Equal(t, http.StatusConflict, c.call("PATCH", "/schedulings/grow", map[string]any{"append": []map[string]any{{"name": "held", "replication": 1}}}, &e))
