@@ -231,7 +231,7 @@ func (s *server) createScheduling(c *gin.Context) {
 	}
 	sched := &v1alpha1.Scheduling{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: ns, Finalizers: []string{v1alpha1.SchedulingFinalizer}},
-		Spec: v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs},
+		Spec:       v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs},
 	}
 	sched.Spec.User, sched.Spec.Groups = runsAs.Name, runsAs.Groups
 	if err := s.Client.Create(ctx, sched); err != nil {
