@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -74,6 +75,15 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedIn
 	if err != nil {
 		return ReconcileTestBedResult{}, err
 	}
+	if len(layout) > 0 {
+		assigned, err := a.assignedSlots(ctx, &tb)
+		if err != nil {
+			return ReconcileTestBedResult{}, err
+		}
+		for i := range layout {
+			layout[i].Assigned = assigned[layout[i].Position]
+		}
+	}
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
 
@@ -115,6 +125,43 @@ func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed) ([]slots.
 		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n)})
 	}
 	return slots.Layout(in, tb.Spec.SlotsPerNode), nil
+}
+
+// assignedSlots are the bed's slots that jobs hold while they run: the slots of each
+// BatchJob's creation request for this bed (or, once preemption took some back, of its
+// assigned-slots annotation) until its status says that run ended. A ghost made for such a
+// slot while the job's pod is away (Spark asks for a lost executor again) would be bound
+// straight to the node, into the room the pod is coming back to.
+func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed) (map[int32]bool, error) {
+	var jobs v1alpha1.BatchJobList
+	if err := a.Client.List(ctx, &jobs, client.InNamespace(tb.Namespace)); err != nil {
+		return nil, fmt.Errorf("list batch jobs of %s: %w", tb.Namespace, err)
+	}
+	out := map[int32]bool{}
+	for _, j := range jobs.Items {
+		raw := j.Annotations[v1alpha1.CreationRequestAnnotation]
+		if raw == "" || j.Labels[v1alpha1.ActiveSchedulingLabel] == "" {
+			continue
+		}
+		var req v1alpha1.CreationRequest
+		if json.Unmarshal([]byte(raw), &req) != nil || req.TestBed != tb.Name {
+			continue
+		}
+		st := j.Status
+		if st.Run == req.Run && st.Scheduling == req.Scheduling && (st.State == v1alpha1.JobCompleted || st.State == v1alpha1.JobFailed) {
+			continue
+		}
+		held := req.Slots
+		if v, ok := j.Annotations[v1alpha1.AssignedSlotsAnnotation]; ok {
+			if ids, err := slots.ParseSlotIDs(v); err == nil {
+				held = ids
+			}
+		}
+		for _, p := range held {
+			out[p] = true
+		}
+	}
+	return out, nil
 }
 
 // nodeLabelOwner names the test bed, of any namespace, that owns the nodes tb's nodeLabel

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -41,6 +42,14 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: req.Namespace, Name: req.Name})
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	// A run that ended gives its slots their ghosts back: the test bed hears it now rather
+	// than at its next pass (a running job's slots get none, see ReconcileTestBed).
+	if st := job.Status.State; st == v1alpha1.JobCompleted || st == v1alpha1.JobFailed {
+		var cr v1alpha1.CreationRequest
+		if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &cr) == nil && cr.TestBed != "" {
+			return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(req.Namespace, cr.TestBed), workflows.TestBedChangedSignal)
+		}
 	}
 	return reconcile.Result{}, nil
 }

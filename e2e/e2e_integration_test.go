@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -178,10 +179,11 @@ func lastLines(path string, n int) string {
 // as processes; a test bed "bed" of 8 slots and the given allocation file in the cluster; and
 // a client of the API.
 type e2ePlatform struct {
-	slots int32 // the test bed's
-	parts map[string]*component
-	kube  client.Client
-	api   *apiclient.Client
+	slots  int32 // the test bed's
+	parts  map[string]*component
+	kube   client.Client
+	config *rest.Config // the cluster's, for watches the client above does not do
+	api    *apiclient.Client
 }
 
 // bedShape is the test bed's slots per node (of the 4 nodes) and each slot's size.
@@ -234,6 +236,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	}
 
 	// The operator's part, as kubectl would do it: the test bed and the queues.
+	p.config = cluster.Config
 	p.kube, err = kubeclient.Live(cluster.Config)
 	require.NoError(t, err)
 	ctx := context.Background()

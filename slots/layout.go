@@ -31,6 +31,9 @@ type Slot struct {
 	NodeID         string
 	// Unready: the slot's node is not Ready.
 	Unready bool
+	// Assigned: a running job holds the slot (Admission gave it), whether or not one of its
+	// pods is there now. Not set by Layout: the caller knows the jobs.
+	Assigned bool
 }
 
 // Layout places slotsPerNode slots on every node. Nodes are ordered by their label value
