@@ -106,7 +106,7 @@ func RequestsKey(r corev1.ResourceList) string {
 // ended (a node that lost its kubelet, a finalizer nobody removes) holds back nothing, and
 // its node is planned again (a stuck ghost still counts as its slot's ghost; a stuck real
 // pod still takes its slot). Nodes that are not Ready are skipped whole. A slot a running
-// job holds (Slot.Assigned) gets no new ghost, even when none of the job's pods is there.
+// job holds (Slot.Assigned) has no ghost, even when none of the job's pods is there.
 //
 // A pod not bound yet that holds no slot holds back nothing. It may wait for good (a
 // preempted job's executor asked for again, the ninth pod for eight slots), and ghosts must be
@@ -130,16 +130,14 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 	}
 	reqKey := RequestsKey(ghostRequests)
 	want := make(map[ghostKey]Slot, len(layout))
-	assigned := map[ghostKey]bool{}
 	for _, s := range layout {
 		if node, ok := taken[s.Position]; (ok && node == s.NodeName) || s.Unready {
 			continue
 		}
 		if s.Assigned {
-			// No new ghost: the job's pod may be on its way (Spark asks for a lost executor
-			// again), and a ghost bound straight to the node would take its room. A ghost
-			// still there is kept: the job's pod preempts it.
-			assigned[ghostKey{s.NodeName, s.PositionOnNode, reqKey}] = true
+			// No ghost: the job's pod may be on its way (Spark asks for a lost executor
+			// again), and a ghost bound straight to the node would take its room; one still
+			// there goes, so that the pod finds its own slot's room and not a neighbour's.
 			continue
 		}
 		want[ghostKey{s.NodeName, s.PositionOnNode, reqKey}] = s
@@ -163,11 +161,6 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 		if _, ok := want[k]; ok && !g.Finished {
 			plan.Keep = append(plan.Keep, g)
 			delete(want, k)
-			continue
-		}
-		if assigned[k] && !g.Finished {
-			plan.Keep = append(plan.Keep, g)
-			delete(assigned, k)
 			continue
 		}
 		if !held.ghost(g) && !skipped[g.NodeName] {

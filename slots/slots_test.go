@@ -602,21 +602,21 @@ func TestPlanGhosts_SkipsNodesThatAreNotReady(t *testing.T) {
 	}
 }
 
-// A slot a running job holds gets no new ghost while the job's pod is away, and keeps the
-// ghost it has (the job's pod preempts it).
-func TestPlanGhosts_AssignedSlotsGetNoNewGhost(t *testing.T) {
+// A slot a running job holds has no ghost while the job's pod is away: none is made, and one
+// still there goes (a pod of the job placed by room alone would otherwise sit beside it).
+func TestPlanGhosts_AssignedSlotsHaveNoGhost(t *testing.T) {
 	layout := Layout(nodes("0", "1"), 1) // slot 0 on node-0, slot 1 on node-1
 	layout[0].Assigned, layout[1].Assigned = true, true
-	kept := ghost("node-1", 0, slotSize)
-	plan := PlanGhosts(layout, slotSize, []ObservedPod{kept})
+	old := ghost("node-1", 0, slotSize)
+	plan := PlanGhosts(layout, slotSize, []ObservedPod{old})
 	if len(plan.Create) != 0 {
 		t.Errorf("created ghosts for %v, slots a running job holds", positions(plan.Create))
 	}
-	if len(plan.Delete) != 0 || !slices.Equal(names(plan.Keep), []string{kept.Name}) {
-		t.Errorf("delete %v keep %v; want the ghost kept", names(plan.Delete), names(plan.Keep))
+	if !slices.Equal(names(plan.Delete), []string{old.Name}) || len(plan.Keep) != 0 {
+		t.Errorf("delete %v keep %v; want the ghost gone", names(plan.Delete), names(plan.Keep))
 	}
 	layout[0].Assigned = false
-	if got := positions(PlanGhosts(layout, slotSize, []ObservedPod{kept}).Create); !slices.Equal(got, []int32{0}) {
+	if got := positions(PlanGhosts(layout, slotSize, []ObservedPod{old}).Create); !slices.Equal(got, []int32{0}) {
 		t.Errorf("once the job ended: created %v, want slot 0", got)
 	}
 }
