@@ -210,7 +210,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	require.NoError(t, err)
 	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
-	cluster := testcluster.New(t, testcluster.Options{Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + extenderAddr + "/",
+	cluster := testcluster.New(t, testcluster.Options{Nodes: 4, PlainNodes: 2, ExtenderURL: "https://" + extenderAddr + "/",
 		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
 	srv, _ := testtemporal.Start(t)
 	// The Spark and Flink operators' stand-in: the one part a real cluster has and this
@@ -223,8 +223,9 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress}, extra...)
 	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, parts: map[string]*component{
-		"worker":   {name: "worker", args: conn},
-		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr}},
+		"worker": {name: "worker", args: conn},
+		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr,
+			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
 		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
 			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]))},
 		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},

@@ -51,7 +51,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	c := testcluster.New(b, testcluster.Options{
 		Nodes:       nodes,
-		ExtenderURL: "http://" + addr + "/",
+		ExtenderURL: "https://" + addr + "/",
 		NodeResources: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(strconv.Itoa(perNode)),
 			corev1.ResourceMemory: resource.MustParse(strconv.Itoa(perNode) + "Gi"),
@@ -64,10 +64,20 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ext, err := extender.Start(context.Background(), c.Config, addr, slog.New(slog.DiscardHandler))
+	certs := c.ExtenderCerts
+	serverTLS, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
 	if err != nil {
 		b.Fatal(err)
 	}
+	ext, err := extender.Start(context.Background(), c.Config, addr, slog.New(slog.DiscardHandler), extender.WithTLS(serverTLS))
+	if err != nil {
+		b.Fatal(err)
+	}
+	clientTLS, err := certs.ClientTLS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	scrape := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS}}
 	defer ext.Stop()
 	ctx := context.Background()
 	total := nodes * perNode
@@ -138,7 +148,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 		close(stop)
 		<-reconciled
 		// Printed, not logged: the testing package cuts a benchmark's log to a few lines.
-		fmt.Printf("extender:\n%s\n", metricLines(b, ext.URL))
+		fmt.Printf("extender:\n%s\n", metricLines(b, scrape, ext.URL))
 		fmt.Printf("API server writes per pod, creation to Running:\n%s\n", writesTable(plainWrites, slotWrites, total))
 		b.ReportMetric(slotRate, "slot-pods/s")
 		b.ReportMetric(slotRate/plainRate, "slot/plain")
@@ -242,8 +252,8 @@ func deleteAll(b *testing.B, cl client.Client) {
 	}
 }
 
-func metricLines(b *testing.B, url string) string {
-	resp, err := http.Get(url + "metrics")
+func metricLines(b *testing.B, hc *http.Client, url string) string {
+	resp, err := hc.Get(url + "metrics")
 	if err != nil {
 		b.Fatal(err)
 	}

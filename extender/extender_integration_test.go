@@ -5,6 +5,7 @@ package extender_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type env struct {
 	extender *extender.Server
 	addr     string
 	logs     *syncBuffer
+	// https calls the extender as kube-scheduler does: trusting its CA, presenting the
+	// scheduler's client certificate.
+	https *http.Client
 }
 
 // syncBuffer collects the extender's log lines.
@@ -67,7 +71,7 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	opts := testcluster.Options{
 		Nodes:       4,
-		ExtenderURL: "http://" + addr + "/",
+		ExtenderURL: "https://" + addr + "/",
 		NodeResources: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(nodeCPU),
 			corev1.ResourceMemory: resource.MustParse("64Gi"),
@@ -81,6 +85,10 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr, logs: &syncBuffer{}}
+	clientTLS, err := c.ExtenderCerts.ClientTLS()
+	require.NoError(t, err)
+	e.https = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
+	t.Cleanup(e.https.CloseIdleConnections)
 	e.startExtender(t)
 
 	tb := &v1alpha1.TestBed{
@@ -97,7 +105,7 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 func (e *env) startExtender(t *testing.T) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, e.logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := extender.Start(context.Background(), e.cluster.Config, e.addr, log)
+	s, err := extender.Start(context.Background(), e.cluster.Config, e.addr, log, extender.WithTLS(e.serverTLS(t)))
 	require.NoError(t, err)
 	e.extender = s
 	t.Cleanup(func() {
@@ -105,6 +113,16 @@ func (e *env) startExtender(t *testing.T) {
 			require.NoError(t, s.Stop())
 		}
 	})
+}
+
+// serverTLS is the extender's TLS configuration on the local platform: its certificate and
+// the scheduler's CA as client CA.
+func (e *env) serverTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	certs := e.cluster.ExtenderCerts
+	conf, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
+	require.NoError(t, err)
+	return conf
 }
 
 // settle runs ghost reconcile passes until one changes nothing and all ghosts run.
@@ -156,6 +174,14 @@ func slotPod(name, slotIDs string) *corev1.Pod {
 			Containers:        []corev1.Container{{Name: "executor", Image: "spark", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}},
 		},
 	}
+}
+
+// parkedPod is a slot pod that no scheduler serves: it stays pending, and only the calls a
+// test makes decide on it.
+func parkedPod(name, slotIDs string) *corev1.Pod {
+	p := slotPod(name, slotIDs)
+	p.Spec.SchedulerName = "no-scheduler"
+	return p
 }
 
 func (e *env) waitRunning(t *testing.T, name string) *corev1.Pod {
@@ -212,7 +238,7 @@ func TestExtender_PlacesPodIntoOneOfItsSlots(t *testing.T) {
 
 func (e *env) metrics(t *testing.T) string {
 	t.Helper()
-	resp, err := http.Get(e.extender.URL + "metrics")
+	resp, err := e.https.Get(e.extender.URL + "metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -243,10 +269,14 @@ func ghostsBySlot(t *testing.T, e *env) map[int]string {
 // Bad input gets a JSON answer with Error set and a log line, and the extender stays up.
 func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 	e := newEnv(t, "16")
+	// Each call names a pod of its own that exists, as the extender decides only on a live
+	// pod; no scheduler serves them, so only these calls decide on them.
+	var made []*corev1.Pod
 	podJSON := func(mutate func(*corev1.Pod)) string {
-		p := slotPod("bad", "3,5")
-		p.UID = "uid-bad"
+		p := parkedPod(fmt.Sprintf("bad-%d", len(made)), "3,5")
 		mutate(p)
+		require.NoError(t, e.client.Create(context.Background(), p))
+		made = append(made, p)
 		b, err := json.Marshal(p)
 		require.NoError(t, err)
 		return string(b)
@@ -266,7 +296,7 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			resp, err := http.Post(e.extender.URL+tc.path, "application/json", strings.NewReader(tc.body))
+			resp, err := e.https.Post(e.extender.URL+tc.path, "application/json", strings.NewReader(tc.body))
 			require.NoError(t, err)
 			defer resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode, "the scheduler reads the Error field only on 200")
@@ -289,7 +319,7 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 	require.NoError(t, e.client.Create(context.Background(), broken))
 	body := filterOf(podJSON(func(p *corev1.Pod) { p.Labels[v1alpha1.BatchJobLabel] = "broken" }))
 	require.Eventually(t, func() bool {
-		resp, err := http.Post(e.extender.URL+"filter", "application/json", strings.NewReader(body))
+		resp, err := e.https.Post(e.extender.URL+"filter", "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var answer struct{ Error string }
@@ -297,14 +327,16 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 		return strings.Contains(answer.Error, `batch job default/broken: slotplane.io/assigned-slots: invalid slot ids: "x" is not a slot position`)
 	}, 10*time.Second, 100*time.Millisecond, "a broken assigned-slots annotation is a clear refusal")
 
-	resp, err := http.Get(e.extender.URL + "healthz")
+	resp, err := e.https.Get(e.extender.URL + "healthz")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the extender must stay up")
 	// Nothing stays reserved by any of it. Until the extender's cache saw the broken job, a
-	// filter could reserve the pod's own slot; labelling the (absent) pod then failed. If the
-	// reservation was flushed to the status meanwhile, the ghost reconciler frees it, as the
-	// TestBed workflow does on the platform.
+	// filter could reserve the pod's own slot and label it; once the pods are gone, the
+	// ghost reconciler frees such a slot, as the TestBed workflow does on the platform.
+	for _, p := range made {
+		require.NoError(t, e.client.Delete(context.Background(), p, client.GracePeriodSeconds(0)))
+	}
 	require.Eventually(t, func() bool {
 		_, err := e.acts.ReconcileTestBed(context.Background(), activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"})
 		require.NoError(t, err)

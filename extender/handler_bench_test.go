@@ -27,15 +27,23 @@ import (
 type memoryCache struct {
 	bed    *v1alpha1.TestBed
 	ghosts map[string]corev1.Pod // by GhostIndex value
+	pods   map[client.ObjectKey]*corev1.Pod
 }
 
 func (m *memoryCache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	tb, ok := obj.(*v1alpha1.TestBed)
-	if !ok || key.Name != m.bed.Name || key.Namespace != m.bed.Namespace {
-		return fmt.Errorf("memoryCache has no %T %s", obj, key)
+	switch o := obj.(type) {
+	case *v1alpha1.TestBed:
+		if key.Name == m.bed.Name && key.Namespace == m.bed.Namespace {
+			*o = *m.bed
+			return nil
+		}
+	case *corev1.Pod:
+		if p, ok := m.pods[key]; ok {
+			p.DeepCopyInto(o) // as the informer cache does for pods
+			return nil
+		}
 	}
-	*tb = *m.bed
-	return nil
+	return fmt.Errorf("memoryCache has no %T %s", obj, key)
 }
 
 func (m *memoryCache) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -118,6 +126,8 @@ func heldPod(m *memoryCache) *corev1.Pod {
 }
 
 func benchHandler(b *testing.B, m *memoryCache) *Handler {
+	p := heldPod(m)
+	m.pods = map[client.ObjectKey]*corev1.Pod{client.ObjectKeyFromObject(p): p}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	r := NewReserver(ctx, m, nil, slog.New(slog.DiscardHandler))

@@ -21,6 +21,15 @@
 // label names a slot the status shows free is pending again. One extender process decides for
 // a test bed at a time; a second one would not see the first's pending reservations (see
 // docs/architecture.md).
+//
+// # What a request may not do
+//
+// A request names a pod; it is never trusted for more. The pod is looked up by name and must
+// have the UID the request gives (LivePod); its labels and annotations are read from the
+// cluster's copy, and every write to it carries that UID as a precondition, so a pod deleted
+// and created again under the same name is never written for its predecessor. Per-bed state,
+// and the flusher goroutine that goes with it, exists only for TestBeds the informer has: a
+// pod naming a test bed that does not exist costs an answer and nothing that stays.
 package extender
 
 import (
@@ -47,6 +56,13 @@ import (
 // ErrBadPod: the pod lacks what a slot pod must carry (test bed label, slot ids).
 var ErrBadPod = errors.New("not a valid slot pod")
 
+// ErrNotThePod: the request names a pod the cluster does not have under that name and UID
+// (deleted, created again, or never there). Nothing is written for such a request.
+var ErrNotThePod = errors.New("the request does not name a live pod")
+
+// ErrUnknownTestBed: the pod names a test bed that does not exist (or was just deleted).
+var ErrUnknownTestBed = errors.New("unknown test bed")
+
 const (
 	// flushRetry is the pause after a status write that failed for another reason than a
 	// conflict (the API server is away): the reservations stay pending and are written later.
@@ -68,11 +84,14 @@ type Reserver struct {
 	// FlushInterval is the least time between two status writes of one test bed.
 	FlushInterval time.Duration
 
-	ctx  context.Context
-	mu   sync.Mutex
+	ctx context.Context
+	mu  sync.Mutex
+	// beds holds a state for each existing TestBed that a request has named; TestBedDeleted
+	// drops it. Never keyed by what a request says alone: see bed.
 	beds map[types.NamespacedName]*bedState
 	// flushes counts status writes; conflicts counts reservations found held by another pod.
 	flushes, conflicts prometheus.Counter
+	bedCount           prometheus.GaugeFunc
 }
 
 // bedState is what the extender knows of one test bed.
@@ -88,11 +107,16 @@ type bedState struct {
 	// seeded: pods labelled before this process started are in pending.
 	seeded bool
 	wake   chan struct{}
+	// stop ends the bed's flusher; dropped is set (under mu) once the TestBed is gone, so a
+	// call that found the state just before is turned away instead of reserving into it.
+	stop    context.CancelFunc
+	stopped <-chan struct{}
+	dropped bool
 }
 
 // NewReserver returns a Reserver whose flushers run until ctx ends.
 func NewReserver(ctx context.Context, cache client.Reader, cl client.Client, log *slog.Logger) *Reserver {
-	return &Reserver{
+	r := &Reserver{
 		Cache: cache, Client: cl, Log: log, ctx: ctx, FlushInterval: DefaultFlushInterval,
 		flushes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "slotplane_extender_status_writes_total",
@@ -103,11 +127,23 @@ func NewReserver(ctx context.Context, cache client.Reader, cl client.Client, log
 			Help: "Reservations dropped because the status shows their slot held by another pod; nonzero means two extenders decided for one test bed.",
 		}),
 	}
+	r.bedCount = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "slotplane_extender_testbeds",
+		Help: "Test beds the extender keeps state (and a status flusher) for: existing TestBeds that a call named.",
+	}, func() float64 { return float64(r.Beds()) })
+	return r
 }
 
 // Collectors are the reserver's metrics.
 func (r *Reserver) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.flushes, r.conflicts}
+	return []prometheus.Collector{r.flushes, r.conflicts, r.bedCount}
+}
+
+// Beds is the number of test beds the reserver keeps state for.
+func (r *Reserver) Beds() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.beds)
 }
 
 // Reservation is a slot reserved for a pod.
@@ -149,6 +185,44 @@ func RequestOf(pod *corev1.Pod) (SlotRequest, error) {
 	}, nil
 }
 
+// LivePod returns the cluster's copy of the pod a request names, which must carry the UID the
+// request gives: from the informer cache, or read live when the cache does not have it under
+// that UID (it has not seen the pod yet, or still holds the one deleted before). The caller
+// decides on what this returns, never on the labels and annotations the request carries.
+// A pod that is gone, has another UID, is bound already or being deleted is ErrNotThePod.
+func (r *Reserver) LivePod(ctx context.Context, named *corev1.Pod) (*corev1.Pod, error) {
+	if named == nil {
+		return nil, fmt.Errorf("%w: the request has no pod", ErrBadPod)
+	}
+	if named.Name == "" || named.UID == "" {
+		return nil, fmt.Errorf("%w: the request's pod %s/%s has no name or no uid", ErrBadPod, named.Namespace, named.Name)
+	}
+	key := types.NamespacedName{Namespace: named.Namespace, Name: named.Name}
+	pod := &corev1.Pod{}
+	err := r.Cache.Get(ctx, key, pod)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get pod %s: %w", key, err)
+	}
+	if err != nil || pod.UID != named.UID {
+		pod = &corev1.Pod{}
+		if err := r.Client.Get(ctx, key, pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("%w: pod %s does not exist", ErrNotThePod, key)
+			}
+			return nil, fmt.Errorf("get pod %s: %w", key, err)
+		}
+	}
+	switch {
+	case pod.UID != named.UID:
+		return nil, fmt.Errorf("%w: pod %s has uid %s, the request names uid %s", ErrNotThePod, key, pod.UID, named.UID)
+	case pod.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("%w: pod %s is being deleted", ErrNotThePod, key)
+	case pod.Spec.NodeName != "":
+		return nil, fmt.Errorf("%w: pod %s is bound to node %s already", ErrNotThePod, key, pod.Spec.NodeName)
+	}
+	return pod, nil
+}
+
 // Assigned narrows a request to the slots its BatchJob holds now, when Admission changed
 // them after the application was made (AssignedSlotsAnnotation): a preempted job's pods,
 // asked for again by Spark or Flink, must not take back the slots it lost. A pod of no
@@ -185,17 +259,15 @@ func (r *Reserver) Assigned(ctx context.Context, pod *corev1.Pod, req SlotReques
 // the caller makes it durable with LabelPod before answering. A *slots.NoSlotError says why
 // there is no slot.
 func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []string) (Reservation, error) {
-	b := r.bed(req.TestBed)
+	var tb v1alpha1.TestBed // read-only: the cache may hand out its own copy
+	b, err := r.bed(ctx, req.TestBed, &tb)
+	if err != nil {
+		return Reservation{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-
-	var tb v1alpha1.TestBed // read-only: the cache may hand out its own copy
-	if err := r.Cache.Get(ctx, req.TestBed, &tb); err != nil {
-		if apierrors.IsNotFound(err) {
-			b.forget()
-			return Reservation{}, fmt.Errorf("%w: test bed %s does not exist", ErrBadPod, req.TestBed)
-		}
-		return Reservation{}, fmt.Errorf("get test bed %s: %w", req.TestBed, err)
+	if b.dropped {
+		return Reservation{}, fmt.Errorf("%w: test bed %s was deleted", ErrUnknownTestBed, req.TestBed)
 	}
 	r.observe(b, &tb)
 	if !b.seeded {
@@ -236,7 +308,10 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 // or the API server refused): without its durable record it must not stand. A reservation
 // already in the status stays; the reconciler releases it once the pod is gone.
 func (r *Reserver) Unreserve(res Reservation, pod slots.Pod) {
-	b := r.bed(res.TestBed)
+	b := r.known(res.TestBed)
+	if b == nil {
+		return // the test bed is gone, and its reservations with it
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if held, ok := b.pending[res.Slot.Position]; ok && held.UID == pod.UID {
@@ -252,10 +327,8 @@ func (r *Reserver) PodDeleted(pod *corev1.Pod) {
 	if bed == "" || pod.Labels[v1alpha1.GhostLabel] == "true" {
 		return
 	}
-	r.mu.Lock()
-	b, ok := r.beds[types.NamespacedName{Namespace: pod.Namespace, Name: bed}]
-	r.mu.Unlock()
-	if !ok {
+	b := r.known(types.NamespacedName{Namespace: pod.Namespace, Name: bed})
+	if b == nil {
 		return
 	}
 	b.mu.Lock()
@@ -272,18 +345,42 @@ func (r *Reserver) PodDeleted(pod *corev1.Pod) {
 // slot to the pod's UID: the durable record of the reservation, and what the ghost
 // reconciler reads to see which slot a pod holds (slots.ProvenSlot). A label without the
 // claim is not the extender's and is overwritten here.
+//
+// The patch carries the pod's UID. The API server refuses to change a UID, so the patch
+// fails (422) on any other pod of that name: one created after the pod was deleted, or any
+// pod at all when the UID was made up.
 func (r *Reserver) LabelPod(ctx context.Context, pod *corev1.Pod, slot int32) error {
 	if held, ok := slots.ProvenSlot(pod); ok && held == slot {
 		return nil
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q},"annotations":{%q:%q}}}`,
-		v1alpha1.SlotIDLabel, strconv.Itoa(int(slot)), v1alpha1.SlotClaimAnnotation, slots.SlotClaim(slot, pod.UID))
+	if pod.UID == "" {
+		return fmt.Errorf("label pod %s/%s: no uid to make the write conditional on", pod.Namespace, pod.Name)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"labels":{%q:%q},"annotations":{%q:%q}}}`,
+		pod.UID, v1alpha1.SlotIDLabel, strconv.Itoa(int(slot)), v1alpha1.SlotClaimAnnotation, slots.SlotClaim(slot, pod.UID))
 	target := &corev1.Pod{}
 	target.Namespace, target.Name = pod.Namespace, pod.Name
 	if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if uidRefused(err) || apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: pod %s/%s with uid %s is gone: %w", ErrNotThePod, pod.Namespace, pod.Name, pod.UID, err)
+		}
 		return fmt.Errorf("label pod %s/%s with slot %d: %w", pod.Namespace, pod.Name, slot, err)
 	}
 	return nil
+}
+
+// uidRefused tells whether the API server turned a write away for its UID precondition.
+func uidRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 // GhostIndex is the cache's field index of ghost pods by test bed, node and position on the
@@ -341,7 +438,10 @@ func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1a
 // already bound to the node qualifies.
 func (r *Reserver) DisplacedGhost(ctx context.Context, bed types.NamespacedName, slot v1alpha1.SlotStatus) (*corev1.Pod, error) {
 	var held []v1alpha1.SlotStatus // the node's other slots, as held now
-	b := r.bed(bed)
+	b := r.known(bed)
+	if b == nil {
+		return nil, fmt.Errorf("%w: test bed %s was deleted", ErrUnknownTestBed, bed)
+	}
 	b.mu.Lock()
 	if b.base != nil {
 		ix := b.index()
@@ -377,19 +477,66 @@ func (r *Reserver) DisplacedGhost(ctx context.Context, bed types.NamespacedName,
 	return nil, fmt.Errorf("slot %d on node %s has no ghost pod yet", slot.Position, slot.NodeName)
 }
 
-func (r *Reserver) bed(key types.NamespacedName) *bedState {
+// bed returns the state of an existing test bed, reading the TestBed into tb, and makes the
+// state (and starts its flusher) on the first call for the bed. A test bed the cache does
+// not have is ErrUnknownTestBed, and nothing is kept for it: what a request names must not
+// grow the process.
+//
+// The read happens under r.mu, so that TestBedDeleted, which the informer calls only after
+// its cache has dropped the TestBed, cannot run between a read that found it and the
+// state's creation and leave a state behind for a bed that is gone.
+func (r *Reserver) bed(ctx context.Context, key types.NamespacedName, tb *v1alpha1.TestBed) (*bedState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.Cache.Get(ctx, key, tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: test bed %s does not exist", ErrUnknownTestBed, key)
+		}
+		return nil, fmt.Errorf("get test bed %s: %w", key, err)
+	}
+	if b, ok := r.beds[key]; ok {
+		return b, nil
+	}
 	if r.beds == nil {
 		r.beds = map[types.NamespacedName]*bedState{}
 	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	b := &bedState{key: key, pending: map[int32]slots.Pod{}, wake: make(chan struct{}, 1), stop: cancel, stopped: ctx.Done()}
+	r.beds[key] = b
+	go r.flushLoop(ctx, b)
+	return b, nil
+}
+
+// known returns the state of a test bed if there is one.
+func (r *Reserver) known(key types.NamespacedName) *bedState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.beds[key]
+}
+
+// TestBedDeleted drops the state of a deleted TestBed and stops its flusher. A state that
+// already follows a newer TestBed of the same name (deleted and created again, the events
+// seen late) is kept.
+func (r *Reserver) TestBedDeleted(tb *v1alpha1.TestBed) {
+	key := types.NamespacedName{Namespace: tb.Namespace, Name: tb.Name}
+	r.mu.Lock()
 	b, ok := r.beds[key]
 	if !ok {
-		b = &bedState{key: key, pending: map[int32]slots.Pod{}, wake: make(chan struct{}, 1)}
-		r.beds[key] = b
-		go r.flushLoop(b)
+		r.mu.Unlock()
+		return
 	}
-	return b
+	b.mu.Lock()
+	if b.base != nil && tb.UID != "" && b.base.UID != tb.UID {
+		b.mu.Unlock()
+		r.mu.Unlock()
+		return
+	}
+	delete(r.beds, key)
+	r.mu.Unlock()
+	b.dropped = true
+	b.forget()
+	b.mu.Unlock()
+	b.stop()
 }
 
 // observe takes tb as the base if it is newer than the one known, and drops the pending
@@ -486,19 +633,21 @@ func (b *bedState) index() *slots.Index {
 }
 
 // flushLoop writes a test bed's pending reservations to its status whenever there are some,
-// at most once per FlushInterval.
-func (r *Reserver) flushLoop(b *bedState) {
+// at most once per FlushInterval, until ctx ends (the reserver's, or the bed is deleted).
+func (r *Reserver) flushLoop(ctx context.Context, b *bedState) {
 	pause := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return false
-		case <-time.After(d):
+		case <-t.C:
 			return true
 		}
 	}
 	for {
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-b.wake:
 		}

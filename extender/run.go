@@ -2,6 +2,8 @@ package extender
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,20 +26,63 @@ type Server struct {
 	// URL is the extender's base URL, what kube-scheduler's urlPrefix names.
 	URL string
 
-	srv    *http.Server
-	cancel context.CancelFunc
-	done   chan error
+	srv      *http.Server
+	reserver *Reserver
+	cancel   context.CancelFunc
+	done     chan error
 }
+
+// Limits bound what one connection may take of the server. A client that sends its
+// headers slowly (slow loris) is cut off after ReadHeaderTimeout, one that sends its body
+// slowly after ReadTimeout; an idle kept-alive connection is closed after IdleTimeout.
+type Limits struct {
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	MaxHeaderBytes                                            int
+}
+
+// DefaultLimits suit kube-scheduler as the only client: it sends a request of at most a
+// MiB (maxBody) at once, waits httpTimeout (10 s in deploy/) for the answer, and keeps its
+// connection alive between calls (its transport closes idle ones after 90 s).
+var DefaultLimits = Limits{
+	ReadHeaderTimeout: 5 * time.Second,
+	ReadTimeout:       15 * time.Second,
+	// An answer may wait on live reads and the label write; past the scheduler's own
+	// timeout nobody reads it.
+	WriteTimeout:   30 * time.Second,
+	IdleTimeout:    2 * time.Minute,
+	MaxHeaderBytes: 64 << 10,
+}
+
+// Option shapes a Server.
+type Option func(*options)
+
+type options struct {
+	tls    *tls.Config
+	plain  bool
+	limits Limits
+}
+
+// WithTLS serves HTTPS with c (see ServerTLS). When c has ClientCAs, every path but
+// /healthz needs a client certificate that they signed.
+func WithTLS(c *tls.Config) Option { return func(o *options) { o.tls = c } }
+
+// WithPlainHTTP serves plain HTTP. Anyone who reaches the port can then reserve slots and
+// label pods: only for a network where nothing but the scheduler can reach the extender.
+func WithPlainHTTP() Option { return func(o *options) { o.plain = true } }
+
+// WithLimits replaces DefaultLimits.
+func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
 
 // Start serves the extender on addr (host:port; port 0 picks a free one). Its informers
 // watch TestBeds and the pods of test beds (nothing else), and it answers only after they
-// have synced, so a restarted extender never decides on an empty picture.
-func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger) (*Server, error) {
+// have synced, so a restarted extender never decides on an empty picture. It serves HTTPS
+// (WithTLS), or plain HTTP only when asked to (WithPlainHTTP).
+func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger, opts ...Option) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("extender listen on %s: %w", addr, err)
 	}
-	s, err := Serve(ctx, cfg, l, log)
+	s, err := Serve(ctx, cfg, l, log, opts...)
 	if err != nil {
 		_ = l.Close()
 	}
@@ -47,14 +92,26 @@ func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger)
 // Serve is Start on a listener the caller opened, so that the scheduler can be told the
 // address before the extender serves (Stop closes the listener). Connections wait in the
 // listener's backlog until the informers have synced.
-func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logger) (*Server, error) {
-	opts := kubeclient.CacheOptions()
+func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logger, opts ...Option) (*Server, error) {
+	o := options{limits: DefaultLimits}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.tls == nil && !o.plain:
+		return nil, errors.New("the extender serves HTTPS: give it a certificate (WithTLS), or ask for plain HTTP (WithPlainHTTP)")
+	case o.tls != nil && o.plain:
+		return nil, errors.New("the extender was given both a certificate and plain HTTP: choose one")
+	case o.tls != nil && o.tls.Certificates == nil && o.tls.GetCertificate == nil && o.tls.GetConfigForClient == nil:
+		return nil, errors.New("the extender's TLS configuration has no certificate")
+	}
+	cacheOpts := kubeclient.CacheOptions()
 	// Every call reads its test bed; copying a status of thousands of slots each time would
 	// cost more than the decision. The Reserver never modifies what the cache returns: it
 	// copies a TestBed when it keeps it.
 	noCopy := true
-	opts.ByObject[&v1alpha1.TestBed{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
-	informers, err := cache.New(cfg, opts)
+	cacheOpts.ByObject[&v1alpha1.TestBed{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
+	informers, err := cache.New(cfg, cacheOpts)
 	if err != nil {
 		return nil, fmt.Errorf("extender informers: %w", err)
 	}
@@ -63,7 +120,8 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 		return nil, err
 	}
 	// Ask for every informer before starting, so all are synced when the wait returns.
-	if _, err := informers.GetInformer(ctx, &v1alpha1.TestBed{}); err != nil {
+	testBeds, err := informers.GetInformer(ctx, &v1alpha1.TestBed{})
+	if err != nil {
 		return nil, fmt.Errorf("extender informer for TestBeds: %w", err)
 	}
 	// BatchJobs carry the slots a preempted job still holds (Reserver.Assigned).
@@ -99,6 +157,22 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 		cancel()
 		return nil, fmt.Errorf("extender pod handler: %w", err)
 	}
+	// A deleted TestBed takes its state and flusher along; state is made only for TestBeds
+	// the cache has (Reserver.bed).
+	_, err = testBeds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if tb, ok := obj.(*v1alpha1.TestBed); ok {
+				reserver.TestBedDeleted(tb)
+			}
+		},
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("extender test bed handler: %w", err)
+	}
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- informers.Start(runCtx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
@@ -108,21 +182,71 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 		return nil, errors.New("extender informers did not sync within a minute")
 	}
 
-	h := NewHandler(reserver, log, func() bool { return true })
 	s := &Server{
-		URL:    "http://" + l.Addr().String() + "/",
-		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
-		cancel: cancel,
-		done:   make(chan error, 1),
+		srv:      httpServer(NewHandler(reserver, log, func() bool { return true }), o, log),
+		reserver: reserver,
+		cancel:   cancel,
+		done:     make(chan error, 1),
+	}
+	s.URL = "http://" + l.Addr().String() + "/"
+	if o.tls != nil {
+		s.URL = "https://" + l.Addr().String() + "/"
 	}
 	go func() {
-		err := s.srv.Serve(l)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.done <- errors.Join(err, <-cacheDone)
+		s.done <- errors.Join(serveOn(s.srv, l), <-cacheDone)
 	}()
 	return s, nil
+}
+
+// httpServer is the server of h under the options' TLS and limits.
+func httpServer(h http.Handler, o options, log *slog.Logger) *http.Server {
+	if o.tls != nil && o.tls.ClientCAs != nil {
+		h = clientVerified(h)
+	}
+	return &http.Server{
+		Handler:           h,
+		TLSConfig:         o.tls,
+		ReadHeaderTimeout: o.limits.ReadHeaderTimeout,
+		ReadTimeout:       o.limits.ReadTimeout,
+		WriteTimeout:      o.limits.WriteTimeout,
+		IdleTimeout:       o.limits.IdleTimeout,
+		MaxHeaderBytes:    o.limits.MaxHeaderBytes,
+		// A refused handshake or a cut slow client is the client's failure: debug level,
+		// not an error line for every port scan.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// serveOn runs srv on l until it is shut down, over TLS when it has a TLS configuration.
+func serveOn(srv *http.Server, l net.Listener) error {
+	var err error
+	if srv.TLSConfig != nil {
+		err = srv.ServeTLS(l, "", "")
+	} else {
+		err = srv.Serve(l)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// TestBeds is the number of test beds the extender keeps state for (one flusher each).
+func (s *Server) TestBeds() int { return s.reserver.Beds() }
+
+// clientVerified turns away every call without a client certificate the server verified,
+// but /healthz: kubelet probes present none. The TLS handshake has already refused a
+// certificate of another CA (tls.VerifyClientCertIfGiven); this refuses none at all.
+func clientVerified(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(struct{ Error string }{"a client certificate signed by the extender's client CA is required"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Stop ends the server, letting calls in flight finish for up to five seconds.

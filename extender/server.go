@@ -39,7 +39,7 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 		mux:      http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotplane_extender_requests_total",
-			Help: "Extender calls by verb and result (placed, held, no_slot, bad_request, error).",
+			Help: "Extender calls by verb and result (placed, held, no_slot, bad_request, not_the_pod, unknown_testbed, error).",
 		}, []string{"verb", "result"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "slotplane_extender_request_seconds",
@@ -74,10 +74,7 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	candidates := nodeNames(&args)
-	req, err := RequestOf(args.Pod)
-	if err == nil {
-		req, err = h.reserver.Assigned(r.Context(), args.Pod, req)
-	}
+	pod, req, err := h.request(r.Context(), args.Pod)
 	var res Reservation
 	if err == nil {
 		res, err = h.reserver.Reserve(r.Context(), req, candidates)
@@ -99,7 +96,7 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, "filter", resultOf(err), start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
 		return
 	}
-	if err := h.reserver.LabelPod(r.Context(), args.Pod, res.Slot.Position); err != nil {
+	if err := h.reserver.LabelPod(r.Context(), pod, res.Slot.Position); err != nil {
 		h.reserver.Unreserve(res, req.Pod)
 		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
 		return
@@ -133,10 +130,7 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		fail("bad_request", err)
 		return
 	}
-	req, err := RequestOf(args.Pod)
-	if err == nil {
-		req, err = h.reserver.Assigned(r.Context(), args.Pod, req)
-	}
+	pod, req, err := h.request(r.Context(), args.Pod)
 	var res Reservation
 	if err == nil {
 		res, err = h.reserver.Reserve(r.Context(), req, nil)
@@ -150,7 +144,7 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		fail(resultOf(err), err)
 		return
 	}
-	if err := h.reserver.LabelPod(r.Context(), args.Pod, res.Slot.Position); err != nil {
+	if err := h.reserver.LabelPod(r.Context(), pod, res.Slot.Position); err != nil {
 		h.reserver.Unreserve(res, req.Pod)
 		fail("error", err)
 		return
@@ -171,6 +165,25 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		},
 	}}
 	h.finish(w, "preempt", placed(res), start, out, nil, "")
+}
+
+// request reads what the named pod asks for. The request's own copy of the pod is checked
+// for the shape of a slot pod first (a clear answer for a malformed call), then replaced by
+// the cluster's copy under the same name and UID, on which everything after is decided.
+func (h *Handler) request(ctx context.Context, named *corev1.Pod) (*corev1.Pod, SlotRequest, error) {
+	if _, err := RequestOf(named); err != nil {
+		return nil, SlotRequest{}, err
+	}
+	pod, err := h.reserver.LivePod(ctx, named)
+	if err != nil {
+		return nil, SlotRequest{}, err
+	}
+	req, err := RequestOf(pod)
+	if err != nil {
+		return nil, SlotRequest{}, err
+	}
+	req, err = h.reserver.Assigned(ctx, pod, req)
+	return pod, req, err
 }
 
 func (h *Handler) finish(w http.ResponseWriter, verb, result string, start time.Time, body any, err error, pod string) {
@@ -224,8 +237,13 @@ func placed(res Reservation) string {
 }
 
 func resultOf(err error) string {
-	if errors.Is(err, ErrBadPod) {
+	switch {
+	case errors.Is(err, ErrBadPod):
 		return "bad_request"
+	case errors.Is(err, ErrNotThePod):
+		return "not_the_pod"
+	case errors.Is(err, ErrUnknownTestBed):
+		return "unknown_testbed"
 	}
 	return "error"
 }

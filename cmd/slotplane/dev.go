@@ -110,7 +110,7 @@ func runDev(ctx context.Context, args []string) error {
 		PlainNodes:  *plainNodes,
 		NodeLabel:   *nodeLabel,
 		Dir:         filepath.Join(*stateDir, "cluster"),
-		ExtenderURL: "http://" + extenderAddr + "/",
+		ExtenderURL: "https://" + extenderAddr + "/",
 	})
 	if err != nil {
 		return err
@@ -123,7 +123,14 @@ func runDev(ctx context.Context, args []string) error {
 	}()
 
 	steps.begin("scheduler extender")
-	ext, err := extender.Serve(ctx, cluster.Config, extenderListener, slog.Default())
+	// HTTPS both ways: the cluster made a CA, the extender's certificate and the scheduler's
+	// client certificate for this start.
+	certs := cluster.ExtenderCerts
+	extenderTLS, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
+	if err != nil {
+		return err
+	}
+	ext, err := extender.Serve(ctx, cluster.Config, extenderListener, slog.Default(), extender.WithTLS(extenderTLS))
 	if err != nil {
 		return err
 	}

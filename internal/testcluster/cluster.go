@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,9 +64,13 @@ type Options struct {
 	NodeLabel string
 	// NodeResources is every node's capacity; nil means 16 cpu, 64Gi memory, 110 pods.
 	NodeResources corev1.ResourceList
-	// ExtenderURL is the scheduler extender's URL prefix (http://127.0.0.1:PORT/); empty
-	// configures no extender.
+	// ExtenderURL is the scheduler extender's URL prefix (https://127.0.0.1:PORT/); empty
+	// configures no extender. For an https URL the cluster makes the extender's
+	// certificates (Cluster.ExtenderCerts) and kube-scheduler calls it with them; an
+	// http:// URL needs ExtenderPlainHTTP.
 	ExtenderURL string
+	// ExtenderPlainHTTP lets kube-scheduler call the extender over plain HTTP.
+	ExtenderPlainHTTP bool
 	// PlainNodes is the number of further nodes, named plain-00, plain-01, ..., without
 	// NodeLabel (so outside every test bed that selects it) and never tainted: where
 	// drivers, JobManagers and other ordinary pods run.
@@ -93,6 +98,9 @@ type Cluster struct {
 	Dir string
 	// APIServerURL is the API server's https URL.
 	APIServerURL string
+	// ExtenderCerts are what the extender serves with and kube-scheduler calls it with;
+	// nil without an https ExtenderURL.
+	ExtenderCerts *ExtenderCerts
 
 	opts      Options
 	client    kubernetes.Interface
@@ -126,6 +134,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.KubeBinDir == "" || opts.Kwok == "" {
 		return nil, fmt.Errorf("control plane binaries unknown: set %s and %s (the Makefile does, after `make tools`)", EnvKubeBin, EnvKwok)
 	}
+	extenderHost, err := extenderHost(opts)
+	if err != nil {
+		return nil, err
+	}
 	c := &Cluster{opts: opts, Dir: opts.Dir}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "slotplane-cluster-"); err != nil {
@@ -142,6 +154,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			err = fmt.Errorf("%w (logs in %s)", err, c.Dir)
 		}
 	}()
+
+	if extenderHost != "" {
+		if c.ExtenderCerts, err = NewExtenderCerts(c.Dir, extenderHost); err != nil {
+			return nil, err
+		}
+	}
 
 	ports, err := freeport.Get(5)
 	if err != nil {
@@ -381,7 +399,7 @@ func (c *Cluster) writeKubeconfig(ca []byte) error {
 
 func (c *Cluster) startScheduler(ctx context.Context, port int) error {
 	configFile := filepath.Join(c.Dir, "kube-scheduler.yaml")
-	conf, err := SchedulerConfig(c.Kubeconfig, c.opts.ExtenderURL)
+	conf, err := SchedulerConfig(c.Kubeconfig, c.opts.ExtenderURL, c.ExtenderCerts)
 	if err != nil {
 		return err
 	}
@@ -409,11 +427,33 @@ func (c *Cluster) startScheduler(ctx context.Context, port int) error {
 	return c.waitHTTP(ctx, p, "https://127.0.0.1:"+strconv.Itoa(port)+"/readyz", tlsConf, "", "ok")
 }
 
+// extenderHost is the host the extender's serving certificate must name: that of an https
+// ExtenderURL, or "" for none or a plain one (which must be asked for).
+func extenderHost(opts Options) (string, error) {
+	if opts.ExtenderURL == "" {
+		return "", nil
+	}
+	u, err := url.Parse(opts.ExtenderURL)
+	if err != nil {
+		return "", fmt.Errorf("ExtenderURL: %w", err)
+	}
+	switch {
+	case u.Scheme == "https" && u.Hostname() != "":
+		return u.Hostname(), nil
+	case u.Scheme == "http" && opts.ExtenderPlainHTTP:
+		return "", nil
+	case u.Scheme == "http":
+		return "", fmt.Errorf("ExtenderURL %s: kube-scheduler calls the extender over HTTPS; plain HTTP needs ExtenderPlainHTTP", opts.ExtenderURL)
+	}
+	return "", fmt.Errorf("ExtenderURL %s is no http(s) URL with a host", opts.ExtenderURL)
+}
+
 // SchedulerConfig is the KubeSchedulerConfiguration of the local scheduler: the one in
 // deploy/ (default and slot-scheduler profiles, slotplane's extender managing the slot
 // resource), with this cluster's kubeconfig, no leader election, and the extender at
-// extenderURL (none when empty).
-func SchedulerConfig(kubeconfig, extenderURL string) (string, error) {
+// extenderURL (none when empty), called with certs when they are given: it checks the
+// extender's certificate against their CA and presents their client certificate.
+func SchedulerConfig(kubeconfig, extenderURL string, certs *ExtenderCerts) (string, error) {
 	var conf schedulerv1.KubeSchedulerConfiguration
 	if err := yaml.UnmarshalStrict(deploy.SchedulerConfig, &conf); err != nil {
 		return "", fmt.Errorf("deploy/kube-scheduler-config.yaml: %w", err)
@@ -425,7 +465,13 @@ func SchedulerConfig(kubeconfig, extenderURL string) (string, error) {
 		conf.Extenders = nil
 	}
 	for i := range conf.Extenders {
-		conf.Extenders[i].URLPrefix = extenderURL
+		e := &conf.Extenders[i]
+		e.URLPrefix = extenderURL
+		e.EnableHTTPS, e.TLSConfig = false, nil
+		if certs != nil {
+			e.EnableHTTPS = true
+			e.TLSConfig = &schedulerv1.ExtenderTLSConfig{CAData: certs.CA, CertData: certs.ClientCert, KeyData: certs.ClientKey}
+		}
 	}
 	out, err := yaml.Marshal(&conf)
 	return string(out), err

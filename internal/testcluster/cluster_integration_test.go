@@ -87,7 +87,7 @@ func TestCluster_ExtenderSeesOnlySlotPodsAndDecidesTheirNode(t *testing.T) {
 	}))
 	defer ext.Close()
 
-	c := New(t, Options{Nodes: 3, ExtenderURL: ext.URL + "/"})
+	c := New(t, Options{Nodes: 3, ExtenderURL: ext.URL + "/", ExtenderPlainHTTP: true})
 	ctx := context.Background()
 	slot := corev1.ResourceList{corev1.ResourceName(v1alpha1.SlotResource): resource.MustParse("1")}
 	_, err := c.Client().CoreV1().Pods("default").Create(ctx, testPod("slot-pod", slot), metav1.CreateOptions{})

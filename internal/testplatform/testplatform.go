@@ -56,13 +56,16 @@ func Start(t testing.TB, bed Bed) *Platform {
 	require.NoError(t, err)
 	addr := extenderListener.Addr().String()
 	c := testcluster.New(t, testcluster.Options{
-		Nodes: 4, PlainNodes: 2, ExtenderURL: "http://" + addr + "/",
+		Nodes: 4, PlainNodes: 2, ExtenderURL: "https://" + addr + "/",
 		NodeResources: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
 		},
 	})
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ext, err := extender.Serve(context.Background(), c.Config, extenderListener, log)
+	// Over TLS both ways, as the scheduler is configured (testcluster.ExtenderCerts).
+	tlsConf, err := extender.ServerTLS(c.ExtenderCerts.CertFile, c.ExtenderCerts.KeyFile, c.ExtenderCerts.ClientCAFile)
+	require.NoError(t, err)
+	ext, err := extender.Serve(context.Background(), c.Config, extenderListener, log, extender.WithTLS(tlsConf))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ext.Stop()) })
 	sim, err := appsim.Start(context.Background(), c.Config, log, appsim.Options{})

@@ -1,0 +1,221 @@
+package extender
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
+	"slotplane/slots"
+)
+
+// podBuilder makes slot pods for handler tests.
+type podBuilder struct{ pod corev1.Pod }
+
+func makePod(name string) *podBuilder {
+	return &podBuilder{pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: "default", UID: types.UID("uid-" + name),
+		Labels:      map[string]string{v1alpha1.TestBedLabel: "bed"},
+		Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: "0,1,2,3"},
+	}}}
+}
+
+func (b *podBuilder) UID(uid types.UID) *podBuilder { b.pod.UID = uid; return b }
+func (b *podBuilder) Bed(name string) *podBuilder {
+	b.pod.Labels[v1alpha1.TestBedLabel] = name
+	return b
+}
+func (b *podBuilder) SlotIDs(ids string) *podBuilder {
+	b.pod.Annotations[v1alpha1.SlotIDsAnnotation] = ids
+	return b
+}
+func (b *podBuilder) Node(name string) *podBuilder { b.pod.Spec.NodeName = name; return b }
+func (b *podBuilder) Obj() *corev1.Pod             { return b.pod.DeepCopy() }
+
+// testBed is a 2-node, 2-slots-a-node bed "bed": node-00 holds slots 0 and 2, node-01 1 and 3.
+func testBed() *v1alpha1.TestBed {
+	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
+	return &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed-uid"},
+		Status:     v1alpha1.TestBedStatus{Slots: slots.Statuses(layout, nil)},
+	}
+}
+
+// newTestHandler serves the handler on a fake cluster holding objs; the fake client is both
+// the cache and the writer.
+func newTestHandler(t testing.TB, objs ...client.Object) (*Handler, *Reserver, client.Client) {
+	t.Helper()
+	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
+		WithStatusSubresource(&v1alpha1.TestBed{}).
+		WithIndex(&corev1.Pod{}, GhostIndex, func(o client.Object) []string {
+			if v := GhostIndexValue(o.(*corev1.Pod)); v != "" {
+				return []string{v}
+			}
+			return nil
+		}).
+		WithObjects(objs...).Build()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
+	return NewHandler(r, slog.New(slog.DiscardHandler), nil), r, cl
+}
+
+// call posts body to path and decodes the answer, which must be JSON with HTTP 200.
+func call(t testing.TB, h http.Handler, path string, body any) (int, map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(data)))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out), "answer %q is not JSON", rec.Body.String())
+	return rec.Code, out
+}
+
+func filterArgs(p *corev1.Pod) extenderv1.ExtenderArgs {
+	return extenderv1.ExtenderArgs{Pod: p, NodeNames: &[]string{"node-00", "node-01"}}
+}
+
+// A request that names a pod the cluster has not under that name and UID is refused, and
+// neither the pod nor the test bed changes.
+func TestHandler_RefusesARequestForAPodThatIsNotTheLiveOne(t *testing.T) {
+	live := makePod("exec").Obj()
+	deleting := makePod("leaving").Obj()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.Finalizers = []string{"example.com/hold"} // the fake client keeps it only with one
+	cases := map[string]struct {
+		named *corev1.Pod
+		want  string
+	}{
+		"a pod that does not exist": {makePod("ghost-of-nothing").Obj(), "pod default/ghost-of-nothing does not exist"},
+		"a made-up uid":             {makePod("exec").UID("made-up").Obj(), "pod default/exec has uid uid-exec, the request names uid made-up"},
+		"a bound pod":               {makePod("bound").Node("node-01").Obj(), "pod default/bound is bound to node node-01 already"},
+		"a pod being deleted":       {deleting, "pod default/leaving is being deleted"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h, r, cl := newTestHandler(t, testBed(), live.DeepCopy(), makePod("bound").Node("node-01").Obj(), deleting.DeepCopy())
+			for _, verb := range []string{"/filter", "/preempt"} {
+				var body any = filterArgs(tc.named)
+				if verb == "/preempt" {
+					body = extenderv1.ExtenderPreemptionArgs{Pod: tc.named}
+				}
+				code, out := call(t, h, verb, body)
+				require.Equal(t, http.StatusOK, code)
+				require.Contains(t, out["Error"], ErrNotThePod.Error())
+				require.Contains(t, out["Error"], tc.want)
+				require.Nil(t, out["NodeNames"], "no node for a pod that is not the live one")
+			}
+			var got corev1.Pod
+			require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(live), &got))
+			require.NotContains(t, got.Labels, v1alpha1.SlotIDLabel, "the live pod was labelled")
+			require.NotContains(t, got.Annotations, v1alpha1.SlotClaimAnnotation)
+			require.Zero(t, r.Beds(), "a refused call made test bed state")
+		})
+	}
+}
+
+// The decision is made on the cluster's copy of the pod: slot ids or a test bed that the
+// request makes up for a real pod count for nothing.
+func TestHandler_DecidesOnTheClusterCopyOfThePod(t *testing.T) {
+	pod := makePod("exec").SlotIDs("3").Obj()
+	h, _, cl := newTestHandler(t, testBed(), pod.DeepCopy())
+	forged := makePod("exec").SlotIDs("0").Bed("other").Obj()
+
+	code, out := call(t, h, "/filter", filterArgs(forged))
+	require.Equal(t, http.StatusOK, code)
+	require.Empty(t, out["Error"])
+	require.Equal(t, []any{"node-01"}, out["NodeNames"], "slot 3 is on node-01")
+
+	var got corev1.Pod
+	require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(pod), &got))
+	slot, ok := slots.ProvenSlot(&got)
+	require.True(t, ok)
+	require.EqualValues(t, 3, slot, "the pod took a slot its own annotation does not allow")
+}
+
+// Requests for pods that name test beds which do not exist leave no state and no goroutine
+// behind, however many there are; a deleted test bed takes its state and flusher along.
+func TestHandler_UnknownTestBedsCostNothingThatStays(t *testing.T) {
+	const pods = 10_000
+	objs := []client.Object{testBed()}
+	rng := rand.New(rand.NewPCG(14, 14))
+	named := make([]*corev1.Pod, pods)
+	for i := range named {
+		named[i] = makePod("p" + strconv.Itoa(i)).Bed(fmt.Sprintf("bed-%x", rng.Uint64())).Obj()
+		objs = append(objs, named[i])
+	}
+	h, r, cl := newTestHandler(t, objs...)
+
+	settle := func() (int, uint64) {
+		var m runtime.MemStats
+		for range 3 {
+			runtime.GC()
+		}
+		time.Sleep(50 * time.Millisecond) // let exiting goroutines finish
+		runtime.ReadMemStats(&m)
+		return runtime.NumGoroutine(), m.HeapAlloc
+	}
+	// One call for the real bed first: its state and flusher are the one thing that stays.
+	code, out := call(t, h, "/filter", filterArgs(makePod("known").Obj()))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, out["Error"], "does not exist", "pod known is not in the cluster")
+	require.NoError(t, cl.Create(context.Background(), makePod("known").Obj()))
+	_, out = call(t, h, "/filter", filterArgs(makePod("known").Obj()))
+	require.Empty(t, out["Error"])
+	require.Equal(t, 1, r.Beds())
+	goroutines, heap := settle()
+
+	for i, p := range named {
+		verb, body := "/filter", any(filterArgs(p))
+		if i%2 == 1 {
+			verb, body = "/preempt", extenderv1.ExtenderPreemptionArgs{Pod: p}
+		}
+		_, out := call(t, h, verb, body)
+		require.Contains(t, out["Error"], ErrUnknownTestBed.Error())
+	}
+	goroutinesAfter, heapAfter := settle()
+	t.Logf("after %d calls for unknown test beds: %d test bed states, goroutines %d -> %d, heap %d KiB -> %d KiB",
+		pods, r.Beds(), goroutines, goroutinesAfter, heap>>10, heapAfter>>10)
+	require.Equal(t, 1, r.Beds(), "state was made for test beds that do not exist")
+	// Measured: the goroutine count does not move, and the heap moves by well under a MiB
+	// (the fake client's own caches, GC noise). Without the check, each unknown bed kept a
+	// state and a flusher goroutine: 10,000 goroutines and several MiB.
+	require.LessOrEqual(t, goroutinesAfter, goroutines+5, "goroutines grew with the unknown test beds")
+	require.Less(t, int64(heapAfter)-int64(heap), int64(2<<20), "the heap grew with the unknown test beds")
+
+	r.TestBedDeleted(testBed())
+	goroutinesGone, _ := settle()
+	require.Zero(t, r.Beds())
+	require.Less(t, goroutinesGone, goroutinesAfter, "the deleted bed's flusher still runs")
+}
+
+// A TestBed deleted and created again keeps the state the new one has, when the deletion of
+// the old one is seen late.
+func TestReserver_ALateDeletionKeepsTheNewTestBedsState(t *testing.T) {
+	h, r, _ := newTestHandler(t, testBed(), makePod("exec").Obj())
+	_, out := call(t, h, "/filter", filterArgs(makePod("exec").Obj()))
+	require.Empty(t, out["Error"])
+	old := testBed()
+	old.UID = "an-older-bed"
+	r.TestBedDeleted(old)
+	require.Equal(t, 1, r.Beds())
+}
