@@ -3,6 +3,7 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -151,6 +152,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 
 			{component: "extender", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS, allowed: true},
 			{component: "extender", verb: "patch", resource: "pods", namespace: userNS, allowed: true},
+			{component: "extender", verb: "get", resource: "pods", namespace: userNS, allowed: true},
 			{component: "extender", verb: "watch", resource: "pods", allowed: true},
 			{component: "extender", verb: "list", group: "slotplane.io", resource: "batchjobs", allowed: true},
 			{component: "extender", verb: "create", resource: "pods", namespace: userNS},
@@ -277,10 +279,35 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		require.NoError(t, err)
 	})
 
-	t.Run("extender syncs its informers", func(t *testing.T) {
-		srv, err := extender.Start(ctx, as("extender"), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Run("extender syncs its informers and reads a pod it has not seen", func(t *testing.T) {
+		certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 		require.NoError(t, err)
-		require.NoError(t, srv.Stop())
+		serverTLS, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
+		require.NoError(t, err)
+		srv, err := extender.Start(ctx, as("extender"), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)), extender.WithTLS(serverTLS))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, srv.Stop()) }()
+		// A pod outside its informer (no test bed label) is read live: allowed, and the
+		// answer says the UID does not match, not that the read was forbidden.
+		plain, err := cs.CoreV1().Pods(bedNS).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "plain", Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: "0"}},
+			Spec:       corev1.PodSpec{SchedulerName: "no-scheduler", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		plain.UID = "not-its-uid"
+		plain.Labels = map[string]string{v1alpha1.TestBedLabel: bedName}
+		body, err := json.Marshal(map[string]any{"Pod": plain, "NodeNames": []string{}})
+		require.NoError(t, err)
+		clientTLS, err := certs.ClientTLS()
+		require.NoError(t, err)
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Post(srv.URL+"filter", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var answer struct{ Error string }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer))
+		require.Contains(t, answer.Error, "the request names uid not-its-uid")
 	})
 
 	t.Run("api checks tokens and access with the cluster", func(t *testing.T) {

@@ -430,6 +430,74 @@ func TestKustomize_ExtenderServiceIsWhereTheSchedulerCallsIt(t *testing.T) {
 	}
 }
 
+// The scheduler calls the extender over HTTPS and checks its certificate against a CA file
+// it mounts from the extender's Secret (that file only, never the key); the extender serves
+// that Secret's key pair and probes it over HTTPS. The base never asks for plain HTTP.
+func TestKustomize_SchedulerCallsTheExtenderOverTLS(t *testing.T) {
+	r := render(t, baseDir)
+	conf := decodeSchedulerConfig(t, []byte(r.configMap(t, "slotplane-slot-scheduler-config").Data["config.yaml"]))
+	if len(conf.Extenders) != 1 {
+		t.Fatalf("want one extender, have %d", len(conf.Extenders))
+	}
+	ext := conf.Extenders[0]
+	if !strings.HasPrefix(ext.URLPrefix, "https://") || !ext.EnableHTTPS || ext.TLSConfig == nil || ext.TLSConfig.Insecure || ext.TLSConfig.CAFile == "" {
+		t.Fatalf("the scheduler does not call the extender over verified HTTPS: urlPrefix %s, enableHTTPS %v, tlsConfig %+v", ext.URLPrefix, ext.EnableHTTPS, ext.TLSConfig)
+	}
+
+	// secretFile finds the Secret and key behind a file path of a pod's first container.
+	secretFile := func(spec corev1.PodSpec, file string) (secret, key string, ok bool) {
+		for _, m := range spec.Containers[0].VolumeMounts {
+			rel, found := strings.CutPrefix(file, m.MountPath+"/")
+			if !found {
+				continue
+			}
+			vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+			if vi < 0 || spec.Volumes[vi].Secret == nil {
+				return "", "", false
+			}
+			v := spec.Volumes[vi].Secret
+			if len(v.Items) == 0 {
+				return v.SecretName, rel, true
+			}
+			for _, it := range v.Items {
+				if it.Path == rel {
+					return v.SecretName, it.Key, true
+				}
+			}
+		}
+		return "", "", false
+	}
+	sched := r.deployment(t, "slot-scheduler").Spec.Template.Spec
+	caSecret, caKey, ok := secretFile(sched, ext.TLSConfig.CAFile)
+	if !ok || caKey != "ca.crt" {
+		t.Fatalf("the scheduler's caFile %s is not ca.crt of a mounted Secret (%s %s)", ext.TLSConfig.CAFile, caSecret, caKey)
+	}
+	for _, v := range sched.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == caSecret && (len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "ca.crt") {
+			t.Errorf("the scheduler mounts more of Secret %s than ca.crt: %+v", caSecret, v.Secret.Items)
+		}
+	}
+
+	extender := r.deployment(t, "extender").Spec.Template.Spec
+	args := extender.Containers[0].Args
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-plain-http") }) {
+		t.Errorf("the extender is asked for plain HTTP: %v", args)
+	}
+	for flag, wantKey := range map[string]string{"-tls-cert-file": "tls.crt", "-tls-key-file": "tls.key"} {
+		file := flagValue(args, flag)
+		secret, key, ok := secretFile(extender, file)
+		if !ok || secret != caSecret || key != wantKey {
+			t.Errorf("the extender's %s=%s is not %s of Secret %s (found %s %s)", flag, file, wantKey, caSecret, secret, key)
+		}
+	}
+	c := extender.Containers[0]
+	for kind, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("the extender's %s probe is not HTTPS", kind)
+		}
+	}
+}
+
 // The render's CRDs are slotplane's own, as generated; the operators' subsets stay out.
 func TestKustomize_CRDsAreSlotplanesOwnAsGenerated(t *testing.T) {
 	r := render(t, baseDir)
