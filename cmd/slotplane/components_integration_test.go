@@ -26,10 +26,13 @@ func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	ports, err := freeport.Get(3)
 	require.NoError(t, err)
 	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}
+	certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	require.NoError(t, err)
 	procs := map[string][]string{
-		"worker":   conn,
-		"bridge":   append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[0]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[1])),
-		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + strconv.Itoa(ports[2])},
+		"worker": conn,
+		"bridge": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[0]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[1])),
+		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + strconv.Itoa(ports[2]),
+			"-tls-cert-file", certs.CertFile, "-tls-key-file", certs.KeyFile, "-client-ca-file", certs.ClientCAFile},
 	}
 	var cmds []*exec.Cmd
 	for name, args := range procs {

@@ -220,7 +220,7 @@ slotplane dev is up (ready in %.1fs)
                %s apply -f examples/testbed.yaml -f examples/batchjobs.yaml -f examples/scheduling-queue.yaml
                %s get nodes,testbeds,batchjobs,schedulings
   nodes        %d fake nodes (kwok), labelled %s=00..%02d, and %d plain nodes for drivers
-  extender     %s  (kube-scheduler profile slot-scheduler)
+  extender     %s  (kube-scheduler profile slot-scheduler; mutual TLS, CA %s)
   operators    a stand-in for the Spark and Flink operators (run time: annotation slotplane.io/sim-duration)
   Temporal     %s  namespace %s, worker and bridge running
   Temporal UI  %s
@@ -232,7 +232,7 @@ slotplane dev is up (ready in %.1fs)
   logs         %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
-`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL,
+`, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL, certs.ClientCAFile,
 		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, token, apiServer.URL, temporal.MetricsAddress,
 		cluster.Dir, temporalLog, *stateDir)
 

@@ -5,6 +5,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,12 +60,22 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		require.Len(t, nodes.Items, 3, "run %d", run)
 		_, err = cs.Discovery().ServerResourcesForGroupVersion("slotplane.io/v1alpha1")
 		require.NoError(t, err, "CRDs not installed in run %d", run)
-		extURL := regexp.MustCompile(`extender\s+(http://\S+/)`).FindStringSubmatch(banner)
-		require.Len(t, extURL, 2, "the banner names the extender")
-		resp, err := http.Get(extURL[1] + "healthz")
+		extURL := regexp.MustCompile(`extender\s+(https://\S+/) .*CA (\S+)\)`).FindStringSubmatch(banner)
+		require.Len(t, extURL, 3, "the banner names the extender, over HTTPS, and its CA")
+		ca, err := os.ReadFile(extURL[2])
+		require.NoError(t, err)
+		roots := x509.NewCertPool()
+		require.True(t, roots.AppendCertsFromPEM(ca))
+		extClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		resp, err := extClient.Get(extURL[1] + "healthz")
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, "extender not serving")
+		resp, err = extClient.Post(extURL[1]+"filter", "application/json", strings.NewReader("{}"))
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the extender took a call without the scheduler's certificate")
+		extClient.CloseIdleConnections()
 		resp, err = http.Get("http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/")
 		require.NoError(t, err)
 		_ = resp.Body.Close()
