@@ -1,7 +1,9 @@
 package extender
 
 import (
+	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"slotplane/internal/testcluster"
 )
@@ -169,6 +172,66 @@ func TestServer_SlowLorisIsCutOff(t *testing.T) {
 			require.Error(t, writeErr, "the slow client was never cut off")
 			t.Logf("cut off after %s (header timeout %s): %v", took.Round(time.Millisecond), limits.ReadHeaderTimeout, writeErr)
 			require.Less(t, took, limits.ReadHeaderTimeout+2*time.Second)
+		})
+	}
+}
+
+// BenchmarkServer_Filter is one /filter call (BenchmarkHandler_Filter's) through the HTTP
+// server on loopback, on a kept-alive connection as kube-scheduler's: plain HTTP against
+// mutual TLS, to show what TLS costs a call once the handshake is behind it.
+func BenchmarkServer_Filter(b *testing.B) {
+	certs, err := testcluster.NewExtenderCerts(b.TempDir(), "127.0.0.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	serverTLS, err := ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	clientTLS, err := certs.ClientTLS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, names := benchBed()
+	h := benchHandler(b, m)
+	body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: heldPod(m), NodeNames: &names})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   options
+		scheme string
+	}{
+		{"plain", options{plain: true, limits: DefaultLimits}, "http"},
+		{"mutual TLS", options{tls: serverTLS, limits: DefaultLimits}, "https"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httpServer(h, tc.opts, slog.New(slog.DiscardHandler))
+			go func() { _ = serveOn(srv, l) }()
+			defer srv.Close()
+			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS}}
+			defer hc.CloseIdleConnections()
+			url := tc.scheme + "://" + l.Addr().String() + "/filter"
+			post := func() {
+				resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("HTTP %d", resp.StatusCode)
+				}
+			}
+			post() // the handshake, once, as the scheduler's first call
+			for b.Loop() {
+				post()
+			}
 		})
 	}
 }
