@@ -1,7 +1,7 @@
 // Package testcluster starts a real Kubernetes control plane on loopback for tests and for
 // `slotplane dev`: etcd, kube-apiserver, kube-scheduler (with a slot-scheduler profile and,
-// optionally, slotplane's extender) and kwok, which plays the kubelet of N labelled fake
-// nodes. It installs slotplane's CRDs, the operator CRDs slotplane creates, and slotplane's
+// optionally, slotplane's extender, called over mutual TLS with certificates made for each
+// start: ExtenderCerts) and kwok, which plays the kubelet of N labelled fake nodes. It installs slotplane's CRDs, the operator CRDs slotplane creates, and slotplane's
 // PriorityClasses.
 //
 // The binaries are built by `make tools` from pinned module versions (tools/kube) and found
