@@ -86,7 +86,6 @@ test-e2e: tools
 .PHONY: test-long
 test-long: tools
 	SLOTPLANE_LONGRUN_JOBS=1000 $(GO) test -tags integration -count=1 -timeout 120m -v -run TestE2E_LongRunThroughWorkerKills ./e2e/
-	SLOTPLANE_CHURN_STRICT=1 $(GO) test -tags integration -count=1 -timeout 30m -v -run TestE2E_ChurnNeverDoubleBooksASlot ./e2e/
 
 # Benchmarks: the pure decision cores, then the end-to-end ones on the real platform, printed
 # as one table (hack/benchtable). docs/benchmarks.md gives the method and the figures.

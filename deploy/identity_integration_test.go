@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -100,4 +101,55 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 	require.NoError(t, mallory.Update(ctx, own))
 	own.Spec.User = "alice"
 	require.ErrorContains(t, mallory.Update(ctx, own), "may not create a job for user alice")
+}
+
+// The extender's service account may delete pods (to clear a slot's ghost on the filter
+// path), but the admission policy slotplane-extender-deletes-ghosts holds it to ghosts: an
+// executor, or any other pod, is refused, while anyone else's deletes are not its concern.
+func TestAdmissionPolicy_TheExtenderDeletesOnlyGhosts(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := c.Client()
+	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-deleter"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	const extenderSA = "system:serviceaccount:slotplane-system:slotplane-extender"
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-deleters"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-deleter"},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: extenderSA},
+			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "operator"},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	as := func(user string) client.Client {
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		cl, err := kubeclient.Live(cfg)
+		require.NoError(t, err)
+		return cl
+	}
+	admin, err := kubeclient.Live(c.Config)
+	require.NoError(t, err)
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/a:1"}}}}
+		require.NoError(t, admin.Create(ctx, p))
+		return p
+	}
+	extender, operator := as(extenderSA), as("operator")
+
+	executor := pod("executor", map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "3"})
+	forged := pod("forged", map[string]string{v1alpha1.GhostLabel: "yes"})
+	require.Eventually(t, func() bool { // a dry run: the policy is in force a moment after it is type-checked
+		return extender.Delete(ctx, executor, client.DryRunAll) != nil
+	}, 30*time.Second, 200*time.Millisecond, "the extender deleting an executor is refused")
+	require.ErrorContains(t, extender.Delete(ctx, executor), "the extender deletes ghost pods only; executor is not one")
+	require.ErrorContains(t, extender.Delete(ctx, forged), "is not one")
+	require.NoError(t, extender.Delete(ctx, pod("ghost", map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.GhostLabel: "true"})))
+	require.NoError(t, operator.Delete(ctx, executor), "others' deletes are RBAC's business alone")
 }

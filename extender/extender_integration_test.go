@@ -216,6 +216,12 @@ func TestExtender_PlacesPodIntoOneOfItsSlots(t *testing.T) {
 			pos, _ := strconv.Atoi(slotID)
 			slot := tb.Status.Slots[pos]
 			require.Equal(t, slot.NodeName, pod.Spec.NodeName, "pod not on its slot's node")
+			// Either way the slot's ghost is gone before any reconcile pass: the scheduler
+			// evicted it (preempt), or /filter deleted it before answering, as the pod was
+			// placed on room elsewhere on the node and must not share its slot with it.
+			require.NotContains(t, ghostsBySlot(t, e), pos, "the slot's ghost outlived the pod's placement")
+			cleared := map[string]string{"preempt": "0", "filter": "1"}[tc.verb]
+			require.Contains(t, e.metrics(t), "slotplane_extender_ghosts_cleared_total "+cleared)
 
 			e.settle(t)
 			after := ghostsBySlot(t, e)

@@ -429,6 +429,39 @@ func (r *Reserver) Ghost(ctx context.Context, bed types.NamespacedName, slot v1a
 	return found, nil
 }
 
+// ClearGhost deletes the ghost of a slot just reserved on the filter path. The scheduler
+// passed the slot's node on room alone, so the pod is about to bind beside its own slot's
+// ghost, into the room of another slot on the node: without this, the slot would have two
+// live pods until the ghost reconciler's next pass, and the room the pod took would be
+// missing when that other slot's pod or ghost comes. The slot is reserved for the pod
+// first, and it is assigned to the pod's job, so the reconciler makes it no new ghost.
+// Each delete is conditional on the ghost's UID: a ghost made since for another slot
+// under the same name is left alone. It returns how many ghosts it deleted.
+func (r *Reserver) ClearGhost(ctx context.Context, res Reservation) (int, error) {
+	ghosts, err := r.ghostsAt(ctx, res.TestBed, res.Slot)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for i := range ghosts {
+		g := &ghosts[i]
+		if g.DeletionTimestamp != nil {
+			continue
+		}
+		uid := g.UID
+		err := r.Client.Delete(ctx, g, client.Preconditions{UID: &uid}, client.GracePeriodSeconds(0))
+		switch {
+		case err == nil:
+			deleted++
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// gone already, or another pod under that name: not this slot's ghost any more
+		default:
+			return deleted, fmt.Errorf("delete ghost %s/%s of slot %d: %w", g.Namespace, g.Name, res.Slot.Position, err)
+		}
+	}
+	return deleted, nil
+}
+
 // DisplacedGhost finds the ghost to evict for a pod whose slot has lost its ghost but whose
 // node is still full: another pod took the room. That happens when a slot pod binds beside
 // its own slot's ghost, on the room of a slot whose ghost was evicted for a pod still waiting

@@ -28,6 +28,8 @@ type Handler struct {
 	mux      *http.ServeMux
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// ghostsCleared counts the ghosts the filter path deleted for pods placed on room.
+	ghostsCleared prometheus.Counter
 }
 
 // NewHandler wires the endpoints; ready reports whether the informers have synced.
@@ -46,8 +48,12 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 			Help:    "Time to answer an extender call, including the pod label write.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"verb"}),
+		ghostsCleared: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "slotplane_extender_ghosts_cleared_total",
+			Help: "Ghosts /filter deleted because the pod of their slot was placed on other room of the node.",
+		}),
 	}
-	reg.MustRegister(h.requests, h.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(h.requests, h.latency, h.ghostsCleared, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	reg.MustRegister(r.Collectors()...)
 	h.mux.HandleFunc("POST /filter", h.filter)
 	h.mux.HandleFunc("POST /preempt", h.preempt)
@@ -96,6 +102,15 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, "filter", resultOf(err), start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
 		return
 	}
+	// The slot's ghost goes before the answer: the pod binds on room the scheduler found
+	// elsewhere on the node, and must not share its slot with the ghost meanwhile.
+	cleared, err := h.reserver.ClearGhost(r.Context(), res)
+	if err != nil {
+		h.reserver.Unreserve(res, req.Pod)
+		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
+		return
+	}
+	h.ghostsCleared.Add(float64(cleared))
 	if err := h.reserver.LabelPod(r.Context(), pod, res.Slot.Position); err != nil {
 		h.reserver.Unreserve(res, req.Pod)
 		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
