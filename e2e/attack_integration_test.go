@@ -1,0 +1,186 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/api"
+	"slotplane/apiclient"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+)
+
+// The attacks of issue 14 that need the whole platform, one subtest each: a hostile user
+// with a plain token, through the REST API and through kubectl. Each gets a clear refusal,
+// nothing is created or changed, and the API process's memory stays bounded. The attacks
+// on one server alone are the servers' own tests (TestAttack_* in extender/ and api/), and
+// claiming another user's job is bridge's TestIdentity_ASchedulingRunsOthersJobsOnlyWithTheRight.
+func TestAttack_HostileUserOnThePlatform(t *testing.T) {
+	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
+	ctx := context.Background()
+	app := v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"}
+	driver := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+	statusOf := func(err error) int {
+		var se *apiclient.StatusError
+		if errors.As(err, &se) {
+			return se.Status
+		}
+		return 0
+	}
+	jobExists := func(name string) bool {
+		err := p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &v1alpha1.BatchJob{})
+		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+		return err == nil
+	}
+	rssBefore := p.parts["api"].rssKiB(t)
+
+	t.Run("a plain token submits as another user", func(t *testing.T) {
+		_, err := p.api.CreateJob(ctx, api.JobRequest{Name: "as-bob", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+			Application: app, DriverResources: driver, User: "bob"})
+		require.Equal(t, 403, statusOf(err), "%v", err)
+		require.ErrorContains(t, err, "bob")
+		_, err = p.api.CreateJob(ctx, api.JobRequest{Name: "as-admins", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+			Application: app, DriverResources: driver, Groups: []string{"admins"}})
+		require.Equal(t, 403, statusOf(err), "%v", err)
+		require.False(t, jobExists("as-bob"))
+		require.False(t, jobExists("as-admins"))
+	})
+
+	t.Run("privileged fields in a wrapped spec", func(t *testing.T) {
+		spec := `{"driver":{"serviceAccount":"cluster-admin","hostNetwork":true,"secrets":[{"name":"db","path":"/s","secretType":"Generic"}]},` +
+			`"sparkConf":{"spark.kubernetes.authenticate.driver.serviceAccountName":"cluster-admin"}}`
+		_, err := p.api.CreateJob(ctx, api.JobRequest{Name: "privileged", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+			Application: app, DriverResources: driver, SparkApplication: &runtime.RawExtension{Raw: []byte(spec)}})
+		require.Equal(t, 422, statusOf(err), "%v", err)
+		var se *apiclient.StatusError
+		require.ErrorAs(t, err, &se)
+		var fields []string
+		for _, f := range se.API.Fields {
+			fields = append(fields, f.Field)
+		}
+		joined := strings.Join(fields, " ")
+		for _, field := range []string{"driver.serviceAccount", "driver.hostNetwork", "driver.secrets", "spark.kubernetes.authenticate"} {
+			require.Contains(t, joined, field, "each refused field is named")
+		}
+		require.False(t, jobExists("privileged"))
+	})
+
+	t.Run("an oversized Scheduling", func(t *testing.T) {
+		jobs := make([]v1alpha1.SchedulingJob, v1alpha1.MaxSchedulingJobs+1)
+		for i := range jobs {
+			jobs[i] = v1alpha1.SchedulingJob{Name: fmt.Sprintf("j-%04d", i), Replication: 1}
+		}
+		_, err := p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "huge", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: jobs})
+		require.Equal(t, 422, statusOf(err), "%v", err)
+		require.ErrorContains(t, err, strconv.Itoa(v1alpha1.MaxSchedulingJobs))
+		// kubectl meets the same limit in the CRD's schema.
+		err = p.kube.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: "default"},
+			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, User: "alice", Jobs: jobs}})
+		require.True(t, apierrors.IsInvalid(err), "the schema refuses %d jobs: %v", len(jobs), err)
+		err = p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "huge"}, &v1alpha1.Scheduling{})
+		require.True(t, apierrors.IsNotFound(err), "%v", err)
+	})
+
+	t.Run("forged slot labels", func(t *testing.T) {
+		tb, err := p.api.GetTestBed(ctx, "bed")
+		require.NoError(t, err)
+		slot0 := tb.Status.Slots[0]
+		// A pod made straight on slot 0's node, claiming the slot with a label and a claim
+		// that is not its own: nothing adopts it, and the slot keeps its ghost.
+		squatter := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "squatter", Namespace: "default",
+				Labels:      map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "0"},
+				Annotations: map[string]string{v1alpha1.SlotClaimAnnotation: "0/00000000-0000-0000-0000-000000000000"}},
+			Spec: corev1.PodSpec{NodeName: slot0.NodeName, Containers: []corev1.Container{{Name: "c", Image: "registry.example/x:1"}},
+				Tolerations: []corev1.Toleration{{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists}}},
+		}
+		require.NoError(t, p.kube.Create(ctx, squatter))
+		// A job whose executors carry slot labels of their own: they are stripped.
+		forged := `{"executor":{"labels":{"slotplane.io/slot-id":"0","team":"a"},"annotations":{"slotplane.io/slot-claim":"0/x"}}}`
+		_, err = p.api.CreateJob(ctx, api.JobRequest{Name: "forger", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+			Application: app, DriverResources: driver, SparkApplication: &runtime.RawExtension{Raw: []byte(forged)},
+			Annotations: map[string]string{appsim.SimDurationAnnotation: "2s"}})
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second) // two ghost passes
+		tb, err = p.api.GetTestBed(ctx, "bed")
+		require.NoError(t, err)
+		require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[0].State, "a forged label or claim took slot 0")
+		require.Equal(t, p.slots, tb.Status.Free)
+
+		// The job still runs on every slot, slot 0 included, through Admission's grant.
+		_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "forgery", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+			Jobs: []v1alpha1.SchedulingJob{{Name: "forger", Replication: p.slots}}})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			s, err := p.api.GetScheduling(ctx, "forgery")
+			return err == nil && s.Status.State == v1alpha1.SchedulingCompleted
+		}, 3*time.Minute, 250*time.Millisecond, "the forger's Scheduling did not complete")
+		var apps sparkv1beta2.SparkApplicationList
+		require.NoError(t, p.kube.List(ctx, &apps, client.InNamespace("default"), client.MatchingLabels{v1alpha1.BatchJobLabel: "forger"}))
+		require.Len(t, apps.Items, 1)
+		exec := apps.Items[0].Spec.Executor
+		require.NotContains(t, exec.Labels, v1alpha1.SlotIDLabel, "a slot label reached the application")
+		require.NotContains(t, exec.Annotations, v1alpha1.SlotClaimAnnotation, "a slot claim reached the application")
+		if exec.Template != nil {
+			require.NotContains(t, exec.Template.Labels, v1alpha1.SlotIDLabel)
+			require.NotContains(t, exec.Template.Annotations, v1alpha1.SlotClaimAnnotation)
+		}
+		require.Equal(t, "a", exec.Labels["team"], "the job's own labels pass")
+		j, err := p.api.GetJob(ctx, "forger")
+		require.NoError(t, err)
+		require.Len(t, j.Status.Slots, int(p.slots))
+		require.Contains(t, j.Status.Slots, int32(0), "slot 0 went to the job Admission granted it to")
+		require.NoError(t, p.kube.Delete(ctx, squatter, client.GracePeriodSeconds(0)))
+		p.waitSlotsFree(t, time.Minute)
+	})
+
+	// The refusals above cost the API nothing that stays: a few hundred more oversized
+	// requests (each about 60 KB of JSON) leave its resident memory within a bound.
+	jobs := make([]v1alpha1.SchedulingJob, v1alpha1.MaxSchedulingJobs+1)
+	for i := range jobs {
+		jobs[i] = v1alpha1.SchedulingJob{Name: fmt.Sprintf("j-%04d", i), Replication: 1}
+	}
+	for i := range 300 {
+		_, err := p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: fmt.Sprintf("huge-%d", i), TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: jobs})
+		require.Equal(t, 422, statusOf(err), "%v", err)
+	}
+	rssAfter := p.parts["api"].rssKiB(t)
+	t.Logf("the API's resident memory: %d KiB before the attacks, %d KiB after", rssBefore, rssAfter)
+	require.Less(t, rssAfter-rssBefore, int64(64<<10), "the API grew by more than 64 MiB under refused requests")
+}
+
+// rssKiB is the component process's resident memory (VmRSS), in KiB.
+func (c *component) rssKiB(t *testing.T) int64 {
+	t.Helper()
+	c.mu.Lock()
+	pid := c.cmd.Process.Pid
+	c.mu.Unlock()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
