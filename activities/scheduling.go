@@ -73,7 +73,7 @@ func (a *Activities) ReadSlots(ctx context.Context, in ReconcileTestBedInput) (T
 	out := TestBedSlots{Exists: true, SlotSize: tb.Spec.ResourcesPerSlot}
 	for _, s := range tb.Status.Slots {
 		out.Positions = append(out.Positions, s.Position)
-		if s.State == v1alpha1.SlotFree || s.State == "" {
+		if (s.State == v1alpha1.SlotFree || s.State == "") && s.Unavailable == "" {
 			out.Free = append(out.Free, s.Position)
 		}
 	}

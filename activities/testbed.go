@@ -67,22 +67,20 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedIn
 	}
 	var layout []slots.Slot
 	if owner == "" {
-		if layout, err = a.layout(ctx, &tb); err != nil {
-			return ReconcileTestBedResult{}, err
-		}
-	}
-	pods, observed, err := a.slotPods(ctx, &tb)
-	if err != nil {
-		return ReconcileTestBedResult{}, err
-	}
-	if len(layout) > 0 {
 		assigned, err := a.assignedSlots(ctx, &tb)
 		if err != nil {
+			return ReconcileTestBedResult{}, err
+		}
+		if layout, err = a.layout(ctx, &tb, assigned); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
 		for i := range layout {
 			layout[i].Assigned = assigned[layout[i].Position]
 		}
+	}
+	pods, observed, err := a.slotPods(ctx, &tb)
+	if err != nil {
+		return ReconcileTestBedResult{}, err
 	}
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
@@ -112,7 +110,10 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedIn
 	return res, nil
 }
 
-func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed) ([]slots.Slot, error) {
+// layout lays the bed's slots over its nodes: where they are while jobs hold any of them
+// (the status's slots, with the positions assigned to running jobs), afresh otherwise
+// (slots.Relayout).
+func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed, assigned map[int32]bool) ([]slots.Slot, error) {
 	var nodes corev1.NodeList
 	if err := a.Client.List(ctx, &nodes, client.HasLabels{tb.Spec.NodeLabel}); err != nil {
 		return nil, fmt.Errorf("list nodes labelled %s: %w", tb.Spec.NodeLabel, err)
@@ -124,7 +125,10 @@ func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed) ([]slots.
 		}
 		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n)})
 	}
-	return slots.Layout(in, tb.Spec.SlotsPerNode), nil
+	held := func(s v1alpha1.SlotStatus) bool {
+		return assigned[s.Position] || s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied
+	}
+	return slots.Relayout(tb.Status.Slots, in, tb.Spec.SlotsPerNode, held), nil
 }
 
 // assignedSlots are the bed's slots that jobs hold while they run: the slots of each

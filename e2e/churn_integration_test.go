@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,13 +24,16 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
+	"slotplane/internal/testcluster"
 	"slotplane/slots"
 )
 
 // podLedger watches the test bed's pods and checks, at every event, that no slot is held by
 // two live pods (running, not being deleted): a ghost holds its slot by its node and
 // position on the node, an executor by its proven slot label. An executor running on
-// another node than its slot's is a violation too.
+// another node than its slot's is a violation too. The layout (follow) comes from the
+// TestBed's status: positions move only while no job holds a slot (slots.Relayout), so the
+// newest layout is right for every live executor.
 type podLedger struct {
 	mu         sync.Mutex
 	place      map[string]int32 // node/position-on-node -> slot position
@@ -39,6 +43,18 @@ type podLedger struct {
 	violations []string               // each told once, in the order first seen
 	told       map[string]bool
 	checks     int
+}
+
+// follow takes the bed's newest layout.
+func (l *podLedger) follow(layout []v1alpha1.SlotStatus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.place)
+	clear(l.nodeOf)
+	for _, s := range layout {
+		l.place[s.NodeName+"/"+strconv.Itoa(int(s.PositionOnNode))] = s.Position
+		l.nodeOf[s.Position] = s.NodeName
+	}
 }
 
 func (l *podLedger) violate(msg string) {
@@ -115,10 +131,16 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 	tb, err := p.api.GetTestBed(ctx, "bed")
 	require.NoError(t, err)
 	ledger := &podLedger{place: map[string]int32{}, nodeOf: map[int32]string{}, pods: map[string]*corev1.Pod{}, told: map[string]bool{}, perNode: int(p.slots) / 4}
-	for _, s := range tb.Status.Slots {
-		ledger.place[s.NodeName+"/"+strconv.Itoa(int(s.PositionOnNode))] = s.Position
-		ledger.nodeOf[s.Position] = s.NodeName
-	}
+	ledger.follow(tb.Status.Slots)
+	go func() {
+		for ctx.Err() == nil {
+			var bed v1alpha1.TestBed
+			if p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &bed) == nil {
+				ledger.follow(bed.Status.Slots)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	cs, err := kubernetes.NewForConfig(p.config)
 	require.NoError(t, err)
 	w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: v1alpha1.TestBedLabel + "=bed"})
@@ -155,6 +177,16 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 		tick := time.NewTicker(300 * time.Millisecond)
 		defer tick.Stop()
+		out := ""      // the node that lost the bed's label, if any
+		defer func() { // the bed whole again, for the checks after
+			var n corev1.Node
+			if out != "" && p.kube.Get(context.Background(), client.ObjectKey{Name: out}, &n) == nil {
+				n.Labels[testcluster.DefaultNodeLabel] = strings.TrimPrefix(out, "node-")
+				if err := p.kube.Update(context.Background(), &n); err != nil {
+					t.Errorf("give %s its label back: %v", out, err)
+				}
+			}
+		}()
 		for flip := 0; ; flip++ {
 			select {
 			case <-ctx.Done():
@@ -165,7 +197,32 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 			if err == nil && (s.Status.State == v1alpha1.SchedulingCompleted || s.Status.State == v1alpha1.SchedulingFailed) {
 				return
 			}
-			switch rng.IntN(3) {
+			switch rng.IntN(4) {
+			case 3:
+				// The bed's own label: a node leaves the bed, and comes back on a later tick.
+				// The slots its running job holds stay where they are meanwhile.
+				name := out
+				if name == "" {
+					name = fmt.Sprintf("node-%02d", rng.IntN(4))
+				}
+				var n corev1.Node
+				if p.kube.Get(ctx, client.ObjectKey{Name: name}, &n) != nil {
+					continue
+				}
+				if out == "" {
+					delete(n.Labels, testcluster.DefaultNodeLabel)
+				} else {
+					n.Labels[testcluster.DefaultNodeLabel] = strings.TrimPrefix(name, "node-")
+				}
+				if p.kube.Update(ctx, &n) == nil {
+					if out == "" {
+						out = name
+						churned["node left the bed"]++
+					} else {
+						out = ""
+						churned["node came back"]++
+					}
+				}
 			case 0:
 				var n corev1.Node
 				if p.kube.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("node-%02d", rng.IntN(4))}, &n) == nil {

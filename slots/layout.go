@@ -34,6 +34,10 @@ type Slot struct {
 	// Assigned: a running job holds the slot (Admission gave it), whether or not one of its
 	// pods is there now. Not set by Layout: the caller knows the jobs.
 	Assigned bool
+	// Leaving: the slot's node is no longer the bed's (it lost the node label, or the slot
+	// is beyond slotsPerNode), but a job still held the slot (Relayout). It keeps its
+	// position until released, gets no ghost and goes to no new job.
+	Leaving bool
 }
 
 // Layout places slotsPerNode slots on every node. Nodes are ordered by their label value
@@ -61,6 +65,71 @@ func Layout(nodes []Node, slotsPerNode int32) []Slot {
 		}
 	}
 	return out
+}
+
+// Relayout is Layout for a bed that already has slots (previous, its status). While a job
+// holds any slot (held says which: reserved, occupied, or assigned to a running job),
+// positions do not move, for a running job's slot ids, its pods' slot labels and the
+// extender's reservations all name slots by position, and a round-robin layout renumbers
+// every slot when one node comes or goes. So:
+//   - a slot whose node is still in the bed keeps its position;
+//   - a slot whose node left (or beyond slotsPerNode) stays, Leaving, while it is held, and
+//     goes once it is not;
+//   - a node's missing slots (a node that joined, a larger slotsPerNode) are added after the
+//     highest position, in Layout's order.
+//
+// Once nothing is held, the bed takes Layout's shape again, positions 0 to n-1 round-robin.
+func Relayout(previous []v1alpha1.SlotStatus, nodes []Node, slotsPerNode int32, held func(v1alpha1.SlotStatus) bool) []Slot {
+	fresh := Layout(nodes, slotsPerNode)
+	if !slices.ContainsFunc(previous, held) {
+		return fresh
+	}
+	byName := make(map[string]Node, len(nodes))
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	type place struct {
+		node     string
+		position int32
+	}
+	kept := map[place]bool{}
+	out := make([]Slot, 0, max(len(previous), len(fresh)))
+	last := int32(-1)
+	for _, p := range previous {
+		last = max(last, p.Position)
+		s := Slot{Position: p.Position, PositionOnNode: p.PositionOnNode, NodeName: p.NodeName, NodeID: p.NodeID}
+		n, in := byName[p.NodeName]
+		switch {
+		case in && p.PositionOnNode < slotsPerNode && !kept[place{p.NodeName, p.PositionOnNode}]:
+			s.NodeID, s.Unready = n.ID, n.Unready
+			kept[place{p.NodeName, p.PositionOnNode}] = true
+		case held(p):
+			s.Leaving = true
+		default:
+			continue
+		}
+		out = append(out, s)
+	}
+	for _, s := range fresh {
+		if !kept[place{s.NodeName, s.PositionOnNode}] {
+			last++
+			s.Position = last
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b Slot) int { return cmp.Compare(a.Position, b.Position) })
+	return out
+}
+
+// Unavailable is why a slot of the layout goes to no new job ("" when it may).
+func (s Slot) Unavailable() string {
+	switch {
+	case s.Leaving:
+		return "the node left the test bed; the slot stays while a job holds it"
+	case s.Unready:
+		return "the node is not Ready"
+	}
+	return ""
 }
 
 func compareNodes(a, b Node) int {
@@ -94,6 +163,7 @@ func Statuses(layout []Slot, previous []v1alpha1.SlotStatus) []v1alpha1.SlotStat
 			NodeID:         s.NodeID,
 			NodeName:       s.NodeName,
 			State:          v1alpha1.SlotFree,
+			Unavailable:    s.Unavailable(),
 		}
 		if p, ok := prev[s.Position]; ok && p.NodeName == s.NodeName && p.PositionOnNode == s.PositionOnNode {
 			st.State, st.PodName, st.PodUID = p.State, p.PodName, p.PodUID

@@ -70,7 +70,8 @@ func Release(s *v1alpha1.SlotStatus, p Pod) error {
 	}
 }
 
-// Count returns how many slots are free, reserved and occupied.
+// Count returns how many slots are free (and available to a new job), reserved and
+// occupied.
 func Count(statuses []v1alpha1.SlotStatus) (free, reserved, occupied int32) {
 	for _, s := range statuses {
 		switch s.State {
@@ -79,7 +80,9 @@ func Count(statuses []v1alpha1.SlotStatus) (free, reserved, occupied int32) {
 		case v1alpha1.SlotOccupied:
 			occupied++
 		default:
-			free++
+			if s.Unavailable == "" {
+				free++
+			}
 		}
 	}
 	return free, reserved, occupied

@@ -620,3 +620,87 @@ func TestPlanGhosts_AssignedSlotsHaveNoGhost(t *testing.T) {
 		t.Errorf("once the job ended: created %v, want slot 0", got)
 	}
 }
+
+// While a job holds any slot, nodes coming and going move no slot: the slots of a node that
+// left stay (Leaving) while held and go once free, a new node's slots come after the highest
+// position, and a node that comes back takes its old positions. Once nothing is held, the
+// layout is round-robin again.
+func TestRelayout_PositionsStayWhileHeld(t *testing.T) {
+	four := nodes("0", "1", "2", "3") // round-robin: node-i holds i and i+4
+	before := Statuses(Layout(four, 2), nil)
+	occupied := map[int32]bool{1: true, 5: true} // a job on node-1's two slots
+	held := func(s v1alpha1.SlotStatus) bool { return occupied[s.Position] }
+	at := func(layout []Slot) map[int32]string {
+		out := map[int32]string{}
+		for _, s := range layout {
+			tag := s.NodeName
+			if s.Leaving {
+				tag += " leaving"
+			}
+			if s.Unready {
+				tag += " unready"
+			}
+			out[s.Position] = tag
+		}
+		return out
+	}
+
+	// node-1 loses the label, node-4 gains it: node-1's held slots stay, leaving; node-4's
+	// come after position 7; nobody else moves.
+	now := append(nodes("0", "2", "3"), Node{Name: "node-4", ID: "4"})
+	got := Relayout(before, now, 2, held)
+	want := map[int32]string{0: "node-0", 1: "node-1 leaving", 2: "node-2", 3: "node-3", 4: "node-0", 5: "node-1 leaving", 6: "node-2", 7: "node-3", 8: "node-4", 9: "node-4"}
+	if diff := cmp.Diff(want, at(got)); diff != "" {
+		t.Errorf("node-1 left, node-4 came (-want +got)\n%s", diff)
+	}
+	st := Statuses(got, before)
+	if st[1].Unavailable == "" || st[0].Unavailable != "" {
+		t.Errorf("a leaving slot is unavailable, the others are not: %+v %+v", st[0], st[1])
+	}
+	if free, _, _ := Count(st); free != 8 {
+		t.Errorf("free slots %d, want 8: the leaving ones go to no new job", free)
+	}
+
+	// The job let go of slot 5: it goes; slot 1, still held, stays.
+	delete(occupied, 5)
+	got = Relayout(st, now, 2, held)
+	delete(want, 5)
+	if diff := cmp.Diff(want, at(got)); diff != "" {
+		t.Errorf("slot 5 let go (-want +got)\n%s", diff)
+	}
+
+	// node-1 comes back: its held slot is its own again, its other slot comes anew.
+	back := append(nodes("0", "1", "2", "3"), Node{Name: "node-4", ID: "4"})
+	got = Relayout(Statuses(got, st), back, 2, held)
+	want[1], want[10] = "node-1", "node-1"
+	if diff := cmp.Diff(want, at(got)); diff != "" {
+		t.Errorf("node-1 came back (-want +got)\n%s", diff)
+	}
+
+	// slotsPerNode shrinks to 1: the held slot beyond it stays, leaving; the others go.
+	occupied = map[int32]bool{4: true}
+	got = Relayout(Statuses(got, nil), back, 1, held)
+	want = map[int32]string{0: "node-0", 1: "node-1", 2: "node-2", 3: "node-3", 4: "node-0 leaving", 8: "node-4"}
+	if diff := cmp.Diff(want, at(got)); diff != "" {
+		t.Errorf("one slot per node (-want +got)\n%s", diff)
+	}
+
+	// Nothing held: round-robin again, from 0.
+	got = Relayout(Statuses(got, nil), back, 1, func(v1alpha1.SlotStatus) bool { return false })
+	if diff := cmp.Diff(Layout(back, 1), got); diff != "" {
+		t.Errorf("nothing held: want Layout's shape (-want +got)\n%s", diff)
+	}
+}
+
+func TestPlanGhosts_LeavingSlotsHaveNoGhost(t *testing.T) {
+	layout := Layout(nodes("0", "1"), 1)
+	layout[1].Leaving = true
+	old := ghost("node-1", 0, slotSize)
+	plan := PlanGhosts(layout, slotSize, []ObservedPod{old})
+	if got := positions(plan.Create); !slices.Equal(got, []int32{0}) {
+		t.Errorf("created ghosts for %v, want slot 0 only", got)
+	}
+	if !slices.Equal(names(plan.Delete), []string{old.Name}) {
+		t.Errorf("delete %v; want the leaving slot's ghost gone", names(plan.Delete))
+	}
+}

@@ -63,6 +63,11 @@ type SlotStatus struct {
 	PodName string `json:"podName,omitempty"`
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
+	// Unavailable says why the slot is given to no new job, when it is not: its node is not
+	// Ready, or its node left the test bed (lost the node label, or slotsPerNode shrank)
+	// while a job still held the slot, which then stays at its position until released.
+	// +optional
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // TestBedStatus is the observed layout and occupation of the slots.
@@ -80,7 +85,8 @@ type TestBedStatus struct {
 	// Nodes is the number of labelled nodes.
 	// +optional
 	Nodes int32 `json:"nodes,omitempty"`
-	// Total, Free, Reserved and Occupied count the slots by state.
+	// Total, Free, Reserved and Occupied count the slots by state; Free counts only the free
+	// slots a new job may have (not Unavailable).
 	// +optional
 	Total int32 `json:"total,omitempty"`
 	// +optional
