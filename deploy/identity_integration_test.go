@@ -4,6 +4,7 @@ package deploy_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,4 +154,66 @@ func TestAdmissionPolicy_TheExtenderDeletesOnlyGhosts(t *testing.T) {
 	require.ErrorContains(t, extender.Delete(ctx, forged), "is not one")
 	require.NoError(t, extender.Delete(ctx, pod("ghost", map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.GhostLabel: "true"})))
 	require.NoError(t, operator.Delete(ctx, executor), "others' deletes are RBAC's business alone")
+}
+
+// Only the extender writes a pod's slot label and claim, and only the worker makes ghosts
+// (the admission policy slotplane-slot-keys): someone who may create and patch pods in a
+// test bed's namespace can forge neither, at creation or after, while other changes to the
+// same pods pass.
+func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := c.Client()
+	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "update", "patch"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	const extenderSA, workerSA = "system:serviceaccount:slotplane-system:slotplane-extender", "system:serviceaccount:slotplane-system:slotplane-worker"
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-writers"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-writer"}}
+	for _, u := range []string{extenderSA, workerSA, "mallory"} {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+	}
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+	require.NoError(t, err)
+	as := func(user string) client.Client {
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		cl, err := kubeclient.Live(cfg)
+		require.NoError(t, err)
+		return cl
+	}
+	mallory, extender, worker := as("mallory"), as(extenderSA), as(workerSA)
+	pod := func(name string, labels, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels, Annotations: annotations},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/a:1"}}}}
+	}
+	bed := map[string]string{v1alpha1.TestBedLabel: "bed"}
+	withSlot := map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "3"}
+	ghostLabels := map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.GhostLabel: "true"}
+
+	require.Eventually(t, func() bool { // a dry run: the policy is in force a moment after it is type-checked
+		return mallory.Create(ctx, pod("probe", withSlot, nil), client.DryRunAll) != nil
+	}, 30*time.Second, 200*time.Millisecond, "a pod made with a slot label is refused")
+	require.ErrorContains(t, mallory.Create(ctx, pod("forged", withSlot, nil)), "are the extender's: mallory may not set or change them")
+	require.ErrorContains(t, mallory.Create(ctx, pod("claimed", bed, map[string]string{v1alpha1.SlotClaimAnnotation: "3/x"})), "may not set or change them")
+	require.ErrorContains(t, mallory.Create(ctx, pod("fake-ghost", ghostLabels, nil)), "the label slotplane.io/ghost is the worker's: mallory")
+	require.NoError(t, worker.Create(ctx, pod("ghost", ghostLabels, nil)), "the worker makes ghosts")
+
+	// After creation: the claim that would now be proven (it names the pod's real UID).
+	exec := pod("exec", bed, nil)
+	require.NoError(t, mallory.Create(ctx, exec), "a slot pod without slotplane's keys")
+	claim := func(cl client.Client) error {
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"3"},"annotations":{%q:"3/%s"}}}`, v1alpha1.SlotIDLabel, v1alpha1.SlotClaimAnnotation, exec.UID)
+		return cl.Patch(ctx, pod("exec", nil, nil), client.RawPatch(types.MergePatchType, patch))
+	}
+	require.ErrorContains(t, claim(mallory), "may not set or change them")
+	require.NoError(t, claim(extender), "the extender claims")
+	unclaim := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, v1alpha1.SlotIDLabel)
+	require.ErrorContains(t, mallory.Patch(ctx, pod("exec", nil, nil), client.RawPatch(types.MergePatchType, unclaim)), "may not set or change them")
+	require.NoError(t, mallory.Patch(ctx, pod("exec", nil, nil), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`))),
+		"other changes to a claimed pod pass")
+	unghost := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"false"}}}`, v1alpha1.GhostLabel)
+	require.ErrorContains(t, mallory.Patch(ctx, pod("ghost", nil, nil), client.RawPatch(types.MergePatchType, unghost)), "is the worker's")
 }
