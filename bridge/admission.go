@@ -80,3 +80,31 @@ func (s *QueuesSignaller) Reconcile(ctx context.Context, req reconcile.Request) 
 func queuesConfigMaps() predicate.Funcs {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == v1alpha1.QueuesConfigMap })
 }
+
+// JobPolicySignaller nudges the BatchJob workflows of a namespace when its wrapped-spec
+// policy (ConfigMap v1alpha1.JobPolicyConfigMap) changes or goes: each job looks at its spec
+// again, so a job refused for a field the namespace now allows goes on (and one that uses a
+// field no longer allowed is refused) without waiting for its own next change.
+type JobPolicySignaller struct {
+	Reader   client.Reader
+	Temporal temporal.Client
+}
+
+var _ reconcile.Reconciler = (*JobPolicySignaller)(nil)
+
+// Reconcile signals every BatchJob workflow of the ConfigMap's namespace that runs.
+func (s *JobPolicySignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req.Name != v1alpha1.JobPolicyConfigMap {
+		return reconcile.Result{}, nil
+	}
+	var jobs v1alpha1.BatchJobList
+	if err := s.Reader.List(ctx, &jobs, client.InNamespace(req.Namespace)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list batch jobs of %s: %w", req.Namespace, err)
+	}
+	for _, j := range jobs.Items {
+		if err := signalIfRunning(ctx, s.Temporal, workflows.BatchJobWorkflowID(j.Namespace, j.Name), workflows.BatchJobChangedSignal); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}

@@ -12,16 +12,19 @@ import (
 	temporal "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
@@ -159,6 +162,25 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		Complete(&QueuesSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return nil, fmt.Errorf("admission queues bridge controller: %w", err)
+	}
+	// The job-policy ConfigMaps come through a cache of their own: the manager's holds only
+	// the allocation files (one name per field selector), and RBAC names each ConfigMap.
+	policies, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", v1alpha1.JobPolicyConfigMap)},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("job policy cache: %w", err)
+	}
+	if err := mgr.Add(policies); err != nil {
+		return nil, fmt.Errorf("job policy cache: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("job-policy-bridge").
+		WithOptions(ctrlOpts).
+		WatchesRawSource(source.Kind(policies, &corev1.ConfigMap{}, &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{})).
+		Complete(&JobPolicySignaller{Reader: mgr.GetClient(), Temporal: tc})
+	if err != nil {
+		return nil, fmt.Errorf("job policy bridge controller: %w", err)
 	}
 	return mgr, nil
 }
