@@ -29,15 +29,16 @@ func (e *Error) Error() string { return e.Message }
 
 // The codes an answer can carry.
 const (
-	CodeBadRequest   = "bad_request"  // the body is not one JSON object of the right shape
-	CodeInvalid      = "invalid"      // well formed, but fields break the rules (Fields says which)
-	CodeUnauthorized = "unauthorized" // no token, or one nobody issued
-	CodeForbidden    = "forbidden"    // the caller may not do this
-	CodeNotFound     = "not_found"    // the object named in the path does not exist
-	CodeConflict     = "conflict"     // it exists already, or changed since it was read
-	CodeTooLarge     = "too_large"    // the body is over the limit
-	CodeUnavailable  = "unavailable"  // Kubernetes or Temporal did not answer
-	CodeInternal     = "internal"     // a fault of slotplane's
+	CodeBadRequest      = "bad_request"       // the body is not one JSON object of the right shape
+	CodeInvalid         = "invalid"           // well formed, but fields break the rules (Fields says which)
+	CodeUnauthorized    = "unauthorized"      // no token, or one nobody issued
+	CodeForbidden       = "forbidden"         // the caller may not do this
+	CodeNotFound        = "not_found"         // the object named in the path does not exist
+	CodeConflict        = "conflict"          // it exists already, or changed since it was read
+	CodeTooLarge        = "too_large"         // the body is over the limit
+	CodeTooManyRequests = "too_many_requests" // a cap on connections or requests is reached (Retry-After says when to try again)
+	CodeUnavailable     = "unavailable"       // Kubernetes or Temporal did not answer
+	CodeInternal        = "internal"          // a fault of slotplane's
 )
 
 func invalid(fields ...FieldError) *Error {

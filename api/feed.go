@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -75,26 +77,81 @@ type objectKey struct{ kind, namespace, name string }
 // changes (so a client can resume), the current picture (for RESYNC), and the clients.
 // Sending never waits for a client: each has a bounded queue, and a client whose queue
 // overflows is sent a RESYNC instead of what it missed.
+//
+// Everything is bounded: the history by count and bytes, each client's queue by count and
+// bytes (its entries share the history's encoded events), the connections in all and per
+// user (admit), and the RESYNCs built at once (resyncSlots). A RESYNC is put together
+// outside the lock the informers' notifications need, and one already built for the same
+// namespace, kinds and last change is sent again rather than rebuilt: a storm of clients
+// asking from versions the server does not have costs one encoding.
 type hub struct {
 	log *slog.Logger
 
-	mu      sync.Mutex
-	seq     uint64                // the last change's number
-	history []*record             // the last historySize changes, oldest first
-	bySeqRV map[string]uint64     // a change's resourceVersion -> its number, for the history
-	state   map[objectKey]*record // each object's latest ADDED or MODIFIED
-	clients map[*feedClient]struct{}
-	synced  []func() bool
+	mu           sync.Mutex
+	seq          uint64                           // the last change's number
+	history      []*record                        // the last changes, oldest first
+	historyBytes int                              // the encoded size of history
+	bySeqRV      map[string]uint64                // a change's resourceVersion -> its number, for the history
+	state        map[string]map[objectKey]*record // by namespace: each object's latest ADDED or MODIFIED
+	clients      map[*feedClient]struct{}
+	synced       []func() bool
+	conns        int            // feed connections admitted
+	userConns    map[string]int // the same, by user
+	resyncs      map[string][]byte
+	resyncsAt    uint64 // the change resyncs were built at; they go when another comes
+	resyncBytes  int    // their size, kept under historyMaxBytes
 
-	historySize int
-	queueSize   int
+	historySize, historyMaxBytes int
+	queueSize, queueMaxBytes     int
+	maxConns, maxUserConns       int
+	resyncSlots                  chan struct{}
 }
+
+// The feed's default bounds (Options can change the connection caps).
+const (
+	DefaultFeedConnections        = 1000
+	DefaultFeedConnectionsPerUser = 100
+	defaultHistorySize            = 10000
+	defaultHistoryBytes           = 64 << 20
+	defaultQueueSize              = 1000
+	defaultQueueBytes             = 16 << 20
+)
 
 func newHub(log *slog.Logger) *hub {
 	return &hub{
-		log: log, bySeqRV: map[string]uint64{}, state: map[objectKey]*record{}, clients: map[*feedClient]struct{}{},
-		historySize: 10000, queueSize: 1000,
+		log: log, bySeqRV: map[string]uint64{}, state: map[string]map[objectKey]*record{}, clients: map[*feedClient]struct{}{},
+		userConns: map[string]int{}, resyncs: map[string][]byte{},
+		historySize: defaultHistorySize, historyMaxBytes: defaultHistoryBytes,
+		queueSize: defaultQueueSize, queueMaxBytes: defaultQueueBytes,
+		maxConns: DefaultFeedConnections, maxUserConns: DefaultFeedConnectionsPerUser,
+		resyncSlots: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 	}
+}
+
+// admit counts a new feed connection of user, or says why it may not open: the caps keep
+// what a flood of connections can hold (goroutines, sockets, queues) within bounds.
+func (h *hub) admit(user string) (release func(), refused string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.conns >= h.maxConns:
+		return nil, fmt.Sprintf("the change feed serves at most %d connections, and has them all", h.maxConns)
+	case h.userConns[user] >= h.maxUserConns:
+		return nil, fmt.Sprintf("user %s has %d change feed connections open, the most one user may", user, h.maxUserConns)
+	}
+	h.conns++
+	h.userConns[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.conns--
+			if h.userConns[user]--; h.userConns[user] <= 0 {
+				delete(h.userConns, user)
+			}
+		})
+	}, ""
 }
 
 // watch registers the hub with the informers of the three kinds. The informers' initial
@@ -163,14 +220,22 @@ func (h *hub) observe(kind string, typ EventType, o any, initial bool) {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	inNamespace := h.state[rec.namespace]
 	if typ == Deleted {
-		delete(h.state, key)
+		delete(inNamespace, key)
+		if len(inNamespace) == 0 {
+			delete(h.state, rec.namespace)
+		}
 	} else {
 		// A relist or a periodic resync repeats an object unchanged: not a change.
-		if prev := h.state[key]; prev != nil && prev.rv == rec.rv {
+		if prev := inNamespace[key]; prev != nil && prev.rv == rec.rv {
 			return
 		}
-		h.state[key] = rec
+		if inNamespace == nil {
+			inNamespace = map[objectKey]*record{}
+			h.state[rec.namespace] = inNamespace
+		}
+		inNamespace[key] = rec
 	}
 	if initial {
 		return
@@ -178,13 +243,19 @@ func (h *hub) observe(kind string, typ EventType, o any, initial bool) {
 	h.seq++
 	rec.seq = h.seq
 	h.history = append(h.history, rec)
+	h.historyBytes += len(rec.data)
 	h.bySeqRV[rec.rv] = rec.seq
-	if over := len(h.history) - h.historySize; over > 0 {
-		for _, old := range h.history[:over] {
-			if h.bySeqRV[old.rv] == old.seq {
-				delete(h.bySeqRV, old.rv)
-			}
+	// Oldest out while over either bound; the newest change always stays.
+	over := 0
+	for over < len(h.history)-1 && (len(h.history)-over > h.historySize || h.historyBytes > h.historyMaxBytes) {
+		old := h.history[over]
+		h.historyBytes -= len(old.data)
+		if h.bySeqRV[old.rv] == old.seq {
+			delete(h.bySeqRV, old.rv)
 		}
+		over++
+	}
+	if over > 0 {
 		h.history = append(h.history[:0:0], h.history[over:]...)
 	}
 	for c := range h.clients {
@@ -199,11 +270,13 @@ type feedClient struct {
 	namespace string
 	kinds     map[string]bool
 
-	mu    sync.Mutex
-	queue [][]byte
-	max   int
-	lost  bool          // the queue overflowed: the client must be sent a RESYNC
-	wake  chan struct{} // a send-side nudge, capacity 1
+	mu       sync.Mutex
+	queue    [][]byte
+	bytes    int // queued, encoded
+	max      int
+	maxBytes int
+	lost     bool          // the queue overflowed: the client must be sent a RESYNC
+	wake     chan struct{} // a send-side nudge, capacity 1
 }
 
 func (c *feedClient) wants(r *record) bool {
@@ -216,10 +289,11 @@ func (c *feedClient) push(data []byte) {
 	c.mu.Lock()
 	switch {
 	case c.lost:
-	case len(c.queue) >= c.max:
-		c.queue, c.lost = nil, true
+	case len(c.queue) >= c.max || (c.maxBytes > 0 && c.bytes+len(data) > c.maxBytes):
+		c.queue, c.bytes, c.lost = nil, 0, true
 	default:
 		c.queue = append(c.queue, data)
+		c.bytes += len(data)
 	}
 	c.mu.Unlock()
 	select {
@@ -232,7 +306,7 @@ func (c *feedClient) push(data []byte) {
 func (c *feedClient) take() (batch [][]byte, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	batch, c.queue = c.queue, nil
+	batch, c.queue, c.bytes = c.queue, nil, 0
 	return batch, c.lost
 }
 
@@ -240,22 +314,26 @@ func (c *feedClient) take() (batch [][]byte, lost bool) {
 // changes after it are queued; otherwise the client's first message is a RESYNC, returned.
 func (h *hub) subscribe(c *feedClient, from string) []byte {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.clients[c] = struct{}{}
-	if from == "" {
-		return h.resyncLocked(c, "the current picture, before the changes that follow")
-	}
-	seq, ok := h.bySeqRV[from]
-	if !ok {
-		return h.resyncLocked(c, fmt.Sprintf("resourceVersion %s is not among the last %d changes this server has seen", from, len(h.history)))
-	}
-	first := h.history[0].seq
-	for _, r := range h.history[seq-first+1:] {
-		if c.wants(r) {
-			c.push(r.data)
+	var snap *snapshot
+	switch seq, ok := h.bySeqRV[from]; {
+	case from == "":
+		snap = h.snapshotLocked(c, "the current picture, before the changes that follow")
+	case !ok:
+		snap = h.snapshotLocked(c, "the resourceVersion asked for is not among the changes this server keeps")
+	default:
+		first := h.history[0].seq
+		for _, r := range h.history[seq-first+1:] {
+			if c.wants(r) {
+				c.push(r.data)
+			}
 		}
 	}
-	return nil
+	h.mu.Unlock()
+	if snap == nil {
+		return nil
+	}
+	return h.encode(snap)
 }
 
 func (h *hub) unsubscribe(c *feedClient) {
@@ -268,37 +346,82 @@ func (h *hub) unsubscribe(c *feedClient) {
 // the picture.
 func (h *hub) resync(c *feedClient, reason string) []byte {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.resyncLocked(c, reason)
+	snap := h.snapshotLocked(c, reason)
+	h.mu.Unlock()
+	return h.encode(snap)
 }
 
-func (h *hub) resyncLocked(c *feedClient, reason string) []byte {
+// snapshot is a RESYNC's content, taken under the hub's lock: the records are immutable,
+// so it is encoded after the lock is let go. The client's queue was emptied at the same
+// moment, so every change after the snapshot reaches the client after the RESYNC.
+type snapshot struct {
+	key    string // namespace, kinds, reason and last change: equal keys, equal bytes
+	seq    uint64 // the last change it includes
+	rv     string
+	reason string
+	items  []*record
+	built  []byte // the same RESYNC, built already
+}
+
+func (h *hub) snapshotLocked(c *feedClient, reason string) *snapshot {
 	c.mu.Lock()
-	c.queue, c.lost = nil, false
+	c.queue, c.bytes, c.lost = nil, 0, false
 	c.mu.Unlock()
-	rv := ""
+	snap := &snapshot{reason: reason, seq: h.seq}
 	if n := len(h.history); n > 0 {
-		rv = h.history[n-1].rv
+		snap.rv = h.history[n-1].rv
 	}
-	var items []*record
-	for _, r := range h.state {
-		if c.wants(r) {
-			items = append(items, r)
+	kinds := slices.Sorted(maps.Keys(c.kinds))
+	snap.key = fmt.Sprintf("%s|%s|%s|%d", c.namespace, strings.Join(kinds, ","), reason, h.seq)
+	if h.resyncsAt != h.seq {
+		clear(h.resyncs)
+		h.resyncsAt, h.resyncBytes = h.seq, 0
+	}
+	if built, ok := h.resyncs[snap.key]; ok {
+		snap.built = built
+		return snap
+	}
+	for _, r := range h.state[c.namespace] {
+		if c.kinds[r.kind] {
+			snap.items = append(snap.items, r)
 		}
 	}
-	slices.SortFunc(items, func(a, b *record) int { // a stable order: by kind, then name
+	return snap
+}
+
+// encode builds a snapshot's RESYNC, or finds the one built for the same key. At most
+// resyncSlots are built at once: each is the size of the namespace's whole picture.
+func (h *hub) encode(snap *snapshot) []byte {
+	if snap.built != nil {
+		return snap.built
+	}
+	h.resyncSlots <- struct{}{}
+	defer func() { <-h.resyncSlots }()
+	slices.SortFunc(snap.items, func(a, b *record) int { // a stable order: by kind, then name
 		return cmp.Or(strings.Compare(a.kind, b.kind), strings.Compare(a.name, b.name))
 	})
-	head, _ := json.Marshal(Event{Type: Resync, ResourceVersion: rv, Reason: reason})
-	var b bytes.Buffer
+	head, _ := json.Marshal(Event{Type: Resync, ResourceVersion: snap.rv, Reason: snap.reason})
+	size := len(head) + 16
+	for _, r := range snap.items {
+		size += len(r.data) + 1
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size))
 	b.Write(head[:len(head)-1])
 	b.WriteString(`,"items":[`)
-	for i, r := range items {
+	for i, r := range snap.items {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.Write(r.data)
 	}
 	b.WriteString("]}")
-	return b.Bytes()
+	data := b.Bytes()
+	h.mu.Lock()
+	// No change since: a client asking now gets the same bytes.
+	if h.resyncsAt == snap.seq && h.resyncBytes+len(data) <= h.historyMaxBytes {
+		h.resyncs[snap.key] = data
+		h.resyncBytes += len(data)
+	}
+	h.mu.Unlock()
+	return data
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
 )
@@ -75,7 +76,7 @@ func TestHub_ResumesFromAChangeItHasAndResyncsOtherwise(t *testing.T) {
 	first = h.subscribe(c3, "2")
 	require.NoError(t, json.Unmarshal(first, &resync))
 	require.Equal(t, Resync, resync.Type)
-	require.Contains(t, resync.Reason, "resourceVersion 2")
+	require.Contains(t, resync.Reason, "not among the changes this server keeps")
 	require.Equal(t, "7", resync.ResourceVersion)
 	require.Len(t, resync.Items, 1)
 	require.Equal(t, "5", resync.Items[0].ResourceVersion, "a deleted, b added; the test bed is not asked for")
@@ -123,4 +124,117 @@ func TestHub_HistoryIsBounded(t *testing.T) {
 	batch, _ := c.take()
 	require.Len(t, batch, 50)
 	require.NotNil(t, h.subscribe(newClient(h, "ns"), "900"), "900 has left the history")
+}
+
+func TestHub_HistoryIsBoundedByBytesToo(t *testing.T) {
+	h := newHub(slog.Default())
+	one := len(mustEvent(t, job("ns", "a", "1")))
+	h.historyMaxBytes = 10 * one
+	for i := 1; i <= 100; i++ {
+		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+	}
+	require.LessOrEqual(t, h.historyBytes, 10*one+10) // resourceVersions grow by a digit or two
+	require.GreaterOrEqual(t, len(h.history), 8)
+	require.LessOrEqual(t, len(h.history), 10)
+	total := 0
+	for _, r := range h.history {
+		total += len(r.data)
+	}
+	require.Equal(t, total, h.historyBytes, "the count follows what is kept")
+	require.Len(t, h.bySeqRV, len(h.history))
+
+	// One change larger than the bound stays (the newest always does), alone.
+	h.historyMaxBytes = 1
+	h.observe(KindBatchJob, Modified, job("ns", "a", "101"), false)
+	require.Len(t, h.history, 1)
+}
+
+func TestHub_AClientQueueIsBoundedByBytes(t *testing.T) {
+	h := newHub(slog.Default())
+	c := newClient(h, "ns")
+	c.maxBytes = 3 * len(mustEvent(t, job("ns", "a", "10")))
+	h.subscribe(c, "")
+	for i := 10; i < 13; i++ {
+		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+	}
+	_, lost := c.take()
+	require.False(t, lost, "three fit")
+	for i := 13; i < 17; i++ {
+		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+	}
+	batch, lost := c.take()
+	require.True(t, lost, "four do not")
+	require.Empty(t, batch)
+}
+
+// A storm of clients asking for versions the server does not have (or for the picture)
+// costs one encoding while nothing changes: they get the very same bytes.
+func TestHub_AResyncStormIsBuiltOnce(t *testing.T) {
+	h := newHub(slog.Default())
+	for i := range 50 {
+		h.observe(KindBatchJob, Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i+1)), false)
+	}
+	first := h.subscribe(newClient(h, "ns"), "999999")
+	for range 100 {
+		again := h.subscribe(newClient(h, "ns"), "123")
+		require.Same(t, &first[0], &again[0], "built again")
+	}
+	other := newClient(h, "ns")
+	other.kinds = map[string]bool{KindScheduling: true}
+	require.NotEqual(t, first, h.subscribe(other, "123"), "other kinds, another RESYNC")
+
+	h.observe(KindBatchJob, Modified, job("ns", "j00", "51"), false)
+	after := h.subscribe(newClient(h, "ns"), "123")
+	var resync Event
+	require.NoError(t, json.Unmarshal(after, &resync))
+	require.Equal(t, "51", resync.ResourceVersion, "a change since: built anew")
+}
+
+// The RESYNC is encoded after the hub's lock is let go: a change that comes in between
+// reaches the client after it, and is neither lost nor inside it.
+func TestHub_AChangeDuringAResyncIsQueuedAfterIt(t *testing.T) {
+	h := newHub(slog.Default())
+	h.observe(KindBatchJob, Added, job("ns", "a", "1"), false)
+	c := newClient(h, "ns")
+	h.mu.Lock()
+	h.clients[c] = struct{}{}
+	snap := h.snapshotLocked(c, "test")
+	h.mu.Unlock()
+	h.observe(KindBatchJob, Modified, job("ns", "a", "2"), false) // while the RESYNC is being built
+	var resync Event
+	require.NoError(t, json.Unmarshal(h.encode(snap), &resync))
+	require.Equal(t, "1", resync.ResourceVersion)
+	require.Len(t, resync.Items, 1)
+	require.Equal(t, "1", resync.Items[0].ResourceVersion)
+	batch, lost := c.take()
+	require.False(t, lost)
+	require.Equal(t, []string{"MODIFIED@2"}, rvs(decodeAll(t, batch)))
+}
+
+func TestHub_ConnectionCaps(t *testing.T) {
+	h := newHub(slog.Default())
+	h.maxConns, h.maxUserConns = 3, 2
+	r1, why := h.admit("alice")
+	require.Empty(t, why)
+	_, why = h.admit("alice")
+	require.Empty(t, why)
+	_, why = h.admit("alice")
+	require.Contains(t, why, "user alice has 2 change feed connections open")
+	_, why = h.admit("bob")
+	require.Empty(t, why)
+	_, why = h.admit("carol")
+	require.Contains(t, why, "at most 3 connections")
+	r1()
+	r1() // twice is once
+	_, why = h.admit("carol")
+	require.Empty(t, why)
+	_, why = h.admit("dave")
+	require.NotEmpty(t, why, "a second release of the same connection frees nothing")
+}
+
+func mustEvent(t *testing.T, obj client.Object) []byte {
+	t.Helper()
+	data, err := json.Marshal(Event{Type: Modified, Kind: KindBatchJob, ResourceVersion: obj.GetResourceVersion(), Object: view(obj)})
+	require.NoError(t, err)
+	return data
 }

@@ -52,9 +52,14 @@ func (s *server) listJobs(c *gin.Context) {
 		fail(c, invalid(FieldError{Field: "state", Message: fmt.Sprintf("%q is not a job state (%s)", state, strings.Join(names, ", "))}))
 		return
 	}
+	pg, perr := pageOf(c)
+	if perr != nil {
+		fail(c, perr)
+		return
+	}
 	queue, sched := c.Query("queue"), c.Query("scheduling")
 	var list v1alpha1.BatchJobList
-	if err := s.Client.List(c.Request.Context(), &list, client.InNamespace(namespaceOf(c))); err != nil {
+	if err := s.reader().List(c.Request.Context(), &list, client.InNamespace(namespaceOf(c))); err != nil {
 		fail(c, fromKube("list batch jobs", err))
 		return
 	}
@@ -71,7 +76,8 @@ func (s *server) listJobs(c *gin.Context) {
 		out = append(out, j)
 	}
 	slices.SortFunc(out, func(a, b Job) int { return strings.Compare(a.Name, b.Name) })
-	c.JSON(http.StatusOK, JobList{Items: out, ResourceVersion: list.ResourceVersion})
+	out, next := cut(out, pg, func(j Job) string { return j.Name })
+	c.JSON(http.StatusOK, JobList{Items: out, ResourceVersion: list.ResourceVersion, Continue: next})
 }
 
 // sameQueue compares queue paths with "root." optional on either side.
@@ -94,11 +100,14 @@ func (s *server) getJob(c *gin.Context) {
 	c.JSON(http.StatusOK, jobOf(&job))
 }
 
-// get reads the object named in the path, in the request's namespace; what names its kind
-// in the 404's message.
+// get reads the object named in the path, in the request's namespace, from the API
+// server: one object costs it little, and a client then reads what it has just written
+// (the informers' cache may be a moment behind). Lists come from the cache. what names the
+// kind in the 404's message.
 func (s *server) get(c *gin.Context, what string, obj client.Object) error {
 	key := client.ObjectKey{Namespace: namespaceOf(c), Name: c.Param("name")}
-	if err := s.Client.Get(c.Request.Context(), key, obj); err != nil {
+	err := s.Client.Get(c.Request.Context(), key, obj)
+	if err != nil {
 		if e := fromKube("get "+what, err); e.Code != CodeNotFound {
 			return e
 		}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -41,6 +42,11 @@ type param struct{ name, description string }
 
 var namespaceParam = param{"namespace", "the namespace to work in (default: the server's)"}
 
+var pageParams = []param{
+	{"limit", fmt.Sprintf("most items in the answer (1 to %d, default %d); a longer list is cut into pages", maxPageSize, defaultPageSize)},
+	{"continue", "the continue token of the previous page"},
+}
+
 func operations() []operation {
 	std := []int{401, 403, 503}
 	with := func(codes ...int) []int { return append(slices.Clone(std), codes...) }
@@ -50,7 +56,7 @@ func operations() []operation {
 		{method: "GET", path: "/whoami", summary: "The user and groups the token stands for", status: 200, answer: User{}, errors: []int{401, 503}},
 		{method: "POST", path: "/schedulings", summary: "Create a Scheduling and start its workflow", query: []param{namespaceParam},
 			body: SchedulingRequest{}, status: 201, answer: Scheduling{}, errors: with(400, 409, 413, 422), permission: "create schedulings"},
-		{method: "GET", path: "/schedulings", summary: "List Schedulings", query: []param{namespaceParam},
+		{method: "GET", path: "/schedulings", summary: "List Schedulings, by name, a page at a time", query: append([]param{namespaceParam}, pageParams...),
 			status: 200, answer: SchedulingList{}, errors: with(422), permission: "list schedulings"},
 		{method: "GET", path: "/schedulings/:name", summary: "Get a Scheduling", query: []param{namespaceParam},
 			status: 200, answer: Scheduling{}, errors: with(404, 422), permission: "get schedulings"},
@@ -60,8 +66,8 @@ func operations() []operation {
 			query: []param{namespaceParam, {"resourceVersion", "delete only this version"}}, status: 202, answer: Scheduling{}, errors: with(404, 409, 422), permission: "delete schedulings"},
 		{method: "POST", path: "/jobs", summary: "Create a BatchJob that runs as the caller", query: []param{namespaceParam},
 			body: JobRequest{}, status: 201, answer: Job{}, errors: with(400, 409, 413, 422), permission: "create batchjobs"},
-		{method: "GET", path: "/jobs", summary: "List BatchJobs",
-			query:  []param{namespaceParam, {"state", "only jobs in this state"}, {"queue", "only jobs of this queue"}, {"scheduling", "only jobs this Scheduling holds"}},
+		{method: "GET", path: "/jobs", summary: "List BatchJobs, by name, a page at a time",
+			query:  append([]param{namespaceParam, {"state", "only jobs in this state"}, {"queue", "only jobs of this queue"}, {"scheduling", "only jobs this Scheduling holds"}}, pageParams...),
 			status: 200, answer: JobList{}, errors: with(422), permission: "list batchjobs"},
 		{method: "GET", path: "/jobs/:name", summary: "Get a BatchJob", query: []param{namespaceParam},
 			status: 200, answer: Job{}, errors: with(404, 422), permission: "get batchjobs"},
@@ -73,7 +79,7 @@ func operations() []operation {
 			query: []param{namespaceParam}, status: 200, answer: QueueTree{}, errors: with(404, 422), permission: "get testbeds"},
 		{method: "GET", path: "/watch", summary: "The change feed: a websocket of Event messages, the first a RESYNC",
 			query:  []param{namespaceParam, {"kinds", "comma-separated: schedulings, jobs, testbeds (default all)"}, {"resourceVersion", "resume after this event"}},
-			status: 101, answer: Event{}, errors: with(400, 422), permission: "watch (each kind asked for)"},
+			status: 101, answer: Event{}, errors: with(400, 422, 429), permission: "watch (each kind asked for)"},
 	}
 }
 
@@ -81,12 +87,16 @@ func operations() []operation {
 type SchedulingList struct {
 	Items           []Scheduling `json:"items"`
 	ResourceVersion string       `json:"resourceVersion"`
+	// Continue, when set, asks for the next page (?continue=); the last page has none.
+	Continue string `json:"continue,omitempty"`
 }
 
 // JobList is the answer of GET /jobs.
 type JobList struct {
 	Items           []Job  `json:"items"`
 	ResourceVersion string `json:"resourceVersion"`
+	// Continue, when set, asks for the next page (?continue=); the last page has none.
+	Continue string `json:"continue,omitempty"`
 }
 
 // schemas turns Go types into JSON schemas under components/schemas, by their JSON

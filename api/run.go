@@ -50,6 +50,9 @@ func Serve(o Options, l net.Listener) (*Server, error) {
 		ctx, stopCache = context.WithCancel(context.Background())
 		go func() { _ = c.Start(ctx) }()
 		o.Informers = c
+		if o.Reader == nil {
+			o.Reader = c
+		}
 	}
 	srv, h, err := newServer(o)
 	if err != nil {
@@ -70,7 +73,7 @@ func Serve(o Options, l net.Listener) (*Server, error) {
 	}
 	s := &Server{
 		URL:       "http://" + l.Addr().String(),
-		http:      &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)},
+		http:      httpServer(h),
 		done:      make(chan error, 1),
 		srv:       srv,
 		stopCache: stopCache,
@@ -93,4 +96,31 @@ func (s *Server) Stop() error {
 	err := s.http.Shutdown(ctx)
 	s.stopCache()
 	return errors.Join(err, <-s.done)
+}
+
+// The API server's limits. A request must send its headers within ReadHeaderTimeout and
+// its body within ReadTimeout, and its answer must be written within WriteTimeout; the
+// longest wait of a handler (an extension waiting for its workflow, extendWait) is well
+// inside it. The feed's websocket connections set their own deadlines once upgraded (a
+// ping every 30 s, each write within 10 s, a client silent for 70 s is gone), which
+// replace these. A kept-alive connection idle for IdleTimeout is closed.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 30 * time.Second
+	WriteTimeout      = 60 * time.Second
+	IdleTimeout       = 2 * time.Minute
+	MaxHeaderBytes    = 64 << 10
+)
+
+func httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		// A client cut for being slow is its own failure: debug, not a warning per scan.
+		ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
+	}
 }

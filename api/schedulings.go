@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	temporalclient "go.temporal.io/sdk/client"
@@ -82,6 +83,9 @@ func appendIf(errs []FieldError, found ...*FieldError) []FieldError {
 	}
 	return errs
 }
+
+// extendWait is how long an extension waits for its workflow's answer before it answers 202.
+const extendWait = 20 * time.Second
 
 // maxJobs is a Scheduling's most jobs, as the CRD allows.
 const maxJobs = v1alpha1.MaxSchedulingJobs
@@ -254,17 +258,24 @@ func (s *server) createScheduling(c *gin.Context) {
 }
 
 func (s *server) listSchedulings(c *gin.Context) {
+	pg, perr := pageOf(c)
+	if perr != nil {
+		fail(c, perr)
+		return
+	}
 	var list v1alpha1.SchedulingList
-	if err := s.Client.List(c.Request.Context(), &list, client.InNamespace(namespaceOf(c))); err != nil {
+	if err := s.reader().List(c.Request.Context(), &list, client.InNamespace(namespaceOf(c))); err != nil {
 		fail(c, fromKube("list schedulings", err))
 		return
 	}
-	out := make([]Scheduling, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, schedulingOf(&list.Items[i]))
+	items := list.Items
+	slices.SortFunc(items, func(a, b v1alpha1.Scheduling) int { return strings.Compare(a.Name, b.Name) })
+	items, next := cut(items, pg, func(x v1alpha1.Scheduling) string { return x.Name })
+	out := make([]Scheduling, 0, len(items))
+	for i := range items {
+		out = append(out, schedulingOf(&items[i]))
 	}
-	slices.SortFunc(out, func(a, b Scheduling) int { return strings.Compare(a.Name, b.Name) })
-	c.JSON(http.StatusOK, SchedulingList{Items: out, ResourceVersion: list.ResourceVersion})
+	c.JSON(http.StatusOK, SchedulingList{Items: out, ResourceVersion: list.ResourceVersion, Continue: next})
 }
 
 func (s *server) getScheduling(c *gin.Context) {
@@ -408,12 +419,16 @@ func (s *server) extendScheduling(c *gin.Context) {
 		latest.Spec.Jobs = sched.Spec.Jobs
 		sched = &latest
 	}
-	handle, err := s.Temporal.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+	// The answer waits for the workflow at most extendWait: the object holds the jobs
+	// already, and a workflow slow to answer gets them from the bridge (202).
+	waitCtx, cancelWait := context.WithTimeout(ctx, extendWait)
+	defer cancelWait()
+	handle, err := s.Temporal.UpdateWorkflow(waitCtx, temporalclient.UpdateWorkflowOptions{
 		WorkflowID: workflows.SchedulingWorkflowID(sched.Namespace, sched.Name), UpdateName: workflows.ExtendUpdate,
 		Args: []any{sched.Spec.Jobs}, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
-		err = handle.Get(ctx, nil)
+		err = handle.Get(waitCtx, nil)
 	}
 	var app *temporal.ApplicationError
 	switch {

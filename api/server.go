@@ -40,12 +40,21 @@ type Options struct {
 	// Informers feed the websocket change feed (/api/v1/watch); without them the feed
 	// answers 503. Start makes them from Config.
 	Informers cache.Informers
+	// Reader serves the API's lists of Schedulings and BatchJobs when set: Serve sets it
+	// to the informers' cache it makes for the feed, so a list costs the API server
+	// nothing. A GET of one object, writes, and the reads a write decides on go to Client,
+	// so that a client reads what it has just written.
+	Reader client.Reader
 	// Config is the cluster Start watches for the change feed when Informers is nil.
 	Config *rest.Config
 	// AllowedOrigins are the browser origins, besides the API's own, that may open the
 	// change feed (scheme://host:port).
 	AllowedOrigins []string
-	Log            *slog.Logger
+	// FeedConnections and FeedConnectionsPerUser cap the change feed's open connections, in
+	// all and for one user (0: DefaultFeedConnections, DefaultFeedConnectionsPerUser). A
+	// connection over either cap is answered 429 with Retry-After.
+	FeedConnections, FeedConnectionsPerUser int
+	Log                                     *slog.Logger
 }
 
 type server struct {
@@ -78,6 +87,12 @@ func newServer(o Options) (*server, http.Handler, error) {
 	s := &server{Options: o, stopping: make(chan struct{})}
 	if o.Informers != nil {
 		s.hub = newHub(o.Log)
+		if o.FeedConnections > 0 {
+			s.hub.maxConns = o.FeedConnections
+		}
+		if o.FeedConnectionsPerUser > 0 {
+			s.hub.maxUserConns = o.FeedConnectionsPerUser
+		}
 		if err := s.hub.watch(context.Background(), o.Informers); err != nil {
 			return nil, nil, fmt.Errorf("api: change feed: %w", err)
 		}
@@ -175,4 +190,12 @@ func decode(c *gin.Context, v any) error {
 		return &Error{Code: CodeBadRequest, Message: "the body is not valid JSON for this request: " + err.Error(), status: http.StatusBadRequest}
 	}
 	return nil
+}
+
+// reader is where plain reads go: the informers' cache when there is one.
+func (s *server) reader() client.Reader {
+	if s.Reader != nil {
+		return s.Reader
+	}
+	return s.Client
 }

@@ -106,6 +106,18 @@ func (s *server) watch(c *gin.Context) {
 		fail(c, &Error{Code: CodeUnavailable, Message: "the change feed is still reading the cluster; try again shortly", status: http.StatusServiceUnavailable})
 		return
 	}
+	from := c.Query("resourceVersion")
+	if from != "" && !decimal(from) {
+		fail(c, invalid(FieldError{Field: "resourceVersion", Message: fmt.Sprintf("%.40q is not a resourceVersion: those the feed sends are decimal numbers", from)}))
+		return
+	}
+	release, refused := s.hub.admit(userOf(c).Name)
+	if refused != "" {
+		c.Header("Retry-After", "10")
+		fail(c, &Error{Code: CodeTooManyRequests, Message: refused + "; try again later", status: http.StatusTooManyRequests})
+		return
+	}
+	defer release()
 	up := websocket.Upgrader{
 		Subprotocols: []string{Subprotocol},
 		CheckOrigin:  func(*http.Request) bool { return true }, // checked above, with a JSON answer
@@ -117,8 +129,8 @@ func (s *server) watch(c *gin.Context) {
 	if tc, ok := conn.NetConn().(*net.TCPConn); ok {
 		_ = tc.SetWriteBuffer(socketBuffer)
 	}
-	fc := &feedClient{namespace: namespaceOf(c), kinds: kinds, max: s.hub.queueSize, wake: make(chan struct{}, 1)}
-	first := s.hub.subscribe(fc, c.Query("resourceVersion"))
+	fc := &feedClient{namespace: namespaceOf(c), kinds: kinds, max: s.hub.queueSize, maxBytes: s.hub.queueMaxBytes, wake: make(chan struct{}, 1)}
+	first := s.hub.subscribe(fc, from)
 	defer s.hub.unsubscribe(fc)
 	s.serveFeed(c.Request.Context(), conn, fc, first)
 }
@@ -164,7 +176,7 @@ func (s *server) serveFeed(ctx context.Context, conn *websocket.Conn, fc *feedCl
 		case <-fc.wake:
 			batch, lost := fc.take()
 			if lost {
-				if !write(s.hub.resync(fc, fmt.Sprintf("the client fell more than %d changes behind", fc.max))) {
+				if !write(s.hub.resync(fc, fmt.Sprintf("the client fell more than %d changes or %d MiB behind", fc.max, fc.maxBytes>>20))) {
 					return
 				}
 				continue
@@ -176,4 +188,18 @@ func (s *server) serveFeed(ctx context.Context, conn *websocket.Conn, fc *feedCl
 			}
 		}
 	}
+}
+
+// decimal says whether v is a non-negative decimal number of at most 20 digits, as the
+// resourceVersions the feed sends are.
+func decimal(v string) bool {
+	if len(v) == 0 || len(v) > 20 {
+		return false
+	}
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

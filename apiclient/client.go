@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,9 +115,48 @@ func (c *Client) CreateScheduling(ctx context.Context, r api.SchedulingRequest) 
 }
 
 // ListSchedulings lists the namespace's Schedulings, sorted by name.
+// It reads every page; ListSchedulingsPage reads one.
 func (c *Client) ListSchedulings(ctx context.Context) (api.SchedulingList, error) {
+	var all api.SchedulingList
+	p := Page{}
+	for {
+		l, err := c.ListSchedulingsPage(ctx, p)
+		if err != nil {
+			return all, err
+		}
+		all.Items, all.ResourceVersion = append(all.Items, l.Items...), l.ResourceVersion
+		if l.Continue == "" {
+			return all, nil
+		}
+		p.Continue = l.Continue
+	}
+}
+
+// Page asks for one page of a list: at most Limit items (0: the server's default), after
+// the page whose Continue token is given ("" for the first).
+type Page struct {
+	Limit    int
+	Continue string
+}
+
+func (p Page) query(q url.Values) url.Values {
+	if q == nil {
+		q = url.Values{}
+	}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Continue != "" {
+		q.Set("continue", p.Continue)
+	}
+	return q
+}
+
+// ListSchedulingsPage reads one page of the namespace's Schedulings, sorted by name; its
+// Continue names the next page, if any.
+func (c *Client) ListSchedulingsPage(ctx context.Context, p Page) (api.SchedulingList, error) {
 	var l api.SchedulingList
-	return l, c.do(ctx, http.MethodGet, "/schedulings", nil, nil, &l)
+	return l, c.do(ctx, http.MethodGet, "/schedulings", p.query(nil), nil, &l)
 }
 
 // GetScheduling reads one Scheduling.
@@ -162,7 +202,26 @@ type JobFilter struct {
 }
 
 // ListJobs lists the namespace's BatchJobs that match f, sorted by name.
+// It reads every page; ListJobsPage reads one.
 func (c *Client) ListJobs(ctx context.Context, f JobFilter) (api.JobList, error) {
+	var all api.JobList
+	p := Page{}
+	for {
+		l, err := c.ListJobsPage(ctx, f, p)
+		if err != nil {
+			return all, err
+		}
+		all.Items, all.ResourceVersion = append(all.Items, l.Items...), l.ResourceVersion
+		if l.Continue == "" {
+			return all, nil
+		}
+		p.Continue = l.Continue
+	}
+}
+
+// ListJobsPage reads one page of the BatchJobs that match f, sorted by name; its Continue
+// names the next page, if any.
+func (c *Client) ListJobsPage(ctx context.Context, f JobFilter, p Page) (api.JobList, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"state": f.State, "queue": f.Queue, "scheduling": f.Scheduling} {
 		if v != "" {
@@ -170,7 +229,7 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) (api.JobList, error)
 		}
 	}
 	var l api.JobList
-	return l, c.do(ctx, http.MethodGet, "/jobs", q, nil, &l)
+	return l, c.do(ctx, http.MethodGet, "/jobs", p.query(q), nil, &l)
 }
 
 // GetJob reads one BatchJob.

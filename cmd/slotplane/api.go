@@ -41,6 +41,8 @@ func runAPI(ctx context.Context, args []string) error {
 		authKubernetes+" (TokenReview, and SubjectAccessReview of each action on slotplane.io resources, with the cluster's RBAC)")
 	tokens := fs.String("token-file", envOr("SLOTPLANE_API_TOKEN_FILE", ""), "CSV file of bearer tokens, one per line: token,user[,group...][,namespaces=a b][,act-as=u v][,act-as-groups=g] (required with -auth="+authTokens+")")
 	origins := fs.String("allowed-origins", envOr("SLOTPLANE_API_ALLOWED_ORIGINS", ""), "comma-separated browser origins (https://host:port), besides the API's own, that may open the websocket feed")
+	feedConns := fs.Int("feed-connections", api.DefaultFeedConnections, "most change feed connections open at once; more are answered 429")
+	feedUserConns := fs.Int("feed-connections-per-user", api.DefaultFeedConnectionsPerUser, "most change feed connections one user may have open")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,7 +79,8 @@ func runAPI(ctx context.Context, args []string) error {
 		return err
 	}
 	// Config: the change feed watches the cluster with informers of its own.
-	o := api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Config: cfg, AllowedOrigins: splitList(*origins)}
+	o := api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Config: cfg, AllowedOrigins: splitList(*origins),
+		FeedConnections: *feedConns, FeedConnectionsPerUser: *feedUserConns}
 	o.Auth, o.Authorizer = apiAuth(*mode, static, cl)
 	s, err := api.Start(o, *listen)
 	if err != nil {
