@@ -236,7 +236,7 @@ func keys(m map[string]bool) []string {
 // newTestHandler is the API over a fake cluster holding a test bed with two slots, a job
 // and a Scheduling, and a Temporal client that never connects (routes that need Temporal
 // answer 503 or 202).
-func newTestHandler(t *testing.T) *gin.Engine {
+func newTestHandler(t testing.TB) *gin.Engine {
 	t.Helper()
 	now := metav1.Now()
 	objs := []client.Object{
