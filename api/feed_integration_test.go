@@ -59,8 +59,9 @@ func watchURL(base, query string) string {
 // client that never reads gets a RESYNC or is cut off, and does not hold the others back.
 func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	p := testplatform.Start(t, testplatform.DefaultBed)
+	// 101 connections of one user: over the default cap per user (100).
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
-		Auth: api.StaticTokens{token: {Name: "alice"}}}, "127.0.0.1:0")
+		Auth: api.StaticTokens{token: {Name: "alice"}}, FeedConnectionsPerUser: 200}, "127.0.0.1:0")
 	require.NoError(t, err)
 	defer func() { require.NoError(t, srv.Stop()) }()
 	c := client{t: t, base: srv.URL + "/api/v1"}

@@ -8,6 +8,8 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 
 	temporal "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
@@ -81,6 +84,18 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; "0" turns them off.
 	HealthAddr string
+	// Webhook, when its Addr is set, serves the admission check of BatchJobs' wrapped specs
+	// at SpecWebhookPath over HTTPS.
+	Webhook WebhookOptions
+}
+
+// WebhookOptions say where the bridge serves its admission webhook: Addr (host:port), and
+// the directory holding its certificate and key (CertName and KeyName in it, default
+// tls.crt and tls.key; reloaded when they change).
+type WebhookOptions struct {
+	Addr              string
+	CertDir           string
+	CertName, KeyName string
 }
 
 // New builds the bridge: a controller-runtime manager whose caches hold TestBeds, nodes, only
@@ -92,12 +107,25 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if opts.HealthAddr == "" {
 		opts.HealthAddr = "0"
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                 kubeclient.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.HealthAddr,
 		Cache:                  kubeclient.CacheOptions(),
-	})
+	}
+	if opts.Webhook.Addr != "" {
+		host, port, err := net.SplitHostPort(opts.Webhook.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("bridge webhook address %q: %w", opts.Webhook.Addr, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("bridge webhook port %q: %w", port, err)
+		}
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Host: host, Port: p, CertDir: opts.Webhook.CertDir,
+			CertName: opts.Webhook.CertName, KeyName: opts.Webhook.KeyName})
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("bridge manager: %w", err)
 	}
@@ -181,6 +209,9 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		Complete(&JobPolicySignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return nil, fmt.Errorf("job policy bridge controller: %w", err)
+	}
+	if opts.Webhook.Addr != "" {
+		mgr.GetWebhookServer().Register(SpecWebhookPath, &webhook.Admission{Handler: newSpecWebhook(policies)})
 	}
 	return mgr, nil
 }

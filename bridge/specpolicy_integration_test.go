@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,21 +21,40 @@ import (
 )
 
 // A BatchJob made with kubectl whose wrapped spec asks for a service account and a host
-// volume is marked (SpecAllowed=False, naming both), and when a Scheduling runs it, fails
-// without any application being made; a job beside it runs. Once the namespace's admins
-// allow both fields, the same job, untouched, is marked allowed (the bridge nudges the
-// namespace's jobs when the policy changes) and runs, with the account it asked for.
+// volume is refused at the door (the bridge's admission webhook, 422 naming both), while
+// the namespace does not allow them. One made while the namespace allowed them, once the
+// policy narrows, is marked (SpecAllowed=False, naming both: the bridge nudges the jobs when
+// the policy changes), and when a Scheduling runs it, fails without any application being
+// made; a job beside it runs. Once the namespace's admins allow both fields again, the same
+// job, untouched, is marked allowed and runs, with the account it asked for.
 func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
 	p := startPlatform(t)
 	ctx := context.Background()
-	sneaky := job("sneaky", v1alpha1.FrameworkSpark, "1s")
-	sneaky.Spec.SparkApplication = &runtime.RawExtension{Raw: []byte(`{
+	spec := []byte(`{
 		"driver": {"serviceAccount": "cluster-admin-sa"},
 		"volumes": [{"name": "root", "hostPath": {"path": "/"}}],
 		"sparkConf": {"spark.sql.shuffle.partitions": "4"}
-	}`)}
-	require.NoError(t, p.client.Create(ctx, sneaky))
+	}`)
+	sneaky := job("sneaky", v1alpha1.FrameworkSpark, "1s")
+	sneaky.Spec.SparkApplication = &runtime.RawExtension{Raw: spec}
+	err := p.client.Create(ctx, sneaky)
+	require.True(t, apierrors.IsInvalid(err), "the webhook refuses it: %v", err)
+	require.ErrorContains(t, err, "spec.sparkApplication.driver.serviceAccount")
+	require.ErrorContains(t, err, "spec.sparkApplication.volumes")
+	require.NotContains(t, err.Error(), "sparkConf", "what the list allows is not named")
+
+	allow := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.JobPolicyConfigMap, Namespace: "default"},
+		Data:       map[string]string{"allow": "spark driver.serviceAccount\nspark volumes\n"},
+	}
+	require.NoError(t, p.client.Create(ctx, allow))
+	require.Eventually(t, func() bool { // the webhook reads the policy through its cache
+		again := job("sneaky", v1alpha1.FrameworkSpark, "1s")
+		again.Spec.SparkApplication = &runtime.RawExtension{Raw: spec}
+		return p.client.Create(ctx, again) == nil
+	}, 30*time.Second, 200*time.Millisecond, "allowed by the namespace, the job is taken")
 	require.NoError(t, p.client.Create(ctx, job("plain", v1alpha1.FrameworkSpark, "1s")))
+	require.NoError(t, p.client.Delete(ctx, allow)) // the policy narrows under the job
 
 	var cond *metav1.Condition
 	require.Eventually(t, func() bool {
@@ -64,12 +84,10 @@ func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
 	require.NoError(t, p.client.Delete(ctx, run))
 	require.Eventually(t, func() bool { return p.batchJob(t, "sneaky").Status.State == v1alpha1.JobReady }, time.Minute, 250*time.Millisecond)
 
-	// The namespace widens the list: the bridge nudges the namespace's jobs, and the job,
-	// unchanged, is looked at again.
-	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.JobPolicyConfigMap, Namespace: "default"},
-		Data:       map[string]string{"allow": "spark driver.serviceAccount\nspark volumes\n"},
-	}))
+	// The namespace widens the list again: the bridge nudges the namespace's jobs, and the
+	// job, unchanged, is looked at again.
+	allow.ResourceVersion = ""
+	require.NoError(t, p.client.Create(ctx, allow))
 	require.Eventually(t, func() bool {
 		c := meta.FindStatusCondition(p.batchJob(t, "sneaky").Status.Conditions, v1alpha1.ConditionSpecAllowed)
 		return c != nil && c.Status == metav1.ConditionTrue

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"slotplane/bridge"
 	"slotplane/crds"
 	"slotplane/crds/v1alpha1"
 	"slotplane/deploy"
@@ -59,6 +60,7 @@ type rendered struct {
 	crds                []apiextensionsv1.CustomResourceDefinition
 	admissionPolicies   []admissionv1.ValidatingAdmissionPolicy
 	policyBindings      []admissionv1.ValidatingAdmissionPolicyBinding
+	webhooks            []admissionv1.ValidatingWebhookConfiguration
 }
 
 // renderedObject is one object of a build as kustomize wrote it.
@@ -124,6 +126,8 @@ func render(t testing.TB, dir string) *rendered {
 			decodeInto(t, o, &out.admissionPolicies)
 		case "ValidatingAdmissionPolicyBinding":
 			decodeInto(t, o, &out.policyBindings)
+		case "ValidatingWebhookConfiguration":
+			decodeInto(t, o, &out.webhooks)
 		default:
 			// A new kind needs its checks here first.
 			t.Errorf("%s: a kind these tests do not know", o)
@@ -884,5 +888,66 @@ func TestKustomize_AdmissionPoliciesAreTheLocalOnes(t *testing.T) {
 		if !bound {
 			t.Errorf("policy %s is not bound with Deny", p.Name)
 		}
+	}
+}
+
+// The base's spec webhook is the local platform's (bridge.SpecWebhookConfiguration) but for
+// where it calls: the bridge's Service, on a port the Service serves, whose target is the
+// port the bridge's webhook listens on; the bridge mounts the Secret its certificate comes
+// from, and a network policy lets the API server in.
+func TestKustomize_SpecWebhookIsTheLocalOneAtTheBridgesService(t *testing.T) {
+	r := render(t, baseDir)
+	if len(r.webhooks) != 1 || len(r.webhooks[0].Webhooks) != 1 {
+		t.Fatalf("want one webhook configuration with one webhook, have %+v", r.webhooks)
+	}
+	got := r.webhooks[0].Webhooks[0]
+	want := bridge.SpecWebhookConfiguration(admissionv1.WebhookClientConfig{}).Webhooks[0]
+	ref := got.ClientConfig.Service
+	got.ClientConfig = admissionv1.WebhookClientConfig{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the base's webhook differs from the local platform's (-local +base)\n%s", diff)
+	}
+	if r.webhooks[0].Name != bridge.SpecWebhookName || ref == nil || ref.Path == nil || *ref.Path != bridge.SpecWebhookPath || ref.Namespace != "slotplane-system" {
+		t.Fatalf("the webhook calls %+v, want the bridge's Service at %s", ref, bridge.SpecWebhookPath)
+	}
+	var svc *corev1.Service
+	for i := range r.services {
+		if r.services[i].Name == ref.Name {
+			svc = &r.services[i]
+		}
+	}
+	if svc == nil {
+		t.Fatalf("no Service %s", ref.Name)
+	}
+	bridgeDep := r.deployment(t, "bridge").Spec.Template.Spec
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(r.deployment(t, "bridge").Spec.Template.Labels)) {
+		t.Errorf("Service %s does not select the bridge", svc.Name)
+	}
+	port := int32(443)
+	if ref.Port != nil {
+		port = *ref.Port
+	}
+	served := false
+	for _, p := range svc.Spec.Ports {
+		if p.Port == port {
+			target, ok := containerPort(bridgeDep, p.TargetPort)
+			listen := flagValue(bridgeDep.Containers[0].Args, "-webhook-listen")
+			served = ok && listen == ":"+strconv.Itoa(int(target))
+		}
+	}
+	if !served {
+		t.Errorf("the bridge does not listen where Service %s port %d sends the calls (args %v)", svc.Name, port, bridgeDep.Containers[0].Args)
+	}
+	mounted := false
+	dir := flagValue(bridgeDep.Containers[0].Args, "-webhook-cert-dir")
+	for _, m := range bridgeDep.Containers[0].VolumeMounts {
+		for _, v := range bridgeDep.Volumes {
+			if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "slotplane-bridge-webhook-tls" && m.MountPath == dir {
+				mounted = true
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("the bridge does not read its webhook certificate (%s) from Secret slotplane-bridge-webhook-tls", dir)
 	}
 }

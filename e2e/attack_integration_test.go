@@ -27,8 +27,8 @@ import (
 	"slotplane/internal/appsim"
 )
 
-// The attacks of issue 14 that need the whole platform, one subtest each: a hostile user
-// with a plain token, through the REST API and through kubectl. Each gets a clear refusal,
+// The attacks that need the whole platform, one subtest each: a hostile user with a plain
+// token, through the REST API, and through kubectl. Each gets a clear refusal,
 // nothing is created or changed, and the API process's memory stays bounded. The attacks
 // on one server alone are the servers' own tests (TestAttack_* in extender/ and api/), and
 // claiming another user's job is bridge's TestIdentity_ASchedulingRunsOthersJobsOnlyWithTheRight.
@@ -79,6 +79,13 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		for _, field := range []string{"driver.serviceAccount", "driver.hostNetwork", "driver.secrets", "spark.kubernetes.authenticate"} {
 			require.Contains(t, joined, field, "each refused field is named")
 		}
+		require.False(t, jobExists("privileged"))
+		// kubectl's door: the bridge's admission webhook refuses the same spec.
+		err = p.kube.Create(ctx, &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: "privileged", Namespace: "default"},
+			Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, User: "alice", Application: app, DriverResources: driver,
+				SparkApplication: &runtime.RawExtension{Raw: []byte(spec)}}})
+		require.True(t, apierrors.IsInvalid(err), "the webhook refuses it: %v", err)
+		require.ErrorContains(t, err, "spec.sparkApplication.driver.hostNetwork")
 		require.False(t, jobExists("privileged"))
 	})
 

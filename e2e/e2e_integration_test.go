@@ -33,6 +33,7 @@ import (
 
 	"slotplane/api"
 	"slotplane/apiclient"
+	"slotplane/bridge"
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
@@ -206,12 +207,17 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) *e2ePlatform {
 	t.Helper()
 	logs := keepLogs(t) // first, so that its clean-up runs after every process stopped
-	ports, err := freeport.Get(4)
+	ports, err := freeport.Get(5)
 	require.NoError(t, err)
 	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
 	cluster := testcluster.New(t, testcluster.Options{Nodes: 4, PlainNodes: 2, ExtenderURL: "https://" + extenderAddr + "/",
 		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
+	// The bridge serves the spec check of BatchJobs at kubectl's door, over TLS.
+	hookCerts, err := testcluster.NewWebhookCerts(cluster.Dir, "bridge-webhook")
+	require.NoError(t, err)
+	require.NoError(t, testcluster.RegisterWebhook(context.Background(), cluster.Client(),
+		bridge.SpecWebhookConfiguration(hookCerts.ClientConfig(ports[4], bridge.SpecWebhookPath))))
 	srv, _ := testtemporal.Start(t)
 	// The Spark and Flink operators' stand-in: the one part a real cluster has and this
 	// machine cannot run.
@@ -227,7 +233,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr,
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
 		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
-			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]))},
+			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]), "-webhook-listen", "127.0.0.1:"+strconv.Itoa(ports[4]), "-webhook-cert-dir", hookCerts.Dir)},
 		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
 	}}
 	for _, c := range p.parts {

@@ -18,6 +18,7 @@ import (
 	"slotplane/bridge"
 	"slotplane/extender"
 	"slotplane/internal/appsim"
+	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/worker"
@@ -160,8 +161,21 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer tc.Close()
 	steps.begin("worker and bridge")
-	mgr, err := bridge.New(cluster.Config, tc, bridge.Options{})
+	// The bridge serves the spec check of BatchJobs (kubectl's door), over TLS.
+	hookCerts, err := testcluster.NewWebhookCerts(cluster.Dir, "bridge-webhook")
 	if err != nil {
+		return err
+	}
+	hookPort, err := freeport.Get(1)
+	if err != nil {
+		return err
+	}
+	mgr, err := bridge.New(cluster.Config, tc, bridge.Options{Webhook: bridge.WebhookOptions{
+		Addr: "127.0.0.1:" + strconv.Itoa(hookPort[0]), CertDir: hookCerts.Dir, CertName: hookCerts.CertName, KeyName: hookCerts.KeyName}})
+	if err != nil {
+		return err
+	}
+	if err := testcluster.RegisterWebhook(ctx, cluster.Client(), bridge.SpecWebhookConfiguration(hookCerts.ClientConfig(hookPort[0], bridge.SpecWebhookPath))); err != nil {
 		return err
 	}
 	// Activities read the API server directly, not the bridge's cache: a reconcile pass

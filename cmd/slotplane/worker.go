@@ -147,6 +147,8 @@ func runBridge(ctx context.Context, args []string) error {
 	conn := connectionFlags(fs)
 	metrics := fs.String("metrics-listen", envOr("SLOTPLANE_METRICS_LISTEN", ":8080"), "Prometheus metrics address; 0 turns them off")
 	health := fs.String("health-listen", envOr("SLOTPLANE_HEALTH_LISTEN", ":8081"), "/healthz and /readyz address; 0 turns them off")
+	hook := fs.String("webhook-listen", envOr("SLOTPLANE_WEBHOOK_LISTEN", ""), "address of the HTTPS admission webhook that checks BatchJobs' wrapped specs ("+bridge.SpecWebhookPath+"); empty turns it off")
+	hookCerts := fs.String("webhook-cert-dir", envOr("SLOTPLANE_WEBHOOK_CERT_DIR", ""), "directory with the webhook's tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -155,7 +157,8 @@ func runBridge(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metrics, HealthAddr: *health})
+	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metrics, HealthAddr: *health,
+		Webhook: bridge.WebhookOptions{Addr: *hook, CertDir: *hookCerts}})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/appsim"
+	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testtemporal"
@@ -86,8 +88,16 @@ func Start(t testing.TB, bed Bed) *Platform {
 	}
 	t.Cleanup(func() { w.Stop() })
 
-	mgr, err := bridge.New(c.Config, tc, bridge.Options{})
+	// The bridge serves the spec check of BatchJobs, which the API server calls over TLS.
+	hookCerts, err := testcluster.NewWebhookCerts(c.Dir, "bridge-webhook")
 	require.NoError(t, err)
+	hookPort, err := freeport.Get(1)
+	require.NoError(t, err)
+	mgr, err := bridge.New(c.Config, tc, bridge.Options{Webhook: bridge.WebhookOptions{
+		Addr: "127.0.0.1:" + strconv.Itoa(hookPort[0]), CertDir: hookCerts.Dir, CertName: hookCerts.CertName, KeyName: hookCerts.KeyName}})
+	require.NoError(t, err)
+	require.NoError(t, testcluster.RegisterWebhook(context.Background(), c.Client(),
+		bridge.SpecWebhookConfiguration(hookCerts.ClientConfig(hookPort[0], bridge.SpecWebhookPath))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
