@@ -156,12 +156,14 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "extender", verb: "watch", resource: "pods", allowed: true},
 			{component: "extender", verb: "list", group: "slotplane.io", resource: "batchjobs", allowed: true},
 			{component: "extender", verb: "create", resource: "pods", namespace: userNS},
-			{component: "extender", verb: "delete", resource: "pods", namespace: userNS},
+			// ghosts only: the admission policy slotplane-extender-deletes-ghosts narrows it
+			{component: "extender", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
 			{component: "extender", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
 
 			{component: "bridge", verb: "update", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
 			{component: "bridge", verb: "watch", resource: "nodes", allowed: true},
 			{component: "bridge", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
+			{component: "bridge", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap, allowed: true},
 			{component: "bridge", verb: "list", resource: "configmaps"},
 			{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
 			{component: "bridge", verb: "create", resource: "pods", namespace: userNS},

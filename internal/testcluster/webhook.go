@@ -25,6 +25,9 @@ type WebhookCerts struct {
 // NewWebhookCerts makes WebhookCerts under dir/name.
 func NewWebhookCerts(dir, name string) (*WebhookCerts, error) {
 	d := filepath.Join(dir, name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return nil, err
+	}
 	c, err := NewExtenderCerts(d, "127.0.0.1")
 	if err != nil {
 		return nil, fmt.Errorf("webhook %s certificate: %w", name, err)
