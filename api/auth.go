@@ -20,27 +20,8 @@ import (
 	"slotplane/crds/v1alpha1"
 )
 
-// User is who a request comes from, with the groups queue ACLs test. UID and Extra are
-// what a cluster's TokenReview says besides, passed on to its SubjectAccessReviews.
-type User struct {
-	Name   string              `json:"name"`
-	UID    string              `json:"uid,omitempty"`
-	Groups []string            `json:"groups,omitempty"`
-	Extra  map[string][]string `json:"extra,omitempty"`
-	// Scope is what a token file's token may do (TokenScopes); nil for other users.
-	Scope *TokenScope `json:"scope,omitempty"`
-}
-
-// TokenScope is what a token-file token may do: act in some namespaces (all if Namespaces
-// holds "*"), and submit or claim jobs as other users and groups (ActAs, ActAsGroups; "*"
-// is anyone). Nothing else: a plain token acts for its own user in its namespaces.
-type TokenScope struct {
-	Namespaces  []string `json:"namespaces"`
-	ActAs       []string `json:"actAs,omitempty"`
-	ActAsGroups []string `json:"actAsGroups,omitempty"`
-}
-
-func (s *TokenScope) allows(list []string, name string) bool {
+// allows says whether a scope's list names name, or anyone ("*").
+func allows(list []string, name string) bool {
 	return slices.Contains(list, "*") || slices.Contains(list, name)
 }
 
@@ -59,12 +40,12 @@ func (TokenScopes) Authorize(_ context.Context, u User, a Action) (bool, string,
 	if a.Verb == "impersonate" && a.Group == "" {
 		switch a.Resource {
 		case "users":
-			if sc.allows(sc.ActAs, a.Name) {
+			if allows(sc.ActAs, a.Name) {
 				return true, "", nil
 			}
 			return false, "the token may act as " + listOrNobody(sc.ActAs) + " (token file option act-as)", nil
 		case "groups":
-			if sc.allows(sc.ActAsGroups, a.Name) {
+			if allows(sc.ActAsGroups, a.Name) {
 				return true, "", nil
 			}
 			return false, "the token may act as groups " + listOrNobody(sc.ActAsGroups) + " (token file option act-as-groups)", nil
@@ -74,7 +55,7 @@ func (TokenScopes) Authorize(_ context.Context, u User, a Action) (bool, string,
 	if a.Group != v1alpha1.GroupName {
 		return false, "", nil
 	}
-	if (a.Namespace == "" && slices.Contains(sc.Namespaces, "*")) || (a.Namespace != "" && sc.allows(sc.Namespaces, a.Namespace)) {
+	if (a.Namespace == "" && slices.Contains(sc.Namespaces, "*")) || (a.Namespace != "" && allows(sc.Namespaces, a.Namespace)) {
 		return true, "", nil
 	}
 	return false, "the token acts in namespaces " + listOrNobody(sc.Namespaces) + " (token file option namespaces)", nil
@@ -135,13 +116,13 @@ func authorize(z Authorizer, verb, resource, subresource string) gin.HandlerFunc
 		ok, reason, err := z.Authorize(c.Request.Context(), userOf(c), a)
 		switch {
 		case err != nil:
-			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable})
+			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable})
 		case !ok:
 			msg := fmt.Sprintf("user %s may not %s", userOf(c).Name, a)
 			if reason != "" {
 				msg += ": " + reason
 			}
-			fail(c, &Error{Code: CodeForbidden, Message: msg, status: http.StatusForbidden})
+			fail(c, &Error{Code: CodeForbidden, Message: msg, Status: http.StatusForbidden})
 		default:
 			c.Next()
 		}
@@ -200,17 +181,17 @@ func authenticate(a Authenticator) gin.HandlerFunc {
 			if h != "" {
 				msg = "the Authorization header is not of the form Bearer <token>"
 			}
-			fail(c, &Error{Code: CodeUnauthorized, Message: msg, status: http.StatusUnauthorized})
+			fail(c, &Error{Code: CodeUnauthorized, Message: msg, Status: http.StatusUnauthorized})
 			return
 		}
 		user, err := a.Authenticate(c.Request.Context(), strings.TrimSpace(token))
 		switch {
 		case errors.Is(err, ErrUnknownToken):
 			c.Header("WWW-Authenticate", `Bearer realm="slotplane", error="invalid_token"`)
-			fail(c, &Error{Code: CodeUnauthorized, Message: err.Error(), status: http.StatusUnauthorized})
+			fail(c, &Error{Code: CodeUnauthorized, Message: err.Error(), Status: http.StatusUnauthorized})
 			return
 		case err != nil:
-			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the bearer token: " + err.Error(), status: http.StatusServiceUnavailable})
+			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the bearer token: " + err.Error(), Status: http.StatusServiceUnavailable})
 			return
 		}
 		c.Set(userKey, user)

@@ -17,7 +17,7 @@ func (s *server) mayClaim(ctx context.Context, caller User, field string, i int,
 	a := Action{Group: "", Verb: "impersonate", Resource: "users", Name: owner}
 	ok, reason, err := s.Authorizer.Authorize(ctx, caller, a)
 	if err != nil {
-		return &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable}
+		return &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
 	if ok {
 		return nil
@@ -26,7 +26,7 @@ func (s *server) mayClaim(ctx context.Context, caller User, field string, i int,
 	if reason != "" {
 		msg += ": " + reason
 	}
-	return &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: fmt.Sprintf("%s[%d].name", field, i), Message: "not allowed for " + caller.Name}}, status: http.StatusForbidden}
+	return &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: fmt.Sprintf("%s[%d].name", field, i), Message: "not allowed for " + caller.Name}}, Status: http.StatusForbidden}
 }
 
 // schedulingUser is whom a new Scheduling runs as (spec.user and groups): its caller, or no
@@ -39,7 +39,7 @@ func (s *server) schedulingUser(ctx context.Context, caller User) (User, error) 
 	a := Action{Group: "", Verb: "impersonate", Resource: "users"} // no name: every user
 	ok, _, err := s.Authorizer.Authorize(ctx, caller, a)
 	if err != nil {
-		return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable}
+		return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
 	if ok {
 		return User{}, nil

@@ -20,45 +20,12 @@ import (
 	"slotplane/crds/v1alpha1"
 )
 
-// EventType is what happened to an object, or RESYNC: the whole picture, sent first and
-// again whenever a client cannot be told the changes one by one.
-type EventType string
-
-const (
-	Added    EventType = "ADDED"
-	Modified EventType = "MODIFIED"
-	Deleted  EventType = "DELETED"
-	Resync   EventType = "RESYNC"
-)
-
-// The kinds the feed carries, as events name them, and as ?kinds= selects them.
-const (
-	KindScheduling = "Scheduling"
-	KindBatchJob   = "BatchJob"
-	KindTestBed    = "TestBed"
-)
-
 // feedKinds maps the ?kinds= words to kinds and to the resources an Authorizer is asked
 // to allow watching.
 var feedKinds = map[string]struct{ kind, resource string }{
 	"schedulings": {KindScheduling, "schedulings"},
 	"jobs":        {KindBatchJob, "batchjobs"},
 	"testbeds":    {KindTestBed, "testbeds"},
-}
-
-// Event is one message of the change feed. A change carries the object as the REST API
-// shows it (Scheduling, Job or TestBed). A RESYNC carries every object the client watches in
-// Items, each as its latest change (ADDED or MODIFIED) carried it, and Reason says why it
-// was sent; the client replaces what it knows with it. ResourceVersion is where a
-// client resumes from (?resourceVersion=): a change's is its object's, a RESYNC's is that of
-// the last change it includes (empty before the first change the feed saw).
-type Event struct {
-	Type            EventType `json:"type"`
-	Kind            string    `json:"kind,omitempty"`
-	ResourceVersion string    `json:"resourceVersion"`
-	Object          any       `json:"object,omitempty"`
-	Items           []Event   `json:"items,omitempty"`
-	Reason          string    `json:"reason,omitempty"`
 }
 
 // record is an event as the hub keeps it: encoded once, sent to every client as is.

@@ -7,29 +7,11 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
 )
-
-// Job is a BatchJob as the API shows it.
-type Job struct {
-	Name            string               `json:"name"`
-	Namespace       string               `json:"namespace"`
-	ResourceVersion string               `json:"resourceVersion"`
-	Framework       v1alpha1.Framework   `json:"framework"`
-	Application     v1alpha1.Application `json:"application"`
-	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
-	Queue           string               `json:"queue,omitempty"`
-	User            string               `json:"user,omitempty"`
-	Groups          []string             `json:"groups,omitempty"`
-	// Scheduling is the Scheduling that holds the job now; empty once it is released.
-	Scheduling string                  `json:"scheduling,omitempty"`
-	Status     v1alpha1.BatchJobStatus `json:"status"`
-}
 
 // jobOf shows a BatchJob. Its Scheduling is the one whose claim it carries now (the claim
 // label): the status's scheduling is written after the claim is, and lags a release.
@@ -116,15 +98,6 @@ func (s *server) get(c *gin.Context, what string, obj client.Object) error {
 	return nil
 }
 
-// TestBed is a test bed with its slots.
-type TestBed struct {
-	Name            string                 `json:"name"`
-	Namespace       string                 `json:"namespace"`
-	ResourceVersion string                 `json:"resourceVersion"`
-	Spec            v1alpha1.TestBedSpec   `json:"spec"`
-	Status          v1alpha1.TestBedStatus `json:"status"`
-}
-
 func (s *server) getTestBed(c *gin.Context) {
 	var tb v1alpha1.TestBed
 	if err := s.get(c, "test bed", &tb); err != nil {
@@ -142,32 +115,11 @@ func keyOf(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
 }
 
-// JobRequest creates a BatchJob. It runs as the caller, with the caller's groups, for queue
-// ACLs, user limits and placement rules. A caller that may impersonate (an external
-// scheduler submitting for its users) names another User and its Groups.
-type JobRequest struct {
-	Name            string               `json:"name"`
-	Framework       v1alpha1.Framework   `json:"framework"`
-	Application     v1alpha1.Application `json:"application"`
-	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
-	Queue           string               `json:"queue,omitempty"`
-	// User and Groups, when given and not the caller's, need the caller to be allowed to
-	// impersonate that user and each group.
-	User   string   `json:"user,omitempty"`
-	Groups []string `json:"groups,omitempty"`
-	// Labels and Annotations are put on the BatchJob; slotplane's own protocol keys are
-	// refused.
-	Labels           map[string]string     `json:"labels,omitempty"`
-	Annotations      map[string]string     `json:"annotations,omitempty"`
-	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
-	FlinkDeployment  *runtime.RawExtension `json:"flinkDeployment,omitempty"`
-}
-
 // reservedKeys are the labels and annotations slotplane's components write to talk to each
 // other: a request may not set them.
 var reservedKeys = []string{v1alpha1.ActiveSchedulingLabel, v1alpha1.CreationRequestAnnotation, v1alpha1.AssignedSlotsAnnotation, v1alpha1.BatchJobLabel}
 
-func (r *JobRequest) validate() []FieldError {
+func validateJobRequest(r *JobRequest) []FieldError {
 	var errs []FieldError
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
@@ -199,7 +151,7 @@ func (s *server) createJob(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if errs := req.validate(); len(errs) > 0 {
+	if errs := validateJobRequest(&req); len(errs) > 0 {
 		fail(c, invalid(errs...))
 		return
 	}
@@ -267,7 +219,7 @@ func (s *server) runAs(c *gin.Context, name string, groups []string) (User, erro
 		}
 		ok, reason, err := s.Authorizer.Authorize(c.Request.Context(), caller, a)
 		if err != nil {
-			return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable}
+			return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
 		}
 		if !ok {
 			field := "user"
@@ -278,7 +230,7 @@ func (s *server) runAs(c *gin.Context, name string, groups []string) (User, erro
 			if reason != "" {
 				msg += ": " + reason
 			}
-			return User{}, &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: field, Message: "not allowed for " + caller.Name}}, status: http.StatusForbidden}
+			return User{}, &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: field, Message: "not allowed for " + caller.Name}}, Status: http.StatusForbidden}
 		}
 	}
 	return User{Name: name, Groups: groups}, nil

@@ -83,22 +83,6 @@ func operations() []operation {
 	}
 }
 
-// SchedulingList is the answer of GET /schedulings.
-type SchedulingList struct {
-	Items           []Scheduling `json:"items"`
-	ResourceVersion string       `json:"resourceVersion"`
-	// Continue, when set, asks for the next page (?continue=); the last page has none.
-	Continue string `json:"continue,omitempty"`
-}
-
-// JobList is the answer of GET /jobs.
-type JobList struct {
-	Items           []Job  `json:"items"`
-	ResourceVersion string `json:"resourceVersion"`
-	// Continue, when set, asks for the next page (?continue=); the last page has none.
-	Continue string `json:"continue,omitempty"`
-}
-
 // schemas turns Go types into JSON schemas under components/schemas, by their JSON
 // encoding: json tags name the properties, omitempty makes them optional, and the few types
 // with their own encoding (quantities, times, raw objects) get the schema of what they

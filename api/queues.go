@@ -36,64 +36,8 @@ func (s *server) getQueues(c *gin.Context) {
 	c.JSON(http.StatusOK, queueTreeOf(tb.Name, &report))
 }
 
-// Resources is an exact amount, as the queues count it: memory in bytes and cpu in
-// millicores (a driver of 250m and 512Mi is 250 and 536870912).
-type Resources struct {
-	MemoryBytes int64 `json:"memoryBytes"`
-	MilliCores  int64 `json:"milliCores"`
-}
-
 func resourcesOf(r queue.Resources) Resources {
 	return Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}
-}
-
-// String is the allocation file's form, with fractions where the amount is not whole:
-// "512 mb, 0.25 vcores".
-func (r Resources) String() string {
-	return queue.Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}.String()
-}
-
-// QueueTree is a test bed's queues as Admission sees them now.
-type QueueTree struct {
-	TestBed string `json:"testBed"`
-	// ConfigVersion is the allocation file in force (the ConfigMap's resourceVersion);
-	// ConfigError, when set, says why a newer file was refused.
-	ConfigVersion string      `json:"configVersion,omitempty"`
-	ConfigError   string      `json:"configError,omitempty"`
-	Queues        []Queue     `json:"queues"`
-	Waiting       []QueuedJob `json:"waiting"`
-	Running       []QueuedJob `json:"running"`
-}
-
-// Queue is one queue of the tree: its shares, what it uses and what waits in it.
-type Queue struct {
-	Path          string    `json:"path"`
-	Leaf          bool      `json:"leaf"`
-	SteadyShare   Resources `json:"steadyShare"`
-	FairShare     Resources `json:"fairShare"`
-	Usage         Resources `json:"usage"`
-	Demand        Resources `json:"demand"`
-	PendingDemand Resources `json:"pendingDemand"`
-	MinResources  Resources `json:"minResources"`
-	MaxResources  Resources `json:"maxResources"`
-	RunningJobs   int       `json:"runningJobs"`
-	WaitingJobs   int       `json:"waitingJobs"`
-}
-
-// QueuedJob is a job in the queues, waiting (with the reason) or running (with its slots).
-type QueuedJob struct {
-	Job        string  `json:"job"`
-	Scheduling string  `json:"scheduling"`
-	Queue      string  `json:"queue"`
-	User       string  `json:"user,omitempty"`
-	Slots      int32   `json:"slots"`
-	SlotIDs    []int32 `json:"slotIDs,omitempty"`
-	// Granted are the slots a running job holds.
-	Granted []int32 `json:"granted,omitempty"`
-	// State is a running job's start-up state under StateAware (Starting or Running).
-	State     string `json:"state,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Preempted int32  `json:"preempted,omitempty"`
 }
 
 func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
@@ -118,18 +62,6 @@ func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
 		out.Running = append(out.Running, j)
 	}
 	return out
-}
-
-// MoveResult says where a move took a job.
-type MoveResult struct {
-	Job  string `json:"job"`
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-// MoveRequest names the queue to move a job to.
-type MoveRequest struct {
-	Queue string `json:"queue"`
 }
 
 // moveJob moves a queued or running job to another queue, on behalf of the caller: the
@@ -159,7 +91,7 @@ func (s *server) moveJob(c *gin.Context) {
 		}
 	}
 	if j.Scheduling == "" || bed == "" {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling, so in no queue", job.Name), status: http.StatusConflict})
+		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling, so in no queue", job.Name), Status: http.StatusConflict})
 		return
 	}
 	user := userOf(c)
@@ -197,7 +129,7 @@ func temporalError(err error, missing string) *Error {
 		case workflows.MoveNotReady:
 			status, code = http.StatusServiceUnavailable, CodeUnavailable
 		}
-		return &Error{Code: code, Message: app.Message(), status: status}
+		return &Error{Code: code, Message: app.Message(), Status: status}
 	}
-	return &Error{Code: CodeUnavailable, Message: "Temporal: " + err.Error(), status: http.StatusServiceUnavailable}
+	return &Error{Code: CodeUnavailable, Message: "Temporal: " + err.Error(), Status: http.StatusServiceUnavailable}
 }

@@ -19,8 +19,7 @@ func TestQueueTree_CarriesExactAmounts(t *testing.T) {
 	}})
 	q := tree.Queues[0]
 	require.Equal(t, Resources{MemoryBytes: 536870912, MilliCores: 250}, q.Usage)
-	require.Equal(t, "512 mb, 0.25 vcores", q.Usage.String())
-	require.Equal(t, "8192 mb, 8 vcores", q.FairShare.String())
+	require.Equal(t, queue.MBVCores(8192, 8), queue.Resources{MemoryBytes: q.FairShare.MemoryBytes, MilliCores: q.FairShare.MilliCores})
 
 	raw, err := json.Marshal(q.Usage)
 	require.NoError(t, err)

@@ -25,28 +25,6 @@ import (
 	"slotplane/workflows"
 )
 
-// SchedulingRequest creates a Scheduling: an ordered queue of BatchJobs for one test bed.
-type SchedulingRequest struct {
-	Name    string                   `json:"name"`
-	TestBed string                   `json:"testBed"`
-	Mode    v1alpha1.SchedulingMode  `json:"mode"`
-	Queue   string                   `json:"queue,omitempty"`
-	Jobs    []v1alpha1.SchedulingJob `json:"jobs"`
-}
-
-// Scheduling is a Scheduling as the API shows it.
-type Scheduling struct {
-	Name            string                    `json:"name"`
-	Namespace       string                    `json:"namespace"`
-	ResourceVersion string                    `json:"resourceVersion"`
-	TestBed         string                    `json:"testBed"`
-	Mode            v1alpha1.SchedulingMode   `json:"mode"`
-	Queue           string                    `json:"queue,omitempty"`
-	Jobs            []v1alpha1.SchedulingJob  `json:"jobs"`
-	Deleting        bool                      `json:"deleting,omitempty"`
-	Status          v1alpha1.SchedulingStatus `json:"status"`
-}
-
 func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
 	return Scheduling{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.Spec.TestBed, Mode: s.Spec.Mode,
 		Queue: s.Spec.Queue, Jobs: s.Spec.Jobs, Deleting: s.DeletionTimestamp != nil, Status: s.Status}
@@ -91,7 +69,7 @@ const extendWait = 20 * time.Second
 const maxJobs = v1alpha1.MaxSchedulingJobs
 
 // validate checks what can be checked without the cluster.
-func (r *SchedulingRequest) validate() []FieldError {
+func validateSchedulingRequest(r *SchedulingRequest) []FieldError {
 	var errs []FieldError
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
@@ -214,7 +192,7 @@ func (s *server) createScheduling(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if errs := req.validate(); len(errs) > 0 {
+	if errs := validateSchedulingRequest(&req); len(errs) > 0 {
 		fail(c, invalid(errs...))
 		return
 	}
@@ -250,7 +228,7 @@ func (s *server) createScheduling(c *gin.Context) {
 			_ = s.Client.Update(context.WithoutCancel(ctx), sched)
 		}
 		_ = s.Client.Delete(context.WithoutCancel(ctx), sched)
-		fail(c, &Error{Code: CodeUnavailable, Message: "the scheduling's workflow could not be started, so nothing was created: " + err.Error(), status: http.StatusServiceUnavailable})
+		fail(c, &Error{Code: CodeUnavailable, Message: "the scheduling's workflow could not be started, so nothing was created: " + err.Error(), Status: http.StatusServiceUnavailable})
 		return
 	}
 	c.Header("Location", "/api/v1/schedulings/"+req.Name+"?namespace="+ns)
@@ -329,14 +307,6 @@ func (s *server) deleteScheduling(c *gin.Context) {
 	c.JSON(http.StatusAccepted, out)
 }
 
-// SchedulingPatch extends a running Scheduling: its jobs are appended to the queue, in
-// order. ResourceVersion, if given, applies the change only to that version of the
-// Scheduling (409 otherwise).
-type SchedulingPatch struct {
-	ResourceVersion string                   `json:"resourceVersion,omitempty"`
-	Append          []v1alpha1.SchedulingJob `json:"append"`
-}
-
 // extendScheduling appends jobs to a Scheduling that is still taking them. The object is
 // written first, as kubectl would, so that the object and the workflow never disagree for
 // long; then the workflow's extend update is asked and its answer awaited. If the workflow
@@ -354,7 +324,7 @@ func (s *server) extendScheduling(c *gin.Context) {
 		return
 	}
 	conflict := func(format string, args ...any) {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), status: http.StatusConflict})
+		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), Status: http.StatusConflict})
 	}
 	switch st := sched.Status.State; {
 	case req.ResourceVersion != "" && req.ResourceVersion != sched.ResourceVersion:

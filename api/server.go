@@ -102,10 +102,10 @@ func newServer(o Options) (*server, http.Handler, error) {
 	r.HandleMethodNotAllowed = true
 	r.Use(s.logRequests, s.recoverJSON)
 	r.NoRoute(func(c *gin.Context) {
-		fail(c, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route %s %s", c.Request.Method, c.Request.URL.Path), status: http.StatusNotFound})
+		fail(c, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route %s %s", c.Request.Method, c.Request.URL.Path), Status: http.StatusNotFound})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		fail(c, &Error{Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path), status: http.StatusMethodNotAllowed})
+		fail(c, &Error{Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path), Status: http.StatusMethodNotAllowed})
 	})
 
 	serveDashboard(r)
@@ -164,7 +164,7 @@ func (s *server) recoverJSON(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.Log.Error("api handler panicked", "path", c.Request.URL.Path, "panic", v)
-			fail(c, &Error{Code: CodeInternal, Message: "internal error", status: http.StatusInternalServerError})
+			fail(c, &Error{Code: CodeInternal, Message: "internal error", Status: http.StatusInternalServerError})
 		}
 	}()
 	c.Next()
@@ -183,11 +183,11 @@ func decode(c *gin.Context, v any) error {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), status: http.StatusRequestEntityTooLarge}
+		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), Status: http.StatusRequestEntityTooLarge}
 	case errors.Is(err, io.EOF):
-		return &Error{Code: CodeBadRequest, Message: "the body is empty; a JSON object is expected", status: http.StatusBadRequest}
+		return &Error{Code: CodeBadRequest, Message: "the body is empty; a JSON object is expected", Status: http.StatusBadRequest}
 	case err != nil:
-		return &Error{Code: CodeBadRequest, Message: "the body is not valid JSON for this request: " + err.Error(), status: http.StatusBadRequest}
+		return &Error{Code: CodeBadRequest, Message: "the body is not valid JSON for this request: " + err.Error(), Status: http.StatusBadRequest}
 	}
 	return nil
 }

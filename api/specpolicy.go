@@ -19,7 +19,7 @@ func (s *server) checkWrappedSpec(ctx context.Context, namespace string, spec *v
 	}
 	policy, err := activities.ReadJobPolicy(ctx, s.Client, namespace)
 	if err != nil {
-		return &Error{Code: CodeUnavailable, Message: "could not read the namespace's policy on wrapped specs: " + err.Error(), status: http.StatusServiceUnavailable}
+		return &Error{Code: CodeUnavailable, Message: "could not read the namespace's policy on wrapped specs: " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
 	refused := apps.CheckSpec(spec, policy)
 	if len(refused) == 0 {

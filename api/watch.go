@@ -16,11 +16,6 @@ import (
 	"slotplane/crds/v1alpha1"
 )
 
-// Subprotocol is the feed's websocket subprotocol. A browser, which cannot set the
-// Authorization header on a websocket, offers its token as a second subprotocol,
-// "bearer.<token>"; the server answers with Subprotocol only.
-const Subprotocol = "slotplane.v1"
-
 const bearerProtocolPrefix = "bearer."
 
 // How the feed keeps a connection honest: a write that takes longer than writeWait closes
@@ -67,7 +62,7 @@ func (s *server) originAllowed(r *http.Request) bool {
 // ?resourceVersion= if given. Each message is one Event as JSON text.
 func (s *server) watch(c *gin.Context) {
 	if s.hub == nil {
-		fail(c, &Error{Code: CodeUnavailable, Message: "this server has no change feed: it was started without a cluster to watch", status: http.StatusServiceUnavailable})
+		fail(c, &Error{Code: CodeUnavailable, Message: "this server has no change feed: it was started without a cluster to watch", Status: http.StatusServiceUnavailable})
 		return
 	}
 	kinds := map[string]bool{}
@@ -86,24 +81,24 @@ func (s *server) watch(c *gin.Context) {
 		a := Action{Group: v1alpha1.GroupName, Verb: "watch", Resource: res, Namespace: namespaceOf(c)}
 		ok, reason, err := s.Authorizer.Authorize(c.Request.Context(), userOf(c), a)
 		if err != nil {
-			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), status: http.StatusServiceUnavailable})
+			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable})
 			return
 		}
 		if !ok {
-			fail(c, &Error{Code: CodeForbidden, Message: strings.TrimSuffix(fmt.Sprintf("user %s may not %s: %s", userOf(c).Name, a, reason), ": "), status: http.StatusForbidden})
+			fail(c, &Error{Code: CodeForbidden, Message: strings.TrimSuffix(fmt.Sprintf("user %s may not %s: %s", userOf(c).Name, a, reason), ": "), Status: http.StatusForbidden})
 			return
 		}
 	}
 	if !websocket.IsWebSocketUpgrade(c.Request) {
-		fail(c, &Error{Code: CodeBadRequest, Message: "the change feed is a websocket: send an Upgrade: websocket request", status: http.StatusBadRequest})
+		fail(c, &Error{Code: CodeBadRequest, Message: "the change feed is a websocket: send an Upgrade: websocket request", Status: http.StatusBadRequest})
 		return
 	}
 	if !s.originAllowed(c.Request) {
-		fail(c, &Error{Code: CodeForbidden, Message: fmt.Sprintf("origin %s may not open the change feed (allowed: this server's own, and %v)", c.GetHeader("Origin"), s.AllowedOrigins), status: http.StatusForbidden})
+		fail(c, &Error{Code: CodeForbidden, Message: fmt.Sprintf("origin %s may not open the change feed (allowed: this server's own, and %v)", c.GetHeader("Origin"), s.AllowedOrigins), Status: http.StatusForbidden})
 		return
 	}
 	if !s.hub.ready() {
-		fail(c, &Error{Code: CodeUnavailable, Message: "the change feed is still reading the cluster; try again shortly", status: http.StatusServiceUnavailable})
+		fail(c, &Error{Code: CodeUnavailable, Message: "the change feed is still reading the cluster; try again shortly", Status: http.StatusServiceUnavailable})
 		return
 	}
 	from := c.Query("resourceVersion")
@@ -114,7 +109,7 @@ func (s *server) watch(c *gin.Context) {
 	release, refused := s.hub.admit(userOf(c).Name)
 	if refused != "" {
 		c.Header("Retry-After", "10")
-		fail(c, &Error{Code: CodeTooManyRequests, Message: refused + "; try again later", status: http.StatusTooManyRequests})
+		fail(c, &Error{Code: CodeTooManyRequests, Message: refused + "; try again later", Status: http.StatusTooManyRequests})
 		return
 	}
 	defer release()

@@ -4,7 +4,7 @@
 // answers the api package's own types.
 //
 // A failed answer is a *StatusError, which holds the HTTP status and the API's error body;
-// errors.As finds the *api.Error inside it, and IsNotFound, IsConflict and IsInvalid test
+// errors.As finds the *apitypes.Error inside it, and IsNotFound, IsConflict and IsInvalid test
 // the usual cases.
 package apiclient
 
@@ -23,7 +23,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 )
 
 // maxAnswerBytes bounds how much of an answer is read: a list of thousands of jobs fits,
@@ -103,21 +103,21 @@ func (c *Client) InNamespace(namespace string) *Client {
 }
 
 // WhoAmI answers the user and groups the token stands for.
-func (c *Client) WhoAmI(ctx context.Context) (api.User, error) {
-	var u api.User
+func (c *Client) WhoAmI(ctx context.Context) (apitypes.User, error) {
+	var u apitypes.User
 	return u, c.do(ctx, http.MethodGet, "/whoami", nil, nil, &u)
 }
 
 // CreateScheduling creates a Scheduling and starts its workflow.
-func (c *Client) CreateScheduling(ctx context.Context, r api.SchedulingRequest) (api.Scheduling, error) {
-	var s api.Scheduling
+func (c *Client) CreateScheduling(ctx context.Context, r apitypes.SchedulingRequest) (apitypes.Scheduling, error) {
+	var s apitypes.Scheduling
 	return s, c.do(ctx, http.MethodPost, "/schedulings", nil, r, &s)
 }
 
 // ListSchedulings lists the namespace's Schedulings, sorted by name.
 // It reads every page; ListSchedulingsPage reads one.
-func (c *Client) ListSchedulings(ctx context.Context) (api.SchedulingList, error) {
-	var all api.SchedulingList
+func (c *Client) ListSchedulings(ctx context.Context) (apitypes.SchedulingList, error) {
+	var all apitypes.SchedulingList
 	p := Page{}
 	for {
 		l, err := c.ListSchedulingsPage(ctx, p)
@@ -154,14 +154,14 @@ func (p Page) query(q url.Values) url.Values {
 
 // ListSchedulingsPage reads one page of the namespace's Schedulings, sorted by name; its
 // Continue names the next page, if any.
-func (c *Client) ListSchedulingsPage(ctx context.Context, p Page) (api.SchedulingList, error) {
-	var l api.SchedulingList
+func (c *Client) ListSchedulingsPage(ctx context.Context, p Page) (apitypes.SchedulingList, error) {
+	var l apitypes.SchedulingList
 	return l, c.do(ctx, http.MethodGet, "/schedulings", p.query(nil), nil, &l)
 }
 
 // GetScheduling reads one Scheduling.
-func (c *Client) GetScheduling(ctx context.Context, name string) (api.Scheduling, error) {
-	var s api.Scheduling
+func (c *Client) GetScheduling(ctx context.Context, name string) (apitypes.Scheduling, error) {
+	var s apitypes.Scheduling
 	return s, c.do(ctx, http.MethodGet, "/schedulings/"+url.PathEscape(name), nil, nil, &s)
 }
 
@@ -169,25 +169,25 @@ func (c *Client) GetScheduling(ctx context.Context, name string) (api.Scheduling
 // the change apply only to that version: 409 otherwise). The API answers 202 instead of
 // 200 when the object took the jobs but the workflow did not confirm them yet (the bridge
 // passes them on); both are a success here.
-func (c *Client) ExtendScheduling(ctx context.Context, name string, p api.SchedulingPatch) (api.Scheduling, error) {
-	var s api.Scheduling
+func (c *Client) ExtendScheduling(ctx context.Context, name string, p apitypes.SchedulingPatch) (apitypes.Scheduling, error) {
+	var s apitypes.Scheduling
 	return s, c.do(ctx, http.MethodPatch, "/schedulings/"+url.PathEscape(name), nil, p, &s)
 }
 
 // DeleteScheduling cancels a Scheduling; its workflow releases the jobs and then lets the
 // object go, after the answer. A non-empty resourceVersion deletes only that version.
-func (c *Client) DeleteScheduling(ctx context.Context, name, resourceVersion string) (api.Scheduling, error) {
+func (c *Client) DeleteScheduling(ctx context.Context, name, resourceVersion string) (apitypes.Scheduling, error) {
 	var q url.Values
 	if resourceVersion != "" {
 		q = url.Values{"resourceVersion": {resourceVersion}}
 	}
-	var s api.Scheduling
+	var s apitypes.Scheduling
 	return s, c.do(ctx, http.MethodDelete, "/schedulings/"+url.PathEscape(name), q, nil, &s)
 }
 
 // CreateJob creates a BatchJob that runs as the caller.
-func (c *Client) CreateJob(ctx context.Context, r api.JobRequest) (api.Job, error) {
-	var j api.Job
+func (c *Client) CreateJob(ctx context.Context, r apitypes.JobRequest) (apitypes.Job, error) {
+	var j apitypes.Job
 	return j, c.do(ctx, http.MethodPost, "/jobs", nil, r, &j)
 }
 
@@ -203,8 +203,8 @@ type JobFilter struct {
 
 // ListJobs lists the namespace's BatchJobs that match f, sorted by name.
 // It reads every page; ListJobsPage reads one.
-func (c *Client) ListJobs(ctx context.Context, f JobFilter) (api.JobList, error) {
-	var all api.JobList
+func (c *Client) ListJobs(ctx context.Context, f JobFilter) (apitypes.JobList, error) {
+	var all apitypes.JobList
 	p := Page{}
 	for {
 		l, err := c.ListJobsPage(ctx, f, p)
@@ -221,41 +221,41 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) (api.JobList, error)
 
 // ListJobsPage reads one page of the BatchJobs that match f, sorted by name; its Continue
 // names the next page, if any.
-func (c *Client) ListJobsPage(ctx context.Context, f JobFilter, p Page) (api.JobList, error) {
+func (c *Client) ListJobsPage(ctx context.Context, f JobFilter, p Page) (apitypes.JobList, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"state": f.State, "queue": f.Queue, "scheduling": f.Scheduling} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
-	var l api.JobList
+	var l apitypes.JobList
 	return l, c.do(ctx, http.MethodGet, "/jobs", p.query(q), nil, &l)
 }
 
 // GetJob reads one BatchJob.
-func (c *Client) GetJob(ctx context.Context, name string) (api.Job, error) {
-	var j api.Job
+func (c *Client) GetJob(ctx context.Context, name string) (apitypes.Job, error) {
+	var j apitypes.Job
 	return j, c.do(ctx, http.MethodGet, "/jobs/"+url.PathEscape(name), nil, nil, &j)
 }
 
 // GetTestBed reads a test bed with its slots.
-func (c *Client) GetTestBed(ctx context.Context, name string) (api.TestBed, error) {
-	var tb api.TestBed
+func (c *Client) GetTestBed(ctx context.Context, name string) (apitypes.TestBed, error) {
+	var tb apitypes.TestBed
 	return tb, c.do(ctx, http.MethodGet, "/testbeds/"+url.PathEscape(name), nil, nil, &tb)
 }
 
 // Queues answers a test bed's queues as its Admission workflow sees them: shares, usage,
 // and the waiting and running jobs. A test bed no Scheduling has used yet has no queues
 // (404).
-func (c *Client) Queues(ctx context.Context, testBed string) (api.QueueTree, error) {
-	var t api.QueueTree
+func (c *Client) Queues(ctx context.Context, testBed string) (apitypes.QueueTree, error) {
+	var t apitypes.QueueTree
 	return t, c.do(ctx, http.MethodGet, "/testbeds/"+url.PathEscape(testBed)+"/queues", nil, nil, &t)
 }
 
 // MoveJob moves a queued or running job to another queue.
-func (c *Client) MoveJob(ctx context.Context, job, queue string) (api.MoveResult, error) {
-	var m api.MoveResult
-	return m, c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(job)+"/move", nil, api.MoveRequest{Queue: queue}, &m)
+func (c *Client) MoveJob(ctx context.Context, job, queue string) (apitypes.MoveResult, error) {
+	var m apitypes.MoveResult
+	return m, c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(job)+"/move", nil, apitypes.MoveRequest{Queue: queue}, &m)
 }
 
 // endpoint is the address of an API path (under /api/v1, its names already escaped) with

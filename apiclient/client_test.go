@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -112,14 +112,14 @@ func TestClient_SendsTheTokenNamespaceAndQuery(t *testing.T) {
 	f.body = `{"job":"etl","from":"root.a","to":"root.b"}`
 	m, err := c.MoveJob(ctx, "etl", "b")
 	require.NoError(t, err)
-	require.Equal(t, api.MoveResult{Job: "etl", From: "root.a", To: "root.b"}, m)
+	require.Equal(t, apitypes.MoveResult{Job: "etl", From: "root.a", To: "root.b"}, m)
 	got = f.last(t)
 	require.Equal(t, "/api/v1/jobs/etl/move", got.path)
 	require.Equal(t, "application/json", got.contentType)
 	require.JSONEq(t, `{"queue":"b"}`, got.body)
 
 	f.body = `{"name":"nightly"}`
-	_, err = c.ExtendScheduling(ctx, "nightly", api.SchedulingPatch{ResourceVersion: "9", Append: []v1alpha1.SchedulingJob{{Name: "etl", Replication: 2}}})
+	_, err = c.ExtendScheduling(ctx, "nightly", apitypes.SchedulingPatch{ResourceVersion: "9", Append: []v1alpha1.SchedulingJob{{Name: "etl", Replication: 2}}})
 	require.NoError(t, err)
 	got = f.last(t)
 	require.Equal(t, "PATCH", got.method)
@@ -136,17 +136,17 @@ func TestClient_FailedAnswersAreStatusErrors(t *testing.T) {
 	ctx := context.Background()
 	f, c := newFake(t, 422, `{"code":"invalid","message":"jobs[0].replication: must be at least 1, not 0","fields":[{"field":"jobs[0].replication","message":"must be at least 1, not 0"}]}`)
 
-	_, err := c.CreateScheduling(ctx, api.SchedulingRequest{Name: "n"})
+	_, err := c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "n"})
 	require.Error(t, err)
 	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, 422, se.Status)
 	require.Equal(t, "POST", se.Method)
 	require.Equal(t, "/api/v1/schedulings", se.Path)
-	var ae *api.Error
+	var ae *apitypes.Error
 	require.ErrorAs(t, err, &ae, "the API's own error is reachable")
-	require.Equal(t, api.CodeInvalid, ae.Code)
-	require.Equal(t, []api.FieldError{{Field: "jobs[0].replication", Message: "must be at least 1, not 0"}}, ae.Fields)
+	require.Equal(t, apitypes.CodeInvalid, ae.Code)
+	require.Equal(t, []apitypes.FieldError{{Field: "jobs[0].replication", Message: "must be at least 1, not 0"}}, ae.Fields)
 	require.True(t, IsInvalid(err))
 	require.False(t, IsNotFound(err))
 	require.Equal(t, "jobs[0].replication: must be at least 1, not 0 (422 invalid)", err.Error())
@@ -155,7 +155,7 @@ func TestClient_FailedAnswersAreStatusErrors(t *testing.T) {
 	_, err = c.GetScheduling(ctx, "nope")
 	require.True(t, IsNotFound(err))
 	f.status, f.body = 409, `{"code":"conflict","message":"exists"}`
-	_, err = c.CreateJob(ctx, api.JobRequest{Name: "a"})
+	_, err = c.CreateJob(ctx, apitypes.JobRequest{Name: "a"})
 	require.True(t, IsConflict(err))
 	f.status, f.body = 401, `{"code":"unauthorized","message":"the bearer token is not known"}`
 	_, err = c.WhoAmI(ctx)
@@ -187,13 +187,13 @@ func TestClient_FailedAnswersAreStatusErrors(t *testing.T) {
 }
 
 func TestClient_DecodesTheAPITypes(t *testing.T) {
-	s := api.Scheduling{Name: "nightly", Namespace: "default", ResourceVersion: "5", TestBed: "bed", Mode: v1alpha1.QueueBased,
+	s := apitypes.Scheduling{Name: "nightly", Namespace: "default", ResourceVersion: "5", TestBed: "bed", Mode: v1alpha1.QueueBased,
 		Jobs:   []v1alpha1.SchedulingJob{{Name: "a", Replication: 1}},
 		Status: v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling, TotalJobs: 1, RunningJobs: 1}}
 	raw, err := json.Marshal(s)
 	require.NoError(t, err)
 	_, c := newFake(t, 201, string(raw))
-	got, err := c.CreateScheduling(context.Background(), api.SchedulingRequest{Name: "nightly"})
+	got, err := c.CreateScheduling(context.Background(), apitypes.SchedulingRequest{Name: "nightly"})
 	require.NoError(t, err)
 	require.Equal(t, s, got)
 }

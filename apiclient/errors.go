@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"strings"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 )
 
 // StatusError is a failed answer: its HTTP status and the API's error body (code,
-// message, field errors). errors.As(err, &e) with e a *api.Error finds the body.
+// message, field errors). errors.As(err, &e) with e a *apitypes.Error finds the body.
 type StatusError struct {
 	// Status is the HTTP status code, such as 404 or 422.
 	Status int
@@ -19,7 +19,7 @@ type StatusError struct {
 	Method, Path string
 	// API is the answer's body. An answer that was not the API's JSON (a proxy's page, say)
 	// has an empty Code and the start of the body as its Message.
-	API api.Error
+	API apitypes.Error
 }
 
 // Error is the API's message with the status and code, such as
@@ -32,14 +32,14 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s (%d %s)", e.API.Message, e.Status, code)
 }
 
-// Unwrap gives errors.As the *api.Error.
+// Unwrap gives errors.As the *apitypes.Error.
 func (e *StatusError) Unwrap() error { return &e.API }
 
 // statusError makes the error of a non-2xx answer from its body.
 func statusError(method, path string, resp *http.Response, raw []byte) *StatusError {
 	e := &StatusError{Status: resp.StatusCode, Method: method, Path: path}
 	if json.Unmarshal(raw, &e.API) != nil || (e.API.Code == "" && e.API.Message == "") {
-		e.API = api.Error{Message: fmt.Sprintf("%s %s answered %s", method, path, resp.Status)}
+		e.API = apitypes.Error{Message: fmt.Sprintf("%s %s answered %s", method, path, resp.Status)}
 		if s := snippet(raw); s != "" {
 			e.API.Message += ": " + s
 		}
@@ -63,7 +63,7 @@ func IsNotFound(err error) bool { return StatusOf(err) == http.StatusNotFound }
 // IsConflict: the object exists already, or changed since it was read (409).
 func IsConflict(err error) bool { return StatusOf(err) == http.StatusConflict }
 
-// IsInvalid: the request's fields break the API's rules (422); the *api.Error's Fields say
+// IsInvalid: the request's fields break the API's rules (422); the *apitypes.Error's Fields say
 // which.
 func IsInvalid(err error) bool { return StatusOf(err) == http.StatusUnprocessableEntity }
 

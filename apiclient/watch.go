@@ -14,7 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 )
 
 // The kinds Watch can ask for (the feed's ?kinds= words).
@@ -28,16 +28,16 @@ const (
 // server pings every 30 s, so three missed pings.
 const feedIdle = 90 * time.Second
 
-// Event is one message of the change feed (api.Event) with the object kept as raw JSON:
+// Event is one message of the change feed (apitypes.Event) with the object kept as raw JSON:
 // Scheduling, Job and TestBed decode it. A RESYNC holds every watched object in Items,
 // each an ADDED or MODIFIED event; the client replaces what it knows with them.
 type Event struct {
-	Type            api.EventType   `json:"type"`
-	Kind            string          `json:"kind,omitempty"`
-	ResourceVersion string          `json:"resourceVersion"`
-	Object          json.RawMessage `json:"object,omitempty"`
-	Items           []Event         `json:"items,omitempty"`
-	Reason          string          `json:"reason,omitempty"`
+	Type            apitypes.EventType `json:"type"`
+	Kind            string             `json:"kind,omitempty"`
+	ResourceVersion string             `json:"resourceVersion"`
+	Object          json.RawMessage    `json:"object,omitempty"`
+	Items           []Event            `json:"items,omitempty"`
+	Reason          string             `json:"reason,omitempty"`
 }
 
 // Name is the name of the event's object ("" for a RESYNC or an object without one).
@@ -50,21 +50,21 @@ func (e Event) Name() string {
 }
 
 // Scheduling decodes the object of a Scheduling event.
-func (e Event) Scheduling() (api.Scheduling, error) {
-	var s api.Scheduling
-	return s, e.decode(api.KindScheduling, &s)
+func (e Event) Scheduling() (apitypes.Scheduling, error) {
+	var s apitypes.Scheduling
+	return s, e.decode(apitypes.KindScheduling, &s)
 }
 
 // Job decodes the object of a BatchJob event.
-func (e Event) Job() (api.Job, error) {
-	var j api.Job
-	return j, e.decode(api.KindBatchJob, &j)
+func (e Event) Job() (apitypes.Job, error) {
+	var j apitypes.Job
+	return j, e.decode(apitypes.KindBatchJob, &j)
 }
 
 // TestBed decodes the object of a TestBed event.
-func (e Event) TestBed() (api.TestBed, error) {
-	var tb api.TestBed
-	return tb, e.decode(api.KindTestBed, &tb)
+func (e Event) TestBed() (apitypes.TestBed, error) {
+	var tb apitypes.TestBed
+	return tb, e.decode(apitypes.KindTestBed, &tb)
 }
 
 func (e Event) decode(kind string, out any) error {
@@ -117,7 +117,7 @@ func (c *Client) Watch(ctx context.Context, kinds []string, fromResourceVersion 
 		header["Authorization"] = []string{"Bearer " + c.token}
 	}
 	d := c.dialer
-	d.Subprotocols = []string{api.Subprotocol}
+	d.Subprotocols = []string{apitypes.Subprotocol}
 	conn, resp, err := d.DialContext(ctx, u.String(), header)
 	if err != nil {
 		if resp != nil && resp.StatusCode != 101 {

@@ -13,7 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -29,7 +29,7 @@ type feedServer struct {
 func newFeedServer(t *testing.T, serve func(conn *websocket.Conn)) *feedServer {
 	t.Helper()
 	f := &feedServer{requests: make(chan *http.Request, 10), ended: make(chan struct{}, 10)}
-	up := websocket.Upgrader{Subprotocols: []string{api.Subprotocol}}
+	up := websocket.Upgrader{Subprotocols: []string{apitypes.Subprotocol}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.requests <- r
 		if r.Header.Get("Authorization") != "Bearer tok-1" {
@@ -84,10 +84,10 @@ func TestWatch_DecodesEventsAndReportsTheEnd(t *testing.T) {
 	r := <-f.requests
 	require.Equal(t, "/api/v1/watch", r.URL.Path)
 	require.Equal(t, url.Values{"kinds": {"schedulings,jobs"}, "resourceVersion": {"7"}, "namespace": {"team-a"}}, r.URL.Query())
-	require.Equal(t, []string{api.Subprotocol}, websocket.Subprotocols(r))
+	require.Equal(t, []string{apitypes.Subprotocol}, websocket.Subprotocols(r))
 
 	first := next(t, w)
-	require.Equal(t, api.Resync, first.Type)
+	require.Equal(t, apitypes.Resync, first.Type)
 	require.Equal(t, "10", first.ResourceVersion)
 	require.Len(t, first.Items, 2)
 	s, err := first.Items[0].Scheduling()
@@ -104,7 +104,7 @@ func TestWatch_DecodesEventsAndReportsTheEnd(t *testing.T) {
 	require.Error(t, err)
 
 	second := next(t, w)
-	require.Equal(t, api.Modified, second.Type)
+	require.Equal(t, apitypes.Modified, second.Type)
 	require.Equal(t, "11", second.ResourceVersion)
 	s, err = second.Scheduling()
 	require.NoError(t, err)

@@ -28,6 +28,7 @@ import (
 	"slotplane/api"
 	"slotplane/apiclient"
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 )
 
 // apiFlags are the flags of every command that calls the API.
@@ -601,7 +602,11 @@ func slotHolders(ctx context.Context, c *apiclient.Client, bed string) (map[int3
 }
 
 // resources is an amount in the allocation file's form ("512 mb, 0.25 vcores").
-func resources(r api.Resources) string { return r.String() }
+// resources is the allocation file's form, with fractions where the amount is not whole:
+// "512 mb, 0.25 vcores".
+func resources(r api.Resources) string {
+	return queue.Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}.String()
+}
 
 // getQueues shows a test bed's queues, then the jobs waiting (with why) and running.
 // The API reports no queue weights; the steady fair share is what they come to.

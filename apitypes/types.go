@@ -1,0 +1,257 @@
+// Package apitypes holds the REST API's wire types: the requests, answers, change-feed
+// events and errors of /api/v1, as JSON carries them. It imports only slotplane's CRD types
+// and the Kubernetes API machinery, so a client (apiclient, an external scheduler) can use
+// them without the server's dependencies; package api serves them.
+package apitypes
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// The codes an answer can carry.
+const (
+	CodeBadRequest      = "bad_request"       // the body is not one JSON object of the right shape
+	CodeInvalid         = "invalid"           // well formed, but fields break the rules (Fields says which)
+	CodeUnauthorized    = "unauthorized"      // no token, or one nobody issued
+	CodeForbidden       = "forbidden"         // the caller may not do this
+	CodeNotFound        = "not_found"         // the object named in the path does not exist
+	CodeConflict        = "conflict"          // it exists already, or changed since it was read
+	CodeTooLarge        = "too_large"         // the body is over the limit
+	CodeTooManyRequests = "too_many_requests" // a cap on connections or requests is reached (Retry-After says when to try again)
+	CodeUnavailable     = "unavailable"       // Kubernetes or Temporal did not answer
+	CodeInternal        = "internal"          // a fault of slotplane's
+)
+
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Resync   EventType = "RESYNC"
+)
+
+// The kinds the feed carries, as events name them, and as ?kinds= selects them.
+const (
+	KindScheduling = "Scheduling"
+	KindBatchJob   = "BatchJob"
+	KindTestBed    = "TestBed"
+)
+
+// Subprotocol is the feed's websocket subprotocol. A browser, which cannot set the
+// Authorization header on a websocket, offers its token as a second subprotocol,
+// "bearer.<token>"; the server answers with Subprotocol only.
+const Subprotocol = "slotplane.v1"
+
+// User is who a request comes from, with the groups queue ACLs test. UID and Extra are
+// what a cluster's TokenReview says besides, passed on to its SubjectAccessReviews.
+type User struct {
+	Name   string              `json:"name"`
+	UID    string              `json:"uid,omitempty"`
+	Groups []string            `json:"groups,omitempty"`
+	Extra  map[string][]string `json:"extra,omitempty"`
+	// Scope is what a token file's token may do (TokenScopes); nil for other users.
+	Scope *TokenScope `json:"scope,omitempty"`
+}
+
+// TokenScope is what a token-file token may do: act in some namespaces (all if Namespaces
+// holds "*"), and submit or claim jobs as other users and groups (ActAs, ActAsGroups; "*"
+// is anyone). Nothing else: a plain token acts for its own user in its namespaces.
+type TokenScope struct {
+	Namespaces  []string `json:"namespaces"`
+	ActAs       []string `json:"actAs,omitempty"`
+	ActAsGroups []string `json:"actAsGroups,omitempty"`
+}
+
+// Error is every failed answer's body: a stable code a program can switch on, a message
+// for people, and the request fields at fault, if any.
+type Error struct {
+	Code    string       `json:"code"`
+	Message string       `json:"message"`
+	Fields  []FieldError `json:"fields,omitempty"`
+	// Status is the answer's HTTP status, which the server sets; it is not in the body.
+	Status int `json:"-"`
+}
+
+// FieldError names one field of the request and what is wrong with it. Field is a path
+// into the request body (jobs[2].slotIDs) or a query parameter.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// EventType is what happened to an object, or RESYNC: the whole picture, sent first and
+// again whenever a client cannot be told the changes one by one.
+type EventType string
+
+// Event is one message of the change feed. A change carries the object as the REST API
+// shows it (Scheduling, Job or TestBed). A RESYNC carries every object the client watches in
+// Items, each as its latest change (ADDED or MODIFIED) carried it, and Reason says why it
+// was sent; the client replaces what it knows with it. ResourceVersion is where a
+// client resumes from (?resourceVersion=): a change's is its object's, a RESYNC's is that of
+// the last change it includes (empty before the first change the feed saw).
+type Event struct {
+	Type            EventType `json:"type"`
+	Kind            string    `json:"kind,omitempty"`
+	ResourceVersion string    `json:"resourceVersion"`
+	Object          any       `json:"object,omitempty"`
+	Items           []Event   `json:"items,omitempty"`
+	Reason          string    `json:"reason,omitempty"`
+}
+
+// Job is a BatchJob as the API shows it.
+type Job struct {
+	Name            string               `json:"name"`
+	Namespace       string               `json:"namespace"`
+	ResourceVersion string               `json:"resourceVersion"`
+	Framework       v1alpha1.Framework   `json:"framework"`
+	Application     v1alpha1.Application `json:"application"`
+	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
+	Queue           string               `json:"queue,omitempty"`
+	User            string               `json:"user,omitempty"`
+	Groups          []string             `json:"groups,omitempty"`
+	// Scheduling is the Scheduling that holds the job now; empty once it is released.
+	Scheduling string                  `json:"scheduling,omitempty"`
+	Status     v1alpha1.BatchJobStatus `json:"status"`
+}
+
+// TestBed is a test bed with its slots.
+type TestBed struct {
+	Name            string                 `json:"name"`
+	Namespace       string                 `json:"namespace"`
+	ResourceVersion string                 `json:"resourceVersion"`
+	Spec            v1alpha1.TestBedSpec   `json:"spec"`
+	Status          v1alpha1.TestBedStatus `json:"status"`
+}
+
+// JobRequest creates a BatchJob. It runs as the caller, with the caller's groups, for queue
+// ACLs, user limits and placement rules. A caller that may impersonate (an external
+// scheduler submitting for its users) names another User and its Groups.
+type JobRequest struct {
+	Name            string               `json:"name"`
+	Framework       v1alpha1.Framework   `json:"framework"`
+	Application     v1alpha1.Application `json:"application"`
+	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
+	Queue           string               `json:"queue,omitempty"`
+	// User and Groups, when given and not the caller's, need the caller to be allowed to
+	// impersonate that user and each group.
+	User   string   `json:"user,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	// Labels and Annotations are put on the BatchJob; slotplane's own protocol keys are
+	// refused.
+	Labels           map[string]string     `json:"labels,omitempty"`
+	Annotations      map[string]string     `json:"annotations,omitempty"`
+	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
+	FlinkDeployment  *runtime.RawExtension `json:"flinkDeployment,omitempty"`
+}
+
+// SchedulingList is the answer of GET /schedulings.
+type SchedulingList struct {
+	Items           []Scheduling `json:"items"`
+	ResourceVersion string       `json:"resourceVersion"`
+	// Continue, when set, asks for the next page (?continue=); the last page has none.
+	Continue string `json:"continue,omitempty"`
+}
+
+// JobList is the answer of GET /jobs.
+type JobList struct {
+	Items           []Job  `json:"items"`
+	ResourceVersion string `json:"resourceVersion"`
+	// Continue, when set, asks for the next page (?continue=); the last page has none.
+	Continue string `json:"continue,omitempty"`
+}
+
+// Resources is an exact amount, as the queues count it: memory in bytes and cpu in
+// millicores (a driver of 250m and 512Mi is 250 and 536870912).
+type Resources struct {
+	MemoryBytes int64 `json:"memoryBytes"`
+	MilliCores  int64 `json:"milliCores"`
+}
+
+// QueueTree is a test bed's queues as Admission sees them now.
+type QueueTree struct {
+	TestBed string `json:"testBed"`
+	// ConfigVersion is the allocation file in force (the ConfigMap's resourceVersion);
+	// ConfigError, when set, says why a newer file was refused.
+	ConfigVersion string      `json:"configVersion,omitempty"`
+	ConfigError   string      `json:"configError,omitempty"`
+	Queues        []Queue     `json:"queues"`
+	Waiting       []QueuedJob `json:"waiting"`
+	Running       []QueuedJob `json:"running"`
+}
+
+// Queue is one queue of the tree: its shares, what it uses and what waits in it.
+type Queue struct {
+	Path          string    `json:"path"`
+	Leaf          bool      `json:"leaf"`
+	SteadyShare   Resources `json:"steadyShare"`
+	FairShare     Resources `json:"fairShare"`
+	Usage         Resources `json:"usage"`
+	Demand        Resources `json:"demand"`
+	PendingDemand Resources `json:"pendingDemand"`
+	MinResources  Resources `json:"minResources"`
+	MaxResources  Resources `json:"maxResources"`
+	RunningJobs   int       `json:"runningJobs"`
+	WaitingJobs   int       `json:"waitingJobs"`
+}
+
+// QueuedJob is a job in the queues, waiting (with the reason) or running (with its slots).
+type QueuedJob struct {
+	Job        string  `json:"job"`
+	Scheduling string  `json:"scheduling"`
+	Queue      string  `json:"queue"`
+	User       string  `json:"user,omitempty"`
+	Slots      int32   `json:"slots"`
+	SlotIDs    []int32 `json:"slotIDs,omitempty"`
+	// Granted are the slots a running job holds.
+	Granted []int32 `json:"granted,omitempty"`
+	// State is a running job's start-up state under StateAware (Starting or Running).
+	State     string `json:"state,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Preempted int32  `json:"preempted,omitempty"`
+}
+
+// MoveResult says where a move took a job.
+type MoveResult struct {
+	Job  string `json:"job"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// MoveRequest names the queue to move a job to.
+type MoveRequest struct {
+	Queue string `json:"queue"`
+}
+
+// SchedulingRequest creates a Scheduling: an ordered queue of BatchJobs for one test bed.
+type SchedulingRequest struct {
+	Name    string                   `json:"name"`
+	TestBed string                   `json:"testBed"`
+	Mode    v1alpha1.SchedulingMode  `json:"mode"`
+	Queue   string                   `json:"queue,omitempty"`
+	Jobs    []v1alpha1.SchedulingJob `json:"jobs"`
+}
+
+// Scheduling is a Scheduling as the API shows it.
+type Scheduling struct {
+	Name            string                    `json:"name"`
+	Namespace       string                    `json:"namespace"`
+	ResourceVersion string                    `json:"resourceVersion"`
+	TestBed         string                    `json:"testBed"`
+	Mode            v1alpha1.SchedulingMode   `json:"mode"`
+	Queue           string                    `json:"queue,omitempty"`
+	Jobs            []v1alpha1.SchedulingJob  `json:"jobs"`
+	Deleting        bool                      `json:"deleting,omitempty"`
+	Status          v1alpha1.SchedulingStatus `json:"status"`
+}
+
+// SchedulingPatch extends a running Scheduling: its jobs are appended to the queue, in
+// order. ResourceVersion, if given, applies the change only to that version of the
+// Scheduling (409 otherwise).
+type SchedulingPatch struct {
+	ResourceVersion string                   `json:"resourceVersion,omitempty"`
+	Append          []v1alpha1.SchedulingJob `json:"append"`
+}
+
+func (e *Error) Error() string { return e.Message }
