@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 )
 
 // jobOf shows a BatchJob. Its Scheduling is the one whose claim it carries now (the claim
@@ -63,15 +64,7 @@ func (s *server) listJobs(c *gin.Context) {
 }
 
 // sameQueue compares queue paths with "root." optional on either side.
-func sameQueue(a, b string) bool {
-	full := func(p string) string {
-		if p == "root" || strings.HasPrefix(p, "root.") {
-			return p
-		}
-		return "root." + p
-	}
-	return full(a) == full(b)
-}
+func sameQueue(a, b string) bool { return queue.FullPath(a) == queue.FullPath(b) }
 
 func (s *server) getJob(c *gin.Context) {
 	var job v1alpha1.BatchJob

@@ -82,7 +82,7 @@ func (a *Allocations) apply(r Rule, s Submitter) (path string, decided bool, err
 		if strings.HasPrefix(q, ".") || strings.HasSuffix(q, ".") || strings.Contains(q, "..") {
 			return "", false, fmt.Errorf("%w: queue name %q starts or ends with a period", ErrRejected, q)
 		}
-		return place(fullPath(q))
+		return place(FullPath(q))
 	case "user":
 		if s.User == "" {
 			return "", false, nil
@@ -117,7 +117,7 @@ func (a *Allocations) apply(r Rule, s Submitter) (path string, decided bool, err
 		if q == "" {
 			q = "root.default"
 		}
-		return place(fullPath(q))
+		return place(FullPath(q))
 	default:
 		return "", false, fmt.Errorf("unknown placement rule %q", r.Name)
 	}
@@ -133,7 +133,8 @@ func (a *Allocations) parentIsLeaf(path string) bool {
 	return p != nil && p.IsLeaf() && p.Path != "root"
 }
 
-func fullPath(q string) string {
+// FullPath is a queue path with its root: "team.etl" and "root.team.etl" are one queue.
+func FullPath(q string) string {
 	if q == "root" || strings.HasPrefix(q, "root.") {
 		return q
 	}

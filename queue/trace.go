@@ -729,7 +729,7 @@ func (r *replay) submit(j *replayJob) {
 	case err != nil:
 		j.out.Refused = err.Error()
 		if j.Queue != "" {
-			j.out.Queue = fullPath(j.Queue)
+			j.out.Queue = FullPath(j.Queue)
 		} else {
 			j.out.Queue = "-"
 		}

@@ -76,13 +76,13 @@ func NewTree(a *Allocations) *Tree {
 }
 
 // Queue returns the queue at path ("root." optional), or nil.
-func (t *Tree) Queue(path string) *Queue { return t.byID[fullPath(path)] }
+func (t *Tree) Queue(path string) *Queue { return t.byID[FullPath(path)] }
 
 // Ensure returns the queue at path, creating it and missing parents as leaves of the
 // dynamic kind (what a placement rule with create makes). It refuses to hang a queue under
 // a configured leaf.
 func (t *Tree) Ensure(path string) (*Queue, error) {
-	path = fullPath(path)
+	path = FullPath(path)
 	if q := t.byID[path]; q != nil {
 		return q, nil
 	}
