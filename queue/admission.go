@@ -90,6 +90,29 @@ func (t *Tree) Choose(c Cluster) Choice {
 	return ch
 }
 
+// WantsRoom lists the leaf queues that have a waiting application which only room keeps
+// from starting: with every slot of the cluster free, the leaf's policy and the limits of
+// its queues and user would start it. A leaf whose waiting applications are all held back
+// by its own settings (maxRunningApps, maxResources, maxAMShare, a StateAware leaf with an
+// application starting) is not listed: what it lacks is not room another queue holds.
+// It changes nothing.
+func (t *Tree) WantsRoom(c Cluster) map[string]bool {
+	room := c.Total
+	c.Free, c.Reserve = &room, false
+	s := t.snapshot(c)
+	out := map[string]bool{}
+	for q, ls := range s.sums {
+		if !q.Leaf() || len(ls.apps) == 0 {
+			continue
+		}
+		var ch Choice
+		if s.pickInLeaf(q, &ch) {
+			out[q.Path] = true
+		}
+	}
+	return out
+}
+
 // HeldBack says what keeps the waiting application id from starting even with room for it:
 // its StateAware leaf, or a limit of its queues or its user (maxRunningApps, maxResources,
 // maxAMShare), judged with every application of c counted, so that shares, and the limits

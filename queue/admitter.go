@@ -174,7 +174,12 @@ const (
 	// RulesMaxMinPreemption: preemption may take a queue below its fair share by less than
 	// a slot when that raises the lowest part of the two (PlanPreemption).
 	RulesMaxMinPreemption = 1
-	RulesLatest           = RulesMaxMinPreemption
+	// RulesRoomForTheHead: preemption acts for a head the free slots cannot start. The
+	// utilization threshold counts such slots as used (roomToSpareBelow), the starvation
+	// clocks run whatever the utilization, and a queue at its fair share (not only above
+	// it) may give a slot when that raises the lower part of the two (PlanPreemption).
+	RulesRoomForTheHead = 2
+	RulesLatest         = RulesRoomForTheHead
 )
 
 // Admitter is the whole admission core of one test bed, pure and deterministic: requests
@@ -510,6 +515,12 @@ func (a *Admitter) admissible(now time.Time, bed Bed, e *Entry) bool {
 	return a.tree.HeldBack(c, e.ID) == ""
 }
 
+// WantsRoom is Tree.WantsRoom on the Admitter's jobs now: the leaves that have a waiting
+// job only room holds back.
+func (a *Admitter) WantsRoom(now time.Time, bed Bed) map[string]bool {
+	return a.tree.WantsRoom(a.cluster(now, bed, bed.Positions, nil))
+}
+
 // grant gives a waiting entry its slots out of avail and moves it to the running ones.
 func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []int32 {
 	g := *e
@@ -715,7 +726,14 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	for i := range a.st.Waiting {
 		c.Apps = append(c.Apps, a.appOf(&a.st.Waiting[i], false))
 	}
-	starving := a.tree.Starved(c, pre, &a.st.Starvation)
+	heldRoomIsUsed := a.st.Rules >= RulesRoomForTheHead
+	starvedBy := pre
+	if heldRoomIsUsed {
+		// The clocks run whatever the utilization (as in Hadoop 3); the threshold is
+		// applied below, once it is known what the free slots can do.
+		starvedBy.UtilizationThreshold = 0
+	}
+	starving := a.tree.Starved(c, starvedBy, &a.st.Starvation)
 	if len(starving) == 0 {
 		return
 	}
@@ -727,7 +745,12 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	for _, s := range starving {
 		if head = a.headOf(s.Queue); head != nil && a.admissible(now, bed, head) {
 			short := head.wanted() - int64(len(avail))
-			if need := times(slot, max(short, 0)); need.MemoryBytes > s.Amount.MemoryBytes {
+			switch need := times(slot, max(short, 0)); {
+			case heldRoomIsUsed && short > 0:
+				// Just what the head lacks: queues at their share may give now, and the
+				// queue's next job gets its own turn.
+				s.Amount = Resources{MemoryBytes: need.MemoryBytes}
+			case need.MemoryBytes > s.Amount.MemoryBytes:
 				s.Amount = Resources{MemoryBytes: need.MemoryBytes}
 			}
 			starving = []Starving{s}
@@ -735,6 +758,9 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 		}
 	}
 	if head == nil {
+		return
+	}
+	if heldRoomIsUsed && !a.roomToSpareBelow(pre.UtilizationThreshold, head, avail) {
 		return
 	}
 	victims := a.tree.PlanPreemption(c, starving, slot, executors)
@@ -757,6 +783,23 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 		a.st.PreemptedFor = &k
 		d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: keep, Revoke: revoke, Why: why, For: v.For})
 	}
+}
+
+// roomToSpareBelow is the utilization threshold with slots: preemption waits while the test
+// bed is used less than threshold, counting as spare only the free slots that could start
+// the head preemption would act for. Free slots a strict head holds, or too few for the
+// head, are no room to spare: they would sit idle while the queues above their shares keep
+// the rest, and preemption takes only what the head lacks beyond them.
+func (a *Admitter) roomToSpareBelow(threshold float64, head *Entry, avail []int32) bool {
+	total := a.st.Total.MemoryBytes
+	if total <= 0 {
+		return true
+	}
+	var spare int64
+	if a.st.Reserved == nil && fits(head, avail) {
+		spare = times(a.st.Slot, int64(len(avail))).MemoryBytes
+	}
+	return float64(total-spare)/float64(total) >= threshold
 }
 
 // headOf is the first waiting job of a leaf, in submission order.

@@ -596,3 +596,44 @@ func BenchmarkAdmitterDecide_10000Waiting200Queues8000Slots(b *testing.B) {
 		x.Decide(t0.Add(time.Second), b2)
 	}
 }
+
+// Free slots too few for a strict head are no room to spare: preemption takes what the head
+// lacks, although the bed is used below the utilization threshold, and from a queue at its
+// fair share. The rules before RulesRoomForTheHead let the free slots sit idle for as long
+// as the other queue's job runs.
+func TestAdmitter_PreemptsForAHeadTheFreeSlotsCannotStart(t *testing.T) {
+	file := `<allocations>
+  <preemption>true</preemption>
+  <defaultFairSharePreemptionTimeout>60</defaultFairSharePreemptionTimeout>
+  <queue name="a"><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
+</allocations>`
+	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
+		st := admitterWith(t, file).State()
+		st.Rules = rules
+		a := NewAdmitter(st)
+		a.Request(req("b1", "b", 3))
+		a.Decide(t0, bed(8))
+		a.Request(req("a1", "a", 6))
+		if d := a.Decide(t0, heldBed(a, 8)); len(d.Grants)+len(d.Assignments) != 0 {
+			t.Fatalf("rules %d: a1 needs 6 of the 5 free slots: %+v", rules, d)
+		}
+		d := a.Decide(t0.Add(61*time.Second), heldBed(a, 8))
+		if rules < RulesRoomForTheHead {
+			if len(d.Assignments) != 0 {
+				t.Fatalf("rules %d preempted below the utilization threshold: %+v", rules, d.Assignments)
+			}
+			continue
+		}
+		if len(d.Assignments) != 1 || d.Assignments[0].Job != "b1" || len(d.Assignments[0].Revoke) != 1 {
+			t.Fatalf("want one slot of b1 taken for a1 (5 free + 1), got %+v", d.Assignments)
+		}
+		revoked := d.Assignments[0].Revoke[0]
+		free := bed(8, slices.DeleteFunc([]int32{0, 1, 2}, func(p int32) bool { return p == revoked })...)
+		d = a.Decide(t0.Add(70*time.Second), free)
+		if got := granted(d); len(got) != 1 || !strings.HasPrefix(got[0], "a1:") || len(d.Grants[0].Slots) != 6 {
+			t.Fatalf("after vacating: grants %v", got)
+		}
+		mustCheck(t, a, bed(8))
+	}
+}

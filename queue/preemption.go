@@ -163,8 +163,8 @@ type Victim struct {
 	For string
 }
 
-// PlanPreemption picks the executors to take back for the starving queues, from queues
-// above their instantaneous fair share, the newest job first. A slot moves only while the
+// PlanPreemption picks the executors to take back for the starving queues, from queues at
+// or above their instantaneous fair share, the newest job first. A slot moves only while the
 // victim's queue keeps its minimum share and, after the move, still holds a larger part of
 // its fair share (usage over share) than the starving queue held before it. Each move thus
 // raises the lowest part of the two (max-min fairness, one slot at a time), and no later
@@ -184,12 +184,15 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 	demand := t.Demand(c.Apps)
 	usage := map[string]int64{}      // memory per leaf, as slots move
 	floor := map[string]int64{}      // the minimum share a victim keeps
-	over := map[string]bool{}        // above its fair share before any move
+	over := map[string]bool{}        // at or above its fair share before any move
 	for _, path := range t.Paths() { // not over the usage map: workflows call this, in order
 		if q := t.Queue(path); q.Leaf() {
 			usage[path] = s.usage[path].MemoryBytes
 			floor[path] = t.MinResources(q).Min(demand[path]).MemoryBytes
 			over[path] = usage[path] > s.share[path].MemoryBytes
+			if c.Rules == 0 || c.Rules >= RulesRoomForTheHead {
+				over[path] = usage[path] >= s.share[path].MemoryBytes && usage[path] > 0
+			}
 		}
 	}
 	// part is a queue's usage over its share; a queue with no share and some usage is

@@ -120,16 +120,31 @@ func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOne(t *testing.T) {
 	}
 }
 
-// A queue at its fair share is never a victim, however far below its own share the
-// starving queue is.
-func TestPlanPreemption_SparesQueuesAtTheirShare(t *testing.T) {
+// A queue at its fair share gives a slot to a queue holding a smaller part of its own, and
+// only one: a second would leave it a smaller part than the starving queue then holds. The
+// rules before RulesRoomForTheHead never take a queue at its share.
+func TestPlanPreemption_QueueAtItsShareGivesOneSlot(t *testing.T) {
 	tr := tree(t, `<allocations><queue name="a"><weight>3</weight></queue><queue name="b"/></allocations>`)
 	apps := []App{
 		{ID: "b1", Queue: "root.b", Order: 1, Running: true, Usage: slots(2), Demand: slots(2)},
 		{ID: "a1", Queue: "root.a", Order: 2, Demand: slots(6)},
 	}
-	got := tr.PlanPreemption(Cluster{Total: slots(8), Apps: apps}, []Starving{{Queue: "root.a", Amount: slots(6)}}, slots(1), map[string]int{"b1": 2})
-	if len(got) != 0 {
-		t.Errorf("took %+v from a queue at its share", got)
+	c := Cluster{Total: slots(8), Apps: apps}
+	starving := []Starving{{Queue: "root.a", Amount: slots(6)}}
+	got := tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 2})
+	if diff := cmp.Diff([]Victim{{App: "b1", Executors: 1, For: "root.a"}}, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	for _, rules := range []int{RulesOriginal, RulesMaxMinPreemption} {
+		old := c
+		old.Rules = rules
+		if got := tr.PlanPreemption(old, starving, slots(1), map[string]int{"b1": 2}); len(got) != 0 {
+			t.Errorf("rules %d took %+v from a queue at its share", rules, got)
+		}
+	}
+	// Nor is a queue that holds nothing (at its share of nothing) ever a victim.
+	idle := []App{{ID: "b1", Queue: "root.b", Order: 1, Running: true}, {ID: "a1", Queue: "root.a", Order: 2, Demand: slots(6)}}
+	if got := tr.PlanPreemption(Cluster{Total: slots(8), Apps: idle}, starving, slots(1), map[string]int{"b1": 0}); len(got) != 0 {
+		t.Errorf("took %+v from a queue that holds nothing", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -403,8 +404,11 @@ type QueueOutcome struct {
 	// fraction of the slots.
 	AvgSlots, SlotShare, SteadyShare float64
 	// UseOverFair is its usage over its instantaneous fair share, averaged over the time it
-	// had jobs (0 when it never had any).
-	UseOverFair float64
+	// had jobs (0 when it never had any). UseOverFairRoom is the same average, leaving out
+	// the time the queue was below its share while its own settings (maxAMShare,
+	// maxRunningApps, maxResources, StateAware) held back every job it had waiting: the
+	// share the admission core could have given it and did, or did not.
+	UseOverFair, UseOverFairRoom float64
 }
 
 // JobOutcome is what became of one job.
@@ -521,16 +525,18 @@ type replay struct {
 	// shareApps is the picture the fair shares are computed on, reused between intervals.
 	shareApps []App
 	// What the time averages add up.
-	slotNanos    map[string]float64 // per leaf: slot-nanoseconds held
-	ratioNanos   map[string]float64 // per leaf: (usage/fair share) x nanoseconds while active
-	activeNanos  map[string]float64 // per leaf: nanoseconds with jobs
-	heldNanos    float64
-	jainNanos    float64
-	jainTime     float64
-	queueHeld    map[string]int
-	preemptedBy  map[string]int // per victim queue: slots taken
-	preemptedFor map[string]int // per starving queue: slots taken for it
-	res          ReplayResult
+	slotNanos   map[string]float64 // per leaf: slot-nanoseconds held
+	ratioNanos  map[string]float64 // per leaf: (usage/fair share) x nanoseconds while active
+	activeNanos map[string]float64 // per leaf: nanoseconds with jobs
+	// The same two while nothing but room could hold the leaf back (USE/FAIR (ROOM)).
+	roomRatioNanos, roomActiveNanos map[string]float64
+	heldNanos                       float64
+	jainNanos                       float64
+	jainTime                        float64
+	queueHeld                       map[string]int
+	preemptedBy                     map[string]int // per victim queue: slots taken
+	preemptedFor                    map[string]int // per starving queue: slots taken for it
+	res                             ReplayResult
 }
 
 // Replay runs a trace through the queues of an allocation file in virtual time. In gang
@@ -591,6 +597,7 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 		epoch:     time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
 		owner:     make([]string, opts.Slots),
 		slotNanos: map[string]float64{}, ratioNanos: map[string]float64{}, activeNanos: map[string]float64{},
+		roomRatioNanos: map[string]float64{}, roomActiveNanos: map[string]float64{},
 		queueHeld: map[string]int{}, preemptedBy: map[string]int{}, preemptedFor: map[string]int{},
 		byName:   map[string]*replayJob{},
 		leafJobs: map[string]int{}, leafDriver: map[string]Resources{},
@@ -870,14 +877,7 @@ func (r *replay) decideGang(now time.Duration) {
 			j.startedSent = true
 		}
 	}
-	bed := Bed{Exists: true, SlotSize: r.opts.SlotSize}
-	for p := range int32(r.opts.Slots) {
-		bed.Positions = append(bed.Positions, p)
-		if r.owner[p] == "" && !slices.ContainsFunc(r.vacating, func(v vacating) bool { return v.slot == p }) {
-			bed.Free = append(bed.Free, p)
-		}
-	}
-	d := r.adm.Decide(r.epoch.Add(now), bed)
+	d := r.adm.Decide(r.epoch.Add(now), r.bed())
 	for _, g := range d.Grants {
 		j := r.byName[g.Job]
 		j.advance(now)
@@ -911,6 +911,26 @@ func (r *replay) decideGang(now time.Duration) {
 			j.why = e.Reason
 		}
 	}
+}
+
+// bed is the test bed as the Admitter sees it now (gang).
+func (r *replay) bed() Bed {
+	bed := Bed{Exists: true, SlotSize: r.opts.SlotSize}
+	for p := range int32(r.opts.Slots) {
+		bed.Positions = append(bed.Positions, p)
+		if r.owner[p] == "" && !slices.ContainsFunc(r.vacating, func(v vacating) bool { return v.slot == p }) {
+			bed.Free = append(bed.Free, p)
+		}
+	}
+	return bed
+}
+
+// wantsRoom lists the leaves with a waiting job that only room holds back now (Tree.WantsRoom).
+func (r *replay) wantsRoom(now time.Duration) map[string]bool {
+	if r.opts.Mode == ReplayGang {
+		return r.adm.WantsRoom(r.epoch.Add(now), r.bed())
+	}
+	return r.t.WantsRoom(r.view(now))
 }
 
 // give hands a job slots (gang): its grant, or slots given back after preemption.
@@ -1044,13 +1064,18 @@ func (r *replay) account(from, to time.Duration) {
 	slices.Sort(leaves) // a fixed order: float sums come out the same every time
 	// The shares are the queues' own: only runnable jobs demand (Tree.Demand).
 	apps := r.shareApps[:0]
+	waiting := map[string]int{}
 	for _, j := range r.active {
 		apps = append(apps, App{ID: j.Name, Queue: j.queue, User: j.User, Order: j.order, Running: j.granted, Demand: r.demandOf(j)})
+		if !j.granted {
+			waiting[j.queue]++
+		}
 	}
 	r.shareApps = apps
 	shares := r.t.InstantaneousFairShares(r.total, apps)
 	var sum, sumSq float64
 	n := 0
+	var wants map[string]bool
 	for _, leaf := range leaves {
 		share := shares[leaf]
 		if share.MemoryBytes <= 0 {
@@ -1060,6 +1085,18 @@ func (r *replay) account(from, to time.Duration) {
 		x := float64(usage.MemoryBytes) / float64(share.MemoryBytes)
 		r.ratioNanos[leaf] += x * dt
 		r.activeNanos[leaf] += dt
+		// Below its share with jobs waiting, a leaf counts towards USE/FAIR (ROOM) only
+		// when one of them wants room, not when its own settings hold them all back.
+		if x < 1 && waiting[leaf] > 0 && wants == nil {
+			wants = r.wantsRoom(from)
+		}
+		if os.Getenv("DBG") == leaf && dt > 60e9 {
+			fmt.Fprintf(os.Stderr, "%v +%v x=%.2f held=%d share=%.2f waiting=%d wants=%v others=%v\n", from, time.Duration(dt), x, r.queueHeld[leaf], r.inSlots(share), waiting[leaf], wants[leaf], r.queueHeld)
+		}
+		if x >= 1 || waiting[leaf] == 0 || wants[leaf] {
+			r.roomRatioNanos[leaf] += x * dt
+			r.roomActiveNanos[leaf] += dt
+		}
 		sum += x
 		sumSq += x * x
 		n++
@@ -1162,6 +1199,9 @@ func (r *replay) summarize() {
 		}
 		if t := r.activeNanos[path]; t > 0 {
 			q.UseOverFair = r.ratioNanos[path] / t
+		}
+		if t := r.roomActiveNanos[path]; t > 0 {
+			q.UseOverFairRoom = r.roomRatioNanos[path] / t
 		}
 		q.PreemptedSlots, q.LostToOther = r.preemptedFor[path], r.preemptedBy[path]
 		res.Queues = append(res.Queues, *q)

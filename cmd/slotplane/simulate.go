@@ -145,15 +145,15 @@ func printSimulation(out io.Writer, tracePath, allocName string, nodes, perNode 
 	fmt.Fprintln(out)
 
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	head := "QUEUE\tDONE\tREFUSED\tUNFINISHED\tMEAN WAIT\tP50\tP95\tMAX WAIT\tAVG SLOTS\tSLOT SHARE\tSTEADY SHARE\tUSE/FAIR"
+	head := "QUEUE\tDONE\tREFUSED\tUNFINISHED\tMEAN WAIT\tP50\tP95\tMAX WAIT\tAVG SLOTS\tSLOT SHARE\tSTEADY SHARE\tUSE/FAIR\tUSE/FAIR (ROOM)"
 	if r.Preemption == "simulated" {
 		head += "\tPREEMPTED FOR\tLOST"
 	}
 	fmt.Fprintln(w, head)
 	for _, q := range r.Queues {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f%%\t%.1f%%\t%.2f", q.Queue, q.Done, q.Refused, q.Unfinished,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f%%\t%.1f%%\t%.2f\t%.2f", q.Queue, q.Done, q.Refused, q.Unfinished,
 			roundDuration(q.MeanWait), roundDuration(q.P50Wait), roundDuration(q.P95Wait), roundDuration(q.MaxWait),
-			q.AvgSlots, q.SlotShare*100, q.SteadyShare*100, q.UseOverFair)
+			q.AvgSlots, q.SlotShare*100, q.SteadyShare*100, q.UseOverFair, q.UseOverFairRoom)
 		if r.Preemption == "simulated" {
 			fmt.Fprintf(w, "\t%d\t%d", q.PreemptedSlots, q.LostToOther)
 		}
@@ -163,7 +163,7 @@ func printSimulation(out io.Writer, tracePath, allocName string, nodes, perNode 
 		return err
 	}
 	fmt.Fprintln(out, "\nSLOT SHARE is the queue's average part of the slots over the run, STEADY SHARE what its\n"+
-		"steady fair share would give it; USE/FAIR its usage over its instantaneous fair share while it\nhad jobs (1 is its due).")
+		"steady fair share would give it; USE/FAIR its usage over its instantaneous fair share while it\nhad jobs (1 is its due); USE/FAIR (ROOM) the same, leaving out the time it was below its share\nwhile its own settings (maxAMShare, maxRunningApps, maxResources, StateAware) held back every\njob it had waiting.")
 
 	var refused, unfinished []queue.JobOutcome
 	for _, o := range r.Outcomes {
@@ -261,6 +261,7 @@ type queueReport struct {
 	SlotShare       float64 `json:"slotShare"`
 	SteadyShare     float64 `json:"steadyShare"`
 	UseOverFair     float64 `json:"useOverFair"`
+	UseOverFairRoom float64 `json:"useOverFairRoom"`
 	PreemptedFor    int     `json:"preemptedFor"`
 	LostToOther     int     `json:"lostToOther"`
 }
@@ -292,7 +293,7 @@ func simulationJSON(tracePath, allocName string, nodes, perNode int, r queue.Rep
 		rep.Queues = append(rep.Queues, queueReport{
 			Queue: q.Queue, Done: q.Done, Refused: q.Refused, Unfinished: q.Unfinished,
 			MeanWaitSeconds: q.MeanWait.Seconds(), P50WaitSeconds: q.P50Wait.Seconds(), P95WaitSeconds: q.P95Wait.Seconds(), MaxWaitSeconds: q.MaxWait.Seconds(),
-			AvgSlots: q.AvgSlots, SlotShare: q.SlotShare, SteadyShare: q.SteadyShare, UseOverFair: q.UseOverFair,
+			AvgSlots: q.AvgSlots, SlotShare: q.SlotShare, SteadyShare: q.SteadyShare, UseOverFair: q.UseOverFair, UseOverFairRoom: q.UseOverFairRoom,
 			PreemptedFor: q.PreemptedSlots, LostToOther: q.LostToOther,
 		})
 	}
