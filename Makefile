@@ -26,6 +26,7 @@ WORKFLOWCHECK := $(CACHE)/bin/workflowcheck-$(WORKFLOWCHECK_VERSION)
 export SLOTPLANE_KUBE_BIN := $(KUBE_BIN)
 export SLOTPLANE_KWOK := $(KWOK)
 export SLOTPLANE_CONTROLLER_GEN := $(CONTROLLER_GEN)
+export SLOTPLANE_CACHE := $(CACHE)
 
 # The API packages controller-gen reads; the CRD YAML lands in crds/manifests.
 API_PACKAGES := ./crds/v1alpha1 ./crds/spark/v1beta2 ./crds/flink/v1beta1
@@ -53,9 +54,12 @@ demo: tools build
 	@echo ">> starting the local platform with the demo (Ctrl-C stops it)"
 	exec bin/slotplane dev -demo $(ARGS)
 
+# The binary is linked with the paths of the tools it runs, so bin/slotplane dev finds them
+# without this Makefile's environment (a plain `go build` looks in the cache instead).
 .PHONY: build
 build:
-	$(GO) build -o bin/slotplane ./cmd/slotplane
+	$(GO) build -ldflags "-X slotplane/internal/testcluster.builtKubeBin=$(KUBE_BIN) -X slotplane/internal/testcluster.builtKwok=$(KWOK)" \
+	  -o bin/slotplane ./cmd/slotplane
 
 .PHONY: test
 test: lint test-unit test-fuzz test-integration test-e2e

@@ -168,7 +168,7 @@ func StartTemporalServer(ctx context.Context, opts TemporalServerOptions) (*Temp
 
 // Dial returns a client of the server's namespace.
 func (s *TemporalServer) Dial() (client.Client, error) {
-	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace})
+	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: ClientLogger()})
 }
 
 // Stop stops the UI and the server.
@@ -188,7 +188,7 @@ func (s *TemporalServer) Stop() {
 // described. The frontend port accepts connections well before the server can serve, so a
 // TCP dial proves nothing.
 func (s *TemporalServer) waitReady(ctx context.Context) error {
-	c, err := client.NewLazyClient(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace})
+	c, err := client.NewLazyClient(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: ClientLogger()})
 	if err != nil {
 		return fmt.Errorf("temporal client: %w", err)
 	}
@@ -294,3 +294,4 @@ func serverConfig(sqlConf *config.SQL, ports []int) *config.Config {
 }
 
 func hostPort(port int) string { return loopback + ":" + strconv.Itoa(port) }
+

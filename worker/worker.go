@@ -1,7 +1,10 @@
 package worker
 
 import (
+	"log/slog"
+
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"slotplane/activities"
@@ -23,3 +26,7 @@ func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w.RegisterActivity(acts)
 	return w
 }
+
+// ClientLogger is the Temporal SDK's logger for slotplane's clients and workers: slog's
+// default logger, at its level (the SDK's own default prints debug lines to stdout).
+func ClientLogger() sdklog.Logger { return sdklog.NewStructuredLogger(slog.Default()) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -37,6 +38,7 @@ func runDev(ctx context.Context, args []string) error {
 	uiPort := fs.Int("ui-port", 8233, "Temporal Web UI port (env SLOTPLANE_UI_PORT)")
 	apiPort := fs.Int("api-port", 8088, "REST API port (env SLOTPLANE_API_PORT)")
 	defaults := fs.Bool("defaults", true, "on the first start, create the test bed \"bed\" (2 slots per test bed node) and open queues (examples/dev-queues.xml)")
+	verbose := fs.Bool("v", false, "print the components' log lines (info level) on the console too; without it they go to slotplane.log in the state folder")
 	demo := fs.Bool("demo", false, "submit a sample Scheduling of Spark and Flink jobs through the API and follow it live (once: a restart follows the same one)")
 	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": nodes, "SLOTPLANE_PLAIN_NODES": plainNodes, "SLOTPLANE_TEMPORAL_PORT": temporalPort,
 		"SLOTPLANE_UI_PORT": uiPort, "SLOTPLANE_API_PORT": apiPort}); err != nil {
@@ -71,6 +73,19 @@ func runDev(ctx context.Context, args []string) error {
 	if err := os.Chmod(*stateDir, 0o700); err != nil {
 		return err
 	}
+	// The console is for the steps and the banner; the components log to a file.
+	componentLog := filepath.Join(*stateDir, "slotplane.log")
+	logFile, err := os.OpenFile(componentLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	if *verbose {
+		logOut.set(io.MultiWriter(os.Stderr, logFile))
+	} else {
+		logOut.set(logFile)
+	}
+	defer logOut.set(os.Stderr)
 	started := time.Now()
 	steps := &startup{total: 8}
 	apiListener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*apiPort)))
@@ -243,12 +258,12 @@ slotplane dev is up (ready in %.1fs)
                export SLOTPLANE_TOKEN=%s
                curl -H "Authorization: Bearer $SLOTPLANE_TOKEN" %s/api/v1/testbeds/bed
   metrics      %s
-  logs         %s/*.log, %s
+  logs         %s, %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
 `, time.Since(started).Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), cluster.Kubectl(), *nodes, *nodeLabel, max(*nodes-1, 0), *plainNodes, ext.URL, certs.ClientCAFile,
 		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, token, apiServer.URL, temporal.MetricsAddress,
-		cluster.Dir, temporalLog, *stateDir)
+		componentLog, cluster.Dir, temporalLog, *stateDir)
 
 	if *demo {
 		if err := runDemo(ctx, apiServer.URL, token); err != nil && ctx.Err() == nil {

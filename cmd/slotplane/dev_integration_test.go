@@ -47,6 +47,19 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 			exited <- cmd.Wait()
 		}()
 
+		// Up to the banner the console holds the numbered steps only: the components log
+		// to slotplane.log in the state folder.
+		steps := regexp.MustCompile(`^(\[\d+/\d+\] .* \.\.\.|      done in \d+\.\ds)$`)
+		head, _, ok := strings.Cut(banner, "slotplane dev is up")
+		require.True(t, ok, "run %d", run)
+		for _, line := range strings.Split(strings.TrimSpace(head), "\n") {
+			require.Regexp(t, steps, line, "run %d: a line on the console that is not a step", run)
+		}
+		logged, err := os.ReadFile(filepath.Join(state, "slotplane.log"))
+		require.NoError(t, err)
+		require.NotEmpty(t, logged, "the components' log lines go to the file")
+		require.NotContains(t, string(logged), "level=DEBUG")
+
 		kubeconfig := filepath.Join(state, "cluster", "kubeconfig")
 		for _, want := range []string{"slotplane dev is up", kubeconfig, "127.0.0.1:" + strconv.Itoa(ports[0]), "http://127.0.0.1:" + strconv.Itoa(ports[1])} {
 			require.Contains(t, banner, want, "run %d", run)
@@ -216,10 +229,18 @@ func launchDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cm
 	require.NoError(t, err)
 	cmd := exec.Command(binary, append([]string{"dev", "-state-dir", state, "-nodes", strconv.Itoa(nodes),
 		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]), "-api-port", strconv.Itoa(ports[2])}, extra...)...)
-	stdout, err := cmd.StdoutPipe()
+	// As a user runs it: without the Makefile's tool paths (the binary, a plain go build,
+	// finds the tools in the cache), and with its console whole, stderr included.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "SLOTPLANE_KUBE_BIN=") || strings.HasPrefix(kv, "SLOTPLANE_KWOK=")
+	})
+	out, in, err := os.Pipe()
 	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
+	cmd.Stdout, cmd.Stderr = in, in
 	require.NoError(t, cmd.Start())
+	require.NoError(t, in.Close()) // the child holds its end
+	t.Cleanup(func() { _ = out.Close() })
+	var stdout io.Reader = out
 	return cmd, stdout, ports
 }
 

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -36,9 +39,11 @@ var commands = []command{
 }
 
 func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	// controller-runtime and client-go log through logr; send it to the same place.
+	slog.SetDefault(slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	// controller-runtime, client-go (klog) and the Temporal SDK (worker.ClientLogger) log
+	// through slog too: one place, one level.
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler()))
+	klog.SetSlogLogger(slog.Default())
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		os.Exit(2)
@@ -61,6 +66,28 @@ func main() {
 	fmt.Fprintf(os.Stderr, "slotplane: unknown command %q\n\n", os.Args[1])
 	usage()
 	os.Exit(2)
+}
+
+// logOut is where every component's log lines go: stderr, or a file (slotplane dev without
+// -v keeps the console for its steps and banner).
+var logOut = &switchWriter{w: os.Stderr}
+
+// switchWriter is a writer that can be pointed elsewhere while loggers hold it.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
 }
 
 func usage() {

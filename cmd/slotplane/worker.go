@@ -99,7 +99,7 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, ConnectionOptions: client.ConnectionOptions{TLS: tlsConf}})
+	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(), ConnectionOptions: client.ConnectionOptions{TLS: tlsConf}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial temporal at %s: %w", *c.temporal, err)
 	}

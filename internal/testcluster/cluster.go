@@ -4,11 +4,12 @@
 // start: ExtenderCerts) and kwok, which plays the kubelet of N labelled fake nodes. It installs slotplane's CRDs, the operator CRDs slotplane creates, and slotplane's
 // PriorityClasses.
 //
-// The binaries are built by `make tools` from pinned module versions (tools/kube) and found
-// through the environment variables EnvKubeBin and EnvKwok, which the Makefile exports.
+// The binaries are built by `make tools` from pinned module versions (tools/kube) into a
+// cache outside the work tree, and found there by FindTools.
 package testcluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	_ "embed"
@@ -83,7 +84,7 @@ type Options struct {
 	// KeepDir is set. A cluster started again on the same Dir finds its objects again.
 	Dir     string
 	KeepDir bool
-	// KubeBinDir and Kwok locate the binaries; empty reads EnvKubeBin and EnvKwok.
+	// KubeBinDir and Kwok locate the binaries; empty asks FindTools.
 	KubeBinDir string
 	Kwok       string
 }
@@ -125,14 +126,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			corev1.ResourcePods:   resource.MustParse("110"),
 		}
 	}
-	if opts.KubeBinDir == "" {
-		opts.KubeBinDir = os.Getenv(EnvKubeBin)
-	}
-	if opts.Kwok == "" {
-		opts.Kwok = os.Getenv(EnvKwok)
-	}
 	if opts.KubeBinDir == "" || opts.Kwok == "" {
-		return nil, fmt.Errorf("control plane binaries unknown: set %s and %s (the Makefile does, after `make tools`)", EnvKubeBin, EnvKwok)
+		kubeBin, kwok, err := FindTools()
+		if err != nil {
+			return nil, err
+		}
+		opts.KubeBinDir, opts.Kwok = cmp.Or(opts.KubeBinDir, kubeBin), cmp.Or(opts.Kwok, kwok)
 	}
 	extenderHost, err := extenderHost(opts)
 	if err != nil {
