@@ -294,4 +294,3 @@ func serverConfig(sqlConf *config.SQL, ports []int) *config.Config {
 }
 
 func hostPort(port int) string { return loopback + ":" + strconv.Itoa(port) }
-
