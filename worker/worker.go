@@ -11,6 +11,9 @@ import (
 	"slotplane/workflows"
 )
 
+// DefaultNamespace is the Temporal namespace slotplane uses unless told otherwise.
+const DefaultNamespace = "default"
+
 // New returns a worker of slotplane's task queue with every workflow and activity
 // registered; the caller starts and stops it. The activities get c to signal-with-start
 // workflows, unless they carry a Temporal client already.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slotplane/internal/temporalserver"
 	"strconv"
 	"strings"
 	"time"
@@ -104,7 +105,7 @@ func runDev(ctx context.Context, args []string) error {
 	// ago, and the longer they wait, the likelier another process takes one.
 	steps.begin("embedded Temporal server and Web UI")
 	temporalLog := filepath.Join(*stateDir, "temporal.log")
-	temporal, err := worker.StartTemporalServer(ctx, worker.TemporalServerOptions{
+	temporal, err := temporalserver.Start(ctx, temporalserver.Options{
 		DatabaseFile: filepath.Join(*stateDir, "temporal.db"),
 		FrontendPort: *temporalPort,
 		UI:           true,

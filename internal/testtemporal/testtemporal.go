@@ -6,17 +6,16 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slotplane/internal/temporalserver"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
-
-	"slotplane/worker"
 )
 
 // Start starts a fresh server for t and returns it with a client of its namespace. Both are
 // stopped when t ends; the server's log is named in the test output if t failed.
-func Start(t testing.TB) (*worker.TemporalServer, client.Client) {
+func Start(t testing.TB) (*temporalserver.Server, client.Client) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "slotplane-temporal-")
 	if err != nil {
@@ -25,7 +24,7 @@ func Start(t testing.TB) (*worker.TemporalServer, client.Client) {
 	logFile := filepath.Join(dir, "temporal.log")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := worker.StartTemporalServer(ctx, worker.TemporalServerOptions{LogFile: logFile})
+	srv, err := temporalserver.Start(ctx, temporalserver.Options{LogFile: logFile})
 	if err != nil {
 		t.Fatalf("start embedded temporal: %v (log: %s)", err, logFile)
 	}

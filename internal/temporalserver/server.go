@@ -1,11 +1,13 @@
-// Package worker wires slotplane's workflows and activities into a Temporal worker, and embeds
-// the real Temporal server (SQLite, with its Web UI) for local runs and tests.
-package worker
+// Package temporalserver embeds the real Temporal server (SQLite, with its Web UI) for local
+// runs (`slotplane dev`) and tests. A production deployment talks to a Temporal cluster of its
+// own and never links this package's server code through the worker.
+package temporalserver
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -34,12 +37,13 @@ import (
 
 const loopback = "127.0.0.1"
 
-// DefaultNamespace is the Temporal namespace slotplane uses unless told otherwise.
+// DefaultNamespace is the namespace the server registers unless told otherwise: Temporal's
+// own default, which slotplane's components use unless told otherwise too.
 const DefaultNamespace = "default"
 
-// TemporalServerOptions configure an embedded Temporal server. The zero value is an
+// Options configure an embedded Temporal server. The zero value is an
 // in-memory server with no UI, logging nowhere.
-type TemporalServerOptions struct {
+type Options struct {
 	// DatabaseFile keeps workflows in this SQLite file across restarts; empty keeps them in
 	// memory for the life of the process.
 	DatabaseFile string
@@ -56,8 +60,8 @@ type TemporalServerOptions struct {
 	LogLevel string
 }
 
-// TemporalServer is a running embedded Temporal server.
-type TemporalServer struct {
+// Server is a running embedded Temporal server.
+type Server struct {
 	// FrontendAddress is host:port of the gRPC frontend.
 	FrontendAddress string
 	// UIAddress is the Web UI's http URL, empty without UI.
@@ -72,9 +76,9 @@ type TemporalServer struct {
 	uiDone chan error
 }
 
-// StartTemporalServer starts the real Temporal server in this process and returns once a
+// Start starts the real Temporal server in this process and returns once a
 // client can reach it and the namespace is usable. ctx bounds the wait.
-func StartTemporalServer(ctx context.Context, opts TemporalServerOptions) (*TemporalServer, error) {
+func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
@@ -137,7 +141,7 @@ func StartTemporalServer(ctx context.Context, opts TemporalServerOptions) (*Temp
 	if err := server.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
-	ts := &TemporalServer{
+	ts := &Server{
 		FrontendAddress: frontend,
 		MetricsAddress:  "http://" + hostPort(ports[5]) + "/metrics",
 		Namespace:       opts.Namespace,
@@ -167,12 +171,12 @@ func StartTemporalServer(ctx context.Context, opts TemporalServerOptions) (*Temp
 }
 
 // Dial returns a client of the server's namespace.
-func (s *TemporalServer) Dial() (client.Client, error) {
-	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: ClientLogger()})
+func (s *Server) Dial() (client.Client, error) {
+	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: clientLogger()})
 }
 
 // Stop stops the UI and the server.
-func (s *TemporalServer) Stop() {
+func (s *Server) Stop() {
 	if s.ui != nil {
 		s.ui.Stop()
 		<-s.uiDone
@@ -187,8 +191,8 @@ func (s *TemporalServer) Stop() {
 // waitReady returns when the frontend answers a health check and the namespace can be
 // described. The frontend port accepts connections well before the server can serve, so a
 // TCP dial proves nothing.
-func (s *TemporalServer) waitReady(ctx context.Context) error {
-	c, err := client.NewLazyClient(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: ClientLogger()})
+func (s *Server) waitReady(ctx context.Context) error {
+	c, err := client.NewLazyClient(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: clientLogger()})
 	if err != nil {
 		return fmt.Errorf("temporal client: %w", err)
 	}
@@ -294,3 +298,7 @@ func serverConfig(sqlConf *config.SQL, ports []int) *config.Config {
 }
 
 func hostPort(port int) string { return loopback + ":" + strconv.Itoa(port) }
+
+// clientLogger is the SDK's logger for the clients made here: slog's default logger, at its
+// level (the SDK's own default prints debug lines to stdout).
+func clientLogger() sdklog.Logger { return sdklog.NewStructuredLogger(slog.Default()) }

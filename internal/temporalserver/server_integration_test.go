@@ -1,6 +1,6 @@
 //go:build integration
 
-package worker_test
+package temporalserver_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"slotplane/internal/temporalserver"
 	"slotplane/internal/testtemporal"
-	"slotplane/worker"
 )
 
 // greetAfter sleeps on a durable timer, then runs an activity: the two primitives every
@@ -71,14 +71,14 @@ func TestEmbeddedTemporal_RunsTimerAndActivity(t *testing.T) {
 // A workflow started before a restart finishes after it: the file database keeps it.
 func TestEmbeddedTemporal_FileDatabaseSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	opts := worker.TemporalServerOptions{
+	opts := temporalserver.Options{
 		DatabaseFile: filepath.Join(dir, "temporal.db"),
 		LogFile:      filepath.Join(dir, "temporal.log"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	first, err := worker.StartTemporalServer(ctx, opts)
+	first, err := temporalserver.Start(ctx, opts)
 	require.NoError(t, err)
 	c, err := first.Dial()
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestEmbeddedTemporal_FileDatabaseSurvivesRestart(t *testing.T) {
 	first.Stop()
 
 	opts.FrontendPort = 0 // a new port: nothing may depend on the old one
-	second, err := worker.StartTemporalServer(ctx, opts)
+	second, err := temporalserver.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(second.Stop)
 	c, err = second.Dial()
@@ -104,7 +104,7 @@ func TestEmbeddedTemporal_FileDatabaseSurvivesRestart(t *testing.T) {
 func TestEmbeddedTemporal_ServesWebUI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := worker.StartTemporalServer(ctx, worker.TemporalServerOptions{UI: true, LogFile: filepath.Join(t.TempDir(), "t.log")})
+	srv, err := temporalserver.Start(ctx, temporalserver.Options{UI: true, LogFile: filepath.Join(t.TempDir(), "t.log")})
 	require.NoError(t, err)
 	defer srv.Stop()
 	requireHTTPBody(t, srv.UIAddress+"/", "<html")
