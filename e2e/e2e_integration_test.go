@@ -33,15 +33,13 @@ import (
 
 	"slotplane/api"
 	"slotplane/apiclient"
-	"slotplane/bridge"
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
+	"slotplane/internal/devplatform"
 	"slotplane/internal/freeport"
-	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
-	"slotplane/internal/testtemporal"
 )
 
 // binary is the slotplane binary, built once by TestMain.
@@ -207,33 +205,34 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) *e2ePlatform {
 	t.Helper()
 	logs := keepLogs(t) // first, so that its clean-up runs after every process stopped
-	ports, err := freeport.Get(5)
+	ports, err := freeport.Get(3)
 	require.NoError(t, err)
-	extenderAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
-	cluster := testcluster.New(t, testcluster.Options{Nodes: 4, PlainNodes: 2, ExtenderURL: "https://" + extenderAddr + "/",
+	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	// The platform `slotplane dev` runs, less slotplane's own components: this test runs
+	// them as processes of the binary, as a cluster would.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dp, err := devplatform.Start(ctx, devplatform.Options{InfraOnly: true, Nodes: 4, PlainNodes: 2,
 		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
-	// The bridge serves the spec check of BatchJobs at kubectl's door, over TLS.
-	hookCerts, err := testcluster.NewWebhookCerts(cluster.Dir, "bridge-webhook")
 	require.NoError(t, err)
-	require.NoError(t, testcluster.RegisterWebhook(context.Background(), cluster.Client(),
-		bridge.SpecWebhookConfiguration(hookCerts.ClientConfig(ports[4], bridge.SpecWebhookPath))))
-	srv, _ := testtemporal.Start(t)
-	// The Spark and Flink operators' stand-in: the one part a real cluster has and this
-	// machine cannot run.
-	sim, err := appsim.Start(context.Background(), cluster.Config, slog.Default(), appsim.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sim.Stop()) })
+	t.Cleanup(func() {
+		dp.KeepDir = t.Failed()
+		require.NoError(t, dp.Stop())
+		if dp.KeepDir {
+			t.Logf("control plane and Temporal logs kept in %s", dp.Dir)
+		}
+	})
+	cluster := dp.Cluster
 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
-	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", srv.FrontendAddress}, extra...)
+	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
 	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, parts: map[string]*component{
 		"worker": {name: "worker", args: conn},
-		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", extenderAddr,
+		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr,
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
-		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[2]),
-			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[3]), "-webhook-listen", "127.0.0.1:"+strconv.Itoa(ports[4]), "-webhook-cert-dir", hookCerts.Dir)},
+		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
+			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[2]), "-webhook-listen", dp.WebhookAddr, "-webhook-cert-dir", dp.WebhookCerts.Dir)},
 		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
 	}}
 	for _, c := range p.parts {
@@ -244,9 +243,8 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 
 	// The operator's part, as kubectl would do it: the test bed and the queues.
 	p.config = cluster.Config
-	p.kube, err = kubeclient.Live(cluster.Config)
-	require.NoError(t, err)
-	ctx := context.Background()
+	p.kube = dp.Kube
+	ctx = context.Background()
 	require.NoError(t, p.kube.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
 		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: queues},

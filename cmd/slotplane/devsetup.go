@@ -70,37 +70,6 @@ func devDefaults(ctx context.Context, cl client.Client, stateDir, nodeLabel stri
 	return os.WriteFile(marker, []byte("the default test bed and queues were created; delete this file to create them again\n"), 0o644)
 }
 
-// waitBeds waits, up to timeout, until every test bed says Ready: its ghosts hold every
-// free slot.
-func waitBeds(ctx context.Context, cl client.Client, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for ctx.Err() == nil {
-		var beds v1alpha1.TestBedList
-		if err := cl.List(ctx, &beds); err == nil && allReady(beds.Items) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	fmt.Println("      (not all test beds are Ready yet; the dashboard shows them as they come)")
-}
-
-func allReady(beds []v1alpha1.TestBed) bool {
-	for _, tb := range beds {
-		ready := false
-		for _, c := range tb.Status.Conditions {
-			ready = ready || (c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue)
-		}
-		if !ready {
-			return false
-		}
-	}
-	return true
-}
-
 // demoJob is one job of the demo: Spark or Flink, its queue, slots and run time.
 type demoJob struct {
 	name      string

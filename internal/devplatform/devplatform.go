@@ -1,0 +1,325 @@
+// Package devplatform starts the whole of slotplane on one machine: a real control plane with
+// the slot scheduler and kwok nodes (testcluster), the embedded Temporal server, the Spark and
+// Flink operators' stand-in, and slotplane's extender, worker, bridge (with its spec webhook)
+// and, when asked, the REST API, in this process. `slotplane dev` and the integration tests
+// start it here; the end-to-end tests, which run slotplane's components as processes of the
+// binary, start the same platform without them (Options.InfraOnly).
+package devplatform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	temporalclient "go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/activities"
+	"slotplane/api"
+	"slotplane/bridge"
+	"slotplane/extender"
+	"slotplane/internal/appsim"
+	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/temporalserver"
+	"slotplane/internal/testcluster"
+	"slotplane/worker"
+)
+
+// Options shape a platform. The zero value is a control plane without nodes, Temporal in
+// memory, and every component, in a temporary folder.
+type Options struct {
+	// Dir keeps the cluster's data, Temporal's database and the logs across starts. Empty
+	// means a temporary folder with Temporal in memory, removed by Stop unless KeepDir.
+	Dir string
+	// Nodes test bed nodes labelled NodeLabel (default testcluster.DefaultNodeLabel), and
+	// PlainNodes outside every bed; NodeResources is each node's capacity (nil:
+	// testcluster's default).
+	Nodes, PlainNodes int
+	NodeLabel         string
+	NodeResources     corev1.ResourceList
+	// TemporalPort and UIPort are the Temporal frontend's and Web UI's ports (0: free ones);
+	// UI serves the Web UI.
+	TemporalPort, UIPort int
+	UI                   bool
+	// InfraOnly starts the control plane, Temporal and the operators' stand-in only, and
+	// registers the spec webhook: the caller runs the extender at ExtenderAddr and the
+	// bridge's webhook at WebhookAddr with WebhookCerts, and the worker and API as it likes.
+	InfraOnly bool
+	// API serves the REST API on this listener with Auth (without InfraOnly); nil: no API.
+	API  net.Listener
+	Auth api.Authenticator
+	// Log gets the components' log lines; nil is slog.Default().
+	Log *slog.Logger
+	// Step is told the name of each step of the start as it begins.
+	Step func(name string)
+}
+
+// Steps is how many steps Start tells Options.Step about, at most.
+const Steps = 6
+
+// Platform is what Start started. Stop stops all of it.
+type Platform struct {
+	Dir     string
+	Cluster *testcluster.Cluster
+	// TemporalServer is the embedded server; Temporal a client of its namespace.
+	TemporalServer *temporalserver.Server
+	Temporal       temporalclient.Client
+	// Kube reads and writes the API server directly (no cache), as the activities do.
+	Kube client.Client
+	// ExtenderAddr is where the scheduler calls the extender (host:port, HTTPS with the
+	// cluster's ExtenderCerts); Extender serves it unless InfraOnly.
+	ExtenderAddr string
+	Extender     *extender.Server
+	// WebhookAddr and WebhookCerts: where the API server calls the bridge's spec webhook.
+	WebhookAddr  string
+	WebhookCerts *testcluster.WebhookCerts
+	// API is the REST API when Options.API was set.
+	API *api.Server
+	// KeepDir keeps a temporary Dir at Stop (a failed test's logs).
+	KeepDir bool
+
+	opts    Options
+	log     *slog.Logger
+	tempDir bool
+	worker  sdkworker.Worker
+	stops   []stop
+}
+
+type stop struct {
+	name string
+	fn   func() error
+}
+
+// Start starts the platform, step by step. On an error it stops what it started.
+func Start(ctx context.Context, opts Options) (_ *Platform, err error) {
+	p := &Platform{opts: opts, Dir: opts.Dir, log: opts.Log}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.Dir == "" {
+		if p.Dir, err = os.MkdirTemp("", "slotplane-platform-"); err != nil {
+			return nil, err
+		}
+		p.tempDir = true
+	} else if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.KeepDir = true // the logs say why
+			_ = p.Stop()
+			err = fmt.Errorf("%w (logs in %s)", err, p.Dir)
+		}
+	}()
+	// The extender's port is taken first, so no other process takes it while the control
+	// plane starts; the scheduler is told its address.
+	extenderListener, err := p.extenderListener()
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func(context.Context, net.Listener) error{p.startTemporal, p.startCluster, p.startExtender, p.startStandIn, p.startWorkerAndBridge, p.startAPI} {
+		if err := step(ctx, extenderListener); err != nil {
+			if extenderListener != nil {
+				_ = extenderListener.Close()
+			}
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// step tells Options.Step that a step begins.
+func (p *Platform) step(name string) {
+	if p.opts.Step != nil {
+		p.opts.Step(name)
+	}
+}
+
+// onStop adds what Stop undoes, last started first stopped.
+func (p *Platform) onStop(name string, fn func() error) {
+	p.stops = append(p.stops, stop{name, fn})
+}
+
+func (p *Platform) extenderListener() (net.Listener, error) {
+	if p.opts.InfraOnly {
+		ports, err := freeport.Get(1)
+		if err != nil {
+			return nil, err
+		}
+		p.ExtenderAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.ExtenderAddr = l.Addr().String()
+	return l, nil
+}
+
+func (p *Platform) startTemporal(ctx context.Context, _ net.Listener) error {
+	p.step("embedded Temporal server and Web UI")
+	o := temporalserver.Options{FrontendPort: p.opts.TemporalPort, UI: p.opts.UI, UIPort: p.opts.UIPort,
+		LogFile: filepath.Join(p.Dir, "temporal.log"), LogLevel: "warn"}
+	if !p.tempDir {
+		o.DatabaseFile = filepath.Join(p.Dir, "temporal.db")
+	}
+	srv, err := temporalserver.Start(ctx, o)
+	if err != nil {
+		return fmt.Errorf("embedded Temporal: %w (log: %s)", err, o.LogFile)
+	}
+	p.TemporalServer = srv
+	p.onStop("embedded Temporal", func() error { srv.Stop(); return nil })
+	if p.Temporal, err = srv.Dial(); err != nil {
+		return err
+	}
+	tc := p.Temporal
+	p.onStop("the Temporal client", func() error { tc.Close(); return nil })
+	return nil
+}
+
+func (p *Platform) startCluster(ctx context.Context, _ net.Listener) error {
+	p.step(fmt.Sprintf("control plane: etcd, kube-apiserver, kube-scheduler, %d+%d kwok nodes", p.opts.Nodes, p.opts.PlainNodes))
+	c, err := testcluster.Start(ctx, testcluster.Options{
+		Nodes: p.opts.Nodes, PlainNodes: p.opts.PlainNodes, NodeLabel: p.opts.NodeLabel, NodeResources: p.opts.NodeResources,
+		Dir: filepath.Join(p.Dir, "cluster"), ExtenderURL: "https://" + p.ExtenderAddr + "/",
+	})
+	if err != nil {
+		return err
+	}
+	p.Cluster = c
+	p.onStop("the local control plane", c.Close)
+	if p.Kube, err = kubeclient.Live(c.Config); err != nil {
+		return err
+	}
+	// The bridge serves the spec check of BatchJobs (kubectl's door), over TLS; the API
+	// server calls it from now on, and lets a job through while it does not answer.
+	if p.WebhookCerts, err = testcluster.NewWebhookCerts(c.Dir, "bridge-webhook"); err != nil {
+		return err
+	}
+	port, err := freeport.Get(1)
+	if err != nil {
+		return err
+	}
+	p.WebhookAddr = "127.0.0.1:" + strconv.Itoa(port[0])
+	return testcluster.RegisterWebhook(ctx, c.Client(), bridge.SpecWebhookConfiguration(p.WebhookCerts.ClientConfig(port[0], bridge.SpecWebhookPath)))
+}
+
+func (p *Platform) startExtender(ctx context.Context, l net.Listener) error {
+	if p.opts.InfraOnly {
+		return nil
+	}
+	p.step("scheduler extender")
+	// HTTPS both ways: the cluster made a CA, the extender's certificate and the scheduler's
+	// client certificate for this start.
+	certs := p.Cluster.ExtenderCerts
+	tlsConf, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
+	if err != nil {
+		return err
+	}
+	ext, err := extender.Serve(ctx, p.Cluster.Config, l, p.log, extender.WithTLS(tlsConf))
+	if err != nil {
+		return err
+	}
+	p.Extender = ext
+	p.onStop("the extender", ext.Stop)
+	return nil
+}
+
+// startStandIn starts the Spark and Flink operators' stand-in: the real operators cannot run
+// here.
+func (p *Platform) startStandIn(ctx context.Context, _ net.Listener) error {
+	p.step("Spark and Flink operator stand-in")
+	sim, err := appsim.Start(ctx, p.Cluster.Config, p.log, appsim.Options{})
+	if err != nil {
+		return err
+	}
+	p.onStop("the Spark/Flink operator stand-in", sim.Stop)
+	return nil
+}
+
+func (p *Platform) startWorkerAndBridge(_ context.Context, _ net.Listener) error {
+	if p.opts.InfraOnly {
+		return nil
+	}
+	p.step("worker and bridge")
+	mgr, err := bridge.New(p.Cluster.Config, p.Temporal, bridge.Options{Webhook: bridge.WebhookOptions{
+		Addr: p.WebhookAddr, CertDir: p.WebhookCerts.Dir, CertName: p.WebhookCerts.CertName, KeyName: p.WebhookCerts.KeyName}})
+	if err != nil {
+		return err
+	}
+	if err := p.StartWorker(); err != nil {
+		return err
+	}
+	p.onStop("the worker", func() error { p.StopWorker(); return nil })
+	// The bridge runs until Stop; its own context, so that a caller's cancelled context
+	// (Ctrl-C) stops it in order with the rest.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	p.onStop("the bridge", func() error { cancel(); return <-done })
+	return nil
+}
+
+// StartWorker starts the worker (every workflow and activity of slotplane), after
+// StopWorker: a worker's crash and restart, for tests.
+func (p *Platform) StartWorker() error {
+	// Activities read the API server directly, not a cache: a reconcile pass must see the
+	// pods as they are now.
+	w := worker.New(p.Temporal, &activities.Activities{Client: p.Kube})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	p.worker = w
+	return nil
+}
+
+// StopWorker stops the worker.
+func (p *Platform) StopWorker() {
+	if p.worker != nil {
+		p.worker.Stop()
+		p.worker = nil
+	}
+}
+
+func (p *Platform) startAPI(_ context.Context, _ net.Listener) error {
+	if p.opts.InfraOnly || p.opts.API == nil {
+		return nil
+	}
+	p.step("REST API, change feed and dashboard")
+	srv, err := api.Serve(api.Options{Client: p.Kube, Temporal: p.Temporal, Config: p.Cluster.Config, Auth: p.opts.Auth}, p.opts.API)
+	if err != nil {
+		return err
+	}
+	p.API = srv
+	p.onStop("the API", srv.Stop)
+	return nil
+}
+
+// Stop stops everything Start started, the last first, and removes a temporary folder
+// unless KeepDir. It returns every error met on the way.
+func (p *Platform) Stop() error {
+	var errs []error
+	for i := len(p.stops) - 1; i >= 0; i-- {
+		s := p.stops[i]
+		p.log.Info("stopping " + s.name)
+		if err := s.fn(); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", s.name, err))
+		}
+	}
+	p.stops = nil
+	if p.tempDir && !p.KeepDir {
+		if err := os.RemoveAll(p.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
