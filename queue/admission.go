@@ -272,6 +272,34 @@ func (s *snapshot) orderChildren(q *Queue) []*Queue {
 // pickInLeaf chooses, in the leaf's order, the first waiting application that no limit
 // holds back (or, under Cluster.Reserve in a strict leaf, the head that reserves).
 func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
+	waiting := s.waitingInLeaf(q, ch)
+	strict := s.c.Reserve && s.t.Strict(q)
+	for i, a := range waiting {
+		why, kind := s.blocked(q, a)
+		switch {
+		case kind == notBlocked:
+			ch.App = a
+			return true
+		case !strict || kind == blockedByCount:
+			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
+			continue
+		case kind == blockedByRoom:
+			ch.App, ch.Reserve = a, true
+		default:
+			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
+		}
+		// The head holds up the rest of its strict leaf.
+		for _, b := range waiting[i+1:] {
+			ch.Refusals = append(ch.Refusals, Refusal{App: b.ID, Reason: fmt.Sprintf("waits behind %s in the strict order of queue %s", a.ID, q.Path)})
+		}
+		return ch.Reserve
+	}
+	return false
+}
+
+// waitingInLeaf returns the leaf's applications that ask for room, in the order the leaf
+// serves them; those a StateAware leaf holds back are refused into ch instead.
+func (s *snapshot) waitingInLeaf(q *Queue, ch *Choice) []App {
 	var idx []int
 	if ls := s.sums[q]; ls != nil {
 		idx = ls.apps
@@ -280,26 +308,12 @@ func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
 	for i, j := range idx {
 		apps[i] = s.c.Apps[j]
 	}
-	var waiting []App
-	allowed := map[string]bool{}
 	policy := s.t.Policy(q)
+	var allowed map[string]bool
 	if policy == PolicyStateAware {
-		states := make([]StateApp, len(apps))
-		for i, a := range apps {
-			st := a.State
-			if st == "" {
-				st = Accepted
-				if a.Running {
-					st = Running
-				}
-			}
-			states[i] = StateApp{ID: a.ID, Order: a.Order, State: st, StartingSince: a.StartingSince, Pending: !a.Running || a.Pending,
-				NoExecutors: a.NoExecutors, SlotBacked: a.SlotBacked}
-		}
-		for _, id := range StateAware(states, s.c.Now, s.c.StateAware).Schedulable {
-			allowed[id] = true
-		}
+		allowed = s.stateAwareAllowed(apps)
 	}
+	var waiting []App
 	for _, a := range apps {
 		if !a.asking() {
 			continue
@@ -330,28 +344,29 @@ func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	strict := s.c.Reserve && s.t.Strict(q)
-	for i, a := range waiting {
-		why, kind := s.blocked(q, a)
-		switch {
-		case kind == notBlocked:
-			ch.App = a
-			return true
-		case !strict || kind == blockedByCount:
-			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
-			continue
-		case kind == blockedByRoom:
-			ch.App, ch.Reserve = a, true
-		default:
-			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
+	return waiting
+}
+
+// stateAwareAllowed is the set of a StateAware leaf's applications that StateAware lets
+// start now.
+func (s *snapshot) stateAwareAllowed(apps []App) map[string]bool {
+	states := make([]StateApp, len(apps))
+	for i, a := range apps {
+		st := a.State
+		if st == "" {
+			st = Accepted
+			if a.Running {
+				st = Running
+			}
 		}
-		// The head holds up the rest of its strict leaf.
-		for _, b := range waiting[i+1:] {
-			ch.Refusals = append(ch.Refusals, Refusal{App: b.ID, Reason: fmt.Sprintf("waits behind %s in the strict order of queue %s", a.ID, q.Path)})
-		}
-		return ch.Reserve
+		states[i] = StateApp{ID: a.ID, Order: a.Order, State: st, StartingSince: a.StartingSince, Pending: !a.Running || a.Pending,
+			NoExecutors: a.NoExecutors, SlotBacked: a.SlotBacked}
 	}
-	return false
+	allowed := map[string]bool{}
+	for _, id := range StateAware(states, s.c.Now, s.c.StateAware).Schedulable {
+		allowed[id] = true
+	}
+	return allowed
 }
 
 // What holds an application back.

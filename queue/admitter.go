@@ -426,6 +426,29 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		a.st.Reserved = nil
 		return d
 	}
+	avail := a.freeSlots(&bed)
+	skip := map[string]bool{}
+	// The job slots were taken back for goes first, and holds the free slots until it fits
+	// and no limit holds it back, so they go neither back to their victims nor to another
+	// queue whose turn comes (which would starve it again and preempt again). A strict
+	// head's reservation, by contrast, is decided anew each time: the queues' fair order
+	// says whose turn it is.
+	a.st.Reserved = nil
+	reserving, avail := a.grantPreemptedFor(now, bed, avail, &d)
+	if reserving == nil {
+		reserving, avail = a.grantInTurn(now, bed, avail, skip, &d)
+	}
+	if reserving != nil {
+		avail = a.holdFor(now, bed, reserving, avail, skip, &d)
+	}
+	a.preempt(now, bed, avail, &d)
+	return d
+}
+
+// freeSlots returns the free slots jobs may be given, sorted: the bed's free positions that
+// no running job holds. It sorts a copy of bed.Positions into bed, and forgets the slots
+// taken back by preemption that are free again or held again.
+func (a *Admitter) freeSlots(bed *Bed) []int32 {
 	held := map[int32]bool{}
 	for _, e := range a.st.Running {
 		for _, p := range e.Slots {
@@ -437,39 +460,46 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 	slices.Sort(bed.Positions)
 	avail := slices.Clone(bed.Free)
 	slices.Sort(avail)
-	avail = slices.DeleteFunc(slices.Compact(avail), func(p int32) bool { return held[p] || !has(bed.Positions, p) })
+	return slices.DeleteFunc(slices.Compact(avail), func(p int32) bool { return held[p] || !has(bed.Positions, p) })
+}
 
-	skip := map[string]bool{}
-	var reserving *Entry
-	// The job slots were taken back for goes first, and holds the free slots until it fits
-	// and no limit holds it back, so they go neither back to their victims nor to another
-	// queue whose turn comes (which would starve it again and preempt again). A strict
-	// head's reservation, by contrast, is decided anew each time: the queues' fair order
-	// says whose turn it is.
-	a.st.Reserved = nil
-	if k := a.st.PreemptedFor; k != nil {
-		i := a.index(a.st.Waiting, *k)
-		switch {
-		case i < 0:
-			a.st.PreemptedFor = nil
-		case fits(&a.st.Waiting[i], avail) && a.admissible(now, bed, &a.st.Waiting[i]):
-			avail = a.grant(now, &a.st.Waiting[i], avail, &d)
-			a.st.PreemptedFor = nil
-		default:
-			reserving = &a.st.Waiting[i]
-		}
+// grantPreemptedFor grants the job slots were taken back for, if it still waits, fits the
+// free slots and no limit holds it back; if it cannot start yet it is returned as the job
+// the free slots are held for. It returns the slots left free.
+func (a *Admitter) grantPreemptedFor(now time.Time, bed Bed, avail []int32, d *Decision) (*Entry, []int32) {
+	k := a.st.PreemptedFor
+	if k == nil {
+		return nil, avail
 	}
-	for reserving == nil {
+	i := a.index(a.st.Waiting, *k)
+	switch {
+	case i < 0:
+		a.st.PreemptedFor = nil
+	case fits(&a.st.Waiting[i], avail) && a.admissible(now, bed, &a.st.Waiting[i]):
+		avail = a.grant(now, &a.st.Waiting[i], avail, d)
+		a.st.PreemptedFor = nil
+	default:
+		return &a.st.Waiting[i], avail
+	}
+	return nil, avail
+}
+
+// grantInTurn grants jobs, and gives preempted ones their slots back, in the order the
+// queues' policies choose, until none is chosen or a strict leaf's head that does not fit
+// reserves the free slots: that head is returned (and is Reserved). It returns the slots
+// left free.
+func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[string]bool, d *Decision) (*Entry, []int32) {
+	for {
 		c := a.cluster(now, bed, avail, skip)
 		c.Reserve = true
 		ch := a.tree.Choose(c)
 		a.noteRefusals(ch.Refusals)
 		if !ch.OK {
-			break
+			return nil, avail
 		}
 		e, running := a.byID(ch.App.ID)
 		if e == nil {
-			break // cannot happen: the cluster holds only the Admitter's entries
+			return nil, avail // cannot happen: the cluster holds only the Admitter's entries
 		}
 		if ch.Reserve {
 			if !running && e.slotBased() {
@@ -479,10 +509,9 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 				skip[ch.App.ID] = true
 				continue
 			}
-			reserving = e
 			k := e.Request.JobKey
 			a.st.Reserved = &k
-			break
+			return e, avail
 		}
 		if running {
 			// A preempted job gets one of its slots back.
@@ -491,21 +520,23 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 			d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: slices.Clone(e.Slots)})
 			continue
 		}
-		avail = a.grant(now, e, avail, &d)
+		avail = a.grant(now, e, avail, d)
 	}
-	if reserving != nil {
-		k := reserving.Request.JobKey
-		why := fmt.Sprintf("first in the strict order of queue %s", reserving.Queue)
-		if a.st.PreemptedFor != nil && *a.st.PreemptedFor == k {
-			why = "slots were taken back for it by preemption"
-		}
-		reserving.Reason = fmt.Sprintf("%s: the %d free slots are held for it until it fits (needs %d)", why, len(avail), reserving.wanted())
-		if q := a.tree.Queue(reserving.Queue); q != nil && a.tree.Backfill(q) {
-			avail = a.backfill(now, bed, reserving, avail, skip, &d)
-		}
+}
+
+// holdFor holds the free slots for the waiting job reserving them, saying so in its reason,
+// and backfills behind it where its queue allows. It returns the slots left free.
+func (a *Admitter) holdFor(now time.Time, bed Bed, reserving *Entry, avail []int32, skip map[string]bool, d *Decision) []int32 {
+	k := reserving.Request.JobKey
+	why := fmt.Sprintf("first in the strict order of queue %s", reserving.Queue)
+	if a.st.PreemptedFor != nil && *a.st.PreemptedFor == k {
+		why = "slots were taken back for it by preemption"
 	}
-	a.preempt(now, bed, avail, &d)
-	return d
+	reserving.Reason = fmt.Sprintf("%s: the %d free slots are held for it until it fits (needs %d)", why, len(avail), reserving.wanted())
+	if q := a.tree.Queue(reserving.Queue); q != nil && a.tree.Backfill(q) {
+		avail = a.backfill(now, bed, reserving, avail, skip, d)
+	}
+	return avail
 }
 
 // admissible: nothing but room holds the waiting entry back now (Tree.HeldBack), with every
@@ -711,21 +742,7 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	if len(a.st.Reclaimed) > 0 || a.st.PreemptedFor != nil {
 		return
 	}
-	slot := a.st.Slot
-	c := Cluster{Total: a.st.Total, Now: now, Rules: a.st.Rules}
-	executors := map[string]int{}
-	for i := range a.st.Running {
-		e := &a.st.Running[i]
-		app := a.appOf(e, true)
-		app.Demand = times(slot, e.wanted()) // a preempted job still demands what it asked for
-		c.Apps = append(c.Apps, app)
-		if !e.slotBased() || pre.SlotBased {
-			executors[app.ID] = len(e.Slots)
-		}
-	}
-	for i := range a.st.Waiting {
-		c.Apps = append(c.Apps, a.appOf(&a.st.Waiting[i], false))
-	}
+	c, executors := a.preemptionCluster(now, pre)
 	heldRoomIsUsed := a.st.Rules >= RulesRoomForTheHead
 	starvedBy := pre
 	if heldRoomIsUsed {
@@ -737,15 +754,52 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	if len(starving) == 0 {
 		return
 	}
-	// One starving queue at a time, the first whose first waiting job no limit holds back:
-	// what that job needs beyond what is free is taken in one step (at least what the queue
-	// is owed), so it starts as soon as the slots are vacated. Slots taken for a job that a
-	// limit keeps waiting would only sit idle.
+	head, starving := a.preemptFor(now, bed, starving, avail, heldRoomIsUsed)
+	if head == nil {
+		return
+	}
+	if heldRoomIsUsed && !a.roomToSpareBelow(pre.UtilizationThreshold, head, avail) {
+		return
+	}
+	victims := a.tree.PlanPreemption(c, starving, a.st.Slot, executors)
+	a.takeBack(victims, starving, head, d)
+}
+
+// preemptionCluster is the picture preemption is planned on: every running job demanding
+// what it asked for and every waiting one; and the executors of each running job that may
+// be taken (those of SlotBased jobs only when pre.SlotBased).
+func (a *Admitter) preemptionCluster(now time.Time, pre Preemption) (Cluster, map[string]int) {
+	c := Cluster{Total: a.st.Total, Now: now, Rules: a.st.Rules}
+	executors := map[string]int{}
+	for i := range a.st.Running {
+		e := &a.st.Running[i]
+		app := a.appOf(e, true)
+		app.Demand = times(a.st.Slot, e.wanted()) // a preempted job still demands what it asked for
+		c.Apps = append(c.Apps, app)
+		if !e.slotBased() || pre.SlotBased {
+			executors[app.ID] = len(e.Slots)
+		}
+	}
+	for i := range a.st.Waiting {
+		c.Apps = append(c.Apps, a.appOf(&a.st.Waiting[i], false))
+	}
+	return c, executors
+}
+
+// preemptFor picks the starving queue preemption acts for and the waiting job it takes
+// slots for, and sets how much that queue is to get.
+//
+// One starving queue at a time, the first whose first waiting job no limit holds back:
+// what that job needs beyond what is free is taken in one step (at least what the queue is
+// owed), so it starts as soon as the slots are vacated. Slots taken for a job that a limit
+// keeps waiting would only sit idle. When no queue's head is admissible, the head of the
+// last starving queue (nil if it has none) comes back with all the starving queues.
+func (a *Admitter) preemptFor(now time.Time, bed Bed, starving []Starving, avail []int32, heldRoomIsUsed bool) (*Entry, []Starving) {
 	var head *Entry
 	for _, s := range starving {
 		if head = a.headOf(s.Queue); head != nil && a.admissible(now, bed, head) {
 			short := head.wanted() - int64(len(avail))
-			switch need := times(slot, max(short, 0)); {
+			switch need := times(a.st.Slot, max(short, 0)); {
 			case heldRoomIsUsed && short > 0:
 				// Just what the head lacks: queues at their share may give now, and the
 				// queue's next job gets its own turn.
@@ -753,17 +807,15 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 			case need.MemoryBytes > s.Amount.MemoryBytes:
 				s.Amount = Resources{MemoryBytes: need.MemoryBytes}
 			}
-			starving = []Starving{s}
-			break
+			return head, []Starving{s}
 		}
 	}
-	if head == nil {
-		return
-	}
-	if heldRoomIsUsed && !a.roomToSpareBelow(pre.UtilizationThreshold, head, avail) {
-		return
-	}
-	victims := a.tree.PlanPreemption(c, starving, slot, executors)
+	return head, starving
+}
+
+// takeBack takes back the victims' newest slots for head: they become the victims' Revoke
+// assignments and Reclaimed, and the free slots are held for head (PreemptedFor).
+func (a *Admitter) takeBack(victims []Victim, starving []Starving, head *Entry, d *Decision) {
 	a.indexIDs()
 	for _, v := range victims {
 		e, running := a.byID(v.App)

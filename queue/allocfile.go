@@ -203,7 +203,13 @@ func attr(s xml.StartElement, name string) (string, bool) {
 	return "", false
 }
 
-func (p *parser) allocations(a *Allocations) error {
+// elementHandler reads one element, whose start tag s has been read, up to its end tag.
+type elementHandler func(s xml.StartElement) error
+
+// elements reads the child elements of the current element up to its end tag, giving each
+// to the handler of its name; an element no handler takes is the error unknown makes of its
+// name. The top level and queue elements are both read this way, each with its own table.
+func (p *parser) elements(handlers map[string]elementHandler, unknown func(name string) error) error {
 	for {
 		tok, err := p.next()
 		if err != nil {
@@ -211,107 +217,70 @@ func (p *parser) allocations(a *Allocations) error {
 		}
 		s, ok := tok.(xml.StartElement)
 		if !ok {
-			return nil // </allocations>
+			return nil // the enclosing element's end tag
 		}
-		name := s.Name.Local
-		switch name {
-		case "queue", "pool":
-			qname, _ := attr(s, "name")
-			if qname == "root" {
-				if err := p.queueBody(a.Root, name); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := p.childQueue(a.Root, s); err != nil {
-				return err
-			}
-		case "user":
-			if err := p.user(a, s); err != nil {
-				return err
-			}
-		case "userMaxAppsDefault", "queueMaxAppsDefault":
-			n, err := p.count(name)
-			if err != nil {
-				return err
-			}
-			if name == "userMaxAppsDefault" {
-				a.UserMaxAppsDefault = &n
-			} else {
-				a.QueueMaxAppsDefault = &n
-			}
-		case "queueMaxResourcesDefault":
-			r, err := p.resources(name)
-			if err != nil {
-				return err
-			}
-			a.QueueMaxResourcesDefault = &r
-		case "queueMaxAMShareDefault":
-			f, err := p.amShare(name)
-			if err != nil {
-				return err
-			}
-			a.QueueMaxAMShareDefault = f
-		case "defaultQueueSchedulingPolicy":
-			pol, err := p.policy(name)
-			if err != nil {
-				return err
-			}
-			a.DefaultQueueSchedulingPolicy = pol
-		case "defaultFairSharePreemptionTimeout", "defaultMinSharePreemptionTimeout":
-			d, err := p.seconds(name)
-			if err != nil {
-				return err
-			}
-			if name == "defaultFairSharePreemptionTimeout" {
-				a.DefaultFairSharePreemptionTimeout = &d
-			} else {
-				a.DefaultMinSharePreemptionTimeout = &d
-			}
-		case "defaultFairSharePreemptionThreshold":
-			f, err := p.fraction(name)
-			if err != nil {
-				return err
-			}
-			a.DefaultFairSharePreemptionThreshold = &f
-		case "preemption":
-			on, err := p.boolean(name)
-			if err != nil {
-				return err
-			}
-			a.Preemption.Enabled = on
-		case "preemptSlotBased":
-			v, err := p.boolean(name)
-			if err != nil {
-				return err
-			}
-			a.Preemption.SlotBased = v
-		case "stateAwareSkipStartingWithoutExecutors", "stateAwareSlotBackedDoNotHold":
-			v, err := p.boolean(name)
-			if err != nil {
-				return err
-			}
-			if name == "stateAwareSkipStartingWithoutExecutors" {
-				a.StateAware.SkipStartingWithoutExecutors = v
-			} else {
-				a.StateAware.SlotBackedDoNotHold = v
-			}
-		case "preemptionUtilizationThreshold":
-			f, err := p.fraction(name)
-			if err != nil {
-				return err
-			}
-			a.Preemption.UtilizationThreshold = f
-		case "queuePlacementPolicy":
-			rules, err := p.rules(name)
-			if err != nil {
-				return err
-			}
-			a.Placement = rules
-		default:
-			return p.errf(name, "unknown element (a typo of a known one?)")
+		handle, ok := handlers[s.Name.Local]
+		if !ok {
+			return unknown(s.Name.Local)
+		}
+		if err := handle(s); err != nil {
+			return err
 		}
 	}
+}
+
+// into is the handler of a value element: read parses it (given the element's name, for its
+// errors) and the value goes to *dst.
+func into[T any](read func(name string) (T, error), dst *T) elementHandler {
+	return func(s xml.StartElement) error {
+		v, err := read(s.Name.Local)
+		if err != nil {
+			return err
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// intoPtr is into for a setting that may be unset: *dst points at the value read.
+func intoPtr[T any](read func(name string) (T, error), dst **T) elementHandler {
+	return into(func(name string) (*T, error) {
+		v, err := read(name)
+		return &v, err
+	}, dst)
+}
+
+// allocations reads the elements of <allocations> into a.
+func (p *parser) allocations(a *Allocations) error {
+	queue := func(s xml.StartElement) error {
+		if name, _ := attr(s, "name"); name == "root" {
+			return p.queueBody(a.Root, s.Name.Local)
+		}
+		return p.childQueue(a.Root, s)
+	}
+	handlers := map[string]elementHandler{
+		"queue": queue,
+		"pool":  queue,
+		"user":  func(s xml.StartElement) error { return p.user(a, s) },
+
+		"userMaxAppsDefault":                     intoPtr(p.count, &a.UserMaxAppsDefault),
+		"queueMaxAppsDefault":                    intoPtr(p.count, &a.QueueMaxAppsDefault),
+		"queueMaxResourcesDefault":               intoPtr(p.resources, &a.QueueMaxResourcesDefault),
+		"queueMaxAMShareDefault":                 into(p.amShare, &a.QueueMaxAMShareDefault),
+		"defaultQueueSchedulingPolicy":           into(p.policy, &a.DefaultQueueSchedulingPolicy),
+		"defaultFairSharePreemptionTimeout":      intoPtr(p.seconds, &a.DefaultFairSharePreemptionTimeout),
+		"defaultMinSharePreemptionTimeout":       intoPtr(p.seconds, &a.DefaultMinSharePreemptionTimeout),
+		"defaultFairSharePreemptionThreshold":    intoPtr(p.fraction, &a.DefaultFairSharePreemptionThreshold),
+		"preemption":                             into(p.boolean, &a.Preemption.Enabled),
+		"preemptSlotBased":                       into(p.boolean, &a.Preemption.SlotBased),
+		"preemptionUtilizationThreshold":         into(p.fraction, &a.Preemption.UtilizationThreshold),
+		"stateAwareSkipStartingWithoutExecutors": into(p.boolean, &a.StateAware.SkipStartingWithoutExecutors),
+		"stateAwareSlotBackedDoNotHold":          into(p.boolean, &a.StateAware.SlotBackedDoNotHold),
+		"queuePlacementPolicy":                   into(p.rules, &a.Placement),
+	}
+	return p.elements(handlers, func(name string) error {
+		return p.errf(name, "unknown element (a typo of a known one?)")
+	})
 }
 
 // childQueue reads a queue element under parent.
@@ -341,101 +310,30 @@ func (p *parser) childQueue(parent *QueueConfig, s xml.StartElement) error {
 	return p.queueBody(q, s.Name.Local)
 }
 
+// queueBody reads the elements of queue q's element (named element: queue or pool) into q.
 func (p *parser) queueBody(q *QueueConfig, element string) error {
-	for {
-		tok, err := p.next()
-		if err != nil {
-			return err
-		}
-		s, ok := tok.(xml.StartElement)
-		if !ok {
-			return nil
-		}
-		name := s.Name.Local
-		switch name {
-		case "queue", "pool":
-			if err := p.childQueue(q, s); err != nil {
-				return err
-			}
-		case "minResources", "maxResources":
-			r, err := p.resources(name)
-			if err != nil {
-				return err
-			}
-			if name == "minResources" {
-				q.MinResources = &r
-			} else {
-				q.MaxResources = &r
-			}
-		case "maxRunningApps":
-			n, err := p.count(name)
-			if err != nil {
-				return err
-			}
-			q.MaxRunningApps = &n
-		case "maxAMShare":
-			f, err := p.amShare(name)
-			if err != nil {
-				return err
-			}
-			q.MaxAMShare = &f
-		case "weight":
-			v, err := p.text(name)
-			if err != nil {
-				return err
-			}
-			w, err := strconv.ParseFloat(v, 64)
-			if err != nil || w < 0 {
-				return p.errf(name, "%q is not a non-negative number", v)
-			}
-			q.Weight = w
-		case "schedulingPolicy":
-			pol, err := p.policy(name)
-			if err != nil {
-				return err
-			}
-			q.Policy = pol
-		case "aclSubmitApps", "aclAdministerApps":
-			v, err := p.rawText(name)
-			if err != nil {
-				return err
-			}
-			acl := ParseACL(v)
-			if name == "aclSubmitApps" {
-				q.SubmitACL = &acl
-			} else {
-				q.AdministerACL = &acl
-			}
-		case "minSharePreemptionTimeout", "fairSharePreemptionTimeout":
-			d, err := p.seconds(name)
-			if err != nil {
-				return err
-			}
-			if name == "minSharePreemptionTimeout" {
-				q.MinSharePreemptionTimeout = &d
-			} else {
-				q.FairSharePreemptionTimeout = &d
-			}
-		case "fairSharePreemptionThreshold":
-			f, err := p.fraction(name)
-			if err != nil {
-				return err
-			}
-			q.FairSharePreemptionThreshold = &f
-		case "strictOrder", "backfill":
-			v, err := p.boolean(name)
-			if err != nil {
-				return err
-			}
-			if name == "strictOrder" {
-				q.StrictOrder = &v
-			} else {
-				q.Backfill = &v
-			}
-		default:
-			return p.errf(name, "unknown element in <%s name=%q>", element, q.Name)
-		}
+	child := func(s xml.StartElement) error { return p.childQueue(q, s) }
+	handlers := map[string]elementHandler{
+		"queue": child,
+		"pool":  child,
+
+		"minResources":                 intoPtr(p.resources, &q.MinResources),
+		"maxResources":                 intoPtr(p.resources, &q.MaxResources),
+		"maxRunningApps":               intoPtr(p.count, &q.MaxRunningApps),
+		"maxAMShare":                   intoPtr(p.amShare, &q.MaxAMShare),
+		"weight":                       into(p.weight, &q.Weight),
+		"schedulingPolicy":             into(p.policy, &q.Policy),
+		"aclSubmitApps":                intoPtr(p.acl, &q.SubmitACL),
+		"aclAdministerApps":            intoPtr(p.acl, &q.AdministerACL),
+		"minSharePreemptionTimeout":    intoPtr(p.seconds, &q.MinSharePreemptionTimeout),
+		"fairSharePreemptionTimeout":   intoPtr(p.seconds, &q.FairSharePreemptionTimeout),
+		"fairSharePreemptionThreshold": intoPtr(p.fraction, &q.FairSharePreemptionThreshold),
+		"strictOrder":                  intoPtr(p.boolean, &q.StrictOrder),
+		"backfill":                     intoPtr(p.boolean, &q.Backfill),
 	}
+	return p.elements(handlers, func(name string) error {
+		return p.errf(name, "unknown element in <%s name=%q>", element, q.Name)
+	})
 }
 
 // rawText reads the character data of a value element up to its end, untrimmed: an ACL's
@@ -501,6 +399,28 @@ func (p *parser) boolean(name string) (bool, error) {
 		return false, p.errf(name, "%q is neither true nor false", v)
 	}
 	return b, nil
+}
+
+// weight reads a queue's weight, a non-negative number.
+func (p *parser) weight(name string) (float64, error) {
+	v, err := p.text(name)
+	if err != nil {
+		return 0, err
+	}
+	w, err := strconv.ParseFloat(v, 64)
+	if err != nil || w < 0 {
+		return 0, p.errf(name, "%q is not a non-negative number", v)
+	}
+	return w, nil
+}
+
+// acl reads an access control list, its text untrimmed (see rawText).
+func (p *parser) acl(name string) (ACL, error) {
+	v, err := p.rawText(name)
+	if err != nil {
+		return ACL{}, err
+	}
+	return ParseACL(v), nil
 }
 
 func (p *parser) count(name string) (int, error) {

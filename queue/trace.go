@@ -193,93 +193,129 @@ func traceHeader(header []string, line int) (map[string]int, error) {
 // traceJob reads the fields of one line. lineOf gives the line a field starts on (a quoted
 // field may span lines).
 func traceJob(rec []string, cols map[string]int, lineOf func(int) int) (TraceJob, error) {
+	l := traceLine{rec: rec, cols: cols, lineOf: lineOf}
 	var j TraceJob
-	field := func(name string) (string, func(format string, args ...any) error) {
-		i := cols[name]
-		v := strings.TrimSpace(rec[i])
-		return v, func(format string, args ...any) error {
-			return &TraceError{Line: lineOf(i), Column: name, Field: i + 1, Msg: fmt.Sprintf(format, args...)}
-		}
-	}
-	duration := func(name string, min, max time.Duration) (time.Duration, error) {
-		v, bad := field(name)
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			return 0, bad("%q is not a Go duration (like 0s, 90s, 1h30m)", v)
-		case d < min || d > max:
-			return 0, bad("%s is outside [%s, %s]", d, min, max)
-		}
-		return d, nil
-	}
-	text := func(name string, required bool) (string, error) {
-		v, bad := field(name)
-		if required && v == "" {
-			return "", bad("empty")
-		}
-		if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
-			return "", bad("%q holds a control character", v)
-		}
-		return v, nil
-	}
-	count := func(name string, min, max int64) (int64, error) {
-		v, bad := field(name)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < min || n > max {
-			return 0, bad("%q is not a whole number in [%d, %d]", v, min, max)
-		}
-		return n, nil
-	}
 	var err error
-	if j.Submit, err = duration("submit", 0, MaxTraceSubmit); err != nil {
+	if j.Submit, err = l.duration("submit", 0, MaxTraceSubmit); err != nil {
 		return j, err
 	}
-	if j.Name, err = text("name", true); err != nil {
+	if j.Name, err = l.text("name", true); err != nil {
 		return j, err
 	}
-	if j.Queue, err = text("queue", false); err != nil {
+	if j.Queue, err = l.text("queue", false); err != nil {
 		return j, err
 	}
-	if j.User, err = text("user", true); err != nil {
+	if j.User, err = l.text("user", true); err != nil {
 		return j, err
 	}
-	groups, err := text("groups", false)
-	if err != nil {
+	if j.Groups, err = l.groups(); err != nil {
 		return j, err
 	}
-	for _, g := range strings.Split(groups, ";") {
-		if g = strings.TrimSpace(g); g != "" {
-			j.Groups = append(j.Groups, g)
-		}
+	if j.Driver, err = l.driver(); err != nil {
+		return j, err
 	}
-	if _, whole := cols["driver"]; whole {
-		v, bad := field("driver")
-		if j.Driver, err = ParseResources(v); err != nil {
-			return j, bad("%v", err)
-		}
-		if !j.Driver.Fits(MBVCores(maxDriverMB, maxDriverVCores)) {
-			return j, bad("%s is larger than any node", j.Driver)
-		}
-	} else {
-		mb, err := count("driver_mb", 0, maxDriverMB)
-		if err != nil {
-			return j, err
-		}
-		vcores, err := count("driver_vcores", 0, maxDriverVCores)
-		if err != nil {
-			return j, err
-		}
-		j.Driver = MBVCores(mb, vcores)
-	}
-	n, err := count("executors", 1, MaxTraceExecutors)
+	n, err := l.count("executors", 1, MaxTraceExecutors)
 	if err != nil {
 		return j, err
 	}
 	j.Executors = int(n)
-	if j.Runtime, err = duration("runtime", time.Nanosecond, MaxTraceRuntime); err != nil {
+	if j.Runtime, err = l.duration("runtime", time.Nanosecond, MaxTraceRuntime); err != nil {
 		return j, err
 	}
 	return j, nil
+}
+
+// traceLine is one line of a trace, its fields read by column name.
+type traceLine struct {
+	rec  []string
+	cols map[string]int
+	// lineOf gives the line field i starts on.
+	lineOf func(i int) int
+}
+
+// field returns a column's trimmed value and a maker of errors that blame the column.
+func (l traceLine) field(name string) (string, func(format string, args ...any) error) {
+	i := l.cols[name]
+	v := strings.TrimSpace(l.rec[i])
+	return v, func(format string, args ...any) error {
+		return &TraceError{Line: l.lineOf(i), Column: name, Field: i + 1, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+// duration reads a column holding a Go duration in [min, max].
+func (l traceLine) duration(name string, min, max time.Duration) (time.Duration, error) {
+	v, bad := l.field(name)
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, bad("%q is not a Go duration (like 0s, 90s, 1h30m)", v)
+	case d < min || d > max:
+		return 0, bad("%s is outside [%s, %s]", d, min, max)
+	}
+	return d, nil
+}
+
+// text reads a column of text without control characters, which may be empty unless
+// required.
+func (l traceLine) text(name string, required bool) (string, error) {
+	v, bad := l.field(name)
+	if required && v == "" {
+		return "", bad("empty")
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		return "", bad("%q holds a control character", v)
+	}
+	return v, nil
+}
+
+// count reads a column holding a whole number in [min, max].
+func (l traceLine) count(name string, min, max int64) (int64, error) {
+	v, bad := l.field(name)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, bad("%q is not a whole number in [%d, %d]", v, min, max)
+	}
+	return n, nil
+}
+
+// groups reads the groups column: names separated by semicolons, the empty ones dropped.
+func (l traceLine) groups() ([]string, error) {
+	v, err := l.text("groups", false)
+	if err != nil {
+		return nil, err
+	}
+	var groups []string
+	for _, g := range strings.Split(v, ";") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	return groups, nil
+}
+
+// driver reads the driver's size, from the driver column or from driver_mb and
+// driver_vcores.
+func (l traceLine) driver() (Resources, error) {
+	if _, whole := l.cols["driver"]; whole {
+		v, bad := l.field("driver")
+		d, err := ParseResources(v)
+		if err != nil {
+			return d, bad("%v", err)
+		}
+		if !d.Fits(MBVCores(maxDriverMB, maxDriverVCores)) {
+			return d, bad("%s is larger than any node", d)
+		}
+		return d, nil
+	}
+	mb, err := l.count("driver_mb", 0, maxDriverMB)
+	if err != nil {
+		return Resources{}, err
+	}
+	vcores, err := l.count("driver_vcores", 0, maxDriverVCores)
+	if err != nil {
+		return Resources{}, err
+	}
+	return MBVCores(mb, vcores), nil
 }
 
 // WriteTrace writes jobs as a trace that ParseTrace reads back: the columns in the order of
@@ -556,34 +592,56 @@ type replay struct {
 // The allocation file is not changed (the replay builds its own tree). The jobs must keep
 // the trace format's rules (ParseTrace's jobs do).
 func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult, error) {
-	if opts.Mode == "" {
-		opts.Mode = ReplayGang
+	if err := checkReplayTrace(trace); err != nil {
+		return ReplayResult{}, err
 	}
+	opts, err := replayOptions(opts)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	r := newReplay(a, opts)
+	r.load(trace)
+	r.run()
+	r.summarize()
+	return r.res, nil
+}
+
+// checkReplayTrace checks that the jobs keep the trace format's rules: unique names, and
+// executors, times and drivers within the format's bounds.
+func checkReplayTrace(trace []TraceJob) error {
 	names := make(map[string]bool, len(trace))
 	for i, j := range trace {
 		switch {
 		case j.Name == "" || names[j.Name]:
-			return ReplayResult{}, fmt.Errorf("job %d: the name %q is empty or not unique", i+1, j.Name)
+			return fmt.Errorf("job %d: the name %q is empty or not unique", i+1, j.Name)
 		case j.Executors < 1 || j.Executors > MaxTraceExecutors:
-			return ReplayResult{}, fmt.Errorf("job %s: %d executors is outside [1, %d]", j.Name, j.Executors, MaxTraceExecutors)
+			return fmt.Errorf("job %s: %d executors is outside [1, %d]", j.Name, j.Executors, MaxTraceExecutors)
 		case j.Runtime <= 0 || j.Runtime > MaxTraceRuntime || j.Submit < 0 || j.Submit > MaxTraceSubmit:
-			return ReplayResult{}, fmt.Errorf("job %s: its submit time or runtime is out of bounds", j.Name)
+			return fmt.Errorf("job %s: its submit time or runtime is out of bounds", j.Name)
 		case j.Driver.MemoryBytes < 0 || j.Driver.MilliCores < 0 || !j.Driver.Fits(MBVCores(maxDriverMB, maxDriverVCores)):
-			return ReplayResult{}, fmt.Errorf("job %s: driver %s is out of bounds", j.Name, j.Driver)
+			return fmt.Errorf("job %s: driver %s is out of bounds", j.Name, j.Driver)
 		}
 		names[j.Name] = true
 	}
+	return nil
+}
+
+// replayOptions checks a replay's options and fills in the defaults of those left zero.
+func replayOptions(opts ReplayOptions) (ReplayOptions, error) {
+	if opts.Mode == "" {
+		opts.Mode = ReplayGang
+	}
 	switch {
 	case opts.Mode != ReplayGang && opts.Mode != ReplayDriverFirst:
-		return ReplayResult{}, fmt.Errorf("replay mode %q is neither %s nor %s", opts.Mode, ReplayGang, ReplayDriverFirst)
+		return opts, fmt.Errorf("replay mode %q is neither %s nor %s", opts.Mode, ReplayGang, ReplayDriverFirst)
 	case opts.Slots <= 0:
-		return ReplayResult{}, fmt.Errorf("the test bed needs at least one slot, got %d", opts.Slots)
+		return opts, fmt.Errorf("the test bed needs at least one slot, got %d", opts.Slots)
 	case opts.SlotSize.MemoryBytes <= 0 || opts.SlotSize.MilliCores <= 0:
-		return ReplayResult{}, fmt.Errorf("a slot needs memory and vcores, got %s", opts.SlotSize)
+		return opts, fmt.Errorf("a slot needs memory and vcores, got %s", opts.SlotSize)
 	case opts.SlotSize.MemoryBytes > maxReplayBytes/int64(opts.Slots) || opts.SlotSize.MilliCores > maxReplayMilliCores/int64(opts.Slots):
-		return ReplayResult{}, fmt.Errorf("%d slots of %s is more than the replay counts", opts.Slots, opts.SlotSize)
+		return opts, fmt.Errorf("%d slots of %s is more than the replay counts", opts.Slots, opts.SlotSize)
 	case opts.StartUp < 0 || opts.Vacate < 0 || opts.Resync < 0 || opts.Limit < 0:
-		return ReplayResult{}, errors.New("start-up, vacate, resync and limit must not be negative")
+		return opts, errors.New("start-up, vacate, resync and limit must not be negative")
 	}
 	if opts.Vacate == 0 {
 		opts.Vacate = DefaultVacate
@@ -591,6 +649,12 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 	if opts.Resync == 0 {
 		opts.Resync = DefaultResync
 	}
+	return opts, nil
+}
+
+// newReplay makes a replay of the allocation file with checked options and no jobs yet:
+// its own tree, whether it preempts, and its Admitter.
+func newReplay(a *Allocations, opts ReplayOptions) *replay {
 	r := &replay{
 		a: a, t: NewTree(a), opts: opts,
 		total:     times(opts.SlotSize, int64(opts.Slots)),
@@ -602,7 +666,7 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 		byName:   map[string]*replayJob{},
 		leafJobs: map[string]int{}, leafDriver: map[string]Resources{},
 	}
-	r.res = ReplayResult{Mode: opts.Mode, Slots: opts.Slots, SlotSize: opts.SlotSize, Total: r.total, StartUp: opts.StartUp, Jobs: len(trace)}
+	r.res = ReplayResult{Mode: opts.Mode, Slots: opts.Slots, SlotSize: opts.SlotSize, Total: r.total, StartUp: opts.StartUp}
 	switch {
 	case !a.Preemption.Enabled:
 		r.res.Preemption = "off in the allocation file"
@@ -621,6 +685,13 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 	cp.StateAware.SkipStartingWithoutExecutors = cp.StateAware.SkipStartingWithoutExecutors || opts.StateAware.SkipStartingWithoutExecutors
 	cp.StateAware.SlotBackedDoNotHold = cp.StateAware.SlotBackedDoNotHold || opts.StateAware.SlotBackedDoNotHold
 	r.adm = NewAdmitter(AdmitterState{Config: Config{Allocations: &cp}})
+	return r
+}
+
+// load gives the replay the trace's jobs, each with its outcome in the trace's order, and
+// numbers them in submission order.
+func (r *replay) load(trace []TraceJob) {
+	r.res.Jobs = len(trace)
 	r.res.Outcomes = make([]JobOutcome, len(trace))
 	r.jobs = make([]*replayJob, len(trace))
 	for i, tj := range trace {
@@ -633,9 +704,6 @@ func Replay(a *Allocations, trace []TraceJob, opts ReplayOptions) (ReplayResult,
 	for i, j := range r.jobs {
 		j.order = int64(i + 1)
 	}
-	r.run()
-	r.summarize()
-	return r.res, nil
 }
 
 // maxEventsPerJob bounds the events of a replay (with a floor), so a tug of war between
@@ -1111,28 +1179,7 @@ func (r *replay) account(from, to time.Duration) {
 func (r *replay) summarize() {
 	res := &r.res
 	for _, j := range r.jobs {
-		switch {
-		case j.headSince < 0:
-		case j.out.Started:
-			j.out.HeadWait = j.out.Start - j.headSince
-		case j.active:
-			j.out.HeadWait = res.End - j.headSince
-		}
-		res.MaxHeadWait = max(res.MaxHeadWait, j.out.HeadWait)
-		if !j.active {
-			continue
-		}
-		res.Unfinished++
-		switch {
-		case j.granted && int64(j.held) < j.need():
-			j.out.Waiting = fmt.Sprintf("holds %d of its %d executors", j.held, j.Executors)
-		case j.granted:
-			j.out.Waiting = "runs"
-		case j.why != "":
-			j.out.Waiting = j.why
-		default:
-			j.out.Waiting = "waits (no queue decision named it)"
-		}
+		r.summarizeJob(j)
 	}
 	if res.End > 0 {
 		res.SlotUtilization = r.heldNanos / (float64(r.opts.Slots) * float64(res.End))
@@ -1140,6 +1187,46 @@ func (r *replay) summarize() {
 	if r.jainTime > 0 {
 		res.Fairness = r.jainNanos / r.jainTime
 	}
+	rows, order := r.queueRows()
+	waits := tallyOutcomes(rows, res.Outcomes)
+	for _, path := range order {
+		q := rows[path]
+		r.queueAverages(q, waits[path])
+		res.Queues = append(res.Queues, *q)
+	}
+}
+
+// summarizeJob fills a job's head wait and, when it did not finish, why it waits; it adds
+// to the result's longest head wait and count of unfinished jobs.
+func (r *replay) summarizeJob(j *replayJob) {
+	res := &r.res
+	switch {
+	case j.headSince < 0:
+	case j.out.Started:
+		j.out.HeadWait = j.out.Start - j.headSince
+	case j.active:
+		j.out.HeadWait = res.End - j.headSince
+	}
+	res.MaxHeadWait = max(res.MaxHeadWait, j.out.HeadWait)
+	if !j.active {
+		return
+	}
+	res.Unfinished++
+	switch {
+	case j.granted && int64(j.held) < j.need():
+		j.out.Waiting = fmt.Sprintf("holds %d of its %d executors", j.held, j.Executors)
+	case j.granted:
+		j.out.Waiting = "runs"
+	case j.why != "":
+		j.out.Waiting = j.why
+	default:
+		j.out.Waiting = "waits (no queue decision named it)"
+	}
+}
+
+// queueRows makes the result's empty per-queue rows and their order: every leaf of the tree
+// with its steady share, then the other queues the jobs name, sorted.
+func (r *replay) queueRows() (map[string]*QueueOutcome, []string) {
 	steady := r.t.SteadyFairShares(r.total)
 	rows := map[string]*QueueOutcome{}
 	var order []string
@@ -1158,7 +1245,7 @@ func (r *replay) summarize() {
 		}
 	}
 	var extra []string
-	for _, o := range res.Outcomes {
+	for _, o := range r.res.Outcomes {
 		if rows[o.Queue] == nil {
 			extra = append(extra, o.Queue)
 		}
@@ -1167,8 +1254,14 @@ func (r *replay) summarize() {
 	for _, path := range slices.Compact(extra) {
 		row(path)
 	}
+	return rows, order
+}
+
+// tallyOutcomes counts each queue's refused, done and unfinished jobs into its row and
+// returns the waits of the jobs that started, per queue.
+func tallyOutcomes(rows map[string]*QueueOutcome, outcomes []JobOutcome) map[string][]time.Duration {
 	waits := map[string][]time.Duration{}
-	for _, o := range res.Outcomes {
+	for _, o := range outcomes {
 		q := rows[o.Queue]
 		switch {
 		case o.Refused != "":
@@ -1182,30 +1275,33 @@ func (r *replay) summarize() {
 			waits[o.Queue] = append(waits[o.Queue], o.Wait())
 		}
 	}
-	for _, path := range order {
-		q := rows[path]
-		if w := waits[path]; len(w) > 0 {
-			slices.Sort(w)
-			var sum time.Duration
-			for _, d := range w {
-				sum += d
-			}
-			q.MeanWait = sum / time.Duration(len(w))
-			q.P50Wait, q.P95Wait, q.MaxWait = percentile(w, 50), percentile(w, 95), w[len(w)-1]
+	return waits
+}
+
+// queueAverages fills a queue's row with its wait statistics (from w, its jobs' waits, which
+// it sorts), its time averages and its preempted slots.
+func (r *replay) queueAverages(q *QueueOutcome, w []time.Duration) {
+	path, end := q.Queue, r.res.End
+	if len(w) > 0 {
+		slices.Sort(w)
+		var sum time.Duration
+		for _, d := range w {
+			sum += d
 		}
-		if res.End > 0 {
-			q.AvgSlots = r.slotNanos[path] / float64(res.End)
-			q.SlotShare = q.AvgSlots / float64(r.opts.Slots)
-		}
-		if t := r.activeNanos[path]; t > 0 {
-			q.UseOverFair = r.ratioNanos[path] / t
-		}
-		if t := r.roomActiveNanos[path]; t > 0 {
-			q.UseOverFairRoom = r.roomRatioNanos[path] / t
-		}
-		q.PreemptedSlots, q.LostToOther = r.preemptedFor[path], r.preemptedBy[path]
-		res.Queues = append(res.Queues, *q)
+		q.MeanWait = sum / time.Duration(len(w))
+		q.P50Wait, q.P95Wait, q.MaxWait = percentile(w, 50), percentile(w, 95), w[len(w)-1]
 	}
+	if end > 0 {
+		q.AvgSlots = r.slotNanos[path] / float64(end)
+		q.SlotShare = q.AvgSlots / float64(r.opts.Slots)
+	}
+	if t := r.activeNanos[path]; t > 0 {
+		q.UseOverFair = r.ratioNanos[path] / t
+	}
+	if t := r.roomActiveNanos[path]; t > 0 {
+		q.UseOverFairRoom = r.roomRatioNanos[path] / t
+	}
+	q.PreemptedSlots, q.LostToOther = r.preemptedFor[path], r.preemptedBy[path]
 }
 
 // inSlots is how many slots fit in r (both resources counting).
