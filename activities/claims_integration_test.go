@@ -18,17 +18,9 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testcluster"
+	"slotplane/internal/testobjects"
 	"slotplane/queue"
 )
-
-func batchJob(name string) *v1alpha1.BatchJob {
-	return &v1alpha1.BatchJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, Application: v1alpha1.Application{
-			Image: "spark:3.5.3", MainApplicationFile: "local:///opt/app.jar",
-		}},
-	}
-}
 
 // Two Schedulings claim overlapping jobs at the same moment, many times: every job ends with
 // exactly one holder, each Scheduling's result agrees with the labels, and a release gives
@@ -43,7 +35,7 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 		names := make([]string, 6)
 		for i := range names {
 			names[i] = fmt.Sprintf("r%d-job-%d", round, i)
-			require.NoError(t, cl.Create(ctx, batchJob(names[i])))
+			require.NoError(t, cl.Create(ctx, testobjects.BatchJob(names[i]).Obj()))
 		}
 		results := map[string]activities.ClaimResult{}
 		var mu sync.Mutex
@@ -77,8 +69,8 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 	}
 
 	// Release: only the releasing Scheduling's jobs lose their label and request.
-	require.NoError(t, cl.Create(ctx, batchJob("mine")))
-	require.NoError(t, cl.Create(ctx, batchJob("theirs")))
+	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("mine").Obj()))
+	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("theirs").Obj()))
 	_, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"mine"}})
 	require.NoError(t, err)
 	_, err = a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "them", Names: []string{"theirs"}})
@@ -118,7 +110,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
 	}
 	require.NoError(t, cl.Status().Update(ctx, tb))
-	job := batchJob("wordcount")
+	job := testobjects.BatchJob("wordcount").Obj()
 	job.Annotations = map[string]string{"slotplane.io/sim-duration": "5s"}
 	require.NoError(t, cl.Create(ctx, job))
 
@@ -199,7 +191,7 @@ func TestCheckHolds(t *testing.T) {
 		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "held", Replication: 1}}}}
 	require.NoError(t, cl.Create(ctx, sched))
 	for _, name := range []string{"held", "free", "ended"} {
-		job := batchJob(name)
+		job := testobjects.BatchJob(name).Obj()
 		if name != "free" {
 			job.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
 		}

@@ -16,12 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/api"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 	"slotplane/workflows"
 )
@@ -69,17 +68,6 @@ func (c client) call(method, path string, body any, out any) int {
 	return c.do(method, path, "Bearer "+token, body, out)
 }
 
-func batchJob(name, runFor string) *v1alpha1.BatchJob {
-	return &v1alpha1.BatchJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
-		Spec: v1alpha1.BatchJobSpec{
-			Framework:       v1alpha1.FrameworkSpark,
-			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
-			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
-		},
-	}
-}
-
 // The API on the real platform: bad input and bad tokens are clear JSON errors that create
 // nothing; a Scheduling made through the API starts its workflow at once (the bridge, seeing
 // the object, starts no second one), runs its job in its slots to the end, and can be
@@ -92,8 +80,8 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	defer srv.Close()
 	c := client{t: t, base: srv.URL + "/api/v1"}
 	ctx := context.Background()
-	require.NoError(t, p.Client.Create(ctx, batchJob("etl", "3s")))
-	require.NoError(t, p.Client.Create(ctx, batchJob("report", "60s")))
+	require.NoError(t, p.Client.Create(ctx, testobjects.BatchJob("etl").RunFor("3s").Obj()))
+	require.NoError(t, p.Client.Create(ctx, testobjects.BatchJob("report").RunFor("60s").Obj()))
 	// Queues a and b; only alice administers them.
 	require.NoError(t, p.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},

@@ -15,10 +15,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"slotplane/api"
+	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 )
 
@@ -126,8 +125,7 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 
 	var jobs []map[string]any
 	for i, n := range []int32{3, 3, 2} {
-		j := batchJob(fmt.Sprintf("show-%d", i), "6s")
-		j.Spec.DriverResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+		j := testobjects.BatchJob(fmt.Sprintf("show-%d", i)).RunFor("6s").Driver("250m", "512Mi").Obj()
 		require.NoError(t, p.Client.Create(context.Background(), j))
 		jobs = append(jobs, map[string]any{"name": j.Name, "replication": n})
 	}

@@ -22,6 +22,7 @@ import (
 
 	"slotplane/api"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 )
 
@@ -140,7 +141,7 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	// them, from the same start.
 	names := make([]map[string]any, jobs)
 	for i := range jobs {
-		j := batchJob(fmt.Sprintf("wave-%02d", i), "1s")
+		j := testobjects.BatchJob(fmt.Sprintf("wave-%02d", i)).RunFor("1s").Obj()
 		j.Spec.DriverResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
 		require.NoError(t, p.Client.Create(ctx, j))
 		names[i] = map[string]any{"name": j.Name, "replication": 1}

@@ -8,31 +8,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testobjects"
 )
 
 func job(framework v1alpha1.Framework) *v1alpha1.BatchJob {
-	return &v1alpha1.BatchJob{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "wordcount", Namespace: "team-a",
-			Annotations: map[string]string{
-				"kubectl.kubernetes.io/last-applied-configuration": "{}",
-				"slotplane.io/sim-duration":                        "20s",
-			},
-		},
-		Spec: v1alpha1.BatchJobSpec{
-			Framework: framework,
-			Application: v1alpha1.Application{
-				Image: "registry/wordcount:1", MainClass: "org.example.WordCount",
-				MainApplicationFile: "local:///opt/app.jar", Arguments: []string{"--in", "x"},
-				Dataset: "hdfs://data/words",
-			},
-			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("2Gi")},
-		},
-	}
+	return testobjects.BatchJob("wordcount").Namespace("team-a").Framework(framework).
+		Annotation("kubectl.kubernetes.io/last-applied-configuration", "{}").RunFor("20s").
+		Image("registry/wordcount:1").MainClass("org.example.WordCount").Arguments("--in", "x").Dataset("hdfs://data/words").
+		Driver("500m", "2Gi").Obj()
 }
 
 func run(framework v1alpha1.Framework) Run {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testobjects"
 )
 
 // A Scheduling runs as its user: a job of another user is claimed only if that user may
@@ -21,10 +22,10 @@ import (
 func TestIdentity_ASchedulingRunsOthersJobsOnlyWithTheRight(t *testing.T) {
 	p := startPlatform(t)
 	ctx := context.Background()
-	alices := job("alices", v1alpha1.FrameworkSpark, "1s")
+	alices := testobjects.BatchJob("alices").RunFor("1s").Obj()
 	alices.Spec.User = "alice"
 	require.NoError(t, p.client.Create(ctx, alices))
-	mine := job("mine", v1alpha1.FrameworkSpark, "1s")
+	mine := testobjects.BatchJob("mine").RunFor("1s").Obj()
 	mine.Spec.User = "mallory"
 	require.NoError(t, p.client.Create(ctx, mine))
 	run := func(name string) *v1alpha1.Scheduling {

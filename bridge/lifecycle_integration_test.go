@@ -8,16 +8,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	temporalclient "go.temporal.io/sdk/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
 	"slotplane/internal/testcluster"
+	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 )
 
@@ -45,19 +43,6 @@ func startPlatformWith(t *testing.T, bed bedShape) *platform {
 	t.Helper()
 	p := testplatform.Start(t, testplatform.Bed{SlotsPerNode: bed.slotsPerNode, CPU: bed.cpu, Memory: bed.memory})
 	return &platform{cluster: p.Cluster, client: p.Client, temporal: p.Temporal, restart: p.Restart}
-}
-
-func job(name string, framework v1alpha1.Framework, runFor string) *v1alpha1.BatchJob {
-	return &v1alpha1.BatchJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
-		Spec: v1alpha1.BatchJobSpec{
-			Framework: framework,
-			Application: v1alpha1.Application{
-				Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar",
-			},
-			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
-		},
-	}
 }
 
 func (p *platform) scheduling(t *testing.T, name string) *v1alpha1.Scheduling {
@@ -101,9 +86,9 @@ func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
 	p := startPlatform(t)
 	ctx := context.Background()
 	for _, j := range []*v1alpha1.BatchJob{
-		job("wordcount", v1alpha1.FrameworkSpark, "4s"),
-		job("clicks", v1alpha1.FrameworkFlink, "6s"),
-		job("report", v1alpha1.FrameworkSpark, "2s"),
+		testobjects.BatchJob("wordcount").RunFor("4s").Obj(),
+		testobjects.BatchJob("clicks").Flink().RunFor("6s").Obj(),
+		testobjects.BatchJob("report").RunFor("2s").Obj(),
 	} {
 		require.NoError(t, p.client.Create(ctx, j))
 	}
@@ -174,8 +159,8 @@ func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
 func TestLifecycle_ASecondSchedulingCannotTakeAHeldJob(t *testing.T) {
 	p := startPlatform(t)
 	ctx := context.Background()
-	require.NoError(t, p.client.Create(ctx, job("long", v1alpha1.FrameworkSpark, "10m")))
-	require.NoError(t, p.client.Create(ctx, job("other", v1alpha1.FrameworkSpark, "1s")))
+	require.NoError(t, p.client.Create(ctx, testobjects.BatchJob("long").RunFor("10m").Obj()))
+	require.NoError(t, p.client.Create(ctx, testobjects.BatchJob("other").RunFor("1s").Obj()))
 	first := &v1alpha1.Scheduling{
 		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
 		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "long", Replication: 1}}},

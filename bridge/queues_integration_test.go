@@ -22,6 +22,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
+	"slotplane/internal/testobjects"
 	"slotplane/slots"
 	"slotplane/workflows"
 )
@@ -48,7 +49,7 @@ const scenarioQueues = `<?xml version="1.0"?>
 // queuedJob is a Spark job with a small driver (the plain nodes hold a dozen of them), for a
 // user and a run time.
 func queuedJob(name, user, runFor string) *v1alpha1.BatchJob {
-	j := job(name, v1alpha1.FrameworkSpark, runFor)
+	j := testobjects.BatchJob(name).RunFor(runFor).Obj()
 	j.Spec.User = user
 	j.Spec.DriverResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
 	return j

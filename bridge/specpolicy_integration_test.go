@@ -18,6 +18,7 @@ import (
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testobjects"
 )
 
 // A BatchJob made with kubectl whose wrapped spec asks for a service account and a host
@@ -35,7 +36,7 @@ func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
 		"volumes": [{"name": "root", "hostPath": {"path": "/"}}],
 		"sparkConf": {"spark.sql.shuffle.partitions": "4"}
 	}`)
-	sneaky := job("sneaky", v1alpha1.FrameworkSpark, "1s")
+	sneaky := testobjects.BatchJob("sneaky").RunFor("1s").Obj()
 	sneaky.Spec.SparkApplication = &runtime.RawExtension{Raw: spec}
 	err := p.client.Create(ctx, sneaky)
 	require.True(t, apierrors.IsInvalid(err), "the webhook refuses it: %v", err)
@@ -49,11 +50,11 @@ func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
 	}
 	require.NoError(t, p.client.Create(ctx, allow))
 	require.Eventually(t, func() bool { // the webhook reads the policy through its cache
-		again := job("sneaky", v1alpha1.FrameworkSpark, "1s")
+		again := testobjects.BatchJob("sneaky").RunFor("1s").Obj()
 		again.Spec.SparkApplication = &runtime.RawExtension{Raw: spec}
 		return p.client.Create(ctx, again) == nil
 	}, 30*time.Second, 200*time.Millisecond, "allowed by the namespace, the job is taken")
-	require.NoError(t, p.client.Create(ctx, job("plain", v1alpha1.FrameworkSpark, "1s")))
+	require.NoError(t, p.client.Create(ctx, testobjects.BatchJob("plain").RunFor("1s").Obj()))
 	require.NoError(t, p.client.Delete(ctx, allow)) // the policy narrows under the job
 
 	var cond *metav1.Condition
