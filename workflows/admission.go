@@ -123,68 +123,16 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	// The decision rules this run's history is made with; a new run takes the latest.
 	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
 	a := &admission{in: in, core: queue.NewAdmitter(st)}
-	a.requests = workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
-	a.releases = workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
-	a.started = workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
-	a.configs = workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
-	a.slots = workflow.GetSignalChannel(ctx, AdmissionSlotsSignal)
-	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func() (AdmissionReport, error) { return a.core.Report(), nil }); err != nil {
-		return err
-	}
-	// A move wakes the loop through moved, so the next decision sees the job in its new queue.
-	moved := workflow.NewBufferedChannel(ctx, 1)
-	err := workflow.SetUpdateHandlerWithOptions(ctx, AdmissionMoveUpdate,
-		func(ctx workflow.Context, m AdmissionMove) (res AdmissionMoved, err error) {
-			err = guard("move", func() error {
-				res, err = a.core.Move(m)
-				return err
-			})
-			if err == nil {
-				moved.SendAsync(true)
-			}
-			return res, moveError(err)
-		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, m AdmissionMove) error {
-			return moveError(guard("move", func() error {
-				_, _, err := a.core.CheckMove(m)
-				return err
-			}))
-		}})
-	if err != nil {
+	if err := a.listen(ctx); err != nil {
 		return err
 	}
 	if err := a.loadConfig(ctx); err != nil {
 		return err
 	}
 	for step := 0; step < in.StepsPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested(); step++ {
-		gone, err := a.decide(ctx)
+		gone, err := a.step(ctx)
 		if err != nil || gone {
 			return err
-		}
-		resync := false
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		sel := workflow.NewSelector(ctx)
-		for _, ch := range []workflow.ReceiveChannel{a.requests, a.releases, a.started, a.configs, a.slots, moved} {
-			sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
-		}
-		sel.AddFuture(workflow.NewTimer(timerCtx, in.Resync), func(workflow.Future) { resync = true })
-		sel.Select(ctx)
-		cancel()
-		for moved.ReceiveAsync(nil) {
-		}
-		reload, err := a.drain(ctx)
-		if err != nil {
-			return err
-		}
-		if reload || resync {
-			if err := a.loadConfig(ctx); err != nil {
-				return err
-			}
-		}
-		if resync {
-			if err := a.checkHolds(ctx); err != nil {
-				return err
-			}
 		}
 	}
 	// Hand over: every message that arrived is taken in first (a signal left in a channel
@@ -208,6 +156,80 @@ type admission struct {
 	// afterwards means it was deleted.
 	seenBed                                     bool
 	requests, releases, started, configs, slots workflow.ReceiveChannel
+	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
+	moved workflow.Channel
+}
+
+// listen opens the workflow's signal channels and registers its queues query and its move
+// update.
+func (a *admission) listen(ctx workflow.Context) error {
+	a.requests = workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
+	a.releases = workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
+	a.started = workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
+	a.configs = workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
+	a.slots = workflow.GetSignalChannel(ctx, AdmissionSlotsSignal)
+	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func() (AdmissionReport, error) { return a.core.Report(), nil }); err != nil {
+		return err
+	}
+	a.moved = workflow.NewBufferedChannel(ctx, 1)
+	return workflow.SetUpdateHandlerWithOptions(ctx, AdmissionMoveUpdate,
+		func(ctx workflow.Context, m AdmissionMove) (res AdmissionMoved, err error) {
+			err = guard("move", func() error {
+				res, err = a.core.Move(m)
+				return err
+			})
+			if err == nil {
+				a.moved.SendAsync(true)
+			}
+			return res, moveError(err)
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, m AdmissionMove) error {
+			return moveError(guard("move", func() error {
+				_, _, err := a.core.CheckMove(m)
+				return err
+			}))
+		}})
+}
+
+// step is one turn of the loop: it decides, waits for a message or the resync timer, takes
+// in what arrived, reloads the allocation file when it may have changed or at a resync, and
+// at a resync checks the keys against the claims. gone: the test bed was deleted.
+func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
+	if gone, err := a.decide(ctx); err != nil || gone {
+		return gone, err
+	}
+	resync := a.wait(ctx)
+	reload, err := a.drain(ctx)
+	if err != nil {
+		return false, err
+	}
+	if reload || resync {
+		if err := a.loadConfig(ctx); err != nil {
+			return false, err
+		}
+	}
+	if resync {
+		if err := a.checkHolds(ctx); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// wait blocks until a message or a move arrives or the resync timer fires (resync), then
+// cancels the timer and empties moved.
+func (a *admission) wait(ctx workflow.Context) (resync bool) {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	sel := workflow.NewSelector(ctx)
+	for _, ch := range []workflow.ReceiveChannel{a.requests, a.releases, a.started, a.configs, a.slots, a.moved} {
+		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
+	}
+	sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
+	sel.Select(ctx)
+	cancel()
+	for a.moved.ReceiveAsync(nil) {
+	}
+	return resync
 }
 
 // drain takes in every message that has arrived, in arrival order per channel, until none is

@@ -239,23 +239,51 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 		j.waitChange(ctx)
 		return nil
 	}
+	if err := j.beginRun(ctx, holder, req); err != nil {
+		return err
+	}
+	r := &runReport{j: j, holder: holder, progress: JobProgress{Job: j.key.Name, Run: req.Run}}
+	app, created, err := j.createApp(ctx, req, r)
+	if err != nil || !created {
+		return err
+	}
+	j.status.Application = &app
+	if j.status.SubmittedAt == nil {
+		j.status.SubmittedAt = now(ctx)
+	}
+	if err := r.report(ctx, v1alpha1.JobSubmitted, "the application is created; its pods are being placed"); err != nil {
+		return err
+	}
+	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots)}
+	if still, err := j.waitStarted(ctx, key, holder, req, r); err != nil || !still {
+		return err
+	}
+	placed, still, err := j.waitApp(ctx, acts.WaitPlaced, key, holder, req)
+	if err != nil || !still {
+		return err
+	}
+	if !placed.Outcome.Terminal && !placed.Gone {
+		j.status.RunningAt = now(ctx)
+		if err := r.report(ctx, v1alpha1.JobRunning, "every pod runs in its slot"); err != nil {
+			return err
+		}
+	}
+	finished, still, err := j.waitApp(ctx, acts.WaitFinished, key, holder, req)
+	if err != nil || !still {
+		return err
+	}
+	return j.finish(ctx, app, finished, r)
+}
+
+// beginRun readies the status for the request's run: an application of another run is
+// deleted, the times of another run or holder are cleared, and the status names the holder,
+// the test bed, the slots and the run.
+func (j *jobRunner) beginRun(ctx workflow.Context, holder string, req v1alpha1.CreationRequest) error {
 	if j.status.Application != nil && !sameRun(j.key.Name, j.status, req) {
 		if err := j.deleteApp(ctx, *j.status.Application); err != nil {
 			return err
 		}
 		j.status.Application = nil
-	}
-	progress := JobProgress{Job: j.key.Name, Run: req.Run}
-	report := func(st v1alpha1.BatchJobState, msg string) error {
-		j.status.State, j.status.Message = st, msg
-		if err := j.write(ctx); err != nil {
-			return err
-		}
-		progress.State, progress.Message = st, msg
-		progress.SubmittedAt, progress.RunningAt, progress.FinishedAt = timeOf(j.status.SubmittedAt), timeOf(j.status.RunningAt), timeOf(j.status.FinishedAt)
-		// The Scheduling may be gone (cancelled): then nobody needs to hear it.
-		_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, holder), "", JobProgressSignal, progress).Get(ctx, nil)
-		return nil
 	}
 	if j.status.Run != req.Run || j.status.Scheduling != holder {
 		j.status.SubmittedAt, j.status.RunningAt, j.status.FinishedAt = nil, nil, nil
@@ -264,72 +292,88 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if j.status.QueuedAt == nil {
 		j.status.QueuedAt = now(ctx)
 	}
+	return nil
+}
 
-	var app v1alpha1.ApplicationRef
+// runReport tells of one run's progress: the BatchJob's status and its Scheduling.
+type runReport struct {
+	j      *jobRunner
+	holder string
+	// progress is what the Scheduling last heard (Started stays once set).
+	progress JobProgress
+}
+
+// report writes the state and message to the job's status and signals them, with the
+// status's times, to the holder's Scheduling.
+func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg string) error {
+	j := r.j
+	j.status.State, j.status.Message = st, msg
+	if err := j.write(ctx); err != nil {
+		return err
+	}
+	r.progress.State, r.progress.Message = st, msg
+	r.progress.SubmittedAt, r.progress.RunningAt, r.progress.FinishedAt = timeOf(j.status.SubmittedAt), timeOf(j.status.RunningAt), timeOf(j.status.FinishedAt)
+	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
+	_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, r.holder), "", JobProgressSignal, r.progress).Get(ctx, nil)
+	return nil
+}
+
+// createApp creates the request's application; created is false when there is none to
+// follow: the job is invalid (the run fails and is reported) or no longer held (it is
+// observed again at the top).
+func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest, r *runReport) (app v1alpha1.ApplicationRef, created bool, err error) {
 	if err := workflow.ExecuteActivity(ctx, acts.CreateApplication, activities.CreateApplicationInput{Job: j.key, Request: req}).Get(ctx, &app); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == activities.ErrInvalidJob {
 			j.status.FinishedAt = now(ctx)
-			return report(v1alpha1.JobFailed, appErr.Error())
+			return app, false, r.report(ctx, v1alpha1.JobFailed, appErr.Error())
 		}
 		if activities.IsNotHeld(err) {
-			return nil // observed again at the top
+			return app, false, nil // observed again at the top
 		}
-		return err
+		return app, false, err
 	}
-	j.status.Application = &app
-	if j.status.SubmittedAt == nil {
-		j.status.SubmittedAt = now(ctx)
-	}
-	if err := report(v1alpha1.JobSubmitted, "the application is created; its pods are being placed"); err != nil {
-		return err
-	}
-	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots)}
+	return app, true, nil
+}
 
-	// The queues hear when the application leaves Starting (StateAware): its first executor
-	// holds its slot, or the starting timeout passed.
+// waitStarted waits until the application leaves Starting (StateAware), for the queues to
+// hear: its first executor holds its slot, or the starting timeout passed. still is false
+// when the claim or the request changed meanwhile.
+func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, holder string, req v1alpha1.CreationRequest, r *runReport) (still bool, err error) {
 	first := key
 	first.Enough = 1
 	started, timedOut, still, err := j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout)
 	if err != nil || !still {
-		return err
+		return still, err
 	}
 	msg := "the first executor holds its slot"
 	if timedOut {
 		msg = fmt.Sprintf("no executor holds its slot after %s: it counts as started", queue.StartingTimeout)
 	}
 	if !started.Outcome.Terminal && !started.Gone {
-		progress.Started = true
-		if err := report(v1alpha1.JobSubmitted, msg); err != nil {
-			return err
+		r.progress.Started = true
+		if err := r.report(ctx, v1alpha1.JobSubmitted, msg); err != nil {
+			return true, err
 		}
 	}
-	placed, still, err := j.waitApp(ctx, acts.WaitPlaced, key, holder, req)
-	if err != nil || !still {
-		return err
-	}
-	if !placed.Outcome.Terminal && !placed.Gone {
-		j.status.RunningAt = now(ctx)
-		if err := report(v1alpha1.JobRunning, "every pod runs in its slot"); err != nil {
-			return err
-		}
-	}
-	finished, still, err := j.waitApp(ctx, acts.WaitFinished, key, holder, req)
-	if err != nil || !still {
-		return err
-	}
+	return true, nil
+}
+
+// finish ends the run as the application ended: Completed if it succeeded, Failed if it
+// failed or was deleted.
+func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport) error {
 	j.status.FinishedAt = now(ctx)
 	switch {
 	case finished.Gone:
-		return report(v1alpha1.JobFailed, fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name))
+		return r.report(ctx, v1alpha1.JobFailed, fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name))
 	case finished.Outcome.Succeeded:
-		return report(v1alpha1.JobCompleted, fmt.Sprintf("the application ended %s", finished.Outcome.State))
+		return r.report(ctx, v1alpha1.JobCompleted, fmt.Sprintf("the application ended %s", finished.Outcome.State))
 	default:
 		msg := fmt.Sprintf("the application ended %s", finished.Outcome.State)
 		if finished.Outcome.Message != "" {
 			msg += ": " + finished.Outcome.Message
 		}
-		return report(v1alpha1.JobFailed, msg)
+		return r.report(ctx, v1alpha1.JobFailed, msg)
 	}
 }
 
