@@ -101,6 +101,36 @@ type WebhookOptions struct {
 // New builds the bridge: a controller-runtime manager whose caches hold TestBeds, nodes, only
 // the pods of test beds and only the allocation-file ConfigMaps. Start it with Start(ctx).
 func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, error) {
+	mgrOpts, err := managerOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("bridge manager: %w", err)
+	}
+	// Tests run more than one bridge in a process; the controllers keep their names.
+	skip := true
+	ctrlOpts := controller.Options{SkipNameValidation: &skip}
+	if err := addTestBedBridge(mgr, tc, ctrlOpts); err != nil {
+		return nil, err
+	}
+	if err := addSignallers(mgr, tc, ctrlOpts); err != nil {
+		return nil, err
+	}
+	policies, err := addJobPolicyBridge(cfg, mgr, tc, ctrlOpts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Webhook.Addr != "" {
+		mgr.GetWebhookServer().Register(SpecWebhookPath, &webhook.Admission{Handler: newSpecWebhook(policies)})
+	}
+	return mgr, nil
+}
+
+// managerOptions are the manager's options: the bridge's scheme and caches, the metrics and
+// health addresses ("0", off, when not given), and the webhook server when one is asked for.
+func managerOptions(opts Options) (ctrl.Options, error) {
 	if opts.MetricsAddr == "" {
 		opts.MetricsAddr = "0"
 	}
@@ -116,23 +146,22 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if opts.Webhook.Addr != "" {
 		host, port, err := net.SplitHostPort(opts.Webhook.Addr)
 		if err != nil {
-			return nil, fmt.Errorf("bridge webhook address %q: %w", opts.Webhook.Addr, err)
+			return mgrOpts, fmt.Errorf("bridge webhook address %q: %w", opts.Webhook.Addr, err)
 		}
 		p, err := strconv.Atoi(port)
 		if err != nil {
-			return nil, fmt.Errorf("bridge webhook port %q: %w", port, err)
+			return mgrOpts, fmt.Errorf("bridge webhook port %q: %w", port, err)
 		}
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Host: host, Port: p, CertDir: opts.Webhook.CertDir,
 			CertName: opts.Webhook.CertName, KeyName: opts.Webhook.KeyName})
 	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
-	if err != nil {
-		return nil, fmt.Errorf("bridge manager: %w", err)
-	}
+	return mgrOpts, nil
+}
+
+// addTestBedBridge adds the controller that tells TestBed workflows of changes to their test
+// bed, to any node, and to their test bed's pods.
+func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
 	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc}
-	// Tests run more than one bridge in a process; the controllers keep their names.
-	skip := true
-	ctrlOpts := controller.Options{SkipNameValidation: &skip}
 	// A node change may reshape any test bed: all of them are told.
 	allBeds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var beds v1alpha1.TestBedList
@@ -149,7 +178,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	podsBed := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[v1alpha1.TestBedLabel]}}}
 	})
-	err = ctrl.NewControllerManagedBy(mgr).
+	err := ctrl.NewControllerManagedBy(mgr).
 		Named("testbed-bridge").
 		WithOptions(ctrlOpts).
 		For(&v1alpha1.TestBed{}).
@@ -157,15 +186,22 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		Watches(&corev1.Pod{}, podsBed).
 		Complete(signaller)
 	if err != nil {
-		return nil, fmt.Errorf("bridge controller: %w", err)
+		return fmt.Errorf("bridge controller: %w", err)
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	return nil
+}
+
+// addSignallers adds the controllers of the other workflows: a BatchJob's (signalled, started
+// if needed), a Scheduling's (started, told of edits, cancelled), and Admission's (told of
+// freed slots and of a changed allocation file).
+func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
+	err := ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").
 		WithOptions(ctrlOpts).
 		For(&v1alpha1.BatchJob{}).
 		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
-		return nil, fmt.Errorf("batchjob bridge controller: %w", err)
+		return fmt.Errorf("batchjob bridge controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-bridge").
@@ -173,7 +209,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		For(&v1alpha1.Scheduling{}).
 		Complete(&SchedulingStarter{Client: mgr.GetClient(), Temporal: tc})
 	if err != nil {
-		return nil, fmt.Errorf("scheduling bridge controller: %w", err)
+		return fmt.Errorf("scheduling bridge controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("admission-slots-bridge").
@@ -181,7 +217,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		For(&v1alpha1.TestBed{}, builder.WithPredicates(slotsFreed())).
 		Complete(&SlotsSignaller{Temporal: tc})
 	if err != nil {
-		return nil, fmt.Errorf("admission slots bridge controller: %w", err)
+		return fmt.Errorf("admission slots bridge controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("admission-queues-bridge").
@@ -189,8 +225,15 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		For(&corev1.ConfigMap{}, builder.WithPredicates(queuesConfigMaps())).
 		Complete(&QueuesSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
-		return nil, fmt.Errorf("admission queues bridge controller: %w", err)
+		return fmt.Errorf("admission queues bridge controller: %w", err)
 	}
+	return nil
+}
+
+// addJobPolicyBridge adds the cache of the job-policy ConfigMaps and the controller that
+// nudges a namespace's BatchJob workflows when its policy changes; the cache is returned for
+// the spec webhook.
+func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) (cache.Cache, error) {
 	// The job-policy ConfigMaps come through a cache of their own: the manager's holds only
 	// the allocation files (one name per field selector), and RBAC names each ConfigMap.
 	policies, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: map[client.Object]cache.ByObject{
@@ -210,8 +253,5 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if err != nil {
 		return nil, fmt.Errorf("job policy bridge controller: %w", err)
 	}
-	if opts.Webhook.Addr != "" {
-		mgr.GetWebhookServer().Register(SpecWebhookPath, &webhook.Admission{Handler: newSpecWebhook(policies)})
-	}
-	return mgr, nil
+	return policies, nil
 }
