@@ -20,6 +20,50 @@ import (
 // bring it back sooner; this is the floor if one is missed.
 const retryAfter = 250 * time.Millisecond
 
+// launch creates an application's first pod (the driver, the JobManager) as its submitter
+// would: the pod is built from the whole configuration first (with one executor or
+// TaskManager, so that their configuration is read too). A pod that cannot be built, or
+// that the API server refuses, fails the launch (failed); a pod made now is launched. A
+// pod that exists already waits for the cache to show it.
+func (r *reconciler) launch(ctx context.Context, verb string, obj client.Object, first func() (*corev1.Pod, error), failed func(error), launched func()) (reconcile.Result, error) {
+	pod, err := first()
+	if err != nil {
+		failed(err)
+		return reconcile.Result{}, nil
+	}
+	created, err := r.ensurePod(ctx, pod)
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		failed(err)
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", verb, obj.GetNamespace(), obj.GetName(), err)
+	}
+	if !created {
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
+	}
+	launched()
+	return reconcile.Result{}, nil
+}
+
+// begin reads the application of req into obj and takes the steps every pass starts with:
+// a deleted application is finalized, a new one gets the finalizer. done says the pass ends
+// there, with result and err; otherwise it goes on with the application's pods by role.
+func (r *reconciler) begin(ctx context.Context, req reconcile.Request, obj client.Object) (byRole map[string][]corev1.Pod, done bool, result reconcile.Result, err error) {
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return nil, true, reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		result, err := r.finalize(ctx, obj)
+		return nil, true, result, err
+	}
+	if ok, err := r.ensureFinalizer(ctx, obj); !ok || err != nil {
+		return nil, true, reconcile.Result{}, err
+	}
+	byRole, err = r.podsByRole(ctx, obj.GetNamespace(), obj.GetUID())
+	return byRole, err != nil, reconcile.Result{}, err
+}
+
 // reconciler holds what the Spark and Flink reconcilers share.
 type reconciler struct {
 	// client reads from the cache and writes to the API server.

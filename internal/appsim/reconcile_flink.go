@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -17,18 +16,9 @@ import (
 // FlinkDeployment in application mode. Like spark, every step can be taken twice.
 func (r *reconciler) flink(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var dep flinkv1beta1.FlinkDeployment
-	if err := r.client.Get(ctx, req.NamespacedName, &dep); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if dep.DeletionTimestamp != nil {
-		return r.finalize(ctx, &dep)
-	}
-	if ok, err := r.ensureFinalizer(ctx, &dep); !ok || err != nil {
-		return reconcile.Result{}, err
-	}
-	byRole, err := r.podsByRole(ctx, dep.Namespace, dep.UID)
-	if err != nil {
-		return reconcile.Result{}, err
+	byRole, done, result, err := r.begin(ctx, req, &dep)
+	if done {
+		return result, err
 	}
 	jmName := FlinkJobManagerName(&dep)
 	jm := podNamed(byRole[RoleJobManager], jmName)
@@ -37,7 +27,6 @@ func (r *reconciler) flink(ctx context.Context, req reconcile.Request) (reconcil
 	st := &dep.Status
 	now := metav1.NewTime(r.now())
 
-	var result reconcile.Result
 	switch {
 	case flinkEnded(st.JobStatus.State):
 		err = r.deletePods(ctx, tms)
@@ -83,27 +72,13 @@ func (r *reconciler) deployFlink(ctx context.Context, dep *flinkv1beta1.FlinkDep
 	if current.Status.JobStatus.State != "" || current.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // the cache catches up and brings the deployment back
 	}
-	jm, err := FlinkJobManagerPod(dep)
-	if err == nil {
-		_, err = FlinkTaskManagerPod(dep, jm, 1)
-	}
-	if err != nil {
-		flinkDeployFailed(&dep.Status, err, now)
-		return reconcile.Result{}, nil
-	}
-	created, err := r.ensurePod(ctx, jm)
-	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		flinkDeployFailed(&dep.Status, err, now)
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("deploy %s/%s: %w", dep.Namespace, dep.Name, err)
-	}
-	if !created {
-		return reconcile.Result{RequeueAfter: retryAfter}, nil
-	}
-	flinkDeployed(&dep.Status, dep, now)
-	return reconcile.Result{}, nil
+	return r.launch(ctx, "deploy", dep, func() (*corev1.Pod, error) {
+		jm, err := FlinkJobManagerPod(dep)
+		if err == nil {
+			_, err = FlinkTaskManagerPod(dep, jm, 1)
+		}
+		return jm, err
+	}, func(err error) { flinkDeployFailed(&dep.Status, err, now) }, func() { flinkDeployed(&dep.Status, dep, now) })
 }
 
 // followJobManager moves the job along with its JobManager: ready, the job runs and the

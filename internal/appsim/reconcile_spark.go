@@ -6,7 +6,6 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,18 +19,9 @@ import (
 // stand-in) is finished by the next one.
 func (r *reconciler) spark(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var app sparkv1beta2.SparkApplication
-	if err := r.client.Get(ctx, req.NamespacedName, &app); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if app.DeletionTimestamp != nil {
-		return r.finalize(ctx, &app)
-	}
-	if ok, err := r.ensureFinalizer(ctx, &app); !ok || err != nil {
-		return reconcile.Result{}, err
-	}
-	byRole, err := r.podsByRole(ctx, app.Namespace, app.UID)
-	if err != nil {
-		return reconcile.Result{}, err
+	byRole, done, result, err := r.begin(ctx, req, &app)
+	if done {
+		return result, err
 	}
 	driverName := SparkDriverName(&app)
 	driver := podNamed(byRole[RoleDriver], driverName)
@@ -40,7 +30,6 @@ func (r *reconciler) spark(ctx context.Context, req reconcile.Request) (reconcil
 	st := &app.Status
 	now := metav1.NewTime(r.now())
 
-	var result reconcile.Result
 	switch {
 	case sparkEnded(st.AppState.State):
 		err = r.endExecutors(ctx, &app, executors)
@@ -86,27 +75,13 @@ func (r *reconciler) submitSpark(ctx context.Context, app *sparkv1beta2.SparkApp
 	if current.Status.AppState.State != sparkv1beta2.ApplicationStateNew || current.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // the cache catches up and brings the application back
 	}
-	driver, err := SparkDriverPod(app)
-	if err == nil {
-		_, err = SparkExecutorPod(app, driver, 1)
-	}
-	if err != nil {
-		sparkSubmissionFailed(&app.Status, err, now)
-		return reconcile.Result{}, nil
-	}
-	created, err := r.ensurePod(ctx, driver)
-	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		sparkSubmissionFailed(&app.Status, err, now)
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("submit %s/%s: %w", app.Namespace, app.Name, err)
-	}
-	if !created {
-		return reconcile.Result{RequeueAfter: retryAfter}, nil
-	}
-	sparkSubmitted(&app.Status, app, now)
-	return reconcile.Result{}, nil
+	return r.launch(ctx, "submit", app, func() (*corev1.Pod, error) {
+		driver, err := SparkDriverPod(app)
+		if err == nil {
+			_, err = SparkExecutorPod(app, driver, 1)
+		}
+		return driver, err
+	}, func(err error) { sparkSubmissionFailed(&app.Status, err, now) }, func() { sparkSubmitted(&app.Status, app, now) })
 }
 
 // followDriver moves the application along with its driver: running, it asks for the
