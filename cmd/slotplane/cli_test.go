@@ -16,8 +16,6 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"slotplane/api"
 	"slotplane/crds/v1alpha1"
@@ -104,50 +102,6 @@ func writeFile(t *testing.T, content string) string {
 	p := filepath.Join(t.TempDir(), "objects.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
 	return p
-}
-
-// The examples, as a user hands them to kubectl, decode into the API's requests.
-func TestParseManifests_TheExamples(t *testing.T) {
-	var all []manifest
-	for _, f := range []string{"../../examples/batchjobs.yaml", "../../examples/scheduling-queue.yaml", "../../examples/scheduling-slots.yaml"} {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		ms, err := parseManifests(f, data)
-		require.NoError(t, err, f)
-		all = append(all, ms...)
-	}
-	require.Len(t, all, 5)
-	wc := all[0]
-	require.Equal(t, "../../examples/batchjobs.yaml document 1", wc.source)
-	require.Equal(t, "default", wc.namespace)
-	require.Equal(t, &api.JobRequest{
-		Name: "wordcount", Framework: v1alpha1.FrameworkSpark, Queue: "root.analytics", User: "alice",
-		Annotations: map[string]string{"slotplane.io/sim-duration": "20s"},
-		Application: v1alpha1.Application{Image: "apache/spark:3.5.3", Type: "Scala", MainClass: "org.apache.spark.examples.JavaWordCount",
-			MainApplicationFile: "local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar", Arguments: []string{"/data/words.txt"}, Dataset: "file:///data/words.txt"},
-		DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
-	}, wc.job)
-	require.Equal(t, "clicks", all[1].job.Name)
-	require.Equal(t, v1alpha1.FrameworkFlink, all[1].job.Framework)
-	require.Equal(t, "report", all[2].job.Name)
-	require.Equal(t, &api.SchedulingRequest{Name: "nightly", TestBed: "bed", Mode: v1alpha1.QueueBased,
-		Jobs: []v1alpha1.SchedulingJob{{Name: "wordcount", Replication: 3}, {Name: "clicks", Replication: 2}, {Name: "report", Replication: 4}}}, all[3].sched)
-	require.Equal(t, []int32{3, 6}, all[4].sched.Jobs[0].SlotIDs)
-}
-
-// JSON works as well: one object, an array, or a v1 List.
-func TestParseManifests_JSON(t *testing.T) {
-	job := `{"apiVersion":"slotplane.io/v1alpha1","kind":"BatchJob","metadata":{"name":"a"},"spec":{"framework":"spark","application":{"image":"i","mainApplicationFile":"f"}}}`
-	for name, doc := range map[string]string{
-		"object": job,
-		"array":  "[" + job + "]",
-		"list":   `{"apiVersion":"v1","kind":"List","items":[` + job + `]}`,
-	} {
-		ms, err := parseManifests("x.json", []byte(doc))
-		require.NoError(t, err, name)
-		require.Len(t, ms, 1, name)
-		require.Equal(t, "a", ms[0].job.Name, name)
-	}
 }
 
 func TestSubmit_SendsJobsThenSchedulings(t *testing.T) {
@@ -572,27 +526,4 @@ func TestWatch_GivesUpAndRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, watchCommand(ctx, apiArgs(f), io.Discard), context.DeadlineExceeded)
-}
-
-// On a terminal the bars are redrawn in place: the cursor goes back up over them.
-func TestProgressView_RedrawsOnATerminal(t *testing.T) {
-	var out bytes.Buffer
-	v := &progressView{out: &out, ansi: true, last: map[string]string{}}
-	p := newProgress(nil)
-	p.set(sched("a", v1alpha1.SchedulingScheduling, 0, 1))
-	p.set(sched("bb", v1alpha1.SchedulingScheduling, 1, 1))
-	v.draw(p.lines())
-	require.Equal(t, "\r\x1b[J"+
-		"a   [....................] 0/2 finished, 1 running, Scheduling\n"+
-		"bb  [##########..........] 1/2 finished, 1 running, Scheduling\n", out.String())
-	out.Reset()
-	p.set(sched("a", v1alpha1.SchedulingCompleted, 2, 0))
-	v.draw(p.lines())
-	require.True(t, strings.HasPrefix(out.String(), "\x1b[2A\r\x1b[J"), "%q", out.String())
-	require.Contains(t, out.String(), "a   [####################] 2/2 finished, 0 running, Completed\n")
-	out.Reset()
-	v.note("lost the change feed")
-	require.Equal(t, "\x1b[2A\r\x1b[Jlost the change feed\n"+
-		"a   [####################] 2/2 finished, 0 running, Completed\n"+
-		"bb  [##########..........] 1/2 finished, 1 running, Scheduling\n", out.String())
 }
