@@ -3,7 +3,9 @@
 // queue of BatchJobs run on a TestBed).
 //
 // The invariants a user can break are CEL rules on the types, so the API server itself rejects
-// a bad object with a message that names the field; nothing here performs I/O.
+// a bad object with a message that names the field. ValidateScheduling, ValidateBatchJob and
+// their parts state the same rules in Go, for the REST API and the workflows, which check a
+// request before it reaches the cluster; nothing here performs I/O.
 //
 // +kubebuilder:object:generate=true
 // +groupName=slotplane.io
