@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -30,8 +31,8 @@ func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
 		Queue: s.Spec.Queue, Jobs: s.Spec.Jobs, Deleting: s.DeletionTimestamp != nil, Status: s.Status}
 }
 
-// queuePath is the form of a queue name: dotted names of letters, digits, '-' and '_'.
-var queuePath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+// queuePath matches a queue path by crds/v1alpha1's pattern, the one the CRDs' CEL rules use.
+var queuePath = regexp.MustCompile(v1alpha1.QueuePathPattern)
 
 // checkName: an object's name, required, a DNS subdomain as Kubernetes wants it.
 func checkName(field, name string) *FieldError {
@@ -44,12 +45,22 @@ func checkName(field, name string) *FieldError {
 	return nil
 }
 
-// checkQueue: a queue path, optional, as the BatchJob schema allows it.
-func checkQueue(field, queue string) *FieldError {
-	if queue != "" && (len(queue) > 255 || !queuePath.MatchString(queue)) {
-		return &FieldError{Field: field, Message: fmt.Sprintf("%q is not a queue path such as root.analytics", queue)}
+// checkQueue: a queue path, optional, by the rule of the BatchJob and Scheduling schemas.
+func checkQueue(name, queue string) *FieldError {
+	if errs := fieldErrors(v1alpha1.ValidateQueue(queue, field.NewPath(name))); len(errs) > 0 {
+		return &errs[0]
 	}
 	return nil
+}
+
+// fieldErrors turns crds/v1alpha1's errors about a spec into the API's, on the request's
+// paths: the object's spec.jobs[0] is the request's jobs[0].
+func fieldErrors(errs field.ErrorList) []FieldError {
+	out := make([]FieldError, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, FieldError{Field: strings.TrimPrefix(e.Field, "spec."), Message: e.ErrorBody()})
+	}
+	return out
 }
 
 // appendIf appends the errors found.
@@ -65,79 +76,28 @@ func appendIf(errs []FieldError, found ...*FieldError) []FieldError {
 // extendWait is how long an extension waits for its workflow's answer before it answers 202.
 const extendWait = 20 * time.Second
 
-// maxJobs is a Scheduling's most jobs, as the CRD allows.
-const maxJobs = v1alpha1.MaxSchedulingJobs
-
-// validate checks what can be checked without the cluster.
+// validateSchedulingRequest checks what can be checked without the cluster: the name, and
+// the spec by the Scheduling's own rules (crds/v1alpha1), which the API server applies too.
 func validateSchedulingRequest(r *SchedulingRequest) []FieldError {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	errs := appendIf(nil, checkName("name", r.Name))
+	spec := v1alpha1.SchedulingSpec{TestBed: r.TestBed, Mode: r.Mode, Queue: r.Queue, Jobs: r.Jobs}
+	specErrs := fieldErrors(v1alpha1.ValidateSchedulingSpec(&spec, field.NewPath("spec")))
+	if !slices.ContainsFunc(specErrs, func(e FieldError) bool { return e.Field == "testBed" }) {
+		// The schema takes any test bed name it can store; the API reads the test bed, so
+		// the name must also be one Kubernetes can look up.
+		errs = appendIf(errs, checkName("testBed", r.TestBed))
 	}
-	errs = appendIf(errs, checkName("name", r.Name), checkName("testBed", r.TestBed))
-	if r.Mode != v1alpha1.SlotBased && r.Mode != v1alpha1.QueueBased {
-		add("mode", "must be %s or %s, not %q", v1alpha1.SlotBased, v1alpha1.QueueBased, r.Mode)
-	}
-	errs = appendIf(errs, checkQueue("queue", r.Queue))
-	switch {
-	case len(r.Jobs) == 0:
-		add("jobs", "at least one job is required")
-	case len(r.Jobs) > maxJobs:
-		add("jobs", "at most %d jobs, not %d", maxJobs, len(r.Jobs))
-	}
-	return append(errs, validateJobs("jobs", r.Mode, r.Jobs, nil)...)
+	return append(errs, specErrs...)
 }
 
-// validateJobs checks a list of jobs for a Scheduling of the mode; field names the list in
-// the request, and before are jobs the Scheduling has already.
-func validateJobs(field string, mode v1alpha1.SchedulingMode, jobs, before []v1alpha1.SchedulingJob) []FieldError {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+// validateAppend checks what can be checked without the cluster of jobs to append to sched:
+// the list they make with its jobs must be one the schema accepts.
+func validateAppend(sched *v1alpha1.Scheduling, jobs []v1alpha1.SchedulingJob) []FieldError {
+	if len(jobs) == 0 {
+		// Appending nothing would change nothing: the request is a mistake.
+		return []FieldError{{Field: "append", Message: "at least one job is required"}}
 	}
-	seen := map[string]int{}
-	total := int64(0)
-	for _, j := range before {
-		seen[j.Name] = -1
-		total += int64(j.Replication)
-	}
-	for _, j := range jobs {
-		total += int64(max(j.Replication, 0))
-	}
-	if total > v1alpha1.MaxSchedulingSlots {
-		add(field, "a scheduling's jobs have at most %d slots together; these would have %d", v1alpha1.MaxSchedulingSlots, total)
-	}
-	for i, j := range jobs {
-		at := fmt.Sprintf("%s[%d]", field, i)
-		if msgs := validation.IsDNS1123Subdomain(j.Name); len(msgs) > 0 {
-			add(at+".name", "%q is not a valid name: %s", j.Name, strings.Join(msgs, "; "))
-		} else if first, dup := seen[j.Name]; dup && first < 0 {
-			add(at+".name", "job %s is in the scheduling already", j.Name)
-		} else if dup {
-			add(at+".name", "job %s is listed already, at %s[%d]", j.Name, field, first)
-		} else {
-			seen[j.Name] = i
-		}
-		if j.Replication < 1 || j.Replication > v1alpha1.MaxReplication {
-			add(at+".replication", "must be from 1 to %d, not %d", v1alpha1.MaxReplication, j.Replication)
-		}
-		switch {
-		case mode == v1alpha1.QueueBased && len(j.SlotIDs) > 0:
-			add(at+".slotIDs", "are for SlotBased schedulings; a QueueBased one takes any free slots")
-		case mode == v1alpha1.SlotBased && len(j.SlotIDs) == 0:
-			add(at+".slotIDs", "a SlotBased scheduling names each job's slots")
-		case mode == v1alpha1.SlotBased && int32(len(j.SlotIDs)) != j.Replication:
-			add(at+".slotIDs", "names %d slots for a replication of %d; one slot per replica", len(j.SlotIDs), j.Replication)
-		}
-		for k, id := range j.SlotIDs {
-			if id < 0 {
-				add(fmt.Sprintf("%s.slotIDs[%d]", at, k), "slot positions are 0 or more, not %d", id)
-			} else if slices.Index(j.SlotIDs, id) < k {
-				add(fmt.Sprintf("%s.slotIDs[%d]", at, k), "slot %d is listed twice", id)
-			}
-		}
-	}
-	return errs
+	return fieldErrors(v1alpha1.ValidateAppendedSchedulingJobs(sched.Spec.Mode, sched.Spec.Jobs, jobs, field.NewPath("append")))
 }
 
 // checkCluster checks the request against the cluster: the test bed, its slots and the jobs
@@ -337,14 +297,7 @@ func (s *server) extendScheduling(c *gin.Context) {
 		conflict("scheduling %s is %s and takes no more jobs", sched.Name, st)
 		return
 	}
-	var errs []FieldError
-	switch {
-	case len(req.Append) == 0:
-		errs = append(errs, FieldError{Field: "append", Message: "at least one job is required"})
-	case len(sched.Spec.Jobs)+len(req.Append) > maxJobs:
-		errs = append(errs, FieldError{Field: "append", Message: fmt.Sprintf("a scheduling has at most %d jobs; this one has %d", maxJobs, len(sched.Spec.Jobs))})
-	}
-	errs = append(errs, validateJobs("append", sched.Spec.Mode, req.Append, sched.Spec.Jobs)...)
+	errs := validateAppend(sched, req.Append)
 	if len(errs) == 0 {
 		errs, err = s.checkCluster(c.Request.Context(), userOf(c), sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
 		if err == nil && len(errs) == 0 && sched.Spec.User != "" && sched.Spec.User != userOf(c).Name {
