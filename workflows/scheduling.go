@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -585,22 +586,15 @@ func sameJobStatus(a, b v1alpha1.SchedulingJobStatus) bool {
 		dur(a.WaitTime) == dur(b.WaitTime) && dur(a.RunTime) == dur(b.RunTime)
 }
 
-// validateExtend refuses an extension that could not run: it changes nothing.
+// validateExtend refuses an extension that could not run: it changes nothing. jobs is the
+// Scheduling's whole new list, which must pass the rules of its schema (crds/v1alpha1, the
+// same the API checks; a pure function, so safe in a workflow) and keep every queued job.
 func (s *scheduler) validateExtend(jobs []v1alpha1.SchedulingJob) error {
-	seen := map[string]bool{}
+	if errs := v1alpha1.ValidateSchedulingJobs(s.spec.Mode, jobs, field.NewPath("spec", "jobs")); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	seen := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
-		switch {
-		case j.Name == "":
-			return errors.New("a job has no name")
-		case seen[j.Name]:
-			return fmt.Errorf("job %s is listed twice", j.Name)
-		case j.Replication < 1:
-			return fmt.Errorf("job %s: replication must be at least 1", j.Name)
-		case s.spec.Mode == v1alpha1.SlotBased && len(j.SlotIDs) != int(j.Replication):
-			return fmt.Errorf("job %s: a SlotBased scheduling needs exactly %d slotIDs", j.Name, j.Replication)
-		case s.spec.Mode == v1alpha1.QueueBased && len(j.SlotIDs) > 0:
-			return fmt.Errorf("job %s: slotIDs are only allowed in a SlotBased scheduling", j.Name)
-		}
 		seen[j.Name] = true
 	}
 	for _, e := range s.entries {

@@ -276,6 +276,61 @@ func TestSchedulingWorkflow_ExtendSendsTheNewJobsToAdmission(t *testing.T) {
 	require.Equal(t, 10*time.Minute, jobStatus(*completed, "late").WaitTime.Duration, "late waits for long's four slots")
 }
 
+// The extend validator judges the new list by the Scheduling's own rules (crds/v1alpha1),
+// the ones the API and the CRD apply: a list they would refuse is refused, names the field at
+// fault, and changes nothing; a good one after them is taken.
+func TestSchedulingWorkflow_ExtendRefusesWhatTheSchemaRefuses(t *testing.T) {
+	long := v1alpha1.SchedulingJob{Name: "long", Replication: 4}
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{long}}
+	env, f, _ := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"long": 10 * time.Minute, "late": time.Minute}
+	many := func(n int, replication int32) []v1alpha1.SchedulingJob {
+		jobs := []v1alpha1.SchedulingJob{long}
+		for i := range n {
+			jobs = append(jobs, v1alpha1.SchedulingJob{Name: fmt.Sprintf("job-%d", i), Replication: replication})
+		}
+		return jobs
+	}
+	bad := []struct {
+		jobs []v1alpha1.SchedulingJob
+		want string
+	}{
+		{[]v1alpha1.SchedulingJob{long, {Name: "late", Replication: 1}, {Name: "late", Replication: 2}}, `spec.jobs[2].name: Duplicate value: "late"`},
+		{[]v1alpha1.SchedulingJob{long, {Name: "late", Replication: v1alpha1.MaxReplication + 1}}, "spec.jobs[1].replication: Invalid value: 1025"},
+		{[]v1alpha1.SchedulingJob{long, {Name: "late", Replication: 1, SlotIDs: []int32{0}}}, "spec.jobs[1].slotIDs: Forbidden"},
+		{[]v1alpha1.SchedulingJob{long, {Name: "", Replication: 1}}, "spec.jobs[1].name: Required value"},
+		{many(v1alpha1.MaxSchedulingJobs, 1), "spec.jobs: Too many: 1001"},
+		{many(16, v1alpha1.MaxReplication), "spec.jobs: Invalid value: 16388"},
+	}
+	refused := make([]error, len(bad))
+	var accepted error
+	var queued any
+	env.RegisterDelayedCallback(func() {
+		for i, b := range bad {
+			env.UpdateWorkflow(ExtendUpdate, fmt.Sprintf("bad-%d", i), &testsuite.TestUpdateCallback{
+				OnReject:   func(err error) { refused[i] = err },
+				OnAccept:   func() {},
+				OnComplete: func(any, error) {},
+			}, b.jobs)
+		}
+		env.UpdateWorkflow(ExtendUpdate, "good", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { accepted = err },
+			OnAccept:   func() {},
+			OnComplete: func(v any, err error) { queued, accepted = v, err },
+		}, []v1alpha1.SchedulingJob{long, {Name: "late", Replication: 1}})
+	}, time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.NoError(t, env.GetWorkflowError())
+	for i, b := range bad {
+		require.ErrorContains(t, refused[i], b.want, "list %d", i)
+	}
+	require.NoError(t, accepted)
+	require.Equal(t, 2, queued)
+	require.Equal(t, []string{"long", "late"}, f.requested, "no refused list reached Admission")
+}
+
 // The API and the bridge may pass on the same edit at once: two extends in flight with the
 // same list append each new job once, send it to Admission once, and the Scheduling ends.
 func TestSchedulingWorkflow_ConcurrentExtendsAppendOnce(t *testing.T) {
