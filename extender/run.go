@@ -93,83 +93,31 @@ func Start(ctx context.Context, cfg *rest.Config, addr string, log *slog.Logger,
 // address before the extender serves (Stop closes the listener). Connections wait in the
 // listener's backlog until the informers have synced.
 func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logger, opts ...Option) (*Server, error) {
-	o := options{limits: DefaultLimits}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	switch {
-	case o.tls == nil && !o.plain:
-		return nil, errors.New("the extender serves HTTPS: give it a certificate (WithTLS), or ask for plain HTTP (WithPlainHTTP)")
-	case o.tls != nil && o.plain:
-		return nil, errors.New("the extender was given both a certificate and plain HTTP: choose one")
-	case o.tls != nil && o.tls.Certificates == nil && o.tls.GetCertificate == nil && o.tls.GetConfigForClient == nil:
-		return nil, errors.New("the extender's TLS configuration has no certificate")
-	}
-	cacheOpts := kubeclient.CacheOptions()
-	// Every call reads its test bed; copying a status of thousands of slots each time would
-	// cost more than the decision. The Reserver never modifies what the cache returns: it
-	// copies a TestBed when it keeps it.
-	noCopy := true
-	cacheOpts.ByObject[&v1alpha1.TestBed{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
-	informers, err := cache.New(cfg, cacheOpts)
+	o, err := serveOptions(opts)
 	if err != nil {
-		return nil, fmt.Errorf("extender informers: %w", err)
+		return nil, err
+	}
+	informers, err := newInformers(cfg)
+	if err != nil {
+		return nil, err
 	}
 	cl, err := kubeclient.Live(cfg)
 	if err != nil {
 		return nil, err
 	}
-	// Ask for every informer before starting, so all are synced when the wait returns.
-	testBeds, err := informers.GetInformer(ctx, &v1alpha1.TestBed{})
+	testBeds, pods, err := getInformers(ctx, informers)
 	if err != nil {
-		return nil, fmt.Errorf("extender informer for TestBeds: %w", err)
-	}
-	// BatchJobs carry the slots a preempted job still holds (Reserver.Assigned).
-	if _, err := informers.GetInformer(ctx, &v1alpha1.BatchJob{}); err != nil {
-		return nil, fmt.Errorf("extender informer for BatchJobs: %w", err)
-	}
-	pods, err := informers.GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return nil, fmt.Errorf("extender informer for pods: %w", err)
-	}
-	err = informers.IndexField(ctx, &corev1.Pod{}, GhostIndex, func(o client.Object) []string {
-		if v := GhostIndexValue(o.(*corev1.Pod)); v != "" {
-			return []string{v}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("extender ghost index: %w", err)
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	reserver := NewReserver(runCtx, informers, cl, log)
-	_, err = pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				reserver.PodDeleted(pod)
-			}
-		},
-	})
-	if err != nil {
+	if _, err := pods.AddEventHandler(onDelete(reserver.PodDeleted)); err != nil {
 		cancel()
 		return nil, fmt.Errorf("extender pod handler: %w", err)
 	}
 	// A deleted TestBed takes its state and flusher along; state is made only for TestBeds
 	// the cache has (Reserver.bed).
-	_, err = testBeds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if tb, ok := obj.(*v1alpha1.TestBed); ok {
-				reserver.TestBedDeleted(tb)
-			}
-		},
-	})
-	if err != nil {
+	if _, err := testBeds.AddEventHandler(onDelete(reserver.TestBedDeleted)); err != nil {
 		cancel()
 		return nil, fmt.Errorf("extender test bed handler: %w", err)
 	}
@@ -196,6 +144,83 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 		s.done <- errors.Join(serveOn(s.srv, l), <-cacheDone)
 	}()
 	return s, nil
+}
+
+// serveOptions applies opts to the defaults and checks that the server is to serve either
+// HTTPS with a certificate or plain HTTP.
+func serveOptions(opts []Option) (options, error) {
+	o := options{limits: DefaultLimits}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.tls == nil && !o.plain:
+		return o, errors.New("the extender serves HTTPS: give it a certificate (WithTLS), or ask for plain HTTP (WithPlainHTTP)")
+	case o.tls != nil && o.plain:
+		return o, errors.New("the extender was given both a certificate and plain HTTP: choose one")
+	case o.tls != nil && o.tls.Certificates == nil && o.tls.GetCertificate == nil && o.tls.GetConfigForClient == nil:
+		return o, errors.New("the extender's TLS configuration has no certificate")
+	}
+	return o, nil
+}
+
+// newInformers makes the extender's cache, not started yet; its TestBeds are not copied on
+// reads.
+func newInformers(cfg *rest.Config) (cache.Cache, error) {
+	cacheOpts := kubeclient.CacheOptions()
+	// Every call reads its test bed; copying a status of thousands of slots each time would
+	// cost more than the decision. The Reserver never modifies what the cache returns: it
+	// copies a TestBed when it keeps it.
+	noCopy := true
+	cacheOpts.ByObject[&v1alpha1.TestBed{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
+	informers, err := cache.New(cfg, cacheOpts)
+	if err != nil {
+		return nil, fmt.Errorf("extender informers: %w", err)
+	}
+	return informers, nil
+}
+
+// getInformers asks the cache for every informer the extender reads (TestBeds, BatchJobs, pods)
+// and the pods' ghost index, and returns the TestBeds' and the pods' informers.
+func getInformers(ctx context.Context, informers cache.Cache) (testBeds, pods cache.Informer, err error) {
+	// Ask for every informer before starting, so all are synced when the wait returns.
+	testBeds, err = informers.GetInformer(ctx, &v1alpha1.TestBed{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("extender informer for TestBeds: %w", err)
+	}
+	// BatchJobs carry the slots a preempted job still holds (Reserver.Assigned).
+	if _, err := informers.GetInformer(ctx, &v1alpha1.BatchJob{}); err != nil {
+		return nil, nil, fmt.Errorf("extender informer for BatchJobs: %w", err)
+	}
+	pods, err = informers.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("extender informer for pods: %w", err)
+	}
+	err = informers.IndexField(ctx, &corev1.Pod{}, GhostIndex, func(o client.Object) []string {
+		if v := GhostIndexValue(o.(*corev1.Pod)); v != "" {
+			return []string{v}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("extender ghost index: %w", err)
+	}
+	return testBeds, pods, nil
+}
+
+// onDelete is an event handler that calls deleted with every deleted object of type T, also
+// when the informer missed the deletion and has only the object's last known state.
+func onDelete[T any](deleted func(T)) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if o, ok := obj.(T); ok {
+				deleted(o)
+			}
+		},
+	}
 }
 
 // httpServer is the server of h under the options' TLS and limits.
