@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"slotplane/internal/cli"
 	"slotplane/internal/loadgen"
 )
 
@@ -38,29 +39,6 @@ func load(ctx context.Context, args []string, out io.Writer) error {
 	if share == 0 {
 		share = -1 // loadgen reads a zero as its default
 	}
-	r, err := loadgen.Run(ctx, loadgen.Options{Server: *server, Token: *token, Namespace: *namespace, TestBed: *bed,
-		Duration: *duration, Workers: *workers, WriteShare: share})
-	if err != nil {
-		return err
-	}
-	r.Table(out)
-	fmt.Fprintf(out, "%d jobs created, named %s...\n", len(r.Created), commonPrefix(r.Created))
-	if n := r.Errors(); n > 0 {
-		return fmt.Errorf("%d of %d requests failed", n, r.All.Count)
-	}
-	return nil
-}
-
-// commonPrefix is the start all names share.
-func commonPrefix(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	p := names[0]
-	for _, n := range names[1:] {
-		for len(p) > 0 && (len(n) < len(p) || n[:len(p)] != p) {
-			p = p[:len(p)-1]
-		}
-	}
-	return p
+	return cli.Load(ctx, loadgen.Options{Server: *server, Token: *token, Namespace: *namespace, TestBed: *bed,
+		Duration: *duration, Workers: *workers, WriteShare: share}, out)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"slotplane/internal/cli/render"
 )
 
 // The sample traces replay cleanly against the example allocation file on the default test
@@ -49,7 +51,7 @@ func TestSimulate_SampleTracesAreFair(t *testing.T) {
 	for _, trace := range []string{"burst", "mixed-day"} {
 		var out bytes.Buffer
 		require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/" + trace + ".csv", "-o", "json"}, &out))
-		var rep simulationReport
+		var rep render.SimulationReport
 		require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
 		n := 0
 		for _, q := range rep.Queues {
@@ -86,7 +88,7 @@ func TestSimulate_JSONAndDeterminism(t *testing.T) {
 	require.NoError(t, simulateCommand(args, &second))
 	require.Equal(t, first.String(), second.String(), "the same input gives the same output")
 
-	var rep simulationReport
+	var rep render.SimulationReport
 	require.NoError(t, json.Unmarshal(first.Bytes(), &rep))
 	require.Equal(t, 54, rep.Jobs)
 	require.Equal(t, 52, rep.Done)

@@ -1,8 +1,8 @@
-// Package cli holds the verbs of the slotplane command that talk to the REST API as a user
-// does: submit, get and watch. Each verb takes its settings already parsed and writes to
-// the writer it is given. cmd/slotplane owns the flags, yet the errors here name them,
-// since the user knows the settings by their flags. Package render prints what the verbs
-// found.
+// Package cli holds the verbs of the slotplane command: submit, get and watch, which talk
+// to the REST API as a user does, and queues, simulate and load. Each verb takes its
+// settings already parsed and writes to the writer it is given. cmd/slotplane owns the
+// flags, yet the errors here name them, since the user knows the settings by their flags.
+// Package render prints what the verbs found.
 package cli
 
 import (

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"slotplane/internal/cli/render"
+	"slotplane/queue"
+)
+
+// QueuesOptions are what Queues checks: an allocation file, what its queues share, and
+// optionally a submitter to place.
+type QueuesOptions struct {
+	// File is the allocation file (fair-scheduler.xml format).
+	File string
+	// Capacity is what the queues share, for the fair shares: "98304 mb, 48 vcores".
+	Capacity string
+	// User is the submitter to place; empty places nobody. Queue is the queue the job asks
+	// for, Groups the user's groups, primary first, comma-separated.
+	User, Queue, Groups string
+}
+
+// Queues checks an allocation file and shows what it means: the queue tree with each
+// queue's settings and steady fair share of the capacity, when preemption acts, and for a
+// submitter, where the placement policy puts a job and whether the ACLs let it in.
+func Queues(o QueuesOptions, out io.Writer) error {
+	data, err := os.ReadFile(o.File)
+	if err != nil {
+		return err
+	}
+	a, err := queue.ParseAllocations(data)
+	if err != nil {
+		return err
+	}
+	total, err := queue.ParseResources(o.Capacity)
+	if err != nil {
+		return fmt.Errorf("-capacity: %w", err)
+	}
+	tree := queue.NewTree(a)
+	if err := render.Allocations(out, tree, total); err != nil {
+		return err
+	}
+	render.Preemption(out, a, tree)
+	if o.User == "" {
+		return nil
+	}
+	var groups []string
+	for _, g := range strings.Split(o.Groups, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	s := queue.Submitter{Queue: o.Queue, User: o.User}
+	if len(groups) > 0 {
+		s.PrimaryGroup, s.SecondaryGroups = groups[0], groups[1:]
+	}
+	p, err := a.Place(s)
+	render.Placement(out, o.User, p, err, err == nil && a.Allowed(queue.Submit, p.Queue, o.User, groups))
+	return nil
+}
+
+// Deadlock replays queue.DriverDeadlockJobs under every queue set-up of
+// queue.DriverDeadlockVariants and prints each outcome as simulate sums it up, with why a
+// replay stopped, if it did.
+func Deadlock(out io.Writer) error {
+	var replays []render.DeadlockReplay
+	for _, v := range queue.DriverDeadlockVariants {
+		r, err := v.Run()
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.Name, err)
+		}
+		replays = append(replays, render.DeadlockReplay{Setup: v.Name, Result: r})
+	}
+	return render.Deadlock(out, replays)
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"slotplane/examples"
+	"slotplane/internal/cli/render"
+	"slotplane/queue"
+)
+
+// DefaultAllocations is the example allocation file, embedded in the binary, that Simulate
+// replays through when SimulateOptions.Allocations is empty.
+const DefaultAllocations = "fair-scheduler.xml"
+
+// SimulateOptions are a replay's inputs and how to report it.
+type SimulateOptions struct {
+	// Trace is the workload trace, CSV with a header; - reads stdin.
+	Trace string
+	// Allocations is the allocation file; empty takes examples/DefaultAllocations.
+	Allocations string
+	// Nodes and SlotsPerNode shape the test bed; SlotSize is what a slot holds, in the
+	// allocation file's form ("8192 mb, 2 vcores").
+	Nodes, SlotsPerNode int
+	SlotSize            string
+	// Mode is how slots are granted: gang or driver-first.
+	Mode queue.ReplayMode
+	// StartUp is how long a driver starts up before its executors work.
+	StartUp time.Duration
+	// Format is the report's: text or json. ListJobs adds every job's times to the text.
+	Format   string
+	ListJobs bool
+}
+
+// check refuses settings no replay can run with, naming the flag that set them.
+func (o SimulateOptions) check() error {
+	switch {
+	case o.Trace == "":
+		return errors.New("-trace names the workload trace to replay (see examples/traces/)")
+	case o.Nodes <= 0 || o.SlotsPerNode <= 0:
+		return fmt.Errorf("-nodes and -slots-per-node must be positive, got %d and %d", o.Nodes, o.SlotsPerNode)
+	case o.Nodes > 100000 || o.SlotsPerNode > 1000:
+		return fmt.Errorf("-nodes %d x -slots-per-node %d is larger than any test bed", o.Nodes, o.SlotsPerNode)
+	case o.Format != "text" && o.Format != "json":
+		return fmt.Errorf("-o must be text or json, got %q", o.Format)
+	}
+	return nil
+}
+
+// Simulate replays a workload trace through the queues of an allocation file on a test
+// bed in virtual time, with the Admission workflow's decisions, and prints what happened:
+// the makespan, slot utilization, fairness, and per queue the jobs done, refused and their
+// waits.
+func Simulate(o SimulateOptions, out io.Writer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	slot, err := queue.ParseResources(o.SlotSize)
+	if err != nil {
+		return fmt.Errorf("-slot-size: %w", err)
+	}
+	jobs, err := readTrace(o.Trace)
+	if err != nil {
+		return err
+	}
+	allocName, alloc, err := readAllocations(o.Allocations)
+	if err != nil {
+		return err
+	}
+	res, err := queue.Replay(alloc, jobs, queue.ReplayOptions{
+		Slots: o.Nodes * o.SlotsPerNode, SlotSize: slot, Mode: o.Mode, StartUp: o.StartUp,
+	})
+	if err != nil {
+		return err
+	}
+	run := render.SimulationRun{Trace: o.Trace, Allocations: allocName, Nodes: o.Nodes, SlotsPerNode: o.SlotsPerNode, Result: res}
+	if o.Format == "json" {
+		return render.SimulationJSON(out, run)
+	}
+	return render.Simulation(out, run, o.ListJobs)
+}
+
+// readTrace reads and parses the trace at path ("-": stdin), naming the file in errors.
+func readTrace(path string) ([]queue.TraceJob, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	jobs, err := queue.ParseTrace(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return jobs, nil
+}
+
+// readAllocations reads and parses the allocation file at path, or the embedded example
+// when path is empty, and returns it with the name the report gives it.
+func readAllocations(path string) (string, *queue.Allocations, error) {
+	name := "examples/" + DefaultAllocations + " (embedded)"
+	var data []byte
+	var err error
+	if path == "" {
+		data, err = examples.Files.ReadFile(DefaultAllocations)
+	} else {
+		name = path
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	alloc, err := queue.ParseAllocations(data)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return name, alloc, nil
+}
