@@ -116,6 +116,36 @@ type Cluster struct {
 // established, the scheduler is ready and every node is Ready. On error, whatever started
 // is stopped again.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	if opts, err = opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	extenderHost, err := extenderHost(opts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.removeDir = false // keep the logs that explain the failure
+			_ = c.Close()
+			err = fmt.Errorf("%w (logs in %s)", err, c.Dir)
+		}
+	}()
+	if err := c.startControlPlane(ctx, extenderHost); err != nil {
+		return nil, err
+	}
+	if err := c.createNodes(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// withDefaults fills in the options left unset: the node label and size, and the tools
+// FindTools finds.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.NodeLabel == "" {
 		opts.NodeLabel = DefaultNodeLabel
 	}
@@ -129,16 +159,19 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.KubeBinDir == "" || opts.Kwok == "" {
 		kubeBin, kwok, err := FindTools()
 		if err != nil {
-			return nil, err
+			return opts, err
 		}
 		opts.KubeBinDir, opts.Kwok = cmp.Or(opts.KubeBinDir, kubeBin), cmp.Or(opts.Kwok, kwok)
 	}
-	extenderHost, err := extenderHost(opts)
-	if err != nil {
-		return nil, err
-	}
+	return opts, nil
+}
+
+// newCluster makes a cluster of nothing yet but its directory: opts.Dir, or a temporary one
+// removed on Close unless opts.KeepDir.
+func newCluster(opts Options) (*Cluster, error) {
 	c := &Cluster{opts: opts, Dir: opts.Dir}
 	if c.Dir == "" {
+		var err error
 		if c.Dir, err = os.MkdirTemp("", "slotplane-cluster-"); err != nil {
 			return nil, err
 		}
@@ -146,61 +179,60 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	} else if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			c.removeDir = false // keep the logs that explain the failure
-			_ = c.Close()
-			err = fmt.Errorf("%w (logs in %s)", err, c.Dir)
-		}
-	}()
+	return c, nil
+}
 
+// startControlPlane makes the extender's certificates (when it has a host), starts etcd and
+// the API server, installs the CRDs, priority classes and admission policies, and starts
+// the scheduler and kwok.
+func (c *Cluster) startControlPlane(ctx context.Context, extenderHost string) error {
 	if extenderHost != "" {
+		var err error
 		if c.ExtenderCerts, err = NewExtenderCerts(c.Dir, extenderHost); err != nil {
-			return nil, err
+			return err
 		}
 	}
-
 	ports, err := freeport.Get(5)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	etcdClient, etcdPeer, apiPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 
 	if err := c.startEtcd(ctx, etcdClient, etcdPeer); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.startAPIServer(ctx, apiPort, etcdClient); err != nil {
-		return nil, err
+		return err
 	}
 	if err := InstallCRDs(ctx, c.Config, crds.All()); err != nil {
-		return nil, err
+		return err
 	}
 	if err := InstallPriorityClasses(ctx, c.client, deploy.PriorityClasses); err != nil {
-		return nil, err
+		return err
 	}
 	if err := InstallAdmissionPolicies(ctx, c.client, deploy.AdmissionPolicies); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.startScheduler(ctx, schedPort); err != nil {
-		return nil, err
+		return err
 	}
-	if err := c.startKwok(kwokPort); err != nil {
-		return nil, err
-	}
+	return c.startKwok(kwokPort)
+}
+
+// createNodes creates the options' slot nodes and plain nodes and waits until all are Ready.
+func (c *Cluster) createNodes(ctx context.Context) error {
+	opts := c.opts
 	for i := range opts.Nodes {
 		if err := c.CreateNode(ctx, fmt.Sprintf("node-%02d", i), map[string]string{opts.NodeLabel: fmt.Sprintf("%02d", i)}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i := range opts.PlainNodes {
 		if err := c.createNode(ctx, fmt.Sprintf("plain-%02d", i), nil, false); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := c.WaitNodesReady(ctx, opts.Nodes+opts.PlainNodes); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c.WaitNodesReady(ctx, opts.Nodes+opts.PlainNodes)
 }
 
 // Kubectl returns the path of the kubectl built with the control plane, or "kubectl" (the
