@@ -85,7 +85,37 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.LogLevel == "" {
 		opts.LogLevel = "warn"
 	}
-	// Frontend gRPC + HTTP, history, matching, worker, metrics, UI.
+	ports, err := serverPorts(opts)
+	if err != nil {
+		return nil, err
+	}
+	frontend := hostPort(ports[0])
+	server, err := newServer(opts, ports)
+	if err != nil {
+		return nil, err
+	}
+	if err := server.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	ts := &Server{
+		FrontendAddress: frontend,
+		MetricsAddress:  "http://" + hostPort(ports[5]) + "/metrics",
+		Namespace:       opts.Namespace,
+		server:          server,
+	}
+	if opts.UI {
+		ts.startUI(ports[6])
+	}
+	if err := ts.waitReady(ctx); err != nil {
+		ts.Stop()
+		return nil, err
+	}
+	return ts, nil
+}
+
+// serverPorts are the server's ports, free ones unless opts names them: frontend gRPC and
+// HTTP, history, matching, worker, metrics and UI, in that order.
+func serverPorts(opts Options) ([]int, error) {
 	ports, err := freeport.Get(7)
 	if err != nil {
 		return nil, err
@@ -96,8 +126,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.UIPort != 0 {
 		ports[6] = opts.UIPort
 	}
-	frontend := hostPort(ports[0])
+	return ports, nil
+}
 
+// newServer makes the Temporal server, not started yet, on the ports of serverPorts: its
+// SQLite store and namespace, its logger, authorization and dynamic configuration.
+func newServer(opts Options, ports []int) (temporal.Server, error) {
 	sqlConf, err := sqliteConfig(opts.DatabaseFile, opts.Namespace)
 	if err != nil {
 		return nil, err
@@ -120,7 +154,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
-			primitives.FrontendService: static.SingleLocalHost(frontend),
+			primitives.FrontendService: static.SingleLocalHost(hostPort(ports[0])),
 			primitives.HistoryService:  static.SingleLocalHost(hostPort(ports[2])),
 			primitives.MatchingService: static.SingleLocalHost(hostPort(ports[3])),
 			primitives.WorkerService:   static.SingleLocalHost(hostPort(ports[4])),
@@ -138,36 +172,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temporal server: %w", err)
 	}
-	if err := server.Start(); err != nil {
-		return nil, fmt.Errorf("start temporal server: %w", err)
-	}
-	ts := &Server{
-		FrontendAddress: frontend,
-		MetricsAddress:  "http://" + hostPort(ports[5]) + "/metrics",
-		Namespace:       opts.Namespace,
-		server:          server,
-	}
-	if opts.UI {
-		ts.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
-			Host:                loopback,
-			Port:                ports[6],
-			TemporalGRPCAddress: frontend,
-			EnableUI:            true,
-			DefaultNamespace:    opts.Namespace,
-			DisableNewsFetch:    true, // the machine may have no internet
-			HideLogs:            true,
-			CORS:                uiconfig.CORS{CookieInsecure: true},
-		}))
-		ts.uiDone = make(chan error, 1)
-		// Start blocks until Stop.
-		go func() { ts.uiDone <- ts.ui.Start() }()
-		ts.UIAddress = "http://" + hostPort(ports[6])
-	}
-	if err := ts.waitReady(ctx); err != nil {
-		ts.Stop()
-		return nil, err
-	}
-	return ts, nil
+	return server, nil
+}
+
+// startUI starts the Web UI on port, for the server's frontend and namespace; Stop ends it.
+func (s *Server) startUI(port int) {
+	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+		Host:                loopback,
+		Port:                port,
+		TemporalGRPCAddress: s.FrontendAddress,
+		EnableUI:            true,
+		DefaultNamespace:    s.Namespace,
+		DisableNewsFetch:    true, // the machine may have no internet
+		HideLogs:            true,
+		CORS:                uiconfig.CORS{CookieInsecure: true},
+	}))
+	s.uiDone = make(chan error, 1)
+	// Start blocks until Stop.
+	go func() { s.uiDone <- s.ui.Start() }()
+	s.UIAddress = "http://" + hostPort(port)
 }
 
 // Dial returns a client of the server's namespace.
