@@ -61,7 +61,7 @@ type TestBedSlots struct {
 }
 
 // ReadSlots reads a test bed's slots from its status.
-func (a *Activities) ReadSlots(ctx context.Context, in ReconcileTestBedInput) (TestBedSlots, error) {
+func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots, error) {
 	var tb v1alpha1.TestBed
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Name}
 	if err := a.Client.Get(ctx, key, &tb); err != nil {
@@ -163,29 +163,31 @@ func (a *Activities) RemoveSchedulingFinalizer(ctx context.Context, in Schedulin
 	return nil
 }
 
-// Nudge is a signal-with-start of one workflow: the workflow is started if it does not run.
-type Nudge struct {
+// SignalWithStart signals one workflow, starting it first if it does not run.
+type SignalWithStart struct {
 	WorkflowID   string
 	WorkflowType string
 	Input        any
 	Signal       string
-	// SignalArg is the signal's payload (nil for a bare nudge).
+	// SignalArg is the signal's payload (nil for a bare "look again").
 	SignalArg any
 }
 
-// NudgeInput is a batch of nudges.
-type NudgeInput struct {
+// SignalWithStartInput is a batch of signal-with-starts.
+type SignalWithStartInput struct {
 	TaskQueue string
-	Nudges    []Nudge
+	Signals   []SignalWithStart
 }
 
-// NudgeWorkflows signals each workflow, starting it first if it is not running. Workflows
-// cannot do this themselves: signal-with-start is a client call.
-func (a *Activities) NudgeWorkflows(ctx context.Context, in NudgeInput) error {
+// NudgeWorkflows signals each workflow, starting it first if it is not running: a batch of
+// signal-with-starts. Workflows cannot do this themselves: signal-with-start is a client
+// call. (The activity keeps its first name: recorded histories and running workflows
+// schedule it by that name.)
+func (a *Activities) NudgeWorkflows(ctx context.Context, in SignalWithStartInput) error {
 	if a.Temporal == nil {
 		return nonRetryable("NoTemporalClient", "the worker gave its activities no Temporal client")
 	}
-	for _, n := range in.Nudges {
+	for _, n := range in.Signals {
 		opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue}
 		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
 			return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)

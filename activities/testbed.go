@@ -24,8 +24,8 @@ import (
 	"slotplane/slots"
 )
 
-// ReconcileTestBedInput names a test bed.
-type ReconcileTestBedInput struct {
+// TestBedRef names a test bed.
+type TestBedRef struct {
 	Namespace string
 	Name      string
 }
@@ -53,7 +53,7 @@ type ReconcileTestBedResult struct {
 // ReconcileTestBed makes one pass over a test bed: it lays the slots out over the labelled
 // nodes, creates the ghost pods that are missing, deletes the ones no slot wants, and writes
 // the slots and their occupation to the TestBed status.
-func (a *Activities) ReconcileTestBed(ctx context.Context, in ReconcileTestBedInput) (ReconcileTestBedResult, error) {
+func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (ReconcileTestBedResult, error) {
 	var tb v1alpha1.TestBed
 	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.Name}, &tb); err != nil {
 		if apierrors.IsNotFound(err) {

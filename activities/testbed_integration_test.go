@@ -33,7 +33,7 @@ func slotSize(cpu string) corev1.ResourceList {
 }
 
 // settle runs reconcile passes until one changes nothing, as the TestBed workflow does.
-func settle(t *testing.T, a *activities.Activities, in activities.ReconcileTestBedInput) {
+func settle(t *testing.T, a *activities.Activities, in activities.TestBedRef) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var last activities.ReconcileTestBedResult
@@ -96,7 +96,7 @@ func waitGhostsRunning(t *testing.T, cl client.Client, bed string, want int) map
 }
 
 // bedInput names the test bed every test here creates.
-var bedInput = activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
+var bedInput = activities.TestBedRef{Namespace: "default", Name: "bed"}
 
 // newBed starts a cluster of n nodes and creates the test bed "bed" on it, 2 slots of 2 cpu
 // per node; the ghosts are not made yet.

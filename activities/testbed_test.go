@@ -122,7 +122,7 @@ func TestReconcileTestBed_OnlyAProvenSlotLabelIsAdopted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cl := fakeClient(nil, fakeBed(), tc.pod)
 			a := &Activities{Client: cl}
-			res, err := a.ReconcileTestBed(context.Background(), ReconcileTestBedInput(bedKey))
+			res, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 			require.NoError(t, err)
 			require.False(t, res.InProgress, "%+v", res)
 			if diff := cmp.Diff(tc.wantGhosts, ghostPlaces(t, cl)); diff != "" {
@@ -164,7 +164,7 @@ func TestReconcileTestBed_StatusRetryListsThePodsAgain(t *testing.T) {
 	}
 	cl := fakeClient(funcs, fakeBed())
 	a := &Activities{Client: cl}
-	_, err := a.ReconcileTestBed(context.Background(), ReconcileTestBedInput(bedKey))
+	_, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 	require.NoError(t, err)
 	require.Equal(t, 2, updates, "the first status write must have conflicted")
 	slot1 := readBed(t, cl).Status.Slots[1]
@@ -181,7 +181,7 @@ func TestReconcileTestBed_TerminatingPodHoldsBackOnlyItsNode(t *testing.T) {
 	cl := fakeClient(nil, fakeBed(), stuck)
 	a := &Activities{Client: cl}
 
-	res, err := a.ReconcileTestBed(context.Background(), ReconcileTestBedInput(bedKey))
+	res, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 	require.NoError(t, err)
 	require.True(t, res.InProgress)
 	require.False(t, res.Settled, "a pass that held something back is not settled")

@@ -272,7 +272,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		cl, err := kubeclient.Live(as("worker"))
 		require.NoError(t, err)
 		a := &activities.Activities{Client: cl}
-		res, err := a.ReconcileTestBed(ctx, activities.ReconcileTestBedInput{Namespace: bedNS, Name: bedName})
+		res, err := a.ReconcileTestBed(ctx, activities.TestBedRef{Namespace: bedNS, Name: bedName})
 		require.NoError(t, err)
 		require.Equal(t, 2, res.Created, "one ghost pod per slot of the one node: %+v", res)
 		_, err = a.LoadAllocationFile(ctx, activities.AllocationFileRef{Namespace: bedNS, ConfigMap: v1alpha1.QueuesConfigMap})

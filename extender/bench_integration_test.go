@@ -109,7 +109,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 		acts := &activities.Activities{Client: cl}
 		settleStart := time.Now()
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			res, err := acts.ReconcileTestBed(ctx, activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"})
+			res, err := acts.ReconcileTestBed(ctx, activities.TestBedRef{Namespace: "default", Name: "bed"})
 			return err == nil && res.Settled && runningGhosts(b, cl) == total, nil
 		})
 		if err != nil {
@@ -139,7 +139,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 					return
 				case <-time.After(time.Second): // the TestBed workflow's debounce
 				}
-				_, _ = acts.ReconcileTestBed(ctx, activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"})
+				_, _ = acts.ReconcileTestBed(ctx, activities.TestBedRef{Namespace: "default", Name: "bed"})
 			}
 		}()
 		writesBefore = apiWrites(b, &cfg)

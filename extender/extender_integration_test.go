@@ -128,7 +128,7 @@ func (e *env) serverTLS(t *testing.T) *tls.Config {
 // settle runs ghost reconcile passes until one changes nothing and all ghosts run.
 func (e *env) settle(t *testing.T) {
 	t.Helper()
-	in := activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"}
+	in := activities.TestBedRef{Namespace: "default", Name: "bed"}
 	require.Eventually(t, func() bool {
 		res, err := e.acts.ReconcileTestBed(context.Background(), in)
 		require.NoError(t, err)
@@ -344,7 +344,7 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 		require.NoError(t, e.client.Delete(context.Background(), p, client.GracePeriodSeconds(0)))
 	}
 	require.Eventually(t, func() bool {
-		_, err := e.acts.ReconcileTestBed(context.Background(), activities.ReconcileTestBedInput{Namespace: "default", Name: "bed"})
+		_, err := e.acts.ReconcileTestBed(context.Background(), activities.TestBedRef{Namespace: "default", Name: "bed"})
 		require.NoError(t, err)
 		return e.testBed(t).Status.Free == 8
 	}, 10*time.Second, 100*time.Millisecond, "every slot is free again")

@@ -19,10 +19,10 @@ import (
 const (
 	// AdmissionRequestSignal carries an AdmissionRequest from a Scheduling.
 	AdmissionRequestSignal = "admission-request"
-	// AdmissionReleaseSignal carries an AdmissionRelease: the job's run ended or was
+	// AdmissionReleaseSignal carries an AdmissionKey: the job's run ended or was
 	// withdrawn, or its grant was not wanted.
 	AdmissionReleaseSignal = "admission-release"
-	// AdmissionStartedSignal carries an AdmissionRelease naming a granted job that left
+	// AdmissionStartedSignal carries an AdmissionKey naming a granted job that left
 	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
 	// of its job's workflow fired).
 	AdmissionStartedSignal = "admission-started"
@@ -51,8 +51,8 @@ type (
 	AdmissionRequest = queue.Request
 	// AdmissionGrant answers a request: the slots to start in, or why it is refused.
 	AdmissionGrant = queue.Grant
-	// AdmissionRelease names a job's run (its key).
-	AdmissionRelease = queue.JobKey
+	// AdmissionKey names a job's run (its key).
+	AdmissionKey = queue.JobKey
 	// AdmissionMove asks to move a job to another queue.
 	AdmissionMove = queue.Move
 	// AdmissionMoved says where a moved job was and is now.
@@ -253,7 +253,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			}
 		}
 		for {
-			var k AdmissionRelease
+			var k AdmissionKey
 			if !a.releases.ReceiveAsync(&k) {
 				break
 			}
@@ -261,7 +261,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			a.core.Release(k)
 		}
 		for {
-			var k AdmissionRelease
+			var k AdmissionKey
 			if !a.started.ReceiveAsync(&k) {
 				break
 			}
@@ -329,7 +329,7 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 // was deleted; what waited is refused and the workflow ends.
 func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	var slots activities.TestBedSlots
-	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.ReconcileTestBedInput{Namespace: a.in.Namespace, Name: a.in.TestBed}).Get(ctx, &slots); err != nil {
+	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.TestBedRef{Namespace: a.in.Namespace, Name: a.in.TestBed}).Get(ctx, &slots); err != nil {
 		return false, err
 	}
 	if !slots.Exists && (a.seenBed || !a.core.Total().IsZero()) {

@@ -37,10 +37,10 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		return activities.ClaimResult{Claimed: in.Names}, nil
 	})
 	env.OnActivity(acts.ReadJobs, mock.Anything, mock.Anything).Return([]activities.JobInfo{{Name: "a", Exists: true, User: "u"}, {Name: "b", Exists: true, User: "u"}}, nil)
-	env.OnActivity(acts.NudgeWorkflows, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NudgeInput) error {
+	env.OnActivity(acts.NudgeWorkflows, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SignalWithStartInput) error {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, n := range in.Nudges {
+		for _, n := range in.Signals {
 			if n.WorkflowID == AdmissionWorkflowID("ns", "bed") && n.Signal == AdmissionRequestSignal {
 				admissionNudges++
 			}
@@ -72,7 +72,7 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		func(_, _, _, _ string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			released = append(released, arg.(AdmissionRelease).String())
+			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		})
 
@@ -81,7 +81,7 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		func(_, _, _, _ string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			started = append(started, arg.(AdmissionRelease).Job)
+			started = append(started, arg.(AdmissionKey).Job)
 			return nil
 		})
 

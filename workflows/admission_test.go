@@ -573,7 +573,7 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 	env.RegisterWorkflow(AdmissionWorkflow)
 	env.RegisterActivity(&activities.Activities{})
 	reads := 0
-	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(func(context.Context, activities.ReconcileTestBedInput) (activities.TestBedSlots, error) {
+	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(func(context.Context, activities.TestBedRef) (activities.TestBedSlots, error) {
 		reads++
 		if reads > 2 {
 			return activities.TestBedSlots{}, nil

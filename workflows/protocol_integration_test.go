@@ -80,8 +80,8 @@ func (w *protocolWorld) RemoveSchedulingFinalizer(context.Context, activities.Sc
 
 // NudgeWorkflows signals-with-starts the Admission workflow for real; the nudges of BatchJob
 // workflows are played by RequestCreation.
-func (w *protocolWorld) NudgeWorkflows(ctx context.Context, in activities.NudgeInput) error {
-	for _, n := range in.Nudges {
+func (w *protocolWorld) NudgeWorkflows(ctx context.Context, in activities.SignalWithStartInput) error {
+	for _, n := range in.Signals {
 		if n.Signal != workflows.AdmissionRequestSignal {
 			continue
 		}
@@ -101,7 +101,7 @@ func (w *protocolWorld) ReadJobs(_ context.Context, in activities.ReadJobsInput)
 	return out, nil
 }
 
-func (w *protocolWorld) ReadSlots(context.Context, activities.ReconcileTestBedInput) (activities.TestBedSlots, error) {
+func (w *protocolWorld) ReadSlots(context.Context, activities.TestBedRef) (activities.TestBedSlots, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := activities.TestBedSlots{Exists: true, SlotSize: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}

@@ -30,7 +30,7 @@ func TestRecordHistories(t *testing.T) {
 
 	passes := 0
 	// A stand-in for the cluster: changed, in progress, settled, then the bed is gone.
-	reconcile := func(context.Context, activities.ReconcileTestBedInput) (activities.ReconcileTestBedResult, error) {
+	reconcile := func(context.Context, activities.TestBedRef) (activities.ReconcileTestBedResult, error) {
 		passes++
 		switch passes {
 		case 1:

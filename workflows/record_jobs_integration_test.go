@@ -86,8 +86,8 @@ func (s *schedulingStandIn) ReleaseJobs(context.Context, activities.ClaimInput) 
 
 // NudgeWorkflows plays Admission: every request is granted the next free slots at once, and
 // the job then runs as RequestCreation makes it.
-func (s *schedulingStandIn) NudgeWorkflows(ctx context.Context, in activities.NudgeInput) error {
-	for _, n := range in.Nudges {
+func (s *schedulingStandIn) NudgeWorkflows(ctx context.Context, in activities.SignalWithStartInput) error {
+	for _, n := range in.Signals {
 		if n.Signal != workflows.AdmissionRequestSignal {
 			continue
 		}
@@ -134,7 +134,7 @@ func (s *schedulingStandIn) RemoveSchedulingFinalizer(context.Context, activitie
 	return nil
 }
 
-func (s *schedulingStandIn) ReadSlots(context.Context, activities.ReconcileTestBedInput) (activities.TestBedSlots, error) {
+func (s *schedulingStandIn) ReadSlots(context.Context, activities.TestBedRef) (activities.TestBedSlots, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := activities.TestBedSlots{Exists: true, Positions: []int32{0, 1, 2, 3}}

@@ -49,7 +49,7 @@ type SchedulingInput struct {
 // and Status come without their job lists: Entries hold the jobs.
 type SchedulingState struct {
 	Spec    v1alpha1.SchedulingSpec
-	Entries []QueueEntry
+	Entries []TrackedJob
 	Status  v1alpha1.SchedulingStatus
 	// UID is the Scheduling object's: it is part of every admission key.
 	UID string
@@ -60,8 +60,8 @@ type SchedulingOutput struct {
 	Status v1alpha1.SchedulingStatus
 }
 
-// QueueEntry is one job of the queue as the workflow tracks it.
-type QueueEntry struct {
+// TrackedJob is one job of the queue as the workflow tracks it.
+type TrackedJob struct {
 	Job v1alpha1.SchedulingJob
 	// State: "" (waiting), then the job's states as it reports them.
 	State   v1alpha1.BatchJobState
@@ -74,11 +74,11 @@ type QueueEntry struct {
 	Started bool
 }
 
-func (e *QueueEntry) active() bool {
+func (e *TrackedJob) active() bool {
 	return e.Run > 0 && e.State != v1alpha1.JobCompleted && e.State != v1alpha1.JobFailed
 }
 
-func (e *QueueEntry) done() bool {
+func (e *TrackedJob) done() bool {
 	return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed
 }
 
@@ -136,7 +136,7 @@ func withActivityDefaults(ctx workflow.Context) workflow.Context {
 type scheduler struct {
 	key      activities.SchedulingKey
 	spec     v1alpha1.SchedulingSpec
-	entries  []*QueueEntry
+	entries  []*TrackedJob
 	status   v1alpha1.SchedulingStatus
 	progress workflow.ReceiveChannel
 	// changed: an Update appended jobs.
@@ -173,7 +173,7 @@ func (s *scheduler) run(ctx workflow.Context) error {
 	}
 	s.spec, s.uid = obs.Spec, obs.UID
 	for _, j := range obs.Spec.Jobs {
-		s.entries = append(s.entries, &QueueEntry{Job: j})
+		s.entries = append(s.entries, &TrackedJob{Job: j})
 	}
 	if err := s.setState(ctx, v1alpha1.SchedulingAcquiring, "claiming the jobs"); err != nil {
 		return err
@@ -242,7 +242,7 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 // exist says so (its jobs wait for it). A grant clears it.
 func (s *scheduler) checkTestBed(ctx workflow.Context) error {
 	var slots activities.TestBedSlots
-	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.ReconcileTestBedInput{Namespace: s.key.Namespace, Name: s.spec.TestBed}).Get(ctx, &slots); err != nil {
+	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.TestBedRef{Namespace: s.key.Namespace, Name: s.spec.TestBed}).Get(ctx, &slots); err != nil {
 		return err
 	}
 	if slots.Exists {
@@ -413,9 +413,9 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	var nudges []activities.Nudge
+	var nudges []activities.SignalWithStart
 	for _, name := range jobs {
-		nudges = append(nudges, activities.Nudge{
+		nudges = append(nudges, activities.SignalWithStart{
 			WorkflowID: BatchJobWorkflowID(s.key.Namespace, name), WorkflowType: "BatchJobWorkflow",
 			Input: BatchJobInput{Namespace: s.key.Namespace, Name: name}, Signal: BatchJobChangedSignal,
 		})
@@ -429,9 +429,9 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 const batch = 100
 
 // sendNudges signals (or starts) the workflows, a batch per activity, in order.
-func sendNudges(ctx workflow.Context, nudges []activities.Nudge) error {
+func sendNudges(ctx workflow.Context, nudges []activities.SignalWithStart) error {
 	for part := range slices.Chunk(nudges, batch) {
-		if err := workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, activities.NudgeInput{TaskQueue: TaskQueue, Nudges: part}).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, activities.SignalWithStartInput{TaskQueue: TaskQueue, Signals: part}).Get(ctx, nil); err != nil {
 			return err
 		}
 	}
@@ -620,7 +620,7 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 	defer s.extending.Unlock()
 	var added []v1alpha1.SchedulingJob
 	for _, j := range jobs {
-		if !slices.ContainsFunc(s.entries, func(e *QueueEntry) bool { return e.Job.Name == j.Name }) {
+		if !slices.ContainsFunc(s.entries, func(e *TrackedJob) bool { return e.Job.Name == j.Name }) {
 			added = append(added, j)
 		}
 	}
@@ -641,9 +641,9 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 		}
 		return len(s.entries), temporal.NewApplicationError(describeLoss("job", claim), "ExtendRefused")
 	}
-	var fresh []*QueueEntry
+	var fresh []*TrackedJob
 	for _, j := range added {
-		e := &QueueEntry{Job: j, State: v1alpha1.JobInQueue}
+		e := &TrackedJob{Job: j, State: v1alpha1.JobInQueue}
 		s.entries = append(s.entries, e)
 		fresh = append(fresh, e)
 	}
@@ -658,8 +658,8 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 }
 
 // waitingEntries are the jobs not yet started.
-func (s *scheduler) waitingEntries() []*QueueEntry {
-	var out []*QueueEntry
+func (s *scheduler) waitingEntries() []*TrackedJob {
+	var out []*TrackedJob
 	for _, e := range s.entries {
 		if e.Run == 0 && !e.done() {
 			out = append(out, e)
@@ -670,7 +670,7 @@ func (s *scheduler) waitingEntries() []*QueueEntry {
 
 // requestAdmission sends the jobs to the test bed's Admission workflow (starting it if it
 // does not run), in queue order: the order is their submission order there.
-func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry) error {
+func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -686,7 +686,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 		}
 		infos = append(infos, got...)
 	}
-	var nudges []activities.Nudge
+	var nudges []activities.SignalWithStart
 	for i, e := range entries {
 		info := infos[i]
 		if !info.Exists {
@@ -703,7 +703,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 		}
 		req := AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
 			Driver: driver, Expected: info.Expected}
-		nudges = append(nudges, activities.Nudge{
+		nudges = append(nudges, activities.SignalWithStart{
 			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
 			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed, StepsPerRun: s.in.AdmissionStepsPerRun},
 			Signal: AdmissionRequestSignal, SignalArg: req,
@@ -713,18 +713,18 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*QueueEntry
 }
 
 // admissionKey is the key of an entry's run in Admission: a job runs once per Scheduling.
-func (s *scheduler) admissionKey(e *QueueEntry) queue.JobKey {
+func (s *scheduler) admissionKey(e *TrackedJob) queue.JobKey {
 	return queue.JobKey{Scheduling: s.key.Name, SchedulingUID: s.uid, Job: e.Job.Name, Run: 1}
 }
 
 // releaseAdmission tells Admission a job no longer needs its slots, or withdraws it.
-func (s *scheduler) releaseAdmission(ctx workflow.Context, e *QueueEntry) {
+func (s *scheduler) releaseAdmission(ctx workflow.Context, e *TrackedJob) {
 	s.tellAdmission(ctx, AdmissionReleaseSignal, e)
 }
 
 // tellAdmission sends Admission a signal about one job. Admission may be gone (its test bed
 // was deleted); then nobody needs to hear it.
-func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *QueueEntry) {
+func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *TrackedJob) {
 	s.tellAdmissionKey(ctx, signal, s.admissionKey(e))
 }
 
@@ -759,7 +759,7 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) error {
 // (a stale key, a job that ended or left) is given back, so its slots are not held for
 // nobody; a repeat of a grant taken already changes nothing.
 func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
-	var e *QueueEntry
+	var e *TrackedJob
 	for _, cand := range s.entries {
 		if cand.Job.Name == g.Job {
 			e = cand

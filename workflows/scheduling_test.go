@@ -72,7 +72,7 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 	env.OnActivity(acts.RequestCreation, mock.Anything, mock.Anything).Return(f.requestCreation)
 	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionReleaseSignal, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
-			f.release(arg.(AdmissionRelease))
+			f.release(arg.(AdmissionKey))
 			return nil
 		})
 	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionStartedSignal, mock.Anything).Return(nil)
@@ -103,10 +103,10 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 
 // nudge takes the Admission requests among the nudges (the job workflows' nudges need no
 // answer here).
-func (f *fakeAdmission) nudge(_ context.Context, in activities.NudgeInput) error {
+func (f *fakeAdmission) nudge(_ context.Context, in activities.SignalWithStartInput) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, n := range in.Nudges {
+	for _, n := range in.Signals {
 		if n.Signal != AdmissionRequestSignal {
 			continue
 		}
@@ -142,7 +142,7 @@ func (f *fakeAdmission) grant() {
 	}
 }
 
-func (f *fakeAdmission) release(k AdmissionRelease) {
+func (f *fakeAdmission) release(k AdmissionKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.admissionReleases = append(f.admissionReleases, k.Job)

@@ -21,7 +21,7 @@ func TestSchedulingSizesFit(t *testing.T) {
 	n := v1alpha1.MaxSchedulingJobs
 	perJob := v1alpha1.MaxSchedulingSlots / n
 	spec := v1alpha1.SchedulingSpec{TestBed: strings.Repeat("b", 253), Mode: v1alpha1.SlotBased, Queue: strings.Repeat("q", 255)}
-	var entries []QueueEntry
+	var entries []TrackedJob
 	status := v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling, Message: strings.Repeat("m", 1024)}
 	at := time.Date(2026, 11, 23, 23, 59, 59, 999999999, time.UTC)
 	long := strings.Repeat("x", 2*v1alpha1.MaxJobMessage) // clipped, as every message is
@@ -35,7 +35,7 @@ func TestSchedulingSizesFit(t *testing.T) {
 		}
 		job := v1alpha1.SchedulingJob{Name: name, Replication: int32(len(ids)), SlotIDs: ids}
 		spec.Jobs = append(spec.Jobs, job)
-		entries = append(entries, QueueEntry{Job: job, State: v1alpha1.JobRunning, Slots: ids, Run: 99, Message: clipMessage(long),
+		entries = append(entries, TrackedJob{Job: job, State: v1alpha1.JobRunning, Slots: ids, Run: 99, Message: clipMessage(long),
 			RequestedAt: at, SubmittedAt: at, RunningAt: at, FinishedAt: at, Started: true})
 		status.Jobs = append(status.Jobs, v1alpha1.SchedulingJobStatus{Name: name, State: v1alpha1.JobRunning, Slots: ids,
 			Message: clipMessage(long), WaitTime: &metav1.Duration{Duration: 99 * time.Hour}, RunTime: &metav1.Duration{Duration: 99 * time.Hour}})

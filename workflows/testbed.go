@@ -84,7 +84,7 @@ func TestBedWorkflow(ctx workflow.Context, in TestBedInput) (TestBedOutput, erro
 		for changed.ReceiveAsync(nil) {
 		}
 		var res activities.ReconcileTestBedResult
-		pass := activities.ReconcileTestBedInput{Namespace: in.Namespace, Name: in.Name}
+		pass := activities.TestBedRef{Namespace: in.Namespace, Name: in.Name}
 		if err := workflow.ExecuteActivity(ctx, a.ReconcileTestBed, pass).Get(ctx, &res); err != nil {
 			return out, err
 		}

@@ -30,7 +30,7 @@ func passTimes(env *testsuite.TestWorkflowEnvironment, results ...activities.Rec
 	var times []time.Duration
 	start := env.Now()
 	env.OnActivity(acts.ReconcileTestBed, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ReconcileTestBedInput) (activities.ReconcileTestBedResult, error) {
+		func(_ context.Context, in activities.TestBedRef) (activities.ReconcileTestBedResult, error) {
 			if in.Namespace != "ns" || in.Name != "bed" {
 				return activities.ReconcileTestBedResult{}, errors.New("wrong test bed")
 			}
