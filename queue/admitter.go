@@ -792,8 +792,9 @@ func (a *Admitter) preemptionCluster(now time.Time, pre Preemption) (Cluster, ma
 // One starving queue at a time, the first whose first waiting job no limit holds back:
 // what that job needs beyond what is free is taken in one step (at least what the queue is
 // owed), so it starts as soon as the slots are vacated. Slots taken for a job that a limit
-// keeps waiting would only sit idle. When no queue's head is admissible, the head of the
-// last starving queue (nil if it has none) comes back with all the starving queues.
+// keeps waiting would only sit idle, so when no queue's head is admissible there is none
+// (under the rules before RulesRoomForTheHead, the head of the last starving queue came
+// back with all the starving queues).
 func (a *Admitter) preemptFor(now time.Time, bed Bed, starving []Starving, avail []int32, heldRoomIsUsed bool) (*Entry, []Starving) {
 	var head *Entry
 	for _, s := range starving {
@@ -809,6 +810,11 @@ func (a *Admitter) preemptFor(now time.Time, bed Bed, starving []Starving, avail
 			}
 			return head, []Starving{s}
 		}
+	}
+	if heldRoomIsUsed {
+		// No starving queue has a head that only room holds back: slots taken now would sit
+		// idle. (The rules before RulesRoomForTheHead went on for the last queue's head.)
+		return nil, nil
 	}
 	return head, starving
 }

@@ -637,3 +637,31 @@ func TestAdmitter_PreemptsForAHeadTheFreeSlotsCannotStart(t *testing.T) {
 		mustCheck(t, a, bed(8))
 	}
 }
+
+// A starving queue whose head its own policy holds back (a StateAware leaf with a job still
+// starting) gets no slots taken for it: they would sit idle. The rules before
+// RulesRoomForTheHead took them for that head anyway.
+func TestAdmitter_NoPreemptionForAHeadItsQueueHoldsBack(t *testing.T) {
+	file := `<allocations>
+  <preemption>true</preemption>
+  <defaultFairSharePreemptionTimeout>60</defaultFairSharePreemptionTimeout>
+  <queue name="a"><schedulingPolicy>stateaware</schedulingPolicy></queue>
+  <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
+</allocations>`
+	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
+		st := admitterWith(t, file).State()
+		st.Rules = rules
+		a := NewAdmitter(st)
+		a.Request(req("a0", "a", 1)) // granted, and Starting for good: it never says it started
+		a.Decide(t0, bed(8))
+		a.Request(req("b1", "b", 7))
+		a.Decide(t0, heldBed(a, 8))
+		a.Request(req("a1", "a", 2))
+		a.Decide(t0, heldBed(a, 8))
+		d := a.Decide(t0.Add(90*time.Second), heldBed(a, 8))
+		if took := len(d.Assignments) > 0; took != (rules < RulesRoomForTheHead) {
+			t.Fatalf("rules %d: assignments %+v", rules, d.Assignments)
+		}
+		mustCheck(t, a, bed(8))
+	}
+}

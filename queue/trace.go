@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -1157,9 +1156,6 @@ func (r *replay) account(from, to time.Duration) {
 		// when one of them wants room, not when its own settings hold them all back.
 		if x < 1 && waiting[leaf] > 0 && wants == nil {
 			wants = r.wantsRoom(from)
-		}
-		if os.Getenv("DBG") == leaf && dt > 60e9 {
-			fmt.Fprintf(os.Stderr, "%v +%v x=%.2f held=%d share=%.2f waiting=%d wants=%v others=%v\n", from, time.Duration(dt), x, r.queueHeld[leaf], r.inSlots(share), waiting[leaf], wants[leaf], r.queueHeld)
 		}
 		if x >= 1 || waiting[leaf] == 0 || wants[leaf] {
 			r.roomRatioNanos[leaf] += x * dt
