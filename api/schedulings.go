@@ -283,67 +283,94 @@ func (s *server) extendScheduling(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	conflict := func(format string, args ...any) {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), Status: http.StatusConflict})
+	if err := extendable(sched, req.ResourceVersion); err != nil {
+		fail(c, err)
+		return
 	}
+	if err := s.checkExtension(c, sched, req.Append); err != nil {
+		fail(c, err)
+		return
+	}
+	before := sched.Spec.Jobs
+	if sched, err = s.writeExtension(c.Request.Context(), sched, req); err != nil {
+		fail(c, err)
+		return
+	}
+	s.askExtension(c, sched, before)
+}
+
+// conflictf is a 409 with its message.
+func conflictf(format string, args ...any) error {
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), Status: http.StatusConflict}
+}
+
+// extendable: the Scheduling takes more jobs now, at the version the caller read (if it
+// named one).
+func extendable(sched *v1alpha1.Scheduling, version string) error {
 	switch st := sched.Status.State; {
-	case req.ResourceVersion != "" && req.ResourceVersion != sched.ResourceVersion:
-		conflict("scheduling %s is at resourceVersion %s, not %s: read it again", sched.Name, sched.ResourceVersion, req.ResourceVersion)
-		return
+	case version != "" && version != sched.ResourceVersion:
+		return conflictf("scheduling %s is at resourceVersion %s, not %s: read it again", sched.Name, sched.ResourceVersion, version)
 	case sched.DeletionTimestamp != nil:
-		conflict("scheduling %s is being cancelled", sched.Name)
-		return
+		return conflictf("scheduling %s is being cancelled", sched.Name)
 	case st != "" && st != v1alpha1.SchedulingAcquiring && st != v1alpha1.SchedulingScheduling:
-		conflict("scheduling %s is %s and takes no more jobs", sched.Name, st)
-		return
+		return conflictf("scheduling %s is %s and takes no more jobs", sched.Name, st)
 	}
-	errs := validateAppend(sched, req.Append)
+	return nil
+}
+
+// checkExtension checks the appended jobs by the object's rules, then against the cluster
+// for the caller and for the Scheduling's own user, whom the worker checks each claim
+// against.
+func (s *server) checkExtension(c *gin.Context, sched *v1alpha1.Scheduling, jobs []v1alpha1.SchedulingJob) error {
+	errs := validateAppend(sched, jobs)
 	if len(errs) == 0 {
-		errs, err = s.checkCluster(c.Request.Context(), userOf(c), sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
+		var err error
+		req := &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: jobs}
+		errs, err = s.checkCluster(c.Request.Context(), userOf(c), sched.Namespace, "append", req)
 		if err == nil && len(errs) == 0 && sched.Spec.User != "" && sched.Spec.User != userOf(c).Name {
-			// The Scheduling runs as its own user, whom the worker checks each claim against.
-			errs, err = s.checkCluster(c.Request.Context(), User{Name: sched.Spec.User, Groups: sched.Spec.Groups}, sched.Namespace, "append", &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: req.Append})
+			errs, err = s.checkCluster(c.Request.Context(), User{Name: sched.Spec.User, Groups: sched.Spec.Groups}, sched.Namespace, "append", req)
 		}
 		if err != nil {
-			fail(c, err)
-			return
+			return err
 		}
 	}
 	if len(errs) > 0 {
-		fail(c, invalid(errs...))
-		return
+		return invalid(errs...)
 	}
+	return nil
+}
 
-	ctx := c.Request.Context()
+// writeExtension writes the longer job list, optimistically. Without a version named by the
+// caller, a conflict with the workflow's status writes takes the latest object, as long as
+// its job list and state are the ones checked.
+func (s *server) writeExtension(ctx context.Context, sched *v1alpha1.Scheduling, req SchedulingPatch) (*v1alpha1.Scheduling, error) {
 	before := sched.Spec.Jobs
 	sched.Spec.Jobs = append(slices.Clone(before), req.Append...)
 	for attempt := 1; ; attempt++ {
 		err := s.Client.Update(ctx, sched) // optimistic: only the version read
 		if err == nil {
-			break
+			return sched, nil
 		}
 		if !apierrors.IsConflict(err) || req.ResourceVersion != "" || attempt == 5 {
-			fail(c, fromKube(fmt.Sprintf("update scheduling %s/%s", sched.Namespace, sched.Name), err))
-			return
+			return nil, fromKube(fmt.Sprintf("update scheduling %s/%s", sched.Namespace, sched.Name), err)
 		}
-		// The request named no version, and the workflow's status writes move it all the
-		// time: take the latest, as long as its job list and state are the ones checked.
 		var latest v1alpha1.Scheduling
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(sched), &latest); err != nil {
-			fail(c, fromKube(fmt.Sprintf("get scheduling %s/%s", sched.Namespace, sched.Name), err))
-			return
+			return nil, fromKube(fmt.Sprintf("get scheduling %s/%s", sched.Namespace, sched.Name), err)
 		}
-		st := latest.Status.State
-		if !equality.Semantic.DeepEqual(latest.Spec.Jobs, before) || latest.DeletionTimestamp != nil ||
-			(st != "" && st != v1alpha1.SchedulingAcquiring && st != v1alpha1.SchedulingScheduling) {
-			conflict("scheduling %s changed while it was being extended: read it again", sched.Name)
-			return
+		if !equality.Semantic.DeepEqual(latest.Spec.Jobs, before) || extendable(&latest, "") != nil {
+			return nil, conflictf("scheduling %s changed while it was being extended: read it again", sched.Name)
 		}
 		latest.Spec.Jobs = sched.Spec.Jobs
 		sched = &latest
 	}
-	// The answer waits for the workflow at most extendWait: the object holds the jobs
-	// already, and a workflow slow to answer gets them from the bridge (202).
+}
+
+// askExtension asks the workflow's extend update and answers with its verdict. It waits
+// at most extendWait: the object holds the jobs already, and a workflow slow to answer gets
+// them from the bridge (202). A refusal puts the job list back as it was (before).
+func (s *server) askExtension(c *gin.Context, sched *v1alpha1.Scheduling, before []v1alpha1.SchedulingJob) {
+	ctx := c.Request.Context()
 	waitCtx, cancelWait := context.WithTimeout(ctx, extendWait)
 	defer cancelWait()
 	handle, err := s.Temporal.UpdateWorkflow(waitCtx, temporalclient.UpdateWorkflowOptions{
@@ -364,7 +391,7 @@ func (s *server) extendScheduling(c *gin.Context) {
 		if rerr := s.Client.Update(context.WithoutCancel(ctx), written); rerr != nil {
 			s.Log.Warn("put back a refused scheduling extension", "scheduling", sched.Namespace+"/"+sched.Name, "err", rerr)
 		}
-		conflict("scheduling %s refused the jobs, and its job list is as it was: %s", sched.Name, app.Message())
+		fail(c, conflictf("scheduling %s refused the jobs, and its job list is as it was: %s", sched.Name, app.Message()))
 	default:
 		// The object holds the jobs; the bridge passes them on when Temporal answers.
 		s.Log.Warn("extend a scheduling's workflow; the bridge will retry", "scheduling", sched.Namespace+"/"+sched.Name, "err", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"slotplane/api"
+	"slotplane/internal/cli"
 	"slotplane/internal/devplatform"
 	"slotplane/internal/testcluster"
 )
@@ -139,7 +140,7 @@ func runDev(ctx context.Context, args []string) error {
 	}()
 	steps.begin("default test bed and queues")
 	if f.defaults {
-		if err := devDefaults(ctx, p.Kube, f.stateDir, f.nodeLabel); err != nil {
+		if err := devplatform.CreateDefaults(ctx, p.Kube, f.stateDir, f.nodeLabel); err != nil {
 			return err
 		}
 	}
@@ -150,7 +151,7 @@ func runDev(ctx context.Context, args []string) error {
 	steps.end()
 	printBanner(f, p, token, componentLog, time.Since(started))
 	if f.demo {
-		if err := runDemo(ctx, p.API.URL, token); err != nil && ctx.Err() == nil {
+		if err := cli.Demo(ctx, cli.Connection{Server: p.API.URL, Token: token}, os.Stdout); err != nil && ctx.Err() == nil {
 			slog.Error("demo", "err", err)
 		}
 	}
@@ -229,4 +230,26 @@ func intsFromEnv(vars map[string]*int) error {
 		*dst = n
 	}
 	return nil
+}
+
+// startup prints `slotplane dev`'s progress: one numbered line per step, and how long the
+// step before took.
+type startup struct {
+	total, n int
+	name     string
+	since    time.Time
+}
+
+func (s *startup) begin(name string) {
+	s.end()
+	s.n++
+	s.name, s.since = name, time.Now()
+	fmt.Printf("[%d/%d] %s ...\n", s.n, s.total, name)
+}
+
+func (s *startup) end() {
+	if s.name != "" {
+		fmt.Printf("      done in %.1fs\n", time.Since(s.since).Seconds())
+		s.name = ""
+	}
 }

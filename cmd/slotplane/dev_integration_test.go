@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"slotplane/internal/cli"
 	"slotplane/internal/freeport"
 )
 
@@ -167,8 +168,8 @@ func TestDev_DemoCompletesAndResumes(t *testing.T) {
 			require.NotContains(t, out, "demo: submitting")
 		}
 		require.Contains(t, out, "demo: Scheduling demo is Completed", out)
-		for _, j := range demoJobs {
-			require.Regexp(t, regexp.MustCompile(j.name+`\s+Completed`), out)
+		for _, name := range cli.DemoJobNames() {
+			require.Regexp(t, regexp.MustCompile(name+`\s+Completed`), out)
 		}
 		go func() { _, _ = io.Copy(io.Discard, stdout) }()
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
