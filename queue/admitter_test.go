@@ -35,6 +35,14 @@ func admitterWith(t *testing.T, file string) *Admitter {
 	return NewAdmitter(AdmitterState{Config: Config{}.Apply(*u)})
 }
 
+// admitterWithRules is admitterWith deciding by the given version of the rules.
+func admitterWithRules(t *testing.T, file string, rules int) *Admitter {
+	t.Helper()
+	st := admitterWith(t, file).State()
+	st.Rules = rules
+	return NewAdmitter(st)
+}
+
 func key(job string) JobKey { return JobKey{Scheduling: "s", SchedulingUID: "uid-s", Job: job, Run: 1} }
 
 func req(job, queue string, slots int32) Request {
@@ -609,9 +617,7 @@ func TestAdmitter_PreemptsForAHeadTheFreeSlotsCannotStart(t *testing.T) {
   <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
 </allocations>`
 	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
-		st := admitterWith(t, file).State()
-		st.Rules = rules
-		a := NewAdmitter(st)
+		a := admitterWithRules(t, file, rules)
 		a.Request(req("b1", "b", 3))
 		a.Decide(t0, bed(8))
 		a.Request(req("a1", "a", 6))
@@ -649,9 +655,7 @@ func TestAdmitter_NoPreemptionForAHeadItsQueueHoldsBack(t *testing.T) {
   <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
 </allocations>`
 	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
-		st := admitterWith(t, file).State()
-		st.Rules = rules
-		a := NewAdmitter(st)
+		a := admitterWithRules(t, file, rules)
 		a.Request(req("a0", "a", 1)) // granted, and Starting for good: it never says it started
 		a.Decide(t0, bed(8))
 		a.Request(req("b1", "b", 7))
