@@ -198,7 +198,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").
 		WithOptions(ctrlOpts).
-		For(&v1alpha1.BatchJob{}).
+		For(&v1alpha1.BatchJob{}, builder.WithPredicates(jobChanges())).
 		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return fmt.Errorf("batchjob bridge controller: %w", err)

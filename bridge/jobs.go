@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.temporal.io/api/serviceerror"
 	temporal "go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"slotplane/crds/v1alpha1"
@@ -19,8 +23,9 @@ import (
 	"slotplane/workflows"
 )
 
-// BatchJobSignaller signals (starting it if needed) a BatchJob's workflow for every change of
-// the job; the workflow reads the job itself and ends once the job is gone.
+// BatchJobSignaller signals (starting it if needed) a BatchJob's workflow when the job changes
+// in a way only the bridge sees (jobChanges); the workflow reads the job itself and ends once
+// the job is gone.
 type BatchJobSignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
@@ -45,13 +50,51 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	// A run that ended gives its slots their ghosts back: the test bed hears it now rather
 	// than at its next pass (a running job's slots get none, see ReconcileTestBed).
-	if st := job.Status.State; st == v1alpha1.JobCompleted || st == v1alpha1.JobFailed {
+	if runEnded(job.Status.State) {
 		var cr v1alpha1.CreationRequest
 		if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &cr) == nil && cr.TestBed != "" {
 			return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(req.Namespace, cr.TestBed), workflows.TestBedChangedSignal)
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// jobChanges passes the BatchJob changes its workflow hears of from nobody else: a new or
+// deleted job, an edit of its spec, and a change of its labels, annotations or finalizers
+// other than the claim and the creation request. A Scheduling writes those two and then
+// signals the workflow itself (signal-with-start, in the same workflow step), so the
+// bridge's signal would only repeat it; the workflow's own status writes pass silently too.
+// The end of a run still passes: the test bed hears of it from here (Reconcile).
+func jobChanges() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*v1alpha1.BatchJob)
+		after, ok2 := e.ObjectNew.(*v1alpha1.BatchJob)
+		if !ok1 || !ok2 {
+			return true
+		}
+		if before.Generation != after.Generation || !before.DeletionTimestamp.Equal(after.DeletionTimestamp) ||
+			!slices.Equal(before.Finalizers, after.Finalizers) ||
+			!maps.Equal(without(before.Labels, v1alpha1.ActiveSchedulingLabel), without(after.Labels, v1alpha1.ActiveSchedulingLabel)) ||
+			!maps.Equal(without(before.Annotations, v1alpha1.CreationRequestAnnotation), without(after.Annotations, v1alpha1.CreationRequestAnnotation)) {
+			return true
+		}
+		return runEnded(after.Status.State) && after.Status.State != before.Status.State
+	}}
+}
+
+// without is m less key (m itself when it has no such key).
+func without(m map[string]string, key string) map[string]string {
+	if _, ok := m[key]; !ok {
+		return m
+	}
+	out := maps.Clone(m)
+	delete(out, key)
+	return out
+}
+
+// runEnded: a run in this state is over.
+func runEnded(st v1alpha1.BatchJobState) bool {
+	return st == v1alpha1.JobCompleted || st == v1alpha1.JobFailed
 }
 
 func signalIfRunning(ctx context.Context, tc temporal.Client, id, signal string) error {

@@ -18,8 +18,8 @@ import (
 	"slotplane/queue"
 )
 
-// BatchJobChangedSignal tells a BatchJobWorkflow to look at its job again: the bridge sends
-// it on every change of the BatchJob, a Scheduling after a claim, release or request.
+// BatchJobChangedSignal tells a BatchJobWorkflow to look at its job again: a Scheduling sends
+// it after a claim, release or request, and the bridge on the changes only it sees.
 const BatchJobChangedSignal = "batchjob-changed"
 
 // JobProgressSignal carries a JobProgress from a job's workflow to its Scheduling's.

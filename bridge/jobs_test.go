@@ -1,0 +1,48 @@
+package bridge
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testobjects"
+)
+
+// The BatchJob's workflow is signalled for what only the bridge sees, and not again for
+// what a Scheduling writes and signals itself (a claim, a creation request) or for the
+// workflow's own status writes; the end of a run passes, for the test bed.
+func TestJobChanges_OneSignalPerChange(t *testing.T) {
+	base := testobjects.BatchJob("wordcount").Obj()
+	base.Generation = 1
+	base.Labels = map[string]string{"team": "a"}
+	change := func(edit func(j *v1alpha1.BatchJob)) *v1alpha1.BatchJob {
+		j := base.DeepCopy()
+		edit(j)
+		return j
+	}
+	now := metav1.Now()
+	cases := map[string]struct {
+		after *v1alpha1.BatchJob
+		pass  bool
+	}{
+		"a claim":                {change(func(j *v1alpha1.BatchJob) { j.Labels[v1alpha1.ActiveSchedulingLabel] = "nightly" }), false},
+		"a creation request":     {change(func(j *v1alpha1.BatchJob) { j.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"} }), false},
+		"a status write":         {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobRunning }), false},
+		"the end of a run":       {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobCompleted }), true},
+		"a spec edit":            {change(func(j *v1alpha1.BatchJob) { j.Generation = 2 }), true},
+		"a label of the user":    {change(func(j *v1alpha1.BatchJob) { j.Labels["team"] = "b" }), true},
+		"an assigned-slots note": {change(func(j *v1alpha1.BatchJob) { j.Annotations = map[string]string{v1alpha1.AssignedSlotsAnnotation: "1,2"} }), true},
+		"a deletion":             {change(func(j *v1alpha1.BatchJob) { j.DeletionTimestamp = &now }), true},
+		"a finalizer":            {change(func(j *v1alpha1.BatchJob) { j.Finalizers = []string{"x"} }), true},
+	}
+	for name, tc := range cases {
+		if got := jobChanges().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tc.after}); got != tc.pass {
+			t.Errorf("%s: passed %v, want %v", name, got, tc.pass)
+		}
+	}
+	if !jobChanges().Create(event.CreateEvent{Object: base}) || !jobChanges().Delete(event.DeleteEvent{Object: base}) {
+		t.Error("a new or deleted job must reach its workflow")
+	}
+}
