@@ -27,8 +27,10 @@ func TestJobChanges_OneSignalPerChange(t *testing.T) {
 		after *v1alpha1.BatchJob
 		pass  bool
 	}{
-		"a claim":                {change(func(j *v1alpha1.BatchJob) { j.Labels[v1alpha1.ActiveSchedulingLabel] = "nightly" }), false},
-		"a creation request":     {change(func(j *v1alpha1.BatchJob) { j.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"} }), false},
+		"a claim": {change(func(j *v1alpha1.BatchJob) { j.Labels[v1alpha1.ActiveSchedulingLabel] = "nightly" }), false},
+		"a creation request": {change(func(j *v1alpha1.BatchJob) {
+			j.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"}
+		}), false},
 		"a status write":         {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobRunning }), false},
 		"the end of a run":       {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobCompleted }), true},
 		"a spec edit":            {change(func(j *v1alpha1.BatchJob) { j.Generation = 2 }), true},
