@@ -131,7 +131,7 @@ func (a *Activities) WriteSchedulingStatus(ctx context.Context, in WriteScheduli
 		if !ok {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("scheduling %s: the status on the object has %d jobs, not what the changes since the last write expect", in.Scheduling.nn(), len(s.Status.Jobs)), ErrStatusOutOfStep, nil)
 		}
-		st.ObservedGeneration = s.Generation
+		st.ObservedGeneration = observedGeneration(&s, st)
 		s.Status = st
 		return a.Client.Status().Update(ctx, &s)
 	})
@@ -143,6 +143,23 @@ func (a *Activities) WriteSchedulingStatus(ctx context.Context, in WriteScheduli
 		return fmt.Errorf("write status of scheduling %s: %w", in.Scheduling.nn(), err)
 	}
 	return nil
+}
+
+// observedGeneration is the generation a status write may claim to have seen: the object's
+// when the status tracks every job its spec lists, the one it had otherwise. An extension
+// the workflow has not taken yet (written by kubectl, or by the API whose update did not
+// get through) must stay unobserved, or the bridge would never pass it on.
+func observedGeneration(s *v1alpha1.Scheduling, st v1alpha1.SchedulingStatus) int64 {
+	tracked := make(map[string]bool, len(st.Jobs))
+	for _, j := range st.Jobs {
+		tracked[j.Name] = true
+	}
+	for _, j := range s.Spec.Jobs {
+		if !tracked[j.Name] {
+			return s.Status.ObservedGeneration
+		}
+	}
+	return s.Generation
 }
 
 // RemoveSchedulingFinalizer lets a deleted Scheduling go once its workflow has cleaned up.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
 )
@@ -45,5 +46,23 @@ func TestApplyStatus(t *testing.T) {
 	}
 	if len(current.Jobs) != 2 || current.Jobs[0].State != v1alpha1.JobRunning {
 		t.Errorf("the current status was changed: %+v", current.Jobs)
+	}
+}
+
+// A status write claims the object's generation only when it tracks every job the spec
+// lists: an extension the workflow has not taken stays unobserved, so the bridge passes it on.
+func TestObservedGeneration_OnlyWhenEveryJobIsTracked(t *testing.T) {
+	s := &v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2},
+		Spec:       v1alpha1.SchedulingSpec{Jobs: []v1alpha1.SchedulingJob{{Name: "a"}, {Name: "b"}}},
+		Status:     v1alpha1.SchedulingStatus{ObservedGeneration: 1},
+	}
+	onlyA := v1alpha1.SchedulingStatus{Jobs: []v1alpha1.SchedulingJobStatus{{Name: "a"}}}
+	if got := observedGeneration(s, onlyA); got != 1 {
+		t.Errorf("b is not taken yet: observed %d, want 1", got)
+	}
+	both := v1alpha1.SchedulingStatus{Jobs: []v1alpha1.SchedulingJobStatus{{Name: "a"}, {Name: "b"}}}
+	if got := observedGeneration(s, both); got != 2 {
+		t.Errorf("both taken: observed %d, want 2", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"go.temporal.io/api/serviceerror"
 	temporal "go.temporal.io/sdk/client"
@@ -134,7 +136,8 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if sched.Generation > 1 && sched.Status.ObservedGeneration < sched.Generation && sched.Status.State == v1alpha1.SchedulingScheduling {
+	if sched.Generation > 1 && sched.Status.ObservedGeneration < sched.Generation && sched.Status.State == v1alpha1.SchedulingScheduling &&
+		!refusedAlready(&sched) {
 		// An edit of the job list: the workflow appends what is new, or refuses.
 		handle, err := s.Temporal.UpdateWorkflow(ctx, temporal.UpdateWorkflowOptions{
 			WorkflowID: id, RunID: run.GetRunID(), UpdateName: workflows.ExtendUpdate,
@@ -147,7 +150,33 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 		if err := handle.Get(ctx, &queued); err != nil {
 			// Refused (validation or a lost claim): retrying cannot help, the spec must change.
 			log.FromContext(ctx).Info("the scheduling refused the edited job list", "scheduling", req.NamespacedName, "reason", err.Error())
+			return reconcile.Result{}, s.noteRefusal(ctx, &sched, err)
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// refusedAlready: the workflow refused this generation's job list; asking again cannot help.
+func refusedAlready(sched *v1alpha1.Scheduling) bool {
+	gen, _, ok := strings.Cut(sched.Annotations[v1alpha1.ExtendRefusedAnnotation], ":")
+	return ok && gen == strconv.FormatInt(sched.Generation, 10)
+}
+
+// noteRefusal writes on the Scheduling that its workflow refused this generation's job list,
+// and why, for whoever edited it (kubectl shows annotations), and so that the bridge does not
+// ask again until the list changes. The status stays the workflow's.
+func (s *SchedulingStarter) noteRefusal(ctx context.Context, sched *v1alpha1.Scheduling, why error) error {
+	patch := client.MergeFrom(sched.DeepCopy())
+	if sched.Annotations == nil {
+		sched.Annotations = map[string]string{}
+	}
+	msg := why.Error()
+	if len(msg) > 512 {
+		msg = msg[:512]
+	}
+	sched.Annotations[v1alpha1.ExtendRefusedAnnotation] = fmt.Sprintf("%d: %s", sched.Generation, msg)
+	if err := s.Client.Patch(ctx, sched, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
 }

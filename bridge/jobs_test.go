@@ -48,3 +48,20 @@ func TestJobChanges_OneSignalPerChange(t *testing.T) {
 		t.Error("a new or deleted job must reach its workflow")
 	}
 }
+
+// A refusal noted for the current generation stops the bridge asking again; a later edit
+// (a new generation) is asked.
+func TestRefusedAlready(t *testing.T) {
+	s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	if refusedAlready(s) {
+		t.Fatal("no note, no refusal")
+	}
+	s.Annotations = map[string]string{v1alpha1.ExtendRefusedAnnotation: "3: job x is held by Scheduling other"}
+	if !refusedAlready(s) {
+		t.Fatal("generation 3 was refused")
+	}
+	s.Generation = 4
+	if refusedAlready(s) {
+		t.Fatal("generation 4 is a new list")
+	}
+}

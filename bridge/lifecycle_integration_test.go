@@ -4,11 +4,14 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	temporalclient "go.temporal.io/sdk/client"
@@ -188,4 +191,57 @@ func jobStatusOf(s *v1alpha1.Scheduling, name string) v1alpha1.SchedulingJobStat
 		}
 	}
 	return v1alpha1.SchedulingJobStatus{}
+}
+
+// A Scheduling's job list edited the kubectl way (an update of the object, no API call) is
+// passed on by the bridge: a job another Scheduling holds is refused, and the refusal is
+// noted on the object for that generation; the next edit's job runs, and the Scheduling
+// completes having observed its last generation.
+func TestLifecycle_KubectlEditExtendsARunningScheduling(t *testing.T) {
+	p := startPlatform(t)
+	ctx := context.Background()
+	for _, j := range []*v1alpha1.BatchJob{
+		testobjects.BatchJob("head").RunFor("20s").Obj(),
+		testobjects.BatchJob("added").RunFor("1s").Obj(),
+		testobjects.BatchJob("held").RunFor("10m").Obj(),
+	} {
+		require.NoError(t, p.client.Create(ctx, j))
+	}
+	one := func(name string) []v1alpha1.SchedulingJob {
+		return []v1alpha1.SchedulingJob{{Name: name, Replication: 1}}
+	}
+	require.NoError(t, p.client.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: one("held")}}))
+	require.NoError(t, p.client.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: one("head")}}))
+	require.Eventually(t, func() bool {
+		return p.batchJob(t, "head").Status.State == v1alpha1.JobRunning && p.batchJob(t, "held").Status.State == v1alpha1.JobRunning
+	}, time.Minute, 250*time.Millisecond)
+
+	edit := func(jobs ...string) int64 {
+		var gen int64
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s := p.scheduling(t, "grow")
+			s.Spec.Jobs = nil
+			for _, j := range jobs {
+				s.Spec.Jobs = append(s.Spec.Jobs, one(j)...)
+			}
+			err := p.client.Update(ctx, s)
+			gen = s.Generation
+			return err
+		}))
+		return gen
+	}
+	refused := edit("head", "held")
+	require.Eventually(t, func() bool {
+		note := p.scheduling(t, "grow").Annotations[v1alpha1.ExtendRefusedAnnotation]
+		return strings.HasPrefix(note, fmt.Sprintf("%d: ", refused)) && strings.Contains(note, "held by scheduling holder")
+	}, time.Minute, 250*time.Millisecond, "the refusal is noted for generation %d", refused)
+	require.Equal(t, "holder", p.batchJob(t, "held").Labels[v1alpha1.ActiveSchedulingLabel], "the refused job stays with its holder")
+
+	last := edit("head", "added")
+	done := p.waitScheduling(t, "grow", v1alpha1.SchedulingCompleted, 2*time.Minute)
+	require.Equal(t, int32(2), done.Status.FinishedJobs)
+	require.Equal(t, v1alpha1.JobCompleted, jobStatusOf(done, "added").State)
+	require.Equal(t, last, done.Status.ObservedGeneration)
 }

@@ -57,6 +57,10 @@ const (
 	// TestBed. Removing it releases the object; a released job goes back to Ready and its
 	// application is deleted.
 	ActiveSchedulingLabel = GroupName + "/active-scheduling"
+	// ExtendRefusedAnnotation, on a Scheduling, says that its workflow refused the job list
+	// of a generation, and why: "<generation>: <reason>". The bridge asks again only once
+	// the list changes.
+	ExtendRefusedAnnotation = GroupName + "/extend-refused"
 	// CreationRequestAnnotation is the Scheduling's request to create a job's application:
 	// JSON of CreationRequest. Its run number makes each request a new application.
 	CreationRequestAnnotation = GroupName + "/creation-request"
