@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	temporalclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +21,6 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/lifecycle"
-	"slotplane/workflows"
 )
 
 func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
@@ -366,32 +363,27 @@ func (s *server) writeExtension(ctx context.Context, sched *v1alpha1.Scheduling,
 	}
 }
 
-// askExtension asks the workflow's extend update and answers with its verdict. It waits
+// askExtension asks the workflow to take the job list (lifecycle.ExtendScheduling, as the
+// bridge does) and answers with its verdict. It waits
 // at most extendWait: the object holds the jobs already, and a workflow slow to answer gets
 // them from the bridge (202). A refusal puts the job list back as it was (before).
 func (s *server) askExtension(c *gin.Context, sched *v1alpha1.Scheduling, before []v1alpha1.SchedulingJob) {
 	ctx := c.Request.Context()
 	waitCtx, cancelWait := context.WithTimeout(ctx, extendWait)
 	defer cancelWait()
-	handle, err := s.Temporal.UpdateWorkflow(waitCtx, temporalclient.UpdateWorkflowOptions{
-		WorkflowID: workflows.SchedulingWorkflowID(sched.Namespace, sched.Name), UpdateName: workflows.ExtendUpdate,
-		Args: []any{sched.Spec.Jobs}, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = handle.Get(waitCtx, nil)
-	}
-	var app *temporal.ApplicationError
+	_, err := lifecycle.ExtendScheduling(waitCtx, s.Temporal, sched.Namespace, sched.Name, "", sched.Spec.Jobs)
+	var refused *lifecycle.RefusedError
 	switch {
 	case err == nil:
 		c.JSON(http.StatusOK, schedulingOf(sched))
-	case errors.As(err, &app):
+	case errors.As(err, &refused):
 		// Refused: nothing was added. Put the list back, unless someone changed it since.
 		written := sched.DeepCopy()
 		written.Spec.Jobs = before
 		if rerr := s.Client.Update(context.WithoutCancel(ctx), written); rerr != nil {
 			s.Log.Warn("put back a refused scheduling extension", "scheduling", sched.Namespace+"/"+sched.Name, "err", rerr)
 		}
-		fail(c, conflictf("scheduling %s refused the jobs, and its job list is as it was: %s", sched.Name, app.Message()))
+		fail(c, conflictf("scheduling %s refused the jobs, and its job list is as it was: %s", sched.Name, refused.Reason))
 	default:
 		// The object holds the jobs; the bridge passes them on when Temporal answers.
 		s.Log.Warn("extend a scheduling's workflow; the bridge will retry", "scheduling", sched.Namespace+"/"+sched.Name, "err", err)

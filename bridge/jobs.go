@@ -118,7 +118,6 @@ type SchedulingStarter struct {
 
 // Reconcile brings the Scheduling's workflow in line with the object.
 func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	id := workflows.SchedulingWorkflowID(req.Namespace, req.Name)
 	var sched v1alpha1.Scheduling
 	if err := s.Client.Get(ctx, req.NamespacedName, &sched); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -139,18 +138,15 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 	if sched.Generation > 1 && sched.Status.ObservedGeneration < sched.Generation && sched.Status.State == v1alpha1.SchedulingScheduling &&
 		!refusedAlready(&sched) {
 		// An edit of the job list: the workflow appends what is new, or refuses.
-		handle, err := s.Temporal.UpdateWorkflow(ctx, temporal.UpdateWorkflowOptions{
-			WorkflowID: id, RunID: run.GetRunID(), UpdateName: workflows.ExtendUpdate,
-			Args: []any{sched.Spec.Jobs}, WaitForStage: temporal.WorkflowUpdateStageCompleted,
-		})
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("extend %s: %w", id, err)
-		}
-		var queued int
-		if err := handle.Get(ctx, &queued); err != nil {
-			// Refused (validation or a lost claim): retrying cannot help, the spec must change.
-			log.FromContext(ctx).Info("the scheduling refused the edited job list", "scheduling", req.NamespacedName, "reason", err.Error())
-			return reconcile.Result{}, s.noteRefusal(ctx, &sched, err)
+		_, err := lifecycle.ExtendScheduling(ctx, s.Temporal, req.Namespace, req.Name, run.GetRunID(), sched.Spec.Jobs)
+		var refused *lifecycle.RefusedError
+		switch {
+		case errors.As(err, &refused):
+			// Retrying cannot help: the list must change.
+			log.FromContext(ctx).Info("the scheduling refused the edited job list", "scheduling", req.NamespacedName, "reason", refused.Reason)
+			return reconcile.Result{}, s.noteRefusal(ctx, &sched, refused)
+		case err != nil:
+			return reconcile.Result{}, err
 		}
 	}
 	return reconcile.Result{}, nil

@@ -146,8 +146,8 @@ type scheduler struct {
 	in     SchedulingInput
 	// uid is the Scheduling object's UID.
 	uid string
-	// extending lets one extend at a time claim and append: the API and the bridge may
-	// pass on the same edit at once.
+	// extending lets one extend at a time claim and append: both front doors pass an edit on
+	// through lifecycle.ExtendScheduling, and may do so at once.
 	extending workflow.Mutex
 	// written is each job's status as this run last wrote it (nil before its first write):
 	// later writes send only what changed (StatusDeltasChange).

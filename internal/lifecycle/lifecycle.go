@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	temporal "go.temporal.io/sdk/client"
+	temporalerr "go.temporal.io/sdk/temporal"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -68,4 +69,37 @@ func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Clien
 	}
 	controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer)
 	return client.IgnoreNotFound(kube.Update(ctx, sched))
+}
+
+// RefusedError is the workflow's refusal of an extension (a job list its schema refuses, a
+// job another Scheduling holds, a Scheduling that takes no more jobs): asking again cannot
+// help until the list changes.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return "the scheduling refused the job list: " + e.Reason }
+
+// ExtendScheduling asks the Scheduling's workflow (its run runID; empty is the latest) to
+// take the whole job list jobs: it claims and appends the jobs it does not have yet, and
+// answers how many it queues. Both front doors extend this way: the API after writing the
+// object, the bridge when it sees a generation the workflow has not taken; the workflow
+// takes each job once, whichever asks first. A refusal is a *RefusedError with the
+// workflow's reason; any other error means the answer did not come (ctx's deadline, or
+// Temporal out of reach).
+func ExtendScheduling(ctx context.Context, tc temporal.Client, namespace, name, runID string, jobs []v1alpha1.SchedulingJob) (int, error) {
+	handle, err := tc.UpdateWorkflow(ctx, temporal.UpdateWorkflowOptions{
+		WorkflowID: workflows.SchedulingWorkflowID(namespace, name), RunID: runID, UpdateName: workflows.ExtendUpdate,
+		Args: []any{jobs}, WaitForStage: temporal.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("extend scheduling %s/%s: %w", namespace, name, err)
+	}
+	var queued int
+	if err := handle.Get(ctx, &queued); err != nil {
+		var app *temporalerr.ApplicationError
+		if errors.As(err, &app) {
+			return 0, &RefusedError{Reason: app.Message()}
+		}
+		return 0, fmt.Errorf("extend scheduling %s/%s: %w", namespace, name, err)
+	}
+	return queued, nil
 }
