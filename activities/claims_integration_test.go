@@ -14,11 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/activities"
-	"slotplane/apps"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
+	"slotplane/jobapp"
 	"slotplane/queue"
 )
 
@@ -121,7 +121,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	ref, err := a.CreateApplication(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, "SparkApplication", ref.Kind)
-	require.Equal(t, apps.Name("wordcount", "nightly", 3), ref.Name)
+	require.Equal(t, jobapp.Name("wordcount", "nightly", 3), ref.Name)
 	again, err := a.CreateApplication(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, ref.UID, again.UID, "a retry finds the application it made")

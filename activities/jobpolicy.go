@@ -9,26 +9,26 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"slotplane/apps"
 	"slotplane/crds/v1alpha1"
+	"slotplane/jobapp"
 )
 
 // ReadJobPolicy reads a namespace's policy on wrapped specs (ConfigMap
 // v1alpha1.JobPolicyConfigMap). No ConfigMap means the default list. One that does not parse
 // leaves the default list in force too, with Broken saying why (so a refusal names it):
 // a broken widening must not widen anything. Only a failed read is an error.
-func ReadJobPolicy(ctx context.Context, c client.Reader, namespace string) (apps.JobPolicy, error) {
+func ReadJobPolicy(ctx context.Context, c client.Reader, namespace string) (jobapp.JobPolicy, error) {
 	var cm corev1.ConfigMap
 	err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: v1alpha1.JobPolicyConfigMap}, &cm)
 	if apierrors.IsNotFound(err) {
-		return apps.JobPolicy{}, nil
+		return jobapp.JobPolicy{}, nil
 	}
 	if err != nil {
-		return apps.JobPolicy{}, fmt.Errorf("get configmap %s/%s: %w", namespace, v1alpha1.JobPolicyConfigMap, err)
+		return jobapp.JobPolicy{}, fmt.Errorf("get configmap %s/%s: %w", namespace, v1alpha1.JobPolicyConfigMap, err)
 	}
-	p, err := apps.ParseJobPolicy(cm.Data)
+	p, err := jobapp.ParseJobPolicy(cm.Data)
 	if err != nil {
-		return apps.JobPolicy{Broken: err.Error()}, nil
+		return jobapp.JobPolicy{Broken: err.Error()}, nil
 	}
 	return p, nil
 }

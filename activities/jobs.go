@@ -20,10 +20,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"slotplane/apps"
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/jobapp"
 	"slotplane/slots"
 )
 
@@ -77,7 +77,7 @@ func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation,
 		if err != nil {
 			return JobObservation{}, err
 		}
-		for _, r := range apps.CheckSpec(&job.Spec, policy) {
+		for _, r := range jobapp.CheckSpec(&job.Spec, policy) {
 			obs.Refused = append(obs.Refused, r.String())
 		}
 	}
@@ -134,15 +134,15 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 	if err != nil {
 		return v1alpha1.ApplicationRef{}, err
 	}
-	run := apps.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
+	run := jobapp.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
 	var obj client.Object
 	switch job.Spec.Framework {
 	case v1alpha1.FrameworkSpark:
-		obj, err = apps.Spark(run)
+		obj, err = jobapp.Spark(run)
 	case v1alpha1.FrameworkFlink:
-		obj, err = apps.Flink(run)
+		obj, err = jobapp.Flink(run)
 	default:
-		err = fmt.Errorf("%w: unknown framework %q", apps.ErrInvalid, job.Spec.Framework)
+		err = fmt.Errorf("%w: unknown framework %q", jobapp.ErrInvalid, job.Spec.Framework)
 	}
 	if err != nil {
 		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "%v", err)
@@ -181,7 +181,7 @@ type AppProgress struct {
 	Gone bool
 	// Placed counts executors or TaskManagers that are bound to a node with a slot.
 	Placed  int
-	Outcome apps.Outcome
+	Outcome jobapp.Outcome
 	// EndedAt is when a terminal outcome was first seen.
 	EndedAt time.Time
 }
@@ -238,7 +238,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			}
 			return AppProgress{}, fmt.Errorf("get sparkapplication %s: %w", key, err)
 		}
-		p.Outcome = apps.SparkOutcome(&app)
+		p.Outcome = jobapp.SparkOutcome(&app)
 	case flinkv1beta1.FlinkDeploymentKind:
 		var dep flinkv1beta1.FlinkDeployment
 		if err := a.Client.Get(ctx, key, &dep); err != nil {
@@ -247,7 +247,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			}
 			return AppProgress{}, fmt.Errorf("get flinkdeployment %s: %w", key, err)
 		}
-		p.Outcome = apps.FlinkOutcome(&dep)
+		p.Outcome = jobapp.FlinkOutcome(&dep)
 	default:
 		return AppProgress{}, nonRetryable(ErrInvalidJob, "unknown application kind %q", in.App.Kind)
 	}

@@ -6,13 +6,13 @@ import (
 	"strings"
 
 	"slotplane/activities"
-	"slotplane/apps"
 	"slotplane/crds/v1alpha1"
+	"slotplane/jobapp"
 )
 
 // checkWrappedSpec refuses, with 422 and one field error per refused path, a job whose
 // wrapped Spark or Flink spec sets what the namespace's policy does not allow
-// (apps.CheckSpec). The worker checks again when it creates the application.
+// (jobapp.CheckSpec). The worker checks again when it creates the application.
 func (s *server) checkWrappedSpec(ctx context.Context, namespace string, spec *v1alpha1.BatchJobSpec) error {
 	if spec.SparkApplication == nil && spec.FlinkDeployment == nil {
 		return nil
@@ -21,7 +21,7 @@ func (s *server) checkWrappedSpec(ctx context.Context, namespace string, spec *v
 	if err != nil {
 		return &Error{Code: CodeUnavailable, Message: "could not read the namespace's policy on wrapped specs: " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
-	refused := apps.CheckSpec(spec, policy)
+	refused := jobapp.CheckSpec(spec, policy)
 	if len(refused) == 0 {
 		return nil
 	}

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
-	"slotplane/apps"
 	"slotplane/crds/v1alpha1"
+	"slotplane/jobapp"
 	"slotplane/queue"
 )
 
@@ -431,7 +431,7 @@ func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activitie
 
 // sameRun: the status describes the application of this request.
 func sameRun(job string, st v1alpha1.BatchJobStatus, req v1alpha1.CreationRequest) bool {
-	return st.Application != nil && st.Application.Name == apps.Name(job, req.Scheduling, req.Run)
+	return st.Application != nil && st.Application.Name == jobapp.Name(job, req.Scheduling, req.Run)
 }
 
 func now(ctx workflow.Context) *metav1.Time {

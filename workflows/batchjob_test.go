@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"slotplane/activities"
-	"slotplane/apps"
 	"slotplane/crds/v1alpha1"
+	"slotplane/jobapp"
 	"slotplane/queue"
 )
 
@@ -59,7 +59,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		return nil
 	})
 	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
-		return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: apps.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}, createErr
+		return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}, createErr
 	})
 	firstPlaced := placed
 	if !placed.Outcome.Terminal && placed.Placed > 0 {
@@ -100,7 +100,7 @@ var request = &v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", S
 // its Scheduling each step; the job's deletion then removes the application and ends it.
 func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: apps.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	env.RegisterDelayedCallback(func() {
 		w.set(func(o *activities.JobObservation) { o.Exists = false })
 		env.SignalWorkflow(BatchJobChangedSignal, nil)
@@ -111,7 +111,7 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
 	final := w.written[len(w.written)-1]
-	require.Equal(t, apps.Name("wordcount", "nightly", 1), final.Application.Name)
+	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), final.Application.Name)
 	require.Equal(t, []int32{1, 2}, final.Slots)
 	require.Equal(t, 3*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
 	require.Equal(t, 30*time.Second, final.FinishedAt.Sub(final.RunningAt.Time))
@@ -120,14 +120,14 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	require.True(t, w.reported[1].Started, "the first executor in its slot: the job left Starting")
 	require.Equal(t, "the first executor holds its slot", w.reported[1].Message)
 	require.Equal(t, v1alpha1.JobCompleted, w.reported[3].State)
-	require.Equal(t, []string{apps.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
+	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
 }
 
 // An application found ended when the job looks (a restart) completes the job without
 // Running in between.
 func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	ended := activities.AppProgress{Outcome: apps.Outcome{State: "FAILED", Terminal: true, Message: "driver OOM"}}
+	ended := activities.AppProgress{Outcome: jobapp.Outcome{State: "FAILED", Terminal: true, Message: "driver OOM"}}
 	env := newJobEnv(t, w, ended, ended, nil)
 	env.RegisterDelayedCallback(func() {
 		w.set(func(o *activities.JobObservation) { o.Exists = false })
@@ -144,7 +144,7 @@ func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
 // deleted, and the job is Ready again.
 func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: apps.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	env.RegisterDelayedCallback(func() {
 		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
 		env.SignalWorkflow(BatchJobChangedSignal, nil)
@@ -157,7 +157,7 @@ func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
-	require.Equal(t, []string{apps.Name("wordcount", "nightly", 1)}, w.deleted)
+	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted)
 	require.Nil(t, w.written[3].Application)
 }
 
@@ -182,7 +182,7 @@ func TestBatchJobWorkflow_InvalidJobFails(t *testing.T) {
 // started anyway (the seeds' fallback), and the wait for every executor goes on.
 func TestBatchJobWorkflow_StartingTimesOut(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: time.Hour}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: apps.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	env.RegisterDelayedCallback(func() {
 		w.set(func(o *activities.JobObservation) { o.Exists = false })
 		env.SignalWorkflow(BatchJobChangedSignal, nil)

@@ -1,4 +1,4 @@
-package apps
+package jobapp
 
 import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
