@@ -20,6 +20,76 @@ import (
 // bring it back sooner; this is the floor if one is missed.
 const retryAfter = 250 * time.Millisecond
 
+// played is one application the stand-in plays the operator of, as every pass sees it: a
+// leading pod (Spark's driver, Flink's JobManager) that is launched first, and workers
+// (executors, TaskManagers) that the leader asks for once it runs.
+type played interface {
+	leader() (role, name string)
+	workerRole() string
+	// keepStatus notes the status as read, for settle, statuses and changed.
+	keepStatus()
+	// ended: the application is over; fresh: it was never launched.
+	ended() bool
+	fresh() bool
+	launch(ctx context.Context, r *reconciler, now metav1.Time) (reconcile.Result, error)
+	// launched marks it launched (a pass made the leader, and its status write was lost).
+	launched(now metav1.Time)
+	// lost fails it: its leader pod is gone.
+	lost(leader string, now metav1.Time)
+	endWorkers(ctx context.Context, r *reconciler, workers []corev1.Pod) error
+	follow(ctx context.Context, r *reconciler, leader *corev1.Pod, workers []corev1.Pod, now metav1.Time) (reconcile.Result, error)
+	// settle derives what the status shows of the workers.
+	settle(workers []corev1.Pod)
+	statuses() (old, cur any)
+	changed() bool
+	logChange(log *slog.Logger)
+}
+
+// pass plays one reconcile of the operator for the application of req, read into obj (p's
+// own object). Every step can be taken twice: pods have fixed names, a pod that exists
+// already is the one made before, and the status is derived from the pods that exist, so a
+// pass cut short (or a restart of the stand-in) is finished by the next one.
+func (r *reconciler) pass(ctx context.Context, req reconcile.Request, obj client.Object, p played) (reconcile.Result, error) {
+	byRole, done, result, err := r.begin(ctx, req, obj)
+	if done {
+		return result, err
+	}
+	role, name := p.leader()
+	lead := podNamed(byRole[role], name)
+	workers := byRole[p.workerRole()]
+	p.keepStatus()
+	now := metav1.NewTime(r.now())
+	switch {
+	case p.ended():
+		err = p.endWorkers(ctx, r, workers)
+	case lead == nil && p.fresh():
+		result, err = p.launch(ctx, r, now)
+	case lead == nil:
+		// Launched, but the cache has no leader: made a moment ago, or gone.
+		var gone bool
+		gone, err = r.goneLive(ctx, obj.GetNamespace(), name, obj.GetUID())
+		if err == nil && gone {
+			p.lost(name, now)
+			err = p.endWorkers(ctx, r, workers)
+		}
+	default:
+		if p.fresh() {
+			p.launched(now)
+		}
+		result, err = p.follow(ctx, r, lead, workers, now)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	p.settle(workers)
+	old, cur := p.statuses()
+	written, err := r.writeStatus(ctx, obj, old, cur)
+	if written && p.changed() {
+		p.logChange(r.log)
+	}
+	return result, err
+}
+
 // launch creates an application's first pod (the driver, the JobManager) as its submitter
 // would: the pod is built from the whole configuration first (with one executor or
 // TaskManager, so that their configuration is read too). A pod that cannot be built, or

@@ -3,6 +3,7 @@ package appsim
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,50 +14,45 @@ import (
 )
 
 // flink plays the Flink operator, and Flink's native Kubernetes integration, for one
-// FlinkDeployment in application mode. Like spark, every step can be taken twice.
+// FlinkDeployment in application mode (pass).
 func (r *reconciler) flink(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var dep flinkv1beta1.FlinkDeployment
-	byRole, done, result, err := r.begin(ctx, req, &dep)
-	if done {
-		return result, err
-	}
-	jmName := FlinkJobManagerName(&dep)
-	jm := podNamed(byRole[RoleJobManager], jmName)
-	tms := byRole[RoleTaskManager]
-	old := dep.Status.DeepCopy()
-	st := &dep.Status
-	now := metav1.NewTime(r.now())
+	d := &flinkPlayed{}
+	return r.pass(ctx, req, &d.dep, d)
+}
 
-	switch {
-	case flinkEnded(st.JobStatus.State):
-		err = r.deletePods(ctx, tms)
-	case jm == nil && st.JobStatus.State == "":
-		result, err = r.deployFlink(ctx, &dep, now)
-	case jm == nil:
-		// Deployed, but the cache has no JobManager: made a moment ago, or gone.
-		var gone bool
-		gone, err = r.goneLive(ctx, dep.Namespace, jmName, dep.UID)
-		if err == nil && gone {
-			st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentMissing
-			flinkFail(st, fmt.Sprintf("JobManager pod %s not found", jmName), now)
-			err = r.deletePods(ctx, tms)
-		}
-	default:
-		if st.JobStatus.State == "" {
-			// The JobManager was made by a pass whose status write was lost.
-			flinkDeployed(st, &dep, now)
-		}
-		result, err = r.followJobManager(ctx, &dep, jm, tms, now)
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	written, err := r.writeStatus(ctx, &dep, old, st)
-	if written && st.JobStatus.State != old.JobStatus.State {
-		r.log.Info("flink deployment", "namespace", dep.Namespace, "app", dep.Name,
-			"job", st.JobStatus.State, "jobManager", st.JobManagerDeploymentStatus, "error", st.Error)
-	}
-	return result, err
+// flinkPlayed is a FlinkDeployment as a pass sees it: the JobManager leads, TaskManagers work.
+type flinkPlayed struct {
+	dep flinkv1beta1.FlinkDeployment
+	old *flinkv1beta1.FlinkDeploymentStatus
+}
+
+func (d *flinkPlayed) leader() (role, name string) {
+	return RoleJobManager, FlinkJobManagerName(&d.dep)
+}
+func (d *flinkPlayed) workerRole() string { return RoleTaskManager }
+func (d *flinkPlayed) keepStatus()        { d.old = d.dep.Status.DeepCopy() }
+func (d *flinkPlayed) ended() bool        { return flinkEnded(d.dep.Status.JobStatus.State) }
+func (d *flinkPlayed) fresh() bool        { return d.dep.Status.JobStatus.State == "" }
+func (d *flinkPlayed) launch(ctx context.Context, r *reconciler, now metav1.Time) (reconcile.Result, error) {
+	return r.deployFlink(ctx, &d.dep, now)
+}
+func (d *flinkPlayed) launched(now metav1.Time) { flinkDeployed(&d.dep.Status, &d.dep, now) }
+func (d *flinkPlayed) lost(name string, now metav1.Time) {
+	d.dep.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentMissing
+	flinkFail(&d.dep.Status, fmt.Sprintf("JobManager pod %s not found", name), now)
+}
+func (d *flinkPlayed) endWorkers(ctx context.Context, r *reconciler, tms []corev1.Pod) error {
+	return r.deletePods(ctx, tms)
+}
+func (d *flinkPlayed) follow(ctx context.Context, r *reconciler, jm *corev1.Pod, tms []corev1.Pod, now metav1.Time) (reconcile.Result, error) {
+	return r.followJobManager(ctx, &d.dep, jm, tms, now)
+}
+func (d *flinkPlayed) settle([]corev1.Pod)      {}
+func (d *flinkPlayed) statuses() (old, cur any) { return d.old, &d.dep.Status }
+func (d *flinkPlayed) changed() bool            { return d.dep.Status.JobStatus.State != d.old.JobStatus.State }
+func (d *flinkPlayed) logChange(log *slog.Logger) {
+	st := d.dep.Status
+	log.Info("flink deployment", "namespace", d.dep.Namespace, "app", d.dep.Name, "job", st.JobStatus.State, "jobManager", st.JobManagerDeploymentStatus, "error", st.Error)
 }
 
 // deployFlink deploys the application cluster: it reads the whole configuration, then

@@ -3,6 +3,7 @@ package appsim
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,53 +14,47 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 )
 
-// spark plays the Spark operator and spark-submit for one SparkApplication. Every step can be
-// taken twice: pods have fixed names, a pod that exists already is the one made before, and
-// the status is derived from the pods that exist, so a pass cut short (or a restart of the
-// stand-in) is finished by the next one.
+// spark plays the Spark operator and spark-submit for one SparkApplication (pass).
 func (r *reconciler) spark(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var app sparkv1beta2.SparkApplication
-	byRole, done, result, err := r.begin(ctx, req, &app)
-	if done {
-		return result, err
-	}
-	driverName := SparkDriverName(&app)
-	driver := podNamed(byRole[RoleDriver], driverName)
-	executors := byRole[RoleExecutor]
-	old := app.Status.DeepCopy()
-	st := &app.Status
-	now := metav1.NewTime(r.now())
+	a := &sparkPlayed{}
+	return r.pass(ctx, req, &a.app, a)
+}
 
-	switch {
-	case sparkEnded(st.AppState.State):
-		err = r.endExecutors(ctx, &app, executors)
-	case driver == nil && st.AppState.State == sparkv1beta2.ApplicationStateNew:
-		result, err = r.submitSpark(ctx, &app, now)
-	case driver == nil:
-		// Submitted, but the cache has no driver: made a moment ago, or gone.
-		var gone bool
-		gone, err = r.goneLive(ctx, app.Namespace, driverName, app.UID)
-		if err == nil && gone {
-			sparkEnd(st, sparkv1beta2.ApplicationStateFailed, fmt.Sprintf("driver pod %s not found", driverName), now)
-			err = r.endExecutors(ctx, &app, executors)
-		}
-	default:
-		if st.AppState.State == sparkv1beta2.ApplicationStateNew {
-			// The driver was made by a pass whose status write was lost.
-			sparkSubmitted(st, &app, now)
-		}
-		result, err = r.followDriver(ctx, &app, driver, executors, now)
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	st.ExecutorState = sparkExecutorStates(old.ExecutorState, executors, st.AppState.State)
-	written, err := r.writeStatus(ctx, &app, old, st)
-	if written && st.AppState.State != old.AppState.State {
-		r.log.Info("spark application", "namespace", app.Namespace, "app", app.Name,
-			"state", st.AppState.State, "message", st.AppState.ErrorMessage)
-	}
-	return result, err
+// sparkPlayed is a SparkApplication as a pass sees it: the driver leads, executors work.
+type sparkPlayed struct {
+	app sparkv1beta2.SparkApplication
+	old *sparkv1beta2.SparkApplicationStatus
+}
+
+func (a *sparkPlayed) leader() (role, name string) { return RoleDriver, SparkDriverName(&a.app) }
+func (a *sparkPlayed) workerRole() string          { return RoleExecutor }
+func (a *sparkPlayed) keepStatus()                 { a.old = a.app.Status.DeepCopy() }
+func (a *sparkPlayed) ended() bool                 { return sparkEnded(a.app.Status.AppState.State) }
+func (a *sparkPlayed) fresh() bool {
+	return a.app.Status.AppState.State == sparkv1beta2.ApplicationStateNew
+}
+func (a *sparkPlayed) launch(ctx context.Context, r *reconciler, now metav1.Time) (reconcile.Result, error) {
+	return r.submitSpark(ctx, &a.app, now)
+}
+func (a *sparkPlayed) launched(now metav1.Time) { sparkSubmitted(&a.app.Status, &a.app, now) }
+func (a *sparkPlayed) lost(name string, now metav1.Time) {
+	sparkEnd(&a.app.Status, sparkv1beta2.ApplicationStateFailed, fmt.Sprintf("driver pod %s not found", name), now)
+}
+func (a *sparkPlayed) endWorkers(ctx context.Context, r *reconciler, executors []corev1.Pod) error {
+	return r.endExecutors(ctx, &a.app, executors)
+}
+func (a *sparkPlayed) follow(ctx context.Context, r *reconciler, driver *corev1.Pod, executors []corev1.Pod, now metav1.Time) (reconcile.Result, error) {
+	return r.followDriver(ctx, &a.app, driver, executors, now)
+}
+func (a *sparkPlayed) settle(executors []corev1.Pod) {
+	st := &a.app.Status
+	st.ExecutorState = sparkExecutorStates(a.old.ExecutorState, executors, st.AppState.State)
+}
+func (a *sparkPlayed) statuses() (old, cur any) { return a.old, &a.app.Status }
+func (a *sparkPlayed) changed() bool            { return a.app.Status.AppState.State != a.old.AppState.State }
+func (a *sparkPlayed) logChange(log *slog.Logger) {
+	st := a.app.Status
+	log.Info("spark application", "namespace", a.app.Namespace, "app", a.app.Name, "state", st.AppState.State, "message", st.AppState.ErrorMessage)
 }
 
 // submitSpark does what spark-submit does: it reads the whole configuration, then creates the
