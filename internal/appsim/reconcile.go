@@ -90,6 +90,50 @@ func (r *reconciler) pass(ctx context.Context, req reconcile.Request, obj client
 	return result, err
 }
 
+// workers are the pods a leader asks for, numbered from 1: Spark's executors, Flink's
+// TaskManagers.
+type workers struct {
+	what  string
+	of    client.Object
+	count int
+	have  []corev1.Pod
+	name  func(n int) string
+	pod   func(n int) (*corev1.Pod, error)
+	// deleteEnded: a worker whose pod ended is deleted, and so replaced under its old name
+	// once the old pod is gone (Spark keeps ended executors when deleteOnTermination is
+	// false).
+	deleteEnded bool
+}
+
+// ensureWorkers creates the workers that are missing and deletes ended ones as w says. It
+// asks to come back while a pod it made is not in the cache yet.
+func (r *reconciler) ensureWorkers(ctx context.Context, w workers) (reconcile.Result, error) {
+	again := false
+	for n := 1; n <= w.count; n++ {
+		if p := podNamed(w.have, w.name(n)); p != nil {
+			if finished(p) && w.deleteEnded {
+				if err := r.deletePods(ctx, []corev1.Pod{*p}); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
+			continue
+		}
+		pod, err := w.pod(n)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("%s %d of %s/%s: %w", w.what, n, w.of.GetNamespace(), w.of.GetName(), err)
+		}
+		created, err := r.ensurePod(ctx, pod)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		again = again || !created
+	}
+	if again {
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
 // launch creates an application's first pod (the driver, the JobManager) as its submitter
 // would: the pod is built from the whole configuration first (with one executor or
 // TaskManager, so that their configuration is read too). A pod that cannot be built, or

@@ -109,30 +109,12 @@ func (r *reconciler) followJobManager(ctx context.Context, dep *flinkv1beta1.Fli
 // ensureTaskManagers creates the TaskManagers the JobManager asks for. One whose pod ended
 // while the job runs is replaced under its old name once the old pod is gone.
 func (r *reconciler) ensureTaskManagers(ctx context.Context, dep *flinkv1beta1.FlinkDeployment, jm *corev1.Pod, tms []corev1.Pod) (reconcile.Result, error) {
-	again := false
-	for n := 1; n <= TaskManagers(dep); n++ {
-		if p := podNamed(tms, FlinkTaskManagerName(dep, n)); p != nil {
-			if finished(p) {
-				if err := r.deletePods(ctx, []corev1.Pod{*p}); err != nil {
-					return reconcile.Result{}, err
-				}
-			}
-			continue
-		}
-		pod, err := FlinkTaskManagerPod(dep, jm, n)
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("TaskManager %d of %s/%s: %w", n, dep.Namespace, dep.Name, err)
-		}
-		created, err := r.ensurePod(ctx, pod)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		again = again || !created
-	}
-	if again {
-		return reconcile.Result{RequeueAfter: retryAfter}, nil
-	}
-	return reconcile.Result{}, nil
+	return r.ensureWorkers(ctx, workers{
+		what: "TaskManager", of: dep, count: TaskManagers(dep), have: tms,
+		name:        func(n int) string { return FlinkTaskManagerName(dep, n) },
+		pod:         func(n int) (*corev1.Pod, error) { return FlinkTaskManagerPod(dep, jm, n) },
+		deleteEnded: true,
+	})
 }
 
 // flinkEnded says whether a job state is final: an application-mode job does not come back.

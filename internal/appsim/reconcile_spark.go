@@ -105,30 +105,12 @@ func (r *reconciler) followDriver(ctx context.Context, app *sparkv1beta2.SparkAp
 // while the driver runs is lost; Spark asks for a new one, which here takes the old name once
 // the old pod is gone.
 func (r *reconciler) ensureExecutors(ctx context.Context, app *sparkv1beta2.SparkApplication, driver *corev1.Pod, executors []corev1.Pod) (reconcile.Result, error) {
-	again := false
-	for n := 1; n <= SparkExecutorCount(app); n++ {
-		if p := podNamed(executors, SparkExecutorName(app, n)); p != nil {
-			if finished(p) && sparkDeletesExecutors(app) {
-				if err := r.deletePods(ctx, []corev1.Pod{*p}); err != nil {
-					return reconcile.Result{}, err
-				}
-			}
-			continue
-		}
-		pod, err := SparkExecutorPod(app, driver, n)
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("executor %d of %s/%s: %w", n, app.Namespace, app.Name, err)
-		}
-		created, err := r.ensurePod(ctx, pod)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		again = again || !created
-	}
-	if again {
-		return reconcile.Result{RequeueAfter: retryAfter}, nil
-	}
-	return reconcile.Result{}, nil
+	return r.ensureWorkers(ctx, workers{
+		what: "executor", of: app, count: SparkExecutorCount(app), have: executors,
+		name:        func(n int) string { return SparkExecutorName(app, n) },
+		pod:         func(n int) (*corev1.Pod, error) { return SparkExecutorPod(app, driver, n) },
+		deleteEnded: sparkDeletesExecutors(app),
+	})
 }
 
 // endExecutors ends the executors with their driver: deleted (Spark's default), or stopped
