@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -363,6 +364,25 @@ func (s *server) writeExtension(ctx context.Context, sched *v1alpha1.Scheduling,
 	}
 }
 
+// putBack writes the job list before back on a Scheduling whose extension to sched's list
+// was refused. Status writes and the bridge's refusal note move the object meanwhile: on a
+// conflict it reads the object again and puts the list back as long as it is still the one
+// written.
+func (s *server) putBack(ctx context.Context, sched *v1alpha1.Scheduling, before []v1alpha1.SchedulingJob) error {
+	written := sched.Spec.Jobs
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur v1alpha1.Scheduling
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(sched), &cur); err != nil {
+			return err
+		}
+		if !equality.Semantic.DeepEqual(cur.Spec.Jobs, written) {
+			return nil // someone changed it since: theirs stands
+		}
+		cur.Spec.Jobs = before
+		return s.Client.Update(ctx, &cur)
+	})
+}
+
 // askExtension asks the workflow to take the job list (lifecycle.ExtendScheduling, as the
 // bridge does) and answers with its verdict. It waits
 // at most extendWait: the object holds the jobs already, and a workflow slow to answer gets
@@ -378,9 +398,7 @@ func (s *server) askExtension(c *gin.Context, sched *v1alpha1.Scheduling, before
 		c.JSON(http.StatusOK, schedulingOf(sched))
 	case errors.As(err, &refused):
 		// Refused: nothing was added. Put the list back, unless someone changed it since.
-		written := sched.DeepCopy()
-		written.Spec.Jobs = before
-		if rerr := s.Client.Update(context.WithoutCancel(ctx), written); rerr != nil {
+		if rerr := s.putBack(context.WithoutCancel(ctx), sched, before); rerr != nil {
 			s.Log.Warn("put back a refused scheduling extension", "scheduling", sched.Namespace+"/"+sched.Name, "err", rerr)
 		}
 		fail(c, conflictf("scheduling %s refused the jobs, and its job list is as it was: %s", sched.Name, refused.Reason))

@@ -161,8 +161,11 @@ func refusedAlready(sched *v1alpha1.Scheduling) bool {
 // noteRefusal writes on the Scheduling that its workflow refused this generation's job list,
 // and why, for whoever edited it (kubectl shows annotations), and so that the bridge does not
 // ask again until the list changes. The status stays the workflow's.
+//
+// The note is written only on the object as it was refused (optimistically): when the API
+// refused the list itself, it has put the list back already, and the note is not needed.
 func (s *SchedulingStarter) noteRefusal(ctx context.Context, sched *v1alpha1.Scheduling, why error) error {
-	patch := client.MergeFrom(sched.DeepCopy())
+	patch := client.MergeFromWithOptions(sched.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if sched.Annotations == nil {
 		sched.Annotations = map[string]string{}
 	}
@@ -171,8 +174,8 @@ func (s *SchedulingStarter) noteRefusal(ctx context.Context, sched *v1alpha1.Sch
 		msg = msg[:512]
 	}
 	sched.Annotations[v1alpha1.ExtendRefusedAnnotation] = fmt.Sprintf("%d: %s", sched.Generation, msg)
-	if err := s.Client.Patch(ctx, sched, patch); err != nil {
+	if err := s.Client.Patch(ctx, sched, patch); err != nil && !apierrors.IsConflict(err) {
 		return client.IgnoreNotFound(err)
 	}
-	return nil
+	return nil // a conflict: the object changed, and its next reconcile looks again
 }

@@ -320,7 +320,13 @@ func TestAttack_OnlyTheSchedulersCertificateGetsIn(t *testing.T) {
 			for _, path := range []string{"filter", "preempt", "metrics"} {
 				code, answer, err := call(tc.url, tc.client, path)
 				if tc.wantErr != "" {
-					require.ErrorContains(t, err, tc.wantErr, path)
+					require.Error(t, err, path)
+					// A TLS 1.3 client learns that the server refused its certificate only
+					// after its handshake ends, so it may see the alert or, when it is
+					// already writing the request, the connection the server closed.
+					refused := strings.Contains(err.Error(), tc.wantErr) ||
+						(tc.wantErr == "tls: " && (strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection reset")))
+					require.True(t, refused, "%s: %v", path, err)
 					continue
 				}
 				require.NoError(t, err)

@@ -4,12 +4,22 @@ package freeport
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 )
 
-// Get returns n distinct free ports on 127.0.0.1. The listeners are held until all n are
-// found, so one call never returns the same port twice. Another process may still take a
-// port between this call and its use; callers that bind the port themselves should retry.
+// lowest is the lowest port Get picks: well above the ports daemons are configured on.
+const lowest = 15000
+
+// Get returns n distinct free ports on 127.0.0.1, chosen at random below the kernel's range
+// of ephemeral ports. A port from that range, once its listener closes, can be taken by the
+// local end of any outgoing connection before the caller binds it; below the range only
+// another caller of a fixed or chosen port can take it. The listeners are held until all n
+// are found, so one call never returns the same port twice. A caller that binds the port
+// later can still lose it to another process, and should retry then.
 func Get(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
@@ -18,7 +28,16 @@ func Get(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
+	hi := ephemeralLow()
+	for tries := 0; len(ports) < n && hi-lowest > 1000 && tries < 100*n; tries++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(lowest+rand.IntN(hi-lowest)))
+		if err != nil {
+			continue // in use: pick another
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for len(ports) < n { // no room below the ephemeral range: let the kernel choose
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
@@ -27,4 +46,22 @@ func Get(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default, 32768,
+// when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 32768
+	}
+	return lo
 }
