@@ -99,7 +99,7 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) ([]Unhe
 		case k.SchedulingUID != "" && uid != k.SchedulingUID:
 			why = fmt.Sprintf("scheduling %s was deleted and made again", k.Scheduling)
 		case job.Status.Scheduling == k.Scheduling && job.Status.Run == k.Run &&
-			(job.Status.State == v1alpha1.JobCompleted || job.Status.State == v1alpha1.JobFailed):
+			job.Status.State.Ended():
 			why = fmt.Sprintf("BatchJob %s's run %d ended %s", k.Job, k.Run, job.Status.State)
 		default:
 			continue

@@ -152,7 +152,7 @@ func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed) (m
 			continue
 		}
 		st := j.Status
-		if st.Run == req.Run && st.Scheduling == req.Scheduling && (st.State == v1alpha1.JobCompleted || st.State == v1alpha1.JobFailed) {
+		if st.Run == req.Run && st.Scheduling == req.Scheduling && st.State.Ended() {
 			continue
 		}
 		held := req.Slots

@@ -52,7 +52,7 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	// A run that ended gives its slots their ghosts back: the test bed hears it now rather
 	// than at its next pass (a running job's slots get none, see ReconcileTestBed).
-	if runEnded(job.Status.State) {
+	if job.Status.State.Ended() {
 		var cr v1alpha1.CreationRequest
 		if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &cr) == nil && cr.TestBed != "" {
 			return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(req.Namespace, cr.TestBed), workflows.TestBedChangedSignal)
@@ -80,7 +80,7 @@ func jobChanges() predicate.Funcs {
 			!maps.Equal(without(before.Annotations, v1alpha1.CreationRequestAnnotation), without(after.Annotations, v1alpha1.CreationRequestAnnotation)) {
 			return true
 		}
-		return runEnded(after.Status.State) && after.Status.State != before.Status.State
+		return after.Status.State.Ended() && after.Status.State != before.Status.State
 	}}
 }
 
@@ -92,11 +92,6 @@ func without(m map[string]string, key string) map[string]string {
 	out := maps.Clone(m)
 	delete(out, key)
 	return out
-}
-
-// runEnded: a run in this state is over.
-func runEnded(st v1alpha1.BatchJobState) bool {
-	return st == v1alpha1.JobCompleted || st == v1alpha1.JobFailed
 }
 
 func signalIfRunning(ctx context.Context, tc temporal.Client, id, signal string) error {

@@ -124,7 +124,7 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 
 // tellLost tells the Scheduling of st that the job's run will not go on, unless it ended.
 func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, why string) {
-	if st.Scheduling == "" || st.State == v1alpha1.JobCompleted || st.State == v1alpha1.JobFailed || st.State == v1alpha1.JobReady {
+	if st.Scheduling == "" || st.State.Ended() || st.State == v1alpha1.JobReady {
 		return
 	}
 	p := JobProgress{Job: j.key.Name, Run: st.Run, State: v1alpha1.JobFailed, Message: why, FinishedAt: workflow.Now(ctx)}
@@ -234,7 +234,7 @@ func (j *jobRunner) toInQueue(ctx workflow.Context, holder, badRequest string, s
 
 // run carries out a creation request, or, if this run already ended, waits for a change.
 func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.CreationRequest) error {
-	ended := j.status.State == v1alpha1.JobCompleted || j.status.State == v1alpha1.JobFailed
+	ended := j.status.State.Ended()
 	if ended && j.status.Scheduling == holder && j.status.Run == req.Run {
 		j.waitChange(ctx)
 		return nil

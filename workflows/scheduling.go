@@ -79,7 +79,7 @@ func (e *TrackedJob) active() bool {
 }
 
 func (e *TrackedJob) done() bool {
-	return e.State == v1alpha1.JobCompleted || e.State == v1alpha1.JobFailed
+	return e.State.Ended()
 }
 
 // SchedulingWorkflow runs a Scheduling: it claims every job (releasing all of them when
@@ -379,7 +379,7 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 			}
 		}
 	}
-	if p.State == v1alpha1.JobCompleted || p.State == v1alpha1.JobFailed {
+	if p.State.Ended() {
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run {
 				s.releaseAdmission(ctx, e)

@@ -151,6 +151,9 @@ const (
 	JobFailed BatchJobState = "Failed"
 )
 
+// Ended: a run in this state is over (Completed or Failed).
+func (s BatchJobState) Ended() bool { return s == JobCompleted || s == JobFailed }
+
 // ApplicationRef names the SparkApplication or FlinkDeployment a job created.
 type ApplicationRef struct {
 	APIVersion string    `json:"apiVersion"`
