@@ -159,16 +159,12 @@ func refusedAlready(sched *v1alpha1.Scheduling) bool {
 //
 // The note is written only on the object as it was refused (optimistically): when the API
 // refused the list itself, it has put the list back already, and the note is not needed.
-func (s *SchedulingStarter) noteRefusal(ctx context.Context, sched *v1alpha1.Scheduling, why error) error {
+func (s *SchedulingStarter) noteRefusal(ctx context.Context, sched *v1alpha1.Scheduling, why *lifecycle.RefusedError) error {
 	patch := client.MergeFromWithOptions(sched.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if sched.Annotations == nil {
 		sched.Annotations = map[string]string{}
 	}
-	msg := why.Error()
-	if len(msg) > 512 {
-		msg = msg[:512]
-	}
-	sched.Annotations[v1alpha1.ExtendRefusedAnnotation] = fmt.Sprintf("%d: %s", sched.Generation, msg)
+	sched.Annotations[v1alpha1.ExtendRefusedAnnotation] = fmt.Sprintf("%d: %s", sched.Generation, v1alpha1.ClipMessage(why.Reason))
 	if err := s.Client.Patch(ctx, sched, patch); err != nil && !apierrors.IsConflict(err) {
 		return client.IgnoreNotFound(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -396,7 +395,7 @@ func (s *scheduler) apply(p JobProgress) {
 		if e.done() {
 			return // a late or repeated report
 		}
-		e.State, e.Message = p.State, clipMessage(p.Message)
+		e.State, e.Message = p.State, v1alpha1.ClipMessage(p.Message)
 		e.SubmittedAt, e.RunningAt, e.FinishedAt = p.SubmittedAt, p.RunningAt, p.FinishedAt
 	}
 }
@@ -506,19 +505,6 @@ func (s *scheduler) cleanUp(ctx workflow.Context, state v1alpha1.SchedulingState
 func (s *scheduler) setState(ctx workflow.Context, state v1alpha1.SchedulingState, msg string) error {
 	s.status.State, s.status.Message = state, msg
 	return s.writeStatus(ctx)
-}
-
-// clipMessage keeps a job's message within v1alpha1.MaxJobMessage characters (the BatchJob
-// keeps it whole), so that the status and what the workflow carries stay bounded.
-func clipMessage(m string) string {
-	if len(m) <= v1alpha1.MaxJobMessage {
-		return m
-	}
-	cut := v1alpha1.MaxJobMessage - len("...")
-	for cut > 0 && !utf8.RuneStart(m[cut]) {
-		cut--
-	}
-	return m[:cut] + "..."
 }
 
 // writeStatus renders the entries into the status and writes it.
@@ -778,7 +764,7 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 		return nil
 	}
 	if g.Refused != "" {
-		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, clipMessage("not admitted: "+g.Refused), workflow.Now(ctx)
+		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, v1alpha1.ClipMessage("not admitted: "+g.Refused), workflow.Now(ctx)
 		return nil
 	}
 	e.Run, e.Slots, e.RequestedAt = 1, g.Slots, workflow.Now(ctx)
@@ -795,6 +781,6 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	if err != nil {
 		return err
 	}
-	e.Message = clipMessage("admitted to queue " + g.Queue)
+	e.Message = v1alpha1.ClipMessage("admitted to queue " + g.Queue)
 	return s.nudge(ctx, []string{e.Job.Name})
 }

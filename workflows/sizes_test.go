@@ -35,10 +35,10 @@ func TestSchedulingSizesFit(t *testing.T) {
 		}
 		job := v1alpha1.SchedulingJob{Name: name, Replication: int32(len(ids)), SlotIDs: ids}
 		spec.Jobs = append(spec.Jobs, job)
-		entries = append(entries, TrackedJob{Job: job, State: v1alpha1.JobRunning, Slots: ids, Run: 99, Message: clipMessage(long),
+		entries = append(entries, TrackedJob{Job: job, State: v1alpha1.JobRunning, Slots: ids, Run: 99, Message: v1alpha1.ClipMessage(long),
 			RequestedAt: at, SubmittedAt: at, RunningAt: at, FinishedAt: at, Started: true})
 		status.Jobs = append(status.Jobs, v1alpha1.SchedulingJobStatus{Name: name, State: v1alpha1.JobRunning, Slots: ids,
-			Message: clipMessage(long), WaitTime: &metav1.Duration{Duration: 99 * time.Hour}, RunTime: &metav1.Duration{Duration: 99 * time.Hour}})
+			Message: v1alpha1.ClipMessage(long), WaitTime: &metav1.Duration{Duration: 99 * time.Hour}, RunTime: &metav1.Duration{Duration: 99 * time.Hour}})
 	}
 	if slot-10000 != v1alpha1.MaxSchedulingSlots || len(spec.Jobs[0].Name) != 253 || len(entries[0].Message) != v1alpha1.MaxJobMessage {
 		t.Fatalf("the worst case is not built right: %d slots, a name of %d, a message of %d", slot-10000, len(spec.Jobs[0].Name), len(entries[0].Message))

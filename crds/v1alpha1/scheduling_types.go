@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"unicode/utf8"
 )
 
 // SchedulingMode says how a Scheduling maps its jobs onto slots.
@@ -80,6 +81,19 @@ const (
 	// a longer one is cut (the BatchJob keeps it whole).
 	MaxJobMessage = 256
 )
+
+// ClipMessage keeps a message slotplane writes on an object within MaxJobMessage bytes,
+// cut at a character boundary and marked "...".
+func ClipMessage(m string) string {
+	if len(m) <= MaxJobMessage {
+		return m
+	}
+	cut := MaxJobMessage - len("...")
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "..."
+}
 
 // SchedulingJob is one entry of a Scheduling's queue.
 type SchedulingJob struct {
