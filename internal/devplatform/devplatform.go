@@ -86,11 +86,12 @@ type Platform struct {
 	// KeepDir keeps a temporary Dir at Stop (a failed test's logs).
 	KeepDir bool
 
-	opts    Options
-	log     *slog.Logger
-	tempDir bool
-	worker  sdkworker.Worker
-	stops   []stop
+	opts             Options
+	log              *slog.Logger
+	extenderListener net.Listener
+	tempDir          bool
+	worker           sdkworker.Worker
+	stops            []stop
 }
 
 type stop struct {
@@ -121,15 +122,11 @@ func Start(ctx context.Context, opts Options) (_ *Platform, err error) {
 	}()
 	// The extender's port is taken first, so no other process takes it while the control
 	// plane starts; the scheduler is told its address.
-	extenderListener, err := p.extenderListener()
-	if err != nil {
+	if err := p.listenForExtender(); err != nil {
 		return nil, err
 	}
-	for _, step := range []func(context.Context, net.Listener) error{p.startTemporal, p.startCluster, p.startExtender, p.startStandIn, p.startWorkerAndBridge, p.startAPI} {
-		if err := step(ctx, extenderListener); err != nil {
-			if extenderListener != nil {
-				_ = extenderListener.Close()
-			}
+	for _, step := range []func(context.Context) error{p.startTemporal, p.startCluster, p.startExtender, p.startStandIn, p.startWorkerAndBridge, p.startAPI} {
+		if err := step(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -148,24 +145,33 @@ func (p *Platform) onStop(name string, fn func() error) {
 	p.stops = append(p.stops, stop{name, fn})
 }
 
-func (p *Platform) extenderListener() (net.Listener, error) {
+// listenForExtender takes the extender's address: a listener the extender will serve on,
+// or with InfraOnly a free port for the caller's extender. Stop closes the listener if the
+// extender never took it.
+func (p *Platform) listenForExtender() error {
 	if p.opts.InfraOnly {
 		ports, err := freeport.Get(1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.ExtenderAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
-		return nil, nil
+		return nil
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p.ExtenderAddr = l.Addr().String()
-	return l, nil
+	p.ExtenderAddr, p.extenderListener = l.Addr().String(), l
+	p.onStop("the extender's port", func() error {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	return nil
 }
 
-func (p *Platform) startTemporal(ctx context.Context, _ net.Listener) error {
+func (p *Platform) startTemporal(ctx context.Context) error {
 	p.step("embedded Temporal server and Web UI")
 	o := temporalserver.Options{FrontendPort: p.opts.TemporalPort, UI: p.opts.UI, UIPort: p.opts.UIPort,
 		LogFile: filepath.Join(p.Dir, "temporal.log"), LogLevel: "warn"}
@@ -186,7 +192,7 @@ func (p *Platform) startTemporal(ctx context.Context, _ net.Listener) error {
 	return nil
 }
 
-func (p *Platform) startCluster(ctx context.Context, _ net.Listener) error {
+func (p *Platform) startCluster(ctx context.Context) error {
 	p.step(fmt.Sprintf("control plane: etcd, kube-apiserver, kube-scheduler, %d+%d kwok nodes", p.opts.Nodes, p.opts.PlainNodes))
 	c, err := testcluster.Start(ctx, testcluster.Options{
 		Nodes: p.opts.Nodes, PlainNodes: p.opts.PlainNodes, NodeLabel: p.opts.NodeLabel, NodeResources: p.opts.NodeResources,
@@ -213,7 +219,7 @@ func (p *Platform) startCluster(ctx context.Context, _ net.Listener) error {
 	return testcluster.RegisterWebhook(ctx, c.Client(), bridge.SpecWebhookConfiguration(p.WebhookCerts.ClientConfig(port[0], bridge.SpecWebhookPath)))
 }
 
-func (p *Platform) startExtender(ctx context.Context, l net.Listener) error {
+func (p *Platform) startExtender(ctx context.Context) error {
 	if p.opts.InfraOnly {
 		return nil
 	}
@@ -225,7 +231,7 @@ func (p *Platform) startExtender(ctx context.Context, l net.Listener) error {
 	if err != nil {
 		return err
 	}
-	ext, err := extender.Serve(ctx, p.Cluster.Config, l, p.log, extender.WithTLS(tlsConf))
+	ext, err := extender.Serve(ctx, p.Cluster.Config, p.extenderListener, p.log, extender.WithTLS(tlsConf))
 	if err != nil {
 		return err
 	}
@@ -236,7 +242,7 @@ func (p *Platform) startExtender(ctx context.Context, l net.Listener) error {
 
 // startStandIn starts the Spark and Flink operators' stand-in: the real operators cannot run
 // here.
-func (p *Platform) startStandIn(ctx context.Context, _ net.Listener) error {
+func (p *Platform) startStandIn(ctx context.Context) error {
 	p.step("Spark and Flink operator stand-in")
 	sim, err := appsim.Start(ctx, p.Cluster.Config, p.log, appsim.Options{})
 	if err != nil {
@@ -246,7 +252,7 @@ func (p *Platform) startStandIn(ctx context.Context, _ net.Listener) error {
 	return nil
 }
 
-func (p *Platform) startWorkerAndBridge(_ context.Context, _ net.Listener) error {
+func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 	if p.opts.InfraOnly {
 		return nil
 	}
@@ -290,7 +296,7 @@ func (p *Platform) StopWorker() {
 	}
 }
 
-func (p *Platform) startAPI(_ context.Context, _ net.Listener) error {
+func (p *Platform) startAPI(_ context.Context) error {
 	if p.opts.InfraOnly || p.opts.API == nil {
 		return nil
 	}
