@@ -9,11 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,12 +27,14 @@ import (
 	"slotplane/slots"
 )
 
-// memoryCache serves one TestBed and its ghosts the way the extender's informer cache does
-// (no deep copy of TestBeds, the ghost field index), so a benchmark measures the handler.
+// memoryCache serves one TestBed, its pods and BatchJobs the way the extender's informer
+// cache does (no deep copy of TestBeds, deep copies of everything else, the ghost field
+// index), so a benchmark measures the handler.
 type memoryCache struct {
 	bed    *v1alpha1.TestBed
 	ghosts map[string]corev1.Pod // by GhostIndex value
 	pods   map[client.ObjectKey]*corev1.Pod
+	jobs   map[client.ObjectKey]*v1alpha1.BatchJob
 }
 
 func (m *memoryCache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -42,8 +49,18 @@ func (m *memoryCache) Get(_ context.Context, key client.ObjectKey, obj client.Ob
 			p.DeepCopyInto(o) // as the informer cache does for pods
 			return nil
 		}
+	case *v1alpha1.BatchJob:
+		if j, ok := m.jobs[key]; ok {
+			j.DeepCopyInto(o)
+			return nil
+		}
 	}
 	return fmt.Errorf("memoryCache has no %T %s", obj, key)
+}
+
+// pod is the cache's pod of that name in namespace default.
+func (m *memoryCache) pod(name string) *corev1.Pod {
+	return m.pods[client.ObjectKey{Namespace: "default", Name: name}]
 }
 
 func (m *memoryCache) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -66,72 +83,299 @@ func (m *memoryCache) List(_ context.Context, list client.ObjectList, opts ...cl
 			pods.Items = append(pods.Items, g)
 		}
 	}
+	for _, p := range m.pods {
+		if o.LabelSelector == nil || o.LabelSelector.Matches(labels.Set(p.Labels)) {
+			pods.Items = append(pods.Items, *p.DeepCopy())
+		}
+	}
 	return nil
 }
 
-// benchBed is 1,000 nodes x 8 slots with the first half of the slots occupied, and the pod
-// "held" holding the last slot.
+// recordingClient stands in for the API server: it records label patches and ghost
+// deletions, and takes status writes (a new resourceVersion each), without any I/O. The
+// embedded client is nil, so any other call panics: the paths benchmarked make none.
+type recordingClient struct {
+	client.Client
+	mu                              sync.Mutex
+	patches, deletes, statusUpdates int
+	lastPatch                       []byte
+	rv                              int
+}
+
+func (c *recordingClient) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
+	data, err := patch.Data(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.patches++
+	c.lastPatch = data
+	return err
+}
+
+func (c *recordingClient) Delete(context.Context, client.Object, ...client.DeleteOption) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deletes++
+	return nil
+}
+
+func (c *recordingClient) Status() client.SubResourceWriter { return recordingStatus{c: c} }
+
+func (c *recordingClient) count() (patches, deletes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.patches, c.deletes
+}
+
+type recordingStatus struct {
+	client.SubResourceWriter
+	c *recordingClient
+}
+
+func (s recordingStatus) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.c.statusUpdates++
+	s.c.rv++
+	obj.SetResourceVersion(strconv.Itoa(1000 + s.c.rv))
+	return nil
+}
+
+// The bench's test bed: 1,000 nodes x 8 slots. Nodes 0-499 are full, every slot occupied by
+// a running pod of some other job; job spark-pi holds the 64 slots of nodes 992-999, and its
+// executor "held" holds the last of them.
+const (
+	benchNodes, benchPerNode = 1000, 8
+	benchJob                 = "spark-pi"
+)
+
+// benchBed builds the bed, its running pods and ghosts. Every free slot but the job's has a
+// ghost: the slots of a job whose run has not ended have none (the ghost reconciler deleted
+// them when the job was created), and that of the held slot went in the preemption.
 func benchBed() (*memoryCache, []string) {
-	const nodes, perNode = 1000, 8
-	in := make([]slots.Node, nodes)
-	names := make([]string, nodes)
+	in := make([]slots.Node, benchNodes)
+	names := make([]string, benchNodes)
 	for i := range in {
 		names[i] = fmt.Sprintf("node-%04d", i)
 		in[i] = slots.Node{Name: names[i], ID: strconv.Itoa(i)}
 	}
-	statuses := slots.Statuses(slots.Layout(in, perNode), nil)
-	for i := range len(statuses) / 2 {
-		_ = slots.Reserve(&statuses[i], slots.Pod{Name: "p" + strconv.Itoa(i), UID: types.UID("u" + strconv.Itoa(i))})
+	statuses := slots.Statuses(slots.Layout(in, benchPerNode), nil)
+	m := &memoryCache{
+		ghosts: map[string]corev1.Pod{},
+		pods:   map[client.ObjectKey]*corev1.Pod{},
+		jobs:   map[client.ObjectKey]*v1alpha1.BatchJob{},
+	}
+	jobSlots := map[int32]bool{}
+	for _, pos := range benchJobSlots() {
+		jobSlots[pos] = true
+	}
+	for i := range statuses {
+		s := &statuses[i]
+		node, _ := strconv.Atoi(strings.TrimPrefix(s.NodeName, "node-"))
+		switch {
+		case node < benchNodes/2:
+			p := runningPod(s)
+			_ = slots.Reserve(s, slots.Pod{Name: p.Name, UID: p.UID})
+			_ = slots.Occupy(s, slots.Pod{Name: p.Name, UID: p.UID})
+			m.pods[client.ObjectKeyFromObject(p)] = p
+		case !jobSlots[s.Position]:
+			g := ghostOf(*s)
+			m.ghosts[GhostIndexValue(&g)] = g
+		}
 	}
 	last := &statuses[len(statuses)-1]
 	_ = slots.Reserve(last, slots.Pod{Name: "held", UID: "held"})
-	m := &memoryCache{
-		bed: &v1alpha1.TestBed{
-			ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed", ResourceVersion: "1"},
-			Status:     v1alpha1.TestBedStatus{Slots: statuses},
-		},
-		ghosts: map[string]corev1.Pod{},
+	m.bed = &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed", ResourceVersion: "1"},
+		Status:     v1alpha1.TestBedStatus{Slots: statuses},
 	}
-	for _, s := range statuses {
-		g := corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("ghost-%s-%d", s.NodeName, s.PositionOnNode), Namespace: "default",
-			UID:    types.UID(fmt.Sprintf("g-%d", s.Position)),
-			Labels: map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode))},
-		}, Spec: corev1.PodSpec{NodeName: s.NodeName}}
-		m.ghosts[GhostIndexValue(&g)] = g
-	}
+	job := bigBatchJob()
+	m.jobs[client.ObjectKeyFromObject(job)] = job
+	held := executorPod("held", "held", 1)
+	held.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(last.Position))
+	held.Annotations[v1alpha1.SlotClaimAnnotation] = slots.SlotClaim(last.Position, "held")
+	m.pods[client.ObjectKeyFromObject(held)] = held
 	return m, names
 }
 
-// heldPod is the pod that holds the last slot and may take 64 slots of the upper half, as
-// an executor of a 64-slot job does.
-func heldPod(m *memoryCache) *corev1.Pod {
-	n := len(m.bed.Status.Slots)
-	ids := make([]byte, 0, 6*64)
-	for i := n - 64; i < n; i++ {
-		if len(ids) > 0 {
-			ids = append(ids, ',')
+// benchJobSlots are the job's 64 slot ids, node by node (8 on each of nodes 992-999), the
+// last one being the held pod's.
+func benchJobSlots() []int32 {
+	ids := make([]int32, 0, 64)
+	for node := int32(benchNodes - 8); node < benchNodes; node++ {
+		for k := range int32(benchPerNode) {
+			ids = append(ids, node+k*benchNodes) // round-robin: node n holds n, n+1000, ...
 		}
-		ids = strconv.AppendInt(ids, int64(i), 10)
 	}
-	last := m.bed.Status.Slots[n-1]
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: "held", Namespace: "default", UID: "held",
-		Labels: map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: strconv.Itoa(int(last.Position))},
-		Annotations: map[string]string{
-			v1alpha1.SlotIDsAnnotation:   string(ids),
-			v1alpha1.SlotClaimAnnotation: slots.SlotClaim(last.Position, "held"),
-		},
-	}}
+	return ids
 }
 
-func benchHandler(b *testing.B, m *memoryCache) *Handler {
-	p := heldPod(m)
-	m.pods = map[client.ObjectKey]*corev1.Pod{client.ObjectKeyFromObject(p): p}
+func ghostOf(s v1alpha1.SlotStatus) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: fmt.Sprintf("ghost-%s-%d", s.NodeName, s.PositionOnNode), Namespace: "default",
+		UID:    types.UID(fmt.Sprintf("g-%d", s.Position)),
+		Labels: map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode))},
+	}, Spec: corev1.PodSpec{NodeName: s.NodeName}}
+}
+
+// runningPod is another job's executor, running in slot s.
+func runningPod(s *v1alpha1.SlotStatus) *corev1.Pod {
+	uid := types.UID("u" + strconv.Itoa(int(s.Position)))
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p" + strconv.Itoa(int(s.Position)), Namespace: "default", UID: uid,
+			Labels:      map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: strconv.Itoa(int(s.Position))},
+			Annotations: map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(s.Position, uid)},
+		},
+		Spec:   corev1.PodSpec{NodeName: s.NodeName},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// executorPod is executor n of job spark-pi as the Spark operator's driver makes it and
+// kube-scheduler sends it (defaults and admission plugins applied, managed fields stripped):
+// about 4 KB of JSON.
+func executorPod(name string, uid types.UID, n int) *corev1.Pod {
+	const app, appID = "spark-pi-1-1", "spark-5d2c1e0a9b7f4f3e8a1d6c2b9e0f7a31"
+	nodes := make([]string, 0, 8)
+	for node := benchNodes - 8; node < benchNodes; node++ {
+		nodes = append(nodes, fmt.Sprintf("node-%04d", node))
+	}
+	terms := make([]corev1.NodeSelectorTerm, len(nodes))
+	for i, node := range nodes {
+		terms[i] = corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+		}}}
+	}
+	slot := resource.MustParse("1")
+	mem := resource.MustParse("4096Mi")
+	grace, priority, yes := int64(30), int32(1000), true
+	tolerate := int64(300)
+	env := []corev1.EnvVar{
+		{Name: "SPARK_USER", Value: "spark"},
+		{Name: "SPARK_DRIVER_URL", Value: "spark://CoarseGrainedScheduler@" + app + "-driver-svc.default.svc:7078"},
+		{Name: "SPARK_EXECUTOR_CORES", Value: "2"},
+		{Name: "SPARK_EXECUTOR_MEMORY", Value: "3686m"},
+		{Name: "SPARK_APPLICATION_ID", Value: appID},
+		{Name: "SPARK_CONF_DIR", Value: "/opt/spark/conf"},
+		{Name: "SPARK_EXECUTOR_ID", Value: strconv.Itoa(n)},
+		{Name: "SPARK_RESOURCE_PROFILE_ID", Value: "0"},
+		{Name: "SPARK_EXECUTOR_POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
+		{Name: "SPARK_EXECUTOR_POD_NAME", Value: name},
+		{Name: "SPARK_JAVA_OPT_0", Value: "-Dspark.driver.port=7078"},
+		{Name: "SPARK_JAVA_OPT_1", Value: "-Dspark.driver.blockManager.port=7079"},
+		{Name: "SPARK_LOCAL_DIRS", Value: "/var/data/spark-0c4f7e2a-3b1d-4c5e-9f6a-7b8c9d0e1f2a"},
+		{Name: "SLOTPLANE_DATASET", Value: "s3a://datasets/taxi/2025/"},
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "default", UID: uid, ResourceVersion: "48213",
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
+			Labels: map[string]string{
+				v1alpha1.TestBedLabel: "bed", v1alpha1.BatchJobLabel: benchJob, v1alpha1.ActiveSchedulingLabel: "nightly",
+				"spark-role": "executor", "spark-app-name": app, "spark-app-selector": appID,
+				"spark-exec-id": strconv.Itoa(n), "spark-exec-resourceprofile-id": "0",
+				"sparkoperator.k8s.io/app-name": app, "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+				"sparkoperator.k8s.io/submission-id": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+			},
+			Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: slots.FormatSlotIDs(benchJobSlots())},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: app + "-driver", UID: "5b7c9d1e-2f3a-4b5c-8d6e-7f8091a2b3c4", Controller: &yes,
+			}},
+		},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "spark-local-dir-1", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "spark-conf-volume-exec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "spark-exec-" + appID[6:22] + "-conf-map"},
+				}}},
+			},
+			Containers: []corev1.Container{{
+				Name: "spark-kubernetes-executor", Image: "apache/spark:3.5.3", Args: []string{"executor"},
+				Ports: []corev1.ContainerPort{{Name: "spark-ui", ContainerPort: 4040, Protocol: corev1.ProtocolTCP}},
+				Env:   env,
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: mem, v1alpha1.SlotResource: slot},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: mem, v1alpha1.SlotResource: slot},
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "spark-local-dir-1", MountPath: "/var/data/spark-0c4f7e2a-3b1d-4c5e-9f6a-7b8c9d0e1f2a"},
+					{Name: "spark-conf-volume-exec", MountPath: "/opt/spark/conf"},
+				},
+				TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+			}},
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			DNSPolicy:                     corev1.DNSClusterFirst,
+			ServiceAccountName:            "default",
+			Hostname:                      name,
+			SecurityContext:               &corev1.PodSecurityContext{},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms},
+			}},
+			SchedulerName: v1alpha1.SlotSchedulerName,
+			Tolerations: []corev1.Toleration{
+				{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists},
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolerate},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolerate},
+			},
+			PriorityClassName:  v1alpha1.BatchPriorityClass,
+			Priority:           &priority,
+			EnableServiceLinks: &yes,
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{
+				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				Message:            "0/1000 nodes are available: 992 the node holds none of the pod's slots, 8 Insufficient slotplane.io/slot.",
+				LastTransitionTime: metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 1, 0, time.UTC)),
+			}},
+			NominatedNodeName: nodes[len(nodes)-1],
+			QOSClass:          corev1.PodQOSBurstable,
+		},
+	}
+}
+
+// bigBatchJob is spark-pi as a user applies it with kubectl: a wrapped Spark spec, and the
+// whole object again in the last-applied annotation.
+func bigBatchJob() *v1alpha1.BatchJob {
+	conf := map[string]string{}
+	for i := range 40 {
+		conf[fmt.Sprintf("spark.sql.custom.setting%02d", i)] = strings.Repeat("v", 40)
+	}
+	spark, _ := json.Marshal(map[string]any{
+		"sparkConf": conf,
+		"driver":    map[string]any{"labels": map[string]string{"team": "analytics"}, "env": []map[string]string{{"name": "A", "value": strings.Repeat("a", 200)}}},
+		"executor":  map[string]any{"labels": map[string]string{"team": "analytics"}, "env": []map[string]string{{"name": "B", "value": strings.Repeat("b", 200)}}},
+		"hadoopConf": map[string]string{
+			"fs.s3a.endpoint": "http://minio.storage:9000", "fs.s3a.path.style.access": "true",
+		},
+	})
+	job := &v1alpha1.BatchJob{
+		ObjectMeta: metav1.ObjectMeta{Name: benchJob, Namespace: "default", UID: "job-uid", ResourceVersion: "48000",
+			Labels: map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}},
+		Spec: v1alpha1.BatchJobSpec{
+			Framework: v1alpha1.FrameworkSpark,
+			Application: v1alpha1.Application{
+				Image: "registry.example.com/analytics/spark-pi:2026.03", MainClass: "org.apache.spark.examples.SparkPi",
+				MainApplicationFile: "local:///opt/spark/examples/jars/spark-examples.jar", Arguments: []string{"100000"},
+				Dataset: "s3a://datasets/taxi/2025/",
+			},
+			Queue: "root.analytics.nightly", User: "alice", Groups: []string{"analytics", "spark-users"},
+			SparkApplication: &runtime.RawExtension{Raw: spark},
+		},
+		Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Scheduling: "nightly", TestBed: "bed", Slots: benchJobSlots(), Run: 1},
+	}
+	applied, _ := json.Marshal(job)
+	job.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(applied)}
+	return job
+}
+
+func newBenchHandler(b *testing.B, m *memoryCache, cl client.Client) (*Handler, *Reserver) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	r := NewReserver(ctx, m, nil, slog.New(slog.DiscardHandler))
-	return NewHandler(r, slog.New(slog.DiscardHandler), nil)
+	r := NewReserver(ctx, m, cl, slog.New(slog.DiscardHandler))
+	return NewHandler(r, slog.New(slog.DiscardHandler), nil), r
 }
 
 // serve makes one call; into, if not nil, receives the decoded answer.
@@ -149,55 +393,123 @@ func serve(b *testing.B, h http.Handler, path string, body []byte, into any) {
 	}
 }
 
-// BenchmarkHandler_Filter is one /filter call as kube-scheduler makes it with
-// nodeCacheCapable: the pod (64 allowed slot ids in its annotation) and the names of 1,000
-// candidate nodes in, one node out. The pod holds its slot already, which is every /filter
-// after a preemption; a first reservation adds the label write, a round trip to the API
-// server.
-func BenchmarkHandler_Filter(b *testing.B) {
-	m, names := benchBed()
-	h := benchHandler(b, m)
-	body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: heldPod(m), NodeNames: &names})
+// filterBody is the body kube-scheduler sends with nodeCacheCapable: the whole pod and the
+// names of the candidate nodes.
+func filterBody(b *testing.B, pod *corev1.Pod, names []string) []byte {
+	body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
 	if err != nil {
 		b.Fatal(err)
 	}
-	want := m.bed.Status.Slots[len(m.bed.Status.Slots)-1].NodeName
-	var out extenderv1.ExtenderFilterResult
-	serve(b, h, "/filter", body, &out)
+	return body
+}
+
+func wantNode(b *testing.B, out extenderv1.ExtenderFilterResult, want string) {
 	if out.Error != "" || out.NodeNames == nil || len(*out.NodeNames) != 1 || (*out.NodeNames)[0] != want {
 		b.Fatalf("answer %+v, want node %s", out, want)
 	}
+}
+
+// BenchmarkHandler_Filter is one /filter call as kube-scheduler makes it with
+// nodeCacheCapable: a Spark executor pod (64 allowed slot ids) and the names of 1,000
+// candidate nodes in, one node out. The pod holds its slot already, which is every /filter
+// after a preemption: the slot's ghost is gone, and nothing is written.
+func BenchmarkHandler_Filter(b *testing.B) {
+	m, names := benchBed()
+	cl := &recordingClient{}
+	h, _ := newBenchHandler(b, m, cl)
+	held := m.pod("held")
+	body := filterBody(b, held, names)
+	want := m.bed.Status.Slots[len(m.bed.Status.Slots)-1].NodeName
+	var out extenderv1.ExtenderFilterResult
+	serve(b, h, "/filter", body, &out)
+	wantNode(b, out, want)
 	b.ReportAllocs()
 	for b.Loop() {
 		serve(b, h, "/filter", body, nil)
 	}
+	b.ReportMetric(float64(len(body)), "body-bytes")
+	if patches, deletes := cl.count(); patches+deletes != 0 {
+		b.Fatalf("a held slot wrote %d patches and %d deletions", patches, deletes)
+	}
+}
+
+// BenchmarkHandler_FilterFirstReservation is the first /filter of an executor: it gets the
+// first free slot of its job's list (its siblings took the ones before), and the label
+// patch goes to a client that only records it. Each round of 63 executors starts from a
+// fresh extender, made outside the timer.
+func BenchmarkHandler_FilterFirstReservation(b *testing.B) {
+	m, names := benchBed()
+	const perRound = 63 // the job's slots but the held one
+	bodies := make([][]byte, perRound)
+	for i := range bodies {
+		name := "exec-" + strconv.Itoa(i+2)
+		p := executorPod(name, types.UID("uid-"+name), i+2)
+		m.pods[client.ObjectKeyFromObject(p)] = p
+		bodies[i] = filterBody(b, p, names)
+	}
+	heldBody := filterBody(b, m.pod("held"), names)
+	var (
+		h      *Handler
+		cl     *recordingClient
+		cancel context.CancelFunc = func() {}
+	)
+	b.Cleanup(func() { cancel() })
+	fresh := func() {
+		cancel()
+		ctx, c := context.WithCancel(context.Background())
+		cancel, cl = c, &recordingClient{}
+		h = NewHandler(NewReserver(ctx, m, cl, slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler), nil)
+		serve(b, h, "/filter", heldBody, nil) // the bed's state, seeded, and its index
+	}
+	fresh()
+	var out extenderv1.ExtenderFilterResult
+	serve(b, h, "/filter", bodies[0], &out)
+	wantNode(b, out, "node-0992") // slot 992, the job's first
+	if patches, _ := cl.count(); patches != 1 {
+		b.Fatalf("%d label patches, want 1", patches)
+	}
+	b.ReportAllocs()
+	i := perRound
+	for b.Loop() {
+		if i == perRound {
+			b.StopTimer()
+			fresh()
+			i = 0
+			b.StartTimer()
+		}
+		serve(b, h, "/filter", bodies[i], nil)
+		i++
+	}
+	b.ReportMetric(float64(len(bodies[0])), "body-bytes")
 }
 
 // BenchmarkHandler_Preempt is one /preempt call with the single candidate the slot profile's
 // preemption settings produce: the answer names the slot's node and its ghost.
 func BenchmarkHandler_Preempt(b *testing.B) {
 	m, names := benchBed()
-	h := benchHandler(b, m)
+	last := m.bed.Status.Slots[len(m.bed.Status.Slots)-1]
+	ghost := ghostOf(last) // before the preemption, the held slot's ghost still runs
+	m.ghosts[GhostIndexValue(&ghost)] = ghost
+	h, _ := newBenchHandler(b, m, &recordingClient{})
 	args := extenderv1.ExtenderPreemptionArgs{
-		Pod:                   heldPod(m),
+		Pod:                   m.pod("held"),
 		NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{names[0]: {Pods: []*extenderv1.MetaPod{{UID: "g-0"}}}},
 	}
 	body, err := json.Marshal(args)
 	if err != nil {
 		b.Fatal(err)
 	}
-	last := m.bed.Status.Slots[len(m.bed.Status.Slots)-1]
-	wantGhost := m.ghosts[ghostKey("default", "bed", last.NodeName, strconv.Itoa(int(last.PositionOnNode)))].UID
 	var out preemptResult
 	serve(b, h, "/preempt", body, &out)
 	v := out.NodeNameToMetaVictims[last.NodeName]
-	if out.Error != "" || v == nil || len(v.Pods) != 1 || v.Pods[0].UID != string(wantGhost) {
-		b.Fatalf("answer %+v, want ghost %s on %s", out, wantGhost, last.NodeName)
+	if out.Error != "" || v == nil || len(v.Pods) != 1 || v.Pods[0].UID != string(ghost.UID) {
+		b.Fatalf("answer %+v, want ghost %s on %s", out, ghost.UID, last.NodeName)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		serve(b, h, "/preempt", body, nil)
 	}
+	b.ReportMetric(float64(len(body)), "body-bytes")
 }
 
 var _ client.Reader = (*memoryCache)(nil)

@@ -3,7 +3,6 @@ package extender
 import (
 	"bytes"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"slotplane/internal/testcluster"
 )
@@ -193,11 +191,8 @@ func BenchmarkServer_Filter(b *testing.B) {
 		b.Fatal(err)
 	}
 	m, names := benchBed()
-	h := benchHandler(b, m)
-	body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: heldPod(m), NodeNames: &names})
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, _ := newBenchHandler(b, m, &recordingClient{})
+	body := filterBody(b, m.pod("held"), names)
 	for _, tc := range []struct {
 		name   string
 		opts   options
