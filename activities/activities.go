@@ -16,6 +16,9 @@ type Activities struct {
 	Temporal temporalclient.Client
 	// GhostImage is the image of ghost pods; it never runs anything that matters.
 	GhostImage string
+	// Changes, when set, wakes the activities that wait on an application at each change of
+	// it or its pods (WatchChanges); without it they poll every second.
+	Changes *Changes
 }
 
 // DefaultGhostImage is a pause container: the smallest image that stays up.

@@ -174,9 +174,23 @@ type RequestCreationInput struct {
 // ErrNotHeld: the Scheduling no longer holds the job (it was released or taken over).
 const ErrNotHeld = "NotHeld"
 
-// RequestCreation writes the creation request on a job the Scheduling holds. Writing the
-// same request again is a no-op.
+// RequestCreation writes the creation request on a job the Scheduling holds, then removes
+// the ghosts of the granted slots, so that the job's pods find room in their slots and are
+// placed without preempting anyone. The request comes first: it is the record by which the
+// ghost reconciler knows the slots are granted and makes them no new ghost (until the test
+// bed's grantedSlotTimeout, if no pod of the job comes). Writing the same request again is a
+// no-op, and the ghosts are looked for again.
 func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
+	if err := a.writeRequest(ctx, in); err != nil {
+		return err
+	}
+	if in.Request.GrantedAt == nil {
+		return nil // a request of a Scheduling run from before grants cleared ghosts
+	}
+	return a.ClearGhosts(ctx, TestBedRef{Namespace: in.Namespace, Name: in.Request.TestBed}, in.Request.Slots)
+}
+
+func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) error {
 	body, err := json.Marshal(in.Request)
 	if err != nil {
 		return fmt.Errorf("encode creation request: %w", err)

@@ -184,10 +184,23 @@ type AppProgress struct {
 	Outcome jobapp.Outcome
 	// EndedAt is when a terminal outcome was first seen.
 	EndedAt time.Time
+	// DriverRunningAt is when the driver or JobManager was first seen running by this wait
+	// (zero: not seen running).
+	DriverRunningAt time.Time
+	// PlacedAt are the moments this wait first saw each placed executor or TaskManager,
+	// earliest first; those placed before the wait began carry its first look's time.
+	PlacedAt []time.Time
+
+	driverRunning bool
+	placedPods    []types.UID
 }
 
-// pollInterval is how often the waiting activities look at an application.
-const pollInterval = time.Second
+// pollInterval is how often the waiting activities look at an application when nothing
+// wakes them (no Changes); watchedPoll is the safety net when Changes does.
+const (
+	pollInterval = time.Second
+	watchedPoll  = 10 * time.Second
+)
 
 // WaitPlaced waits until every executor or TaskManager of the application (or in.Enough of
 // them) holds a slot and is bound to its node, or the application ended (a restart may find
@@ -205,23 +218,58 @@ func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, 
 	return a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal })
 }
 
+// waitApp looks at the application until done says so: at every change of the job's
+// application or pods when Changes is there, else every pollInterval. It notes when it first
+// saw the driver running and each executor placed.
 func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgress) bool) (AppProgress, error) {
+	var driverAt time.Time
+	placedAt := map[types.UID]time.Time{}
+	job := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
 	for {
+		var wake <-chan struct{}
+		stop, every := func() {}, pollInterval
+		if a.Changes != nil {
+			// Registered before the look: a change during it wakes the next wait at once.
+			wake, stop = a.Changes.Wait(job)
+			every = watchedPoll
+		}
 		p, err := a.appProgress(ctx, in)
 		if err != nil {
+			stop()
 			return AppProgress{}, err
 		}
-		if done(p) {
-			if p.Outcome.Terminal {
-				p.EndedAt = time.Now()
+		seen := time.Now()
+		if p.driverRunning && driverAt.IsZero() {
+			driverAt = seen
+		}
+		for _, uid := range p.placedPods {
+			if _, ok := placedAt[uid]; !ok {
+				placedAt[uid] = seen
 			}
+		}
+		if done(p) {
+			stop()
+			if p.Outcome.Terminal {
+				p.EndedAt = seen
+			}
+			p.DriverRunningAt = driverAt
+			for _, uid := range p.placedPods {
+				p.PlacedAt = append(p.PlacedAt, placedAt[uid])
+			}
+			slices.SortFunc(p.PlacedAt, func(x, y time.Time) int { return x.Compare(y) })
 			return p, nil
 		}
 		activity.RecordHeartbeat(ctx, p.Placed)
+		timer := time.NewTimer(every)
 		select {
 		case <-ctx.Done():
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+		stop()
+		if ctx.Err() != nil {
 			return AppProgress{}, ctx.Err()
-		case <-time.After(pollInterval):
 		}
 	}
 }
@@ -252,13 +300,22 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 		return AppProgress{}, nonRetryable(ErrInvalidJob, "unknown application kind %q", in.App.Kind)
 	}
 	var pods corev1.PodList
-	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
+	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}); err != nil {
 		return AppProgress{}, fmt.Errorf("list pods of job %s: %w", in.Job, err)
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if _, proven := slots.ProvenSlot(pod); proven && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Labels[v1alpha1.GhostLabel] != "true" {
+		if pod.DeletionTimestamp != nil || pod.Labels[v1alpha1.GhostLabel] == "true" {
+			continue
+		}
+		if _, slotPod := pod.Labels[v1alpha1.TestBedLabel]; !slotPod {
+			// The driver or JobManager: the one pod of the job that takes no slot.
+			p.driverRunning = p.driverRunning || pod.Status.Phase == corev1.PodRunning
+			continue
+		}
+		if _, proven := slots.ProvenSlot(pod); proven && pod.Spec.NodeName != "" {
 			p.Placed++
+			p.placedPods = append(p.placedPods, pod.UID)
 		}
 	}
 	return p, nil

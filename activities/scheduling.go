@@ -56,6 +56,8 @@ type TestBedSlots struct {
 	// Positions are all slots of the test bed, Free those the status shows free.
 	Positions []int32
 	Free      []int32
+	// Unavailable are the slots no new job may get: their node is not Ready or left.
+	Unavailable []int32
 	// SlotSize is the test bed's resources per slot.
 	SlotSize corev1.ResourceList
 }
@@ -73,7 +75,10 @@ func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots
 	out := TestBedSlots{Exists: true, SlotSize: tb.Spec.ResourcesPerSlot}
 	for _, s := range tb.Status.Slots {
 		out.Positions = append(out.Positions, s.Position)
-		if (s.State == v1alpha1.SlotFree || s.State == "") && s.Unavailable == "" {
+		switch {
+		case s.Unavailable != "":
+			out.Unavailable = append(out.Unavailable, s.Position)
+		case s.State == v1alpha1.SlotFree || s.State == "":
 			out.Free = append(out.Free, s.Position)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ type ReconcileTestBedResult struct {
 	TakenBy string
 	// Settled: every free slot holds its ghost and nothing was changed.
 	Settled bool
+	// RecheckIn, when positive, is when the next pass is due whatever happens: a granted
+	// slot's grantedSlotTimeout ends then.
+	RecheckIn time.Duration
 }
 
 // ReconcileTestBed makes one pass over a test bed: it lays the slots out over the labelled
@@ -66,17 +70,20 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		return ReconcileTestBedResult{}, err
 	}
 	var layout []slots.Slot
+	var recheck time.Duration
 	if owner == "" {
-		assigned, err := a.assignedSlots(ctx, &tb)
+		g, err := a.assignedSlots(ctx, &tb, time.Now())
 		if err != nil {
 			return ReconcileTestBedResult{}, err
 		}
-		if layout, err = a.layout(ctx, &tb, assigned); err != nil {
+		if layout, err = a.layout(ctx, &tb, g.assigned); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
 		for i := range layout {
-			layout[i].Assigned = assigned[layout[i].Position]
+			p := layout[i].Position
+			layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
 		}
+		recheck = g.recheck
 	}
 	pods, observed, err := a.slotPods(ctx, &tb)
 	if err != nil {
@@ -87,7 +94,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
-	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes, TakenBy: owner}
+	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes, TakenBy: owner, RecheckIn: recheck}
 	for _, g := range plan.Delete {
 		pod := pods[g.UID]
 		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
@@ -131,17 +138,28 @@ func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed, assigned 
 	return slots.Relayout(tb.Status.Slots, in, tb.Spec.SlotsPerNode, held), nil
 }
 
-// assignedSlots are the bed's slots that jobs hold while they run: the slots of each
+// grants are the bed's slots that jobs hold while they run (assigned): the slots of each
 // BatchJob's creation request for this bed (or, once preemption took some back, of its
 // assigned-slots annotation) until its status says that run ended. A ghost made for such a
 // slot while the job's pod is away (Spark asks for a lost executor again) would be bound
 // straight to the node, into the room the pod is coming back to.
-func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed) (map[int32]bool, error) {
+//
+// A grant clears its slots' ghosts at once (RequestCreation). If the job's pods have not all
+// come within the bed's grantedSlotTimeout, its slots are unclaimed: they keep their places
+// in the layout, but a free one gets its ghost back. recheck is when the next grant times out.
+type grants struct {
+	assigned, unclaimed map[int32]bool
+	recheck             time.Duration
+}
+
+func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed, now time.Time) (grants, error) {
 	var jobs v1alpha1.BatchJobList
 	if err := a.Client.List(ctx, &jobs, client.InNamespace(tb.Namespace)); err != nil {
-		return nil, fmt.Errorf("list batch jobs of %s: %w", tb.Namespace, err)
+		return grants{}, fmt.Errorf("list batch jobs of %s: %w", tb.Namespace, err)
 	}
-	out := map[int32]bool{}
+	timeout := tb.Spec.GrantedSlotTimeoutOrDefault()
+	out := grants{assigned: map[int32]bool{}, unclaimed: map[int32]bool{}}
+	claimed := map[int32]bool{}
 	for _, j := range jobs.Items {
 		raw := j.Annotations[v1alpha1.CreationRequestAnnotation]
 		if raw == "" || j.Labels[v1alpha1.ActiveSchedulingLabel] == "" {
@@ -152,7 +170,8 @@ func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed) (m
 			continue
 		}
 		st := j.Status
-		if st.Run == req.Run && st.Scheduling == req.Scheduling && st.State.Ended() {
+		thisRun := st.Run == req.Run && st.Scheduling == req.Scheduling
+		if thisRun && st.State.Ended() {
 			continue
 		}
 		held := req.Slots
@@ -161,9 +180,26 @@ func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed) (m
 				held = ids
 			}
 		}
-		for _, p := range held {
-			out[p] = true
+		unclaimed := false
+		if req.GrantedAt != nil && !(thisRun && st.State == v1alpha1.JobRunning) {
+			left := req.GrantedAt.Add(timeout).Sub(now)
+			unclaimed = left <= 0
+			if left > 0 && (out.recheck == 0 || left < out.recheck) {
+				out.recheck = left
+			}
 		}
+		for _, p := range held {
+			out.assigned[p] = true
+			if unclaimed {
+				out.unclaimed[p] = true
+			} else {
+				claimed[p] = true
+			}
+		}
+	}
+	// A slot handed from a run being cancelled to a new one is claimed while either is.
+	for p := range claimed {
+		delete(out.unclaimed, p)
 	}
 	return out, nil
 }
@@ -252,6 +288,45 @@ func ObservePod(p *corev1.Pod) slots.ObservedPod {
 		o.Requests = p.Spec.Containers[0].Resources.Requests
 	}
 	return o
+}
+
+// ClearGhosts deletes the ghost pods of the given slots of a test bed (grace 0, each
+// conditional on its UID). A slot the bed does not have, or one without a ghost, is skipped:
+// the call can be repeated. The caller must have recorded first why the slots want no ghost
+// (a creation request), or the reconciler makes them new ones.
+func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions []int32) error {
+	if len(positions) == 0 {
+		return nil
+	}
+	var tb v1alpha1.TestBed
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name}, &tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get testbed %s/%s: %w", bed.Namespace, bed.Name, err)
+	}
+	for _, s := range tb.Status.Slots {
+		if !slices.Contains(positions, s.Position) || s.NodeName == "" {
+			continue
+		}
+		var ghosts corev1.PodList
+		err := a.Client.List(ctx, &ghosts, client.InNamespace(tb.Namespace), client.MatchingFields{"spec.nodeName": s.NodeName},
+			client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name, v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode))})
+		if err != nil {
+			return fmt.Errorf("list the ghost of slot %d: %w", s.Position, err)
+		}
+		for i := range ghosts.Items {
+			g := &ghosts.Items[i]
+			if g.DeletionTimestamp != nil {
+				continue
+			}
+			err := a.Client.Delete(ctx, g, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
+			if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				return fmt.Errorf("delete ghost %s of slot %d: %w", g.Name, s.Position, err)
+			}
+		}
+	}
+	return nil
 }
 
 // GhostRequests is what a ghost requests: the slot's resources and one slot.

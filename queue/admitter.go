@@ -100,10 +100,12 @@ type Decision struct {
 // Bed is the test bed as a decision sees it.
 type Bed struct {
 	Exists bool
-	// Positions are all slots; Free those its status shows free (no pod in them).
-	Positions []int32
-	Free      []int32
-	SlotSize  Resources
+	// Positions are all slots; Free those its status shows free (no pod in them), and
+	// Unavailable those no new job may get (their node is not Ready or left the bed).
+	Positions   []int32
+	Free        []int32
+	Unavailable []int32
+	SlotSize    Resources
 }
 
 // Move asks to move a job to another queue, on behalf of By (with ByGroups). By must be the
@@ -155,6 +157,11 @@ type AdmitterState struct {
 	// leaves), so they cannot go back to their victims or to anyone else meanwhile.
 	Reclaimed    []int32
 	PreemptedFor *JobKey
+	// Handed are slots a job released (its run ended, or it was withdrawn) that the bed's
+	// status does not show free yet: with RulesHandOver they may be granted at once, so a
+	// freed slot does not wait for the status to catch up. A slot leaves the list once the
+	// status shows it free, or once it is granted again.
+	Handed []int32
 	// Reserved is the waiting job the free slots are held for (strict order), if any.
 	Reserved *JobKey
 	// Total and Slot are the test bed's size and slot size at the last decision (zero before
@@ -179,7 +186,10 @@ const (
 	// clocks run whatever the utilization, and a queue at its fair share (not only above
 	// it) may give a slot when that raises the lower part of the two (PlanPreemption).
 	RulesRoomForTheHead = 2
-	RulesLatest         = RulesRoomForTheHead
+	// RulesHandOver: the slots of a released job may be granted in the same decision, before
+	// the test bed's status shows them free (Handed).
+	RulesHandOver = 3
+	RulesLatest   = RulesHandOver
 )
 
 // Admitter is the whole admission core of one test bed, pure and deterministic: requests
@@ -225,6 +235,7 @@ func (a *Admitter) State() AdmitterState {
 	st.Waiting = cloneEntries(a.st.Waiting)
 	st.Running = cloneEntries(a.st.Running)
 	st.Reclaimed = slices.Clone(a.st.Reclaimed)
+	st.Handed = slices.Clone(a.st.Handed)
 	st.Starvation = Starvation{MinShareSince: cloneTimes(a.st.Starvation.MinShareSince), FairShareSince: cloneTimes(a.st.Starvation.FairShareSince)}
 	if a.st.Reserved != nil {
 		k := *a.st.Reserved
@@ -337,6 +348,9 @@ func (a *Admitter) Request(r Request) *Grant {
 // was known: a release of an unknown key is a no-op.
 func (a *Admitter) Release(k JobKey) bool {
 	match := func(e Entry) bool { return e.Request.JobKey == k }
+	if i := a.index(a.st.Running, k); i >= 0 && a.st.Rules >= RulesHandOver {
+		a.st.Handed = append(a.st.Handed, a.st.Running[i].Slots...)
+	}
 	n := len(a.st.Waiting) + len(a.st.Running)
 	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, match)
 	a.st.Running = slices.DeleteFunc(a.st.Running, match)
@@ -372,7 +386,7 @@ func (a *Admitter) Close(why string) []Grant {
 	for _, e := range a.st.Waiting {
 		out = append(out, Grant{JobKey: e.Request.JobKey, Refused: why})
 	}
-	a.st.Waiting, a.st.Running, a.st.Reserved, a.st.Reclaimed, a.st.PreemptedFor = nil, nil, nil, nil, nil
+	a.st.Waiting, a.st.Running, a.st.Reserved, a.st.Reclaimed, a.st.PreemptedFor, a.st.Handed = nil, nil, nil, nil, nil, nil
 	return out
 }
 
@@ -442,6 +456,12 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		avail = a.holdFor(now, bed, reserving, avail, skip, &d)
 	}
 	a.preempt(now, bed, avail, &d)
+	if len(a.st.Handed) > 0 {
+		// What was granted again is no longer being handed on.
+		for _, e := range a.st.Running {
+			a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool { return slices.Contains(e.Slots, p) })
+		}
+	}
 	return d
 }
 
@@ -459,6 +479,16 @@ func (a *Admitter) freeSlots(bed *Bed) []int32 {
 	bed.Positions = slices.Clone(bed.Positions)
 	slices.Sort(bed.Positions)
 	avail := slices.Clone(bed.Free)
+	// A handed slot counts as free until the status says so itself, unless it went away
+	// (its node left or is not Ready) or preemption is taking it back.
+	a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool {
+		return held[p] || slices.Contains(bed.Free, p) || !has(bed.Positions, p) || slices.Contains(bed.Unavailable, p)
+	})
+	for _, p := range a.st.Handed {
+		if !slices.Contains(a.st.Reclaimed, p) {
+			avail = append(avail, p)
+		}
+	}
 	slices.Sort(avail)
 	return slices.DeleteFunc(slices.Compact(avail), func(p int32) bool { return held[p] || !has(bed.Positions, p) })
 }
@@ -1013,6 +1043,11 @@ func (a *Admitter) Check(positions []int32) string {
 	for _, p := range a.st.Reclaimed {
 		if who, ok := seen[p]; ok {
 			return fmt.Sprintf("slot %d is being taken back and is granted to %s", p, who)
+		}
+	}
+	for _, p := range a.st.Handed {
+		if who, ok := seen[p]; ok {
+			return fmt.Sprintf("slot %d is handed on and is granted to %s", p, who)
 		}
 	}
 	return ""

@@ -339,7 +339,7 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		return true, nil
 	}
 	a.seenBed = a.seenBed || slots.Exists
-	bed := queue.Bed{Exists: slots.Exists, Positions: slots.Positions, Free: slots.Free, SlotSize: toResources(slots.SlotSize)}
+	bed := queue.Bed{Exists: slots.Exists, Positions: slots.Positions, Free: slots.Free, Unavailable: slots.Unavailable, SlotSize: toResources(slots.SlotSize)}
 	var d queue.Decision
 	if err := guard("decide", func() error { d = a.core.Decide(workflow.Now(ctx), bed); return nil }); err != nil {
 		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", err)

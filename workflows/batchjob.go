@@ -251,6 +251,9 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if j.status.SubmittedAt == nil {
 		j.status.SubmittedAt = now(ctx)
 	}
+	if ph := j.phases(); ph.ApplicationCreatedAt == nil {
+		ph.ApplicationCreatedAt = nowMicro(ctx)
+	}
 	if err := r.report(ctx, v1alpha1.JobSubmitted, "the application is created; its pods are being placed"); err != nil {
 		return err
 	}
@@ -262,8 +265,12 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if err != nil || !still {
 		return err
 	}
+	j.notePlaced(placed)
 	if !placed.Outcome.Terminal && !placed.Gone {
 		j.status.RunningAt = now(ctx)
+		if ph := j.phases(); ph.RunningAt == nil {
+			ph.RunningAt = nowMicro(ctx)
+		}
 		if err := r.report(ctx, v1alpha1.JobRunning, "every pod runs in its slot"); err != nil {
 			return err
 		}
@@ -287,6 +294,11 @@ func (j *jobRunner) beginRun(ctx workflow.Context, holder string, req v1alpha1.C
 	}
 	if j.status.Run != req.Run || j.status.Scheduling != holder {
 		j.status.SubmittedAt, j.status.RunningAt, j.status.FinishedAt = nil, nil, nil
+		j.status.Phases = nil
+	}
+	if ph := j.phases(); ph.AdmittedAt == nil && req.GrantedAt != nil {
+		at := *req.GrantedAt
+		ph.AdmittedAt = &at
 	}
 	j.status.Scheduling, j.status.TestBed, j.status.Slots, j.status.Run = holder, req.TestBed, req.Slots, req.Run
 	if j.status.QueuedAt == nil {
@@ -346,6 +358,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	if err != nil || !still {
 		return still, err
 	}
+	j.notePlaced(started)
 	msg := "the first executor holds its slot"
 	if timedOut {
 		msg = fmt.Sprintf("no executor holds its slot after %s: it counts as started", queue.StartingTimeout)
@@ -363,6 +376,12 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 // failed or was deleted.
 func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport) error {
 	j.status.FinishedAt = now(ctx)
+	if ph := j.phases(); ph.EndedAt == nil {
+		ph.EndedAt = nowMicro(ctx)
+		if !finished.EndedAt.IsZero() {
+			ph.EndedAt = &metav1.MicroTime{Time: finished.EndedAt.UTC()}
+		}
+	}
 	switch {
 	case finished.Gone:
 		return r.report(ctx, v1alpha1.JobFailed, fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name))
@@ -432,6 +451,31 @@ func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activitie
 // sameRun: the status describes the application of this request.
 func sameRun(job string, st v1alpha1.BatchJobStatus, req v1alpha1.CreationRequest) bool {
 	return st.Application != nil && st.Application.Name == jobapp.Name(job, req.Scheduling, req.Run)
+}
+
+// phases are the current run's phase times, made when first needed.
+func (j *jobRunner) phases() *v1alpha1.RunPhases {
+	if j.status.Phases == nil {
+		j.status.Phases = &v1alpha1.RunPhases{}
+	}
+	return j.status.Phases
+}
+
+// notePlaced takes the driver's and the executors' times from a wait: the first time each
+// was seen stays, and executors placed since the last wait are added.
+func (j *jobRunner) notePlaced(p activities.AppProgress) {
+	ph := j.phases()
+	if ph.DriverRunningAt == nil && !p.DriverRunningAt.IsZero() {
+		ph.DriverRunningAt = &metav1.MicroTime{Time: p.DriverRunningAt.UTC()}
+	}
+	for _, t := range p.PlacedAt[min(len(ph.ExecutorsPlacedAt), len(p.PlacedAt)):] {
+		ph.ExecutorsPlacedAt = append(ph.ExecutorsPlacedAt, metav1.MicroTime{Time: t.UTC()})
+	}
+}
+
+func nowMicro(ctx workflow.Context) *metav1.MicroTime {
+	t := metav1.NewMicroTime(workflow.Now(ctx).UTC())
+	return &t
 }
 
 func now(ctx workflow.Context) *metav1.Time {

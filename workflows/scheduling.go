@@ -771,7 +771,8 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	if len(s.status.Conditions) > 0 {
 		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
 	}
-	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run}
+	granted := metav1.NewMicroTime(e.RequestedAt)
+	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run, GrantedAt: &granted}
 	err := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
 	if activities.IsNotHeld(err) {
 		e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"

@@ -97,6 +97,10 @@ func TestBedWorkflow(ctx workflow.Context, in TestBedInput) (TestBedOutput, erro
 		if !res.Settled {
 			wait = retry
 		}
+		if res.RecheckIn > 0 && res.RecheckIn < wait {
+			// A grant's timeout ends first (zero in histories from before it existed).
+			wait = res.RecheckIn
+		}
 		if out.Passes >= perRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			// Changes that arrived meanwhile are not lost: the next run starts with a pass.
 			next := TestBedInput{Namespace: in.Namespace, Name: in.Name, Resync: resync, Retry: retry, Debounce: debounce, PassesPerRun: perRun}

@@ -12,7 +12,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/activities"
@@ -31,9 +30,8 @@ type connections struct {
 	// schedulingSteps and admissionSteps set lifecycle.Steps for the workflows this process
 	// starts.
 	schedulingSteps, admissionSteps *int
-	// kubeQPS and kubeBurst bound this process's requests to the API server.
-	kubeQPS   *float64
-	kubeBurst *int
+	// kubeRates bound this process's requests to the API server (-kube-qps, -kube-burst).
+	kubeRates *kubeclient.Rates
 }
 
 func connectionFlags(fs *flag.FlagSet) connections {
@@ -47,9 +45,8 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
 			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
 		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
-		kubeQPS:         fs.Float64("kube-qps", 50, "requests per second to the Kubernetes API server (client-go's default of 5 cannot claim a 200-job Scheduling within an activity's minute)"),
-		kubeBurst:       fs.Int("kube-burst", 100, "burst of requests to the Kubernetes API server"),
 		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
+		kubeRates:       kubeclient.RateFlags(fs),
 	}
 }
 
@@ -82,19 +79,20 @@ func (c connections) temporalTLS() (*tls.Config, error) {
 	return conf, nil
 }
 
+// kubeConfig is the configuration of this process's Kubernetes clients, at the flags' rates.
+func (c connections) kubeConfig() (*rest.Config, error) {
+	return kubeclient.Config(*c.kubeconfig, *c.kubeRates)
+}
+
 func (c connections) dial() (*rest.Config, client.Client, error) {
 	if *c.schedulingSteps < 0 || *c.admissionSteps < 0 {
 		return nil, nil, errors.New("-scheduling-steps-per-run and -admission-steps-per-run must not be negative")
 	}
 	lifecycle.Steps = lifecycle.StepsPerRun{Scheduling: *c.schedulingSteps, Admission: *c.admissionSteps}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *c.kubeconfig)
+	cfg, err := c.kubeConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes config: %w", err)
+		return nil, nil, err
 	}
-	if *c.kubeQPS <= 0 || *c.kubeBurst <= 0 {
-		return nil, nil, errors.New("-kube-qps and -kube-burst must be positive")
-	}
-	cfg.QPS, cfg.Burst = float32(*c.kubeQPS), *c.kubeBurst
 	tlsConf, err := c.temporalTLS()
 	if err != nil {
 		return nil, nil, err
@@ -127,12 +125,20 @@ func runWorker(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tc, cl, err := conn.dialLive()
+	cfg, tc, err := conn.dial()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	w := worker.New(tc, &activities.Activities{Client: cl})
+	cl, err := kubeclient.Live(cfg)
+	if err != nil {
+		return err
+	}
+	changes, err := activities.WatchChanges(ctx, cfg, slog.Default())
+	if err != nil {
+		return err
+	}
+	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -162,6 +162,34 @@ type ApplicationRef struct {
 	UID        types.UID `json:"uid,omitempty"`
 }
 
+// RunPhases are the moments of one run of a job as slotplane saw them, to the microsecond.
+// Each is set once per run, when the worker first saw it: a worker restart in between
+// stamps what it finds already done at the time it finds it.
+type RunPhases struct {
+	// AdmittedAt is when the test bed's Admission granted the run its slots (the Scheduling
+	// took the grant).
+	// +optional
+	AdmittedAt *metav1.MicroTime `json:"admittedAt,omitempty"`
+	// ApplicationCreatedAt is when the SparkApplication or FlinkDeployment was created.
+	// +optional
+	ApplicationCreatedAt *metav1.MicroTime `json:"applicationCreatedAt,omitempty"`
+	// DriverRunningAt is when the driver or JobManager pod was first seen running.
+	// +optional
+	DriverRunningAt *metav1.MicroTime `json:"driverRunningAt,omitempty"`
+	// ExecutorsPlacedAt are the moments the executors or TaskManagers were seen bound in
+	// their slots, in order: the first is the first executor's.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4096
+	// +optional
+	ExecutorsPlacedAt []metav1.MicroTime `json:"executorsPlacedAt,omitempty"`
+	// RunningAt is when every executor or TaskManager ran in its slot.
+	// +optional
+	RunningAt *metav1.MicroTime `json:"runningAt,omitempty"`
+	// EndedAt is when the application was seen completed or failed.
+	// +optional
+	EndedAt *metav1.MicroTime `json:"endedAt,omitempty"`
+}
+
 // BatchJobStatus is the observed lifecycle of a job.
 type BatchJobStatus struct {
 	// State is Ready, InQueue, Submitted, Running, Completed or Failed. A job no Scheduling
@@ -197,6 +225,10 @@ type BatchJobStatus struct {
 	// FinishedAt is when the application completed or failed.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// Phases are the moments of the current run, to the microsecond: where the time
+	// between a grant and running pods goes, and when the run ended.
+	// +optional
+	Phases *RunPhases `json:"phases,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +32,27 @@ type TestBedSpec struct {
 	// +kubebuilder:validation:XValidation:rule="'cpu' in self && 'memory' in self",message="resourcesPerSlot must give both cpu and memory"
 	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(string(self[r])).isGreaterThan(quantity('0')))",message="every quantity in resourcesPerSlot must be greater than zero"
 	ResourcesPerSlot corev1.ResourceList `json:"resourcesPerSlot"`
+
+	// GrantedSlotTimeout is how long a slot granted to a job stays without its ghost pod
+	// while no pod of the job holds it. A grant removes the slot's ghost at once, so that the
+	// job's pods are placed without preempting it; a job whose pods have not come by then
+	// (its application failed to start, its driver waits for an image) gets the ghost back
+	// in that slot, and its pods, when they come, take the slot from the ghost by preemption.
+	// Default 2m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="grantedSlotTimeout must be between 1s and 24h"
+	// +optional
+	GrantedSlotTimeout *metav1.Duration `json:"grantedSlotTimeout,omitempty"`
+}
+
+// DefaultGrantedSlotTimeout is a TestBed's GrantedSlotTimeout when it gives none.
+const DefaultGrantedSlotTimeout = 2 * time.Minute
+
+// GrantedSlotTimeoutOrDefault is the spec's GrantedSlotTimeout, or the default.
+func (s *TestBedSpec) GrantedSlotTimeoutOrDefault() time.Duration {
+	if s.GrantedSlotTimeout == nil || s.GrantedSlotTimeout.Duration <= 0 {
+		return DefaultGrantedSlotTimeout
+	}
+	return s.GrantedSlotTimeout.Duration
 }
 
 // SlotState is where a slot is in its occupation cycle: free -> reserved -> occupied -> free.

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "strings"
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Names that other components agree on. They are part of the API: changing one breaks running
 // clusters.
@@ -86,6 +90,10 @@ type CreationRequest struct {
 	Slots []int32 `json:"slots"`
 	// Run numbers the requests of one Scheduling for the job, from 1.
 	Run int32 `json:"run"`
+	// GrantedAt is when the Scheduling took Admission's grant of the slots. A slot granted
+	// longer than its test bed's grantedSlotTimeout ago that no pod of the job holds gets its
+	// ghost back. Absent in requests written before it existed: those never time out.
+	GrantedAt *metav1.MicroTime `json:"grantedAt,omitempty"`
 }
 
 // TestBedTaint is the taint key that dedicates nodes to test beds (any value, any effect).

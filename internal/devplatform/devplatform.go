@@ -91,7 +91,9 @@ type Platform struct {
 	extenderListener net.Listener
 	tempDir          bool
 	worker           sdkworker.Worker
-	stops            []stop
+	// changes wakes the worker's waiting activities; it outlives worker restarts.
+	changes *activities.Changes
+	stops   []stop
 }
 
 type stop struct {
@@ -257,6 +259,14 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 		return nil
 	}
 	p.step("worker and bridge")
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	changes, err := activities.WatchChanges(watchCtx, p.Cluster.Config, p.log)
+	if err != nil {
+		stopWatch()
+		return err
+	}
+	p.changes = changes
+	p.onStop("the worker's watches", func() error { stopWatch(); return nil })
 	mgr, err := bridge.New(p.Cluster.Config, p.Temporal, bridge.Options{Webhook: bridge.WebhookOptions{
 		Addr: p.WebhookAddr, CertDir: p.WebhookCerts.Dir, CertName: p.WebhookCerts.CertName, KeyName: p.WebhookCerts.KeyName}})
 	if err != nil {
@@ -280,7 +290,7 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 func (p *Platform) StartWorker() error {
 	// Activities read the API server directly, not a cache: a reconcile pass must see the
 	// pods as they are now.
-	w := worker.New(p.Temporal, &activities.Activities{Client: p.Kube})
+	w := worker.New(p.Temporal, &activities.Activities{Client: p.Kube, Changes: p.changes})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
