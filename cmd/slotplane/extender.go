@@ -4,50 +4,69 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"slotplane/extender"
+	"slotplane/internal/kubeclient"
 )
 
-func runExtender(ctx context.Context, args []string) error {
+// extenderFlags are slotplane extender's flags.
+type extenderFlags struct {
+	addr, kubeconfig, certFile, keyFile, clientCA string
+	plain                                         bool
+	rates                                         kubeclient.Rates
+}
+
+// parseExtenderFlags reads the flags (and their SLOTPLANE_* variables) and checks that they
+// fit together, before anything is read or started.
+func parseExtenderFlags(args []string) (extenderFlags, error) {
+	var f extenderFlags
 	fs := flag.NewFlagSet("extender", flag.ContinueOnError)
-	addr := fs.String("listen", envOr("SLOTPLANE_EXTENDER_LISTEN", ":8888"), "address to serve /filter, /preempt, /healthz and /metrics on")
-	kubeconfig := fs.String("kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account")
-	certFile := fs.String("tls-cert-file", envOr("SLOTPLANE_EXTENDER_TLS_CERT", ""), "PEM certificate to serve HTTPS with (reloaded when the file changes)")
-	keyFile := fs.String("tls-key-file", envOr("SLOTPLANE_EXTENDER_TLS_KEY", ""), "PEM private key of -tls-cert-file")
-	clientCA := fs.String("client-ca-file", envOr("SLOTPLANE_EXTENDER_CLIENT_CA", ""), "PEM CA bundle: when set, every call but /healthz needs a client certificate it signed (kube-scheduler's tlsConfig certData/keyData)")
-	plain := fs.Bool("plain-http", false, "serve plain HTTP without TLS: anyone who reaches the port can then reserve slots and label pods")
+	fs.StringVar(&f.addr, "listen", envOr("SLOTPLANE_EXTENDER_LISTEN", ":8888"), "address to serve /filter, /preempt, /healthz and /metrics on")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account")
+	fs.StringVar(&f.certFile, "tls-cert-file", envOr("SLOTPLANE_EXTENDER_TLS_CERT", ""), "PEM certificate to serve HTTPS with (reloaded when the file changes)")
+	fs.StringVar(&f.keyFile, "tls-key-file", envOr("SLOTPLANE_EXTENDER_TLS_KEY", ""), "PEM private key of -tls-cert-file")
+	fs.StringVar(&f.clientCA, "client-ca-file", envOr("SLOTPLANE_EXTENDER_CLIENT_CA", ""), "PEM CA bundle: when set, every call but /healthz needs a client certificate it signed (kube-scheduler's tlsConfig certData/keyData)")
+	fs.BoolVar(&f.plain, "plain-http", false, "serve plain HTTP without TLS: anyone who reaches the port can then reserve slots and label pods")
+	rates := kubeclient.RateFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	f.rates = *rates
+	switch {
+	case f.plain && (f.certFile != "" || f.keyFile != "" || f.clientCA != ""):
+		return f, errors.New("-plain-http excludes -tls-cert-file, -tls-key-file and -client-ca-file")
+	case !f.plain && (f.certFile == "" || f.keyFile == ""):
+		return f, errors.New("the extender serves HTTPS: give -tls-cert-file and -tls-key-file (or -plain-http to serve without TLS)")
+	}
+	return f, f.rates.Validate()
+}
+
+func runExtender(ctx context.Context, args []string) error {
+	f, err := parseExtenderFlags(args)
+	if err != nil {
 		return err
 	}
 	var opt extender.Option
-	switch {
-	case *plain && (*certFile != "" || *keyFile != "" || *clientCA != ""):
-		return errors.New("-plain-http excludes -tls-cert-file, -tls-key-file and -client-ca-file")
-	case *plain:
+	if f.plain {
 		slog.Warn("the extender serves plain HTTP: whoever reaches it can reserve slots and label pods")
 		opt = extender.WithPlainHTTP()
-	case *certFile == "" || *keyFile == "":
-		return errors.New("the extender serves HTTPS: give -tls-cert-file and -tls-key-file (or -plain-http to serve without TLS)")
-	default:
-		conf, err := extender.ServerTLS(*certFile, *keyFile, *clientCA)
+	} else {
+		conf, err := extender.ServerTLS(f.certFile, f.keyFile, f.clientCA)
 		if err != nil {
 			return err
 		}
 		opt = extender.WithTLS(conf)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubernetes config: %w", err)
-	}
-	srv, err := extender.Start(ctx, cfg, *addr, slog.Default(), opt)
+	cfg, err := kubeclient.Config(f.kubeconfig, f.rates)
 	if err != nil {
 		return err
 	}
-	slog.Info("extender serving", "url", srv.URL, "client_certificates", *clientCA != "")
+	srv, err := extender.Start(ctx, cfg, f.addr, slog.Default(), opt)
+	if err != nil {
+		return err
+	}
+	slog.Info("extender serving", "url", srv.URL, "client_certificates", f.clientCA != "")
 	<-ctx.Done()
 	return srv.Stop()
 }

@@ -1,10 +1,14 @@
 // Package kubeclient is the one place that says how slotplane's components see the cluster:
-// the scheme of the types they read and write, and the shape of their informer caches
-// (only the pods of test beds, never every pod of the cluster).
+// the scheme of the types they read and write, the shape of their informer caches (only the
+// pods of test beds, never every pod of the cluster), and how fast they may ask the API
+// server.
 package kubeclient
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -13,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,4 +67,79 @@ func CacheOptions() cache.Options {
 // taken on a cached, older picture could delete a ghost a preemption is about to remove.
 func Live(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: Scheme()})
+}
+
+// The request rates of every slotplane process that talks to the API server: the worker,
+// bridge, API and extender in a cluster (their -kube-qps and -kube-burst flags), and the same
+// components on the local platform and in tests (testcluster's Config), so benchmarks run at
+// the rates a cluster sees.
+//
+// client-go's own default, 5 requests/s with a burst of 10, is far too slow: a Scheduling
+// claims, reads and nudges its jobs in activities of 100 jobs (workflows' batch), each job
+// one or two requests, and the extender writes one label per slot pod. At 100/s with a burst
+// of 200, one batch goes out within the burst, a 1,000-job Scheduling's claims take 10-20 s
+// in all (each batch inside its activity's minute), and the extender can label slot pods
+// faster than the placement rate slotplane aims for (half of plain pods': 80-115 pods/s on 2
+// cores, against 17-39 measured). Higher is not needed and would let one busy Scheduling take
+// a larger share of an API server that many clients share.
+//
+// client-go enforces the rate per REST client, and controller-runtime's client makes one per
+// resource type: these bound each kind's requests of one client, not the process's total.
+const (
+	DefaultQPS   = 100
+	DefaultBurst = 200
+)
+
+// Rates are the requests per second a client may send to the API server, and the burst it
+// may send at once above that rate.
+type Rates struct {
+	QPS   float64
+	Burst int
+}
+
+// DefaultRates are DefaultQPS and DefaultBurst.
+func DefaultRates() Rates { return Rates{QPS: DefaultQPS, Burst: DefaultBurst} }
+
+// RateFlags registers -kube-qps and -kube-burst on fs, defaulting to DefaultRates, and
+// returns where their values land. Check them with Validate (Config does).
+func RateFlags(fs *flag.FlagSet) *Rates {
+	r := DefaultRates()
+	fs.Float64Var(&r.QPS, "kube-qps", r.QPS, "requests per second to the Kubernetes API server, per resource type (client-go's own default of 5 cannot claim a 1,000-job Scheduling in time)")
+	fs.IntVar(&r.Burst, "kube-burst", r.Burst, "requests to the Kubernetes API server that may go out at once above -kube-qps")
+	return &r
+}
+
+// Validate refuses rates client-go would not apply as written: a QPS of 0 means its default
+// of 5, a negative one no limit at all, and a burst below 1 stalls every request.
+func (r Rates) Validate() error {
+	var errs []error
+	if qps := float32(r.QPS); !(qps > 0) || math.IsInf(float64(qps), 0) {
+		errs = append(errs, fmt.Errorf("-kube-qps must be a positive, finite number of requests per second, got %v", r.QPS))
+	}
+	if r.Burst <= 0 {
+		errs = append(errs, fmt.Errorf("-kube-burst must be a positive number of requests, got %d", r.Burst))
+	}
+	return errors.Join(errs...)
+}
+
+// Apply sets r on cfg, once Validate accepts it.
+func (r Rates) Apply(cfg *rest.Config) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(r.QPS), r.Burst
+	return nil
+}
+
+// Config is the configuration of a component's clients: from the kubeconfig file (empty:
+// the pod's service account, in cluster) with the rates r, which are checked first.
+func Config(kubeconfig string, r Rates) (*rest.Config, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	return cfg, r.Apply(cfg)
 }

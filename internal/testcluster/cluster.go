@@ -40,6 +40,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/deploy"
 	"slotplane/internal/freeport"
+	"slotplane/internal/kubeclient"
 )
 
 const (
@@ -405,8 +406,11 @@ func (c *Cluster) startAPIServer(ctx context.Context, port, etcdPort int) error 
 		Host:            c.APIServerURL,
 		BearerToken:     adminToken,
 		TLSClientConfig: rest.TLSClientConfig{CAData: certs.caPEM},
-		QPS:             200,
-		Burst:           400,
+		// The components' own rates, so what runs here (the local platform, the benchmarks)
+		// meets the limits a cluster's components have. A harness that must outpace them
+		// raises its own copy.
+		QPS:   kubeclient.DefaultQPS,
+		Burst: kubeclient.DefaultBurst,
 	}
 	if c.client, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return err
