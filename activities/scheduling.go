@@ -234,26 +234,53 @@ type JobInfo struct {
 type ReadJobsInput struct {
 	Namespace string
 	Names     []string
+	// Scheduling, when set, is the Scheduling that claimed the jobs: ReadJobs then reads
+	// them with one List of the jobs it holds, and only a name the list lacks with a Get of
+	// its own. Empty reads each name with a Get: an activity scheduled before the field
+	// existed, and retried from its recorded input, still runs as it did.
+	Scheduling string
 }
 
-// ReadJobs reads the queue, user, groups and driver size of each job.
+// ReadJobs reads the queue, user, groups and driver size of each job. The answer does not
+// depend on Scheduling: a job another Scheduling holds, or none, is read all the same.
 func (a *Activities) ReadJobs(ctx context.Context, in ReadJobsInput) ([]JobInfo, error) {
+	var held map[string]*v1alpha1.BatchJob
+	// One name costs one request either way, and a Get carries one job, not every job the
+	// Scheduling holds.
+	if in.Scheduling != "" && len(in.Names) > 1 {
+		var list v1alpha1.BatchJobList
+		if err := a.Client.List(ctx, &list, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.ActiveSchedulingLabel: in.Scheduling}); err != nil {
+			return nil, fmt.Errorf("list batchjobs of scheduling %s/%s: %w", in.Namespace, in.Scheduling, err)
+		}
+		held = make(map[string]*v1alpha1.BatchJob, len(list.Items))
+		for i := range list.Items {
+			held[list.Items[i].Name] = &list.Items[i]
+		}
+	}
 	out := make([]JobInfo, 0, len(in.Names))
 	for _, name := range in.Names {
-		var job v1alpha1.BatchJob
-		err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: name}, &job)
-		if apierrors.IsNotFound(err) {
-			out = append(out, JobInfo{Name: name})
-			continue
+		job, ok := held[name]
+		if !ok {
+			job = &v1alpha1.BatchJob{}
+			err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: name}, job)
+			if apierrors.IsNotFound(err) {
+				out = append(out, JobInfo{Name: name})
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, name, err)
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, name, err)
-		}
-		info := JobInfo{Name: name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources}
-		if d := job.Spec.ExpectedDuration; d != nil && d.Duration > 0 {
-			info.Expected = d.Duration
-		}
-		out = append(out, info)
+		out = append(out, jobInfo(job))
 	}
 	return out, nil
+}
+
+// jobInfo is what admission needs of job.
+func jobInfo(job *v1alpha1.BatchJob) JobInfo {
+	info := JobInfo{Name: job.Name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources}
+	if d := job.Spec.ExpectedDuration; d != nil && d.Duration > 0 {
+		info.Expected = d.Duration
+	}
+	return info
 }

@@ -1,0 +1,109 @@
+package activities
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/testobjects"
+)
+
+// requestCount counts a client's reads.
+type requestCount struct{ gets, lists int }
+
+// countingClient is a fake client holding objs whose Gets and Lists are counted in n.
+func countingClient(n *requestCount, objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				n.gets++
+				return cl.Get(ctx, key, obj, opts...)
+			},
+			List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				n.lists++
+				return cl.List(ctx, list, opts...)
+			},
+		}).Build()
+}
+
+// claimed is job with the claim of scheduling.
+func claimed(job *v1alpha1.BatchJob, scheduling string) *v1alpha1.BatchJob {
+	job.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: scheduling}
+	return job
+}
+
+// With its Scheduling named, ReadJobs answers what a Get of each name answers, in the order
+// asked, with one List and a Get for each name the List lacks: a job nobody holds, one
+// another Scheduling holds, one that does not exist. Jobs of the same name in another
+// namespace, and held jobs not asked for, change nothing.
+func TestReadJobs_OneListAnswersAsGetsDo(t *testing.T) {
+	mine := testobjects.BatchJob("mine").Queue("root.a").Driver("2", "4Gi").Obj()
+	mine.Spec.User, mine.Spec.Groups = "ann", []string{"eng", "ml"}
+	mine.Spec.ExpectedDuration = &metav1.Duration{Duration: 90 * time.Second}
+	objs := []client.Object{
+		claimed(mine, "s"),
+		claimed(testobjects.BatchJob("mine-too").Obj(), "s"),
+		claimed(testobjects.BatchJob("not-asked").Obj(), "s"),
+		claimed(testobjects.BatchJob("theirs").Queue("root.b").Obj(), "other"),
+		testobjects.BatchJob("free").Queue("root.c").Obj(),
+		// Same name, other namespace, same Scheduling name: never read.
+		claimed(testobjects.BatchJob("gone").Namespace("elsewhere").Obj(), "s"),
+		claimed(testobjects.BatchJob("mine-too").Namespace("elsewhere").Queue("root.wrong").Obj(), "s"),
+	}
+	names := []string{"theirs", "mine-too", "gone", "mine", "free"}
+
+	var perName requestCount
+	want, err := (&Activities{Client: countingClient(&perName, objs...)}).ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: names})
+	require.NoError(t, err)
+	require.Equal(t, requestCount{gets: len(names)}, perName, "without a Scheduling: a Get per name")
+	require.Equal(t, JobInfo{Name: "mine", Exists: true, Queue: "root.a", User: "ann", Groups: []string{"eng", "ml"},
+		Driver: mine.Spec.DriverResources, Expected: 90 * time.Second}, want[3])
+	require.Equal(t, JobInfo{Name: "gone"}, want[2])
+
+	var listed requestCount
+	got, err := (&Activities{Client: countingClient(&listed, objs...)}).ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: names, Scheduling: "s"})
+	require.NoError(t, err)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("one List answers otherwise than a Get per name (-want +got)\n%s", diff)
+	}
+	require.Equal(t, requestCount{lists: 1, gets: 3}, listed, "one List, and a Get for theirs, gone and free")
+}
+
+// A Scheduling that holds every job asked for costs one request, however many jobs.
+func TestReadJobs_AllHeld_OneRequest(t *testing.T) {
+	var objs []client.Object
+	var names []string
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		objs = append(objs, claimed(testobjects.BatchJob(name).Obj(), "s"))
+		names = append(names, name)
+	}
+	var n requestCount
+	got, err := (&Activities{Client: countingClient(&n, objs...)}).ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: names, Scheduling: "s"})
+	require.NoError(t, err)
+	require.Len(t, got, len(names))
+	for i, info := range got {
+		require.Equal(t, names[i], info.Name)
+		require.True(t, info.Exists)
+	}
+	require.Equal(t, requestCount{lists: 1}, n)
+}
+
+// One name is one Get, Scheduling or not: a List would cost as much and carry every job
+// the Scheduling holds.
+func TestReadJobs_OneName_OneGet(t *testing.T) {
+	var n requestCount
+	cl := countingClient(&n, claimed(testobjects.BatchJob("a").Obj(), "s"), claimed(testobjects.BatchJob("b").Obj(), "s"))
+	got, err := (&Activities{Client: cl}).ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: []string{"a"}, Scheduling: "s"})
+	require.NoError(t, err)
+	require.Equal(t, []JobInfo{{Name: "a", Exists: true, Driver: testobjects.BatchJob("a").Obj().Spec.DriverResources}}, got)
+	require.Equal(t, requestCount{gets: 1}, n)
+}
