@@ -2,20 +2,25 @@ package extender
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // FuzzExtenderArgs feeds arbitrary bodies to /filter and /preempt. Whatever comes in, the
 // handler must not panic, and must answer HTTP 200 with a JSON object: the scheduler reads
 // only such answers, and an error belongs in their Error field. A filter answer without an
-// error names its nodes, at most one.
+// error names its nodes, at most one. Nothing is written for a body that does not name the
+// cluster's pod by its name and UID, as encoding/json reads the body.
 func FuzzExtenderArgs(f *testing.F) {
 	live := makePod("exec").Obj()
 	seed := func(v any) []byte {
@@ -38,14 +43,33 @@ func FuzzExtenderArgs(f *testing.F) {
 	f.Add(false, []byte(``))
 	f.Add(false, []byte(strings.Repeat(`{"a":`, 10_000)))
 
-	h, _, _ := newTestHandler(f, testBed(), live)
+	var writes atomic.Int32
+	h, _, _ := newInterceptedHandler(f, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			writes.Add(1)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			writes.Add(1)
+			return c.Delete(ctx, obj, opts...)
+		},
+	}, testBed(), live)
 	f.Fuzz(func(t *testing.T, preempt bool, body []byte) {
 		path := "/filter"
 		if preempt {
 			path = "/preempt"
 		}
+		before := writes.Load()
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		if writes.Load() != before {
+			var named refPreemptCall // the pod is read alike for both verbs
+			err := json.Unmarshal(body, &named)
+			if err != nil || named.Pod == nil || named.Pod.Metadata.Namespace != live.Namespace ||
+				named.Pod.Metadata.Name != live.Name || named.Pod.Metadata.UID != string(live.UID) {
+				t.Fatalf("%s wrote for a body that does not name pod %s/%s %s: %q", path, live.Namespace, live.Name, live.UID, body)
+			}
+		}
 		if rec.Code != http.StatusOK {
 			t.Fatalf("%s: HTTP %d, want 200 with the error in the body", path, rec.Code)
 		}

@@ -188,22 +188,18 @@ func RequestOf(pod *corev1.Pod) (SlotRequest, error) {
 // LivePod returns the cluster's copy of the pod a request names, which must carry the UID the
 // request gives: from the informer cache, or read live when the cache does not have it under
 // that UID (it has not seen the pod yet, or still holds the one deleted before). The caller
-// decides on what this returns, never on the labels and annotations the request carries.
+// decides on what this returns, never on what the request says of the pod.
 // A pod that is gone, has another UID, is bound already or being deleted is ErrNotThePod.
-func (r *Reserver) LivePod(ctx context.Context, named *corev1.Pod) (*corev1.Pod, error) {
-	if named == nil {
-		return nil, fmt.Errorf("%w: the request has no pod", ErrBadPod)
+func (r *Reserver) LivePod(ctx context.Context, key types.NamespacedName, uid types.UID) (*corev1.Pod, error) {
+	if key.Name == "" || uid == "" {
+		return nil, fmt.Errorf("%w: the request's pod %s has no name or no uid", ErrBadPod, key)
 	}
-	if named.Name == "" || named.UID == "" {
-		return nil, fmt.Errorf("%w: the request's pod %s/%s has no name or no uid", ErrBadPod, named.Namespace, named.Name)
-	}
-	key := types.NamespacedName{Namespace: named.Namespace, Name: named.Name}
 	pod := &corev1.Pod{}
 	err := r.Cache.Get(ctx, key, pod)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
 	}
-	if err != nil || pod.UID != named.UID {
+	if err != nil || pod.UID != uid {
 		pod = &corev1.Pod{}
 		if err := r.Client.Get(ctx, key, pod); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -213,8 +209,8 @@ func (r *Reserver) LivePod(ctx context.Context, named *corev1.Pod) (*corev1.Pod,
 		}
 	}
 	switch {
-	case pod.UID != named.UID:
-		return nil, fmt.Errorf("%w: pod %s has uid %s, the request names uid %s", ErrNotThePod, key, pod.UID, named.UID)
+	case pod.UID != uid:
+		return nil, fmt.Errorf("%w: pod %s has uid %s, the request names uid %s", ErrNotThePod, key, pod.UID, uid)
 	case pod.DeletionTimestamp != nil:
 		return nil, fmt.Errorf("%w: pod %s is being deleted", ErrNotThePod, key)
 	case pod.Spec.NodeName != "":

@@ -74,12 +74,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // reason. With no free slot, no node passes, and the scheduler turns to preemption.
 func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var args extenderv1.ExtenderArgs
-	if err := decode(w, r, &args); err != nil {
+	body, err := readBody(w, r)
+	var args filterCall
+	if err == nil {
+		args, err = readFilterCall(body)
+	}
+	if err != nil {
 		h.finish(w, "filter", "bad_request", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, "")
 		return
 	}
-	candidates := nodeNames(&args)
+	candidates := args.candidates()
 	pod, req, err := h.request(r.Context(), args.Pod)
 	var res Reservation
 	if err == nil {
@@ -96,10 +100,10 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 				failed[n] = noSlot.OtherNodes
 			}
 		}
-		h.finish(w, "filter", "no_slot", start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed}, nil, podNameOf(args.Pod))
+		h.finish(w, "filter", "no_slot", start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed}, nil, args.Pod.String())
 		return
 	case err != nil:
-		h.finish(w, "filter", resultOf(err), start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
+		h.finish(w, "filter", resultOf(err), start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, args.Pod.String())
 		return
 	}
 	// The slot's ghost goes before the answer: the pod binds on room the scheduler found
@@ -107,18 +111,18 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 	cleared, err := h.reserver.ClearGhost(r.Context(), res)
 	if err != nil {
 		h.reserver.Unreserve(res, req.Pod)
-		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
+		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, args.Pod.String())
 		return
 	}
 	h.ghostsCleared.Add(float64(cleared))
 	if err := h.reserver.LabelPod(r.Context(), pod, res.Slot.Position); err != nil {
 		h.reserver.Unreserve(res, req.Pod)
-		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, podNameOf(args.Pod))
+		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, args.Pod.String())
 		return
 	}
 	// The other candidates need no reason: the scheduler drops nodes the answer leaves out,
 	// and a placed pod's reasons are never shown.
-	h.log.Info("slot reserved", "verb", "filter", "pod", podNameOf(args.Pod), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "held", res.Held)
+	h.log.Info("slot reserved", "verb", "filter", "pod", args.Pod.String(), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "held", res.Held)
 	h.finish(w, "filter", placed(res), start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{res.Slot.NodeName}}, nil, "")
 }
 
@@ -135,13 +139,17 @@ type preemptResult struct {
 // still full, the victim is the ghost a pod bound beside it made redundant (DisplacedGhost).
 func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var args extenderv1.ExtenderPreemptionArgs
+	var args preemptCall
 	empty := preemptResult{ExtenderPreemptionResult: extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{}}}
 	fail := func(result string, err error) {
 		empty.Error = err.Error()
-		h.finish(w, "preempt", result, start, empty, err, podNameOf(args.Pod))
+		h.finish(w, "preempt", result, start, empty, err, args.Pod.String())
 	}
-	if err := decode(w, r, &args); err != nil {
+	body, err := readBody(w, r)
+	if err == nil {
+		args, err = readPreemptCall(body)
+	}
+	if err != nil {
 		fail("bad_request", err)
 		return
 	}
@@ -173,7 +181,7 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		fail("no_slot", err)
 		return
 	}
-	h.log.Info("slot reserved", "verb", "preempt", "pod", podNameOf(args.Pod), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "victim", ghost.Name, "held", res.Held)
+	h.log.Info("slot reserved", "verb", "preempt", "pod", args.Pod.String(), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "victim", ghost.Name, "held", res.Held)
 	out := preemptResult{ExtenderPreemptionResult: extenderv1.ExtenderPreemptionResult{
 		NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
 			res.Slot.NodeName: {Pods: []*extenderv1.MetaPod{{UID: string(ghost.UID)}}},
@@ -182,14 +190,13 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 	h.finish(w, "preempt", placed(res), start, out, nil, "")
 }
 
-// request reads what the named pod asks for. The request's own copy of the pod is checked
-// for the shape of a slot pod first (a clear answer for a malformed call), then replaced by
-// the cluster's copy under the same name and UID, on which everything after is decided.
-func (h *Handler) request(ctx context.Context, named *corev1.Pod) (*corev1.Pod, SlotRequest, error) {
-	if _, err := RequestOf(named); err != nil {
-		return nil, SlotRequest{}, err
+// request reads what the named pod asks for, on the cluster's copy of the pod under the
+// call's name and UID: the call's own copy counts for nothing (it is not even decoded).
+func (h *Handler) request(ctx context.Context, named *callPod) (*corev1.Pod, SlotRequest, error) {
+	if named == nil {
+		return nil, SlotRequest{}, fmt.Errorf("%w: the request has no pod", ErrBadPod)
 	}
-	pod, err := h.reserver.LivePod(ctx, named)
+	pod, err := h.reserver.LivePod(ctx, named.key(), named.UID)
 	if err != nil {
 		return nil, SlotRequest{}, err
 	}
@@ -218,32 +225,6 @@ func (h *Handler) finish(w http.ResponseWriter, verb, result string, start time.
 	}
 }
 
-func decode(w http.ResponseWriter, r *http.Request, into any) error {
-	body := http.MaxBytesReader(w, r.Body, maxBody)
-	if err := json.NewDecoder(body).Decode(into); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return fmt.Errorf("request body over %d bytes", maxBody)
-		}
-		return fmt.Errorf("malformed request: %w", err)
-	}
-	return nil
-}
-
-func nodeNames(args *extenderv1.ExtenderArgs) []string {
-	if args.NodeNames != nil {
-		return *args.NodeNames
-	}
-	if args.Nodes == nil {
-		return []string{}
-	}
-	out := make([]string, len(args.Nodes.Items))
-	for i := range args.Nodes.Items {
-		out[i] = args.Nodes.Items[i].Name
-	}
-	return out
-}
-
 func placed(res Reservation) string {
 	if res.Held {
 		return "held"
@@ -261,11 +242,4 @@ func resultOf(err error) string {
 		return "unknown_testbed"
 	}
 	return "error"
-}
-
-func podNameOf(p *corev1.Pod) string {
-	if p == nil {
-		return ""
-	}
-	return p.Namespace + "/" + p.Name
 }

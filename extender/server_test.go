@@ -21,6 +21,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
@@ -63,7 +64,13 @@ func testBed() *v1alpha1.TestBed {
 // the cache and the writer.
 func newTestHandler(t testing.TB, objs ...client.Object) (*Handler, *Reserver, client.Client) {
 	t.Helper()
-	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
+	return newInterceptedHandler(t, interceptor.Funcs{}, objs...)
+}
+
+// newInterceptedHandler is newTestHandler with funcs seeing every call to the fake cluster.
+func newInterceptedHandler(t testing.TB, funcs interceptor.Funcs, objs ...client.Object) (*Handler, *Reserver, client.Client) {
+	t.Helper()
+	b := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
 		WithStatusSubresource(&v1alpha1.TestBed{}).
 		WithIndex(&corev1.Pod{}, GhostIndex, func(o client.Object) []string {
 			if v := GhostIndexValue(o.(*corev1.Pod)); v != "" {
@@ -71,7 +78,9 @@ func newTestHandler(t testing.TB, objs ...client.Object) (*Handler, *Reserver, c
 			}
 			return nil
 		}).
-		WithObjects(objs...).Build()
+		WithObjects(objs...).
+		WithInterceptorFuncs(funcs)
+	cl := b.Build()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
