@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,82 +20,157 @@ import (
 	"slotplane/internal/testplatform"
 )
 
-// BenchmarkOrchestration_16JobsOn8Slots measures what slotplane adds around each job. 16
-// one-slot Spark jobs that each run 1s go through one QueueBased Scheduling on 8 free slots,
-// so the ideal makespan is 2s. It reports:
-//   - claim-to-running-ms: per job of the first wave (its slot was free at once), from the
-//     Scheduling's claim to all its pods running in their slots: the admission, the
-//     application's creation, the driver, the executor's placement through the extender
-//     (which evicts the slot's ghost), and the status writes on the way;
-//   - end-to-start-ms: per job of the second wave, from the end of the job it follows to its
-//     own start (a slot freed, its ghost not yet back, handed on);
-//   - makespan-s: from creating the Scheduling to its Completed.
+// BenchmarkOrchestration_16JobsOn8Slots measures what slotplane adds around each job, on the
+// real platform, from the phase times the worker writes into each BatchJob's status
+// (status.phases, to the microsecond). Two Schedulings of one-slot Spark jobs that each run
+// 1 s go through a QueueBased Scheduling on 8 free slots, one after the other:
+//   - 16 jobs, whose ideal makespan is 2 s: makespan-s, from creating the Scheduling to its
+//     Completed; create-to-running-p50-ms, for the first 8 jobs, from creating the
+//     Scheduling (which claims them) to their pods running in their slots;
+//   - 64 jobs, for the spread of the hand-over: end-to-start-p50-ms and -p99-ms, for every job
+//     that followed another in its slot, from the end of the one before (the application seen
+//     ended) to its own pods running; admitted-to-running-p50-ms, from the grant to running.
+//
+// The breakdown of every phase is printed, for where the time goes.
 func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 	p := testplatform.Start(b, testplatform.DefaultBed)
-	ctx := context.Background()
 	for i := range b.N {
-		var entries []v1alpha1.SchedulingJob
-		for k := range 16 {
-			name := fmt.Sprintf("bench-%d-%02d", i, k)
-			j := &v1alpha1.BatchJob{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: "1s"}},
-				Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark,
-					Application:     v1alpha1.Application{Image: "registry.example/bench:1", MainClass: "org.example.Bench", MainApplicationFile: "local:///opt/bench.jar"},
-					DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}},
-			}
-			if err := p.Client.Create(ctx, j); err != nil {
-				b.Fatal(err)
-			}
-			entries = append(entries, v1alpha1.SchedulingJob{Name: name, Replication: 1})
-		}
-		s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i), Namespace: "default"},
-			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: entries}}
-		start := time.Now()
-		if err := p.Client.Create(ctx, s); err != nil {
-			b.Fatal(err)
-		}
-		deadline := time.Now().Add(5 * time.Minute)
-		for {
-			if err := p.Client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
-				b.Fatal(err)
-			}
-			if s.Status.State == v1alpha1.SchedulingCompleted {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("the Scheduling did not complete: %s %s", s.Status.State, s.Status.Message)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		makespan := time.Since(start)
-		var jobs []v1alpha1.BatchJob
-		for _, e := range entries {
-			var j v1alpha1.BatchJob
-			if err := p.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: e.Name}, &j); err != nil {
-				b.Fatal(err)
-			}
-			if j.Status.State != v1alpha1.JobCompleted || j.Status.QueuedAt == nil || j.Status.RunningAt == nil || j.Status.FinishedAt == nil {
-				b.Fatalf("job %s: %s %s", j.Name, j.Status.State, j.Status.Message)
-			}
-			jobs = append(jobs, j)
-		}
-		// The first wave started first; each of the second follows the earliest end not yet
-		// followed.
-		slices.SortFunc(jobs, func(a, b v1alpha1.BatchJob) int { return a.Status.RunningAt.Compare(b.Status.RunningAt.Time) })
-		var claim, handOn time.Duration
-		for _, j := range jobs[:8] {
-			claim += j.Status.RunningAt.Sub(j.Status.QueuedAt.Time)
-		}
-		ends := make([]time.Time, 0, 8)
-		for _, j := range jobs[:8] {
-			ends = append(ends, j.Status.FinishedAt.Time)
-		}
-		slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
-		for k, j := range jobs[8:] {
-			handOn += j.Status.RunningAt.Sub(ends[k])
-		}
-		b.ReportMetric(float64(claim.Milliseconds())/8, "claim-to-running-ms")
-		b.ReportMetric(float64(handOn.Milliseconds())/8, "end-to-start-ms")
-		b.ReportMetric(makespan.Seconds(), "makespan-s")
+		first := runJobs(b, p, fmt.Sprintf("bench-%d-a", i), 16)
+		b.ReportMetric(first.makespan.Seconds(), "makespan-s")
+		b.ReportMetric(ms(percentile(first.createToRunning, 50)), "create-to-running-p50-ms")
+
+		many := runJobs(b, p, fmt.Sprintf("bench-%d-b", i), 64)
+		b.ReportMetric(ms(percentile(many.endToStart, 50)), "end-to-start-p50-ms")
+		b.ReportMetric(ms(percentile(many.endToStart, 99)), "end-to-start-p99-ms")
+		b.ReportMetric(ms(percentile(many.admittedToRunning, 50)), "admitted-to-running-p50-ms")
+		b.ReportMetric(float64(len(many.jobs))/many.makespan.Seconds(), "jobs/s")
+		fmt.Printf("16 jobs on 8 slots: makespan %s\n%s\n64 jobs on 8 slots: makespan %s\n%s\n",
+			first.makespan.Round(time.Millisecond), first.breakdown(), many.makespan.Round(time.Millisecond), many.breakdown())
 	}
 }
+
+// orchestration is one Scheduling's jobs as they ran.
+type orchestration struct {
+	jobs                                           []v1alpha1.BatchJob
+	makespan                                       time.Duration
+	createToRunning, endToStart, admittedToRunning []time.Duration
+}
+
+// runJobs runs n one-slot, one-second Spark jobs through one QueueBased Scheduling on the
+// platform's 8-slot bed and reads their phases.
+func runJobs(b *testing.B, p *testplatform.Platform, name string, n int) orchestration {
+	b.Helper()
+	ctx := context.Background()
+	var entries []v1alpha1.SchedulingJob
+	for k := range n {
+		jn := fmt.Sprintf("%s-%02d", name, k)
+		j := &v1alpha1.BatchJob{
+			ObjectMeta: metav1.ObjectMeta{Name: jn, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: "1s"}},
+			Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark,
+				Application:     v1alpha1.Application{Image: "registry.example/bench:1", MainClass: "org.example.Bench", MainApplicationFile: "local:///opt/bench.jar"},
+				DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}},
+		}
+		if err := p.Client.Create(ctx, j); err != nil {
+			b.Fatal(err)
+		}
+		entries = append(entries, v1alpha1.SchedulingJob{Name: jn, Replication: 1})
+	}
+	s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: entries}}
+	start := time.Now()
+	if err := p.Client.Create(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		if err := p.Client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+			b.Fatal(err)
+		}
+		if s.Status.State == v1alpha1.SchedulingCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the Scheduling did not complete: %s %s", s.Status.State, s.Status.Message)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	o := orchestration{makespan: time.Since(start)}
+	for _, e := range entries {
+		var j v1alpha1.BatchJob
+		if err := p.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: e.Name}, &j); err != nil {
+			b.Fatal(err)
+		}
+		ph := j.Status.Phases
+		if j.Status.State != v1alpha1.JobCompleted || ph == nil || ph.AdmittedAt == nil || ph.RunningAt == nil || ph.EndedAt == nil || len(j.Status.Slots) != 1 {
+			b.Fatalf("job %s: %s %s, phases %+v", j.Name, j.Status.State, j.Status.Message, ph)
+		}
+		o.jobs = append(o.jobs, j)
+		o.admittedToRunning = append(o.admittedToRunning, ph.RunningAt.Sub(ph.AdmittedAt.Time))
+	}
+	// The first wave: the 8 jobs that started first, each in a slot free from the start.
+	byStart := slices.Clone(o.jobs)
+	slices.SortFunc(byStart, func(x, y v1alpha1.BatchJob) int {
+		return x.Status.Phases.RunningAt.Compare(y.Status.Phases.RunningAt.Time)
+	})
+	for _, j := range byStart[:min(8, len(byStart))] {
+		o.createToRunning = append(o.createToRunning, j.Status.Phases.RunningAt.Sub(start))
+	}
+	// Every later job follows the one that ran before it in its slot.
+	last := map[int32]*v1alpha1.BatchJob{}
+	for i := range byStart {
+		j := &byStart[i]
+		slot := j.Status.Slots[0]
+		if prev, ok := last[slot]; ok {
+			o.endToStart = append(o.endToStart, j.Status.Phases.RunningAt.Sub(prev.Status.Phases.EndedAt.Time))
+		}
+		last[slot] = j
+	}
+	return o
+}
+
+// breakdown is the median of each phase of the jobs' starts, and of the hand-over.
+func (o orchestration) breakdown() string {
+	type step struct {
+		name     string
+		from, to func(*v1alpha1.RunPhases) *metav1.MicroTime
+	}
+	firstPlaced := func(ph *v1alpha1.RunPhases) *metav1.MicroTime {
+		if len(ph.ExecutorsPlacedAt) == 0 {
+			return nil
+		}
+		return &ph.ExecutorsPlacedAt[0]
+	}
+	steps := []step{
+		{"admitted -> application created", func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.AdmittedAt }, func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.ApplicationCreatedAt }},
+		{"application created -> driver running", func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.ApplicationCreatedAt }, func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.DriverRunningAt }},
+		{"driver running -> executor placed", func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.DriverRunningAt }, firstPlaced},
+		{"executor placed -> running", firstPlaced, func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.RunningAt }},
+		{"running -> ended (the job's own second)", func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.RunningAt }, func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.EndedAt }},
+	}
+	var sb strings.Builder
+	for _, s := range steps {
+		var ds []time.Duration
+		for _, j := range o.jobs {
+			from, to := s.from(j.Status.Phases), s.to(j.Status.Phases)
+			if from != nil && to != nil {
+				ds = append(ds, to.Sub(from.Time))
+			}
+		}
+		fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d jobs)\n", s.name, ms(percentile(ds, 50)), ms(percentile(ds, 99)), len(ds))
+	}
+	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)\n", "one job's end -> the next one running", ms(percentile(o.endToStart, 50)), ms(percentile(o.endToStart, 99)), len(o.endToStart))
+	return sb.String()
+}
+
+// percentile is the nearest-rank percentile (0 for no values).
+func percentile(ds []time.Duration, pct int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := (pct*len(s) + 99) / 100
+	return s[max(rank, 1)-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

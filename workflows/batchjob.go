@@ -265,7 +265,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if err != nil || !still {
 		return err
 	}
-	j.notePlaced(placed)
+	j.notePlaced(placed, key.Replicas)
 	if !placed.Outcome.Terminal && !placed.Gone {
 		j.status.RunningAt = now(ctx)
 		if ph := j.phases(); ph.RunningAt == nil {
@@ -358,7 +358,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	if err != nil || !still {
 		return still, err
 	}
-	j.notePlaced(started)
+	j.notePlaced(started, key.Replicas)
 	msg := "the first executor holds its slot"
 	if timedOut {
 		msg = fmt.Sprintf("no executor holds its slot after %s: it counts as started", queue.StartingTimeout)
@@ -462,16 +462,26 @@ func (j *jobRunner) phases() *v1alpha1.RunPhases {
 }
 
 // notePlaced takes the driver's and the executors' times from a wait: the first time each
-// was seen stays, and executors placed since the last wait are added.
-func (j *jobRunner) notePlaced(p activities.AppProgress) {
+// was seen stays, and executors placed since the last wait are added. The run is running
+// from the moment its last executor was seen placed.
+func (j *jobRunner) notePlaced(p activities.AppProgress, replicas int) {
 	ph := j.phases()
 	if ph.DriverRunningAt == nil && !p.DriverRunningAt.IsZero() {
 		ph.DriverRunningAt = &metav1.MicroTime{Time: p.DriverRunningAt.UTC()}
 	}
 	for _, t := range p.PlacedAt[min(len(ph.ExecutorsPlacedAt), len(p.PlacedAt)):] {
-		ph.ExecutorsPlacedAt = append(ph.ExecutorsPlacedAt, metav1.MicroTime{Time: t.UTC()})
+		if len(ph.ExecutorsPlacedAt) < maxPlacedTimes {
+			ph.ExecutorsPlacedAt = append(ph.ExecutorsPlacedAt, metav1.MicroTime{Time: t.UTC()})
+		}
+	}
+	if ph.RunningAt == nil && replicas > 0 && len(ph.ExecutorsPlacedAt) >= replicas {
+		at := ph.ExecutorsPlacedAt[replicas-1]
+		ph.RunningAt = &at
 	}
 }
+
+// maxPlacedTimes is the schema's bound on status.phases.executorsPlacedAt.
+const maxPlacedTimes = 4096
 
 func nowMicro(ctx workflow.Context) *metav1.MicroTime {
 	t := metav1.NewMicroTime(workflow.Now(ctx).UTC())
