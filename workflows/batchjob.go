@@ -279,7 +279,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if err != nil || !still {
 		return err
 	}
-	return j.finish(ctx, app, finished, r)
+	return j.finish(ctx, app, finished, r, req)
 }
 
 // beginRun readies the status for the request's run: an application of another run is
@@ -320,15 +320,33 @@ type runReport struct {
 func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg string) error {
 	j := r.j
 	j.status.State, j.status.Message = st, msg
+	if workflow.GetVersion(ctx, DirectReleaseChange, workflow.DefaultVersion, 1) >= 1 {
+		// The Scheduling hears while the status is written, not after.
+		r.setProgress(st, msg)
+		told := workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, r.holder), "", JobProgressSignal, r.progress)
+		err := j.write(ctx)
+		_ = told.Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
+		return err
+	}
 	if err := j.write(ctx); err != nil {
 		return err
 	}
-	r.progress.State, r.progress.Message = st, msg
-	r.progress.SubmittedAt, r.progress.RunningAt, r.progress.FinishedAt = timeOf(j.status.SubmittedAt), timeOf(j.status.RunningAt), timeOf(j.status.FinishedAt)
+	r.setProgress(st, msg)
 	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
 	_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, r.holder), "", JobProgressSignal, r.progress).Get(ctx, nil)
 	return nil
 }
+
+func (r *runReport) setProgress(st v1alpha1.BatchJobState, msg string) {
+	j := r.j
+	r.progress.State, r.progress.Message = st, msg
+	r.progress.SubmittedAt, r.progress.RunningAt, r.progress.FinishedAt = timeOf(j.status.SubmittedAt), timeOf(j.status.RunningAt), timeOf(j.status.FinishedAt)
+}
+
+// DirectReleaseChange is the version marker of a job's workflow that tells Admission itself
+// when its run ends (the Scheduling's release follows), and signals its Scheduling while it
+// writes the status instead of after.
+const DirectReleaseChange = "direct-release"
 
 // createApp creates the request's application; created is false when there is none to
 // follow: the job is invalid (the run fails and is reported) or no longer held (it is
@@ -374,7 +392,14 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 
 // finish ends the run as the application ended: Completed if it succeeded, Failed if it
 // failed or was deleted.
-func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport) error {
+func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport, req v1alpha1.CreationRequest) error {
+	if req.SchedulingUID != "" && workflow.GetVersion(ctx, DirectReleaseChange, workflow.DefaultVersion, 1) >= 1 {
+		// The run's slots go back to Admission at once, before the status write and the
+		// Scheduling's own release (a repeat Admission ignores). The signal is not waited
+		// for: the Scheduling's release covers a lost one.
+		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
+		workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(j.key.Namespace, req.TestBed), "", AdmissionReleaseSignal, k)
+	}
 	j.status.FinishedAt = now(ctx)
 	if ph := j.phases(); ph.EndedAt == nil {
 		ph.EndedAt = nowMicro(ctx)

@@ -149,9 +149,20 @@ type scheduler struct {
 	// through lifecycle.ExtendScheduling, and may do so at once.
 	extending workflow.Mutex
 	// written is each job's status as this run last wrote it (nil before its first write):
-	// later writes send only what changed (StatusDeltasChange).
-	written map[string]v1alpha1.SchedulingJobStatus
+	// later writes send only what changed (StatusDeltasChange). writtenTop is the rest of
+	// the status as last written (BatchedMessagesChange: a write that changes nothing is
+	// skipped).
+	written    map[string]v1alpha1.SchedulingJobStatus
+	writtenTop *v1alpha1.SchedulingStatus
 }
+
+// BatchedMessagesChange is the version marker of the loop that takes every message waiting
+// at once: all grants start together (their creation requests written side by side, one
+// nudge for all), every job's progress is applied, Admission's signals are sent side by
+// side, and the status is written once for all of it, or not at all when nothing changed.
+// A burst of a hundred messages cost a hundred status writes and two hundred activities in
+// a row before it, and the last job of the burst waited for all of them.
+const BatchedMessagesChange = "batched-messages"
 
 // StatusDeltasChange is the version marker of status writes that send only the jobs whose
 // status changed: a 1000-job Scheduling no longer puts its whole status into its history at
@@ -368,23 +379,33 @@ func (s *scheduler) carry() *SchedulingState {
 func (s *scheduler) receiveProgress(ctx workflow.Context) {
 	var p JobProgress
 	s.progress.Receive(ctx, &p)
+	for _, f := range s.onProgress(ctx, p) {
+		s.awaitTold(ctx, f)
+	}
+}
+
+// onProgress applies one job's progress and tells Admission what it must hear: the signals
+// are sent, and their futures returned for the caller to wait on.
+func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []told {
 	s.apply(p)
+	var out []told
 	// Admission hears once when a job left Starting (StateAware).
 	if p.Started || p.State == v1alpha1.JobRunning {
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run && !e.Started {
 				e.Started = true
-				s.tellAdmission(ctx, AdmissionStartedSignal, e)
+				out = append(out, s.sendAdmission(ctx, AdmissionStartedSignal, s.admissionKey(e)))
 			}
 		}
 	}
 	if p.State.Ended() {
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run {
-				s.releaseAdmission(ctx, e)
+				out = append(out, s.sendAdmission(ctx, AdmissionReleaseSignal, s.admissionKey(e)))
 			}
 		}
 	}
+	return out
 }
 
 func (s *scheduler) apply(p JobProgress) {
@@ -542,6 +563,12 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 			}
 		}
 	}
+	top := *st
+	top.Jobs = nil
+	if in.Delta && len(in.Status.Jobs) == 0 && s.writtenTop != nil && sameTop(*s.writtenTop, top) &&
+		workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) >= 1 {
+		return nil // nothing changed since the last write
+	}
 	err := workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
 	var app *temporal.ApplicationError
 	if in.Delta && errors.As(err, &app) && app.Type() == activities.ErrStatusOutOfStep {
@@ -557,7 +584,26 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 	for _, js := range in.Status.Jobs {
 		s.written[js.Name] = js
 	}
+	s.writtenTop = &top
 	return nil
+}
+
+// sameTop says whether two statuses are equal but for their job lists.
+func sameTop(a, b v1alpha1.SchedulingStatus) bool {
+	eqTime := func(x, y *metav1.Time) bool { return (x == nil) == (y == nil) && (x == nil || x.Equal(y)) }
+	if a.State != b.State || a.Message != b.Message || a.TotalJobs != b.TotalJobs || a.RunningJobs != b.RunningJobs ||
+		a.FinishedJobs != b.FinishedJobs || a.ObservedGeneration != b.ObservedGeneration ||
+		!eqTime(a.StartedAt, b.StartedAt) || !eqTime(a.FinishedAt, b.FinishedAt) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
+			x.ObservedGeneration != y.ObservedGeneration || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameJobStatus says whether two renderings of a job's status are equal.
@@ -715,9 +761,25 @@ func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *Tracke
 }
 
 func (s *scheduler) tellAdmissionKey(ctx workflow.Context, signal string, k queue.JobKey) {
-	err := workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", signal, k).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", signal, "key", k.String(), "err", err)
+	s.awaitTold(ctx, s.sendAdmission(ctx, signal, k))
+}
+
+// told is a signal to Admission on its way.
+type told struct {
+	signal string
+	key    queue.JobKey
+	f      workflow.Future
+}
+
+func (s *scheduler) sendAdmission(ctx workflow.Context, signal string, k queue.JobKey) told {
+	return told{signal: signal, key: k, f: workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", signal, k)}
+}
+
+// awaitTold waits for a signal's delivery. Admission may be gone (its test bed was deleted);
+// then nobody needs to hear it.
+func (s *scheduler) awaitTold(ctx workflow.Context, t told) {
+	if err := t.f.Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", t.signal, "key", t.key.String(), "err", err)
 	}
 }
 
@@ -735,16 +797,88 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) error {
 	sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
 	sel.AddFuture(awaitFuture(timerCtx, func() bool { return s.changed }), func(workflow.Future) { s.changed = false })
 	sel.Select(ctx)
-	if grant == nil {
-		return nil
+	if workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if grant == nil {
+			return nil
+		}
+		return s.handleGrant(ctx, *grant)
 	}
-	return s.handleGrant(ctx, *grant)
+	return s.takeWaiting(ctx, grant)
 }
 
-// handleGrant starts the job a grant names, or fails it when refused. A grant nobody wants
-// (a stale key, a job that ended or left) is given back, so its slots are not held for
-// nobody; a repeat of a grant taken already changes nothing.
-func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
+// takeWaiting handles, after the message that woke the loop, every message waiting:
+// progress is applied (Admission's signals sent side by side), and the grants start their
+// jobs together.
+func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant) error {
+	var grants []AdmissionGrant
+	if grant != nil {
+		grants = append(grants, *grant)
+	}
+	var tells []told
+	for {
+		var p JobProgress
+		if !s.progress.ReceiveAsync(&p) {
+			break
+		}
+		tells = append(tells, s.onProgress(ctx, p)...)
+	}
+	for {
+		var g AdmissionGrant
+		if !s.grants.ReceiveAsync(&g) {
+			break
+		}
+		grants = append(grants, g)
+	}
+	err := s.handleGrants(ctx, grants)
+	for _, t := range tells {
+		s.awaitTold(ctx, t)
+	}
+	return err
+}
+
+// handleGrants is handleGrant for many grants at once: their creation requests are written
+// side by side, and one nudge starts every job whose request was written.
+func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) error {
+	type pending struct {
+		e *TrackedJob
+		g AdmissionGrant
+		f workflow.Future
+	}
+	var started []pending
+	for _, g := range grants {
+		e, req, ok := s.takeGrant(ctx, g)
+		if !ok {
+			continue
+		}
+		f := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req})
+		started = append(started, pending{e: e, g: g, f: f})
+	}
+	var nudge []string
+	var firstErr error
+	for _, p := range started {
+		err := p.f.Get(ctx, nil)
+		switch {
+		case activities.IsNotHeld(err):
+			p.e.State, p.e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
+			s.releaseAdmission(ctx, p.e)
+		case err != nil:
+			if firstErr == nil {
+				firstErr = err
+			}
+		default:
+			p.e.Message = v1alpha1.ClipMessage("admitted to queue " + p.g.Queue)
+			nudge = append(nudge, p.e.Job.Name)
+		}
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return s.nudge(ctx, nudge)
+}
+
+// takeGrant applies a grant to the job it names and returns the creation request to write
+// (ok), or, for a refusal, fails the job; a grant nobody wants is given back.
+func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJob, v1alpha1.CreationRequest, bool) {
 	var e *TrackedJob
 	for _, cand := range s.entries {
 		if cand.Job.Name == g.Job {
@@ -756,16 +890,16 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	case current && e.Run == 0 && !e.done():
 		// The job waits for this grant.
 	case current && e.active():
-		return nil // a repeat of the grant it runs on
+		return nil, v1alpha1.CreationRequest{}, false // a repeat of the grant it runs on
 	case g.Refused != "":
-		return nil // a refusal of something that does not wait: nothing is held
+		return nil, v1alpha1.CreationRequest{}, false // a refusal of something that does not wait: nothing is held
 	default:
 		s.tellAdmissionKey(ctx, AdmissionReleaseSignal, g.JobKey)
-		return nil
+		return nil, v1alpha1.CreationRequest{}, false
 	}
 	if g.Refused != "" {
 		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, v1alpha1.ClipMessage("not admitted: "+g.Refused), workflow.Now(ctx)
-		return nil
+		return nil, v1alpha1.CreationRequest{}, false
 	}
 	e.Run, e.Slots, e.RequestedAt = 1, g.Slots, workflow.Now(ctx)
 	if len(s.status.Conditions) > 0 {
@@ -773,6 +907,20 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	}
 	granted := metav1.NewMicroTime(e.RequestedAt)
 	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run, GrantedAt: &granted}
+	if k := s.admissionKey(e); k.Run == e.Run {
+		req.SchedulingUID = k.SchedulingUID
+	}
+	return e, req, true
+}
+
+// handleGrant starts the job a grant names, or fails it when refused. A grant nobody wants
+// (a stale key, a job that ended or left) is given back, so its slots are not held for
+// nobody; a repeat of a grant taken already changes nothing.
+func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
+	e, req, ok := s.takeGrant(ctx, g)
+	if !ok {
+		return nil
+	}
 	err := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
 	if activities.IsNotHeld(err) {
 		e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"

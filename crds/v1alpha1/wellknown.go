@@ -90,6 +90,10 @@ type CreationRequest struct {
 	Slots []int32 `json:"slots"`
 	// Run numbers the requests of one Scheduling for the job, from 1.
 	Run int32 `json:"run"`
+	// SchedulingUID is the UID of the requesting Scheduling: with the other fields it names
+	// the run in its test bed's Admission, which the job's workflow tells directly when the
+	// run ends. Absent in requests written before it existed.
+	SchedulingUID string `json:"schedulingUID,omitempty"`
 	// GrantedAt is when the Scheduling took Admission's grant of the slots. A slot granted
 	// longer than its test bed's grantedSlotTimeout ago that no pod of the job holds gets its
 	// ghost back. Absent in requests written before it existed: those never time out.
