@@ -347,7 +347,8 @@ func (d *callReader) pod(into **callPod) error {
 }
 
 // strings reads an array of strings (or null); a null element is "", as encoding/json has it.
-// It reads the array itself rather than through array: a call has a thousand names.
+// It reads the array itself rather than through array, and a plain name in one loop: a call
+// has a thousand names, and this is most of the reading.
 func (d *callReader) strings(into *[]string) error {
 	switch {
 	case d.literal("null"):
@@ -366,11 +367,15 @@ func (d *callReader) strings(into *[]string) error {
 	}
 	for {
 		d.space()
-		var name string
-		if err := d.stringField(&name, "a node name"); err != nil {
-			return err
+		if name, ok := d.plainString(); ok {
+			out = append(out, name)
+		} else {
+			var name string
+			if err := d.stringField(&name, "a node name"); err != nil {
+				return err
+			}
+			out = append(out, name)
 		}
-		out = append(out, name)
 		d.space()
 		switch d.peek() {
 		case ',':
@@ -383,6 +388,26 @@ func (d *callReader) strings(into *[]string) error {
 			return d.errorf("want ',' or ']' after an array element")
 		}
 	}
+}
+
+// plainString reads a string at d.i that is plain ASCII with no escape, the shape of every
+// node name, and says false, reading nothing, for anything else.
+func (d *callReader) plainString() (string, bool) {
+	s, i := d.s, d.i
+	if i >= len(s) || s[i] != '"' {
+		return "", false
+	}
+	for j := i + 1; j < len(s); j++ {
+		c := s[j]
+		if c == '"' {
+			d.i = j + 1
+			return s[i+1 : j], true
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // nodeList reads a NodeList (or null) for the names of its items.
@@ -480,16 +505,8 @@ func (d *callReader) countElements() int {
 // str reads a string at d.i ('"'): a substring of the body when it holds no escape and is
 // valid UTF-8, else what encoding/json makes of it.
 func (d *callReader) str() (string, error) {
-	start, s := d.i+1, d.s
-	for i := start; i < len(s); i++ { // the common case: plain ASCII
-		c := s[i]
-		if c == '"' {
-			d.i = i + 1
-			return s[start:i], nil
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			break
-		}
+	if v, ok := d.plainString(); ok {
+		return v, nil
 	}
 	return d.strSlow()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -28,13 +29,28 @@ import (
 )
 
 // memoryCache serves one TestBed, its pods and BatchJobs the way the extender's informer
-// cache does (no deep copy of TestBeds, deep copies of everything else, the ghost field
-// index), so a benchmark measures the handler.
+// cache does (no deep copy of TestBeds, deep copies of everything else, pods and BatchJob
+// metadata narrowed as the cache stores them, the ghost field index), so a benchmark
+// measures the handler.
 type memoryCache struct {
 	bed    *v1alpha1.TestBed
 	ghosts map[string]corev1.Pod // by GhostIndex value
 	pods   map[client.ObjectKey]*corev1.Pod
-	jobs   map[client.ObjectKey]*v1alpha1.BatchJob
+	jobs   map[client.ObjectKey]*metav1.PartialObjectMetadata
+}
+
+// addPod stores what the extender's cache keeps of p.
+func (m *memoryCache) addPod(p *corev1.Pod) {
+	stored, _ := slotPodView(p.DeepCopy())
+	m.pods[client.ObjectKeyFromObject(p)] = stored.(*corev1.Pod)
+}
+
+// addJob stores what the extender's cache keeps of j: its metadata, narrowed.
+func (m *memoryCache) addJob(j *v1alpha1.BatchJob) {
+	meta := batchJobMeta()
+	j.ObjectMeta.DeepCopyInto(&meta.ObjectMeta)
+	stored, _ := assignedSlotsView(meta)
+	m.jobs[client.ObjectKeyFromObject(j)] = stored.(*metav1.PartialObjectMetadata)
 }
 
 func (m *memoryCache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -49,18 +65,13 @@ func (m *memoryCache) Get(_ context.Context, key client.ObjectKey, obj client.Ob
 			p.DeepCopyInto(o) // as the informer cache does for pods
 			return nil
 		}
-	case *v1alpha1.BatchJob:
-		if j, ok := m.jobs[key]; ok {
+	case *metav1.PartialObjectMetadata:
+		if j, ok := m.jobs[key]; ok && o.GroupVersionKind() == j.GroupVersionKind() {
 			j.DeepCopyInto(o)
 			return nil
 		}
 	}
 	return fmt.Errorf("memoryCache has no %T %s", obj, key)
-}
-
-// pod is the cache's pod of that name in namespace default.
-func (m *memoryCache) pod(name string) *corev1.Pod {
-	return m.pods[client.ObjectKey{Namespace: "default", Name: name}]
 }
 
 func (m *memoryCache) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -92,10 +103,12 @@ func (m *memoryCache) List(_ context.Context, list client.ObjectList, opts ...cl
 }
 
 // recordingClient stands in for the API server: it records label patches and ghost
-// deletions, and takes status writes (a new resourceVersion each), without any I/O. The
-// embedded client is nil, so any other call panics: the paths benchmarked make none.
+// deletions, and takes status writes (a new resourceVersion each) or, with failStatus,
+// fails them, without any I/O. The embedded client is nil, so any other call panics: the
+// paths benchmarked make none.
 type recordingClient struct {
 	client.Client
+	failStatus                      bool
 	mu                              sync.Mutex
 	patches, deletes, statusUpdates int
 	lastPatch                       []byte
@@ -135,6 +148,9 @@ func (s recordingStatus) Update(_ context.Context, obj client.Object, _ ...clien
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
 	s.c.statusUpdates++
+	if s.c.failStatus {
+		return errors.New("the API server is away")
+	}
 	s.c.rv++
 	obj.SetResourceVersion(strconv.Itoa(1000 + s.c.rv))
 	return nil
@@ -162,7 +178,7 @@ func benchBed() (*memoryCache, []string) {
 	m := &memoryCache{
 		ghosts: map[string]corev1.Pod{},
 		pods:   map[client.ObjectKey]*corev1.Pod{},
-		jobs:   map[client.ObjectKey]*v1alpha1.BatchJob{},
+		jobs:   map[client.ObjectKey]*metav1.PartialObjectMetadata{},
 	}
 	jobSlots := map[int32]bool{}
 	for _, pos := range benchJobSlots() {
@@ -176,7 +192,7 @@ func benchBed() (*memoryCache, []string) {
 			p := runningPod(s)
 			_ = slots.Reserve(s, slots.Pod{Name: p.Name, UID: p.UID})
 			_ = slots.Occupy(s, slots.Pod{Name: p.Name, UID: p.UID})
-			m.pods[client.ObjectKeyFromObject(p)] = p
+			m.addPod(p)
 		case !jobSlots[s.Position]:
 			g := ghostOf(*s)
 			m.ghosts[GhostIndexValue(&g)] = g
@@ -188,13 +204,18 @@ func benchBed() (*memoryCache, []string) {
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed", ResourceVersion: "1"},
 		Status:     v1alpha1.TestBedStatus{Slots: statuses},
 	}
-	job := bigBatchJob()
-	m.jobs[client.ObjectKeyFromObject(job)] = job
-	held := executorPod("held", "held", 1)
-	held.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(last.Position))
-	held.Annotations[v1alpha1.SlotClaimAnnotation] = slots.SlotClaim(last.Position, "held")
-	m.pods[client.ObjectKeyFromObject(held)] = held
+	m.addJob(bigBatchJob())
+	m.addPod(heldPod())
 	return m, names
+}
+
+// heldPod is the executor holding the bed's last slot, labelled by the extender.
+func heldPod() *corev1.Pod {
+	last := int32(benchNodes*benchPerNode - 1)
+	p := executorPod("held", "held", 1)
+	p.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(last))
+	p.Annotations[v1alpha1.SlotClaimAnnotation] = slots.SlotClaim(last, "held")
+	return p
 }
 
 // benchJobSlots are the job's 64 slot ids, node by node (8 on each of nodes 992-999), the
@@ -417,8 +438,7 @@ func BenchmarkHandler_Filter(b *testing.B) {
 	m, names := benchBed()
 	cl := &recordingClient{}
 	h, _ := newBenchHandler(b, m, cl)
-	held := m.pod("held")
-	body := filterBody(b, held, names)
+	body := filterBody(b, heldPod(), names)
 	want := m.bed.Status.Slots[len(m.bed.Status.Slots)-1].NodeName
 	var out extenderv1.ExtenderFilterResult
 	serve(b, h, "/filter", body, &out)
@@ -435,45 +455,44 @@ func BenchmarkHandler_Filter(b *testing.B) {
 
 // BenchmarkHandler_FilterFirstReservation is the first /filter of an executor: it gets the
 // first free slot of its job's list (its siblings took the ones before), and the label
-// patch goes to a client that only records it. Each round of 63 executors starts from a
-// fresh extender, made outside the timer.
+// patch goes to a client that only records it. The status writes fail, as when the API
+// server is away, so that the reservations stay pending and each round of 63 executors
+// can be taken back (as their deletion does) outside the timer. The index a status write
+// makes the extender rebuild, at most four times a second, is left out.
 func BenchmarkHandler_FilterFirstReservation(b *testing.B) {
 	m, names := benchBed()
 	const perRound = 63 // the job's slots but the held one
+	pods := make([]*corev1.Pod, perRound)
 	bodies := make([][]byte, perRound)
 	for i := range bodies {
 		name := "exec-" + strconv.Itoa(i+2)
-		p := executorPod(name, types.UID("uid-"+name), i+2)
-		m.pods[client.ObjectKeyFromObject(p)] = p
-		bodies[i] = filterBody(b, p, names)
+		pods[i] = executorPod(name, types.UID("uid-"+name), i+2)
+		m.addPod(pods[i])
+		bodies[i] = filterBody(b, pods[i], names)
 	}
-	heldBody := filterBody(b, m.pod("held"), names)
-	var (
-		h      *Handler
-		cl     *recordingClient
-		cancel context.CancelFunc = func() {}
-	)
-	b.Cleanup(func() { cancel() })
-	fresh := func() {
-		cancel()
-		ctx, c := context.WithCancel(context.Background())
-		cancel, cl = c, &recordingClient{}
-		h = NewHandler(NewReserver(ctx, m, cl, slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler), nil)
-		serve(b, h, "/filter", heldBody, nil) // the bed's state, seeded, and its index
+	heldBody := filterBody(b, heldPod(), names)
+	cl := &recordingClient{failStatus: true}
+	h, r := newBenchHandler(b, m, cl)
+	takeBack := func() {
+		for _, p := range pods {
+			r.PodDeleted(p)
+		}
+		serve(b, h, "/filter", heldBody, nil) // the index, built again
 	}
-	fresh()
+	serve(b, h, "/filter", bodies[0], nil) // the bed's state, seeded
+	takeBack()
 	var out extenderv1.ExtenderFilterResult
 	serve(b, h, "/filter", bodies[0], &out)
 	wantNode(b, out, "node-0992") // slot 992, the job's first
-	if patches, _ := cl.count(); patches != 1 {
-		b.Fatalf("%d label patches, want 1", patches)
+	if patches, _ := cl.count(); patches != 2 {
+		b.Fatalf("%d label patches, want 2", patches)
 	}
 	b.ReportAllocs()
-	i := perRound
+	i := 1
 	for b.Loop() {
 		if i == perRound {
 			b.StopTimer()
-			fresh()
+			takeBack()
 			i = 0
 			b.StartTimer()
 		}
@@ -492,7 +511,7 @@ func BenchmarkHandler_Preempt(b *testing.B) {
 	m.ghosts[GhostIndexValue(&ghost)] = ghost
 	h, _ := newBenchHandler(b, m, &recordingClient{})
 	args := extenderv1.ExtenderPreemptionArgs{
-		Pod:                   m.pod("held"),
+		Pod:                   heldPod(),
 		NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{names[0]: {Pods: []*extenderv1.MetaPod{{UID: "g-0"}}}},
 	}
 	body, err := json.Marshal(args)

@@ -45,6 +45,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -228,8 +229,8 @@ func (r *Reserver) Assigned(ctx context.Context, pod *corev1.Pod, req SlotReques
 	if name == "" {
 		return req, nil
 	}
-	var job v1alpha1.BatchJob
-	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, &job); err != nil {
+	job := batchJobMeta()
+	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			return req, nil
 		}
@@ -249,6 +250,15 @@ func (r *Reserver) Assigned(ctx context.Context, pod *corev1.Pod, req SlotReques
 	}
 	req.Allowed = assigned
 	return req, nil
+}
+
+// batchJobMeta is what a BatchJob is read as: its metadata alone. Assigned reads one
+// annotation of it, and a whole BatchJob (its wrapped Spark or Flink spec, kubectl's
+// last-applied copy of all of it) would be copied out of the cache on every call.
+func batchJobMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("BatchJob"))
+	return m
 }
 
 // Reserve finds the pod's slot among candidates (nil: any node) and reserves it in memory;

@@ -2,6 +2,7 @@ package extender
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 
@@ -74,4 +75,43 @@ func TestReserve_SeedsOnlyProvenLabels(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, got.Slot.Position)
 	require.True(t, got.Held, "the proven pod's reservation was not taken back")
+}
+
+// A pod's slots are narrowed to those its BatchJob holds now, read from the job's metadata
+// alone (the cache keeps nothing else of BatchJobs).
+func TestAssigned_ReadsTheSlotsAJobHoldsNowFromItsMetadata(t *testing.T) {
+	job := func(name string, annotations map[string]string) *v1alpha1.BatchJob {
+		return &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations}}
+	}
+	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(
+		job("preempted", map[string]string{v1alpha1.AssignedSlotsAnnotation: "7,5"}),
+		job("lost-all", map[string]string{v1alpha1.AssignedSlotsAnnotation: " "}),
+		job("untouched", map[string]string{"other": "x"}),
+	).Build()
+	r := &Reserver{Cache: cl}
+	own := SlotRequest{Allowed: []int32{1, 3, 5, 7}}
+	cases := map[string]struct {
+		job        string
+		want       []int32
+		wantNoSlot bool
+	}{
+		"no batch job label":       {"", []int32{1, 3, 5, 7}, false},
+		"a job that is not there":  {"gone", []int32{1, 3, 5, 7}, false},
+		"a job never preempted":    {"untouched", []int32{1, 3, 5, 7}, false},
+		"a job preempted in part":  {"preempted", []int32{7, 5}, false},
+		"a job preempted entirely": {"lost-all", nil, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := labelledPod("exec", "u1", map[string]string{v1alpha1.BatchJobLabel: tc.job}, nil)
+			got, err := r.Assigned(context.Background(), pod, own)
+			if tc.wantNoSlot {
+				_, ok := errors.AsType[*slots.NoSlotError](err)
+				require.True(t, ok, "want no slot, got %v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Allowed)
+		})
+	}
 }

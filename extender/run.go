@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -164,8 +165,9 @@ func serveOptions(opts []Option) (options, error) {
 	return o, nil
 }
 
-// newInformers makes the extender's cache, not started yet; its TestBeds are not copied on
-// reads.
+// newInformers makes the extender's cache, not started yet. It keeps of pods and BatchJobs
+// only what the extender reads (slotPodView, assignedSlotsView), and does not copy
+// TestBeds on reads.
 func newInformers(cfg *rest.Config) (cache.Cache, error) {
 	cacheOpts := kubeclient.CacheOptions()
 	// Every call reads its test bed; copying a status of thousands of slots each time would
@@ -173,11 +175,44 @@ func newInformers(cfg *rest.Config) (cache.Cache, error) {
 	// copies a TestBed when it keeps it.
 	noCopy := true
 	cacheOpts.ByObject[&v1alpha1.TestBed{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
+	for obj, byObject := range cacheOpts.ByObject {
+		if _, ok := obj.(*corev1.Pod); ok {
+			byObject.Transform = slotPodView
+			cacheOpts.ByObject[obj] = byObject
+		}
+	}
+	cacheOpts.ByObject[batchJobMeta()] = cache.ByObject{Transform: assignedSlotsView}
 	informers, err := cache.New(cfg, cacheOpts)
 	if err != nil {
 		return nil, fmt.Errorf("extender informers: %w", err)
 	}
 	return informers, nil
+}
+
+// slotPodView narrows a pod, before the cache stores it, to what the extender reads of a
+// slot pod: its metadata (identity, labels, annotations, deletion), the node it is bound
+// to and its phase. Every call copies its pod out of the cache; a Spark executor's spec is
+// most of it. Any new reader of another field must widen this.
+func slotPodView(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.ManagedFields, p.OwnerReferences = nil, nil
+		p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName}
+		p.Status = corev1.PodStatus{Phase: p.Status.Phase}
+	}
+	return obj, nil
+}
+
+// assignedSlotsView narrows a BatchJob's metadata, before the cache stores it, to its
+// identity and the one annotation the extender reads (Reserver.Assigned).
+func assignedSlotsView(obj any) (any, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		v, assigned := m.Annotations[v1alpha1.AssignedSlotsAnnotation]
+		m.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+		if assigned {
+			m.Annotations = map[string]string{v1alpha1.AssignedSlotsAnnotation: v}
+		}
+	}
+	return obj, nil
 }
 
 // getInformers asks the cache for every informer the extender reads (TestBeds, BatchJobs, pods)
@@ -188,8 +223,9 @@ func getInformers(ctx context.Context, informers cache.Cache) (testBeds, pods ca
 	if err != nil {
 		return nil, nil, fmt.Errorf("extender informer for TestBeds: %w", err)
 	}
-	// BatchJobs carry the slots a preempted job still holds (Reserver.Assigned).
-	if _, err := informers.GetInformer(ctx, &v1alpha1.BatchJob{}); err != nil {
+	// BatchJobs carry the slots a preempted job still holds (Reserver.Assigned): their
+	// metadata is all the extender reads of them.
+	if _, err := informers.GetInformer(ctx, batchJobMeta()); err != nil {
 		return nil, nil, fmt.Errorf("extender informer for BatchJobs: %w", err)
 	}
 	pods, err = informers.GetInformer(ctx, &corev1.Pod{})

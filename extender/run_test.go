@@ -14,6 +14,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"slotplane/crds/v1alpha1"
 
 	"slotplane/internal/testcluster"
 )
@@ -192,7 +196,7 @@ func BenchmarkServer_Filter(b *testing.B) {
 	}
 	m, names := benchBed()
 	h, _ := newBenchHandler(b, m, &recordingClient{})
-	body := filterBody(b, m.pod("held"), names)
+	body := filterBody(b, heldPod(), names)
 	for _, tc := range []struct {
 		name   string
 		opts   options
@@ -228,5 +232,40 @@ func BenchmarkServer_Filter(b *testing.B) {
 				post()
 			}
 		})
+	}
+}
+
+// The cache keeps of a pod what the extender reads, and of a BatchJob its assigned slots;
+// a second pass changes nothing.
+func TestCacheViews_KeepWhatTheExtenderReads(t *testing.T) {
+	full := heldPod()
+	now := metav1.Now()
+	full.DeletionTimestamp = &now
+	full.Spec.NodeName = "node-0999"
+	full.Status.Phase = corev1.PodRunning
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	want := &corev1.Pod{
+		ObjectMeta: *full.ObjectMeta.DeepCopy(),
+		Spec:       corev1.PodSpec{NodeName: "node-0999"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	want.ManagedFields, want.OwnerReferences = nil, nil
+	for range 2 {
+		got, err := slotPodView(full)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+
+	job := bigBatchJob()
+	job.Annotations[v1alpha1.AssignedSlotsAnnotation] = "1,2"
+	meta := batchJobMeta()
+	job.ObjectMeta.DeepCopyInto(&meta.ObjectMeta)
+	wantMeta := batchJobMeta()
+	wantMeta.ObjectMeta = metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, UID: job.UID, ResourceVersion: job.ResourceVersion,
+		Annotations: map[string]string{v1alpha1.AssignedSlotsAnnotation: "1,2"}}
+	for range 2 {
+		got, err := assignedSlotsView(meta)
+		require.NoError(t, err)
+		require.Equal(t, wantMeta, got)
 	}
 }
