@@ -502,6 +502,34 @@ func BenchmarkHandler_FilterFirstReservation(b *testing.B) {
 	b.ReportMetric(float64(len(bodies[0])), "body-bytes")
 }
 
+// BenchmarkHandler_FilterNoSlot is a /filter call for an executor whose 64 slots all hold
+// running pods of another job: every candidate fails with its reason. Before the answer,
+// the holders of the pod's slots are looked up in the pod informer (none has finished).
+func BenchmarkHandler_FilterNoSlot(b *testing.B) {
+	m, names := benchBed()
+	ids := make([]int32, 0, 64)
+	for node := range int32(8) {
+		for k := range int32(benchPerNode) {
+			ids = append(ids, node+k*benchNodes) // nodes 0-7, all full
+		}
+	}
+	p := executorPod("waiting", "uid-waiting", 99)
+	p.Annotations[v1alpha1.SlotIDsAnnotation] = slots.FormatSlotIDs(ids)
+	m.addPod(p)
+	h, _ := newBenchHandler(b, m, &recordingClient{})
+	body := filterBody(b, p, names)
+	var out extenderv1.ExtenderFilterResult
+	serve(b, h, "/filter", body, &out)
+	if out.Error != "" || out.NodeNames == nil || len(*out.NodeNames) != 0 || len(out.FailedNodes) != len(names) {
+		b.Fatalf("answer error %q, nodes %v, %d failed nodes; want no node and %d failed", out.Error, out.NodeNames, len(out.FailedNodes), len(names))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, h, "/filter", body, nil)
+	}
+	b.ReportMetric(float64(len(body)), "body-bytes")
+}
+
 // BenchmarkHandler_Preempt is one /preempt call with the single candidate the slot profile's
 // preemption settings produce: the answer names the slot's node and its ghost.
 func BenchmarkHandler_Preempt(b *testing.B) {

@@ -8,12 +8,14 @@
 // # Reservations
 //
 // A decision is made in memory, under one lock per test bed, on the newest TestBed status the
-// extender knows plus the reservations it made since (its pending reservations). Before the
+// extender knows plus the reservations it made since (its pending reservations), less the
+// slots whose holder it has seen go (its releases: the pod informer reported the holder's
+// deletion, or shows it finished). No decision waits on the API server. Before the
 // scheduler gets its answer, the reservation is made durable on the pod itself: the slot-id
 // label, with a claim annotation that ties the slot to the pod's UID (slots.ProvenSlot). The
 // TestBed status follows a few milliseconds later: a flusher per test bed writes every
-// pending reservation in one optimistic update, and on a conflict reads the fresh status and
-// applies them again. A status write costs tens of milliseconds on a large test bed (the API
+// pending reservation, with the releases, in one optimistic update, and on a conflict reads
+// the fresh status and applies them again. A status write costs tens of milliseconds on a large test bed (the API
 // server decodes and validates the whole object), so paying it once per batch instead of once
 // per pod is what lets slot pods schedule at the scheduler's pace.
 //
@@ -37,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,9 +93,10 @@ type Reserver struct {
 	// beds holds a state for each existing TestBed that a request has named; TestBedDeleted
 	// drops it. Never keyed by what a request says alone: see bed.
 	beds map[types.NamespacedName]*bedState
-	// flushes counts status writes; conflicts counts reservations found held by another pod.
-	flushes, conflicts prometheus.Counter
-	bedCount           prometheus.GaugeFunc
+	// flushes counts status writes; conflicts counts reservations found held by another pod;
+	// releases counts slots seen freed before the status said so.
+	flushes, conflicts, releases prometheus.Counter
+	bedCount                     prometheus.GaugeFunc
 }
 
 // bedState is what the extender knows of one test bed.
@@ -103,7 +107,11 @@ type bedState struct {
 	base *v1alpha1.TestBed
 	// pending are reservations made since base, by slot position.
 	pending map[int32]slots.Pod
-	// ix is base plus pending; nil when it must be rebuilt.
+	// released are slots base shows held by a pod that no longer holds them (the pod was
+	// deleted, or finished), by slot position: the holder base names. They are free here
+	// at once, and written to the status with the next flush.
+	released map[int32]slots.Pod
+	// ix is base, less released, plus pending; nil when it must be rebuilt.
 	ix *slots.Index
 	// seeded: pods labelled before this process started are in pending.
 	seeded bool
@@ -127,6 +135,10 @@ func NewReserver(ctx context.Context, cache client.Reader, cl client.Client, log
 			Name: "slotplane_extender_reservation_conflicts_total",
 			Help: "Reservations dropped because the status shows their slot held by another pod; nonzero means two extenders decided for one test bed.",
 		}),
+		releases: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "slotplane_extender_holders_released_total",
+			Help: "Slots the extender took as free before the status did, because their holder pod was deleted or finished.",
+		}),
 	}
 	r.bedCount = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "slotplane_extender_testbeds",
@@ -137,7 +149,7 @@ func NewReserver(ctx context.Context, cache client.Reader, cl client.Client, log
 
 // Collectors are the reserver's metrics.
 func (r *Reserver) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.flushes, r.conflicts, r.bedCount}
+	return []prometheus.Collector{r.flushes, r.conflicts, r.releases, r.bedCount}
 }
 
 // Beds is the number of test beds the reserver keeps state for.
@@ -282,14 +294,9 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 		}
 	}
 	d, err := b.index().Choose(req.Pod.UID, req.Allowed, candidates)
-	if _, ok := errors.AsType[*slots.NoSlotError](err); ok {
-		// A "no" from a copy that may be stale (the reconciler may have freed slots since)
-		// is confirmed on the live status before the pod is turned away.
-		var live v1alpha1.TestBed // not into tb: it shares its slices with the cache
-		if err := r.Client.Get(ctx, req.TestBed, &live); err != nil {
-			return Reservation{}, fmt.Errorf("reread test bed %s: %w", req.TestBed, err)
-		}
-		r.observe(b, &live)
+	if _, ok := errors.AsType[*slots.NoSlotError](err); ok && r.releaseFinished(ctx, b, req.Allowed) {
+		// A slot of the pod's was held by a pod that has finished since: the status, which
+		// the reconciler writes, has not caught up yet, and need not.
 		d, err = b.index().Choose(req.Pod.UID, req.Allowed, candidates)
 	}
 	if err != nil {
@@ -327,7 +334,10 @@ func (r *Reserver) Unreserve(res Reservation, pod slots.Pod) {
 }
 
 // PodDeleted drops the pending reservation of a deleted pod, so it is never written: a
-// written one would hold the slot until the reconciler's next pass.
+// written one would hold the slot until the reconciler's next pass. A slot the status shows
+// the pod holding is free from now on (released): the informer's deletion event is the
+// proof that the pod is gone, which its mere absence from the cache is not (the informer may
+// not have seen a pod that the extender read live).
 func (r *Reserver) PodDeleted(pod *corev1.Pod) {
 	bed := pod.Labels[v1alpha1.TestBedLabel]
 	if bed == "" || pod.Labels[v1alpha1.GhostLabel] == "true" {
@@ -345,6 +355,58 @@ func (r *Reserver) PodDeleted(pod *corev1.Pod) {
 			b.ix = nil
 		}
 	}
+	if b.base == nil {
+		return
+	}
+	for _, s := range b.base.Status.Slots {
+		if s.PodUID == pod.UID && s.State != v1alpha1.SlotFree && s.State != "" {
+			r.release(b, s)
+		}
+	}
+}
+
+// release takes a slot that base shows held as free: its holder no longer holds it. Called
+// with b.mu held.
+func (r *Reserver) release(b *bedState, s v1alpha1.SlotStatus) {
+	if isReleased(b.released, s.Position, s.PodUID) {
+		return
+	}
+	if b.released == nil {
+		b.released = map[int32]slots.Pod{}
+	}
+	b.released[s.Position] = slots.Pod{Name: s.PodName, UID: s.PodUID}
+	b.ix = nil
+	r.releases.Inc()
+	r.Log.Info("slot free before the status says so", "testbed", b.key.String(), "slot", s.Position, "holder", s.PodName)
+}
+
+// releaseFinished releases those of the allowed slots whose holder, as base shows it, has
+// finished (Succeeded or Failed) in the pod informer, and tells whether it released any.
+// It reads the informer only: no API call is made under the bed's lock. A holder the
+// informer does not have, or has under another UID, is not taken as gone: the informer may
+// not have seen it yet (a pod the extender read live), and a deletion reaches PodDeleted.
+// Called with b.mu held, on the "no slot" path only.
+func (r *Reserver) releaseFinished(ctx context.Context, b *bedState, allowed []int32) bool {
+	ix := b.index()
+	released := false
+	var holder corev1.Pod // each Get overwrites it whole
+	for _, pos := range allowed {
+		s, ok := ix.Slot(pos)
+		if !ok || s.State == v1alpha1.SlotFree || s.State == "" || s.PodUID == "" {
+			continue
+		}
+		if _, ours := b.pending[pos]; ours {
+			continue // a reservation of this process, for a pod not placed yet
+		}
+		if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: b.key.Namespace, Name: s.PodName}, &holder); err != nil {
+			continue
+		}
+		if holder.UID == s.PodUID && (holder.Status.Phase == corev1.PodSucceeded || holder.Status.Phase == corev1.PodFailed) {
+			r.release(b, s)
+			released = true
+		}
+	}
+	return released
 }
 
 // LabelPod marks the pod with its slot id and, in the same patch, the claim that ties the
@@ -589,10 +651,17 @@ func (r *Reserver) observe(b *bedState, tb *v1alpha1.TestBed) {
 		b.forget() // the test bed was deleted and created again: nothing carries over
 	}
 	b.base, b.ix = tb.DeepCopy(), nil
-	byPosition := make(map[int32]v1alpha1.SlotStatus, len(b.pending))
+	byPosition := make(map[int32]v1alpha1.SlotStatus, len(b.pending)+len(b.released))
 	for _, s := range tb.Status.Slots {
-		if _, ok := b.pending[s.Position]; ok {
+		_, pending := b.pending[s.Position]
+		_, released := b.released[s.Position]
+		if pending || released {
 			byPosition[s.Position] = s
+		}
+	}
+	for pos, holder := range b.released {
+		if s, ok := byPosition[pos]; !ok || s.PodUID != holder.UID || s.State == v1alpha1.SlotFree || s.State == "" {
+			delete(b.released, pos) // the status caught up (or the slot left the bed)
 		}
 	}
 	for pos, pod := range b.pending {
@@ -603,12 +672,22 @@ func (r *Reserver) observe(b *bedState, tb *v1alpha1.TestBed) {
 			delete(b.pending, pos)
 		case s.PodUID == pod.UID:
 			delete(b.pending, pos) // written
-		case s.State != v1alpha1.SlotFree && s.State != "":
+		case s.State == v1alpha1.SlotFree || s.State == "":
+		case isReleased(b.released, pos, s.PodUID):
+			// held by the pod this process saw go: the flush writes the release with the
+			// reservation.
+		default:
 			r.Log.Error("a slot reserved here is held by another pod in the status", "testbed", b.key.String(), "slot", pos, "pod", pod.Name, "holder", s.PodName)
 			r.conflicts.Inc()
 			delete(b.pending, pos)
 		}
 	}
+}
+
+// isReleased tells whether released has the slot at pos released from holder uid.
+func isReleased(released map[int32]slots.Pod, pos int32, uid types.UID) bool {
+	held, ok := released[pos]
+	return ok && held.UID == uid
 }
 
 // seed makes pending the reservations of pods labelled before this process started whose
@@ -657,18 +736,38 @@ func (r *Reserver) seed(ctx context.Context, b *bedState) error {
 func (b *bedState) forget() {
 	b.base, b.ix, b.seeded = nil, nil, false
 	clear(b.pending)
+	clear(b.released)
 }
 
-// index returns base plus pending, building it when needed. Called with b.mu held, base set.
+// index returns base, less released, plus pending, building it when needed. Called with
+// b.mu held, base set.
 func (b *bedState) index() *slots.Index {
 	if b.ix == nil {
-		b.ix = slots.NewIndex(b.base.Status.Slots)
+		statuses := b.base.Status.Slots
+		if len(b.released) > 0 {
+			statuses = slices.Clone(statuses)
+			b.freeReleased(statuses)
+		}
+		b.ix = slots.NewIndex(statuses)
 		for pos, pod := range b.pending {
-			// observe dropped what conflicts with base, so this succeeds.
+			// observe dropped what conflicts with base less released, so this succeeds.
 			_, _ = b.ix.Reserve(pos, pod)
 		}
 	}
 	return b.ix
+}
+
+// freeReleased frees the released slots in statuses, a copy of base's. Called with b.mu
+// held.
+func (b *bedState) freeReleased(statuses []v1alpha1.SlotStatus) {
+	if len(b.released) == 0 {
+		return
+	}
+	for i := range statuses {
+		if holder, ok := b.released[statuses[i].Position]; ok {
+			_ = slots.Release(&statuses[i], holder) // observe dropped releases base does not show
+		}
+	}
 }
 
 // flushLoop writes a test bed's pending reservations to its status whenever there are some,
@@ -711,6 +810,7 @@ func (r *Reserver) flush(b *bedState) bool {
 			return true
 		}
 		updated := b.base.DeepCopy()
+		b.freeReleased(updated.Status.Slots)
 		batch := make(map[int32]slots.Pod, len(b.pending))
 		for i := range updated.Status.Slots {
 			s := &updated.Status.Slots[i]

@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
@@ -114,4 +120,174 @@ func TestAssigned_ReadsTheSlotsAJobHoldsNowFromItsMetadata(t *testing.T) {
 			require.Equal(t, tc.want, got.Allowed)
 		})
 	}
+}
+
+// holderBed is the 2x2 test bed with slot 1 occupied by the pod "holder".
+func holderBed() *v1alpha1.TestBed {
+	tb := testBed()
+	tb.ResourceVersion = ""
+	s := &tb.Status.Slots[1]
+	s.State, s.PodName, s.PodUID = v1alpha1.SlotOccupied, "holder", "u-holder"
+	return tb
+}
+
+func holderPod(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
+	p := labelledPod("holder", uid, map[string]string{v1alpha1.TestBedLabel: "bed"}, nil)
+	p.Spec.NodeName = "node-01"
+	p.Status.Phase = phase
+	return p
+}
+
+// statusOf is the test bed's status as the API server has it.
+func statusOf(t *testing.T, cl client.Client) v1alpha1.SlotStatus {
+	t.Helper()
+	var tb v1alpha1.TestBed
+	require.NoError(t, cl.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "bed"}, &tb))
+	return tb.Status.Slots[1]
+}
+
+// A slot whose holder finished, or whose holder's deletion the informer reported, is free to
+// the extender at once, before the reconciler writes the status; the flusher writes the
+// release with the reservation that takes the slot. A holder the informer has not seen (or
+// has another pod under its name) still holds the slot: the informer may not have caught
+// up. No "no slot" answer reads the API server.
+func TestReserve_ASlotIsFreeOnceItsHolderFinishedOrWasDeleted(t *testing.T) {
+	cases := map[string]struct {
+		holder   *corev1.Pod // in the informer, if not nil
+		deleted  bool        // the informer reported the holder's deletion
+		wantSlot bool
+	}{
+		"the holder succeeded":              {holder: holderPod("u-holder", corev1.PodSucceeded), wantSlot: true},
+		"the holder failed":                 {holder: holderPod("u-holder", corev1.PodFailed), wantSlot: true},
+		"the holder was deleted":            {deleted: true, wantSlot: true},
+		"the holder runs":                   {holder: holderPod("u-holder", corev1.PodRunning)},
+		"the holder is not in the informer": {},
+		"another pod has the holder's name": {holder: holderPod("u-other", corev1.PodSucceeded)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{holderBed()}
+			if tc.holder != nil {
+				objs = append(objs, tc.holder)
+			}
+			cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
+				WithStatusSubresource(&v1alpha1.TestBed{}).WithObjects(objs...).Build()
+			var liveGets atomic.Int32
+			live := interceptor.NewClient(cl, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					liveGets.Add(1)
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			r := NewReserver(ctx, cl, live, slog.New(slog.DiscardHandler))
+			r.FlushInterval = time.Millisecond
+			key := types.NamespacedName{Namespace: "default", Name: "bed"}
+			newcomer := SlotRequest{TestBed: key, Allowed: []int32{1}, Pod: slots.Pod{Name: "newcomer", UID: "u-new"}}
+
+			_, err := r.Reserve(ctx, newcomer, nil)
+			if tc.deleted {
+				_, noSlot := errors.AsType[*slots.NoSlotError](err)
+				require.True(t, noSlot, "before the deletion is reported: %v", err)
+				r.PodDeleted(holderPod("u-holder", corev1.PodRunning))
+				_, err = r.Reserve(ctx, newcomer, nil)
+			}
+			require.Zero(t, liveGets.Load(), "a decision read the API server")
+			if !tc.wantSlot {
+				_, noSlot := errors.AsType[*slots.NoSlotError](err)
+				require.True(t, noSlot, "want no slot, got %v", err)
+				require.Equal(t, "holder", statusOf(t, cl).PodName)
+				return
+			}
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				s := statusOf(t, cl)
+				return s.State == v1alpha1.SlotReserved && s.PodUID == "u-new"
+			}, 5*time.Second, 5*time.Millisecond, "the release and the reservation were not written")
+			require.Zero(t, counted(t, r.conflicts))
+			require.Equal(t, 1.0, counted(t, r.releases))
+		})
+	}
+}
+
+// When the status changed before the flush could write a release with its reservation, the
+// flush rereads it: a slot still held by the pod that went, or freed by the reconciler
+// meanwhile, is taken as planned; one that another pod holds now is a conflict, and the
+// reservation is dropped.
+func TestFlush_AReleaseMeetsAChangedStatus(t *testing.T) {
+	cases := map[string]struct {
+		meanwhile    func(s []v1alpha1.SlotStatus)
+		wantHolder   types.UID
+		wantConflict float64
+	}{
+		"another slot changed": {
+			meanwhile: func(s []v1alpha1.SlotStatus) {
+				s[0].State, s[0].PodName, s[0].PodUID = v1alpha1.SlotReserved, "x", "u-x"
+			},
+			wantHolder: "u-new",
+		},
+		"the reconciler freed the slot": {
+			meanwhile:  func(s []v1alpha1.SlotStatus) { s[1].State, s[1].PodName, s[1].PodUID = v1alpha1.SlotFree, "", "" },
+			wantHolder: "u-new",
+		},
+		"another pod holds the slot": {
+			meanwhile: func(s []v1alpha1.SlotStatus) {
+				s[1].State, s[1].PodName, s[1].PodUID = v1alpha1.SlotReserved, "other", "u-other"
+			},
+			wantHolder:   "u-other",
+			wantConflict: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var once sync.Once
+			cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
+				WithStatusSubresource(&v1alpha1.TestBed{}).
+				WithObjects(holderBed(), holderPod("u-holder", corev1.PodSucceeded)).
+				WithInterceptorFuncs(interceptor.Funcs{
+					SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+						var err error
+						once.Do(func() { // another writer gets there first
+							var tb v1alpha1.TestBed
+							if err = c.Get(ctx, client.ObjectKeyFromObject(obj), &tb); err == nil {
+								tc.meanwhile(tb.Status.Slots)
+								err = c.Status().Update(ctx, &tb)
+							}
+						})
+						if err != nil {
+							return err
+						}
+						return c.Status().Update(ctx, obj, opts...)
+					},
+				}).Build()
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
+			r.FlushInterval = time.Millisecond
+			key := types.NamespacedName{Namespace: "default", Name: "bed"}
+			_, err := r.Reserve(ctx, SlotRequest{TestBed: key, Allowed: []int32{1}, Pod: slots.Pod{Name: "newcomer", UID: "u-new"}}, nil)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				r.known(key).mu.Lock()
+				defer r.known(key).mu.Unlock()
+				return len(r.known(key).pending) == 0
+			}, 5*time.Second, 5*time.Millisecond, "the reservation stays pending")
+			require.Equal(t, tc.wantHolder, statusOf(t, cl).PodUID)
+			require.Equal(t, tc.wantConflict, counted(t, r.conflicts))
+			wantWrites := 2.0 // one refused, one made
+			if tc.wantConflict > 0 {
+				wantWrites = 1 // nothing left to write
+			}
+			require.Equal(t, wantWrites, counted(t, r.flushes))
+		})
+	}
+}
+
+// counted is a counter's value.
+func counted(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
 }

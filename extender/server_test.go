@@ -228,3 +228,31 @@ func TestReserver_ALateDeletionKeepsTheNewTestBedsState(t *testing.T) {
 	r.TestBedDeleted(old)
 	require.Equal(t, 1, r.Beds())
 }
+
+// The "no slot" answer, written by hand, is what encoding/json makes of the same result,
+// whatever the names and reasons hold.
+func TestNoSlotAnswer_IsTheJSONOfTheResult(t *testing.T) {
+	noSlot := &slots.NoSlotError{
+		Reason:     "none of the pod's slots [1 3] is free on a candidate node",
+		Nodes:      map[string]string{"node-01": `slot 3 is reserved by "x" <&>`, "node-09": "not a candidate"},
+		OtherNodes: "the node holds none of the pod's slots [1 3]",
+	}
+	candidates := []string{"node-00", "node-01", "nöde\"2\n", "node-00", "<b>"}
+	got := noSlotAnswer{candidates, noSlot}.appendJSON(nil)
+	require.True(t, json.Valid(got), "%s", got)
+	require.Equal(t, byte('\n'), got[len(got)-1], "encoding/json ends an answer with a newline")
+
+	failed := extenderv1.FailedNodesMap{}
+	for _, n := range candidates {
+		failed[n] = noSlot.OtherNodes
+		if why, ok := noSlot.Nodes[n]; ok {
+			failed[n] = why
+		}
+	}
+	want, err := json.Marshal(extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed})
+	require.NoError(t, err)
+	var gotValue, wantValue any
+	require.NoError(t, json.Unmarshal(got, &gotValue))
+	require.NoError(t, json.Unmarshal(want, &wantValue))
+	require.Equal(t, wantValue, gotValue)
+}
