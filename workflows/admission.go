@@ -285,7 +285,7 @@ func (a *admission) loadConfig(ctx workflow.Context) error {
 	held := a.core.Config()
 	ref := activities.AllocationFileRef{Namespace: a.in.Namespace, ConfigMap: a.in.ConfigMap, Version: held.Version, RejectedVersion: held.RejectedVersion}
 	var u *queue.ConfigUpdate
-	if err := workflow.ExecuteActivity(ctx, acts.LoadAllocationFile, ref).Get(ctx, &u); err != nil {
+	if err := quick(ctx, acts.LoadAllocationFile, ref).Get(ctx, &u); err != nil {
 		return err
 	}
 	if u == nil {
@@ -329,7 +329,7 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 // was deleted; what waited is refused and the workflow ends.
 func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	var slots activities.TestBedSlots
-	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.TestBedRef{Namespace: a.in.Namespace, Name: a.in.TestBed}).Get(ctx, &slots); err != nil {
+	if err := quick(ctx, acts.ReadSlots, activities.TestBedRef{Namespace: a.in.Namespace, Name: a.in.TestBed}).Get(ctx, &slots); err != nil {
 		return false, err
 	}
 	if !slots.Exists && (a.seenBed || !a.core.Total().IsZero()) {
@@ -350,7 +350,7 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	}
 	for _, as := range d.Assignments {
 		in := activities.AssignSlotsInput{Namespace: a.in.Namespace, Scheduling: as.Scheduling, Job: as.Job, TestBed: a.in.TestBed, Keep: as.Keep, Revoke: as.Revoke, Why: as.Why}
-		err := workflow.ExecuteActivity(ctx, acts.AssignSlots, in).Get(ctx, nil)
+		err := quick(ctx, acts.AssignSlots, in).Get(ctx, nil)
 		if activities.IsNotHeld(err) {
 			workflow.GetLogger(ctx).Warn("a granted job is no longer held by its scheduling", "key", as.JobKey.String(), "err", err)
 			a.core.Release(as.JobKey)

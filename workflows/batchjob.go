@@ -143,7 +143,7 @@ var acts *activities.Activities
 
 func (j *jobRunner) observe(ctx workflow.Context) (activities.JobObservation, error) {
 	var obs activities.JobObservation
-	err := workflow.ExecuteActivity(ctx, acts.ObserveJob, j.key).Get(ctx, &obs)
+	err := quick(ctx, acts.ObserveJob, j.key).Get(ctx, &obs)
 	return obs, err
 }
 
@@ -155,11 +155,11 @@ func (j *jobRunner) waitChange(ctx workflow.Context) {
 }
 
 func (j *jobRunner) write(ctx workflow.Context) error {
-	return workflow.ExecuteActivity(ctx, acts.WriteJobStatus, activities.WriteJobStatusInput{Job: j.key, Status: j.status}).Get(ctx, nil)
+	return quick(ctx, acts.WriteJobStatus, activities.WriteJobStatusInput{Job: j.key, Status: j.status}).Get(ctx, nil)
 }
 
 func (j *jobRunner) deleteApp(ctx workflow.Context, app v1alpha1.ApplicationRef) error {
-	return workflow.ExecuteActivity(ctx, acts.DeleteApplication, activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app}).Get(ctx, nil)
+	return quick(ctx, acts.DeleteApplication, activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app}).Get(ctx, nil)
 }
 
 // specCondition sets the SpecAllowed condition from the job's refused fields, and says
@@ -352,7 +352,7 @@ const DirectReleaseChange = "direct-release"
 // follow: the job is invalid (the run fails and is reported) or no longer held (it is
 // observed again at the top).
 func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest, r *runReport) (app v1alpha1.ApplicationRef, created bool, err error) {
-	if err := workflow.ExecuteActivity(ctx, acts.CreateApplication, activities.CreateApplicationInput{Job: j.key, Request: req}).Get(ctx, &app); err != nil {
+	if err := quick(ctx, acts.CreateApplication, activities.CreateApplicationInput{Job: j.key, Request: req}).Get(ctx, &app); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == activities.ErrInvalidJob {
 			j.status.FinishedAt = now(ctx)

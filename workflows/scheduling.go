@@ -174,7 +174,7 @@ func (s *scheduler) run(ctx workflow.Context) error {
 		return s.schedule(ctx) // carried over: acquired already
 	}
 	var obs activities.SchedulingObservation
-	if err := workflow.ExecuteActivity(ctx, acts.ReadScheduling, s.key).Get(ctx, &obs); err != nil {
+	if err := quick(ctx, acts.ReadScheduling, s.key).Get(ctx, &obs); err != nil {
 		return err
 	}
 	if !obs.Exists {
@@ -252,7 +252,7 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 // exist says so (its jobs wait for it). A grant clears it.
 func (s *scheduler) checkTestBed(ctx workflow.Context) error {
 	var slots activities.TestBedSlots
-	if err := workflow.ExecuteActivity(ctx, acts.ReadSlots, activities.TestBedRef{Namespace: s.key.Namespace, Name: s.spec.TestBed}).Get(ctx, &slots); err != nil {
+	if err := quick(ctx, acts.ReadSlots, activities.TestBedRef{Namespace: s.key.Namespace, Name: s.spec.TestBed}).Get(ctx, &slots); err != nil {
 		return err
 	}
 	if slots.Exists {
@@ -451,7 +451,7 @@ const batch = 100
 // sendNudges signals (or starts) the workflows, a batch per activity, in order.
 func sendNudges(ctx workflow.Context, nudges []activities.SignalWithStart) error {
 	for part := range slices.Chunk(nudges, batch) {
-		if err := workflow.ExecuteActivity(ctx, acts.NudgeWorkflows, activities.SignalWithStartInput{TaskQueue: TaskQueue, Signals: part}).Get(ctx, nil); err != nil {
+		if err := quick(ctx, acts.NudgeWorkflows, activities.SignalWithStartInput{TaskQueue: TaskQueue, Signals: part}).Get(ctx, nil); err != nil {
 			return err
 		}
 	}
@@ -569,11 +569,11 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 		workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) >= 1 {
 		return nil // nothing changed since the last write
 	}
-	err := workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
+	err := quick(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
 	var app *temporal.ApplicationError
 	if in.Delta && errors.As(err, &app) && app.Type() == activities.ErrStatusOutOfStep {
 		in = full // the object's status is not what this run wrote: write it whole
-		err = workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
+		err = quick(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
 	}
 	if err != nil {
 		return err
@@ -850,7 +850,7 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		if !ok {
 			continue
 		}
-		f := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req})
+		f := quick(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req})
 		started = append(started, pending{e: e, g: g, f: f})
 	}
 	var nudge []string
@@ -921,7 +921,7 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	if !ok {
 		return nil
 	}
-	err := workflow.ExecuteActivity(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
+	err := quick(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
 	if activities.IsNotHeld(err) {
 		e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
 		s.releaseAdmission(ctx, e)
