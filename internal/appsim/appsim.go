@@ -62,6 +62,12 @@ const (
 	SimOutcomeAnnotation = "slotplane.io/sim-outcome"
 	SimOutcomeFailed     = "Failed"
 	SimOutcomeSucceeded  = "Succeeded"
+	// WorkersRunningAnnotation is put on the driver or JobManager when all its executors or
+	// TaskManagers run (the time, RFC 3339). A real Spark or Flink job does its work once
+	// they are there, so the run's length counts from then: the annotation changes the pod,
+	// and kwok measures the duration from a pod's last change. Workers that never all run
+	// leave the duration counted from the leader's start.
+	WorkersRunningAnnotation = "slotplane.io/sim-workers-running"
 
 	// Finalizer lets the stand-in delete an application's pods before the application goes.
 	Finalizer = "appsim.slotplane.io/cleanup"

@@ -103,6 +103,9 @@ type workers struct {
 	// once the old pod is gone (Spark keeps ended executors when deleteOnTermination is
 	// false).
 	deleteEnded bool
+	// leader is the driver or JobManager: it is told when all workers run
+	// (WorkersRunningAnnotation).
+	leader *corev1.Pod
 }
 
 // ensureWorkers creates the workers that are missing and deletes ended ones as w says. It
@@ -131,7 +134,26 @@ func (r *reconciler) ensureWorkers(ctx context.Context, w workers) (reconcile.Re
 	if again {
 		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, r.markWorkersRunning(ctx, w)
+}
+
+// markWorkersRunning annotates the leader once all its workers run, the first time only.
+func (r *reconciler) markWorkersRunning(ctx context.Context, w workers) error {
+	if w.leader == nil || w.leader.Annotations[WorkersRunningAnnotation] != "" {
+		return nil
+	}
+	for n := 1; n <= w.count; n++ {
+		p := podNamed(w.have, w.name(n))
+		if p == nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			return nil
+		}
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"annotations":{%q:%q}}}`, w.leader.UID, WorkersRunningAnnotation, r.now().UTC().Format(time.RFC3339Nano))
+	err := r.client.Patch(ctx, w.leader, client.RawPatch(types.MergePatchType, patch))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+		return fmt.Errorf("tell %s/%s its %ss run: %w", w.leader.Namespace, w.leader.Name, w.what, err)
+	}
+	return nil
 }
 
 // launch creates an application's first pod (the driver, the JobManager) as its submitter

@@ -114,6 +114,7 @@ func (r *reconciler) ensureTaskManagers(ctx context.Context, dep *flinkv1beta1.F
 		name:        func(n int) string { return FlinkTaskManagerName(dep, n) },
 		pod:         func(n int) (*corev1.Pod, error) { return FlinkTaskManagerPod(dep, jm, n) },
 		deleteEnded: true,
+		leader:      jm,
 	})
 }
 

@@ -110,6 +110,7 @@ func (r *reconciler) ensureExecutors(ctx context.Context, app *sparkv1beta2.Spar
 		name:        func(n int) string { return SparkExecutorName(app, n) },
 		pod:         func(n int) (*corev1.Pod, error) { return SparkExecutorPod(app, driver, n) },
 		deleteEnded: sparkDeletesExecutors(app),
+		leader:      driver,
 	})
 }
 

@@ -125,7 +125,7 @@ func TestKwokStages_ReadAppsimsAnnotations(t *testing.T) {
 	}
 	// No other simulation annotation hides in the file.
 	for _, key := range regexp.MustCompile(`slotplane\.io/sim-[a-z-]+`).FindAllString(kwokStages, -1) {
-		if key != appsim.SimDurationAnnotation && key != appsim.SimOutcomeAnnotation {
+		if key != appsim.SimDurationAnnotation && key != appsim.SimOutcomeAnnotation && key != appsim.WorkersRunningAnnotation {
 			t.Errorf("kwok-stages.yaml names %s, which appsim does not know", key)
 		}
 	}
