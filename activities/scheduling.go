@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.temporal.io/sdk/temporal"
 	"slices"
 	"time"
 
@@ -15,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"go.temporal.io/api/serviceerror"
 	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"slotplane/crds/v1alpha1"
 )
@@ -283,4 +284,47 @@ func jobInfo(job *v1alpha1.BatchJob) JobInfo {
 		info.Expected = d.Duration
 	}
 	return info
+}
+
+// Signal is one signal to the running workflow of an id.
+type Signal struct {
+	WorkflowID string
+	Name       string
+	Arg        any
+}
+
+// SignalWorkflowsInput is a batch of signals, sent in order.
+type SignalWorkflowsInput struct {
+	Signals []Signal
+}
+
+// SignalWorkflowsResult names, by index, the signals whose workflow does not run (never
+// started, or ended): nobody was there to hear them.
+type SignalWorkflowsResult struct {
+	NotRunning []int
+}
+
+// SignalWorkflows sends signals to other workflows through the Temporal client. A workflow
+// that signals another one itself (SignalExternalWorkflow) has the server hold its own lock
+// while it takes the target's, for up to 3 s: two workflows that signal each other (a
+// Scheduling and its Admission) then wait on each other until that runs out, and each
+// delivery falls into a back-off of 3 s or more. A client call holds no workflow's lock.
+// A repeat after a retry sends some signals twice; every slotplane message is keyed, so a
+// repeat changes nothing.
+func (a *Activities) SignalWorkflows(ctx context.Context, in SignalWorkflowsInput) (SignalWorkflowsResult, error) {
+	if a.Temporal == nil {
+		return SignalWorkflowsResult{}, nonRetryable("NoTemporalClient", "the worker gave its activities no Temporal client")
+	}
+	var out SignalWorkflowsResult
+	for i, s := range in.Signals {
+		err := a.Temporal.SignalWorkflow(ctx, s.WorkflowID, "", s.Name, s.Arg)
+		var notFound *serviceerror.NotFound
+		switch {
+		case errors.As(err, &notFound):
+			out.NotRunning = append(out.NotRunning, i)
+		case err != nil:
+			return out, fmt.Errorf("signal %s to %s: %w", s.Name, s.WorkflowID, err)
+		}
+	}
+	return out, nil
 }

@@ -103,6 +103,18 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		}
 		res.Deleted++
 	}
+	if len(plan.Create) > 0 && owner == "" {
+		// A grant written since the pass read the jobs has cleared its slots' ghosts
+		// already (RequestCreation); a ghost made now would stand in the job's way. Read the
+		// grants again: the window left is this read to the create, not the whole pass.
+		now, err := a.assignedSlots(ctx, &tb, time.Now())
+		if err != nil {
+			return res, err
+		}
+		plan.Create = slices.DeleteFunc(plan.Create, func(s slots.Slot) bool {
+			return now.assigned[s.Position] && !now.unclaimed[s.Position]
+		})
+	}
 	for _, s := range plan.Create {
 		err := a.Client.Create(ctx, a.ghostPod(&tb, s, requests))
 		if err != nil && !apierrors.IsAlreadyExists(err) {

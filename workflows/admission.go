@@ -249,7 +249,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				g = &AdmissionGrant{JobKey: r.JobKey, Refused: err.Error()}
 			}
 			if g != nil {
-				a.tell(ctx, *g)
+				a.tellAll(ctx, []AdmissionGrant{*g})
 			}
 		}
 		for {
@@ -333,9 +333,7 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		return false, err
 	}
 	if !slots.Exists && (a.seenBed || !a.core.Total().IsZero()) {
-		for _, g := range a.core.Close(fmt.Sprintf("test bed %s was deleted", a.in.TestBed)) {
-			a.tell(ctx, g)
-		}
+		a.tellAll(ctx, a.core.Close(fmt.Sprintf("test bed %s was deleted", a.in.TestBed)))
 		return true, nil
 	}
 	a.seenBed = a.seenBed || slots.Exists
@@ -345,9 +343,7 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", err)
 		return false, nil
 	}
-	for _, g := range d.Grants {
-		a.tell(ctx, g)
-	}
+	a.tellAll(ctx, d.Grants)
 	for _, as := range d.Assignments {
 		in := activities.AssignSlotsInput{Namespace: a.in.Namespace, Scheduling: as.Scheduling, Job: as.Job, TestBed: a.in.TestBed, Keep: as.Keep, Revoke: as.Revoke, Why: as.Why}
 		err := quick(ctx, acts.AssignSlots, in).Get(ctx, nil)
@@ -364,6 +360,37 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// tellAll sends grants or refusals to their Schedulings, all in one local activity from
+// ClientSignalsChange on. A Scheduling that does not run cannot take its grant: the key is
+// released, so its slots are not held for nobody.
+func (a *admission) tellAll(ctx workflow.Context, gs []AdmissionGrant) {
+	if len(gs) == 0 {
+		return
+	}
+	if !clientSignals(ctx) {
+		for _, g := range gs {
+			a.tell(ctx, g)
+		}
+		return
+	}
+	signals := make([]activities.Signal, len(gs))
+	for i, g := range gs {
+		signals[i] = activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, g.Scheduling), Name: AdmittedSignal, Arg: g}
+	}
+	var res activities.SignalWorkflowsResult
+	if err := sendSignals(ctx, signals).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Warn("tell schedulings of their jobs", "grants", len(gs), "err", err)
+		for _, g := range gs {
+			a.core.Release(g.JobKey)
+		}
+		return
+	}
+	for _, i := range res.NotRunning {
+		workflow.GetLogger(ctx).Warn("a scheduling that does not run was granted its job", "key", gs[i].JobKey.String())
+		a.core.Release(gs[i].JobKey)
+	}
 }
 
 // tell sends a grant or refusal to its Scheduling. A Scheduling that is gone cannot take it:

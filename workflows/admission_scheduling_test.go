@@ -68,22 +68,23 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	})
 	env.OnActivity(acts.ReleaseJobs, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(acts.RemoveSchedulingFinalizer, mock.Anything, mock.Anything).Return(nil)
-	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionReleaseSignal, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error {
+	var started []string
+	onSignals(env, map[string]func(string, any) error{
+		AdmissionReleaseSignal: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
+			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
-		})
-
-	var started []string
-	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionStartedSignal, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error {
+		},
+		AdmissionStartedSignal: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
+			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
 			started = append(started, arg.(AdmissionKey).Job)
 			return nil
-		})
+		},
+	})
 
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "b"), Refused: `user "u" may not submit to queue root.analytics`})

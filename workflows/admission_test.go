@@ -78,7 +78,7 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.Tes
 		}
 		return out, nil
 	})
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", AdmittedSignal, mock.Anything).Return(func(_, id, _, _ string, arg any) error {
+	onSignals(env, map[string]func(string, any) error{AdmittedSignal: func(id string, arg any) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if w.gone[id] {
@@ -87,7 +87,7 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.Tes
 		w.grants = append(w.grants, arg.(AdmissionGrant))
 		w.at = append(w.at, env.Now())
 		return nil
-	})
+	}})
 	return env
 }
 
@@ -583,10 +583,10 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 	})
 	env.OnActivity(acts.LoadAllocationFile, mock.Anything, mock.Anything).Return(nil, nil)
 	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(nil, nil)
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", AdmittedSignal, mock.Anything).Return(func(_, _, _, _ string, arg any) error {
+	onSignals(env, map[string]func(string, any) error{AdmittedSignal: func(_ string, arg any) error {
 		w.grants = append(w.grants, arg.(AdmissionGrant))
 		return nil
-	})
+	}})
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "runs"), User: "u", Slots: 1})
 		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "waits"), User: "u", Slots: 1})

@@ -129,7 +129,12 @@ func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, w
 	}
 	p := JobProgress{Job: j.key.Name, Run: st.Run, State: v1alpha1.JobFailed, Message: why, FinishedAt: workflow.Now(ctx)}
 	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
-	_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, st.Scheduling), "", JobProgressSignal, p).Get(ctx, nil)
+	to := SchedulingWorkflowID(j.key.Namespace, st.Scheduling)
+	if clientSignals(ctx) {
+		_ = sendSignals(ctx, []activities.Signal{{WorkflowID: to, Name: JobProgressSignal, Arg: p}}).Get(ctx, nil)
+		return
+	}
+	_ = workflow.SignalExternalWorkflow(ctx, to, "", JobProgressSignal, p).Get(ctx, nil)
 }
 
 type jobRunner struct {
@@ -311,6 +316,8 @@ func (j *jobRunner) beginRun(ctx workflow.Context, holder string, req v1alpha1.C
 type runReport struct {
 	j      *jobRunner
 	holder string
+	// also are signals to send with the next report (Admission's release at the end).
+	also []activities.Signal
 	// progress is what the Scheduling last heard (Started stays once set).
 	progress JobProgress
 }
@@ -323,7 +330,14 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 	if workflow.GetVersion(ctx, DirectReleaseChange, workflow.DefaultVersion, 1) >= 1 {
 		// The Scheduling hears while the status is written, not after.
 		r.setProgress(st, msg)
-		told := workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, r.holder), "", JobProgressSignal, r.progress)
+		to := SchedulingWorkflowID(j.key.Namespace, r.holder)
+		var told workflow.Future
+		if clientSignals(ctx) {
+			told = sendSignals(ctx, append(r.also, activities.Signal{WorkflowID: to, Name: JobProgressSignal, Arg: r.progress}))
+			r.also = nil
+		} else {
+			told = workflow.SignalExternalWorkflow(ctx, to, "", JobProgressSignal, r.progress)
+		}
 		err := j.write(ctx)
 		_ = told.Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
 		return err
@@ -398,7 +412,13 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 		// Scheduling's own release (a repeat Admission ignores). The signal is not waited
 		// for: the Scheduling's release covers a lost one.
 		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
-		workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(j.key.Namespace, req.TestBed), "", AdmissionReleaseSignal, k)
+		to := AdmissionWorkflowID(j.key.Namespace, req.TestBed)
+		if clientSignals(ctx) {
+			// Sent first, with the report to the Scheduling.
+			r.also = append(r.also, activities.Signal{WorkflowID: to, Name: AdmissionReleaseSignal, Arg: k})
+		} else {
+			workflow.SignalExternalWorkflow(ctx, to, "", AdmissionReleaseSignal, k)
+		}
 	}
 	j.status.FinishedAt = now(ctx)
 	if ph := j.phases(); ph.EndedAt == nil {

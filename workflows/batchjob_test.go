@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
@@ -24,6 +25,8 @@ type jobWorld struct {
 	written  []v1alpha1.BatchJobStatus
 	reported []JobProgress
 	deleted  []string
+	// admissionReleases are the job's own releases to Admission: "<workflow id> <key>".
+	admissionReleases []string
 	// firstExecutor is how long the first executor takes to hold its slot (0: a second).
 	firstExecutor time.Duration
 }
@@ -76,13 +79,22 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		w.deleted = append(w.deleted, in.App.Name)
 		return nil
 	})
-	env.OnSignalExternalWorkflow(mock.Anything, SchedulingWorkflowID("ns", "nightly"), "", JobProgressSignal, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error {
+	onSignals(env, map[string]func(string, any) error{
+		JobProgressSignal: func(id string, arg any) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			w.reported = append(w.reported, arg.(JobProgress))
+			if id == SchedulingWorkflowID("ns", "nightly") {
+				w.reported = append(w.reported, arg.(JobProgress))
+			}
 			return nil
-		})
+		},
+		AdmissionReleaseSignal: func(id string, arg any) error {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.admissionReleases = append(w.admissionReleases, id+" "+arg.(AdmissionKey).String())
+			return nil
+		},
+	})
 	return env
 }
 
@@ -195,4 +207,37 @@ func TestBatchJobWorkflow_StartingTimesOut(t *testing.T) {
 	require.Contains(t, w.reported[1].Message, "no executor holds its slot after 5m0s")
 	final := w.written[len(w.written)-1]
 	require.Equal(t, queue.StartingTimeout+2*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
+}
+
+// A run's end goes to its test bed's Admission from the job's own workflow, keyed as the
+// Scheduling keys it, before the status write; the status records the run's phases, each
+// once, the executors' placements in the order they were seen.
+func TestBatchJobWorkflow_TellsAdmissionOfItsEndAndRecordsThePhases(t *testing.T) {
+	granted := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	req := *request
+	req.SchedulingUID, req.GrantedAt = "uid-nightly", &granted
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
+	driver := time.Date(2026, 11, 25, 12, 0, 1, 0, time.UTC)
+	placedAt := []time.Time{driver.Add(100 * time.Millisecond), driver.Add(250 * time.Millisecond)}
+	placed := activities.AppProgress{Placed: 2, DriverRunningAt: driver, PlacedAt: placedAt}
+	ended := time.Date(2026, 11, 25, 12, 0, 40, 0, time.UTC)
+	env := newJobEnv(t, w, placed, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}, EndedAt: ended}, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	key := queue.JobKey{Scheduling: "nightly", SchedulingUID: "uid-nightly", Job: "wordcount", Run: 1}
+	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionReleases)
+	ph := w.written[len(w.written)-1].Phases
+	require.NotNil(t, ph)
+	require.True(t, ph.AdmittedAt.Equal(&granted), "admitted at the grant")
+	require.NotNil(t, ph.ApplicationCreatedAt)
+	require.True(t, ph.DriverRunningAt.Time.Equal(driver))
+	require.Len(t, ph.ExecutorsPlacedAt, 2, "each executor once, though two waits saw the first")
+	require.True(t, ph.ExecutorsPlacedAt[1].Time.Equal(placedAt[1]))
+	require.True(t, ph.RunningAt.Time.Equal(placedAt[1]), "running from the last executor's placement")
+	require.True(t, ph.EndedAt.Time.Equal(ended))
 }

@@ -3,6 +3,8 @@ package workflows
 import (
 	"time"
 
+	"slotplane/activities"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -33,4 +35,27 @@ func quick(ctx workflow.Context, activity any, args ...any) workflow.Future {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
 	return workflow.ExecuteLocalActivity(ctx, activity, args...)
+}
+
+// ClientSignalsChange is the version marker of signals between slotplane's workflows sent
+// through the Temporal client (the SignalWorkflows local activity) instead of
+// SignalExternalWorkflow. The server delivers an external signal with the sender's lock held
+// while it waits for the target's, for at most 3 s; a Scheduling and its Admission, which
+// signal each other, then waited on each other until that ran out, and the delivery was
+// retried 3 s or more later. A job's grant reached its Scheduling seconds late that way.
+const ClientSignalsChange = "client-signals"
+
+// clientSignals says whether this run sends its signals through the client.
+func clientSignals(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, ClientSignalsChange, workflow.DefaultVersion, 1) >= 1
+}
+
+// sendSignals sends the signals, in order, through the client; the result
+// (activities.SignalWorkflowsResult) names those whose workflow does not run.
+func sendSignals(ctx workflow.Context, signals []activities.Signal) workflow.Future {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: quickTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+	return workflow.ExecuteLocalActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
 }

@@ -379,29 +379,26 @@ func (s *scheduler) carry() *SchedulingState {
 func (s *scheduler) receiveProgress(ctx workflow.Context) {
 	var p JobProgress
 	s.progress.Receive(ctx, &p)
-	for _, f := range s.onProgress(ctx, p) {
-		s.awaitTold(ctx, f)
-	}
+	s.tellAdmissionAll(ctx, s.onProgress(ctx, p))
 }
 
-// onProgress applies one job's progress and tells Admission what it must hear: the signals
-// are sent, and their futures returned for the caller to wait on.
-func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []told {
+// onProgress applies one job's progress and returns what Admission must hear of it.
+func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []tell {
 	s.apply(p)
-	var out []told
+	var out []tell
 	// Admission hears once when a job left Starting (StateAware).
 	if p.Started || p.State == v1alpha1.JobRunning {
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run && !e.Started {
 				e.Started = true
-				out = append(out, s.sendAdmission(ctx, AdmissionStartedSignal, s.admissionKey(e)))
+				out = append(out, tell{AdmissionStartedSignal, s.admissionKey(e)})
 			}
 		}
 	}
 	if p.State.Ended() {
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run {
-				out = append(out, s.sendAdmission(ctx, AdmissionReleaseSignal, s.admissionKey(e)))
+				out = append(out, tell{AdmissionReleaseSignal, s.admissionKey(e)})
 			}
 		}
 	}
@@ -761,25 +758,41 @@ func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *Tracke
 }
 
 func (s *scheduler) tellAdmissionKey(ctx workflow.Context, signal string, k queue.JobKey) {
-	s.awaitTold(ctx, s.sendAdmission(ctx, signal, k))
+	s.tellAdmissionAll(ctx, []tell{{signal, k}})
 }
 
-// told is a signal to Admission on its way.
-type told struct {
+// tell is a message for Admission about one job's run.
+type tell struct {
 	signal string
 	key    queue.JobKey
-	f      workflow.Future
 }
 
-func (s *scheduler) sendAdmission(ctx workflow.Context, signal string, k queue.JobKey) told {
-	return told{signal: signal, key: k, f: workflow.SignalExternalWorkflow(ctx, AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), "", signal, k)}
-}
-
-// awaitTold waits for a signal's delivery. Admission may be gone (its test bed was deleted);
-// then nobody needs to hear it.
-func (s *scheduler) awaitTold(ctx workflow.Context, t told) {
-	if err := t.f.Get(ctx, nil); err != nil {
-		workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", t.signal, "key", t.key.String(), "err", err)
+// tellAdmissionAll sends Admission the messages and waits for them to be delivered: in one
+// local activity from ClientSignalsChange on. Admission may be gone (its test bed was
+// deleted); then nobody needs to hear them.
+func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
+	if len(ts) == 0 {
+		return
+	}
+	id := AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed)
+	if clientSignals(ctx) {
+		signals := make([]activities.Signal, len(ts))
+		for i, t := range ts {
+			signals[i] = activities.Signal{WorkflowID: id, Name: t.signal, Arg: t.key}
+		}
+		if err := sendSignals(ctx, signals).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("tell admission of jobs", "messages", len(ts), "err", err)
+		}
+		return
+	}
+	fs := make([]workflow.Future, len(ts))
+	for i, t := range ts {
+		fs[i] = workflow.SignalExternalWorkflow(ctx, id, "", t.signal, t.key)
+	}
+	for i, f := range fs {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", ts[i].signal, "key", ts[i].key.String(), "err", err)
+		}
 	}
 }
 
@@ -814,7 +827,7 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant) err
 	if grant != nil {
 		grants = append(grants, *grant)
 	}
-	var tells []told
+	var tells []tell
 	for {
 		var p JobProgress
 		if !s.progress.ReceiveAsync(&p) {
@@ -829,11 +842,8 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant) err
 		}
 		grants = append(grants, g)
 	}
-	err := s.handleGrants(ctx, grants)
-	for _, t := range tells {
-		s.awaitTold(ctx, t)
-	}
-	return err
+	s.tellAdmissionAll(ctx, tells)
+	return s.handleGrants(ctx, grants)
 }
 
 // handleGrants is handleGrant for many grants at once: their creation requests are written

@@ -70,12 +70,13 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 	})
 	env.OnActivity(acts.NudgeWorkflows, mock.Anything, mock.Anything).Return(f.nudge)
 	env.OnActivity(acts.RequestCreation, mock.Anything, mock.Anything).Return(f.requestCreation)
-	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionReleaseSignal, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error {
+	onSignals(env, map[string]func(string, any) error{
+		AdmissionReleaseSignal: func(_ string, arg any) error {
 			f.release(arg.(AdmissionKey))
 			return nil
-		})
-	env.OnSignalExternalWorkflow(mock.Anything, AdmissionWorkflowID("ns", "bed"), "", AdmissionStartedSignal, mock.Anything).Return(nil)
+		},
+		AdmissionStartedSignal: func(string, any) error { return nil },
+	})
 	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
 		f.writes = append(f.writes, in)
 		if in.Delta && f.outOfStep > 0 {
