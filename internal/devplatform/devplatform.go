@@ -199,6 +199,10 @@ func (p *Platform) startCluster(ctx context.Context) error {
 	c, err := testcluster.Start(ctx, testcluster.Options{
 		Nodes: p.opts.Nodes, PlainNodes: p.opts.PlainNodes, NodeLabel: p.opts.NodeLabel, NodeResources: p.opts.NodeResources,
 		Dir: filepath.Join(p.Dir, "cluster"), ExtenderURL: "https://" + p.ExtenderAddr + "/",
+		// The test bed's nodes are dedicated, as slotplane asks of a cluster, whenever drivers
+		// and JobManagers have plain nodes to go to: a grant clears its slots' ghosts before
+		// the job's pods come, and on a shared node an ordinary pod would take that room.
+		DedicateNodes: p.opts.PlainNodes > 0,
 	})
 	if err != nil {
 		return err
