@@ -18,6 +18,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/internal/testobjects"
 	"slotplane/slots"
 )
 
@@ -239,4 +240,59 @@ func setNodeLabel(t *testing.T, cl client.Client, name string, value *string) {
 		node.Labels[testcluster.DefaultNodeLabel] = *value
 	}
 	require.NoError(t, cl.Update(context.Background(), &node))
+}
+
+// A grant clears its slots' ghosts at once (RequestCreation), and the reconciler makes them
+// none while the grant is young. A granted slot whose job never makes its pods gets its
+// ghost back once the bed's grantedSlotTimeout has passed, and the pass before says when to
+// look again; a slot of a job that runs keeps no ghost however old its grant.
+func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) {
+	cl, a, tb := newBed(t, 2)
+	ctx := context.Background()
+	tb.Spec.GrantedSlotTimeout = &metav1.Duration{Duration: 3 * time.Second}
+	require.NoError(t, cl.Update(ctx, tb))
+	settle(t, a, bedInput)
+	waitGhostsRunning(t, cl, "bed", 4)
+
+	grant := func(job string, slot int32) {
+		t.Helper()
+		j := testobjects.BatchJob(job).Obj()
+		j.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+		require.NoError(t, cl.Create(ctx, j))
+		at := metav1.NewMicroTime(time.Now())
+		req := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{slot}, Run: 1, GrantedAt: &at}
+		require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job, Request: req}))
+	}
+	grant("never-comes", 0)
+	grant("runs", 1)
+	// The job in slot 1 runs (its status says so; its pods are not what this test is about).
+	var runs v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "runs"}, &runs))
+	runs.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Scheduling: "nightly", TestBed: "bed", Slots: []int32{1}, Run: 1}
+	require.NoError(t, cl.Status().Update(ctx, &runs))
+
+	// The grants took the ghosts away at once, and a pass does not bring them back.
+	res, err := a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Zero(t, res.Created, "a pass made ghosts for young grants")
+	require.Greater(t, res.RecheckIn, time.Duration(0), "the pass says when the grant times out")
+	require.LessOrEqual(t, res.RecheckIn, 3*time.Second)
+	require.Equal(t, 2, countGhosts(ghosts(t, cl, "bed")), "the granted slots' ghosts are gone")
+
+	time.Sleep(res.RecheckIn + 100*time.Millisecond)
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Created, "the slot nobody took gets its ghost back, the running job's does not")
+	require.Zero(t, res.RecheckIn, "no grant is left to time out")
+	slotGhosts := map[string]bool{}
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	for node, ps := range waitGhostsRunning(t, cl, "bed", 3) {
+		for _, p := range ps {
+			slotGhosts[node+"/"+p.Labels[v1alpha1.PositionOnNodeLabel]] = true
+		}
+	}
+	for _, s := range tb.Status.Slots {
+		key := s.NodeName + "/" + strconv.Itoa(int(s.PositionOnNode))
+		require.Equal(t, s.Position != 1, slotGhosts[key], "slot %d", s.Position)
+	}
 }
