@@ -24,8 +24,8 @@ type run struct {
 
 var runs = []run{
 	{"decision cores (slots, extender handlers, queues)", []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "./slots/", "./extender/", "./queue/"}},
-	{"500 slot pods against 500 plain pods on the real scheduler", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "EndToEnd", "-benchtime", "1x", "-timeout", "20m", "./extender/"}},
-	{"16 jobs through a Scheduling on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "Orchestration", "-benchtime", "1x", "-timeout", "10m", "./e2e/"}},
+	{"500 plain pods, 500 slot pods by preemption and 500 of granted slots on the real scheduler", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "EndToEnd", "-benchtime", "1x", "-timeout", "20m", "./extender/"}},
+	{"16 and 64 one-second jobs through Schedulings on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "Orchestration", "-benchtime", "1x", "-timeout", "15m", "./e2e/"}},
 	{"10 s of mixed API load on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "API_MixedLoad", "-benchtime", "1x", "-timeout", "10m", "./internal/loadgen/"}},
 }
 
@@ -38,7 +38,8 @@ type row struct {
 }
 
 var rows = []row{
-	{"extender /filter decision, 1000 nodes", "BenchmarkHandler_Filter", "ns/op", 1e-3, "µs"},
+	{"extender /filter, 1,000 node names, decoding included (pod holds its slot)", "BenchmarkHandler_Filter", "ns/op", 1e-3, "µs"},
+	{"extender /filter, first reservation (label write to a recording client)", "BenchmarkHandler_FilterFirstReservation", "ns/op", 1e-3, "µs"},
 	{"extender /preempt decision", "BenchmarkHandler_Preempt", "ns/op", 1e-3, "µs"},
 	{"slot search, 1000 nodes x 8 slots", "BenchmarkChoose_Filter1000Nodes8000Slots", "ns/op", 1e-3, "µs"},
 	{"ghost plan, 8000 slots", "BenchmarkPlanGhosts8000Slots", "ns/op", 1e-6, "ms"},
@@ -47,11 +48,19 @@ var rows = []row{
 	{"fair shares of 1,000 queues", "BenchmarkComputeShares1000Queues", "ns/op", 1e-6, "ms"},
 	{"trace replay, 10,000 jobs", "BenchmarkReplayTrace_10000Jobs", "ns/op", 1e-6, "ms"},
 	{"plain pods placed (default profile)", "BenchmarkEndToEnd_500SlotPods", "plain-pods/s", 1, "pods/s"},
-	{"slot pods placed (extender, ghost evicted)", "BenchmarkEndToEnd_500SlotPods", "slot-pods/s", 1, "pods/s"},
-	{"slot placement rate against plain", "BenchmarkEndToEnd_500SlotPods", "slot/plain", 1, "x"},
-	{"orchestration: a job's claim to its pods running", "BenchmarkOrchestration_16JobsOn8Slots", "claim-to-running-ms", 1, "ms"},
-	{"orchestration: a job's end to the next one's start", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-ms", 1, "ms"},
+	{"slot pods of granted slots placed (ghost cleared at the grant)", "BenchmarkEndToEnd_500SlotPods", "granted-pods/s", 1, "pods/s"},
+	{"  against plain pods, same run", "BenchmarkEndToEnd_500SlotPods", "granted/plain", 1, "x"},
+	{"slot pods placed by preemption (ghost evicted)", "BenchmarkEndToEnd_500SlotPods", "slot-pods/s", 1, "pods/s"},
+	{"  against plain pods, same run", "BenchmarkEndToEnd_500SlotPods", "slot/plain", 1, "x"},
+	{"API writes per pod: plain", "BenchmarkEndToEnd_500SlotPods", "plain-writes/pod", 1, ""},
+	{"API writes per pod: granted slot pod", "BenchmarkEndToEnd_500SlotPods", "granted-writes/pod", 1, ""},
+	{"API writes per pod: slot pod by preemption", "BenchmarkEndToEnd_500SlotPods", "preempt-writes/pod", 1, ""},
+	{"orchestration: Scheduling created to a first-wave job running, p50", "BenchmarkOrchestration_16JobsOn8Slots", "create-to-running-p50-ms", 1, "ms"},
+	{"orchestration: grant to running, p50 (64 jobs)", "BenchmarkOrchestration_16JobsOn8Slots", "admitted-to-running-p50-ms", 1, "ms"},
+	{"orchestration: a job's end to the next one running in its slot, p50", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p50-ms", 1, "ms"},
+	{"orchestration: a job's end to the next one running in its slot, p99", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p99-ms", 1, "ms"},
 	{"orchestration: 16 one-second jobs on 8 slots (ideal 2 s)", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-s", 1, "s"},
+	{"orchestration: 64 one-second jobs on 8 slots (ideal 8 jobs/s)", "BenchmarkOrchestration_16JobsOn8Slots", "jobs/s", 1, "jobs/s"},
 	{"API p50 under mixed load", "BenchmarkAPI_MixedLoad10s", "p50-ms", 1, "ms"},
 	{"API p99 under mixed load", "BenchmarkAPI_MixedLoad10s", "p99-ms", 1, "ms"},
 	{"API requests answered", "BenchmarkAPI_MixedLoad10s", "req/s", 1, "req/s"},
@@ -82,7 +91,7 @@ func main() {
 		v, ok := metrics[r.bench][r.unit]
 		figure := "not run"
 		if ok {
-			figure = strconv.FormatFloat(v*r.scale, 'f', decimals(v*r.scale), 64) + " " + r.show
+			figure = strings.TrimSpace(strconv.FormatFloat(v*r.scale, 'f', decimals(v*r.scale), 64) + " " + r.show)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.label, figure, strings.TrimPrefix(r.bench, "Benchmark"))
 	}
