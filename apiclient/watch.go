@@ -151,7 +151,7 @@ func (c *Client) Watch(ctx context.Context, kinds []string, fromResourceVersion 
 // Events delivers the feed's messages in order; it is closed when the feed ends.
 func (w *Watcher) Events() <-chan Event { return w.events }
 
-// Done is closed when the feed has ended and Events is closed.
+// Done is closed when the feed has ended and Err says why; Events closes right after.
 func (w *Watcher) Done() <-chan struct{} { return w.done }
 
 // Err says why the feed ended, once Events is closed: nil after Close, the context's error
@@ -178,8 +178,9 @@ func (w *Watcher) Close() error {
 }
 
 func (w *Watcher) read(ctx context.Context) {
-	defer close(w.done)
+	// Events closes last: whoever sees it closed finds Done closed and Err set.
 	defer close(w.events)
+	defer close(w.done)
 	defer w.cancel()
 	end := func(err error) {
 		switch {
