@@ -710,7 +710,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 	var infos []activities.JobInfo
 	for part := range slices.Chunk(names, batch) {
 		var got []activities.JobInfo
-		if err := workflow.ExecuteActivity(ctx, acts.ReadJobs, activities.ReadJobsInput{Namespace: s.key.Namespace, Names: part, Scheduling: s.key.Name}).Get(ctx, &got); err != nil {
+		if err := quick(ctx, acts.ReadJobs, activities.ReadJobsInput{Namespace: s.key.Namespace, Names: part, Scheduling: s.key.Name}).Get(ctx, &got); err != nil {
 			return err
 		}
 		infos = append(infos, got...)
