@@ -215,6 +215,11 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 	}
 	for {
 		for {
+			if err := ctx.Err(); err != nil {
+				// Cancelled: a status write that is skipped (nothing changed) would not say
+				// so, and the loop would run on to a continue-as-new that loses the request.
+				return err
+			}
 			if err := s.writeStatus(ctx); err != nil {
 				return err
 			}

@@ -494,3 +494,22 @@ func TestSchedulingWorkflow_StatusWritesSendOnlyWhatChanged(t *testing.T) {
 		require.Equal(t, v1alpha1.JobCompleted, j.State, j.Name)
 	}
 }
+
+// A Scheduling cancelled while nothing happens (its jobs wait or run, no status to write)
+// cleans up at once: it does not loop on the cancelled context until it continues as new,
+// which would lose the cancellation.
+func TestSchedulingWorkflow_CancelledWhileIdleCleansUp(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
+	}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"a": 10 * time.Hour}
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 5})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError(), "the run ended, not continued as new")
+	require.True(t, f.finalized)
+	require.ElementsMatch(t, []string{"a", "b"}, f.released)
+	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCancelled))
+}
