@@ -5,6 +5,7 @@ package deploy_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,10 +69,11 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 		}
 	}
 
-	// The policy is in force a moment after it is type-checked.
+	// The policy is in force a moment after it is type-checked. The probe is a dry run: one
+	// made before that moment must not leave a job behind.
 	require.Eventually(t, func() bool {
-		err := mallory.Create(ctx, job("as-alice", "alice"))
-		return err != nil
+		err := mallory.Create(ctx, job("as-alice", "alice"), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "may not create a job for user alice")
 	}, 30*time.Second, 200*time.Millisecond, "a job for another user is refused")
 	err = mallory.Create(ctx, job("as-alice", "alice"))
 	require.ErrorContains(t, err, "spec.user: mallory may not create a job for user alice")
