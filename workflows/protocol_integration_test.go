@@ -93,6 +93,12 @@ func (w *protocolWorld) NudgeWorkflows(ctx context.Context, in activities.Signal
 	return nil
 }
 
+// SignalWorkflows is the worker's own: the workflows' signals to each other go through the
+// real server.
+func (w *protocolWorld) SignalWorkflows(ctx context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
+	return (&activities.Activities{Temporal: w.c}).SignalWorkflows(ctx, in)
+}
+
 func (w *protocolWorld) ReadJobs(_ context.Context, in activities.ReadJobsInput) ([]activities.JobInfo, error) {
 	out := make([]activities.JobInfo, len(in.Names))
 	for i, n := range in.Names {

@@ -61,6 +61,15 @@ func (s *jobStandIn) WriteJobStatus(_ context.Context, in activities.WriteJobSta
 
 func (s *jobStandIn) DeleteApplication(context.Context, activities.AppKey) error { return nil }
 
+// SignalWorkflows: no Scheduling or Admission runs here, so nobody hears the job.
+func (s *jobStandIn) SignalWorkflows(_ context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
+	var out activities.SignalWorkflowsResult
+	for i := range in.Signals {
+		out.NotRunning = append(out.NotRunning, i)
+	}
+	return out, nil
+}
+
 // schedulingStandIn answers a SchedulingWorkflow's activities: four slots, two jobs of two
 // that the stand-in "runs" by signalling their progress.
 type schedulingStandIn struct {
@@ -121,6 +130,11 @@ func (s *schedulingStandIn) used(p int32) bool {
 		}
 	}
 	return false
+}
+
+// SignalWorkflows is the worker's own, through the embedded server.
+func (s *schedulingStandIn) SignalWorkflows(ctx context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
+	return (&activities.Activities{Temporal: s.c}).SignalWorkflows(ctx, in)
 }
 
 func (s *schedulingStandIn) ReadJobs(_ context.Context, in activities.ReadJobsInput) ([]activities.JobInfo, error) {
