@@ -42,10 +42,17 @@ func longRunJobs(t *testing.T) int {
 // Checked as the jobs run: no slot is held by two running jobs at once. Checked at the end:
 // every job Completed exactly once, in run 1, with exactly one application; the Scheduling
 // Completed; Admission holds nothing; every slot free with its ghost back.
+//
+// SLOTPLANE_LONGRUN_STEPS sets the steps per run (default 10; 0 keeps the workflows' own
+// defaults, for the rate of a Scheduling that is not made to continue as new all the time).
 func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	jobs := longRunJobs(t)
+	steps := "10"
+	if v := os.Getenv("SLOTPLANE_LONGRUN_STEPS"); v != "" {
+		steps = v
+	}
 	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`,
-		"-scheduling-steps-per-run", "10", "-admission-steps-per-run", "10")
+		"-scheduling-steps-per-run", steps, "-admission-steps-per-run", steps)
 	parts, kube, c := p.parts, p.kube, p.api
 	ctx := context.Background()
 

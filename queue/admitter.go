@@ -157,10 +157,11 @@ type AdmitterState struct {
 	// leaves), so they cannot go back to their victims or to anyone else meanwhile.
 	Reclaimed    []int32
 	PreemptedFor *JobKey
-	// Handed are slots a job released (its run ended, or it was withdrawn) that the bed's
-	// status does not show free yet: with RulesHandOver they may be granted at once, so a
-	// freed slot does not wait for the status to catch up. A slot leaves the list once the
-	// status shows it free, or once it is granted again.
+	// Handed are slots of a job whose run ended (Ended) that the bed's status does not show
+	// free yet: with RulesHandOver they may be granted at once, so a freed slot does not wait
+	// for the status to catch up. A slot leaves the list once the status shows it free, or
+	// once it is granted again. A withdrawn job's slots (Release) are not handed on: its pods
+	// still run until they are deleted.
 	Handed []int32
 	// Reserved is the waiting job the free slots are held for (strict order), if any.
 	Reserved *JobKey
@@ -345,10 +346,19 @@ func (a *Admitter) Request(r Request) *Grant {
 }
 
 // Release withdraws a waiting job or frees a granted job's slots. It reports whether the key
-// was known: a release of an unknown key is a no-op.
-func (a *Admitter) Release(k JobKey) bool {
+// was known: a release of an unknown key is a no-op. The slots are free for others once the
+// bed's status shows them free (the job's pods may still run: a withdrawn job's are being
+// deleted).
+func (a *Admitter) Release(k JobKey) bool { return a.release(k, false) }
+
+// Ended releases a granted job whose run is over (its status says so, its pods are ending):
+// from RulesHandOver on, its slots may be granted in the same decision (Handed). Otherwise it
+// is Release.
+func (a *Admitter) Ended(k JobKey) bool { return a.release(k, a.st.Rules >= RulesHandOver) }
+
+func (a *Admitter) release(k JobKey, handOver bool) bool {
 	match := func(e Entry) bool { return e.Request.JobKey == k }
-	if i := a.index(a.st.Running, k); i >= 0 && a.st.Rules >= RulesHandOver {
+	if i := a.index(a.st.Running, k); i >= 0 && handOver {
 		a.st.Handed = append(a.st.Handed, a.st.Running[i].Slots...)
 	}
 	n := len(a.st.Waiting) + len(a.st.Running)

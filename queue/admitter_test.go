@@ -522,7 +522,11 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 						}
 					}
 				}
-				a.Release(k)
+				if rng.IntN(2) == 0 {
+					a.Ended(k)
+				} else {
+					a.Release(k)
+				}
 				released[k] = true
 			case op < 7 && len(keys) > 0:
 				a.Started(keys[rng.IntN(len(keys))])
@@ -703,7 +707,7 @@ func TestAdmitter_HandsAReleasedJobsSlotsOnAtOnce(t *testing.T) {
 		if got := granted(a.Decide(t0, bed(3))); !slices.Equal(got, []string{"first:[0 1 2]"}) {
 			t.Fatalf("rules %d: grants %v", rules, got)
 		}
-		a.Release(key("first"))
+		a.Ended(key("first"))
 		// The status still shows the first job's pods in all three slots, and slot 1's node
 		// went away meanwhile.
 		lagging := bed(3, 0, 1, 2)

@@ -22,6 +22,9 @@ const (
 	// AdmissionReleaseSignal carries an AdmissionKey: the job's run ended or was
 	// withdrawn, or its grant was not wanted.
 	AdmissionReleaseSignal = "admission-release"
+	// AdmissionEndedSignal carries an AdmissionKey: the job's run is over and its status
+	// says so. Its slots may go to the next job at once (queue.RulesHandOver).
+	AdmissionEndedSignal = "admission-ended"
 	// AdmissionStartedSignal carries an AdmissionKey naming a granted job that left
 	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
 	// of its job's workflow fired).
@@ -155,7 +158,7 @@ type admission struct {
 	// seenBed: the test bed existed at some decision of this workflow's life; its absence
 	// afterwards means it was deleted.
 	seenBed                                     bool
-	requests, releases, started, configs, slots workflow.ReceiveChannel
+	requests, releases, ended, started, configs, slots workflow.ReceiveChannel
 	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
 	moved workflow.Channel
 }
@@ -165,6 +168,7 @@ type admission struct {
 func (a *admission) listen(ctx workflow.Context) error {
 	a.requests = workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
 	a.releases = workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
+	a.ended = workflow.GetSignalChannel(ctx, AdmissionEndedSignal)
 	a.started = workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
 	a.configs = workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
 	a.slots = workflow.GetSignalChannel(ctx, AdmissionSlotsSignal)
@@ -221,7 +225,7 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
-	for _, ch := range []workflow.ReceiveChannel{a.requests, a.releases, a.started, a.configs, a.slots, a.moved} {
+	for _, ch := range []workflow.ReceiveChannel{a.requests, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
 	sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
@@ -259,6 +263,14 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			}
 			took = true
 			a.core.Release(k)
+		}
+		for {
+			var k AdmissionKey
+			if !a.ended.ReceiveAsync(&k) {
+				break
+			}
+			took = true
+			a.core.Ended(k)
 		}
 		for {
 			var k AdmissionKey

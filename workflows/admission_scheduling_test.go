@@ -77,6 +77,13 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		},
+		AdmissionEndedSignal: func(id string, arg any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
+			released = append(released, arg.(AdmissionKey).String())
+			return nil
+		},
 		AdmissionStartedSignal: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -328,16 +328,21 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 	j := r.j
 	j.status.State, j.status.Message = st, msg
 	if workflow.GetVersion(ctx, DirectReleaseChange, workflow.DefaultVersion, 1) >= 1 {
-		// The Scheduling hears while the status is written, not after.
 		r.setProgress(st, msg)
 		to := SchedulingWorkflowID(j.key.Namespace, r.holder)
-		var told workflow.Future
 		if clientSignals(ctx) {
-			told = sendSignals(ctx, append(r.also, activities.Signal{WorkflowID: to, Name: JobProgressSignal, Arg: r.progress}))
+			// The status first: Admission may give the slots of an ended run to the next job
+			// the moment it hears, and no reader may then see this one still running there.
+			if err := j.write(ctx); err != nil {
+				return err
+			}
+			signals := append(r.also, activities.Signal{WorkflowID: to, Name: JobProgressSignal, Arg: r.progress})
 			r.also = nil
-		} else {
-			told = workflow.SignalExternalWorkflow(ctx, to, "", JobProgressSignal, r.progress)
+			_ = sendSignals(ctx, signals).Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
+			return nil
 		}
+		// The Scheduling hears while the status is written, not after.
+		told := workflow.SignalExternalWorkflow(ctx, to, "", JobProgressSignal, r.progress)
 		err := j.write(ctx)
 		_ = told.Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
 		return err
@@ -414,8 +419,8 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
 		to := AdmissionWorkflowID(j.key.Namespace, req.TestBed)
 		if clientSignals(ctx) {
-			// Sent first, with the report to the Scheduling.
-			r.also = append(r.also, activities.Signal{WorkflowID: to, Name: AdmissionReleaseSignal, Arg: k})
+			// Sent with the report to the Scheduling, once the status says the run ended.
+			r.also = append(r.also, activities.Signal{WorkflowID: to, Name: AdmissionEndedSignal, Arg: k})
 		} else {
 			workflow.SignalExternalWorkflow(ctx, to, "", AdmissionReleaseSignal, k)
 		}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -88,10 +89,14 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 			}
 			return nil
 		},
-		AdmissionReleaseSignal: func(id string, arg any) error {
+		AdmissionEndedSignal: func(id string, arg any) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			w.admissionReleases = append(w.admissionReleases, id+" "+arg.(AdmissionKey).String())
+			heard := id + " " + arg.(AdmissionKey).String()
+			if last := w.written[len(w.written)-1]; !last.State.Ended() {
+				heard = fmt.Sprintf("%s, before the status said it ended (%s)", heard, last.State)
+			}
+			w.admissionReleases = append(w.admissionReleases, heard)
 			return nil
 		},
 	})

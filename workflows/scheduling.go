@@ -401,9 +401,15 @@ func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []tell {
 		}
 	}
 	if p.State.Ended() {
+		// The job's status says it ended before its workflow reports it: Admission may hand
+		// its slots on at once (client signals only: an older history sent a release).
+		signal := AdmissionReleaseSignal
+		if clientSignals(ctx) {
+			signal = AdmissionEndedSignal
+		}
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run {
-				out = append(out, tell{AdmissionReleaseSignal, s.admissionKey(e)})
+				out = append(out, tell{signal, s.admissionKey(e)})
 			}
 		}
 	}

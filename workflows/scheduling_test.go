@@ -75,6 +75,10 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 			f.release(arg.(AdmissionKey))
 			return nil
 		},
+		AdmissionEndedSignal: func(_ string, arg any) error {
+			f.release(arg.(AdmissionKey))
+			return nil
+		},
 		AdmissionStartedSignal: func(string, any) error { return nil },
 	})
 	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
