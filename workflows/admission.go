@@ -157,7 +157,7 @@ type admission struct {
 	core *queue.Admitter
 	// seenBed: the test bed existed at some decision of this workflow's life; its absence
 	// afterwards means it was deleted.
-	seenBed                                     bool
+	seenBed                                            bool
 	requests, releases, ended, started, configs, slots workflow.ReceiveChannel
 	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
 	moved workflow.Channel

@@ -452,8 +452,8 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 }
 
 // batch is how many jobs one cluster activity handles. Each job costs the activity one or
-// two requests to the API server: at the worker's 50 a second, a batch takes a few seconds,
-// well inside the activity's minute, however long the Scheduling.
+// two requests to the API server: at the worker's default of 100 a second, a batch takes a
+// second or two, well inside the activity's timeout, however long the Scheduling.
 const batch = 100
 
 // sendNudges signals (or starts) the workflows, a batch per activity, in order.
