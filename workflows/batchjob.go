@@ -363,8 +363,8 @@ func (r *runReport) setProgress(st v1alpha1.BatchJobState, msg string) {
 }
 
 // DirectReleaseChange is the version marker of a job's workflow that tells Admission itself
-// when its run ends (the Scheduling's release follows), and signals its Scheduling while it
-// writes the status instead of after.
+// when its run ends (the Scheduling's message follows). Without ClientSignalsChange it also
+// signalled its Scheduling while writing the status; with it, the status is written first.
 const DirectReleaseChange = "direct-release"
 
 // createApp creates the request's application; created is false when there is none to
@@ -413,9 +413,9 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 // failed or was deleted.
 func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport, req v1alpha1.CreationRequest) error {
 	if req.SchedulingUID != "" && workflow.GetVersion(ctx, DirectReleaseChange, workflow.DefaultVersion, 1) >= 1 {
-		// The run's slots go back to Admission at once, before the status write and the
-		// Scheduling's own release (a repeat Admission ignores). The signal is not waited
-		// for: the Scheduling's release covers a lost one.
+		// The job tells Admission of its end itself, ahead of the Scheduling's own message (a
+		// repeat Admission ignores). With client signals it goes with the final report, after
+		// the status write; in older histories it went unawaited before it.
 		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
 		to := AdmissionWorkflowID(j.key.Namespace, req.TestBed)
 		if clientSignals(ctx) {

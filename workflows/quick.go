@@ -30,11 +30,15 @@ func quick(ctx workflow.Context, activity any, args ...any) workflow.Future {
 	if workflow.GetVersion(ctx, LocalActivitiesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return workflow.ExecuteActivity(ctx, activity, args...)
 	}
-	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+	return workflow.ExecuteLocalActivity(withQuickOptions(ctx), activity, args...)
+}
+
+// withQuickOptions gives a local activity its timeout and retries.
+func withQuickOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: quickTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
-	return workflow.ExecuteLocalActivity(ctx, activity, args...)
 }
 
 // ClientSignalsChange is the version marker of signals between slotplane's workflows sent
@@ -53,9 +57,5 @@ func clientSignals(ctx workflow.Context) bool {
 // sendSignals sends the signals, in order, through the client; the result
 // (activities.SignalWorkflowsResult) names those whose workflow does not run.
 func sendSignals(ctx workflow.Context, signals []activities.Signal) workflow.Future {
-	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: quickTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
-	})
-	return workflow.ExecuteLocalActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
+	return workflow.ExecuteLocalActivity(withQuickOptions(ctx), acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
 }
