@@ -105,6 +105,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Workers is how many applications of each kind the stand-in reconciles at once.
+const Workers = 10
+
 // Sim is a running stand-in.
 type Sim struct {
 	cancel   context.CancelFunc
@@ -152,8 +155,11 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options
 
 	r := &reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), log: log, now: opts.Now}
 	// A process may start the stand-in again after Stop (tests do); the names stay the same.
+	// Applications are played side by side, as the operators do (the Spark operator's
+	// controller runs 10 workers by default): one at a time, a burst of eight jobs starting
+	// together waited up to 200 ms for the stand-in alone.
 	skip := true
-	copts := controller.Options{SkipNameValidation: &skip}
+	copts := controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: Workers}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("appsim-spark").WithOptions(copts).
 		For(&sparkv1beta2.SparkApplication{}).
 		Watches(&corev1.Pod{}, podsOf(RoleDriver, RoleExecutor)).
