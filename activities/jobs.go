@@ -110,7 +110,7 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), err)
 	}
 	var tb v1alpha1.TestBed
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}, &tb); err != nil {
+	if err := fromWatchCache(ctx, a.Client, types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
 			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
 		}
@@ -280,7 +280,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	switch in.App.Kind {
 	case sparkv1beta2.SparkApplicationKind:
 		var app sparkv1beta2.SparkApplication
-		if err := a.Client.Get(ctx, key, &app); err != nil {
+		if err := fromWatchCache(ctx, a.Client, key, &app); err != nil {
 			if apierrors.IsNotFound(err) {
 				return AppProgress{Gone: true}, nil
 			}
@@ -289,7 +289,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 		p.Outcome = jobapp.SparkOutcome(&app)
 	case flinkv1beta1.FlinkDeploymentKind:
 		var dep flinkv1beta1.FlinkDeployment
-		if err := a.Client.Get(ctx, key, &dep); err != nil {
+		if err := fromWatchCache(ctx, a.Client, key, &dep); err != nil {
 			if apierrors.IsNotFound(err) {
 				return AppProgress{Gone: true}, nil
 			}
@@ -350,9 +350,10 @@ type WriteJobStatusInput struct {
 // WriteJobStatus writes a BatchJob's status; a job that is gone is fine. The conditions the
 // workflow sets replace theirs by type; any other condition on the job stays.
 func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput) error {
+	attempt := 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var job v1alpha1.BatchJob
-		if err := a.Client.Get(ctx, in.Job.nn(), &job); err != nil {
+		if err := getForUpdate(ctx, a.Client, in.Job.nn(), &job, &attempt); err != nil {
 			return err
 		}
 		st := in.Status

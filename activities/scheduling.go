@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ type TestBedSlots struct {
 func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots, error) {
 	var tb v1alpha1.TestBed
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Name}
-	if err := a.Client.Get(ctx, key, &tb); err != nil {
+	if err := fromWatchCache(ctx, a.Client, key, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
 			return TestBedSlots{}, nil
 		}
@@ -128,12 +129,20 @@ func ApplyStatus(current v1alpha1.SchedulingStatus, in WriteSchedulingStatusInpu
 
 // WriteSchedulingStatus writes a Scheduling's status; one that is gone is fine.
 func (a *Activities) WriteSchedulingStatus(ctx context.Context, in WriteSchedulingStatusInput) error {
+	attempt := 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var s v1alpha1.Scheduling
-		if err := a.Client.Get(ctx, in.Scheduling.nn(), &s); err != nil {
+		if err := getForUpdate(ctx, a.Client, in.Scheduling.nn(), &s, &attempt); err != nil {
 			return err
 		}
 		st, ok := ApplyStatus(s.Status, in)
+		if !ok && attempt == 1 {
+			// The cache's copy may not have the last write yet: ask etcd before saying so.
+			if err := getForUpdate(ctx, a.Client, in.Scheduling.nn(), &s, &attempt); err != nil {
+				return err
+			}
+			st, ok = ApplyStatus(s.Status, in)
+		}
 		if !ok {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("scheduling %s: the status on the object has %d jobs, not what the changes since the last write expect", in.Scheduling.nn(), len(s.Status.Jobs)), ErrStatusOutOfStep, nil)
 		}
@@ -315,16 +324,54 @@ func (a *Activities) SignalWorkflows(ctx context.Context, in SignalWorkflowsInpu
 	if a.Temporal == nil {
 		return SignalWorkflowsResult{}, nonRetryable("NoTemporalClient", "the worker gave its activities no Temporal client")
 	}
-	var out SignalWorkflowsResult
+	// Workflows are signalled side by side, each one's signals in their order: a batch of
+	// sixteen requests to one Admission and nudges to sixteen jobs costs the slowest
+	// target's round trips, not the sum.
+	var order []string
+	byTarget := map[string][]int{}
 	for i, s := range in.Signals {
-		err := a.Temporal.SignalWorkflow(ctx, s.WorkflowID, "", s.Name, s.Arg)
-		var notFound *serviceerror.NotFound
-		switch {
-		case errors.As(err, &notFound):
-			out.NotRunning = append(out.NotRunning, i)
-		case err != nil:
-			return out, fmt.Errorf("signal %s to %s: %w", s.Name, s.WorkflowID, err)
+		if _, ok := byTarget[s.WorkflowID]; !ok {
+			order = append(order, s.WorkflowID)
 		}
+		byTarget[s.WorkflowID] = append(byTarget[s.WorkflowID], i)
+	}
+	var (
+		mu       sync.Mutex
+		out      SignalWorkflowsResult
+		firstErr error
+	)
+	g := make(chan struct{}, signalFanOut)
+	var wg sync.WaitGroup
+	for _, id := range order {
+		wg.Add(1)
+		g <- struct{}{}
+		go func(idx []int) {
+			defer func() { <-g; wg.Done() }()
+			for _, i := range idx {
+				s := in.Signals[i]
+				err := a.Temporal.SignalWorkflow(ctx, s.WorkflowID, "", s.Name, s.Arg)
+				var notFound *serviceerror.NotFound
+				mu.Lock()
+				switch {
+				case errors.As(err, &notFound):
+					out.NotRunning = append(out.NotRunning, i)
+				case err != nil && firstErr == nil:
+					firstErr = fmt.Errorf("signal %s to %s: %w", s.Name, s.WorkflowID, err)
+				}
+				mu.Unlock()
+				if err != nil && !errors.As(err, &notFound) {
+					return
+				}
+			}
+		}(byTarget[id])
+	}
+	wg.Wait()
+	slices.Sort(out.NotRunning)
+	if firstErr != nil {
+		return out, firstErr
 	}
 	return out, nil
 }
+
+// signalFanOut is how many workflows SignalWorkflows signals at once.
+const signalFanOut = 8

@@ -310,8 +310,9 @@ func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions 
 	if len(positions) == 0 {
 		return nil
 	}
+	// Only the slots' nodes are read, and they do not change while the bed exists.
 	var tb v1alpha1.TestBed
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name}, &tb); err != nil {
+	if err := fromWatchCache(ctx, a.Client, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name}, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -1,0 +1,35 @@
+package activities
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// fromWatchCache asks the API server for its watch cache's copy (resourceVersion "0"): no
+// read of etcd and no decoding of the stored object, which for custom resources is most of
+// what a GET costs the API server. The copy may be a few milliseconds behind the last write,
+// so it is only for reads that a write guards (an update sent with the copy's
+// resourceVersion fails on a newer object) or that tolerate the lag. A copy that is missing
+// is asked again of etcd: one API server's cache may not hold what another has just
+// created, and "not found" decides more than a lag does.
+func fromWatchCache(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object) error {
+	err := c.Get(ctx, key, obj, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	if apierrors.IsNotFound(err) {
+		return c.Get(ctx, key, obj)
+	}
+	return err
+}
+
+// getForUpdate reads obj before an update: the first attempt from the watch cache, a retry
+// after a conflict from etcd, so that a cache that lags cannot make every attempt conflict.
+func getForUpdate(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object, attempt *int) error {
+	*attempt++
+	if *attempt == 1 {
+		return fromWatchCache(ctx, c, key, obj)
+	}
+	return c.Get(ctx, key, obj)
+}
