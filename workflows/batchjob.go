@@ -263,12 +263,14 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 		return err
 	}
 	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots)}
-	if still, err := j.waitStarted(ctx, key, holder, req, r); err != nil || !still {
-		return err
-	}
-	placed, still, err := j.waitApp(ctx, acts.WaitPlaced, key, holder, req)
+	placed, allPlaced, still, err := j.waitStarted(ctx, key, holder, req, r)
 	if err != nil || !still {
 		return err
+	}
+	if !allPlaced {
+		if placed, still, err = j.waitApp(ctx, acts.WaitPlaced, key, holder, req); err != nil || !still {
+			return err
+		}
 	}
 	j.notePlaced(placed, key.Replicas)
 	if !placed.Outcome.Terminal && !placed.Gone {
@@ -387,13 +389,20 @@ func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest
 
 // waitStarted waits until the application leaves Starting (StateAware), for the queues to
 // hear: its first executor holds its slot, or the starting timeout passed. still is false
-// when the claim or the request changed meanwhile.
-func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, holder string, req v1alpha1.CreationRequest, r *runReport) (still bool, err error) {
+// when the claim or the request changed meanwhile. allPlaced says the wait saw every
+// executor placed already (from OneStartReportChange on): then the start is not reported on
+// its own but with Running, which follows at once, and placed is what the wait saw.
+func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, holder string, req v1alpha1.CreationRequest, r *runReport) (placed activities.AppProgress, allPlaced, still bool, err error) {
 	first := key
 	first.Enough = 1
 	started, timedOut, still, err := j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout)
 	if err != nil || !still {
-		return still, err
+		return started, false, still, err
+	}
+	if !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed >= key.Replicas &&
+		workflow.GetVersion(ctx, OneStartReportChange, workflow.DefaultVersion, 1) >= 1 {
+		r.progress.Started = true
+		return started, true, true, nil
 	}
 	j.notePlaced(started, key.Replicas)
 	msg := "the first executor holds its slot"
@@ -403,11 +412,17 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	if !started.Outcome.Terminal && !started.Gone {
 		r.progress.Started = true
 		if err := r.report(ctx, v1alpha1.JobSubmitted, msg); err != nil {
-			return true, err
+			return started, false, true, err
 		}
 	}
-	return true, nil
+	return started, false, true, nil
 }
+
+// OneStartReportChange is the version marker of a job's workflow that reports a start whose
+// executors were all placed by the first wait once, with Running, instead of a Submitted
+// report ("the first executor holds its slot") and a Running one right after it: a status
+// write, a signal and a turn of the Scheduling less per job.
+const OneStartReportChange = "one-start-report"
 
 // finish ends the run as the application ended: Completed if it succeeded, Failed if it
 // failed or was deleted.

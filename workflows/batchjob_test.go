@@ -140,6 +140,28 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
 }
 
+// A one-slot job whose executor is placed by the first wait: the start goes with Running, in
+// one status write and one message to the Scheduling, and the second wait is not run.
+func TestBatchJobWorkflow_AStartWithEveryExecutorPlacedIsOneReport(t *testing.T) {
+	oneSlot := *request
+	oneSlot.Slots = []int32{4}
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	final := w.written[len(w.written)-1]
+	require.Equal(t, time.Second, final.RunningAt.Sub(final.SubmittedAt.Time), "running when the first wait ended: the wait for all was not run")
+	require.Len(t, w.reported, 3)
+	require.Equal(t, v1alpha1.JobRunning, w.reported[1].State)
+	require.True(t, w.reported[1].Started, "Running carries the start, for StateAware")
+}
+
 // An application found ended when the job looks (a restart) completes the job without
 // Running in between.
 func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
