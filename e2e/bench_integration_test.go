@@ -31,9 +31,12 @@ import (
 //     that followed another in its slot, from the end of the one before (the application seen
 //     ended) to its own pods running; admitted-to-running-p50-ms, from the grant to running.
 //
-// The breakdown of every phase is printed, for where the time goes.
+// The breakdown of every phase is printed, for where the time goes; with SLOTPLANE_BENCH_TRACE
+// set, also the timeline of the slowest hand-over and the API server's requests (TraceEnv).
+// The bench watches rather than polls: it must not load the API server it measures.
 func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 	p := testplatform.Start(b, testplatform.DefaultBed)
+	trace := startTrace(b, p)
 	for i := range b.N {
 		first := runJobs(b, p, fmt.Sprintf("bench-%d-a", i), 16)
 		b.ReportMetric(first.makespan.Seconds(), "makespan-s")
@@ -44,6 +47,8 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		b.ReportMetric(ms(percentile(many.endToStart, 99)), "end-to-start-p99-ms")
 		b.ReportMetric(ms(percentile(many.admittedToRunning, 50)), "admitted-to-running-p50-ms")
 		b.ReportMetric(float64(len(many.jobs))/many.makespan.Seconds(), "jobs/s")
+		trace.slowestHandOver(b, many, fmt.Sprintf("bench-%d-b", i))
+		trace.apiRequests(b)
 		fmt.Printf("16 jobs on 8 slots: makespan %s\n%s\n64 jobs on 8 slots: makespan %s\n%s\n",
 			first.makespan.Round(time.Millisecond), first.breakdown(), many.makespan.Round(time.Millisecond), many.breakdown())
 	}
@@ -57,7 +62,11 @@ type orchestration struct {
 	// endToAdmitted is, per hand-over, slotplane's own part: from the end of a job to the
 	// grant of its slot to the next.
 	endToAdmitted []time.Duration
+	handOvers     []handOver
 }
+
+// handOver is a slot going from one job to the next.
+type handOver struct{ prev, next *v1alpha1.BatchJob }
 
 // runJobs runs n one-slot, one-second Spark jobs through one QueueBased Scheduling on the
 // platform's 8-slot bed and reads their phases.
@@ -84,20 +93,11 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int) orchest
 	if err := p.Client.Create(ctx, s); err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		if err := p.Client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
-			b.Fatal(err)
-		}
-		if s.Status.State == v1alpha1.SchedulingCompleted {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the Scheduling did not complete: %s %s", s.Status.State, s.Status.Message)
-		}
-		time.Sleep(20 * time.Millisecond)
+	end, err := waitCompleted(ctx, p, s, 10*time.Minute)
+	if err != nil {
+		b.Fatal(err)
 	}
-	o := orchestration{makespan: time.Since(start)}
+	o := orchestration{makespan: end.Sub(start)}
 	for _, e := range entries {
 		var j v1alpha1.BatchJob
 		if err := p.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: e.Name}, &j); err != nil {
@@ -126,10 +126,40 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int) orchest
 		if prev, ok := last[slot]; ok {
 			o.endToStart = append(o.endToStart, j.Status.Phases.RunningAt.Sub(prev.Status.Phases.EndedAt.Time))
 			o.endToAdmitted = append(o.endToAdmitted, j.Status.Phases.AdmittedAt.Sub(prev.Status.Phases.EndedAt.Time))
+			o.handOvers = append(o.handOvers, handOver{prev, j})
 		}
 		last[slot] = j
 	}
 	return o
+}
+
+// waitCompleted watches the Scheduling until its status says Completed, and returns when
+// the watch saw it.
+func waitCompleted(ctx context.Context, p *testplatform.Platform, s *v1alpha1.Scheduling, limit time.Duration) (time.Time, error) {
+	wc, err := client.NewWithWatch(p.Cluster.Config, client.Options{Scheme: p.Client.Scheme()})
+	if err != nil {
+		return time.Time{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		w, err := wc.Watch(ctx, &v1alpha1.SchedulingList{}, client.InNamespace(s.Namespace), client.MatchingFields{"metadata.name": s.Name})
+		if err != nil {
+			return time.Time{}, err
+		}
+		for ev := range w.ResultChan() {
+			if got, ok := ev.Object.(*v1alpha1.Scheduling); ok {
+				*s = *got
+				if s.Status.State == v1alpha1.SchedulingCompleted {
+					w.Stop()
+					return time.Now(), nil
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("the Scheduling did not complete: %s %s", s.Status.State, s.Status.Message)
+		}
+	}
 }
 
 // breakdown is the median of each phase of the jobs' starts, and of the hand-over.

@@ -1,0 +1,204 @@
+//go:build integration
+
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testplatform"
+	"slotplane/workflows"
+)
+
+// TraceEnv, set to anything, makes the orchestration bench print where a slow hand-over's
+// time went: every change of the two jobs' pods, applications and BatchJobs as a watch saw
+// it, with the history events of the four workflows involved, in one timeline; and the API
+// server's requests during the bench by verb and resource.
+const TraceEnv = "SLOTPLANE_BENCH_TRACE"
+
+// benchTrace records what watches of the default namespace see, with the time they saw it.
+type benchTrace struct {
+	p      *testplatform.Platform
+	mu     sync.Mutex
+	events []traceEvent
+}
+
+type traceEvent struct {
+	at   time.Time
+	what string
+}
+
+// startTrace starts the watches when TraceEnv is set; nil otherwise.
+func startTrace(b *testing.B, p *testplatform.Platform) *benchTrace {
+	if os.Getenv(TraceEnv) == "" {
+		return nil
+	}
+	t := &benchTrace{p: p}
+	wc, err := client.NewWithWatch(p.Cluster.Config, client.Options{Scheme: p.Client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	follow := func(list client.ObjectList, describe func(obj any) string) {
+		w, err := wc.Watch(ctx, list, client.InNamespace("default"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted {
+					t.add(time.Now(), fmt.Sprintf("%s %s", strings.ToLower(string(ev.Type)), describe(ev.Object)))
+				}
+			}
+		}()
+	}
+	follow(&corev1.PodList{}, func(o any) string {
+		pod := o.(*corev1.Pod)
+		s := fmt.Sprintf("pod %s node=%q phase=%s", pod.Name, pod.Spec.NodeName, pod.Status.Phase)
+		if slot := pod.Labels[v1alpha1.SlotIDLabel]; slot != "" {
+			s += " slot=" + slot
+		}
+		if pod.DeletionTimestamp != nil {
+			s += " deleting"
+		}
+		return s
+	})
+	follow(&sparkv1beta2.SparkApplicationList{}, func(o any) string {
+		a := o.(*sparkv1beta2.SparkApplication)
+		return fmt.Sprintf("sparkapplication %s state=%q", a.Name, a.Status.AppState.State)
+	})
+	follow(&v1alpha1.BatchJobList{}, func(o any) string {
+		j := o.(*v1alpha1.BatchJob)
+		s := fmt.Sprintf("batchjob %s state=%s", j.Name, j.Status.State)
+		if _, ok := j.Annotations[v1alpha1.CreationRequestAnnotation]; ok {
+			s += " (creation request)"
+		}
+		return s
+	})
+	return t
+}
+
+func (t *benchTrace) add(at time.Time, what string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events = append(t.events, traceEvent{at, what})
+}
+
+// slowestHandOver prints the timeline of the hand-over of o whose next job took longest from
+// the end of the one before to running.
+func (t *benchTrace) slowestHandOver(b *testing.B, o orchestration, scheduling string) {
+	if t == nil || len(o.handOvers) == 0 {
+		return
+	}
+	h := slices.MaxFunc(o.handOvers, func(x, y handOver) int {
+		return cmp.Compare(x.next.Status.Phases.RunningAt.Sub(x.prev.Status.Phases.EndedAt.Time), y.next.Status.Phases.RunningAt.Sub(y.prev.Status.Phases.EndedAt.Time))
+	})
+	ended := h.prev.Status.Phases.EndedAt.Time
+	from, to := ended.Add(-200*time.Millisecond), h.next.Status.Phases.RunningAt.Add(100*time.Millisecond)
+	var evs []traceEvent
+	t.mu.Lock()
+	for _, e := range t.events {
+		if e.at.After(from) && e.at.Before(to) && (strings.Contains(e.what, h.prev.Name) || strings.Contains(e.what, h.next.Name)) {
+			evs = append(evs, e)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range []string{workflows.BatchJobWorkflowID("default", h.prev.Name), workflows.AdmissionWorkflowID("default", "bed"),
+		workflows.SchedulingWorkflowID("default", scheduling), workflows.BatchJobWorkflowID("default", h.next.Name)} {
+		evs = append(evs, t.history(b, id, from, to)...)
+	}
+	slices.SortStableFunc(evs, func(x, y traceEvent) int { return x.at.Compare(y.at) })
+	ph := h.next.Status.Phases
+	fmt.Printf("the slowest hand-over: %s ended at %s; %s admitted %+d ms, running %+d ms\n", h.prev.Name, ended.Format("15:04:05.000"),
+		h.next.Name, ph.AdmittedAt.Sub(ended).Milliseconds(), ph.RunningAt.Sub(ended).Milliseconds())
+	for _, e := range evs {
+		fmt.Printf("  %+6d ms  %s\n", e.at.Sub(ended).Milliseconds(), e.what)
+	}
+}
+
+// history is a workflow's history events between from and to, but for the bookkeeping ones
+// (scheduled tasks, timers).
+func (t *benchTrace) history(b *testing.B, id string, from, to time.Time) []traceEvent {
+	var out []traceEvent
+	it := t.p.Temporal.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			b.Logf("history of %s: %v", id, err)
+			break
+		}
+		at := ev.GetEventTime().AsTime()
+		kind := ev.GetEventType()
+		if at.Before(from) || at.After(to) || kind == enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED ||
+			kind == enumspb.EVENT_TYPE_TIMER_STARTED || kind == enumspb.EVENT_TYPE_TIMER_CANCELED || kind == enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES {
+			continue
+		}
+		what := strings.TrimPrefix(kind.String(), "EVENT_TYPE_")
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+			what += " " + a.GetSignalName()
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			what += " " + a.GetActivityType().GetName()
+		}
+		if a := ev.GetMarkerRecordedEventAttributes(); a != nil {
+			what += " " + a.GetMarkerName()
+		}
+		out = append(out, traceEvent{at, fmt.Sprintf("workflow %s: %s", id, strings.ToLower(what))})
+	}
+	return out
+}
+
+// apiRequests prints the API server's request counts since it started, by verb and
+// resource, most first.
+func (t *benchTrace) apiRequests(b *testing.B) {
+	if t == nil {
+		return
+	}
+	raw, err := t.p.Cluster.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Logf("API server metrics: %v", err)
+		return
+	}
+	const metric = "apiserver_request_total{"
+	counts := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, metric), "} ")
+		if !ok || !strings.HasPrefix(line, metric) {
+			continue
+		}
+		label := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				label[k] = strings.Trim(v, `"`)
+			}
+		}
+		var n float64
+		if _, err := fmt.Sscan(value, &n); err == nil {
+			counts[strings.TrimSuffix(label["verb"]+" "+label["resource"]+"/"+label["subresource"], "/")] += n
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y string) int { return cmp.Compare(counts[y], counts[x]) })
+	fmt.Println("API requests since the cluster started, by verb and resource:")
+	for _, k := range keys[:min(20, len(keys))] {
+		fmt.Printf("  %7.0f %s\n", counts[k], k)
+	}
+}
