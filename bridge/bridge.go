@@ -8,9 +8,11 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 
+	"github.com/go-logr/logr"
 	temporal "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
@@ -87,6 +90,9 @@ type Options struct {
 	// Webhook, when its Addr is set, serves the admission check of BatchJobs' wrapped specs
 	// at SpecWebhookPath over HTTPS.
 	Webhook WebhookOptions
+	// Log receives the bridge's and controller-runtime's logs; nil leaves them to
+	// controller-runtime's global logger (which the command line sets).
+	Log *slog.Logger
 }
 
 // WebhookOptions say where the bridge serves its admission webhook: Addr (host:port), and
@@ -123,7 +129,13 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		return nil, err
 	}
 	if opts.Webhook.Addr != "" {
-		mgr.GetWebhookServer().Register(SpecWebhookPath, &webhook.Admission{Handler: newSpecWebhook(policies)})
+		// The manager's logger, not controller-runtime's global one, which only the command
+		// line sets.
+		base := mgr.GetLogger().WithName("admission")
+		mgr.GetWebhookServer().Register(SpecWebhookPath, &webhook.Admission{Handler: newSpecWebhook(policies),
+			LogConstructor: func(_ logr.Logger, req *admission.Request) logr.Logger {
+				return admission.DefaultLogConstructor(base, req)
+			}})
 	}
 	return mgr, nil
 }
@@ -142,6 +154,9 @@ func managerOptions(opts Options) (ctrl.Options, error) {
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.HealthAddr,
 		Cache:                  kubeclient.CacheOptions(),
+	}
+	if opts.Log != nil {
+		mgrOpts.Logger = logr.FromSlogHandler(opts.Log.Handler())
 	}
 	if opts.Webhook.Addr != "" {
 		host, port, err := net.SplitHostPort(opts.Webhook.Addr)

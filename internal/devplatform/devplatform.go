@@ -271,7 +271,7 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 	}
 	p.changes = changes
 	p.onStop("the worker's watches", func() error { stopWatch(); return nil })
-	mgr, err := bridge.New(p.Cluster.Config, p.Temporal, bridge.Options{Webhook: bridge.WebhookOptions{
+	mgr, err := bridge.New(p.Cluster.Config, p.Temporal, bridge.Options{Log: p.log, Webhook: bridge.WebhookOptions{
 		Addr: p.WebhookAddr, CertDir: p.WebhookCerts.Dir, CertName: p.WebhookCerts.CertName, KeyName: p.WebhookCerts.KeyName}})
 	if err != nil {
 		return err

@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/devplatform"
@@ -44,6 +46,11 @@ var DefaultBed = Bed{SlotsPerNode: 2, CPU: "2", Memory: "8Gi"}
 // until it is Ready.
 func Start(t testing.TB, bed Bed) *Platform {
 	t.Helper()
+	// What of controller-runtime has no logger of its own (the webhook server's certificate
+	// watcher) logs to its global one, which only the command line sets; unset, it prints a
+	// warning with a stack trace into the test's output. A test's components log through
+	// the platform's logger.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dp, err := devplatform.Start(ctx, devplatform.Options{
