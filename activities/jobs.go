@@ -299,8 +299,11 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	default:
 		return AppProgress{}, nonRetryable(ErrInvalidJob, "unknown application kind %q", in.App.Kind)
 	}
+	// From the watch cache too: a look follows a watch event of that cache, and a copy a
+	// moment old only delays what the next event shows.
 	var pods corev1.PodList
-	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}); err != nil {
+	fromCache := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}, fromCache); err != nil {
 		return AppProgress{}, fmt.Errorf("list pods of job %s: %w", in.Job, err)
 	}
 	for i := range pods.Items {
