@@ -86,7 +86,7 @@ test-e2e: tools
 
 # The long run: 1,000 one-second jobs through one Scheduling with the worker killed three
 # times, the Scheduling and Admission workflows continuing as new every 10 steps (make test
-# runs the same test with 200 jobs). Not in CI: it took 15 minutes (14m42s, 2026-11-25).
+# runs the same test with 200 jobs). Not in CI: it took 13 minutes (12m31s of jobs, 2026-11-25).
 .PHONY: test-long
 test-long: tools
 	SLOTPLANE_LONGRUN_JOBS=1000 $(GO) test -tags integration -count=1 -timeout 120m -v -run TestE2E_LongRunThroughWorkerKills ./e2e/

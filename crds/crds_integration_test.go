@@ -30,6 +30,16 @@ spec:
   slotsPerNode: 4
   resourcesPerSlot: {cpu: "2", memory: 4Gi}
 `,
+	"testbed with a granted slot timeout": `
+apiVersion: slotplane.io/v1alpha1
+kind: TestBed
+metadata: {name: bed-timed}
+spec:
+  nodeLabel: slotplane.io/node
+  slotsPerNode: 4
+  resourcesPerSlot: {cpu: "2", memory: 4Gi}
+  grantedSlotTimeout: 30s
+`,
 	"spark job": `
 apiVersion: slotplane.io/v1alpha1
 kind: BatchJob
@@ -148,6 +158,30 @@ kind: TestBed
 metadata: {name: bad}
 spec: {nodeLabel: rack, slotsPerNode: 1, resourcesPerSlot: {cpu: "0", memory: 1Gi}}
 `, "every quantity in resourcesPerSlot must be greater than zero"},
+	"granted slot timeout below a second": {`
+apiVersion: slotplane.io/v1alpha1
+kind: TestBed
+metadata: {name: bad}
+spec: {nodeLabel: rack, slotsPerNode: 1, resourcesPerSlot: {cpu: "1", memory: 1Gi}, grantedSlotTimeout: 500ms}
+`, "grantedSlotTimeout must be between 1s and 24h"},
+	"negative granted slot timeout": {`
+apiVersion: slotplane.io/v1alpha1
+kind: TestBed
+metadata: {name: bad}
+spec: {nodeLabel: rack, slotsPerNode: 1, resourcesPerSlot: {cpu: "1", memory: 1Gi}, grantedSlotTimeout: -5m}
+`, "grantedSlotTimeout must be between 1s and 24h"},
+	"granted slot timeout over a day": {`
+apiVersion: slotplane.io/v1alpha1
+kind: TestBed
+metadata: {name: bad}
+spec: {nodeLabel: rack, slotsPerNode: 1, resourcesPerSlot: {cpu: "1", memory: 1Gi}, grantedSlotTimeout: 25h}
+`, "grantedSlotTimeout must be between 1s and 24h"},
+	"granted slot timeout not a duration": {`
+apiVersion: slotplane.io/v1alpha1
+kind: TestBed
+metadata: {name: bad}
+spec: {nodeLabel: rack, slotsPerNode: 1, resourcesPerSlot: {cpu: "1", memory: 1Gi}, grantedSlotTimeout: soon}
+`, "grantedSlotTimeout"},
 	"node label not a label key": {`
 apiVersion: slotplane.io/v1alpha1
 kind: TestBed
