@@ -1,6 +1,8 @@
 // Command benchtable runs slotplane's benchmarks, the pure ones and those on the real
-// platform, and prints their headline figures as one table (`make bench`). The full output
-// of every run is kept in a file it names, for the figures the table leaves out.
+// platform, and prints their headline figures as one table (`make bench`). The benchmarks on
+// the real platform run three times: their figures move by a tenth or more between runs on
+// a busy machine, so the table gives the median, with the range. The full output of every
+// run is kept in a file it names, for the figures the table leaves out.
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -24,8 +27,8 @@ type run struct {
 
 var runs = []run{
 	{"decision cores (slots, extender handlers, queues)", []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "./slots/", "./extender/", "./queue/"}},
-	{"500 plain pods, 500 slot pods by preemption and 500 of granted slots on the real scheduler", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "EndToEnd", "-benchtime", "1x", "-timeout", "20m", "./extender/"}},
-	{"16 and 64 one-second jobs through Schedulings on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "Orchestration", "-benchtime", "1x", "-timeout", "15m", "./e2e/"}},
+	{"500 plain pods, 500 slot pods by preemption and 500 of granted slots on the real scheduler, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "EndToEnd", "-benchtime", "1x", "-count", "3", "-timeout", "30m", "./extender/"}},
+	{"16 and 64 one-second jobs through Schedulings on the real platform, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "Orchestration", "-benchtime", "1x", "-count", "3", "-timeout", "30m", "./e2e/"}},
 	{"10 s of mixed API load on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "API_MixedLoad", "-benchtime", "1x", "-timeout", "10m", "./internal/loadgen/"}},
 }
 
@@ -67,12 +70,24 @@ var rows = []row{
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "-from" {
+		// The table again, from the output a run kept.
+		in, err := os.Open(os.Args[2])
+		if err != nil {
+			fail(err)
+		}
+		defer in.Close()
+		metrics := map[string]map[string][]float64{}
+		parse(in, metrics)
+		table(metrics)
+		return
+	}
 	log, err := os.CreateTemp("", "slotplane-bench-*.txt")
 	if err != nil {
 		fail(err)
 	}
 	defer log.Close()
-	metrics := map[string]map[string]float64{} // benchmark -> unit -> value
+	metrics := map[string]map[string][]float64{} // benchmark -> unit -> one value per run
 	started := time.Now()
 	for i, r := range runs {
 		fmt.Fprintf(os.Stderr, ">> [%d/%d] %s\n", i+1, len(runs), r.what)
@@ -85,38 +100,76 @@ func main() {
 		}
 		parse(&out, metrics)
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measure\tfigure\tbenchmark")
-	for _, r := range rows {
-		v, ok := metrics[r.bench][r.unit]
-		figure := "not run"
-		if ok {
-			figure = strings.TrimSpace(strconv.FormatFloat(v*r.scale, 'f', decimals(v*r.scale), 64) + " " + r.show)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.label, figure, strings.TrimPrefix(r.bench, "Benchmark"))
-	}
-	_ = tw.Flush()
+	table(metrics)
 	fmt.Printf("\n%d runs in %s; every figure of every benchmark: %s\n", len(runs), time.Since(started).Round(time.Second), log.Name())
 }
 
-// parse reads `go test -bench` lines: name-procs, iterations, then value-unit pairs.
-func parse(r io.Reader, into map[string]map[string]float64) {
+// table prints the rows.
+func table(metrics map[string]map[string][]float64) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tfigure\tbenchmark")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.label, figure(metrics[r.bench][r.unit], r), strings.TrimPrefix(r.bench, "Benchmark"))
+	}
+	_ = tw.Flush()
+}
+
+// figure is a row's cell: the value of a single run, or the median of several with their
+// range and count.
+func figure(vs []float64, r row) string {
+	if len(vs) == 0 {
+		return "not run"
+	}
+	format := func(v float64) string {
+		v *= r.scale
+		return strconv.FormatFloat(v, 'f', decimals(v), 64)
+	}
+	sorted := slices.Sorted(slices.Values(vs))
+	median := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	out := strings.TrimSpace(format(median) + " " + r.show)
+	if len(sorted) > 1 {
+		out += fmt.Sprintf(" (%s to %s, %d runs)", format(sorted[0]), format(sorted[len(sorted)-1]), len(sorted))
+	}
+	return out
+}
+
+// parse reads `go test -bench` lines: name-procs, iterations, then value-unit pairs. A
+// benchmark run more than once (-count) gives a value per run. A benchmark that prints
+// while it runs has its name on a line of its own and its figures on a later line that
+// starts with the iteration count.
+func parse(r io.Reader, into map[string]map[string][]float64) {
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	current := ""
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+		if len(f) == 0 {
 			continue
 		}
-		name := f[0]
-		if i := strings.LastIndex(name, "-"); i > 0 {
-			name = name[:i] // the GOMAXPROCS suffix
+		if strings.HasPrefix(f[0], "Benchmark") {
+			current = f[0]
+			if i := strings.LastIndex(current, "-"); i > 0 {
+				current = current[:i] // the GOMAXPROCS suffix
+			}
+			f = f[1:]
 		}
+		// Figures: iterations, then value-unit pairs, the first of them ns/op.
+		if current == "" || len(f) < 3 || f[2] != "ns/op" {
+			continue
+		}
+		if _, err := strconv.Atoi(f[0]); err != nil {
+			continue
+		}
+		name := current
 		if into[name] == nil {
-			into[name] = map[string]float64{}
+			into[name] = map[string][]float64{}
 		}
-		for k := 2; k+1 < len(f); k += 2 {
+		for k := 1; k+1 < len(f); k += 2 {
 			if v, err := strconv.ParseFloat(f[k], 64); err == nil {
-				into[name][f[k+1]] = v
+				into[name][f[k+1]] = append(into[name][f[k+1]], v)
 			}
 		}
 	}
