@@ -9,8 +9,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/activities"
@@ -267,4 +269,46 @@ func TestBatchJobWorkflow_TellsAdmissionOfItsEndAndRecordsThePhases(t *testing.T
 	require.True(t, ph.ExecutorsPlacedAt[1].Time.Equal(placedAt[1]))
 	require.True(t, ph.RunningAt.Time.Equal(placedAt[1]), "running from the last executor's placement")
 	require.True(t, ph.EndedAt.Time.Equal(ended))
+}
+
+// A job's workflow continues as new after its run ended, with nudges in flight: the next run
+// takes the ended status along and ends the run no second time (no new application, no
+// second report to the Scheduling or to Admission, no status write), and still sees the
+// job's deletion and takes the application with it.
+func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T) {
+	granted := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	req := *request
+	req.SchedulingUID, req.GrantedAt = "uid-nightly", &granted
+	completed := activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
+	env.RegisterDelayedCallback(func() {
+		// Two nudges at once: the first ends the second step, the other is in flight when
+		// the run continues as new.
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount", StepsPerRun: 2})
+	var next *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &next)
+	var in BatchJobInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	require.NotNil(t, in.Last)
+	require.Equal(t, v1alpha1.JobCompleted, in.Last.State)
+	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), in.Last.Application.Name)
+	require.Len(t, w.admissionReleases, 1)
+	require.Equal(t, v1alpha1.JobCompleted, w.reported[len(w.reported)-1].State)
+
+	w2 := &jobWorld{obs: w.obs}
+	env2 := newJobEnv(t, w2, activities.AppProgress{Placed: 2}, completed, nil)
+	env2.RegisterDelayedCallback(func() {
+		w2.set(func(o *activities.JobObservation) { o.Exists = false })
+		env2.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Hour)
+	env2.ExecuteWorkflow(BatchJobWorkflow, in)
+	require.NoError(t, env2.GetWorkflowError())
+	require.Empty(t, w2.written, "the ended run is not written again, and no application is made")
+	require.Empty(t, w2.reported, "the Scheduling hears of the end once")
+	require.Empty(t, w2.admissionReleases, "Admission hears of the end once")
+	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w2.deleted, "the deletion takes the application along")
 }
