@@ -46,6 +46,9 @@ const (
 	// AdmissionRulesChange is the version marker of the admission core's decision rules
 	// (queue.RulesLatest): a run decides by the rules its history began with.
 	AdmissionRulesChange = "admission-rules"
+	// CommitBeforeTellingChange is the version marker of an Admission that ends its workflow
+	// task between a decision and the messages that carry it out (see decide).
+	CommitBeforeTellingChange = "commit-before-telling"
 )
 
 // The messages and the report are the admission core's own types.
@@ -354,6 +357,16 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	if err := guard("decide", func() error { d = a.core.Decide(workflow.Now(ctx), bed); return nil }); err != nil {
 		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", err)
 		return false, nil
+	}
+	if (len(d.Grants) > 0 || len(d.Assignments) > 0) && workflow.GetVersion(ctx, CommitBeforeTellingChange, workflow.DefaultVersion, 1) >= 1 {
+		// The decision's inputs are recorded before anyone hears of it. A local activity's
+		// result is recorded only when its workflow task completes; a worker lost after the
+		// grants went out but before that would decide again on a new read of the slots,
+		// perhaps differently, while the Schedulings keep the first grants: a slot granted
+		// twice. The timer ends the task here, with the read in the history.
+		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
+			return false, err
+		}
 	}
 	a.tellAll(ctx, d.Grants)
 	for _, as := range d.Assignments {
