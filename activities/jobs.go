@@ -110,7 +110,9 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), err)
 	}
 	var tb v1alpha1.TestBed
-	if err := fromWatchCache(ctx, a.Client, types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}, &tb); err != nil {
+	// From etcd: a slot missing from a lagging copy (its node just came back to the bed)
+	// would fail the run for good.
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
 			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
 		}

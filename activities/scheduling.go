@@ -68,7 +68,7 @@ type TestBedSlots struct {
 func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots, error) {
 	var tb v1alpha1.TestBed
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Name}
-	if err := fromWatchCache(ctx, a.Client, key, &tb); err != nil {
+	if err := a.Client.Get(ctx, key, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
 			return TestBedSlots{}, nil
 		}
