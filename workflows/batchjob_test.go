@@ -105,6 +105,14 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 	return env
 }
 
+// deleteJobAfter deletes the job after d and nudges its workflow, which then ends.
+func deleteJobAfter(env *testsuite.TestWorkflowEnvironment, w *jobWorld, d time.Duration) {
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, d)
+}
+
 func states(w *jobWorld) []v1alpha1.BatchJobState {
 	var out []v1alpha1.BatchJobState
 	for _, s := range w.written {
@@ -120,10 +128,7 @@ var request = &v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", S
 func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Exists = false })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, time.Hour)
+	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.True(t, env.IsWorkflowCompleted())
@@ -149,10 +154,7 @@ func TestBatchJobWorkflow_AStartWithEveryExecutorPlacedIsOneReport(t *testing.T)
 	oneSlot.Slots = []int32{4}
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Exists = false })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, time.Hour)
+	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
@@ -170,10 +172,7 @@ func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	ended := activities.AppProgress{Outcome: jobapp.Outcome{State: "FAILED", Terminal: true, Message: "driver OOM"}}
 	env := newJobEnv(t, w, ended, ended, nil)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Exists = false })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, time.Hour)
+	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
@@ -190,10 +189,7 @@ func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
 		env.SignalWorkflow(BatchJobChangedSignal, nil)
 	}, 10*time.Second)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Exists = false })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, time.Hour)
+	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
@@ -207,10 +203,7 @@ func TestBatchJobWorkflow_InvalidJobFails(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	bad := temporal.NewNonRetryableApplicationError("test bed bed has no slot 9", activities.ErrInvalidJob, nil)
 	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, bad)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Exists = false })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, time.Hour)
+	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
@@ -224,10 +217,7 @@ func TestBatchJobWorkflow_InvalidJobFails(t *testing.T) {
 func TestBatchJobWorkflow_StartingTimesOut(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: time.Hour}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Exists = false })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, 2*time.Hour)
+	deleteJobAfter(env, w, 2*time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
@@ -251,10 +241,7 @@ func TestBatchJobWorkflow_TellsAdmissionOfItsEndAndRecordsThePhases(t *testing.T
 	placed := activities.AppProgress{Placed: 2, DriverRunningAt: driver, PlacedAt: placedAt}
 	ended := time.Date(2026, 11, 25, 12, 0, 40, 0, time.UTC)
 	env := newJobEnv(t, w, placed, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}, EndedAt: ended}, nil)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Exists = false })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, time.Hour)
+	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
@@ -301,10 +288,7 @@ func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T)
 
 	w2 := &jobWorld{obs: w.obs}
 	env2 := newJobEnv(t, w2, activities.AppProgress{Placed: 2}, completed, nil)
-	env2.RegisterDelayedCallback(func() {
-		w2.set(func(o *activities.JobObservation) { o.Exists = false })
-		env2.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, time.Hour)
+	deleteJobAfter(env2, w2, time.Hour)
 	env2.ExecuteWorkflow(BatchJobWorkflow, in)
 	require.NoError(t, env2.GetWorkflowError())
 	require.Empty(t, w2.written, "the ended run is not written again, and no application is made")
