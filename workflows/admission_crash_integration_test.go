@@ -1,0 +1,163 @@
+//go:build integration
+
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"slotplane/activities"
+	"slotplane/internal/testtemporal"
+	"slotplane/queue"
+	"slotplane/workflows"
+)
+
+// shiftingBed is a test bed whose free slots change once Admission has sent a grant: slots
+// 0 and 1 are free until then, and from then on only 2 and 3 are (0 and 1 went to someone
+// else in between). It records every grant Admission sends.
+type shiftingBed struct {
+	mu     sync.Mutex
+	grants []queue.Grant
+}
+
+func (b *shiftingBed) ReadSlots(context.Context, activities.TestBedRef) (activities.TestBedSlots, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	free := []int32{0, 1}
+	if len(b.grants) > 0 {
+		free = []int32{2, 3}
+	}
+	return activities.TestBedSlots{Exists: true, Positions: []int32{0, 1, 2, 3}, Free: free,
+		SlotSize: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}, nil
+}
+
+func (b *shiftingBed) SignalWorkflows(_ context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range in.Signals {
+		if s.Name != workflows.AdmittedSignal {
+			continue
+		}
+		raw, err := json.Marshal(s.Arg)
+		if err != nil {
+			return activities.SignalWorkflowsResult{}, err
+		}
+		var g queue.Grant
+		if err := json.Unmarshal(raw, &g); err != nil {
+			return activities.SignalWorkflowsResult{}, err
+		}
+		b.grants = append(b.grants, g)
+	}
+	return activities.SignalWorkflowsResult{}, nil
+}
+
+func (b *shiftingBed) LoadAllocationFile(context.Context, activities.AllocationFileRef) (*queue.ConfigUpdate, error) {
+	return nil, nil
+}
+
+func (b *shiftingBed) CheckHolds(context.Context, activities.CheckHoldsInput) ([]activities.Unheld, error) {
+	return nil, nil
+}
+
+func (b *shiftingBed) AssignSlots(context.Context, activities.AssignSlotsInput) error { return nil }
+
+// loseTheWorker makes the worker's first workflow task that has sent signals fail right
+// after they went out, as a worker killed at that moment would: the task is not completed,
+// so nothing it did is in the history, and another attempt runs it again.
+type loseTheWorker struct {
+	interceptor.WorkerInterceptorBase
+	lost *atomic.Bool
+}
+
+func (l *loseTheWorker) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &loseInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, lost: l.lost}
+}
+
+type loseInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	lost *atomic.Bool
+}
+
+func (i *loseInbound) Init(outbound interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&loseOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: outbound}, lost: i.lost})
+}
+
+type loseOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	lost *atomic.Bool
+}
+
+func (o *loseOutbound) ExecuteLocalActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	f := o.Next.ExecuteLocalActivity(ctx, activityType, args...)
+	if activityType != "SignalWorkflows" {
+		return f
+	}
+	return lostAfter{Future: f, lost: o.lost}
+}
+
+type lostAfter struct {
+	workflow.Future
+	lost *atomic.Bool
+}
+
+func (l lostAfter) Get(ctx workflow.Context, v any) error {
+	err := l.Future.Get(ctx, v)
+	if err == nil && l.lost.CompareAndSwap(false, true) {
+		panic("the worker is lost after its signals went out")
+	}
+	return err
+}
+
+// A worker lost after Admission's grants went out, before its workflow task completed: the
+// next attempt sends the same grants, though the slots it would read now are others. Had it
+// decided again on a new read, the job would hold slots 0 and 1 (first grant, already with
+// its Scheduling) and 2 and 3, and slots 0 and 1 would be granted again to the next job.
+func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing.T) {
+	_, c := testtemporal.Start(t)
+	bed := &shiftingBed{}
+	var lost atomic.Bool
+	wk := sdkworker.New(c, "admission-lost", sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&loseTheWorker{lost: &lost}}})
+	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
+	wk.RegisterActivity(bed)
+	require.NoError(t, wk.Start())
+	defer wk.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	id := workflows.AdmissionWorkflowID("ns", "bed")
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "admission-lost", WorkflowTaskTimeout: 2 * time.Second},
+		workflows.AdmissionWorkflow, workflows.AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour})
+	require.NoError(t, err)
+	defer func() { _ = c.TerminateWorkflow(context.Background(), id, "", "test over") }()
+	key := queue.JobKey{Scheduling: "sa", SchedulingUID: "uid-sa", Job: "etl", Run: 1}
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionRequestSignal, workflows.AdmissionRequest{JobKey: key, User: "u", Slots: 2}))
+
+	// The grant goes out, the worker is lost, and the next attempt sends it again.
+	require.Eventually(t, func() bool {
+		bed.mu.Lock()
+		defer bed.mu.Unlock()
+		return lost.Load() && len(bed.grants) >= 2
+	}, 45*time.Second, 50*time.Millisecond, "the grant was not sent again after the worker was lost")
+	bed.mu.Lock()
+	defer bed.mu.Unlock()
+	for _, g := range bed.grants {
+		require.Equal(t, key, g.JobKey)
+		require.Empty(t, g.Refused)
+		slots := slices.Clone(g.Slots)
+		slices.Sort(slots)
+		require.Equal(t, []int32{0, 1}, slots, "grants sent: %+v", bed.grants)
+	}
+}
