@@ -4,6 +4,8 @@
 package activities
 
 import (
+	"time"
+
 	temporalclient "go.temporal.io/sdk/client"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -19,6 +21,15 @@ type Activities struct {
 	// Changes, when set, wakes the activities that wait on an application at each change of
 	// it or its pods (WatchChanges); without it they poll every second.
 	Changes *Changes
+	// LeavingGrace, when positive, replaces the package's LeavingGrace (tests shorten it).
+	LeavingGrace time.Duration
+}
+
+func (a *Activities) leavingGrace() time.Duration {
+	if a.LeavingGrace > 0 {
+		return a.LeavingGrace
+	}
+	return LeavingGrace
 }
 
 // DefaultGhostImage is a pause container: the smallest image that stays up.

@@ -174,12 +174,20 @@ type RequestCreationInput struct {
 // ErrNotHeld: the Scheduling no longer holds the job (it was released or taken over).
 const ErrNotHeld = "NotHeld"
 
+// ErrSlotsGone: a granted slot is no longer the test bed's. Its node left the bed after
+// Admission read the slots and before the job's request was written: the slot is leaving
+// (LeavingGrace), or the layout dropped it already. The grant cannot be used; nothing was
+// written.
+const ErrSlotsGone = "SlotsGone"
+
 // RequestCreation writes the creation request on a job the Scheduling holds, then removes
 // the ghosts of the granted slots, so that the job's pods find room in their slots and are
 // placed without preempting anyone. The request comes first: it is the record by which the
-// ghost reconciler knows the slots are granted and makes them no new ghost (until the test
-// bed's grantedSlotTimeout, if no pod of the job comes). Writing the same request again is a
-// no-op, and the ghosts are looked for again.
+// ghost reconciler knows the slots are granted, keeps them in the layout even if their node
+// leaves, and makes them no new ghost (until the test bed's grantedSlotTimeout, if no pod of
+// the job comes). Before it is written, the test bed must still have every slot (read from
+// etcd): a slot it lost since the grant is ErrSlotsGone. Writing the same request again is
+// a no-op, and the ghosts are looked for again.
 func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
 	if err := a.writeRequest(ctx, in); err != nil {
 		return err
@@ -208,7 +216,11 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 			return nonRetryable(ErrNotHeld, "job %s is held by %q, not %s", key, holder, in.Request.Scheduling)
 		}
 		if job.Annotations[v1alpha1.CreationRequestAnnotation] == string(body) {
-			return nil
+			return nil // written by an earlier attempt: its slots were checked then
+		}
+		// Checked on every attempt: the write must follow its check closely (LeavingGrace).
+		if err := a.checkSlotsExist(ctx, in.Namespace, in.Request); err != nil {
+			return err
 		}
 		if job.Annotations == nil {
 			job.Annotations = map[string]string{}
@@ -217,6 +229,30 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 		delete(job.Annotations, v1alpha1.AssignedSlotsAnnotation) // it spoke of the last run
 		return a.Client.Update(ctx, &job)
 	})
+}
+
+// checkSlotsExist fails with ErrSlotsGone when the request's test bed lacks one of its slots,
+// or has it only while it leaves (its node left the bed: LeavingGrace). A test bed that does
+// not exist is left to the job's workflow, which fails the run saying so.
+func (a *Activities) checkSlotsExist(ctx context.Context, namespace string, req v1alpha1.CreationRequest) error {
+	var tb v1alpha1.TestBed
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: req.TestBed}, &tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get testbed %s: %w", req.TestBed, err)
+	}
+	var gone []int32
+	for _, p := range req.Slots {
+		i := slices.IndexFunc(tb.Status.Slots, func(s v1alpha1.SlotStatus) bool { return s.Position == p })
+		if i < 0 || tb.Status.Slots[i].LeavingSince != nil {
+			gone = append(gone, p)
+		}
+	}
+	if len(gone) > 0 {
+		return nonRetryable(ErrSlotsGone, "test bed %s no longer has slot %s: its node left the bed after the grant", req.TestBed, slots.FormatSlotIDs(gone))
+	}
+	return nil
 }
 
 // AssignSlotsInput changes the slots of a held job's running application: it keeps Keep and

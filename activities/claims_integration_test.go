@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -139,6 +140,32 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	bad.Request.Slots = []int32{7}
 	_, err = a.CreateApplication(ctx, bad)
 	require.ErrorContains(t, err, "has no slot 7")
+
+	// A grant of a slot the bed no longer has (its node left after Admission read the
+	// slots) is not written on the job: the Scheduling gives it back and asks again.
+	_, err = a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "nightly", Names: []string{"wordcount"}})
+	require.NoError(t, err)
+	lost := v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{0, 2}, Run: 4}
+	err = a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: lost})
+	require.True(t, activities.IsSlotsGone(err), "a request naming slot 2 of a bed of two: %v", err)
+	require.ErrorContains(t, err, "no longer has slot 2")
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(job), job))
+	require.NotContains(t, job.Annotations, v1alpha1.CreationRequestAnnotation)
+	kept := lost
+	kept.Slots = []int32{1, 0}
+	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: kept}))
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(job), job))
+	require.Contains(t, job.Annotations[v1alpha1.CreationRequestAnnotation], `"slots":[1,0]`)
+
+	// A slot whose node is leaving the bed is gone for a new grant too.
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	since := metav1.NewMicroTime(time.Now())
+	tb.Status.Slots[1].LeavingSince, tb.Status.Slots[1].Unavailable = &since, "the node left the test bed"
+	require.NoError(t, cl.Status().Update(ctx, tb))
+	next := kept
+	next.Run, next.Slots = 5, []int32{1}
+	err = a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: next})
+	require.True(t, activities.IsSlotsGone(err), "a request naming a leaving slot: %v", err)
 }
 
 // The allocation file is read from its ConfigMap and parsed in the activity; the version

@@ -381,3 +381,9 @@ func IsNotHeld(err error) bool {
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.Type() == ErrNotHeld
 }
+
+// IsSlotsGone says whether err is ErrSlotsGone.
+func IsSlotsGone(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == ErrSlotsGone
+}

@@ -76,7 +76,8 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		if err != nil {
 			return ReconcileTestBedResult{}, err
 		}
-		if layout, err = a.layout(ctx, &tb, g.assigned); err != nil {
+		var leaving time.Duration
+		if layout, leaving, err = a.layout(ctx, &tb, g.assigned, time.Now()); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
 		for i := range layout {
@@ -84,6 +85,9 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 			layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
 		}
 		recheck = g.recheck
+		if leaving > 0 && (recheck == 0 || leaving < recheck) {
+			recheck = leaving
+		}
 	}
 	pods, observed, err := a.slotPods(ctx, &tb)
 	if err != nil {
@@ -129,25 +133,66 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	return res, nil
 }
 
+// LeavingGrace is how long a slot whose node left the test bed stays, unavailable, when no
+// job holds it. Admission may have granted it on a read from just before the node left, and
+// the grant's creation request, once written, holds it; the request is written only if the
+// slot is there and not leaving (RequestCreation). A pass that drops the slot comes at least
+// this long after the slot was marked leaving, so a request checked before the mark was
+// written long before the pass lists the jobs, and keeps the slot.
+const LeavingGrace = 10 * time.Second
+
 // layout lays the bed's slots over its nodes: where they are while jobs hold any of them
-// (the status's slots, with the positions assigned to running jobs), afresh otherwise
-// (slots.Relayout).
-func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed, assigned map[int32]bool) ([]slots.Slot, error) {
+// (the status's slots, with the positions assigned to running jobs) or a slot's node left
+// less than LeavingGrace ago, afresh otherwise (slots.Relayout). recheck, when positive, is
+// when the next leaving slot's grace ends.
+func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed, assigned map[int32]bool, now time.Time) (out []slots.Slot, recheck time.Duration, err error) {
 	var nodes corev1.NodeList
 	if err := a.Client.List(ctx, &nodes, client.HasLabels{tb.Spec.NodeLabel}); err != nil {
-		return nil, fmt.Errorf("list nodes labelled %s: %w", tb.Spec.NodeLabel, err)
+		return nil, 0, fmt.Errorf("list nodes labelled %s: %w", tb.Spec.NodeLabel, err)
 	}
 	in := make([]slots.Node, 0, len(nodes.Items))
+	inBed := map[string]bool{}
 	for _, n := range nodes.Items {
 		if n.DeletionTimestamp != nil {
 			continue
 		}
 		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n)})
+		inBed[n.Name] = true
+	}
+	// graceLeft is how long a slot whose node left keeps its grace (0: none, or over).
+	graceLeft := func(s v1alpha1.SlotStatus) time.Duration {
+		if inBed[s.NodeName] && s.PositionOnNode < tb.Spec.SlotsPerNode {
+			return 0 // not leaving
+		}
+		if s.LeavingSince == nil {
+			return a.leavingGrace() // leaving from this pass on
+		}
+		return max(0, s.LeavingSince.Add(a.leavingGrace()).Sub(now))
 	}
 	held := func(s v1alpha1.SlotStatus) bool {
-		return assigned[s.Position] || s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied
+		return assigned[s.Position] || s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied || graceLeft(s) > 0
 	}
-	return slots.Relayout(tb.Status.Slots, in, tb.Spec.SlotsPerNode, held), nil
+	out = slots.Relayout(tb.Status.Slots, in, tb.Spec.SlotsPerNode, held)
+	since := map[int32]time.Time{}
+	for _, s := range tb.Status.Slots {
+		if s.LeavingSince != nil {
+			since[s.Position] = s.LeavingSince.Time
+		}
+		if left := graceLeft(s); left > 0 && (recheck == 0 || left < recheck) {
+			recheck = left
+		}
+	}
+	for i := range out {
+		if !out[i].Leaving {
+			continue
+		}
+		if t, ok := since[out[i].Position]; ok {
+			out[i].LeavingSince = t
+		} else {
+			out[i].LeavingSince = now
+		}
+	}
+	return out, recheck, nil
 }
 
 // grants are the bed's slots that jobs hold while they run (assigned): the slots of each

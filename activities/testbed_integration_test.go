@@ -142,13 +142,34 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Settled, "%+v", res)
 
-	// Removing a node's label removes its slots and ghosts.
+	// Removing a node's label removes its ghosts at once, and its slots after the leaving
+	// grace: until then they stay in place, unavailable, for a grant made just before.
+	a.LeavingGrace = 2 * time.Second
 	setNodeLabel(t, cl, "node-03", nil)
 	settle(t, a, in)
 	g = waitGhostsRunning(t, cl, "bed", 6)
 	require.NotContains(t, g, "node-03")
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	require.EqualValues(t, 8, tb.Status.Total)
+	require.EqualValues(t, 6, tb.Status.Free)
+	for _, s := range tb.Status.Slots {
+		leaving := s.NodeName == "node-03"
+		require.Equal(t, leaving, s.LeavingSince != nil, "slot %d", s.Position)
+		require.Equal(t, leaving, s.Unavailable != "", "slot %d", s.Position)
+	}
+	res, err = a.ReconcileTestBed(ctx, in)
+	require.NoError(t, err)
+	require.Positive(t, res.RecheckIn, "the pass says when the grace ends")
+	require.LessOrEqual(t, res.RecheckIn, 2*time.Second)
+	time.Sleep(res.RecheckIn + 100*time.Millisecond)
+	settle(t, a, in)
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	require.EqualValues(t, 6, tb.Status.Total)
+	require.EqualValues(t, 6, tb.Status.Free)
+	for _, s := range tb.Status.Slots {
+		require.NotEqual(t, "node-03", s.NodeName)
+		require.Nil(t, s.LeavingSince)
+	}
 
 	// Adding it back restores them.
 	value := "03"

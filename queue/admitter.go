@@ -52,9 +52,11 @@ type Entry struct {
 	Order int64
 	// Reason says why a waiting job waits.
 	Reason string
-	// Slots are a granted job's slots, GrantedAt when it got them.
+	// Slots are a granted job's slots, GrantedAt when it got them, and Grant the grant's
+	// number (Grant.Seq).
 	Slots     []int32
 	GrantedAt time.Time
+	Grant     int64
 	// State is a granted job's start-up state for StateAware leaves: Starting from the grant
 	// (its driver is being started), Running once its job's workflow says so.
 	State         AppState
@@ -79,6 +81,11 @@ type Grant struct {
 	Queue   string
 	Slots   []int32
 	Refused string
+	// Seq numbers the Admitter's grants, from 1 (0: a refusal, or a grant of an Admitter
+	// from before grants were numbered). A repeat of a grant carries its number, so a
+	// Scheduling that gave a grant back and asked again can tell a late copy of the old one
+	// from the new one.
+	Seq int64
 }
 
 // Assignment changes the slots of a granted job's application: it keeps Keep and loses
@@ -148,8 +155,8 @@ func (e *MoveError) Error() string { return e.Msg }
 // Admission workflow hands it from one run to the next.
 type AdmitterState struct {
 	Config Config
-	// Next is the last submission order given.
-	Next             int64
+	// Next is the last submission order given, Granted the last grant number.
+	Next, Granted    int64
 	Waiting, Running []Entry
 	Starvation       Starvation
 	// Reclaimed are slots preemption took back that are not free yet. PreemptedFor is the
@@ -308,7 +315,7 @@ func (a *Admitter) Running() []Entry { return a.st.Running }
 func (a *Admitter) Request(r Request) *Grant {
 	if i := a.index(a.st.Running, r.JobKey); i >= 0 {
 		e := a.st.Running[i]
-		return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots)}
+		return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots), Seq: e.Grant}
 	}
 	if a.index(a.st.Waiting, r.JobKey) >= 0 {
 		return nil
@@ -601,10 +608,11 @@ func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []
 		g.Slots = slices.Clone(avail[:g.Request.Slots])
 	}
 	avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(g.Slots, p) })
-	g.Reason, g.State, g.StartingSince, g.GrantedAt = "", Starting, now, now
+	a.st.Granted++
+	g.Reason, g.State, g.StartingSince, g.GrantedAt, g.Grant = "", Starting, now, now, a.st.Granted
 	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, func(x Entry) bool { return x.Request.JobKey == g.Request.JobKey })
 	a.st.Running = append(a.st.Running, g)
-	d.Grants = append(d.Grants, Grant{JobKey: g.Request.JobKey, Queue: g.Queue, Slots: slices.Clone(g.Slots)})
+	d.Grants = append(d.Grants, Grant{JobKey: g.Request.JobKey, Queue: g.Queue, Slots: slices.Clone(g.Slots), Seq: g.Grant})
 	return avail
 }
 

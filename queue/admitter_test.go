@@ -124,6 +124,32 @@ func TestAdmitter_ProtocolIsIdempotent(t *testing.T) {
 	}
 }
 
+// Grants are numbered, a repeat carries its grant's number, and a job released and asked for
+// again gets a higher one, also across a continue-as-new: a Scheduling tells a late copy of a
+// grant it gave back from the new grant by it.
+func TestAdmitter_GrantsAreNumbered(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"/></allocations>`)
+	a.Request(req("j", "q", 2))
+	a.Request(req("k", "q", 1))
+	d := a.Decide(t0, bed(4))
+	if len(d.Grants) != 2 || d.Grants[0].Seq != 1 || d.Grants[1].Seq != 2 {
+		t.Fatalf("grants %+v", d.Grants)
+	}
+	if g := a.Request(req("j", "q", 2)); g == nil || g.Seq != 1 {
+		t.Fatalf("a repeat of j's grant: %+v", g)
+	}
+	a = restored(t, a)
+	a.Release(key("j"))
+	a.Request(req("j", "q", 2))
+	d = a.Decide(t0, heldBed(a, 4))
+	if len(d.Grants) != 1 || d.Grants[0].Job != "j" || d.Grants[0].Seq != 3 {
+		t.Fatalf("j asked for again: %+v", d.Grants)
+	}
+	if g := a.Request(req("x", "", 0)); g == nil || g.Refused == "" || g.Seq != 0 {
+		t.Fatalf("a refusal is not numbered: %+v", g)
+	}
+}
+
 // Refusals are final and come at once: placement, ACL, nonsense.
 func TestAdmitter_RefusesWhatCanNeverBeAdmitted(t *testing.T) {
 	a := admitterWith(t, `<allocations>

@@ -8,6 +8,9 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
 )
@@ -35,9 +38,11 @@ type Slot struct {
 	// pods is there now. Not set by Layout: the caller knows the jobs.
 	Assigned bool
 	// Leaving: the slot's node is no longer the bed's (it lost the node label, or the slot
-	// is beyond slotsPerNode), but a job still held the slot (Relayout). It keeps its
-	// position until released, gets no ghost and goes to no new job.
-	Leaving bool
+	// is beyond slotsPerNode), but the caller holds the slot (Relayout): a job has it, or
+	// its node left a moment ago. It keeps its position until released, gets no ghost and
+	// goes to no new job. LeavingSince is when its node left (set by the caller).
+	Leaving      bool
+	LeavingSince time.Time
 }
 
 // Layout places slotsPerNode slots on every node. Nodes are ordered by their label value
@@ -125,7 +130,7 @@ func Relayout(previous []v1alpha1.SlotStatus, nodes []Node, slotsPerNode int32, 
 func (s Slot) Unavailable() string {
 	switch {
 	case s.Leaving:
-		return "the node left the test bed; the slot stays while a job holds it"
+		return "the node left the test bed; the slot stays while a job holds it or a grant may still name it"
 	case s.Unready:
 		return "the node is not Ready"
 	}
@@ -164,6 +169,10 @@ func Statuses(layout []Slot, previous []v1alpha1.SlotStatus) []v1alpha1.SlotStat
 			NodeName:       s.NodeName,
 			State:          v1alpha1.SlotFree,
 			Unavailable:    s.Unavailable(),
+		}
+		if s.Leaving && !s.LeavingSince.IsZero() {
+			since := metav1.NewMicroTime(s.LeavingSince)
+			st.LeavingSince = &since
 		}
 		if p, ok := prev[s.Position]; ok && p.NodeName == s.NodeName && p.PositionOnNode == s.PositionOnNode {
 			st.State, st.PodName, st.PodUID = p.State, p.PodName, p.PodUID

@@ -660,6 +660,15 @@ func TestRelayout_PositionsStayWhileHeld(t *testing.T) {
 	if free, _, _ := Count(st); free != 8 {
 		t.Errorf("free slots %d, want 8: the leaving ones go to no new job", free)
 	}
+	if st[1].LeavingSince != nil {
+		t.Errorf("a leaving slot without a time from the caller says it left at %v", st[1].LeavingSince)
+	}
+	left := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	got[1].LeavingSince, got[2].LeavingSince = left, left // slot 2 does not leave: its time is not kept
+	st = Statuses(got, before)
+	if st[1].LeavingSince == nil || !st[1].LeavingSince.Time.Equal(left) || st[2].LeavingSince != nil {
+		t.Errorf("when the leaving slot's node left: %v, and the staying one's: %v", st[1].LeavingSince, st[2].LeavingSince)
+	}
 
 	// The job let go of slot 5: it goes; slot 1, still held, stays.
 	delete(occupied, 5)

@@ -71,6 +71,10 @@ type TrackedJob struct {
 	RequestedAt, SubmittedAt, RunningAt, FinishedAt time.Time
 	// Started: Admission heard that the job left Starting (StateAware).
 	Started bool
+	// Grant is the number of the grant the job took (AdmissionGrant.Seq); GaveBack that of
+	// the last grant it gave back because its slots had left the test bed. A grant numbered
+	// GaveBack or less that comes later is a late copy of one given back.
+	Grant, GaveBack int64
 }
 
 func (e *TrackedJob) active() bool {
@@ -875,6 +879,7 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		started = append(started, pending{e: e, g: g, f: f})
 	}
 	var nudge []string
+	var gone []*TrackedJob
 	var firstErr error
 	for _, p := range started {
 		err := p.f.Get(ctx, nil)
@@ -882,6 +887,9 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		case activities.IsNotHeld(err):
 			p.e.State, p.e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
 			s.releaseAdmission(ctx, p.e)
+		case activities.IsSlotsGone(err):
+			s.giveBack(p.e, err)
+			gone = append(gone, p.e)
 		case err != nil:
 			if firstErr == nil {
 				firstErr = err
@@ -891,10 +899,41 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 			nudge = append(nudge, p.e.Job.Name)
 		}
 	}
+	if err := s.askAgain(ctx, gone); err != nil {
+		return err
+	}
 	if firstErr != nil {
 		return firstErr
 	}
 	return s.nudge(ctx, nudge)
+}
+
+// giveBack undoes the taking of a grant whose slots left the test bed before the job's
+// request was written (nothing was written): the job waits again. askAgain tells Admission.
+func (s *scheduler) giveBack(e *TrackedJob, why error) {
+	e.GaveBack = e.Grant
+	e.Run, e.Slots, e.RequestedAt, e.Grant = 0, nil, time.Time{}, 0
+	msg := why.Error()
+	var app *temporal.ApplicationError
+	if errors.As(why, &app) {
+		msg = app.Message()
+	}
+	e.Message = v1alpha1.ClipMessage("waiting again: " + msg)
+}
+
+// askAgain has Admission release the grants the jobs gave back, then asks for the jobs again
+// (they join the end of their queues). The release goes first: Admission takes messages in
+// the order they were sent.
+func (s *scheduler) askAgain(ctx workflow.Context, jobs []*TrackedJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	tells := make([]tell, len(jobs))
+	for i, e := range jobs {
+		tells[i] = tell{AdmissionReleaseSignal, s.admissionKey(e)}
+	}
+	s.tellAdmissionAll(ctx, tells)
+	return s.requestAdmission(ctx, jobs)
 }
 
 // takeGrant applies a grant to the job it names and returns the creation request to write
@@ -908,6 +947,10 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 	}
 	current := e != nil && g.JobKey == s.admissionKey(e)
 	switch {
+	case current && e.Run == 0 && !e.done() && g.Seq != 0 && g.Seq <= e.GaveBack:
+		// A late copy of a grant the job gave back: Admission has released it and holds
+		// the job's new request, which nothing here may touch.
+		return nil, v1alpha1.CreationRequest{}, false
 	case current && e.Run == 0 && !e.done():
 		// The job waits for this grant.
 	case current && e.active():
@@ -922,7 +965,7 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, v1alpha1.ClipMessage("not admitted: "+g.Refused), workflow.Now(ctx)
 		return nil, v1alpha1.CreationRequest{}, false
 	}
-	e.Run, e.Slots, e.RequestedAt = 1, g.Slots, workflow.Now(ctx)
+	e.Run, e.Slots, e.RequestedAt, e.Grant = 1, g.Slots, workflow.Now(ctx), g.Seq
 	if len(s.status.Conditions) > 0 {
 		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
 	}
@@ -947,6 +990,10 @@ func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 		e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
 		s.releaseAdmission(ctx, e)
 		return nil
+	}
+	if activities.IsSlotsGone(err) {
+		s.giveBack(e, err)
+		return s.askAgain(ctx, []*TrackedJob{e})
 	}
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"go.temporal.io/sdk/temporal"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,13 @@ type fakeAdmission struct {
 	// activity refuses one that does not fit the object.
 	writes    []activities.WriteSchedulingStatusInput
 	outOfStep int
+	// seq numbers the grants; gone are slots whose node left the bed after Admission read
+	// it: a creation request naming one fails (ErrSlotsGone), which slotsGone counts, and a
+	// late copy of that grant follows. grants is the last grant of each key.
+	seq       int64
+	gone      map[int32]bool
+	slotsGone int
+	grants    map[string]AdmissionGrant
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -48,7 +56,7 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SchedulingWorkflow)
 	env.RegisterActivity(&activities.Activities{})
-	f := &fakeAdmission{env: env, runFor: map[string]time.Duration{}, free: []int32{0, 1, 2, 3}, held: map[string][]int32{}}
+	f := &fakeAdmission{env: env, runFor: map[string]time.Duration{}, free: []int32{0, 1, 2, 3}, held: map[string][]int32{}, grants: map[string]AdmissionGrant{}}
 	var statuses []v1alpha1.SchedulingStatus
 	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, UID: "uid-nightly", Spec: spec}, nil)
 	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(activities.TestBedSlots{Exists: true}, nil)
@@ -142,7 +150,9 @@ func (f *fakeAdmission) grant() {
 		slots := slices.Clone(f.free[:req.Slots])
 		f.free = f.free[req.Slots:]
 		f.held[req.String()] = slots
-		g := AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots}
+		f.seq++
+		g := AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots, Seq: f.seq}
+		f.grants[req.String()] = g
 		f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(AdmittedSignal, g) }, 0)
 	}
 }
@@ -154,7 +164,7 @@ func (f *fakeAdmission) release(k AdmissionKey) {
 	f.waiting = slices.DeleteFunc(f.waiting, func(w AdmissionRequest) bool { return w.JobKey == k })
 	if slots, ok := f.held[k.String()]; ok {
 		delete(f.held, k.String())
-		f.free = append(f.free, slots...)
+		f.free = append(f.free, slices.DeleteFunc(slots, func(p int32) bool { return f.gone[p] })...)
 		slices.Sort(f.free)
 	}
 	f.grant()
@@ -163,6 +173,12 @@ func (f *fakeAdmission) release(k AdmissionKey) {
 func (f *fakeAdmission) requestCreation(_ context.Context, in activities.RequestCreationInput) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if slices.ContainsFunc(in.Request.Slots, func(p int32) bool { return f.gone[p] }) {
+		f.slotsGone++
+		late := f.grants[AdmissionKey{Scheduling: in.Request.Scheduling, SchedulingUID: in.Request.SchedulingUID, Job: in.Job, Run: 1}.String()]
+		f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(AdmittedSignal, late) }, 0)
+		return temporal.NewNonRetryableApplicationError("test bed bed no longer has slot 1", activities.ErrSlotsGone, nil)
+	}
 	f.created = append(f.created, in.Job)
 	job, run := in.Job, in.Request.Run
 	f.env.RegisterDelayedCallback(func() {
@@ -223,6 +239,35 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 	require.Equal(t, time.Duration(0), jobStatus(*completed, "a").WaitTime.Duration)
 	require.Equal(t, 10*time.Second, jobStatus(*completed, "c").WaitTime.Duration, "c is granted the moment a ends")
 	require.Equal(t, []int32{0}, jobStatus(*completed, "c").Slots, "the first slot a freed")
+}
+
+// A grant whose slot left the test bed before the job's request was written is given back:
+// Admission releases it and gets the job again, a late copy of the old grant changes nothing,
+// and the job runs on its second grant.
+func TestSchedulingWorkflow_AGrantWhoseSlotLeftTheBedIsAskedForAgain(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "a", Replication: 2}}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second}
+	f.gone = map[int32]bool{1: true}
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 1, f.slotsGone, "one request named the slot that left")
+	require.Equal(t, []string{"a", "a"}, f.requested, "the job is asked for again once; the late copy of its first grant is not taken")
+	require.Equal(t, []string{"a"}, f.created)
+	require.Equal(t, []string{"a", "a"}, f.admissionReleases, "the grant given back, then the job's end")
+	require.Empty(t, f.held)
+	var waitingAgain bool
+	for _, st := range *statuses {
+		waitingAgain = waitingAgain || strings.HasPrefix(jobStatus(st, "a").Message, "waiting again: test bed bed no longer has slot 1")
+	}
+	require.True(t, waitingAgain, "the job's status said why it waits again")
+	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+	require.NotNil(t, completed)
+	require.Equal(t, v1alpha1.JobCompleted, jobStatus(*completed, "a").State)
+	require.Equal(t, []int32{0, 2}, jobStatus(*completed, "a").Slots)
 }
 
 // Another Scheduling holds one of the jobs: everything claimed is given back, nothing is

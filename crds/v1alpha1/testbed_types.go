@@ -87,10 +87,14 @@ type SlotStatus struct {
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
 	// Unavailable says why the slot is given to no new job, when it is not: its node is not
-	// Ready, or its node left the test bed (lost the node label, or slotsPerNode shrank)
-	// while a job still held the slot, which then stays at its position until released.
+	// Ready, or its node left the test bed (lost the node label, or slotsPerNode shrank).
+	// A slot whose node left stays at its position while a job holds it, and at least a
+	// short grace after the node left, so that a grant made just before finds it.
 	// +optional
 	Unavailable string `json:"unavailable,omitempty"`
+	// LeavingSince is when the slot's node left the test bed, while the slot stays.
+	// +optional
+	LeavingSince *metav1.MicroTime `json:"leavingSince,omitempty"`
 }
 
 // TestBedStatus is the observed layout and occupation of the slots.
