@@ -47,7 +47,8 @@ const (
 	// (queue.RulesLatest): a run decides by the rules its history began with.
 	AdmissionRulesChange = "admission-rules"
 	// CommitBeforeTellingChange is the version marker of an Admission that ends its workflow
-	// task between a decision and the messages that carry it out (see decide).
+	// task between a decision and the messages that carry it out (see decide): version 1
+	// with a timer, version 2 by sending the first of them from an activity.
 	CommitBeforeTellingChange = "commit-before-telling"
 )
 
@@ -358,20 +359,35 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", err)
 		return false, nil
 	}
-	if (len(d.Grants) > 0 || len(d.Assignments) > 0) && workflow.GetVersion(ctx, CommitBeforeTellingChange, workflow.DefaultVersion, 1) >= 1 {
-		// The decision's inputs are recorded before anyone hears of it. A local activity's
-		// result is recorded only when its workflow task completes; a worker lost after the
-		// grants went out but before that would decide again on a new read of the slots,
-		// perhaps differently, while the Schedulings keep the first grants: a slot granted
-		// twice. The timer ends the task here, with the read in the history.
+	// The decision's inputs are recorded before anyone hears of it. A local activity's result
+	// is recorded only when its workflow task completes; a worker lost after the grants went
+	// out but before that would decide again on a new read of the slots, perhaps
+	// differently, while the Schedulings keep the first grants: a slot granted twice. So the
+	// first message that carries a decision out goes through an activity, which the server
+	// schedules only once the task has completed, with the read in the history. (Version 1
+	// ended the task with a 1 ms timer, which the server fired half a second later on
+	// average: a job's end waited that long for the next grant.)
+	commit := workflow.DefaultVersion
+	if len(d.Grants) > 0 || len(d.Assignments) > 0 {
+		commit = workflow.GetVersion(ctx, CommitBeforeTellingChange, workflow.DefaultVersion, 2)
+	}
+	if commit == 1 {
 		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
 			return false, err
 		}
 	}
-	a.tellAll(ctx, d.Grants)
+	viaServer := commit >= 2
+	a.tellAllVia(ctx, d.Grants, viaServer)
+	if len(d.Grants) > 0 {
+		viaServer = false
+	}
 	for _, as := range d.Assignments {
 		in := activities.AssignSlotsInput{Namespace: a.in.Namespace, Scheduling: as.Scheduling, Job: as.Job, TestBed: a.in.TestBed, Keep: as.Keep, Revoke: as.Revoke, Why: as.Why}
-		err := quick(ctx, acts.AssignSlots, in).Get(ctx, nil)
+		f := quick
+		if viaServer {
+			f, viaServer = workflow.ExecuteActivity, false
+		}
+		err := f(ctx, acts.AssignSlots, in).Get(ctx, nil)
 		if activities.IsNotHeld(err) {
 			workflow.GetLogger(ctx).Warn("a granted job is no longer held by its scheduling", "key", as.JobKey.String(), "err", err)
 			a.core.Release(as.JobKey)
@@ -391,6 +407,12 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 // ClientSignalsChange on. A Scheduling that does not run cannot take its grant: the key is
 // released, so its slots are not held for nobody.
 func (a *admission) tellAll(ctx workflow.Context, gs []AdmissionGrant) {
+	a.tellAllVia(ctx, gs, false)
+}
+
+// tellAllVia is tellAll; viaServer sends the signals from an activity instead of a local
+// activity (CommitBeforeTellingChange).
+func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaServer bool) {
 	if len(gs) == 0 {
 		return
 	}
@@ -405,7 +427,13 @@ func (a *admission) tellAll(ctx workflow.Context, gs []AdmissionGrant) {
 		signals[i] = activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, g.Scheduling), Name: AdmittedSignal, Arg: g}
 	}
 	var res activities.SignalWorkflowsResult
-	if err := sendSignals(ctx, signals).Get(ctx, &res); err != nil {
+	sent := sendSignals
+	if viaServer {
+		sent = func(ctx workflow.Context, signals []activities.Signal) workflow.Future {
+			return workflow.ExecuteActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
+		}
+	}
+	if err := sent(ctx, signals).Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Warn("tell schedulings of their jobs", "grants", len(gs), "err", err)
 		for _, g := range gs {
 			a.core.Release(g.JobKey)

@@ -75,8 +75,9 @@ func (b *shiftingBed) CheckHolds(context.Context, activities.CheckHoldsInput) ([
 func (b *shiftingBed) AssignSlots(context.Context, activities.AssignSlotsInput) error { return nil }
 
 // loseTheWorker makes the worker's first workflow task that has sent signals fail right
-// after they went out, as a worker killed at that moment would: the task is not completed,
-// so nothing it did is in the history, and another attempt runs it again.
+// after they went out (by a local activity or an activity), as a worker killed at that
+// moment would: the task is not completed, so nothing it did since the last completed task
+// is in the history, and another attempt runs it again.
 type loseTheWorker struct {
 	interceptor.WorkerInterceptorBase
 	lost *atomic.Bool
@@ -108,6 +109,14 @@ func (o *loseOutbound) ExecuteLocalActivity(ctx workflow.Context, activityType s
 	return lostAfter{Future: f, lost: o.lost}
 }
 
+func (o *loseOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	f := o.Next.ExecuteActivity(ctx, activityType, args...)
+	if activityType != "SignalWorkflows" {
+		return f
+	}
+	return lostAfter{Future: f, lost: o.lost}
+}
+
 type lostAfter struct {
 	workflow.Future
 	lost *atomic.Bool
@@ -121,10 +130,11 @@ func (l lostAfter) Get(ctx workflow.Context, v any) error {
 	return err
 }
 
-// A worker lost after Admission's grants went out, before its workflow task completed: the
-// next attempt sends the same grants, though the slots it would read now are others. Had it
-// decided again on a new read, the job would hold slots 0 and 1 (first grant, already with
-// its Scheduling) and 2 and 3, and slots 0 and 1 would be granted again to the next job.
+// A worker lost after Admission's grants went out, before its workflow task completed: what
+// Admission holds the job to is the grant that went out, though the slots it would read now
+// are others, and any grant sent again is the same. Had it decided again on a new read, it
+// would hold the job to slots 2 and 3 while the Scheduling runs it in 0 and 1 (the grant it
+// has), and would give 0 and 1 to the next job.
 func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing.T) {
 	_, c := testtemporal.Start(t)
 	bed := &shiftingBed{}
@@ -145,14 +155,29 @@ func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing
 	key := queue.JobKey{Scheduling: "sa", SchedulingUID: "uid-sa", Job: "etl", Run: 1}
 	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionRequestSignal, workflows.AdmissionRequest{JobKey: key, User: "u", Slots: 2}))
 
-	// The grant goes out, the worker is lost, and the next attempt sends it again.
+	// The grant goes out, the worker is lost, and the next attempt completes the task.
+	var held []int32
 	require.Eventually(t, func() bool {
-		bed.mu.Lock()
-		defer bed.mu.Unlock()
-		return lost.Load() && len(bed.grants) >= 2
-	}, 45*time.Second, 50*time.Millisecond, "the grant was not sent again after the worker was lost")
+		if !lost.Load() {
+			return false
+		}
+		v, err := c.QueryWorkflow(ctx, id, "", workflows.QueuesQuery)
+		if err != nil {
+			return false
+		}
+		var r workflows.AdmissionReport
+		if v.Get(&r) != nil || len(r.Running) != 1 {
+			return false
+		}
+		held = slices.Clone(r.Running[0].Slots)
+		return true
+	}, 45*time.Second, 50*time.Millisecond, "the workflow never went on after the worker was lost")
+	slices.Sort(held)
+	require.Equal(t, []int32{0, 1}, held, "Admission holds the job to other slots than the grant that went out")
+	time.Sleep(time.Second) // a grant sent again, if any, comes with the attempt that went on
 	bed.mu.Lock()
 	defer bed.mu.Unlock()
+	require.NotEmpty(t, bed.grants)
 	for _, g := range bed.grants {
 		require.Equal(t, key, g.JobKey)
 		require.Empty(t, g.Refused)

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
@@ -18,11 +20,36 @@ func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(i
 			var out activities.SignalWorkflowsResult
 			for i, s := range in.Signals {
 				if f := deliver[s.Name]; f != nil {
-					if err := f(s.WorkflowID, s.Arg); err != nil {
+					if err := f(s.WorkflowID, typedArg(s.Name, s.Arg)); err != nil {
 						out.NotRunning = append(out.NotRunning, i)
 					}
 				}
 			}
 			return out, nil
 		})
+}
+
+// typedArg gives a signal's argument its type back when it crossed the data converter (an
+// activity's input does; a local activity's, in the test environment, does not).
+func typedArg(signal string, arg any) any {
+	m, ok := arg.(map[string]any)
+	if !ok {
+		return arg
+	}
+	var into any
+	switch signal {
+	case AdmittedSignal:
+		into = &AdmissionGrant{}
+	case AdmissionReleaseSignal, AdmissionEndedSignal, AdmissionStartedSignal:
+		into = &AdmissionKey{}
+	case JobProgressSignal:
+		into = &JobProgress{}
+	default:
+		return arg
+	}
+	raw, err := json.Marshal(m)
+	if err != nil || json.Unmarshal(raw, into) != nil {
+		return arg
+	}
+	return reflect.ValueOf(into).Elem().Interface()
 }
