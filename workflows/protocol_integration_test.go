@@ -288,9 +288,13 @@ func TestRecordAdmissionHistory(t *testing.T) {
 		return err == nil && d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, time.Minute, 100*time.Millisecond)
 	require.Positive(t, stand.revoked.Load(), "the recorded run preempted")
-	saveHistory(t, c, id, run.GetRunID(), "admission.json")
+	saveHistory(t, c, id, run.GetRunID(), admissionHistory)
 	require.NoError(t, c.TerminateWorkflow(ctx, id, "", "recorded"))
 }
+
+// admissionHistory is the file the recording writes. admission.json, recorded before
+// CommitBeforeTellingChange 2, stays as it is, so its path keeps being replayed.
+const admissionHistory = "admission-commit-before-telling.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.
 type allocationStandIn struct {

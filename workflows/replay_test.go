@@ -18,7 +18,7 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.BatchJobWorkflow)
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
-	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json"} {
+	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
