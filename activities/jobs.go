@@ -377,13 +377,13 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 }
 
 // IsNotHeld reports whether an activity error says the Scheduling lost its job.
-func IsNotHeld(err error) bool {
-	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == ErrNotHeld
-}
+func IsNotHeld(err error) bool { return hasErrorType(err, ErrNotHeld) }
 
 // IsSlotsGone says whether err is ErrSlotsGone.
-func IsSlotsGone(err error) bool {
+func IsSlotsGone(err error) bool { return hasErrorType(err, ErrSlotsGone) }
+
+// hasErrorType says whether err is an application error of type t.
+func hasErrorType(err error, t string) bool {
 	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == ErrSlotsGone
+	return errors.As(err, &app) && app.Type() == t
 }

@@ -85,9 +85,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 			layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
 		}
 		recheck = g.recheck
-		if leaving > 0 && (recheck == 0 || leaving < recheck) {
-			recheck = leaving
-		}
+		recheck = sooner(recheck, leaving)
 	}
 	pods, observed, err := a.slotPods(ctx, &tb)
 	if err != nil {
@@ -173,26 +171,23 @@ func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed, assigned 
 		return assigned[s.Position] || s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied || graceLeft(s) > 0
 	}
 	out = slots.Relayout(tb.Status.Slots, in, tb.Spec.SlotsPerNode, held)
-	since := map[int32]time.Time{}
 	for _, s := range tb.Status.Slots {
-		if s.LeavingSince != nil {
-			since[s.Position] = s.LeavingSince.Time
-		}
-		if left := graceLeft(s); left > 0 && (recheck == 0 || left < recheck) {
-			recheck = left
-		}
+		recheck = sooner(recheck, graceLeft(s))
 	}
 	for i := range out {
-		if !out[i].Leaving {
-			continue
-		}
-		if t, ok := since[out[i].Position]; ok {
-			out[i].LeavingSince = t
-		} else {
-			out[i].LeavingSince = now
+		if out[i].Leaving && out[i].LeavingSince.IsZero() {
+			out[i].LeavingSince = now // leaving from this pass on
 		}
 	}
 	return out, recheck, nil
+}
+
+// sooner is the earlier of two due times, where 0 means none.
+func sooner(a, b time.Duration) time.Duration {
+	if b > 0 && (a <= 0 || b < a) {
+		return b
+	}
+	return a
 }
 
 // grants are the bed's slots that jobs hold while they run (assigned): the slots of each
@@ -241,9 +236,7 @@ func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed, no
 		if req.GrantedAt != nil && !(thisRun && st.State == v1alpha1.JobRunning) {
 			left := req.GrantedAt.Add(timeout).Sub(now)
 			unclaimed = left <= 0
-			if left > 0 && (out.recheck == 0 || left < out.recheck) {
-				out.recheck = left
-			}
+			out.recheck = sooner(out.recheck, left)
 		}
 		for _, p := range held {
 			out.assigned[p] = true

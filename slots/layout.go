@@ -40,7 +40,8 @@ type Slot struct {
 	// Leaving: the slot's node is no longer the bed's (it lost the node label, or the slot
 	// is beyond slotsPerNode), but the caller holds the slot (Relayout): a job has it, or
 	// its node left a moment ago. It keeps its position until released, gets no ghost and
-	// goes to no new job. LeavingSince is when its node left (set by the caller).
+	// goes to no new job. LeavingSince is when its node left: Relayout carries it over from the
+	// previous status, and the caller sets it on a slot that starts leaving.
 	Leaving      bool
 	LeavingSince time.Time
 }
@@ -110,6 +111,9 @@ func Relayout(previous []v1alpha1.SlotStatus, nodes []Node, slotsPerNode int32, 
 			kept[place{p.NodeName, p.PositionOnNode}] = true
 		case held(p):
 			s.Leaving = true
+			if p.LeavingSince != nil {
+				s.LeavingSince = p.LeavingSince.Time
+			}
 		default:
 			continue
 		}

@@ -670,12 +670,16 @@ func TestRelayout_PositionsStayWhileHeld(t *testing.T) {
 		t.Errorf("when the leaving slot's node left: %v, and the staying one's: %v", st[1].LeavingSince, st[2].LeavingSince)
 	}
 
-	// The job let go of slot 5: it goes; slot 1, still held, stays.
+	// The job let go of slot 5: it goes; slot 1, still held, stays, and keeps when it
+	// started leaving.
 	delete(occupied, 5)
 	got = Relayout(st, now, 2, held)
 	delete(want, 5)
 	if diff := cmp.Diff(want, at(got)); diff != "" {
 		t.Errorf("slot 5 let go (-want +got)\n%s", diff)
+	}
+	if !got[1].LeavingSince.Equal(left) {
+		t.Errorf("slot 1 started leaving at %v, Relayout says %v", left, got[1].LeavingSince)
 	}
 
 	// node-1 comes back: its held slot is its own again, its other slot comes anew.

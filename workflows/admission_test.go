@@ -496,10 +496,7 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "u", Slots: 1})
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 2})
-	var next *workflow.ContinueAsNewError
-	require.ErrorAs(t, env.GetWorkflowError(), &next)
-	var in AdmissionInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	in := continuedWith[AdmissionInput](t, env)
 	require.NotNil(t, in.Carried)
 	require.Equal(t, "1", in.Carried.Config.Version)
 	require.Len(t, in.Carried.Running, 1)

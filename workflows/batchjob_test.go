@@ -9,10 +9,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/activities"
@@ -276,10 +274,7 @@ func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T)
 		env.SignalWorkflow(BatchJobChangedSignal, nil)
 	}, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount", StepsPerRun: 2})
-	var next *workflow.ContinueAsNewError
-	require.ErrorAs(t, env.GetWorkflowError(), &next)
-	var in BatchJobInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	in := continuedWith[BatchJobInput](t, env)
 	require.NotNil(t, in.Last)
 	require.Equal(t, v1alpha1.JobCompleted, in.Last.State)
 	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), in.Last.Application.Name)

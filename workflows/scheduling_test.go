@@ -13,9 +13,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
@@ -422,10 +420,7 @@ func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
 	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
 
-	var next *workflow.ContinueAsNewError
-	require.ErrorAs(t, env.GetWorkflowError(), &next)
-	var in SchedulingInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	in := continuedWith[SchedulingInput](t, env)
 	require.NotNil(t, in.Carried)
 	require.Equal(t, "uid-nightly", in.Carried.UID)
 	require.Len(t, in.Carried.Entries, 2)

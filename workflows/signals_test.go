@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"testing"
 
 	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
 )
@@ -52,4 +56,15 @@ func typedArg(signal string, arg any) any {
 		return arg
 	}
 	return reflect.ValueOf(into).Elem().Interface()
+}
+
+// continuedWith is the input the workflow run in env continued as new with; the test fails
+// if the run ended otherwise.
+func continuedWith[T any](t *testing.T, env *testsuite.TestWorkflowEnvironment) T {
+	t.Helper()
+	var next *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &next)
+	var in T
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
+	return in
 }
