@@ -262,16 +262,36 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 			return p, nil
 		}
 		activity.RecordHeartbeat(ctx, p.Placed)
-		timer := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-timer.C:
-		}
-		timer.Stop()
+		pause(ctx, wake, every, p.Placed)
 		stop()
 		if ctx.Err() != nil {
 			return AppProgress{}, ctx.Err()
+		}
+	}
+}
+
+// HeartbeatEvery is how often a waiting activity says it is alive, whatever it waits for.
+// The workflows give the waits a heartbeat timeout of a few of these (WaitHeartbeatTimeout),
+// so that the waits of a worker that died are taken up by another within seconds; the SDK
+// sends at most one heartbeat per 80% of the timeout.
+const HeartbeatEvery = time.Second
+
+// pause waits until wake, d or the end of ctx, heartbeating (with details) meanwhile.
+func pause(ctx context.Context, wake <-chan struct{}, d time.Duration, details any) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	beat := time.NewTicker(HeartbeatEvery)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+			return
+		case <-timer.C:
+			return
+		case <-beat.C:
+			activity.RecordHeartbeat(ctx, details)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,6 +184,8 @@ type e2ePlatform struct {
 	kube   client.Client
 	config *rest.Config // the cluster's, for watches the client above does not do
 	api    *apiclient.Client
+	// temporal reaches the platform's Temporal server (histories, for diagnosis).
+	temporal temporalclient.Client
 }
 
 // bedShape is the test bed's slots per node (of the 4 nodes) and each slot's size.
@@ -227,7 +230,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
-	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, parts: map[string]*component{
+	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, parts: map[string]*component{
 		"worker": {name: "worker", args: conn},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr,
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
@@ -324,10 +327,15 @@ func followFeed(w *apiclient.Watcher) *slotLedger {
 
 // schedulingEnded: the feed showed the Scheduling Completed or Failed.
 func (l *slotLedger) schedulingEnded(name string) bool {
+	st := l.schedulingState(name)
+	return st == v1alpha1.SchedulingCompleted || st == v1alpha1.SchedulingFailed
+}
+
+// schedulingState is the Scheduling's state the feed showed last.
+func (l *slotLedger) schedulingState(name string) v1alpha1.SchedulingState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := l.schedulings[name].Status.State
-	return st == v1alpha1.SchedulingCompleted || st == v1alpha1.SchedulingFailed
+	return l.schedulings[name].Status.State
 }
 
 func (l *slotLedger) see(j api.Job) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +79,39 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "long", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
 	require.NoError(t, err)
 
+	// The rate of each hundred jobs, to see whether it falls as the Scheduling grows.
+	stop, logged := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-logged }() // no log after the test ends
+	go func() {
+		defer close(logged)
+		last, lastAt := 0, start
+		var state v1alpha1.SchedulingState
+		first := false
+		for ledger.endedCount() < jobs {
+			if st := ledger.schedulingState("long"); st != state {
+				state = st
+				t.Logf("the Scheduling is %s at %5.1f s", st, time.Since(start).Seconds())
+			}
+			if !first && ledger.seenRunningCount() > 0 {
+				first = true
+				t.Logf("the first job runs at %5.1f s", time.Since(start).Seconds())
+				if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
+					dumpHistory(t, p, "scheduling/default/long", start, 120)
+					dumpHistory(t, p, "admission/default/bed", start, 60)
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if n := ledger.endedCount(); n >= last+100 || n == jobs {
+				t.Logf("%4d jobs ended at %5.1f s: %.2f jobs/s over the last %d", n, time.Since(start).Seconds(), float64(n-last)/time.Since(lastAt).Seconds(), n-last)
+				last, lastAt = n, time.Now()
+			}
+		}
+	}()
+
 	// Three kills of the worker, at random points of the run.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	var at []int
@@ -119,4 +153,30 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		return err == nil && len(q.Running) == 0 && len(q.Waiting) == 0
 	}, time.Minute, 500*time.Millisecond, "Admission still holds jobs")
 	p.waitSlotsFree(t, 2*time.Minute)
+}
+
+// dumpHistory prints a workflow's first events with their times from start (diagnosis).
+func dumpHistory(t *testing.T, p *e2ePlatform, id string, start time.Time, n int) {
+	it := p.temporal.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for i := 0; i < n && it.HasNext(); i++ {
+		ev, err := it.Next()
+		if err != nil {
+			t.Logf("history of %s: %v", id, err)
+			return
+		}
+		what := ev.GetEventType().String()
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+			what += " " + a.GetSignalName()
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			what += " " + a.GetActivityType().GetName()
+		}
+		if a := ev.GetMarkerRecordedEventAttributes(); a != nil {
+			what += " " + a.GetMarkerName()
+			if d, ok := a.GetDetails()["type"]; ok && len(d.GetPayloads()) > 0 {
+				what += " " + string(d.GetPayloads()[0].GetData())
+			}
+		}
+		t.Logf("%s %7.3f s %s", id, ev.GetEventTime().AsTime().Sub(start).Seconds(), what)
+	}
 }

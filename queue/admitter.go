@@ -39,6 +39,11 @@ type Request struct {
 	// Expected is how long the job is expected to run once it has its slots (0: unknown).
 	// Only backfill reads it: a job without it never passes a reserving head.
 	Expected time.Duration
+	// GaveBack is the number (Grant.Seq) of a grant the job gives back: its slots left the
+	// test bed before it could use them. If the job still holds that grant, the request
+	// releases it and the job waits again, at the end of its queue. One message does both,
+	// so no order of a release and a request can lose the job.
+	GaveBack int64 `json:",omitempty"`
 }
 
 // Entry is a request with where it stands: waiting, or granted (Slots set).
@@ -315,7 +320,10 @@ func (a *Admitter) Running() []Entry { return a.st.Running }
 func (a *Admitter) Request(r Request) *Grant {
 	if i := a.index(a.st.Running, r.JobKey); i >= 0 {
 		e := a.st.Running[i]
-		return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots), Seq: e.Grant}
+		if r.GaveBack == 0 || r.GaveBack != e.Grant {
+			return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots), Seq: e.Grant}
+		}
+		a.Release(r.JobKey)
 	}
 	if a.index(a.st.Waiting, r.JobKey) >= 0 {
 		return nil

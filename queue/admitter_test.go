@@ -150,6 +150,43 @@ func TestAdmitter_GrantsAreNumbered(t *testing.T) {
 	}
 }
 
+// A request that gives back the grant the job holds releases it and queues the job again
+// (it is granted anew, with a new number); one that names a grant the job no longer holds
+// is a repeat, answered with the grant it holds.
+func TestAdmitter_ARequestGivesBackItsGrant(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"/></allocations>`)
+	a.Request(req("j", "q", 2))
+	a.Request(req("k", "q", 2))
+	d := a.Decide(t0, bed(2))
+	if len(d.Grants) != 1 || d.Grants[0].Job != "j" || d.Grants[0].Seq != 1 {
+		t.Fatalf("grants %+v", d.Grants)
+	}
+	again := req("j", "q", 2)
+	again.GaveBack = 1
+	if g := a.Request(again); g != nil {
+		t.Fatalf("the give-back was answered with %+v", g)
+	}
+	if n := len(a.Report().Running); n != 0 {
+		t.Fatalf("j still holds its slots: %d running", n)
+	}
+	d = a.Decide(t0, heldBed(a, 2))
+	if len(d.Grants) != 1 || d.Grants[0].Job != "k" {
+		t.Fatalf("k, ahead of j now, gets the slots: %+v", d.Grants)
+	}
+	a.Release(key("k"))
+	a = restored(t, a)
+	d = a.Decide(t0, heldBed(a, 2))
+	if len(d.Grants) != 1 || d.Grants[0].Job != "j" || d.Grants[0].Seq != 3 {
+		t.Fatalf("j's new grant: %+v", d.Grants)
+	}
+	if g := a.Request(again); g == nil || g.Seq != 3 {
+		t.Fatalf("a late copy of the give-back is a repeat: %+v", g)
+	}
+	if n := len(a.Report().Running); n != 1 {
+		t.Fatalf("the late copy released j: %d running", n)
+	}
+}
+
 // Refusals are final and come at once: placement, ACL, nonsense.
 func TestAdmitter_RefusesWhatCanNeverBeAdmitted(t *testing.T) {
 	a := admitterWith(t, `<allocations>

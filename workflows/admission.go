@@ -19,6 +19,9 @@ import (
 const (
 	// AdmissionRequestSignal carries an AdmissionRequest from a Scheduling.
 	AdmissionRequestSignal = "admission-request"
+	// AdmissionRequestsSignal carries a batch of AdmissionRequests from one Scheduling, in
+	// its queue order (BatchedRequestsChange).
+	AdmissionRequestsSignal = "admission-requests"
 	// AdmissionReleaseSignal carries an AdmissionKey: the job's run ended or was
 	// withdrawn, or its grant was not wanted.
 	AdmissionReleaseSignal = "admission-release"
@@ -161,8 +164,8 @@ type admission struct {
 	core *queue.Admitter
 	// seenBed: the test bed existed at some decision of this workflow's life; its absence
 	// afterwards means it was deleted.
-	seenBed                                            bool
-	requests, releases, ended, started, configs, slots workflow.ReceiveChannel
+	seenBed                                                     bool
+	requests, batches, releases, ended, started, configs, slots workflow.ReceiveChannel
 	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
 	moved workflow.Channel
 }
@@ -171,6 +174,7 @@ type admission struct {
 // update.
 func (a *admission) listen(ctx workflow.Context) error {
 	a.requests = workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
+	a.batches = workflow.GetSignalChannel(ctx, AdmissionRequestsSignal)
 	a.releases = workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
 	a.ended = workflow.GetSignalChannel(ctx, AdmissionEndedSignal)
 	a.started = workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
@@ -229,7 +233,7 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
-	for _, ch := range []workflow.ReceiveChannel{a.requests, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
+	for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
 	sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
@@ -252,13 +256,23 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				break
 			}
 			took = true
-			var g *AdmissionGrant
-			if err := guard("request", func() error { g = a.core.Request(r); return nil }); err != nil {
-				g = &AdmissionGrant{JobKey: r.JobKey, Refused: err.Error()}
-			}
-			if g != nil {
+			if g := a.request(r); g != nil {
 				a.tellAll(ctx, []AdmissionGrant{*g})
 			}
+		}
+		for {
+			var rs []AdmissionRequest
+			if !a.batches.ReceiveAsync(&rs) {
+				break
+			}
+			took = true
+			var answers []AdmissionGrant
+			for _, r := range rs {
+				if g := a.request(r); g != nil {
+					answers = append(answers, *g)
+				}
+			}
+			a.tellAll(ctx, answers)
 		}
 		for {
 			var k AdmissionKey
@@ -294,6 +308,16 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			return reload, nil
 		}
 	}
+}
+
+// request takes one request into the core; the answer, if any, is a grant held already or a
+// refusal.
+func (a *admission) request(r AdmissionRequest) *AdmissionGrant {
+	var g *AdmissionGrant
+	if err := guard("request", func() error { g = a.core.Request(r); return nil }); err != nil {
+		g = &AdmissionGrant{JobKey: r.JobKey, Refused: err.Error()}
+	}
+	return g
 }
 
 // loadConfig asks for the allocation file if it changed since the version held.
@@ -385,7 +409,7 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		in := activities.AssignSlotsInput{Namespace: a.in.Namespace, Scheduling: as.Scheduling, Job: as.Job, TestBed: a.in.TestBed, Keep: as.Keep, Revoke: as.Revoke, Why: as.Why}
 		f := quick
 		if viaServer {
-			f, viaServer = workflow.ExecuteActivity, false
+			f, viaServer = commitActivity, false
 		}
 		err := f(ctx, acts.AssignSlots, in).Get(ctx, nil)
 		if activities.IsNotHeld(err) {
@@ -430,7 +454,7 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 	sent := sendSignals
 	if viaServer {
 		sent = func(ctx workflow.Context, signals []activities.Signal) workflow.Future {
-			return workflow.ExecuteActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
+			return workflow.ExecuteActivity(withCommitOptions(ctx), acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
 		}
 	}
 	if err := sent(ctx, signals).Get(ctx, &res); err != nil {

@@ -41,8 +41,12 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, n := range in.Signals {
-			if n.WorkflowID == AdmissionWorkflowID("ns", "bed") && n.Signal == AdmissionRequestSignal {
-				admissionNudges++
+			reqs, err := admissionRequestsIn(n)
+			if err != nil {
+				return err
+			}
+			if n.WorkflowID == AdmissionWorkflowID("ns", "bed") {
+				admissionNudges += len(reqs)
 			}
 		}
 		return nil

@@ -173,7 +173,15 @@ func TestToResources_Exact(t *testing.T) {
 	}
 }
 
+// The requests come one to a signal, or in a batch (BatchedRequestsChange): the same
+// answers, in the same order.
 func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) { aclReleaseAndBadFile(t, batched) })
+	}
+}
+
+func aclReleaseAndBadFile(t *testing.T, batched bool) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="root"><aclSubmitApps>alice</aclSubmitApps><aclAdministerApps>alice</aclAdministerApps>
     <queue name="a"><maxRunningApps>1</maxRunningApps></queue>
@@ -181,9 +189,18 @@ func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
 </allocations>`}}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "mallory-job"), Queue: "a", User: "mallory", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "alice", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "alice", Slots: 1})
+		reqs := []AdmissionRequest{
+			{JobKey: jk("s", "mallory-job"), Queue: "a", User: "mallory", Slots: 1},
+			{JobKey: jk("s", "first"), Queue: "a", User: "alice", Slots: 1},
+			{JobKey: jk("s", "second"), Queue: "a", User: "alice", Slots: 1},
+		}
+		if batched {
+			env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+			return
+		}
+		for _, r := range reqs {
+			env.SignalWorkflow(AdmissionRequestSignal, r)
+		}
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		w.mu.Lock()

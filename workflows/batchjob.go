@@ -468,11 +468,17 @@ func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.A
 	return p, still, err
 }
 
+// WaitHeartbeatTimeout is the heartbeat timeout of a job's waits: a wait on a worker that
+// died is retried on another after this long. At 30 s, each kill of the worker in the long
+// run left every running job's slots idle for half a minute; the waits heartbeat every
+// activities.HeartbeatEvery, whatever they wait for.
+const WaitHeartbeatTimeout = 5 * time.Second
+
 // waitAppFor is waitApp bounded by a timer (0: none); timedOut says the timer ended it.
 func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest, limit time.Duration) (_ activities.AppProgress, timedOut, still bool, _ error) {
 	waitCtx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 365 * 24 * time.Hour,
-		HeartbeatTimeout:    30 * time.Second,
+		HeartbeatTimeout:    WaitHeartbeatTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	}))
 	defer cancel()

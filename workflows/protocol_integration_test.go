@@ -82,7 +82,7 @@ func (w *protocolWorld) RemoveSchedulingFinalizer(context.Context, activities.Sc
 // workflows are played by RequestCreation.
 func (w *protocolWorld) NudgeWorkflows(ctx context.Context, in activities.SignalWithStartInput) error {
 	for _, n := range in.Signals {
-		if n.Signal != workflows.AdmissionRequestSignal {
+		if n.Signal != workflows.AdmissionRequestSignal && n.Signal != workflows.AdmissionRequestsSignal {
 			continue
 		}
 		opts := client.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: "protocol"}

@@ -41,6 +41,26 @@ func withQuickOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// commitTimeout bounds one attempt of the activity by which Admission commits a decision
+// before telling it (CommitBeforeTellingChange): a signal or a slot assignment, which takes
+// milliseconds. The server learns of a worker lost during an attempt only when the attempt
+// times out: with the activities' default of a minute, each kill of the worker in the long
+// run held up every grant for up to a minute.
+const commitTimeout = 10 * time.Second
+
+// withCommitOptions gives the commit activity its timeout and retries.
+func withCommitOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: commitTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+}
+
+// commitActivity runs the commit activity.
+func commitActivity(ctx workflow.Context, activity any, args ...any) workflow.Future {
+	return workflow.ExecuteActivity(withCommitOptions(ctx), activity, args...)
+}
+
 // ClientSignalsChange is the version marker of signals between slotplane's workflows sent
 // through the Temporal client (the SignalWorkflows local activity) instead of
 // SignalExternalWorkflow. The server delivers an external signal with the sender's lock held

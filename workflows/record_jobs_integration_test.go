@@ -97,28 +97,40 @@ func (s *schedulingStandIn) ReleaseJobs(context.Context, activities.ClaimInput) 
 // the job then runs as RequestCreation makes it.
 func (s *schedulingStandIn) NudgeWorkflows(ctx context.Context, in activities.SignalWithStartInput) error {
 	for _, n := range in.Signals {
-		if n.Signal != workflows.AdmissionRequestSignal {
-			continue
-		}
-		var req workflows.AdmissionRequest
+		var reqs []workflows.AdmissionRequest
 		raw, _ := json.Marshal(n.SignalArg)
-		if err := json.Unmarshal(raw, &req); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		var slots []int32
-		for p := int32(0); p < 16 && len(slots) < int(req.Slots); p++ {
-			if !s.used(p) {
-				slots = append(slots, p)
+		switch n.Signal {
+		case workflows.AdmissionRequestSignal:
+			reqs = make([]workflows.AdmissionRequest, 1)
+			if err := json.Unmarshal(raw, &reqs[0]); err != nil {
+				return err
+			}
+		case workflows.AdmissionRequestsSignal:
+			if err := json.Unmarshal(raw, &reqs); err != nil {
+				return err
 			}
 		}
-		s.taken[req.Job] = slots
-		s.mu.Unlock()
-		if err := s.c.SignalWorkflow(ctx, s.id, "", workflows.AdmittedSignal, workflows.AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots}); err != nil {
-			return err
+		for _, req := range reqs {
+			if err := s.grant(ctx, req); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// grant gives a request the next free slots.
+func (s *schedulingStandIn) grant(ctx context.Context, req workflows.AdmissionRequest) error {
+	s.mu.Lock()
+	var slots []int32
+	for p := int32(0); p < 16 && len(slots) < int(req.Slots); p++ {
+		if !s.used(p) {
+			slots = append(slots, p)
+		}
+	}
+	s.taken[req.Job] = slots
+	s.mu.Unlock()
+	return s.c.SignalWorkflow(ctx, s.id, "", workflows.AdmittedSignal, workflows.AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots})
 }
 
 func (s *schedulingStandIn) used(p int32) bool {

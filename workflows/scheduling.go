@@ -158,7 +158,18 @@ type scheduler struct {
 	// skipped).
 	written    map[string]v1alpha1.SchedulingJobStatus
 	writtenTop *v1alpha1.SchedulingStatus
+	// wroteAt is when this run last wrote the status; owed, while not nil, fires when a
+	// write that StatusPaceChange put off is due.
+	wroteAt time.Time
+	owed    workflow.Future
 }
+
+// GiveBackInTheRequestChange is the version marker of a give-back that is one message: the
+// job's new request names the grant it gives back (AdmissionRequest.GaveBack). Before it,
+// a release went first and the request after it, but Admission takes a turn's requests
+// before its releases: both in one turn re-sent the old grant, which the Scheduling
+// ignored, then released the job, which waited for nothing after that.
+const GiveBackInTheRequestChange = "give-back-in-the-request"
 
 // BatchedMessagesChange is the version marker of the loop that takes every message waiting
 // at once: all grants start together (their creation requests written side by side, one
@@ -172,6 +183,19 @@ const BatchedMessagesChange = "batched-messages"
 // status changed: a 1000-job Scheduling no longer puts its whole status into its history at
 // every step.
 const StatusDeltasChange = "status-deltas"
+
+// StatusPaceChange is the version marker of status writes paced to one per statusPace
+// while only the jobs' progress changed: a write that comes sooner is put off until a
+// timer says it is due, and what changed meanwhile goes with it. A change of the state,
+// the message, the job count or a condition is written at once. Each write puts the whole
+// object through the API server and to every watcher, so a 1,000-job Scheduling whose
+// jobs end eight a second cost twenty writes of some 300 KB a second before it.
+const StatusPaceChange = "status-pace"
+
+// statusPace is the least time between two writes of a Scheduling's status that carry only
+// its jobs' progress (the Job controller of Kubernetes batches its status the same way).
+// Each job's own status, on its BatchJob, is written as it changes.
+const statusPace = time.Second
 
 func (s *scheduler) run(ctx workflow.Context) error {
 	if s.entries != nil {
@@ -230,8 +254,12 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 			if s.allDone() {
 				break
 			}
-			if err := s.waitForAdmission(ctx); err != nil {
+			due, err := s.waitForAdmission(ctx)
+			if err != nil {
 				return err
+			}
+			if due {
+				continue // only a put-off status write: not a decision
 			}
 			steps++
 			long := steps >= s.in.StepsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
@@ -347,6 +375,16 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 // as it would have been in this run (a job's end is told to Admission, a grant starts its
 // job or is given back): a signal left in a channel would be lost with this run.
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, GrantsBeforeTheirProgressChange, workflow.DefaultVersion, 1) >= 1 {
+		for s.progress.Len() > 0 || s.grants.Len() > 0 {
+			if err := s.takeWaiting(ctx, nil, nil, true); err != nil {
+				return err
+			}
+		}
+		next := s.in
+		next.Carried = s.carry()
+		return workflow.NewContinueAsNewError(ctx, SchedulingWorkflow, next)
+	}
 	for {
 		took := false
 		for s.progress.Len() > 0 {
@@ -581,6 +619,15 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 		workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) >= 1 {
 		return nil // nothing changed since the last write
 	}
+	if s.writtenTop != nil && sameTop(countless(*s.writtenTop), countless(top)) &&
+		workflow.GetVersion(ctx, StatusPaceChange, workflow.DefaultVersion, 1) >= 1 {
+		if due := s.wroteAt.Add(statusPace).Sub(workflow.Now(ctx)); due > 0 {
+			if s.owed == nil {
+				s.owed = workflow.NewTimer(ctx, due)
+			}
+			return nil
+		}
+	}
 	err := quick(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
 	var app *temporal.ApplicationError
 	if in.Delta && errors.As(err, &app) && app.Type() == activities.ErrStatusOutOfStep {
@@ -596,8 +643,14 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 	for _, js := range in.Status.Jobs {
 		s.written[js.Name] = js
 	}
-	s.writtenTop = &top
+	s.writtenTop, s.wroteAt = &top, workflow.Now(ctx)
 	return nil
+}
+
+// countless is a status without its job counts (StatusPaceChange).
+func countless(st v1alpha1.SchedulingStatus) v1alpha1.SchedulingStatus {
+	st.RunningJobs, st.FinishedJobs = 0, 0
+	return st
 }
 
 // sameTop says whether two statuses are equal but for their job lists.
@@ -730,7 +783,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 		}
 		infos = append(infos, got...)
 	}
-	var nudges []activities.SignalWithStart
+	var reqs []AdmissionRequest
 	for i, e := range entries {
 		info := infos[i]
 		if !info.Exists {
@@ -745,16 +798,34 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 		if driver.IsZero() {
 			driver = queue.MBVCores(1024, 1) // the apps package's default driver
 		}
-		req := AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
-			Driver: driver, Expected: info.Expected}
-		nudges = append(nudges, activities.SignalWithStart{
+		reqs = append(reqs, AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
+			Driver: driver, Expected: info.Expected, GaveBack: e.GaveBack})
+	}
+	nudge := func(signal string, arg any) activities.SignalWithStart {
+		return activities.SignalWithStart{
 			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
 			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed, StepsPerRun: s.in.AdmissionStepsPerRun},
-			Signal: AdmissionRequestSignal, SignalArg: req,
-		})
+			Signal: signal, SignalArg: arg,
+		}
+	}
+	var nudges []activities.SignalWithStart
+	if len(reqs) > 0 && workflow.GetVersion(ctx, BatchedRequestsChange, workflow.DefaultVersion, 1) >= 1 {
+		for part := range slices.Chunk(reqs, batch) {
+			nudges = append(nudges, nudge(AdmissionRequestsSignal, part))
+		}
+		return sendNudges(ctx, nudges)
+	}
+	for _, r := range reqs {
+		nudges = append(nudges, nudge(AdmissionRequestSignal, r))
 	}
 	return sendNudges(ctx, nudges)
 }
+
+// BatchedRequestsChange is the version marker of a Scheduling that sends its requests to
+// Admission a batch to a signal (AdmissionRequestsSignal), not one signal each. The server
+// delivers the signals to one workflow one at a time: a 500-job Scheduling waited 13 s
+// between taking its jobs and its first job running, most of it in 500 signals.
+const BatchedRequestsChange = "batched-requests"
 
 // admissionKey is the key of an entry's run in Admission: a job runs once per Scheduling.
 func (s *scheduler) admissionKey(e *TrackedJob) queue.JobKey {
@@ -811,9 +882,12 @@ func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 	}
 }
 
-// waitForAdmission waits for a grant, a job's progress or an extension, and acts on it.
-func (s *scheduler) waitForAdmission(ctx workflow.Context) error {
+// waitForAdmission waits for a grant, a job's progress or an extension, and acts on it;
+// statusDue: nothing came but the time of a put-off status write (StatusPaceChange).
+func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err error) {
+	ordered := workflow.GetVersion(ctx, GrantsBeforeTheirProgressChange, workflow.DefaultVersion, 1) >= 1
 	var grant *AdmissionGrant
+	var progress *JobProgress
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	sel := workflow.NewSelector(ctx)
@@ -822,33 +896,64 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) error {
 		c.Receive(ctx, &g)
 		grant = &g
 	})
-	sel.AddReceive(s.progress, func(workflow.ReceiveChannel, bool) { s.receiveProgress(ctx) })
-	sel.AddFuture(awaitFuture(timerCtx, func() bool { return s.changed }), func(workflow.Future) { s.changed = false })
-	sel.Select(ctx)
-	if workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		if grant == nil {
-			return nil
+	sel.AddReceive(s.progress, func(c workflow.ReceiveChannel, _ bool) {
+		if !ordered {
+			s.receiveProgress(ctx)
+			return
 		}
-		return s.handleGrant(ctx, *grant)
+		var p JobProgress
+		c.Receive(ctx, &p)
+		progress = &p
+	})
+	sel.AddFuture(awaitFuture(timerCtx, func() bool { return s.changed }), func(workflow.Future) { s.changed = false })
+	if s.owed != nil {
+		// A put-off status write is due: the loop turns and writes it.
+		sel.AddFuture(s.owed, func(workflow.Future) { s.owed, statusDue = nil, true })
 	}
-	return s.takeWaiting(ctx, grant)
+	sel.Select(ctx)
+	if statusDue {
+		return true, nil
+	}
+	if workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if progress != nil {
+			s.tellAdmissionAll(ctx, s.onProgress(ctx, *progress))
+		}
+		if grant == nil {
+			return false, nil
+		}
+		return false, s.handleGrant(ctx, *grant)
+	}
+	return false, s.takeWaiting(ctx, grant, progress, ordered)
 }
 
-// takeWaiting handles, after the message that woke the loop, every message waiting:
-// progress is applied (Admission's signals sent side by side), and the grants start their
-// jobs together.
-func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant) error {
+// GrantsBeforeTheirProgressChange is the version marker of a loop that takes a grant before
+// the progress of the run it starts, when both wait at once. That happens when a worker is
+// lost after it carried out a grant (the job's request written, its workflow nudged) but
+// before its task was recorded: the job runs and reports while the grant waits to be taken
+// again, and the next task gets both. Progress went first and was dropped, as it named a run
+// the entry did not have yet: the job ended, and its Scheduling waited for it forever (the
+// long run with worker kills saw it).
+const GrantsBeforeTheirProgressChange = "grants-before-their-progress"
+
+// takeWaiting handles, after the message or messages that woke the loop, every message
+// waiting: progress is applied (Admission's signals sent side by side), and the grants start
+// their jobs together. ordered (GrantsBeforeTheirProgressChange): the progress of a run
+// that a grant among them starts is applied after the grants.
+func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant, progress *JobProgress, ordered bool) error {
 	var grants []AdmissionGrant
 	if grant != nil {
 		grants = append(grants, *grant)
 	}
-	var tells []tell
+	var ps []JobProgress
+	if progress != nil {
+		ps = append(ps, *progress)
+	}
 	for {
 		var p JobProgress
 		if !s.progress.ReceiveAsync(&p) {
 			break
 		}
-		tells = append(tells, s.onProgress(ctx, p)...)
+		ps = append(ps, p)
 	}
 	for {
 		var g AdmissionGrant
@@ -857,8 +962,23 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant) err
 		}
 		grants = append(grants, g)
 	}
+	var tells []tell
+	var later []JobProgress
+	for _, p := range ps {
+		if ordered && slices.ContainsFunc(grants, func(g AdmissionGrant) bool { return g.Job == p.Job && g.Run == p.Run }) {
+			later = append(later, p)
+			continue
+		}
+		tells = append(tells, s.onProgress(ctx, p)...)
+	}
 	s.tellAdmissionAll(ctx, tells)
-	return s.handleGrants(ctx, grants)
+	err := s.handleGrants(ctx, grants)
+	tells = nil
+	for _, p := range later {
+		tells = append(tells, s.onProgress(ctx, p)...)
+	}
+	s.tellAdmissionAll(ctx, tells)
+	return err
 }
 
 // handleGrants is handleGrant for many grants at once: their creation requests are written
@@ -921,12 +1041,14 @@ func (s *scheduler) giveBack(e *TrackedJob, why error) {
 	e.Message = v1alpha1.ClipMessage("waiting again: " + msg)
 }
 
-// askAgain has Admission release the grants the jobs gave back, then asks for the jobs again
-// (they join the end of their queues). The release goes first: Admission takes messages in
-// the order they were sent.
+// askAgain asks for the jobs again (they join the end of their queues); each request names
+// the grant its job gave back, which Admission releases (GiveBackInTheRequestChange).
 func (s *scheduler) askAgain(ctx workflow.Context, jobs []*TrackedJob) error {
 	if len(jobs) == 0 {
 		return nil
+	}
+	if workflow.GetVersion(ctx, GiveBackInTheRequestChange, workflow.DefaultVersion, 1) >= 1 {
+		return s.requestAdmission(ctx, jobs)
 	}
 	tells := make([]tell, len(jobs))
 	for i, e := range jobs {

@@ -24,10 +24,15 @@ import (
 // on four slots, and takes slots back on a release), and the job workflows (a job reports
 // Running a second after its application is asked for, and Completed after runFor).
 type fakeAdmission struct {
-	mu     sync.Mutex
-	env    *testsuite.TestWorkflowEnvironment
-	runFor map[string]time.Duration
-	free   []int32
+	mu sync.Mutex
+	// grantAfter is how long a grant takes to arrive. reportsWithGrant: the job's whole run
+	// (Running, Completed) is reported together with its grant, as after a worker that
+	// carried the grant out was lost before its task was recorded.
+	grantAfter       time.Duration
+	reportsWithGrant bool
+	env              *testsuite.TestWorkflowEnvironment
+	runFor           map[string]time.Duration
+	free             []int32
 	// waiting holds the requests not granted yet, held the slots of each granted key.
 	waiting []AdmissionRequest
 	held    map[string][]int32
@@ -39,6 +44,7 @@ type fakeAdmission struct {
 	// writes: every status write as sent; outOfStep delta writes are refused as the
 	// activity refuses one that does not fit the object.
 	writes    []activities.WriteSchedulingStatusInput
+	wroteAt   []time.Time
 	outOfStep int
 	// seq numbers the grants; gone are slots whose node left the bed after Admission read
 	// it: a creation request naming one fails (ErrSlotsGone), which slotsGone counts, and a
@@ -46,7 +52,9 @@ type fakeAdmission struct {
 	seq       int64
 	gone      map[int32]bool
 	slotsGone int
-	grants    map[string]AdmissionGrant
+	// gaveBack: every job whose request gave back the grant it held.
+	gaveBack []string
+	grants   map[string]AdmissionGrant
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -88,7 +96,7 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 		AdmissionStartedSignal: func(string, any) error { return nil },
 	})
 	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
-		f.writes = append(f.writes, in)
+		f.writes, f.wroteAt = append(f.writes, in), append(f.wroteAt, env.Now())
 		if in.Delta && f.outOfStep > 0 {
 			f.outOfStep--
 			return temporal.NewNonRetryableApplicationError("out of step", activities.ErrStatusOutOfStep, nil)
@@ -118,26 +126,49 @@ func (f *fakeAdmission) nudge(_ context.Context, in activities.SignalWithStartIn
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, n := range in.Signals {
-		if n.Signal != AdmissionRequestSignal {
-			continue
-		}
-		// The payload crossed the data converter as a map: read it back as a request.
-		raw, err := json.Marshal(n.SignalArg)
+		reqs, err := admissionRequestsIn(n)
 		if err != nil {
 			return err
 		}
-		var req AdmissionRequest
-		if err := json.Unmarshal(raw, &req); err != nil {
-			return err
-		}
-		f.requested = append(f.requested, req.Job)
-		waits := slices.ContainsFunc(f.waiting, func(w AdmissionRequest) bool { return w.JobKey == req.JobKey })
-		if _, granted := f.held[req.String()]; !waits && !granted {
-			f.waiting = append(f.waiting, req)
+		for _, req := range reqs {
+			f.take(req)
 		}
 	}
 	f.grant()
 	return nil
+}
+
+// admissionRequestsIn reads the Admission requests a nudge carries: one, a batch, or none.
+// The payload crossed the data converter as a map: it is read back as requests.
+func admissionRequestsIn(n activities.SignalWithStart) ([]AdmissionRequest, error) {
+	if n.Signal != AdmissionRequestSignal && n.Signal != AdmissionRequestsSignal {
+		return nil, nil
+	}
+	raw, err := json.Marshal(n.SignalArg)
+	if err != nil {
+		return nil, err
+	}
+	if n.Signal == AdmissionRequestsSignal {
+		var reqs []AdmissionRequest
+		return reqs, json.Unmarshal(raw, &reqs)
+	}
+	var req AdmissionRequest
+	return []AdmissionRequest{req}, json.Unmarshal(raw, &req)
+}
+
+// take is one request reaching Admission (the caller holds mu).
+func (f *fakeAdmission) take(req AdmissionRequest) {
+	f.requested = append(f.requested, req.Job)
+	if g, ok := f.grants[req.String()]; ok && req.GaveBack != 0 && req.GaveBack == g.Seq {
+		if _, held := f.held[req.String()]; held {
+			f.gaveBack = append(f.gaveBack, req.Job)
+			f.releaseLocked(req.JobKey)
+		}
+	}
+	waits := slices.ContainsFunc(f.waiting, func(w AdmissionRequest) bool { return w.JobKey == req.JobKey })
+	if _, granted := f.held[req.String()]; !waits && !granted {
+		f.waiting = append(f.waiting, req)
+	}
 }
 
 // grant gives the head requests their slots while they fit (the caller holds mu).
@@ -151,13 +182,25 @@ func (f *fakeAdmission) grant() {
 		f.seq++
 		g := AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots, Seq: f.seq}
 		f.grants[req.String()] = g
-		f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(AdmittedSignal, g) }, 0)
+		reports := f.reportsWithGrant
+		f.env.RegisterDelayedCallback(func() {
+			f.env.SignalWorkflow(AdmittedSignal, g)
+			if reports {
+				f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: g.Job, Run: g.Run, State: v1alpha1.JobRunning})
+				f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: g.Job, Run: g.Run, State: v1alpha1.JobCompleted})
+			}
+		}, f.grantAfter)
 	}
 }
 
 func (f *fakeAdmission) release(k AdmissionKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.releaseLocked(k)
+	f.grant()
+}
+
+func (f *fakeAdmission) releaseLocked(k AdmissionKey) {
 	f.admissionReleases = append(f.admissionReleases, k.Job)
 	f.waiting = slices.DeleteFunc(f.waiting, func(w AdmissionRequest) bool { return w.JobKey == k })
 	if slots, ok := f.held[k.String()]; ok {
@@ -165,7 +208,6 @@ func (f *fakeAdmission) release(k AdmissionKey) {
 		f.free = append(f.free, slices.DeleteFunc(slots, func(p int32) bool { return f.gone[p] })...)
 		slices.Sort(f.free)
 	}
-	f.grant()
 }
 
 func (f *fakeAdmission) requestCreation(_ context.Context, in activities.RequestCreationInput) error {
@@ -247,6 +289,8 @@ func TestSchedulingWorkflow_AGrantWhoseSlotLeftTheBedIsAskedForAgain(t *testing.
 	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
 	f.runFor = map[string]time.Duration{"a": 10 * time.Second}
 	f.gone = map[int32]bool{1: true}
+	// Grants take longer than the pace of status writes, so one says the job waits again.
+	f.grantAfter = 3 * statusPace
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
 
@@ -255,6 +299,7 @@ func TestSchedulingWorkflow_AGrantWhoseSlotLeftTheBedIsAskedForAgain(t *testing.
 	require.Equal(t, 1, f.slotsGone, "one request named the slot that left")
 	require.Equal(t, []string{"a", "a"}, f.requested, "the job is asked for again once; the late copy of its first grant is not taken")
 	require.Equal(t, []string{"a"}, f.created)
+	require.Equal(t, []string{"a"}, f.gaveBack, "the second request gave the first grant back")
 	require.Equal(t, []string{"a", "a"}, f.admissionReleases, "the grant given back, then the job's end")
 	require.Empty(t, f.held)
 	var waitingAgain bool
@@ -491,6 +536,70 @@ func TestSchedulingWorkflow_LongQueuesGoInBatches(t *testing.T) {
 	require.NotContains(t, f.released[:199], "j150")
 	require.Empty(t, f.requested)
 	require.Contains(t, lastWithState(*statuses, v1alpha1.SchedulingFailed).Message, "job j150 is held by scheduling other")
+}
+
+// A job's progress that comes in the same turn as its grant (a worker carried the grant out,
+// and was lost before its task was recorded) is applied after the grant: the job completes,
+// and so does the Scheduling.
+func TestSchedulingWorkflow_ProgressThatComesWithItsGrantCounts(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 2}, {Name: "b", Replication: 2},
+	}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.reportsWithGrant = true
+	f.runFor = map[string]time.Duration{"a": 10 * time.Hour, "b": 10 * time.Hour} // reported with the grant only
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+	require.NoError(t, env.GetWorkflowError())
+
+	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+	require.NotNil(t, completed, "the Scheduling completed")
+	require.Equal(t, int32(2), completed.FinishedJobs)
+	require.Equal(t, []string{"a", "b"}, f.admissionReleases, "each job's end reached Admission")
+}
+
+// While only the jobs' progress changes, status writes come at most one per statusPace, and
+// a change nothing follows is still written; a change of the state is written at once.
+func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
+	var jobs []v1alpha1.SchedulingJob
+	for i := range 40 {
+		jobs = append(jobs, v1alpha1.SchedulingJob{Name: fmt.Sprintf("j%02d", i), Replication: 1})
+	}
+	jobs = append(jobs, v1alpha1.SchedulingJob{Name: "last", Replication: 1})
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: jobs}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	for _, j := range jobs {
+		f.runFor[j.Name] = 200 * time.Millisecond // 40 jobs on 4 slots: about 2 s
+	}
+	f.runFor["last"] = 10 * time.Hour // it says Running at 1 s, and nothing follows
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
+	require.NoError(t, env.GetWorkflowError())
+
+	var progressOnly int
+	for i := 1; i < len(f.writes); i++ {
+		prev, cur := f.writes[i-1].Status, f.writes[i].Status
+		if prev.State != cur.State || prev.Message != cur.Message {
+			continue
+		}
+		progressOnly++
+		require.GreaterOrEqual(t, f.wroteAt[i].Sub(f.wroteAt[i-1]), statusPace, "write %d carries only progress and came %s after the one before", i, f.wroteAt[i].Sub(f.wroteAt[i-1]))
+	}
+	require.Positive(t, progressOnly)
+	require.Less(t, len(f.writes), 15, "41 jobs' starts and ends took %d writes", len(f.writes))
+
+	last := (*statuses)[len(*statuses)-1]
+	require.Equal(t, v1alpha1.SchedulingCancelled, last.State)
+	before := lastWithState(*statuses, v1alpha1.SchedulingScheduling)
+	require.NotNil(t, before)
+	require.Equal(t, int32(40), before.FinishedJobs, "the last write before the cancellation has every end")
+	require.Equal(t, v1alpha1.JobRunning, jobStatus(*before, "last").State, "and the start that nothing followed")
+	for i, at := range f.wroteAt {
+		if f.writes[i].Status.State == v1alpha1.SchedulingCancelled {
+			require.Equal(t, time.Hour, at.Sub(f.wroteAt[0]).Round(time.Second), "the cancellation is written at once")
+			break
+		}
+	}
 }
 
 // After its first write, a run sends only the jobs whose status changed, so a long queue's
