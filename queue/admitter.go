@@ -202,7 +202,11 @@ const (
 	// RulesHandOver: the slots of a released job may be granted in the same decision, before
 	// the test bed's status shows them free (Handed).
 	RulesHandOver = 3
-	RulesLatest   = RulesHandOver
+	// RulesNoFreshVictims: preemption takes no slot from a job granted in the same decision.
+	// Before it, a job could be granted slots and lose some of them in one decision: its
+	// Scheduling was told of the grant, and Admission revoked part of it at once.
+	RulesNoFreshVictims = 4
+	RulesLatest         = RulesNoFreshVictims
 )
 
 // Admitter is the whole admission core of one test bed, pure and deterministic: requests
@@ -816,6 +820,11 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	}
 	if heldRoomIsUsed && !a.roomToSpareBelow(pre.UtilizationThreshold, head, avail) {
 		return
+	}
+	if a.st.Rules >= RulesNoFreshVictims {
+		for _, g := range d.Grants {
+			delete(executors, g.JobKey.String())
+		}
 	}
 	victims := a.tree.PlanPreemption(c, starving, a.st.Slot, executors)
 	a.takeBack(victims, starving, head, d)

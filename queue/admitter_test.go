@@ -627,6 +627,15 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 					vacating[p] = true
 				}
 			}
+			granted := map[JobKey]bool{}
+			for _, g := range d.Grants {
+				granted[g.JobKey] = true
+			}
+			for _, as := range d.Assignments {
+				if granted[as.JobKey] && len(as.Revoke) > 0 {
+					t.Fatalf("seed %d step %d: %s was granted slots and lost %v in the same decision", seed, step, as.JobKey, as.Revoke)
+				}
+			}
 			for _, g := range d.Grants {
 				for _, p := range g.Slots {
 					if !before[p] && !(lagging[p] && !wasVacating[p]) {
