@@ -253,6 +253,11 @@ type RequestCreationInput struct {
 	Namespace string
 	Job       string
 	Request   v1alpha1.CreationRequest
+	// Nudge, when set, is sent (signal-with-start, on TaskQueue) once the request is written
+	// and before the ghosts are cleared, so the job's workflow makes its application while
+	// the ghosts go. An input from before the field has none: its Scheduling nudges after.
+	Nudge     *SignalWithStart `json:",omitempty"`
+	TaskQueue string           `json:",omitempty"`
 }
 
 // ErrNotHeld: the Scheduling no longer holds the job (it was released or taken over).
@@ -275,6 +280,11 @@ const ErrSlotsGone = "SlotsGone"
 func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
 	if err := a.writeRequest(ctx, in); err != nil {
 		return err
+	}
+	if in.Nudge != nil {
+		if err := a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{*in.Nudge}}); err != nil {
+			return err
+		}
 	}
 	if in.Request.GrantedAt == nil {
 		return nil // a request of a Scheduling run from before grants cleared ghosts

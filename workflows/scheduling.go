@@ -485,13 +485,26 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 	}
 	var nudges []activities.SignalWithStart
 	for _, name := range jobs {
-		nudges = append(nudges, activities.SignalWithStart{
-			WorkflowID: BatchJobWorkflowID(s.key.Namespace, name), WorkflowType: "BatchJobWorkflow",
-			Input: BatchJobInput{Namespace: s.key.Namespace, Name: name}, Signal: BatchJobChangedSignal,
-		})
+		nudges = append(nudges, s.jobNudge(name))
 	}
 	return sendNudges(ctx, nudges)
 }
+
+// jobNudge tells a job's workflow to look at its job again, starting it if needed.
+func (s *scheduler) jobNudge(name string) activities.SignalWithStart {
+	return activities.SignalWithStart{
+		WorkflowID: BatchJobWorkflowID(s.key.Namespace, name), WorkflowType: "BatchJobWorkflow",
+		Input: BatchJobInput{Namespace: s.key.Namespace, Name: name}, Signal: BatchJobChangedSignal,
+	}
+}
+
+// NudgeBeforeGhostsChange is the version marker of a grant whose creation request nudges the
+// job's workflow itself, once the request is written and before the slots' ghosts are
+// deleted (RequestCreationInput.Nudge): the job makes its application while the ghosts go,
+// instead of after the whole request and a separate nudge. The executors, made after the
+// driver, find their slots empty as before; one that came first would take the preemption
+// path, which stays for that.
+const NudgeBeforeGhostsChange = "nudge-before-ghosts"
 
 // batch is how many jobs one cluster activity handles. Each job costs the activity one or
 // two requests to the API server: at the worker's default of 100 a second, a batch takes a
@@ -990,12 +1003,18 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		f workflow.Future
 	}
 	var started []pending
+	early := len(grants) > 0 && workflow.GetVersion(ctx, NudgeBeforeGhostsChange, workflow.DefaultVersion, 1) >= 1
 	for _, g := range grants {
 		e, req, ok := s.takeGrant(ctx, g)
 		if !ok {
 			continue
 		}
-		f := quick(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req})
+		in := activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}
+		if early {
+			n := s.jobNudge(e.Job.Name)
+			in.Nudge, in.TaskQueue = &n, TaskQueue
+		}
+		f := quick(ctx, acts.RequestCreation, in)
 		started = append(started, pending{e: e, g: g, f: f})
 	}
 	var nudge []string
@@ -1016,7 +1035,9 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 			}
 		default:
 			p.e.Message = v1alpha1.ClipMessage("admitted to queue " + p.g.Queue)
-			nudge = append(nudge, p.e.Job.Name)
+			if !early {
+				nudge = append(nudge, p.e.Job.Name)
+			}
 		}
 	}
 	if err := s.askAgain(ctx, gone); err != nil {

@@ -54,7 +54,10 @@ type fakeAdmission struct {
 	slotsGone int
 	// gaveBack: every job whose request gave back the grant it held.
 	gaveBack []string
-	grants   map[string]AdmissionGrant
+	// jobNudges and requestNudges: the job workflows nudged on their own, and by their
+	// creation requests (NudgeBeforeGhostsChange).
+	jobNudges, requestNudges []string
+	grants                   map[string]AdmissionGrant
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -126,6 +129,9 @@ func (f *fakeAdmission) nudge(_ context.Context, in activities.SignalWithStartIn
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, n := range in.Signals {
+		if n.Signal == BatchJobChangedSignal {
+			f.jobNudges = append(f.jobNudges, n.WorkflowID)
+		}
 		reqs, err := admissionRequestsIn(n)
 		if err != nil {
 			return err
@@ -220,6 +226,9 @@ func (f *fakeAdmission) requestCreation(_ context.Context, in activities.Request
 		return temporal.NewNonRetryableApplicationError("test bed bed no longer has slot 1", activities.ErrSlotsGone, nil)
 	}
 	f.created = append(f.created, in.Job)
+	if in.Nudge != nil {
+		f.requestNudges = append(f.requestNudges, in.Nudge.WorkflowID)
+	}
 	job, run := in.Job, in.Request.Run
 	f.env.RegisterDelayedCallback(func() {
 		f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: job, Run: run, State: v1alpha1.JobRunning})
@@ -268,6 +277,9 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{"a", "b", "c"}, f.requested, "every job is sent to Admission once, in queue order")
 	require.Equal(t, []string{"a", "b", "c"}, f.created)
+	require.Equal(t, []string{BatchJobWorkflowID("ns", "a"), BatchJobWorkflowID("ns", "b"), BatchJobWorkflowID("ns", "c")}, f.requestNudges,
+		"each creation request nudges its job's workflow itself")
+	require.Len(t, f.jobNudges, 6, "the jobs are nudged on their own when claimed and when released, not after their requests")
 	require.Equal(t, []string{"a", "c", "b"}, f.admissionReleases, "each job's end gives its slots back: a at 10 s, c at 15 s, b at 20 s")
 	require.Empty(t, f.held, "Admission holds nothing for this Scheduling at the end")
 	require.ElementsMatch(t, []string{"a", "b", "c"}, f.released, "cancelling releases every job")
