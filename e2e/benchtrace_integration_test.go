@@ -14,6 +14,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,19 +149,25 @@ func (t *benchTrace) history(b *testing.B, id string, from, to time.Time) []trac
 			kind == enumspb.EVENT_TYPE_TIMER_STARTED || kind == enumspb.EVENT_TYPE_TIMER_CANCELED || kind == enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES {
 			continue
 		}
-		what := strings.TrimPrefix(kind.String(), "EVENT_TYPE_")
-		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
-			what += " " + a.GetSignalName()
-		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
-			what += " " + a.GetActivityType().GetName()
-		}
-		if a := ev.GetMarkerRecordedEventAttributes(); a != nil {
-			what += " " + a.GetMarkerName()
-		}
-		out = append(out, traceEvent{at, fmt.Sprintf("workflow %s: %s", id, strings.ToLower(what))})
+		out = append(out, traceEvent{at, fmt.Sprintf("workflow %s: %s", id, strings.ToLower(describeEvent(ev)))})
 	}
 	return out
+}
+
+// describeEvent names a history event: its type, and the signal, activity or marker it is
+// about.
+func describeEvent(ev *historypb.HistoryEvent) string {
+	what := strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")
+	if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+		what += " " + a.GetSignalName()
+	}
+	if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+		what += " " + a.GetActivityType().GetName()
+	}
+	if a := ev.GetMarkerRecordedEventAttributes(); a != nil {
+		what += " " + a.GetMarkerName()
+	}
+	return what
 }
 
 // apiRequests prints the API server's request counts since it started, by verb and

@@ -164,19 +164,6 @@ func dumpHistory(t *testing.T, p *e2ePlatform, id string, start time.Time, n int
 			t.Logf("history of %s: %v", id, err)
 			return
 		}
-		what := ev.GetEventType().String()
-		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
-			what += " " + a.GetSignalName()
-		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
-			what += " " + a.GetActivityType().GetName()
-		}
-		if a := ev.GetMarkerRecordedEventAttributes(); a != nil {
-			what += " " + a.GetMarkerName()
-			if d, ok := a.GetDetails()["type"]; ok && len(d.GetPayloads()) > 0 {
-				what += " " + string(d.GetPayloads()[0].GetData())
-			}
-		}
-		t.Logf("%s %7.3f s %s", id, ev.GetEventTime().AsTime().Sub(start).Seconds(), what)
+		t.Logf("%s %7.3f s %s", id, ev.GetEventTime().AsTime().Sub(start).Seconds(), describeEvent(ev))
 	}
 }

@@ -451,13 +451,13 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 		signals[i] = activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, g.Scheduling), Name: AdmittedSignal, Arg: g}
 	}
 	var res activities.SignalWorkflowsResult
-	sent := sendSignals
+	var sent workflow.Future
 	if viaServer {
-		sent = func(ctx workflow.Context, signals []activities.Signal) workflow.Future {
-			return workflow.ExecuteActivity(withCommitOptions(ctx), acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
-		}
+		sent = commitActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
+	} else {
+		sent = sendSignals(ctx, signals)
 	}
-	if err := sent(ctx, signals).Get(ctx, &res); err != nil {
+	if err := sent.Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Warn("tell schedulings of their jobs", "grants", len(gs), "err", err)
 		for _, g := range gs {
 			a.core.Release(g.JobKey)
