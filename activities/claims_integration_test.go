@@ -94,6 +94,67 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 	require.Equal(t, []string{"absent"}, res.Missing)
 }
 
+// A claim writes the InQueue status of a job that rests, keeping its conditions, and says so;
+// a job with something of an earlier run left is claimed but left to its workflow. The
+// workflow's own Ready or InQueue write, decided on an older picture, is not written over a
+// claim; once the picture is true again, it is.
+func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	a := &activities.Activities{Client: cl}
+	ctx := context.Background()
+	get := func(name string) *v1alpha1.BatchJob {
+		var job v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &job))
+		return &job
+	}
+	allowed := metav1.Condition{Type: v1alpha1.ConditionSpecAllowed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSpecAllowed,
+		Message: "kept", LastTransitionTime: metav1.Now()}
+	for _, name := range []string{"fresh", "ran", "requested"} {
+		require.NoError(t, cl.Create(ctx, testobjects.BatchJob(name).Obj()))
+	}
+	fresh := get("fresh")
+	fresh.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Conditions: []metav1.Condition{allowed}}
+	require.NoError(t, cl.Status().Update(ctx, fresh))
+	ran := get("ran")
+	ran.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Run: 2, Application: &v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: "ran-old-2"}}
+	require.NoError(t, cl.Status().Update(ctx, ran))
+	requested := get("requested")
+	requested.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"}
+	require.NoError(t, cl.Update(ctx, requested))
+
+	in := activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"fresh", "ran", "requested"}}
+	res, err := a.ClaimJobs(ctx, in)
+	require.NoError(t, err)
+	require.ElementsMatch(t, in.Names, res.Claimed)
+	require.Equal(t, []string{"fresh"}, res.Queued)
+	st := get("fresh").Status
+	require.Equal(t, v1alpha1.JobInQueue, st.State)
+	require.Equal(t, "me", st.Scheduling)
+	require.NotNil(t, st.QueuedAt)
+	require.Len(t, st.Conditions, 1)
+	require.Equal(t, "kept", st.Conditions[0].Message)
+	require.Equal(t, v1alpha1.JobCompleted, get("ran").Status.State, "the earlier run's status is the workflow's to change")
+	require.Equal(t, v1alpha1.JobReady, get("requested").Status.State)
+
+	again, err := a.ClaimJobs(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, []string{"fresh"}, again.Queued, "a retry finds the status written")
+
+	// The workflow saw "fresh" free before the claim: its Ready is not written, nor an
+	// InQueue for someone else; an InQueue for the holder is.
+	key := activities.JobKey{Namespace: "default", Name: "fresh"}
+	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobReady}}))
+	require.Equal(t, v1alpha1.JobInQueue, get("fresh").Status.State)
+	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: "them"}}))
+	require.Equal(t, "me", get("fresh").Status.Scheduling)
+	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: "me", Message: "mine"}}))
+	require.Equal(t, "mine", get("fresh").Status.Message)
+	require.NoError(t, a.ReleaseJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"fresh"}}))
+	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobReady}}))
+	require.Equal(t, v1alpha1.JobReady, get("fresh").Status.State, "released, the job is Ready again")
+}
+
 // CreateApplication builds the run's SparkApplication from the job and the test bed, the API
 // server stores it as built, and a second call (a retry) returns the same application.
 func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {

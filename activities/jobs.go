@@ -374,12 +374,23 @@ type WriteJobStatusInput struct {
 
 // WriteJobStatus writes a BatchJob's status; a job that is gone is fine. The conditions the
 // workflow sets replace theirs by type; any other condition on the job stays.
+//
+// A status that says who holds the job (Ready: nobody; InQueue: a Scheduling) is written
+// only while that is so: the workflow decided on what it read before, and a claim since has
+// written InQueue itself or nudges the workflow (ClaimJobs), a release nudges it. Writing the
+// older picture over the claim's would show a held job as Ready until its run began.
 func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput) error {
 	attempt := 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var job v1alpha1.BatchJob
 		if err := getForUpdate(ctx, a.Client, in.Job.nn(), &job, &attempt); err != nil {
 			return err
+		}
+		if s := in.Status.State; (s == v1alpha1.JobReady || s == v1alpha1.JobInQueue) && job.Labels[v1alpha1.ActiveSchedulingLabel] != in.Status.Scheduling {
+			if attempt == 1 {
+				return errCheckAgain // the cache's copy may lag: decide on etcd's
+			}
+			return nil
 		}
 		st := in.Status
 		st.ObservedGeneration = job.Generation

@@ -87,6 +87,13 @@ func refusal(refused []jobapp.SpecRefusal) admission.Response {
 	}}
 }
 
+// SpecChangedCondition and SpecChangedExpression are the webhook's match condition: a
+// create, or an update that changes the spec. An object without a spec is sent on too.
+const (
+	SpecChangedCondition  = "spec-changed"
+	SpecChangedExpression = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"
+)
+
 // SpecWebhookName names the ValidatingWebhookConfiguration of the spec check, and its one
 // webhook.
 const SpecWebhookName = "batchjob-spec.slotplane.io"
@@ -96,7 +103,10 @@ const SpecWebhookName = "batchjob-spec.slotplane.io"
 // Service, with the CA bundle that signed its certificate). deploy/bridge.yaml holds the
 // same for a cluster. Its failure policy is Ignore: when the bridge is away, jobs are still
 // written (their claims too), and the workflow and the worker refuse a bad spec all the
-// same.
+// same. A match condition keeps the updates that leave the spec as it was from the webhook:
+// the API server decides those itself, and they are most of the writes (a claim, a creation
+// request, a release: three per job run), each of which a call to the bridge made 3-9 ms
+// slower in the 1,000-job long run.
 func SpecWebhookConfiguration(client admissionregv1.WebhookClientConfig) *admissionregv1.ValidatingWebhookConfiguration {
 	ignore := admissionregv1.Ignore
 	none := admissionregv1.SideEffectClassNone
@@ -112,6 +122,7 @@ func SpecWebhookConfiguration(client admissionregv1.WebhookClientConfig) *admiss
 				Rule: admissionregv1.Rule{APIGroups: []string{v1alpha1.GroupName}, APIVersions: []string{"*"},
 					Resources: []string{"batchjobs"}},
 			}},
+			MatchConditions:         []admissionregv1.MatchCondition{{Name: SpecChangedCondition, Expression: SpecChangedExpression}},
 			FailurePolicy:           &ignore,
 			MatchPolicy:             &exact,
 			SideEffects:             &none,

@@ -21,6 +21,7 @@ import (
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testcluster"
 	"slotplane/internal/testplatform"
 	"slotplane/workflows"
 )
@@ -176,16 +177,38 @@ func (t *benchTrace) apiRequests(b *testing.B) {
 	if t == nil {
 		return
 	}
-	raw, err := t.p.Cluster.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	sums, err := apiServerRequests(t.p.Cluster)
 	if err != nil {
 		b.Logf("API server metrics: %v", err)
 		return
 	}
-	const metric = "apiserver_request_total{"
-	counts := map[string]float64{}
+	fmt.Print("Since the cluster started: ", sums.since(nil, 20))
+}
+
+// requestSums are the API server's request counts and their summed latency, by verb and
+// resource; the key "" holds its admission webhook calls.
+type requestSums map[string]struct{ count, seconds float64 }
+
+// apiServerRequests reads the API server's request counts since it started.
+func apiServerRequests(c *testcluster.Cluster) (requestSums, error) {
+	raw, err := c.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	sums := requestSums{}
+	add := func(key string, count, seconds float64) {
+		s := sums[key]
+		s.count += count
+		s.seconds += seconds
+		sums[key] = s
+	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		labels, value, ok := strings.Cut(strings.TrimPrefix(line, metric), "} ")
-		if !ok || !strings.HasPrefix(line, metric) {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
 			continue
 		}
 		label := map[string]string{}
@@ -194,18 +217,51 @@ func (t *benchTrace) apiRequests(b *testing.B) {
 				label[k] = strings.Trim(v, `"`)
 			}
 		}
-		var n float64
-		if _, err := fmt.Sscan(value, &n); err == nil {
-			counts[strings.TrimSuffix(label["verb"]+" "+label["resource"]+"/"+label["subresource"], "/")] += n
+		var x float64
+		if _, err := fmt.Sscan(value, &x); err != nil {
+			continue
+		}
+		key := strings.TrimSuffix(label["verb"]+" "+label["resource"]+"/"+label["subresource"], "/")
+		switch name {
+		case "apiserver_request_total":
+			add(key, x, 0)
+		case "apiserver_request_duration_seconds_sum":
+			add(key, 0, x)
+		case "apiserver_admission_webhook_admission_duration_seconds_sum":
+			add("", 0, x)
+		case "apiserver_admission_webhook_admission_duration_seconds_count":
+			add("", x, 0)
 		}
 	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
+	return sums, nil
+}
+
+// since renders the requests made after before (nil: since the start), the n most made
+// first, with each one's mean latency, and the admission webhook calls.
+func (s requestSums) since(before requestSums, n int) string {
+	type row struct {
+		key            string
+		count, seconds float64
 	}
-	slices.SortFunc(keys, func(x, y string) int { return cmp.Compare(counts[y], counts[x]) })
-	fmt.Println("API requests since the cluster started, by verb and resource:")
-	for _, k := range keys[:min(20, len(keys))] {
-		fmt.Printf("  %7.0f %s\n", counts[k], k)
+	var rows []row
+	var hook row
+	for k, v := range s {
+		r := row{k, v.count - before[k].count, v.seconds - before[k].seconds}
+		switch {
+		case k == "":
+			hook = r
+		case r.count > 0:
+			rows = append(rows, r)
+		}
 	}
+	slices.SortFunc(rows, func(x, y row) int { return cmp.Compare(y.count, x.count) })
+	var out strings.Builder
+	fmt.Fprintln(&out, "API requests by verb and resource, with their mean latency:")
+	for _, r := range rows[:min(n, len(rows))] {
+		fmt.Fprintf(&out, "  %7.0f %-40s %6.1f ms\n", r.count, r.key, 1000*r.seconds/r.count)
+	}
+	if hook.count > 0 {
+		fmt.Fprintf(&out, "  admission webhook calls: %.0f, %.1f ms each\n", hook.count, 1000*hook.seconds/hook.count)
+	}
+	return out.String()
 }

@@ -186,6 +186,8 @@ type e2ePlatform struct {
 	api    *apiclient.Client
 	// temporal reaches the platform's Temporal server (histories, for diagnosis).
 	temporal temporalclient.Client
+	// cluster is the platform's API server (its metrics, for diagnosis).
+	cluster *testcluster.Cluster
 }
 
 // bedShape is the test bed's slots per node (of the 4 nodes) and each slot's size.
@@ -230,7 +232,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
-	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, parts: map[string]*component{
+	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, parts: map[string]*component{
 		"worker": {name: "worker", args: conn},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr,
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},

@@ -85,12 +85,27 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	go func() {
 		defer close(logged)
 		last, lastAt := 0, start
+		// With SLOTPLANE_LONGRUN_DUMP, the API requests made since the last look.
+		var before requestSums
+		dumpRequests := func() {
+			if os.Getenv("SLOTPLANE_LONGRUN_DUMP") == "" {
+				return
+			}
+			sums, err := apiServerRequests(p.cluster)
+			if err != nil {
+				t.Logf("API server metrics: %v", err)
+				return
+			}
+			t.Logf("%s", sums.since(before, 25))
+			before = sums
+		}
 		var state v1alpha1.SchedulingState
 		first := false
 		for ledger.endedCount() < jobs {
 			if st := ledger.schedulingState("long"); st != state {
 				state = st
 				t.Logf("the Scheduling is %s at %5.1f s", st, time.Since(start).Seconds())
+				dumpRequests()
 			}
 			if !first && ledger.seenRunningCount() > 0 {
 				first = true
@@ -98,6 +113,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 				if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
 					dumpHistory(t, p, "scheduling/default/long", start, 120)
 					dumpHistory(t, p, "admission/default/bed", start, 60)
+					dumpRequests()
 				}
 			}
 			select {
@@ -108,6 +124,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 			if n := ledger.endedCount(); n >= last+100 || n == jobs {
 				t.Logf("%4d jobs ended at %5.1f s: %.2f jobs/s over the last %d", n, time.Since(start).Seconds(), float64(n-last)/time.Since(lastAt).Seconds(), n-last)
 				last, lastAt = n, time.Now()
+				dumpRequests()
 			}
 		}
 	}()

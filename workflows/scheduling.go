@@ -334,7 +334,30 @@ func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
 	for _, e := range s.entries {
 		e.State = v1alpha1.JobInQueue
 	}
-	return true, s.nudge(ctx, names)
+	return true, s.nudge(ctx, unqueued(ctx, names, jobs))
+}
+
+// ClaimQueuesChange is the version marker of a Scheduling that nudges only the claimed jobs
+// whose InQueue status the claim did not write itself (ClaimResult.Queued): a thousand
+// resting jobs cost their workflows nothing until each job's creation request comes.
+const ClaimQueuesChange = "claim-queues"
+
+// unqueued are the claimed jobs of names whose workflows must be nudged to show the claim.
+func unqueued(ctx workflow.Context, names []string, claim activities.ClaimResult) []string {
+	if len(claim.Queued) == 0 || workflow.GetVersion(ctx, ClaimQueuesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return names
+	}
+	queued := make(map[string]bool, len(claim.Queued))
+	for _, n := range claim.Queued {
+		queued[n] = true
+	}
+	var out []string
+	for _, n := range names {
+		if !queued[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func describeLoss(what string, r activities.ClaimResult) string {
@@ -532,6 +555,7 @@ func (s *scheduler) claim(ctx workflow.Context, names []string) (activities.Clai
 			return all, err
 		}
 		all.Claimed = append(all.Claimed, r.Claimed...)
+		all.Queued = append(all.Queued, r.Queued...)
 		all.Lost = append(all.Lost, r.Lost...)
 		all.Missing = append(all.Missing, r.Missing...)
 		if !r.Complete() {
@@ -757,7 +781,7 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 		s.entries = append(s.entries, e)
 		fresh = append(fresh, e)
 	}
-	if err := s.nudge(ctx, names); err != nil {
+	if err := s.nudge(ctx, unqueued(ctx, names, claim)); err != nil {
 		return len(s.entries), err
 	}
 	if err := s.requestAdmission(ctx, fresh); err != nil {

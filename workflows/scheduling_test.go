@@ -293,6 +293,29 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 	require.Equal(t, []int32{0}, jobStatus(*completed, "c").Slots, "the first slot a freed")
 }
 
+// Jobs whose InQueue status their claim wrote are not nudged when claimed: only the one the
+// claim left to its workflow is. Released at the end, all three are.
+func TestSchedulingWorkflow_JobsTheClaimQueuedAreNotNudged(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 1}, {Name: "b", Replication: 1}, {Name: "c", Replication: 1},
+	}}
+	env, f, _ := newSchedulingEnv(t, spec, func(in activities.ClaimInput) activities.ClaimResult {
+		r := claimAll(in)
+		r.Queued = slices.DeleteFunc(slices.Clone(in.Names), func(n string) bool { return n == "b" })
+		return r
+	})
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.ElementsMatch(t, []string{"a", "b", "c"}, f.created)
+	id := func(n string) string { return BatchJobWorkflowID("ns", n) }
+	require.NotEmpty(t, f.jobNudges)
+	require.Equal(t, id("b"), f.jobNudges[0], "b when claimed")
+	require.ElementsMatch(t, []string{id("a"), id("b"), id("c")}, f.jobNudges[1:], "all three when released")
+}
+
 // A grant whose slot left the test bed before the job's request was written is given back:
 // Admission releases it and gets the job again, a late copy of the old grant changes nothing,
 // and the job runs on its second grant.
