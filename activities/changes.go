@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +16,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	flinkv1beta1 "slotplane/crds/flink/v1beta1"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
@@ -22,12 +27,19 @@ import (
 
 // Changes wakes the activities that wait on a job's application (WaitPlaced, WaitFinished)
 // when the application or one of the job's pods changes, so a job's end or its last pod's
-// placement is seen within milliseconds rather than at the next poll. It only wakes: the
-// waiting activity reads the cluster itself, live, as before. Without it (nil), the
-// activities poll every second.
+// placement is seen within milliseconds rather than at the next poll. Fed by WatchChanges,
+// it also keeps the watched objects whole, and the waiting activity reads them there: a
+// look costs the API server nothing (it was a Get and a List of the watch cache, about
+// twenty requests per job run and the most frequent request of the long run). The
+// wake-up comes after the copy is updated, so a look after it sees the change. Without it
+// (nil), the activities poll every second.
 type Changes struct {
 	mu      sync.Mutex
 	waiters map[types.NamespacedName]map[*waiter]struct{}
+	// copies holds the watched kinds' objects, each kind's informer once synced; none in
+	// a hub a test feeds.
+	copies cache.Cache
+	synced map[schema.GroupVersionKind]func() bool
 }
 
 type waiter struct{ ch chan struct{} }
@@ -75,6 +87,18 @@ func (c *Changes) Notify(job types.NamespacedName) {
 	}
 }
 
+// reader is where a waiting activity reads objects of kind gvk: the hub's copies when it
+// watches that kind and has synced, else nil (read the API server).
+func (c *Changes) reader(gvk schema.GroupVersionKind) client.Reader {
+	if c == nil || c.copies == nil {
+		return nil
+	}
+	if synced, ok := c.synced[gvk]; ok && synced() {
+		return c.copies
+	}
+	return nil
+}
+
 // Waiting is the number of jobs someone waits on.
 func (c *Changes) Waiting() int {
 	c.mu.Lock()
@@ -82,18 +106,16 @@ func (c *Changes) Waiting() int {
 	return len(c.waiters)
 }
 
-// watchedKinds are what a job's run is made of: its pods and its application. The watches
-// carry metadata only (the job's label is all that is read), so a busy cluster's pod specs
-// are neither sent to nor kept by the worker.
-var watchedKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "Pod"},
-	{Group: "sparkoperator.k8s.io", Version: "v1beta2", Kind: "SparkApplication"},
-	{Group: "flink.apache.org", Version: "v1beta1", Kind: "FlinkDeployment"},
+// watchedKinds are what a job's run is made of: its pods and its application. Only objects
+// that carry a BatchJob's label are watched, so of a busy cluster's pods the worker sees and
+// keeps only the jobs'.
+func watchedKinds() []client.Object {
+	return []client.Object{&corev1.Pod{}, &sparkv1beta2.SparkApplication{}, &flinkv1beta1.FlinkDeployment{}}
 }
 
-// WatchChanges starts metadata-only watches of the objects that carry a BatchJob's label
-// and feeds their changes to a new hub, until ctx ends. A kind the cluster does not serve
-// (an operator that is not installed) is left out, with a warning.
+// WatchChanges starts watches of the objects that carry a BatchJob's label, keeps them, and
+// feeds their changes to a new hub, until ctx ends. A kind the cluster does not serve (an
+// operator that is not installed) is left out, with a warning.
 func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Changes, error) {
 	hasJob, err := labels.NewRequirement(v1alpha1.BatchJobLabel, selection.Exists, nil)
 	if err != nil {
@@ -101,18 +123,17 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 	}
 	sel := labels.NewSelector().Add(*hasJob)
 	byObject := map[client.Object]cache.ByObject{}
-	objs := make([]*metav1.PartialObjectMetadata, 0, len(watchedKinds))
-	for _, gvk := range watchedKinds {
-		o := &metav1.PartialObjectMetadata{}
-		o.SetGroupVersionKind(gvk)
-		objs = append(objs, o)
+	objs := watchedKinds()
+	for _, o := range objs {
 		byObject[o] = cache.ByObject{Label: sel}
 	}
-	informers, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: byObject})
+	informers, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: byObject,
+		DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return nil, fmt.Errorf("watch jobs' applications and pods: %w", err)
 	}
 	c := NewChanges()
+	c.copies, c.synced = informers, map[schema.GroupVersionKind]func() bool{}
 	notify := func(obj any) {
 		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -131,14 +152,19 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 		DeleteFunc: notify,
 	}
 	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, kubeclient.Scheme())
+		if err != nil {
+			return nil, err
+		}
 		inf, err := informers.GetInformer(ctx, o, cache.BlockUntilSynced(false))
 		if err != nil {
-			log.Warn("not watching a kind the cluster may not serve; waits on it poll", "kind", o.GroupVersionKind().Kind, "err", err)
+			log.Warn("not watching a kind the cluster may not serve; waits on it poll", "kind", gvk.Kind, "err", err)
 			continue
 		}
 		if _, err := inf.AddEventHandler(handler); err != nil {
-			return nil, fmt.Errorf("watch %s: %w", o.GroupVersionKind().Kind, err)
+			return nil, fmt.Errorf("watch %s: %w", gvk.Kind, err)
 		}
+		c.synced[gvk] = inf.HasSynced
 	}
 	go func() {
 		if err := informers.Start(ctx); err != nil {

@@ -5,17 +5,26 @@ package activities_test
 import (
 	"context"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"slotplane/activities"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/internal/testobjects"
 )
 
 // WatchChanges wakes a waiter when a pod of its job is made, changed or deleted, and not for
@@ -74,4 +83,104 @@ func TestWatchChanges_WakesTheJobsWaiters(t *testing.T) {
 		t.Fatal("another job's waiter was woken")
 	default:
 	}
+}
+
+// countingClient counts the reads that reach the API server, by kind.
+type countingClient struct {
+	client.Client
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *countingClient) count(obj runtime.Object) {
+	gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reads == nil {
+		c.reads = map[string]int{}
+	}
+	c.reads[strings.TrimSuffix(gvk.Kind, "List")]++
+}
+
+func (c *countingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.count(obj)
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *countingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.count(list)
+	return c.Client.List(ctx, list, opts...)
+}
+
+func (c *countingClient) readsOf(kind string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads[kind]
+}
+
+// A wait on an application reads it and its pods from the worker's copy (WatchChanges), not
+// from the API server, and still ends when the application does; an application the copy
+// lacks is read from the API server before it counts as gone.
+func TestWaitFinished_ReadsTheWorkersCopy(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	live := newClient(t, c)
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	require.NoError(t, err)
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+	require.NoError(t, live.Create(ctx, tb))
+	tb.Status.Slots = []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}
+	require.NoError(t, live.Status().Update(ctx, tb))
+	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
+	job := types.NamespacedName{Namespace: "default", Name: "etl"}
+	seen := func(what string, change func()) {
+		t.Helper()
+		wake, stop := ch.Wait(job)
+		defer stop()
+		change()
+		select {
+		case <-wake:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the copy never saw %s", what)
+		}
+	}
+	var ref v1alpha1.ApplicationRef
+	seen("the application", func() {
+		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+		require.NoError(t, err)
+	})
+	seen("a pod of the job", func() {
+		require.NoError(t, live.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etl-driver", Namespace: "default", Labels: map[string]string{v1alpha1.BatchJobLabel: "etl"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}))
+	})
+	seen("the application's end", func() {
+		var app sparkv1beta2.SparkApplication
+		require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
+		app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
+		require.NoError(t, live.Status().Update(ctx, &app))
+	})
+
+	counted := &countingClient{Client: live}
+	var env testsuite.WorkflowTestSuite
+	aenv := env.NewTestActivityEnvironment()
+	a := &activities.Activities{Client: counted, Changes: ch}
+	aenv.RegisterActivity(a)
+	val, err := aenv.ExecuteActivity(a.WaitFinished, activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1})
+	require.NoError(t, err)
+	var p activities.AppProgress
+	require.NoError(t, val.Get(&p))
+	require.True(t, p.Outcome.Terminal && p.Outcome.Succeeded, "%+v", p.Outcome)
+	require.Zero(t, counted.readsOf("SparkApplication"), "the application is read from the copy")
+	require.Zero(t, counted.readsOf("Pod"), "the pods are read from the copy")
+
+	gone := ref
+	gone.Name = "etl-s-never-made"
+	val, err = aenv.ExecuteActivity(a.WaitFinished, activities.AppKey{Namespace: "default", Job: "etl", App: gone, Replicas: 1})
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&p))
+	require.True(t, p.Gone)
+	require.Equal(t, 1, counted.readsOf("SparkApplication"), "one the copy lacks is asked of the API server")
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"go.temporal.io/sdk/activity"
@@ -302,7 +303,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	switch in.App.Kind {
 	case sparkv1beta2.SparkApplicationKind:
 		var app sparkv1beta2.SparkApplication
-		if err := fromWatchCache(ctx, a.Client, key, &app); err != nil {
+		if err := a.readApp(ctx, key, &app); err != nil {
 			if apierrors.IsNotFound(err) {
 				return AppProgress{Gone: true}, nil
 			}
@@ -311,7 +312,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 		p.Outcome = jobapp.SparkOutcome(&app)
 	case flinkv1beta1.FlinkDeploymentKind:
 		var dep flinkv1beta1.FlinkDeployment
-		if err := fromWatchCache(ctx, a.Client, key, &dep); err != nil {
+		if err := a.readApp(ctx, key, &dep); err != nil {
 			if apierrors.IsNotFound(err) {
 				return AppProgress{Gone: true}, nil
 			}
@@ -321,11 +322,16 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	default:
 		return AppProgress{}, nonRetryable(ErrInvalidJob, "unknown application kind %q", in.App.Kind)
 	}
-	// From the watch cache too: a look follows a watch event of that cache, and a copy a
-	// moment old only delays what the next event shows.
+	// From a watch's copy too (the worker's own, or the API server's watch cache): a look
+	// follows a change that copy saw, and a copy a moment old only delays what the next
+	// change shows.
 	var pods corev1.PodList
-	fromCache := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
-	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}, fromCache); err != nil {
+	match := []client.ListOption{client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}}
+	pc := a.Changes.reader(corev1.SchemeGroupVersion.WithKind("Pod"))
+	if pc == nil {
+		pc, match = a.Client, append(match, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	}
+	if err := pc.List(ctx, &pods, match...); err != nil {
 		return AppProgress{}, fmt.Errorf("list pods of job %s: %w", in.Job, err)
 	}
 	for i := range pods.Items {
@@ -344,6 +350,23 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 		}
 	}
 	return p, nil
+}
+
+// readApp reads a job's application from the worker's copy (Changes) when it has one of
+// that kind, else from the API server's watch cache. One the copy lacks, such as one created
+// a moment ago, is read from etcd before it counts as gone.
+func (a *Activities) readApp(ctx context.Context, key types.NamespacedName, app client.Object) error {
+	gvk, err := apiutil.GVKForObject(app, a.Client.Scheme())
+	if err != nil {
+		return err
+	}
+	if r := a.Changes.reader(gvk); r != nil {
+		if err := r.Get(ctx, key, app); !apierrors.IsNotFound(err) {
+			return err
+		}
+		return a.Client.Get(ctx, key, app)
+	}
+	return fromWatchCache(ctx, a.Client, key, app)
 }
 
 // DeleteApplication deletes a job's application; one that is gone already is fine.

@@ -205,6 +205,10 @@ type SignalWithStart struct {
 	SignalArg any
 }
 
+// WorkflowTaskTimeout is the workflow task timeout of the workflows a signal-with-start
+// starts: workflows.TaskTimeout, which says why.
+const WorkflowTaskTimeout = 5 * time.Second
+
 // SignalWithStartInput is a batch of signal-with-starts.
 type SignalWithStartInput struct {
 	TaskQueue string
@@ -220,7 +224,7 @@ func (a *Activities) NudgeWorkflows(ctx context.Context, in SignalWithStartInput
 		return nonRetryable("NoTemporalClient", "the worker gave its activities no Temporal client")
 	}
 	for _, n := range in.Signals {
-		opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue}
+		opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue, WorkflowTaskTimeout: WorkflowTaskTimeout}
 		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
 			return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)
 		}

@@ -73,7 +73,7 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	_, err = s.Temporal.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
-		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
 		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: req.Namespace, Name: req.Name})
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)

@@ -45,7 +45,7 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	_, err = s.Temporal.SignalWithStartWorkflow(ctx, id, workflows.BatchJobChangedSignal, nil,
-		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: req.Namespace, Name: req.Name})
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)

@@ -23,6 +23,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
+	"slotplane/workflows"
 )
 
 // longRunJobs is how many jobs the long run submits: 200 in `make test`, more with
@@ -140,8 +141,18 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	for _, n := range at {
 		require.Eventually(t, func() bool { return ledger.endedCount() >= n }, 30*time.Minute, 100*time.Millisecond)
 		parts["worker"].kill()
+		killed, ended := time.Now(), ledger.endedCount()
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 		parts["worker"].start()
+		back := time.Since(killed)
+		// What a kill costs: how long until as many jobs ended as there are slots, which
+		// takes about 2 s between kills.
+		go func() {
+			for ledger.endedCount() < min(ended+int(p.slots), jobs) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Logf("the worker, killed after %d jobs, was back %.1f s later; %d more jobs ended %.1f s after the kill", ended, back.Seconds(), p.slots, time.Since(killed).Seconds())
+		}()
 	}
 	require.Eventually(t, func() bool { return ledger.schedulingEnded("long") }, 60*time.Minute, 250*time.Millisecond, "the Scheduling never ended")
 	took := time.Since(start)
@@ -165,6 +176,14 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		require.Equal(t, 1, perJob[name], "%s has exactly one application", name)
 	}
 	ledger.check(t)
+	// A worker's death stalls a workflow for its task timeout: every workflow has slotplane's,
+	// in its last run too (continue-as-new keeps it).
+	for _, id := range []string{workflows.SchedulingWorkflowID("default", "long"), workflows.AdmissionWorkflowID("default", "bed"),
+		workflows.BatchJobWorkflowID("default", names[0])} {
+		d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+		require.NoError(t, err, id)
+		require.Equal(t, workflows.TaskTimeout, d.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(), id)
+	}
 	require.Eventually(t, func() bool {
 		q, err := c.Queues(ctx, "bed")
 		return err == nil && len(q.Running) == 0 && len(q.Waiting) == 0

@@ -17,6 +17,17 @@ import (
 // TaskQueue is the task queue every slotplane worker polls.
 const TaskQueue = "slotplane"
 
+// TaskTimeout is the workflow task timeout of every slotplane workflow, set when each is
+// started and kept across continue-as-new. A worker that dies with a workflow task in hand
+// stalls that workflow for this long, since the server waits it out before another worker
+// may take the task: with Temporal's default of 10 s, each worker kill in the long run cost
+// about 10 s in which no job started (Admission is busy nearly all the time, so it nearly
+// always had a task in hand). slotplane's workflow tasks take milliseconds: decisions are
+// in memory, cluster calls longer than a moment are activities, and a local activity that
+// runs long has the SDK extend the task before this runs out. A replay after a restart is
+// bounded by the steps per run (continue-as-new).
+const TaskTimeout = activities.WorkflowTaskTimeout
+
 // TestBedChangedSignal tells a TestBedWorkflow that its test bed, a node or one of its pods
 // changed. Its payload is ignored: a pass always reads the whole picture.
 const TestBedChangedSignal = "testbed-changed"

@@ -36,7 +36,7 @@ var Steps StepsPerRun
 func StartScheduling(ctx context.Context, tc temporal.Client, namespace, name string) (temporal.WorkflowRun, error) {
 	id := workflows.SchedulingWorkflowID(namespace, name)
 	run, err := tc.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
-		ID: id, TaskQueue: workflows.TaskQueue,
+		ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: namespace, Name: name,
