@@ -273,8 +273,8 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 
 // HeartbeatEvery is how often a waiting activity says it is alive, whatever it waits for.
 // The workflows give the waits a heartbeat timeout of a few of these (WaitHeartbeatTimeout),
-// so that the waits of a worker that died are taken up by another within seconds; the SDK
-// sends at most one heartbeat per 80% of the timeout.
+// so that the waits of a worker that died are taken up by another within seconds; the
+// worker sends each to the server within this long (worker.HeartbeatThrottle).
 const HeartbeatEvery = time.Second
 
 // pause waits until wake, d or the end of ctx, heartbeating (with details) meanwhile.

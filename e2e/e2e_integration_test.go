@@ -362,6 +362,20 @@ func (l *slotLedger) see(j api.Job) {
 	}
 }
 
+// holders are the jobs that hold a slot now, by the feed.
+func (l *slotLedger) holders() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, h := range l.holder {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (l *slotLedger) endedCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()

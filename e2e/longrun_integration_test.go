@@ -141,7 +141,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	for _, n := range at {
 		require.Eventually(t, func() bool { return ledger.endedCount() >= n }, 30*time.Minute, 100*time.Millisecond)
 		parts["worker"].kill()
-		killed, ended := time.Now(), ledger.endedCount()
+		killed, ended, holders := time.Now(), ledger.endedCount(), ledger.holders()
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 		parts["worker"].start()
 		back := time.Since(killed)
@@ -152,6 +152,12 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			t.Logf("the worker, killed after %d jobs, was back %.1f s later; %d more jobs ended %.1f s after the kill", ended, back.Seconds(), p.slots, time.Since(killed).Seconds())
+			if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
+				dumpHistoryWindow(t, p, workflows.AdmissionWorkflowID("default", "bed"), killed.Add(-time.Second), time.Now())
+				for _, job := range holders[:min(2, len(holders))] {
+					dumpHistoryWindow(t, p, workflows.BatchJobWorkflowID("default", job), killed.Add(-time.Second), time.Now())
+				}
+			}
 		}()
 	}
 	require.Eventually(t, func() bool { return ledger.schedulingEnded("long") }, 60*time.Minute, 250*time.Millisecond, "the Scheduling never ended")
@@ -201,5 +207,21 @@ func dumpHistory(t *testing.T, p *e2ePlatform, id string, start time.Time, n int
 			return
 		}
 		t.Logf("%s %7.3f s %s", id, ev.GetEventTime().AsTime().Sub(start).Seconds(), describeEvent(ev))
+	}
+}
+
+// dumpHistoryWindow prints the events of a workflow's current run between from and to, with
+// their times from from (diagnosis of a kill).
+func dumpHistoryWindow(t *testing.T, p *e2ePlatform, id string, from, to time.Time) {
+	it := p.temporal.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Logf("history of %s: %v", id, err)
+			return
+		}
+		if at := ev.GetEventTime().AsTime(); !at.Before(from) && !at.After(to) {
+			t.Logf("%s %7.3f s %s", id, at.Sub(from).Seconds(), describeEvent(ev))
+		}
 	}
 }

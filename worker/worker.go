@@ -2,6 +2,7 @@ package worker
 
 import (
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -21,11 +22,27 @@ const DefaultNamespace = "default"
 // a fifth sooner.
 const Pollers = 8
 
+// A worker that dies (a crash, an evicted pod) is noticed by the Temporal server only through
+// timeouts, and every running job waits on them. In the long run each kill of the worker cost
+// 11-12 s before the jobs it ran went on: a wait's heartbeat timeout ran out (5 s), then
+// the job's next workflow task went to the dead worker's sticky queue and waited out the
+// SDK's default StickyScheduleToStartTimeout (5 s) before the server gave it to anyone.
+// StickyTimeout is that timeout here: a live worker takes its sticky tasks in milliseconds,
+// and one it does not take within 2 s is replayed from history by any worker (slower, never
+// wrong). HeartbeatThrottle is the most the SDK holds a heartbeat back: by default it holds
+// them for 80% of the heartbeat timeout, which would leave a wait's 3 s timeout
+// (workflows.WaitHeartbeatTimeout) a margin of 0.6 s; sent every second, they leave 2 s.
+const (
+	StickyTimeout     = 2 * time.Second
+	HeartbeatThrottle = activities.HeartbeatEvery
+)
+
 // New returns a worker of slotplane's task queue with every workflow and activity
 // registered; the caller starts and stops it. The activities get c to signal-with-start
 // workflows, unless they carry a Temporal client already.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers})
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers,
+		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle})
 	w.RegisterWorkflow(workflows.TestBedWorkflow)
 	w.RegisterWorkflow(workflows.BatchJobWorkflow)
 	w.RegisterWorkflow(workflows.SchedulingWorkflow)

@@ -19,7 +19,7 @@ import (
 const LocalActivitiesChange = "local-activities"
 
 // quickTimeout bounds one attempt of a local activity. A local activity longer than the
-// workflow task timeout (10 s) holds the task open with heartbeats, so the calls made this
+// workflow task timeout (TaskTimeout) holds the task open with heartbeats, so the calls made this
 // way are those that take milliseconds; the long ones (claims of a whole Scheduling, a
 // reconcile pass, the waits) stay activities.
 const quickTimeout = 30 * time.Second
@@ -45,14 +45,15 @@ func withQuickOptions(ctx workflow.Context) workflow.Context {
 // before telling it (CommitBeforeTellingChange): a signal or a slot assignment, which takes
 // milliseconds. The server learns of a worker lost during an attempt only when the attempt
 // times out: with the activities' default of a minute, each kill of the worker in the long
-// run held up every grant for up to a minute.
-const commitTimeout = 10 * time.Second
+// run held up every grant for up to a minute. An attempt that runs out on a live worker is
+// repeated at once, which is safe: every message is keyed, and an assignment is idempotent.
+const commitTimeout = 3 * time.Second
 
 // withCommitOptions gives the commit activity its timeout and retries.
 func withCommitOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: commitTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
 }
 
