@@ -126,6 +126,12 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 				t.Logf("%4d jobs ended at %5.1f s: %.2f jobs/s over the last %d", n, time.Since(start).Seconds(), float64(n-last)/time.Since(lastAt).Seconds(), n-last)
 				last, lastAt = n, time.Now()
 				dumpRequests()
+				if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" && n >= jobs/2 && n < jobs/2+100 {
+					// Half-way: the last 2 s of the Scheduling's and Admission's histories.
+					for _, id := range []string{workflows.SchedulingWorkflowID("default", "long"), workflows.AdmissionWorkflowID("default", "bed")} {
+						dumpHistoryWindow(t, p, id, time.Now().Add(-2*time.Second), time.Now())
+					}
+				}
 			}
 		}
 	}()
