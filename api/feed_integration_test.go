@@ -198,7 +198,11 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	require.Less(t, lastEnd.Sub(first0), 5*time.Second, "a stalled client must not hold the others")
 
 	// The stalled client, read at last: what it got before stalling is the others' prefix,
-	// then a RESYNC in place of what it missed, or the end of the connection.
+	// then a RESYNC in place of what it missed, or the end of the connection. Read only
+	// once the feed has given up on it: its last blocked write began before the others had
+	// everything, and a write blocked for FeedWriteWait closes the connection. Read sooner,
+	// a run quick enough to end within that time lets it catch up on all of it.
+	time.Sleep(time.Until(lastEnd.Add(api.FeedWriteWait + time.Second)))
 	var got []feedEvent
 	var readErr error
 	for {
