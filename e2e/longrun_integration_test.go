@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,6 +145,10 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	}
 	slices.Sort(at)
 	t.Logf("killing the worker after %v jobs ended", at)
+	// The kills' own reports end before the test does (no log after it), or at its end.
+	var reports sync.WaitGroup
+	testOver := make(chan struct{})
+	defer func() { close(testOver); reports.Wait() }()
 	for _, n := range at {
 		require.Eventually(t, func() bool { return ledger.endedCount() >= n }, 30*time.Minute, 100*time.Millisecond)
 		parts["worker"].kill()
@@ -153,9 +158,13 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		back := time.Since(killed)
 		// What a kill costs: how long until as many jobs ended as there are slots, which
 		// takes about 2 s between kills.
-		go func() {
+		reports.Go(func() {
 			for ledger.endedCount() < min(ended+int(p.slots), jobs) {
-				time.Sleep(50 * time.Millisecond)
+				select {
+				case <-testOver:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
 			}
 			t.Logf("the worker, killed after %d jobs, was back %.1f s later; %d more jobs ended %.1f s after the kill", ended, back.Seconds(), p.slots, time.Since(killed).Seconds())
 			if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
@@ -164,7 +173,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 					dumpHistoryWindow(t, p, workflows.BatchJobWorkflowID("default", job), killed.Add(-time.Second), time.Now())
 				}
 			}
-		}()
+		})
 	}
 	require.Eventually(t, func() bool { return ledger.schedulingEnded("long") }, 60*time.Minute, 250*time.Millisecond, "the Scheduling never ended")
 	took := time.Since(start)

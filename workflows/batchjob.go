@@ -469,21 +469,18 @@ func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.A
 }
 
 // WaitHeartbeatTimeout is the heartbeat timeout of a job's waits: a wait on a worker that
-// died is retried on another after this long, at once (waitRetryFirst; a wait only reads).
+// died is retried on another after this long, at once (firstRetry; a wait only reads).
 // At 30 s, each kill of the worker in the long run left every running job's slots idle for
 // half a minute, at 5 s for five or six. The waits heartbeat every activities.HeartbeatEvery,
 // whatever they wait for, and the worker sends each within a second (worker.HeartbeatThrottle).
 const WaitHeartbeatTimeout = 3 * time.Second
-
-// waitRetryFirst is the wait before a wait's first retry.
-const waitRetryFirst = 200 * time.Millisecond
 
 // waitAppFor is waitApp bounded by a timer (0: none); timedOut says the timer ended it.
 func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest, limit time.Duration) (_ activities.AppProgress, timedOut, still bool, _ error) {
 	waitCtx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 365 * 24 * time.Hour,
 		HeartbeatTimeout:    WaitHeartbeatTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: waitRetryFirst, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: firstRetry, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	}))
 	defer cancel()
 	future := workflow.ExecuteActivity(waitCtx, activity, key)

@@ -49,11 +49,16 @@ func withQuickOptions(ctx workflow.Context) workflow.Context {
 // repeated at once, which is safe: every message is keyed, and an assignment is idempotent.
 const commitTimeout = 3 * time.Second
 
+// firstRetry is the wait before the first retry of an activity that may be repeated at once
+// (a job's wait only reads; a commit's messages are keyed): work a dead worker held goes on
+// as soon as its timeout runs out.
+const firstRetry = 200 * time.Millisecond
+
 // withCommitOptions gives the commit activity its timeout and retries.
 func withCommitOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: commitTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: firstRetry, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
 }
 
