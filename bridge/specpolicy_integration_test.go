@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
@@ -68,6 +69,16 @@ func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
 	require.Contains(t, cond.Message, "spec.sparkApplication.volumes")
 	require.NotContains(t, cond.Message, "sparkConf", "what the list allows is not named")
 	require.Nil(t, meta.FindStatusCondition(p.batchJob(t, "plain").Status.Conditions, v1alpha1.ConditionSpecAllowed), "a job without a wrapped spec carries no condition")
+	// An edit that brings in what the policy refuses meets the webhook as a create does: its
+	// match condition lets updates that leave the spec alone (claims, requests) skip it, and
+	// passes this one on.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		edited := p.batchJob(t, "plain")
+		edited.Spec.SparkApplication = &runtime.RawExtension{Raw: spec}
+		return p.client.Update(ctx, edited)
+	})
+	require.True(t, apierrors.IsInvalid(err), "the webhook refuses the edit: %v", err)
+	require.ErrorContains(t, err, "spec.sparkApplication.volumes")
 
 	run := &v1alpha1.Scheduling{
 		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
