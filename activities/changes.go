@@ -113,9 +113,26 @@ func watchedKinds() []client.Object {
 	return []client.Object{&corev1.Pod{}, &sparkv1beta2.SparkApplication{}, &flinkv1beta1.FlinkDeployment{}}
 }
 
+// copiedKinds are kept whole too, all of them, for what a run's end records of where it ran
+// (findPlace): which jobs held slots on which nodes. Their changes wake nobody.
+func copiedKinds() []client.Object {
+	return []client.Object{&v1alpha1.BatchJob{}, &v1alpha1.TestBed{}}
+}
+
+// lightJob drops from a copied BatchJob what findPlace never reads and can be large: the
+// wrapped Spark or Flink spec, and the managed fields.
+func lightJob(obj any) (any, error) {
+	if j, ok := obj.(*v1alpha1.BatchJob); ok {
+		j.ManagedFields = nil
+		j.Spec.SparkApplication, j.Spec.FlinkDeployment = nil, nil
+	}
+	return obj, nil
+}
+
 // WatchChanges starts watches of the objects that carry a BatchJob's label, keeps them, and
-// feeds their changes to a new hub, until ctx ends. A kind the cluster does not serve (an
-// operator that is not installed) is left out, with a warning.
+// feeds their changes to a new hub, until ctx ends; it keeps copies of the BatchJobs and
+// test beds besides. A kind the cluster does not serve (an operator that is not installed)
+// is left out, with a warning.
 func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Changes, error) {
 	hasJob, err := labels.NewRequirement(v1alpha1.BatchJobLabel, selection.Exists, nil)
 	if err != nil {
@@ -127,6 +144,8 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 	for _, o := range objs {
 		byObject[o] = cache.ByObject{Label: sel}
 	}
+	byObject[&v1alpha1.BatchJob{}] = cache.ByObject{Transform: lightJob}
+	byObject[&v1alpha1.TestBed{}] = cache.ByObject{}
 	informers, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: byObject,
 		DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
@@ -151,7 +170,7 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 		UpdateFunc: func(_, obj any) { notify(obj) },
 		DeleteFunc: notify,
 	}
-	for _, o := range objs {
+	for i, o := range append(objs, copiedKinds()...) {
 		gvk, err := apiutil.GVKForObject(o, kubeclient.Scheme())
 		if err != nil {
 			return nil, err
@@ -161,8 +180,10 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 			log.Warn("not watching a kind the cluster may not serve; waits on it poll", "kind", gvk.Kind, "err", err)
 			continue
 		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return nil, fmt.Errorf("watch %s: %w", gvk.Kind, err)
+		if i < len(objs) { // the copied kinds' changes wake nobody
+			if _, err := inf.AddEventHandler(handler); err != nil {
+				return nil, fmt.Errorf("watch %s: %w", gvk.Kind, err)
+			}
 		}
 		c.synced[gvk] = inf.HasSynced
 	}

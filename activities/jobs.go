@@ -193,6 +193,11 @@ type AppProgress struct {
 	// PlacedAt are the moments this wait first saw each placed executor or TaskManager,
 	// earliest first; those placed before the wait began carry its first look's time.
 	PlacedAt []time.Time
+	// Nodes and SharedWith say where the run ran, once WaitFinished saw it end: the nodes
+	// of its slots, and the other jobs that held slots there meanwhile (findPlace).
+	Nodes          []string
+	SharedWith     []string
+	SharedWithMore int
 
 	driverRunning bool
 	placedPods    []types.UID
@@ -217,8 +222,23 @@ func (a *Activities) WaitPlaced(ctx context.Context, in AppKey) (AppProgress, er
 }
 
 // WaitFinished waits until the application ends, heartbeating while it waits.
+//
+// The run's end is where it ran: the answer says on which nodes, and next to which jobs.
 func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, error) {
-	return a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal })
+	p, err := a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal })
+	if err != nil {
+		return p, err
+	}
+	end := p.EndedAt
+	if end.IsZero() {
+		end = time.Now()
+	}
+	place, err := a.findPlace(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.Job}, end)
+	if err != nil {
+		return AppProgress{}, err
+	}
+	p.Nodes, p.SharedWith, p.SharedWithMore = place.Nodes, place.SharedWith, place.SharedWithMore
+	return p, nil
 }
 
 // waitApp looks at the application until done says so: at every change of the job's

@@ -99,7 +99,13 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 			// knows already when it released the job itself).
 			j.tellLost(ctx, st, fmt.Sprintf("the BatchJob %s is no longer held by scheduling %s", j.key.Name, st.Scheduling))
 		}
+		// The history is the workflow's own once it has written one: the observed copy may
+		// lag behind the record it wrote last.
+		hist, known := j.status.History, in.Last != nil || step > 0
 		j.status = obs.Status
+		if known {
+			j.status.History = hist
+		}
 		specChanged := j.specCondition(ctx, obs.Refused)
 		switch {
 		case obs.Holder == "":
@@ -211,7 +217,8 @@ func (j *jobRunner) toReady(ctx workflow.Context, specChanged bool) error {
 				return err
 			}
 		}
-		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Message: "no Scheduling holds the job", Conditions: j.status.Conditions}
+		releasedRun(&j.status, workflow.Now(ctx), "the Scheduling released the job before its run ended")
+		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Message: "no Scheduling holds the job", Conditions: j.status.Conditions, History: j.status.History}
 		if err := j.write(ctx); err != nil {
 			return err
 		}
@@ -228,7 +235,8 @@ func (j *jobRunner) toInQueue(ctx workflow.Context, holder, badRequest string, s
 				return err
 			}
 		}
-		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: holder, QueuedAt: now(ctx), Message: badRequest, Conditions: j.status.Conditions}
+		releasedRun(&j.status, workflow.Now(ctx), fmt.Sprintf("the job went back to the queue of scheduling %s before the run ended", holder))
+		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: holder, QueuedAt: now(ctx), Message: badRequest, Conditions: j.status.Conditions, History: j.status.History}
 		if err := j.write(ctx); err != nil {
 			return err
 		}
@@ -300,6 +308,7 @@ func (j *jobRunner) beginRun(ctx workflow.Context, holder string, req v1alpha1.C
 		j.status.Application = nil
 	}
 	if j.status.Run != req.Run || j.status.Scheduling != holder {
+		releasedRun(&j.status, workflow.Now(ctx), fmt.Sprintf("run %d of scheduling %s replaced it before it ended", req.Run, holder))
 		j.status.SubmittedAt, j.status.RunningAt, j.status.FinishedAt = nil, nil, nil
 		j.status.Phases = nil
 	}
@@ -377,6 +386,10 @@ func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == activities.ErrInvalidJob {
 			j.status.FinishedAt = now(ctx)
+			if ph := j.phases(); ph.EndedAt == nil {
+				ph.EndedAt = nowMicro(ctx)
+			}
+			recordRun(&j.status, v1alpha1.RunFailed, appErr.Error(), activities.AppProgress{})
 			return app, false, r.report(ctx, v1alpha1.JobFailed, appErr.Error())
 		}
 		if activities.IsNotHeld(err) {
@@ -447,18 +460,22 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 			ph.EndedAt = &metav1.MicroTime{Time: finished.EndedAt.UTC()}
 		}
 	}
+	state, outcome := v1alpha1.JobFailed, v1alpha1.RunFailed
+	var msg string
 	switch {
 	case finished.Gone:
-		return r.report(ctx, v1alpha1.JobFailed, fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name))
+		msg = fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name)
 	case finished.Outcome.Succeeded:
-		return r.report(ctx, v1alpha1.JobCompleted, fmt.Sprintf("the application ended %s", finished.Outcome.State))
+		state, outcome = v1alpha1.JobCompleted, v1alpha1.RunCompleted
+		msg = fmt.Sprintf("the application ended %s", finished.Outcome.State)
 	default:
-		msg := fmt.Sprintf("the application ended %s", finished.Outcome.State)
+		msg = fmt.Sprintf("the application ended %s", finished.Outcome.State)
 		if finished.Outcome.Message != "" {
 			msg += ": " + finished.Outcome.Message
 		}
-		return r.report(ctx, v1alpha1.JobFailed, msg)
 	}
+	recordRun(&j.status, outcome, msg, finished)
+	return r.report(ctx, state, msg)
 }
 
 // waitApp runs a waiting activity; a nudge in between re-observes the job, and if the claim

@@ -229,6 +229,13 @@ type BatchJobStatus struct {
 	// between a grant and running pods goes, and when the run ended.
 	// +optional
 	Phases *RunPhases `json:"phases,omitempty"`
+	// History are the job's ended runs, oldest first: the last MaxRunHistory of them (fewer
+	// when their slots and nodes are many, see MaxHistoryBytes). A run is added when it
+	// completes, fails, or is released before it ended. The current run is not in it.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	History []RunRecord `json:"history,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -241,6 +248,84 @@ type BatchJobStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 }
+
+// RunOutcome is how a run of a job ended.
+// +kubebuilder:validation:Enum=Completed;Failed;Released
+type RunOutcome string
+
+const (
+	// RunCompleted: the application finished successfully.
+	RunCompleted RunOutcome = "Completed"
+	// RunFailed: the application failed, was deleted, or could not be created.
+	RunFailed RunOutcome = "Failed"
+	// RunReleased: its Scheduling let go of the job (or another took it) before the run
+	// ended; its application was deleted.
+	RunReleased RunOutcome = "Released"
+)
+
+// RunRecord is one ended run of a job: which Scheduling ran it, in which slots and on which
+// nodes, next to which other jobs, when each phase came, and how it ended. External
+// schedulers read it to learn from earlier runs (how long a job takes, which neighbours slow
+// it down).
+type RunRecord struct {
+	// Run and Scheduling name the run: the creation request's run number, which counts the
+	// requests of one Scheduling for the job.
+	Run        int32  `json:"run"`
+	Scheduling string `json:"scheduling"`
+	// TestBed is the test bed whose slots it held.
+	// +optional
+	TestBed string `json:"testBed,omitempty"`
+	// Slots are the slot positions its executors or TaskManagers were given.
+	// +kubebuilder:validation:MaxItems=1024
+	// +listType=atomic
+	// +optional
+	Slots []int32 `json:"slots,omitempty"`
+	// Nodes are the nodes of those slots, each once, in slot order.
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+	// SharedWith are the other BatchJobs (same namespace) whose runs held slots on one of
+	// these nodes at some time while this run's application existed, sorted by name; at
+	// most MaxSharedWith, SharedWithMore counts those left out.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	// +optional
+	SharedWith []string `json:"sharedWith,omitempty"`
+	// +optional
+	SharedWithMore int32 `json:"sharedWithMore,omitempty"`
+	// QueuedAt is when the Scheduling claimed the job; the phases follow RunPhases.
+	// +optional
+	QueuedAt *metav1.Time `json:"queuedAt,omitempty"`
+	// +optional
+	AdmittedAt *metav1.MicroTime `json:"admittedAt,omitempty"`
+	// +optional
+	ApplicationCreatedAt *metav1.MicroTime `json:"applicationCreatedAt,omitempty"`
+	// +optional
+	RunningAt *metav1.MicroTime `json:"runningAt,omitempty"`
+	// +optional
+	EndedAt *metav1.MicroTime `json:"endedAt,omitempty"`
+	// Wait is how long the run waited for its slots: from the claim to the grant.
+	// +optional
+	Wait *metav1.Duration `json:"wait,omitempty"`
+	// Outcome is Completed, Failed or Released.
+	Outcome RunOutcome `json:"outcome"`
+	// Message says why it ended so (at most MaxJobMessage bytes).
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// The bounds of a job's run history. MaxHistoryBytes bounds what the records' slots, nodes
+// and neighbours add to the object, so twenty runs of a job of a thousand slots still fit
+// etcd's limit with room for the rest: older records go first.
+const (
+	MaxRunHistory   = 20
+	MaxSharedWith   = 64
+	MaxHistoryBytes = 256 << 10
+)
 
 // BatchJob is one Spark or Flink application that Schedulings run in test bed slots.
 // +kubebuilder:object:root=true

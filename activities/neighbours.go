@@ -1,0 +1,160 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// findPlace finds where a job's current run ran, for its run record: the nodes of its slots,
+// each once in slot order, and the other BatchJobs of the namespace whose runs held slots on
+// one of those nodes at some time between the creation of this run's application and end.
+// It reads the worker's copies of BatchJobs and test beds once they have synced, else the
+// API server's watch cache: the records of runs that ended a moment ago may be missing from
+// either, and such a run still shows as its job's current one, so it is counted all the same.
+func (a *Activities) findPlace(ctx context.Context, job types.NamespacedName, end time.Time) (place placeOfRun, _ error) {
+	jobs, err := a.namespaceJobs(ctx, job.Namespace)
+	if err != nil {
+		return place, err
+	}
+	var self *v1alpha1.BatchJob
+	for _, j := range jobs {
+		if j.Name == job.Name {
+			self = j
+		}
+	}
+	if self == nil || self.Status.TestBed == "" || len(self.Status.Slots) == 0 {
+		return place, nil
+	}
+	bed, err := a.testBedCopy(ctx, types.NamespacedName{Namespace: job.Namespace, Name: self.Status.TestBed})
+	if err != nil || bed == nil {
+		return place, err
+	}
+	nodeOf := func(slot int32) string {
+		if slot < 0 || int(slot) >= len(bed.Status.Slots) {
+			return ""
+		}
+		return bed.Status.Slots[slot].NodeName
+	}
+	mine := map[string]bool{}
+	for _, s := range self.Status.Slots {
+		if n := nodeOf(s); n != "" && !mine[n] {
+			mine[n] = true
+			place.Nodes = append(place.Nodes, n)
+		}
+	}
+	from := firstOf(self.Status.Phases, nil)
+	if from.IsZero() {
+		from = end
+	}
+	onMyNodes := func(nodes []string) bool {
+		return slices.ContainsFunc(nodes, func(n string) bool { return mine[n] })
+	}
+	overlaps := func(start, stop time.Time) bool {
+		return !start.IsZero() && start.Before(end) && (stop.IsZero() || stop.After(from))
+	}
+	var shared []string
+	for _, other := range jobs {
+		if other.Name == self.Name {
+			continue
+		}
+		if st := &other.Status; st.TestBed == bed.Name && st.Run > 0 && st.Phases != nil {
+			var nodes []string
+			for _, s := range st.Slots {
+				nodes = append(nodes, nodeOf(s))
+			}
+			if onMyNodes(nodes) && overlaps(firstOf(st.Phases, nil), timeOfMicro(st.Phases.EndedAt)) {
+				shared = append(shared, other.Name)
+				continue
+			}
+		}
+		for _, r := range other.Status.History {
+			if r.TestBed == bed.Name && onMyNodes(r.Nodes) && overlaps(firstOf(nil, &r), timeOfMicro(r.EndedAt)) {
+				shared = append(shared, other.Name)
+				break
+			}
+		}
+	}
+	slices.Sort(shared)
+	if len(shared) > v1alpha1.MaxSharedWith {
+		place.SharedWithMore = len(shared) - v1alpha1.MaxSharedWith
+		shared = shared[:v1alpha1.MaxSharedWith]
+	}
+	place.SharedWith = shared
+	return place, nil
+}
+
+// placeOfRun is where a run ran: its nodes and its neighbours (AppProgress carries it).
+type placeOfRun struct {
+	Nodes          []string
+	SharedWith     []string
+	SharedWithMore int
+}
+
+// firstOf is when a run's pods began to exist: its application's creation, else its grant.
+func firstOf(ph *v1alpha1.RunPhases, r *v1alpha1.RunRecord) time.Time {
+	var created, admitted *metav1.MicroTime
+	switch {
+	case ph != nil:
+		created, admitted = ph.ApplicationCreatedAt, ph.AdmittedAt
+	case r != nil:
+		created, admitted = r.ApplicationCreatedAt, r.AdmittedAt
+	}
+	if created != nil {
+		return created.Time
+	}
+	return timeOfMicro(admitted)
+}
+
+func timeOfMicro(t *metav1.MicroTime) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// namespaceJobs lists a namespace's BatchJobs from the worker's copy (which leaves out
+// their wrapped specs), else from the API server's watch cache. The objects are shared with
+// the copy: read them, never change them.
+func (a *Activities) namespaceJobs(ctx context.Context, namespace string) ([]*v1alpha1.BatchJob, error) {
+	var list v1alpha1.BatchJobList
+	var err error
+	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); r != nil {
+		err = r.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy)
+	} else {
+		err = a.Client.List(ctx, &list, client.InNamespace(namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list batchjobs of %s: %w", namespace, err)
+	}
+	out := make([]*v1alpha1.BatchJob, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// testBedCopy reads a test bed from the worker's copy, else the watch cache; nil if gone.
+func (a *Activities) testBedCopy(ctx context.Context, key types.NamespacedName) (*v1alpha1.TestBed, error) {
+	var bed v1alpha1.TestBed
+	var err error
+	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("TestBed")); r != nil {
+		err = r.Get(ctx, key, &bed)
+	} else {
+		err = fromWatchCache(ctx, a.Client, key, &bed)
+	}
+	if err = client.IgnoreNotFound(err); err != nil {
+		return nil, fmt.Errorf("get testbed %s: %w", key, err)
+	}
+	if bed.Name == "" {
+		return nil, nil
+	}
+	return &bed, nil
+}

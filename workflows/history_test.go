@@ -1,0 +1,159 @@
+package workflows
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+	"slotplane/jobapp"
+)
+
+var completed = activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true},
+	Nodes: []string{"node-a", "node-b"}, SharedWith: []string{"pagerank"}, SharedWithMore: 2}
+
+// Each ended run goes into the job's history with where it ran, whom it ran beside, its
+// phases and its outcome; the next run of another request adds its own, and a release keeps
+// them. The history is the workflow's own: an observation that lags behind the record it
+// wrote last (a watch cache) does not lose it.
+func TestBatchJobWorkflow_RecordsEveryRunInTheHistory(t *testing.T) {
+	granted := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	req := *request
+	req.GrantedAt = &granted
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) {
+			o.Status.History = nil // a copy from before the first record
+			second := req
+			second.Run, second.Slots = 2, []int32{5}
+			later := metav1.NewMicroTime(granted.Add(10 * time.Minute))
+			second.GrantedAt = &later
+			o.Request = &second
+		})
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, 10*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Holder, o.Request, o.Status.History = "", nil, nil })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, 20*time.Minute)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+	require.NoError(t, env.GetWorkflowError())
+
+	final := w.written[len(w.written)-1]
+	require.Equal(t, v1alpha1.JobReady, final.State)
+	require.Len(t, final.History, 2, "%+v", final.History)
+	first, second := final.History[0], final.History[1]
+	require.Equal(t, int32(1), first.Run)
+	require.Equal(t, "nightly", first.Scheduling)
+	require.Equal(t, "bed", first.TestBed)
+	require.Equal(t, []int32{1, 2}, first.Slots)
+	require.Equal(t, []string{"node-a", "node-b"}, first.Nodes)
+	require.Equal(t, []string{"pagerank"}, first.SharedWith)
+	require.Equal(t, int32(2), first.SharedWithMore)
+	require.Equal(t, v1alpha1.RunCompleted, first.Outcome)
+	require.True(t, first.AdmittedAt.Equal(&granted))
+	require.NotNil(t, first.ApplicationCreatedAt)
+	require.NotNil(t, first.RunningAt)
+	require.NotNil(t, first.EndedAt)
+	require.Equal(t, 30*time.Second, first.EndedAt.Sub(first.RunningAt.Time))
+	require.NotNil(t, first.Wait)
+	require.Equal(t, int32(2), second.Run)
+	require.Equal(t, []int32{5}, second.Slots)
+	require.Equal(t, 10*time.Minute, second.AdmittedAt.Sub(first.AdmittedAt.Time))
+	// Each write of the first run's end and after carries its record once.
+	for _, st := range w.written {
+		seen := map[string]bool{}
+		for _, r := range st.History {
+			k := fmt.Sprint(r.Scheduling, r.Run)
+			require.False(t, seen[k], "run %s twice in %+v", k, st.History)
+			seen[k] = true
+		}
+	}
+}
+
+// A run its Scheduling lets go of before it ended is recorded as Released, ending when it
+// was let go of.
+func TestBatchJobWorkflow_AReleasedRunIsRecorded(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, 10*time.Second)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+	require.NoError(t, env.GetWorkflowError())
+
+	final := w.written[len(w.written)-1]
+	require.Equal(t, v1alpha1.JobReady, final.State)
+	require.Len(t, final.History, 1)
+	r := final.History[0]
+	require.Equal(t, v1alpha1.RunReleased, r.Outcome)
+	require.NotNil(t, r.EndedAt)
+	require.Equal(t, 10*time.Second, r.EndedAt.Sub(r.ApplicationCreatedAt.Time).Round(time.Second))
+	require.Contains(t, r.Message, "released")
+}
+
+// An application that cannot be made is a failed run in the history.
+func TestBatchJobWorkflow_AnInvalidJobsRunIsRecordedFailed(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	bad := errInvalid("test bed bed has no slot 9")
+	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, bad)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+	require.NoError(t, env.GetWorkflowError())
+	h := w.written[len(w.written)-1].History
+	require.Len(t, h, 1)
+	require.Equal(t, v1alpha1.RunFailed, h[0].Outcome)
+	require.Contains(t, h[0].Message, "has no slot 9")
+}
+
+// The history keeps the newest MaxRunHistory runs, and fewer when their lists are large;
+// the newest stays whatever its size; a run is recorded once.
+func TestHistory_KeepsTheNewestWithinItsBounds(t *testing.T) {
+	at := func(i int) *metav1.MicroTime {
+		t := metav1.NewMicroTime(time.Date(2026, 11, 25, 0, i, 0, 0, time.UTC))
+		return &t
+	}
+	st := v1alpha1.BatchJobStatus{Scheduling: "s", TestBed: "bed", State: v1alpha1.JobRunning}
+	for i := 1; i <= 25; i++ {
+		st.Run, st.Phases = int32(i), &v1alpha1.RunPhases{AdmittedAt: at(i), ApplicationCreatedAt: at(i), EndedAt: at(i + 1)}
+		recordRun(&st, v1alpha1.RunCompleted, "done", activities.AppProgress{})
+		recordRun(&st, v1alpha1.RunCompleted, "done", activities.AppProgress{})
+	}
+	require.Len(t, st.History, v1alpha1.MaxRunHistory)
+	require.Equal(t, int32(6), st.History[0].Run)
+	require.Equal(t, int32(25), st.History[len(st.History)-1].Run)
+
+	// Runs of a thousand slots on long node names: the bytes bound keeps fewer.
+	var nodes []string
+	for i := range 1000 {
+		nodes = append(nodes, fmt.Sprintf("a-rather-long-node-name-of-the-test-bed-%04d.cluster.example", i))
+	}
+	big := activities.AppProgress{Nodes: nodes}
+	for i := 26; i <= 40; i++ {
+		st.Run, st.Phases = int32(i), &v1alpha1.RunPhases{AdmittedAt: at(i), EndedAt: at(i + 1)}
+		recordRun(&st, v1alpha1.RunCompleted, "done", big)
+	}
+	require.Less(t, len(st.History), v1alpha1.MaxRunHistory)
+	require.Equal(t, int32(40), st.History[len(st.History)-1].Run)
+	size := 0
+	for _, r := range st.History {
+		size += recordBytes(r)
+	}
+	require.LessOrEqual(t, size, v1alpha1.MaxHistoryBytes)
+
+	// A record alone over the bound stays.
+	require.Len(t, trimHistory([]v1alpha1.RunRecord{{Nodes: make([]string, 5000)}, {Nodes: []string{string(make([]byte, v1alpha1.MaxHistoryBytes))}}}), 1)
+}
+
+func errInvalid(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, activities.ErrInvalidJob, nil)
+}
