@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
@@ -18,7 +21,8 @@ import (
 // label): the status's scheduling is written after the claim is, and lags a release.
 func jobOf(j *v1alpha1.BatchJob) Job {
 	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
-		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel], Status: j.Status}
+		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel],
+		SchedulerData: v1alpha1.SchedulerData(j.Annotations), Status: j.Status}
 }
 
 var jobStates = []v1alpha1.BatchJobState{v1alpha1.JobReady, v1alpha1.JobInQueue, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted, v1alpha1.JobFailed}
@@ -127,10 +131,16 @@ func validateJobRequest(r *JobRequest) []FieldError {
 		keys  map[string]string
 	}{{"labels", r.Labels}, {"annotations", r.Annotations}} {
 		for k := range m.keys {
-			if slices.Contains(reservedKeys, k) {
+			switch {
+			case slices.Contains(reservedKeys, k):
 				add(m.field+"["+k+"]", "is slotplane's own and cannot be set")
+			case strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix):
+				add(m.field+"["+k+"]", "is scheduler data: set it in schedulerData, without the prefix")
 			}
 		}
+	}
+	for _, e := range v1alpha1.ValidateSchedulerData(r.SchedulerData, field.NewPath("schedulerData")) {
+		add(e.Field, "%s", e.ErrorBody())
 	}
 	slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
 	return errs
@@ -165,8 +175,15 @@ func (s *server) createJob(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	annotations := req.Annotations
+	for name, v := range req.SchedulerData {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[v1alpha1.SchedulerDataPrefix+name] = v
+	}
 	job := &v1alpha1.BatchJob{
-		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: namespaceOf(c), Labels: req.Labels, Annotations: req.Annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: namespaceOf(c), Labels: req.Labels, Annotations: annotations},
 		Spec: v1alpha1.BatchJobSpec{Framework: req.Framework, Application: req.Application, DriverResources: req.DriverResources, Queue: req.Queue,
 			User: runAs.Name, Groups: runAs.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment},
 	}
@@ -227,4 +244,75 @@ func (s *server) runAs(c *gin.Context, name string, groups []string) (User, erro
 		}
 	}
 	return User{Name: name, Groups: groups}, nil
+}
+
+// patchSchedulerData changes a job's scheduler data as a merge patch: values set, nulls
+// remove, the rest stays. The whole data after the change must keep within its bounds; the
+// write is conditional on the job read, so two schedulers' patches never pass each other's
+// checks unseen (a conflict is retried here, on the job as it is then).
+func (s *server) patchSchedulerData(c *gin.Context) {
+	var patch SchedulerDataPatch
+	if err := decode(c, &patch); err != nil {
+		fail(c, err)
+		return
+	}
+	if len(patch) == 0 {
+		fail(c, invalid(FieldError{Field: "", Message: "the patch names no scheduler data"}))
+		return
+	}
+	var job v1alpha1.BatchJob
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		job = v1alpha1.BatchJob{} // a retry reads afresh: a decode into a used object keeps old map entries
+		if err := s.get(c, "batch job", &job); err != nil {
+			return err
+		}
+		data := v1alpha1.SchedulerData(job.Annotations)
+		if data == nil {
+			data = map[string]string{}
+		}
+		for name, v := range patch {
+			if v == nil {
+				delete(data, name)
+			} else {
+				data[name] = *v
+			}
+		}
+		// A name being removed is checked too: a malformed one can name no annotation.
+		var errs []FieldError
+		for _, e := range v1alpha1.ValidateSchedulerData(data, field.NewPath("schedulerData")) {
+			errs = append(errs, FieldError{Field: e.Field, Message: e.ErrorBody()})
+		}
+		for name, v := range patch {
+			if v == nil {
+				for _, e := range v1alpha1.ValidateSchedulerData(map[string]string{name: ""}, field.NewPath("schedulerData")) {
+					errs = append(errs, FieldError{Field: e.Field, Message: e.ErrorBody()})
+				}
+			}
+		}
+		if len(errs) > 0 {
+			slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+			return invalid(errs...)
+		}
+		for k := range job.Annotations {
+			if strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix) {
+				delete(job.Annotations, k)
+			}
+		}
+		if job.Annotations == nil && len(data) > 0 {
+			job.Annotations = map[string]string{}
+		}
+		for name, v := range data {
+			job.Annotations[v1alpha1.SchedulerDataPrefix+name] = v
+		}
+		return s.Client.Update(c.Request.Context(), &job)
+	})
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = fromKube(fmt.Sprintf("update the scheduler data of batch job %s/%s", job.Namespace, job.Name), err)
+		}
+		fail(c, e)
+		return
+	}
+	c.JSON(http.StatusOK, jobOf(&job))
 }

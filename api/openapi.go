@@ -73,6 +73,8 @@ func operations() []operation {
 			status: 200, answer: Job{}, errors: with(404, 422), permission: "get batchjobs"},
 		{method: "POST", path: "/jobs/:name/move", summary: "Move a queued or running job to another queue, as the caller", query: []param{namespaceParam},
 			body: MoveRequest{}, status: 200, answer: MoveResult{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
+		{method: "PATCH", path: "/jobs/:name/scheduler-data", summary: "Set or remove notes of external schedulers on a BatchJob (a merge patch: null removes)", query: []param{namespaceParam},
+			body: SchedulerDataPatch{}, status: 200, answer: Job{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
 		{method: "GET", path: "/testbeds/:name", summary: "Get a test bed and its slots", query: []param{namespaceParam},
 			status: 200, answer: TestBed{}, errors: with(404, 422), permission: "get testbeds"},
 		{method: "GET", path: "/testbeds/:name/queues", summary: "A test bed's queues: shares, usage, pending demand, and why each waiting job waits",

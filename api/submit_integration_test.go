@@ -4,9 +4,11 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
 	"slotplane/internal/testplatform"
@@ -75,7 +78,10 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		require.Equal(t, "alice", job.User)
 		require.Equal(t, []string{"analysts"}, job.Groups, "the caller's groups, for the ACLs")
 		require.Equal(t, "registry.example/first:1", job.Application.Image)
-		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", sparkJob("second", "analytics", "1s"), &job))
+		second := sparkJob("second", "analytics", "1s")
+		second["schedulerData"] = map[string]string{"estimate": "1s", "placement": "pack"}
+		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", second, &job))
+		require.Equal(t, map[string]string{"estimate": "1s", "placement": "pack"}, job.SchedulerData)
 		var bobs api.Job
 		require.Equal(t, http.StatusCreated, asBob("POST", "/jobs", sparkJob("bobs", "analytics", "1s"), &bobs))
 		require.Equal(t, "bob", bobs.User)
@@ -106,6 +112,10 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 			"bad framework":      {body: bad(func(m map[string]any) { m["framework"] = "hadoop" }), status: 422, field: "framework"},
 			"bad name":           {body: bad(func(m map[string]any) { m["name"] = "Bad_Name" }), status: 422, field: "name"},
 			"a protocol label":   {body: bad(func(m map[string]any) { m["labels"] = map[string]string{v1alpha1.ActiveSchedulingLabel: "x"} }), status: 422, field: "labels[" + v1alpha1.ActiveSchedulingLabel + "]"},
+			"scheduler data as an annotation": {body: bad(func(m map[string]any) {
+				m["annotations"] = map[string]string{v1alpha1.SchedulerDataPrefix + "estimate": "1s"}
+			}), status: 422, field: "annotations[" + v1alpha1.SchedulerDataPrefix + "estimate]", text: "set it in schedulerData"},
+			"a bad scheduler data name": {body: bad(func(m map[string]any) { m["schedulerData"] = map[string]string{"no spaces": "x"} }), status: 422, field: "schedulerData[no spaces]"},
 			"no image (the schema's rule)": {body: bad(func(m map[string]any) {
 				m["application"] = map[string]any{"image": "", "mainApplicationFile": "local:///a.jar"}
 			}), status: 422, field: "application.image"},
@@ -231,6 +241,75 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 	var e api.Error
 	require.Equal(t, http.StatusConflict, c.call("PATCH", "/schedulings/grow", map[string]any{"append": []map[string]any{{"name": "held", "replication": 1}}}, &e))
 	require.Contains(t, e.Message, "is Completed and takes no more jobs")
+
+	t.Run("scheduler data", func(t *testing.T) {
+		c := client{t: t, base: c.base}
+		// What the scheduler wrote before the run is there after it, untouched, and the run
+		// is in the history; the application never carried the notes.
+		var job api.Job
+		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/second", nil, &job))
+		require.Equal(t, map[string]string{"estimate": "1s", "placement": "pack"}, job.SchedulerData)
+		require.Len(t, job.Status.History, 1)
+		run := job.Status.History[0]
+		require.Equal(t, v1alpha1.RunCompleted, run.Outcome)
+		require.Equal(t, "grow", run.Scheduling)
+		require.Len(t, run.Slots, 1)
+		require.Len(t, run.Nodes, 1)
+		for _, n := range run.SharedWith {
+			require.Contains(t, []string{"first", "held"}, n, "only jobs that ran beside it")
+		}
+		var apps sparkv1beta2.SparkApplicationList
+		require.NoError(t, p.Client.List(ctx, &apps, ctrlclient.InNamespace("default"), ctrlclient.MatchingLabels{v1alpha1.BatchJobLabel: "second"}))
+		require.NotEmpty(t, apps.Items)
+		for k := range apps.Items[0].Annotations {
+			require.False(t, strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix), "the application carries %s", k)
+		}
+
+		// A merge patch: set, change, remove; the rest stays.
+		one, gone := "3s", (*string)(nil)
+		var patched api.Job // a fresh one: decoding into job would keep its old map entries
+		require.Equal(t, http.StatusOK, c.call("PATCH", "/jobs/second/scheduler-data", map[string]*string{"estimate": &one, "placement": gone, "runs": &one}, &patched))
+		require.Equal(t, map[string]string{"estimate": "3s", "runs": "3s"}, patched.SchedulerData)
+		var stored v1alpha1.BatchJob
+		require.NoError(t, p.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "second"}, &stored))
+		require.Equal(t, "3s", stored.Annotations[v1alpha1.SchedulerDataPrefix+"estimate"], "kubectl sees an annotation")
+		require.NotContains(t, stored.Annotations, v1alpha1.SchedulerDataPrefix+"placement")
+
+		big := strings.Repeat("x", v1alpha1.MaxSchedulerDataBytes)
+		many := map[string]string{}
+		for i := range v1alpha1.MaxSchedulerDataKeys {
+			many[fmt.Sprintf("k%d", i)] = "v"
+		}
+		cases := map[string]struct {
+			path   string
+			body   any
+			status int
+			field  string
+		}{
+			"a bad name":          {path: "/jobs/second/scheduler-data", body: map[string]any{"Not A Name": "x"}, status: 422, field: "schedulerData[Not A Name]"},
+			"a name with a slash": {path: "/jobs/second/scheduler-data", body: map[string]any{"slotplane.io/slot-id": "3"}, status: 422, field: "schedulerData[slotplane.io/slot-id]"},
+			"removing a bad name": {path: "/jobs/second/scheduler-data", body: map[string]any{"-x-": nil}, status: 422, field: "schedulerData[-x-]"},
+			"too large":           {path: "/jobs/second/scheduler-data", body: map[string]any{"big": big}, status: 422, field: "schedulerData"},
+			"too many":            {path: "/jobs/second/scheduler-data", body: many, status: 422, field: "schedulerData"},
+			"nothing":             {path: "/jobs/second/scheduler-data", body: map[string]any{}, status: 422},
+			"not an object":       {path: "/jobs/second/scheduler-data", body: `["estimate"]`, status: 400},
+			"not a string":        {path: "/jobs/second/scheduler-data", body: map[string]any{"estimate": 3}, status: 400},
+			"a missing job":       {path: "/jobs/nope/scheduler-data", body: map[string]any{"estimate": "1s"}, status: 404},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				var e api.Error
+				require.Equal(t, tc.status, c.call("PATCH", tc.path, tc.body, &e), "%+v", e)
+				if tc.field != "" {
+					require.NotEmpty(t, e.Fields, e.Message)
+					require.Equal(t, tc.field, e.Fields[0].Field, e.Message)
+				}
+			})
+		}
+		var after api.Job
+		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/second", nil, &after))
+		require.Equal(t, map[string]string{"estimate": "3s", "runs": "3s"}, after.SchedulerData, "no refused patch changed anything")
+	})
 }
 
 // impersonators allows everything, except impersonation to all but the trusted users.

@@ -5,26 +5,27 @@ import "slotplane/apitypes"
 // The API's wire types live in apitypes, so that clients need not import the server; these
 // names keep the server's code and its callers reading as before.
 type (
-	User              = apitypes.User
-	TokenScope        = apitypes.TokenScope
-	Error             = apitypes.Error
-	FieldError        = apitypes.FieldError
-	EventType         = apitypes.EventType
-	Event             = apitypes.Event
-	Job               = apitypes.Job
-	JobList           = apitypes.JobList
-	JobRequest        = apitypes.JobRequest
-	TestBed           = apitypes.TestBed
-	Scheduling        = apitypes.Scheduling
-	SchedulingList    = apitypes.SchedulingList
-	SchedulingRequest = apitypes.SchedulingRequest
-	SchedulingPatch   = apitypes.SchedulingPatch
-	Resources         = apitypes.Resources
-	QueueTree         = apitypes.QueueTree
-	Queue             = apitypes.Queue
-	QueuedJob         = apitypes.QueuedJob
-	MoveRequest       = apitypes.MoveRequest
-	MoveResult        = apitypes.MoveResult
+	User               = apitypes.User
+	TokenScope         = apitypes.TokenScope
+	Error              = apitypes.Error
+	FieldError         = apitypes.FieldError
+	EventType          = apitypes.EventType
+	Event              = apitypes.Event
+	Job                = apitypes.Job
+	JobList            = apitypes.JobList
+	JobRequest         = apitypes.JobRequest
+	TestBed            = apitypes.TestBed
+	Scheduling         = apitypes.Scheduling
+	SchedulingList     = apitypes.SchedulingList
+	SchedulingRequest  = apitypes.SchedulingRequest
+	SchedulingPatch    = apitypes.SchedulingPatch
+	Resources          = apitypes.Resources
+	QueueTree          = apitypes.QueueTree
+	Queue              = apitypes.Queue
+	QueuedJob          = apitypes.QueuedJob
+	MoveRequest        = apitypes.MoveRequest
+	MoveResult         = apitypes.MoveResult
+	SchedulerDataPatch = apitypes.SchedulerDataPatch
 )
 
 // The codes, event types, kinds and subprotocol of the wire.

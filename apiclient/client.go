@@ -258,6 +258,13 @@ func (c *Client) MoveJob(ctx context.Context, job, queue string) (apitypes.MoveR
 	return m, c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(job)+"/move", nil, apitypes.MoveRequest{Queue: queue}, &m)
 }
 
+// PatchSchedulerData sets (a value) or removes (nil) notes of the job's scheduler data and
+// answers the job as it is then. Names left out of the patch stay.
+func (c *Client) PatchSchedulerData(ctx context.Context, job string, patch apitypes.SchedulerDataPatch) (apitypes.Job, error) {
+	var j apitypes.Job
+	return j, c.do(ctx, http.MethodPatch, "/jobs/"+url.PathEscape(job)+"/scheduler-data", nil, patch, &j)
+}
+
 // endpoint is the address of an API path (under /api/v1, its names already escaped) with
 // the query and the namespace.
 func (c *Client) endpoint(path string, q url.Values) *url.URL {

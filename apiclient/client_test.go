@@ -130,6 +130,17 @@ func TestClient_SendsTheTokenNamespaceAndQuery(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "/api/v1/testbeds/bed/queues", f.last(t).path)
 	require.Equal(t, 1, q.Queues[0].RunningJobs)
+
+	// A scheduler data patch sets with a value and removes with null.
+	f.body = `{"name":"etl","schedulerData":{"estimate":"30s"}}`
+	est := "30s"
+	j, err := c.PatchSchedulerData(ctx, "etl", apitypes.SchedulerDataPatch{"estimate": &est, "old": nil})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"estimate": "30s"}, j.SchedulerData)
+	got = f.last(t)
+	require.Equal(t, "PATCH", got.method)
+	require.Equal(t, "/api/v1/jobs/etl/scheduler-data", got.path)
+	require.JSONEq(t, `{"estimate":"30s","old":null}`, got.body)
 }
 
 func TestClient_FailedAnswersAreStatusErrors(t *testing.T) {

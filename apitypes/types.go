@@ -112,9 +112,17 @@ type Job struct {
 	User            string               `json:"user,omitempty"`
 	Groups          []string             `json:"groups,omitempty"`
 	// Scheduling is the Scheduling that holds the job now; empty once it is released.
-	Scheduling string                  `json:"scheduling,omitempty"`
-	Status     v1alpha1.BatchJobStatus `json:"status"`
+	Scheduling string `json:"scheduling,omitempty"`
+	// SchedulerData are the notes external schedulers keep on the job (the annotations
+	// under v1alpha1.SchedulerDataPrefix); slotplane never changes them.
+	SchedulerData map[string]string       `json:"schedulerData,omitempty"`
+	Status        v1alpha1.BatchJobStatus `json:"status"`
 }
+
+// SchedulerDataPatch changes a job's scheduler data (PATCH /jobs/{name}/scheduler-data) as a
+// JSON merge patch does: a name with a value sets it, a name with null removes it, names
+// left out stay.
+type SchedulerDataPatch map[string]*string
 
 // TestBed is a test bed with its slots.
 type TestBed struct {
@@ -139,9 +147,10 @@ type JobRequest struct {
 	User   string   `json:"user,omitempty"`
 	Groups []string `json:"groups,omitempty"`
 	// Labels and Annotations are put on the BatchJob; slotplane's own protocol keys are
-	// refused.
+	// refused, and so are scheduler data annotations: SchedulerData sets those.
 	Labels           map[string]string     `json:"labels,omitempty"`
 	Annotations      map[string]string     `json:"annotations,omitempty"`
+	SchedulerData    map[string]string     `json:"schedulerData,omitempty"`
 	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
 	FlinkDeployment  *runtime.RawExtension `json:"flinkDeployment,omitempty"`
 }

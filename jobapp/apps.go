@@ -97,13 +97,13 @@ func (r Run) labels() map[string]string {
 }
 
 // annotations are the job's annotations the application carries along (not kubectl's
-// bookkeeping, not slotplane's protocol). Other slotplane.io keys stay: the operators put
+// bookkeeping, not slotplane's protocol, not the schedulers' notes). Other slotplane.io keys stay: the operators put
 // an application's own annotations on none of its pods, so they cannot pose as a pod's
 // record here, and the local stand-in reads its simulated run time from them.
 func (r Run) annotations() map[string]string {
 	out := map[string]string{}
 	for k, v := range r.Job.Annotations {
-		if strings.HasPrefix(k, "kubectl.kubernetes.io/") || k == v1alpha1.CreationRequestAnnotation {
+		if strings.HasPrefix(k, "kubectl.kubernetes.io/") || k == v1alpha1.CreationRequestAnnotation || strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix) {
 			continue
 		}
 		out[k] = v

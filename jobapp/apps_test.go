@@ -16,7 +16,7 @@ import (
 
 func job(framework v1alpha1.Framework) *v1alpha1.BatchJob {
 	return testobjects.BatchJob("wordcount").Namespace("team-a").Framework(framework).
-		Annotation("kubectl.kubernetes.io/last-applied-configuration", "{}").RunFor("20s").
+		Annotation("kubectl.kubernetes.io/last-applied-configuration", "{}").Annotation(v1alpha1.SchedulerDataPrefix+"estimate", "20s").RunFor("20s").
 		Image("registry/wordcount:1").MainClass("org.example.WordCount").Arguments("--in", "x").Dataset("hdfs://data/words").
 		Driver("500m", "2Gi").Obj()
 }
@@ -40,6 +40,9 @@ func TestSparkExecutorsFitTheirSlots(t *testing.T) {
 	}
 	if _, ok := app.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
 		t.Error("kubectl's bookkeeping was copied")
+	}
+	if _, ok := app.Annotations[v1alpha1.SchedulerDataPrefix+"estimate"]; ok {
+		t.Error("the schedulers' notes were copied")
 	}
 	if app.Annotations["slotplane.io/sim-duration"] != "20s" {
 		t.Error("the job's own annotations were not carried along")

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -319,4 +321,30 @@ func joinValues[T ~string](values []T) string {
 		s[i] = string(v)
 	}
 	return strings.Join(s, ", ")
+}
+
+// ValidateSchedulerData checks a job's whole scheduler data as it would be stored: each name
+// is an annotation name (what follows SchedulerDataPrefix), and the notes stay within
+// MaxSchedulerDataKeys and MaxSchedulerDataBytes (names and values together).
+func ValidateSchedulerData(data map[string]string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	size := 0
+	names := slices.Sorted(maps.Keys(data))
+	for _, name := range names {
+		if strings.Contains(name, "/") {
+			errs = append(errs, field.Invalid(path.Key(name), name, "a name has no prefix of its own: it follows "+SchedulerDataPrefix))
+		} else {
+			for _, msg := range validation.IsQualifiedName(name) {
+				errs = append(errs, field.Invalid(path.Key(name), name, msg))
+			}
+		}
+		size += len(name) + len(data[name])
+	}
+	if len(data) > MaxSchedulerDataKeys {
+		errs = append(errs, field.TooMany(path, len(data), MaxSchedulerDataKeys))
+	}
+	if size > MaxSchedulerDataBytes {
+		errs = append(errs, field.TooLong(path, "", MaxSchedulerDataBytes))
+	}
+	return errs
 }

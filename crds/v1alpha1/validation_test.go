@@ -2,10 +2,12 @@ package v1alpha1
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -314,5 +316,41 @@ func TestValidateQueue(t *testing.T) {
 		if got := len(ValidateQueue(queue, field.NewPath("queue"))) == 0; got != ok {
 			t.Errorf("ValidateQueue(%q) accepts: %v, want %v", queue, got, ok)
 		}
+	}
+}
+
+// Scheduler data names are annotation names without a prefix; the data keeps within its
+// bounds, names and values counted together.
+func TestValidateSchedulerData(t *testing.T) {
+	many := map[string]string{}
+	for i := range MaxSchedulerDataKeys + 1 {
+		many[fmt.Sprintf("k%d", i)] = ""
+	}
+	cases := map[string]struct {
+		data map[string]string
+		want []string
+	}{
+		"none":            {},
+		"notes":           {data: map[string]string{"estimate": "30s", "best-slots": "0,1", "v1.model": "{}"}},
+		"a space":         {data: map[string]string{"an estimate": "x"}, want: []string{"d[an estimate]"}},
+		"a prefix":        {data: map[string]string{"slotplane.io/slot-id": "3"}, want: []string{"d[slotplane.io/slot-id]"}},
+		"too long a name": {data: map[string]string{strings.Repeat("n", 64): ""}, want: []string{"d[" + strings.Repeat("n", 64) + "]"}},
+		"too many":        {data: many, want: []string{"d"}},
+		"too large":       {data: map[string]string{"big": strings.Repeat("x", MaxSchedulerDataBytes-2)}, want: []string{"d"}},
+		"just fits":       {data: map[string]string{"big": strings.Repeat("x", MaxSchedulerDataBytes-3)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, e := range ValidateSchedulerData(tc.data, field.NewPath("d")) {
+				got = append(got, e.Field)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("fields at fault (-want +got)\n%s", diff)
+			}
+		})
+	}
+	if got := SchedulerData(map[string]string{SchedulerDataPrefix + "estimate": "1s", "other": "x", GroupName + "/sim-duration": "2s"}); !maps.Equal(got, map[string]string{"estimate": "1s"}) {
+		t.Errorf("SchedulerData = %v", got)
 	}
 }

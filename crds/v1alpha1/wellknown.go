@@ -100,6 +100,36 @@ type CreationRequest struct {
 	GrantedAt *metav1.MicroTime `json:"grantedAt,omitempty"`
 }
 
+// SchedulerDataPrefix starts the annotations that hold a BatchJob's scheduler data: notes
+// that external schedulers keep on a job for their next invocations (an estimate of its run
+// time, the placement that served it best). slotplane never writes, changes or removes
+// them, and does not copy them onto the job's application. The REST API shows them, without
+// the prefix, as the job's schedulerData, and writes them through
+// PATCH /jobs/{name}/scheduler-data; with kubectl they are plain annotations
+// (scheduler.slotplane.io/estimate).
+const SchedulerDataPrefix = "scheduler." + GroupName + "/"
+
+// The bounds of one job's scheduler data: a few dozen notes, not a database.
+const (
+	MaxSchedulerDataKeys  = 64
+	MaxSchedulerDataBytes = 64 << 10
+)
+
+// SchedulerData is the scheduler data among a job's annotations, keyed without the prefix
+// (nil when there is none).
+func SchedulerData(annotations map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range annotations {
+		if name, ok := strings.CutPrefix(k, SchedulerDataPrefix); ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = v
+		}
+	}
+	return out
+}
+
 // TestBedTaint is the taint key that dedicates nodes to test beds (any value, any effect).
 // Ghosts and slot pods tolerate it; ordinary pods do not, so they can neither land on nor
 // preempt ghosts on a dedicated node.
