@@ -20,7 +20,11 @@ import (
 // jobOf shows a BatchJob. Its Scheduling is the one whose claim it carries now (the claim
 // label): the status's scheduling is written after the claim is, and lags a release.
 func jobOf(j *v1alpha1.BatchJob) Job {
-	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
+	var created *metav1.Time
+	if !j.CreationTimestamp.IsZero() {
+		created = &j.CreationTimestamp
+	}
+	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreatedAt: created, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
 		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel],
 		SchedulerData: v1alpha1.SchedulerData(j.Annotations), Status: j.Status}
 }

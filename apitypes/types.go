@@ -6,6 +6,7 @@ package apitypes
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"slotplane/crds/v1alpha1"
@@ -102,9 +103,13 @@ type Event struct {
 
 // Job is a BatchJob as the API shows it.
 type Job struct {
-	Name            string               `json:"name"`
-	Namespace       string               `json:"namespace"`
-	ResourceVersion string               `json:"resourceVersion"`
+	Name            string `json:"name"`
+	Namespace       string `json:"namespace"`
+	ResourceVersion string `json:"resourceVersion"`
+	// Labels are the BatchJob's labels (a scheduler selects its jobs by them).
+	Labels map[string]string `json:"labels,omitempty"`
+	// CreatedAt is when the BatchJob was made: a job's arrival, to a scheduler.
+	CreatedAt       *metav1.Time         `json:"createdAt,omitempty"`
 	Framework       v1alpha1.Framework   `json:"framework"`
 	Application     v1alpha1.Application `json:"application"`
 	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`

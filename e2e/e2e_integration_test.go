@@ -109,6 +109,10 @@ func (c *component) stop() {
 
 const token = "e2e-token"
 
+// experimenterToken may submit jobs as anyone, as `slotplane experiment` does for a
+// trace's users.
+const experimenterToken = "e2e-experimenter-token"
+
 // keepLogs makes a directory for one test's logs: the components' and the in-process
 // parts' (the operators' stand-in, through slog's default logger). A test's own output
 // then holds only what it says, so a failure is the last thing a run prints. When the
@@ -230,7 +234,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	cluster := dp.Cluster
 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"), 0o600))
+	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
 	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, parts: map[string]*component{
 		"worker": {name: "worker", args: conn},

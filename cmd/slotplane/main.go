@@ -32,6 +32,7 @@ var commands = []command{
 	{"api", "serve the REST API for external schedulers (Schedulings, jobs, test beds)", runAPI},
 	{"queues", "check an allocation file (fair-scheduler.xml): the queue tree, shares, placement and ACLs", runQueues},
 	{"simulate", "replay a workload trace (CSV) through an allocation file's queues in virtual time: waits, utilization, fairness", runSimulate},
+	{"experiment", "run a workload trace on the live test bed with a scheduler (built in or your own) and report it beside the simulator's prediction", runExperiment},
 	{"submit", "create BatchJobs and Schedulings from their YAML or JSON (as kubectl takes them) through the REST API", runSubmit},
 	{"get", "show jobs, Schedulings, a test bed's slots or its queues, from the REST API", runGet},
 	{"watch", "follow Schedulings' progress on the API's change feed until they end", runWatch},

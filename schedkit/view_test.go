@@ -1,0 +1,158 @@
+package schedkit
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"slotplane/apitypes"
+	"slotplane/crds/v1alpha1"
+)
+
+var epoch = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+func testBed(slots int, unavailable ...int32) *apitypes.TestBed {
+	tb := &apitypes.TestBed{Name: "bed"}
+	for i := range slots {
+		s := v1alpha1.SlotStatus{Position: int32(i), NodeName: []string{"n0", "n1"}[i%2]}
+		for _, u := range unavailable {
+			if u == int32(i) {
+				s.Unavailable = "node not ready"
+			}
+		}
+		tb.Status.Slots = append(tb.Status.Slots, s)
+	}
+	return tb
+}
+
+func apiJob(name string, age time.Duration, edit func(*apitypes.Job)) apitypes.Job {
+	at := metav1.NewTime(epoch.Add(-age))
+	j := apitypes.Job{Name: name, ResourceVersion: "1", CreatedAt: &at, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobReady}}
+	if edit != nil {
+		edit(&j)
+	}
+	return j
+}
+
+func names(jobs []Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Name)
+	}
+	return out
+}
+
+// The view: waiting are the Ready jobs no Scheduling holds or lists and the kit has not
+// placed, oldest first, that the selection takes; a run that holds slots and a placement
+// that has not ended take their slots; unavailable slots are never free.
+func TestView_WaitingRunningAndSlots(t *testing.T) {
+	w := newWorld()
+	w.bed = testBed(6, 5)
+	running := func(slots ...int32) func(*apitypes.Job) {
+		return func(j *apitypes.Job) {
+			j.Scheduling = "s"
+			j.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, TestBed: "bed", Slots: slots}
+		}
+	}
+	for _, j := range []apitypes.Job{
+		apiJob("young", time.Second, func(j *apitypes.Job) { j.SchedulerData = map[string]string{ReplicasNote: "3"} }),
+		apiJob("old", time.Hour, nil),
+		apiJob("unselected", time.Hour, func(j *apitypes.Job) { j.User = "someone-else" }),
+		apiJob("runs", time.Hour, running(0, 1)),
+		apiJob("elsewhere", time.Hour, func(j *apitypes.Job) { running(2)(j); j.Status.TestBed = "other" }),
+		apiJob("ended", time.Hour, func(j *apitypes.Job) { running(2)(j); j.Status.State = v1alpha1.JobCompleted }),
+		apiJob("listed", time.Hour, nil),
+		apiJob("placed", time.Hour, nil),
+		apiJob("refused", time.Hour, nil),
+		apiJob("bad-replicas", 2*time.Hour, func(j *apitypes.Job) { j.SchedulerData = map[string]string{ReplicasNote: "many"} }),
+	} {
+		w.jobChanged(j)
+	}
+	w.schedulings["s"] = apitypes.Scheduling{Name: "s", Jobs: []v1alpha1.SchedulingJob{{Name: "listed", Replication: 1}}}
+	w.schedulings["done"] = apitypes.Scheduling{Name: "done", Jobs: []v1alpha1.SchedulingJob{{Name: "old", Replication: 1}},
+		Status: v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingCompleted}}
+	w.placed["placed"] = &placement{slots: []int32{3}}
+	w.refused["refused"] = "1"
+
+	v := w.view(epoch, func(j apitypes.Job) bool { return j.User == "" })
+	if diff := cmp.Diff([]string{"bad-replicas", "old", "young"}, names(v.Waiting)); diff != "" {
+		t.Errorf("waiting (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"placed", "runs"}, names(v.Running)); diff != "" {
+		t.Errorf("running (-want +got)\n%s", diff)
+	}
+	var holders []string
+	for _, s := range v.Slots {
+		holders = append(holders, s.Job)
+	}
+	if diff := cmp.Diff([]string{"runs", "runs", "", "placed", "", ""}, holders); diff != "" {
+		t.Errorf("slot holders (-want +got)\n%s", diff)
+	}
+	var free []int32
+	for _, s := range v.FreeSlots() {
+		free = append(free, s.Position)
+	}
+	if diff := cmp.Diff([]int32{2, 4}, free); diff != "" {
+		t.Errorf("free slots (-want +got)\n%s", diff)
+	}
+	if r := v.Jobs["young"].Replicas; r != 3 {
+		t.Errorf("young wants %d", r)
+	}
+	if r := v.Jobs["bad-replicas"].Replicas; r != 1 {
+		t.Errorf("a bad note is 1 replica, got %d", r)
+	}
+
+	// A refused job waits again once it changes; a placed job is the kit's until its run
+	// ends, or until it is let go of after it was held.
+	w.jobChanged(apiJob("refused", time.Hour, func(j *apitypes.Job) { j.ResourceVersion = "2" }))
+	w.jobChanged(apiJob("placed", time.Hour, running(3)))
+	if w.placed["placed"] == nil || !w.placed["placed"].held {
+		t.Fatal("a held placement is still tracked")
+	}
+	w.jobChanged(apiJob("placed", time.Hour, nil))
+	v = w.view(epoch, nil)
+	for _, name := range []string{"refused", "placed"} {
+		if !strings.Contains(strings.Join(names(v.Waiting), ","), name) {
+			t.Errorf("%s does not wait again: %v", name, names(v.Waiting))
+		}
+	}
+}
+
+// Placements the view does not allow are dropped with the reason; the rest keep their
+// order, with the count taken from the job or the slots.
+func TestCheck_DropsWhatTheViewDoesNotAllow(t *testing.T) {
+	w := newWorld()
+	w.bed = testBed(4, 3)
+	w.jobChanged(apiJob("a", time.Hour, func(j *apitypes.Job) { j.SchedulerData = map[string]string{ReplicasNote: "2"} }))
+	w.jobChanged(apiJob("b", time.Minute, nil))
+	w.jobChanged(apiJob("c", time.Second, nil))
+	v := w.view(epoch, nil)
+	ok, dropped := check(v, []Placement{
+		{Job: "a"},
+		{Job: "a", Slots: []int32{0}},
+		{Job: "b", Slots: []int32{3}},
+		{Job: "b", Slots: []int32{9}},
+		{Job: "nobody"},
+		{Job: "c", Replicas: 2, Slots: []int32{1}},
+		{Job: "c", Replicas: 2000},
+		{Job: "c", Slots: []int32{1, 1}},
+		{Job: "b", Slots: []int32{2, 0}},
+		{Job: "c", Slots: []int32{0}},
+	})
+	want := []Placement{{Job: "a", Replicas: 2}, {Job: "b", Replicas: 2, Slots: []int32{2, 0}}}
+	if diff := cmp.Diff(want, ok); diff != "" {
+		t.Errorf("kept (-want +got)\n%s", diff)
+	}
+	var why []string
+	for _, err := range dropped {
+		why = append(why, err.Error())
+	}
+	for i, part := range []string{"placed twice", "not free", "no slot 9", "not waiting", "1 slots for 2 replicas", "2000 replicas", "named twice", "slot 0 is named twice"} {
+		if i >= len(why) || !strings.Contains(why[i], part) {
+			t.Errorf("drop %d: want %q in %v", i, part, why)
+		}
+	}
+}
