@@ -161,6 +161,43 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	require.Contains(t, last.Queues, "root.default", "the queue the jobs went through")
 	shoot("dashboard-done.png")
 
+	// The live Gantt chart: one bar per run in each slot it held, the jobs' own slots, and
+	// no two bars overlapping in a slot.
+	type ganttBar struct {
+		Job   string
+		Slot  int
+		Start float64
+		End   float64
+	}
+	var bars []ganttBar
+	require.Eventually(t, func() bool {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]ganttBar](`[...document.querySelectorAll('#gantt svg[data-bed="bed"] rect.bar')]
+			.filter((r) => r.getBoundingClientRect().width > 0)
+			.map((r) => ({ Job: r.dataset.job, Slot: +r.dataset.slot, Start: +r.dataset.start, End: +r.dataset.end }))`))
+		bars = got
+		return err == nil && len(got) == 8
+	}, 10*time.Second, 200*time.Millisecond, "the chart never drew a bar per slot of each run: %+v", bars)
+	perJob := map[string]int{}
+	for i, b := range bars {
+		perJob[b.Job]++
+		for _, o := range bars[i+1:] {
+			if o.Slot == b.Slot {
+				require.True(t, o.End <= b.Start || b.End <= o.Start, "%s and %s overlap in slot %d", b.Job, o.Job, b.Slot)
+			}
+		}
+	}
+	require.Equal(t, map[string]int{"show-0": 3, "show-1": 3, "show-2": 2}, perJob)
+	for _, j := range created.Jobs {
+		var job api.Job
+		require.Equal(t, 200, c.call("GET", "/jobs/"+j.Name, nil, &job))
+		require.Len(t, job.Status.History, 1)
+		for _, b := range bars {
+			if b.Job == j.Name {
+				require.Contains(t, job.Status.History[0].Slots, int32(b.Slot), "a bar of %s in a slot it did not hold", j.Name)
+			}
+		}
+	}
+
 	// Nothing in the page failed, and it kept a bad token out.
 	mu.Lock()
 	require.Empty(t, pageErrors)

@@ -121,8 +121,105 @@ async function pollQueues() {
 function draw() {
   if (drawPending) return;
   drawPending = true;
-  requestAnimationFrame(() => { drawPending = false; drawBeds(); drawSchedulings(); drawQueues(); });
+  requestAnimationFrame(() => { drawPending = false; drawBeds(); drawGantt(); drawSchedulings(); drawQueues(); });
 }
+
+// The Gantt chart shows the slots over the recent past: every run of every job the feed
+// carries (the current one from the status's phases, the ended ones from its history), one
+// bar per slot it held. It reaches back to the earliest run it shows, at least a minute and
+// at most ganttWindow. A run still going is drawn up to now, so the chart is redrawn every
+// second even when nothing changes.
+const ganttWindow = 10 * 60 * 1000, ganttMin = 60 * 1000;
+const svgNS = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(svgNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+// runsOf lists a job's runs on a test bed: {run, scheduling, slots, from, to (null: going), outcome}.
+function runsOf(job, bed) {
+  const st = job.status || {};
+  const out = [];
+  for (const r of st.history || []) {
+    if (r.testBed === bed && r.admittedAt && r.endedAt) {
+      out.push({ run: r.run, scheduling: r.scheduling, slots: r.slots || [], from: Date.parse(r.admittedAt), to: Date.parse(r.endedAt), outcome: r.outcome });
+    }
+  }
+  const ph = st.phases || {};
+  const current = st.testBed === bed && ph.admittedAt && (st.slots || []).length > 0 &&
+    !out.some((r) => r.scheduling === st.scheduling && r.run === st.run);
+  if (current) {
+    const ended = st.state === "Completed" || st.state === "Failed";
+    const going = st.state === "Submitted" || st.state === "Running";
+    if (ended || going) {
+      out.push({ run: st.run, scheduling: st.scheduling, slots: st.slots, from: Date.parse(ph.admittedAt),
+        to: ph.endedAt ? Date.parse(ph.endedAt) : (ended ? Date.parse(ph.admittedAt) : null), outcome: going ? "Running" : st.state });
+    }
+  }
+  return out;
+}
+
+// hue is a stable colour for a queue name.
+function hue(name) {
+  let h = 0;
+  for (const c of name || "-") h = (h * 31 + c.charCodeAt(0)) % 360;
+  return h;
+}
+
+function drawGantt() {
+  const root = $("#gantt");
+  root.replaceChildren();
+  const now = Date.now();
+  let earliest = now;
+  for (const job of state.jobs.values()) {
+    for (const bed of state.beds.keys()) {
+      for (const r of runsOf(job, bed)) if (r.to === null || r.to >= now - ganttWindow) earliest = Math.min(earliest, r.from);
+    }
+  }
+  const span = Math.min(ganttWindow, Math.max(ganttMin, now - earliest)), from = now - span;
+  $("#gantt-window").textContent = span >= 120000 ? Math.ceil(span / 60000) + " minutes" : Math.ceil(span / 1000) + " seconds";
+  for (const bed of [...state.beds.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+    const slots = (bed.status || {}).slots || [];
+    if (slots.length === 0) continue;
+    const rowH = 16, left = 120, width = 1000, top = 4, height = top + rowH * slots.length + 20;
+    const x = (t) => left + (width - left - 10) * (Math.max(t, from) - from) / span;
+    const chart = svg("svg", { class: "gantt", "data-bed": bed.name, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "slots of " + bed.name + " over time" });
+    slots.forEach((s, i) => {
+      chart.append(svg("text", { x: 4, y: top + rowH * i + 12, class: "label" }, `slot ${s.position} · ${s.nodeName}`));
+      chart.append(svg("line", { x1: left, x2: width - 10, y1: top + rowH * (i + 1), y2: top + rowH * (i + 1), class: "row" }));
+    });
+    for (let k = 0; k <= 5; k++) {
+      const ago = span * (5 - k) / 5;
+      const label = k === 5 ? "now" : ago >= 120000 ? `-${Math.round(ago / 60000)} min` : `-${Math.round(ago / 1000)} s`;
+      chart.append(svg("text", { x: x(now - ago), y: height - 4, class: "tick", "text-anchor": k === 0 ? "start" : k === 5 ? "end" : "middle" }, label));
+    }
+    const row = new Map(slots.map((s, i) => [s.position, i]));
+    const jobs = [...state.jobs.values()].sort((a, b) => a.name.localeCompare(b.name));
+    jobs.forEach((job, n) => {
+      for (const r of runsOf(job, bed.name)) {
+        const to = r.to === null ? now : r.to;
+        if (to < from) continue;
+        for (const slot of r.slots) {
+          if (!row.has(slot)) continue;
+          const y = top + rowH * row.get(slot) + 2, x0 = x(r.from), x1 = Math.max(x(to), x0 + 1);
+          const fill = `hsl(${hue(job.queue)}, 55%, ${38 + (n % 4) * 9}%)`;
+          chart.append(svg("rect", { class: "bar" + (r.to === null ? " open" : ""), x: x0, y, width: x1 - x0, height: rowH - 4, fill,
+            "data-job": job.name, "data-run": `${r.scheduling}/${r.run}`, "data-slot": slot,
+            "data-start": r.from, "data-end": to },
+            svg("title", {}, `${job.name} (${job.queue || "no queue"}), run ${r.run} of ${r.scheduling}, slot ${slot}: ${r.outcome}`)));
+        }
+      }
+    });
+    root.append(el("h3", {}, bed.name), chart);
+  }
+  if (!root.hasChildNodes()) root.append(el("p", { class: "empty" }, "No slots yet."));
+}
+
+// A run that goes on grows with the clock.
+setInterval(() => { if (!$("#board").hidden) draw(); }, 1000);
 
 // jobInSlot finds the job whose application holds a slot.
 function jobInSlot(position) {
