@@ -42,6 +42,7 @@ help:
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make lint      gofmt and go vet"
 	@echo "make bench     benchmarks, printed as one table: decisions, placement, orchestration, API"
+	@echo "make experiment-burst  the burst trace as an experiment beside its prediction (not in make test)"
 
 # ARGS go to `slotplane dev` (make run ARGS="-nodes 8 -reset"); make demo adds -demo.
 .PHONY: run
@@ -90,6 +91,13 @@ test-e2e: tools
 .PHONY: test-long
 test-long: tools
 	SLOTPLANE_LONGRUN_JOBS=1000 $(GO) test -tags integration -count=1 -timeout 120m -v -run TestE2E_LongRunThroughWorkerKills ./e2e/
+
+# The burst trace as an experiment on the platform, with the queues and with the FIFO example,
+# beside each one's prediction (docs/benchmarks.md, "Measured against predicted"). Not in CI:
+# about twelve minutes. The results stay in $${SLOTPLANE_ARTIFACTS:-/tmp/slotplane-artifacts}/experiment-burst.
+.PHONY: experiment-burst
+experiment-burst: tools
+	SLOTPLANE_BURST_EXPERIMENT=1 $(GO) test -tags integration -count=1 -timeout 60m -v -run TestE2E_BurstExperimentAgainstItsPrediction ./e2e/
 
 # Benchmarks: the pure decision cores, then the end-to-end ones on the real platform, printed
 # as one table (hack/benchtable). docs/benchmarks.md gives the method and the figures.

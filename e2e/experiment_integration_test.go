@@ -25,6 +25,7 @@ import (
 	"slotplane/examples/schedulers/sjf"
 	"slotplane/experiment"
 	"slotplane/internal/testbrowser"
+	"slotplane/queue"
 	"slotplane/schedkit"
 )
 
@@ -32,7 +33,8 @@ import (
 // (`slotplane experiment`) on the whole platform: every job runs once to completion; the
 // CSV says what the BatchJobs' run histories say; the report's Gantt chart has one bar per
 // job run in each of its slot rows, none overlapping in a slot, and it renders in Chromium;
-// the schedulers' notes stay on the jobs as they wrote them.
+// the schedulers' notes stay on the jobs as they wrote them. Then the guide's scheduler runs
+// the same trace as an external command.
 func TestE2E_ExperimentsWithTheExampleSchedulers(t *testing.T) {
 	queues, err := examples.Files.ReadFile("dev-queues.xml")
 	require.NoError(t, err)
@@ -144,6 +146,52 @@ func TestE2E_ExperimentsWithTheExampleSchedulers(t *testing.T) {
 			require.Empty(t, errs())
 		})
 	}
+	t.Run("the guide's scheduler", func(t *testing.T) { guideExperiment(t, p, trace) })
+}
+
+// guideExperiment runs the guide's own scheduler (docs/write-a-scheduler.md, step 5): built,
+// and run by the experiment as an external command with the environment schedkit.Main
+// reads. It places every job once; no prediction is made for it, and the report says why.
+func guideExperiment(t *testing.T, p *e2ePlatform, trace string) {
+	scheduler := filepath.Join(t.TempDir(), "fairuser")
+	build, err := exec.Command("go", "build", "-o", scheduler, "slotplane/examples/schedulers/fairuser").CombinedOutput()
+	require.NoError(t, err, "%s", build)
+
+	out := filepath.Join(t.TempDir(), "experiment-mine")
+	var printed bytes.Buffer
+	cmd := exec.Command(binary, "experiment", "-server", p.api.Server(), "-token", experimenterToken,
+		"-trace", trace, "-name", "mine", "-out", out, "-timeout", "4m", "--", scheduler)
+	cmd.Stdout, cmd.Stderr = &printed, &printed
+	require.NoError(t, cmd.Run(), printed.String())
+	t.Logf("\n%s", printed.String())
+	require.Contains(t, printed.String(), "no prediction: an external scheduler's policy cannot be simulated")
+
+	f, err := os.Open(filepath.Join(out, "runs.csv"))
+	require.NoError(t, err)
+	runs, err := experiment.ReadCSV(f)
+	f.Close()
+	require.NoError(t, err)
+	require.Len(t, runs, 40)
+	for _, r := range runs {
+		require.Equal(t, experiment.OutcomeCompleted, r.Outcome, r.Job)
+		require.Equal(t, 1, r.Attempt, r.Job)
+	}
+	require.NoFileExists(t, filepath.Join(out, "predicted.csv"))
+	require.FileExists(t, filepath.Join(out, "report.html"))
+	log, err := os.ReadFile(filepath.Join(out, "scheduler.log"))
+	require.NoError(t, err)
+	require.NotContains(t, string(log), "level=ERROR", "the scheduler's log")
+	ss, err := p.api.ListSchedulings(context.Background())
+	require.NoError(t, err)
+	n := 0
+	for _, s := range ss.Items {
+		if strings.HasPrefix(s.Name, "mine-") {
+			require.True(t, strings.HasPrefix(s.Name, "mine-slots-"), "the scheduler's Schedulings: %s", s.Name)
+			require.Equal(t, v1alpha1.SlotBased, s.Mode)
+			n++
+		}
+	}
+	require.NotZero(t, n, "the scheduler made its Schedulings")
 }
 
 // bar is one bar of the Gantt chart.
@@ -181,4 +229,78 @@ func ganttBars(t *testing.T, page []byte) map[string]bar {
 	}
 	walk(doc)
 	return out
+}
+
+// The burst trace (examples/traces/burst.csv, 54 jobs of minutes on the example queues)
+// scaled to seconds, with the test bed's queues deciding (QueueBased) and with the FIFO
+// example (SlotBased), beside each one's prediction: `make experiment-burst` runs it (about
+// twelve minutes) and keeps the results; docs/benchmarks.md gives the figures. Each job is
+// run once, or refused by its queue's ACL as the replay of the queues says.
+func TestE2E_BurstExperimentAgainstItsPrediction(t *testing.T) {
+	if os.Getenv("SLOTPLANE_BURST_EXPERIMENT") == "" {
+		t.Skip("set SLOTPLANE_BURST_EXPERIMENT=1 (make experiment-burst) to run the burst trace on the platform")
+	}
+	queues, err := examples.Files.ReadFile("fair-scheduler.xml")
+	require.NoError(t, err)
+	p := startE2E(t, string(queues))
+	trace, err := filepath.Abs("../examples/traces/burst.csv")
+	require.NoError(t, err)
+	keep := testbrowser.ArtifactDir(t, "experiment-burst")
+	// The jobs the queues refuse (frank's, by an ACL), as the replay of the allocation file
+	// says: fifo's prediction knows nothing of queues, but the live queues refuse them all
+	// the same.
+	alloc, err := queue.ParseAllocations(queues)
+	require.NoError(t, err)
+	tf, err := os.Open(trace)
+	require.NoError(t, err)
+	traceJobs, err := queue.ParseTrace(tf)
+	tf.Close()
+	require.NoError(t, err)
+	replay, err := queue.Replay(alloc, traceJobs, queue.ReplayOptions{Slots: 8, SlotSize: queue.Resources{MemoryBytes: 8 << 30, MilliCores: 2000}})
+	require.NoError(t, err)
+	aclRefused := map[string]bool{}
+	for _, o := range replay.Outcomes {
+		if o.Refused != "" {
+			aclRefused[o.Name] = true
+		}
+	}
+	require.Len(t, aclRefused, 2, "frank's two jobs")
+	for _, scheduler := range []string{"queues", "fifo"} {
+		t.Run(scheduler, func(t *testing.T) {
+			out := filepath.Join(keep, scheduler)
+			require.NoError(t, os.RemoveAll(out))
+			var printed bytes.Buffer
+			cmd := exec.Command(binary, "experiment", "-server", p.api.Server(), "-token", experimenterToken,
+				"-trace", trace, "-scale", "0.05", "-scheduler", scheduler, "-name", "burst-"+scheduler, "-out", out, "-timeout", "15m")
+			cmd.Stdout, cmd.Stderr = &printed, &printed
+			require.NoError(t, cmd.Run(), printed.String())
+			t.Logf("burst with %s:\n%s", scheduler, printed.String())
+			f, err := os.Open(filepath.Join(out, "runs.csv"))
+			require.NoError(t, err)
+			runs, err := experiment.ReadCSV(f)
+			f.Close()
+			require.NoError(t, err)
+			f, err = os.Open(filepath.Join(out, "predicted.csv"))
+			require.NoError(t, err)
+			predicted, err := experiment.ReadCSV(f)
+			f.Close()
+			require.NoError(t, err)
+			if scheduler == "queues" {
+				for _, r := range predicted {
+					require.Equal(t, aclRefused[r.Job], r.Outcome == experiment.OutcomeRefused, "the prediction of %s", r.Job)
+				}
+			}
+			jobs := map[string]int{}
+			for _, r := range runs {
+				jobs[r.Job]++
+				if r.Outcome == experiment.OutcomeRefused {
+					require.True(t, aclRefused[r.Job], "%s was refused, and the replay of the queues runs it", r.Job)
+					continue
+				}
+				require.NotEqual(t, experiment.NotReached, r.Ended, "%s never ended", r.Job)
+			}
+			require.Len(t, jobs, 54)
+			p.waitSlotsFree(t, time.Minute)
+		})
+	}
 }

@@ -152,7 +152,7 @@ func figures(r Result, slots int) (table, gap []figure) {
 		{Name: "P95 wait", Measured: secs(m.P95Wait)},
 		{Name: "Slot utilization", Measured: percent(m.Utilization)},
 		{Name: "Fairness (Jain over users)", Measured: fmt.Sprintf("%.3f", m.Fairness)},
-		{Name: "Jobs completed / failed", Measured: fmt.Sprintf("%d / %d", m.Completed, m.Failed)},
+		{Name: "Jobs completed / failed / refused", Measured: fmt.Sprintf("%d / %d / %d", m.Completed, m.Failed, m.Refused)},
 	}
 	if r.Predicted == nil {
 		return table, []figure{{Name: "No prediction", Measured: cmp.Or(r.NoPrediction, "none was made")}}
@@ -160,10 +160,10 @@ func figures(r Result, slots int) (table, gap []figure) {
 	p := Summarize(r.Predicted.Runs(), slots)
 	g := CompareWith(r.Runs, r.Predicted)
 	predicted := []string{secs(p.Makespan), secs(p.MeanWait), secs(p.P95Wait), percent(p.Utilization),
-		fmt.Sprintf("%.3f", p.Fairness), fmt.Sprintf("%d / %d", p.Completed, p.Failed)}
+		fmt.Sprintf("%.3f", p.Fairness), fmt.Sprintf("%d / %d / %d", p.Completed, p.Failed, p.Refused)}
 	gaps := []string{ratio(g.MakespanRatio), signedSecs(m.MeanWait - p.MeanWait), signedSecs(m.P95Wait - p.P95Wait),
 		fmt.Sprintf("%+.1f points", 100*(m.Utilization-p.Utilization)), fmt.Sprintf("%+.3f", m.Fairness-p.Fairness),
-		fmt.Sprintf("%+d / %+d", m.Completed-p.Completed, m.Failed-p.Failed)}
+		fmt.Sprintf("%+d / %+d / %+d", m.Completed-p.Completed, m.Failed-p.Failed, m.Refused-p.Refused)}
 	for i := range table {
 		table[i].Predicted, table[i].Gap = predicted[i], gaps[i]
 	}

@@ -14,6 +14,9 @@ const (
 	OutcomeFailed    = "Failed"
 	// OutcomeReleased: the run's Scheduling let go of it mid-run, so the job runs again.
 	OutcomeReleased = "Released"
+	// OutcomeRefused: the job never ran: its queue refused it (an ACL, a placement rule).
+	// Its run reached no phase.
+	OutcomeRefused = "Refused"
 )
 
 // Summary is the handful of figures a scheduling researcher compares between experiments,
@@ -30,11 +33,12 @@ type Summary struct {
 	// Fairness is Jain's index over users of how well each was served; see jain.
 	Fairness float64
 	// Runs counts every run; Jobs the distinct jobs they ran; Admitted those that got their
-	// slots; Completed, Failed and Released those that ended so; Unfinished those never seen
+	// slots; Completed, Failed and Released those that ended so; Refused those refused
+	// before they ran; Unfinished those never seen
 	// ending.
 	Runs, Jobs, Admitted        int
 	Completed, Failed, Released int
-	Unfinished                  int
+	Refused, Unfinished         int
 }
 
 // Summarize sums up runs on a bed of slots slots. It serves measured runs and predicted
@@ -54,6 +58,8 @@ func Summarize(runs []Run, slots int) Summary {
 			held += time.Duration(r.SlotCount()) * d
 		}
 		switch {
+		case r.Outcome == OutcomeRefused:
+			s.Refused++
 		case r.Ended < 0:
 			s.Unfinished++
 		case r.Outcome == OutcomeCompleted:

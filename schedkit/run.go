@@ -57,7 +57,7 @@ func Run(ctx context.Context, s Scheduler, o Options) error {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	r := &runner{o: o, s: s, w: newWorld()}
+	r := &runner{o: o, s: s, w: newWorld(), closed: map[string]bool{}}
 	return r.run(ctx)
 }
 
@@ -65,6 +65,8 @@ type runner struct {
 	o Options
 	s Scheduler
 	w *world
+	// closed are the kit's Schedulings that refused an extension: they take no more.
+	closed map[string]bool
 	// resume is where the feed resumes after a lost connection.
 	resume string
 }
@@ -136,15 +138,16 @@ func (r *runner) take(ev apiclient.Event) {
 	}
 	if ev.Type == apitypes.Resync {
 		fresh := newWorld()
-		fresh.placed, fresh.refused = r.w.placed, r.w.refused
+		fresh.placed, fresh.refused, fresh.seen, fresh.nextSeen = r.w.placed, r.w.refused, r.w.seen, r.w.nextSeen
 		r.w = fresh
 		for _, item := range ev.Items {
 			r.take(item)
 		}
-		// A placement whose job the picture no longer has is gone.
-		for name := range r.w.placed {
+		// A placement (or a refusal, or a place in line) whose job the picture no longer
+		// has is gone.
+		for name := range r.w.seen {
 			if _, ok := r.w.jobs[name]; !ok {
-				delete(r.w.placed, name)
+				r.w.jobGone(name)
 			}
 		}
 		return
@@ -286,11 +289,13 @@ func refusedByTheAPI(err error) bool {
 	return s >= 400 && s < 500 && s != 429
 }
 
-// refuse remembers a job the API would not run, so that it waits until it changes, and
-// answers why.
+// refuse remembers a job the API would not run (a refusal that names the job: forbidden,
+// missing, invalid), so that it waits until it changes or RefusedFor passes, and answers
+// why. A conflict is not the job's: it is offered again at the next change.
 func (r *runner) refuse(job string, err error) error {
-	if refusedByTheAPI(err) {
-		r.w.refused[job] = r.w.jobs[job].ResourceVersion
+	switch apiclient.StatusOf(err) {
+	case 403, 404, 422:
+		r.w.refused[job] = refusal{version: r.w.jobs[job].ResourceVersion, until: time.Now().Add(RefusedFor)}
 	}
 	r.o.Log.Warn("schedkit: a placement was not made", "job", job, "err", err)
 	return fmt.Errorf("job %s: %w", job, err)
@@ -316,7 +321,14 @@ func (r *runner) appendJobs(ctx context.Context, mode v1alpha1.SchedulingMode, j
 				return err
 			})
 			if apiclient.IsConflict(err) {
-				continue // the name is taken (an earlier run of the kit): the next one
+				// The name is taken (an earlier run of the kit, not in the feed yet): the
+				// next one, once the kit knows of this one.
+				s, gerr := r.o.Client.GetScheduling(ctx, next)
+				if gerr != nil {
+					return err
+				}
+				r.w.schedulings[next], r.closed[next] = s, true
+				continue
 			}
 			return err
 		}
@@ -330,16 +342,14 @@ func (r *runner) appendJobs(ctx context.Context, mode v1alpha1.SchedulingMode, j
 		if !apiclient.IsConflict(err) && !apiclient.IsNotFound(err) {
 			return err
 		}
-		// Ended or deleted since the feed said otherwise, or it refused the jobs: which, its
-		// state tells.
-		s, gerr := r.o.Client.GetScheduling(ctx, cur)
-		switch {
-		case apiclient.IsNotFound(gerr):
+		// Ended or deleted since the feed said otherwise, or ending: a Scheduling whose
+		// last job ended refuses an extension while it completes, before its status says
+		// so. The kit's jobs are held by none of its Schedulings (the view leaves those out),
+		// so the next Scheduling takes them.
+		if apiclient.IsNotFound(err) {
 			delete(r.w.schedulings, cur)
-		case gerr == nil && (finished(s) || s.Deleting):
-			r.w.schedulings[cur] = s
-		default:
-			return err
+		} else {
+			r.closed[cur] = true
 		}
 	}
 	return fmt.Errorf("no Scheduling of %s takes the jobs", r.o.Name)
@@ -357,7 +367,7 @@ func (r *runner) current(mode v1alpha1.SchedulingMode, adding []v1alpha1.Schedul
 		}
 		if n > last {
 			last, best = n, ""
-			if !finished(s) && !s.Deleting && s.Mode == mode && fits(s, adding) {
+			if !finished(s) && !s.Deleting && !r.closed[name] && s.Mode == mode && fits(s, adding) {
 				best = name
 			}
 		}

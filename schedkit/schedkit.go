@@ -83,7 +83,11 @@ func (s Slot) Free() bool { return s.Job == "" && s.Unavailable == "" }
 // Job is a BatchJob as a scheduler sees it.
 type Job struct {
 	apitypes.Job
-	// Arrival is when the job was made (its creation).
+	// Arrival is when the job arrived: its scheduler data "arrival" (ArrivalNote), else its
+	// creation. A creation time is kept to the second, so jobs made within one second are
+	// told apart by the order the kit first saw them in, which is the feed's, and so their
+	// creations' order; a submitter that makes many jobs a second (an experiment) gives each
+	// its exact arrival.
 	Arrival time.Time
 	// Replicas is how many slots the job asks for: its scheduler data "replicas" (the
 	// submitter's word, ReplicasNote), else 1.
@@ -94,6 +98,21 @@ type Job struct {
 // executors (slots) the job wants. The kit reads it into Job.Replicas; a scheduler may
 // still place the job with another count.
 const ReplicasNote = "replicas"
+
+// ArrivalNote is the scheduler data name under which a job's submitter gives its exact
+// arrival, in RFC 3339 with fractions of a second.
+const ArrivalNote = "arrival"
+
+// arrivalOf is a job's ArrivalNote, else its creation time (zero when it has neither).
+func arrivalOf(j apitypes.Job) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, j.SchedulerData[ArrivalNote]); err == nil {
+		return t
+	}
+	if j.CreatedAt != nil {
+		return j.CreatedAt.Time
+	}
+	return time.Time{}
+}
 
 // replicasOf reads a job's ReplicasNote, 1 when it is missing or not a count.
 func replicasOf(j apitypes.Job) int32 {

@@ -193,8 +193,7 @@ type simulation struct {
 	// line are the QueueBased placements waiting for slots, first placed first, as indexes
 	// into in.
 	line []int
-	// revision numbers job changes as the API's resource versions do: the view reads a job
-	// without one as refused.
+	// revision numbers job changes as the API's resource versions do.
 	revision int
 }
 

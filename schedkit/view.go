@@ -18,9 +18,29 @@ type world struct {
 	// named (none for a QueueBased placement); held says the feed has shown the job held
 	// since.
 	placed map[string]*placement
-	// refused are jobs the API refused to run, with the job's version then: they wait
-	// until the job changes.
-	refused map[string]string
+	// refused are jobs the API refused to run (403, 404, 422), with the job's version and
+	// the time then: they wait until the job changes, or RefusedFor has passed (the cause
+	// may have been fixed elsewhere: an ACL, a policy).
+	refused map[string]refusal
+	// seen numbers the jobs in the order the kit first saw them (the feed's order, which
+	// is that of their creation); it breaks ties of arrival.
+	seen     map[string]uint64
+	nextSeen uint64
+}
+
+type refusal struct {
+	version string
+	until   time.Time
+}
+
+// RefusedFor is how long a job the API refused to run is not offered to the scheduler
+// again, unless it changes.
+const RefusedFor = 30 * time.Second
+
+// heldBack says whether a job the API refused is still held back at now.
+func (w *world) heldBack(j apitypes.Job, now time.Time) bool {
+	r, ok := w.refused[j.Name]
+	return ok && r.version == j.ResourceVersion && now.Before(r.until)
 }
 
 type placement struct {
@@ -30,13 +50,17 @@ type placement struct {
 
 func newWorld() *world {
 	return &world{jobs: map[string]apitypes.Job{}, schedulings: map[string]apitypes.Scheduling{},
-		placed: map[string]*placement{}, refused: map[string]string{}}
+		placed: map[string]*placement{}, refused: map[string]refusal{}, seen: map[string]uint64{}}
 }
 
 // jobChanged takes a job's new state: a placed job whose run ended, or that was let go of
 // after it was held, is no longer the kit's to track.
 func (w *world) jobChanged(j apitypes.Job) {
 	w.jobs[j.Name] = j
+	if _, ok := w.seen[j.Name]; !ok {
+		w.nextSeen++
+		w.seen[j.Name] = w.nextSeen
+	}
 	p := w.placed[j.Name]
 	if p == nil {
 		return
@@ -55,6 +79,7 @@ func (w *world) jobGone(name string) {
 	delete(w.jobs, name)
 	delete(w.placed, name)
 	delete(w.refused, name)
+	delete(w.seen, name)
 }
 
 // holds says whether a job's run holds slots of the bed now: it has an application that did
@@ -100,10 +125,7 @@ func (w *world) view(now time.Time, selected func(apitypes.Job) bool) *View {
 	}
 	listed := w.inSchedulings()
 	for name, j := range w.jobs {
-		job := &Job{Job: j, Replicas: replicasOf(j)}
-		if j.CreatedAt != nil {
-			job.Arrival = j.CreatedAt.Time
-		}
+		job := &Job{Job: j, Replicas: replicasOf(j), Arrival: arrivalOf(j)}
 		v.Jobs[name] = job
 		p, placed := w.placed[name]
 		switch {
@@ -113,13 +135,13 @@ func (w *world) view(now time.Time, selected func(apitypes.Job) bool) *View {
 		case placed:
 			take(p.slots, name)
 			v.Running = append(v.Running, *job)
-		case j.Scheduling == "" && !listed[name] && w.refused[name] != j.ResourceVersion &&
+		case j.Scheduling == "" && !listed[name] && !w.heldBack(j, now) &&
 			(j.Status.State == v1alpha1.JobReady || j.Status.State == "") && (selected == nil || selected(j)):
 			v.Waiting = append(v.Waiting, *job)
 		}
 	}
 	slices.SortFunc(v.Waiting, func(a, b Job) int {
-		return cmp.Or(a.Arrival.Compare(b.Arrival), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(a.Arrival.Compare(b.Arrival), cmp.Compare(w.seen[a.Name], w.seen[b.Name]), cmp.Compare(a.Name, b.Name))
 	})
 	slices.SortFunc(v.Running, func(a, b Job) int { return cmp.Compare(a.Name, b.Name) })
 	return v

@@ -75,7 +75,7 @@ func TestView_WaitingRunningAndSlots(t *testing.T) {
 	w.schedulings["done"] = apitypes.Scheduling{Name: "done", Jobs: []v1alpha1.SchedulingJob{{Name: "old", Replication: 1}},
 		Status: v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingCompleted}}
 	w.placed["placed"] = &placement{slots: []int32{3}}
-	w.refused["refused"] = "1"
+	w.refused["refused"] = refusal{version: "1", until: epoch.Add(time.Second)}
 
 	v := w.view(epoch, func(j apitypes.Job) bool { return j.User == "" })
 	if diff := cmp.Diff([]string{"bad-replicas", "old", "young"}, names(v.Waiting)); diff != "" {
@@ -105,8 +105,11 @@ func TestView_WaitingRunningAndSlots(t *testing.T) {
 		t.Errorf("a bad note is 1 replica, got %d", r)
 	}
 
-	// A refused job waits again once it changes; a placed job is the kit's until its run
-	// ends, or until it is let go of after it was held.
+	// A refused job waits again once its refusal is old, or once it changes; a placed job is
+	// the kit's until its run ends, or until it is let go of after it was held.
+	if got := names(w.view(epoch.Add(2*time.Second), nil).Waiting); !strings.Contains(strings.Join(got, ","), "refused") {
+		t.Errorf("a refusal past its time still holds the job back: %v", got)
+	}
 	w.jobChanged(apiJob("refused", time.Hour, func(j *apitypes.Job) { j.ResourceVersion = "2" }))
 	w.jobChanged(apiJob("placed", time.Hour, running(3)))
 	if w.placed["placed"] == nil || !w.placed["placed"].held {
@@ -154,5 +157,27 @@ func TestCheck_DropsWhatTheViewDoesNotAllow(t *testing.T) {
 		if i >= len(why) || !strings.Contains(why[i], part) {
 			t.Errorf("drop %d: want %q in %v", i, part, why)
 		}
+	}
+}
+
+// Creation times are kept to the second: jobs made in one second wait in the order the kit
+// first saw them (the feed's, which is their creation's), not by name; a submitter's exact
+// arrival note comes first.
+func TestView_ArrivalOrderWithinASecond(t *testing.T) {
+	w := newWorld()
+	w.bed = testBed(2)
+	same := func(name string) apitypes.Job { return apiJob(name, 0, nil) }
+	for _, name := range []string{"zed", "amy", "mid"} {
+		w.jobChanged(same(name))
+	}
+	if diff := cmp.Diff([]string{"zed", "amy", "mid"}, names(w.view(epoch, nil).Waiting)); diff != "" {
+		t.Errorf("within a second (-want +got)\n%s", diff)
+	}
+	noted := same("mid")
+	noted.SchedulerData = map[string]string{ArrivalNote: epoch.Add(-time.Millisecond).Format(time.RFC3339Nano)}
+	w.jobChanged(noted)
+	w.jobChanged(apiJob("bad-note", 0, func(j *apitypes.Job) { j.SchedulerData = map[string]string{ArrivalNote: "yesterday"} }))
+	if diff := cmp.Diff([]string{"mid", "zed", "amy", "bad-note"}, names(w.view(epoch, nil).Waiting)); diff != "" {
+		t.Errorf("with an arrival note (-want +got)\n%s", diff)
 	}
 }

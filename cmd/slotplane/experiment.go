@@ -28,7 +28,7 @@ func experimentCommand(ctx context.Context, args []string, out io.Writer) error 
 	name := fs.String("name", fmt.Sprintf("exp-%d", time.Now().Unix()%1000000), "the experiment's name: its jobs are <name>-<trace name>, its Schedulings start with it")
 	outDir := fs.String("out", "", "the folder for runs.csv, predicted.csv and report.html (default experiment-<name>)")
 	asUsers := fs.Bool("as-trace-users", true, "submit each job as the trace's user and groups (the token must be allowed to act as them); false: as the token's user")
-	startUp := fs.Duration("startup", time.Second, "the prediction's time from a grant to running executors")
+	startUp := fs.Duration("startup", 250*time.Millisecond, "the prediction's time from a grant to running executors (about 0.2 s on the local platform: the median of the burst experiment)")
 	alloc := fs.String("allocations", "", "the allocation file the queues scheduler's prediction replays (default: the embedded examples/"+cli.DefaultAllocations+"); keep it the one the test bed uses")
 	timeout := fs.Duration("timeout", 30*time.Minute, "how long to wait for the jobs to end; what has not ended is reported unfinished")
 	fs.Usage = func() {

@@ -162,12 +162,12 @@ func Experiment(ctx context.Context, conn Connection, o ExperimentOptions, out i
 		return nil, files, err
 	}
 	fmt.Fprintf(out, "experiment %s: every job submitted; waiting for them to end (at most %s)\n", o.Name, o.Timeout)
-	final, err := waitEnded(ctx, c, o, jobs, o.Timeout, schedDone)
+	final, refused, err := waitEnded(ctx, c, o, jobs, o.Timeout, schedDone)
 	stopScheduler()
 	if err != nil {
 		return nil, files, err
 	}
-	res.Runs = measuredRuns(jobs, submitted, final, res.Start, o.Name)
+	res.Runs = measuredRuns(jobs, submitted, final, refused, res.Start, o.Name)
 	res.Predicted, res.NoPrediction = predict(o, jobs, bed)
 
 	files.Runs, files.Predicted, files.Report = filepath.Join(o.Out, "runs.csv"), filepath.Join(o.Out, "predicted.csv"), filepath.Join(o.Out, "report.html")
@@ -291,6 +291,7 @@ func submitTrace(ctx context.Context, c *apiclient.Client, o ExperimentOptions, 
 			req.User, req.Groups = j.User, j.Groups
 		}
 		at := time.Now()
+		req.SchedulerData[schedkit.ArrivalNote] = at.UTC().Format(time.RFC3339Nano)
 		err := retryAPI(ctx, func() error { _, err := c.CreateJob(ctx, req); return err })
 		if err != nil {
 			return nil, fmt.Errorf("submit %s: %w", req.Name, explain(err, c.Server()))
@@ -317,12 +318,18 @@ func retryAPI(ctx context.Context, f func() error) error {
 }
 
 // waitEnded polls the jobs until each has ended once (a run in its history and an ended
-// state), the timeout passes, or the scheduler stops: it answers the jobs as last seen.
-func waitEnded(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jobs []queue.TraceJob, timeout time.Duration, schedDone <-chan error) (map[string]apitypes.Job, error) {
+// state) or was refused by its queue before it ran (its Scheduling says so: the job never
+// got slots), the timeout passes, or the scheduler stops. It answers the jobs as last seen,
+// and the refused ones with the reason.
+func waitEnded(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jobs []queue.TraceJob, timeout time.Duration, schedDone <-chan error) (map[string]apitypes.Job, map[string]string, error) {
 	deadline := time.After(timeout)
-	seen := map[string]apitypes.Job{}
+	seen, refused := map[string]apitypes.Job{}, map[string]string{}
 	for {
 		list, err := c.ListJobs(ctx, apiclient.JobFilter{})
+		var scheds apitypes.SchedulingList
+		if err == nil {
+			scheds, err = c.ListSchedulings(ctx)
+		}
 		if err == nil {
 			clear(seen)
 			for _, j := range list.Items {
@@ -330,26 +337,35 @@ func waitEnded(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jo
 					seen[j.Name] = j
 				}
 			}
-			ended := 0
-			for _, tj := range jobs {
-				if j, ok := seen[jobName(o.Name, tj.Name)]; ok && j.Status.State.Ended() && len(j.Status.History) > 0 {
-					ended++
+			clear(refused)
+			for _, s := range scheds.Items {
+				for _, js := range s.Status.Jobs {
+					if j, ok := seen[js.Name]; ok && js.State == v1alpha1.JobFailed && len(j.Status.History) == 0 && j.Status.Phases == nil {
+						refused[js.Name] = js.Message
+					}
 				}
 			}
-			if ended == len(jobs) {
-				return maps.Clone(seen), nil
+			done := 0
+			for _, tj := range jobs {
+				name := jobName(o.Name, tj.Name)
+				if j, ok := seen[name]; ok && (j.Status.State.Ended() && len(j.Status.History) > 0 || refused[name] != "") {
+					done++
+				}
+			}
+			if done == len(jobs) {
+				return maps.Clone(seen), maps.Clone(refused), nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-deadline:
-			return maps.Clone(seen), nil
+			return maps.Clone(seen), maps.Clone(refused), nil
 		case err := <-schedDone:
 			if err != nil {
-				return nil, fmt.Errorf("the scheduler stopped: %w", err)
+				return nil, nil, fmt.Errorf("the scheduler stopped: %w", err)
 			}
-			return nil, errors.New("the scheduler stopped before the jobs ended")
+			return nil, nil, errors.New("the scheduler stopped before the jobs ended")
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -357,7 +373,7 @@ func waitEnded(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jo
 
 // measuredRuns are every run of every job, from the jobs' run histories, in the trace's
 // order; a job that never ran is one run that reached nothing.
-func measuredRuns(jobs []queue.TraceJob, submitted map[string]time.Time, final map[string]apitypes.Job, start time.Time, name string) []experiment.Run {
+func measuredRuns(jobs []queue.TraceJob, submitted map[string]time.Time, final map[string]apitypes.Job, refused map[string]string, start time.Time, name string) []experiment.Run {
 	var runs []experiment.Run
 	for _, tj := range jobs {
 		j := final[jobName(name, tj.Name)]
@@ -366,6 +382,9 @@ func measuredRuns(jobs []queue.TraceJob, submitted map[string]time.Time, final m
 			Admitted: experiment.NotReached, Running: experiment.NotReached, Ended: experiment.NotReached}
 		if len(j.Status.History) == 0 {
 			base.Attempt = 1
+			if refused[base.BatchJob] != "" {
+				base.Outcome = experiment.OutcomeRefused
+			}
 			runs = append(runs, base)
 			continue
 		}
@@ -415,6 +434,9 @@ func predict(o ExperimentOptions, jobs []queue.TraceJob, bed apitypes.TestBed) (
 		for i, out := range res.Outcomes {
 			r := experiment.Run{Job: out.Name, User: out.User, Queue: out.Queue, Attempt: 1, Arrival: out.Submit, Width: jobs[i].Executors,
 				Admitted: experiment.NotReached, Running: experiment.NotReached, Ended: experiment.NotReached}
+			if out.Refused != "" {
+				r.Outcome = experiment.OutcomeRefused
+			}
 			if out.Started {
 				r.Admitted, r.Running = out.Start, out.Start+o.StartUp
 			}
@@ -485,9 +507,9 @@ func printFigures(out io.Writer, r *experiment.Result, files ExperimentFiles) {
 	row("p95 wait", secs(m.P95Wait), pick(func(s experiment.Summary) string { return secs(s.P95Wait) }))
 	row("slot utilization", fmt.Sprintf("%.1f %%", 100*m.Utilization), pick(func(s experiment.Summary) string { return fmt.Sprintf("%.1f %%", 100*s.Utilization) }))
 	row("fairness (Jain)", fmt.Sprintf("%.3f", m.Fairness), pick(func(s experiment.Summary) string { return fmt.Sprintf("%.3f", s.Fairness) }))
-	row("completed / failed / unfinished", fmt.Sprintf("%d / %d / %d", m.Completed, m.Failed, m.Unfinished),
+	row("completed / failed / refused / unfinished", fmt.Sprintf("%d / %d / %d / %d", m.Completed, m.Failed, m.Refused, m.Unfinished),
 		pick(func(s experiment.Summary) string {
-			return fmt.Sprintf("%d / %d / %d", s.Completed, s.Failed, s.Unfinished)
+			return fmt.Sprintf("%d / %d / %d / %d", s.Completed, s.Failed, s.Refused, s.Unfinished)
 		}))
 	tw.Flush()
 	if r.Predicted != nil {
