@@ -169,7 +169,7 @@ func (r *runner) take(ev apiclient.Event) {
 			if ev.Type == apitypes.Deleted {
 				delete(r.w.schedulings, s.Name)
 			} else {
-				r.w.schedulings[s.Name] = s
+				r.w.schedulingChanged(s)
 			}
 		}
 	case apitypes.KindTestBed:
@@ -260,9 +260,9 @@ func (r *runner) submit(ctx context.Context, mode v1alpha1.SchedulingMode, ps []
 		}
 		return out
 	}
-	err := r.appendJobs(ctx, mode, entries(ps))
+	in, err := r.appendJobs(ctx, mode, entries(ps))
 	if err == nil {
-		r.placed(ps)
+		r.placed(ps, in)
 		return ps, nil
 	}
 	if len(ps) == 1 || !refusedByTheAPI(err) {
@@ -272,11 +272,12 @@ func (r *runner) submit(ctx context.Context, mode v1alpha1.SchedulingMode, ps []
 		return nil, refused
 	}
 	for _, p := range ps {
-		if err := r.appendJobs(ctx, mode, entries([]Placement{p})); err != nil {
+		in, err := r.appendJobs(ctx, mode, entries([]Placement{p}))
+		if err != nil {
 			refused = append(refused, r.refuse(p.Job, err))
 			continue
 		}
-		r.placed([]Placement{p})
+		r.placed([]Placement{p}, in)
 		made = append(made, p)
 	}
 	return made, refused
@@ -301,15 +302,16 @@ func (r *runner) refuse(job string, err error) error {
 	return fmt.Errorf("job %s: %w", job, err)
 }
 
-func (r *runner) placed(ps []Placement) {
+func (r *runner) placed(ps []Placement, in string) {
 	for _, p := range ps {
-		r.w.placed[p.Job] = &placement{slots: slices.Clone(p.Slots)}
+		r.w.placed[p.Job] = &placement{slots: slices.Clone(p.Slots), scheduling: in}
 	}
 }
 
 // appendJobs extends the current Scheduling of the mode with jobs, or makes a new one when
-// there is none, the current one has ended, or it cannot take so many more.
-func (r *runner) appendJobs(ctx context.Context, mode v1alpha1.SchedulingMode, jobs []v1alpha1.SchedulingJob) error {
+// there is none, the current one has ended, or it cannot take so many more; it answers
+// which.
+func (r *runner) appendJobs(ctx context.Context, mode v1alpha1.SchedulingMode, jobs []v1alpha1.SchedulingJob) (string, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		cur, next := r.current(mode, jobs)
 		if cur == "" {
@@ -325,12 +327,12 @@ func (r *runner) appendJobs(ctx context.Context, mode v1alpha1.SchedulingMode, j
 				// next one, once the kit knows of this one.
 				s, gerr := r.o.Client.GetScheduling(ctx, next)
 				if gerr != nil {
-					return err
+					return "", err
 				}
 				r.w.schedulings[next], r.closed[next] = s, true
 				continue
 			}
-			return err
+			return next, err
 		}
 		err := retrying(ctx, func() error {
 			s, err := r.o.Client.ExtendScheduling(ctx, cur, apitypes.SchedulingPatch{Append: jobs})
@@ -340,7 +342,7 @@ func (r *runner) appendJobs(ctx context.Context, mode v1alpha1.SchedulingMode, j
 			return err
 		})
 		if !apiclient.IsConflict(err) && !apiclient.IsNotFound(err) {
-			return err
+			return cur, err
 		}
 		// Ended or deleted since the feed said otherwise, or ending: a Scheduling whose
 		// last job ended refuses an extension while it completes, before its status says
@@ -352,7 +354,7 @@ func (r *runner) appendJobs(ctx context.Context, mode v1alpha1.SchedulingMode, j
 			r.closed[cur] = true
 		}
 	}
-	return fmt.Errorf("no Scheduling of %s takes the jobs", r.o.Name)
+	return "", fmt.Errorf("no Scheduling of %s takes the jobs", r.o.Name)
 }
 
 // current is the kit's Scheduling of the mode that takes jobs now, or "" and the name of the

@@ -46,6 +46,8 @@ func (w *world) heldBack(j apitypes.Job, now time.Time) bool {
 type placement struct {
 	slots []int32
 	held  bool
+	// scheduling is the kit's Scheduling the job was appended to.
+	scheduling string
 }
 
 func newWorld() *world {
@@ -72,6 +74,18 @@ func (w *world) jobChanged(j apitypes.Job) {
 		p.held = true
 	case p.held:
 		delete(w.placed, j.Name)
+	}
+}
+
+// schedulingChanged takes a Scheduling's new state: a job it placed for the kit that it
+// says ended, or never got slots (its queue refused it: the job stays claimed and InQueue),
+// holds no slot any more.
+func (w *world) schedulingChanged(s apitypes.Scheduling) {
+	w.schedulings[s.Name] = s
+	for _, js := range s.Status.Jobs {
+		if p := w.placed[js.Name]; p != nil && p.scheduling == s.Name && js.State.Ended() {
+			delete(w.placed, js.Name)
+		}
 	}
 }
 

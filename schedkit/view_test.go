@@ -181,3 +181,31 @@ func TestView_ArrivalOrderWithinASecond(t *testing.T) {
 		t.Errorf("with an arrival note (-want +got)\n%s", diff)
 	}
 }
+
+// A job the kit placed that its queue refuses stays claimed and InQueue, and never runs: once
+// its Scheduling says it failed, its slots are free in the view (they were held back for the
+// rest of the burst experiment, and a strict FIFO ran on half the bed).
+func TestView_ARefusedPlacementFreesItsSlots(t *testing.T) {
+	w := newWorld()
+	w.bed = testBed(4)
+	w.jobChanged(apiJob("frank", time.Minute, nil))
+	w.placed["frank"] = &placement{slots: []int32{0, 1}, scheduling: "k-slots-1"}
+	w.jobChanged(apiJob("frank", time.Minute, func(j *apitypes.Job) { j.Scheduling, j.Status.State = "k-slots-1", v1alpha1.JobInQueue }))
+	if free := len(w.view(epoch, nil).FreeSlots()); free != 2 {
+		t.Fatalf("%d slots free while the placement stands", free)
+	}
+	// Another Scheduling's word on the job changes nothing.
+	w.schedulingChanged(apitypes.Scheduling{Name: "other", Status: v1alpha1.SchedulingStatus{Jobs: []v1alpha1.SchedulingJobStatus{{Name: "frank", State: v1alpha1.JobFailed}}}})
+	if free := len(w.view(epoch, nil).FreeSlots()); free != 2 {
+		t.Fatalf("%d slots free after another Scheduling's word", free)
+	}
+	w.schedulingChanged(apitypes.Scheduling{Name: "k-slots-1", Status: v1alpha1.SchedulingStatus{Jobs: []v1alpha1.SchedulingJobStatus{
+		{Name: "frank", State: v1alpha1.JobFailed, Message: "not admitted: user \"frank\" may not submit"}}}})
+	v := w.view(epoch, nil)
+	if free := len(v.FreeSlots()); free != 4 {
+		t.Errorf("%d slots free after the refusal", free)
+	}
+	if len(v.Waiting) != 0 {
+		t.Errorf("the refused job waits again: %v", names(v.Waiting))
+	}
+}
