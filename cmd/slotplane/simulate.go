@@ -31,6 +31,7 @@ func simulateCommand(args []string, out io.Writer) error {
 	startUp := fs.Duration("startup", 10*time.Second, "how long a driver starts up before its executors work")
 	format := fs.String("o", "text", "output: text or json")
 	listJobs := fs.Bool("jobs", false, "also list every job's start, finish and wait (text output)")
+	scheduler := fs.String("scheduler", "", "simulate a built-in external scheduler (fifo, sjf) instead of the queues: its own decisions in virtual time, as slotplane experiment predicts them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,6 +40,6 @@ func simulateCommand(args []string, out io.Writer) error {
 	}
 	return cli.Simulate(cli.SimulateOptions{
 		Trace: *tracePath, Allocations: *allocPath, Nodes: *nodes, SlotsPerNode: *perNode, SlotSize: *slotSize,
-		Mode: queue.ReplayMode(*mode), StartUp: *startUp, Format: *format, ListJobs: *listJobs,
+		Mode: queue.ReplayMode(*mode), StartUp: *startUp, Format: *format, ListJobs: *listJobs, Scheduler: *scheduler,
 	}, out)
 }

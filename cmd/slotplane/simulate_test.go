@@ -142,3 +142,32 @@ func TestSimulate_BadInput(t *testing.T) {
 		})
 	}
 }
+
+// A built-in scheduler is simulated by its own decisions, as an experiment predicts it; the
+// queues' flags that mean nothing to it are refused.
+func TestSimulate_ABuiltInScheduler(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/short.csv", "-scheduler", "fifo", "-startup", "250ms", "-jobs"}, &out))
+	text := out.String()
+	t.Log("\n" + text)
+	require.Contains(t, text, "scheduler:   fifo (scheduler fifo in schedkit.Simulate)")
+	require.Regexp(t, `summary: 40 jobs: 40 done, 0 unfinished; makespan [0-9.]+s;`, text)
+	require.Regexp(t, `(?m)^dan-00\s+0s\s+0s\s+4.25s\s+\[0 1\]$`, text, "the first job, in the lowest slots at once, for its 4 s and the start-up")
+
+	out.Reset()
+	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/short.csv", "-scheduler", "sjf", "-o", "json"}, &out))
+	var rep struct {
+		Summary struct{ Jobs, Completed int }
+		Runs    []json.RawMessage
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	require.Equal(t, 40, rep.Summary.Completed)
+	require.Len(t, rep.Runs, 40)
+
+	for _, args := range [][]string{
+		{"-scheduler", "lottery"}, {"-scheduler", "queues"}, {"-scheduler", "fifo", "-mode", "driver-first"},
+	} {
+		err := simulateCommand(append([]string{"-trace", "../../examples/traces/short.csv"}, args...), &bytes.Buffer{})
+		require.Error(t, err, "%v", args)
+	}
+}

@@ -446,20 +446,11 @@ func predict(o ExperimentOptions, jobs []queue.TraceJob, bed apitypes.TestBed) (
 			p.Jobs[out.Name] = r
 		}
 	case o.Scheduler != "":
-		var sim []schedkit.SimJob
-		for _, j := range jobs {
-			sim = append(sim, schedkit.SimJob{Name: jobName(o.Name, j.Name), User: j.User, Queue: j.Queue, Arrival: j.Submit, Replicas: int32(j.Executors), Runtime: j.Runtime})
-		}
-		runs, err := schedkit.Simulate(Schedulers[o.Scheduler](), sim, schedkit.SimBed{Name: bed.Name, Nodes: nodes, SlotsPerNode: perNode}, schedkit.SimOptions{StartUp: o.StartUp})
+		sp, err := schedulerPrediction(o.Scheduler, o.Name, jobs, bed.Name, nodes, perNode, o.StartUp)
 		if err != nil {
-			return nil, fmt.Sprintf("the simulation failed: %v", err)
+			return nil, err.Error()
 		}
-		p.Policy = "scheduler " + o.Scheduler + " in schedkit.Simulate"
-		for i, r := range runs {
-			j := jobs[i]
-			p.Jobs[j.Name] = experiment.Run{Job: j.Name, User: j.User, Queue: j.Queue, Attempt: 1, Arrival: r.Arrival, Width: j.Executors,
-				Admitted: r.Admitted, Running: r.Running, Ended: r.Ended, Slots: r.Slots, Nodes: r.Nodes}
-		}
+		p = sp
 	default:
 		return nil, "an external scheduler's policy cannot be simulated from here: run it through schedkit.Simulate in Go for a prediction"
 	}
@@ -524,4 +515,29 @@ func printFigures(out io.Writer, r *experiment.Result, files ExperimentFiles) {
 		fmt.Fprintf(out, "predicted: %s\n", files.Predicted)
 	}
 	fmt.Fprintf(out, "report: %s\n", files.Report)
+}
+
+// schedulerPrediction runs a built-in scheduler's own Decide on the jobs in schedkit's
+// virtual time, on a bed of whole nodes; the jobs are named as the experiment named (or
+// would name) their BatchJobs, so that the scheduler sees the same names.
+func schedulerPrediction(scheduler, experimentName string, jobs []queue.TraceJob, bed string, nodes, perNode int, startUp time.Duration) (*experiment.Prediction, error) {
+	sim := make([]schedkit.SimJob, 0, len(jobs))
+	for _, j := range jobs {
+		name := j.Name
+		if experimentName != "" {
+			name = jobName(experimentName, j.Name)
+		}
+		sim = append(sim, schedkit.SimJob{Name: name, User: j.User, Queue: j.Queue, Arrival: j.Submit, Replicas: int32(j.Executors), Runtime: j.Runtime})
+	}
+	runs, err := schedkit.Simulate(Schedulers[scheduler](), sim, schedkit.SimBed{Name: bed, Nodes: nodes, SlotsPerNode: perNode}, schedkit.SimOptions{StartUp: startUp})
+	if err != nil {
+		return nil, fmt.Errorf("the simulation failed: %w", err)
+	}
+	p := &experiment.Prediction{Policy: "scheduler " + scheduler + " in schedkit.Simulate", Jobs: map[string]experiment.Run{}}
+	for i, r := range runs {
+		j := jobs[i]
+		p.Jobs[j.Name] = experiment.Run{Job: j.Name, User: j.User, Queue: j.Queue, Attempt: 1, Arrival: r.Arrival, Width: j.Executors,
+			Admitted: r.Admitted, Running: r.Running, Ended: r.Ended, Slots: r.Slots, Nodes: r.Nodes}
+	}
+	return p, nil
 }

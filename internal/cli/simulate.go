@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"slotplane/examples"
+	"slotplane/experiment"
 	"slotplane/internal/cli/render"
 	"slotplane/queue"
 )
@@ -33,6 +35,10 @@ type SimulateOptions struct {
 	// Format is the report's: text or json. ListJobs adds every job's times to the text.
 	Format   string
 	ListJobs bool
+	// Scheduler, when set, names a built-in external scheduler (Schedulers: fifo, sjf) to
+	// simulate instead of the queues: its own Decide in schedkit's virtual time, as
+	// `slotplane experiment` predicts it. The allocation file is not read then.
+	Scheduler string
 }
 
 // check refuses settings no replay can run with, naming the flag that set them.
@@ -46,6 +52,10 @@ func (o SimulateOptions) check() error {
 		return fmt.Errorf("-nodes %d x -slots-per-node %d is larger than any test bed", o.Nodes, o.SlotsPerNode)
 	case o.Format != "text" && o.Format != "json":
 		return fmt.Errorf("-o must be text or json, got %q", o.Format)
+	case o.Scheduler != "" && (Schedulers[o.Scheduler] == nil || o.Scheduler == "queues"):
+		return fmt.Errorf("-scheduler %q is not a built-in scheduler to simulate (fifo, sjf; the queues are the default)", o.Scheduler)
+	case o.Scheduler != "" && o.Mode != queue.ReplayGang && o.Mode != "":
+		return errors.New("-mode is the queues' replay's; a scheduler places whole jobs")
 	}
 	return nil
 }
@@ -65,6 +75,9 @@ func Simulate(o SimulateOptions, out io.Writer) error {
 	jobs, err := readTrace(o.Trace)
 	if err != nil {
 		return err
+	}
+	if o.Scheduler != "" {
+		return simulateScheduler(o, jobs, out)
 	}
 	allocName, alloc, err := readAllocations(o.Allocations)
 	if err != nil {
@@ -121,4 +134,41 @@ func readAllocations(path string) (string, *queue.Allocations, error) {
 		return "", nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return name, alloc, nil
+}
+
+// simulateScheduler runs a built-in scheduler on the trace in virtual time and prints the
+// experiment's figures of the runs it predicts (the text), or the runs themselves (json).
+func simulateScheduler(o SimulateOptions, trace []queue.TraceJob, out io.Writer) error {
+	slots := o.Nodes * o.SlotsPerNode
+	jobs, left := scaleTrace(trace, 1, slots)
+	p, err := schedulerPrediction(o.Scheduler, "", jobs, "simulation", o.Nodes, o.SlotsPerNode, o.StartUp)
+	if err != nil {
+		return err
+	}
+	runs := p.Runs()
+	if o.Format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Summary experiment.Summary `json:"summary"`
+			Left    []string           `json:"leftOut,omitempty"`
+			Runs    []experiment.Run   `json:"runs"`
+		}{experiment.Summarize(runs, slots), left, runs})
+	}
+	s := experiment.Summarize(runs, slots)
+	fmt.Fprintf(out, "trace:       %s (%d jobs)\n", o.Trace, len(trace))
+	fmt.Fprintf(out, "scheduler:   %s (%s)\n", o.Scheduler, p.Policy)
+	fmt.Fprintf(out, "test bed:    %d nodes x %d slots = %d slots; a grant runs its executors after %s\n", o.Nodes, o.SlotsPerNode, slots, o.StartUp)
+	for _, l := range left {
+		fmt.Fprintf(out, "left out:    %s\n", l)
+	}
+	fmt.Fprintf(out, "\nsummary: %d jobs: %d done, %d unfinished; makespan %s; mean wait %s; p95 wait %s; slot utilization %.1f%%; fairness (Jain over users' stretch) %.3f\n",
+		s.Jobs, s.Completed, s.Unfinished, s.Makespan.Round(time.Millisecond), s.MeanWait.Round(time.Millisecond), s.P95Wait.Round(time.Millisecond), 100*s.Utilization, s.Fairness)
+	if o.ListJobs {
+		fmt.Fprintf(out, "\n%-20s %10s %10s %10s  %s\n", "JOB", "ARRIVAL", "START", "FINISH", "SLOTS")
+		for _, r := range runs {
+			fmt.Fprintf(out, "%-20s %10s %10s %10s  %v\n", r.Job, r.Arrival, r.Admitted, r.Ended, r.Slots)
+		}
+	}
+	return nil
 }
