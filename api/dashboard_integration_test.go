@@ -6,47 +6,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"slotplane/api"
+	"slotplane/internal/testbrowser"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 )
-
-// chromium finds the browser: $SLOTPLANE_CHROMIUM, else Debian's chromium (make tools
-// installs it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SLOTPLANE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium found: `make tools` installs Debian's chromium package, or set SLOTPLANE_CHROMIUM")
-	return ""
-}
-
-// screenshots is where the test leaves its pictures: $SLOTPLANE_ARTIFACTS, else a folder
-// in the system's temporary directory that outlives the test.
-func screenshots(t *testing.T) string {
-	dir := os.Getenv("SLOTPLANE_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "slotplane-dashboard")
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	return dir
-}
 
 type slotCounts struct {
 	Free, Reserved, Occupied int
@@ -62,7 +33,6 @@ type slotCounts struct {
 // and back to free, the progress bar fills, and the queue appears; the page throws no
 // error under its content security policy.
 func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
-	browser := chromium(t)
 	p := testplatform.Start(t, testplatform.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
 		Auth: api.StaticTokens{token: {Name: "alice"}}}, "127.0.0.1:0")
@@ -70,28 +40,8 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	defer func() { require.NoError(t, srv.Stop()) }()
 	c := client{t: t, base: srv.URL + "/api/v1"}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	var mu sync.Mutex
-	var pageErrors []string
-	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			mu.Lock()
-			pageErrors = append(pageErrors, fmt.Sprintf("%s at line %d", ev.ExceptionDetails.Text, ev.ExceptionDetails.LineNumber))
-			mu.Unlock()
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == "error" {
-				mu.Lock()
-				pageErrors = append(pageErrors, fmt.Sprintf("console.error %v", ev.Args))
-				mu.Unlock()
-			}
-		}
-	}))
-	dir := screenshots(t)
+	ctx, pageErrors := testbrowser.Open(t)
+	dir := testbrowser.ArtifactDir(t, "dashboard")
 	shoot := func(name string) {
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
@@ -113,9 +63,8 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 		return s
 	}
 
-	// The token travels in the fragment, which the browser never sends to the server.
-	// The first action starts the browser, so it takes no deadline of its own (a deadline
-	// would end the browser with it); the page then has 30 s to draw the slots.
+	// The token travels in the fragment, which the browser never sends to the server. The
+	// page has 30 s to draw the slots.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+token)))
 	first, stopFirst := context.WithTimeout(ctx, 30*time.Second)
 	defer stopFirst()
@@ -199,9 +148,7 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	}
 
 	// Nothing in the page failed, and it kept a bad token out.
-	mu.Lock()
-	require.Empty(t, pageErrors)
-	mu.Unlock()
+	require.Empty(t, pageErrors())
 	// A new query makes it a new page load, not a jump within the page.
 	step, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()

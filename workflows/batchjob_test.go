@@ -278,6 +278,7 @@ func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T)
 	require.NotNil(t, in.Last)
 	require.Equal(t, v1alpha1.JobCompleted, in.Last.State)
 	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), in.Last.Application.Name)
+	require.Len(t, in.Last.History, 1, "the run's record goes across")
 	require.Len(t, w.admissionReleases, 1)
 	require.Equal(t, v1alpha1.JobCompleted, w.reported[len(w.reported)-1].State)
 
