@@ -12,6 +12,12 @@ KWOK_VERSION := v0.7.0
 CONTROLLER_GEN_VERSION := v0.23.0
 WORKFLOWCHECK_VERSION := v0.6.0
 
+# The image `make image` writes, as deploy/kustomization.yaml's images entry names it (a
+# test in deploy/ holds the two equal: change both). make image VERSION=... tags another.
+IMAGE := ghcr.io/slotplane/slotplane
+VERSION := v0.1.0
+IMAGE_TAR := bin/slotplane-image.tar
+
 # kube-apiserver, kube-scheduler and etcd come from tools/kube, a module of its own so the
 # Kubernetes server code never enters the project's go.mod. Its folder name changes whenever
 # the pins or the mains change.
@@ -28,8 +34,12 @@ export SLOTPLANE_KWOK := $(KWOK)
 export SLOTPLANE_CONTROLLER_GEN := $(CONTROLLER_GEN)
 export SLOTPLANE_CACHE := $(CACHE)
 
-# The API packages controller-gen reads; the CRD YAML lands in crds/manifests.
-API_PACKAGES := ./crds/v1alpha1 ./crds/spark/v1beta2 ./crds/flink/v1beta1
+# The API packages controller-gen reads; the CRD YAML lands in crds/manifests. The operators'
+# CRDs (for clusters without the operators: local runs and tests) are made without field
+# descriptions: theirs repeat the Pod's three times and came to 2.4 MB of YAML, which a
+# CRD's own size limits barely hold; the operators' released Flink CRD has none either.
+API_PACKAGES := ./crds/v1alpha1
+OPERATOR_API_PACKAGES := ./crds/spark/v1beta2 ./crds/flink/v1beta1
 INTEGRATION_TIMEOUT ?= 30m
 
 .PHONY: help
@@ -40,6 +50,7 @@ help:
 	@echo "make test-long the 1,000-job long run with the worker killed (not in make test)"
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
+	@echo "make image     the container image of the binary as an OCI archive, $(IMAGE_TAR), without Docker"
 	@echo "make lint      gofmt and go vet"
 	@echo "make bench     benchmarks, printed as one table: decisions, placement, orchestration, API"
 	@echo "make experiment-burst  the burst trace as an experiment beside its prediction (not in make test)"
@@ -61,6 +72,15 @@ demo: tools build
 build:
 	$(GO) build -ldflags "-X slotplane/internal/testcluster.builtKubeBin=$(KUBE_BIN) -X slotplane/internal/testcluster.builtKwok=$(KWOK)" \
 	  -o bin/slotplane ./cmd/slotplane
+
+# The image is built in Go (hack/mkimage), so no Docker engine is needed. It holds the static
+# binary (CGO_ENABLED=0, -trimpath), run as uid 65532, and takes its revision and every
+# timestamp from the commit: two runs on one commit give one digest. The archive is an OCI
+# layout and a docker archive at once, for skopeo, crane, podman or docker; mkimage prints
+# its digest and the overlay lines that deploy it.
+.PHONY: image
+image:
+	$(GO) run ./hack/mkimage -out $(IMAGE_TAR) -repository $(IMAGE) -version $(VERSION) -go $(GO)
 
 .PHONY: test
 test: lint test-unit test-fuzz test-integration test-e2e
@@ -123,8 +143,11 @@ record-histories:
 generate: $(CONTROLLER_GEN)
 	rm -f crds/manifests/*.yaml
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt \
-	  crd output:crd:artifacts:config=crds/manifests \
+	  crd:generateEmbeddedObjectMeta=true output:crd:artifacts:config=crds/manifests \
 	  $(foreach p,$(API_PACKAGES),paths=$(p))
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt \
+	  crd:generateEmbeddedObjectMeta=true,maxDescLen=0 output:crd:artifacts:config=crds/manifests \
+	  $(foreach p,$(OPERATOR_API_PACKAGES),paths=$(p))
 
 .PHONY: clean
 clean:

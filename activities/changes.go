@@ -99,6 +99,18 @@ func (c *Changes) reader(gvk schema.GroupVersionKind) client.Reader {
 	return nil
 }
 
+// TestBeds lists every test bed from the hub's copies once they synced, else from cl.
+func (c *Changes) TestBeds(ctx context.Context, cl client.Reader) ([]v1alpha1.TestBed, error) {
+	if r := c.reader(v1alpha1.GroupVersion.WithKind("TestBed")); r != nil {
+		cl = r
+	}
+	var list v1alpha1.TestBedList
+	if err := cl.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
 // Waiting is the number of jobs someone waits on.
 func (c *Changes) Waiting() int {
 	c.mu.Lock()

@@ -25,7 +25,7 @@ func jobOf(j *v1alpha1.BatchJob) Job {
 		created = &j.CreationTimestamp
 	}
 	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreatedAt: created, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
-		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel],
+		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, SuspendedOutcome: j.Spec.SuspendedOutcome, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel],
 		SchedulerData: v1alpha1.SchedulerData(j.Annotations), Status: j.Status}
 }
 
@@ -118,7 +118,8 @@ func keyOf(namespace, name string) client.ObjectKey {
 
 // reservedKeys are the labels and annotations slotplane's components write to talk to each
 // other: a request may not set them.
-var reservedKeys = []string{v1alpha1.ActiveSchedulingLabel, v1alpha1.CreationRequestAnnotation, v1alpha1.AssignedSlotsAnnotation, v1alpha1.BatchJobLabel}
+var reservedKeys = []string{v1alpha1.ActiveSchedulingLabel, v1alpha1.CreationRequestAnnotation, v1alpha1.AssignedSlotsAnnotation, v1alpha1.BatchJobLabel,
+	v1alpha1.SuspendedOutcomeAnnotation}
 
 func validateJobRequest(r *JobRequest) []FieldError {
 	var errs []FieldError
@@ -130,6 +131,9 @@ func validateJobRequest(r *JobRequest) []FieldError {
 		add("framework", "must be %s or %s, not %q", v1alpha1.FrameworkSpark, v1alpha1.FrameworkFlink, r.Framework)
 	}
 	errs = appendIf(errs, checkQueue("queue", r.Queue))
+	if r.SuspendedOutcome != "" && !slices.Contains(v1alpha1.SuspendedOutcomes, r.SuspendedOutcome) {
+		add("suspendedOutcome", "must be %s or %s, not %q", v1alpha1.RunCompleted, v1alpha1.RunFailed, r.SuspendedOutcome)
+	}
 	for _, m := range []struct {
 		field string
 		keys  map[string]string
@@ -189,7 +193,8 @@ func (s *server) createJob(c *gin.Context) {
 	job := &v1alpha1.BatchJob{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: namespaceOf(c), Labels: req.Labels, Annotations: annotations},
 		Spec: v1alpha1.BatchJobSpec{Framework: req.Framework, Application: req.Application, DriverResources: req.DriverResources, Queue: req.Queue,
-			User: runAs.Name, Groups: runAs.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment},
+			User: runAs.Name, Groups: runAs.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment,
+			SuspendedOutcome: req.SuspendedOutcome},
 	}
 	if err := s.Client.Create(c.Request.Context(), job); err != nil {
 		e := fromKube(fmt.Sprintf("create batch job %s/%s", job.Namespace, job.Name), err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 	temporal "go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -55,6 +56,8 @@ type Options struct {
 	// connection over either cap is answered 429 with Retry-After.
 	FeedConnections, FeedConnectionsPerUser int
 	Log                                     *slog.Logger
+	// Metrics gets the API's metrics (requests, the feed) registered, when set.
+	Metrics prometheus.Registerer
 }
 
 type server struct {
@@ -100,7 +103,11 @@ func newServer(o Options) (*server, http.Handler, error) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(s.logRequests, s.recoverJSON)
+	r.Use(s.logRequests)
+	if o.Metrics != nil {
+		r.Use(newAPIMetrics(o.Metrics, s.hub).observe)
+	}
+	r.Use(s.recoverJSON)
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route %s %s", c.Request.Method, c.Request.URL.Path), Status: http.StatusNotFound})
 	})

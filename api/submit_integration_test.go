@@ -106,12 +106,16 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 			field  string
 			text   string
 		}{
-			"as someone else":    {body: bad(func(m map[string]any) { m["user"] = "carol" }), status: 403, field: "user", text: "alice may not submit jobs as user carol"},
-			"in a foreign group": {body: bad(func(m map[string]any) { m["groups"] = []string{"admins"} }), status: 403, field: "groups", text: "as group admins"},
-			"a taken name":       {body: sparkJob("first", "", "1s"), status: 409},
-			"bad framework":      {body: bad(func(m map[string]any) { m["framework"] = "hadoop" }), status: 422, field: "framework"},
-			"bad name":           {body: bad(func(m map[string]any) { m["name"] = "Bad_Name" }), status: 422, field: "name"},
-			"a protocol label":   {body: bad(func(m map[string]any) { m["labels"] = map[string]string{v1alpha1.ActiveSchedulingLabel: "x"} }), status: 422, field: "labels[" + v1alpha1.ActiveSchedulingLabel + "]"},
+			"as someone else":      {body: bad(func(m map[string]any) { m["user"] = "carol" }), status: 403, field: "user", text: "alice may not submit jobs as user carol"},
+			"in a foreign group":   {body: bad(func(m map[string]any) { m["groups"] = []string{"admins"} }), status: 403, field: "groups", text: "as group admins"},
+			"a taken name":         {body: sparkJob("first", "", "1s"), status: 409},
+			"bad framework":        {body: bad(func(m map[string]any) { m["framework"] = "hadoop" }), status: 422, field: "framework"},
+			"bad name":             {body: bad(func(m map[string]any) { m["name"] = "Bad_Name" }), status: 422, field: "name"},
+			"bad suspendedOutcome": {body: bad(func(m map[string]any) { m["suspendedOutcome"] = "Released" }), status: 422, field: "suspendedOutcome"},
+			"the suspended outcome as an annotation": {body: bad(func(m map[string]any) {
+				m["annotations"] = map[string]string{v1alpha1.SuspendedOutcomeAnnotation: "Failed"}
+			}), status: 422, field: "annotations[" + v1alpha1.SuspendedOutcomeAnnotation + "]"},
+			"a protocol label": {body: bad(func(m map[string]any) { m["labels"] = map[string]string{v1alpha1.ActiveSchedulingLabel: "x"} }), status: 422, field: "labels[" + v1alpha1.ActiveSchedulingLabel + "]"},
 			"scheduler data as an annotation": {body: bad(func(m map[string]any) {
 				m["annotations"] = map[string]string{v1alpha1.SchedulerDataPrefix + "estimate": "1s"}
 			}), status: 422, field: "annotations[" + v1alpha1.SchedulerDataPrefix + "estimate]", text: "set it in schedulerData"},

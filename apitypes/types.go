@@ -116,6 +116,8 @@ type Job struct {
 	Queue           string               `json:"queue,omitempty"`
 	User            string               `json:"user,omitempty"`
 	Groups          []string             `json:"groups,omitempty"`
+	// SuspendedOutcome is how a run ends whose application is suspended ("": Completed).
+	SuspendedOutcome v1alpha1.RunOutcome `json:"suspendedOutcome,omitempty"`
 	// Scheduling is the Scheduling that holds the job now; empty once it is released.
 	Scheduling string `json:"scheduling,omitempty"`
 	// SchedulerData are the notes external schedulers keep on the job (the annotations
@@ -158,6 +160,9 @@ type JobRequest struct {
 	SchedulerData    map[string]string     `json:"schedulerData,omitempty"`
 	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
 	FlinkDeployment  *runtime.RawExtension `json:"flinkDeployment,omitempty"`
+	// SuspendedOutcome is how a run ends whose application is suspended: Completed (the
+	// default) or Failed.
+	SuspendedOutcome v1alpha1.RunOutcome `json:"suspendedOutcome,omitempty"`
 }
 
 // SchedulingList is the answer of GET /schedulings.

@@ -9,11 +9,16 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	temporal "go.temporal.io/sdk/client"
+	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +37,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"slotplane/activities"
 	"slotplane/api"
@@ -370,4 +376,34 @@ func lazyTemporal(t *testing.T) temporal.Client {
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 	return tc
+}
+
+// `kubectl kustomize` (the kustomize built into kubectl, which `kubectl apply -k` uses, a
+// release apart from the library the other tests render with) names the image make image
+// builds for every component, and leaves the scheduler's alone.
+func TestKustomize_KubectlRendersTheImageMakeImageBuilds(t *testing.T) {
+	kubeBin := os.Getenv(testcluster.EnvKubeBin)
+	if kubeBin == "" {
+		t.Fatalf("%s is not set: make tools builds kubectl, and the Makefile sets it", testcluster.EnvKubeBin)
+	}
+	out, err := exec.Command(filepath.Join(kubeBin, "kubectl"), "kustomize", baseDir).Output()
+	require.NoError(t, err, "kubectl kustomize %s", baseDir)
+	name, tag := madeImage(t)
+	images := map[string][]string{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var d appsv1.Deployment
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &d))
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			component := d.Spec.Template.Labels["app.kubernetes.io/component"]
+			images[component] = append(images[component], c.Image)
+		}
+	}
+	for _, component := range slotplaneComponents {
+		require.Equal(t, []string{name + ":" + tag}, images[component], "the images of %s", component)
+	}
+	require.Len(t, images["slot-scheduler"], 1)
+	require.True(t, strings.HasPrefix(images["slot-scheduler"][0], "registry.k8s.io/kube-scheduler:"), "the scheduler runs %s", images["slot-scheduler"][0])
 }

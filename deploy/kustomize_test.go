@@ -768,6 +768,91 @@ func TestKustomize_NetworkPoliciesSelectExistingPods(t *testing.T) {
 	}
 }
 
+// slotplaneComponents are the Deployments that run slotplane's own image.
+var slotplaneComponents = []string{"worker", "extender", "bridge", "api"}
+
+// madeImage is the image `make image` builds: the Makefile's IMAGE and VERSION.
+func madeImage(t testing.TB) (name, tag string) {
+	t.Helper()
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := regexp.MustCompile(`(?m)^IMAGE := (\S+)$`).FindSubmatch(makefile)
+	v := regexp.MustCompile(`(?m)^VERSION := (\S+)$`).FindSubmatch(makefile)
+	if n == nil || v == nil {
+		t.Fatal("no IMAGE or VERSION in the Makefile")
+	}
+	return string(n[1]), string(v[1])
+}
+
+// The components run the image make image builds. Their own files name it only
+// "slotplane", so the base's images entry is the one place that says which; an overlay
+// pins what it pushed by digest, as make image prints it, and leaves the scheduler alone.
+func TestKustomize_ComponentsRunTheImageMakeImageBuilds(t *testing.T) {
+	name, tag := madeImage(t)
+	r := render(t, baseDir)
+	for _, component := range slotplaneComponents {
+		for _, c := range r.deployment(t, component).Spec.Template.Spec.Containers {
+			if c.Image != name+":"+tag {
+				t.Errorf("%s/%s runs %s, want %s:%s (the Makefile's IMAGE and VERSION)", component, c.Name, c.Image, name, tag)
+			}
+		}
+	}
+	imageLine := regexp.MustCompile(`(?m)^\s*-?\s*image:\s*(\S+)\s*$`)
+	for _, component := range slotplaneComponents {
+		data, err := os.ReadFile(component + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := imageLine.FindAllSubmatch(data, -1)
+		if len(lines) == 0 {
+			t.Errorf("%s.yaml names no image", component)
+		}
+		for _, m := range lines {
+			if string(m[1]) != "slotplane" {
+				t.Errorf("%s.yaml names image %s: name it slotplane, for the images entry to set", component, m[1])
+			}
+		}
+	}
+
+	digest := "sha256:" + strings.Repeat("0f", 32)
+	overlay := renderOverlay(t, `images:
+- name: `+name+`
+  newName: registry.example.com/slotplane
+  digest: `+digest+`
+`)
+	for _, d := range overlay.deployments {
+		img := d.Spec.Template.Spec.Containers[0].Image
+		isSlotplane := slices.Contains(slotplaneComponents, d.Spec.Template.Labels["app.kubernetes.io/component"])
+		switch {
+		case isSlotplane && img != "registry.example.com/slotplane@"+digest:
+			t.Errorf("%s runs %s, not the overlay's image by digest", d.Name, img)
+		case !isSlotplane && !strings.HasPrefix(img, "registry.k8s.io/kube-scheduler:"):
+			t.Errorf("%s runs %s: the overlay's entry reached it", d.Name, img)
+		}
+	}
+}
+
+// renderOverlay renders an overlay of the base: its resources line, then the rest of its
+// kustomization.
+func renderOverlay(t testing.TB, rest string) *rendered {
+	t.Helper()
+	base, err := filepath.Abs(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources:\n- "+rel+"\n"+rest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return render(t, dir)
+}
+
 // An overlay as README.md shows it: another image tag, another Temporal address, and the API
 // on a token file from a Secret (components/api-tokens).
 func TestKustomize_OverlaySetsImageTemporalAndTokenFile(t *testing.T) {

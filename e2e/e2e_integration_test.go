@@ -192,6 +192,8 @@ type e2ePlatform struct {
 	temporal temporalclient.Client
 	// cluster is the platform's API server (its metrics, for diagnosis).
 	cluster *testcluster.Cluster
+	// metricsAt is each component's Prometheus endpoint, host:port.
+	metricsAt map[string]string
 }
 
 // bedShape is the test bed's slots per node (of the 4 nodes) and each slot's size.
@@ -214,9 +216,12 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) *e2ePlatform {
 	t.Helper()
 	logs := keepLogs(t) // first, so that its clean-up runs after every process stopped
-	ports, err := freeport.Get(3)
+	ports, err := freeport.Get(6)
 	require.NoError(t, err)
 	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	// Each component's Prometheus endpoint (the bridge's is ports[1]).
+	metricsAt := map[string]string{"bridge": "127.0.0.1:" + strconv.Itoa(ports[1]), "worker": "127.0.0.1:" + strconv.Itoa(ports[3]),
+		"api": "127.0.0.1:" + strconv.Itoa(ports[4]), "extender": "127.0.0.1:" + strconv.Itoa(ports[5])}
 	// The platform `slotplane dev` runs, less slotplane's own components: this test runs
 	// them as processes of the binary, as a cluster would.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -236,13 +241,13 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
-	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, parts: map[string]*component{
-		"worker": {name: "worker", args: conn},
-		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr,
+	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
+		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},
+		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr, "-metrics-listen", metricsAt["extender"],
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
-		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
+		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["bridge"],
 			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[2]), "-webhook-listen", dp.WebhookAddr, "-webhook-cert-dir", dp.WebhookCerts.Dir)},
-		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens)},
+		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens, "-metrics-listen", metricsAt["api"])},
 	}}
 	for _, c := range p.parts {
 		c.t, c.logs = t, logs

@@ -98,6 +98,18 @@ func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
 		q, err := c.Queues(ctx, "bed")
 		return err == nil && len(q.Waiting) == len(jobs)
 	}, 15*time.Second, 100*time.Millisecond, "the trace's jobs did not all reach Admission while the gate job held the bed")
+	// What a Prometheus sees of it: the waiting jobs by queue, the gate holding the bed.
+	w := p.scrape(t, "worker")
+	pending := map[string]float64{}
+	for _, q := range []string{"root.a", "root.b", "root.gate"} {
+		pending[q] = w.need(t, "worker", "slotplane_queue_pending_jobs", map[string]string{"testbed": "bed", "queue": q})
+	}
+	require.Equal(t, map[string]float64{"root.a": 33, "root.b": 17, "root.gate": 0}, pending, "slotplane_queue_pending_jobs while the gate job holds the bed")
+	require.Equal(t, 1.0, w.need(t, "worker", "slotplane_queue_admitted_jobs", map[string]string{"testbed": "bed", "queue": "root.gate"}))
+	require.Eventually(t, func() bool {
+		u, _ := p.scrape(t, "worker").sum("slotplane_testbed_slot_utilization", map[string]string{"testbed": "bed"})
+		return u == 1
+	}, 30*time.Second, 500*time.Millisecond, "slotplane_testbed_slot_utilization never showed the gate job's 32 slots taken")
 	gateJob, err := c.GetJob(ctx, gate.name)
 	require.NoError(t, err)
 	require.NotContains(t, []v1alpha1.BatchJobState{v1alpha1.JobCompleted, v1alpha1.JobFailed}, gateJob.Status.State,
@@ -128,6 +140,9 @@ func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
 	}
 	t.Logf("start of each job, simulated / live:\n%s", startTable(jobs, predicted, started))
 	require.Empty(t, wrong, "live, these jobs started before jobs the simulator started first")
+
+	// Every component's metrics tell the same run.
+	requireMetricsAfterRun(t, p, len(jobs)+1, 32)
 }
 
 // simulateTrace writes the trace as a CSV and runs `slotplane simulate` on it (gang mode, no

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -26,6 +27,8 @@ import (
 type Server struct {
 	// URL is the extender's base URL, what kube-scheduler's urlPrefix names.
 	URL string
+	// Metrics is what its /metrics serves.
+	Metrics *prometheus.Registry
 
 	srv      *http.Server
 	reserver *Reserver
@@ -131,8 +134,10 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 		return nil, errors.New("extender informers did not sync within a minute")
 	}
 
+	h := NewHandler(reserver, log, func() bool { return true })
 	s := &Server{
-		srv:      httpServer(NewHandler(reserver, log, func() bool { return true }), o, log),
+		Metrics:  h.Metrics,
+		srv:      httpServer(h, o, log),
 		reserver: reserver,
 		cancel:   cancel,
 		done:     make(chan error, 1),

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"slotplane/metrics"
 	"slotplane/slots"
 )
 
@@ -30,12 +30,15 @@ type Handler struct {
 	latency  *prometheus.HistogramVec
 	// ghostsCleared counts the ghosts the filter path deleted for pods placed on room.
 	ghostsCleared prometheus.Counter
+	// Metrics is the registry /metrics serves, for a plain metrics listener besides.
+	Metrics *prometheus.Registry
 }
 
 // NewHandler wires the endpoints; ready reports whether the informers have synced.
 func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry("extender")
 	h := &Handler{
+		Metrics:  reg,
 		reserver: r,
 		log:      log,
 		mux:      http.NewServeMux(),
@@ -53,7 +56,7 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 			Help: "Ghosts /filter deleted because the pod of their slot was placed on other room of the node.",
 		}),
 	}
-	reg.MustRegister(h.requests, h.latency, h.ghostsCleared, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(h.requests, h.latency, h.ghostsCleared)
 	reg.MustRegister(r.Collectors()...)
 	h.mux.HandleFunc("POST /filter", h.filter)
 	h.mux.HandleFunc("POST /preempt", h.preempt)
@@ -64,7 +67,7 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	h.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	h.mux.Handle("GET /metrics", metrics.Handler(reg))
 	return h
 }
 

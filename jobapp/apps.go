@@ -103,10 +103,14 @@ func (r Run) labels() map[string]string {
 func (r Run) annotations() map[string]string {
 	out := map[string]string{}
 	for k, v := range r.Job.Annotations {
-		if strings.HasPrefix(k, "kubectl.kubernetes.io/") || k == v1alpha1.CreationRequestAnnotation || strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix) {
+		if strings.HasPrefix(k, "kubectl.kubernetes.io/") || k == v1alpha1.CreationRequestAnnotation || strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix) ||
+			k == v1alpha1.SuspendedOutcomeAnnotation {
 			continue
 		}
 		out[k] = v
+	}
+	if o := r.Job.Spec.SuspendedOutcome; o != "" {
+		out[v1alpha1.SuspendedOutcomeAnnotation] = string(o)
 	}
 	return out
 }
@@ -313,7 +317,7 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 	if s.JobManager == nil {
 		s.JobManager = &flinkv1beta1.JobManagerSpec{}
 	}
-	stripTemplate(s.JobManager.PodTemplate)
+	stripFlinkTemplate(s.JobManager.PodTemplate)
 	s.JobManager.Resource, s.JobManager.Replicas = jm, &one
 
 	tm, err := flinkResource(r.SlotSize)
@@ -321,7 +325,7 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 		return nil, fmt.Errorf("%w: job %s: taskManager: %w", ErrInvalid, job.Name, err)
 	}
 	replicas := int32(len(r.Request.Slots))
-	s.TaskManager = &flinkv1beta1.TaskManagerSpec{Resource: tm, Replicas: &replicas, PodTemplate: r.slotPodTemplate(FlinkMainContainer)}
+	s.TaskManager = &flinkv1beta1.TaskManagerSpec{Resource: tm, Replicas: &replicas, PodTemplate: flinkv1beta1.NewPodTemplate(r.slotPodTemplate(FlinkMainContainer))}
 	s.TaskManager.PodTemplate.Spec.Containers[0].Env = withDataset(nil, a.Dataset)
 
 	if s.Job == nil {
@@ -334,11 +338,11 @@ func Flink(r Run) (*flinkv1beta1.FlinkDeployment, error) {
 	s.Job.State = flinkv1beta1.JobStateRunning
 	s.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
 	if s.PodTemplate == nil {
-		s.PodTemplate = &corev1.PodTemplateSpec{}
+		s.PodTemplate = &flinkv1beta1.PodTemplate{}
 	}
 	// The operator merges this template into the TaskManagers' too, so what it carries
 	// reaches the slot pods.
-	stripTemplate(s.PodTemplate)
+	stripFlinkTemplate(s.PodTemplate)
 	s.PodTemplate.Labels = merge(s.PodTemplate.Labels, map[string]string{v1alpha1.BatchJobLabel: job.Name})
 	if a.Dataset != "" {
 		s.FlinkConfiguration["containerized.master.env."+DatasetEnv] = a.Dataset
@@ -375,6 +379,14 @@ func userKeys(m map[string]string) map[string]string {
 
 // stripTemplate drops the keys slotplane owns from a job's pod template.
 func stripTemplate(t *corev1.PodTemplateSpec) {
+	if t == nil {
+		return
+	}
+	t.Labels, t.Annotations = userKeys(t.Labels), userKeys(t.Annotations)
+}
+
+// stripFlinkTemplate is stripTemplate for the Flink operator's pod templates.
+func stripFlinkTemplate(t *flinkv1beta1.PodTemplate) {
 	if t == nil {
 		return
 	}

@@ -257,7 +257,7 @@ func TestFlink_JobCannotWriteSlotplaneKeysOnItsPods(t *testing.T) {
 		"containerized.master.env." + DatasetEnv:      "hdfs://data/words",
 		"containerized.taskmanager.env." + DatasetEnv: "hdfs://data/words",
 	}
-	if diff := cmp.Diff(wantConf, s.FlinkConfiguration); diff != "" {
+	if diff := cmp.Diff(wantConf, map[string]string(s.FlinkConfiguration)); diff != "" {
 		t.Errorf("flinkConfiguration (-want +got)\n%s", diff)
 	}
 	// The base template reaches every pod, TaskManagers included.

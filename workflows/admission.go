@@ -422,6 +422,13 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		}
 		if len(as.Revoke) > 0 {
 			workflow.GetLogger(ctx).Info("preempted", "key", as.JobKey.String(), "slots", as.Revoke, "why", as.Why)
+			victim := ""
+			for _, e := range a.core.Running() {
+				if e.Request.JobKey == as.JobKey {
+					victim = e.Queue
+				}
+			}
+			metricsFor(ctx, a.in.Namespace, a.in.TestBed, victim).WithTags(map[string]string{"preempting_queue": as.For}).Counter(metricPreempted).Inc(1)
 		}
 	}
 	return false, nil
@@ -439,6 +446,11 @@ func (a *admission) tellAll(ctx workflow.Context, gs []AdmissionGrant) {
 func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaServer bool) {
 	if len(gs) == 0 {
 		return
+	}
+	for _, g := range gs {
+		if g.Refused != "" {
+			metricsFor(ctx, a.in.Namespace, a.in.TestBed, "").Counter(metricRejected).Inc(1)
+		}
 	}
 	if !clientSignals(ctx) {
 		for _, g := range gs {

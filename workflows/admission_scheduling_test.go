@@ -125,7 +125,8 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	require.Len(t, created, 1)
 	require.NotNil(t, created[0].GrantedAt, "the request says when the grant was taken")
 	created[0].GrantedAt = nil
-	require.Equal(t, []v1alpha1.CreationRequest{{Scheduling: "nightly", SchedulingUID: "uid-nightly", TestBed: "bed", Slots: []int32{4, 7}, Run: 1}}, created)
+	require.Equal(t, []v1alpha1.CreationRequest{{Scheduling: "nightly", SchedulingUID: "uid-nightly", TestBed: "bed", Slots: []int32{4, 7}, Run: 1, Queue: "root.analytics"}}, created,
+		"the request names the queue the grant placed the job in")
 	require.Equal(t, []string{"nightly/uid-of-an-older-nightly/a#1", "nightly/uid-nightly/b#1", "nightly/uid-nightly/a#1"}, released,
 		"the unwanted grants are given back at once, and Admission hears that a ended")
 	require.Equal(t, []string{"a"}, started, "Admission hears once that a left Starting")

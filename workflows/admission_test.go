@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"slotplane/activities"
+	"slotplane/metrics"
 	"slotplane/queue"
 )
 
@@ -46,8 +48,13 @@ type admissionWorld struct {
 	at     []time.Time // when each grant was sent (the test clock)
 }
 
-func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int) *testsuite.TestWorkflowEnvironment {
+// newAdmissionEnv is a test environment of an Admission workflow on nSlots slots; the
+// workflow's metrics go to m when given.
+func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.Temporal) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
+	if len(m) > 0 {
+		suite.SetMetricsHandler(m[0].Handler())
+	}
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(AdmissionWorkflow)
 	env.RegisterActivity(&activities.Activities{})
@@ -187,7 +194,8 @@ func aclReleaseAndBadFile(t *testing.T, batched bool) {
     <queue name="a"><maxRunningApps>1</maxRunningApps></queue>
   </queue>
 </allocations>`}}
-	env := newAdmissionEnv(t, w, 4)
+	recorded := metrics.NewTemporal()
+	env := newAdmissionEnv(t, w, 4, recorded)
 	env.RegisterDelayedCallback(func() {
 		reqs := []AdmissionRequest{
 			{JobKey: jk("s", "mallory-job"), Queue: "a", User: "mallory", Slots: 1},
@@ -224,6 +232,37 @@ func aclReleaseAndBadFile(t *testing.T, batched bool) {
 	require.Equal(t, "second", w.grants[2].Job, "second starts once first is released (maxRunningApps 1)")
 	require.Equal(t, "1", report.ConfigVersion, "the bad version 2 is not in force")
 	require.Contains(t, report.ConfigError, "line 2, <maxRunningApp>: unknown element")
+	require.Equal(t, 1.0, counted(t, recorded, "slotplane_rejected_jobs_total", map[string]string{"namespace": "ns", "testbed": "bed"}),
+		"the refusal is counted once")
+}
+
+// counted sums a family's series whose labels include match, as Prometheus gathers them.
+func counted(t *testing.T, m *metrics.Temporal, name string, match map[string]string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, s := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range s.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range match {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			total += s.GetCounter().GetValue() + float64(s.GetHistogram().GetSampleCount())
+		}
+	}
+	return total
 }
 
 // A configuration the queue core fails on (it panics building the queues) does not stop
@@ -338,7 +377,8 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
   <defaultFairSharePreemptionTimeout>30</defaultFairSharePreemptionTimeout>
   <preemption>true</preemption>
 </allocations>`}}
-	env := newAdmissionEnv(t, w, 12)
+	recorded := metrics.NewTemporal()
+	env := newAdmissionEnv(t, w, 12, recorded)
 	var assigned []activities.AssignSlotsInput
 	env.OnActivity(acts.AssignSlots, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AssignSlotsInput) error {
 		w.mu.Lock()
@@ -393,6 +433,8 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 	}
 	require.Len(t, after.Running, 1)
 	require.ElementsMatch(t, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, after.Running[0].Slots)
+	require.Equal(t, 1.0, counted(t, recorded, "slotplane_preempted_jobs_total",
+		map[string]string{"namespace": "ns", "testbed": "bed", "queue": "root.a", "preempting_queue": "root.b"}), "one preemption, of root.a for root.b")
 }
 
 // Moving a job: every rule the move breaks is a rejection with the reason and changes

@@ -149,6 +149,19 @@ type jobRunner struct {
 	status  v1alpha1.BatchJobStatus
 }
 
+// released records the current run as released, if it had begun, and counts its end.
+func (j *jobRunner) released(ctx workflow.Context, why string) {
+	if releasedRun(&j.status, workflow.Now(ctx), why) {
+		j.countEnd(ctx, v1alpha1.RunReleased)
+	}
+}
+
+// countEnd counts the end of the status's run (slotplane_finished_jobs_total).
+func (j *jobRunner) countEnd(ctx workflow.Context, outcome v1alpha1.RunOutcome) {
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"namespace": j.key.Namespace, "testbed": j.status.TestBed, "outcome": string(outcome)}).
+		Counter(metricFinished).Inc(1)
+}
+
 // acts is how workflows name activities: methods of a nil *Activities.
 var acts *activities.Activities
 
@@ -217,7 +230,7 @@ func (j *jobRunner) toReady(ctx workflow.Context, specChanged bool) error {
 				return err
 			}
 		}
-		releasedRun(&j.status, workflow.Now(ctx), "the Scheduling released the job before its run ended")
+		j.released(ctx, "the Scheduling released the job before its run ended")
 		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Message: "no Scheduling holds the job", Conditions: j.status.Conditions, History: j.status.History}
 		if err := j.write(ctx); err != nil {
 			return err
@@ -235,7 +248,7 @@ func (j *jobRunner) toInQueue(ctx workflow.Context, holder, badRequest string, s
 				return err
 			}
 		}
-		releasedRun(&j.status, workflow.Now(ctx), fmt.Sprintf("the job went back to the queue of scheduling %s before the run ended", holder))
+		j.released(ctx, fmt.Sprintf("the job went back to the queue of scheduling %s before the run ended", holder))
 		j.status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: holder, QueuedAt: now(ctx), Message: badRequest, Conditions: j.status.Conditions, History: j.status.History}
 		if err := j.write(ctx); err != nil {
 			return err
@@ -285,6 +298,11 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 		j.status.RunningAt = now(ctx)
 		if ph := j.phases(); ph.RunningAt == nil {
 			ph.RunningAt = nowMicro(ctx)
+			if ph.AdmittedAt != nil {
+				if d, ok := since(&ph.AdmittedAt.Time, ph.RunningAt.Time); ok {
+					metricsFor(ctx, j.key.Namespace, req.TestBed, req.Queue).Timer(metricStartup).Record(d)
+				}
+			}
 		}
 		if err := r.report(ctx, v1alpha1.JobRunning, "every pod runs in its slot"); err != nil {
 			return err
@@ -308,13 +326,20 @@ func (j *jobRunner) beginRun(ctx workflow.Context, holder string, req v1alpha1.C
 		j.status.Application = nil
 	}
 	if j.status.Run != req.Run || j.status.Scheduling != holder {
-		releasedRun(&j.status, workflow.Now(ctx), fmt.Sprintf("run %d of scheduling %s replaced it before it ended", req.Run, holder))
+		j.released(ctx, fmt.Sprintf("run %d of scheduling %s replaced it before it ended", req.Run, holder))
 		j.status.SubmittedAt, j.status.RunningAt, j.status.FinishedAt = nil, nil, nil
 		j.status.Phases = nil
 	}
 	if ph := j.phases(); ph.AdmittedAt == nil && req.GrantedAt != nil {
 		at := *req.GrantedAt
 		ph.AdmittedAt = &at
+		m := metricsFor(ctx, j.key.Namespace, req.TestBed, req.Queue)
+		m.Counter(metricAdmitted).Inc(1)
+		if q := j.status.QueuedAt; q != nil {
+			if d, ok := since(&q.Time, at.Time); ok {
+				m.Timer(metricAdmissionWait).Record(d)
+			}
+		}
 	}
 	j.status.Scheduling, j.status.TestBed, j.status.Slots, j.status.Run = holder, req.TestBed, req.Slots, req.Run
 	if j.status.QueuedAt == nil {
@@ -390,6 +415,7 @@ func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest
 				ph.EndedAt = nowMicro(ctx)
 			}
 			recordRun(&j.status, v1alpha1.RunFailed, appErr.Error(), activities.AppProgress{})
+			j.countEnd(ctx, v1alpha1.RunFailed)
 			return app, false, r.report(ctx, v1alpha1.JobFailed, appErr.Error())
 		}
 		if activities.IsNotHeld(err) {
@@ -465,6 +491,13 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 	switch {
 	case finished.Gone:
 		msg = fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name)
+	case finished.Outcome.Suspended:
+		msg = fmt.Sprintf("the application was suspended (%s)", finished.Outcome.State)
+		if finished.Outcome.Succeeded {
+			state, outcome = v1alpha1.JobCompleted, v1alpha1.RunCompleted
+		} else {
+			msg += ", and the job's suspendedOutcome is Failed"
+		}
 	case finished.Outcome.Succeeded:
 		state, outcome = v1alpha1.JobCompleted, v1alpha1.RunCompleted
 		msg = fmt.Sprintf("the application ended %s", finished.Outcome.State)
@@ -475,6 +508,7 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 		}
 	}
 	recordRun(&j.status, outcome, msg, finished)
+	j.countEnd(ctx, outcome)
 	return r.report(ctx, state, msg)
 }
 

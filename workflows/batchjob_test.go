@@ -16,6 +16,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/jobapp"
+	"slotplane/metrics"
 	"slotplane/queue"
 )
 
@@ -45,8 +46,11 @@ func (w *jobWorld) set(f func(*activities.JobObservation)) {
 	f(&w.obs)
 }
 
-func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgress, createErr error) *testsuite.TestWorkflowEnvironment {
+func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgress, createErr error, m ...*metrics.Temporal) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
+	if len(m) > 0 {
+		suite.SetMetricsHandler(m[0].Handler())
+	}
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(BatchJobWorkflow)
 	env.RegisterActivity(&activities.Activities{})

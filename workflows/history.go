@@ -83,10 +83,10 @@ func recordBytes(r v1alpha1.RunRecord) int {
 
 // releasedRun records the status's current run as released at the time now, if its
 // application was created and the run did not end: the job is let go of, or a new run
-// replaces it.
-func releasedRun(st *v1alpha1.BatchJobStatus, now time.Time, why string) {
+// replaces it. It reports whether it recorded one.
+func releasedRun(st *v1alpha1.BatchJobStatus, now time.Time, why string) bool {
 	if st.Run == 0 || st.State.Ended() || st.Phases == nil || st.Phases.ApplicationCreatedAt == nil {
-		return
+		return false
 	}
 	ended := *st.Phases
 	if ended.EndedAt == nil {
@@ -96,4 +96,5 @@ func releasedRun(st *v1alpha1.BatchJobStatus, now time.Time, why string) {
 	cp.Phases = &ended
 	recordRun(&cp, v1alpha1.RunReleased, why, activities.AppProgress{})
 	st.History = cp.History
+	return true
 }

@@ -12,6 +12,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/jobapp"
+	"slotplane/metrics"
 )
 
 var completed = activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true},
@@ -24,9 +25,10 @@ var completed = activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED
 func TestBatchJobWorkflow_RecordsEveryRunInTheHistory(t *testing.T) {
 	granted := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	req := *request
-	req.GrantedAt = &granted
+	req.GrantedAt, req.Queue = &granted, "root.a"
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
+	recorded := metrics.NewTemporal()
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil, recorded)
 	env.RegisterDelayedCallback(func() {
 		w.set(func(o *activities.JobObservation) {
 			o.Status.History = nil // a copy from before the first record
@@ -67,6 +69,11 @@ func TestBatchJobWorkflow_RecordsEveryRunInTheHistory(t *testing.T) {
 	require.Equal(t, int32(2), second.Run)
 	require.Equal(t, []int32{5}, second.Slots)
 	require.Equal(t, 10*time.Minute, second.AdmittedAt.Sub(first.AdmittedAt.Time))
+	// The metrics count each run once: its admission, its start-up, its end.
+	place := map[string]string{"namespace": "ns", "testbed": "bed", "queue": "root.a"}
+	require.Equal(t, 2.0, counted(t, recorded, "slotplane_admitted_jobs_total", place))
+	require.Equal(t, 2.0, counted(t, recorded, "slotplane_job_startup_time_seconds", place))
+	require.Equal(t, 2.0, counted(t, recorded, "slotplane_finished_jobs_total", map[string]string{"namespace": "ns", "testbed": "bed", "outcome": "Completed"}))
 	// Each write of the first run's end and after carries its record once.
 	for _, st := range w.written {
 		seen := map[string]bool{}
@@ -82,7 +89,8 @@ func TestBatchJobWorkflow_RecordsEveryRunInTheHistory(t *testing.T) {
 // was let go of.
 func TestBatchJobWorkflow_AReleasedRunIsRecorded(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
+	recorded := metrics.NewTemporal()
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil, recorded)
 	env.RegisterDelayedCallback(func() {
 		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
 		env.SignalWorkflow(BatchJobChangedSignal, nil)
@@ -98,6 +106,8 @@ func TestBatchJobWorkflow_AReleasedRunIsRecorded(t *testing.T) {
 	require.Equal(t, v1alpha1.RunReleased, r.Outcome)
 	require.NotNil(t, r.EndedAt)
 	require.Equal(t, 10*time.Second, r.EndedAt.Sub(r.ApplicationCreatedAt.Time).Round(time.Second))
+	require.Equal(t, 1.0, counted(t, recorded, "slotplane_finished_jobs_total", map[string]string{"namespace": "ns", "testbed": "bed", "outcome": "Released"}),
+		"the released run is counted as such")
 	require.Contains(t, r.Message, "released")
 }
 

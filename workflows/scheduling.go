@@ -1137,7 +1137,7 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
 	}
 	granted := metav1.NewMicroTime(e.RequestedAt)
-	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run, GrantedAt: &granted}
+	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run, GrantedAt: &granted, Queue: g.Queue}
 	if k := s.admissionKey(e); k.Run == e.Run {
 		req.SchedulingUID = k.SchedulingUID
 	}

@@ -43,6 +43,7 @@ func runAPI(ctx context.Context, args []string) error {
 	origins := fs.String("allowed-origins", envOr("SLOTPLANE_API_ALLOWED_ORIGINS", ""), "comma-separated browser origins (https://host:port), besides the API's own, that may open the websocket feed")
 	feedConns := fs.Int("feed-connections", api.DefaultFeedConnections, "most change feed connections open at once; more are answered 429")
 	feedUserConns := fs.Int("feed-connections-per-user", api.DefaultFeedConnectionsPerUser, "most change feed connections one user may have open")
+	metricsAddr := metricsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +70,7 @@ func runAPI(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("-auth=%q: want %s or %s", *mode, authTokens, authKubernetes)
 	}
+	reg := temporalRegistry("api", &conn)
 	cfg, tc, err := conn.dial()
 	if err != nil {
 		return err
@@ -80,10 +82,14 @@ func runAPI(ctx context.Context, args []string) error {
 	}
 	// Config: the change feed watches the cluster with informers of its own.
 	o := api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Config: cfg, AllowedOrigins: splitList(*origins),
-		FeedConnections: *feedConns, FeedConnectionsPerUser: *feedUserConns}
+		FeedConnections: *feedConns, FeedConnectionsPerUser: *feedUserConns, Metrics: reg}
 	o.Auth, o.Authorizer = apiAuth(*mode, static, cl)
 	s, err := api.Start(o, *listen)
 	if err != nil {
+		return err
+	}
+	if err := serveMetrics(ctx, *metricsAddr, reg); err != nil {
+		_ = s.Stop()
 		return err
 	}
 	if *mode == authTokens {

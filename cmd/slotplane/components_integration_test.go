@@ -23,16 +23,16 @@ import (
 func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 3})
 	srv, _ := testtemporal.Start(t)
-	ports, err := freeport.Get(3)
+	ports, err := freeport.Get(5)
 	require.NoError(t, err)
 	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}
 	certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
 	procs := map[string][]string{
-		"worker": conn,
+		"worker": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[3])),
 		"bridge": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[0]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[1])),
 		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + strconv.Itoa(ports[2]),
-			"-tls-cert-file", certs.CertFile, "-tls-key-file", certs.KeyFile, "-client-ca-file", certs.ClientCAFile},
+			"-tls-cert-file", certs.CertFile, "-tls-key-file", certs.KeyFile, "-client-ca-file", certs.ClientCAFile, "-metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[4])},
 	}
 	var cmds []*exec.Cmd
 	for name, args := range procs {

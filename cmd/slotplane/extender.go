@@ -12,9 +12,9 @@ import (
 
 // extenderFlags are slotplane extender's flags.
 type extenderFlags struct {
-	addr, kubeconfig, certFile, keyFile, clientCA string
-	plain                                         bool
-	rates                                         kubeclient.Rates
+	addr, kubeconfig, certFile, keyFile, clientCA, metrics string
+	plain                                                  bool
+	rates                                                  kubeclient.Rates
 }
 
 // parseExtenderFlags reads the flags (and their SLOTPLANE_* variables) and checks that they
@@ -27,6 +27,7 @@ func parseExtenderFlags(args []string) (extenderFlags, error) {
 	fs.StringVar(&f.certFile, "tls-cert-file", envOr("SLOTPLANE_EXTENDER_TLS_CERT", ""), "PEM certificate to serve HTTPS with (reloaded when the file changes)")
 	fs.StringVar(&f.keyFile, "tls-key-file", envOr("SLOTPLANE_EXTENDER_TLS_KEY", ""), "PEM private key of -tls-cert-file")
 	fs.StringVar(&f.clientCA, "client-ca-file", envOr("SLOTPLANE_EXTENDER_CLIENT_CA", ""), "PEM CA bundle: when set, every call but /healthz needs a client certificate it signed (kube-scheduler's tlsConfig certData/keyData)")
+	fs.StringVar(&f.metrics, "metrics-listen", envOr("SLOTPLANE_METRICS_LISTEN", ":8080"), "address of a plain-HTTP /metrics endpoint for Prometheus, besides /metrics on -listen (which needs a client certificate under -client-ca-file); 0 turns it off")
 	fs.BoolVar(&f.plain, "plain-http", false, "serve plain HTTP without TLS: anyone who reaches the port can then reserve slots and label pods")
 	rates := kubeclient.RateFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +65,10 @@ func runExtender(ctx context.Context, args []string) error {
 	}
 	srv, err := extender.Start(ctx, cfg, f.addr, slog.Default(), opt)
 	if err != nil {
+		return err
+	}
+	if err := serveMetrics(ctx, f.metrics, srv.Metrics); err != nil {
+		_ = srv.Stop()
 		return err
 	}
 	slog.Info("extender serving", "url", srv.URL, "client_certificates", f.clientCA != "")

@@ -45,8 +45,13 @@ func main() {
 	// through slog too: one place, one level.
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler()))
 	klog.SetSlogLogger(slog.Default())
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
+	// Asked for, the usage is the answer (stdout, exit 0); a missing command is an error.
+	if len(os.Args) >= 2 && (os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help") {
+		usage(os.Stdout)
+		return
+	}
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,7 +70,7 @@ func main() {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "slotplane: unknown command %q\n\n", os.Args[1])
-	usage()
+	usage(os.Stderr)
 	os.Exit(2)
 }
 
@@ -91,12 +96,12 @@ func (s *switchWriter) set(w io.Writer) {
 	s.w = w
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: slotplane <command> [flags]\n\ncommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: slotplane <command> [flags]\n\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'slotplane <command> -h' for the flags of a command.")
+	fmt.Fprintln(w, "\nRun 'slotplane <command> -h' for the flags of a command.")
 }
 
 // envOr returns the environment variable key, or def when it is unset: every flag can also be

@@ -10,14 +10,18 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"slotplane/activities"
 	"slotplane/bridge"
+	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/lifecycle"
+	"slotplane/metrics"
 	"slotplane/worker"
 )
 
@@ -32,6 +36,42 @@ type connections struct {
 	schedulingSteps, admissionSteps *int
 	// kubeRates bound this process's requests to the API server (-kube-qps, -kube-burst).
 	kubeRates *kubeclient.Rates
+	// temporalMetrics, when set, records the Temporal client's (and its worker's) metrics.
+	temporalMetrics client.MetricsHandler
+}
+
+// metricsFlag is -metrics-listen of the long-running components: where Prometheus scrapes
+// them.
+func metricsFlag(fs *flag.FlagSet) *string {
+	return fs.String("metrics-listen", envOr("SLOTPLANE_METRICS_LISTEN", ":8080"), "address of the Prometheus /metrics endpoint (plain HTTP); 0 turns it off")
+}
+
+// serveMetrics starts the component's metrics endpoint unless turned off; it stops with ctx.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
+	if metrics.Off(addr) {
+		return nil
+	}
+	at, errc, err := metrics.Serve(ctx, addr, reg)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := <-errc; err != nil {
+			slog.Error("metrics endpoint stopped", "err", err)
+		}
+	}()
+	slog.Info("metrics serving", "url", "http://"+at.String()+"/metrics")
+	return nil
+}
+
+// temporalRegistry is a component's registry with a Temporal metrics handler registered in
+// it, set on conn for the client dial makes.
+func temporalRegistry(component string, conn *connections) *prometheus.Registry {
+	reg := metrics.NewRegistry(component)
+	tm := metrics.NewTemporal()
+	reg.MustRegister(tm)
+	conn.temporalMetrics = tm.Handler()
+	return reg
 }
 
 func connectionFlags(fs *flag.FlagSet) connections {
@@ -97,7 +137,8 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(), ConnectionOptions: client.ConnectionOptions{TLS: tlsConf}})
+	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(), ConnectionOptions: client.ConnectionOptions{TLS: tlsConf},
+		MetricsHandler: c.temporalMetrics})
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial temporal at %s: %w", *c.temporal, err)
 	}
@@ -122,9 +163,11 @@ func (c connections) dialLive() (client.Client, ctrlclient.Client, error) {
 func runWorker(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	conn := connectionFlags(fs)
+	metricsAddr := metricsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	reg := temporalRegistry("worker", &conn)
 	cfg, tc, err := conn.dial()
 	if err != nil {
 		return err
@@ -136,6 +179,11 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	changes, err := activities.WatchChanges(ctx, cfg, slog.Default())
 	if err != nil {
+		return err
+	}
+	reg.MustRegister(&worker.Collector{Temporal: tc, Log: slog.Default(),
+		Beds: func(ctx context.Context) ([]v1alpha1.TestBed, error) { return changes.TestBeds(ctx, cl) }})
+	if err := serveMetrics(ctx, *metricsAddr, reg); err != nil {
 		return err
 	}
 	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes})
@@ -151,19 +199,24 @@ func runWorker(ctx context.Context, args []string) error {
 func runBridge(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
 	conn := connectionFlags(fs)
-	metrics := fs.String("metrics-listen", envOr("SLOTPLANE_METRICS_LISTEN", ":8080"), "Prometheus metrics address; 0 turns them off")
+	metricsAddr := metricsFlag(fs)
 	health := fs.String("health-listen", envOr("SLOTPLANE_HEALTH_LISTEN", ":8081"), "/healthz and /readyz address; 0 turns them off")
 	hook := fs.String("webhook-listen", envOr("SLOTPLANE_WEBHOOK_LISTEN", ""), "address of the HTTPS admission webhook that checks BatchJobs' wrapped specs ("+bridge.SpecWebhookPath+"); empty turns it off")
 	hookCerts := fs.String("webhook-cert-dir", envOr("SLOTPLANE_WEBHOOK_CERT_DIR", ""), "directory with the webhook's tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// The bridge's metrics are controller-runtime's registry (its reconcilers' and work
+	// queues'), served by the manager; the Temporal client's and the build's join it.
+	tm := metrics.NewTemporal()
+	ctrlmetrics.Registry.MustRegister(tm, metrics.BuildInfo("bridge"))
+	conn.temporalMetrics = tm.Handler()
 	cfg, tc, err := conn.dial()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metrics, HealthAddr: *health,
+	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metricsAddr, HealthAddr: *health,
 		Webhook: bridge.WebhookOptions{Addr: *hook, CertDir: *hookCerts}})
 	if err != nil {
 		return err

@@ -84,6 +84,14 @@ type BatchJobSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	FlinkDeployment *runtime.RawExtension `json:"flinkDeployment,omitempty"`
+
+	// SuspendedOutcome is how a run ends whose application is suspended or stopped before it
+	// finished: a FlinkDeployment whose job.state is set to suspended (a streaming job stopped
+	// with its state kept), or a SparkApplication whose suspend is set. Completed (the
+	// default: a planned stop) or Failed.
+	// +kubebuilder:validation:Enum=Completed;Failed
+	// +optional
+	SuspendedOutcome RunOutcome `json:"suspendedOutcome,omitempty"`
 }
 
 // SparkType is the language of a Spark application.

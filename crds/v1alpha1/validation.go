@@ -184,8 +184,15 @@ func ValidateBatchJobSpec(spec *BatchJobSpec, path *field.Path) field.ErrorList 
 	errs = append(errs, ValidateQueue(spec.Queue, path.Child("queue"))...)
 	errs = append(errs, identity(spec.User, spec.Groups, path)...)
 	errs = append(errs, wrappedSpec(spec.SparkApplication, spec.Framework, FrameworkSpark, path.Child("sparkApplication"))...)
-	return append(errs, wrappedSpec(spec.FlinkDeployment, spec.Framework, FrameworkFlink, path.Child("flinkDeployment"))...)
+	errs = append(errs, wrappedSpec(spec.FlinkDeployment, spec.Framework, FrameworkFlink, path.Child("flinkDeployment"))...)
+	if spec.SuspendedOutcome != "" {
+		errs = append(errs, enum(spec.SuspendedOutcome, SuspendedOutcomes, path.Child("suspendedOutcome"))...)
+	}
+	return errs
 }
+
+// SuspendedOutcomes are the values of BatchJobSpec.SuspendedOutcome.
+var SuspendedOutcomes = []RunOutcome{RunCompleted, RunFailed}
 
 // application checks the persistent part of a job of the given framework.
 func application(a *Application, framework Framework, path *field.Path) field.ErrorList {

@@ -36,6 +36,10 @@ const (
 	// PositionOnNodeLabel is a ghost's position on its node, which, with the node, says
 	// which slot it holds even when a reshaped test bed renumbers the slots.
 	PositionOnNodeLabel = GroupName + "/position-on-node"
+	// SuspendedOutcomeAnnotation, on a job's application, is the job's suspendedOutcome, which
+	// the job's wait reads when the application is suspended or stopped. slotplane writes it
+	// from the BatchJob's spec and drops a value the job's own annotations carry.
+	SuspendedOutcomeAnnotation = GroupName + "/suspended-outcome"
 	// SlotIDsAnnotation lists, comma-separated, the slot positions a real pod may take. All
 	// pods of one application carry the same list; the extender gives each its own slot.
 	SlotIDsAnnotation = GroupName + "/slot-ids"
@@ -98,6 +102,9 @@ type CreationRequest struct {
 	// longer than its test bed's grantedSlotTimeout ago that no pod of the job holds gets its
 	// ghost back. Absent in requests written before it existed: those never time out.
 	GrantedAt *metav1.MicroTime `json:"grantedAt,omitempty"`
+	// Queue is the leaf queue Admission placed the job in, as the grant said. Absent in
+	// requests written before it existed.
+	Queue string `json:"queue,omitempty"`
 }
 
 // SchedulerDataPrefix starts the annotations that hold a BatchJob's scheduler data: notes

@@ -294,7 +294,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 					JobManager: &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1024m"}},
 					TaskManager: &flinkv1beta1.TaskManagerSpec{
 						Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "2g"}, Replicas: &two,
-						PodTemplate: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						PodTemplate: &flinkv1beta1.PodTemplate{Spec: &corev1.PodSpec{Containers: []corev1.Container{{
 							Name: appsim.FlinkMainContainer,
 							Resources: corev1.ResourceRequirements{
 								Requests: corev1.ResourceList{slotRes: resource.MustParse("1")},

@@ -71,7 +71,7 @@ func FlinkJobManagerPod(dep *flinkv1beta1.FlinkDeployment) (*corev1.Pod, error) 
 	var own *corev1.PodTemplateSpec
 	var size *flinkv1beta1.Resource
 	if jm := dep.Spec.JobManager; jm != nil {
-		own, size = jm.PodTemplate, jm.Resource
+		own, size = jm.PodTemplate.TemplateSpec(), jm.Resource
 	}
 	parts, err := flinkPodParts(dep, RoleJobManager, own, size)
 	if err != nil {
@@ -92,7 +92,7 @@ func FlinkTaskManagerPod(dep *flinkv1beta1.FlinkDeployment, jm *corev1.Pod, n in
 	var own *corev1.PodTemplateSpec
 	var size *flinkv1beta1.Resource
 	if tm := dep.Spec.TaskManager; tm != nil {
-		own, size = tm.PodTemplate, tm.Resource
+		own, size = tm.PodTemplate.TemplateSpec(), tm.Resource
 	}
 	parts, err := flinkPodParts(dep, RoleTaskManager, own, size)
 	if err != nil {
@@ -109,7 +109,7 @@ func FlinkTaskManagerPod(dep *flinkv1beta1.FlinkDeployment, jm *corev1.Pod, n in
 // flinkPodParts is what a JobManager and a TaskManager pod share: the deployment's pod
 // template with the component's own merged over it, and the component's resources.
 func flinkPodParts(dep *flinkv1beta1.FlinkDeployment, component string, own *corev1.PodTemplateSpec, size *flinkv1beta1.Resource) (podParts, error) {
-	base := dep.Spec.PodTemplate
+	base := dep.Spec.PodTemplate.TemplateSpec()
 	baseMain := templateContainer(base, FlinkMainContainer, false)
 	ownMain := templateContainer(own, FlinkMainContainer, false)
 	res, err := flinkResources(dep, component, size, templateResources(baseMain, ownMain))

@@ -82,14 +82,14 @@ func TestFlinkPods_MergeTheTemplatesAndKeepTheSlot(t *testing.T) {
 			"containerized.master.env.DATASET":      "s3://d",
 			"containerized.taskmanager.env.DATASET": "s3://d",
 		}
-		d.Spec.PodTemplate = &corev1.PodTemplateSpec{
+		d.Spec.PodTemplate = flinkv1beta1.NewPodTemplate(&corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"slotplane.io/batchjob": "clicks"}},
 			Spec: corev1.PodSpec{
 				PriorityClassName: "everyone",
 				Tolerations:       []corev1.Toleration{{Key: "base", Operator: corev1.TolerationOpExists}},
 			},
-		}
-		d.Spec.TaskManager.PodTemplate = slotTemplate(FlinkMainContainer)
+		})
+		d.Spec.TaskManager.PodTemplate = flinkv1beta1.NewPodTemplate(slotTemplate(FlinkMainContainer))
 		d.Spec.TaskManager.Replicas = ptr(int32(2))
 	})
 	jm, err := FlinkJobManagerPod(dep)

@@ -1,15 +1,19 @@
 package v1beta1
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // FlinkVersion is the Flink version of the image, in the operator's vMAJOR_MINOR notation.
-// The enum holds every value the operator's reference lists, including the versions it no
-// longer supports (v1_13, v1_14) or has deprecated (v1_15 to v1_18): the CRD accepts them
-// and the operator's validation rejects or warns.
-// +kubebuilder:validation:Enum=v1_13;v1_14;v1_15;v1_16;v1_17;v1_18;v1_19;v1_20;v2_0;v2_1;v2_2;v2_3;v2_4
+//
+// The enum is the one of the CRD the 1.15.0 release ships: every version the operator has
+// ever named, including the ones it no longer supports (v1_13, v1_14) or has deprecated
+// (v1_15 to v1_18), which the CRD accepts and the operator's validation rejects or warns
+// about. The operator's Java enum at that tag also lists v2_3 and v2_4, but the CRD in the
+// release's Helm chart was not regenerated after they were added, so an API server with the
+// released CRD refuses them; so does this one.
+// +kubebuilder:validation:Enum=v1_13;v1_14;v1_15;v1_16;v1_17;v1_18;v1_19;v1_20;v2_0;v2_1;v2_2
 type FlinkVersion string
 
 const (
@@ -24,8 +28,6 @@ const (
 	FlinkVersionV2_0  FlinkVersion = "v2_0"
 	FlinkVersionV2_1  FlinkVersion = "v2_1"
 	FlinkVersionV2_2  FlinkVersion = "v2_2"
-	FlinkVersionV2_3  FlinkVersion = "v2_3"
-	FlinkVersionV2_4  FlinkVersion = "v2_4"
 )
 
 // KubernetesDeploymentMode says how the operator starts the Flink cluster.
@@ -64,13 +66,26 @@ const (
 	UpgradeModeLastState UpgradeMode = "last-state"
 )
 
-// FlinkDeploymentSpec is the part of the operator's spec that slotplane models.
-//
-// The upstream spec has more fields (ingress, and on newer operators jobManager and
-// taskManager resources). PreserveUnknownFields keeps them when an object that sets them is
-// stored through the CRD generated from this type, instead of the API server pruning them.
-// +kubebuilder:pruning:PreserveUnknownFields
+// FlinkDeploymentSpec is what the user asks of the operator: an application cluster (with
+// Job) or a session cluster (without).
 type FlinkDeploymentSpec struct {
+	// Job is the application-mode job; a deployment without it is a session cluster.
+	// +optional
+	Job *JobSpec `json:"job,omitempty"`
+
+	// RestartNonce restarts the cluster (and job) whenever it changes to a new non-null value.
+	// +optional
+	RestartNonce *int64 `json:"restartNonce,omitempty"`
+
+	// FlinkConfiguration overrides Flink configuration keys. The operator takes flat keys
+	// (taskmanager.numberOfTaskSlots: "2") and nested YAML alike, with any JSON values, so
+	// the schema leaves the field open; in Go it is the flat string form Flink reads in the
+	// end (see FlinkConfiguration).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	FlinkConfiguration FlinkConfiguration `json:"flinkConfiguration,omitempty"`
+
 	// Image is the Flink image of the JobManager and TaskManager pods.
 	// +optional
 	Image string `json:"image,omitempty"`
@@ -87,33 +102,15 @@ type FlinkDeploymentSpec struct {
 	// +optional
 	FlinkVersion FlinkVersion `json:"flinkVersion,omitempty"`
 
-	// FlinkConfiguration overrides Flink configuration keys (flat keys such as
-	// taskmanager.numberOfTaskSlots with string values). Newer operators also accept nested
-	// YAML here; this package keeps to the flat form.
+	// Ingress, when set, has the operator expose the JobManager's web UI and REST API
+	// through an Ingress.
 	// +optional
-	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+	Ingress *IngressSpec `json:"ingress,omitempty"`
 
-	// LogConfiguration overrides logging files: file name (log4j-console.properties) to its
-	// content.
+	// PodTemplate is the base pod of the JobManager and TaskManager pods; the per-component
+	// templates are merged over it.
 	// +optional
-	LogConfiguration map[string]string `json:"logConfiguration,omitempty"`
-
-	// Mode is native or standalone.
-	// +optional
-	Mode KubernetesDeploymentMode `json:"mode,omitempty"`
-
-	// PodTemplate is the base pod template of the JobManager and TaskManager pods; the
-	// per-component templates are merged over it.
-	//
-	// The upstream CRD spells out the whole Pod schema here (thousands of lines). To keep the
-	// generated CRD small, the schema only says "object" and preserves unknown fields, the
-	// same schema controller-gen gives a runtime.RawExtension; the Go type stays a typed
-	// PodTemplateSpec so slotplane can build it without hand-written JSON.
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +optional
-	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 
 	// JobManager describes the JobManager pods.
 	// +optional
@@ -123,13 +120,39 @@ type FlinkDeploymentSpec struct {
 	// +optional
 	TaskManager *TaskManagerSpec `json:"taskManager,omitempty"`
 
-	// Job is the application-mode job; a deployment without it is a session cluster.
+	// LogConfiguration overrides logging files: file name (log4j-console.properties) to its
+	// content.
 	// +optional
-	Job *JobSpec `json:"job,omitempty"`
+	LogConfiguration map[string]string `json:"logConfiguration,omitempty"`
 
-	// RestartNonce restarts the cluster (and job) whenever it changes to a new non-null value.
+	// Mode is native or standalone.
 	// +optional
-	RestartNonce *int64 `json:"restartNonce,omitempty"`
+	Mode KubernetesDeploymentMode `json:"mode,omitempty"`
+}
+
+// IngressSpec is the Ingress the operator puts in front of the JobManager's REST service.
+type IngressSpec struct {
+	// Template is the host and path of the Ingress rule. It may hold {{name}} and
+	// {{namespace}}, which the operator fills in, such as "{{name}}.flink.example.com" or
+	// "/{{namespace}}/{{name}}(/|$)(.*)".
+	// +optional
+	Template string `json:"template,omitempty"`
+
+	// ClassName is the IngressClass of the Ingress.
+	// +optional
+	ClassName string `json:"className,omitempty"`
+
+	// Annotations go on the Ingress, for the ingress controller to read.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Labels go on the Ingress.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// TLS lists the hosts served over TLS and the secret with their certificate.
+	// +optional
+	TLS []networkingv1.IngressTLS `json:"tls,omitempty"`
 }
 
 // Resource is the CPU, memory and ephemeral storage of one JobManager or TaskManager pod.
@@ -152,7 +175,6 @@ type Resource struct {
 }
 
 // JobManagerSpec describes the JobManager pods.
-// +kubebuilder:pruning:PreserveUnknownFields
 type JobManagerSpec struct {
 	// Resource is the size of each JobManager pod.
 	// +optional
@@ -163,17 +185,12 @@ type JobManagerSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// PodTemplate is merged over spec.podTemplate for the JobManager pods. Its schema is an
-	// unknown-field-preserving object for the reason given on FlinkDeploymentSpec.PodTemplate.
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// PodTemplate is merged over spec.podTemplate for the JobManager pods.
 	// +optional
-	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
 
 // TaskManagerSpec describes the TaskManager pods.
-// +kubebuilder:pruning:PreserveUnknownFields
 type TaskManagerSpec struct {
 	// Resource is the size of each TaskManager pod.
 	// +optional
@@ -185,17 +202,12 @@ type TaskManagerSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// PodTemplate is merged over spec.podTemplate for the TaskManager pods. Its schema is an
-	// unknown-field-preserving object for the reason given on FlinkDeploymentSpec.PodTemplate.
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// PodTemplate is merged over spec.podTemplate for the TaskManager pods.
 	// +optional
-	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
 
 // JobSpec is the job an application-mode deployment runs.
-// +kubebuilder:pruning:PreserveUnknownFields
 type JobSpec struct {
 	// JarURI is the job jar inside the image, such as local:///opt/flink/usrlib/app.jar;
 	// without it the jar must already be on the classpath.
@@ -218,212 +230,37 @@ type JobSpec struct {
 	// +optional
 	State JobState `json:"state,omitempty"`
 
-	// UpgradeMode is stateless (the operator's default), savepoint or last-state.
+	// SavepointTriggerNonce triggers a savepoint when changed (deprecated upstream in favour
+	// of FlinkStateSnapshot resources).
 	// +optional
-	UpgradeMode UpgradeMode `json:"upgradeMode,omitempty"`
+	SavepointTriggerNonce *int64 `json:"savepointTriggerNonce,omitempty"`
 
 	// InitialSavepointPath is the savepoint the job starts from on its first deployment and
 	// on savepoint redeployments.
 	// +optional
 	InitialSavepointPath string `json:"initialSavepointPath,omitempty"`
 
-	// AllowNonRestoredState lets the job start from a savepoint with state it cannot map.
-	// +optional
-	AllowNonRestoredState *bool `json:"allowNonRestoredState,omitempty"`
-
-	// SavepointTriggerNonce triggers a savepoint when changed (deprecated upstream in favour
-	// of FlinkStateSnapshot resources).
-	// +optional
-	SavepointTriggerNonce *int64 `json:"savepointTriggerNonce,omitempty"`
-
 	// CheckpointTriggerNonce triggers a checkpoint when changed (deprecated upstream in
 	// favour of FlinkStateSnapshot resources).
 	// +optional
 	CheckpointTriggerNonce *int64 `json:"checkpointTriggerNonce,omitempty"`
 
-	// SavepointRedeployNonce redeploys the job from InitialSavepointPath when changed.
+	// UpgradeMode is stateless (the operator's default), savepoint or last-state.
+	// +optional
+	UpgradeMode UpgradeMode `json:"upgradeMode,omitempty"`
+
+	// AllowNonRestoredState lets the job start from a savepoint with state it cannot map.
+	// +optional
+	AllowNonRestoredState *bool `json:"allowNonRestoredState,omitempty"`
+
+	// SavepointRedeployNonce redeploys the job from InitialSavepointPath when changed; the
+	// operator cannot roll such a redeployment back.
 	// +optional
 	SavepointRedeployNonce *int64 `json:"savepointRedeployNonce,omitempty"`
 
 	// AutoscalerResetNonce clears the autoscaler's history and overrides when changed.
 	// +optional
 	AutoscalerResetNonce *int64 `json:"autoscalerResetNonce,omitempty"`
-}
-
-// JobManagerDeploymentStatus is the observed state of the JobManager deployment.
-// +kubebuilder:validation:Enum=READY;DEPLOYED_NOT_READY;DEPLOYING;MISSING;ERROR
-type JobManagerDeploymentStatus string
-
-const (
-	// JobManagerDeploymentReady: the JobManager runs and answers REST calls.
-	JobManagerDeploymentReady JobManagerDeploymentStatus = "READY"
-	// JobManagerDeploymentDeployedNotReady: the JobManager runs but does not answer REST
-	// calls yet.
-	JobManagerDeploymentDeployedNotReady JobManagerDeploymentStatus = "DEPLOYED_NOT_READY"
-	// JobManagerDeploymentDeploying: the JobManager is starting.
-	JobManagerDeploymentDeploying JobManagerDeploymentStatus = "DEPLOYING"
-	// JobManagerDeploymentMissing: no JobManager deployment exists (not started, or deleted).
-	JobManagerDeploymentMissing JobManagerDeploymentStatus = "MISSING"
-	// JobManagerDeploymentError: a terminal error; only a spec change lets reconciliation go on.
-	JobManagerDeploymentError JobManagerDeploymentStatus = "ERROR"
-)
-
-// ResourceLifecycleState is where the FlinkDeployment is in the operator's lifecycle.
-// +kubebuilder:validation:Enum=CREATED;SUSPENDED;UPGRADING;DEPLOYED;STABLE;ROLLING_BACK;ROLLED_BACK;FAILED;DELETING;DELETED
-type ResourceLifecycleState string
-
-const (
-	// LifecycleStateCreated: stored, not yet handled by the operator.
-	LifecycleStateCreated ResourceLifecycleState = "CREATED"
-	// LifecycleStateSuspended: the job is suspended.
-	LifecycleStateSuspended ResourceLifecycleState = "SUSPENDED"
-	// LifecycleStateUpgrading: being moved to a new spec.
-	LifecycleStateUpgrading ResourceLifecycleState = "UPGRADING"
-	// LifecycleStateDeployed: submitted, not yet considered stable.
-	LifecycleStateDeployed ResourceLifecycleState = "DEPLOYED"
-	// LifecycleStateStable: deployed and considered stable.
-	LifecycleStateStable ResourceLifecycleState = "STABLE"
-	// LifecycleStateRollingBack: going back to the last stable spec.
-	LifecycleStateRollingBack ResourceLifecycleState = "ROLLING_BACK"
-	// LifecycleStateRolledBack: running the last stable spec.
-	LifecycleStateRolledBack ResourceLifecycleState = "ROLLED_BACK"
-	// LifecycleStateFailed: the job failed terminally.
-	LifecycleStateFailed ResourceLifecycleState = "FAILED"
-	// LifecycleStateDeleting: being deleted.
-	LifecycleStateDeleting ResourceLifecycleState = "DELETING"
-	// LifecycleStateDeleted: deleted.
-	LifecycleStateDeleted ResourceLifecycleState = "DELETED"
-)
-
-// FlinkJobState is the state of the job as Flink itself reports it (Flink's JobStatus).
-// +kubebuilder:validation:Enum=INITIALIZING;CREATED;RUNNING;FAILING;FAILED;CANCELLING;CANCELED;FINISHED;RESTARTING;SUSPENDED;RECONCILING
-type FlinkJobState string
-
-const (
-	FlinkJobInitializing FlinkJobState = "INITIALIZING"
-	FlinkJobCreated      FlinkJobState = "CREATED"
-	FlinkJobRunning      FlinkJobState = "RUNNING"
-	FlinkJobFailing      FlinkJobState = "FAILING"
-	FlinkJobFailed       FlinkJobState = "FAILED"
-	FlinkJobCancelling   FlinkJobState = "CANCELLING"
-	FlinkJobCanceled     FlinkJobState = "CANCELED"
-	// FlinkJobFinished is how a bounded (batch) job ends successfully.
-	FlinkJobFinished    FlinkJobState = "FINISHED"
-	FlinkJobRestarting  FlinkJobState = "RESTARTING"
-	FlinkJobSuspended   FlinkJobState = "SUSPENDED"
-	FlinkJobReconciling FlinkJobState = "RECONCILING"
-)
-
-// ReconciliationState is the deployment state of the last reconciled spec.
-// +kubebuilder:validation:Enum=DEPLOYED;UPGRADING;ROLLING_BACK;ROLLED_BACK
-type ReconciliationState string
-
-const (
-	ReconciliationDeployed    ReconciliationState = "DEPLOYED"
-	ReconciliationUpgrading   ReconciliationState = "UPGRADING"
-	ReconciliationRollingBack ReconciliationState = "ROLLING_BACK"
-	ReconciliationRolledBack  ReconciliationState = "ROLLED_BACK"
-)
-
-// JobStatus is the last observed state of the Flink job.
-// +kubebuilder:pruning:PreserveUnknownFields
-type JobStatus struct {
-	// JobName is the job's name.
-	// +optional
-	JobName string `json:"jobName,omitempty"`
-
-	// JobID is Flink's job id.
-	// +optional
-	JobID string `json:"jobId,omitempty"`
-
-	// State is Flink's job state.
-	// +optional
-	State FlinkJobState `json:"state,omitempty"`
-
-	// StartTime is when the job started, as the operator writes it (epoch milliseconds in a
-	// string).
-	// +optional
-	StartTime string `json:"startTime,omitempty"`
-
-	// UpdateTime is when the job status last changed, in the same form as StartTime.
-	// +optional
-	UpdateTime string `json:"updateTime,omitempty"`
-
-	// UpgradeSavepointPath is the savepoint taken for the last stateful upgrade.
-	// +optional
-	UpgradeSavepointPath string `json:"upgradeSavepointPath,omitempty"`
-}
-
-// ReconciliationStatus describes the operator's last reconcile step.
-// +kubebuilder:pruning:PreserveUnknownFields
-type ReconciliationStatus struct {
-	// ReconciliationTimestamp is the epoch time (milliseconds) of the last successful
-	// reconcile.
-	// +optional
-	ReconciliationTimestamp int64 `json:"reconciliationTimestamp,omitempty"`
-
-	// LastReconciledSpec is the last deployed spec, serialized as JSON by the operator.
-	// +optional
-	LastReconciledSpec string `json:"lastReconciledSpec,omitempty"`
-
-	// LastStableSpec is the last spec considered stable, serialized the same way.
-	// +optional
-	LastStableSpec string `json:"lastStableSpec,omitempty"`
-
-	// State is the deployment state of LastReconciledSpec.
-	// +optional
-	State ReconciliationState `json:"state,omitempty"`
-}
-
-// TaskManagerInfo is what the scale subresource reads about the TaskManagers.
-type TaskManagerInfo struct {
-	// LabelSelector selects the TaskManager pods, in label selector string form.
-	// +optional
-	LabelSelector string `json:"labelSelector,omitempty"`
-
-	// Replicas is the TaskManager count when the spec sets one.
-	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-}
-
-// FlinkDeploymentStatus is what the operator reports about a deployment.
-//
-// The upstream status has more fields (conditions, and job savepoint and checkpoint
-// information). PreserveUnknownFields keeps them through the CRD generated from this type.
-// +kubebuilder:pruning:PreserveUnknownFields
-type FlinkDeploymentStatus struct {
-	// JobStatus is the last observed state of the job.
-	// +optional
-	JobStatus JobStatus `json:"jobStatus,omitempty"`
-
-	// JobManagerDeploymentStatus is the last observed state of the JobManager deployment.
-	// +optional
-	JobManagerDeploymentStatus JobManagerDeploymentStatus `json:"jobManagerDeploymentStatus,omitempty"`
-
-	// LifecycleState is where the resource is in the operator's lifecycle.
-	// +optional
-	LifecycleState ResourceLifecycleState `json:"lifecycleState,omitempty"`
-
-	// Error is the operator's last error about this resource.
-	// +optional
-	Error string `json:"error,omitempty"`
-
-	// ObservedGeneration is the metadata.generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// ClusterInfo holds facts the running cluster reports (Flink version and revision,
-	// total CPU and memory, ...).
-	// +optional
-	ClusterInfo map[string]string `json:"clusterInfo,omitempty"`
-
-	// ReconciliationStatus describes the last reconcile step.
-	// +optional
-	ReconciliationStatus ReconciliationStatus `json:"reconciliationStatus,omitempty"`
-
-	// TaskManager feeds the scale subresource.
-	// +optional
-	TaskManager *TaskManagerInfo `json:"taskManager,omitempty"`
 }
 
 // FlinkDeployment is one Flink cluster (here: an application-mode job) run by the Flink

@@ -2,14 +2,22 @@
 // (sparkoperator.k8s.io/v1beta2) that the Kubeflow Spark operator reconciles.
 //
 // slotplane does not run the Spark operator's code: its activities build SparkApplication
-// objects in Go, create them, and read back their status. The package therefore holds only
-// the subset of the operator's API that slotplane writes or reads, plus a few closely
-// related fields; names, JSON keys and types follow the operator's published v1beta2 API
-// reference. Local test clusters have no Spark operator, so slotplane installs a CRD
-// generated from these types (controller-gen). Every struct that stands for a larger
-// upstream object is marked to preserve unknown fields, so an object written with the full
-// upstream schema keeps the fields this package does not model when it goes through the API
-// server.
+// objects in Go, create them, and read back their status. Local test clusters have no Spark
+// operator, so slotplane installs a CRD generated from these types (controller-gen) in its
+// place. The types therefore model the operator's whole v1beta2 API, field for field: every
+// field with its JSON name, type, enum and the validation that shapes the schema, and every
+// application, driver and executor state. A manifest written for the real operator then
+// means the same here, and what slotplane writes has the shape the real operator's CRD
+// expects. Only the pod templates (driver.template, executor.template) keep unknown fields,
+// as upstream's do.
+//
+// Pinned release: Kubeflow Spark operator v2.5.2 (commit
+// 43afb8bbd32463037d8fb6e414e252c69081882b), files api/v1beta2/sparkapplication_types.go and
+// charts/spark-operator-chart/crds/sparkoperator.k8s.io_sparkapplications.yaml.
+// crds/upstream_test.go compares the generated CRD with that release's field by field. The
+// only differences are core/v1 fields that the newer k8s.io/api in go.mod adds inside the
+// embedded Kubernetes types; a real operator's API server prunes them. They are listed, with
+// reasons, in crds/testdata/sparkapplication-v1beta2-spark-operator-v2.5.2.exceptions.
 //
 // Optional strings are plain strings with omitempty where upstream uses *string: the JSON is
 // the same, since none of those fields gives the empty string a meaning of its own.

@@ -2,11 +2,12 @@ package v1beta2
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // SparkApplicationType is the language the application is written in.
-// +kubebuilder:validation:Enum=Java;Scala;Python;R
+// +kubebuilder:validation:Enum=Java;Python;Scala;R
 type SparkApplicationType string
 
 const (
@@ -16,8 +17,7 @@ const (
 	SparkApplicationTypeR      SparkApplicationType = "R"
 )
 
-// DeployMode says where the Spark driver runs. The operator also knows an in-cluster-client
-// mode internally, but its CRD accepts only these two values.
+// DeployMode says where the Spark driver runs.
 // +kubebuilder:validation:Enum=cluster;client
 type DeployMode string
 
@@ -26,6 +26,10 @@ const (
 	DeployModeCluster DeployMode = "cluster"
 	// DeployModeClient runs the driver inside the submitting process.
 	DeployModeClient DeployMode = "client"
+	// DeployModeInClusterClient runs the driver in a pod the user made (driver.podName).
+	// The operator's Go API names this mode, but its CRD, and so this one, refuses it in
+	// spec.mode: it exists for code, not for manifests.
+	DeployModeInClusterClient DeployMode = "in-cluster-client"
 )
 
 // RestartPolicyType says when the operator reruns a finished application.
@@ -41,13 +45,9 @@ const (
 	RestartPolicyAlways RestartPolicyType = "Always"
 )
 
-// SparkApplicationSpec is the part of the operator's spec that slotplane models: roughly
-// what a spark-submit command line carries, plus the driver and executor pod settings.
-//
-// The upstream spec has more fields (volumes, monitoring, sparkUIOptions,
-// driverIngressOptions, ...). PreserveUnknownFields keeps them when an object that sets them
-// is stored through the CRD generated from this type, instead of the API server pruning them.
-// +kubebuilder:pruning:PreserveUnknownFields
+// SparkApplicationSpec is what to run and how: roughly what a spark-submit command line
+// carries, plus the driver and executor pod settings and the operator's own extras (UI
+// service and ingress, monitoring, batch scheduling, retries).
 type SparkApplicationSpec struct {
 	// Type is the language of the application: Java, Scala, Python or R.
 	Type SparkApplicationType `json:"type"`
@@ -110,6 +110,10 @@ type SparkApplicationSpec struct {
 	// +optional
 	HadoopConfigMap string `json:"hadoopConfigMap,omitempty"`
 
+	// Volumes are pod volumes the driver and executors may mount through their volumeMounts.
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
 	// Driver describes the driver pod.
 	Driver DriverSpec `json:"driver"`
 
@@ -147,19 +151,34 @@ type SparkApplicationSpec struct {
 	// +optional
 	MemoryOverheadFactor string `json:"memoryOverheadFactor,omitempty"`
 
+	// Monitoring exposes driver and executor metrics, for example through the Prometheus JMX
+	// exporter.
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+
 	// BatchScheduler names the batch scheduler integration the operator uses (such as
 	// volcano or yunikorn).
 	// +optional
 	BatchScheduler string `json:"batchScheduler,omitempty"`
 
-	// BatchSchedulerOptions tunes the batch scheduler integration.
-	// +optional
-	BatchSchedulerOptions *BatchSchedulerConfiguration `json:"batchSchedulerOptions,omitempty"`
-
 	// TimeToLiveSeconds lets the operator delete the SparkApplication this many seconds after
 	// it terminated.
 	// +optional
 	TimeToLiveSeconds *int64 `json:"timeToLiveSeconds,omitempty"`
+
+	// BatchSchedulerOptions tunes the batch scheduler integration.
+	// +optional
+	BatchSchedulerOptions *BatchSchedulerConfiguration `json:"batchSchedulerOptions,omitempty"`
+
+	// SparkUIOptions shapes the service, and the ingress if the operator makes one, in front
+	// of the Spark web UI.
+	// +optional
+	SparkUIOptions *SparkUIConfiguration `json:"sparkUIOptions,omitempty"`
+
+	// DriverIngressOptions publishes further driver ports, each through its own service and
+	// ingress.
+	// +optional
+	DriverIngressOptions []DriverIngressConfiguration `json:"driverIngressOptions,omitempty"`
 
 	// DynamicAllocation configures Spark dynamic executor allocation.
 	// +optional
@@ -167,7 +186,6 @@ type SparkApplicationSpec struct {
 }
 
 // RestartPolicy is the rerun rule of an application and its retry limits.
-// +kubebuilder:pruning:PreserveUnknownFields
 type RestartPolicy struct {
 	// Type is Never, OnFailure or Always.
 	// +optional
@@ -210,6 +228,73 @@ type BatchSchedulerConfiguration struct {
 	// lower bound.
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
+}
+
+// SparkUIConfiguration shapes how the Spark web UI of the driver is published.
+type SparkUIConfiguration struct {
+	// ServicePort is the port of the UI service; the pod side stays spark.ui.port.
+	// +optional
+	ServicePort *int32 `json:"servicePort,omitempty"`
+
+	// ServicePortName names that port (spark-driver-ui-port unless set). Meshes such as
+	// Istio read the protocol from a port's name.
+	// +optional
+	ServicePortName string `json:"servicePortName,omitempty"`
+
+	// ServiceType is the UI service's type; ClusterIP unless set.
+	// +optional
+	ServiceType *corev1.ServiceType `json:"serviceType,omitempty"`
+
+	// ServiceAnnotations are added to the UI service.
+	// +optional
+	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
+
+	// ServiceLabels are added to the UI service.
+	// +optional
+	ServiceLabels map[string]string `json:"serviceLabels,omitempty"`
+
+	// IngressAnnotations are added to the UI ingress, such as the ingress class to use.
+	// +optional
+	IngressAnnotations map[string]string `json:"ingressAnnotations,omitempty"`
+
+	// IngressTLS is the TLS section of the UI ingress (hosts and certificate secrets).
+	// +optional
+	IngressTLS []networkingv1.IngressTLS `json:"ingressTLS,omitempty"`
+}
+
+// DriverIngressConfiguration publishes one more port of the driver through a service and an
+// ingress.
+type DriverIngressConfiguration struct {
+	// ServicePort is the port of the service.
+	ServicePort *int32 `json:"servicePort"`
+
+	// ServicePortName names the service port.
+	ServicePortName string `json:"servicePortName"`
+
+	// ServiceType is the service's type; ClusterIP unless set.
+	// +optional
+	ServiceType *corev1.ServiceType `json:"serviceType,omitempty"`
+
+	// ServiceAnnotations are added to the service.
+	// +optional
+	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
+
+	// ServiceLabels are added to the service.
+	// +optional
+	ServiceLabels map[string]string `json:"serviceLabels,omitempty"`
+
+	// IngressURLFormat is the ingress URL, in which {{$appName}}, {{$appNamespace}} and
+	// {{$appId}} stand for the application's name, namespace and Spark application id.
+	// +optional
+	IngressURLFormat string `json:"ingressURLFormat,omitempty"`
+
+	// IngressAnnotations are added to the ingress.
+	// +optional
+	IngressAnnotations map[string]string `json:"ingressAnnotations,omitempty"`
+
+	// IngressTLS is the TLS section of the ingress.
+	// +optional
+	IngressTLS []networkingv1.IngressTLS `json:"ingressTLS,omitempty"`
 }
 
 // DynamicAllocation configures Spark's dynamic executor allocation on Kubernetes.
@@ -269,7 +354,6 @@ type Dependencies struct {
 // SparkPodSpec holds the settings the driver and the executors share. It is embedded inline
 // in DriverSpec and ExecutorSpec, so its fields appear directly under spec.driver and
 // spec.executor.
-// +kubebuilder:pruning:PreserveUnknownFields
 type SparkPodSpec struct {
 	// Template is a pod template for settings the other fields cannot express (needs Spark
 	// 3.0 or later). The schema does not describe the PodTemplateSpec (it is a schemaless,
@@ -322,9 +406,18 @@ type SparkPodSpec struct {
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
+	// EnvVars is the older, map form of Env (name to value). Deprecated upstream: use Env.
+	// +optional
+	EnvVars map[string]string `json:"envVars,omitempty"`
+
 	// EnvFrom adds whole ConfigMaps or Secrets to the main container's environment.
 	// +optional
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+
+	// EnvSecretKeyRefs sets variables (the map's keys) from keys of secrets. Deprecated
+	// upstream: use Env with valueFrom.secretKeyRef.
+	// +optional
+	EnvSecretKeyRefs map[string]NameKey `json:"envSecretKeyRefs,omitempty"`
 
 	// Labels are added to the pod.
 	// +optional
@@ -334,6 +427,10 @@ type SparkPodSpec struct {
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
+	// VolumeMounts mount volumes of spec.volumes into the main container.
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+
 	// Affinity is the pod's node and pod (anti-)affinity.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
@@ -342,35 +439,67 @@ type SparkPodSpec struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
+	// PodSecurityContext is the pod-level security context.
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// SecurityContext is the main container's security context.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+
 	// SchedulerName is the scheduler that places the pod.
 	// +optional
 	SchedulerName string `json:"schedulerName,omitempty"`
 
+	// Sidecars are more containers that run beside the main Spark container.
+	// +optional
+	Sidecars []corev1.Container `json:"sidecars,omitempty"`
+
+	// InitContainers run to completion before the main Spark container starts.
+	// +optional
+	InitContainers []corev1.Container `json:"initContainers,omitempty"`
+
+	// HostNetwork runs the pod in the node's network namespace.
+	// +optional
+	HostNetwork *bool `json:"hostNetwork,omitempty"`
+
 	// NodeSelector is the pod's node selector. It must not be combined with spec.nodeSelector.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// DNSConfig is the pod's DNS configuration.
+	// +optional
+	DNSConfig *corev1.PodDNSConfig `json:"dnsConfig,omitempty"`
+
+	// TerminationGracePeriodSeconds is the pod's grace period on deletion.
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 
 	// ServiceAccount is the Kubernetes service account the pod runs as. The driver's needs
 	// the rights to create and delete executor pods.
 	// +optional
 	ServiceAccount string `json:"serviceAccount,omitempty"`
 
-	// HostNetwork runs the pod in the node's network namespace.
+	// HostAliases are extra /etc/hosts entries of the pod.
 	// +optional
-	HostNetwork *bool `json:"hostNetwork,omitempty"`
+	HostAliases []corev1.HostAlias `json:"hostAliases,omitempty"`
 
-	// TerminationGracePeriodSeconds is the pod's grace period on deletion.
+	// ShareProcessNamespace lets the pod's containers see each other's processes.
 	// +optional
-	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	ShareProcessNamespace *bool `json:"shareProcessNamespace,omitempty"`
 }
 
 // DriverSpec describes the driver pod.
-// +kubebuilder:pruning:PreserveUnknownFields
 type DriverSpec struct {
 	SparkPodSpec `json:",inline"`
 
 	// PodName names a driver pod the user created (in-cluster client mode only).
-	// +kubebuilder:validation:Pattern=`[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
+	//
+	// The pattern is upstream's, doubled backslash and all: it was meant to be a DNS
+	// subdomain, but "\\." matches a backslash and any character, and the pattern is not
+	// anchored, so the API server only checks that the name holds a lowercase letter or a
+	// digit. The intended `\.` would accept exactly the same names, for the same reason.
+	// +kubebuilder:validation:Pattern=`[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
 	// +optional
 	PodName string `json:"podName,omitempty"`
 
@@ -383,6 +512,10 @@ type DriverSpec struct {
 	// JavaOptions are extra JVM options for the driver.
 	// +optional
 	JavaOptions string `json:"javaOptions,omitempty"`
+
+	// Lifecycle holds postStart and preStop hooks of the driver container.
+	// +optional
+	Lifecycle *corev1.Lifecycle `json:"lifecycle,omitempty"`
 
 	// KubernetesMaster is the API server URL the driver talks to; by default the in-cluster
 	// address.
@@ -407,7 +540,6 @@ type DriverSpec struct {
 }
 
 // ExecutorSpec describes the executor pods.
-// +kubebuilder:pruning:PreserveUnknownFields
 type ExecutorSpec struct {
 	SparkPodSpec `json:",inline"`
 
@@ -424,6 +556,10 @@ type ExecutorSpec struct {
 	// JavaOptions are extra JVM options for the executors.
 	// +optional
 	JavaOptions string `json:"javaOptions,omitempty"`
+
+	// Lifecycle holds postStart and preStop hooks of the executor container.
+	// +optional
+	Lifecycle *corev1.Lifecycle `json:"lifecycle,omitempty"`
 
 	// DeleteOnTermination says whether executor pods are deleted when they end (Spark's
 	// spark.kubernetes.executor.deleteOnTermination).
@@ -472,6 +608,12 @@ type SecretInfo struct {
 	Type SecretType `json:"secretType"`
 }
 
+// NameKey points at one key of a secret.
+type NameKey struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
 // Port is an extra container port of a driver or executor.
 type Port struct {
 	Name          string `json:"name"`
@@ -479,26 +621,103 @@ type Port struct {
 	ContainerPort int32  `json:"containerPort"`
 }
 
+// MonitoringSpec says which metrics the application exposes and how Spark's metric system
+// is configured.
+type MonitoringSpec struct {
+	// ExposeDriverMetrics publishes the driver's metrics.
+	ExposeDriverMetrics bool `json:"exposeDriverMetrics"`
+
+	// ExposeExecutorMetrics publishes the executors' metrics.
+	ExposeExecutorMetrics bool `json:"exposeExecutorMetrics"`
+
+	// MetricsProperties is the text of a metrics.properties file for Spark's metric system;
+	// without it the image's own file is used.
+	// +optional
+	MetricsProperties string `json:"metricsProperties,omitempty"`
+
+	// MetricsPropertiesFile is where that file lies inside the container
+	// (/etc/metrics/conf/metrics.properties unless set).
+	// +optional
+	MetricsPropertiesFile string `json:"metricsPropertiesFile,omitempty"`
+
+	// Prometheus runs the Prometheus JMX exporter as a Java agent in the pods.
+	// +optional
+	Prometheus *PrometheusSpec `json:"prometheus,omitempty"`
+}
+
+// PrometheusSpec configures the Prometheus JMX exporter agent.
+type PrometheusSpec struct {
+	// JmxExporterJar is the exporter jar's path inside the image.
+	JmxExporterJar string `json:"jmxExporterJar"`
+
+	// Port is where the exporter serves metrics (8090 unless set).
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=49151
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// PortName names that container port (jmx-exporter unless set).
+	// +optional
+	PortName string `json:"portName,omitempty"`
+
+	// ConfigFile is the path of an exporter configuration inside the image; it wins over
+	// Configuration.
+	// +optional
+	ConfigFile string `json:"configFile,omitempty"`
+
+	// Configuration is the exporter configuration's text, used when ConfigFile is unset;
+	// without either the image's default applies.
+	// +optional
+	Configuration string `json:"configuration,omitempty"`
+}
+
 // ApplicationStateType is the overall state of an application as the operator reports it.
 type ApplicationStateType string
 
-// The states the operator's API reference lists. A new application has the empty state.
+// The states of the operator's state machine. A new application has the empty state.
 const (
-	ApplicationStateNew              ApplicationStateType = ""
-	ApplicationStateSubmitted        ApplicationStateType = "SUBMITTED"
-	ApplicationStateRunning          ApplicationStateType = "RUNNING"
-	ApplicationStateCompleted        ApplicationStateType = "COMPLETED"
-	ApplicationStateFailed           ApplicationStateType = "FAILED"
+	// ApplicationStateNew: not yet looked at by the operator.
+	ApplicationStateNew ApplicationStateType = ""
+	// ApplicationStateSubmitted: spark-submit succeeded; the driver pod may not run yet.
+	ApplicationStateSubmitted ApplicationStateType = "SUBMITTED"
+	// ApplicationStateRunning: the driver runs.
+	ApplicationStateRunning ApplicationStateType = "RUNNING"
+	// ApplicationStateCompleted: the application succeeded; final.
+	ApplicationStateCompleted ApplicationStateType = "COMPLETED"
+	// ApplicationStateFailed: the application failed and no retry is left; final.
+	ApplicationStateFailed ApplicationStateType = "FAILED"
+	// ApplicationStateFailedSubmission: spark-submit failed. Not final: the operator submits
+	// again if the restart policy allows, else moves on to FAILED.
 	ApplicationStateFailedSubmission ApplicationStateType = "SUBMISSION_FAILED"
-	ApplicationStatePendingRerun     ApplicationStateType = "PENDING_RERUN"
-	ApplicationStateInvalidating     ApplicationStateType = "INVALIDATING"
-	ApplicationStateSucceeding       ApplicationStateType = "SUCCEEDING"
-	ApplicationStateFailing          ApplicationStateType = "FAILING"
-	ApplicationStateSuspending       ApplicationStateType = "SUSPENDING"
-	ApplicationStateSuspended        ApplicationStateType = "SUSPENDED"
-	ApplicationStateResuming         ApplicationStateType = "RESUMING"
-	ApplicationStateUnknown          ApplicationStateType = "UNKNOWN"
+	// ApplicationStatePendingRerun: the old run's resources are being cleaned up before the
+	// application is submitted again.
+	ApplicationStatePendingRerun ApplicationStateType = "PENDING_RERUN"
+	// ApplicationStateInvalidating: the spec changed; the running application is torn down
+	// to be resubmitted.
+	ApplicationStateInvalidating ApplicationStateType = "INVALIDATING"
+	// ApplicationStateSucceeding: the driver succeeded; the operator decides between
+	// COMPLETED and a rerun.
+	ApplicationStateSucceeding ApplicationStateType = "SUCCEEDING"
+	// ApplicationStateFailing: the driver failed; the operator decides between FAILED and a
+	// retry.
+	ApplicationStateFailing ApplicationStateType = "FAILING"
+	// ApplicationStateSuspending: spec.suspend was set; the pods are being deleted.
+	ApplicationStateSuspending ApplicationStateType = "SUSPENDING"
+	// ApplicationStateSuspended: suspended, no pods run.
+	ApplicationStateSuspended ApplicationStateType = "SUSPENDED"
+	// ApplicationStateResuming: spec.suspend was cleared; the application is submitted again.
+	ApplicationStateResuming ApplicationStateType = "RESUMING"
+	// ApplicationStateUnknown: the operator cannot tell, typically because the driver pod's
+	// state is unknown.
+	ApplicationStateUnknown ApplicationStateType = "UNKNOWN"
 )
+
+// ApplicationStates lists every state above, for tables that must cover them all.
+var ApplicationStates = []ApplicationStateType{
+	ApplicationStateNew, ApplicationStateSubmitted, ApplicationStateRunning, ApplicationStateCompleted, ApplicationStateFailed,
+	ApplicationStateFailedSubmission, ApplicationStatePendingRerun, ApplicationStateInvalidating, ApplicationStateSucceeding,
+	ApplicationStateFailing, ApplicationStateSuspending, ApplicationStateSuspended, ApplicationStateResuming, ApplicationStateUnknown,
+}
 
 // ApplicationState is the application's state and, after a failure, why.
 type ApplicationState struct {
@@ -506,6 +725,18 @@ type ApplicationState struct {
 	// +optional
 	ErrorMessage string `json:"errorMessage,omitempty"`
 }
+
+// DriverState is the state of the driver pod. The operator's status has no field of this
+// type (it derives the application state from the pod); the values are those of its API.
+type DriverState string
+
+const (
+	DriverStatePending   DriverState = "PENDING"
+	DriverStateRunning   DriverState = "RUNNING"
+	DriverStateCompleted DriverState = "COMPLETED"
+	DriverStateFailed    DriverState = "FAILED"
+	DriverStateUnknown   DriverState = "UNKNOWN"
+)
 
 // ExecutorState is the state of one executor pod.
 type ExecutorState string
@@ -537,10 +768,7 @@ type DriverInfo struct {
 	WebUIIngressAddress string `json:"webUIIngressAddress,omitempty"`
 }
 
-// SparkApplicationStatus is what the operator reports about an application. The upstream
-// status is fully modelled today; PreserveUnknownFields keeps fields added by later operator
-// versions.
-// +kubebuilder:pruning:PreserveUnknownFields
+// SparkApplicationStatus is what the operator reports about an application.
 type SparkApplicationStatus struct {
 	// SparkApplicationID is Spark's own application id (spark.app.id).
 	// +optional
@@ -560,9 +788,9 @@ type SparkApplicationStatus struct {
 	// +optional
 	TerminationTime metav1.Time `json:"terminationTime,omitempty"`
 
-	// DriverInfo describes the driver pod.
-	// +optional
-	DriverInfo DriverInfo `json:"driverInfo,omitempty"`
+	// DriverInfo describes the driver pod. The schema requires it in any status written
+	// (as upstream's does); Go always writes it, if only as {}.
+	DriverInfo DriverInfo `json:"driverInfo"`
 
 	// AppState is the overall state.
 	// +optional
@@ -600,8 +828,9 @@ type SparkApplicationStatus struct {
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SparkApplication struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.TypeMeta `json:",inline"`
+	// The schema requires metadata, as upstream's does; every stored object has it.
+	metav1.ObjectMeta `json:"metadata"`
 
 	Spec SparkApplicationSpec `json:"spec"`
 	// +optional

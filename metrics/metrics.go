@@ -1,0 +1,89 @@
+// Package metrics is what every slotplane component shares for Prometheus: a registry with the
+// Go runtime, process and build collectors, the /metrics server, and the Temporal SDK's
+// metrics handler. docs/metrics.md lists every metric the components export.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes slotplane's own metrics.
+const Namespace = "slotplane"
+
+// NewRegistry returns a registry with the Go runtime's and the process's metrics and
+// slotplane_build_info for the component.
+func NewRegistry(component string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), BuildInfo(component))
+	return reg
+}
+
+// BuildInfo is slotplane_build_info: always 1, labelled with the component, the module's
+// version and the commit the binary was built from, as Go stamped them.
+func BuildInfo(component string) prometheus.Collector {
+	version, revision := "unknown", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace:   Namespace,
+		Name:        "build_info",
+		Help:        "Always 1; its labels say which component runs and what it was built from.",
+		ConstLabels: prometheus.Labels{"component": component, "version": version, "revision": revision},
+	})
+	g.Set(1)
+	return g
+}
+
+// Handler serves the registry's metrics in the Prometheus text format (or OpenMetrics, when
+// the scraper asks for it). A collector's failure is reported in the answer, not as a 500:
+// the other metrics still arrive.
+func Handler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
+}
+
+// Off reports whether a listen address turns the metrics server off.
+func Off(addr string) bool { return addr == "" || addr == "0" }
+
+// Serve serves /metrics on addr until ctx ends. It returns once it listens, with the address
+// it listens on (addr may have port 0); errors after that are logged by the caller's choice
+// through errc, which gets at most one.
+func Serve(ctx context.Context, addr string, g prometheus.Gatherer) (net.Addr, <-chan error, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", Handler(g))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	return l.Addr(), errc, nil
+}

@@ -1,0 +1,69 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestTemporal_KindsNamesAndLabels(t *testing.T) {
+	tm := NewTemporal()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(tm)
+	h := tm.Handler().WithTags(map[string]string{"namespace": "default"})
+	h.WithTags(map[string]string{"operation": "StartWorkflow"}).Counter("temporal_request").Inc(2)
+	h.Counter("temporal_request").Inc(1) // no operation tag: the family still has one label set
+	h.WithTags(map[string]string{"task-queue": "slotplane"}).Gauge("temporal_num_pollers").Update(8)
+	timer := h.Timer("temporal_request_latency")
+	timer.Record(3 * time.Millisecond)
+	timer.Record(2 * time.Hour)           // beyond the last bucket: counted in +Inf only
+	h.Gauge("temporal_request").Update(5) // a name used as another kind is dropped
+
+	want := `
+# HELP temporal_request_total A Temporal SDK or workflow counter.
+# TYPE temporal_request_total counter
+temporal_request_total{namespace="default",operation=""} 1
+temporal_request_total{namespace="default",operation="StartWorkflow"} 2
+# HELP temporal_num_pollers A Temporal SDK or workflow gauge.
+# TYPE temporal_num_pollers gauge
+temporal_num_pollers{namespace="default",task_queue="slotplane"} 8
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "temporal_request_total", "temporal_num_pollers"); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "temporal_request_latency_seconds" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 2 || h.GetSampleSum() < 7200 {
+			t.Fatalf("the timer's histogram: count %d sum %v", h.GetSampleCount(), h.GetSampleSum())
+		}
+		for _, b := range h.GetBucket() {
+			want := uint64(1)
+			if b.GetUpperBound() < 0.003 {
+				want = 0
+			}
+			if b.GetCumulativeCount() != want {
+				t.Fatalf("bucket le=%v has %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+			}
+		}
+		return
+	}
+	t.Fatal("no temporal_request_latency_seconds family")
+}
+
+func TestSanitize(t *testing.T) {
+	for in, want := range map[string]string{"task-queue": "task_queue", "9lives": "_lives", "ok_1": "ok_1", "a.b/c": "a_b_c"} {
+		if got := sanitize(in); got != want {
+			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
