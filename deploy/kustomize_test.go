@@ -751,9 +751,15 @@ func TestKustomize_NetworkPoliciesSelectExistingPods(t *testing.T) {
 	if len(rules) == 0 {
 		t.Errorf("nothing may reach the extender")
 	}
+	metricsOnly := func(rule networkingv1.NetworkPolicyIngressRule) bool {
+		return len(rule.Ports) > 0 && !slices.ContainsFunc(rule.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() != metricsPort })
+	}
 	for _, rule := range rules {
 		if len(rule.From) == 0 {
 			t.Errorf("the extender is open to everyone: %+v", rule)
+		}
+		if metricsOnly(rule) {
+			continue // checked with every component's below
 		}
 		for _, peer := range rule.From {
 			if peer.PodSelector == nil || peer.NamespaceSelector != nil || peer.IPBlock != nil {
@@ -767,6 +773,53 @@ func TestKustomize_NetworkPoliciesSelectExistingPods(t *testing.T) {
 		}
 	}
 }
+
+// Every component serves its metrics on port 8080, says so to annotation-based discovery, and
+// lets in only a Prometheus in a namespace labelled slotplane.io/metrics=allowed there.
+func TestKustomize_EveryComponentCanBeScraped(t *testing.T) {
+	r := render(t, baseDir)
+	for _, component := range slotplaneComponents {
+		d := r.deployment(t, component)
+		ann := d.Spec.Template.Annotations
+		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != strconv.Itoa(metricsPort) || ann["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s's pods carry no scrape annotations for port %d: %v", component, metricsPort, ann)
+		}
+		if _, ok := containerPort(d.Spec.Template.Spec, intstr.FromInt(metricsPort)); !ok {
+			t.Errorf("%s serves no port %d", component, metricsPort)
+		}
+		if !slices.ContainsFunc(d.Spec.Template.Spec.Containers[0].Args, func(a string) bool { return a == "-metrics-listen=:"+strconv.Itoa(metricsPort) }) {
+			t.Errorf("%s is not told to serve its metrics on :%d: %v", component, metricsPort, d.Spec.Template.Spec.Containers[0].Args)
+		}
+		open := false
+		for _, np := range r.networkPolicies {
+			sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+			if err != nil || np.Namespace != d.Namespace || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				continue
+			}
+			for _, rule := range np.Spec.Ingress {
+				if !slices.ContainsFunc(rule.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == metricsPort }) {
+					continue
+				}
+				for _, peer := range rule.From {
+					if peer.NamespaceSelector != nil && peer.NamespaceSelector.MatchLabels["slotplane.io/metrics"] == "allowed" && peer.PodSelector == nil {
+						open = true
+					} else {
+						t.Errorf("%s's metrics port lets in more than the metrics namespaces: %+v", component, peer)
+					}
+				}
+				if len(rule.From) == 0 {
+					t.Errorf("%s's metrics port is open to everyone", component)
+				}
+			}
+		}
+		if !open {
+			t.Errorf("no NetworkPolicy lets Prometheus reach %s's metrics", component)
+		}
+	}
+}
+
+// metricsPort is where every component serves /metrics in deploy/.
+const metricsPort = 8080
 
 // slotplaneComponents are the Deployments that run slotplane's own image.
 var slotplaneComponents = []string{"worker", "extender", "bridge", "api"}

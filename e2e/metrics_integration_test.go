@@ -10,6 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +24,7 @@ func (p *e2ePlatform) scrape(t *testing.T, component string) metricFamilies {
 	require.NoError(t, err, component)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, component)
-	var parser expfmt.TextParser
+	parser := expfmt.NewTextParser(model.LegacyValidation)
 	mfs, err := parser.TextToMetricFamilies(resp.Body)
 	require.NoError(t, err, "%s's /metrics is not in the text format", component)
 	return mfs
@@ -126,7 +127,7 @@ func requireMetricsAfterRun(t *testing.T, p *e2ePlatform, n int, capacity int32)
 	// The bridge reconciled the jobs and signalled their workflows.
 	b := p.scrape(t, "bridge")
 	require.GreaterOrEqual(t, b.need(t, "bridge", "controller_runtime_reconcile_total", map[string]string{"result": "success"}), float64(n))
-	require.GreaterOrEqual(t, b.need(t, "bridge", "temporal_request_total", map[string]string{"operation": "SignalWithStartWorkflow"}), float64(n))
+	require.GreaterOrEqual(t, b.need(t, "bridge", "temporal_request_total", map[string]string{"operation": "SignalWithStartWorkflowExecution"}), float64(n))
 
 	// The extender placed at least one pod per job in its slot.
 	e := p.scrape(t, "extender")

@@ -296,12 +296,14 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	j.notePlaced(placed, key.Replicas)
 	if !placed.Outcome.Terminal && !placed.Gone {
 		j.status.RunningAt = now(ctx)
-		if ph := j.phases(); ph.RunningAt == nil {
+		ph := j.phases()
+		if ph.RunningAt == nil {
 			ph.RunningAt = nowMicro(ctx)
-			if ph.AdmittedAt != nil {
-				if d, ok := since(&ph.AdmittedAt.Time, ph.RunningAt.Time); ok {
-					metricsFor(ctx, j.key.Namespace, req.TestBed, req.Queue).Timer(metricStartup).Record(d)
-				}
+		}
+		// Once per run: a run taken up again (a new workflow run) is Running already.
+		if j.status.State != v1alpha1.JobRunning && ph.AdmittedAt != nil {
+			if d, ok := since(&ph.AdmittedAt.Time, ph.RunningAt.Time); ok {
+				metricsFor(ctx, j.key.Namespace, req.TestBed, req.Queue).Timer(metricStartup).Record(d)
 			}
 		}
 		if err := r.report(ctx, v1alpha1.JobRunning, "every pod runs in its slot"); err != nil {

@@ -57,8 +57,8 @@ const (
 	// SimDurationAnnotation is how long the driver or JobManager runs, as a Go duration
 	// ("20s", "1m30s"). Without it the application runs until it is deleted.
 	SimDurationAnnotation = "slotplane.io/sim-duration"
-	// SimOutcomeAnnotation is SimOutcomeFailed to make the run fail, or SimOutcomeSucceeded
-	// (the same as leaving it out).
+	// SimOutcomeAnnotation is SimOutcomeFailed to make the run fail, SimOutcomeSuspended to
+	// end it as a suspension (states.go), or SimOutcomeSucceeded (the same as leaving it out).
 	SimOutcomeAnnotation = "slotplane.io/sim-outcome"
 	SimOutcomeFailed     = "Failed"
 	SimOutcomeSucceeded  = "Succeeded"

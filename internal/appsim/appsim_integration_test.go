@@ -179,6 +179,29 @@ func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.Spark
 	return app
 }
 
+// flinkDep is a FlinkDeployment of one TaskManager that runs for runFor.
+func flinkDep(name, runFor string) *flinkv1beta1.FlinkDeployment {
+	cpu, one := 1.0, int32(1)
+	return &flinkv1beta1.FlinkDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
+		Spec: flinkv1beta1.FlinkDeploymentSpec{
+			Image: "flink:1.20", Mode: flinkv1beta1.DeploymentModeNative,
+			JobManager: &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1024m"}},
+			TaskManager: &flinkv1beta1.TaskManagerSpec{
+				Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}, Replicas: &one,
+				PodTemplate: &flinkv1beta1.PodTemplate{Spec: &corev1.PodSpec{Containers: []corev1.Container{{
+					Name: appsim.FlinkMainContainer,
+					Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{slotRes: resource.MustParse("1")},
+						Limits:   corev1.ResourceList{slotRes: resource.MustParse("1")},
+					},
+				}}}},
+			},
+			Job: &flinkv1beta1.JobSpec{JarURI: "local:///opt/flink/usrlib/app.jar", Parallelism: 1, State: flinkv1beta1.JobStateRunning},
+		},
+	}
+}
+
 func sparkState(o any) string {
 	return string(o.(*sparkv1beta2.SparkApplication).Status.AppState.State)
 }
@@ -232,7 +255,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 			assert.Equal(t, map[string]sparkv1beta2.ExecutorState{"wc-exec-1": "COMPLETED", "wc-exec-2": "COMPLETED"}, st.ExecutorState)
 			assert.False(t, st.TerminationTime.IsZero())
 			assert.Equal(t, int32(1), st.SubmissionAttempts)
-			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "COMPLETED"}, states.get())
+			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}, states.get(), "the operator's states, in its order")
 			assert.Equal(t, corev1.PodSucceeded, e.pods(t, app.UID, appsim.RoleDriver)[0].Status.Phase, "the driver stays as the run's record")
 		})
 
@@ -249,11 +272,14 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 
 		t.Run("SparkRefusesAnUnreadableRunTime", func(t *testing.T) {
 			t.Parallel()
+			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "typo", sparkState)
 			app := sparkApp("typo", "3 seconds", "", 1)
 			require.NoError(t, e.cl.Create(ctx, app))
 			require.Eventually(t, func() bool {
-				return e.spark(t, "typo").Status.AppState.State == sparkv1beta2.ApplicationStateFailedSubmission
+				return e.spark(t, "typo").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
 			}, waitFor, tick)
+			require.Eventually(t, func() bool { return slices.Equal([]string{"SUBMISSION_FAILED", "FAILED"}, states.get()) }, waitFor, tick,
+				"with restart policy Never a failed submission is FAILED next: %v", states.get())
 			assert.Contains(t, e.spark(t, "typo").Status.AppState.ErrorMessage, appsim.SimDurationAnnotation)
 			assert.Empty(t, e.pods(t, app.UID, appsim.RoleDriver))
 		})
@@ -326,7 +352,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 				return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobFinished
 			}, waitFor, tick, "finishes after its simulated run")
 			require.Eventually(t, func() bool { return len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0 }, waitFor, tick, "TaskManagers deleted")
-			assert.Equal(t, []string{"CREATED", "RUNNING", "FINISHED"}, states.get())
+			assert.Equal(t, []string{"RECONCILING", "RUNNING", "FINISHED"}, states.get())
 		})
 
 		t.Run("FlinkFailsWhenItCannotDeploy", func(t *testing.T) {
@@ -364,6 +390,67 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 					len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
 			}, waitFor, tick, "the job fails and its TaskManagers go")
 			assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "headless").Status.JobManagerDeploymentStatus)
+		})
+
+		// The states the operators publish besides the common path, asked for by annotation or
+		// reached by suspending the application.
+		t.Run("SparkDetoursThroughTheStatesAskedFor", func(t *testing.T) {
+			t.Parallel()
+			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "detour", sparkState)
+			app := sparkApp("detour", "5s", "", 1)
+			app.Annotations[appsim.SimDetourAnnotation] = "UNKNOWN,PENDING_RERUN,INVALIDATING"
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool {
+				return e.spark(t, "detour").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
+			}, waitFor, tick)
+			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "UNKNOWN", "PENDING_RERUN", "INVALIDATING", "RUNNING", "SUCCEEDING", "COMPLETED"}, states.get())
+		})
+
+		t.Run("SparkSuspends", func(t *testing.T) {
+			t.Parallel()
+			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "paused", sparkState)
+			app := sparkApp("paused", "1h", "", 2)
+			require.NoError(t, e.cl.Create(ctx, app))
+			require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+			require.NoError(t, e.cl.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))))
+			require.Eventually(t, func() bool {
+				return e.spark(t, "paused").Status.AppState.State == sparkv1beta2.ApplicationStateSuspended &&
+					len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+			}, waitFor, tick, "suspended, with no pods")
+			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "SUSPENDING", "SUSPENDED"}, states.get())
+		})
+
+		t.Run("FlinkDetoursAndSuspends", func(t *testing.T) {
+			t.Parallel()
+			jobs := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "stream", flinkState)
+			lifecycles := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "stream", func(o any) string {
+				return string(o.(*flinkv1beta1.FlinkDeployment).Status.LifecycleState)
+			})
+			dep := flinkDep("stream", "1h")
+			dep.Annotations[appsim.SimDetourAnnotation] = "job=RESTARTING,lifecycle=UPGRADING,job=FAILING"
+			require.NoError(t, e.cl.Create(ctx, dep))
+			require.Eventually(t, func() bool {
+				return slices.Equal(jobs.get(), []string{"RECONCILING", "RUNNING", "RESTARTING", "RUNNING", "FAILING", "RUNNING"})
+			}, waitFor, tick, "the job's detour: %v", jobs.get())
+			require.NoError(t, e.cl.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"job":{"state":"suspended"}}}`))))
+			require.Eventually(t, func() bool {
+				d := e.flink(t, "stream")
+				return d.Status.JobStatus.State == flinkv1beta1.FlinkJobSuspended && d.Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended &&
+					len(e.pods(t, dep.UID, appsim.RoleJobManager)) == 0 && len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
+			}, waitFor, tick, "suspended, with no pods")
+			assert.Equal(t, []string{"DEPLOYED", "STABLE", "UPGRADING", "STABLE", "SUSPENDED"}, lifecycles.get())
+			assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "stream").Status.JobManagerDeploymentStatus)
+		})
+
+		t.Run("FlinkEndsSuspendedWhenAsked", func(t *testing.T) {
+			t.Parallel()
+			dep := flinkDep("nightly-stop", "2s")
+			dep.Annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeSuspended
+			require.NoError(t, e.cl.Create(ctx, dep))
+			require.Eventually(t, func() bool {
+				return e.flink(t, "nightly-stop").Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended
+			}, waitFor, tick)
+			assert.Equal(t, flinkv1beta1.FlinkJobSuspended, e.flink(t, "nightly-stop").Status.JobStatus.State)
 		})
 
 		t.Run("DeletingARunningApplicationDeletesItsPods", func(t *testing.T) {

@@ -154,8 +154,8 @@ func withSim(annotations, app map[string]string) (map[string]string, error) {
 			return nil, fmt.Errorf("annotation %s=%q is not a duration such as 20s or 1m30s", SimDurationAnnotation, v)
 		}
 	}
-	if v, ok := out[SimOutcomeAnnotation]; ok && v != SimOutcomeFailed && v != SimOutcomeSucceeded {
-		return nil, fmt.Errorf("annotation %s=%q is neither %s nor %s", SimOutcomeAnnotation, v, SimOutcomeSucceeded, SimOutcomeFailed)
+	if v, ok := out[SimOutcomeAnnotation]; ok && v != SimOutcomeFailed && v != SimOutcomeSucceeded && v != SimOutcomeSuspended {
+		return nil, fmt.Errorf("annotation %s=%q is not %s, %s or %s", SimOutcomeAnnotation, v, SimOutcomeSucceeded, SimOutcomeFailed, SimOutcomeSuspended)
 	}
 	return out, nil
 }

@@ -34,11 +34,25 @@ func (a *sparkPlayed) fresh() bool {
 	return a.app.Status.AppState.State == sparkv1beta2.ApplicationStateNew
 }
 func (a *sparkPlayed) launch(ctx context.Context, r *reconciler, now metav1.Time) (reconcile.Result, error) {
+	if sparkSuspendAsked(&a.app) {
+		// A suspended application is not submitted.
+		sparkEnd(&a.app.Status, sparkv1beta2.ApplicationStateSuspended, "", now)
+		return reconcile.Result{}, nil
+	}
 	return r.submitSpark(ctx, &a.app, now)
 }
 func (a *sparkPlayed) launched(now metav1.Time) { sparkSubmitted(&a.app.Status, &a.app, now) }
 func (a *sparkPlayed) lost(name string, now metav1.Time) {
-	sparkEnd(&a.app.Status, sparkv1beta2.ApplicationStateFailed, fmt.Sprintf("driver pod %s not found", name), now)
+	st := &a.app.Status
+	switch st.AppState.State {
+	case sparkv1beta2.ApplicationStateSuspending:
+		sparkEnd(st, sparkv1beta2.ApplicationStateSuspended, "", now) // its pods are gone
+	case sparkv1beta2.ApplicationStateFailedSubmission:
+		// With restart policy Never, a failed submission is not retried: FAILED, with why.
+		sparkEnd(st, sparkv1beta2.ApplicationStateFailed, st.AppState.ErrorMessage, now)
+	default:
+		sparkEnd(st, sparkv1beta2.ApplicationStateFailed, fmt.Sprintf("driver pod %s not found", name), now)
+	}
 }
 func (a *sparkPlayed) endWorkers(ctx context.Context, r *reconciler, executors []corev1.Pod) error {
 	return r.endExecutors(ctx, &a.app, executors)
@@ -81,24 +95,61 @@ func (r *reconciler) submitSpark(ctx context.Context, app *sparkv1beta2.SparkApp
 
 // followDriver moves the application along with its driver: running, it asks for the
 // executors; ended, the application ends and the executors go.
+//
+// As the operator does, an ended driver first makes the application SUCCEEDING or FAILING
+// (its executors are let go of), and the next pass COMPLETED or FAILED (restart policy
+// Never). spec.suspend set, or a run time up with SimOutcomeSuspended, suspends it:
+// SUSPENDING while its pods go, then SUSPENDED. A detour (SimDetourAnnotation) shows its
+// states while the driver runs.
 func (r *reconciler) followDriver(ctx context.Context, app *sparkv1beta2.SparkApplication, driver *corev1.Pod, executors []corev1.Pod, now metav1.Time) (reconcile.Result, error) {
 	st := &app.Status
+	if sparkSuspendAsked(app) || st.AppState.State == sparkv1beta2.ApplicationStateSuspending ||
+		driver.Status.Phase == corev1.PodSucceeded && suspendedByOutcome(app.Annotations) {
+		st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateSuspending}
+		if err := r.deletePods(ctx, append([]corev1.Pod{*driver}, executors...)); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: retryAfter}, nil // SUSPENDED once the driver is gone (lost)
+	}
 	switch driver.Status.Phase {
 	case corev1.PodRunning:
+		res, err := r.ensureExecutors(ctx, app, driver, executors)
+		state, next := detour(app.Annotations, driver, now.Time)
 		st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateRunning}
-		return r.ensureExecutors(ctx, app, driver, executors)
+		if state != "" {
+			st.AppState.State = sparkv1beta2.ApplicationStateType(state)
+			if res.RequeueAfter == 0 || next < res.RequeueAfter {
+				res.RequeueAfter = next
+			}
+		} else if _, ok := workersRunningSince(driver); !ok && app.Annotations[SimDetourAnnotation] != "" && res.RequeueAfter == 0 {
+			res.RequeueAfter = retryAfter // the detour starts once the executors run
+		}
+		return res, err
 	case corev1.PodSucceeded:
-		sparkEnd(st, sparkv1beta2.ApplicationStateCompleted, "", now)
-		return reconcile.Result{}, r.endExecutors(ctx, app, executors)
+		if st.AppState.State == sparkv1beta2.ApplicationStateSucceeding {
+			sparkEnd(st, sparkv1beta2.ApplicationStateCompleted, "", now)
+			return reconcile.Result{}, nil
+		}
+		st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateSucceeding}
+		return reconcile.Result{RequeueAfter: retryAfter}, r.endExecutors(ctx, app, executors)
 	case corev1.PodFailed:
 		msg := "driver pod failed"
 		if code, reason, ok := exitOf(driver, SparkDriverContainer); ok {
 			msg = fmt.Sprintf("driver container failed with ExitCode: %d, Reason: %s", code, reason)
 		}
-		sparkEnd(st, sparkv1beta2.ApplicationStateFailed, msg, now)
-		return reconcile.Result{}, r.endExecutors(ctx, app, executors)
+		if st.AppState.State == sparkv1beta2.ApplicationStateFailing {
+			sparkEnd(st, sparkv1beta2.ApplicationStateFailed, msg, now)
+			return reconcile.Result{}, nil
+		}
+		st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateFailing, ErrorMessage: msg}
+		return reconcile.Result{RequeueAfter: retryAfter}, r.endExecutors(ctx, app, executors)
 	}
 	return reconcile.Result{}, nil // pending: still SUBMITTED
+}
+
+// sparkSuspendAsked is spec.suspend.
+func sparkSuspendAsked(app *sparkv1beta2.SparkApplication) bool {
+	return app.Spec.Suspend != nil && *app.Spec.Suspend
 }
 
 // ensureExecutors creates the executors the driver asks for. An executor whose pod ended
@@ -132,10 +183,11 @@ func sparkDeletesExecutors(app *sparkv1beta2.SparkApplication) bool {
 	return app.Spec.SparkConf["spark.kubernetes.executor.deleteOnTermination"] != "false"
 }
 
-// sparkEnded says whether an application state is final (slotplane asks for no reruns).
+// sparkEnded says whether an application state is final (slotplane asks for no reruns, and
+// the stand-in does not resume a suspended application).
 func sparkEnded(s sparkv1beta2.ApplicationStateType) bool {
 	switch s {
-	case sparkv1beta2.ApplicationStateCompleted, sparkv1beta2.ApplicationStateFailed, sparkv1beta2.ApplicationStateFailedSubmission:
+	case sparkv1beta2.ApplicationStateCompleted, sparkv1beta2.ApplicationStateFailed, sparkv1beta2.ApplicationStateSuspended:
 		return true
 	}
 	return false

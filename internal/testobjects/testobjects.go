@@ -104,3 +104,9 @@ func (w *BatchJobWrapper) Queue(q string) *BatchJobWrapper {
 func resources(cpu, memory string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
 }
+
+// SuspendedOutcome sets how a run ends whose application is suspended.
+func (w *BatchJobWrapper) SuspendedOutcome(o v1alpha1.RunOutcome) *BatchJobWrapper {
+	w.job.Spec.SuspendedOutcome = o
+	return w
+}
