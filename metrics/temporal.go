@@ -76,7 +76,10 @@ func (h tagged) WithTags(tags map[string]string) client.MetricsHandler {
 }
 
 func (h tagged) Counter(name string) client.MetricsCounter {
-	name = sanitize(name) + "_total"
+	name = sanitize(name)
+	if !strings.HasSuffix(name, "_total") { // the SDK's temporal_local_activity_total has it already
+		name += "_total"
+	}
 	return counterFunc(func(d int64) {
 		h.t.record(counterKind, name, h.tags, func(s *series) { s.value += float64(d) })
 	})

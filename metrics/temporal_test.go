@@ -15,7 +15,8 @@ func TestTemporal_KindsNamesAndLabels(t *testing.T) {
 	reg.MustRegister(tm)
 	h := tm.Handler().WithTags(map[string]string{"namespace": "default"})
 	h.WithTags(map[string]string{"operation": "StartWorkflow"}).Counter("temporal_request").Inc(2)
-	h.Counter("temporal_request").Inc(1) // no operation tag: the family still has one label set
+	h.Counter("temporal_request").Inc(1)              // no operation tag: the family still has one label set
+	h.Counter("temporal_local_activity_total").Inc(4) // named as a counter already: no second suffix
 	h.WithTags(map[string]string{"task-queue": "slotplane"}).Gauge("temporal_num_pollers").Update(8)
 	timer := h.Timer("temporal_request_latency")
 	timer.Record(3 * time.Millisecond)
@@ -31,7 +32,11 @@ temporal_request_total{namespace="default",operation="StartWorkflow"} 2
 # TYPE temporal_num_pollers gauge
 temporal_num_pollers{namespace="default",task_queue="slotplane"} 8
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "temporal_request_total", "temporal_num_pollers"); err != nil {
+	want += `# HELP temporal_local_activity_total A Temporal SDK or workflow counter.
+# TYPE temporal_local_activity_total counter
+temporal_local_activity_total{namespace="default"} 4
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "temporal_request_total", "temporal_num_pollers", "temporal_local_activity_total"); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()

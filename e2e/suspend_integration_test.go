@@ -1,0 +1,80 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/api"
+	flinkv1beta1 "slotplane/crds/flink/v1beta1"
+	"slotplane/crds/v1alpha1"
+)
+
+// Two streaming Flink jobs submitted through the API run until someone suspends their
+// FlinkDeployments (kubectl patch of job.state, as a Flink operator's user stops a streaming
+// job with its state kept). One ends Completed, as suspendedOutcome defaults to; the other,
+// submitted with suspendedOutcome Failed, ends Failed. Both release their slots.
+func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
+	p := startE2E(t, `<allocations><queue name="streams"/></allocations>`)
+	c := p.api
+	ctx := context.Background()
+	for name, outcome := range map[string]v1alpha1.RunOutcome{"clicks": "", "fraud": v1alpha1.RunFailed} {
+		_, err := c.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkFlink, Queue: "root.streams", SuspendedOutcome: outcome,
+			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Stream", MainApplicationFile: "local:///opt/flink/usrlib/app.jar"},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("1Gi")}})
+		require.NoError(t, err, name)
+		j, err := c.GetJob(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, outcome, j.SuspendedOutcome, "the API shows the job's suspendedOutcome")
+	}
+	_, err := c.CreateScheduling(ctx, api.SchedulingRequest{Name: "streams", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.streams",
+		Jobs: []v1alpha1.SchedulingJob{{Name: "clicks", Replication: 2}, {Name: "fraud", Replication: 2}}})
+	require.NoError(t, err)
+
+	apps := map[string]string{}
+	require.Eventually(t, func() bool {
+		for _, name := range []string{"clicks", "fraud"} {
+			j, err := c.GetJob(ctx, name)
+			if err != nil || j.Status.State != v1alpha1.JobRunning || j.Status.Application == nil {
+				return false
+			}
+			apps[name] = j.Status.Application.Name
+		}
+		return true
+	}, 2*time.Minute, 250*time.Millisecond, "both streams run")
+	time.Sleep(2 * time.Second) // running, not just started
+	for _, name := range []string{"clicks", "fraud"} {
+		j, err := c.GetJob(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, v1alpha1.JobRunning, j.Status.State, "%s runs until stopped: %s", name, j.Status.Message)
+		dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: apps[name]}}
+		require.NoError(t, p.kube.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"job":{"state":"suspended"}}}`))))
+	}
+
+	var s api.Scheduling
+	require.Eventually(t, func() bool {
+		s, err = c.GetScheduling(ctx, "streams")
+		return err == nil && s.Status.State == v1alpha1.SchedulingCompleted
+	}, 2*time.Minute, 250*time.Millisecond, "the Scheduling ends once both are suspended")
+	for name, want := range map[string]v1alpha1.BatchJobState{"clicks": v1alpha1.JobCompleted, "fraud": v1alpha1.JobFailed} {
+		j, err := c.GetJob(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, want, j.Status.State, "%s: %s", name, j.Status.Message)
+		require.Contains(t, j.Status.Message, "suspended", name)
+		require.Len(t, j.Status.History, 1, name)
+		require.Equal(t, v1alpha1.RunOutcome(want), j.Status.History[0].Outcome, name)
+		var dep flinkv1beta1.FlinkDeployment
+		require.NoError(t, p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: apps[name]}, &dep))
+		require.Equal(t, flinkv1beta1.LifecycleStateSuspended, dep.Status.LifecycleState, name)
+	}
+	p.waitSlotsFree(t, time.Minute)
+}
