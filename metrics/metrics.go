@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Namespace prefixes slotplane's own metrics.
@@ -86,4 +88,19 @@ func Serve(ctx context.Context, addr string, g prometheus.Gatherer) (net.Addr, <
 		_ = srv.Shutdown(shut)
 	}()
 	return l.Addr(), errc, nil
+}
+
+// Only is g less every family whose name does not start with prefix: one component's own
+// metrics, to serve beside another registry in one process without two sets of go_* ones.
+func Only(prefix string, g prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		out := mfs[:0]
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), prefix) {
+				out = append(out, mf)
+			}
+		}
+		return out, err
+	})
 }

@@ -14,17 +14,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"slotplane/api"
 	"slotplane/internal/cli"
 	"slotplane/internal/devplatform"
 	"slotplane/internal/testcluster"
+	"slotplane/metrics"
 )
 
 // devFlags are slotplane dev's flags.
 type devFlags struct {
-	stateDir, nodeLabel                          string
-	reset, defaults, verbose, demo               bool
-	nodes, plainNodes, temporalPort, uiPort, api int
+	stateDir, nodeLabel                                       string
+	reset, defaults, verbose, demo                            bool
+	nodes, plainNodes, temporalPort, uiPort, api, metricsPort int
 }
 
 // parseDevFlags reads the flags (and their SLOTPLANE_* variables) and checks them, before
@@ -42,11 +45,12 @@ func parseDevFlags(args []string) (devFlags, error) {
 	fs.IntVar(&f.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port (env SLOTPLANE_TEMPORAL_PORT)")
 	fs.IntVar(&f.uiPort, "ui-port", 8233, "Temporal Web UI port (env SLOTPLANE_UI_PORT)")
 	fs.IntVar(&f.api, "api-port", 8088, "REST API port (env SLOTPLANE_API_PORT)")
+	fs.IntVar(&f.metricsPort, "metrics-port", 8090, "port of slotplane's Prometheus /metrics, the in-process components' together (env SLOTPLANE_METRICS_PORT)")
 	fs.BoolVar(&f.defaults, "defaults", true, "on the first start, create the test bed \"bed\" (2 slots per test bed node) and open queues (examples/dev-queues.xml)")
 	fs.BoolVar(&f.verbose, "v", false, "print the components' log lines (info level) on the console too; without it they go to slotplane.log in the state folder")
 	fs.BoolVar(&f.demo, "demo", false, "submit a sample Scheduling of Spark and Flink jobs through the API and follow it live (once: a restart follows the same one)")
 	if err := intsFromEnv(map[string]*int{"SLOTPLANE_NODES": &f.nodes, "SLOTPLANE_PLAIN_NODES": &f.plainNodes, "SLOTPLANE_TEMPORAL_PORT": &f.temporalPort,
-		"SLOTPLANE_UI_PORT": &f.uiPort, "SLOTPLANE_API_PORT": &f.api}); err != nil {
+		"SLOTPLANE_UI_PORT": &f.uiPort, "SLOTPLANE_API_PORT": &f.api, "SLOTPLANE_METRICS_PORT": &f.metricsPort}); err != nil {
 		return f, err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -60,7 +64,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	}
 	// Fail before starting anything: a busy port found later would leave a half-started
 	// platform to tear down.
-	for name, port := range map[string]int{"-temporal-port": f.temporalPort, "-ui-port": f.uiPort, "-api-port": f.api} {
+	for name, port := range map[string]int{"-temporal-port": f.temporalPort, "-ui-port": f.uiPort, "-api-port": f.api, "-metrics-port": f.metricsPort} {
 		if err := portFree(port); err != nil {
 			return f, fmt.Errorf("%s %d: %w; pick another port or stop what uses it", name, port, err)
 		}
@@ -124,11 +128,12 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	reg := metrics.NewRegistry("dev")
 	p, err := devplatform.Start(ctx, devplatform.Options{
 		Dir: f.stateDir, Nodes: f.nodes, PlainNodes: f.plainNodes, NodeLabel: f.nodeLabel,
 		TemporalPort: f.temporalPort, UI: true, UIPort: f.uiPort,
 		API: apiListener, Auth: api.StaticTokens{token: {Name: "dev", Groups: []string{"developers"}}},
-		Step: steps.begin,
+		Metrics: reg, Step: steps.begin,
 	})
 	if err != nil {
 		return err
@@ -138,6 +143,16 @@ func runDev(ctx context.Context, args []string) error {
 			slog.Error("stop the local platform", "err", err)
 		}
 	}()
+	// One endpoint for the components that run in this process; the extender's registry
+	// has its own go_* and process_* metrics, so only its slotplane_extender_* join.
+	metricsCtx, stopMetrics := context.WithCancel(context.Background())
+	defer stopMetrics()
+	metricsAt, _, err := metrics.Serve(metricsCtx, net.JoinHostPort("127.0.0.1", strconv.Itoa(f.metricsPort)),
+		prometheus.Gatherers{reg, metrics.Only("slotplane_extender_", p.Extender.Metrics)})
+	if err != nil {
+		return fmt.Errorf("-metrics-port %d: %w", f.metricsPort, err)
+	}
+	p.MetricsURL = "http://" + metricsAt.String() + "/metrics"
 	steps.begin("default test bed and queues")
 	if f.defaults {
 		if err := devplatform.CreateDefaults(ctx, p.Kube, f.stateDir, f.nodeLabel); err != nil {
@@ -179,12 +194,13 @@ slotplane dev is up (ready in %.1fs)
   API          %s/api/v1  (user "dev"; OpenAPI at /api/v1/openapi.json, websocket feed at /api/v1/watch)
                export SLOTPLANE_TOKEN=%s
                curl -H "Authorization: Bearer $SLOTPLANE_TOKEN" %s/api/v1/testbeds/bed
-  metrics      %s
+  metrics      %s  (slotplane's: queues, slots, jobs, API, extender, Temporal SDK)
+               %s  (the Temporal server's)
   logs         %s, %s/*.log, %s
 
 Press Ctrl-C to stop; everything stops with it. State is kept in %s (-reset starts empty).
 `, ready.Seconds(), cluster.Kubeconfig, cluster.Kubeconfig, cluster.Kubectl(), cluster.Kubectl(), f.nodes, f.nodeLabel, max(f.nodes-1, 0), f.plainNodes, p.ExtenderAddr, cluster.ExtenderCerts.ClientCAFile,
-		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, token, apiServer.URL, temporal.MetricsAddress,
+		temporal.FrontendAddress, temporal.Namespace, temporal.UIAddress, apiServer.URL, token, apiServer.URL, token, apiServer.URL, p.MetricsURL, temporal.MetricsAddress,
 		componentLog, cluster.Dir, filepath.Join(f.stateDir, "temporal.log"), f.stateDir)
 }
 

@@ -129,6 +129,22 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 		_ = resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.Contains(t, string(page), "<title>slotplane</title>")
+		// slotplane's metrics: the in-process components' on one endpoint, the test bed's
+		// slots among them.
+		metricsURL := "http://127.0.0.1:" + strconv.Itoa(ports[3]) + "/metrics"
+		require.Contains(t, banner, metricsURL)
+		require.Eventually(t, func() bool {
+			resp, err := http.Get(metricsURL)
+			if err != nil {
+				return false
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			text := string(body)
+			return resp.StatusCode == http.StatusOK && strings.Contains(text, `slotplane_testbed_capacity_slots{namespace="default",testbed="bed"} 6`) &&
+				strings.Contains(text, "slotplane_api_requests_total") && strings.Contains(text, "temporal_request_total") &&
+				strings.Contains(text, `slotplane_build_info{component="dev"`)
+		}, 30*time.Second, 500*time.Millisecond, "run %d: the metrics endpoint serves the components' metrics", run)
 		if run == 1 {
 			require.NoError(t, cs.CoreV1().Pods("default").Delete(context.Background(), ghosts[0].Name, metav1.DeleteOptions{}))
 			require.Eventually(t, func() bool {
@@ -226,10 +242,11 @@ func startDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd
 // launchDev starts `slotplane dev` and returns at once, with its stdout unread.
 func launchDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd, io.Reader, []int) {
 	t.Helper()
-	ports, err := freeport.Get(3)
+	ports, err := freeport.Get(4)
 	require.NoError(t, err)
 	cmd := exec.Command(binary, append([]string{"dev", "-state-dir", state, "-nodes", strconv.Itoa(nodes),
-		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]), "-api-port", strconv.Itoa(ports[2])}, extra...)...)
+		"-temporal-port", strconv.Itoa(ports[0]), "-ui-port", strconv.Itoa(ports[1]), "-api-port", strconv.Itoa(ports[2]),
+		"-metrics-port", strconv.Itoa(ports[3])}, extra...)...)
 	// As a user runs it: without the Makefile's tool paths (the binary, a plain go build,
 	// finds the tools in the cache), and with its console whole, stderr included.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {

@@ -64,6 +64,9 @@ func runExtender(ctx context.Context, args []string) error {
 		return err
 	}
 	srv, err := extender.Start(ctx, cfg, f.addr, slog.Default(), opt)
+	if err != nil && ctx.Err() != nil {
+		return nil // stopped (SIGTERM) while its informers synced: a clean stop
+	}
 	if err != nil {
 		return err
 	}

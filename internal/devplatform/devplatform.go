@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
 	temporalclient "go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	corev1 "k8s.io/api/core/v1"
@@ -24,12 +25,14 @@ import (
 	"slotplane/activities"
 	"slotplane/api"
 	"slotplane/bridge"
+	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/appsim"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/temporalserver"
 	"slotplane/internal/testcluster"
+	"slotplane/metrics"
 	"slotplane/worker"
 )
 
@@ -56,6 +59,10 @@ type Options struct {
 	// API serves the REST API on this listener with Auth (without InfraOnly); nil: no API.
 	API  net.Listener
 	Auth api.Authenticator
+	// Metrics, when set, gets the metrics of the components that run in process: their
+	// Temporal client's, the worker's queue and test bed gauges, the API's and the
+	// extender's (docs/metrics.md). slotplane dev serves it.
+	Metrics *prometheus.Registry
 	// Log gets the components' log lines; nil is slog.Default().
 	Log *slog.Logger
 	// Step is told the name of each step of the start as it begins.
@@ -83,6 +90,8 @@ type Platform struct {
 	WebhookCerts *testcluster.WebhookCerts
 	// API is the REST API when Options.API was set.
 	API *api.Server
+	// MetricsURL is where its caller serves Options.Metrics, for the banner.
+	MetricsURL string
 	// KeepDir keeps a temporary Dir at Stop (a failed test's logs).
 	KeepDir bool
 
@@ -186,7 +195,13 @@ func (p *Platform) startTemporal(ctx context.Context) error {
 	}
 	p.TemporalServer = srv
 	p.onStop("embedded Temporal", func() error { srv.Stop(); return nil })
-	if p.Temporal, err = srv.Dial(); err != nil {
+	var handler temporalclient.MetricsHandler
+	if p.opts.Metrics != nil {
+		tm := metrics.NewTemporal()
+		p.opts.Metrics.MustRegister(tm)
+		handler = tm.Handler()
+	}
+	if p.Temporal, err = srv.DialWithMetrics(handler); err != nil {
 		return err
 	}
 	tc := p.Temporal
@@ -271,6 +286,10 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 	}
 	p.changes = changes
 	p.onStop("the worker's watches", func() error { stopWatch(); return nil })
+	if p.opts.Metrics != nil {
+		p.opts.Metrics.MustRegister(&worker.Collector{Temporal: p.Temporal, Log: p.log,
+			Beds: func(ctx context.Context) ([]v1alpha1.TestBed, error) { return changes.TestBeds(ctx, p.Kube) }})
+	}
 	mgr, err := bridge.New(p.Cluster.Config, p.Temporal, bridge.Options{Log: p.log, Webhook: bridge.WebhookOptions{
 		Addr: p.WebhookAddr, CertDir: p.WebhookCerts.Dir, CertName: p.WebhookCerts.CertName, KeyName: p.WebhookCerts.KeyName}})
 	if err != nil {
@@ -315,7 +334,11 @@ func (p *Platform) startAPI(_ context.Context) error {
 		return nil
 	}
 	p.step("REST API, change feed and dashboard")
-	srv, err := api.Serve(api.Options{Client: p.Kube, Temporal: p.Temporal, Config: p.Cluster.Config, Auth: p.opts.Auth}, p.opts.API)
+	o := api.Options{Client: p.Kube, Temporal: p.Temporal, Config: p.Cluster.Config, Auth: p.opts.Auth}
+	if p.opts.Metrics != nil {
+		o.Metrics = p.opts.Metrics
+	}
+	srv, err := api.Serve(o, p.opts.API)
 	if err != nil {
 		return err
 	}

@@ -200,8 +200,11 @@ func (s *Server) startUI(port int) {
 }
 
 // Dial returns a client of the server's namespace.
-func (s *Server) Dial() (client.Client, error) {
-	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: clientLogger()})
+func (s *Server) Dial() (client.Client, error) { return s.DialWithMetrics(nil) }
+
+// DialWithMetrics is Dial with the client's (and its workers') metrics recorded by h.
+func (s *Server) DialWithMetrics(h client.MetricsHandler) (client.Client, error) {
+	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: clientLogger(), MetricsHandler: h})
 }
 
 // Stop stops the UI and the server.
