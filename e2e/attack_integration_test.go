@@ -33,6 +33,7 @@ import (
 // on one server alone are the servers' own tests (TestAttack_* in extender/ and api/), and
 // claiming another user's job is bridge's TestIdentity_ASchedulingRunsOthersJobsOnlyWithTheRight.
 func TestAttack_HostileUserOnThePlatform(t *testing.T) {
+	t.Parallel() // no timing it asserts on: it may share the machine with another such test
 	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
 	ctx := context.Background()
 	app := v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"}

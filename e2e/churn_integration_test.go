@@ -124,6 +124,7 @@ func (l *podLedger) apply(ev watch.Event) {
 // jobs' pods, or a pod and a ghost), no executor off its slot's node; and every job
 // completes, once.
 func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
+	t.Parallel() // its checks are invariants, not timings: it may share the machine
 	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -117,19 +117,20 @@ const experimenterToken = "e2e-experimenter-token"
 // parts' (the operators' stand-in, through slog's default logger). A test's own output
 // then holds only what it says, so a failure is the last thing a run prints. When the
 // test fails, the end of each log is printed and the directory kept; otherwise it goes.
+// Tests that run in parallel share the process's default logger: each one's in-process.log
+// then has the in-process lines of both.
 func keepLogs(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "slotplane-e2e-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
 	require.NoError(t, err)
 	own, err := os.Create(filepath.Join(dir, "in-process.log"))
 	require.NoError(t, err)
-	was := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(own, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	inProcess.add(own)
 	// controller-runtime's own logger (the client's informers) writes there too; it is set
-	// once per process, and slog's default follows each test's file.
+	// once per process, and slog's default follows the tests' files.
 	ctrlLogOnce.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(defaultHandler{})) })
 	t.Cleanup(func() {
-		slog.SetDefault(was)
+		inProcess.remove(own)
 		_ = own.Close()
 		if !t.Failed() {
 			_ = os.RemoveAll(dir)
@@ -142,6 +143,45 @@ func keepLogs(t *testing.T) string {
 		t.Logf("the whole logs are kept in %s", dir)
 	})
 	return dir
+}
+
+// inProcess writes every line of slog's default logger to each running test's
+// in-process.log, while at least one test runs; otherwise the default is the process's own.
+var inProcess = &logFanout{files: map[*os.File]bool{}}
+
+type logFanout struct {
+	mu    sync.Mutex
+	files map[*os.File]bool
+	was   *slog.Logger
+}
+
+func (f *logFanout) add(file *os.File) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.files) == 0 {
+		f.was = slog.Default()
+		slog.SetDefault(slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	}
+	f.files[file] = true
+}
+
+func (f *logFanout) remove(file *os.File) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.files, file)
+	if len(f.files) == 0 {
+		slog.SetDefault(f.was)
+	}
+}
+
+// Write hands one record (slog writes each in one call) to every file.
+func (f *logFanout) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for file := range f.files {
+		_, _ = file.Write(p)
+	}
+	return len(p), nil
 }
 
 var ctrlLogOnce sync.Once
@@ -422,6 +462,7 @@ func (l *slotLedger) check(t *testing.T) {
 // are killed and started again mid-way. Every job ends Completed in the slots it was given,
 // every application finished, and every slot is free again with its ghost back.
 func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
+	t.Parallel() // no timing it asserts on: it may share the machine with another such test
 	p := startE2E(t, `<allocations>
   <queue name="root">
     <queue name="a"><weight>1</weight></queue>
