@@ -42,6 +42,9 @@ func resourcesOf(r queue.Resources) Resources {
 
 func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
 	out := QueueTree{TestBed: bed, ConfigVersion: r.ConfigVersion, ConfigError: r.ConfigError, Queues: []Queue{}, Waiting: []QueuedJob{}, Running: []QueuedJob{}}
+	for _, i := range r.Ignored {
+		out.Ignored = append(out.Ignored, i.String())
+	}
 	for _, q := range r.Queues {
 		out.Queues = append(out.Queues, Queue{Path: q.Path, Leaf: q.Leaf, SteadyShare: resourcesOf(q.SteadyShare), FairShare: resourcesOf(q.FairShare),
 			Usage: resourcesOf(q.Usage), Demand: resourcesOf(q.Demand), PendingDemand: resourcesOf(q.PendingDemand),

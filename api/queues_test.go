@@ -25,3 +25,15 @@ func TestQueueTree_CarriesExactAmounts(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"memoryBytes": 536870912, "milliCores": 250}`, string(raw))
 }
+
+// The settings of the file in force that slotplane does not act on reach the answer, each
+// saying where and why.
+func TestQueueTree_ListsTheIgnoredSettings(t *testing.T) {
+	tree := queueTreeOf("bed", &workflows.AdmissionReport{Ignored: []queue.Ignored{
+		{Line: 13, Element: "maxContainerAllocation", Queue: "root.etl", Reason: "no container sizes"},
+	}})
+	require.Equal(t, []string{"line 13, <maxContainerAllocation> of root.etl: no container sizes"}, tree.Ignored)
+	raw, err := json.Marshal(tree)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"ignored":["line 13, \u003cmaxContainerAllocation\u003e of root.etl: no container sizes"]`)
+}

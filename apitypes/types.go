@@ -193,11 +193,15 @@ type QueueTree struct {
 	TestBed string `json:"testBed"`
 	// ConfigVersion is the allocation file in force (the ConfigMap's resourceVersion);
 	// ConfigError, when set, says why a newer file was refused.
-	ConfigVersion string      `json:"configVersion,omitempty"`
-	ConfigError   string      `json:"configError,omitempty"`
-	Queues        []Queue     `json:"queues"`
-	Waiting       []QueuedJob `json:"waiting"`
-	Running       []QueuedJob `json:"running"`
+	ConfigVersion string `json:"configVersion,omitempty"`
+	ConfigError   string `json:"configError,omitempty"`
+	// Ignored lists the settings of the file in force that slotplane accepts, as the Fair
+	// Scheduler does, and does not act on, each with where and why ("line 13,
+	// <maxContainerAllocation> of root.etl: ...").
+	Ignored []string    `json:"ignored,omitempty"`
+	Queues  []Queue     `json:"queues"`
+	Waiting []QueuedJob `json:"waiting"`
+	Running []QueuedJob `json:"running"`
 }
 
 // Queue is one queue of the tree: its shares, what it uses and what waits in it.

@@ -17,18 +17,25 @@ import (
 	"slotplane/api"
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	"slotplane/crds/v1alpha1"
+	"slotplane/examples"
 )
 
 // Two streaming Flink jobs submitted through the API run until someone suspends their
 // FlinkDeployments (kubectl patch of job.state, as a Flink operator's user stops a streaming
 // job with its state kept). One ends Completed, as suspendedOutcome defaults to; the other,
 // submitted with suspendedOutcome Failed, ends Failed. Both release their slots.
+//
+// The queues are examples/fair-scheduler-hadoop3.xml, a Hadoop 3 cluster's file: it loads on
+// the platform, and the queues API lists what in it means nothing for slots.
 func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
-	p := startE2E(t, `<allocations><queue name="streams"/></allocations>`)
+	t.Parallel() // no timing it asserts on: it may share the machine with another such test
+	queues, err := examples.Files.ReadFile("fair-scheduler-hadoop3.xml")
+	require.NoError(t, err)
+	p := startE2E(t, string(queues))
 	c := p.api
 	ctx := context.Background()
 	for name, outcome := range map[string]v1alpha1.RunOutcome{"clicks": "", "fraud": v1alpha1.RunFailed} {
-		_, err := c.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkFlink, Queue: "root.streams", SuspendedOutcome: outcome,
+		_, err := c.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkFlink, Queue: "root.analytics.adhoc", SuspendedOutcome: outcome,
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Stream", MainApplicationFile: "local:///opt/flink/usrlib/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("1Gi")}})
 		require.NoError(t, err, name)
@@ -36,7 +43,7 @@ func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, outcome, j.SuspendedOutcome, "the API shows the job's suspendedOutcome")
 	}
-	_, err := c.CreateScheduling(ctx, api.SchedulingRequest{Name: "streams", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.streams",
+	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "streams", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "clicks", Replication: 2}, {Name: "fraud", Replication: 2}}})
 	require.NoError(t, err)
 
@@ -51,6 +58,11 @@ func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
 		}
 		return true
 	}, 2*time.Minute, 250*time.Millisecond, "both streams run")
+	report, err := c.Queues(ctx, "bed")
+	require.NoError(t, err)
+	require.Empty(t, report.ConfigError, "the Hadoop 3 file is in force")
+	require.Len(t, report.Ignored, 4, "%v", report.Ignored)
+	require.Contains(t, report.Ignored[2], "<maxResources> of root.streaming: yarn.io/gpu")
 	time.Sleep(2 * time.Second) // running, not just started
 	for _, name := range []string{"clicks", "fraud"} {
 		j, err := c.GetJob(ctx, name)

@@ -25,3 +25,41 @@ func TestExamples_AllocationFile(t *testing.T) {
 		t.Error("analysts submit to analytics only")
 	}
 }
+
+// The same teams in Hadoop 3's style load, mean the same where they say the same, and
+// list what has no meaning for slots.
+func TestExamples_Hadoop3AllocationFile(t *testing.T) {
+	data, err := examples.Files.ReadFile("fair-scheduler-hadoop3.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := queue.ParseAllocations(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Place(queue.Submitter{User: "alice", PrimaryGroup: "analysts"})
+	if err != nil || p.Queue != "root.users.alice" {
+		t.Fatalf("placement %+v %v", p, err)
+	}
+	tree := queue.NewTree(a)
+	total := queue.MBVCores(98304, 48)
+	if got := tree.MinResources(tree.Queue("analytics")); got != queue.MBVCores(16384, 8) {
+		t.Errorf("analytics' minResources %v", got)
+	}
+	alice, err := tree.Ensure(p.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[*queue.Queue]queue.Resources{
+		tree.Queue("analytics"): queue.MBVCores(73728, 36),
+		tree.Queue("streaming"): queue.MBVCores(49152, 24),
+		alice:                   {MemoryBytes: 9830 << 20, MilliCores: 4800}, // a tenth, down to whole mb
+	} {
+		if got := tree.MaxResources(q, total); got != want {
+			t.Errorf("maxResources of %s = %v, want %v", q.Path, got, want)
+		}
+	}
+	if len(a.Ignored) != 4 {
+		t.Errorf("ignored: %v", a.Ignored)
+	}
+}

@@ -396,7 +396,7 @@ func (s *snapshot) blocked(leaf *Queue, a App) (string, blockKind) {
 		}
 	}
 	for q := leaf; q != nil; q = q.parent {
-		if q == s.t.root && (q.Config == nil || q.Config.MaxResources == nil) {
+		if q == s.t.root && !s.t.limitsResources(q) {
 			continue // root's only limit is the capacity, checked below
 		}
 		max := s.t.MaxResources(q, s.c.Total)

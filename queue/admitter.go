@@ -997,9 +997,11 @@ func (a *Admitter) Move(m Move) (Moved, error) {
 type Report struct {
 	ConfigVersion string
 	ConfigError   string
-	Queues        []QueueReport
-	Waiting       []Entry
-	Running       []Entry
+	// Ignored are the file's settings in force that slotplane reads and does not act on.
+	Ignored []Ignored `json:",omitempty"`
+	Queues  []QueueReport
+	Waiting []Entry
+	Running []Entry
 }
 
 // QueueReport is one queue's shares and use.
@@ -1020,6 +1022,9 @@ func (a *Admitter) Report() Report { return a.buildReport() }
 func (a *Admitter) buildReport() Report {
 	r := Report{ConfigVersion: a.st.Config.Version, ConfigError: a.st.Config.Rejected,
 		Waiting: cloneEntries(a.st.Waiting), Running: cloneEntries(a.st.Running)}
+	if a.st.Config.Allocations != nil {
+		r.Ignored = slices.Clone(a.st.Config.Allocations.Ignored)
+	}
 	slot, total := a.st.Slot, a.st.Total
 	var apps []App
 	running, waiting := map[string]int{}, map[string]int{}

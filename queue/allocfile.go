@@ -30,7 +30,17 @@ type QueueConfig struct {
 	// Parent: type="parent", a queue that holds no applications even without children.
 	Parent                     bool
 	MinResources, MaxResources *Resources
-	MaxRunningApps             *int
+	// MaxResourcesPercent is a maxResources given as shares of the test bed ("50%",
+	// "memory-mb=50%, vcores=25%"); it and MaxResources are never both set.
+	MaxResourcesPercent *Percent
+	// MaxChildResources caps each queue a placement rule creates under this one (an amount
+	// or MaxChildResourcesPercent), as the Fair Scheduler's maxChildResources does.
+	MaxChildResources        *Resources
+	MaxChildResourcesPercent *Percent
+	// AllowPreemptionFrom false protects the queue and its children from being preemption's
+	// victims (unset: allowed).
+	AllowPreemptionFrom *bool
+	MaxRunningApps      *int
 	// MaxAMShare counts on leaf queues only; on a parent it is ignored, as the Fair
 	// Scheduler does (its own example sets one there).
 	MaxAMShare                   *float64
@@ -73,6 +83,7 @@ type Allocations struct {
 	UserMaxAppsDefault                  *int
 	QueueMaxAppsDefault                 *int
 	QueueMaxResourcesDefault            *Resources
+	QueueMaxResourcesDefaultPercent     *Percent
 	QueueMaxAMShareDefault              float64
 	DefaultQueueSchedulingPolicy        Policy
 	DefaultFairSharePreemptionTimeout   *time.Duration
@@ -86,6 +97,26 @@ type Allocations struct {
 	// StateAware tunes the stateaware leaves (slotplane's extension elements
 	// stateAwareSkipStartingWithoutExecutors and stateAwareSlotBackedDoNotHold).
 	StateAware StateAwareOptions
+	// Ignored lists what the file says that has no meaning for slots, each with why: the
+	// Fair Scheduler accepts it, so a YARN file loads, and slotplane says it does nothing.
+	Ignored []Ignored
+}
+
+// Ignored is a setting of the file that slotplane reads and does not act on.
+type Ignored struct {
+	Line    int
+	Element string
+	// Queue is the queue whose element it is ("" at the top level).
+	Queue  string
+	Reason string
+}
+
+func (i Ignored) String() string {
+	where := fmt.Sprintf("line %d, <%s>", i.Line, i.Element)
+	if i.Queue != "" {
+		where += " of " + i.Queue
+	}
+	return where + ": " + i.Reason
 }
 
 // ConfigError is a mistake in an allocation file, with where it is.
@@ -254,9 +285,9 @@ func intoPtr[T any](read func(name string) (T, error), dst **T) elementHandler {
 func (p *parser) allocations(a *Allocations) error {
 	queue := func(s xml.StartElement) error {
 		if name, _ := attr(s, "name"); name == "root" {
-			return p.queueBody(a.Root, s.Name.Local)
+			return p.queueBody(a, a.Root, s.Name.Local)
 		}
-		return p.childQueue(a.Root, s)
+		return p.childQueue(a, a.Root, s)
 	}
 	handlers := map[string]elementHandler{
 		"queue": queue,
@@ -265,7 +296,10 @@ func (p *parser) allocations(a *Allocations) error {
 
 		"userMaxAppsDefault":                     intoPtr(p.count, &a.UserMaxAppsDefault),
 		"queueMaxAppsDefault":                    intoPtr(p.count, &a.QueueMaxAppsDefault),
-		"queueMaxResourcesDefault":               intoPtr(p.resources, &a.QueueMaxResourcesDefault),
+		"queueMaxResourcesDefault":               p.limit(a, "", &a.QueueMaxResourcesDefault, &a.QueueMaxResourcesDefaultPercent),
+		"reservation-agent":                      p.ignore(a, "", whyNoReservations),
+		"reservation-policy":                     p.ignore(a, "", whyNoReservations),
+		"reservation-planner":                    p.ignore(a, "", whyNoReservations),
 		"queueMaxAMShareDefault":                 into(p.amShare, &a.QueueMaxAMShareDefault),
 		"defaultQueueSchedulingPolicy":           into(p.policy, &a.DefaultQueueSchedulingPolicy),
 		"defaultFairSharePreemptionTimeout":      intoPtr(p.seconds, &a.DefaultFairSharePreemptionTimeout),
@@ -283,8 +317,89 @@ func (p *parser) allocations(a *Allocations) error {
 	})
 }
 
+// Why the Fair Scheduler's settings that slotplane reads have no effect.
+const (
+	whyNoReservations = "slotplane has no reservation system (capacity booked ahead for a job): read and kept, it does nothing"
+	whyNoContainers   = "a test bed's slots are all one size, set by the TestBed: there are no container sizes to cap"
+)
+
+// ignore is the handler of an element slotplane accepts and does not act on: its value is
+// read (and must be well-formed) and noted in a.Ignored with why.
+func (p *parser) ignore(a *Allocations, queue, why string) elementHandler {
+	return func(s xml.StartElement) error {
+		line := p.line
+		if _, err := p.text(s.Name.Local); err != nil {
+			return err
+		}
+		a.Ignored = append(a.Ignored, Ignored{Line: line, Element: s.Name.Local, Queue: queue, Reason: why})
+		return nil
+	}
+}
+
+// ignoredACL is ignore for an ACL element: the list must parse, then it is noted.
+func (p *parser) ignoredACL(a *Allocations, queue, why string) elementHandler {
+	return func(s xml.StartElement) error {
+		line := p.line
+		if _, err := p.acl(s.Name.Local); err != nil {
+			return err
+		}
+		a.Ignored = append(a.Ignored, Ignored{Line: line, Element: s.Name.Local, Queue: queue, Reason: why})
+		return nil
+	}
+}
+
+// limit is the handler of a resource limit (maxResources and its kind): an amount into
+// *amount or a share of the test bed into *percent; other resource types are noted as
+// ignored.
+func (p *parser) limit(a *Allocations, queue string, amount **Resources, percent **Percent) elementHandler {
+	return func(s xml.StartElement) error {
+		line := p.line
+		v, err := p.text(s.Name.Local)
+		if err != nil {
+			return err
+		}
+		l, err := ParseResourceLimit(v)
+		if err != nil {
+			return p.errf(s.Name.Local, "%v", err)
+		}
+		*amount, *percent = nil, nil
+		if l.Percent != nil {
+			*percent = l.Percent
+		} else {
+			*amount = &l.Amount
+		}
+		p.otherResources(a, queue, s.Name.Local, line, l.Others)
+		return nil
+	}
+}
+
+// amount is the handler of minResources: an amount, other resource types noted as ignored.
+func (p *parser) amount(a *Allocations, queue string, dst **Resources) elementHandler {
+	return func(s xml.StartElement) error {
+		line := p.line
+		v, err := p.text(s.Name.Local)
+		if err != nil {
+			return err
+		}
+		set, err := parseSetting(v, false)
+		if err != nil {
+			return p.errf(s.Name.Local, "%v", err)
+		}
+		*dst = &set.amount
+		p.otherResources(a, queue, s.Name.Local, line, set.others)
+		return nil
+	}
+}
+
+func (p *parser) otherResources(a *Allocations, queue, element string, line int, others []string) {
+	if len(others) > 0 {
+		a.Ignored = append(a.Ignored, Ignored{Line: line, Element: element, Queue: queue,
+			Reason: strings.Join(others, ", ") + ": slots count memory and cpu only; the rest of the setting holds"})
+	}
+}
+
 // childQueue reads a queue element under parent.
-func (p *parser) childQueue(parent *QueueConfig, s xml.StartElement) error {
+func (p *parser) childQueue(a *Allocations, parent *QueueConfig, s xml.StartElement) error {
 	name, ok := attr(s, "name")
 	switch {
 	case !ok || strings.TrimSpace(name) == "":
@@ -307,18 +422,25 @@ func (p *parser) childQueue(parent *QueueConfig, s xml.StartElement) error {
 		q.Parent = true
 	}
 	parent.Children = append(parent.Children, q)
-	return p.queueBody(q, s.Name.Local)
+	return p.queueBody(a, q, s.Name.Local)
 }
 
 // queueBody reads the elements of queue q's element (named element: queue or pool) into q.
-func (p *parser) queueBody(q *QueueConfig, element string) error {
-	child := func(s xml.StartElement) error { return p.childQueue(q, s) }
+func (p *parser) queueBody(a *Allocations, q *QueueConfig, element string) error {
+	child := func(s xml.StartElement) error { return p.childQueue(a, q, s) }
 	handlers := map[string]elementHandler{
 		"queue": child,
 		"pool":  child,
 
-		"minResources":                 intoPtr(p.resources, &q.MinResources),
-		"maxResources":                 intoPtr(p.resources, &q.MaxResources),
+		"minResources":                 p.amount(a, q.Path, &q.MinResources),
+		"maxResources":                 p.limit(a, q.Path, &q.MaxResources, &q.MaxResourcesPercent),
+		"maxChildResources":            p.limit(a, q.Path, &q.MaxChildResources, &q.MaxChildResourcesPercent),
+		"allowPreemptionFrom":          intoPtr(p.boolean, &q.AllowPreemptionFrom),
+		"aclSubmitReservations":        p.ignoredACL(a, q.Path, whyNoReservations),
+		"aclAdministerReservations":    p.ignoredACL(a, q.Path, whyNoReservations),
+		"aclListReservations":          p.ignoredACL(a, q.Path, whyNoReservations),
+		"reservation":                  p.ignore(a, q.Path, whyNoReservations),
+		"maxContainerAllocation":       p.ignore(a, q.Path, whyNoContainers),
 		"maxRunningApps":               intoPtr(p.count, &q.MaxRunningApps),
 		"maxAMShare":                   intoPtr(p.amShare, &q.MaxAMShare),
 		"weight":                       into(p.weight, &q.Weight),

@@ -216,7 +216,7 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 	}
 	var candidates []App
 	for _, a := range c.Apps {
-		if a.Running && over[a.Queue] && executors[a.ID] > 0 {
+		if q := t.Queue(a.Queue); a.Running && over[a.Queue] && executors[a.ID] > 0 && (q == nil || preemptable(q)) {
 			candidates = append(candidates, a)
 		}
 	}

@@ -111,21 +111,49 @@ func (t *Tree) weight(q *Queue) float64 {
 }
 
 // MaxResources is the queue's limit: its own, or the file's default, or none (total).
+// A share of the test bed ("50%") is taken of total. A queue a placement rule made takes its
+// parent's maxChildResources, when the parent sets one.
 func (t *Tree) MaxResources(q *Queue, total Resources) Resources {
+	amount, percent := t.maxSetting(q)
 	switch {
-	case q.Config != nil && q.Config.MaxResources != nil:
-		return *q.Config.MaxResources
-	case q != t.root && t.alloc.QueueMaxResourcesDefault != nil:
-		return *t.alloc.QueueMaxResourcesDefault
+	case percent != nil:
+		return percent.Of(total)
+	case amount != nil:
+		return *amount
 	default:
 		return total
 	}
 }
 
-// limitsResources: the queue has a maxResources of its own or the file's default (root only
-// its own).
+// maxSetting is the setting that limits q, if any: its own maxResources, its parent's
+// maxChildResources when a placement rule made it, or the file's default (never root's).
+func (t *Tree) maxSetting(q *Queue) (*Resources, *Percent) {
+	switch {
+	case q.Config != nil && (q.Config.MaxResources != nil || q.Config.MaxResourcesPercent != nil):
+		return q.Config.MaxResources, q.Config.MaxResourcesPercent
+	case q.Config == nil && q.parent != nil && q.parent.Config != nil &&
+		(q.parent.Config.MaxChildResources != nil || q.parent.Config.MaxChildResourcesPercent != nil):
+		return q.parent.Config.MaxChildResources, q.parent.Config.MaxChildResourcesPercent
+	case q != t.root:
+		return t.alloc.QueueMaxResourcesDefault, t.alloc.QueueMaxResourcesDefaultPercent
+	}
+	return nil, nil
+}
+
+// limitsResources: some setting limits the queue (root only its own).
 func (t *Tree) limitsResources(q *Queue) bool {
-	return q.Config != nil && q.Config.MaxResources != nil || q != t.root && t.alloc.QueueMaxResourcesDefault != nil
+	amount, percent := t.maxSetting(q)
+	return amount != nil || percent != nil
+}
+
+// preemptable: neither the queue nor an ancestor sets allowPreemptionFrom false.
+func preemptable(q *Queue) bool {
+	for ; q != nil; q = q.parent {
+		if q.Config != nil && q.Config.AllowPreemptionFrom != nil && !*q.Config.AllowPreemptionFrom {
+			return false
+		}
+	}
+	return true
 }
 
 // MinResources is the queue's guaranteed minimum (none by default).

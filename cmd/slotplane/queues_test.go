@@ -28,6 +28,18 @@ func TestQueues_ShowsTheTreeAndAPlacement(t *testing.T) {
 	require.Contains(t, out.String(), "carol may NOT submit")
 }
 
+// A Hadoop 3 style file loads; the settings that mean nothing for slots are listed, each
+// with its line and why.
+func TestQueues_Hadoop3FileListsWhatItIgnores(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, queuesCommand([]string{"-f", "../../examples/fair-scheduler-hadoop3.xml", "-capacity", "memory-mb=98304, vcores=48"}, &out))
+	text := out.String()
+	require.Regexp(t, `(?m)^  analytics\s+parent\s+2\s+fair\s+16384 mb, 8 vcores\s+73728 mb, 36 vcores`, text, "75% of the bed")
+	require.Contains(t, text, "ignored: 4 settings the Fair Scheduler takes that mean nothing for slots")
+	require.Contains(t, text, "line 22, <maxResources> of root.streaming: yarn.io/gpu: slots count memory and cpu only")
+	require.Contains(t, text, "line 18, <maxContainerAllocation> of root.analytics.adhoc: a test bed's slots are all one size")
+}
+
 // The -deadlock table prints each variant's replay as `slotplane simulate` sums it up, and
 // the deadlock's reason under the row that stopped. The figures are worked out in
 // queue.TestDriverDeadlock_OnlyPlainFIFODriverFirstDeadlocks.

@@ -43,6 +43,7 @@ func Queues(o QueuesOptions, out io.Writer) error {
 		return err
 	}
 	render.Preemption(out, a, tree)
+	render.Ignored(out, a)
 	if o.User == "" {
 		return nil
 	}

@@ -40,6 +40,17 @@ func Allocations(out io.Writer, tree *queue.Tree, total queue.Resources) error {
 	return w.Flush()
 }
 
+// Ignored lists what the file sets that slotplane reads and does not act on, with why.
+func Ignored(out io.Writer, a *queue.Allocations) {
+	if len(a.Ignored) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nignored: %d settings the Fair Scheduler takes that mean nothing for slots\n", len(a.Ignored))
+	for _, i := range a.Ignored {
+		fmt.Fprintf(out, "  %s\n", i)
+	}
+}
+
 // Preemption says whether preemption is on and, per leaf, after how long a starved queue
 // takes slots back.
 func Preemption(out io.Writer, a *queue.Allocations, tree *queue.Tree) {

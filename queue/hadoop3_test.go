@@ -1,0 +1,148 @@
+package queue
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A file in Hadoop 3's style: its resource forms, its queue elements, its reservation
+// settings. It loads; what slotplane acts on means what it means in Hadoop; what has no
+// meaning for slots is reported as ignored, with why.
+const hadoop3File = `<?xml version="1.0"?>
+<allocations>
+  <queueMaxResourcesDefault>memory-mb=50%, vcores=50%</queueMaxResourcesDefault>
+  <reservation-agent>org.example.Agent</reservation-agent>
+  <reservation-policy>org.example.Policy</reservation-policy>
+  <reservation-planner>org.example.Planner</reservation-planner>
+  <queue name="root">
+    <aclSubmitApps>alice,bob analysts</aclSubmitApps>
+    <aclAdministerApps>admin</aclAdministerApps>
+    <queue name="etl">
+      <minResources>memory-mb=2048, vcores=2</minResources>
+      <maxResources>memory-mb=8192, vcores=8, yarn.io/gpu=2</maxResources>
+      <maxContainerAllocation>memory-mb=4096, vcores=2</maxContainerAllocation>
+      <allowPreemptionFrom>false</allowPreemptionFrom>
+      <fairSharePreemptionThreshold>0.6</fairSharePreemptionThreshold>
+    </queue>
+    <queue name="users" type="parent">
+      <maxChildResources>25%</maxChildResources>
+      <aclSubmitReservations>alice</aclSubmitReservations>
+      <aclAdministerReservations>admin</aclAdministerReservations>
+      <aclListReservations>*</aclListReservations>
+      <reservation></reservation>
+    </queue>
+    <queue name="adhoc">
+      <maxResources>20% memory, 10% cpu</maxResources>
+    </queue>
+  </queue>
+  <queuePlacementPolicy>
+    <rule name="specified" create="false"/>
+    <rule name="nestedUserQueue" create="true"><rule name="default" queue="users"/></rule>
+    <rule name="default" queue="adhoc"/>
+  </queuePlacementPolicy>
+</allocations>`
+
+func TestParseAllocations_Hadoop3Style(t *testing.T) {
+	a, err := ParseAllocations([]byte(hadoop3File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	etl, users, adhoc := a.Queue("etl"), a.Queue("users"), a.Queue("adhoc")
+	if *etl.MinResources != MBVCores(2048, 2) || *etl.MaxResources != MBVCores(8192, 8) || *etl.AllowPreemptionFrom || *etl.FairSharePreemptionThreshold != 0.6 {
+		t.Errorf("etl: %+v", etl)
+	}
+	if users.MaxChildResourcesPercent == nil || *users.MaxChildResourcesPercent != (Percent{Memory: 25, CPU: 25}) {
+		t.Errorf("users' maxChildResources: %+v", users.MaxChildResourcesPercent)
+	}
+	if adhoc.MaxResourcesPercent == nil || *adhoc.MaxResourcesPercent != (Percent{Memory: 20, CPU: 10}) || adhoc.MaxResources != nil {
+		t.Errorf("adhoc: %+v", adhoc)
+	}
+	var got []string
+	for _, i := range a.Ignored {
+		got = append(got, i.String())
+	}
+	want := []string{
+		"line 4, <reservation-agent>: " + whyNoReservations,
+		"line 5, <reservation-policy>: " + whyNoReservations,
+		"line 6, <reservation-planner>: " + whyNoReservations,
+		"line 12, <maxResources> of root.etl: yarn.io/gpu: slots count memory and cpu only; the rest of the setting holds",
+		"line 13, <maxContainerAllocation> of root.etl: " + whyNoContainers,
+		"line 19, <aclSubmitReservations> of root.users: " + whyNoReservations,
+		"line 20, <aclAdministerReservations> of root.users: " + whyNoReservations,
+		"line 21, <aclListReservations> of root.users: " + whyNoReservations,
+		"line 22, <reservation> of root.users: " + whyNoReservations,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ignored (-want +got)\n%s", diff)
+	}
+
+	// The limits, on a test bed of 40 slots of 1 vcore and 1 GiB.
+	tr := NewTree(a)
+	total := slots(40)
+	for path, want := range map[string]Resources{
+		"root.etl":   MBVCores(8192, 8),   // its own
+		"root.adhoc": MBVCores(8192, 4),   // 20% of the memory, 10% of the cpu
+		"root.users": MBVCores(20480, 20), // the file's default: half of each
+		"root":       total,               // root takes no default
+	} {
+		if got := tr.MaxResources(tr.Queue(path), total); got != want {
+			t.Errorf("maxResources of %s = %v, want %v", path, got, want)
+		}
+	}
+	// A queue a placement rule makes under users takes users' maxChildResources.
+	alice, err := tr.Ensure("root.users.alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.MaxResources(alice, total); got != MBVCores(10240, 10) {
+		t.Errorf("a created child of users: %v, want a quarter of the bed", got)
+	}
+}
+
+// allowPreemptionFrom false keeps preemption off a queue and everything under it, however
+// far above its share it is: the starving queue gets what the other queues can give.
+func TestPlanPreemption_AllowPreemptionFromFalseProtects(t *testing.T) {
+	tr := tree(t, `<allocations>
+  <queue name="a"/>
+  <queue name="safe"><allowPreemptionFrom>false</allowPreemptionFrom><queue name="inner"/></queue>
+  <queue name="b"/>
+</allocations>`)
+	apps := []App{
+		{ID: "shielded", Queue: "root.safe.inner", Order: 1, Running: true, Usage: slots(8), Demand: slots(8)},
+		{ID: "exposed", Queue: "root.b", Order: 2, Running: true, Usage: slots(4), Demand: slots(4)},
+		{ID: "wants", Queue: "root.a", Order: 3, Demand: slots(4)},
+	}
+	starving := []Starving{{Queue: "root.a", Amount: slots(4)}}
+	got := tr.PlanPreemption(Cluster{Total: slots(12), Apps: apps}, starving, slots(1), map[string]int{"shielded": 8, "exposed": 4})
+	for _, v := range got {
+		if v.App == "shielded" {
+			t.Fatalf("a job of a protected queue was chosen: %+v", got)
+		}
+	}
+	// Without the protection, the same job gives slots too.
+	open := tree(t, `<allocations><queue name="a"/><queue name="safe"><queue name="inner"/></queue><queue name="b"/></allocations>`)
+	got = open.PlanPreemption(Cluster{Total: slots(12), Apps: apps}, starving, slots(1), map[string]int{"shielded": 8, "exposed": 4})
+	if !slices.ContainsFunc(got, func(v Victim) bool { return v.App == "shielded" }) {
+		t.Fatalf("unprotected, the job far above its share should give: %+v", got)
+	}
+}
+
+// Truly unknown elements are still errors, at the top level and in a queue.
+func TestParseAllocations_UnknownHadoop3LookalikesStayErrors(t *testing.T) {
+	for _, bad := range []string{
+		"<allocations><reservation-agents>x</reservation-agents></allocations>",
+		`<allocations><queue name="a"><maxChildResource>25%</maxChildResource></queue></allocations>`,
+		`<allocations><queue name="a"><minResources>50%</minResources></queue></allocations>`,
+		`<allocations><queue name="a"><maxResources>memory-mb=50%, vcores=2</maxResources></queue></allocations>`,
+		`<allocations><queue name="a"><aclSubmitReservations><x/></aclSubmitReservations></queue></allocations>`,
+	} {
+		if _, err := ParseAllocations([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		} else if !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("%s: %v names no line", bad, err)
+		}
+	}
+}
