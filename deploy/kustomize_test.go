@@ -870,11 +870,13 @@ func TestKustomize_ComponentsRunTheImageMakeImageBuilds(t *testing.T) {
 	}
 
 	digest := "sha256:" + strings.Repeat("0f", 32)
-	overlay := renderOverlay(t, `images:
-- name: `+name+`
+	overlay := renderOverlay(t, func(string) string {
+		return `images:
+- name: ` + name + `
   newName: registry.example.com/slotplane
-  digest: `+digest+`
-`)
+  digest: ` + digest + `
+`
+	})
 	for _, d := range overlay.deployments {
 		img := d.Spec.Template.Spec.Containers[0].Image
 		isSlotplane := slices.Contains(slotplaneComponents, d.Spec.Template.Labels["app.kubernetes.io/component"])
@@ -888,8 +890,8 @@ func TestKustomize_ComponentsRunTheImageMakeImageBuilds(t *testing.T) {
 }
 
 // renderOverlay renders an overlay of the base: its resources line, then the rest of its
-// kustomization.
-func renderOverlay(t testing.TB, rest string) *rendered {
+// kustomization, which rest writes given the base's path relative to the overlay.
+func renderOverlay(t testing.TB, rest func(base string) string) *rendered {
 	t.Helper()
 	base, err := filepath.Abs(baseDir)
 	if err != nil {
@@ -900,7 +902,7 @@ func renderOverlay(t testing.TB, rest string) *rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources:\n- "+rel+"\n"+rest), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources:\n- "+rel+"\n"+rest(rel)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return render(t, dir)
@@ -909,19 +911,9 @@ func renderOverlay(t testing.TB, rest string) *rendered {
 // An overlay as README.md shows it: another image tag, another Temporal address, and the API
 // on a token file from a Secret (components/api-tokens).
 func TestKustomize_OverlaySetsImageTemporalAndTokenFile(t *testing.T) {
-	base, err := filepath.Abs(baseDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	rel, err := filepath.Rel(dir, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kustomization := `resources:
-- ` + rel + `
-components:
-- ` + filepath.Join(rel, "components", "api-tokens") + `
+	r := renderOverlay(t, func(base string) string {
+		return `components:
+- ` + filepath.Join(base, "components", "api-tokens") + `
 images:
 - name: ghcr.io/slotplane/slotplane
   newTag: v9.9.9
@@ -936,10 +928,7 @@ secretGenerator:
   literals:
   - tokens.csv=s3cret,alice,admins
 `
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := render(t, dir)
+	})
 	for _, d := range r.deployments {
 		if img := d.Spec.Template.Spec.Containers[0].Image; strings.HasPrefix(img, "ghcr.io/slotplane/") && img != "ghcr.io/slotplane/slotplane:v9.9.9" {
 			t.Errorf("%s runs %s, not the overlay's tag", d.Name, img)

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+
+	"slotplane/metrics"
 )
 
 // scrape reads one component's /metrics as Prometheus would.
@@ -32,39 +34,10 @@ func (p *e2ePlatform) scrape(t *testing.T, component string) metricFamilies {
 
 type metricFamilies map[string]*dto.MetricFamily
 
-// sum adds up every series of the family whose labels include match; the second result is
-// false when the family is missing or no series matches.
+// sum adds up every series of the family whose labels include match (metrics.Sum); the
+// second result is false when the family is missing or no series matches.
 func (m metricFamilies) sum(name string, match map[string]string) (float64, bool) {
-	mf, ok := m[name]
-	if !ok {
-		return 0, false
-	}
-	var total float64
-	found := false
-series:
-	for _, s := range mf.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range s.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		for k, v := range match {
-			if labels[k] != v {
-				continue series
-			}
-		}
-		found = true
-		switch {
-		case s.Counter != nil:
-			total += s.GetCounter().GetValue()
-		case s.Gauge != nil:
-			total += s.GetGauge().GetValue()
-		case s.Histogram != nil:
-			total += float64(s.GetHistogram().GetSampleCount())
-		case s.Untyped != nil:
-			total += s.GetUntyped().GetValue()
-		}
-	}
-	return total, found
+	return metrics.Sum(m[name], match)
 }
 
 // need is sum that fails the test when nothing matches.

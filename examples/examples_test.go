@@ -7,9 +7,11 @@ import (
 	"slotplane/queue"
 )
 
-// The sample allocation file parses and places a job the way its comment says.
-func TestExamples_AllocationFile(t *testing.T) {
-	data, err := examples.Files.ReadFile("fair-scheduler.xml")
+// allocations parses an example allocation file and checks it places alice, of the
+// analysts, in her own queue under users, as both files' comments say.
+func allocations(t *testing.T, file string) (*queue.Allocations, queue.Placement) {
+	t.Helper()
+	data, err := examples.Files.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,6 +23,12 @@ func TestExamples_AllocationFile(t *testing.T) {
 	if err != nil || p.Queue != "root.users.alice" {
 		t.Fatalf("placement %+v %v", p, err)
 	}
+	return a, p
+}
+
+// The sample allocation file parses and places a job the way its comment says.
+func TestExamples_AllocationFile(t *testing.T) {
+	a, _ := allocations(t, "fair-scheduler.xml")
 	if !a.Allowed(queue.Submit, "analytics.daily", "alice", []string{"analysts"}) || a.Allowed(queue.Submit, "streaming", "alice", []string{"analysts"}) {
 		t.Error("analysts submit to analytics only")
 	}
@@ -29,18 +37,7 @@ func TestExamples_AllocationFile(t *testing.T) {
 // The same teams in Hadoop 3's style load, mean the same where they say the same, and
 // list what has no meaning for slots.
 func TestExamples_Hadoop3AllocationFile(t *testing.T) {
-	data, err := examples.Files.ReadFile("fair-scheduler-hadoop3.xml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := queue.ParseAllocations(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := a.Place(queue.Submitter{User: "alice", PrimaryGroup: "analysts"})
-	if err != nil || p.Queue != "root.users.alice" {
-		t.Fatalf("placement %+v %v", p, err)
-	}
+	a, p := allocations(t, "fair-scheduler-hadoop3.xml")
 	tree := queue.NewTree(a)
 	total := queue.MBVCores(98304, 48)
 	if got := tree.MinResources(tree.Queue("analytics")); got != queue.MBVCores(16384, 8) {

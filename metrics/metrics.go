@@ -104,3 +104,38 @@ func Only(prefix string, g prometheus.Gatherer) prometheus.Gatherer {
 		return out, err
 	})
 }
+
+// Sum adds up the series of a gathered family whose labels include match: a counter's,
+// gauge's or untyped value, a histogram's or summary's count. found is false when mf is nil
+// or no series matches. Checks and tests read families with it.
+func Sum(mf *dto.MetricFamily, match map[string]string) (total float64, found bool) {
+	if mf == nil {
+		return 0, false
+	}
+series:
+	for _, s := range mf.GetMetric() {
+		labels := make(map[string]string, len(s.GetLabel()))
+		for _, l := range s.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range match {
+			if labels[k] != v {
+				continue series
+			}
+		}
+		found = true
+		switch {
+		case s.Counter != nil:
+			total += s.GetCounter().GetValue()
+		case s.Gauge != nil:
+			total += s.GetGauge().GetValue()
+		case s.Histogram != nil:
+			total += float64(s.GetHistogram().GetSampleCount())
+		case s.Summary != nil:
+			total += float64(s.GetSummary().GetSampleCount())
+		case s.Untyped != nil:
+			total += s.GetUntyped().GetValue()
+		}
+	}
+	return total, found
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestTemporal_KindsNamesAndLabels(t *testing.T) {
@@ -69,6 +70,40 @@ func TestSanitize(t *testing.T) {
 	for in, want := range map[string]string{"task-queue": "task_queue", "9lives": "_lives", "ok_1": "ok_1", "a.b/c": "a_b_c"} {
 		if got := sanitize(in); got != want {
 			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSum_MatchesLabelsAcrossKinds(t *testing.T) {
+	tm := NewTemporal()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(tm)
+	h := tm.Handler()
+	h.WithTags(map[string]string{"queue": "a", "outcome": "Completed"}).Counter("jobs").Inc(2)
+	h.WithTags(map[string]string{"queue": "b", "outcome": "Completed"}).Counter("jobs").Inc(3)
+	h.WithTags(map[string]string{"queue": "a"}).Timer("wait").Record(time.Second)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		byName[mf.GetName()] = mf
+	}
+	for _, c := range []struct {
+		name  string
+		match map[string]string
+		total float64
+		found bool
+	}{
+		{"jobs_total", nil, 5, true},
+		{"jobs_total", map[string]string{"queue": "a"}, 2, true},
+		{"jobs_total", map[string]string{"queue": "c"}, 0, false},
+		{"wait_seconds", map[string]string{"queue": "a"}, 1, true}, // a histogram's count
+		{"absent", nil, 0, false},
+	} {
+		if total, found := Sum(byName[c.name], c.match); total != c.total || found != c.found {
+			t.Errorf("Sum(%s, %v) = %v, %v; want %v, %v", c.name, c.match, total, found, c.total, c.found)
 		}
 	}
 }

@@ -297,9 +297,9 @@ func (p *parser) allocations(a *Allocations) error {
 		"userMaxAppsDefault":                     intoPtr(p.count, &a.UserMaxAppsDefault),
 		"queueMaxAppsDefault":                    intoPtr(p.count, &a.QueueMaxAppsDefault),
 		"queueMaxResourcesDefault":               p.limit(a, "", &a.QueueMaxResourcesDefault, &a.QueueMaxResourcesDefaultPercent),
-		"reservation-agent":                      p.ignore(a, "", whyNoReservations),
-		"reservation-policy":                     p.ignore(a, "", whyNoReservations),
-		"reservation-planner":                    p.ignore(a, "", whyNoReservations),
+		"reservation-agent":                      ignore(p, a, "", whyNoReservations, p.text),
+		"reservation-policy":                     ignore(p, a, "", whyNoReservations, p.text),
+		"reservation-planner":                    ignore(p, a, "", whyNoReservations, p.text),
 		"queueMaxAMShareDefault":                 into(p.amShare, &a.QueueMaxAMShareDefault),
 		"defaultQueueSchedulingPolicy":           into(p.policy, &a.DefaultQueueSchedulingPolicy),
 		"defaultFairSharePreemptionTimeout":      intoPtr(p.seconds, &a.DefaultFairSharePreemptionTimeout),
@@ -323,24 +323,13 @@ const (
 	whyNoContainers   = "a test bed's slots are all one size, set by the TestBed: there are no container sizes to cap"
 )
 
-// ignore is the handler of an element slotplane accepts and does not act on: its value is
-// read (and must be well-formed) and noted in a.Ignored with why.
-func (p *parser) ignore(a *Allocations, queue, why string) elementHandler {
+// ignore is the handler of an element slotplane accepts and does not act on: read reads
+// its value (which must be well-formed: text, or an ACL that parses), and the element is
+// noted in a.Ignored with why.
+func ignore[T any](p *parser, a *Allocations, queue, why string, read func(name string) (T, error)) elementHandler {
 	return func(s xml.StartElement) error {
 		line := p.line
-		if _, err := p.text(s.Name.Local); err != nil {
-			return err
-		}
-		a.Ignored = append(a.Ignored, Ignored{Line: line, Element: s.Name.Local, Queue: queue, Reason: why})
-		return nil
-	}
-}
-
-// ignoredACL is ignore for an ACL element: the list must parse, then it is noted.
-func (p *parser) ignoredACL(a *Allocations, queue, why string) elementHandler {
-	return func(s xml.StartElement) error {
-		line := p.line
-		if _, err := p.acl(s.Name.Local); err != nil {
+		if _, err := read(s.Name.Local); err != nil {
 			return err
 		}
 		a.Ignored = append(a.Ignored, Ignored{Line: line, Element: s.Name.Local, Queue: queue, Reason: why})
@@ -436,11 +425,11 @@ func (p *parser) queueBody(a *Allocations, q *QueueConfig, element string) error
 		"maxResources":                 p.limit(a, q.Path, &q.MaxResources, &q.MaxResourcesPercent),
 		"maxChildResources":            p.limit(a, q.Path, &q.MaxChildResources, &q.MaxChildResourcesPercent),
 		"allowPreemptionFrom":          intoPtr(p.boolean, &q.AllowPreemptionFrom),
-		"aclSubmitReservations":        p.ignoredACL(a, q.Path, whyNoReservations),
-		"aclAdministerReservations":    p.ignoredACL(a, q.Path, whyNoReservations),
-		"aclListReservations":          p.ignoredACL(a, q.Path, whyNoReservations),
-		"reservation":                  p.ignore(a, q.Path, whyNoReservations),
-		"maxContainerAllocation":       p.ignore(a, q.Path, whyNoContainers),
+		"aclSubmitReservations":        ignore(p, a, q.Path, whyNoReservations, p.acl),
+		"aclAdministerReservations":    ignore(p, a, q.Path, whyNoReservations, p.acl),
+		"aclListReservations":          ignore(p, a, q.Path, whyNoReservations, p.acl),
+		"reservation":                  ignore(p, a, q.Path, whyNoReservations, p.text),
+		"maxContainerAllocation":       ignore(p, a, q.Path, whyNoContainers, p.text),
 		"maxRunningApps":               intoPtr(p.count, &q.MaxRunningApps),
 		"maxAMShare":                   intoPtr(p.amShare, &q.MaxAMShare),
 		"weight":                       into(p.weight, &q.Weight),
@@ -555,18 +544,6 @@ func (p *parser) count(name string) (int, error) {
 		return 0, p.errf(name, "%q is not a whole, non-negative number", v)
 	}
 	return n, nil
-}
-
-func (p *parser) resources(name string) (Resources, error) {
-	v, err := p.text(name)
-	if err != nil {
-		return Resources{}, err
-	}
-	r, err := ParseResources(v)
-	if err != nil {
-		return Resources{}, p.errf(name, "%v", err)
-	}
-	return r, nil
 }
 
 // amShare is a fraction of the fair share in (0, 1], or -1 to turn the check off.

@@ -243,26 +243,13 @@ func counted(t *testing.T, m *metrics.Temporal, name string, match map[string]st
 	require.NoError(t, reg.Register(m))
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
-	var total float64
 	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, s := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range s.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range match {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			total += s.GetCounter().GetValue() + float64(s.GetHistogram().GetSampleCount())
+		if mf.GetName() == name {
+			total, _ := metrics.Sum(mf, match)
+			return total
 		}
 	}
-	return total
+	return 0
 }
 
 // A configuration the queue core fails on (it panics building the queues) does not stop

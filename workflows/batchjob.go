@@ -158,8 +158,7 @@ func (j *jobRunner) released(ctx workflow.Context, why string) {
 
 // countEnd counts the end of the status's run (slotplane_finished_jobs_total).
 func (j *jobRunner) countEnd(ctx workflow.Context, outcome v1alpha1.RunOutcome) {
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"namespace": j.key.Namespace, "testbed": j.status.TestBed, "outcome": string(outcome)}).
-		Counter(metricFinished).Inc(1)
+	metricsFor(ctx, j.key.Namespace, j.status.TestBed, "").WithTags(map[string]string{"outcome": string(outcome)}).Counter(metricFinished).Inc(1)
 }
 
 // acts is how workflows name activities: methods of a nil *Activities.

@@ -179,16 +179,17 @@ func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.Spark
 	return app
 }
 
-// flinkDep is a FlinkDeployment of one TaskManager that runs for runFor.
-func flinkDep(name, runFor string) *flinkv1beta1.FlinkDeployment {
-	cpu, one := 1.0, int32(1)
+// flinkDep is a FlinkDeployment that runs for runFor, its job on taskManagers TaskManagers of
+// memory each, one slot resource apiece.
+func flinkDep(name, runFor string, taskManagers int32, memory string) *flinkv1beta1.FlinkDeployment {
+	cpu := 1.0
 	return &flinkv1beta1.FlinkDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
 		Spec: flinkv1beta1.FlinkDeploymentSpec{
 			Image: "flink:1.20", Mode: flinkv1beta1.DeploymentModeNative,
 			JobManager: &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1024m"}},
 			TaskManager: &flinkv1beta1.TaskManagerSpec{
-				Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}, Replicas: &one,
+				Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: memory}, Replicas: &taskManagers,
 				PodTemplate: &flinkv1beta1.PodTemplate{Spec: &corev1.PodSpec{Containers: []corev1.Container{{
 					Name: appsim.FlinkMainContainer,
 					Resources: corev1.ResourceRequirements{
@@ -197,7 +198,7 @@ func flinkDep(name, runFor string) *flinkv1beta1.FlinkDeployment {
 					},
 				}}}},
 			},
-			Job: &flinkv1beta1.JobSpec{JarURI: "local:///opt/flink/usrlib/app.jar", Parallelism: 1, State: flinkv1beta1.JobStateRunning},
+			Job: &flinkv1beta1.JobSpec{JarURI: "local:///opt/flink/usrlib/app.jar", Parallelism: taskManagers, State: flinkv1beta1.JobStateRunning},
 		},
 	}
 }
@@ -312,25 +313,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 		t.Run("FlinkRunsJobManagerThenTaskManagersAndFinishes", func(t *testing.T) {
 			t.Parallel()
 			states := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "clicks", flinkState)
-			cpu, two := 1.0, int32(2)
-			dep := &flinkv1beta1.FlinkDeployment{
-				ObjectMeta: metav1.ObjectMeta{Name: "clicks", Namespace: ns, Annotations: map[string]string{appsim.SimDurationAnnotation: "3s"}},
-				Spec: flinkv1beta1.FlinkDeploymentSpec{
-					Image: "flink:1.20", Mode: flinkv1beta1.DeploymentModeNative,
-					JobManager: &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1024m"}},
-					TaskManager: &flinkv1beta1.TaskManagerSpec{
-						Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "2g"}, Replicas: &two,
-						PodTemplate: &flinkv1beta1.PodTemplate{Spec: &corev1.PodSpec{Containers: []corev1.Container{{
-							Name: appsim.FlinkMainContainer,
-							Resources: corev1.ResourceRequirements{
-								Requests: corev1.ResourceList{slotRes: resource.MustParse("1")},
-								Limits:   corev1.ResourceList{slotRes: resource.MustParse("1")},
-							},
-						}}}},
-					},
-					Job: &flinkv1beta1.JobSpec{JarURI: "local:///opt/flink/usrlib/app.jar", Parallelism: 2},
-				},
-			}
+			dep := flinkDep("clicks", "3s", 2, "2g")
 			require.NoError(t, e.cl.Create(ctx, dep))
 			require.Eventually(t, func() bool {
 				return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobRunning &&
@@ -426,7 +409,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 			lifecycles := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "stream", func(o any) string {
 				return string(o.(*flinkv1beta1.FlinkDeployment).Status.LifecycleState)
 			})
-			dep := flinkDep("stream", "1h")
+			dep := flinkDep("stream", "1h", 1, "1g")
 			dep.Annotations[appsim.SimDetourAnnotation] = "job=RESTARTING,lifecycle=UPGRADING,job=FAILING"
 			require.NoError(t, e.cl.Create(ctx, dep))
 			require.Eventually(t, func() bool {
@@ -444,7 +427,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 
 		t.Run("FlinkEndsSuspendedWhenAsked", func(t *testing.T) {
 			t.Parallel()
-			dep := flinkDep("nightly-stop", "2s")
+			dep := flinkDep("nightly-stop", "2s", 1, "1g")
 			dep.Annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeSuspended
 			require.NoError(t, e.cl.Create(ctx, dep))
 			require.Eventually(t, func() bool {
