@@ -317,7 +317,10 @@ func clientVerified(next http.Handler) http.Handler {
 
 // Stop ends the server, letting calls in flight finish for up to five seconds.
 func (s *Server) Stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// net/http counts a connection that has sent no request yet as busy for its first 5 s, so
+	// a shutdown given only 5 s can time out on a client's spare connection; 10 s lets those
+	// age out while still bounding a request that hangs.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
 	s.cancel()
