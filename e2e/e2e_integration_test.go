@@ -256,12 +256,6 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) *e2ePlatform {
 	t.Helper()
 	logs := keepLogs(t) // first, so that its clean-up runs after every process stopped
-	ports, err := freeport.Get(6)
-	require.NoError(t, err)
-	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	// Each component's Prometheus endpoint (the bridge's is ports[1]).
-	metricsAt := map[string]string{"bridge": "127.0.0.1:" + strconv.Itoa(ports[1]), "worker": "127.0.0.1:" + strconv.Itoa(ports[3]),
-		"api": "127.0.0.1:" + strconv.Itoa(ports[4]), "extender": "127.0.0.1:" + strconv.Itoa(ports[5])}
 	// The platform `slotplane dev` runs, less slotplane's own components: this test runs
 	// them as processes of the binary, as a cluster would.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -277,6 +271,14 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 		}
 	})
 	cluster := dp.Cluster
+
+	// The components' own ports, taken now that the platform is up, just before they bind.
+	ports, err := freeport.Get(6)
+	require.NoError(t, err)
+	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	// Each component's Prometheus endpoint (the bridge's is ports[1]).
+	metricsAt := map[string]string{"bridge": "127.0.0.1:" + strconv.Itoa(ports[1]), "worker": "127.0.0.1:" + strconv.Itoa(ports[3]),
+		"api": "127.0.0.1:" + strconv.Itoa(ports[4]), "extender": "127.0.0.1:" + strconv.Itoa(ports[5])}
 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"), 0o600))

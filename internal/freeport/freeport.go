@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // lowest is the lowest port Get picks: well above the ports daemons are configured on.
@@ -19,8 +20,12 @@ const lowest = 15000
 // local end of any outgoing connection before the caller binds it; below the range only
 // another caller of a fixed or chosen port can take it. The listeners are held until all n
 // are found, so one call never returns the same port twice. A caller that binds the port
-// later can still lose it to another process, and should retry then.
+// later can still lose it to another process, and should retry then. Within one process no
+// port is handed out twice: parallel tests that each start a platform (one test binary) cannot
+// pick a port another has been given and not yet bound.
 func Get(n int) ([]int, error) {
+	given.Lock()
+	defer given.Unlock()
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
@@ -30,7 +35,11 @@ func Get(n int) ([]int, error) {
 	}()
 	hi := ephemeralLow()
 	for tries := 0; len(ports) < n && hi-lowest > 1000 && tries < 100*n; tries++ {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(lowest+rand.IntN(hi-lowest)))
+		p := lowest + rand.IntN(hi-lowest)
+		if given.ports[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			continue // in use: pick another
 		}
@@ -43,10 +52,22 @@ func Get(n int) ([]int, error) {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if p := l.Addr().(*net.TCPAddr).Port; !given.ports[p] {
+			ports = append(ports, p)
+		}
+	}
+	for _, p := range ports {
+		given.ports[p] = true
 	}
 	return ports, nil
 }
+
+// given holds every port Get has returned in this process. The set grows by a handful of
+// ports per platform a test starts, far below the range it is drawn from.
+var given = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's default, 32768,
 // when it cannot be read).

@@ -31,3 +31,21 @@ func TestGet_DistinctFreePortsBelowTheEphemeralRange(t *testing.T) {
 		_ = l.Close()
 	}
 }
+
+// Two calls in one process never share a port, even once the first call's ports are free
+// again (their holder has not bound them yet, or has let them go).
+func TestGet_NeverGivesAPortTwiceInOneProcess(t *testing.T) {
+	seen := map[int]bool{}
+	for range 50 {
+		ports, err := Get(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ports {
+			if seen[p] {
+				t.Fatalf("port %d given twice", p)
+			}
+			seen[p] = true
+		}
+	}
+}
