@@ -143,6 +143,11 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 			}
 			labels[v1alpha1.ActiveSchedulingLabel] = in.Scheduling
 			obj.SetLabels(labels)
+			// A kill spoke of an earlier claim's run (perhaps of a Scheduling of this name
+			// since deleted): the new claim starts clean.
+			annotations := obj.GetAnnotations()
+			delete(annotations, v1alpha1.KillAnnotation)
+			obj.SetAnnotations(annotations)
 			o.holder = in.Scheduling
 			return a.Client.Update(ctx, obj) // carries the resourceVersion: a race conflicts
 		})
@@ -223,15 +228,15 @@ var errCheckAgain = apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("ba
 // the client's rate limit (kubeclient.DefaultQPS) bounds the rest.
 const claimWidth = 8
 
-// eachOf calls f for every name, claimWidth at a time, and returns the first error.
-func eachOf(ctx context.Context, names []string, f func(i int, name string) error) error {
+// eachOf calls f for every item, claimWidth at a time, and returns the first error.
+func eachOf[T any](ctx context.Context, items []T, f func(i int, item T) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(claimWidth)
-	for i, name := range names {
+	for i, item := range items {
 		if ctx.Err() != nil {
 			break
 		}
-		g.Go(func() error { return f(i, name) })
+		g.Go(func() error { return f(i, item) })
 	}
 	return g.Wait()
 }
@@ -278,6 +283,7 @@ func (a *Activities) ReleaseJobs(ctx context.Context, in ClaimInput) error {
 			annotations := obj.GetAnnotations()
 			delete(annotations, v1alpha1.CreationRequestAnnotation)
 			delete(annotations, v1alpha1.AssignedSlotsAnnotation)
+			delete(annotations, v1alpha1.KillAnnotation)
 			obj.SetAnnotations(annotations)
 			return a.Client.Update(ctx, obj)
 		})

@@ -267,6 +267,23 @@ func TestLoadAllocationFile(t *testing.T) {
 	other, err := a.LoadAllocationFile(ctx, activities.AllocationFileRef{Namespace: "default", ConfigMap: "queues", Key: "other.xml", Version: first.Version})
 	require.NoError(t, err)
 	require.True(t, other.Missing, "a missing key is no file: the defaults")
+
+	// The settings, next to the file: a change of either is a new version, a bad one
+	// rejects the pair.
+	cm.Data["fair-scheduler.xml"] = `<allocations><queue name="a"/></allocations>`
+	cm.Data[v1alpha1.QueuesSettingsKey] = `<configuration><property><name>yarn.scheduler.fair.preemption</name><value>true</value></property></configuration>`
+	require.NoError(t, cl.Update(ctx, cm))
+	withSettings, err := a.LoadAllocationFile(ctx, held)
+	require.NoError(t, err)
+	require.NotNil(t, withSettings.Allocations, withSettings.Rejected)
+	require.True(t, withSettings.Allocations.Preemption.Enabled, "the settings are read")
+	held.Version = withSettings.Version
+	cm.Data[v1alpha1.QueuesSettingsKey] = `<configuration><property><name>yarn.scheduler.fair.preemption</name><value>yes</value></property></configuration>`
+	require.NoError(t, cl.Update(ctx, cm))
+	badSettings, err := a.LoadAllocationFile(ctx, held)
+	require.NoError(t, err)
+	require.Nil(t, badSettings.Allocations)
+	require.Contains(t, badSettings.Rejected, "yarn-site.xml line 1, property yarn.scheduler.fair.preemption")
 }
 
 // CheckHolds names the admission keys nobody holds any more, and why; held ones pass.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -61,6 +62,9 @@ type JobObservation struct {
 	// Refused lists the fields of the job's wrapped spec that the namespace's policy does
 	// not allow ("path: reason"); the job cannot run until they are gone or allowed.
 	Refused []string
+	// Kill is the kill of the holder's run, if one was asked (v1alpha1.KillAnnotation); a
+	// kill that names another Scheduling, or does not parse, is none.
+	Kill *v1alpha1.KillRequest `json:",omitempty"`
 }
 
 // ObserveJob reads a BatchJob's claim, creation request and status.
@@ -80,6 +84,14 @@ func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation,
 		}
 		for _, r := range jobapp.CheckSpec(&job.Spec, policy) {
 			obs.Refused = append(obs.Refused, r.String())
+		}
+	}
+	if raw := job.Annotations[v1alpha1.KillAnnotation]; raw != "" {
+		var k v1alpha1.KillRequest
+		if err := json.Unmarshal([]byte(raw), &k); err != nil {
+			slog.Warn("a kill annotation that does not parse is ignored", "job", in.nn().String(), "err", err)
+		} else if k.Scheduling != "" && k.Scheduling == obs.Holder {
+			obs.Kill = &k
 		}
 	}
 	if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" {
@@ -418,6 +430,9 @@ type WriteJobStatusInput struct {
 // WriteJobStatus writes a BatchJob's status; a job that is gone is fine. The conditions the
 // workflow sets replace theirs by type; any other condition on the job stays.
 //
+// The job's queue (status.queue) is Admission's, not the workflow's: the one on the object
+// stays, and goes when the job is Ready.
+//
 // A status that says who holds the job (Ready: nobody; InQueue: a Scheduling) is written
 // only while that is so: the workflow decided on what it read before, and a claim since has
 // written InQueue itself or nudges the workflow (ClaimJobs), a release nudges it. Writing the
@@ -437,6 +452,11 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 		}
 		st := in.Status
 		st.ObservedGeneration = job.Generation
+		// The queue is Admission's to write (RecordQueues); it goes with the holder.
+		st.Queue = job.Status.Queue
+		if st.State == v1alpha1.JobReady {
+			st.Queue = ""
+		}
 		st.Conditions = job.Status.Conditions
 		for _, c := range in.Status.Conditions {
 			meta.SetStatusCondition(&st.Conditions, c)

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -13,40 +14,50 @@ import (
 	"slotplane/queue"
 )
 
-// AllocationFileRef names the ConfigMap key that holds a test bed's allocation file, and the
-// versions of it the caller holds (in force and rejected).
+// AllocationFileRef names the ConfigMap keys that hold a test bed's allocation file and its
+// settings, and the versions of them the caller holds (in force and rejected).
 type AllocationFileRef struct {
 	Namespace string
 	ConfigMap string
-	// Key defaults to fair-scheduler.xml.
-	Key string
-	// Version and RejectedVersion are what the caller holds: a file of either version is not
-	// sent back.
+	// Key defaults to fair-scheduler.xml, SettingsKey to yarn-site.xml.
+	Key, SettingsKey string
+	// Version and RejectedVersion are what the caller holds: files of either version are
+	// not sent back.
 	Version, RejectedVersion string
 }
 
-// DefaultAllocationFileKey is the ConfigMap key read when none is given.
-const DefaultAllocationFileKey = v1alpha1.QueuesConfigMapKey
+// DefaultAllocationFileKey and DefaultSettingsKey are the ConfigMap keys read when none is
+// given.
+const (
+	DefaultAllocationFileKey = v1alpha1.QueuesConfigMapKey
+	DefaultSettingsKey       = v1alpha1.QueuesSettingsKey
+)
 
-// LoadAllocationFile reads a test bed's allocation file from its ConfigMap and parses it
-// here, out of workflow code. It answers nil when the file is the version the caller holds
-// (so an unchanged file never enters the workflow's history), else the new configuration or
-// why it was rejected. A missing ConfigMap or key means the defaults.
+// LoadAllocationFile reads a test bed's allocation file and settings from its ConfigMap and
+// parses them here, out of workflow code. It answers nil when the ConfigMap is the version
+// the caller holds (so unchanged files never enter the workflow's history), else the new
+// configuration or why it was rejected: a mistake in either file rejects both, and the last
+// good pair stays in force. A missing ConfigMap, or neither key, means the defaults; one key
+// missing, that file's defaults.
 func (a *Activities) LoadAllocationFile(ctx context.Context, in AllocationFileRef) (*queue.ConfigUpdate, error) {
-	key := in.Key
-	if key == "" {
-		key = DefaultAllocationFileKey
-	}
+	key := cmp.Or(in.Key, DefaultAllocationFileKey)
+	settingsKey := cmp.Or(in.SettingsKey, DefaultSettingsKey)
 	held := queue.Config{Version: in.Version, RejectedVersion: in.RejectedVersion}
 	var cm corev1.ConfigMap
 	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.ConfigMap}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return queue.ReadConfig(held, false, nil, ""), nil
+			return queue.ReadConfigFiles(held, queue.ConfigFiles{}, ""), nil
 		}
 		return nil, fmt.Errorf("get configmap %s/%s: %w", in.Namespace, in.ConfigMap, err)
 	}
-	data, ok := cm.Data[key]
-	return queue.ReadConfig(held, ok, []byte(data), cm.ResourceVersion+"/"+key), nil
+	var f queue.ConfigFiles
+	alloc, hasAlloc := cm.Data[key]
+	settings, hasSettings := cm.Data[settingsKey]
+	f.Allocations, f.HasAllocations = []byte(alloc), hasAlloc
+	f.Settings, f.HasSettings = []byte(settings), hasSettings
+	// The resourceVersion changes with either key; the keys are in the version too, so that
+	// another pair of keys of the same ConfigMap is another version.
+	return queue.ReadConfigFiles(held, f, cm.ResourceVersion+"/"+key+"+"+settingsKey), nil
 }
 
 // CheckHoldsInput lists the admission keys one test bed's Admission holds.

@@ -457,6 +457,8 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layo
 			}
 		}
 		first = false
+		// From the status read: the conditions of other writers (the bridge's
+		// QueuesConfigured) stay as they are; this pass owns Ready only.
 		st := tb.Status.DeepCopy()
 		st.Slots = slots.Statuses(layout, tb.Status.Slots)
 		slots.SyncOccupation(st.Slots, observed, running)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -199,4 +200,45 @@ func TestReconcileTestBed_TerminatingPodHoldsBackOnlyItsNode(t *testing.T) {
 	require.NotNil(t, ready)
 	require.Equal(t, "InProgress", ready.Reason)
 	require.Contains(t, ready.Message, "node-00")
+}
+
+// The pass owns the Ready condition only. The bridge writes its QueuesConfigured condition
+// into the same status, before the pass reads it and between the pass's read and its
+// write; the pass keeps both: the first from what it read, the second by reading again when
+// its write conflicts.
+func TestReconcileTestBed_KeepsConditionsItDoesNotOwn(t *testing.T) {
+	const queuesConfigured = "QueuesConfigured" // bridge.ConditionQueuesConfigured
+	queues := func(reason string) metav1.Condition {
+		return metav1.Condition{Type: queuesConfigured, Status: metav1.ConditionTrue, Reason: reason, Message: "the allocation file loads", LastTransitionTime: metav1.Now()}
+	}
+	bed := fakeBed()
+	bed.Status.Conditions = []metav1.Condition{queues("OpenACLs")}
+	updates := 0
+	funcs := &interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			updates++
+			if updates == 1 {
+				var tb v1alpha1.TestBed
+				require.NoError(t, cl.Get(ctx, bedKey, &tb))
+				require.True(t, meta.SetStatusCondition(&tb.Status.Conditions, queues("Accepted")))
+				require.NoError(t, cl.Status().Update(ctx, &tb))
+			}
+			return cl.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}
+	cl := fakeClient(funcs, bed)
+	a := &Activities{Client: cl}
+	_, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
+	require.NoError(t, err)
+	require.Equal(t, 2, updates, "the first status write must have conflicted")
+	got := readBed(t, cl).Status.Conditions
+	require.NotNil(t, meta.FindStatusCondition(got, v1alpha1.ConditionReady), "%+v", got)
+	c := meta.FindStatusCondition(got, queuesConfigured)
+	require.NotNil(t, c, "%+v", got)
+	require.Equal(t, "Accepted", c.Reason, "the bridge's newer condition, written while the pass ran")
+
+	// A pass with nothing in its way keeps it too.
+	_, err = a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
+	require.NoError(t, err)
+	require.Equal(t, "Accepted", meta.FindStatusCondition(readBed(t, cl).Status.Conditions, queuesConfigured).Reason)
 }

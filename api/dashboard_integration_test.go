@@ -12,8 +12,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/api"
+	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testbrowser"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
@@ -23,15 +26,30 @@ type slotCounts struct {
 	Free, Reserved, Occupied int
 	Done, Total              int
 	Queues                   []string
-	Live                     bool
+	// TeamsActive and TeamsPending are the active and pending jobs the parent queue
+	// root.teams shows (-1: no row), its subtree's.
+	TeamsActive, TeamsPending int
+	Live                      bool
 	// DoneWidth is the drawn width of the progress bar's done part, in pixels: styles set
 	// by the script must survive the page's content security policy.
 	DoneWidth float64
 }
 
+// dashboardQueues is the allocation file of the dashboard test: a parent queue with limits
+// over one leaf. Root's ACLs are left open, so the page warns of it.
+const dashboardQueues = `<allocations>
+  <queue name="teams" type="parent">
+    <minResources>16384 mb, 4 vcores</minResources>
+    <maxResources>57344 mb, 14 vcores</maxResources>
+    <queue name="etl"/>
+  </queue>
+</allocations>
+`
+
 // The dashboard in headless Chromium follows a Scheduling as it runs: slots turn occupied
-// and back to free, the progress bar fills, and the queue appears; the page throws no
-// error under its content security policy.
+// and back to free, the progress bar fills, and the queues appear, the parent root.teams
+// with its subtree's jobs and its limits and shares, under the warning that root's ACLs
+// leave every queue open; the page throws no error under its content security policy.
 func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	p := testplatform.Start(t, testplatform.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
@@ -53,9 +71,12 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 		s, err := chromedp.Run(ctx, chromedp.Evaluate[slotCounts](`(() => {
 			const n = (st) => document.querySelectorAll('#beds .slot[data-state="' + st + '"]').length;
 			const bar = document.querySelector('#schedulings tr[data-scheduling="show"] .bar');
+			const teams = document.querySelector('#queues tr.queue[data-queue="root.teams"]');
+			const cell = (f) => teams ? +teams.querySelector('[data-field="' + f + '"]').textContent : -1;
 			return { Free: n("free"), Reserved: n("reserved"), Occupied: n("occupied"),
 				Done: bar ? +bar.dataset.done : -1, Total: bar ? +bar.dataset.total : -1,
 				Queues: [...document.querySelectorAll('#queues .queue')].map((q) => q.dataset.queue),
+				TeamsActive: cell("active"), TeamsPending: cell("pending"),
 				Live: document.querySelector('#connection').classList.contains('up'),
 				DoneWidth: bar ? bar.querySelector('.done').getBoundingClientRect().width : 0 };
 		})()`))
@@ -72,6 +93,12 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	require.Eventually(t, func() bool { s := read(); return s.Free == 8 && s.Live }, 20*time.Second, 100*time.Millisecond, "the page never showed 8 free slots")
 	shoot("dashboard-idle.png")
 
+	// The jobs go to root.teams.etl. Its parent takes at most 7 of the 8 slots, so the jobs
+	// of 3 slots run side by side and the one of 2 waits for one of them.
+	require.NoError(t, p.Client.Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: dashboardQueues},
+	}))
 	var jobs []map[string]any
 	for i, n := range []int32{3, 3, 2} {
 		j := testobjects.BatchJob(fmt.Sprintf("show-%d", i)).RunFor("6s").Driver("250m", "512Mi").Obj()
@@ -79,11 +106,11 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 		jobs = append(jobs, map[string]any{"name": j.Name, "replication": n})
 	}
 	var created api.Scheduling
-	require.Equal(t, 201, c.call("POST", "/schedulings", map[string]any{"name": "show", "testBed": "bed", "mode": "QueueBased", "jobs": jobs}, &created))
+	require.Equal(t, 201, c.call("POST", "/schedulings", map[string]any{"name": "show", "testBed": "bed", "mode": "QueueBased", "queue": "teams.etl", "jobs": jobs}, &created))
 
 	// Sample the page as the Scheduling runs: the slots must be seen taken, then free again.
 	var seen []slotCounts
-	maxOccupied, shot := 0, false
+	maxOccupied, maxTeamsActive, maxTeamsPending, shot := 0, 0, 0, false
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		s := read()
@@ -91,6 +118,7 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 			seen = append(seen, s)
 		}
 		maxOccupied = max(maxOccupied, s.Occupied)
+		maxTeamsActive, maxTeamsPending = max(maxTeamsActive, s.TeamsActive), max(maxTeamsPending, s.TeamsPending)
 		if s.Occupied >= 6 && !shot {
 			shoot("dashboard-running.png")
 			shot = true
@@ -107,7 +135,36 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	require.Equal(t, 8, last.Free, "every slot is free again")
 	require.Greater(t, last.DoneWidth, 100.0, "the full bar is drawn")
 	require.GreaterOrEqual(t, maxOccupied, 3, "the page showed a job's slots occupied: %+v", seen)
-	require.Contains(t, last.Queues, "root.default", "the queue the jobs went through")
+	require.Contains(t, last.Queues, "root.teams.etl", "the queue the jobs went through")
+	require.Equal(t, []string{"root", "root.teams", "root.teams.etl"}, last.Queues, "every queue, parents included, in tree order")
+	t.Logf("root.teams showed at most %d active and %d pending jobs", maxTeamsActive, maxTeamsPending)
+	require.GreaterOrEqual(t, maxTeamsActive, 1, "the parent counts the running jobs of its leaf: %+v", seen)
+
+	// The parent's row with its values once the jobs are done: nothing used or waiting, its
+	// limits, and its shares (the bed is 65536 MB and 16 vcores; the parent alone under root
+	// gets all of it up to its maxResources); and the warning about root's ACLs above.
+	type queueRow struct {
+		Parent, Indented                              bool
+		Used, Active, Pending, Min, Max, Fair, Steady string
+	}
+	var teams queueRow
+	require.Eventually(t, func() bool {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[queueRow](`(() => {
+			const row = document.querySelector('#queues tr.queue[data-queue="root.teams"]');
+			const name = row.querySelector('.name'), leaf = document.querySelector('#queues tr.queue[data-queue="root.teams.etl"] .name');
+			const f = (k) => row.querySelector('[data-field="' + k + '"]').textContent;
+			return { Parent: row.classList.contains('parent'), Indented: parseFloat(getComputedStyle(leaf).paddingLeft) > parseFloat(getComputedStyle(name).paddingLeft),
+				Used: f("used"), Active: f("active"), Pending: f("pending"), Min: f("min"), Max: f("max"), Fair: f("fair"), Steady: f("steady") };
+		})()`))
+		teams = got
+		return err == nil && got.Active == "0" && got.Used == "0 MB, 0 vcores"
+	}, 10*time.Second, 200*time.Millisecond, "the root.teams row: %+v", teams)
+	require.Equal(t, queueRow{Parent: true, Indented: true, Used: "0 MB, 0 vcores", Active: "0", Pending: "0", Min: "16384 MB, 4 vcores",
+		Max: "57344 MB, 14 vcores", Fair: "0 MB, 0 vcores", Steady: "57344 MB, 14 vcores"}, teams)
+	warned, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#queues .warning')].map((w) => w.textContent)`))
+	require.NoError(t, err)
+	require.Len(t, warned, 1)
+	require.Contains(t, warned[0], "every user may submit to and administer every queue")
 	shoot("dashboard-done.png")
 
 	// The live Gantt chart: one bar per run in each slot it held, the jobs' own slots, and
@@ -146,6 +203,32 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 			}
 		}
 	}
+
+	// A job that would run for ten minutes is killed from its row's Kill button: it ends
+	// Failed with reason Killed, and the page says so and drops the row.
+	long := testobjects.BatchJob("show-long").RunFor("10m").Driver("250m", "512Mi").Obj()
+	require.NoError(t, p.Client.Create(context.Background(), long))
+	require.Equal(t, 201, c.call("POST", "/schedulings", map[string]any{"name": "long", "testBed": "bed", "mode": "QueueBased", "queue": "teams.etl",
+		"jobs": []map[string]any{{"name": long.Name, "replication": 2}}}, &created))
+	row := `#jobs tr[data-job="show-long"]`
+	require.Eventually(t, func() bool {
+		st, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const r = document.querySelector('`+row+`'); return r ? r.dataset.state : ""; })()`))
+		return err == nil && st == "Running"
+	}, time.Minute, 200*time.Millisecond, "the jobs table shows the long job running")
+	shoot("dashboard-kill.png")
+	click, stopClick := context.WithTimeout(ctx, 10*time.Second)
+	defer stopClick()
+	require.NoError(t, chromedp.Do(click, chromedp.Click(chromedp.CSS(row+" button.kill"))))
+	var killed api.Job
+	require.Eventually(t, func() bool {
+		return c.call("GET", "/jobs/show-long", nil, &killed) == 200 && killed.Status.State == v1alpha1.JobFailed
+	}, time.Minute, 200*time.Millisecond, "the killed job ends")
+	require.Equal(t, v1alpha1.ReasonKilled, killed.Status.Reason)
+	require.Equal(t, "killed by alice (an administrator of root.teams.etl): killed from the dashboard", killed.Status.Message)
+	require.Eventually(t, func() bool {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelector('#job-action').textContent, String(!!document.querySelector('`+row+`'))]`))
+		return err == nil && got[0] == "show-long is killed (as an administrator of root.teams.etl); it ends Failed, reason Killed." && got[1] == "false"
+	}, 10*time.Second, 200*time.Millisecond, "the page says the job is killed and drops its row")
 
 	// Nothing in the page failed, and it kept a bad token out.
 	require.Empty(t, pageErrors())

@@ -30,6 +30,8 @@ type operation struct {
 	body         any // the request body's type, if any
 	status       int // the success status
 	answer       any // the success body's type
+	// otherAnswer is another success body's type, which a query parameter asks for.
+	otherAnswer any
 	// accepted: the answer may also be 202 with the same body, when the change is recorded
 	// but its workflow did not answer.
 	accepted bool
@@ -73,12 +75,15 @@ func operations() []operation {
 			status: 200, answer: Job{}, errors: with(404, 422), permission: "get batchjobs"},
 		{method: "POST", path: "/jobs/:name/move", summary: "Move a queued or running job to another queue, as the caller", query: []param{namespaceParam},
 			body: MoveRequest{}, status: 200, answer: MoveResult{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
+		{method: "DELETE", path: "/jobs/:name/run", summary: "Kill a job's run, as the caller (its user, or an administrator of its queue): the job ends Failed, reason Killed",
+			query: []param{namespaceParam, {"reason", "why, for the job's status message"}}, status: 202, answer: KillResult{}, errors: with(403, 404, 409, 422), permission: "update batchjobs"},
 		{method: "PATCH", path: "/jobs/:name/scheduler-data", summary: "Set or remove notes of external schedulers on a BatchJob (a merge patch: null removes)", query: []param{namespaceParam},
 			body: SchedulerDataPatch{}, status: 200, answer: Job{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
 		{method: "GET", path: "/testbeds/:name", summary: "Get a test bed and its slots", query: []param{namespaceParam},
 			status: 200, answer: TestBed{}, errors: with(404, 422), permission: "get testbeds"},
-		{method: "GET", path: "/testbeds/:name/queues", summary: "A test bed's queues: shares, usage, pending demand, and why each waiting job waits",
-			query: []param{namespaceParam}, status: 200, answer: QueueTree{}, errors: with(404, 422), permission: "get testbeds"},
+		{method: "GET", path: "/testbeds/:name/queues", summary: "A test bed's queues, parents included: shares, usage, jobs, pending demand, why each waiting job waits, and warnings about the allocation file; or, with ?format=yarn, YARN's scheduler answer",
+			query:  []param{namespaceParam, {"format", "yarn: the queues as the YARN ResourceManager answers GET /ws/v1/cluster/scheduler for the Fair Scheduler (memory in MB, cpu in vCores)"}},
+			status: 200, answer: QueueTree{}, otherAnswer: YARNScheduler{}, errors: with(404, 422), permission: "get testbeds"},
 		{method: "GET", path: "/watch", summary: "The change feed: a websocket of Event messages, the first a RESYNC",
 			query:  []param{namespaceParam, {"kinds", "comma-separated: schedulings, jobs, testbeds (default all)"}, {"resourceVersion", "resume after this event"}},
 			status: 101, answer: Event{}, errors: with(400, 422, 429), permission: "watch (each kind asked for)"},
@@ -230,7 +235,11 @@ func buildOpenAPI() []byte {
 			ok["description"] = "the websocket is open; each text message is one Event as JSON"
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": s.of(reflect.TypeOf(op.answer))}}
 		} else if op.answer != nil {
-			ok["content"] = map[string]any{"application/json": map[string]any{"schema": s.of(reflect.TypeOf(op.answer))}}
+			schema := s.of(reflect.TypeOf(op.answer))
+			if op.otherAnswer != nil {
+				schema = map[string]any{"anyOf": []any{schema, s.of(reflect.TypeOf(op.otherAnswer))}}
+			}
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": schema}}
 		}
 		responses[strconv.Itoa(op.status)] = ok
 		if op.accepted {

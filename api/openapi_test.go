@@ -109,6 +109,7 @@ func TestOpenAPI_AnswersMatchTheDocument(t *testing.T) {
 		{"GET", "/api/v1/jobs?state=Asleep", "/api/v1/jobs", "t", "", 422},
 		{"GET", "/api/v1/jobs/etl", "/api/v1/jobs/{name}", "t", "", 200},
 		{"GET", "/api/v1/testbeds/bed", "/api/v1/testbeds/{name}", "t", "", 200},
+		{"GET", "/api/v1/testbeds/bed/queues?format=xml", "/api/v1/testbeds/{name}/queues", "t", "", 422},
 		{"POST", "/api/v1/jobs", "/api/v1/jobs", "t", `{"name":"new","framework":"flink","application":{"image":"i","mainApplicationFile":"local:///a.jar"}}`, 201},
 		{"POST", "/api/v1/jobs", "/api/v1/jobs", "t", `{"name":"Bad"}`, 422},
 		{"POST", "/api/v1/jobs", "/api/v1/jobs", "t", `{"name":`, 400},
@@ -138,6 +139,35 @@ func TestOpenAPI_AnswersMatchTheDocument(t *testing.T) {
 			require.Empty(t, conform(doc, schema, v, "$"), "%s", body)
 		})
 	}
+}
+
+// The queues route answers in two shapes, slotplane's and, with ?format=yarn, YARN's
+// ResourceManager's: the document declares the parameter, and its schema takes both real
+// answers and nothing else.
+func TestOpenAPI_QueuesAnswerInEitherForm(t *testing.T) {
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(OpenAPIDocument(), &doc))
+	op := doc["paths"].(map[string]any)["/api/v1/testbeds/{name}/queues"].(map[string]any)["get"].(map[string]any)
+	var names []string
+	for _, p := range op["parameters"].([]any) {
+		names = append(names, p.(map[string]any)["name"].(string))
+	}
+	require.Contains(t, names, "format")
+	schema := op["responses"].(map[string]any)["200"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"]
+	asJSON := func(v any) any {
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		var out any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&out))
+		return out
+	}
+	report := yarnReport()
+	report.Warnings = []string{"root is open"}
+	require.Empty(t, conform(doc, schema, asJSON(queueTreeOf("bed", report)), "$"))
+	require.Empty(t, conform(doc, schema, asJSON(yarnSchedulerOf(report)), "$"))
+	require.NotEmpty(t, conform(doc, schema, map[string]any{"scheduler": map[string]any{}}, "$"), "a YARN answer without its schedulerInfo")
 }
 
 // The validator itself must catch what it is there to catch.

@@ -4,21 +4,37 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/api/serviceerror"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
 
+// The forms of the queues answer (?format=): slotplane's own, and the YARN
+// ResourceManager's scheduler answer for the Fair Scheduler.
+const (
+	queuesFormatDefault = ""
+	queuesFormatYARN    = "yarn"
+)
+
 // getQueues answers a test bed's queue picture: each queue's shares, usage and pending
-// demand, and every waiting job with the reason it waits. It is the Admission workflow's
-// queues query.
+// demand, and every waiting job with the reason it waits; or, with ?format=yarn, the queues
+// as YARN's ResourceManager shows a Fair Scheduler's. It is the Admission workflow's queues
+// query.
 func (s *server) getQueues(c *gin.Context) {
+	format := c.Query("format")
+	if format != queuesFormatDefault && format != queuesFormatYARN {
+		fail(c, invalid(FieldError{Field: "format", Message: fmt.Sprintf("%q is not a form of the answer: leave it out, or yarn for the ResourceManager's scheduler answer", format)}))
+		return
+	}
 	var tb v1alpha1.TestBed
 	if err := s.get(c, "test bed", &tb); err != nil {
 		fail(c, err)
@@ -33,6 +49,10 @@ func (s *server) getQueues(c *gin.Context) {
 		fail(c, temporalError(err, fmt.Sprintf("test bed %s has no queues yet: they start with its first Scheduling", tb.Name)))
 		return
 	}
+	if format == queuesFormatYARN {
+		c.JSON(http.StatusOK, yarnSchedulerOf(&report))
+		return
+	}
 	c.JSON(http.StatusOK, queueTreeOf(tb.Name, &report))
 }
 
@@ -41,9 +61,15 @@ func resourcesOf(r queue.Resources) Resources {
 }
 
 func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
-	out := QueueTree{TestBed: bed, ConfigVersion: r.ConfigVersion, ConfigError: r.ConfigError, Queues: []Queue{}, Waiting: []QueuedJob{}, Running: []QueuedJob{}}
+	out := QueueTree{TestBed: bed, ConfigVersion: r.ConfigVersion, ConfigError: r.ConfigError, Queues: []Queue{}, Waiting: []QueuedJob{}, Running: []QueuedJob{},
+		Warnings: slices.Clone(r.Warnings)}
 	for _, i := range r.Ignored {
 		out.Ignored = append(out.Ignored, i.String())
+	}
+	if r.ConfigVersion != "" || r.ConfigError != "" || len(r.Queues) > 0 {
+		for _, p := range r.Settings.Properties() {
+			out.Settings = append(out.Settings, apitypes.Setting{Name: p.Name, Value: p.Value})
+		}
 	}
 	for _, q := range r.Queues {
 		out.Queues = append(out.Queues, Queue{Path: q.Path, Leaf: q.Leaf, SteadyShare: resourcesOf(q.SteadyShare), FairShare: resourcesOf(q.FairShare),
@@ -65,6 +91,66 @@ func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
 		out.Running = append(out.Running, j)
 	}
 	return out
+}
+
+// yarnSchedulerOf is the queue picture in the shape of the YARN ResourceManager's scheduler
+// answer for the Fair Scheduler: the tree from root, each queue with its children. The
+// report lists every queue depth first, a parent before its children.
+func yarnSchedulerOf(r *workflows.AdmissionReport) YARNScheduler {
+	var cluster queue.Resources
+	for _, q := range r.Queues {
+		if q.Path == "root" {
+			cluster = q.SteadyShare // root's steady share is the whole test bed
+		}
+	}
+	type node struct {
+		q        apitypes.YARNQueue
+		children []string
+	}
+	nodes := map[string]*node{}
+	for _, q := range r.Queues {
+		limit := q.MaxResources
+		if !cluster.IsZero() {
+			limit = limit.Min(cluster) // as the ResourceManager shows a limit above the cluster
+		}
+		y := apitypes.YARNQueue{QueueName: q.Path, SchedulingPolicy: string(q.Policy),
+			UsedResources: yarnResources(q.Usage), MinResources: yarnResources(q.MinResources), MaxResources: yarnResources(limit),
+			FairResources: yarnResources(q.FairShare), SteadyFairResources: yarnResources(q.SteadyShare), DemandResources: yarnResources(q.Demand),
+			ClusterResources: yarnResources(cluster), NumActiveApps: q.RunningJobs, NumPendingApps: q.WaitingJobs}
+		if q.Leaf {
+			y.Type = "fairSchedulerLeafQueueInfo"
+		}
+		nodes[q.Path] = &node{q: y}
+		if i := strings.LastIndex(q.Path, "."); i > 0 {
+			if parent := nodes[q.Path[:i]]; parent != nil {
+				parent.children = append(parent.children, q.Path)
+			}
+		}
+	}
+	var build func(path string) apitypes.YARNQueue
+	build = func(path string) apitypes.YARNQueue {
+		n := nodes[path]
+		out := n.q
+		if len(n.children) > 0 {
+			out.ChildQueues = &apitypes.YARNQueueList{Queue: make([]apitypes.YARNQueue, 0, len(n.children))}
+			for _, c := range n.children {
+				out.ChildQueues.Queue = append(out.ChildQueues.Queue, build(c))
+			}
+		}
+		return out
+	}
+	root := apitypes.YARNQueue{QueueName: "root"}
+	if nodes["root"] != nil {
+		root = build("root")
+	}
+	return YARNScheduler{Scheduler: apitypes.YARNSchedulerWrapper{SchedulerInfo: apitypes.YARNSchedulerInfo{Type: "fairScheduler", RootQueue: root}}}
+}
+
+// yarnResources is an exact amount in YARN's units, whole MB and whole vcores, each rounded
+// to the nearest.
+func yarnResources(r queue.Resources) apitypes.YARNResources {
+	const mb, milliPerVCore = 1 << 20, 1000
+	return apitypes.YARNResources{Memory: (r.MemoryBytes + mb/2) / mb, VCores: (r.MilliCores + milliPerVCore/2) / milliPerVCore}
 }
 
 // moveJob moves a queued or running job to another queue, on behalf of the caller: the

@@ -134,6 +134,9 @@ func newServer(o Options) (*server, http.Handler, error) {
 	authed.GET("/testbeds/:name/queues", can("get", "testbeds"), s.getQueues)
 	// Moving is an update of the job; the queue's administer ACL is checked besides.
 	authed.POST("/jobs/:name/move", can("update", "batchjobs"), s.moveJob)
+	// Killing a run is an update of the job too (its application goes, as when its
+	// Scheduling lets go of it); the queue's administer ACL is checked besides.
+	authed.DELETE("/jobs/:name/run", can("update", "batchjobs"), s.killJob)
 	authed.PATCH("/jobs/:name/scheduler-data", can("update", "batchjobs"), s.patchSchedulerData)
 	authed.GET("/watch", s.watch) // authorizes each kind it is asked for
 	return s, r, nil

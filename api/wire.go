@@ -23,8 +23,10 @@ type (
 	QueueTree          = apitypes.QueueTree
 	Queue              = apitypes.Queue
 	QueuedJob          = apitypes.QueuedJob
+	YARNScheduler      = apitypes.YARNScheduler
 	MoveRequest        = apitypes.MoveRequest
 	MoveResult         = apitypes.MoveResult
+	KillResult         = apitypes.KillResult
 	SchedulerDataPatch = apitypes.SchedulerDataPatch
 )
 

@@ -258,6 +258,16 @@ func (c *Client) MoveJob(ctx context.Context, job, queue string) (apitypes.MoveR
 	return m, c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(job)+"/move", nil, apitypes.MoveRequest{Queue: queue}, &m)
 }
 
+// KillJob kills a job's run, giving reason (may be empty) for its status message.
+func (c *Client) KillJob(ctx context.Context, job, reason string) (apitypes.KillResult, error) {
+	var k apitypes.KillResult
+	var q url.Values
+	if reason != "" {
+		q = url.Values{"reason": {reason}}
+	}
+	return k, c.do(ctx, http.MethodDelete, "/jobs/"+url.PathEscape(job)+"/run", q, nil, &k)
+}
+
 // PatchSchedulerData sets (a value) or removes (nil) notes of the job's scheduler data and
 // answers the job as it is then. Names left out of the patch stay.
 func (c *Client) PatchSchedulerData(ctx context.Context, job string, patch apitypes.SchedulerDataPatch) (apitypes.Job, error) {

@@ -198,10 +198,22 @@ type QueueTree struct {
 	// Ignored lists the settings of the file in force that slotplane accepts, as the Fair
 	// Scheduler does, and does not act on, each with where and why ("line 13,
 	// <maxContainerAllocation> of root.etl: ...").
-	Ignored []string    `json:"ignored,omitempty"`
-	Queues  []Queue     `json:"queues"`
-	Waiting []QueuedJob `json:"waiting"`
-	Running []QueuedJob `json:"running"`
+	Ignored []string `json:"ignored,omitempty"`
+	// Warnings say where the file in force does not do what it seems to, such as root's
+	// ACLs leaving every queue open to every user, and what to set instead.
+	Warnings []string `json:"warnings,omitempty"`
+	// Settings are the scheduler-wide settings in force, as the yarn-site.xml properties of
+	// the queues ConfigMap name them (the defaults for those it does not set).
+	Settings []Setting   `json:"settings,omitempty"`
+	Queues   []Queue     `json:"queues"`
+	Waiting  []QueuedJob `json:"waiting"`
+	Running  []QueuedJob `json:"running"`
+}
+
+// Setting is one scheduler-wide setting in force: a yarn-site.xml property and its value.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Queue is one queue of the tree: its shares, what it uses and what waits in it.
@@ -217,6 +229,65 @@ type Queue struct {
 	MaxResources  Resources `json:"maxResources"`
 	RunningJobs   int       `json:"runningJobs"`
 	WaitingJobs   int       `json:"waitingJobs"`
+}
+
+// The queues as the YARN ResourceManager's scheduler answer (GET /ws/v1/cluster/scheduler)
+// shows a Fair Scheduler's, field for field, so a dashboard written for YARN reads a test
+// bed's queues: GET /testbeds/{name}/queues?format=yarn. Amounts are in YARN's units, whole
+// MB (of 2^20 bytes) and whole vcores, each rounded to the nearest: a 250m driver is 0
+// vcores there, though the queues count it exactly.
+
+// YARNScheduler is the whole answer: {"scheduler":{"schedulerInfo":{...}}}.
+type YARNScheduler struct {
+	Scheduler YARNSchedulerWrapper `json:"scheduler"`
+}
+
+// YARNSchedulerWrapper holds the scheduler's description, as YARN nests it.
+type YARNSchedulerWrapper struct {
+	SchedulerInfo YARNSchedulerInfo `json:"schedulerInfo"`
+}
+
+// YARNSchedulerInfo names the scheduler ("fairScheduler") and holds the queue tree.
+type YARNSchedulerInfo struct {
+	Type      string    `json:"type"`
+	RootQueue YARNQueue `json:"rootQueue"`
+}
+
+// YARNQueue is one queue, parents included; a parent's used resources and applications are
+// its subtree's.
+type YARNQueue struct {
+	// Type is "fairSchedulerLeafQueueInfo" for a leaf, as YARN marks them; empty for a parent.
+	Type string `json:"type,omitempty"`
+	// QueueName is the full path (root.analytics.daily).
+	QueueName        string `json:"queueName"`
+	SchedulingPolicy string `json:"schedulingPolicy"`
+	// UsedResources is what the queue's jobs hold; FairResources its instantaneous fair
+	// share, SteadyFairResources its steady one; DemandResources what its runnable jobs
+	// need; ClusterResources the test bed.
+	UsedResources       YARNResources `json:"usedResources"`
+	MinResources        YARNResources `json:"minResources"`
+	MaxResources        YARNResources `json:"maxResources"`
+	FairResources       YARNResources `json:"fairResources"`
+	SteadyFairResources YARNResources `json:"steadyFairResources"`
+	DemandResources     YARNResources `json:"demandResources"`
+	ClusterResources    YARNResources `json:"clusterResources"`
+	// NumActiveApps are the jobs that hold slots, NumPendingApps those that wait for them.
+	NumActiveApps  int `json:"numActiveApps"`
+	NumPendingApps int `json:"numPendingApps"`
+	// ChildQueues are a parent's queues, in file order ({"queue":[...]}, as YARN wraps
+	// them); absent on a leaf.
+	ChildQueues *YARNQueueList `json:"childQueues,omitempty"`
+}
+
+// YARNQueueList is YARN's wrapper of a list of queues.
+type YARNQueueList struct {
+	Queue []YARNQueue `json:"queue"`
+}
+
+// YARNResources is an amount in YARN's units: memory in MB, cpu in vcores.
+type YARNResources struct {
+	Memory int64 `json:"memory"`
+	VCores int64 `json:"vCores"`
 }
 
 // QueuedJob is a job in the queues, waiting (with the reason) or running (with its slots).
@@ -278,3 +349,15 @@ type SchedulingPatch struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// KillResult says which run a kill ends. The job's workflow carries the kill out: the
+// application goes, and the job ends Failed with status.reason Killed.
+type KillResult struct {
+	Job        string `json:"job"`
+	Scheduling string `json:"scheduling"`
+	Queue      string `json:"queue"`
+	// As is the caller's right to kill: "the job's user" or "an administrator of <queue>".
+	As string `json:"as"`
+	// Running: the run held slots; otherwise the job was waiting in its queue.
+	Running bool `json:"running"`
+}

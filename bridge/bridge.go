@@ -2,7 +2,9 @@
 // the pods of test beds go to the workflow of each test bed concerned; a BatchJob's changes
 // to its workflow; a Scheduling starts, extends or cancels its workflow (so `kubectl apply`
 // and the API lead to the same workflow). It decides nothing; the workflows read the cluster themselves. Its work queue
-// merges repeated changes of one test bed, and the workflow debounces the rest.
+// merges repeated changes of one test bed, and the workflow debounces the rest. The one thing
+// it writes besides a Scheduling's finalizer is the test beds' QueuesConfigured condition,
+// which says whether the namespace's allocation file loads.
 package bridge
 
 import (
@@ -208,7 +210,8 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 
 // addSignallers adds the controllers of the other workflows: a BatchJob's (signalled, started
 // if needed), a Scheduling's (started, told of edits, cancelled), and Admission's (told of
-// freed slots and of a changed allocation file).
+// freed slots and of a changed allocation file, which also sets the test beds'
+// QueuesConfigured condition).
 func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").
@@ -238,7 +241,8 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 		Named("admission-queues-bridge").
 		WithOptions(ctrlOpts).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(queuesConfigMaps())).
-		Complete(&QueuesSignaller{Reader: mgr.GetClient(), Temporal: tc})
+		Watches(&v1alpha1.TestBed{}, handler.EnqueueRequestsFromMapFunc(bedsQueuesFile), builder.WithPredicates(created())).
+		Complete(&QueuesSignaller{Client: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return fmt.Errorf("admission queues bridge controller: %w", err)
 	}

@@ -244,14 +244,19 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 	})
 }
 
-// preemptionQueues turns preemption on: a queue below half its fair share for 5 seconds
-// takes slots back.
+// preemptionQueues, with preemptionOn, makes a queue below half its fair share for 5
+// seconds take slots back.
 const preemptionQueues = `<allocations>
   <defaultFairSharePreemptionTimeout>5</defaultFairSharePreemptionTimeout>
-  <preemption>true</preemption>
   <queue name="batch"/>
   <queue name="urgent"/>
 </allocations>
+`
+
+// preemptionOn is the settings (yarn-site.xml) that turn preemption on.
+const preemptionOn = `<configuration>
+  <property><name>yarn.scheduler.fair.preemption</name><value>true</value></property>
+</configuration>
 `
 
 // slotPods returns, per slot position, the running executors of the test bed's jobs.
@@ -277,7 +282,7 @@ func TestQueues_PreemptionOnTheRealPlatform(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: preemptionQueues},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: preemptionQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
 	}))
 	require.NoError(t, p.client.Create(ctx, queuedJob("hog", "ops", "10m")))
 	require.NoError(t, p.client.Create(ctx, queueScheduling("hog", "batch", v1alpha1.SchedulingJob{Name: "hog", Replication: 12})))

@@ -172,6 +172,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "bridge", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap, allowed: true},
 			{component: "bridge", verb: "list", resource: "configmaps"},
 			{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
+			{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS, allowed: true},
 			{component: "bridge", verb: "create", resource: "pods", namespace: userNS},
 
 			{component: "api", verb: "create", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},

@@ -109,6 +109,12 @@ func (c *component) stop() {
 
 const token = "e2e-token"
 
+// opsToken is olga's, of group ops; bobToken is bob's, of group analysts like alice.
+const (
+	opsToken = "e2e-ops-token"
+	bobToken = "e2e-bob-token"
+)
+
 // experimenterToken may submit jobs as anyone, as `slotplane experiment` does for a
 // trace's users.
 const experimenterToken = "e2e-experimenter-token"
@@ -234,6 +240,16 @@ type e2ePlatform struct {
 	cluster *testcluster.Cluster
 	// metricsAt is each component's Prometheus endpoint, host:port.
 	metricsAt map[string]string
+	// apiAddr is the REST API's host:port.
+	apiAddr string
+}
+
+// as is the REST API as the user of tok.
+func (p *e2ePlatform) as(t *testing.T, tok string) *apiclient.Client {
+	t.Helper()
+	c, err := apiclient.New("http://"+p.apiAddr, tok)
+	require.NoError(t, err)
+	return c
 }
 
 // bedShape is the test bed's slots per node (of the 4 nodes) and each slot's size.
@@ -254,6 +270,13 @@ func startE2E(t *testing.T, queues string, extra ...string) *e2ePlatform {
 
 // startE2EWith starts the platform with a bed of the given shape.
 func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) *e2ePlatform {
+	t.Helper()
+	return startE2EFiles(t, shape, queues, "", extra...)
+}
+
+// startE2EFiles starts the platform with a bed of the given shape, the allocation file
+// queues and the settings (a yarn-site.xml; "": none) in the queues ConfigMap.
+func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra ...string) *e2ePlatform {
 	t.Helper()
 	logs := keepLogs(t) // first, so that its clean-up runs after every process stopped
 	// The platform `slotplane dev` runs, less slotplane's own components: this test runs
@@ -281,7 +304,8 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 		"api": "127.0.0.1:" + strconv.Itoa(ports[4]), "extender": "127.0.0.1:" + strconv.Itoa(ports[5])}
 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"), 0o600))
+	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"+
+		opsToken+",olga,ops\n"+bobToken+",bob,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
 	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
 		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},
@@ -303,7 +327,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	ctx = context.Background()
 	require.NoError(t, p.kube.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: queues},
+		Data:       queuesData(queues, settings),
 	}))
 	require.NoError(t, p.kube.Create(ctx, &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
@@ -314,6 +338,7 @@ func startE2EWith(t *testing.T, shape bedShape, queues string, extra ...string) 
 	// From here on, only the API.
 	p.api, err = apiclient.New("http://"+apiAddr, token)
 	require.NoError(t, err)
+	p.apiAddr = apiAddr
 	require.Eventually(t, func() bool {
 		tb, err := p.api.GetTestBed(ctx, "bed")
 		return err == nil && tb.Status.Total == p.slots && tb.Status.Free == p.slots
@@ -565,4 +590,13 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	}
 	ledger.check(t)
 	p.waitSlotsFree(t, time.Minute)
+}
+
+// queuesData is the queues ConfigMap's data: the allocation file, and the settings if any.
+func queuesData(queues, settings string) map[string]string {
+	data := map[string]string{v1alpha1.QueuesConfigMapKey: queues}
+	if settings != "" {
+		data[v1alpha1.QueuesSettingsKey] = settings
+	}
+	return data
 }

@@ -242,14 +242,16 @@ func TestE2E_BurstExperimentAgainstItsPrediction(t *testing.T) {
 	}
 	queues, err := examples.Files.ReadFile("fair-scheduler.xml")
 	require.NoError(t, err)
-	p := startE2E(t, string(queues))
+	settings, err := examples.Files.ReadFile("yarn-site.xml")
+	require.NoError(t, err)
+	p := startE2EFiles(t, defaultBed, string(queues), string(settings))
 	trace, err := filepath.Abs("../examples/traces/burst.csv")
 	require.NoError(t, err)
 	keep := testbrowser.ArtifactDir(t, "experiment-burst")
 	// The jobs the queues refuse (frank's, by an ACL), as the replay of the allocation file
 	// says: fifo's prediction knows nothing of queues, but the live queues refuse them all
 	// the same.
-	alloc, err := queue.ParseAllocations(queues)
+	alloc, err := queue.ParseConfig(queue.ConfigFiles{Allocations: queues, HasAllocations: true, Settings: settings, HasSettings: true})
 	require.NoError(t, err)
 	tf, err := os.Open(trace)
 	require.NoError(t, err)

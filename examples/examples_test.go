@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"strings"
 	"testing"
 
 	"slotplane/examples"
@@ -58,5 +59,38 @@ func TestExamples_Hadoop3AllocationFile(t *testing.T) {
 	}
 	if len(a.Ignored) != 4 {
 		t.Errorf("ignored: %v", a.Ignored)
+	}
+}
+
+// The example settings load with their allocation files: yarn-site.xml turns preemption on
+// for fair-scheduler.xml, as the file's comment says; dev-yarn-site.xml, which `slotplane
+// dev` puts next to dev-queues.xml, spells out the defaults.
+func TestExamples_Settings(t *testing.T) {
+	read := func(file string) []byte {
+		t.Helper()
+		data, err := examples.Files.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	a, err := queue.ParseConfig(queue.ConfigFiles{Allocations: read("fair-scheduler.xml"), HasAllocations: true, Settings: read("yarn-site.xml"), HasSettings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Preemption.Enabled || a.Preemption.UtilizationThreshold != 0.8 || len(a.Ignored) != 0 {
+		t.Errorf("fair-scheduler.xml with yarn-site.xml: %+v, ignored %v", a.Settings, a.Ignored)
+	}
+	dev, err := queue.ParseConfig(queue.ConfigFiles{Allocations: read("dev-queues.xml"), HasAllocations: true, Settings: read("dev-yarn-site.xml"), HasSettings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev.Settings != queue.DefaultSettings() {
+		t.Errorf("dev-yarn-site.xml: %+v, want the defaults", dev.Settings)
+	}
+	for _, p := range dev.Properties() {
+		if !strings.Contains(string(read("dev-yarn-site.xml")), "<name>"+p.Name+"</name>") {
+			t.Errorf("dev-yarn-site.xml does not spell out %s", p.Name)
+		}
 	}
 }

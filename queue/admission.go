@@ -325,17 +325,20 @@ func (s *snapshot) waitingInLeaf(q *Queue, ch *Choice) []App {
 		waiting = append(waiting, a)
 	}
 	// fifo and StateAware serve by submission; fair serves the application with the least
-	// memory first, drf the one with the least dominant share, submission breaking ties.
-	// Waiting applications hold nothing, so among them every policy is first come, first
-	// served.
+	// memory over its weight first, drf the one with the least dominant share over its
+	// weight, submission breaking ties. Waiting applications hold nothing, so among them
+	// every policy is first come, first served: weights (sizebasedweight) only tell apart
+	// running applications that ask for more.
+	settings := s.t.alloc.Settings
+	weight := func(a App) float64 { return max(settings.AppWeight(a.Demand), 1e-9) }
 	slices.SortStableFunc(waiting, func(a, b App) int {
 		switch policy {
 		case PolicyFair:
-			if c := cmp.Compare(a.Usage.MemoryBytes, b.Usage.MemoryBytes); c != 0 {
+			if c := cmp.Compare(float64(a.Usage.MemoryBytes)/weight(a), float64(b.Usage.MemoryBytes)/weight(b)); c != 0 {
 				return c
 			}
 		case PolicyDRF:
-			if c := cmp.Compare(a.Usage.DominantShare(s.c.Total), b.Usage.DominantShare(s.c.Total)); c != 0 {
+			if c := cmp.Compare(a.Usage.DominantShare(s.c.Total)/weight(a), b.Usage.DominantShare(s.c.Total)/weight(b)); c != 0 {
 				return c
 			}
 		}

@@ -791,7 +791,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 // what the starving queue's first waiting job needs beyond the free slots, in one step; the
 // slots taken back are then held for that queue (they are not given back to their victims
 // while they free up). No more is taken while slots taken earlier are still being vacated.
-// SlotBased jobs are victims only when the file says so (preemptSlotBased).
+// SlotBased jobs are victims only when the settings say so (slotplane.preemption.slot-based).
 func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	pre := a.st.Config.Allocations.Preemption
 	if !pre.Enabled {
@@ -997,22 +997,33 @@ func (a *Admitter) Move(m Move) (Moved, error) {
 type Report struct {
 	ConfigVersion string
 	ConfigError   string
+	// Warnings say, in words for people, where the file in force does not do what it seems
+	// to (Allocations.Warnings): that root's ACLs leave every queue open, say.
+	Warnings []string `json:",omitempty"`
 	// Ignored are the file's settings in force that slotplane reads and does not act on.
 	Ignored []Ignored `json:",omitempty"`
-	Queues  []QueueReport
-	Waiting []Entry
-	Running []Entry
+	// Settings are the settings in force (yarn-site.xml, or their defaults).
+	Settings Settings
+	Queues   []QueueReport
+	Waiting  []Entry
+	Running  []Entry
 }
 
-// QueueReport is one queue's shares and use.
+// QueueReport is one queue's shares and use: the ResourceManager's scheduler view of it. A
+// parent's use, demand and jobs are those of every queue under it.
 type QueueReport struct {
-	Path                       string
-	Leaf                       bool
-	SteadyShare, FairShare     Resources
-	Usage, Demand              Resources
+	Path                   string
+	Leaf                   bool
+	SteadyShare, FairShare Resources
+	Usage, Demand          Resources
+	// RunningJobs are the jobs that hold slots (YARN's active applications), WaitingJobs
+	// those that wait for them (its pending ones), and PendingDemand what the waiting ones
+	// ask for.
 	RunningJobs, WaitingJobs   int
 	PendingDemand              Resources
 	MaxResources, MinResources Resources
+	// Policy is how the queue orders its jobs, or shares among its children.
+	Policy Policy
 }
 
 // Report is the queue picture now (built on demand: a query, not every decision, pays
@@ -1024,23 +1035,34 @@ func (a *Admitter) buildReport() Report {
 		Waiting: cloneEntries(a.st.Waiting), Running: cloneEntries(a.st.Running)}
 	if a.st.Config.Allocations != nil {
 		r.Ignored = slices.Clone(a.st.Config.Allocations.Ignored)
+		r.Settings = a.st.Config.Allocations.Settings
+		r.Warnings = a.st.Config.Allocations.Warnings()
 	}
 	slot, total := a.st.Slot, a.st.Total
 	var apps []App
+	// The counts and the pending demand go up the hierarchy, as Usage and Demand do: a
+	// parent's are its subtree's. A job whose queue the tree no longer has counts nowhere.
 	running, waiting := map[string]int{}, map[string]int{}
 	pending := map[string]Resources{}
+	up := func(leaf string, add func(path string)) {
+		for q := a.tree.Queue(leaf); q != nil; q = q.parent {
+			add(q.Path)
+		}
+	}
 	for i := range a.st.Running {
 		e := &a.st.Running[i]
 		use := times(slot, int64(len(e.Slots)))
 		apps = append(apps, App{ID: e.ID, Queue: e.Queue, Demand: use, Usage: use, Running: true})
-		running[e.Queue]++
+		up(e.Queue, func(p string) { running[p]++ })
 	}
 	for i := range a.st.Waiting {
 		e := &a.st.Waiting[i]
 		need := times(slot, e.wanted())
 		apps = append(apps, App{ID: e.ID, Queue: e.Queue, Demand: need})
-		pending[e.Queue] = pending[e.Queue].Add(need)
-		waiting[e.Queue]++
+		up(e.Queue, func(p string) {
+			pending[p] = pending[p].Add(need)
+			waiting[p]++
+		})
 	}
 	steady := a.tree.SteadyFairShares(total)
 	fair := a.tree.InstantaneousFairShares(total, apps)
@@ -1049,7 +1071,7 @@ func (a *Admitter) buildReport() Report {
 		q := a.tree.Queue(path)
 		r.Queues = append(r.Queues, QueueReport{Path: path, Leaf: q.Leaf(), SteadyShare: steady[path], FairShare: fair[path], Usage: usage[path], Demand: demand[path],
 			PendingDemand: pending[path], MaxResources: a.tree.MaxResources(q, total), MinResources: a.tree.MinResources(q),
-			RunningJobs: running[path], WaitingJobs: waiting[path]})
+			RunningJobs: running[path], WaitingJobs: waiting[path], Policy: a.tree.Policy(q)})
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,17 +30,23 @@ func bed(n int, busy ...int32) Bed {
 
 func admitterWith(t *testing.T, file string) *Admitter {
 	t.Helper()
-	u := ReadConfig(Config{}, true, []byte(file), "v1")
+	return admitterWithSettings(t, file, "")
+}
+
+// admitterWithSettings is admitterWith the settings (a yarn-site.xml; "": the defaults).
+func admitterWithSettings(t *testing.T, file, settings string) *Admitter {
+	t.Helper()
+	u := ReadConfigFiles(Config{}, ConfigFiles{Allocations: []byte(file), HasAllocations: true, Settings: []byte(settings), HasSettings: settings != ""}, "v1")
 	if u.Allocations == nil {
 		t.Fatalf("allocation file: %s", u.Rejected)
 	}
 	return NewAdmitter(AdmitterState{Config: Config{}.Apply(*u)})
 }
 
-// admitterWithRules is admitterWith deciding by the given version of the rules.
-func admitterWithRules(t *testing.T, file string, rules int) *Admitter {
+// admitterWithRules is admitterWithSettings deciding by the given version of the rules.
+func admitterWithRules(t *testing.T, file, settings string, rules int) *Admitter {
 	t.Helper()
-	st := admitterWith(t, file).State()
+	st := admitterWithSettings(t, file, settings).State()
 	st.Rules = rules
 	return NewAdmitter(st)
 }
@@ -424,11 +431,10 @@ func TestAdmitter_BackfillNeverDelaysTheHead(t *testing.T) {
 // to that queue's job once they are free (not back to the victim), and nothing more is taken
 // meanwhile.
 func TestAdmitter_PreemptionFreesTheHeadsNeedInOneStep(t *testing.T) {
-	a := admitterWith(t, `<allocations>
-  <preemption>true</preemption>
+	a := admitterWithSettings(t, `<allocations>
   <queue name="hog"><schedulingPolicy>fifo</schedulingPolicy></queue>
   <queue name="urgent"><schedulingPolicy>fifo</schedulingPolicy><minSharePreemptionTimeout>10</minSharePreemptionTimeout><minResources>1024 mb, 1 vcores</minResources></queue>
-</allocations>`)
+</allocations>`, preemptionOn)
 	a.Request(req("hog", "hog", 8))
 	a.Decide(t0, bed(8))
 	a.Request(req("urgent", "urgent", 4))
@@ -455,14 +461,13 @@ func TestAdmitter_PreemptionFreesTheHeadsNeedInOneStep(t *testing.T) {
 	mustCheck(t, a, bed(8))
 }
 
-// SlotBased jobs are preemption victims only when preemptSlotBased says so.
+// SlotBased jobs are preemption victims only when slotplane.preemption.slot-based says so.
 func TestAdmitter_SlotBasedVictimsOnlyWhenAllowed(t *testing.T) {
 	for _, allowed := range []bool{false, true} {
-		a := admitterWith(t, fmt.Sprintf(`<allocations>
-  <preemption>true</preemption><preemptSlotBased>%t</preemptSlotBased>
+		a := admitterWithSettings(t, `<allocations>
   <queue name="hog"/>
   <queue name="urgent"><minSharePreemptionTimeout>1</minSharePreemptionTimeout><minResources>2048 mb, 2 vcores</minResources></queue>
-</allocations>`, allowed))
+</allocations>`, settingsFile(PropPreemption, "true", PropPreemptSlotBased, strconv.FormatBool(allowed)))
 		pinned := req("pinned", "hog", 4)
 		pinned.SlotIDs = []int32{0, 1, 2, 3}
 		a.Request(pinned)
@@ -471,17 +476,17 @@ func TestAdmitter_SlotBasedVictimsOnlyWhenAllowed(t *testing.T) {
 		a.Decide(t0, heldBed(a, 4))
 		d := a.Decide(t0.Add(2*time.Second), heldBed(a, 4))
 		if got := len(d.Assignments) > 0; got != allowed {
-			t.Fatalf("preemptSlotBased=%t: assignments %+v", allowed, d.Assignments)
+			t.Fatalf("slot-based=%t: assignments %+v", allowed, d.Assignments)
 		}
 	}
 }
 
-// The StateAware knobs of the allocation file work live: with stateAwareSlotBackedDoNotHold a
-// granted job (its slots are reserved by the grant) does not hold the queue while Starting.
+// The StateAware knobs of the settings work live: with slotplane.stateaware.slot-backed-do-not-hold
+// a granted job (its slots are reserved by the grant) does not hold the queue while Starting.
 func TestAdmitter_StateAwareKnobs(t *testing.T) {
 	for _, knob := range []bool{false, true} {
-		a := admitterWith(t, fmt.Sprintf(`<allocations><stateAwareSlotBackedDoNotHold>%t</stateAwareSlotBackedDoNotHold>
-  <queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`, knob))
+		a := admitterWithSettings(t, `<allocations><queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`,
+			settingsFile(PropSlotBackedDoNotHold, strconv.FormatBool(knob)))
 		a.Request(req("first", "q", 1))
 		a.Request(req("second", "q", 1))
 		got := granted(a.Decide(t0, bed(4)))
@@ -520,7 +525,7 @@ func TestAdmitter_MoveChecksAndMoves(t *testing.T) {
 // The state survives JSON (the workflow's continue-as-new) and the restored Admitter decides
 // as the original would.
 func TestAdmitter_StateSurvivesJSON(t *testing.T) {
-	a := admitterWith(t, `<allocations><preemption>true</preemption><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue><queue name="r"/></allocations>`)
+	a := admitterWithSettings(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue><queue name="r"/></allocations>`, preemptionOn)
 	a.Request(req("one", "q", 3))
 	a.Request(req("two", "q", 4))
 	a.Request(req("three", "r", 1))
@@ -538,20 +543,23 @@ func TestAdmitter_StateSurvivesJSON(t *testing.T) {
 // changes and state restores never leave a slot granted twice, a granted slot outside the
 // bed, a released job counted, or a slot granted that the bed did not show free.
 func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
-	files := []string{
-		`<allocations><queue name="a"/><queue name="b"/></allocations>`,
-		`<allocations><preemption>true</preemption><preemptionUtilizationThreshold>0.5</preemptionUtilizationThreshold>
+	files := []ConfigFiles{
+		configFiles(`<allocations><queue name="a"/><queue name="b"/></allocations>`, ""),
+		configFiles(`<allocations>
 		  <queue name="a"><schedulingPolicy>fifo</schedulingPolicy><backfill>true</backfill><minResources>2048 mb, 2 vcores</minResources><minSharePreemptionTimeout>1</minSharePreemptionTimeout></queue>
 		  <queue name="b"><schedulingPolicy>stateaware</schedulingPolicy><maxRunningApps>3</maxRunningApps><fairSharePreemptionTimeout>2</fairSharePreemptionTimeout></queue></allocations>`,
-		`<allocations><preemption>true</preemption><preemptSlotBased>true</preemptSlotBased><defaultMinSharePreemptionTimeout>1</defaultMinSharePreemptionTimeout>
+			settingsFile(PropPreemption, "true", PropPreemptionThreshold, "0.5")),
+		configFiles(`<allocations><defaultMinSharePreemptionTimeout>1</defaultMinSharePreemptionTimeout>
 		  <queue name="a"><weight>3</weight><schedulingPolicy>drf</schedulingPolicy><minResources>4096 mb, 4 vcores</minResources></queue>
 		  <queue name="b"><maxResources>4096 mb, 4 vcores</maxResources></queue></allocations>`,
-		`<allocations><queue name="a"><wieght>1</wieght></queue></allocations>`, // rejected: the last good one stays
+			settingsFile(PropPreemption, "true", PropPreemptSlotBased, "true", PropSizeBasedWeight, "true")),
+		configFiles(`<allocations><queue name="a"><wieght>1</wieght></queue></allocations>`, ""),         // rejected: the last good one stays
+		configFiles(`<allocations><queue name="a"/></allocations>`, settingsFile(PropPreemption, "yes")), // rejected by its settings
 	}
 	const slots = 8
 	for seed := range uint64(120) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		a := admitterWith(t, files[0])
+		a := admitterWith(t, string(files[0].Allocations))
 		now := t0
 		// occupied: slots whose pods are there (granted slots, and revoked ones until they
 		// are vacated a step later).
@@ -597,8 +605,8 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 				k := keys[rng.IntN(len(keys))]
 				_, _ = a.Move(Move{Scheduling: k.Scheduling, Job: k.Job, Queue: []string{"a", "b", "c"}[rng.IntN(3)], By: "u"})
 			case op < 9:
-				f := files[rng.IntN(len(files))]
-				if u := ReadConfig(a.Config(), true, []byte(f), fmt.Sprint(len(f))); u != nil {
+				i := rng.IntN(len(files))
+				if u := ReadConfigFiles(a.Config(), files[i], fmt.Sprint(i)); u != nil {
 					a.Configure(a.Config().Apply(*u))
 				}
 			default:
@@ -708,13 +716,12 @@ func BenchmarkAdmitterDecide_10000Waiting200Queues8000Slots(b *testing.B) {
 // as the other queue's job runs.
 func TestAdmitter_PreemptsForAHeadTheFreeSlotsCannotStart(t *testing.T) {
 	file := `<allocations>
-  <preemption>true</preemption>
   <defaultFairSharePreemptionTimeout>60</defaultFairSharePreemptionTimeout>
   <queue name="a"><schedulingPolicy>fifo</schedulingPolicy></queue>
   <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
 </allocations>`
 	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
-		a := admitterWithRules(t, file, rules)
+		a := admitterWithRules(t, file, preemptionOn, rules)
 		a.Request(req("b1", "b", 3))
 		a.Decide(t0, bed(8))
 		a.Request(req("a1", "a", 6))
@@ -746,13 +753,12 @@ func TestAdmitter_PreemptsForAHeadTheFreeSlotsCannotStart(t *testing.T) {
 // RulesRoomForTheHead took them for that head anyway.
 func TestAdmitter_NoPreemptionForAHeadItsQueueHoldsBack(t *testing.T) {
 	file := `<allocations>
-  <preemption>true</preemption>
   <defaultFairSharePreemptionTimeout>60</defaultFairSharePreemptionTimeout>
   <queue name="a"><schedulingPolicy>stateaware</schedulingPolicy></queue>
   <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
 </allocations>`
 	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
-		a := admitterWithRules(t, file, rules)
+		a := admitterWithRules(t, file, preemptionOn, rules)
 		a.Request(req("a0", "a", 1)) // granted, and Starting for good: it never says it started
 		a.Decide(t0, bed(8))
 		a.Request(req("b1", "b", 7))
@@ -773,7 +779,7 @@ func TestAdmitter_NoPreemptionForAHeadItsQueueHoldsBack(t *testing.T) {
 func TestAdmitter_HandsAReleasedJobsSlotsOnAtOnce(t *testing.T) {
 	const file = `<allocations><queue name="q"/></allocations>`
 	for _, rules := range []int{RulesRoomForTheHead, RulesHandOver} {
-		a := admitterWithRules(t, file, rules)
+		a := admitterWithRules(t, file, "", rules)
 		a.Request(req("first", "q", 3))
 		a.Request(req("next", "q", 2))
 		if got := granted(a.Decide(t0, bed(3))); !slices.Equal(got, []string{"first:[0 1 2]"}) {

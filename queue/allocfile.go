@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -90,28 +91,46 @@ type Allocations struct {
 	DefaultMinSharePreemptionTimeout    *time.Duration
 	DefaultFairSharePreemptionThreshold *float64
 	Placement                           []Rule
-	// Preemption is the global switch and utilization threshold, yarn-site properties in
-	// Hadoop (yarn.scheduler.fair.preemption and its cluster-utilization-threshold) and the
-	// elements preemption and preemptionUtilizationThreshold here, slotplane's extension.
-	Preemption Preemption
-	// StateAware tunes the stateaware leaves (slotplane's extension elements
-	// stateAwareSkipStartingWithoutExecutors and stateAwareSlotBackedDoNotHold).
-	StateAware StateAwareOptions
-	// Ignored lists what the file says that has no meaning for slots, each with why: the
-	// Fair Scheduler accepts it, so a YARN file loads, and slotplane says it does nothing.
+	// Settings are the scheduler-wide settings, the properties of yarn-site.xml
+	// (ParseSettings); a file read alone has DefaultSettings. They are embedded so that they
+	// marshal as the fields Preemption and StateAware did when they were elements of this
+	// file: recorded workflow histories, and the states running workflows carry, read the
+	// same (UnmarshalJSON gives the settings added since their defaults).
+	Settings
+	// Ignored lists what the file, and the settings, say that has no meaning for slots, each
+	// with why: the Fair Scheduler accepts it, so a YARN file loads, and slotplane says it
+	// does nothing.
 	Ignored []Ignored
 }
 
-// Ignored is a setting of the file that slotplane reads and does not act on.
+// UnmarshalJSON reads encoded Allocations; a setting the encoding does not mention takes
+// its default, so Allocations encoded before the setting existed mean what they meant then.
+func (a *Allocations) UnmarshalJSON(data []byte) error {
+	type plain Allocations // the same fields, without this method
+	p := plain{Settings: DefaultSettings()}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*a = Allocations(p)
+	return nil
+}
+
+// Ignored is a setting of the allocation file, or a property of the settings, that
+// slotplane reads and does not act on.
 type Ignored struct {
 	Line    int
 	Element string
 	// Queue is the queue whose element it is ("" at the top level).
-	Queue  string
-	Reason string
+	Queue string
+	// Property is set, instead of Element, for a property of the settings (yarn-site.xml).
+	Property string `json:",omitempty"`
+	Reason   string
 }
 
 func (i Ignored) String() string {
+	if i.Property != "" {
+		return fmt.Sprintf("%s line %d, %s: %s", SettingsFile, i.Line, i.Property, i.Reason)
+	}
 	where := fmt.Sprintf("line %d, <%s>", i.Line, i.Element)
 	if i.Queue != "" {
 		where += " of " + i.Queue
@@ -119,18 +138,30 @@ func (i Ignored) String() string {
 	return where + ": " + i.Reason
 }
 
-// ConfigError is a mistake in an allocation file, with where it is.
+// ConfigError is a mistake in an allocation file or in the settings, with where it is.
 type ConfigError struct {
+	// File is SettingsFile for a mistake in the settings; "" is the allocation file.
+	File    string
 	Line    int
 	Element string
-	Msg     string
+	// Property is the property of the settings the mistake is in, if any.
+	Property string
+	Msg      string
 }
 
 func (e *ConfigError) Error() string {
-	if e.Element == "" {
-		return fmt.Sprintf("allocation file line %d: %s", e.Line, e.Msg)
+	file := e.File
+	if file == "" {
+		file = "allocation file"
 	}
-	return fmt.Sprintf("allocation file line %d, <%s>: %s", e.Line, e.Element, e.Msg)
+	switch {
+	case e.Property != "":
+		return fmt.Sprintf("%s line %d, property %s: %s", file, e.Line, e.Property, e.Msg)
+	case e.Element != "":
+		return fmt.Sprintf("%s line %d, <%s>: %s", file, e.Line, e.Element, e.Msg)
+	default:
+		return fmt.Sprintf("%s line %d: %s", file, e.Line, e.Msg)
+	}
 }
 
 // maxFileSize bounds what ParseAllocations reads.
@@ -143,22 +174,18 @@ func ParseAllocations(data []byte) (*Allocations, error) {
 	if len(data) > maxFileSize {
 		return nil, &ConfigError{Line: 1, Msg: fmt.Sprintf("the file is over %d bytes", maxFileSize)}
 	}
-	p := &parser{dec: xml.NewDecoder(bytes.NewReader(data))}
+	p := newParser(data, "", "allocations")
 	a := &Allocations{
 		Root:                         &QueueConfig{Name: "root", Path: "root", Weight: 1, Line: 1},
 		UserMaxApps:                  map[string]int{},
 		QueueMaxAMShareDefault:       0.5,
 		DefaultQueueSchedulingPolicy: PolicyFair,
-		Preemption:                   Preemption{UtilizationThreshold: DefaultUtilizationThreshold},
+		Settings:                     DefaultSettings(),
 	}
-	start, err := p.firstElement()
-	if err != nil {
+	if err := p.root(); err != nil {
 		return nil, err
 	}
-	if start.Name.Local != "allocations" {
-		return nil, p.errf(start.Name.Local, "the root element must be <allocations>")
-	}
-	if err := p.allocations(a); err != nil {
+	if err := p.elements(p.topHandlers(a), p.unknownTop); err != nil {
 		return nil, err
 	}
 	if err := a.validate(); err != nil {
@@ -167,13 +194,36 @@ func ParseAllocations(data []byte) (*Allocations, error) {
 	return a, nil
 }
 
+// parser reads the allocation file and the settings, both XML with one root element.
 type parser struct {
 	dec  *xml.Decoder
 	line int
+	// file is ConfigError.File for its mistakes; rootName the root element it expects.
+	file, rootName string
+}
+
+func newParser(data []byte, file, rootName string) *parser {
+	return &parser{dec: xml.NewDecoder(bytes.NewReader(data)), file: file, rootName: rootName}
 }
 
 func (p *parser) errf(element, format string, args ...any) error {
-	return &ConfigError{Line: p.line, Element: element, Msg: fmt.Sprintf(format, args...)}
+	return p.errAt(p.line, element, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) errAt(line int, element, msg string) error {
+	return &ConfigError{File: p.file, Line: line, Element: element, Msg: msg}
+}
+
+// root reads up to the root element's start tag, which must be the one expected.
+func (p *parser) root() error {
+	start, err := p.firstElement()
+	if err != nil {
+		return err
+	}
+	if start.Name.Local != p.rootName {
+		return p.errf(start.Name.Local, "the root element must be <%s>", p.rootName)
+	}
+	return nil
 }
 
 func (p *parser) pos() int {
@@ -187,9 +237,9 @@ func (p *parser) next() (xml.Token, error) {
 		tok, err := p.dec.Token()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, &ConfigError{Line: p.pos(), Msg: "the file ends before </allocations>"}
+				return nil, p.errAt(p.pos(), "", fmt.Sprintf("the file ends before </%s>", p.rootName))
 			}
-			return nil, &ConfigError{Line: p.pos(), Msg: "not well-formed XML: " + err.Error()}
+			return nil, p.errAt(p.pos(), "", "not well-formed XML: "+err.Error())
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -200,7 +250,7 @@ func (p *parser) next() (xml.Token, error) {
 		case xml.CharData:
 			if strings.TrimSpace(string(t)) != "" {
 				p.line = p.pos()
-				return nil, &ConfigError{Line: p.line, Msg: fmt.Sprintf("text %q outside of any value element", strings.TrimSpace(string(t)))}
+				return nil, p.errf("", "text %q outside of any value element", strings.TrimSpace(string(t)))
 			}
 		}
 	}
@@ -210,7 +260,7 @@ func (p *parser) firstElement() (xml.StartElement, error) {
 	for {
 		tok, err := p.dec.Token()
 		if err != nil {
-			return xml.StartElement{}, &ConfigError{Line: p.pos(), Msg: "no <allocations> element: " + err.Error()}
+			return xml.StartElement{}, p.errAt(p.pos(), "", fmt.Sprintf("no <%s> element: %v", p.rootName, err))
 		}
 		if s, ok := tok.(xml.StartElement); ok {
 			p.line = p.pos()
@@ -281,40 +331,51 @@ func intoPtr[T any](read func(name string) (T, error), dst **T) elementHandler {
 	}, dst)
 }
 
-// allocations reads the elements of <allocations> into a.
-func (p *parser) allocations(a *Allocations) error {
+// topHandlers are the handlers of the elements of <allocations>, reading into a.
+func (p *parser) topHandlers(a *Allocations) map[string]elementHandler {
 	queue := func(s xml.StartElement) error {
 		if name, _ := attr(s, "name"); name == "root" {
 			return p.queueBody(a, a.Root, s.Name.Local)
 		}
 		return p.childQueue(a, a.Root, s)
 	}
-	handlers := map[string]elementHandler{
+	return map[string]elementHandler{
 		"queue": queue,
 		"pool":  queue,
 		"user":  func(s xml.StartElement) error { return p.user(a, s) },
 
-		"userMaxAppsDefault":                     intoPtr(p.count, &a.UserMaxAppsDefault),
-		"queueMaxAppsDefault":                    intoPtr(p.count, &a.QueueMaxAppsDefault),
-		"queueMaxResourcesDefault":               p.limit(a, "", &a.QueueMaxResourcesDefault, &a.QueueMaxResourcesDefaultPercent),
-		"reservation-agent":                      ignore(p, a, "", whyNoReservations, p.text),
-		"reservation-policy":                     ignore(p, a, "", whyNoReservations, p.text),
-		"reservation-planner":                    ignore(p, a, "", whyNoReservations, p.text),
-		"queueMaxAMShareDefault":                 into(p.amShare, &a.QueueMaxAMShareDefault),
-		"defaultQueueSchedulingPolicy":           into(p.policy, &a.DefaultQueueSchedulingPolicy),
-		"defaultFairSharePreemptionTimeout":      intoPtr(p.seconds, &a.DefaultFairSharePreemptionTimeout),
-		"defaultMinSharePreemptionTimeout":       intoPtr(p.seconds, &a.DefaultMinSharePreemptionTimeout),
-		"defaultFairSharePreemptionThreshold":    intoPtr(p.fraction, &a.DefaultFairSharePreemptionThreshold),
-		"preemption":                             into(p.boolean, &a.Preemption.Enabled),
-		"preemptSlotBased":                       into(p.boolean, &a.Preemption.SlotBased),
-		"preemptionUtilizationThreshold":         into(p.fraction, &a.Preemption.UtilizationThreshold),
-		"stateAwareSkipStartingWithoutExecutors": into(p.boolean, &a.StateAware.SkipStartingWithoutExecutors),
-		"stateAwareSlotBackedDoNotHold":          into(p.boolean, &a.StateAware.SlotBackedDoNotHold),
-		"queuePlacementPolicy":                   into(p.rules, &a.Placement),
+		"userMaxAppsDefault":                  intoPtr(p.count, &a.UserMaxAppsDefault),
+		"queueMaxAppsDefault":                 intoPtr(p.count, &a.QueueMaxAppsDefault),
+		"queueMaxResourcesDefault":            p.limit(a, "", &a.QueueMaxResourcesDefault, &a.QueueMaxResourcesDefaultPercent),
+		"reservation-agent":                   ignore(p, a, "", whyNoReservations, p.text),
+		"reservation-policy":                  ignore(p, a, "", whyNoReservations, p.text),
+		"reservation-planner":                 ignore(p, a, "", whyNoReservations, p.text),
+		"queueMaxAMShareDefault":              into(p.amShare, &a.QueueMaxAMShareDefault),
+		"defaultQueueSchedulingPolicy":        into(p.policy, &a.DefaultQueueSchedulingPolicy),
+		"defaultFairSharePreemptionTimeout":   intoPtr(p.seconds, &a.DefaultFairSharePreemptionTimeout),
+		"defaultMinSharePreemptionTimeout":    intoPtr(p.seconds, &a.DefaultMinSharePreemptionTimeout),
+		"defaultFairSharePreemptionThreshold": intoPtr(p.fraction, &a.DefaultFairSharePreemptionThreshold),
+		"queuePlacementPolicy":                into(p.rules, &a.Placement),
 	}
-	return p.elements(handlers, func(name string) error {
-		return p.errf(name, "unknown element (a typo of a known one?)")
-	})
+}
+
+// movedToSettings are the elements slotplane once took at the top of the allocation file
+// for what Hadoop sets in yarn-site.xml, each with the property that replaced it: a file
+// that still has one is refused with where the setting went.
+var movedToSettings = map[string]string{
+	"preemption":                             PropPreemption,
+	"preemptionUtilizationThreshold":         PropPreemptionThreshold,
+	"preemptSlotBased":                       PropPreemptSlotBased,
+	"stateAwareSkipStartingWithoutExecutors": PropSkipStartingWithoutExecutors,
+	"stateAwareSlotBackedDoNotHold":          PropSlotBackedDoNotHold,
+}
+
+// unknownTop is the error of an element of <allocations> no handler takes.
+func (p *parser) unknownTop(name string) error {
+	if prop, ok := movedToSettings[name]; ok {
+		return p.errf(name, "this setting moved out of the allocation file: set the property %s in %s, the key next to it", prop, SettingsFile)
+	}
+	return p.errf(name, "unknown element (a typo of a known one?)")
 }
 
 // Why the Fair Scheduler's settings that slotplane reads have no effect.
@@ -416,8 +477,15 @@ func (p *parser) childQueue(a *Allocations, parent *QueueConfig, s xml.StartElem
 
 // queueBody reads the elements of queue q's element (named element: queue or pool) into q.
 func (p *parser) queueBody(a *Allocations, q *QueueConfig, element string) error {
+	return p.elements(p.queueHandlers(a, q), func(name string) error {
+		return p.errf(name, "unknown element in <%s name=%q>", element, q.Name)
+	})
+}
+
+// queueHandlers are the handlers of the elements of queue q's element, reading into q.
+func (p *parser) queueHandlers(a *Allocations, q *QueueConfig) map[string]elementHandler {
 	child := func(s xml.StartElement) error { return p.childQueue(a, q, s) }
-	handlers := map[string]elementHandler{
+	return map[string]elementHandler{
 		"queue": child,
 		"pool":  child,
 
@@ -442,9 +510,6 @@ func (p *parser) queueBody(a *Allocations, q *QueueConfig, element string) error
 		"strictOrder":                  intoPtr(p.boolean, &q.StrictOrder),
 		"backfill":                     intoPtr(p.boolean, &q.Backfill),
 	}
-	return p.elements(handlers, func(name string) error {
-		return p.errf(name, "unknown element in <%s name=%q>", element, q.Name)
-	})
 }
 
 // rawText reads the character data of a value element up to its end, untrimmed: an ACL's
@@ -454,7 +519,7 @@ func (p *parser) rawText(name string) (string, error) {
 	for {
 		tok, err := p.dec.Token()
 		if err != nil {
-			return "", &ConfigError{Line: p.pos(), Element: name, Msg: "not well-formed XML: " + err.Error()}
+			return "", p.errAt(p.pos(), name, "not well-formed XML: "+err.Error())
 		}
 		switch t := tok.(type) {
 		case xml.CharData:
@@ -475,28 +540,22 @@ func (p *parser) user(a *Allocations, s xml.StartElement) error {
 	if _, dup := a.UserMaxApps[name]; dup {
 		return p.errf("user", "user %s is configured twice", name)
 	}
-	a.UserMaxApps[name] = -1 // no limit of its own unless given
-	for {
-		tok, err := p.next()
-		if err != nil {
-			return err
-		}
-		c, ok := tok.(xml.StartElement)
-		if !ok {
-			if a.UserMaxApps[name] < 0 {
-				delete(a.UserMaxApps, name)
-			}
-			return nil
-		}
-		if c.Name.Local != "maxRunningApps" {
-			return p.errf(c.Name.Local, "a user element holds only maxRunningApps")
-		}
-		n, err := p.count(c.Name.Local)
-		if err != nil {
-			return err
-		}
-		a.UserMaxApps[name] = n
+	limit := -1 // no limit of its own unless given
+	err := p.elements(p.userHandlers(&limit), func(element string) error {
+		return p.errf(element, "a user element holds only maxRunningApps")
+	})
+	if err != nil {
+		return err
 	}
+	if limit >= 0 {
+		a.UserMaxApps[name] = limit
+	}
+	return nil
+}
+
+// userHandlers are the handlers of the elements of a user element: its limit goes to *limit.
+func (p *parser) userHandlers(limit *int) map[string]elementHandler {
+	return map[string]elementHandler{"maxRunningApps": into(p.count, limit)}
 }
 
 // boolean reads a true or false value element.
@@ -661,7 +720,7 @@ func (p *parser) rule(s xml.StartElement) (Rule, error) {
 		r.Nested = &nested
 	}
 	if r.Name == "nestedUserQueue" && r.Nested == nil {
-		return Rule{}, &ConfigError{Line: r.Line, Element: "rule", Msg: "nestedUserQueue needs the rule that picks the parent queue inside it"}
+		return Rule{}, p.errAt(r.Line, "rule", "nestedUserQueue needs the rule that picks the parent queue inside it")
 	}
 	return r, nil
 }

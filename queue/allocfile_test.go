@@ -145,14 +145,12 @@ func TestParseAllocations_PoolsRootAndDefaults(t *testing.T) {
   <defaultMinSharePreemptionTimeout>30</defaultMinSharePreemptionTimeout>
   <defaultFairSharePreemptionThreshold>0.8</defaultFairSharePreemptionThreshold>
   <queueMaxAppsDefault>7</queueMaxAppsDefault>
-  <preemption>true</preemption>
-  <preemptionUtilizationThreshold>0.6</preemptionUtilizationThreshold>
 </allocations>`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Preemption != (Preemption{Enabled: true, UtilizationThreshold: 0.6}) {
-		t.Errorf("preemption %+v", a.Preemption)
+	if a.Settings != DefaultSettings() {
+		t.Errorf("a file read alone has the default settings: %+v", a.Settings)
 	}
 	if a.Root.SubmitACL == nil || len(a.Root.SubmitACL.Users) != 0 || a.Root.SubmitACL.Groups[0] != "admins" {
 		t.Errorf("root ACL %+v", a.Root.SubmitACL)
@@ -186,8 +184,7 @@ func TestParseAllocations_ErrorsSayWhere(t *testing.T) {
 		"bad type":               {"<allocations>\n<queue name=\"a\" type=\"leaf\"/>\n</allocations>", 2, "queue", `type must be "parent"`},
 		"am share":               {"<allocations>\n<queue name=\"a\"><maxAMShare>1.5</maxAMShare></queue>\n</allocations>", 2, "maxAMShare", "fraction in (0, 1]"},
 		"min over max":           {"<allocations>\n<queue name=\"a\"><minResources>2 mb, 2 vcores</minResources><maxResources>1 mb, 2 vcores</maxResources></queue>\n</allocations>", 2, "queue", "exceed maxResources"},
-		"bad switch":             {"<allocations>\n<preemption>yes please</preemption>\n</allocations>", 2, "preemption", "neither true nor false"},
-		"bad threshold":          {"<allocations>\n<preemptionUtilizationThreshold>80</preemptionUtilizationThreshold>\n</allocations>", 2, "preemptionUtilizationThreshold", "fraction in [0, 1]"},
+		"moved switch":           {"<allocations>\n<preemption>true</preemption>\n</allocations>", 2, "preemption", "set the property yarn.scheduler.fair.preemption in yarn-site.xml"},
 		"bad policy":             {"<allocations>\n<defaultQueueSchedulingPolicy>lottery</defaultQueueSchedulingPolicy>\n</allocations>", 2, "defaultQueueSchedulingPolicy", "not a policy"},
 		"unknown rule":           {"<allocations>\n<queuePlacementPolicy>\n<rule name=\"random\"/>\n</queuePlacementPolicy>\n</allocations>", 3, "rule", `unknown rule "random"`},
 		"last rule may continue": {"<allocations>\n<queuePlacementPolicy>\n<rule name=\"specified\"/>\n<rule name=\"user\" create=\"false\"/>\n</queuePlacementPolicy>\n</allocations>", 4, "rule", "may pass an application on"},

@@ -2,20 +2,52 @@ package queue
 
 import "fmt"
 
-// Config is the queue configuration in force: the last allocation file that parsed, and
-// what became of the newest one. It survives serialization (the Admission workflow carries
-// it across runs).
+// Config is the queue configuration in force: the last allocation file and settings that
+// parsed (together: one bad file of the two rejects both), and what became of the newest
+// pair. It survives serialization (the Admission workflow carries it across runs).
 type Config struct {
-	// Allocations is the configuration in force (never nil: an empty file's defaults until
-	// a good file arrives).
+	// Allocations is the configuration in force, the settings with it (never nil: an empty
+	// file's defaults until a good file arrives).
 	Allocations *Allocations
 	// Version identifies the source of Allocations (a ConfigMap's resourceVersion, a file's
-	// checksum); "" for the built-in defaults.
+	// checksum), which changes when either file does; "" for the built-in defaults.
 	Version string
 	// RejectedVersion is the newest version that did not parse, and Rejected why; empty
 	// when the newest is the one in force.
 	RejectedVersion string
 	Rejected        string
+}
+
+// ConfigFiles are the two files of a queue configuration, as the queues ConfigMap holds
+// them: the allocation file (fair-scheduler.xml) and the settings (SettingsFile). A file
+// that is not there (Has false) takes its defaults.
+type ConfigFiles struct {
+	Allocations, Settings       []byte
+	HasAllocations, HasSettings bool
+}
+
+// ParseConfig parses both files into one configuration: the allocation file's, with the
+// settings in it and their ignored properties after the file's ignored elements. A mistake
+// in either is the error (a *ConfigError whose File says which).
+func ParseConfig(f ConfigFiles) (*Allocations, error) {
+	data := []byte("<allocations/>")
+	if f.HasAllocations {
+		data = f.Allocations
+	}
+	a, err := ParseAllocations(data)
+	if err != nil {
+		return nil, err
+	}
+	if !f.HasSettings {
+		return a, nil
+	}
+	s, ignored, err := ParseSettings(f.Settings)
+	if err != nil {
+		return nil, err
+	}
+	a.Settings = s
+	a.Ignored = append(a.Ignored, ignored...)
+	return a, nil
 }
 
 // DefaultConfig is the configuration without an allocation file: one level under root,
@@ -28,22 +60,29 @@ func DefaultConfig() Config {
 	return Config{Allocations: a}
 }
 
-// ConfigUpdate is a new version of a test bed's allocation file, parsed: what the activity
-// that reads the file hands the Admission workflow, so that XML is never parsed in workflow
-// code and an unchanged file never enters its history.
+// ConfigUpdate is a new version of a test bed's allocation file and settings, parsed: what
+// the activity that reads them hands the Admission workflow, so that XML is never parsed in
+// workflow code and unchanged files never enter its history.
 type ConfigUpdate struct {
-	// Missing: there is no file (the defaults apply).
+	// Missing: there is neither file (the defaults apply).
 	Missing bool
 	Version string
-	// Allocations is the parsed file; nil when it did not parse, and Rejected says why.
+	// Allocations is the parsed pair; nil when either did not parse, and Rejected says why.
 	Allocations *Allocations
 	Rejected    string
 }
 
-// ReadConfig parses version of the file for a holder of held (only its Version and
-// RejectedVersion are read). nil: nothing changed (the same version, in force or rejected).
+// ReadConfig is ReadConfigFiles for an allocation file alone, the settings at their
+// defaults.
 func ReadConfig(held Config, exists bool, data []byte, version string) *ConfigUpdate {
-	if !exists {
+	return ReadConfigFiles(held, ConfigFiles{Allocations: data, HasAllocations: exists}, version)
+}
+
+// ReadConfigFiles parses version of the files for a holder of held (only its Version and
+// RejectedVersion are read). nil: nothing changed (the same version, in force or rejected).
+// Neither file there is a missing configuration: the defaults.
+func ReadConfigFiles(held Config, f ConfigFiles, version string) *ConfigUpdate {
+	if !f.HasAllocations && !f.HasSettings {
 		if held.Version == "" && held.RejectedVersion == "" {
 			return nil
 		}
@@ -52,7 +91,7 @@ func ReadConfig(held Config, exists bool, data []byte, version string) *ConfigUp
 	if version != "" && (version == held.Version || version == held.RejectedVersion) {
 		return nil
 	}
-	a, err := ParseAllocations(data)
+	a, err := ParseConfig(f)
 	if err != nil {
 		return &ConfigUpdate{Version: version, Rejected: err.Error()}
 	}

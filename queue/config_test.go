@@ -78,3 +78,44 @@ func TestConfig_SurvivesJSON(t *testing.T) {
 		}
 	}
 }
+
+// The allocation file and the settings are one configuration: a mistake in either rejects
+// the pair and the last good pair stays in force, settings included; a new version of
+// either is read; the settings alone make a configuration with the default file; neither
+// is the defaults.
+func TestConfig_KeepsTheLastGoodPair(t *testing.T) {
+	load := func(c Config, f ConfigFiles, version string) (Config, bool) {
+		u := ReadConfigFiles(c, f, version)
+		if u == nil {
+			return c, false
+		}
+		return c.Apply(*u), true
+	}
+	const file = `<allocations><queue name="a"/></allocations>`
+	c, _ := load(DefaultConfig(), configFiles(file, preemptionOn), "v1")
+	if c.Version != "v1" || c.Allocations.Queue("a") == nil || !c.Allocations.Preemption.Enabled {
+		t.Fatalf("v1: %+v", c)
+	}
+	c, _ = load(c, configFiles(file, "<configuration>\n<property><name>"+PropPreemption+"</name><value>off</value></property>\n</configuration>"), "v2")
+	if c.Version != "v1" || !c.Allocations.Preemption.Enabled || c.RejectedVersion != "v2" || !strings.Contains(c.Rejected, "yarn-site.xml line 2, property "+PropPreemption) {
+		t.Fatalf("bad settings must be rejected and v1 kept: %+v", c)
+	}
+	if _, changed := load(c, configFiles("ignored: the same version", ""), "v2"); changed {
+		t.Fatal("the rejected version was read again")
+	}
+	c, _ = load(c, configFiles("<allocations><preemption>true</preemption></allocations>", preemptionOn), "v3")
+	if c.Version != "v1" || c.RejectedVersion != "v3" || !strings.Contains(c.Rejected, PropPreemption) {
+		t.Fatalf("an old element must be rejected, naming its property: %+v", c)
+	}
+	c, _ = load(c, ConfigFiles{Settings: []byte(settingsFile(PropSizeBasedWeight, "true")), HasSettings: true}, "v4")
+	if c.Version != "v4" || c.Allocations.Queue("a") != nil || !c.Allocations.SizeBasedWeight || c.Allocations.Preemption.Enabled || c.Rejected != "" {
+		t.Fatalf("settings alone, with the default file: %+v", c)
+	}
+	u := ReadConfigFiles(c, ConfigFiles{}, "v5")
+	if u == nil || !u.Missing {
+		t.Fatalf("neither file is a change to the defaults: %+v", u)
+	}
+	if c = c.Apply(*u); c.Version != "" || c.Allocations.Settings != DefaultSettings() {
+		t.Fatalf("after removal: %+v", c)
+	}
+}

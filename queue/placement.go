@@ -28,19 +28,30 @@ type Placement struct {
 // ErrRejected: the placement policy refused the application.
 var ErrRejected = errors.New("the queue placement policy rejected the application")
 
-// defaultPlacement is the policy of a file without queuePlacementPolicy, as the Fair
-// Scheduler's defaults make it: the requested queue, else a queue named after the user,
-// else root.default (for jobs that name no user).
-var defaultPlacement = []Rule{{Name: "specified", Create: true}, {Name: "user", Create: true}, {Name: "default", Create: true}}
+// DefaultPlacement is the policy of a file without queuePlacementPolicy, made of the
+// settings as the Fair Scheduler makes it: the requested queue; then, with
+// UserAsDefaultQueue, a queue named after the user; then root.default. Both rules before it
+// may create a queue only with AllowUndeclaredPools, so without it a job headed for a queue
+// the file does not declare passes on to root.default. The Fair Scheduler leaves the default
+// rule out when the user rule may create (every YARN application has a user); a job here
+// may name none, and goes to root.default.
+func (s Settings) DefaultPlacement() []Rule {
+	rules := []Rule{{Name: "specified", Create: s.AllowUndeclaredPools}}
+	if s.UserAsDefaultQueue {
+		rules = append(rules, Rule{Name: "user", Create: s.AllowUndeclaredPools})
+	}
+	return append(rules, Rule{Name: "default", Create: true})
+}
 
 // Place runs the placement policy for an application: each rule places it, rejects it, or
 // passes it on to the next. A rule whose create is false passes on a queue the file does
 // not configure. Applications go to leaf queues only: a rule that lands on a parent queue
-// rejects. Periods in user and group names become "_dot_".
+// rejects. Periods in user and group names become "_dot_". A file without a policy places
+// by the settings (DefaultPlacement); with one, the settings play no part, as in Hadoop.
 func (a *Allocations) Place(s Submitter) (Placement, error) {
 	rules := a.Placement
 	if len(rules) == 0 {
-		rules = defaultPlacement
+		rules = a.DefaultPlacement()
 	}
 	for _, r := range rules {
 		path, decided, err := a.apply(r, s)

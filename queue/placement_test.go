@@ -112,3 +112,40 @@ func TestPlace_WithoutPolicyTakesTheRequestThenTheUserThenDefault(t *testing.T) 
 		t.Errorf("nobody: %+v %v", p, err)
 	}
 }
+
+// A file without a placement policy places by the settings, as the Fair Scheduler does:
+// the requested queue, then (user-as-default-queue) the user's queue, then root.default;
+// without allow-undeclared-pools, a queue the file does not declare is not made, and the job
+// goes on to root.default. A file with a policy places by it alone.
+func TestPlace_WithoutPolicyFollowsTheSettings(t *testing.T) {
+	const declared = `<allocations><queue name="etl"/><queue name="ann"/></allocations>`
+	requested := Submitter{Queue: "adhoc", User: "bob"}
+	cases := map[string]struct {
+		file                 string
+		userAsDefault, allow string
+		s                    Submitter
+		want                 Placement
+	}{
+		"defaults, requested":           {declared, "true", "true", requested, Placement{Queue: "root.adhoc", Created: true, Rule: "specified"}},
+		"defaults, user":                {declared, "true", "true", Submitter{User: "bob"}, Placement{Queue: "root.bob", Created: true, Rule: "user"}},
+		"defaults, nobody":              {declared, "true", "true", Submitter{}, Placement{Queue: "root.default", Created: true, Rule: "default"}},
+		"no user queue":                 {declared, "false", "true", Submitter{User: "ann"}, Placement{Queue: "root.default", Created: true, Rule: "default"}},
+		"no user queue, requested":      {declared, "false", "true", requested, Placement{Queue: "root.adhoc", Created: true, Rule: "specified"}},
+		"undeclared requested":          {declared, "true", "false", requested, Placement{Queue: "root.default", Created: true, Rule: "default"}},
+		"declared requested":            {declared, "true", "false", Submitter{Queue: "etl", User: "bob"}, Placement{Queue: "root.etl", Rule: "specified"}},
+		"undeclared user queue":         {declared, "true", "false", Submitter{User: "bob"}, Placement{Queue: "root.default", Created: true, Rule: "default"}},
+		"declared user queue":           {declared, "true", "false", Submitter{User: "ann"}, Placement{Queue: "root.ann", Rule: "user"}},
+		"neither":                       {declared, "false", "false", Submitter{Queue: "etl", User: "ann"}, Placement{Queue: "root.etl", Rule: "specified"}},
+		"declared default":              {`<allocations><queue name="default"/></allocations>`, "true", "false", Submitter{User: "bob"}, Placement{Queue: "root.default", Rule: "default"}},
+		"a policy ignores the settings": {`<allocations><queuePlacementPolicy><rule name="user"/></queuePlacementPolicy></allocations>`, "false", "false", Submitter{User: "bob"}, Placement{Queue: "root.bob", Created: true, Rule: "user"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := parseConfig(t, tc.file, settingsFile(PropUserAsDefaultQueue, tc.userAsDefault, PropAllowUndeclaredPools, tc.allow))
+			got, err := a.Place(tc.s)
+			if err != nil || got != tc.want {
+				t.Errorf("Place(%+v) = %+v, %v; want %+v", tc.s, got, err, tc.want)
+			}
+		})
+	}
+}

@@ -9,16 +9,18 @@ import (
 	"time"
 )
 
-// Preemption is the scheduler-wide preemption setting (yarn-site.xml in the Fair Scheduler,
-// the allocation file's preemption elements here).
+// Preemption is the scheduler-wide preemption setting, of the settings (yarn-site.xml) as
+// in the Fair Scheduler.
 type Preemption struct {
-	// Enabled is the global switch (off by default, as in the Fair Scheduler).
+	// Enabled is the global switch (yarn.scheduler.fair.preemption, off by default).
 	Enabled bool
 	// UtilizationThreshold: preemption happens only while the test bed is used at least this
-	// much (DefaultUtilizationThreshold): with free room there is nothing to take.
+	// much (yarn.scheduler.fair.preemption.cluster-utilization-threshold,
+	// DefaultUtilizationThreshold): with free room there is nothing to take.
 	UtilizationThreshold float64
-	// SlotBased lets preemption take slots from SlotBased jobs too (preemptSlotBased, off by
-	// default: an external scheduler chose their slots exactly).
+	// SlotBased lets preemption take slots from SlotBased jobs too
+	// (slotplane.preemption.slot-based, off by default: an external scheduler chose their
+	// slots exactly).
 	SlotBased bool
 }
 

@@ -48,10 +48,12 @@ type StateApp struct {
 // deprecated upstream. All off is the seed's behaviour.
 type StateAwareOptions struct {
 	// SkipStartingWithoutExecutors: an application that will never ask for executors does
-	// not block the queue for the five minutes of the fallback.
+	// not block the queue for the five minutes of the fallback
+	// (slotplane.stateaware.skip-starting-without-executors).
 	SkipStartingWithoutExecutors bool
 	// SlotBackedDoNotHold: an application whose executors already hold reserved slots does
-	// not count as the one application starting.
+	// not count as the one application starting
+	// (slotplane.stateaware.slot-backed-do-not-hold).
 	SlotBackedDoNotHold bool
 }
 

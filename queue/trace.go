@@ -668,17 +668,17 @@ func newReplay(a *Allocations, opts ReplayOptions) *replay {
 	r.res = ReplayResult{Mode: opts.Mode, Slots: opts.Slots, SlotSize: opts.SlotSize, Total: r.total, StartUp: opts.StartUp}
 	switch {
 	case !a.Preemption.Enabled:
-		r.res.Preemption = "off in the allocation file"
+		r.res.Preemption = "off in the settings (" + PropPreemption + ")"
 	case opts.NoPreemption:
-		r.res.Preemption = "on in the allocation file, left out of this replay"
+		r.res.Preemption = "on in the settings, left out of this replay"
 	case opts.Mode == ReplayDriverFirst:
-		r.res.Preemption = "on in the allocation file, not simulated in driver-first mode"
+		r.res.Preemption = "on in the settings, not simulated in driver-first mode"
 	default:
 		r.preempt = true
 		r.res.Preemption = "simulated"
 	}
-	// The Admitter's copy of the file: preemption as this replay does it, and the StateAware
-	// options of the file and of the replay.
+	// The Admitter's copy of the configuration: preemption as this replay does it, and the
+	// StateAware options of the settings and of the replay.
 	cp := *a
 	cp.Preemption.Enabled = r.preempt
 	cp.StateAware.SkipStartingWithoutExecutors = cp.StateAware.SkipStartingWithoutExecutors || opts.StateAware.SkipStartingWithoutExecutors

@@ -20,11 +20,16 @@ func parseTrace(t testing.TB, text string) []TraceJob {
 	return jobs
 }
 
-// replayFile replays a trace against an allocation file.
+// replayFile replays a trace against an allocation file, the settings at their defaults.
 func replayFile(t testing.TB, file, trace string, opts ReplayOptions) ReplayResult {
 	t.Helper()
-	a, err := ParseAllocations([]byte(file))
-	require.NoError(t, err)
+	return replayWith(t, file, "", trace, opts)
+}
+
+// replayWith replays a trace against an allocation file and settings ("": the defaults).
+func replayWith(t testing.TB, file, settings, trace string, opts ReplayOptions) ReplayResult {
+	t.Helper()
+	a := parseConfig(t, file, settings)
 	res, err := Replay(a, parseTrace(t, trace), opts)
 	require.NoError(t, err)
 	return res
@@ -331,7 +336,6 @@ func TestReplay_StateAwareDripFeed(t *testing.T) {
 func TestReplay_Preemption(t *testing.T) {
 	file := `<allocations>
   <queue name="a"/><queue name="b"/>
-  <preemption>true</preemption>
   <defaultFairSharePreemptionTimeout>20</defaultFairSharePreemptionTimeout>
   <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
 </allocations>`
@@ -339,7 +343,7 @@ func TestReplay_Preemption(t *testing.T) {
 0s,hog,a,u,,"1024 mb, 1 vcores",4,100s
 10s,late,b,v,,"1024 mb, 1 vcores",2,30s
 `
-	r := replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
+	r := replayWith(t, file, preemptionOn, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
 	require.Equal(t, "simulated", r.Preemption)
 	require.Equal(t, 2, r.PreemptedSlots)
 	require.Equal(t, 2, outcome(t, r, "hog").Preempted)
@@ -352,10 +356,15 @@ func TestReplay_Preemption(t *testing.T) {
 	require.Equal(t, 2, queueOutcome(t, r, "root.a").LostToOther)
 
 	// Without preemption the late job waits for the hog.
-	r = replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8, NoPreemption: true})
+	r = replayWith(t, file, preemptionOn, trace, ReplayOptions{Slots: 4, SlotSize: slot8, NoPreemption: true})
 	require.Zero(t, r.PreemptedSlots)
 	require.Equal(t, 100*time.Second, outcome(t, r, "late").Start)
 	require.Contains(t, r.Preemption, "left out")
+
+	// Without the settings' switch there is none to simulate.
+	r = replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
+	require.Equal(t, "off in the settings ("+PropPreemption+")", r.Preemption)
+	require.Zero(t, r.PreemptedSlots)
 }
 
 func TestReplay_BadOptions(t *testing.T) {
@@ -400,14 +409,13 @@ func randomTrace(n int, seed uint64) []TraceJob {
 	return jobs
 }
 
-// randomFile has four queues with the limits and policies a replay exercises, and
-// preemption.
+// randomFile has four queues with the limits and policies a replay exercises; with
+// preemptionOn, preemption too.
 const randomFile = `<allocations>
   <queue name="etl"><weight>2</weight><schedulingPolicy>stateaware</schedulingPolicy><maxRunningApps>8</maxRunningApps></queue>
   <queue name="adhoc"><schedulingPolicy>fifo</schedulingPolicy><maxAMShare>0.3</maxAMShare></queue>
   <queue name="ml"><schedulingPolicy>drf</schedulingPolicy><minResources>32768 mb, 8 vcores</minResources></queue>
   <userMaxAppsDefault>6</userMaxAppsDefault>
-  <preemption>true</preemption>
   <defaultMinSharePreemptionTimeout>60</defaultMinSharePreemptionTimeout>
   <defaultFairSharePreemptionTimeout>300</defaultFairSharePreemptionTimeout>
 </allocations>`
@@ -419,16 +427,16 @@ func TestReplay_Deterministic(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, WriteTrace(&text, jobs))
 	opts := ReplayOptions{Slots: 24, SlotSize: slot8, StartUp: 10 * time.Second}
-	first := replayFile(t, randomFile, text.String(), opts)
+	first := replayWith(t, randomFile, preemptionOn, text.String(), opts)
 	require.Equal(t, 300, first.Jobs)
 	require.Positive(t, first.Done)
 	require.Positive(t, first.Makespan)
 	for range 3 {
-		require.Equal(t, first, replayFile(t, randomFile, text.String(), opts))
+		require.Equal(t, first, replayWith(t, randomFile, preemptionOn, text.String(), opts))
 	}
 	opts.Mode = ReplayDriverFirst
-	df := replayFile(t, randomFile, text.String(), opts)
-	require.Equal(t, df, replayFile(t, randomFile, text.String(), opts))
+	df := replayWith(t, randomFile, preemptionOn, text.String(), opts)
+	require.Equal(t, df, replayWith(t, randomFile, preemptionOn, text.String(), opts))
 	t.Logf("gang: %d done, makespan %s, utilization %.3f, fairness %.3f, %d slots preempted",
 		first.Done, first.Makespan, first.SlotUtilization, first.Fairness, first.PreemptedSlots)
 	t.Logf("driver-first: %d done, makespan %s, utilization %.3f, %s", df.Done, df.Makespan, df.SlotUtilization, df.Stopped)
@@ -480,11 +488,9 @@ func FuzzParseTrace(f *testing.F) {
 // 10,000 jobs (about 80 hours of submissions, some 80% of the bed's capacity) on 96 slots,
 // replayed in gang mode with preemption.
 func BenchmarkReplayTrace_10000Jobs(b *testing.B) {
-	a, err := ParseAllocations([]byte(randomFile))
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := parseConfig(b, randomFile, preemptionOn)
 	jobs := randomTrace(10000, 11)
+	var err error
 	opts := ReplayOptions{Slots: 96, SlotSize: slot8, StartUp: 10 * time.Second}
 	var r ReplayResult
 	for b.Loop() {

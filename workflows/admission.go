@@ -49,6 +49,10 @@ const (
 	// AdmissionRulesChange is the version marker of the admission core's decision rules
 	// (queue.RulesLatest): a run decides by the rules its history began with.
 	AdmissionRulesChange = "admission-rules"
+	// UpdateIntervalChange is the version marker of an Admission that decides again when a
+	// starving queue's preemption timeout runs out, at most once per update interval
+	// (yarn.scheduler.fair.update-interval-ms), instead of at the next message or resync.
+	UpdateIntervalChange = "update-interval"
 	// CommitBeforeTellingChange is the version marker of an Admission that ends its workflow
 	// task between a decision and the messages that carry it out (see decide): version 1
 	// with a timer, version 2 by sending the first of them from an activity.
@@ -101,6 +105,8 @@ type AdmissionInput struct {
 	// Carried is the admission state handed over by the previous run: queues, grants,
 	// starvation clocks and the configuration in force.
 	Carried *queue.AdmitterState
+	// Unrecorded are the jobs' queues the previous run had not yet written to their statuses.
+	Unrecorded []activities.QueuePlacement `json:",omitempty"`
 }
 
 // AdmissionWorkflow holds the queues of one test bed. Schedulings send it their jobs; it
@@ -132,7 +138,8 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	}
 	// The decision rules this run's history is made with; a new run takes the latest.
 	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
-	a := &admission{in: in, core: queue.NewAdmitter(st)}
+	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded}
+	a.in.Unrecorded = nil
 	if err := a.listen(ctx); err != nil {
 		return err
 	}
@@ -153,9 +160,10 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	if _, err := a.drain(ctx); err != nil {
 		return err
 	}
-	next := in
+	next := a.in
 	st = a.core.State()
 	next.Carried = &st
+	next.Unrecorded = a.pendingQueues()
 	return workflow.NewContinueAsNewError(ctx, AdmissionWorkflow, next)
 }
 
@@ -168,6 +176,10 @@ type admission struct {
 	requests, batches, releases, ended, started, configs, slots workflow.ReceiveChannel
 	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
 	moved workflow.Channel
+	// unrecorded are placements (and moves) whose queue is not yet written to the job's
+	// status; recording is the batch being written, recordingBusy says a writer runs.
+	unrecorded, recording []activities.QueuePlacement
+	recordingBusy         bool
 }
 
 // listen opens the workflow's signal channels and registers its queues query and its move
@@ -184,6 +196,9 @@ func (a *admission) listen(ctx workflow.Context) error {
 		return err
 	}
 	a.moved = workflow.NewBufferedChannel(ctx, 1)
+	if err := a.listenForKills(ctx); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, AdmissionMoveUpdate,
 		func(ctx workflow.Context, m AdmissionMove) (res AdmissionMoved, err error) {
 			err = guard("move", func() error {
@@ -191,6 +206,7 @@ func (a *admission) listen(ctx workflow.Context) error {
 				return err
 			})
 			if err == nil {
+				a.unrecorded = append(a.unrecorded, activities.QueuePlacement{Scheduling: m.Scheduling, Job: m.Job, Queue: res.To})
 				a.moved.SendAsync(true)
 			}
 			return res, moveError(err)
@@ -210,6 +226,7 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 	if gone, err := a.decide(ctx); err != nil || gone {
 		return gone, err
 	}
+	a.recordQueues(ctx)
 	resync := a.wait(ctx)
 	reload, err := a.drain(ctx)
 	if err != nil {
@@ -228,8 +245,9 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 	return false, nil
 }
 
-// wait blocks until a message or a move arrives or the resync timer fires (resync), then
-// cancels the timer and empties moved.
+// wait blocks until a message or a move arrives, a starving queue's preemption timeout runs
+// out (queue.Admitter.NextCheck), or the resync timer fires (resync), then cancels the timers
+// and empties moved.
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
@@ -237,6 +255,11 @@ func (a *admission) wait(ctx workflow.Context) (resync bool) {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
 	sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
+	if d, ok := a.core.NextCheck(workflow.Now(ctx)); ok && d < a.in.Resync &&
+		workflow.GetVersion(ctx, UpdateIntervalChange, workflow.DefaultVersion, 1) >= 1 {
+		// A starving queue's timeout runs out before the resync: decide again then.
+		sel.AddFuture(workflow.NewTimer(timerCtx, d), func(workflow.Future) {})
+	}
 	sel.Select(ctx)
 	cancel()
 	for a.moved.ReceiveAsync(nil) {
@@ -259,6 +282,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			if g := a.request(r); g != nil {
 				a.tellAll(ctx, []AdmissionGrant{*g})
 			}
+			a.placed([]queue.JobKey{r.JobKey})
 		}
 		for {
 			var rs []AdmissionRequest
@@ -267,12 +291,15 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			}
 			took = true
 			var answers []AdmissionGrant
-			for _, r := range rs {
+			keys := make([]queue.JobKey, len(rs))
+			for i, r := range rs {
 				if g := a.request(r); g != nil {
 					answers = append(answers, *g)
 				}
+				keys[i] = r.JobKey
 			}
 			a.tellAll(ctx, answers)
+			a.placed(keys)
 		}
 		for {
 			var k AdmissionKey

@@ -27,6 +27,8 @@ import (
 type allocFile struct {
 	Exists        bool
 	Data, Version string
+	// Settings is the yarn-site.xml next to it ("": none).
+	Settings string
 }
 
 func jk(scheduling, job string) queue.JobKey {
@@ -46,6 +48,18 @@ type admissionWorld struct {
 	unheld func(queue.JobKey) string
 	grants []AdmissionGrant
 	at     []time.Time // when each grant was sent (the test clock)
+	// queues are the queues written to jobs' statuses ("scheduling/job" -> queue), and
+	// recordFails how many RecordQueues attempts fail first.
+	queues      map[string]string
+	recordFails int
+	// kills are the kills written on jobs.
+	kills []activities.KillJobInput
+}
+
+func (w *admissionWorld) queueOf(scheduling, job string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queues[scheduling+"/"+job]
 }
 
 // newAdmissionEnv is a test environment of an Admission workflow on nSlots slots; the
@@ -70,7 +84,8 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		held := queue.Config{Version: ref.Version, RejectedVersion: ref.RejectedVersion}
-		u := queue.ReadConfig(held, w.file.Exists, []byte(w.file.Data), w.file.Version)
+		u := queue.ReadConfigFiles(held, queue.ConfigFiles{Allocations: []byte(w.file.Data), HasAllocations: w.file.Exists,
+			Settings: []byte(w.file.Settings), HasSettings: w.file.Settings != ""}, w.file.Version)
 		if u != nil && w.malformed[u.Version] {
 			u.Allocations, u.Rejected = &queue.Allocations{}, ""
 		}
@@ -84,6 +99,27 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 			}
 		}
 		return out, nil
+	})
+	env.OnActivity(acts.RecordQueues, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordQueuesInput) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.recordFails > 0 {
+			w.recordFails--
+			return errors.New("the API server is away")
+		}
+		if w.queues == nil {
+			w.queues = map[string]string{}
+		}
+		for _, p := range in.Placements {
+			w.queues[p.Scheduling+"/"+p.Job] = p.Queue
+		}
+		return nil
+	})
+	env.OnActivity(acts.KillJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.KillJobInput) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.kills = append(w.kills, in)
+		return nil
 	})
 	onSignals(env, map[string]func(string, any) error{AdmittedSignal: func(id string, arg any) error {
 		w.mu.Lock()
@@ -362,8 +398,7 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>
   <queue name="a"/><queue name="b"/>
   <defaultFairSharePreemptionTimeout>30</defaultFairSharePreemptionTimeout>
-  <preemption>true</preemption>
-</allocations>`}}
+</allocations>`, Settings: `<configuration><property><name>yarn.scheduler.fair.preemption</name><value>true</value></property></configuration>`}}
 	recorded := metrics.NewTemporal()
 	env := newAdmissionEnv(t, w, 12, recorded)
 	var assigned []activities.AssignSlotsInput
@@ -626,6 +661,7 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 	})
 	env.OnActivity(acts.LoadAllocationFile, mock.Anything, mock.Anything).Return(nil, nil)
 	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(nil, nil)
+	env.OnActivity(acts.RecordQueues, mock.Anything, mock.Anything).Return(nil)
 	onSignals(env, map[string]func(string, any) error{AdmittedSignal: func(_ string, arg any) error {
 		w.grants = append(w.grants, arg.(AdmissionGrant))
 		return nil

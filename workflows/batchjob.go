@@ -110,6 +110,8 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 		switch {
 		case obs.Holder == "":
 			err = j.toReady(ctx, specChanged)
+		case j.kills(ctx, obs):
+			err = j.kill(ctx, obs.Holder, obs)
 		case obs.Request == nil || obs.Request.Scheduling != obs.Holder:
 			err = j.toInQueue(ctx, obs.Holder, obs.BadRequest, specChanged)
 		default:
@@ -343,6 +345,7 @@ func (j *jobRunner) beginRun(ctx workflow.Context, holder string, req v1alpha1.C
 		}
 	}
 	j.status.Scheduling, j.status.TestBed, j.status.Slots, j.status.Run = holder, req.TestBed, req.Slots, req.Run
+	j.status.Reason = ""
 	if j.status.QueuedAt == nil {
 		j.status.QueuedAt = now(ctx)
 	}
@@ -565,7 +568,8 @@ func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activitie
 			if err != nil {
 				return activities.AppProgress{}, false, false, err
 			}
-			if !obs.Exists || obs.Holder != holder || obs.Request == nil || obs.Request.Scheduling != holder || obs.Request.Run != req.Run {
+			if !obs.Exists || obs.Holder != holder || obs.Request == nil || obs.Request.Scheduling != holder || obs.Request.Run != req.Run ||
+				(obs.Kill != nil && obs.Kill.Scheduling == holder) {
 				return activities.AppProgress{}, false, false, nil
 			}
 		}

@@ -132,6 +132,9 @@ func (w *protocolWorld) CheckHolds(context.Context, activities.CheckHoldsInput) 
 
 func (w *protocolWorld) AssignSlots(context.Context, activities.AssignSlotsInput) error { return nil }
 
+// RecordQueues stands in for the writes of jobs' queues, which these tests do not check.
+func (w *protocolWorld) RecordQueues(context.Context, activities.RecordQueuesInput) error { return nil }
+
 func (w *protocolWorld) WriteSchedulingStatus(_ context.Context, in activities.WriteSchedulingStatusInput) error {
 	if in.Status.State == v1alpha1.SchedulingCompleted {
 		w.once.Do(func() { close(w.done) })
@@ -253,8 +256,12 @@ func TestRecordAdmissionHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	w := newProtocolWorld(c, 0, 8)
-	file := &allocationStandIn{version: "1", data: `<allocations><preemption>true</preemption><preemptionUtilizationThreshold>0.5</preemptionUtilizationThreshold>
-  <queue name="a"/><queue name="b"><fairSharePreemptionTimeout>1</fairSharePreemptionTimeout></queue></allocations>`}
+	file := &allocationStandIn{version: "1", data: `<allocations>
+  <queue name="a"/><queue name="b"><fairSharePreemptionTimeout>1</fairSharePreemptionTimeout></queue></allocations>`,
+		settings: `<configuration>
+  <property><name>yarn.scheduler.fair.preemption</name><value>true</value></property>
+  <property><name>yarn.scheduler.fair.preemption.cluster-utilization-threshold</name><value>0.5</value></property>
+</configuration>`}
 	wk := sdkworker.New(c, "record-admission", sdkworker.Options{})
 	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
 	wk.RegisterWorkflowWithOptions(sink, workflow.RegisterOptions{Name: "Sink"})
@@ -298,14 +305,14 @@ const admissionHistory = "admission-commit-before-telling.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.
 type allocationStandIn struct {
-	mu            sync.Mutex
-	version, data string
+	mu                      sync.Mutex
+	version, data, settings string
 }
 
 func (f *allocationStandIn) set(version, data string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.version, f.data = version, data
+	f.version, f.data, f.settings = version, data, ""
 }
 
 // admissionStandIn is the world of the recording, with an allocation file and a bed whose
@@ -324,7 +331,8 @@ func (a *admissionStandIn) AssignSlots(_ context.Context, in activities.AssignSl
 func (a *admissionStandIn) LoadAllocationFile(_ context.Context, ref activities.AllocationFileRef) (*queue.ConfigUpdate, error) {
 	a.file.mu.Lock()
 	defer a.file.mu.Unlock()
-	return queue.ReadConfig(queue.Config{Version: ref.Version, RejectedVersion: ref.RejectedVersion}, true, []byte(a.file.data), a.file.version), nil
+	files := queue.ConfigFiles{Allocations: []byte(a.file.data), HasAllocations: true, Settings: []byte(a.file.settings), HasSettings: a.file.settings != ""}
+	return queue.ReadConfigFiles(queue.Config{Version: ref.Version, RejectedVersion: ref.RejectedVersion}, files, a.file.version), nil
 }
 
 // saveHistory writes one run's history into testdata, for the replay tests.

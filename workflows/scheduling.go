@@ -515,10 +515,7 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 
 // jobNudge tells a job's workflow to look at its job again, starting it if needed.
 func (s *scheduler) jobNudge(name string) activities.SignalWithStart {
-	return activities.SignalWithStart{
-		WorkflowID: BatchJobWorkflowID(s.key.Namespace, name), WorkflowType: "BatchJobWorkflow",
-		Input: BatchJobInput{Namespace: s.key.Namespace, Name: name}, Signal: BatchJobChangedSignal,
-	}
+	return jobNudge(s.key.Namespace, name)
 }
 
 // NudgeBeforeGhostsChange is the version marker of a grant whose creation request nudges the

@@ -36,6 +36,14 @@ async function api(path) {
   return body;
 }
 
+// send makes a change through the API and answers its JSON.
+async function send(method, path) {
+  const resp = await fetch("/api/v1" + path, { method, headers: { Authorization: "Bearer " + token } });
+  const body = await resp.json();
+  if (!resp.ok) throw Object.assign(new Error(body.message || resp.statusText), { status: resp.status });
+  return body;
+}
+
 // The token comes once in the address's fragment (#token=..., which is never sent to the
 // server), or from the form; it is kept for the browser tab's life only.
 async function start() {
@@ -121,7 +129,7 @@ async function pollQueues() {
 function draw() {
   if (drawPending) return;
   drawPending = true;
-  requestAnimationFrame(() => { drawPending = false; drawBeds(); drawGantt(); drawSchedulings(); drawQueues(); });
+  requestAnimationFrame(() => { drawPending = false; drawBeds(); drawGantt(); drawSchedulings(); drawJobs(); drawQueues(); });
 }
 
 // The Gantt chart shows the slots over the recent past: every run of every job the feed
@@ -269,9 +277,63 @@ function drawSchedulings() {
   }
 }
 
+// The jobs table lists at most this many jobs, those waiting or running, by name.
+const maxJobRows = 200;
+const activeStates = new Set(["InQueue", "Submitted", "Running"]);
+
+function drawJobs() {
+  const body = $("#jobs tbody");
+  body.replaceChildren();
+  const list = [...state.jobs.values()].filter((j) => j.scheduling && activeStates.has((j.status || {}).state))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  $("#no-jobs").hidden = list.length > 0;
+  for (const j of list.slice(0, maxJobRows)) {
+    const st = j.status || {};
+    const kill = el("button", { class: "kill", type: "button", title: "end this job's run: Failed, reason Killed" }, "Kill");
+    kill.addEventListener("click", () => killJob(j.name, kill));
+    body.append(el("tr", { "data-job": j.name, "data-state": st.state },
+      el("td", {}, j.name), el("td", {}, st.state), el("td", {}, st.queue || j.queue || "-"),
+      el("td", {}, j.scheduling), el("td", {}, j.user || "-"), el("td", {}, kill)));
+  }
+  if (list.length > maxJobRows) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, `and ${list.length - maxJobRows} more`)));
+}
+
+// killJob kills a job's run as the signed-in user, and says what came of it.
+async function killJob(name, button) {
+  button.disabled = true;
+  const said = $("#job-action");
+  try {
+    const k = await send("DELETE", "/jobs/" + encodeURIComponent(name) + "/run" + query({ reason: "killed from the dashboard" }));
+    said.className = "muted";
+    said.textContent = `${k.job} is killed (as ${k.as}); it ends Failed, reason Killed.`;
+  } catch (err) {
+    said.className = "error";
+    said.textContent = `${name} was not killed: ${err.message}`;
+    button.disabled = false;
+  }
+}
+
 // mib shows an amount of bytes in MiB (the allocation file's "mb"), to two decimals at most.
 function mib(bytes) { return String(Math.round((100 * bytes) / 1048576) / 100); }
 
+// resources shows an exact amount as the allocation file writes it: MB and vcores (a driver
+// of 250m is 0.25 vcores).
+function resources(r) { return `${mib(r.memoryBytes)} MB, ${(r.milliCores || 0) / 1000} vcores`; }
+
+// The queue table's columns after the name: the ResourceManager's scheduler view of each
+// queue. A parent's use and jobs are those of its whole subtree.
+const queueColumns = [
+  ["used", "used", (q) => resources(q.usage)],
+  ["active", "active jobs", (q) => q.runningJobs],
+  ["pending", "pending jobs", (q) => q.waitingJobs],
+  ["min", "min resources", (q) => resources(q.minResources)],
+  ["max", "max resources", (q) => resources(q.maxResources)],
+  ["fair", "fair share", (q) => resources(q.fairShare)],
+  ["steady", "steady fair share", (q) => resources(q.steadyShare)],
+];
+
+// drawQueues shows each test bed's queues as a tree, parents included, one row per queue,
+// after what the allocation file in force warns of.
 function drawQueues() {
   const root = $("#queues");
   root.replaceChildren();
@@ -279,17 +341,26 @@ function drawQueues() {
   for (const [bed, tree] of state.queues) {
     root.append(el("h3", {}, bed));
     if (tree.error) { root.append(el("p", { class: "empty" }, tree.error)); continue; }
+    if (tree.configError) {
+      root.append(el("p", { class: "warning", "data-kind": "config-error" }, "The newest queue configuration was refused, and the last good one stays in force: " + tree.configError));
+    }
+    for (const w of tree.warnings || []) root.append(el("p", { class: "warning", "data-kind": "warning" }, "Warning: " + w));
     const rootQueue = (tree.queues || []).find((q) => q.path === "root");
     const total = rootQueue ? Math.max(rootQueue.fairShare.memoryBytes, 1) : 1;
+    const head = el("tr", {}, el("th", {}, "queue"), ...queueColumns.map(([, title]) => el("th", {}, title)));
+    const body = el("tbody");
     for (const q of tree.queues || []) {
-      if (!q.leaf) continue;
+      const depth = q.path.split(".").length - 1;
       const used = Math.min(100, (100 * q.usage.memoryBytes) / total), share = Math.min(100, (100 * q.fairShare.memoryBytes) / total);
-      root.append(el("div", { class: "queue", "data-queue": q.path },
-        el("span", {}, q.path),
-        el("div", { class: "meter", title: `usage ${mib(q.usage.memoryBytes)} MB of a fair share of ${mib(q.fairShare.memoryBytes)} MB` },
-          el("div", { class: "usage", style: `width:${used.toFixed(1)}%` }), el("div", { class: "share", style: `left:${share.toFixed(1)}%` })),
-        el("span", { class: "muted" }, `${q.runningJobs} running, ${q.waitingJobs} waiting`)));
+      const meter = el("div", { class: "meter", title: `usage ${mib(q.usage.memoryBytes)} MB of a fair share of ${mib(q.fairShare.memoryBytes)} MB` },
+        el("div", { class: "usage", style: `width:${used.toFixed(1)}%` }), el("div", { class: "share", style: `left:${share.toFixed(1)}%` }));
+      const cells = queueColumns.map(([field, , value]) => el("td", { "data-field": field }, value(q)));
+      cells[0].append(meter);
+      body.append(el("tr", { class: "queue " + (q.leaf ? "leaf" : "parent"), "data-queue": q.path, "data-leaf": String(q.leaf) },
+        el("td", { class: "name", title: q.path, style: `padding-left:${0.6 + 1.2 * depth}em` }, q.path.slice(q.path.lastIndexOf(".") + 1)),
+        ...cells));
     }
+    root.append(el("table", { class: "queues", "data-bed": bed }, el("thead", {}, head), body));
   }
 }
 

@@ -157,3 +157,50 @@ func watchCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return cli.Watch(ctx, af.connection(), cli.WatchOptions{Names: names, RetryFor: *retryFor, Backoff: watchBackoff}, out)
 }
+
+// --- kill and move ---
+
+func runKill(ctx context.Context, args []string) error {
+	return killCommand(ctx, args, os.Stdout)
+}
+
+// killCommand kills a job's run (cli.Kill).
+func killCommand(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("kill", flag.ContinueOnError)
+	af := addAPIFlags(fs)
+	reason := fs.String("reason", "", "why, for the job's status message")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: slotplane kill JOB [flags]\n\nKills the job's run: its application is deleted, it ends Failed with reason Killed,\nits slots go to the next job and its Scheduling goes on. Allowed to the job's user and\nto administrators of its queue (aclAdministerApps).")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("want one job: slotplane kill JOB [-reason TEXT]")
+	}
+	return cli.Kill(ctx, af.connection(), pos[0], *reason, out)
+}
+
+func runMove(ctx context.Context, args []string) error {
+	return moveCommand(ctx, args, os.Stdout)
+}
+
+// moveCommand moves a queued or running job to another queue (cli.Move).
+func moveCommand(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("move", flag.ContinueOnError)
+	af := addAPIFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: slotplane move JOB QUEUE [flags]\n\nMoves a waiting or running job to another leaf queue of its test bed. Allowed to the\njob's user and to administrators of its queue; the job's user must be allowed to submit\nto the target, and a running job must fit the target's limits.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return errors.New("want a job and a queue: slotplane move JOB QUEUE")
+	}
+	return cli.Move(ctx, af.connection(), pos[0], pos[1], out)
+}

@@ -30,6 +30,7 @@ func experimentCommand(ctx context.Context, args []string, out io.Writer) error 
 	asUsers := fs.Bool("as-trace-users", true, "submit each job as the trace's user and groups (the token must be allowed to act as them); false: as the token's user")
 	startUp := fs.Duration("startup", 250*time.Millisecond, "the prediction's time from a grant to running executors (about 0.2 s on the local platform: the median of the burst experiment)")
 	alloc := fs.String("allocations", "", "the allocation file the queues scheduler's prediction replays (default: the embedded examples/"+cli.DefaultAllocations+"); keep it the one the test bed uses")
+	settings := fs.String("settings", "", "the allocation file's settings (yarn-site.xml format) for the prediction (default: with the embedded example its examples/"+cli.DefaultSettings+", else the defaults); keep them the test bed's")
 	timeout := fs.Duration("timeout", 30*time.Minute, "how long to wait for the jobs to end; what has not ended is reported unfinished")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: slotplane experiment -trace FILE (-scheduler NAME | -- COMMAND [ARG...]) [flags]\n\n"+
@@ -58,7 +59,7 @@ func experimentCommand(ctx context.Context, args []string, out io.Writer) error 
 	}
 	_, _, err := cli.Experiment(ctx, af.connection(), cli.ExperimentOptions{
 		Trace: *trace, Scale: *scale, TestBed: *bed, Scheduler: *scheduler, Command: command, Name: *name, Out: *outDir,
-		AsTraceUsers: *asUsers, StartUp: *startUp, Allocations: *alloc, Timeout: *timeout,
+		AsTraceUsers: *asUsers, StartUp: *startUp, Allocations: *alloc, Settings: *settings, Timeout: *timeout,
 	}, out)
 	return err
 }

@@ -36,6 +36,8 @@ var commands = []command{
 	{"submit", "create BatchJobs and Schedulings from their YAML or JSON (as kubectl takes them) through the REST API", runSubmit},
 	{"get", "show jobs, Schedulings, a test bed's slots or its queues, from the REST API", runGet},
 	{"watch", "follow Schedulings' progress on the API's change feed until they end", runWatch},
+	{"kill", "kill a job's run: it ends Failed (reason Killed) and its Scheduling goes on", runKill},
+	{"move", "move a waiting or running job to another queue", runMove},
 	{"load", "load a running REST API with reads and job creations for a while and print latency percentiles", runLoad},
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // runQueues checks an allocation file and shows what it means: the queue tree with each
-// queue's settings and steady fair share for a capacity, and, for a submitter, where the
+// queue's settings and steady fair share for a capacity, warnings where the file does not do
+// what it seems to (root's ACLs leaving every queue open), and, for a submitter, where the
 // placement policy puts a job and whether the ACLs let it in.
 func runQueues(_ context.Context, args []string) error {
 	return queuesCommand(args, os.Stdout)
@@ -20,6 +21,7 @@ func runQueues(_ context.Context, args []string) error {
 func queuesCommand(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("queues", flag.ContinueOnError)
 	file := fs.String("f", "", "allocation file (fair-scheduler.xml format) to check")
+	settings := fs.String("settings", "", "its settings (yarn-site.xml format), the ConfigMap's key next to it; default: the defaults")
 	capacity := fs.String("capacity", "98304 mb, 48 vcores", "what the queues share, for the fair shares")
 	user := fs.String("user", "", "show where a job of this user goes (with -queue and -groups)")
 	requested := fs.String("queue", "", "the queue the job asks for")
@@ -34,5 +36,5 @@ func queuesCommand(args []string, out io.Writer) error {
 	if *file == "" {
 		return errors.New("-f names the allocation file to check")
 	}
-	return cli.Queues(cli.QueuesOptions{File: *file, Capacity: *capacity, User: *user, Queue: *requested, Groups: *groups}, out)
+	return cli.Queues(cli.QueuesOptions{File: *file, Settings: *settings, Capacity: *capacity, User: *user, Queue: *requested, Groups: *groups}, out)
 }

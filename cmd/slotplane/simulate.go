@@ -24,6 +24,7 @@ func simulateCommand(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	tracePath := fs.String("trace", "", "workload trace, CSV with a header: submit,name,queue,user,groups,driver,executors,runtime (- reads stdin)")
 	allocPath := fs.String("allocations", "", "allocation file (fair-scheduler.xml format); default: the embedded examples/"+cli.DefaultAllocations)
+	settingsPath := fs.String("settings", "", "the allocation file's settings (yarn-site.xml format); default: with the embedded example its examples/"+cli.DefaultSettings+", else the defaults")
 	nodes := fs.Int("nodes", 4, "test bed nodes")
 	perNode := fs.Int("slots-per-node", 2, "slots on each node")
 	slotSize := fs.String("slot-size", "8192 mb, 2 vcores", "what one slot (one executor) holds")
@@ -39,7 +40,7 @@ func simulateCommand(args []string, out io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q (flags go before them?)", fs.Args())
 	}
 	return cli.Simulate(cli.SimulateOptions{
-		Trace: *tracePath, Allocations: *allocPath, Nodes: *nodes, SlotsPerNode: *perNode, SlotSize: *slotSize,
+		Trace: *tracePath, Allocations: *allocPath, Settings: *settingsPath, Nodes: *nodes, SlotsPerNode: *perNode, SlotSize: *slotSize,
 		Mode: queue.ReplayMode(*mode), StartUp: *startUp, Format: *format, ListJobs: *listJobs, Scheduler: *scheduler,
 	}, out)
 }

@@ -73,7 +73,7 @@ func TestSimulate_DriverFirstDeadlocks(t *testing.T) {
 	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/burst.csv", "-mode", "driver-first"}, &out))
 	require.Contains(t, out.String(), "summary: 54 jobs: 1 done, 2 refused, 51 unfinished")
 	require.Contains(t, out.String(), "stopped: deadlock: nothing granted or finished after 3m28s; 3 drivers hold 6 executors and wait for more, 48 jobs wait to start")
-	require.Contains(t, out.String(), "preemption:  on in the allocation file, not simulated in driver-first mode")
+	require.Contains(t, out.String(), "preemption:  on in the settings, not simulated in driver-first mode")
 
 	out.Reset()
 	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/mixed-day.csv", "-mode", "driver-first"}, &out))
@@ -82,7 +82,7 @@ func TestSimulate_DriverFirstDeadlocks(t *testing.T) {
 }
 
 func TestSimulate_JSONAndDeterminism(t *testing.T) {
-	args := []string{"-trace", "../../examples/traces/burst.csv", "-allocations", "../../examples/fair-scheduler.xml", "-o", "json"}
+	args := []string{"-trace", "../../examples/traces/burst.csv", "-allocations", "../../examples/fair-scheduler.xml", "-settings", "../../examples/yarn-site.xml", "-o", "json"}
 	var first, second bytes.Buffer
 	require.NoError(t, simulateCommand(args, &first))
 	require.NoError(t, simulateCommand(args, &second))
@@ -99,6 +99,7 @@ func TestSimulate_JSONAndDeterminism(t *testing.T) {
 	require.InDelta(t, 6014, rep.MakespanSeconds, 0.5)
 	require.InDelta(t, 1281, rep.MaxHeadWaitSeconds, 0.5)
 	require.True(t, strings.HasPrefix(rep.Summary, "54 jobs: 52 done"))
+	require.Equal(t, "simulated", rep.Preemption, "the example's settings turn preemption on")
 	for _, j := range rep.JobOutcomes {
 		if j.Refused == "" {
 			require.NotNil(t, j.WaitSeconds, j.Name)
@@ -115,6 +116,8 @@ func TestSimulate_BadInput(t *testing.T) {
 		"0s,a,q,u,,\"1024 mb, 1 vcores\",2,1m\n0s,b,q,u,,\"1024 mb, 1 vcores\",many,1m\n"), 0o644))
 	badFile := filepath.Join(dir, "bad.xml")
 	require.NoError(t, os.WriteFile(badFile, []byte("<allocations>\n<queue name=\"a\">\n<weigth>2</weigth>\n</queue>\n</allocations>\n"), 0o644))
+	badSettings := filepath.Join(dir, "site.xml")
+	require.NoError(t, os.WriteFile(badSettings, []byte("<configuration>\n<property><name>yarn.scheduler.fair.preemption</name><value>yes</value></property>\n</configuration>\n"), 0o644))
 	good := "../../examples/traces/burst.csv"
 	cases := map[string]struct {
 		args []string
@@ -125,6 +128,8 @@ func TestSimulate_BadInput(t *testing.T) {
 		"bad trace":        {[]string{"-trace", badTrace}, `bad.csv: trace line 3, column 7 (executors): "many" is not a whole number`},
 		"missing file":     {[]string{"-trace", good, "-allocations", "/nonexistent.xml"}, "no such file"},
 		"bad file":         {[]string{"-trace", good, "-allocations", badFile}, "bad.xml: allocation file line 3, <weigth>: unknown element"},
+		"bad settings":     {[]string{"-trace", good, "-settings", badSettings}, "site.xml: yarn-site.xml line 2, property yarn.scheduler.fair.preemption: \"yes\" is neither true nor false"},
+		"missing settings": {[]string{"-trace", good, "-settings", "/nonexistent-site.xml"}, "no such file"},
 		"bad mode":         {[]string{"-trace", good, "-mode", "eager"}, `replay mode "eager" is neither gang nor driver-first`},
 		"bad slot size":    {[]string{"-trace", good, "-slot-size", "lots"}, "-slot-size: resources must look like"},
 		"no nodes":         {[]string{"-trace", good, "-nodes", "0"}, "-nodes and -slots-per-node must be positive"},

@@ -255,7 +255,22 @@ type BatchJobStatus struct {
 	// Message says, for a person, why the job is in its state.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Reason says, for a program, why the job is in its state, when a cause other than its
+	// application's own end put it there: Killed (a person killed the run; see Message).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Queue is the leaf queue the job is in now: where its test bed's Admission placed it
+	// (spec.queue, or what the placement rules chose), or where a move took it since.
+	// Admission writes it; it stays once the run ended, and goes when no Scheduling holds
+	// the job.
+	// +optional
+	Queue string `json:"queue,omitempty"`
 }
+
+// ReasonKilled is the BatchJob status reason of a run that was killed
+// (DELETE /api/v1/jobs/{name}/run, slotplane kill): its application was deleted and the job
+// ended Failed.
+const ReasonKilled = "Killed"
 
 // RunOutcome is how a run of a job ended.
 // +kubebuilder:validation:Enum=Completed;Failed;Released
@@ -341,7 +356,9 @@ const (
 // +kubebuilder:resource:shortName=bj,categories=slotplane
 // +kubebuilder:printcolumn:name="Framework",type=string,JSONPath=`.spec.framework`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
-// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queue`
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.status.queue`
+// +kubebuilder:printcolumn:name="Requested",type=string,JSONPath=`.spec.queue`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
 // +kubebuilder:printcolumn:name="Scheduling",type=string,JSONPath=`.status.scheduling`
 // +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

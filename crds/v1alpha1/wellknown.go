@@ -79,6 +79,12 @@ const (
 	// Comma-separated positions, possibly none. It overrides the slot ids on the job's pods:
 	// the extender gives a new pod of the job only these. A new creation request removes it.
 	AssignedSlotsAnnotation = GroupName + "/assigned-slots"
+	// KillAnnotation, on a BatchJob, asks its workflow to end the run of the Scheduling it
+	// names: JSON of KillRequest. The test bed's Admission writes it once it has checked the
+	// caller's right (the job's user, or an administrator of its queue); the job's workflow
+	// deletes the application and ends the job Failed with reason Killed. A new claim of the
+	// job removes it.
+	KillAnnotation = GroupName + "/kill"
 	// SchedulingFinalizer keeps a deleted Scheduling until its workflow has released its
 	// claims and deleted the applications it created.
 	SchedulingFinalizer = GroupName + "/scheduling"
@@ -105,6 +111,20 @@ type CreationRequest struct {
 	// Queue is the leaf queue Admission placed the job in, as the grant said. Absent in
 	// requests written before it existed.
 	Queue string `json:"queue,omitempty"`
+}
+
+// KillRequest is a kill of one job's run in one Scheduling.
+type KillRequest struct {
+	// Scheduling names the Scheduling whose run of the job ends; a kill of another
+	// Scheduling's run does nothing.
+	Scheduling string `json:"scheduling"`
+	// By is who killed the run, and As in what right: "the job's user" or "an administrator
+	// of <queue>".
+	By string `json:"by"`
+	As string `json:"as"`
+	// Reason is what the killer said, if anything.
+	Reason string      `json:"reason,omitempty"`
+	At     metav1.Time `json:"at"`
 }
 
 // SchedulerDataPrefix starts the annotations that hold a BatchJob's scheduler data: notes
@@ -160,10 +180,29 @@ const (
 )
 
 // QueuesConfigMap is the ConfigMap, in a test bed's namespace, that holds the allocation file
-// of the namespace's test beds, under the key QueuesConfigMapKey.
+// of the namespace's test beds, under the key QueuesConfigMapKey, and the scheduler-wide
+// settings (Hadoop's yarn-site.xml properties of the Fair Scheduler) under
+// QueuesSettingsKey.
 const (
 	QueuesConfigMap    = "slotplane-queues"
 	QueuesConfigMapKey = "fair-scheduler.xml"
+	QueuesSettingsKey  = "yarn-site.xml"
+)
+
+// ConditionQueuesConfigured is the TestBed condition that says what became of the
+// namespace's queue configuration (ConfigMap QueuesConfigMap: the allocation file
+// and its settings): True when it loads, with reason ReasonQueuesAccepted or, when root's
+// ACLs leave every queue open to every user, ReasonOpenACLs; False when it does not load
+// (ReasonQueuesRejected: the queues keep the last configuration that did) or when there is
+// none (ReasonNoQueuesFile: the default queues). The bridge writes it (bridge.QueuesSignaller);
+// no other writer owns it.
+const (
+	ConditionQueuesConfigured = "QueuesConfigured"
+
+	ReasonQueuesAccepted = "Accepted"
+	ReasonOpenACLs       = "OpenACLs"
+	ReasonQueuesRejected = "Rejected"
+	ReasonNoQueuesFile   = "NoFile"
 )
 
 // JobPolicyConfigMap is the ConfigMap, in a namespace, with which its admins widen what the

@@ -71,9 +71,10 @@ type ExperimentOptions struct {
 	// allowed to act as them); otherwise as the caller.
 	AsTraceUsers bool
 	// StartUp is the prediction's time from a grant to running executors; Allocations the
-	// allocation file the "queues" scheduler's prediction replays (empty: the example).
-	StartUp     time.Duration
-	Allocations string
+	// allocation file the "queues" scheduler's prediction replays (empty: the example), and
+	// Settings its yarn-site.xml (readAllocations).
+	StartUp               time.Duration
+	Allocations, Settings string
 	// Timeout bounds the wait for the jobs to end; what has not ended by then is reported
 	// unfinished.
 	Timeout time.Duration
@@ -421,7 +422,7 @@ func predict(o ExperimentOptions, jobs []queue.TraceJob, bed apitypes.TestBed) (
 	switch {
 	case o.Scheduler == "queues":
 		alloc := cmp.Or(o.Allocations, "the embedded example allocation file")
-		_, a, err := readAllocations(o.Allocations)
+		_, a, err := readAllocations(o.Allocations, o.Settings)
 		if err != nil {
 			return nil, fmt.Sprintf("the allocation file cannot be read: %v", err)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +14,9 @@ import (
 // QueuesOptions are what Queues checks: an allocation file, what its queues share, and
 // optionally a submitter to place.
 type QueuesOptions struct {
-	// File is the allocation file (fair-scheduler.xml format).
-	File string
+	// File is the allocation file (fair-scheduler.xml format); Settings its settings
+	// (yarn-site.xml format), empty for the defaults.
+	File, Settings string
 	// Capacity is what the queues share, for the fair shares: "98304 mb, 48 vcores".
 	Capacity string
 	// User is the submitter to place; empty places nobody. Queue is the queue the job asks
@@ -22,15 +24,25 @@ type QueuesOptions struct {
 	User, Queue, Groups string
 }
 
-// Queues checks an allocation file and shows what it means: the queue tree with each
-// queue's settings and steady fair share of the capacity, when preemption acts, and for a
-// submitter, where the placement policy puts a job and whether the ACLs let it in.
+// Queues checks an allocation file and its settings and shows what they mean: the queue
+// tree with each queue's settings and steady fair share of the capacity, the settings in
+// force, when preemption acts, and for a submitter, where the placement policy puts a job
+// and whether the ACLs let it in.
 func Queues(o QueuesOptions, out io.Writer) error {
-	data, err := os.ReadFile(o.File)
-	if err != nil {
+	f := queue.ConfigFiles{HasAllocations: true, HasSettings: o.Settings != ""}
+	var err error
+	if f.Allocations, err = os.ReadFile(o.File); err != nil {
 		return err
 	}
-	a, err := queue.ParseAllocations(data)
+	if f.HasSettings {
+		if f.Settings, err = os.ReadFile(o.Settings); err != nil {
+			return err
+		}
+	}
+	a, err := queue.ParseConfig(f)
+	if ce := (*queue.ConfigError)(nil); errors.As(err, &ce) && ce.File == queue.SettingsFile {
+		return fmt.Errorf("%s: %w", o.Settings, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -42,8 +54,10 @@ func Queues(o QueuesOptions, out io.Writer) error {
 	if err := render.Allocations(out, tree, total); err != nil {
 		return err
 	}
+	render.Settings(out, a, o.Settings)
 	render.Preemption(out, a, tree)
 	render.Ignored(out, a)
+	render.Warnings(out, a)
 	if o.User == "" {
 		return nil
 	}

@@ -18,12 +18,16 @@ import (
 // replays through when SimulateOptions.Allocations is empty.
 const DefaultAllocations = "fair-scheduler.xml"
 
+// DefaultSettings are the settings (a yarn-site.xml) of the embedded example allocation file.
+const DefaultSettings = queue.SettingsFile
+
 // SimulateOptions are a replay's inputs and how to report it.
 type SimulateOptions struct {
 	// Trace is the workload trace, CSV with a header; - reads stdin.
 	Trace string
-	// Allocations is the allocation file; empty takes examples/DefaultAllocations.
-	Allocations string
+	// Allocations is the allocation file; empty takes examples/DefaultAllocations. Settings
+	// is its yarn-site.xml; empty takes the example's with the example, else the defaults.
+	Allocations, Settings string
 	// Nodes and SlotsPerNode shape the test bed; SlotSize is what a slot holds, in the
 	// allocation file's form ("8192 mb, 2 vcores").
 	Nodes, SlotsPerNode int
@@ -79,7 +83,7 @@ func Simulate(o SimulateOptions, out io.Writer) error {
 	if o.Scheduler != "" {
 		return simulateScheduler(o, jobs, out)
 	}
-	allocName, alloc, err := readAllocations(o.Allocations)
+	allocName, alloc, err := readAllocations(o.Allocations, o.Settings)
 	if err != nil {
 		return err
 	}
@@ -114,22 +118,39 @@ func readTrace(path string) ([]queue.TraceJob, error) {
 	return jobs, nil
 }
 
-// readAllocations reads and parses the allocation file at path, or the embedded example
-// when path is empty, and returns it with the name the report gives it.
-func readAllocations(path string) (string, *queue.Allocations, error) {
+// readAllocations reads and parses the allocation file at path and the settings (a
+// yarn-site.xml) at settingsPath, and returns them with the name the report gives them. An
+// empty path takes the embedded example; an empty settingsPath takes the example's settings
+// with the example (preemption on), and the defaults with a file of the caller's.
+func readAllocations(path, settingsPath string) (string, *queue.Allocations, error) {
 	name := "examples/" + DefaultAllocations + " (embedded)"
-	var data []byte
+	f := queue.ConfigFiles{HasAllocations: true, HasSettings: path == "" || settingsPath != ""}
 	var err error
 	if path == "" {
-		data, err = examples.Files.ReadFile(DefaultAllocations)
+		f.Allocations, err = examples.Files.ReadFile(DefaultAllocations)
 	} else {
 		name = path
-		data, err = os.ReadFile(path)
+		f.Allocations, err = os.ReadFile(path)
 	}
 	if err != nil {
 		return "", nil, err
 	}
-	alloc, err := queue.ParseAllocations(data)
+	settingsName := settingsPath
+	switch {
+	case settingsPath != "":
+		f.Settings, err = os.ReadFile(settingsPath)
+		name += ", settings " + settingsPath
+	case path == "":
+		settingsName = "examples/" + DefaultSettings + " (embedded)"
+		f.Settings, err = examples.Files.ReadFile(DefaultSettings)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	alloc, err := queue.ParseConfig(f)
+	if ce := (*queue.ConfigError)(nil); errors.As(err, &ce) && ce.File == queue.SettingsFile {
+		return "", nil, fmt.Errorf("%s: %w", settingsName, err)
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", name, err)
 	}

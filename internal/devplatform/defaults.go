@@ -14,10 +14,11 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/examples"
+	"slotplane/queue"
 )
 
 // CreateDefaults creates, on the platform's first start, the test bed "bed" (2 slots of 2 CPUs
-// and 8 GiB on every test bed node) and open queues. A marker in the state folder keeps a
+// and 8 GiB on every test bed node) and open queues, with their settings at the defaults. A marker in the state folder keeps a
 // later start from bringing back what the user deleted.
 func CreateDefaults(ctx context.Context, cl client.Client, stateDir, nodeLabel string) error {
 	marker := filepath.Join(stateDir, "defaults-created")
@@ -28,9 +29,13 @@ func CreateDefaults(ctx context.Context, cl client.Client, stateDir, nodeLabel s
 	if err != nil {
 		return err
 	}
+	settings, err := examples.Files.ReadFile("dev-yarn-site.xml")
+	if err != nil {
+		return err
+	}
 	objs := []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-			Data: map[string]string{v1alpha1.QueuesConfigMapKey: string(queues)}},
+			Data: map[string]string{v1alpha1.QueuesConfigMapKey: string(queues), queue.SettingsFile: string(settings)}},
 		&v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
 			Spec: v1alpha1.TestBedSpec{NodeLabel: nodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}}},

@@ -51,6 +51,19 @@ func Ignored(out io.Writer, a *queue.Allocations) {
 	}
 }
 
+// Warnings says where the file does not do what it seems to (Allocations.Warnings), such as
+// root's ACLs leaving every queue open.
+func Warnings(out io.Writer, a *queue.Allocations) {
+	warnings := a.Warnings()
+	if len(warnings) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nwarnings:")
+	for _, w := range warnings {
+		fmt.Fprintf(out, "  %s\n", w)
+	}
+}
+
 // Preemption says whether preemption is on and, per leaf, after how long a starved queue
 // takes slots back.
 func Preemption(out io.Writer, a *queue.Allocations, tree *queue.Tree) {

@@ -21,7 +21,15 @@ func Jobs(out io.Writer, jobs []apitypes.Job) error {
 		if state == "" {
 			state = v1alpha1.JobReady // as the API reads a job no Scheduling touched
 		}
-		rows = append(rows, []string{j.Name, string(j.Framework), string(state), orDash(j.Queue), orDash(j.User), orDash(j.Scheduling), slotList(j.Status.Slots)})
+		if j.Status.Reason != "" {
+			state += " (" + v1alpha1.BatchJobState(j.Status.Reason) + ")"
+		}
+		// The queue the job is in (placement's choice or a move's), else the one it asks for.
+		queue := j.Status.Queue
+		if queue == "" {
+			queue = j.Queue
+		}
+		rows = append(rows, []string{j.Name, string(j.Framework), string(state), orDash(queue), orDash(j.User), orDash(j.Scheduling), slotList(j.Status.Slots)})
 	}
 	return table(out, rows)
 }

@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
+)
+
+// QueuePlacement says which leaf queue a Scheduling's job is in.
+type QueuePlacement struct {
+	Scheduling string
+	Job        string
+	Queue      string
+}
+
+// RecordQueuesInput lists placements of one namespace's jobs.
+type RecordQueuesInput struct {
+	Namespace  string
+	Placements []QueuePlacement
+}
+
+// RecordQueues writes each job's queue to its status (status.queue), which only Admission
+// writes: where placement put the job, or where a move took it. A job that is gone, or that
+// another Scheduling (or none) holds now, is left alone: its queue is another Admission's to
+// say, or none.
+func (a *Activities) RecordQueues(ctx context.Context, in RecordQueuesInput) error {
+	return eachOf(ctx, in.Placements, func(_ int, p QueuePlacement) error {
+		key := types.NamespacedName{Namespace: in.Namespace, Name: p.Job}
+		attempt := 0
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var job v1alpha1.BatchJob
+			if err := getForUpdate(ctx, a.Client, key, &job, &attempt); err != nil {
+				return err
+			}
+			if job.Labels[v1alpha1.ActiveSchedulingLabel] != p.Scheduling || job.Status.Queue == p.Queue {
+				if attempt == 1 {
+					return errCheckAgain // the cache's copy may lag: decide on etcd's
+				}
+				return nil
+			}
+			job.Status.Queue = p.Queue
+			return a.Client.Status().Update(ctx, &job)
+		})
+		if err = client.IgnoreNotFound(err); err != nil {
+			return fmt.Errorf("record queue %s of batchjob %s: %w", p.Queue, key, err)
+		}
+		return nil
+	})
+}
+
+// KillJobInput asks for the kill of a job's run in a Scheduling.
+type KillJobInput struct {
+	Namespace string
+	Job       string
+	Kill      v1alpha1.KillRequest
+	// Nudge tells the job's workflow to look at the job once the kill is written.
+	Nudge     SignalWithStart
+	TaskQueue string
+}
+
+// ErrRunOver: a kill came for a job whose run in that Scheduling is over, or that the
+// Scheduling no longer holds.
+const ErrRunOver = "RunOver"
+
+// KillJob writes the kill on the BatchJob (v1alpha1.KillAnnotation) and nudges the job's
+// workflow, which carries it out. The caller has checked the right to kill. A job its
+// Scheduling no longer holds, or whose run there ended, is ErrRunOver: nothing is written.
+// Writing the same kill again changes nothing but the nudge.
+func (a *Activities) KillJob(ctx context.Context, in KillJobInput) error {
+	body, err := json.Marshal(in.Kill)
+	if err != nil {
+		return fmt.Errorf("encode kill: %w", err)
+	}
+	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var job v1alpha1.BatchJob
+		if err := a.Client.Get(ctx, key, &job); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nonRetryable(ErrRunOver, "batch job %s is gone", in.Job)
+			}
+			return err
+		}
+		if holder := job.Labels[v1alpha1.ActiveSchedulingLabel]; holder != in.Kill.Scheduling {
+			return nonRetryable(ErrRunOver, "batch job %s is held by %q, not scheduling %s", in.Job, holder, in.Kill.Scheduling)
+		}
+		if st := job.Status; st.Scheduling == in.Kill.Scheduling && st.State.Ended() {
+			return nonRetryable(ErrRunOver, "batch job %s ended %s in scheduling %s already", in.Job, st.State, in.Kill.Scheduling)
+		}
+		var old v1alpha1.KillRequest
+		if raw, ok := job.Annotations[v1alpha1.KillAnnotation]; ok && json.Unmarshal([]byte(raw), &old) == nil && old.Scheduling == in.Kill.Scheduling {
+			return nil // killed already: the first kill stands
+		}
+		if job.Annotations == nil {
+			job.Annotations = map[string]string{}
+		}
+		job.Annotations[v1alpha1.KillAnnotation] = string(body)
+		return a.Client.Update(ctx, &job)
+	})
+	if err != nil {
+		if hasErrorType(err, ErrRunOver) {
+			return err
+		}
+		return fmt.Errorf("kill batchjob %s/%s: %w", in.Namespace, in.Job, err)
+	}
+	return a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{in.Nudge}})
+}

@@ -1,0 +1,156 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"slotplane/api"
+	"slotplane/apiclient"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+)
+
+// killQueues: root lets nobody submit and group ops administer; alice and bob may submit to
+// etl, only alice to adhoc.
+const killQueues = `<allocations>
+  <queue name="root">
+    <aclSubmitApps> </aclSubmitApps>
+    <aclAdministerApps> ops</aclAdministerApps>
+    <queue name="etl"><aclSubmitApps>alice,bob</aclSubmitApps></queue>
+    <queue name="adhoc"><aclSubmitApps>alice</aclSubmitApps></queue>
+  </queue>
+</allocations>`
+
+// A queue administrator kills a running job that holds every slot, as a YARN admin kills an
+// application: bob, who is neither the job's user nor an administrator, is refused with 403;
+// olga, of group ops (aclAdministerApps of root), kills it. The job ends Failed with reason
+// Killed and its application goes, its slots come free, and the job waiting behind it takes
+// them and completes: the Scheduling goes on. Before that, alice moves her waiting job to
+// another queue, and kubectl get batchjobs shows the queue each job is in.
+func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
+	t.Parallel() // no timing it asserts on: it may share the machine with another such test
+	p := startE2E(t, killQueues)
+	ctx := context.Background()
+	alice := p.api
+	for name, runFor := range map[string]string{"hog": "10m", "next": "3s", "idle": "1s"} {
+		_, err := alice.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.etl",
+			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+			Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor}})
+		require.NoError(t, err, name)
+	}
+	_, err := alice.CreateScheduling(ctx, api.SchedulingRequest{Name: "etl", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.etl",
+		Jobs: []v1alpha1.SchedulingJob{{Name: "hog", Replication: p.slots}, {Name: "next", Replication: 2}}})
+	require.NoError(t, err)
+
+	var hog api.Job
+	require.Eventually(t, func() bool {
+		hog, err = alice.GetJob(ctx, "hog")
+		return err == nil && hog.Status.State == v1alpha1.JobRunning
+	}, 2*time.Minute, 250*time.Millisecond, "the hog runs in every slot")
+	require.Eventually(t, func() bool {
+		j, err := alice.GetJob(ctx, "next")
+		return err == nil && j.Status.State == v1alpha1.JobInQueue && j.Status.Queue == "root.etl"
+	}, time.Minute, 250*time.Millisecond, "the waiting job shows placement's queue")
+	require.Equal(t, "root.etl", hog.Status.Queue)
+
+	// A move is written to the job, and kubectl shows it.
+	moved, err := alice.MoveJob(ctx, "next", "root.adhoc")
+	require.NoError(t, err)
+	require.Equal(t, api.MoveResult{Job: "next", From: "root.etl", To: "root.adhoc"}, moved)
+	require.Eventually(t, func() bool {
+		out := kubectl(t, p, "get", "batchjobs", "-n", "default")
+		return queueColumn(out, "next") == "root.adhoc" && queueColumn(out, "hog") == "root.etl"
+	}, 30*time.Second, 250*time.Millisecond, "kubectl get batchjobs shows each job's queue now")
+
+	// Refusals that need no queue: a job that does not exist, a job in no Scheduling, a
+	// reason that could forge a log line.
+	for _, c := range []struct {
+		job, reason string
+		status      int
+	}{{"no-such-job", "", 404}, {"idle", "", 409}, {"hog", "first line\nsecond line", 422}} {
+		_, err = p.as(t, opsToken).KillJob(ctx, c.job, c.reason)
+		var se *apiclient.StatusError
+		require.True(t, errors.As(err, &se), "%s: %v", c.job, err)
+		require.Equal(t, c.status, se.Status, "%s: %s", c.job, se.API.Message)
+	}
+
+	// Neither the job's user nor an administrator: refused, and nothing changes.
+	_, err = p.as(t, bobToken).KillJob(ctx, "hog", "")
+	var se *apiclient.StatusError
+	require.True(t, errors.As(err, &se), "%v", err)
+	require.Equal(t, 403, se.Status, se.API.Message)
+	require.Contains(t, se.API.Message, `user "bob" may not kill job hog`)
+
+	killed, err := p.as(t, opsToken).KillJob(ctx, "hog", "it holds the whole bed")
+	require.NoError(t, err)
+	require.Equal(t, api.KillResult{Job: "hog", Scheduling: "etl", Queue: "root.etl", As: "an administrator of root.etl", Running: true}, killed)
+	require.Eventually(t, func() bool {
+		hog, err = alice.GetJob(ctx, "hog")
+		return err == nil && hog.Status.State == v1alpha1.JobFailed
+	}, time.Minute, 250*time.Millisecond, "the killed job ends")
+	require.Equal(t, v1alpha1.ReasonKilled, hog.Status.Reason)
+	require.Equal(t, "killed by olga (an administrator of root.etl): it holds the whole bed", hog.Status.Message)
+	require.Len(t, hog.Status.History, 1)
+	require.Equal(t, v1alpha1.RunFailed, hog.Status.History[0].Outcome)
+
+	// The next job takes the freed slots, in its new queue, and the Scheduling completes.
+	require.Eventually(t, func() bool {
+		s, err := alice.GetScheduling(ctx, "etl")
+		return err == nil && (s.Status.State == v1alpha1.SchedulingCompleted || s.Status.State == v1alpha1.SchedulingFailed)
+	}, 2*time.Minute, 250*time.Millisecond, "the Scheduling goes on to its end")
+	next, err := alice.GetJob(ctx, "next")
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.JobCompleted, next.Status.State, next.Status.Message)
+	require.Equal(t, "root.adhoc", next.Status.Queue)
+	_, err = alice.KillJob(ctx, "hog", "")
+	require.True(t, errors.As(err, &se), "%v", err)
+	require.Equal(t, 409, se.Status, "a run that ended cannot be killed: %s", se.API.Message)
+
+	wide := kubectl(t, p, "get", "batchjobs", "-n", "default", "-o", "wide")
+	require.Contains(t, lineOf(wide, "hog"), v1alpha1.ReasonKilled, wide)
+	p.waitSlotsFree(t, time.Minute)
+}
+
+// kubectl runs the cluster's kubectl and returns what it printed.
+func kubectl(t *testing.T, p *e2ePlatform, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(p.cluster.Kubectl(), append([]string{"--kubeconfig", p.cluster.Kubeconfig}, args...)...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return string(out)
+}
+
+// lineOf is the line of kubectl's table that starts with name.
+func lineOf(table, name string) string {
+	for line := range strings.Lines(table) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return line
+		}
+	}
+	return ""
+}
+
+// queueColumn is the QUEUE column of name's row in kubectl's table ("" when absent).
+func queueColumn(table, name string) string {
+	lines := strings.Split(table, "\n")
+	if len(lines) == 0 {
+		return ""
+	}
+	col := slices.Index(strings.Fields(lines[0]), "QUEUE")
+	f := strings.Fields(lineOf(table, name))
+	if col < 0 || col >= len(f) {
+		return ""
+	}
+	return f[col]
+}

@@ -1,0 +1,83 @@
+package queue
+
+import "fmt"
+
+// Kill asks to end a job's run in a Scheduling, on behalf of By: allowed to the job's user
+// and to whoever may administer its queue (aclAdministerApps), as in the Fair Scheduler,
+// where killing an application is what that ACL is for.
+type Kill struct {
+	Scheduling string
+	Job        string
+	By         string
+	ByGroups   []string
+	// Reason is what the killer said, if anything.
+	Reason string
+}
+
+// Killable says which run a kill ends and in what right the caller asks.
+type Killable struct {
+	Key   JobKey
+	Queue string
+	// Running: the job holds slots (its run began); else it waits.
+	Running bool
+	// As is the caller's right: "the job's user" or "an administrator of <queue>".
+	As string
+}
+
+// CheckKill checks a kill and finds the run it ends, the newest of the job in that
+// Scheduling. It changes nothing: the job's end comes through the job's own workflow (its
+// application deleted, then Ended or Release as for any end), so the slots go on as after any
+// run. Refusals are *MoveError with the move's kinds: not ready, not found (not in the queues:
+// never submitted, or ended), forbidden.
+func (a *Admitter) CheckKill(k Kill) (Killable, error) {
+	if a.st.Total.IsZero() {
+		return Killable{}, &MoveError{MoveNotReady, "the queues are not ready yet (no decision on the test bed yet); try again"}
+	}
+	if k.By == "" {
+		return Killable{}, &MoveError{MoveForbidden, "the kill names nobody asking for it (By)"}
+	}
+	var e *Entry
+	running := false
+	for i := range a.st.Running {
+		if x := &a.st.Running[i]; x.Request.Scheduling == k.Scheduling && x.Request.Job == k.Job {
+			e, running = x, true
+		}
+	}
+	for i := range a.st.Waiting {
+		if x := &a.st.Waiting[i]; x.Request.Scheduling == k.Scheduling && x.Request.Job == k.Job {
+			e, running = x, false
+		}
+	}
+	if e == nil {
+		return Killable{}, &MoveError{MoveNotFound, fmt.Sprintf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", k.Job, k.Scheduling)}
+	}
+	out := Killable{Key: e.Request.JobKey, Queue: e.Queue, Running: running}
+	switch {
+	case k.By == e.Request.User:
+		out.As = "the job's user"
+	case a.st.Config.Allocations.Allowed(Administer, e.Queue, k.By, k.ByGroups):
+		out.As = "an administrator of " + e.Queue
+	default:
+		return Killable{}, &MoveError{MoveForbidden, fmt.Sprintf("user %q may not kill job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
+			k.By, k.Job, e.Request.User, e.Queue)}
+	}
+	return out, nil
+}
+
+// QueuesOf finds the queue of each key the Admitter holds (waiting or granted); a key it
+// does not hold is left out.
+func (a *Admitter) QueuesOf(keys []JobKey) map[JobKey]string {
+	want := make(map[JobKey]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	out := make(map[JobKey]string, len(keys))
+	for _, es := range [][]Entry{a.st.Waiting, a.st.Running} {
+		for i := range es {
+			if k := es[i].Request.JobKey; want[k] {
+				out[k] = es[i].Queue
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package queue
+
+import (
+	"errors"
+	"testing"
+)
+
+// A kill is checked like a move's asker: the job's user or an administrator of its queue
+// (by name or group), never before the first decision, never for a job not in the queues.
+// It changes nothing in the Admitter.
+func TestAdmitter_CheckKill(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="root"><aclSubmitApps> </aclSubmitApps><aclAdministerApps> ops</aclAdministerApps>
+  <queue name="a"><aclSubmitApps>u</aclSubmitApps><aclAdministerApps>lead</aclAdministerApps></queue>
+  <queue name="b"><aclSubmitApps>u</aclSubmitApps></queue></queue></allocations>`)
+	kindOf := func(err error) string {
+		var me *MoveError
+		if errors.As(err, &me) {
+			return me.Kind
+		}
+		return ""
+	}
+	if _, err := a.CheckKill(Kill{Scheduling: "s", Job: "run", By: "u"}); kindOf(err) != MoveNotReady {
+		t.Fatalf("before the first decision: %v", err)
+	}
+	a.Request(req("run", "a", 1))
+	a.Request(req("wait", "b", 2))
+	a.Decide(t0, bed(2))
+	for _, c := range []struct {
+		name string
+		kill Kill
+		want Killable
+		kind string
+	}{
+		{"the job's user", Kill{Scheduling: "s", Job: "run", By: "u"}, Killable{Key: key("run"), Queue: "root.a", Running: true, As: "the job's user"}, ""},
+		{"the leaf's administrator", Kill{Scheduling: "s", Job: "run", By: "lead"}, Killable{Key: key("run"), Queue: "root.a", Running: true, As: "an administrator of root.a"}, ""},
+		{"root's administrators by group", Kill{Scheduling: "s", Job: "wait", By: "olga", ByGroups: []string{"ops"}}, Killable{Key: key("wait"), Queue: "root.b", As: "an administrator of root.b"}, ""},
+		{"another leaf's administrator", Kill{Scheduling: "s", Job: "wait", By: "lead"}, Killable{}, MoveForbidden},
+		{"a stranger", Kill{Scheduling: "s", Job: "run", By: "eve", ByGroups: []string{"devs"}}, Killable{}, MoveForbidden},
+		{"nobody", Kill{Scheduling: "s", Job: "run"}, Killable{}, MoveForbidden},
+		{"another Scheduling's job", Kill{Scheduling: "t", Job: "run", By: "u"}, Killable{}, MoveNotFound},
+		{"no such job", Kill{Scheduling: "s", Job: "ghost", By: "u"}, Killable{}, MoveNotFound},
+	} {
+		got, err := a.CheckKill(c.kill)
+		if kindOf(err) != c.kind || (c.kind == "" && err != nil) {
+			t.Errorf("%s: error %v, want kind %q", c.name, err, c.kind)
+			continue
+		}
+		if got.Key != c.want.Key || got.Queue != c.want.Queue || got.Running != c.want.Running || got.As != c.want.As {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	if len(a.Report().Running) != 1 || len(a.Report().Waiting) != 1 {
+		t.Fatal("a checked kill changed the queues")
+	}
+	got := a.QueuesOf([]JobKey{key("run"), key("wait"), key("ghost")})
+	if len(got) != 2 || got[key("run")] != "root.a" || got[key("wait")] != "root.b" {
+		t.Fatalf("QueuesOf: %v", got)
+	}
+}

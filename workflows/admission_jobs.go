@@ -1,0 +1,133 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
+)
+
+// What Admission tells the BatchJobs themselves: the queue each is in, and kills.
+const (
+	// AdmissionKillUpdate kills a job's run (AdmissionKill), answering an AdmissionKilled: the
+	// caller must be the job's user or an administrator of its queue. The job's workflow
+	// deletes the application and ends the job Failed, reason Killed; its slots go on as
+	// after any end, and its Scheduling goes on with its other jobs. A refusal has the move's
+	// error types (MoveForbidden, MoveNotFound, MoveNotReady).
+	AdmissionKillUpdate = "kill"
+	// RecordQueuesChange is the version marker of an Admission that writes each job's queue
+	// to its status (placement's choice, then any move).
+	RecordQueuesChange = "record-queues"
+)
+
+type (
+	// AdmissionKill asks for the kill of a job's run.
+	AdmissionKill = queue.Kill
+)
+
+// AdmissionKilled answers a kill: the job's run will end.
+type AdmissionKilled struct {
+	Job, Scheduling, Queue string
+	// As is the right the caller killed in: "the job's user" or "an administrator of <queue>".
+	As string
+	// Running: the run held slots; else it was waiting.
+	Running bool
+}
+
+// listenForKills registers the kill update. The handler writes the kill on the BatchJob (an
+// activity): the kill outlives any process, and the job's workflow, which owns the run,
+// carries it out.
+func (a *admission) listenForKills(ctx workflow.Context) error {
+	return workflow.SetUpdateHandlerWithOptions(ctx, AdmissionKillUpdate,
+		func(ctx workflow.Context, k AdmissionKill) (AdmissionKilled, error) {
+			var kb queue.Killable
+			if err := guard("kill", func() (err error) { kb, err = a.core.CheckKill(k); return err }); err != nil {
+				return AdmissionKilled{}, moveError(err)
+			}
+			in := activities.KillJobInput{Namespace: a.in.Namespace, Job: k.Job, TaskQueue: TaskQueue,
+				Kill:  v1alpha1.KillRequest{Scheduling: k.Scheduling, By: k.By, As: kb.As, Reason: k.Reason, At: metav1.NewTime(workflow.Now(ctx).UTC().Truncate(time.Second))},
+				Nudge: jobNudge(a.in.Namespace, k.Job)}
+			err := workflow.ExecuteActivity(withActivityDefaults(ctx), acts.KillJob, in).Get(ctx, nil)
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) && app.Type() == activities.ErrRunOver {
+				return AdmissionKilled{}, temporal.NewApplicationError(app.Message(), MoveNotFound)
+			}
+			if err != nil {
+				return AdmissionKilled{}, err
+			}
+			return AdmissionKilled{Job: k.Job, Scheduling: k.Scheduling, Queue: kb.Queue, As: kb.As, Running: kb.Running}, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, k AdmissionKill) error {
+			return moveError(guard("kill", func() error {
+				_, err := a.core.CheckKill(k)
+				return err
+			}))
+		}})
+}
+
+// placed notes where the core put the jobs of keys, to be written to their statuses.
+func (a *admission) placed(keys []queue.JobKey) {
+	if len(keys) == 0 {
+		return
+	}
+	queues := a.core.QueuesOf(keys)
+	for _, k := range keys {
+		if q, ok := queues[k]; ok {
+			a.unrecorded = append(a.unrecorded, activities.QueuePlacement{Scheduling: k.Scheduling, Job: k.Job, Queue: q})
+		}
+	}
+}
+
+// recordQueues writes the noted placements to the jobs' statuses in the background, a
+// batch at a time until none is left, without holding up a decision. A batch that fails
+// (the activity retries until it is cancelled) is noted again; a batch in flight at a
+// continue-as-new is handed over with the rest, and written twice, which changes nothing.
+func (a *admission) recordQueues(ctx workflow.Context) {
+	if len(a.unrecorded) == 0 || a.recordingBusy {
+		return
+	}
+	if workflow.GetVersion(ctx, RecordQueuesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		a.unrecorded = nil
+		return
+	}
+	a.recordingBusy = true
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { a.recordingBusy = false }()
+		for len(a.unrecorded) > 0 {
+			n := min(len(a.unrecorded), recordBatch)
+			a.recording, a.unrecorded = a.unrecorded[:n:n], a.unrecorded[n:]
+			in := activities.RecordQueuesInput{Namespace: a.in.Namespace, Placements: a.recording}
+			if err := workflow.ExecuteActivity(ctx, acts.RecordQueues, in).Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("write the jobs' queues", "jobs", len(a.recording), "err", err)
+				a.unrecorded = append(a.recording, a.unrecorded...)
+				a.recording = nil
+				return
+			}
+			a.recording = nil
+		}
+	})
+}
+
+// recordBatch is how many jobs' queues one activity writes: at the worker's client rate, a
+// few seconds' worth.
+const recordBatch = 200
+
+// pendingQueues are the placements not yet known written, for the next run.
+func (a *admission) pendingQueues() []activities.QueuePlacement {
+	return append(append([]activities.QueuePlacement(nil), a.recording...), a.unrecorded...)
+}
+
+// jobNudge tells a job's workflow to look at its job again, starting it if needed.
+func jobNudge(namespace, name string) activities.SignalWithStart {
+	return activities.SignalWithStart{
+		WorkflowID: BatchJobWorkflowID(namespace, name), WorkflowType: "BatchJobWorkflow",
+		Input: BatchJobInput{Namespace: namespace, Name: name}, Signal: BatchJobChangedSignal,
+	}
+}
