@@ -109,7 +109,7 @@ func (c *component) stop() {
 
 const token = "e2e-token"
 
-// opsToken is olga's, of group ops; bobToken is bob's, of group analysts like alice.
+// opsToken is olga's, of group admins; bobToken is bob's, of group analysts like alice.
 const (
 	opsToken = "e2e-ops-token"
 	bobToken = "e2e-bob-token"
@@ -305,7 +305,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"+
-		opsToken+",olga,ops\n"+bobToken+",bob,analysts\n"), 0o600))
+		opsToken+",olga,admins\n"+bobToken+",bob,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
 	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
 		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},

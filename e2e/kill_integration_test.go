@@ -18,39 +18,36 @@ import (
 	"slotplane/api"
 	"slotplane/apiclient"
 	"slotplane/crds/v1alpha1"
+	"slotplane/examples"
 	"slotplane/internal/appsim"
 )
 
-// killQueues: root lets nobody submit and group ops administer; alice and bob may submit to
-// etl, only alice to adhoc.
-const killQueues = `<allocations>
-  <queue name="root">
-    <aclSubmitApps> </aclSubmitApps>
-    <aclAdministerApps> ops</aclAdministerApps>
-    <queue name="etl"><aclSubmitApps>alice,bob</aclSubmitApps></queue>
-    <queue name="adhoc"><aclSubmitApps>alice</aclSubmitApps></queue>
-  </queue>
-</allocations>`
-
 // A queue administrator kills a running job that holds every slot, as a YARN admin kills an
 // application: bob, who is neither the job's user nor an administrator, is refused with 403;
-// olga, of group ops (aclAdministerApps of root), kills it. The job ends Failed with reason
+// olga, of group admins (aclAdministerApps of root), kills it. The job ends Failed with reason
 // Killed and its application goes, its slots come free, and the job waiting behind it takes
 // them and completes: the Scheduling goes on. Before that, alice moves her waiting job to
 // another queue, and kubectl get batchjobs shows the queue each job is in.
+//
+// The queues are examples/fair-scheduler.xml with examples/yarn-site.xml (preemption on): the
+// example files load on the platform as they are.
 func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	t.Parallel() // no timing it asserts on: it may share the machine with another such test
-	p := startE2E(t, killQueues)
+	queues, err := examples.Files.ReadFile("fair-scheduler.xml")
+	require.NoError(t, err)
+	settings, err := examples.Files.ReadFile("yarn-site.xml")
+	require.NoError(t, err)
+	p := startE2EFiles(t, defaultBed, string(queues), string(settings))
 	ctx := context.Background()
 	alice := p.api
 	for name, runFor := range map[string]string{"hog": "10m", "next": "3s", "idle": "1s"} {
-		_, err := alice.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.etl",
+		_, err := alice.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.analytics.adhoc",
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor}})
 		require.NoError(t, err, name)
 	}
-	_, err := alice.CreateScheduling(ctx, api.SchedulingRequest{Name: "etl", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.etl",
+	_, err = alice.CreateScheduling(ctx, api.SchedulingRequest{Name: "etl", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "hog", Replication: p.slots}, {Name: "next", Replication: 2}}})
 	require.NoError(t, err)
 
@@ -61,17 +58,17 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	}, 2*time.Minute, 250*time.Millisecond, "the hog runs in every slot")
 	require.Eventually(t, func() bool {
 		j, err := alice.GetJob(ctx, "next")
-		return err == nil && j.Status.State == v1alpha1.JobInQueue && j.Status.Queue == "root.etl"
+		return err == nil && j.Status.State == v1alpha1.JobInQueue && j.Status.Queue == "root.analytics.adhoc"
 	}, time.Minute, 250*time.Millisecond, "the waiting job shows placement's queue")
-	require.Equal(t, "root.etl", hog.Status.Queue)
+	require.Equal(t, "root.analytics.adhoc", hog.Status.Queue)
 
 	// A move is written to the job, and kubectl shows it.
-	moved, err := alice.MoveJob(ctx, "next", "root.adhoc")
+	moved, err := alice.MoveJob(ctx, "next", "root.analytics.daily")
 	require.NoError(t, err)
-	require.Equal(t, api.MoveResult{Job: "next", From: "root.etl", To: "root.adhoc"}, moved)
+	require.Equal(t, api.MoveResult{Job: "next", From: "root.analytics.adhoc", To: "root.analytics.daily"}, moved)
 	require.Eventually(t, func() bool {
 		out := kubectl(t, p, "get", "batchjobs", "-n", "default")
-		return queueColumn(out, "next") == "root.adhoc" && queueColumn(out, "hog") == "root.etl"
+		return queueColumn(out, "next") == "root.analytics.daily" && queueColumn(out, "hog") == "root.analytics.adhoc"
 	}, 30*time.Second, 250*time.Millisecond, "kubectl get batchjobs shows each job's queue now")
 
 	// Refusals that need no queue: a job that does not exist, a job in no Scheduling, a
@@ -95,13 +92,13 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 
 	killed, err := p.as(t, opsToken).KillJob(ctx, "hog", "it holds the whole bed")
 	require.NoError(t, err)
-	require.Equal(t, api.KillResult{Job: "hog", Scheduling: "etl", Queue: "root.etl", As: "an administrator of root.etl", Running: true}, killed)
+	require.Equal(t, api.KillResult{Job: "hog", Scheduling: "etl", Queue: "root.analytics.adhoc", As: "an administrator of root.analytics.adhoc", Running: true}, killed)
 	require.Eventually(t, func() bool {
 		hog, err = alice.GetJob(ctx, "hog")
 		return err == nil && hog.Status.State == v1alpha1.JobFailed
 	}, time.Minute, 250*time.Millisecond, "the killed job ends")
 	require.Equal(t, v1alpha1.ReasonKilled, hog.Status.Reason)
-	require.Equal(t, "killed by olga (an administrator of root.etl): it holds the whole bed", hog.Status.Message)
+	require.Equal(t, "killed by olga (an administrator of root.analytics.adhoc): it holds the whole bed", hog.Status.Message)
 	require.Len(t, hog.Status.History, 1)
 	require.Equal(t, v1alpha1.RunFailed, hog.Status.History[0].Outcome)
 
@@ -113,7 +110,7 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	next, err := alice.GetJob(ctx, "next")
 	require.NoError(t, err)
 	require.Equal(t, v1alpha1.JobCompleted, next.Status.State, next.Status.Message)
-	require.Equal(t, "root.adhoc", next.Status.Queue)
+	require.Equal(t, "root.analytics.daily", next.Status.Queue)
 	_, err = alice.KillJob(ctx, "hog", "")
 	require.True(t, errors.As(err, &se), "%v", err)
 	require.Equal(t, 409, se.Status, "a run that ended cannot be killed: %s", se.API.Message)
