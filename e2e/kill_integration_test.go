@@ -13,10 +13,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
 	"slotplane/apiclient"
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/examples"
 	"slotplane/internal/appsim"
@@ -101,6 +104,11 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	require.Equal(t, "killed by olga (an administrator of root.analytics.adhoc): it holds the whole bed", hog.Status.Message)
 	require.Len(t, hog.Status.History, 1)
 	require.Equal(t, v1alpha1.RunFailed, hog.Status.History[0].Outcome)
+	require.NotNil(t, hog.Status.Application)
+	require.Eventually(t, func() bool {
+		err := p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: hog.Status.Application.Name}, &sparkv1beta2.SparkApplication{})
+		return apierrors.IsNotFound(err)
+	}, 30*time.Second, 250*time.Millisecond, "the killed job's SparkApplication is deleted")
 
 	// The next job takes the freed slots, in its new queue, and the Scheduling completes.
 	require.Eventually(t, func() bool {
