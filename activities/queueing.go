@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,29 +32,57 @@ type RecordQueuesInput struct {
 // writes: where placement put the job, or where a move took it. A job that is gone, or that
 // another Scheduling (or none) holds now, is left alone: its queue is another Admission's to
 // say, or none.
+//
+// Each job costs one request: a JSON patch of the status whose first operation tests that the
+// Scheduling still holds the job, so the API server applies the write only then, with no
+// read before it and nothing to conflict with the job's own status writes.
 func (a *Activities) RecordQueues(ctx context.Context, in RecordQueuesInput) error {
 	return eachOf(ctx, in.Placements, func(_ int, p QueuePlacement) error {
-		key := types.NamespacedName{Namespace: in.Namespace, Name: p.Job}
-		attempt := 0
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var job v1alpha1.BatchJob
-			if err := getForUpdate(ctx, a.Client, key, &job, &attempt); err != nil {
-				return err
-			}
-			if job.Labels[v1alpha1.ActiveSchedulingLabel] != p.Scheduling || job.Status.Queue == p.Queue {
-				if attempt == 1 {
-					return errCheckAgain // the cache's copy may lag: decide on etcd's
-				}
-				return nil
-			}
-			job.Status.Queue = p.Queue
-			return a.Client.Status().Update(ctx, &job)
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/metadata/labels/" + jsonPointerEscape(v1alpha1.ActiveSchedulingLabel), "value": p.Scheduling},
+			{"op": "add", "path": "/status/queue", "value": p.Queue},
 		})
-		if err = client.IgnoreNotFound(err); err != nil {
-			return fmt.Errorf("record queue %s of batchjob %s: %w", p.Queue, key, err)
+		if err != nil {
+			return fmt.Errorf("encode the queue patch: %w", err)
 		}
-		return nil
+		job := &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: p.Job}}
+		err = a.Client.Status().Patch(ctx, job, client.RawPatch(types.JSONPatchType, patch))
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsInvalid(err):
+			// The patch did not apply: the label is another Scheduling's or gone, or the job
+			// has no status yet to add to. Decide on the object itself.
+			return a.recordQueue(ctx, in.Namespace, p)
+		}
+		return fmt.Errorf("record queue %s of batchjob %s/%s: %w", p.Queue, in.Namespace, p.Job, err)
 	})
+}
+
+// recordQueue writes one job's queue by reading the job and updating its status, if its
+// Scheduling still holds it.
+func (a *Activities) recordQueue(ctx context.Context, namespace string, p QueuePlacement) error {
+	key := types.NamespacedName{Namespace: namespace, Name: p.Job}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var job v1alpha1.BatchJob
+		if err := a.Client.Get(ctx, key, &job); err != nil {
+			return err
+		}
+		if job.Labels[v1alpha1.ActiveSchedulingLabel] != p.Scheduling || job.Status.Queue == p.Queue {
+			return nil
+		}
+		job.Status.Queue = p.Queue
+		return a.Client.Status().Update(ctx, &job)
+	})
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("record queue %s of batchjob %s: %w", p.Queue, key, err)
+	}
+	return nil
+}
+
+// jsonPointerEscape escapes a key for a JSON pointer (RFC 6901): ~ as ~0, / as ~1.
+func jsonPointerEscape(key string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }
 
 // KillJobInput asks for the kill of a job's run in a Scheduling.
@@ -60,8 +90,8 @@ type KillJobInput struct {
 	Namespace string
 	Job       string
 	Kill      v1alpha1.KillRequest
-	// Nudge tells the job's workflow to look at the job once the kill is written.
-	Nudge     SignalWithStart
+	// Nudge, when set, tells the job's workflow to look at the job once the kill is written.
+	Nudge     *SignalWithStart `json:",omitempty"`
 	TaskQueue string
 }
 
@@ -109,5 +139,11 @@ func (a *Activities) KillJob(ctx context.Context, in KillJobInput) error {
 		}
 		return fmt.Errorf("kill batchjob %s/%s: %w", in.Namespace, in.Job, err)
 	}
-	return a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{in.Nudge}})
+	if in.Nudge == nil {
+		return nil
+	}
+	return a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{*in.Nudge}})
 }
+
+// IsRunOver says whether err is ErrRunOver.
+func IsRunOver(err error) bool { return hasErrorType(err, ErrRunOver) }

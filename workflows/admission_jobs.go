@@ -51,9 +51,10 @@ func (a *admission) listenForKills(ctx workflow.Context) error {
 			if err := guard("kill", func() (err error) { kb, err = a.core.CheckKill(k); return err }); err != nil {
 				return AdmissionKilled{}, moveError(err)
 			}
+			nudge := jobNudge(a.in.Namespace, k.Job)
 			in := activities.KillJobInput{Namespace: a.in.Namespace, Job: k.Job, TaskQueue: TaskQueue,
 				Kill:  v1alpha1.KillRequest{Scheduling: k.Scheduling, By: k.By, As: kb.As, Reason: k.Reason, At: metav1.NewTime(workflow.Now(ctx).UTC().Truncate(time.Second))},
-				Nudge: jobNudge(a.in.Namespace, k.Job)}
+				Nudge: &nudge}
 			err := workflow.ExecuteActivity(withActivityDefaults(ctx), acts.KillJob, in).Get(ctx, nil)
 			var app *temporal.ApplicationError
 			if errors.As(err, &app) && app.Type() == activities.ErrRunOver {
