@@ -62,8 +62,9 @@ type JobObservation struct {
 	// Refused lists the fields of the job's wrapped spec that the namespace's policy does
 	// not allow ("path: reason"); the job cannot run until they are gone or allowed.
 	Refused []string
-	// Kill is the kill of the holder's run, if one was asked (v1alpha1.KillAnnotation); a
-	// kill that names another Scheduling, or does not parse, is none.
+	// Kill is the kill on the job, if one was asked (v1alpha1.KillAnnotation; one that does
+	// not parse is none). It ends the run of the Scheduling it names only: the workflow
+	// compares it with Holder.
 	Kill *v1alpha1.KillRequest `json:",omitempty"`
 }
 
@@ -90,7 +91,7 @@ func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation,
 		var k v1alpha1.KillRequest
 		if err := json.Unmarshal([]byte(raw), &k); err != nil {
 			slog.Warn("a kill annotation that does not parse is ignored", "job", in.nn().String(), "err", err)
-		} else if k.Scheduling != "" && k.Scheduling == obs.Holder {
+		} else {
 			obs.Kill = &k
 		}
 	}

@@ -7,9 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
-	temporalclient "go.temporal.io/sdk/client"
 
-	"slotplane/crds/v1alpha1"
 	"slotplane/workflows"
 )
 
@@ -27,39 +25,19 @@ func (s *server) killJob(c *gin.Context) {
 		fail(c, invalid(FieldError{Field: "reason", Message: fmt.Sprintf("must be printable text of at most %d bytes", maxKillReason)}))
 		return
 	}
-	var job v1alpha1.BatchJob
-	if err := s.get(c, "batch job", &job); err != nil {
-		fail(c, err)
+	job, sched, bed, ok := s.heldJob(c, "so it has no run to kill")
+	if !ok {
 		return
 	}
-	j := jobOf(&job)
-	bed := job.Status.TestBed
-	if j.Scheduling != "" && bed == "" {
-		var sched v1alpha1.Scheduling
-		if err := s.Client.Get(c.Request.Context(), keyOf(job.Namespace, j.Scheduling), &sched); err == nil {
-			bed = sched.Spec.TestBed
-		}
-	}
-	if j.Scheduling == "" || bed == "" {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling: it has no run to kill", job.Name), Status: http.StatusConflict})
-		return
-	}
-	if st := job.Status; st.Scheduling == j.Scheduling && st.State.Ended() {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s ended %s already in scheduling %s", job.Name, st.State, j.Scheduling), Status: http.StatusConflict})
+	if st := job.Status; st.Scheduling == sched && st.State.Ended() {
+		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s ended %s already in scheduling %s", job.Name, st.State, sched), Status: http.StatusConflict})
 		return
 	}
 	user := userOf(c)
-	handle, err := s.Temporal.UpdateWorkflow(c.Request.Context(), temporalclient.UpdateWorkflowOptions{
-		WorkflowID: workflows.AdmissionWorkflowID(job.Namespace, bed), UpdateName: workflows.AdmissionKillUpdate,
-		Args:         []any{workflows.AdmissionKill{Scheduling: j.Scheduling, Job: job.Name, By: user.Name, ByGroups: user.Groups, Reason: reason}},
-		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
-	})
 	var killed workflows.AdmissionKilled
-	if err == nil {
-		err = handle.Get(c.Request.Context(), &killed)
-	}
-	if err != nil {
-		fail(c, temporalError(err, fmt.Sprintf("test bed %s has no queues yet", bed)))
+	kill := workflows.AdmissionKill{Scheduling: sched, Job: job.Name, By: user.Name, ByGroups: user.Groups, Reason: reason}
+	if err := s.updateAdmission(c, job.Namespace, bed, workflows.AdmissionKillUpdate, kill, &killed); err != nil {
+		fail(c, err)
 		return
 	}
 	c.JSON(http.StatusAccepted, KillResult{Job: killed.Job, Scheduling: killed.Scheduling, Queue: killed.Queue, As: killed.As, Running: killed.Running})

@@ -166,38 +166,57 @@ func (s *server) moveJob(c *gin.Context) {
 		fail(c, invalid(FieldError{Field: "queue", Message: fmt.Sprintf("%q is not a queue path such as root.analytics", req.Queue)}))
 		return
 	}
-	var job v1alpha1.BatchJob
-	if err := s.get(c, "batch job", &job); err != nil {
-		fail(c, err)
-		return
-	}
-	j := jobOf(&job)
-	bed := job.Status.TestBed
-	if j.Scheduling != "" && bed == "" {
-		var sched v1alpha1.Scheduling
-		if err := s.Client.Get(c.Request.Context(), keyOf(job.Namespace, j.Scheduling), &sched); err == nil {
-			bed = sched.Spec.TestBed
-		}
-	}
-	if j.Scheduling == "" || bed == "" {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling, so in no queue", job.Name), Status: http.StatusConflict})
+	job, sched, bed, ok := s.heldJob(c, "so in no queue")
+	if !ok {
 		return
 	}
 	user := userOf(c)
-	handle, err := s.Temporal.UpdateWorkflow(c.Request.Context(), temporalclient.UpdateWorkflowOptions{
-		WorkflowID: workflows.AdmissionWorkflowID(job.Namespace, bed), UpdateName: workflows.AdmissionMoveUpdate,
-		Args:         []any{workflows.AdmissionMove{Scheduling: j.Scheduling, Job: job.Name, Queue: req.Queue, By: user.Name, ByGroups: user.Groups}},
-		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
-	})
 	var moved workflows.AdmissionMoved
-	if err == nil {
-		err = handle.Get(c.Request.Context(), &moved)
-	}
-	if err != nil {
-		fail(c, temporalError(err, fmt.Sprintf("test bed %s has no queues yet", bed)))
+	move := workflows.AdmissionMove{Scheduling: sched, Job: job.Name, Queue: req.Queue, By: user.Name, ByGroups: user.Groups}
+	if err := s.updateAdmission(c, job.Namespace, bed, workflows.AdmissionMoveUpdate, move, &moved); err != nil {
+		fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, MoveResult{Job: moved.Job, From: moved.From, To: moved.To})
+}
+
+// heldJob reads the request's BatchJob, the Scheduling that holds it and that Scheduling's
+// test bed (the job's status names it once a run began). A job no Scheduling holds is
+// answered 409, its message ending with none; ok is false once an answer was sent.
+func (s *server) heldJob(c *gin.Context, none string) (job v1alpha1.BatchJob, scheduling, bed string, ok bool) {
+	if err := s.get(c, "batch job", &job); err != nil {
+		fail(c, err)
+		return job, "", "", false
+	}
+	scheduling, bed = job.Labels[v1alpha1.ActiveSchedulingLabel], job.Status.TestBed
+	if scheduling != "" && bed == "" {
+		var sched v1alpha1.Scheduling
+		if err := s.Client.Get(c.Request.Context(), keyOf(job.Namespace, scheduling), &sched); err == nil {
+			bed = sched.Spec.TestBed
+		}
+	}
+	if scheduling == "" || bed == "" {
+		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling, %s", job.Name, none), Status: http.StatusConflict})
+		return job, "", "", false
+	}
+	return job, scheduling, bed, true
+}
+
+// updateAdmission sends an update to a test bed's Admission workflow as the caller's request
+// and decodes its answer into out, waiting for it; a refusal or a missing workflow comes back
+// as the error to answer (temporalError).
+func (s *server) updateAdmission(c *gin.Context, namespace, bed, update string, arg, out any) *Error {
+	handle, err := s.Temporal.UpdateWorkflow(c.Request.Context(), temporalclient.UpdateWorkflowOptions{
+		WorkflowID: workflows.AdmissionWorkflowID(namespace, bed), UpdateName: update,
+		Args: []any{arg}, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = handle.Get(c.Request.Context(), out)
+	}
+	if err != nil {
+		return temporalError(err, fmt.Sprintf("test bed %s has no queues yet", bed))
+	}
+	return nil
 }
 
 // temporalError maps a failed query or update: a missing workflow is a 404 saying

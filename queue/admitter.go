@@ -939,33 +939,11 @@ func (a *Admitter) headOf(leaf string) *Entry {
 
 // CheckMove says whether m may be done, and which entry it moves. It changes nothing.
 func (a *Admitter) CheckMove(m Move) (*Entry, bool, error) {
-	if a.st.Total.IsZero() {
-		return nil, false, &MoveError{MoveNotReady, "the queues are not ready yet (no decision on the test bed yet); try again"}
-	}
-	if m.By == "" {
-		return nil, false, &MoveError{MoveForbidden, "the move names nobody asking for it (By)"}
-	}
-	var e *Entry
-	running := false
-	// The newest entry of the job in that Scheduling: keys of an earlier run may linger.
-	for i := range a.st.Running {
-		if x := &a.st.Running[i]; x.Request.Scheduling == m.Scheduling && x.Request.Job == m.Job {
-			e, running = x, true
-		}
-	}
-	for i := range a.st.Waiting {
-		if x := &a.st.Waiting[i]; x.Request.Scheduling == m.Scheduling && x.Request.Job == m.Job {
-			e, running = x, false
-		}
-	}
-	if e == nil {
-		return nil, false, &MoveError{MoveNotFound, fmt.Sprintf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", m.Job, m.Scheduling)}
+	e, running, _, err := a.actedOn("move", m.Scheduling, m.Job, m.By, m.ByGroups)
+	if err != nil {
+		return nil, false, err
 	}
 	alloc := a.st.Config.Allocations
-	if m.By != e.Request.User && !alloc.Allowed(Administer, e.Queue, m.By, m.ByGroups) {
-		return nil, false, &MoveError{MoveForbidden, fmt.Sprintf("user %q may not move job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
-			m.By, m.Job, e.Request.User, e.Queue)}
-	}
 	c := Cluster{Total: a.st.Total}
 	for i := range a.st.Running {
 		c.Apps = append(c.Apps, a.appOf(&a.st.Running[i], true))
@@ -977,6 +955,39 @@ func (a *Admitter) CheckMove(m Move) (*Entry, bool, error) {
 		return nil, false, &MoveError{MoveForbidden, fmt.Sprintf("job %s cannot move to %s: its user %q may not submit there (aclSubmitApps)", m.Job, to, e.Request.User)}
 	}
 	return e, running, nil
+}
+
+// actedOn finds the entry that an action of by (move or kill, what) on a job of a Scheduling
+// acts on, the newest of the job there (keys of an earlier run may linger), and checks that
+// by may act on it: the job's user, or whoever may administer its queue (aclAdministerApps).
+// running says the entry holds slots; as names the right. It changes nothing.
+func (a *Admitter) actedOn(what, scheduling, job, by string, groups []string) (e *Entry, running bool, as string, err error) {
+	if a.st.Total.IsZero() {
+		return nil, false, "", &MoveError{MoveNotReady, "the queues are not ready yet (no decision on the test bed yet); try again"}
+	}
+	if by == "" {
+		return nil, false, "", &MoveError{MoveForbidden, fmt.Sprintf("the %s names nobody asking for it (By)", what)}
+	}
+	for i := range a.st.Running {
+		if x := &a.st.Running[i]; x.Request.Scheduling == scheduling && x.Request.Job == job {
+			e, running = x, true
+		}
+	}
+	for i := range a.st.Waiting {
+		if x := &a.st.Waiting[i]; x.Request.Scheduling == scheduling && x.Request.Job == job {
+			e, running = x, false
+		}
+	}
+	switch {
+	case e == nil:
+		return nil, false, "", &MoveError{MoveNotFound, fmt.Sprintf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", job, scheduling)}
+	case by == e.Request.User:
+		return e, running, "the job's user", nil
+	case a.st.Config.Allocations.Allowed(Administer, e.Queue, by, groups):
+		return e, running, "an administrator of " + e.Queue, nil
+	}
+	return nil, false, "", &MoveError{MoveForbidden, fmt.Sprintf("user %q may not %s job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
+		by, what, job, e.Request.User, e.Queue)}
 }
 
 // Move moves a job to another queue, after CheckMove.

@@ -1,7 +1,5 @@
 package queue
 
-import "fmt"
-
 // Kill asks to end a job's run in a Scheduling, on behalf of By: allowed to the job's user
 // and to whoever may administer its queue (aclAdministerApps), as in the Fair Scheduler,
 // where killing an application is what that ACL is for.
@@ -30,38 +28,11 @@ type Killable struct {
 // run. Refusals are *MoveError with the move's kinds: not ready, not found (not in the queues:
 // never submitted, or ended), forbidden.
 func (a *Admitter) CheckKill(k Kill) (Killable, error) {
-	if a.st.Total.IsZero() {
-		return Killable{}, &MoveError{MoveNotReady, "the queues are not ready yet (no decision on the test bed yet); try again"}
+	e, running, as, err := a.actedOn("kill", k.Scheduling, k.Job, k.By, k.ByGroups)
+	if err != nil {
+		return Killable{}, err
 	}
-	if k.By == "" {
-		return Killable{}, &MoveError{MoveForbidden, "the kill names nobody asking for it (By)"}
-	}
-	var e *Entry
-	running := false
-	for i := range a.st.Running {
-		if x := &a.st.Running[i]; x.Request.Scheduling == k.Scheduling && x.Request.Job == k.Job {
-			e, running = x, true
-		}
-	}
-	for i := range a.st.Waiting {
-		if x := &a.st.Waiting[i]; x.Request.Scheduling == k.Scheduling && x.Request.Job == k.Job {
-			e, running = x, false
-		}
-	}
-	if e == nil {
-		return Killable{}, &MoveError{MoveNotFound, fmt.Sprintf("job %s of scheduling %s is not in the queues (not submitted yet, or ended)", k.Job, k.Scheduling)}
-	}
-	out := Killable{Key: e.Request.JobKey, Queue: e.Queue, Running: running}
-	switch {
-	case k.By == e.Request.User:
-		out.As = "the job's user"
-	case a.st.Config.Allocations.Allowed(Administer, e.Queue, k.By, k.ByGroups):
-		out.As = "an administrator of " + e.Queue
-	default:
-		return Killable{}, &MoveError{MoveForbidden, fmt.Sprintf("user %q may not kill job %s: it is neither the job's user (%q) nor may it administer queue %s (aclAdministerApps)",
-			k.By, k.Job, e.Request.User, e.Queue)}
-	}
-	return out, nil
+	return Killable{Key: e.Request.JobKey, Queue: e.Queue, Running: running, As: as}, nil
 }
 
 // QueuesOf finds the queue of each key the Admitter holds (waiting or granted); a key it

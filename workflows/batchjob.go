@@ -111,7 +111,7 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 		case obs.Holder == "":
 			err = j.toReady(ctx, specChanged)
 		case j.kills(ctx, obs):
-			err = j.kill(ctx, obs.Holder, obs)
+			err = j.kill(ctx, obs)
 		case obs.Request == nil || obs.Request.Scheduling != obs.Holder:
 			err = j.toInQueue(ctx, obs.Holder, obs.BadRequest, specChanged)
 		default:
@@ -569,7 +569,7 @@ func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activitie
 				return activities.AppProgress{}, false, false, err
 			}
 			if !obs.Exists || obs.Holder != holder || obs.Request == nil || obs.Request.Scheduling != holder || obs.Request.Run != req.Run ||
-				(obs.Kill != nil && obs.Kill.Scheduling == holder) {
+				killsHolders(obs, holder) {
 				return activities.AppProgress{}, false, false, nil
 			}
 		}

@@ -17,7 +17,7 @@ const KillChange = "kill"
 // kills says whether this run carries out the kill obs names: one of the holder's run, in a
 // history that knows of kills.
 func (j *jobRunner) kills(ctx workflow.Context, obs activities.JobObservation) bool {
-	return obs.Kill != nil && obs.Kill.Scheduling == obs.Holder &&
+	return killsHolders(obs, obs.Holder) &&
 		workflow.GetVersion(ctx, KillChange, workflow.DefaultVersion, 1) >= 1
 }
 
@@ -27,8 +27,8 @@ func (j *jobRunner) kills(ctx workflow.Context, obs activities.JobObservation) b
 // Admission of its end with the report, as finish does: the slots go to the next job at once.
 // A job that was still waiting has no run: its Scheduling withdraws it from Admission. A run
 // that ended on its own before the kill came stays as it ended.
-func (j *jobRunner) kill(ctx workflow.Context, holder string, obs activities.JobObservation) error {
-	k := *obs.Kill
+func (j *jobRunner) kill(ctx workflow.Context, obs activities.JobObservation) error {
+	k, holder := *obs.Kill, obs.Holder
 	var req *v1alpha1.CreationRequest
 	if r := obs.Request; r != nil && r.Scheduling == holder {
 		req = r
@@ -72,4 +72,9 @@ func (j *jobRunner) kill(ctx workflow.Context, holder string, obs activities.Job
 		}
 	}
 	return r.report(ctx, v1alpha1.JobFailed, v1alpha1.ClipMessage(msg))
+}
+
+// killsHolders: obs carries a kill of holder's run.
+func killsHolders(obs activities.JobObservation, holder string) bool {
+	return obs.Kill != nil && holder != "" && obs.Kill.Scheduling == holder
 }
