@@ -38,7 +38,7 @@ type Changes struct {
 	waiters map[types.NamespacedName]map[*waiter]struct{}
 	// copies holds the watched kinds' objects, each kind's informer once synced; none in
 	// a hub a test feeds.
-	copies cache.Cache
+	copies client.Reader
 	synced map[schema.GroupVersionKind]func() bool
 }
 

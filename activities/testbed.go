@@ -71,21 +71,11 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	}
 	var layout []slots.Slot
 	var recheck time.Duration
+	fromCopy := false
 	if owner == "" {
-		g, err := a.assignedSlots(ctx, &tb, time.Now())
-		if err != nil {
+		if layout, recheck, fromCopy, err = a.layoutWithGrants(ctx, &tb, true); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
-		var leaving time.Duration
-		if layout, leaving, err = a.layout(ctx, &tb, g.assigned, time.Now()); err != nil {
-			return ReconcileTestBedResult{}, err
-		}
-		for i := range layout {
-			p := layout[i].Position
-			layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
-		}
-		recheck = g.recheck
-		recheck = sooner(recheck, leaving)
 	}
 	pods, observed, err := a.slotPods(ctx, &tb)
 	if err != nil {
@@ -93,6 +83,15 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	}
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
+	if fromCopy && (len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, tb.Status.Slots)) {
+		// The worker's copy of the jobs may lag: a grant not in it yet would get a ghost or
+		// lose its slot's place, a run whose end it lacks would lose its slot's new ghost.
+		// A pass that changes anything decides on the API server's word.
+		if layout, recheck, _, err = a.layoutWithGrants(ctx, &tb, false); err != nil {
+			return ReconcileTestBedResult{}, err
+		}
+		plan = slots.PlanGhosts(layout, requests, observed)
+	}
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
@@ -129,6 +128,56 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		return res, err
 	}
 	return res, nil
+}
+
+// layoutWithGrants lays out the bed's slots (layout) and marks those that jobs hold
+// (assignedSlots). The jobs come from the worker's copy when mayCopy and the copy has synced
+// (fromCopy), else from etcd. recheck is when the next grant times out or leaving slot's
+// grace ends.
+//
+// Most passes change nothing (a job's pod came or went, the slots' states are written), and
+// reading a thousand jobs from etcd twice a pass was a twelfth of the API server's work in the
+// long run; the copy costs it nothing.
+func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, mayCopy bool) (layout []slots.Slot, recheck time.Duration, fromCopy bool, err error) {
+	var g grants
+	now := time.Now()
+	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); mayCopy && r != nil {
+		fromCopy = true
+		g, err = a.assignedSlotsIn(ctx, r, tb, now)
+	} else {
+		g, err = a.assignedSlots(ctx, tb, now)
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	var leaving time.Duration
+	if layout, leaving, err = a.layout(ctx, tb, g.assigned, now); err != nil {
+		return nil, 0, false, err
+	}
+	for i := range layout {
+		p := layout[i].Position
+		layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
+	}
+	return layout, sooner(g.recheck, leaving), fromCopy, nil
+}
+
+// moved says whether layout drops a slot of the bed's status or puts it elsewhere (added
+// slots move none).
+func moved(layout []slots.Slot, previous []v1alpha1.SlotStatus) bool {
+	type place struct {
+		position, onNode int32
+		node             string
+	}
+	now := make(map[place]bool, len(layout))
+	for _, s := range layout {
+		now[place{s.Position, s.PositionOnNode, s.NodeName}] = true
+	}
+	for _, s := range previous {
+		if !now[place{s.Position, s.PositionOnNode, s.NodeName}] {
+			return true
+		}
+	}
+	return false
 }
 
 // LeavingGrace is how long a slot whose node left the test bed stays, unavailable, when no
@@ -205,8 +254,13 @@ type grants struct {
 }
 
 func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed, now time.Time) (grants, error) {
+	return a.assignedSlotsIn(ctx, a.Client, tb, now)
+}
+
+// assignedSlotsIn is assignedSlots with the jobs read from r.
+func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v1alpha1.TestBed, now time.Time) (grants, error) {
 	var jobs v1alpha1.BatchJobList
-	if err := a.Client.List(ctx, &jobs, client.InNamespace(tb.Namespace)); err != nil {
+	if err := r.List(ctx, &jobs, client.InNamespace(tb.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return grants{}, fmt.Errorf("list batch jobs of %s: %w", tb.Namespace, err)
 	}
 	timeout := tb.Spec.GrantedSlotTimeoutOrDefault()

@@ -4,6 +4,7 @@ package activities_test
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
@@ -316,4 +318,103 @@ func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) 
 		key := s.NodeName + "/" + strconv.Itoa(int(s.PositionOnNode))
 		require.Equal(t, s.Position != 1, slotGhosts[key], "slot %d", s.Position)
 	}
+}
+
+// A pass reads the jobs' grants from the worker's copy, and only a pass that changes
+// nothing keeps that answer: one that would make or delete a ghost, or move a slot, reads
+// the jobs from the API server again and decides on that. A copy that lags therefore costs
+// neither a granted slot its room nor a freed slot its ghost, and a settled pass reads no
+// job from the API server.
+func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	cl := newClient(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: bedInput.Name, Namespace: bedInput.Namespace},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+	}))
+	plain := &activities.Activities{Client: cl}
+	settle(t, plain, bedInput)
+	waitGhostsRunning(t, cl, "bed", 4)
+
+	grant := func(job string, slot int32) {
+		t.Helper()
+		j := testobjects.BatchJob(job).Obj()
+		j.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+		require.NoError(t, cl.Create(ctx, j))
+		at := metav1.NewMicroTime(time.Now())
+		req := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{slot}, Run: 1, GrantedAt: &at}
+		require.NoError(t, plain.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job, Request: req}))
+		setRun(t, cl, job, v1alpha1.JobRunning, slot)
+	}
+	// ghostIn says which slot positions have a ghost.
+	ghostIn := func() map[int32]bool {
+		t.Helper()
+		var tb v1alpha1.TestBed
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &tb))
+		at := map[string]bool{}
+		for node, ps := range ghosts(t, cl, "bed") {
+			for _, p := range ps {
+				at[node+"/"+p.Labels[v1alpha1.PositionOnNodeLabel]] = true
+			}
+		}
+		out := map[int32]bool{}
+		for _, s := range tb.Status.Slots {
+			out[s.Position] = at[s.NodeName+"/"+strconv.Itoa(int(s.PositionOnNode))]
+		}
+		return out
+	}
+
+	// The copy is taken while "done" runs in slot 0; then "late" is granted slot 1 and
+	// "done" ends: the copy has neither.
+	grant("done", 0)
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
+	snapshot := make([]client.Object, len(jobs.Items))
+	for i := range jobs.Items {
+		snapshot[i] = &jobs.Items[i]
+	}
+	stale := activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
+		v1alpha1.GroupVersion.WithKind("BatchJob"))
+	grant("late", 1)
+	setRun(t, cl, "done", v1alpha1.JobCompleted, 0)
+
+	counted := &countingClient{Client: cl}
+	a := &activities.Activities{Client: counted, Changes: stale}
+	res, err := a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Created, "the freed slot gets its ghost, the newly granted one does not: %+v", res)
+	require.Positive(t, counted.readsOf("BatchJob"), "the pass read the jobs from the API server")
+	waitGhostsRunning(t, cl, "bed", 3)
+	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
+
+	// The copy still has "done" in slot 0: a pass on it alone would take the new ghost away.
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Zero(t, res.Deleted, "a ghost went on the copy's word")
+	require.Zero(t, res.Created)
+	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
+
+	// The worker's real copy: once it caught up, a settled pass reads no job from the API
+	// server.
+	live, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	require.NoError(t, err)
+	a = &activities.Activities{Client: counted, Changes: live}
+	require.Eventually(t, func() bool {
+		before := counted.readsOf("BatchJob")
+		res, err := a.ReconcileTestBed(ctx, bedInput)
+		require.NoError(t, err)
+		return res.Settled && counted.readsOf("BatchJob") == before
+	}, 30*time.Second, 100*time.Millisecond, "every settled pass read the jobs from the API server")
+	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
+}
+
+// setRun writes a job's status as its run 1 of Scheduling "nightly" in test bed "bed".
+func setRun(t *testing.T, cl client.Client, job string, state v1alpha1.BatchJobState, slot int32) {
+	t.Helper()
+	var j v1alpha1.BatchJob
+	require.NoError(t, cl.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: job}, &j))
+	j.Status = v1alpha1.BatchJobStatus{State: state, Scheduling: "nightly", TestBed: "bed", Slots: []int32{slot}, Run: 1}
+	require.NoError(t, cl.Status().Update(context.Background(), &j))
 }

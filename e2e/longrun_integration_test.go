@@ -189,13 +189,16 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	for _, a := range apps.Items {
 		perJob[a.Labels[v1alpha1.BatchJobLabel]]++
 	}
+	var runs []v1alpha1.RunRecord
 	for _, name := range names {
 		j, err := c.GetJob(ctx, name)
 		require.NoError(t, err)
 		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, "%s: %s", name, j.Status.Message)
 		require.Equal(t, int32(1), j.Status.Run, name)
 		require.Equal(t, 1, perJob[name], "%s has exactly one application", name)
+		runs = append(runs, j.Status.History...)
 	}
+	logPhases(t, runs)
 	ledger.check(t)
 	// A worker's death stalls a workflow for its task timeout: every workflow has slotplane's,
 	// in its last run too (continue-as-new keeps it).
@@ -239,4 +242,46 @@ func dumpHistoryWindow(t *testing.T, p *e2ePlatform, id string, from, to time.Ti
 			t.Logf("%s %7.3f s %s", id, at.Sub(from).Seconds(), describeEvent(ev))
 		}
 	}
+}
+
+// logPhases prints where a run's time went, from the runs' recorded phases: the grant to
+// the application, the application to every pod running, running to the seen end, and a
+// slot's idle time from one run's end to the next run's grant in it.
+func logPhases(t *testing.T, runs []v1alpha1.RunRecord) {
+	t.Helper()
+	var toApp, toRunning, toEnd, idle []time.Duration
+	bySlot := map[int32][]v1alpha1.RunRecord{}
+	for _, r := range runs {
+		if r.AdmittedAt == nil || r.ApplicationCreatedAt == nil || r.RunningAt == nil || r.EndedAt == nil {
+			continue
+		}
+		toApp = append(toApp, r.ApplicationCreatedAt.Sub(r.AdmittedAt.Time))
+		toRunning = append(toRunning, r.RunningAt.Sub(r.ApplicationCreatedAt.Time))
+		toEnd = append(toEnd, r.EndedAt.Sub(r.RunningAt.Time))
+		for _, s := range r.Slots {
+			bySlot[s] = append(bySlot[s], r)
+		}
+	}
+	for _, rs := range bySlot {
+		slices.SortFunc(rs, func(a, b v1alpha1.RunRecord) int { return a.AdmittedAt.Compare(b.AdmittedAt.Time) })
+		for i := 1; i < len(rs); i++ {
+			idle = append(idle, rs[i].AdmittedAt.Sub(rs[i-1].EndedAt.Time))
+		}
+	}
+	row := func(what string, ds []time.Duration) {
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		mean := time.Duration(0)
+		if len(ds) > 0 {
+			mean = sum / time.Duration(len(ds))
+		}
+		t.Logf("  %-34s p50 %6.3f s  p90 %6.3f s  p99 %6.3f s  mean %6.3f s", what, percentile(ds, 50).Seconds(), percentile(ds, 90).Seconds(), percentile(ds, 99).Seconds(), mean.Seconds())
+	}
+	t.Logf("where the runs' time went (%d runs):", len(toApp))
+	row("granted -> application created", toApp)
+	row("application created -> running", toRunning)
+	row("running -> end seen", toEnd)
+	row("slot idle: end seen -> next grant", idle)
 }

@@ -279,10 +279,12 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				break
 			}
 			took = true
+			keys := []queue.JobKey{r.JobKey}
+			before := a.queuesBefore(ctx, keys)
 			if g := a.request(r); g != nil {
 				a.tellAll(ctx, []AdmissionGrant{*g})
 			}
-			a.placed([]queue.JobKey{r.JobKey})
+			a.placed(keys, before)
 		}
 		for {
 			var rs []AdmissionRequest
@@ -290,16 +292,19 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				break
 			}
 			took = true
-			var answers []AdmissionGrant
 			keys := make([]queue.JobKey, len(rs))
 			for i, r := range rs {
+				keys[i] = r.JobKey
+			}
+			before := a.queuesBefore(ctx, keys)
+			var answers []AdmissionGrant
+			for _, r := range rs {
 				if g := a.request(r); g != nil {
 					answers = append(answers, *g)
 				}
-				keys[i] = r.JobKey
 			}
 			a.tellAll(ctx, answers)
-			a.placed(keys)
+			a.placed(keys, before)
 		}
 		for {
 			var k AdmissionKey

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -45,6 +46,38 @@ func TestAdmissionWorkflow_WritesEachJobsQueueAndItsMoves(t *testing.T) {
 	require.Equal(t, "root.b", w.queueOf("s", "x"), "the move is written")
 	require.Equal(t, "root.b", w.queueOf("s", "y"))
 	require.Empty(t, w.queueOf("s", "refused"), "a refused job is in no queue")
+}
+
+// A request sent again for a job Admission holds (a Scheduling asks again for all its
+// waiting jobs each time it continues as new) leaves the job's queue as written: no second
+// write. A job asked for anew after its run ended is written again.
+func TestAdmissionWorkflow_ARequestSentAgainWritesNoQueue(t *testing.T) {
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
+	env := newAdmissionEnv(t, w, 1)
+	batch := []AdmissionRequest{
+		{JobKey: jk("s", "running"), Queue: "a", User: "alice", Slots: 1},
+		{JobKey: jk("s", "waiting"), Queue: "b", User: "alice", Slots: 1},
+	}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestsSignal, batch)
+		env.SignalWorkflow(AdmissionRequestSignal, batch[1])
+	}, time.Minute)
+	var between map[string]int
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		between = maps.Clone(w.written)
+		w.mu.Unlock()
+		env.SignalWorkflow(AdmissionEndedSignal, jk("s", "running"))
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "running"), Queue: "b", User: "alice", Slots: 1})
+	}, 3*time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 40})
+	require.Equal(t, map[string]int{"s/running": 1, "s/waiting": 1}, between, "requests sent again wrote the queues again")
+	require.Equal(t, 2, w.written["s/running"], "a request after the run ended is a new placement")
+	require.Equal(t, "root.b", w.queueOf("s", "running"))
+	require.Equal(t, 1, w.written["s/waiting"])
 }
 
 // Queues not yet written when the run continues as new (the writes kept failing) are handed

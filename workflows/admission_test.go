@@ -52,6 +52,8 @@ type admissionWorld struct {
 	// recordFails how many RecordQueues attempts fail first.
 	queues      map[string]string
 	recordFails int
+	// written counts the queue writes of each job ("scheduling/job").
+	written map[string]int
 	// kills are the kills written on jobs.
 	kills []activities.KillJobInput
 }
@@ -110,8 +112,12 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 		if w.queues == nil {
 			w.queues = map[string]string{}
 		}
+		if w.written == nil {
+			w.written = map[string]int{}
+		}
 		for _, p := range in.Placements {
 			w.queues[p.Scheduling+"/"+p.Job] = p.Queue
+			w.written[p.Scheduling+"/"+p.Job]++
 		}
 		return nil
 	})
