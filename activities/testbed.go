@@ -83,6 +83,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	}
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
+	readLate := false
 	if fromCopy && (len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, tb.Status.Slots)) {
 		// The worker's copy of the jobs may lag: a grant not in it yet would get a ghost or
 		// lose its slot's place, a run whose end it lacks would lose its slot's new ghost.
@@ -91,6 +92,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 			return ReconcileTestBedResult{}, err
 		}
 		plan = slots.PlanGhosts(layout, requests, observed)
+		readLate = true
 	}
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
@@ -104,10 +106,12 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		}
 		res.Deleted++
 	}
-	if len(plan.Create) > 0 && owner == "" {
+	if len(plan.Create) > 0 && owner == "" && !(readLate && res.Deleted == 0) {
 		// A grant written since the pass read the jobs has cleared its slots' ghosts
 		// already (RequestCreation); a ghost made now would stand in the job's way. Read the
-		// grants again: the window left is this read to the create, not the whole pass.
+		// grants again: the window left is this read to the create, not the whole pass. A
+		// plan made on a read after the pods' (readLate) with no delete since has that
+		// window already.
 		now, err := a.assignedSlots(ctx, &tb, time.Now())
 		if err != nil {
 			return res, err

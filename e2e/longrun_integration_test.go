@@ -199,6 +199,13 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		runs = append(runs, j.Status.History...)
 	}
 	logPhases(t, runs)
+	if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
+		// One job's whole workflow, from the middle of the run: the hops of a run.
+		job := names[len(names)/2]
+		j, err := c.GetJob(ctx, job)
+		require.NoError(t, err)
+		dumpHistory(t, p, workflows.BatchJobWorkflowID("default", job), j.Status.History[0].AdmittedAt.Time, 200)
+	}
 	ledger.check(t)
 	// A worker's death stalls a workflow for its task timeout: every workflow has slotplane's,
 	// in its last run too (continue-as-new keeps it).
