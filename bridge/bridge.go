@@ -209,7 +209,7 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 }
 
 // addSignallers adds the controllers of the other workflows: a BatchJob's (signalled, started
-// if needed), a Scheduling's (started, told of edits, cancelled), and Admission's (told of
+// if needed), a test bed's of the ends of its runs, a Scheduling's (started, told of edits, cancelled), and Admission's (told of
 // freed slots and of a changed allocation file, which also sets the test beds'
 // QueuesConfigured condition).
 func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
@@ -220,6 +220,14 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return fmt.Errorf("batchjob bridge controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("run-end-bridge").
+		WithOptions(ctrlOpts).
+		For(&v1alpha1.BatchJob{}, builder.WithPredicates(runEnds())).
+		Complete(&RunEndSignaller{Reader: mgr.GetClient(), Temporal: tc})
+	if err != nil {
+		return fmt.Errorf("run end bridge controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-bridge").

@@ -50,23 +50,55 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
-	// A run that ended gives its slots their ghosts back: the test bed hears it now rather
-	// than at its next pass (a running job's slots get none, see ReconcileTestBed).
-	if job.Status.State.Ended() {
-		var cr v1alpha1.CreationRequest
-		if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &cr) == nil && cr.TestBed != "" {
-			return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(req.Namespace, cr.TestBed), workflows.TestBedChangedSignal)
-		}
+	return reconcile.Result{}, nil
+}
+
+// RunEndSignaller tells a test bed's workflow that a run in its slots ended (runEnds): its
+// slots get their ghosts back now rather than at the bed's next pass (a running job's slots
+// get none, see ReconcileTestBed), unless Admission hands them to the next job first. The
+// job's own workflow wrote the end and hears nothing.
+type RunEndSignaller struct {
+	Reader   client.Reader
+	Temporal temporal.Client
+}
+
+// Reconcile signals the test bed of the job's creation request if the job's run ended.
+func (s *RunEndSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var job v1alpha1.BatchJob
+	if err := s.Reader.Get(ctx, req.NamespacedName, &job); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !job.Status.State.Ended() {
+		return reconcile.Result{}, nil
+	}
+	var cr v1alpha1.CreationRequest
+	if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &cr) == nil && cr.TestBed != "" {
+		return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(req.Namespace, cr.TestBed), workflows.TestBedChangedSignal)
 	}
 	return reconcile.Result{}, nil
+}
+
+// runEnds passes a BatchJob whose status just came to an end (Completed or Failed).
+func runEnds() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok1 := e.ObjectOld.(*v1alpha1.BatchJob)
+			after, ok2 := e.ObjectNew.(*v1alpha1.BatchJob)
+			return ok1 && ok2 && after.Status.State.Ended() && after.Status.State != before.Status.State
+		},
+	}
 }
 
 // jobChanges passes the BatchJob changes its workflow hears of from nobody else: a new or
 // deleted job, an edit of its spec, and a change of its labels, annotations or finalizers
 // other than the claim and the creation request. A Scheduling writes those two and then
 // signals the workflow itself (signal-with-start, in the same workflow step), so the
-// bridge's signal would only repeat it; the workflow's own status writes pass silently too.
-// The end of a run still passes: the test bed hears of it from here (Reconcile).
+// bridge's signal would only repeat it; the workflow's own status writes, the end of a run
+// among them, pass silently too (the test bed hears of an end from RunEndSignaller). In
+// the long run, the end's signal back cost every job a workflow task and a read of the job.
 func jobChanges() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		before, ok1 := e.ObjectOld.(*v1alpha1.BatchJob)
@@ -80,7 +112,7 @@ func jobChanges() predicate.Funcs {
 			!maps.Equal(without(before.Annotations, v1alpha1.CreationRequestAnnotation), without(after.Annotations, v1alpha1.CreationRequestAnnotation)) {
 			return true
 		}
-		return after.Status.State.Ended() && after.Status.State != before.Status.State
+		return false
 	}}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // The BatchJob's workflow is signalled for what only the bridge sees, and not again for
 // what a Scheduling writes and signals itself (a claim, a creation request) or for the
-// workflow's own status writes; the end of a run passes, for the test bed.
+// workflow's own status writes, the end of a run among them.
 func TestJobChanges_OneSignalPerChange(t *testing.T) {
 	base := testobjects.BatchJob("wordcount").Obj()
 	base.Generation = 1
@@ -32,7 +32,7 @@ func TestJobChanges_OneSignalPerChange(t *testing.T) {
 			j.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"}
 		}), false},
 		"a status write":         {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobRunning }), false},
-		"the end of a run":       {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobCompleted }), true},
+		"the end of a run":       {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobCompleted }), false},
 		"a spec edit":            {change(func(j *v1alpha1.BatchJob) { j.Generation = 2 }), true},
 		"a label of the user":    {change(func(j *v1alpha1.BatchJob) { j.Labels["team"] = "b" }), true},
 		"an assigned-slots note": {change(func(j *v1alpha1.BatchJob) { j.Annotations = map[string]string{v1alpha1.AssignedSlotsAnnotation: "1,2"} }), true},
@@ -46,6 +46,37 @@ func TestJobChanges_OneSignalPerChange(t *testing.T) {
 	}
 	if !jobChanges().Create(event.CreateEvent{Object: base}) || !jobChanges().Delete(event.DeleteEvent{Object: base}) {
 		t.Error("a new or deleted job must reach its workflow")
+	}
+}
+
+// The test bed hears of the end of a run once: the status's coming to Completed or Failed,
+// not a later write of the ended status, a new or deleted job, or any other change.
+func TestRunEnds_TheEndOfARunOnce(t *testing.T) {
+	running := testobjects.BatchJob("wordcount").Obj()
+	running.Status.State = v1alpha1.JobRunning
+	with := func(st v1alpha1.BatchJobState) *v1alpha1.BatchJob {
+		j := running.DeepCopy()
+		j.Status.State = st
+		return j
+	}
+	cases := []struct {
+		what          string
+		before, after *v1alpha1.BatchJob
+		pass          bool
+	}{
+		{"running to completed", running, with(v1alpha1.JobCompleted), true},
+		{"running to failed", running, with(v1alpha1.JobFailed), true},
+		{"submitted to running", with(v1alpha1.JobSubmitted), running, false},
+		{"completed written again", with(v1alpha1.JobCompleted), with(v1alpha1.JobCompleted), false},
+		{"a new run", with(v1alpha1.JobCompleted), with(v1alpha1.JobInQueue), false},
+	}
+	for _, tc := range cases {
+		if got := runEnds().Update(event.UpdateEvent{ObjectOld: tc.before, ObjectNew: tc.after}); got != tc.pass {
+			t.Errorf("%s: passed %v, want %v", tc.what, got, tc.pass)
+		}
+	}
+	if runEnds().Create(event.CreateEvent{Object: running}) || runEnds().Delete(event.DeleteEvent{Object: running}) {
+		t.Error("a new or deleted job is no end of a run")
 	}
 }
 
