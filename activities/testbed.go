@@ -84,10 +84,12 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
 	readLate := false
-	if fromCopy && (len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, tb.Status.Slots)) {
+	if fromCopy && (len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, tb.Status.Slots) || heldEmpty(layout, observed)) {
 		// The worker's copy of the jobs may lag: a grant not in it yet would get a ghost or
-		// lose its slot's place, a run whose end it lacks would lose its slot's new ghost.
-		// A pass that changes anything decides on the API server's word.
+		// lose its slot's place, a run whose end it lacks would lose its slot's new ghost or
+		// keep a freed slot without one (a slot held with no pod of its job in it: a run
+		// that ended, or a grant whose pods are on their way). A pass that changes anything,
+		// or would leave such a slot be, decides on the API server's word.
 		if layout, recheck, _, err = a.layoutWithGrants(ctx, &tb, false); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
@@ -163,6 +165,22 @@ func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed,
 		layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
 	}
 	return layout, sooner(g.recheck, leaving), fromCopy, nil
+}
+
+// heldEmpty says whether a slot of layout is held for a job (Assigned) with no live pod in it.
+func heldEmpty(layout []slots.Slot, observed []slots.ObservedPod) bool {
+	filled := map[int32]bool{}
+	for _, p := range observed {
+		if !p.Ghost && !p.Finished && p.Slot >= 0 {
+			filled[p.Slot] = true
+		}
+	}
+	for _, s := range layout {
+		if s.Assigned && !filled[s.Position] {
+			return true
+		}
+	}
+	return false
 }
 
 // moved says whether layout drops a slot of the bed's status or puts it elsewhere (added

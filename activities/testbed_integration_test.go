@@ -396,8 +396,28 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	require.Zero(t, res.Created)
 	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
 
-	// The worker's real copy: once it caught up, a settled pass reads no job from the API
-	// server.
+	// A run ends that the copy has running, in a slot no pod holds: the pass that follows
+	// would change nothing on the copy's word, and the freed slot would stay without its
+	// ghost.
+	grant("gone", 2)
+	waitGhostsRunning(t, cl, "bed", 2)
+	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
+	snapshot = snapshot[:0]
+	for i := range jobs.Items {
+		snapshot = append(snapshot, &jobs.Items[i])
+	}
+	a.Changes = activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
+		v1alpha1.GroupVersion.WithKind("BatchJob"))
+	setRun(t, cl, "gone", v1alpha1.JobFailed, 2)
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Created, "the slot of the run the copy still has running gets its ghost: %+v", res)
+	waitGhostsRunning(t, cl, "bed", 3)
+	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
+
+	// The worker's real copy: once it caught up and no slot is held empty ("late" ends
+	// too), a settled pass reads no job from the API server.
+	setRun(t, cl, "late", v1alpha1.JobCompleted, 1)
 	live, err := activities.WatchChanges(ctx, c.Config, slog.Default())
 	require.NoError(t, err)
 	a = &activities.Activities{Client: counted, Changes: live}
@@ -407,7 +427,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 		require.NoError(t, err)
 		return res.Settled && counted.readsOf("BatchJob") == before
 	}, 30*time.Second, 100*time.Millisecond, "every settled pass read the jobs from the API server")
-	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
+	waitGhostsRunning(t, cl, "bed", 4)
 }
 
 // setRun writes a job's status as its run 1 of Scheduling "nightly" in test bed "bed".
