@@ -70,10 +70,14 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		return ReconcileTestBedResult{}, err
 	}
 	var layout []slots.Slot
+	var nodes []corev1.Node
 	var recheck time.Duration
 	fromCopy := false
 	if owner == "" {
-		if layout, recheck, fromCopy, err = a.layoutWithGrants(ctx, &tb, true); err != nil {
+		if nodes, err = a.bedNodes(ctx, &tb); err != nil {
+			return ReconcileTestBedResult{}, err
+		}
+		if layout, recheck, fromCopy, err = a.layoutWithGrants(ctx, &tb, nodes, true); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
 	}
@@ -90,7 +94,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		// keep a freed slot without one (a slot held with no pod of its job in it: a run
 		// that ended, or a grant whose pods are on their way). A pass that changes anything,
 		// or would leave such a slot be, decides on the API server's word.
-		if layout, recheck, _, err = a.layoutWithGrants(ctx, &tb, false); err != nil {
+		if layout, recheck, _, err = a.layoutWithGrants(ctx, &tb, nodes, false); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
 		plan = slots.PlanGhosts(layout, requests, observed)
@@ -136,15 +140,15 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	return res, nil
 }
 
-// layoutWithGrants lays out the bed's slots (layout) and marks those that jobs hold
-// (assignedSlots). The jobs come from the worker's copy when mayCopy and the copy has synced
+// layoutWithGrants lays out the bed's slots over nodes (layout) and marks those that jobs
+// hold (assignedSlots). The jobs come from the worker's copy when mayCopy and the copy has synced
 // (fromCopy), else from etcd. recheck is when the next grant times out or leaving slot's
 // grace ends.
 //
 // Most passes change nothing (a job's pod came or went, the slots' states are written), and
 // reading a thousand jobs from etcd twice a pass was a twelfth of the API server's work in the
 // long run; the copy costs it nothing.
-func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, mayCopy bool) (layout []slots.Slot, recheck time.Duration, fromCopy bool, err error) {
+func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, nodes []corev1.Node, mayCopy bool) (layout []slots.Slot, recheck time.Duration, fromCopy bool, err error) {
 	var g grants
 	now := time.Now()
 	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); mayCopy && r != nil {
@@ -156,10 +160,7 @@ func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed,
 	if err != nil {
 		return nil, 0, false, err
 	}
-	var leaving time.Duration
-	if layout, leaving, err = a.layout(ctx, tb, g.assigned, now); err != nil {
-		return nil, 0, false, err
-	}
+	layout, leaving := a.layout(tb, nodes, g.assigned, now)
 	for i := range layout {
 		p := layout[i].Position
 		layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
@@ -210,18 +211,23 @@ func moved(layout []slots.Slot, previous []v1alpha1.SlotStatus) bool {
 // written long before the pass lists the jobs, and keeps the slot.
 const LeavingGrace = 10 * time.Second
 
-// layout lays the bed's slots over its nodes: where they are while jobs hold any of them
-// (the status's slots, with the positions assigned to running jobs) or a slot's node left
-// less than LeavingGrace ago, afresh otherwise (slots.Relayout). recheck, when positive, is
-// when the next leaving slot's grace ends.
-func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed, assigned map[int32]bool, now time.Time) (out []slots.Slot, recheck time.Duration, err error) {
+// bedNodes lists the nodes that carry the bed's node label.
+func (a *Activities) bedNodes(ctx context.Context, tb *v1alpha1.TestBed) ([]corev1.Node, error) {
 	var nodes corev1.NodeList
 	if err := a.Client.List(ctx, &nodes, client.HasLabels{tb.Spec.NodeLabel}); err != nil {
-		return nil, 0, fmt.Errorf("list nodes labelled %s: %w", tb.Spec.NodeLabel, err)
+		return nil, fmt.Errorf("list nodes labelled %s: %w", tb.Spec.NodeLabel, err)
 	}
-	in := make([]slots.Node, 0, len(nodes.Items))
+	return nodes.Items, nil
+}
+
+// layout lays the bed's slots over its nodes (bedNodes): where they are while jobs hold any
+// of them (the status's slots, with the positions assigned to running jobs) or a slot's node
+// left less than LeavingGrace ago, afresh otherwise (slots.Relayout). recheck, when positive,
+// is when the next leaving slot's grace ends.
+func (a *Activities) layout(tb *v1alpha1.TestBed, nodes []corev1.Node, assigned map[int32]bool, now time.Time) (out []slots.Slot, recheck time.Duration) {
+	in := make([]slots.Node, 0, len(nodes))
 	inBed := map[string]bool{}
-	for _, n := range nodes.Items {
+	for _, n := range nodes {
 		if n.DeletionTimestamp != nil {
 			continue
 		}
@@ -250,7 +256,7 @@ func (a *Activities) layout(ctx context.Context, tb *v1alpha1.TestBed, assigned 
 			out[i].LeavingSince = now // leaving from this pass on
 		}
 	}
-	return out, recheck, nil
+	return out, recheck
 }
 
 // sooner is the earlier of two due times, where 0 means none.

@@ -277,17 +277,8 @@ func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) 
 	settle(t, a, bedInput)
 	waitGhostsRunning(t, cl, "bed", 4)
 
-	grant := func(job string, slot int32) {
-		t.Helper()
-		j := testobjects.BatchJob(job).Obj()
-		j.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
-		require.NoError(t, cl.Create(ctx, j))
-		at := metav1.NewMicroTime(time.Now())
-		req := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{slot}, Run: 1, GrantedAt: &at}
-		require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job, Request: req}))
-	}
-	grant("never-comes", 0)
-	grant("runs", 1)
+	grantSlot(t, cl, a, "never-comes", 0)
+	grantSlot(t, cl, a, "runs", 1)
 	// The job in slot 1 runs (its status says so; its pods are not what this test is about).
 	var runs v1alpha1.BatchJob
 	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "runs"}, &runs))
@@ -340,12 +331,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 
 	grant := func(job string, slot int32) {
 		t.Helper()
-		j := testobjects.BatchJob(job).Obj()
-		j.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
-		require.NoError(t, cl.Create(ctx, j))
-		at := metav1.NewMicroTime(time.Now())
-		req := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{slot}, Run: 1, GrantedAt: &at}
-		require.NoError(t, plain.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job, Request: req}))
+		grantSlot(t, cl, plain, job, slot)
 		setRun(t, cl, job, v1alpha1.JobRunning, slot)
 	}
 	// ghostIn says which slot positions have a ghost.
@@ -428,6 +414,19 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 		return res.Settled && counted.readsOf("BatchJob") == before
 	}, 30*time.Second, 100*time.Millisecond, "every settled pass read the jobs from the API server")
 	waitGhostsRunning(t, cl, "bed", 4)
+}
+
+// grantSlot creates a BatchJob claimed by Scheduling "nightly" and grants it one slot of
+// bed "bed", as a Scheduling does (RequestCreation, which also clears the slot's ghost).
+func grantSlot(t *testing.T, cl client.Client, a *activities.Activities, job string, slot int32) {
+	t.Helper()
+	ctx := context.Background()
+	j := testobjects.BatchJob(job).Obj()
+	j.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+	require.NoError(t, cl.Create(ctx, j))
+	at := metav1.NewMicroTime(time.Now())
+	req := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{slot}, Run: 1, GrantedAt: &at}
+	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job, Request: req}))
 }
 
 // setRun writes a job's status as its run 1 of Scheduling "nightly" in test bed "bed".
