@@ -80,6 +80,29 @@ func TestAdmissionWorkflow_ARequestSentAgainWritesNoQueue(t *testing.T) {
 	require.Equal(t, 1, w.written["s/waiting"])
 }
 
+// Across a continue-as-new the same holds: the next run, asked again for the jobs the last
+// one placed and wrote (as a Scheduling asks at its own continue-as-new), writes nothing.
+func TestAdmissionWorkflow_ARequestSentAgainAfterContinueAsNewWritesNoQueue(t *testing.T) {
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
+	env := newAdmissionEnv(t, w, 1)
+	batch := []AdmissionRequest{
+		{JobKey: jk("s", "running"), Queue: "a", User: "alice", Slots: 1},
+		{JobKey: jk("s", "waiting"), Queue: "b", User: "alice", Slots: 1},
+	}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 4})
+	in := continuedWith[AdmissionInput](t, env)
+	require.Empty(t, in.Unrecorded)
+	require.Equal(t, map[string]int{"s/running": 1, "s/waiting": 1}, w.written)
+
+	env2 := newAdmissionEnv(t, w, 1)
+	env2.RegisterDelayedCallback(func() { env2.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	in.StepsPerRun = 4
+	env2.ExecuteWorkflow(AdmissionWorkflow, in)
+	continuedWith[AdmissionInput](t, env2)
+	require.Equal(t, map[string]int{"s/running": 1, "s/waiting": 1}, w.written, "the next run wrote the queues again")
+}
+
 // Queues not yet written when the run continues as new (the writes kept failing) are handed
 // to the next run, which writes them.
 func TestAdmissionWorkflow_UnwrittenQueuesCrossContinueAsNew(t *testing.T) {
