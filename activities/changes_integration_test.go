@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"slotplane/activities"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
@@ -183,4 +184,60 @@ func TestWaitFinished_ReadsTheWorkersCopy(t *testing.T) {
 	require.NoError(t, val.Get(&p))
 	require.True(t, p.Gone)
 	require.Equal(t, 1, counted.readsOf("SparkApplication"), "one the copy lacks is asked of the API server")
+}
+
+// WriteJobStatus reads the job from the worker's copy, which lacks the wrapped spec and the
+// managed fields: the write sends no spec and costs no read, and the stored spec and
+// managed fields stay. A copy behind the stored job, or without it, costs a read of etcd
+// and the write still lands.
+func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl, err := kubeclient.Live(c.Config)
+	require.NoError(t, err)
+	job := testobjects.BatchJob("wordcount").Obj()
+	job.Spec.SparkApplication = &runtime.RawExtension{Raw: []byte(`{"sparkConf":{"spark.sql.shuffle.partitions":"8"}}`)}
+	require.NoError(t, cl.Create(ctx, job))
+	key := activities.JobKey{Namespace: "default", Name: "wordcount"}
+	stored := func() *v1alpha1.BatchJob {
+		var j v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "wordcount"}, &j))
+		return &j
+	}
+	before := stored()
+	require.NotNil(t, before.Spec.SparkApplication)
+
+	live, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	require.NoError(t, err)
+	counted := &countingClient{Client: cl}
+	a := &activities.Activities{Client: counted, Changes: live}
+	// Once the copy holds the job, a write reads nothing from the API server.
+	require.Eventually(t, func() bool {
+		n := counted.readsOf("BatchJob")
+		require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Message: "from the copy"}}))
+		return counted.readsOf("BatchJob") == n
+	}, 30*time.Second, 100*time.Millisecond, "every write read the job from the API server")
+	after := stored()
+	require.Equal(t, v1alpha1.JobRunning, after.Status.State)
+	require.Equal(t, "from the copy", after.Status.Message)
+	require.Equal(t, before.Spec, after.Spec, "the spec the copy lacks stays")
+	require.NotEmpty(t, after.ManagedFields, "the managed fields the copy lacks stay")
+
+	// A copy frozen before the last write: the write conflicts, reads etcd, and lands.
+	frozen := after.DeepCopy()
+	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Message: "moved on"}}))
+	stale := &activities.Activities{Client: counted, Changes: activities.ChangesCopying(
+		fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(frozen).Build(), v1alpha1.GroupVersion.WithKind("BatchJob"))}
+	n := counted.readsOf("BatchJob")
+	require.NoError(t, stale.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Message: "past a stale copy"}}))
+	require.Equal(t, n+1, counted.readsOf("BatchJob"), "the conflict's retry read etcd")
+	require.Equal(t, "past a stale copy", stored().Status.Message)
+	require.Equal(t, before.Spec, stored().Spec)
+
+	// A copy without the job: etcd decides.
+	empty := &activities.Activities{Client: counted, Changes: activities.ChangesCopying(
+		fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).Build(), v1alpha1.GroupVersion.WithKind("BatchJob"))}
+	require.NoError(t, empty.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobFailed, Message: "not in the copy"}}))
+	require.Equal(t, "not in the copy", stored().Status.Message)
 }

@@ -442,7 +442,7 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 	attempt := 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var job v1alpha1.BatchJob
-		if err := getForUpdate(ctx, a.Client, in.Job.nn(), &job, &attempt); err != nil {
+		if err := a.jobForStatusUpdate(ctx, in.Job.nn(), &job, &attempt); err != nil {
 			return err
 		}
 		if s := in.Status.State; (s == v1alpha1.JobReady || s == v1alpha1.JobInQueue) && job.Labels[v1alpha1.ActiveSchedulingLabel] != in.Status.Scheduling {
@@ -469,6 +469,26 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 		return fmt.Errorf("write status of batchjob %s: %w", in.Job.nn(), err)
 	}
 	return nil
+}
+
+// jobForStatusUpdate reads a BatchJob before a write of its status: the first attempt from
+// the worker's copy when it has one (no request at all; a job's workflow writes its status
+// three times a run), else as getForUpdate does; a retry after a conflict from etcd. The
+// copy lacks the wrapped spec and the managed fields, which a write of the status
+// subresource neither sends nor changes: the API server keeps the stored spec and
+// metadata, and the stored managed fields when the request has none. A copy that lags
+// fails the write on its resourceVersion, and the retry reads etcd.
+func (a *Activities) jobForStatusUpdate(ctx context.Context, key types.NamespacedName, job *v1alpha1.BatchJob, attempt *int) error {
+	if *attempt == 0 {
+		if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); r != nil {
+			*attempt++
+			if err := r.Get(ctx, key, job); !apierrors.IsNotFound(err) {
+				return err
+			}
+			return a.Client.Get(ctx, key, job) // not in the copy yet: etcd decides
+		}
+	}
+	return getForUpdate(ctx, a.Client, key, job, attempt)
 }
 
 // IsNotHeld reports whether an activity error says the Scheduling lost its job.

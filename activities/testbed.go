@@ -430,13 +430,12 @@ func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions 
 	if len(positions) == 0 {
 		return nil
 	}
-	// Only the slots' nodes are read, and they do not change while the bed exists.
-	var tb v1alpha1.TestBed
-	if err := fromWatchCache(ctx, a.Client, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name}, &tb); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("get testbed %s/%s: %w", bed.Namespace, bed.Name, err)
+	// Only the slots' nodes are read, from the worker's copy: a slot that a copy lagging
+	// behind the bed's layout lacks keeps its ghost, and its job's pod takes the preemption
+	// path instead.
+	tb, err := a.testBedCopy(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name})
+	if err != nil || tb == nil {
+		return err
 	}
 	for _, s := range tb.Status.Slots {
 		if !slices.Contains(positions, s.Position) || s.NodeName == "" {

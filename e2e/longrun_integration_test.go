@@ -77,6 +77,8 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	defer w.Close()
 	ledger := followFeed(w)
 
+	cpuFrom, err := sampleCPU()
+	require.NoError(t, err)
 	start := time.Now()
 	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "long", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
 	require.NoError(t, err)
@@ -178,6 +180,9 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	require.Eventually(t, func() bool { return ledger.schedulingEnded("long") }, 60*time.Minute, 250*time.Millisecond, "the Scheduling never ended")
 	took := time.Since(start)
 	t.Logf("%d one-second jobs on 8 slots in %s: %.2f jobs/s (ideal 8)", jobs, took.Round(time.Second), float64(jobs)/took.Seconds())
+	if cpuTo, err := sampleCPU(); err == nil {
+		logCPUPerJob(t, cpuFrom, cpuTo, jobs)
+	}
 
 	s, err := c.GetScheduling(ctx, "long")
 	require.NoError(t, err)

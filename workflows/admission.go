@@ -122,6 +122,7 @@ type AdmissionInput struct {
 // activity that answers only when it changed; a bad file leaves the last good one in force.
 // The workflow ends when its test bed is deleted, refusing what still waits.
 func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
+	ctx = withBaseline(ctx) // first: see BaselineChange
 	ctx = withActivityDefaults(ctx)
 	if in.ConfigMap == "" {
 		in.ConfigMap = DefaultQueuesConfigMap
@@ -256,7 +257,7 @@ func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	}
 	sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
 	if d, ok := a.core.NextCheck(workflow.Now(ctx)); ok && d < a.in.Resync &&
-		workflow.GetVersion(ctx, UpdateIntervalChange, workflow.DefaultVersion, 1) >= 1 {
+		changeVersion(ctx, UpdateIntervalChange) >= 1 {
 		// A starving queue's timeout runs out before the resync: decide again then.
 		sel.AddFuture(workflow.NewTimer(timerCtx, d), func(workflow.Future) {})
 	}
@@ -425,7 +426,7 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	// average: a job's end waited that long for the next grant.)
 	commit := workflow.DefaultVersion
 	if len(d.Grants) > 0 || len(d.Assignments) > 0 {
-		commit = workflow.GetVersion(ctx, CommitBeforeTellingChange, workflow.DefaultVersion, 2)
+		commit = changeVersion(ctx, CommitBeforeTellingChange)
 	}
 	if commit == 1 {
 		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {

@@ -81,7 +81,7 @@ func (a *admission) listenForKills(ctx workflow.Context) error {
 // queuesBefore are the queues the core holds the jobs of keys in before their requests are
 // taken (nil before RecordNewQueuesChange, or when it holds none of them).
 func (a *admission) queuesBefore(ctx workflow.Context, keys []queue.JobKey) map[queue.JobKey]string {
-	if workflow.GetVersion(ctx, RecordNewQueuesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if changeVersion(ctx, RecordNewQueuesChange) == workflow.DefaultVersion {
 		return nil
 	}
 	return a.core.QueuesOf(keys)
@@ -114,7 +114,7 @@ func (a *admission) recordQueues(ctx workflow.Context) {
 	if len(a.unrecorded) == 0 || a.recordingBusy {
 		return
 	}
-	if workflow.GetVersion(ctx, RecordQueuesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if changeVersion(ctx, RecordQueuesChange) == workflow.DefaultVersion {
 		a.unrecorded = nil
 		return
 	}

@@ -68,6 +68,7 @@ type JobProgress struct {
 // after a restart completes the job without the states in between. It runs until the
 // BatchJob is deleted, continuing as new to keep its history short.
 func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
+	ctx = withBaseline(ctx) // first: see BaselineChange
 	perRun := in.StepsPerRun
 	if perRun <= 0 {
 		perRun = 200
@@ -367,7 +368,7 @@ type runReport struct {
 func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg string) error {
 	j := r.j
 	j.status.State, j.status.Message = st, msg
-	if workflow.GetVersion(ctx, DirectReleaseChange, workflow.DefaultVersion, 1) >= 1 {
+	if changeVersion(ctx, DirectReleaseChange) >= 1 {
 		r.setProgress(st, msg)
 		to := SchedulingWorkflowID(j.key.Namespace, r.holder)
 		if clientSignals(ctx) {
@@ -443,7 +444,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 		return started, false, still, err
 	}
 	if !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed >= key.Replicas &&
-		workflow.GetVersion(ctx, OneStartReportChange, workflow.DefaultVersion, 1) >= 1 {
+		changeVersion(ctx, OneStartReportChange) >= 1 {
 		r.progress.Started = true
 		return started, true, true, nil
 	}
@@ -470,7 +471,7 @@ const OneStartReportChange = "one-start-report"
 // finish ends the run as the application ended: Completed if it succeeded, Failed if it
 // failed or was deleted.
 func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport, req v1alpha1.CreationRequest) error {
-	if req.SchedulingUID != "" && workflow.GetVersion(ctx, DirectReleaseChange, workflow.DefaultVersion, 1) >= 1 {
+	if req.SchedulingUID != "" && changeVersion(ctx, DirectReleaseChange) >= 1 {
 		// The job tells Admission of its end itself, ahead of the Scheduling's own message (a
 		// repeat Admission ignores). With client signals it goes with the final report, after
 		// the status write; in older histories it went unawaited before it.

@@ -18,7 +18,7 @@ const KillChange = "kill"
 // history that knows of kills.
 func (j *jobRunner) kills(ctx workflow.Context, obs activities.JobObservation) bool {
 	return killsHolders(obs, obs.Holder) &&
-		workflow.GetVersion(ctx, KillChange, workflow.DefaultVersion, 1) >= 1
+		changeVersion(ctx, KillChange) >= 1
 }
 
 // kill ends the holder's run of the job as the kill asks: the application (if any) is

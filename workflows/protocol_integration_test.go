@@ -300,8 +300,9 @@ func TestRecordAdmissionHistory(t *testing.T) {
 }
 
 // admissionHistory is the file the recording writes. admission.json, recorded before
-// CommitBeforeTellingChange 2, stays as it is, so its path keeps being replayed.
-const admissionHistory = "admission-commit-before-telling.json"
+// CommitBeforeTellingChange 2, and admission-commit-before-telling.json, recorded before
+// BaselineChange, stay as they are, so their paths keep being replayed.
+const admissionHistory = "admission-baseline.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.
 type allocationStandIn struct {

@@ -27,7 +27,7 @@ const quickTimeout = 30 * time.Second
 // quick runs a short cluster call: a local activity from LocalActivitiesChange on, an
 // activity (with the context's activity options) in histories from before.
 func quick(ctx workflow.Context, activity any, args ...any) workflow.Future {
-	if workflow.GetVersion(ctx, LocalActivitiesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if changeVersion(ctx, LocalActivitiesChange) == workflow.DefaultVersion {
 		return workflow.ExecuteActivity(ctx, activity, args...)
 	}
 	return workflow.ExecuteLocalActivity(withQuickOptions(ctx), activity, args...)
@@ -77,7 +77,7 @@ const ClientSignalsChange = "client-signals"
 
 // clientSignals says whether this run sends its signals through the client.
 func clientSignals(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, ClientSignalsChange, workflow.DefaultVersion, 1) >= 1
+	return changeVersion(ctx, ClientSignalsChange) >= 1
 }
 
 // sendSignals sends the signals, in order, through the client; the result

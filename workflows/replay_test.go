@@ -1,9 +1,13 @@
 package workflows_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -18,7 +22,8 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.BatchJobWorkflow)
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
-	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json"} {
+	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json",
+		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
@@ -31,4 +36,37 @@ func TestReplay_IncompatibleHistoryFails(t *testing.T) {
 	r.RegisterWorkflowWithOptions(workflows.TestBedWorkflow, workflow.RegisterOptions{Name: "TestBedWorkflow"})
 	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/testbed-incompatible.json")
 	require.ErrorContains(t, err, "nondeterministic")
+}
+
+// A run recorded since BaselineChange records the baseline first and no other version
+// marker, but Admission's decision rules, which the baseline leaves out; the runs recorded
+// before it recorded one per change they met.
+func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
+	for file, want := range map[string][]string{
+		"batchjob-baseline.json":   {workflows.BaselineChange},
+		"scheduling-baseline.json": {workflows.BaselineChange},
+		"admission-baseline.json":  {workflows.BaselineChange, workflows.AdmissionRulesChange},
+	} {
+		t.Run(file, func(t *testing.T) {
+			f, err := os.Open("testdata/" + file)
+			require.NoError(t, err)
+			defer f.Close()
+			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			require.NoError(t, err)
+			var changes []string
+			upserts := 0
+			for _, ev := range h.GetEvents() {
+				if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "Version" {
+					var id string
+					require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["change-id"], &id))
+					changes = append(changes, id)
+				}
+				if ev.GetEventType() == enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES {
+					upserts++
+				}
+			}
+			require.Equal(t, want, changes)
+			require.Equal(t, len(want), upserts, "one search attribute upsert per marker")
+		})
+	}
 }

@@ -92,6 +92,7 @@ func (e *TrackedJob) done() bool {
 // stays, holding its jobs, until it is cancelled (the Scheduling is deleted): then it tells
 // Admission and releases the jobs (their applications are deleted).
 func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOutput, error) {
+	ctx = withBaseline(ctx) // first: see BaselineChange
 	ctx = withActivityDefaults(ctx)
 	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal), in: in}
 	if in.StepsPerRun <= 0 {
@@ -344,7 +345,7 @@ const ClaimQueuesChange = "claim-queues"
 
 // unqueued are the claimed jobs of names whose workflows must be nudged to show the claim.
 func unqueued(ctx workflow.Context, names []string, claim activities.ClaimResult) []string {
-	if len(claim.Queued) == 0 || workflow.GetVersion(ctx, ClaimQueuesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(claim.Queued) == 0 || changeVersion(ctx, ClaimQueuesChange) == workflow.DefaultVersion {
 		return names
 	}
 	queued := make(map[string]bool, len(claim.Queued))
@@ -398,7 +399,7 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 // as it would have been in this run (a job's end is told to Admission, a grant starts its
 // job or is given back): a signal left in a channel would be lost with this run.
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, GrantsBeforeTheirProgressChange, workflow.DefaultVersion, 1) >= 1 {
+	if changeVersion(ctx, GrantsBeforeTheirProgressChange) >= 1 {
 		for s.progress.Len() > 0 || s.grants.Len() > 0 {
 			if err := s.takeWaiting(ctx, nil, nil, true); err != nil {
 				return err
@@ -635,7 +636,7 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 		st.Jobs = append(st.Jobs, js)
 	}
 	full := activities.WriteSchedulingStatusInput{Scheduling: s.key, Status: *st}
-	if workflow.GetVersion(ctx, StatusDeltasChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if changeVersion(ctx, StatusDeltasChange) == workflow.DefaultVersion {
 		return workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, full).Get(ctx, nil)
 	}
 	in := full
@@ -650,11 +651,11 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 	top := *st
 	top.Jobs = nil
 	if in.Delta && len(in.Status.Jobs) == 0 && s.writtenTop != nil && sameTop(*s.writtenTop, top) &&
-		workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) >= 1 {
+		changeVersion(ctx, BatchedMessagesChange) >= 1 {
 		return nil // nothing changed since the last write
 	}
 	if s.writtenTop != nil && sameTop(countless(*s.writtenTop), countless(top)) &&
-		workflow.GetVersion(ctx, StatusPaceChange, workflow.DefaultVersion, 1) >= 1 {
+		changeVersion(ctx, StatusPaceChange) >= 1 {
 		if due := s.wroteAt.Add(statusPace).Sub(workflow.Now(ctx)); due > 0 {
 			if s.owed == nil {
 				s.owed = workflow.NewTimer(ctx, due)
@@ -843,7 +844,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 		}
 	}
 	var nudges []activities.SignalWithStart
-	if len(reqs) > 0 && workflow.GetVersion(ctx, BatchedRequestsChange, workflow.DefaultVersion, 1) >= 1 {
+	if len(reqs) > 0 && changeVersion(ctx, BatchedRequestsChange) >= 1 {
 		for part := range slices.Chunk(reqs, batch) {
 			nudges = append(nudges, nudge(AdmissionRequestsSignal, part))
 		}
@@ -919,7 +920,7 @@ func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 // waitForAdmission waits for a grant, a job's progress or an extension, and acts on it;
 // statusDue: nothing came but the time of a put-off status write (StatusPaceChange).
 func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err error) {
-	ordered := workflow.GetVersion(ctx, GrantsBeforeTheirProgressChange, workflow.DefaultVersion, 1) >= 1
+	ordered := changeVersion(ctx, GrantsBeforeTheirProgressChange) >= 1
 	var grant *AdmissionGrant
 	var progress *JobProgress
 	timerCtx, cancel := workflow.WithCancel(ctx)
@@ -948,7 +949,7 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 	if statusDue {
 		return true, nil
 	}
-	if workflow.GetVersion(ctx, BatchedMessagesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if changeVersion(ctx, BatchedMessagesChange) == workflow.DefaultVersion {
 		if progress != nil {
 			s.tellAdmissionAll(ctx, s.onProgress(ctx, *progress))
 		}
@@ -1024,7 +1025,7 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		f workflow.Future
 	}
 	var started []pending
-	early := len(grants) > 0 && workflow.GetVersion(ctx, NudgeBeforeGhostsChange, workflow.DefaultVersion, 1) >= 1
+	early := len(grants) > 0 && changeVersion(ctx, NudgeBeforeGhostsChange) >= 1
 	for _, g := range grants {
 		e, req, ok := s.takeGrant(ctx, g)
 		if !ok {
@@ -1089,7 +1090,7 @@ func (s *scheduler) askAgain(ctx workflow.Context, jobs []*TrackedJob) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	if workflow.GetVersion(ctx, GiveBackInTheRequestChange, workflow.DefaultVersion, 1) >= 1 {
+	if changeVersion(ctx, GiveBackInTheRequestChange) >= 1 {
 		return s.requestAdmission(ctx, jobs)
 	}
 	tells := make([]tell, len(jobs))

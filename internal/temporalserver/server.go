@@ -173,6 +173,12 @@ func newServer(opts Options, ports []int) (temporal.Server, error) {
 			// backs off 3 s or more, and a job's end reached its Scheduling 4.8 s late.
 			// Waiting for the lock instead keeps the delivery in the tens of milliseconds.
 			dynamicconfig.HistoryCacheNonUserContextLockTimeout.Key(): 10 * time.Second,
+			// One partition per task queue: the partitions spread the load of many matching
+			// hosts, and here one host serves a handful of pollers. With the default four, a
+			// task that lands on a partition with no poller waiting is forwarded to the root
+			// partition, a hop more in the one process.
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 		}),
 	)
 	if err != nil {

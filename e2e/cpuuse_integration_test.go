@@ -1,0 +1,129 @@
+//go:build integration
+
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cpuUse is a sample of the CPU time this machine has spent: all of it, and each running
+// process's (by pid, with its command name). On a machine the platform saturates, a run's
+// rate follows its CPU per job, and CPU per job moves far less from run to run than the
+// rate does: it is the figure to compare two trees by.
+type cpuUse struct {
+	at       time.Time
+	busy     time.Duration // the machine's, all cores: user, nice, system, irq, softirq, steal
+	procs    map[int]procCPU
+	children time.Duration // this process's reaped children (a killed worker's time ends here)
+}
+
+type procCPU struct {
+	comm string
+	used time.Duration // user and system
+}
+
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// sampleCPU reads /proc; a process that ends while it reads is skipped.
+func sampleCPU() (cpuUse, error) {
+	u := cpuUse{at: time.Now(), procs: map[int]procCPU{}}
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return u, err
+	}
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return u, fmt.Errorf("/proc/stat starts %q", line)
+	}
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("/proc/stat: %w", err)
+		}
+		u.busy += time.Duration(n) * clockTick
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	self := os.Getpid()
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		comm, fields, ok := procStat(d)
+		if !ok {
+			continue
+		}
+		u.procs[pid] = procCPU{comm: comm, used: ticks(fields[11]) + ticks(fields[12])}
+		if pid == self {
+			u.children = ticks(fields[13]) + ticks(fields[14])
+		}
+	}
+	return u, nil
+}
+
+// procStat is a process's command name and the fields of its stat after the name (the
+// third field of stat is fields[0]).
+func procStat(dir string) (string, []string, bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return "", nil, false
+	}
+	open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+	if open < 0 || end < open {
+		return "", nil, false
+	}
+	fields := strings.Fields(string(raw[end+1:]))
+	if len(fields) < 15 {
+		return "", nil, false
+	}
+	return string(raw[open+1 : end]), fields, true
+}
+
+func ticks(s string) time.Duration {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return time.Duration(n) * clockTick
+}
+
+// logCPUPerJob prints the CPU time spent between two samples per job: the machine's, and
+// by command name the processes that ran at the end (a process that started meanwhile
+// counts whole), the most first; "(reaped)" is the time of this process's children that
+// ended meanwhile, the killed workers.
+func logCPUPerJob(t *testing.T, from, to cpuUse, jobs int) {
+	t.Helper()
+	if jobs == 0 {
+		return
+	}
+	per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(jobs) }
+	byComm := map[string]time.Duration{}
+	for pid, p := range to.procs {
+		used := p.used
+		if was, ok := from.procs[pid]; ok && was.comm == p.comm {
+			used -= was.used
+		}
+		byComm[p.comm] += used
+	}
+	byComm["(reaped)"] = to.children - from.children
+	comms := make([]string, 0, len(byComm))
+	for c, d := range byComm {
+		if d >= 100*time.Millisecond {
+			comms = append(comms, c)
+		}
+	}
+	slices.SortFunc(comms, func(a, b string) int { return int(byComm[b] - byComm[a]) })
+	elapsed := to.at.Sub(from.at)
+	t.Logf("CPU per job: %.0f ms on the whole machine (%.2f cores busy over %s)", per(to.busy-from.busy),
+		(to.busy-from.busy).Seconds()/elapsed.Seconds(), elapsed.Round(time.Second))
+	for _, c := range comms {
+		t.Logf("  %-16s %6.1f ms", c, per(byComm[c]))
+	}
+}

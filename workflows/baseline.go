@@ -1,0 +1,70 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// BaselineChange is the version marker that a run of a BatchJob, Scheduling or Admission
+// workflow records first, before any other command: such a run takes every change of
+// baselined at the version given there, without a marker of its own.
+//
+// Each workflow.GetVersion that records a marker also upserts the TemporalChangeVersion
+// search attribute, with every change the run recorded so far; the SDK offers no way out.
+// On the server that is a history event and a write of the run's visibility record. A
+// job's run recorded four or five such markers, and a Scheduling or Admission run all of
+// its own again after each continue-as-new: a visibility write per marker, per job.
+//
+// Runs from before the baseline have no such marker (their replay reads DefaultVersion)
+// and ask workflow.GetVersion for each change as they always did, so their histories
+// replay unchanged. A change made after the baseline takes a change ID of its own and
+// calls workflow.GetVersion; a change in baselined keeps its version for good (a later
+// step of the same change takes a new ID, or a new baseline), since a baselined run has no
+// marker that could say which version it ran with.
+const BaselineChange = "baseline-1"
+
+// baselined are the changes that BaselineChange implies, at the version it implies. The
+// decision rules of Admission (AdmissionRulesChange) are not among them: their latest
+// version moves with package queue.
+var baselined = map[string]workflow.Version{
+	LocalActivitiesChange:           1,
+	ClientSignalsChange:             1,
+	DirectReleaseChange:             1,
+	OneStartReportChange:            1,
+	KillChange:                      1,
+	ClaimQueuesChange:               1,
+	GrantsBeforeTheirProgressChange: 1,
+	StatusDeltasChange:              1,
+	BatchedMessagesChange:           1,
+	StatusPaceChange:                1,
+	BatchedRequestsChange:           1,
+	NudgeBeforeGhostsChange:         1,
+	GiveBackInTheRequestChange:      1,
+	UpdateIntervalChange:            1,
+	CommitBeforeTellingChange:       2,
+	RecordQueuesChange:              1,
+	RecordNewQueuesChange:           1,
+}
+
+// baselineKey keeps in a workflow's context whether its run has the baseline.
+type baselineKey struct{}
+
+// withBaseline records BaselineChange, or reads it on replay, and keeps the answer in the
+// context for changeVersion. It must come first in a workflow function, before anything
+// that makes a command.
+func withBaseline(ctx workflow.Context) workflow.Context {
+	has := workflow.GetVersion(ctx, BaselineChange, workflow.DefaultVersion, 1) >= 1
+	return workflow.WithValue(ctx, baselineKey{}, has)
+}
+
+// changeVersion is the version this run takes of a change of baselined: the baseline's,
+// in a run that has it; else what workflow.GetVersion records or replays, up to the
+// baseline's version. A context made outside withBaseline (a run of another workflow)
+// asks workflow.GetVersion.
+func changeVersion(ctx workflow.Context, change string) workflow.Version {
+	latest, ok := baselined[change]
+	if !ok {
+		panic("workflows: change " + change + " is not in the baseline")
+	}
+	if has, _ := ctx.Value(baselineKey{}).(bool); has {
+		return latest
+	}
+	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, latest)
+}
