@@ -34,6 +34,7 @@ var baselined = map[string]workflow.Version{
 	StatusDeltasChange:              1,
 	BatchedMessagesChange:           1,
 	StatusPaceChange:                1,
+	StatusPaceBySizeChange:          1,
 	BatchedRequestsChange:           1,
 	NudgeBeforeGhostsChange:         1,
 	GiveBackInTheRequestChange:      1,

@@ -637,6 +637,36 @@ func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	}
 }
 
+// A Scheduling of more than paceEntries jobs writes its progress less often, in proportion
+// to its size: 600 jobs, a write at most every 2.4 s.
+func TestSchedulingWorkflow_ABigSchedulingsStatusIsPacedByItsSize(t *testing.T) {
+	var jobs []v1alpha1.SchedulingJob
+	for i := range 600 {
+		jobs = append(jobs, v1alpha1.SchedulingJob{Name: fmt.Sprintf("j%03d", i), Replication: 1})
+	}
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: jobs}
+	env, f, _ := newSchedulingEnv(t, spec, claimAll)
+	for _, j := range jobs {
+		f.runFor[j.Name] = 200 * time.Millisecond // 600 jobs on 4 slots: about 30 s
+	}
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
+	require.NoError(t, env.GetWorkflowError())
+
+	pace := 600 * time.Second / paceEntries
+	var progressOnly int
+	for i := 1; i < len(f.writes); i++ {
+		prev, cur := f.writes[i-1].Status, f.writes[i].Status
+		if prev.State != cur.State || prev.Message != cur.Message {
+			continue
+		}
+		progressOnly++
+		require.GreaterOrEqual(t, f.wroteAt[i].Sub(f.wroteAt[i-1]), pace, "write %d carries only progress and came %s after the one before", i, f.wroteAt[i].Sub(f.wroteAt[i-1]))
+	}
+	require.Greater(t, progressOnly, 5)
+	require.Less(t, progressOnly, 20, "30 s of progress at one write per 2.4 s")
+}
+
 // After its first write, a run sends only the jobs whose status changed, so a long queue's
 // history does not grow with its length at every step; a delta the object cannot take
 // (someone else wrote the status) is followed by a whole write.
