@@ -713,6 +713,39 @@ func TestSchedulingWorkflow_StatusWritesSendOnlyWhatChanged(t *testing.T) {
 	}
 }
 
+// The next run of a Scheduling paces its first write from the last run's last write: a
+// Scheduling that continues as new more often than its pace does not write its whole status
+// at every start, and what the last run put off is still written, whole, when it is due.
+func TestSchedulingWorkflow_TheNextRunPacesItsFirstWrite(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
+	}}
+	env, f, _ := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
+	in := continuedWith[SchedulingInput](t, env)
+	require.NotNil(t, in.Carried.WrittenTop, "the run carries what it wrote last")
+	require.False(t, in.Carried.WroteAt.IsZero())
+	require.Nil(t, in.Carried.WrittenTop.Jobs, "without the jobs")
+	require.NotEmpty(t, in.Carried.Entries[0].Slots, "a was granted in the first run")
+	for _, w := range f.writes {
+		require.Empty(t, jobStatus(w.Status, "a").Slots, "the first run put off writing a's grant")
+	}
+
+	env2, f2, _ := newSchedulingEnv(t, spec, claimAll)
+	f2.runFor, f2.held, f2.free, f2.waiting = f.runFor, f.held, f.free, f.waiting
+	env2.SetStartTime(in.Carried.WroteAt.Add(100 * time.Millisecond))
+	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
+	in.StepsPerRun = 500
+	env2.ExecuteWorkflow(SchedulingWorkflow, in)
+	require.NoError(t, env2.GetWorkflowError())
+	require.NotEmpty(t, f2.writes)
+	require.GreaterOrEqual(t, f2.wroteAt[0].Sub(in.Carried.WroteAt), statusPace, "the next run wrote at its start")
+	require.False(t, f2.writes[0].Delta, "the next run's first write is whole")
+	require.Len(t, f2.writes[0].Status.Jobs, 2)
+	require.Equal(t, in.Carried.Entries[0].Slots, jobStatus(f2.writes[0].Status, "a").Slots, "and has the grant the last run put off writing")
+}
+
 // A Scheduling cancelled while nothing happens (its jobs wait or run, no status to write)
 // cleans up at once: it does not loop on the cancelled context until it continues as new,
 // which would lose the cancellation.
