@@ -59,7 +59,19 @@ type SchedulingState struct {
 	// Absent (a run from before), the first write goes at once.
 	WrittenTop *v1alpha1.SchedulingStatus `json:",omitempty"`
 	WroteAt    time.Time                  `json:",omitzero"`
+	// AskedAt is when a run last asked Admission again for every waiting job. A run asks at
+	// its start only when reaskEvery has passed since; absent (a run from before), it asks.
+	AskedAt time.Time `json:",omitzero"`
 }
+
+// reaskEvery is how often at most a new run of a Scheduling asks Admission again for every
+// job that still waits. Admission keeps the requests it has across its own runs and takes a
+// repeat as the same request, answering with a grant it holds already; the repeat is for an
+// Admission that lost them (its workflow ended and started anew). Each such round reads
+// every waiting job (a List) and sends them all: at every continue-as-new of a 1,000-job
+// Scheduling made to continue every 10 steps, that was a List and a thousand requests a
+// second.
+const reaskEvery = 15 * time.Second
 
 // SchedulingOutput is the final status.
 type SchedulingOutput struct {
@@ -107,7 +119,7 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 	}
 	if c := in.Carried; c != nil {
 		s.spec, s.status, s.uid = c.Spec, c.Status, c.UID
-		s.writtenTop, s.wroteAt = c.WrittenTop, c.WroteAt
+		s.writtenTop, s.wroteAt, s.askedAt = c.WrittenTop, c.WroteAt, c.AskedAt
 		for i := range c.Entries {
 			s.entries = append(s.entries, &c.Entries[i])
 		}
@@ -171,6 +183,8 @@ type scheduler struct {
 	// write that StatusPaceChange put off is due.
 	wroteAt time.Time
 	owed    workflow.Future
+	// askedAt is when a run last asked Admission for every waiting job (reaskEvery).
+	askedAt time.Time
 }
 
 // GiveBackInTheRequestChange is the version marker of a give-back that is one message: the
@@ -267,8 +281,11 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 	}
 	steps := 0
 	s.grants = workflow.GetSignalChannel(ctx, AdmittedSignal)
-	if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
-		return err
+	if s.askedAt.IsZero() || workflow.Now(ctx).Sub(s.askedAt) >= reaskEvery {
+		if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
+			return err
+		}
+		s.askedAt = workflow.Now(ctx)
 	}
 	for {
 		for {
@@ -466,7 +483,7 @@ func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 // rendered from them at every write: carrying them three times would cost a Scheduling at
 // its limits 2 MB, one Temporal payload's whole allowance (TestSchedulingSizesFit).
 func (s *scheduler) carry() *SchedulingState {
-	c := &SchedulingState{Spec: s.spec, Status: s.status, UID: s.uid, WrittenTop: s.writtenTop, WroteAt: s.wroteAt}
+	c := &SchedulingState{Spec: s.spec, Status: s.status, UID: s.uid, WrittenTop: s.writtenTop, WroteAt: s.wroteAt, AskedAt: s.askedAt}
 	c.Spec.Jobs, c.Status.Jobs = nil, nil
 	for _, e := range s.entries {
 		c.Entries = append(c.Entries, *e)

@@ -517,6 +517,8 @@ func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
 	f2.held = f.held
 	f2.free = f.free
 	f2.waiting = f.waiting
+	require.False(t, in.Carried.AskedAt.IsZero())
+	env2.SetStartTime(in.Carried.AskedAt.Add(reaskEvery)) // a run that asks again
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
 	}, 5*time.Second)
@@ -711,6 +713,32 @@ func TestSchedulingWorkflow_StatusWritesSendOnlyWhatChanged(t *testing.T) {
 	for _, j := range completed.Jobs {
 		require.Equal(t, v1alpha1.JobCompleted, j.State, j.Name)
 	}
+}
+
+// A run that starts less than reaskEvery after the last asked Admission for every waiting
+// job does not ask again: Admission holds the requests. The jobs it asked for still start.
+func TestSchedulingWorkflow_ARunSoonAfterTheLastAsksNothingAgain(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
+	}}
+	env, f, _ := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
+	in := continuedWith[SchedulingInput](t, env)
+
+	env2, f2, statuses := newSchedulingEnv(t, spec, claimAll)
+	f2.runFor, f2.held, f2.free, f2.waiting = f.runFor, f.held, f.free, f.waiting
+	env2.SetStartTime(in.Carried.AskedAt.Add(reaskEvery - time.Second))
+	env2.RegisterDelayedCallback(func() {
+		env2.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
+	}, 5*time.Second)
+	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
+	in.StepsPerRun = 500
+	env2.ExecuteWorkflow(SchedulingWorkflow, in)
+	require.NoError(t, env2.GetWorkflowError())
+	require.Empty(t, f2.requested, "the run asked again")
+	require.Equal(t, []string{"b"}, f2.created, "b, asked for by the first run, still started")
+	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCompleted))
 }
 
 // The next run of a Scheduling paces its first write from the last run's last write: a
