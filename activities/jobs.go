@@ -336,7 +336,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	switch in.App.Kind {
 	case sparkv1beta2.SparkApplicationKind:
 		var app sparkv1beta2.SparkApplication
-		if err := a.readApp(ctx, key, &app); err != nil {
+		if err := a.readCopy(ctx, key, &app); err != nil {
 			if apierrors.IsNotFound(err) {
 				return AppProgress{Gone: true}, nil
 			}
@@ -345,7 +345,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 		p.Outcome = jobapp.SparkOutcome(&app)
 	case flinkv1beta1.FlinkDeploymentKind:
 		var dep flinkv1beta1.FlinkDeployment
-		if err := a.readApp(ctx, key, &dep); err != nil {
+		if err := a.readCopy(ctx, key, &dep); err != nil {
 			if apierrors.IsNotFound(err) {
 				return AppProgress{Gone: true}, nil
 			}
@@ -385,21 +385,22 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	return p, nil
 }
 
-// readApp reads a job's application from the worker's copy (Changes) when it has one of
-// that kind, else from the API server's watch cache. One the copy lacks, such as one created
-// a moment ago, is read from etcd before it counts as gone.
-func (a *Activities) readApp(ctx context.Context, key types.NamespacedName, app client.Object) error {
-	gvk, err := apiutil.GVKForObject(app, a.Client.Scheme())
+// readCopy reads an object from the worker's copy (Changes) when it has one of that kind,
+// else from the API server's watch cache. One the copy lacks, such as one created a moment
+// ago, is read from etcd before it counts as gone. A job's application is read this way, and
+// a job before a write of its status (jobForStatusUpdate).
+func (a *Activities) readCopy(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, a.Client.Scheme())
 	if err != nil {
 		return err
 	}
 	if r := a.Changes.reader(gvk); r != nil {
-		if err := r.Get(ctx, key, app); !apierrors.IsNotFound(err) {
+		if err := r.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
 			return err
 		}
-		return a.Client.Get(ctx, key, app)
+		return a.Client.Get(ctx, key, obj)
 	}
-	return fromWatchCache(ctx, a.Client, key, app)
+	return fromWatchCache(ctx, a.Client, key, obj)
 }
 
 // DeleteApplication deletes a job's application; one that is gone already is fine.
@@ -471,24 +472,19 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 	return nil
 }
 
-// jobForStatusUpdate reads a BatchJob before a write of its status: the first attempt from
-// the worker's copy when it has one (no request at all; a job's workflow writes its status
-// three times a run), else as getForUpdate does; a retry after a conflict from etcd. The
+// jobForStatusUpdate is getForUpdate for a write of a BatchJob's status, whose first
+// attempt reads the worker's copy when it has one (readCopy: no request at all; a job's
+// workflow writes its status three times a run); a retry after a conflict reads etcd. The
 // copy lacks the wrapped spec and the managed fields, which a write of the status
 // subresource neither sends nor changes: the API server keeps the stored spec and
 // metadata, and the stored managed fields when the request has none. A copy that lags
 // fails the write on its resourceVersion, and the retry reads etcd.
 func (a *Activities) jobForStatusUpdate(ctx context.Context, key types.NamespacedName, job *v1alpha1.BatchJob, attempt *int) error {
-	if *attempt == 0 {
-		if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); r != nil {
-			*attempt++
-			if err := r.Get(ctx, key, job); !apierrors.IsNotFound(err) {
-				return err
-			}
-			return a.Client.Get(ctx, key, job) // not in the copy yet: etcd decides
-		}
+	*attempt++
+	if *attempt == 1 {
+		return a.readCopy(ctx, key, job)
 	}
-	return getForUpdate(ctx, a.Client, key, job, attempt)
+	return a.Client.Get(ctx, key, job)
 }
 
 // IsNotHeld reports whether an activity error says the Scheduling lost its job.

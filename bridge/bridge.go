@@ -208,10 +208,10 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 	return nil
 }
 
-// addSignallers adds the controllers of the other workflows: a BatchJob's (signalled, started
-// if needed), a test bed's of the ends of its runs, a Scheduling's (started, told of edits, cancelled), and Admission's (told of
-// freed slots and of a changed allocation file, which also sets the test beds'
-// QueuesConfigured condition).
+// addSignallers adds the controllers of the other workflows: a BatchJob's (signalled,
+// started if needed), a test bed's (told of the ends of its runs), a Scheduling's (started,
+// told of edits, cancelled), and Admission's (told of freed slots and of a changed
+// allocation file, which also sets the test beds' QueuesConfigured condition).
 func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,7 +120,7 @@ func logCPUPerJob(t *testing.T, from, to cpuUse, jobs int) {
 			comms = append(comms, c)
 		}
 	}
-	slices.SortFunc(comms, func(a, b string) int { return int(byComm[b] - byComm[a]) })
+	slices.SortFunc(comms, func(a, b string) int { return cmp.Compare(byComm[b], byComm[a]) })
 	elapsed := to.at.Sub(from.at)
 	t.Logf("CPU per job: %.0f ms on the whole machine (%.2f cores busy over %s)", per(to.busy-from.busy),
 		(to.busy-from.busy).Seconds()/elapsed.Seconds(), elapsed.Round(time.Second))

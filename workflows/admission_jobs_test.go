@@ -48,16 +48,22 @@ func TestAdmissionWorkflow_WritesEachJobsQueueAndItsMoves(t *testing.T) {
 	require.Empty(t, w.queueOf("s", "refused"), "a refused job is in no queue")
 }
 
-// A request sent again for a job Admission holds (a Scheduling asks again for all its
-// waiting jobs each time it continues as new) leaves the job's queue as written: no second
+// runningAndWaiting is a batch of two requests of Scheduling s: "running" in queue a and
+// "waiting" in queue b.
+func runningAndWaiting() []AdmissionRequest {
+	return []AdmissionRequest{
+		{JobKey: jk("s", "running"), Queue: "a", User: "alice", Slots: 1},
+		{JobKey: jk("s", "waiting"), Queue: "b", User: "alice", Slots: 1},
+	}
+}
+
+// A request sent again for a job Admission holds (a Scheduling's new run asks again for all
+// its waiting jobs, at most every reaskEvery) leaves the job's queue as written: no second
 // write. A job asked for anew after its run ended is written again.
 func TestAdmissionWorkflow_ARequestSentAgainWritesNoQueue(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
 	env := newAdmissionEnv(t, w, 1)
-	batch := []AdmissionRequest{
-		{JobKey: jk("s", "running"), Queue: "a", User: "alice", Slots: 1},
-		{JobKey: jk("s", "waiting"), Queue: "b", User: "alice", Slots: 1},
-	}
+	batch := runningAndWaiting()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(AdmissionRequestsSignal, batch)
@@ -81,14 +87,11 @@ func TestAdmissionWorkflow_ARequestSentAgainWritesNoQueue(t *testing.T) {
 }
 
 // Across a continue-as-new the same holds: the next run, asked again for the jobs the last
-// one placed and wrote (as a Scheduling asks at its own continue-as-new), writes nothing.
+// one placed and wrote (as a Scheduling's new run may ask), writes nothing.
 func TestAdmissionWorkflow_ARequestSentAgainAfterContinueAsNewWritesNoQueue(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
 	env := newAdmissionEnv(t, w, 1)
-	batch := []AdmissionRequest{
-		{JobKey: jk("s", "running"), Queue: "a", User: "alice", Slots: 1},
-		{JobKey: jk("s", "waiting"), Queue: "b", User: "alice", Slots: 1},
-	}
+	batch := runningAndWaiting()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 4})
 	in := continuedWith[AdmissionInput](t, env)

@@ -493,14 +493,7 @@ func TestSchedulingWorkflow_ConcurrentExtendsAppendOnce(t *testing.T) {
 // only for what still waits (Admission takes the repeat as the same request), and never
 // claims again.
 func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
-	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
-		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
-	}}
-	env, f, _ := newSchedulingEnv(t, spec, claimAll)
-	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
-	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
-
-	in := continuedWith[SchedulingInput](t, env)
+	spec, f, in := firstRunOfOneStep(t)
 	require.NotNil(t, in.Carried)
 	require.Equal(t, "uid-nightly", in.Carried.UID)
 	require.Len(t, in.Carried.Entries, 2)
@@ -509,14 +502,10 @@ func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
 	require.Equal(t, int32(0), in.Carried.Entries[1].Run, "b still waits")
 
 	// The next run: Admission still holds a's slots and b's request.
-	env2, f2, statuses := newSchedulingEnv(t, spec, func(activities.ClaimInput) activities.ClaimResult {
+	env2, f2, statuses := nextRunEnv(t, spec, f, func(activities.ClaimInput) activities.ClaimResult {
 		t.Error("the next run claimed again")
 		return activities.ClaimResult{}
 	})
-	f2.runFor = f.runFor
-	f2.held = f.held
-	f2.free = f.free
-	f2.waiting = f.waiting
 	require.False(t, in.Carried.AskedAt.IsZero())
 	env2.SetStartTime(in.Carried.AskedAt.Add(reaskEvery)) // a run that asks again
 	env2.RegisterDelayedCallback(func() {
@@ -529,6 +518,29 @@ func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
 	require.Equal(t, []string{"b"}, f2.requested, "only the waiting job is asked for again")
 	require.Equal(t, []string{"b"}, f2.created)
 	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCompleted))
+}
+
+// firstRunOfOneStep runs a Scheduling of jobs a and b (4 slots each, 10 s) on 4 free slots
+// until it continues as new after one step (a granted, b waiting), and returns its spec,
+// its Admission and the input of the next run.
+func firstRunOfOneStep(t *testing.T) (v1alpha1.SchedulingSpec, *fakeAdmission, SchedulingInput) {
+	t.Helper()
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
+	}}
+	env, f, _ := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
+	return spec, f, continuedWith[SchedulingInput](t, env)
+}
+
+// nextRunEnv is the environment of the next run of firstRunOfOneStep: its Admission holds
+// what the first run's held (a's slots, b's request).
+func nextRunEnv(t *testing.T, spec v1alpha1.SchedulingSpec, first *fakeAdmission, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
+	t.Helper()
+	env, f, statuses := newSchedulingEnv(t, spec, claim)
+	f.runFor, f.held, f.free, f.waiting = first.runFor, first.held, first.free, first.waiting
+	return env, f, statuses
 }
 
 // A long Scheduling claims, reads and sends its jobs a batch of 100 at a time, so that no
@@ -613,16 +625,7 @@ func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
 	require.NoError(t, env.GetWorkflowError())
 
-	var progressOnly int
-	for i := 1; i < len(f.writes); i++ {
-		prev, cur := f.writes[i-1].Status, f.writes[i].Status
-		if prev.State != cur.State || prev.Message != cur.Message {
-			continue
-		}
-		progressOnly++
-		require.GreaterOrEqual(t, f.wroteAt[i].Sub(f.wroteAt[i-1]), statusPace, "write %d carries only progress and came %s after the one before", i, f.wroteAt[i].Sub(f.wroteAt[i-1]))
-	}
-	require.Positive(t, progressOnly)
+	require.Positive(t, requireProgressPaced(t, f, statusPace))
 	require.Less(t, len(f.writes), 15, "41 jobs' starts and ends took %d writes", len(f.writes))
 
 	last := (*statuses)[len(*statuses)-1]
@@ -655,7 +658,16 @@ func TestSchedulingWorkflow_ABigSchedulingsStatusIsPacedByItsSize(t *testing.T) 
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
 	require.NoError(t, env.GetWorkflowError())
 
-	pace := 600 * time.Second / paceEntries
+	progressOnly := requireProgressPaced(t, f, 600*time.Second/paceEntries)
+	require.Greater(t, progressOnly, 5)
+	require.Less(t, progressOnly, 20, "30 s of progress at one write per 2.4 s")
+}
+
+// requireProgressPaced checks that each status write that carries only progress (the state
+// and message of the write before) came at least pace after the one before, and says how
+// many such writes there were.
+func requireProgressPaced(t *testing.T, f *fakeAdmission, pace time.Duration) int {
+	t.Helper()
 	var progressOnly int
 	for i := 1; i < len(f.writes); i++ {
 		prev, cur := f.writes[i-1].Status, f.writes[i].Status
@@ -665,8 +677,7 @@ func TestSchedulingWorkflow_ABigSchedulingsStatusIsPacedByItsSize(t *testing.T) 
 		progressOnly++
 		require.GreaterOrEqual(t, f.wroteAt[i].Sub(f.wroteAt[i-1]), pace, "write %d carries only progress and came %s after the one before", i, f.wroteAt[i].Sub(f.wroteAt[i-1]))
 	}
-	require.Greater(t, progressOnly, 5)
-	require.Less(t, progressOnly, 20, "30 s of progress at one write per 2.4 s")
+	return progressOnly
 }
 
 // After its first write, a run sends only the jobs whose status changed, so a long queue's
@@ -718,16 +729,8 @@ func TestSchedulingWorkflow_StatusWritesSendOnlyWhatChanged(t *testing.T) {
 // A run that starts less than reaskEvery after the last asked Admission for every waiting
 // job does not ask again: Admission holds the requests. The jobs it asked for still start.
 func TestSchedulingWorkflow_ARunSoonAfterTheLastAsksNothingAgain(t *testing.T) {
-	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
-		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
-	}}
-	env, f, _ := newSchedulingEnv(t, spec, claimAll)
-	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
-	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
-	in := continuedWith[SchedulingInput](t, env)
-
-	env2, f2, statuses := newSchedulingEnv(t, spec, claimAll)
-	f2.runFor, f2.held, f2.free, f2.waiting = f.runFor, f.held, f.free, f.waiting
+	spec, f, in := firstRunOfOneStep(t)
+	env2, f2, statuses := nextRunEnv(t, spec, f, claimAll)
 	env2.SetStartTime(in.Carried.AskedAt.Add(reaskEvery - time.Second))
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
@@ -745,13 +748,7 @@ func TestSchedulingWorkflow_ARunSoonAfterTheLastAsksNothingAgain(t *testing.T) {
 // Scheduling that continues as new more often than its pace does not write its whole status
 // at every start, and what the last run put off is still written, whole, when it is due.
 func TestSchedulingWorkflow_TheNextRunPacesItsFirstWrite(t *testing.T) {
-	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
-		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
-	}}
-	env, f, _ := newSchedulingEnv(t, spec, claimAll)
-	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second}
-	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
-	in := continuedWith[SchedulingInput](t, env)
+	spec, f, in := firstRunOfOneStep(t)
 	require.NotNil(t, in.Carried.WrittenTop, "the run carries what it wrote last")
 	require.False(t, in.Carried.WroteAt.IsZero())
 	require.Nil(t, in.Carried.WrittenTop.Jobs, "without the jobs")
@@ -760,8 +757,7 @@ func TestSchedulingWorkflow_TheNextRunPacesItsFirstWrite(t *testing.T) {
 		require.Empty(t, jobStatus(w.Status, "a").Slots, "the first run put off writing a's grant")
 	}
 
-	env2, f2, _ := newSchedulingEnv(t, spec, claimAll)
-	f2.runFor, f2.held, f2.free, f2.waiting = f.runFor, f.held, f.free, f.waiting
+	env2, f2, _ := nextRunEnv(t, spec, f, claimAll)
 	env2.SetStartTime(in.Carried.WroteAt.Add(100 * time.Millisecond))
 	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
 	in.StepsPerRun = 500
