@@ -744,6 +744,24 @@ func TestSchedulingWorkflow_ARunSoonAfterTheLastAsksNothingAgain(t *testing.T) {
 	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCompleted))
 }
 
+// A run continued as new by the code before AskedAt, WrittenTop and WroteAt were carried
+// (its input has none of them) asks Admission again for every waiting job and writes its
+// whole status at once, as runs did then.
+func TestSchedulingWorkflow_ARunCarriedFromBeforeAsksAndWritesAtOnce(t *testing.T) {
+	spec, f, in := firstRunOfOneStep(t)
+	in.Carried.AskedAt, in.Carried.WrittenTop, in.Carried.WroteAt = time.Time{}, nil, time.Time{}
+	env2, f2, _ := nextRunEnv(t, spec, f, claimAll)
+	env2.SetStartTime(f.wroteAt[len(f.wroteAt)-1].Add(100 * time.Millisecond))
+	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
+	in.StepsPerRun = 500
+	env2.ExecuteWorkflow(SchedulingWorkflow, in)
+	require.NoError(t, env2.GetWorkflowError())
+	require.Equal(t, []string{"b"}, f2.requested, "the waiting job is asked for again")
+	require.NotEmpty(t, f2.writes)
+	require.Less(t, f2.wroteAt[0].Sub(f.wroteAt[len(f.wroteAt)-1]), statusPace, "the first write waited for a pace it knew nothing of")
+	require.False(t, f2.writes[0].Delta)
+}
+
 // The next run of a Scheduling paces its first write from the last run's last write: a
 // Scheduling that continues as new more often than its pace does not write its whole status
 // at every start, and what the last run put off is still written, whole, when it is due.
