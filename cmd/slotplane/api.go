@@ -44,6 +44,7 @@ func runAPI(ctx context.Context, args []string) error {
 	feedConns := fs.Int("feed-connections", api.DefaultFeedConnections, "most change feed connections open at once; more are answered 429")
 	feedUserConns := fs.Int("feed-connections-per-user", api.DefaultFeedConnectionsPerUser, "most change feed connections one user may have open")
 	metricsAddr := metricsFlag(fs)
+	pprofAddr := pprofFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,6 +90,10 @@ func runAPI(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := serveMetrics(ctx, *metricsAddr, reg); err != nil {
+		_ = s.Stop()
+		return err
+	}
+	if _, err := serveProfiles(ctx, *pprofAddr); err != nil {
 		_ = s.Stop()
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 // extenderFlags are slotplane extender's flags.
 type extenderFlags struct {
 	addr, kubeconfig, certFile, keyFile, clientCA, metrics string
+	pprof                                                  string
 	plain                                                  bool
 	rates                                                  kubeclient.Rates
 }
@@ -29,10 +30,12 @@ func parseExtenderFlags(args []string) (extenderFlags, error) {
 	fs.StringVar(&f.clientCA, "client-ca-file", envOr("SLOTPLANE_EXTENDER_CLIENT_CA", ""), "PEM CA bundle: when set, every call but /healthz needs a client certificate it signed (kube-scheduler's tlsConfig certData/keyData)")
 	fs.StringVar(&f.metrics, "metrics-listen", envOr("SLOTPLANE_METRICS_LISTEN", ":8080"), "address of a plain-HTTP /metrics endpoint for Prometheus, besides /metrics on -listen (which needs a client certificate under -client-ca-file); 0 turns it off")
 	fs.BoolVar(&f.plain, "plain-http", false, "serve plain HTTP without TLS: anyone who reaches the port can then reserve slots and label pods")
+	pprofAddr := pprofFlag(fs)
 	rates := kubeclient.RateFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
+	f.pprof = *pprofAddr
 	f.rates = *rates
 	switch {
 	case f.plain && (f.certFile != "" || f.keyFile != "" || f.clientCA != ""):
@@ -71,6 +74,10 @@ func runExtender(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := serveMetrics(ctx, f.metrics, srv.Metrics); err != nil {
+		_ = srv.Stop()
+		return err
+	}
+	if _, err := serveProfiles(ctx, f.pprof); err != nil {
 		_ = srv.Stop()
 		return err
 	}

@@ -31,6 +31,8 @@ type connections struct {
 	// TLS to an external Temporal cluster: a CA to trust, a client certificate and key for
 	// mutual TLS, and the server name to expect. Any of them turns TLS on.
 	tlsCA, tlsCert, tlsKey, tlsServerName *string
+	// compression is the gRPC compression of requests to Temporal: gzip or none.
+	compression *string
 	// schedulingSteps and admissionSteps set lifecycle.Steps for the workflows this process
 	// starts.
 	schedulingSteps, admissionSteps *int
@@ -84,6 +86,8 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		tlsKey:     fs.String("temporal-tls-key", envOr("SLOTPLANE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert"),
 		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
 			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
+		compression: fs.String("temporal-compression", envOr("SLOTPLANE_TEMPORAL_COMPRESSION", "none"),
+			"gRPC compression of requests to Temporal, and so of its answers: none (CPU saved on both ends, for a frontend in or near the cluster) or gzip (fewer bytes, for a frontend across a WAN)"),
 		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
 		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
 		kubeRates:       kubeclient.RateFlags(fs),
@@ -119,6 +123,18 @@ func (c connections) temporalTLS() (*tls.Config, error) {
 	return conf, nil
 }
 
+// temporalCompression is the Temporal client's gRPC compression that -temporal-compression
+// names.
+func (c connections) temporalCompression() (client.GrpcCompression, error) {
+	switch *c.compression {
+	case "none":
+		return &client.GrpcCompressionNone{}, nil
+	case "gzip":
+		return &client.GrpcCompressionGzip{}, nil
+	}
+	return nil, fmt.Errorf("-temporal-compression is %q: it must be none or gzip", *c.compression)
+}
+
 // kubeConfig is the configuration of this process's Kubernetes clients, at the flags' rates.
 func (c connections) kubeConfig() (*rest.Config, error) {
 	return kubeclient.Config(*c.kubeconfig, *c.kubeRates)
@@ -129,6 +145,10 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 		return nil, nil, errors.New("-scheduling-steps-per-run and -admission-steps-per-run must not be negative")
 	}
 	lifecycle.Steps = lifecycle.StepsPerRun{Scheduling: *c.schedulingSteps, Admission: *c.admissionSteps}
+	compression, err := c.temporalCompression()
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg, err := c.kubeConfig()
 	if err != nil {
 		return nil, nil, err
@@ -137,8 +157,8 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(), ConnectionOptions: client.ConnectionOptions{TLS: tlsConf},
-		MetricsHandler: c.temporalMetrics})
+	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(),
+		ConnectionOptions: client.ConnectionOptions{TLS: tlsConf, GrpcCompression: compression}, MetricsHandler: c.temporalMetrics})
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial temporal at %s: %w", *c.temporal, err)
 	}
@@ -164,7 +184,11 @@ func runWorker(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	conn := connectionFlags(fs)
 	metricsAddr := metricsFlag(fs)
+	pprofAddr := pprofFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if _, err := serveProfiles(ctx, *pprofAddr); err != nil {
 		return err
 	}
 	reg := temporalRegistry("worker", &conn)
@@ -203,7 +227,11 @@ func runBridge(ctx context.Context, args []string) error {
 	health := fs.String("health-listen", envOr("SLOTPLANE_HEALTH_LISTEN", ":8081"), "/healthz and /readyz address; 0 turns them off")
 	hook := fs.String("webhook-listen", envOr("SLOTPLANE_WEBHOOK_LISTEN", ""), "address of the HTTPS admission webhook that checks BatchJobs' wrapped specs ("+bridge.SpecWebhookPath+"); empty turns it off")
 	hookCerts := fs.String("webhook-cert-dir", envOr("SLOTPLANE_WEBHOOK_CERT_DIR", ""), "directory with the webhook's tls.crt and tls.key (reloaded when they change)")
+	pprofAddr := pprofFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if _, err := serveProfiles(ctx, *pprofAddr); err != nil {
 		return err
 	}
 	// The bridge's metrics are controller-runtime's registry (its reconcilers' and work

@@ -210,7 +210,9 @@ func (s *Server) Dial() (client.Client, error) { return s.DialWithMetrics(nil) }
 
 // DialWithMetrics is Dial with the client's (and its workers') metrics recorded by h.
 func (s *Server) DialWithMetrics(h client.MetricsHandler) (client.Client, error) {
-	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: clientLogger(), MetricsHandler: h})
+	// The frontend is on this machine: compressing would only cost CPU at both ends.
+	return client.Dial(client.Options{HostPort: s.FrontendAddress, Namespace: s.Namespace, Logger: clientLogger(), MetricsHandler: h,
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 }
 
 // Stop stops the UI and the server.
