@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,11 @@ type JobProgress struct {
 	// TaskManager holds its slot, or queue.StartingTimeout passed without one (the seeds'
 	// fallback, a timer of this workflow). Sent once per run, before Running.
 	Started bool
+	// AdmissionTold: what Admission must hear of this report (the run left Starting, the
+	// run ended) went to Admission from the job's own workflow, in the same activity as this
+	// report: the Scheduling passes none of it on. The reports of workflows from before leave
+	// it false, and the Scheduling tells Admission as it did.
+	AdmissionTold bool `json:",omitempty"`
 }
 
 // BatchJobWorkflow follows one BatchJob through its lifecycle, driven by the claim and the
@@ -270,7 +276,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if err := j.beginRun(ctx, holder, req); err != nil {
 		return err
 	}
-	r := &runReport{j: j, holder: holder, progress: JobProgress{Job: j.key.Name, Run: req.Run}}
+	r := &runReport{j: j, holder: holder, req: &req, progress: JobProgress{Job: j.key.Name, Run: req.Run}}
 	app, created, err := j.createApp(ctx, req, r)
 	if err != nil || !created {
 		return err
@@ -357,8 +363,12 @@ func (j *jobRunner) beginRun(ctx workflow.Context, holder string, req v1alpha1.C
 type runReport struct {
 	j      *jobRunner
 	holder string
+	// req is the run's creation request (nil: a kill of a job that had none).
+	req *v1alpha1.CreationRequest
 	// also are signals to send with the next report (Admission's release at the end).
 	also []activities.Signal
+	// startTold: Admission was sent the run's start (AdmissionStartedSignal).
+	startTold bool
 	// progress is what the Scheduling last heard (Started stays once set).
 	progress JobProgress
 }
@@ -377,6 +387,7 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 			if err := j.write(ctx); err != nil {
 				return err
 			}
+			r.tellAdmission(st)
 			signals := append(r.also, activities.Signal{WorkflowID: to, Name: JobProgressSignal, Arg: r.progress})
 			r.also = nil
 			_ = sendSignals(ctx, signals).Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
@@ -395,6 +406,23 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
 	_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, r.holder), "", JobProgressSignal, r.progress).Get(ctx, nil)
 	return nil
+}
+
+// tellAdmission adds to the signals sent with a report what Admission must hear of it that
+// the job can tell itself: the run's start, once (its end is added by finish and kill). The
+// report says AdmissionTold when all of it goes: the Scheduling then sends Admission nothing
+// for it, where it used to send each start and end again, a signal and a turn of Admission
+// per job. A report whose news does not all go (no creation request, an end without the
+// job's own release) leaves the telling to the Scheduling, as before.
+func (r *runReport) tellAdmission(st v1alpha1.BatchJobState) {
+	startNews := r.progress.Started || st == v1alpha1.JobRunning
+	if req := r.req; startNews && !r.startTold && req != nil && req.SchedulingUID != "" {
+		key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: r.j.key.Name, Run: req.Run}
+		r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedSignal, Arg: key})
+		r.startTold = true
+	}
+	endTold := slices.ContainsFunc(r.also, func(s activities.Signal) bool { return s.Name == AdmissionEndedSignal })
+	r.progress.AdmissionTold = (!startNews || r.startTold) && (!st.Ended() || endTold)
 }
 
 func (r *runReport) setProgress(st v1alpha1.BatchJobState, msg string) {

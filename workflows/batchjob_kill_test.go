@@ -42,7 +42,8 @@ func TestBatchJobWorkflow_AKillEndsTheRunningJobKilled(t *testing.T) {
 	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted[:1], "the kill deletes the application")
 	require.Len(t, w.reported, 4)
 	require.Equal(t, JobProgress{Job: "wordcount", Run: 1, State: v1alpha1.JobFailed, Message: final.Message,
-		SubmittedAt: final.SubmittedAt.Time, RunningAt: final.RunningAt.Time, FinishedAt: final.FinishedAt.Time}, w.reported[3])
+		SubmittedAt: final.SubmittedAt.Time, RunningAt: final.RunningAt.Time, FinishedAt: final.FinishedAt.Time, AdmissionTold: true}, w.reported[3],
+		"Admission heard of the end from the job: the Scheduling need not tell it")
 	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " nightly/uid-nightly/wordcount#1"}, w.admissionReleases)
 }
 

@@ -29,6 +29,8 @@ type jobWorld struct {
 	deleted  []string
 	// admissionReleases are the job's own releases to Admission: "<workflow id> <key>".
 	admissionReleases []string
+	// admissionStarts are the starts the job told Admission itself, in the same form.
+	admissionStarts []string
 	// firstExecutor is how long the first executor takes to hold its slot (0: a second).
 	firstExecutor time.Duration
 }
@@ -101,6 +103,12 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 				heard = fmt.Sprintf("%s, before the status said it ended (%s)", heard, last.State)
 			}
 			w.admissionReleases = append(w.admissionReleases, heard)
+			return nil
+		},
+		AdmissionStartedSignal: func(id string, arg any) error {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.admissionStarts = append(w.admissionStarts, id+" "+arg.(AdmissionKey).String())
 			return nil
 		},
 	})
@@ -212,6 +220,8 @@ func TestBatchJobWorkflow_InvalidJobFails(t *testing.T) {
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobFailed}, states(w))
 	require.Contains(t, w.written[0].Message, "has no slot 9")
 	require.Len(t, w.reported, 1)
+	require.False(t, w.reported[0].AdmissionTold, "the job sent Admission no release of its own: the Scheduling tells")
+	require.Empty(t, w.admissionReleases)
 }
 
 // No executor holds its slot within queue.StartingTimeout: the workflow's timer says the job
@@ -249,6 +259,10 @@ func TestBatchJobWorkflow_TellsAdmissionOfItsEndAndRecordsThePhases(t *testing.T
 	require.NoError(t, env.GetWorkflowError())
 	key := queue.JobKey{Scheduling: "nightly", SchedulingUID: "uid-nightly", Job: "wordcount", Run: 1}
 	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionReleases)
+	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionStarts, "the start too, once")
+	for _, p := range w.reported {
+		require.True(t, p.AdmissionTold, "Admission heard every report's news from the job: %+v", p)
+	}
 	ph := w.written[len(w.written)-1].Phases
 	require.NotNil(t, ph)
 	require.True(t, ph.AdmittedAt.Equal(&granted), "admitted at the grant")

@@ -502,16 +502,19 @@ func (s *scheduler) receiveProgress(ctx workflow.Context) {
 func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []tell {
 	s.apply(p)
 	var out []tell
-	// Admission hears once when a job left Starting (StateAware).
+	// Admission hears once when a job left Starting (StateAware), from the job itself when
+	// the report says so (AdmissionTold).
 	if p.Started || p.State == v1alpha1.JobRunning {
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run && !e.Started {
 				e.Started = true
-				out = append(out, tell{AdmissionStartedSignal, s.admissionKey(e)})
+				if !p.AdmissionTold {
+					out = append(out, tell{AdmissionStartedSignal, s.admissionKey(e)})
+				}
 			}
 		}
 	}
-	if p.State.Ended() {
+	if p.State.Ended() && !p.AdmissionTold {
 		// The job's status says it ended before its workflow reports it: Admission may hand
 		// its slots on at once (client signals only: an older history sent a release).
 		signal := AdmissionReleaseSignal

@@ -58,6 +58,11 @@ type fakeAdmission struct {
 	// creation requests (NudgeBeforeGhostsChange).
 	jobNudges, requestNudges []string
 	grants                   map[string]AdmissionGrant
+	// jobsTellAdmission: the jobs' reports say AdmissionTold, and Admission hears their
+	// ends from them (as a job's workflow tells it); fromScheduling: what the Scheduling
+	// itself sent Admission of its jobs' progress ("started a", "ended a").
+	jobsTellAdmission bool
+	fromScheduling    []string
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -93,10 +98,18 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 			return nil
 		},
 		AdmissionEndedSignal: func(_ string, arg any) error {
+			f.mu.Lock()
+			f.fromScheduling = append(f.fromScheduling, "ended "+arg.(AdmissionKey).Job)
+			f.mu.Unlock()
 			f.release(arg.(AdmissionKey))
 			return nil
 		},
-		AdmissionStartedSignal: func(string, any) error { return nil },
+		AdmissionStartedSignal: func(_ string, arg any) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.fromScheduling = append(f.fromScheduling, "started "+arg.(AdmissionKey).Job)
+			return nil
+		},
 	})
 	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
 		f.writes, f.wroteAt = append(f.writes, in), append(f.wroteAt, env.Now())
@@ -229,12 +242,16 @@ func (f *fakeAdmission) requestCreation(_ context.Context, in activities.Request
 	if in.Nudge != nil {
 		f.requestNudges = append(f.requestNudges, in.Nudge.WorkflowID)
 	}
-	job, run := in.Job, in.Request.Run
+	job, run, told := in.Job, in.Request.Run, f.jobsTellAdmission
+	key := AdmissionKey{Scheduling: in.Request.Scheduling, SchedulingUID: in.Request.SchedulingUID, Job: in.Job, Run: in.Request.Run}
 	f.env.RegisterDelayedCallback(func() {
-		f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: job, Run: run, State: v1alpha1.JobRunning})
+		f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: job, Run: run, State: v1alpha1.JobRunning, AdmissionTold: told})
 	}, time.Second)
 	f.env.RegisterDelayedCallback(func() {
-		f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: job, Run: run, State: v1alpha1.JobCompleted})
+		if told {
+			f.release(key) // the job's own release, sent with its report
+		}
+		f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: job, Run: run, State: v1alpha1.JobCompleted, AdmissionTold: told})
 	}, f.runFor[job])
 	return nil
 }
@@ -281,6 +298,8 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 		"each creation request nudges its job's workflow itself")
 	require.Len(t, f.jobNudges, 6, "the jobs are nudged on their own when claimed and when released, not after their requests")
 	require.Equal(t, []string{"a", "c", "b"}, f.admissionReleases, "each job's end gives its slots back: a at 10 s, c at 15 s, b at 20 s")
+	require.ElementsMatch(t, []string{"started a", "started b", "started c", "ended a", "ended b", "ended c"}, f.fromScheduling,
+		"the jobs' reports do not say Admission heard them: the Scheduling tells it")
 	require.Empty(t, f.held, "Admission holds nothing for this Scheduling at the end")
 	require.ElementsMatch(t, []string{"a", "b", "c"}, f.released, "cancelling releases every job")
 	require.True(t, f.finalized)
@@ -291,6 +310,28 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 	require.Equal(t, time.Duration(0), jobStatus(*completed, "a").WaitTime.Duration)
 	require.Equal(t, 10*time.Second, jobStatus(*completed, "c").WaitTime.Duration, "c is granted the moment a ends")
 	require.Equal(t, []int32{0}, jobStatus(*completed, "c").Slots, "the first slot a freed")
+}
+
+// Jobs whose reports say Admission heard their start and end from them (AdmissionTold) get
+// no second word from the Scheduling: Admission is not signalled for them, and the queue
+// runs as before on the jobs' own releases.
+func TestSchedulingWorkflow_WhatAJobToldAdmissionIsNotRepeated(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 2}, {Name: "b", Replication: 2}, {Name: "c", Replication: 1},
+	}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.jobsTellAdmission = true
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 20 * time.Second, "c": 5 * time.Second}
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Empty(t, f.fromScheduling, "Admission heard it all from the jobs")
+	require.Equal(t, []string{"a", "c", "b"}, f.admissionReleases, "the jobs' own releases hand their slots on")
+	require.Equal(t, []string{"a", "b", "c"}, f.created)
+	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+	require.NotNil(t, completed)
+	require.Equal(t, int32(3), completed.FinishedJobs)
 }
 
 // Jobs whose InQueue status their claim wrote are not nudged when claimed: only the one the
