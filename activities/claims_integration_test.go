@@ -13,10 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"slotplane/activities"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/jobapp"
@@ -323,4 +325,51 @@ func TestCheckHolds(t *testing.T) {
 	require.Contains(t, why["gone/"+uid], "deleted")
 	require.Contains(t, why["ended/"+uid], "ended Completed")
 	require.Contains(t, why["held/an-older-uid"], "made again")
+
+	// From the worker's copy: the same answers while it agrees with etcd.
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
+	snapshot := make([]client.Object, len(jobs.Items))
+	for i := range jobs.Items {
+		snapshot[i] = &jobs.Items[i]
+	}
+	counted := &countingClient{Client: cl}
+	copying := func(objs ...client.Object) *activities.Activities {
+		return &activities.Activities{Client: counted, Changes: activities.ChangesCopying(
+			fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).Build(), v1alpha1.GroupVersion.WithKind("BatchJob"))}
+	}
+	keys := []queue.JobKey{k("held", uid), k("free", uid), k("gone", uid), k("ended", uid), k("held", "an-older-uid")}
+	fromCopy, err := copying(snapshot...).CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: keys})
+	require.NoError(t, err)
+	require.ElementsMatch(t, got, fromCopy)
+	require.Equal(t, 4, counted.readsOf("BatchJob"), "no list of the jobs from etcd: one read of each key the copy finds unheld")
+	require.Equal(t, 1, counted.readsOf("Scheduling"))
+
+	// A copy that lags: "free" was claimed since, and "ended" has a new run; the copy still
+	// says both are unheld, etcd says they are held, and nothing held is released.
+	free := &v1alpha1.BatchJob{}
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "free"}, free))
+	free.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+	require.NoError(t, cl.Update(ctx, free))
+	ended := &v1alpha1.BatchJob{}
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ended"}, ended))
+	ended.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Scheduling: "nightly", Run: 1}
+	require.NoError(t, cl.Status().Update(ctx, ended))
+	lagging, err := copying(snapshot...).CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: keys})
+	require.NoError(t, err)
+	why = map[string]string{}
+	for _, u := range lagging {
+		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why
+	}
+	require.Len(t, lagging, 2, "only the gone job and the older Scheduling's key: %v", why)
+	require.Contains(t, why["gone/"+uid], "deleted")
+	require.Contains(t, why["held/an-older-uid"], "made again")
+
+	// A copy that lacks a job asks etcd too, and a job deleted since is found deleted.
+	require.NoError(t, cl.Delete(ctx, free))
+	lacking, err := copying().CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: []queue.JobKey{k("free", uid), k("held", uid)}})
+	require.NoError(t, err)
+	require.Len(t, lacking, 1)
+	require.Equal(t, "free", lacking[0].Key.Job)
+	require.Contains(t, lacking[0].Why, "deleted")
 }

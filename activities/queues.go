@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,20 +76,31 @@ type Unheld struct {
 // CheckHolds finds the keys no Scheduling holds any more: the BatchJob is gone or held by
 // another Scheduling (or none), the Scheduling is gone or is a newer one of the same name, or
 // the job's run ended. Admission releases them: a release that got lost cannot keep slots.
+//
+// Admission asks every Resync, under load too, for every key it holds: the jobs come from
+// the worker's copy when it has synced, and only a key the copy finds unheld is checked
+// again against the job in etcd (a copy that lags behind a new claim must not release a
+// held job); the Schedulings are read as their metadata, without their statuses.
 func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) ([]Unheld, error) {
 	if len(in.Keys) == 0 {
 		return nil, nil
 	}
+	var r client.Reader = a.Client
+	fromCopy := false
+	if c := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); c != nil {
+		r, fromCopy = c, true
+	}
 	var jobs v1alpha1.BatchJobList
-	if err := a.Client.List(ctx, &jobs, client.InNamespace(in.Namespace)); err != nil {
+	if err := r.List(ctx, &jobs, client.InNamespace(in.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list batchjobs of %s: %w", in.Namespace, err)
 	}
 	byName := make(map[string]*v1alpha1.BatchJob, len(jobs.Items))
 	for i := range jobs.Items {
 		byName[jobs.Items[i].Name] = &jobs.Items[i]
 	}
-	var schedulings v1alpha1.SchedulingList
-	if err := a.Client.List(ctx, &schedulings, client.InNamespace(in.Namespace)); err != nil {
+	schedulings := &metav1.PartialObjectMetadataList{}
+	schedulings.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("SchedulingList"))
+	if err := a.Client.List(ctx, schedulings, client.InNamespace(in.Namespace)); err != nil {
 		return nil, fmt.Errorf("list schedulings of %s: %w", in.Namespace, err)
 	}
 	uids := make(map[string]string, len(schedulings.Items))
@@ -97,25 +109,42 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) ([]Unhe
 	}
 	var out []Unheld
 	for _, k := range in.Keys {
-		job := byName[k.Job]
-		uid, exists := uids[k.Scheduling]
-		var why string
-		switch {
-		case job == nil:
-			why = fmt.Sprintf("BatchJob %s was deleted", k.Job)
-		case job.Labels[v1alpha1.ActiveSchedulingLabel] != k.Scheduling:
-			why = fmt.Sprintf("BatchJob %s is no longer held by scheduling %s", k.Job, k.Scheduling)
-		case !exists:
-			why = fmt.Sprintf("scheduling %s was deleted", k.Scheduling)
-		case k.SchedulingUID != "" && uid != k.SchedulingUID:
-			why = fmt.Sprintf("scheduling %s was deleted and made again", k.Scheduling)
-		case job.Status.Scheduling == k.Scheduling && job.Status.Run == k.Run &&
-			job.Status.State.Ended():
-			why = fmt.Sprintf("BatchJob %s's run %d ended %s", k.Job, k.Run, job.Status.State)
-		default:
-			continue
+		why := unheldWhy(k, byName[k.Job], uids)
+		if why != "" && fromCopy {
+			// The copy's word is checked against etcd's before anything is released.
+			var live v1alpha1.BatchJob
+			err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: k.Job}, &live)
+			switch {
+			case apierrors.IsNotFound(err):
+				why = unheldWhy(k, nil, uids)
+			case err != nil:
+				return nil, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, k.Job, err)
+			default:
+				why = unheldWhy(k, &live, uids)
+			}
 		}
-		out = append(out, Unheld{Key: k, Why: why})
+		if why != "" {
+			out = append(out, Unheld{Key: k, Why: why})
+		}
 	}
 	return out, nil
+}
+
+// unheldWhy says why nobody holds k any more, given its job (nil: deleted) and the UIDs of
+// the namespace's Schedulings by name; "" when it is still held.
+func unheldWhy(k queue.JobKey, job *v1alpha1.BatchJob, uids map[string]string) string {
+	uid, exists := uids[k.Scheduling]
+	switch {
+	case job == nil:
+		return fmt.Sprintf("BatchJob %s was deleted", k.Job)
+	case job.Labels[v1alpha1.ActiveSchedulingLabel] != k.Scheduling:
+		return fmt.Sprintf("BatchJob %s is no longer held by scheduling %s", k.Job, k.Scheduling)
+	case !exists:
+		return fmt.Sprintf("scheduling %s was deleted", k.Scheduling)
+	case k.SchedulingUID != "" && uid != k.SchedulingUID:
+		return fmt.Sprintf("scheduling %s was deleted and made again", k.Scheduling)
+	case job.Status.Scheduling == k.Scheduling && job.Status.Run == k.Run && job.Status.State.Ended():
+		return fmt.Sprintf("BatchJob %s's run %d ended %s", k.Job, k.Run, job.Status.State)
+	}
+	return ""
 }

@@ -57,6 +57,13 @@ const (
 	// task between a decision and the messages that carry it out (see decide): version 1
 	// with a timer, version 2 by sending the first of them from an activity.
 	CommitBeforeTellingChange = "commit-before-telling"
+	// KeptResyncTimerChange is the version marker of an Admission whose resync timer runs
+	// across its steps and is made again only once it fired. Each step used to start a timer
+	// of Resync and cancel it when a message came first: two history events and a timer task
+	// on the server per step, and, while messages came more often than every Resync, no
+	// resync at all, so the keys were never checked against the claims under load. (After
+	// the baseline: a change ID of its own.)
+	KeptResyncTimerChange = "kept-resync-timer"
 )
 
 // The messages and the report are the admission core's own types.
@@ -181,6 +188,8 @@ type admission struct {
 	// status; recording is the batch being written, recordingBusy says a writer runs.
 	unrecorded, recording []activities.QueuePlacement
 	recordingBusy         bool
+	// resync is the running resync timer (KeptResyncTimerChange; nil: none yet, or it fired).
+	resync workflow.Future
 }
 
 // listen opens the workflow's signal channels and registers its queues query and its move
@@ -247,15 +256,23 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 }
 
 // wait blocks until a message or a move arrives, a starving queue's preemption timeout runs
-// out (queue.Admitter.NextCheck), or the resync timer fires (resync), then cancels the timers
-// and empties moved.
+// out (queue.Admitter.NextCheck), or the resync timer fires (resync), then cancels the
+// step's timers and empties moved. The resync timer runs on across steps
+// (KeptResyncTimerChange): a resync comes every Resync however busy the queues are.
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
 	for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
-	sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
+	if workflow.GetVersion(ctx, KeptResyncTimerChange, workflow.DefaultVersion, 1) >= 1 {
+		if a.resync == nil {
+			a.resync = workflow.NewTimer(ctx, a.in.Resync)
+		}
+		sel.AddFuture(a.resync, func(workflow.Future) { resync, a.resync = true, nil })
+	} else {
+		sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
+	}
 	if d, ok := a.core.NextCheck(workflow.Now(ctx)); ok && d < a.in.Resync &&
 		changeVersion(ctx, UpdateIntervalChange) >= 1 {
 		// A starving queue's timeout runs out before the resync: decide again then.

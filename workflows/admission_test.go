@@ -649,6 +649,32 @@ func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
 	require.NotEmpty(t, checked)
 }
 
+// Messages that come more often than Resync do not put the resync off: a job whose release
+// was lost gives its slots back within a resync while the queues stay busy.
+func TestAdmissionWorkflow_ResyncsWhileMessagesKeepComing(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 2)
+	w.unheld = func(k queue.JobKey) string {
+		if k.Job == "orphan" {
+			return "BatchJob orphan's run 1 ended Completed"
+		}
+		return ""
+	}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "orphan"), User: "u", Slots: 2})
+		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
+	}, time.Second)
+	// Every 4 s for two minutes, news of a job Admission does not know (a repeat changes
+	// nothing): a message well within each 15 s resync.
+	for at := 3 * time.Second; at < 2*time.Minute; at += 4 * time.Second {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionStartedSignal, jk("s", "elsewhere")) }, at)
+	}
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 200, Resync: 15 * time.Second})
+	require.Len(t, w.grants, 2, "the orphan's slots went to the next job while the messages kept coming")
+	require.Equal(t, "next", w.grants[1].Job)
+	require.Less(t, w.at[1].Sub(w.at[0]), 20*time.Second, "within a resync")
+}
+
 // When its test bed is deleted, Admission refuses what waits and ends.
 func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 	w := &admissionWorld{}
