@@ -300,9 +300,10 @@ func TestRecordAdmissionHistory(t *testing.T) {
 }
 
 // admissionHistory is the file the recording writes. admission.json, recorded before
-// CommitBeforeTellingChange 2, and admission-commit-before-telling.json, recorded before
-// BaselineChange, stay as they are, so their paths keep being replayed.
-const admissionHistory = "admission-baseline.json"
+// CommitBeforeTellingChange 2, admission-commit-before-telling.json, recorded before
+// BaselineChange, and admission-baseline.json, recorded before KeptResyncTimerChange, stay as
+// they are, so their paths keep being replayed.
+const admissionHistory = "admission-resync.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.
 type allocationStandIn struct {

@@ -23,7 +23,7 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
 	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json",
-		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json"} {
+		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json", "admission-resync.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
@@ -39,13 +39,15 @@ func TestReplay_IncompatibleHistoryFails(t *testing.T) {
 }
 
 // A run recorded since BaselineChange records the baseline first and no other version
-// marker, but Admission's decision rules, which the baseline leaves out; the runs recorded
-// before it recorded one per change they met.
+// marker, but Admission's decision rules, which the baseline leaves out, and the changes
+// made after it; the runs recorded before it recorded one per change they met.
 func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 	for file, want := range map[string][]string{
 		"batchjob-baseline.json":   {workflows.BaselineChange},
 		"scheduling-baseline.json": {workflows.BaselineChange},
 		"admission-baseline.json":  {workflows.BaselineChange, workflows.AdmissionRulesChange},
+		// A change made after the baseline records its own marker (KeptResyncTimerChange).
+		"admission-resync.json": {workflows.BaselineChange, workflows.AdmissionRulesChange, workflows.KeptResyncTimerChange},
 	} {
 		t.Run(file, func(t *testing.T) {
 			f, err := os.Open("testdata/" + file)
