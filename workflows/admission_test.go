@@ -624,16 +624,13 @@ func TestAdmissionWorkflow_UndeliverableGrantIsReleased(t *testing.T) {
 	require.Equal(t, []int32{0, 1}, w.grants[0].Slots)
 }
 
-// Every resync the keys are checked against the claims: a job nobody holds any more (its
-// release was lost) gives its slots back.
-func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
-	w := &admissionWorld{}
-	env := newAdmissionEnv(t, w, 2)
-	var checked [][]queue.JobKey
+// orphanThenNext asks, a second in, for both slots for "orphan", whose release is lost
+// (nobody holds it, for why), then for "next": next gets the slots only once a resync
+// releases the orphan.
+func orphanThenNext(env *testsuite.TestWorkflowEnvironment, w *admissionWorld, why string) {
 	w.unheld = func(k queue.JobKey) string {
-		checked = append(checked, []queue.JobKey{k})
 		if k.Job == "orphan" {
-			return "BatchJob orphan was deleted"
+			return why
 		}
 		return ""
 	}
@@ -641,6 +638,20 @@ func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
 		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "orphan"), User: "u", Slots: 2})
 		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
 	}, time.Second)
+}
+
+// Every resync the keys are checked against the claims: a job nobody holds any more (its
+// release was lost) gives its slots back.
+func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 2)
+	orphanThenNext(env, w, "BatchJob orphan was deleted")
+	var checked [][]queue.JobKey
+	unheld := w.unheld
+	w.unheld = func(k queue.JobKey) string {
+		checked = append(checked, []queue.JobKey{k})
+		return unheld(k)
+	}
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 5, Resync: 15 * time.Second})
 	require.Len(t, w.grants, 2)
 	require.Equal(t, "orphan", w.grants[0].Job)
@@ -654,16 +665,7 @@ func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
 func TestAdmissionWorkflow_ResyncsWhileMessagesKeepComing(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 2)
-	w.unheld = func(k queue.JobKey) string {
-		if k.Job == "orphan" {
-			return "BatchJob orphan's run 1 ended Completed"
-		}
-		return ""
-	}
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "orphan"), User: "u", Slots: 2})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
-	}, time.Second)
+	orphanThenNext(env, w, "BatchJob orphan's run 1 ended Completed")
 	// Every 4 s for two minutes, news of a job Admission does not know (a repeat changes
 	// nothing): a message well within each 15 s resync.
 	for at := 3 * time.Second; at < 2*time.Minute; at += 4 * time.Second {

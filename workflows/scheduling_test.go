@@ -552,10 +552,7 @@ func TestSchedulingWorkflow_ContinueAsNewCarriesTheQueue(t *testing.T) {
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
 	}, 5*time.Second)
-	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
-	in.StepsPerRun = 500
-	env2.ExecuteWorkflow(SchedulingWorkflow, in)
-	require.NoError(t, env2.GetWorkflowError())
+	runNext(t, env2, in)
 	require.Equal(t, []string{"b"}, f2.requested, "only the waiting job is asked for again")
 	require.Equal(t, []string{"b"}, f2.created)
 	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCompleted))
@@ -582,6 +579,16 @@ func nextRunEnv(t *testing.T, spec v1alpha1.SchedulingSpec, first *fakeAdmission
 	env, f, statuses := newSchedulingEnv(t, spec, claim)
 	f.runFor, f.held, f.free, f.waiting = first.runFor, first.held, first.free, first.waiting
 	return env, f, statuses
+}
+
+// runNext runs in, the continue-as-new input of firstRunOfOneStep, in env (nextRunEnv) with
+// its own steps per run, until it is cancelled an hour in.
+func runNext(t *testing.T, env *testsuite.TestWorkflowEnvironment, in SchedulingInput) {
+	t.Helper()
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	in.StepsPerRun = 500
+	env.ExecuteWorkflow(SchedulingWorkflow, in)
+	require.NoError(t, env.GetWorkflowError())
 }
 
 // A long Scheduling claims, reads and sends its jobs a batch of 100 at a time, so that no
@@ -776,10 +783,7 @@ func TestSchedulingWorkflow_ARunSoonAfterTheLastAsksNothingAgain(t *testing.T) {
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
 	}, 5*time.Second)
-	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
-	in.StepsPerRun = 500
-	env2.ExecuteWorkflow(SchedulingWorkflow, in)
-	require.NoError(t, env2.GetWorkflowError())
+	runNext(t, env2, in)
 	require.Empty(t, f2.requested, "the run asked again")
 	require.Equal(t, []string{"b"}, f2.created, "b, asked for by the first run, still started")
 	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCompleted))
@@ -793,10 +797,7 @@ func TestSchedulingWorkflow_ARunCarriedFromBeforeAsksAndWritesAtOnce(t *testing.
 	in.Carried.AskedAt, in.Carried.WrittenTop, in.Carried.WroteAt = time.Time{}, nil, time.Time{}
 	env2, f2, _ := nextRunEnv(t, spec, f, claimAll)
 	env2.SetStartTime(f.wroteAt[len(f.wroteAt)-1].Add(100 * time.Millisecond))
-	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
-	in.StepsPerRun = 500
-	env2.ExecuteWorkflow(SchedulingWorkflow, in)
-	require.NoError(t, env2.GetWorkflowError())
+	runNext(t, env2, in)
 	require.Equal(t, []string{"b"}, f2.requested, "the waiting job is asked for again")
 	require.NotEmpty(t, f2.writes)
 	require.Less(t, f2.wroteAt[0].Sub(f.wroteAt[len(f.wroteAt)-1]), statusPace, "the first write waited for a pace it knew nothing of")
@@ -818,10 +819,7 @@ func TestSchedulingWorkflow_TheNextRunPacesItsFirstWrite(t *testing.T) {
 
 	env2, f2, _ := nextRunEnv(t, spec, f, claimAll)
 	env2.SetStartTime(in.Carried.WroteAt.Add(100 * time.Millisecond))
-	env2.RegisterDelayedCallback(env2.CancelWorkflow, time.Hour)
-	in.StepsPerRun = 500
-	env2.ExecuteWorkflow(SchedulingWorkflow, in)
-	require.NoError(t, env2.GetWorkflowError())
+	runNext(t, env2, in)
 	require.NotEmpty(t, f2.writes)
 	require.GreaterOrEqual(t, f2.wroteAt[0].Sub(in.Carried.WroteAt), statusPace, "the next run wrote at its start")
 	require.False(t, f2.writes[0].Delta, "the next run's first write is whole")
