@@ -12,10 +12,9 @@ import (
 
 // extenderFlags are slotplane extender's flags.
 type extenderFlags struct {
-	addr, kubeconfig, certFile, keyFile, clientCA, metrics string
-	pprof                                                  string
-	plain                                                  bool
-	rates                                                  kubeclient.Rates
+	addr, kubeconfig, certFile, keyFile, clientCA, metrics, pprof string
+	plain                                                         bool
+	rates                                                         kubeclient.Rates
 }
 
 // parseExtenderFlags reads the flags (and their SLOTPLANE_* variables) and checks that they
