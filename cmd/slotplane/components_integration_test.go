@@ -28,9 +28,12 @@ func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}
 	certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
+	// The worker talks to the real Temporal server uncompressed (the default), the bridge
+	// with gzip: the bed's ghosts come only if both reach it.
 	procs := map[string][]string{
 		"worker": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[3])),
-		"bridge": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[0]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[1])),
+		"bridge": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[0]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
+			"-temporal-compression", "gzip"),
 		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + strconv.Itoa(ports[2]),
 			"-tls-cert-file", certs.CertFile, "-tls-key-file", certs.KeyFile, "-client-ca-file", certs.ClientCAFile, "-metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[4])},
 	}
