@@ -89,34 +89,93 @@ func TestWatchChanges_WakesTheJobsWaiters(t *testing.T) {
 // countingClient counts the reads that reach the API server, by kind.
 type countingClient struct {
 	client.Client
-	mu    sync.Mutex
-	reads map[string]int
+	mu           sync.Mutex
+	reads, lists map[string]int
 }
 
-func (c *countingClient) count(obj runtime.Object) {
+func (c *countingClient) count(obj runtime.Object, list bool) {
 	gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reads == nil {
-		c.reads = map[string]int{}
+		c.reads, c.lists = map[string]int{}, map[string]int{}
 	}
-	c.reads[strings.TrimSuffix(gvk.Kind, "List")]++
+	kind := strings.TrimSuffix(gvk.Kind, "List")
+	c.reads[kind]++
+	if list {
+		c.lists[kind]++
+	}
 }
 
 func (c *countingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	c.count(obj)
+	c.count(obj, false)
 	return c.Client.Get(ctx, key, obj, opts...)
 }
 
 func (c *countingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	c.count(list)
+	c.count(list, true)
 	return c.Client.List(ctx, list, opts...)
+}
+
+// listsOf counts the lists of a kind among its reads.
+func (c *countingClient) listsOf(kind string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists[kind]
 }
 
 func (c *countingClient) readsOf(kind string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reads[kind]
+}
+
+// The worker's copy finds a job's pods by its index: exactly that job's pods of that namespace,
+// and again after a pod's label moves it to another job.
+func TestWatchChanges_FindsAJobsPodsByIndex(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	live := newClient(t, c)
+	require.NoError(t, live.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}))
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	require.NoError(t, err)
+	pod := func(ns, name, job string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{v1alpha1.BatchJobLabel: job}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	}
+	for _, p := range []*corev1.Pod{pod("default", "a-driver", "a"), pod("default", "a-exec-1", "a"), pod("default", "b-driver", "b"), pod("other", "a-driver", "a")} {
+		require.NoError(t, live.Create(ctx, p))
+	}
+	a := &activities.Activities{Client: live, Changes: ch}
+	names := func(ns, job string) []string {
+		t.Helper()
+		got, indexed, err := activities.JobPodNames(ctx, a, ns, job)
+		require.NoError(t, err)
+		require.True(t, indexed, "the pods come by the index")
+		return got
+	}
+	require.Eventually(t, func() bool {
+		return len(names("default", "a")) == 2 && len(names("default", "b")) == 1 && len(names("other", "a")) == 1
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{"a-driver", "a-exec-1"}, names("default", "a"))
+	require.Equal(t, []string{"b-driver"}, names("default", "b"))
+	require.Equal(t, []string{"a-driver"}, names("other", "a"))
+	require.Empty(t, names("default", "c"))
+
+	var moved corev1.Pod
+	require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: "a-exec-1"}, &moved))
+	moved.Labels[v1alpha1.BatchJobLabel] = "b"
+	require.NoError(t, live.Update(ctx, &moved))
+	require.Eventually(t, func() bool { return len(names("default", "b")) == 2 }, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{"a-driver"}, names("default", "a"))
+	require.Equal(t, []string{"a-exec-1", "b-driver"}, names("default", "b"))
+
+	// Without the hub, the same pods come from the API server by their label.
+	got, indexed, err := activities.JobPodNames(ctx, &activities.Activities{Client: live}, "default", "b")
+	require.NoError(t, err)
+	require.False(t, indexed)
+	require.Equal(t, []string{"a-exec-1", "b-driver"}, got)
 }
 
 // A wait on an application reads it and its pods from the worker's copy (WatchChanges), not

@@ -1,6 +1,9 @@
 package activities
 
 import (
+	"context"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -14,4 +17,18 @@ func ChangesCopying(r client.Reader, kinds ...schema.GroupVersionKind) *Changes 
 		c.synced[k] = func() bool { return true }
 	}
 	return c
+}
+
+// JobPodNames names the pods of a job as a wait on its application sees them, and says whether
+// they came by the copy's index.
+func JobPodNames(ctx context.Context, a *Activities, namespace, job string) (names []string, indexed bool, err error) {
+	pods, err := a.jobPods(ctx, namespace, job)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names, a.Changes != nil && a.Changes.podsIndexed, nil
 }

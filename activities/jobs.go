@@ -358,14 +358,9 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 	// From a watch's copy too (the worker's own, or the API server's watch cache): a look
 	// follows a change that copy saw, and a copy a moment old only delays what the next
 	// change shows.
-	var pods corev1.PodList
-	match := []client.ListOption{client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job}}
-	pc := a.Changes.reader(corev1.SchemeGroupVersion.WithKind("Pod"))
-	if pc == nil {
-		pc, match = a.Client, append(match, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
-	}
-	if err := pc.List(ctx, &pods, match...); err != nil {
-		return AppProgress{}, fmt.Errorf("list pods of job %s: %w", in.Job, err)
+	pods, err := a.jobPods(ctx, in.Namespace, in.Job)
+	if err != nil {
+		return AppProgress{}, err
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
@@ -383,6 +378,23 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 		}
 	}
 	return p, nil
+}
+
+// jobPods lists the pods of a job from the worker's copy (by its index, see jobPodsIndex), or
+// from the API server's watch cache when there is no copy.
+func (a *Activities) jobPods(ctx context.Context, namespace, job string) (*corev1.PodList, error) {
+	var pods corev1.PodList
+	var r client.Reader = a.Client
+	match := []client.ListOption{client.InNamespace(namespace)}
+	if c := a.Changes.reader(corev1.SchemeGroupVersion.WithKind("Pod")); c != nil {
+		r, match = c, append(match, a.Changes.jobPodsOption(c, job))
+	} else {
+		match = append(match, client.MatchingLabels{v1alpha1.BatchJobLabel: job}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	}
+	if err := r.List(ctx, &pods, match...); err != nil {
+		return nil, fmt.Errorf("list pods of job %s/%s: %w", namespace, job, err)
+	}
+	return &pods, nil
 }
 
 // readCopy reads an object from the worker's copy (Changes) when it has one of that kind,

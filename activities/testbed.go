@@ -71,13 +71,13 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	}
 	var layout []slots.Slot
 	var nodes []corev1.Node
-	var recheck time.Duration
+	var g grants
 	fromCopy := false
 	if owner == "" {
 		if nodes, err = a.bedNodes(ctx, &tb); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
-		if layout, recheck, fromCopy, err = a.layoutWithGrants(ctx, &tb, nodes, true); err != nil {
+		if layout, g, fromCopy, err = a.layoutWithGrants(ctx, &tb, nodes, true); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
 	}
@@ -88,18 +88,34 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
 	readLate := false
-	if fromCopy && (len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, tb.Status.Slots) || heldEmpty(layout, observed)) {
+	if fromCopy {
 		// The worker's copy of the jobs may lag: a grant not in it yet would get a ghost or
 		// lose its slot's place, a run whose end it lacks would lose its slot's new ghost or
 		// keep a freed slot without one (a slot held with no pod of its job in it: a run
 		// that ended, or a grant whose pods are on their way). A pass that changes anything,
 		// or would leave such a slot be, decides on the API server's word.
-		if layout, recheck, _, err = a.layoutWithGrants(ctx, &tb, nodes, false); err != nil {
-			return ReconcileTestBedResult{}, err
+		confirm := len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, tb.Status.Slots)
+		if empty := heldEmpty(layout, observed); !confirm && len(empty) > 0 {
+			// In a busy bed nearly every pass finds a slot held empty (a grant's pods on their
+			// way), and listing every job of the namespace from etcd for it was 16% of the
+			// worker's CPU in the 1,000-job run. The API server's word on such slots is their
+			// holders' word: when each slot's holder, read from etcd, still claims it, the
+			// copy was right about them. Only when one does not is the whole list read.
+			held, err := a.stillClaimed(ctx, &tb, empty, g.holders)
+			if err != nil {
+				return ReconcileTestBedResult{}, err
+			}
+			confirm = !held
 		}
-		plan = slots.PlanGhosts(layout, requests, observed)
-		readLate = true
+		if confirm {
+			if layout, g, _, err = a.layoutWithGrants(ctx, &tb, nodes, false); err != nil {
+				return ReconcileTestBedResult{}, err
+			}
+			plan = slots.PlanGhosts(layout, requests, observed)
+			readLate = true
+		}
 	}
+	recheck := g.recheck
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
@@ -142,14 +158,13 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 
 // layoutWithGrants lays out the bed's slots over nodes (layout) and marks those that jobs
 // hold (assignedSlots). The jobs come from the worker's copy when mayCopy and the copy has synced
-// (fromCopy), else from etcd. recheck is when the next grant times out or leaving slot's
-// grace ends.
+// (fromCopy), else from etcd. The grants' recheck is set to when the next grant times out or
+// leaving slot's grace ends.
 //
 // Most passes change nothing (a job's pod came or went, the slots' states are written), and
 // reading a thousand jobs from etcd twice a pass was a twelfth of the API server's work in the
 // long run; the copy costs it nothing.
-func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, nodes []corev1.Node, mayCopy bool) (layout []slots.Slot, recheck time.Duration, fromCopy bool, err error) {
-	var g grants
+func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, nodes []corev1.Node, mayCopy bool) (layout []slots.Slot, g grants, fromCopy bool, err error) {
 	now := time.Now()
 	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); mayCopy && r != nil {
 		fromCopy = true
@@ -158,30 +173,67 @@ func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed,
 		g, err = a.assignedSlots(ctx, tb, now)
 	}
 	if err != nil {
-		return nil, 0, false, err
+		return nil, grants{}, false, err
 	}
 	layout, leaving := a.layout(tb, nodes, g.assigned, now)
 	for i := range layout {
 		p := layout[i].Position
 		layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
 	}
-	return layout, sooner(g.recheck, leaving), fromCopy, nil
+	g.recheck = sooner(g.recheck, leaving)
+	return layout, g, fromCopy, nil
 }
 
-// heldEmpty says whether a slot of layout is held for a job (Assigned) with no live pod in it.
-func heldEmpty(layout []slots.Slot, observed []slots.ObservedPod) bool {
+// heldEmpty lists the slots of layout held for a job (Assigned) with no live pod in them.
+func heldEmpty(layout []slots.Slot, observed []slots.ObservedPod) []int32 {
 	filled := map[int32]bool{}
 	for _, p := range observed {
 		if !p.Ghost && !p.Finished && p.Slot >= 0 {
 			filled[p.Slot] = true
 		}
 	}
+	var out []int32
 	for _, s := range layout {
 		if s.Assigned && !filled[s.Position] {
-			return true
+			out = append(out, s.Position)
 		}
 	}
-	return false
+	return out
+}
+
+// stillClaimed says whether every slot of positions is still claimed, on etcd's word, by one
+// of the jobs holders credits with it: one read of each of those jobs.
+func (a *Activities) stillClaimed(ctx context.Context, tb *v1alpha1.TestBed, positions []int32, holders map[int32][]string) (bool, error) {
+	timeout := tb.Spec.GrantedSlotTimeoutOrDefault()
+	now := time.Now()
+	claims := map[string][]int32{} // by job: the slots it claims now; nil when none
+	for _, p := range positions {
+		claimed := false
+		for _, name := range holders[p] {
+			held, read := claims[name]
+			if !read {
+				var j v1alpha1.BatchJob
+				err := a.Client.Get(ctx, types.NamespacedName{Namespace: tb.Namespace, Name: name}, &j)
+				if client.IgnoreNotFound(err) != nil {
+					return false, fmt.Errorf("get batch job %s/%s: %w", tb.Namespace, name, err)
+				}
+				if err == nil {
+					if h := holdOf(&j, tb.Name, timeout, now); h.holds && !h.unclaimed {
+						held = h.slots
+					}
+				}
+				claims[name] = held
+			}
+			if slices.Contains(held, p) {
+				claimed = true
+				break
+			}
+		}
+		if !claimed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // moved says whether layout drops a slot of the bed's status or puts it elsewhere (added
@@ -279,6 +331,8 @@ func sooner(a, b time.Duration) time.Duration {
 type grants struct {
 	assigned, unclaimed map[int32]bool
 	recheck             time.Duration
+	// holders names the jobs that claim each claimed slot.
+	holders map[int32][]string
 }
 
 func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed, now time.Time) (grants, error) {
@@ -292,40 +346,21 @@ func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v
 		return grants{}, fmt.Errorf("list batch jobs of %s: %w", tb.Namespace, err)
 	}
 	timeout := tb.Spec.GrantedSlotTimeoutOrDefault()
-	out := grants{assigned: map[int32]bool{}, unclaimed: map[int32]bool{}}
+	out := grants{assigned: map[int32]bool{}, unclaimed: map[int32]bool{}, holders: map[int32][]string{}}
 	claimed := map[int32]bool{}
-	for _, j := range jobs.Items {
-		raw := j.Annotations[v1alpha1.CreationRequestAnnotation]
-		if raw == "" || j.Labels[v1alpha1.ActiveSchedulingLabel] == "" {
+	for i := range jobs.Items {
+		h := holdOf(&jobs.Items[i], tb.Name, timeout, now)
+		if !h.holds {
 			continue
 		}
-		var req v1alpha1.CreationRequest
-		if json.Unmarshal([]byte(raw), &req) != nil || req.TestBed != tb.Name {
-			continue
-		}
-		st := j.Status
-		thisRun := st.Run == req.Run && st.Scheduling == req.Scheduling
-		if thisRun && st.State.Ended() {
-			continue
-		}
-		held := req.Slots
-		if v, ok := j.Annotations[v1alpha1.AssignedSlotsAnnotation]; ok {
-			if ids, err := slots.ParseSlotIDs(v); err == nil {
-				held = ids
-			}
-		}
-		unclaimed := false
-		if req.GrantedAt != nil && !(thisRun && st.State == v1alpha1.JobRunning) {
-			left := req.GrantedAt.Add(timeout).Sub(now)
-			unclaimed = left <= 0
-			out.recheck = sooner(out.recheck, left)
-		}
-		for _, p := range held {
+		out.recheck = sooner(out.recheck, h.dueIn)
+		for _, p := range h.slots {
 			out.assigned[p] = true
-			if unclaimed {
+			if h.unclaimed {
 				out.unclaimed[p] = true
 			} else {
 				claimed[p] = true
+				out.holders[p] = append(out.holders[p], jobs.Items[i].Name)
 			}
 		}
 	}
@@ -334,6 +369,47 @@ func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v
 		delete(out.unclaimed, p)
 	}
 	return out, nil
+}
+
+// hold is what one job holds of a test bed (holdOf).
+type hold struct {
+	holds bool
+	slots []int32
+	// unclaimed: the job's pods have not all come within the bed's grantedSlotTimeout.
+	unclaimed bool
+	// dueIn, when positive, is when that timeout ends.
+	dueIn time.Duration
+}
+
+// holdOf is what job j holds of test bed bed: the slots of its creation request for the bed
+// (or, once preemption took some back, of its assigned-slots annotation) while it is in an
+// active Scheduling and its status does not say that run ended.
+func holdOf(j *v1alpha1.BatchJob, bed string, timeout time.Duration, now time.Time) hold {
+	raw := j.Annotations[v1alpha1.CreationRequestAnnotation]
+	if raw == "" || j.Labels[v1alpha1.ActiveSchedulingLabel] == "" {
+		return hold{}
+	}
+	var req v1alpha1.CreationRequest
+	if json.Unmarshal([]byte(raw), &req) != nil || req.TestBed != bed {
+		return hold{}
+	}
+	st := j.Status
+	thisRun := st.Run == req.Run && st.Scheduling == req.Scheduling
+	if thisRun && st.State.Ended() {
+		return hold{}
+	}
+	h := hold{holds: true, slots: req.Slots}
+	if v, ok := j.Annotations[v1alpha1.AssignedSlotsAnnotation]; ok {
+		if ids, err := slots.ParseSlotIDs(v); err == nil {
+			h.slots = ids
+		}
+	}
+	if req.GrantedAt != nil && !(thisRun && st.State == v1alpha1.JobRunning) {
+		left := req.GrantedAt.Add(timeout).Sub(now)
+		h.unclaimed = left <= 0
+		h.dueIn = left
+	}
+	return h
 }
 
 // nodeLabelOwner names the test bed, of any namespace, that owns the nodes tb's nodeLabel

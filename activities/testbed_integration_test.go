@@ -313,9 +313,10 @@ func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) 
 
 // A pass reads the jobs' grants from the worker's copy, and only a pass that changes
 // nothing keeps that answer: one that would make or delete a ghost, or move a slot, reads
-// the jobs from the API server again and decides on that. A copy that lags therefore costs
-// neither a granted slot its room nor a freed slot its ghost, and a settled pass reads no
-// job from the API server.
+// the jobs from the API server again and decides on that, and one that would leave a slot
+// held with no pod in it first asks etcd about that slot's holder. A copy that lags
+// therefore costs neither a granted slot its room nor a freed slot its ghost, a settled pass
+// lists no job from the API server, and one with no slot held empty reads none.
 func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl := newClient(t, c)
@@ -398,6 +399,34 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	res, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Created, "the slot of the run the copy still has running gets its ghost: %+v", res)
+	waitGhostsRunning(t, cl, "bed", 3)
+	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
+
+	// A busy bed: two slots held for running jobs whose pods are away ("late"'s and
+	// "coming"'s), and a copy that is right about them. The pass asks etcd about those two
+	// jobs alone, and lists none.
+	grant("coming", 3)
+	waitGhostsRunning(t, cl, "bed", 2)
+	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
+	snapshot = snapshot[:0]
+	for i := range jobs.Items {
+		snapshot = append(snapshot, &jobs.Items[i])
+	}
+	a.Changes = activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
+		v1alpha1.GroupVersion.WithKind("BatchJob"))
+	reads, lists := counted.readsOf("BatchJob"), counted.listsOf("BatchJob")
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.True(t, res.Settled, "%+v", res)
+	require.Equal(t, reads+2, counted.readsOf("BatchJob"), "each slot's holder is read from etcd")
+	require.Equal(t, lists, counted.listsOf("BatchJob"), "no job is listed from etcd")
+	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: false}, ghostIn())
+	// Its run ends, and the copy still has it running: that one read shows the end, and the
+	// slot gets its ghost.
+	setRun(t, cl, "coming", v1alpha1.JobCompleted, 3)
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Created, "%+v", res)
 	waitGhostsRunning(t, cl, "bed", 3)
 	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
 
