@@ -211,10 +211,13 @@ type reconciler struct {
 	now  func() time.Time
 }
 
+// appPodsIndex indexes the cached pods by the application they belong to (AppUIDLabel).
+const appPodsIndex = "appsim.slotplane.io/app-uid"
+
 // podsByRole lists the cached pods of the application with this UID, by role.
 func (r *reconciler) podsByRole(ctx context.Context, namespace string, uid types.UID) (map[string][]corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{AppUIDLabel: string(uid)}); err != nil {
+	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{appPodsIndex: string(uid)}); err != nil {
 		return nil, fmt.Errorf("list pods of application %s: %w", uid, err)
 	}
 	out := map[string][]corev1.Pod{}
