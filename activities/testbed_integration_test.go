@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -206,23 +207,7 @@ func TestReconcileTestBed_RealPodTakesGhostsPlace(t *testing.T) {
 	settle(t, a, in)
 	waitGhostsRunning(t, cl, "bed", 4)
 
-	// What the extender does for slot 3 (node-01, second slot): reserve it in the status,
-	// label the pod with the slot and its claim, and the scheduler binds the pod to the node.
-	real := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "exec-1", Namespace: "default", Labels: map[string]string{
-			v1alpha1.TestBedLabel: "bed",
-		}},
-		Spec: corev1.PodSpec{NodeName: "node-01", Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
-	}
-	require.NoError(t, cl.Create(ctx, real))
-	base := real.DeepCopy()
-	real.Labels[v1alpha1.SlotIDLabel] = "3"
-	real.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(3, real.UID)}
-	require.NoError(t, cl.Patch(ctx, real, client.MergeFrom(base)))
-	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
-	tb.Status.Slots[3].State, tb.Status.Slots[3].PodName, tb.Status.Slots[3].PodUID = v1alpha1.SlotReserved, real.Name, real.UID
-	require.NoError(t, cl.Status().Update(ctx, tb))
-
+	real := occupySlot(t, cl, tb, "exec-1", 3)
 	settle(t, a, in)
 	g := waitGhostsRunning(t, cl, "bed", 3)
 	require.Len(t, g["node-01"], 1)
@@ -232,15 +217,101 @@ func TestReconcileTestBed_RealPodTakesGhostsPlace(t *testing.T) {
 	require.Equal(t, "exec-1", tb.Status.Slots[3].PodName)
 	require.EqualValues(t, 1, tb.Status.Occupied)
 
-	require.NoError(t, cl.Delete(ctx, real, client.GracePeriodSeconds(0)))
-	require.Eventually(t, func() bool {
-		return cl.Get(ctx, client.ObjectKeyFromObject(real), &corev1.Pod{}) != nil
-	}, 10*time.Second, 50*time.Millisecond)
+	deletePod(t, cl, real)
 	settle(t, a, in)
 	waitGhostsRunning(t, cl, "bed", 4)
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[3].State)
 	require.Empty(t, tb.Status.Slots[3].PodName)
+}
+
+// occupySlot puts a job's pod in a slot of the bed as the extender does: it reserves the slot
+// in the status, labels the pod with the slot and its claim, and the pod is bound to the
+// slot's node.
+func occupySlot(t *testing.T, cl client.Client, tb *v1alpha1.TestBed, name string, position int32) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	slot := &tb.Status.Slots[position]
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
+			v1alpha1.TestBedLabel: tb.Name,
+		}},
+		Spec: corev1.PodSpec{NodeName: slot.NodeName, Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
+	}
+	require.NoError(t, cl.Create(ctx, pod))
+	base := pod.DeepCopy()
+	pod.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(position))
+	pod.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(position, pod.UID)}
+	require.NoError(t, cl.Patch(ctx, pod, client.MergeFrom(base)))
+	slot.State, slot.PodName, slot.PodUID = v1alpha1.SlotReserved, pod.Name, pod.UID
+	require.NoError(t, cl.Status().Update(ctx, tb))
+	return pod
+}
+
+// deletePod deletes a pod at once and waits until it is gone.
+func deletePod(t *testing.T, cl client.Client, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, cl.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// A slot whose job's pod just left waits HandOverGrace for its next job before it gets its
+// ghost: a grant in that time finds it without one, and no ghost is made and deleted for
+// nothing. A slot nobody takes gets its ghost at the pass after.
+func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
+	cl, a, tb := newBed(t, 2)
+	ctx := context.Background()
+	settle(t, a, bedInput)
+	waitGhostsRunning(t, cl, "bed", 4)
+	first, second := occupySlot(t, cl, tb, "exec-1", 3), occupySlot(t, cl, tb, "exec-2", 1)
+	settle(t, a, bedInput)
+	waitGhostsRunning(t, cl, "bed", 2)
+
+	// Slot 3's pod leaves: the pass makes it no ghost yet, and says when to come back.
+	deletePod(t, cl, first)
+	res, err := a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.HandingOver, "%+v", res)
+	require.Zero(t, res.Created)
+	require.False(t, res.Settled)
+	require.Positive(t, res.RecheckIn)
+	require.LessOrEqual(t, res.RecheckIn, activities.HandOverGrace)
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[3].State, "the slot is free for the next job")
+	require.Equal(t, metav1.ConditionFalse, readyStatus(tb))
+
+	// The next job is granted it before the next pass: no ghost is ever made for it.
+	grantSlot(t, cl, a, "next", 3)
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Zero(t, res.Created, "%+v", res)
+	require.Zero(t, res.HandingOver)
+	require.True(t, res.Settled)
+
+	// Slot 1's pod leaves and nobody takes the slot: its ghost comes at the pass after.
+	deletePod(t, cl, second)
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.HandingOver, "%+v", res)
+	require.Zero(t, res.Created)
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Created, "%+v", res)
+	require.Zero(t, res.HandingOver)
+	slotGhosts := map[string]bool{}
+	for node, ps := range waitGhostsRunning(t, cl, "bed", 3) {
+		for _, p := range ps {
+			slotGhosts[node+"/"+p.Labels[v1alpha1.PositionOnNodeLabel]] = true
+		}
+	}
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	for _, s := range tb.Status.Slots {
+		require.Equal(t, s.Position != 3, slotGhosts[s.NodeName+"/"+strconv.Itoa(int(s.PositionOnNode))], "slot %d", s.Position)
+	}
 }
 
 func readyStatus(tb *v1alpha1.TestBed) metav1.ConditionStatus {

@@ -242,3 +242,21 @@ func TestReconcileTestBed_KeepsConditionsItDoesNotOwn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Accepted", meta.FindStatusCondition(readBed(t, cl).Status.Conditions, queuesConfigured).Reason)
 }
+
+// Only the slots the last status shows held by a job's pod wait for their next job; a free
+// slot without a ghost (a new slot, or one whose ghost went) gets its ghost at once.
+func TestHoldBackFreed_OnlySlotsAJobsPodHeld(t *testing.T) {
+	plan := slots.Plan{Create: []slots.Slot{{Position: 0}, {Position: 1}, {Position: 2}, {Position: 3}}}
+	last := []v1alpha1.SlotStatus{
+		{Position: 0, State: v1alpha1.SlotFree},
+		{Position: 1, State: v1alpha1.SlotReserved, PodName: "exec-1"},
+		{Position: 2, State: v1alpha1.SlotOccupied, PodName: "exec-2"},
+	}
+	require.Equal(t, 2, holdBackFreed(&plan, last))
+	var kept []int32
+	for _, s := range plan.Create {
+		kept = append(kept, s.Position)
+	}
+	require.Equal(t, []int32{0, 3}, kept)
+	require.Zero(t, holdBackFreed(&plan, nil))
+}
