@@ -91,7 +91,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	}
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
-	handingOver := holdBackFreed(&plan, tb.Status.Slots)
+	handingOver, handOverDue := holdBackFreed(&plan, tb.Status.Slots, g.freed)
 	readLate := false
 	if fromCopy {
 		// The worker's copy of the jobs may lag: a grant not in it yet would get a ghost or
@@ -117,23 +117,20 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 				return ReconcileTestBedResult{}, err
 			}
 			plan = slots.PlanGhosts(layout, requests, observed)
-			handingOver = holdBackFreed(&plan, tb.Status.Slots)
+			handingOver, handOverDue = holdBackFreed(&plan, tb.Status.Slots, g.freed)
 			readLate = true
 		}
 	}
-	recheck := g.recheck
-	if handingOver > 0 {
-		recheck = sooner(recheck, HandOverGrace)
-	}
+	recheck := sooner(g.recheck, handOverDue)
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
 	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes, TakenBy: owner, RecheckIn: recheck, HandingOver: handingOver}
-	for _, g := range plan.Delete {
-		pod := pods[g.UID]
-		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
+	for _, ghost := range plan.Delete {
+		pod := pods[ghost.UID]
+		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &ghost.UID}, client.GracePeriodSeconds(0))
 		if client.IgnoreNotFound(err) != nil {
-			return res, fmt.Errorf("delete ghost %s: %w", g.Name, err)
+			return res, fmt.Errorf("delete ghost %s: %w", ghost.Name, err)
 		}
 		res.Deleted++
 	}
@@ -165,28 +162,40 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	return res, nil
 }
 
-// HandOverGrace is how long, at least, a freed slot waits for its next job before it gets its
-// ghost back. A job's end reaches Admission straight from the job, and Admission grants the
-// freed slot in the same step when a job waits for it (0.2 s at the median of the long run):
-// a ghost made in between is only deleted again by the grant, two pod writes and a scheduler
+// HandOverGrace is how long a freed slot waits for its next job before it gets its ghost
+// back. A job's end reaches Admission straight from the job, and Admission grants the freed
+// slot in the same step when a job waits for it (0.2 s at the median of the long run): a
+// ghost made in between is only deleted again by the grant, two pod writes and a scheduler
 // cycle for nothing, and the pass that made it read every job from etcd to be sure of it.
-// A slot that is not granted within the grace gets its ghost at the next pass.
+// A slot not granted within the grace gets its ghost at the pass after.
 const HandOverGrace = time.Second
 
-// holdBackFreed takes out of plan's ghosts to create those of slots that the bed's last
-// status shows held by a job's pod (reserved or occupied): their pods left since the last
-// pass, so they wait HandOverGrace for their next job (ReconcileTestBed comes back then).
-// It returns how many it held back.
-func holdBackFreed(plan *slots.Plan, last []v1alpha1.SlotStatus) int {
-	held := map[int32]bool{}
+// holdBackFreed takes out of plan's ghosts to create those of freed slots that may be on their
+// way to a next job: slots whose run ended less than HandOverGrace ago (freed, by slot: the
+// grace left), and slots the bed's last status shows held by a job's pod, reserved or
+// occupied (the pod left since the last pass; a run whose end the pass does not know of yet,
+// such as a pod deleted while it waited). It returns how many it held back, and when the
+// first of them is due (ReconcileTestBed comes back then).
+func holdBackFreed(plan *slots.Plan, last []v1alpha1.SlotStatus, freed map[int32]time.Duration) (int, time.Duration) {
+	wait := map[int32]time.Duration{}
+	for p, left := range freed {
+		wait[p] = left
+	}
 	for _, s := range last {
-		if s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied {
-			held[s.Position] = true
+		if _, ok := wait[s.Position]; !ok && (s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied) {
+			wait[s.Position] = HandOverGrace
 		}
 	}
+	var due time.Duration
 	n := len(plan.Create)
-	plan.Create = slices.DeleteFunc(plan.Create, func(s slots.Slot) bool { return held[s.Position] })
-	return n - len(plan.Create)
+	plan.Create = slices.DeleteFunc(plan.Create, func(s slots.Slot) bool {
+		left, ok := wait[s.Position]
+		if ok {
+			due = sooner(due, left)
+		}
+		return ok
+	})
+	return n - len(plan.Create), due
 }
 
 // layoutWithGrants lays out the bed's slots over nodes (layout) and marks those that jobs
@@ -366,6 +375,9 @@ type grants struct {
 	recheck             time.Duration
 	// holders names the jobs that claim each claimed slot.
 	holders map[int32][]string
+	// freed are the slots of runs that ended less than HandOverGrace ago, with the grace
+	// left.
+	freed map[int32]time.Duration
 }
 
 func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed, now time.Time) (grants, error) {
@@ -379,11 +391,16 @@ func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v
 		return grants{}, fmt.Errorf("list batch jobs of %s: %w", tb.Namespace, err)
 	}
 	timeout := tb.Spec.GrantedSlotTimeoutOrDefault()
-	out := grants{assigned: map[int32]bool{}, unclaimed: map[int32]bool{}, holders: map[int32][]string{}}
+	out := grants{assigned: map[int32]bool{}, unclaimed: map[int32]bool{}, holders: map[int32][]string{}, freed: map[int32]time.Duration{}}
 	claimed := map[int32]bool{}
 	for i := range jobs.Items {
 		h := holdOf(&jobs.Items[i], tb.Name, timeout, now)
 		if !h.holds {
+			if ps, left := freedRecently(&jobs.Items[i], tb.Name, now); left > 0 {
+				for _, p := range ps {
+					out.freed[p] = max(out.freed[p], left)
+				}
+			}
 			continue
 		}
 		out.recheck = sooner(out.recheck, h.dueIn)
@@ -443,6 +460,25 @@ func holdOf(j *v1alpha1.BatchJob, bed string, timeout time.Duration, now time.Ti
 		h.dueIn = left
 	}
 	return h
+}
+
+// freedRecently gives the slots of bed that job j's run left, and how much of HandOverGrace
+// is left since it ended (none: 0).
+func freedRecently(j *v1alpha1.BatchJob, bed string, now time.Time) ([]int32, time.Duration) {
+	st := &j.Status
+	if st.TestBed != bed || !st.State.Ended() || len(st.Slots) == 0 {
+		return nil, 0
+	}
+	var ended time.Time
+	switch {
+	case st.Phases != nil && st.Phases.EndedAt != nil:
+		ended = st.Phases.EndedAt.Time
+	case st.FinishedAt != nil:
+		ended = st.FinishedAt.Time
+	default:
+		return nil, 0
+	}
+	return st.Slots, min(HandOverGrace, ended.Add(HandOverGrace).Sub(now))
 }
 
 // nodeLabelOwner names the test bed, of any namespace, that owns the nodes tb's nodeLabel

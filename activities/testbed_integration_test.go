@@ -259,9 +259,10 @@ func deletePod(t *testing.T, cl client.Client, pod *corev1.Pod) {
 	}, 10*time.Second, 50*time.Millisecond)
 }
 
-// A slot whose job's pod just left waits HandOverGrace for its next job before it gets its
-// ghost: a grant in that time finds it without one, and no ghost is made and deleted for
-// nothing. A slot nobody takes gets its ghost at the pass after.
+// A freed slot waits HandOverGrace for its next job before it gets its ghost: a grant in that
+// time finds it without one, and no ghost is made and deleted for nothing. A slot is freed
+// when a pass finds its job's pod gone, or when its run ended (the job's status says when).
+// A slot nobody takes gets its ghost at the pass after.
 func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
 	cl, a, tb := newBed(t, 2)
 	ctx := context.Background()
@@ -312,6 +313,34 @@ func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
 	for _, s := range tb.Status.Slots {
 		require.Equal(t, s.Position != 3, slotGhosts[s.NodeName+"/"+strconv.Itoa(int(s.PositionOnNode))], "slot %d", s.Position)
 	}
+
+	// A run in slot 0 ends before any pass saw a pod of it there: its slot waits out what is
+	// left of the grace from the end the job's status records, then gets its ghost.
+	grantSlot(t, cl, a, "brief", 0)
+	waitGhostsRunning(t, cl, "bed", 2)
+	var job v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "brief"}, &job))
+	endedAt := metav1.NewMicroTime(time.Now())
+	job.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", TestBed: "bed", Slots: []int32{0}, Run: 1,
+		Phases: &v1alpha1.RunPhases{EndedAt: &endedAt}}
+	require.NoError(t, cl.Status().Update(ctx, &job))
+	start := time.Now()
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	if start.Sub(endedAt.Time) < activities.HandOverGrace {
+		require.Equal(t, 1, res.HandingOver, "%+v", res)
+		require.Zero(t, res.Created)
+		require.Positive(t, res.RecheckIn)
+		require.LessOrEqual(t, res.RecheckIn, activities.HandOverGrace-start.Sub(endedAt.Time))
+		time.Sleep(res.RecheckIn)
+		res, err = a.ReconcileTestBed(ctx, bedInput)
+		require.NoError(t, err)
+	} else {
+		t.Logf("the pass came %v after the end, past the grace", start.Sub(endedAt.Time))
+	}
+	require.Equal(t, 1, res.Created, "%+v", res)
+	require.Zero(t, res.HandingOver)
+	waitGhostsRunning(t, cl, "bed", 3)
 }
 
 func readyStatus(tb *v1alpha1.TestBed) metav1.ConditionStatus {
