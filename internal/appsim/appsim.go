@@ -153,7 +153,7 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options
 		}
 	}
 
-	// An application's pods are a lookup in the cache, not a walk over all its pods: the
+	// An application's pods are a lookup in the cache, not a walk over every pod the cache keeps: the
 	// pods of ended applications stay (as the operators keep a finished driver), and in the
 	// 1,000-job run the walk was 4% of the whole test process.
 	err = mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, appPodsIndex, func(o client.Object) []string {
