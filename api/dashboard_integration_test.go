@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,9 +221,13 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	defer stopClick()
 	require.NoError(t, chromedp.Do(click, chromedp.Click(chromedp.CSS(row+" button.kill"))))
 	var killed api.Job
-	require.Eventually(t, func() bool {
+	var said string // what the page says of the kill, for a failure's message
+	if !assert.Eventually(t, func() bool {
+		said, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#job-action').textContent`))
 		return c.call("GET", "/jobs/show-long", nil, &killed) == 200 && killed.Status.State == v1alpha1.JobFailed
-	}, time.Minute, 200*time.Millisecond, "the killed job ends")
+	}, time.Minute, 200*time.Millisecond) {
+		t.Fatalf("the killed job never ended: its status %+v; the page says %q", killed.Status, said)
+	}
 	require.Equal(t, v1alpha1.ReasonKilled, killed.Status.Reason)
 	require.Equal(t, "killed by alice (an administrator of root.teams.etl): killed from the dashboard", killed.Status.Message)
 	require.Eventually(t, func() bool {
