@@ -50,10 +50,10 @@ type Changes struct {
 // label match walked thousands of pods for each look at one job: 8% of the worker's CPU.
 const jobPodsIndex = "slotplane.io/batchjob"
 
-// jobPodsOption selects the pods of job from r: by the index when r is the hub's indexed
-// copy, else by the label (the API server, or a copy a test made).
-func (c *Changes) jobPodsOption(r client.Reader, job string) client.ListOption {
-	if c != nil && c.podsIndexed && r == c.copies {
+// jobPodsOption selects the pods of job from the hub's copy: by the index when the copy has
+// it, else by the label (a copy a test made).
+func (c *Changes) jobPodsOption(job string) client.ListOption {
+	if c.podsIndexed {
 		return client.MatchingFields{jobPodsIndex: job}
 	}
 	return client.MatchingLabels{v1alpha1.BatchJobLabel: job}

@@ -387,7 +387,7 @@ func (a *Activities) jobPods(ctx context.Context, namespace, job string) (*corev
 	var r client.Reader = a.Client
 	match := []client.ListOption{client.InNamespace(namespace)}
 	if c := a.Changes.reader(corev1.SchemeGroupVersion.WithKind("Pod")); c != nil {
-		r, match = c, append(match, a.Changes.jobPodsOption(c, job))
+		r, match = c, append(match, a.Changes.jobPodsOption(job))
 	} else {
 		match = append(match, client.MatchingLabels{v1alpha1.BatchJobLabel: job}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
 	}

@@ -456,14 +456,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	// The copy is taken while "done" runs in slot 0; then "late" is granted slot 1 and
 	// "done" ends: the copy has neither.
 	grant("done", 0)
-	var jobs v1alpha1.BatchJobList
-	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
-	snapshot := make([]client.Object, len(jobs.Items))
-	for i := range jobs.Items {
-		snapshot[i] = &jobs.Items[i]
-	}
-	stale := activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
-		v1alpha1.GroupVersion.WithKind("BatchJob"))
+	stale := jobsCopy(t, cl)
 	grant("late", 1)
 	setRun(t, cl, "done", v1alpha1.JobCompleted, 0)
 
@@ -488,13 +481,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	// ghost.
 	grant("gone", 2)
 	waitGhostsRunning(t, cl, "bed", 2)
-	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
-	snapshot = snapshot[:0]
-	for i := range jobs.Items {
-		snapshot = append(snapshot, &jobs.Items[i])
-	}
-	a.Changes = activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
-		v1alpha1.GroupVersion.WithKind("BatchJob"))
+	a.Changes = jobsCopy(t, cl)
 	setRun(t, cl, "gone", v1alpha1.JobFailed, 2)
 	res, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
@@ -507,13 +494,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	// jobs alone, and lists none.
 	grant("coming", 3)
 	waitGhostsRunning(t, cl, "bed", 2)
-	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
-	snapshot = snapshot[:0]
-	for i := range jobs.Items {
-		snapshot = append(snapshot, &jobs.Items[i])
-	}
-	a.Changes = activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
-		v1alpha1.GroupVersion.WithKind("BatchJob"))
+	a.Changes = jobsCopy(t, cl)
 	reads, lists := counted.readsOf("BatchJob"), counted.listsOf("BatchJob")
 	res, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
@@ -543,6 +524,20 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 		return res.Settled && counted.readsOf("BatchJob") == before
 	}, 30*time.Second, 100*time.Millisecond, "every settled pass read the jobs from the API server")
 	waitGhostsRunning(t, cl, "bed", 4)
+}
+
+// jobsCopy is a worker's copy of the BatchJobs that holds them as they are now and never
+// changes: a copy that lags behind everything written after it.
+func jobsCopy(t *testing.T, cl client.Client) *activities.Changes {
+	t.Helper()
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, cl.List(context.Background(), &jobs, client.InNamespace("default")))
+	snapshot := make([]client.Object, len(jobs.Items))
+	for i := range jobs.Items {
+		snapshot[i] = &jobs.Items[i]
+	}
+	return activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
+		v1alpha1.GroupVersion.WithKind("BatchJob"))
 }
 
 // grantSlot creates a BatchJob claimed by Scheduling "nightly" and grants it one slot of
