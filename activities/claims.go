@@ -63,9 +63,10 @@ func (r ClaimResult) Complete() bool { return len(r.Lost) == 0 && len(r.Missing)
 // Scheduling holds. Each label is written with optimistic concurrency, so of two Schedulings
 // racing for a job exactly one wins; the caller releases everything when it lost any.
 //
-// Jobs are claimed claimWidth at a time. A job is first read from the API server's watch
-// cache, all of them in one List: a free job's label write carries the resourceVersion
-// read, so a stale copy only conflicts, and the retry reads etcd. A job the cache shows held
+// Jobs are claimed claimWidth at a time. A job is first read from the worker's copy, else
+// from the API server's watch cache, all of them in one List: a free job's label write is a
+// patch of the label alone that carries the resourceVersion read, so a stale copy only
+// conflicts, and the retry reads etcd. A job the cache shows held
 // (by anyone), forbidden or missing is read again from etcd before that decides anything.
 // So claiming costs about one request per job, which the client's rate limit
 // (kubeclient.DefaultQPS) paces.
@@ -121,6 +122,7 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 				}
 				return err
 			}
+			base := obj.DeepCopy()
 			labels := obj.GetLabels()
 			o.holder = labels[v1alpha1.ActiveSchedulingLabel]
 			if o.holder == "" {
@@ -149,7 +151,9 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 			delete(annotations, v1alpha1.KillAnnotation)
 			obj.SetAnnotations(annotations)
 			o.holder = in.Scheduling
-			return a.Client.Update(ctx, obj) // carries the resourceVersion: a race conflicts
+			// Only the label and the annotation, on the resourceVersion read: a race
+			// conflicts, and a copy without the wrapped spec (the worker's) loses nothing.
+			return a.Client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		})
 		if err != nil {
 			return fmt.Errorf("claim %s for scheduling %s: %w", key, in.Scheduling, err)
@@ -201,15 +205,26 @@ func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, s
 	return a.Client.Status().Update(ctx, job) == nil
 }
 
-// cachedJobs is every BatchJob of the namespace as the API server's watch cache has them, in
-// one request, when there are several to read; none if the List fails (each is then read
-// on its own).
+// cachedJobs is every BatchJob of the namespace as the worker's copy has them (without their
+// wrapped specs), else as the API server's watch cache has them, in one request, when there
+// are several to read; none if the List fails (each is then read on its own). The objects
+// are shared with the copy: read them, never change them.
+//
+// A Scheduling claims its jobs a hundred at a time (one activity each), so a 1,000-job
+// Scheduling listed every job ten times over from the watch cache before its first job could
+// be asked for, each List some 5 MB to encode and decode.
 func (a *Activities) cachedJobs(ctx context.Context, namespace string, wanted int) map[string]*v1alpha1.BatchJob {
 	if wanted < 2 {
 		return nil
 	}
 	var list v1alpha1.BatchJobList
-	if err := a.Client.List(ctx, &list, &client.ListOptions{Namespace: namespace, Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+	var err error
+	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); r != nil {
+		err = r.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy)
+	} else {
+		err = a.Client.List(ctx, &list, &client.ListOptions{Namespace: namespace, Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	}
+	if err != nil {
 		return nil
 	}
 	out := make(map[string]*v1alpha1.BatchJob, len(list.Items))

@@ -6,14 +6,17 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"slotplane/activities"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
@@ -155,6 +158,80 @@ func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 	require.NoError(t, a.ReleaseJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"fresh"}}))
 	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobReady}}))
 	require.Equal(t, v1alpha1.JobReady, get("fresh").Status.State, "released, the job is Ready again")
+}
+
+// Claimed from the worker's copy, which keeps the jobs without their wrapped specs, ClaimJobs
+// lists nothing from the API server and writes only the claim: the wrapped spec and the
+// user's annotations stay, and a kill of an earlier claim goes. A copy that lags decides
+// nothing: a job it shows free that another Scheduling has claimed since is lost to that
+// one, a job changed since is claimed all the same, and one created since is read from the
+// API server.
+func TestClaimJobs_FromTheWorkersCopy(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	ctx := context.Background()
+	wrapped := &runtime.RawExtension{Raw: []byte(`{"sparkConf":{"spark.sql.shuffle.partitions":"8"}}`)}
+	for _, name := range []string{"a", "b", "taken-since", "changed-since"} {
+		job := testobjects.BatchJob(name).Annotation("team.example/owner", "ml").Obj()
+		job.Spec.SparkApplication = wrapped
+		require.NoError(t, cl.Create(ctx, job))
+	}
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
+	snapshot := make([]client.Object, len(jobs.Items))
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		j.ManagedFields, j.Spec.SparkApplication = nil, nil // as the worker keeps them
+		snapshot[i] = j
+	}
+	copied := activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
+		v1alpha1.GroupVersion.WithKind("BatchJob"))
+
+	plain := &activities.Activities{Client: cl}
+	res, err := plain.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "other", Names: []string{"taken-since"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"taken-since"}, res.Claimed)
+	var changed v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "changed-since"}, &changed))
+	changed.Annotations[v1alpha1.KillAnnotation] = "an earlier claim's"
+	require.NoError(t, cl.Update(ctx, &changed))
+	fresh := testobjects.BatchJob("created-since").Obj()
+	fresh.Spec.SparkApplication = wrapped
+	require.NoError(t, cl.Create(ctx, fresh))
+
+	watching, err := client.NewWithWatch(c.Config, client.Options{Scheme: kubeclient.Scheme()})
+	require.NoError(t, err)
+	var lists atomic.Int32
+	counted := interceptor.NewClient(watching, interceptor.Funcs{
+		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lists.Add(1)
+			return cl.List(ctx, list, opts...)
+		},
+	})
+	a := &activities.Activities{Client: counted, Changes: copied}
+	names := []string{"a", "b", "taken-since", "changed-since", "created-since"}
+	res, err = a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: names})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "changed-since", "created-since"}, res.Claimed)
+	require.Equal(t, []string{"a", "b", "changed-since", "created-since"}, res.Queued)
+	require.Equal(t, []activities.LostClaim{{Name: "taken-since", Holder: "other"}}, res.Lost)
+	require.Zero(t, lists.Load(), "the jobs come from the copy")
+	for _, name := range names {
+		var job v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &job))
+		require.NotNil(t, job.Spec.SparkApplication, "%s keeps its wrapped spec", name)
+		require.JSONEq(t, string(wrapped.Raw), string(job.Spec.SparkApplication.Raw), name)
+		require.NotContains(t, job.Annotations, v1alpha1.KillAnnotation, name)
+		if name == "taken-since" {
+			require.Equal(t, "other", job.Labels[v1alpha1.ActiveSchedulingLabel])
+			continue
+		}
+		require.Equal(t, "me", job.Labels[v1alpha1.ActiveSchedulingLabel], name)
+		require.Equal(t, v1alpha1.JobInQueue, job.Status.State, name)
+		if name != "created-since" {
+			require.Equal(t, "ml", job.Annotations["team.example/owner"], name)
+		}
+	}
 }
 
 // CreateApplication builds the run's SparkApplication from the job and the test bed, the API

@@ -107,3 +107,51 @@ func TestReadJobs_OneName_OneGet(t *testing.T) {
 	require.Equal(t, []JobInfo{{Name: "a", Exists: true, Driver: testobjects.BatchJob("a").Obj().Spec.DriverResources}}, got)
 	require.Equal(t, requestCount{gets: 1}, n)
 }
+
+// With the worker's copy, ReadJobs takes from it every job the copy shows claimed by the
+// Scheduling, and asks the API server only about the rest, as it would without the copy: a
+// job the copy lacks (created a moment ago), one the copy shows free while etcd has the claim
+// (the copy lags), one another Scheduling holds, one that does not exist.
+func TestReadJobs_TheCopyAnswersForTheJobsItShowsClaimed(t *testing.T) {
+	inCopy := testobjects.BatchJob("copied").Queue("root.a").Driver("2", "4Gi").Obj()
+	inCopy.Spec.User = "ann"
+	etcd := []client.Object{
+		claimed(inCopy.DeepCopy(), "s"),
+		claimed(testobjects.BatchJob("copied-too").Obj(), "s"),
+		claimed(testobjects.BatchJob("new").Queue("root.new").Obj(), "s"),
+		claimed(testobjects.BatchJob("lagging").Queue("root.claimed").Obj(), "s"),
+		claimed(testobjects.BatchJob("theirs").Obj(), "other"),
+	}
+	copied := []client.Object{
+		claimed(inCopy.DeepCopy(), "s"),
+		claimed(testobjects.BatchJob("copied-too").Obj(), "s"),
+		testobjects.BatchJob("lagging").Queue("root.free").Obj(),
+		claimed(testobjects.BatchJob("theirs").Obj(), "other"),
+	}
+	names := []string{"new", "copied", "lagging", "theirs", "gone", "copied-too"}
+	var fromEtcd requestCount
+	want, err := (&Activities{Client: countingClient(&fromEtcd, etcd...)}).ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: names})
+	require.NoError(t, err)
+
+	var n requestCount
+	a := &Activities{Client: countingClient(&n, etcd...), Changes: ChangesCopying(countingClient(&requestCount{}, copied...), v1alpha1.GroupVersion.WithKind("BatchJob"))}
+	got, err := a.ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: names, Scheduling: "s"})
+	require.NoError(t, err)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the copy answers otherwise than etcd (-want +got)\n%s", diff)
+	}
+	require.Equal(t, "root.claimed", got[2].Queue, "a copy that lags the claim is not read")
+	require.Equal(t, requestCount{lists: 1, gets: 2}, n, "one List for new, lagging, theirs and gone; a Get for theirs and gone")
+
+	// All of them in the copy: no request at all.
+	n = requestCount{}
+	got, err = a.ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: []string{"copied", "copied-too"}, Scheduling: "s"})
+	require.NoError(t, err)
+	require.Equal(t, want[1], got[0])
+	require.Equal(t, requestCount{}, n)
+	// One left for the API server: one Get, not a List.
+	got, err = a.ReadJobs(context.Background(), ReadJobsInput{Namespace: "default", Names: []string{"copied", "new"}, Scheduling: "s"})
+	require.NoError(t, err)
+	require.Equal(t, []JobInfo{want[1], want[0]}, got)
+	require.Equal(t, requestCount{gets: 1}, n)
+}

@@ -259,14 +259,19 @@ type ReadJobsInput struct {
 // depend on Scheduling: a job another Scheduling holds, or none, is read all the same.
 func (a *Activities) ReadJobs(ctx context.Context, in ReadJobsInput) ([]JobInfo, error) {
 	var held map[string]*v1alpha1.BatchJob
+	if in.Scheduling != "" {
+		held = a.copiedClaims(ctx, in)
+	}
 	// One name costs one request either way, and a Get carries one job, not every job the
 	// Scheduling holds.
-	if in.Scheduling != "" && len(in.Names) > 1 {
+	if in.Scheduling != "" && len(in.Names)-len(held) > 1 {
 		var list v1alpha1.BatchJobList
 		if err := a.Client.List(ctx, &list, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.ActiveSchedulingLabel: in.Scheduling}); err != nil {
 			return nil, fmt.Errorf("list batchjobs of scheduling %s/%s: %w", in.Namespace, in.Scheduling, err)
 		}
-		held = make(map[string]*v1alpha1.BatchJob, len(list.Items))
+		if held == nil {
+			held = make(map[string]*v1alpha1.BatchJob, len(list.Items))
+		}
 		for i := range list.Items {
 			held[list.Items[i].Name] = &list.Items[i]
 		}
@@ -288,6 +293,27 @@ func (a *Activities) ReadJobs(ctx context.Context, in ReadJobsInput) ([]JobInfo,
 		out = append(out, jobInfo(job))
 	}
 	return out, nil
+}
+
+// copiedClaims are the jobs of in that the worker's copy shows claimed by in.Scheduling:
+// a copy that shows the claim is at least as new as the claim, as a List after it would be.
+// A job the copy lacks or shows otherwise is left to the API server. A Scheduling reads its
+// jobs a hundred at a time, at its start and again every few seconds for those that wait:
+// from etcd, a 1,000-job Scheduling listed all its jobs ten times over before its first job
+// could be asked for.
+func (a *Activities) copiedClaims(ctx context.Context, in ReadJobsInput) map[string]*v1alpha1.BatchJob {
+	r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob"))
+	if r == nil {
+		return nil
+	}
+	held := make(map[string]*v1alpha1.BatchJob, len(in.Names))
+	for _, name := range in.Names {
+		var job v1alpha1.BatchJob
+		if r.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: name}, &job) == nil && job.Labels[v1alpha1.ActiveSchedulingLabel] == in.Scheduling {
+			held[name] = &job
+		}
+	}
+	return held
 }
 
 // jobInfo is what admission needs of job.
