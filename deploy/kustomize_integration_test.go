@@ -46,7 +46,10 @@ import (
 	"slotplane/extender"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/internal/testobjects"
 	"slotplane/queue"
+	"slotplane/worker"
+	"slotplane/workflows"
 )
 
 // fieldOwner is the field manager of every apply here, as `kubectl apply --server-side
@@ -143,6 +146,8 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "worker", verb: "create", group: "sparkoperator.k8s.io", resource: "sparkapplications", namespace: userNS, allowed: true},
 			{component: "worker", verb: "create", group: "flink.apache.org", resource: "flinkdeployments", namespace: userNS, allowed: true},
 			{component: "worker", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
+			{component: "worker", verb: "patch", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
+			{component: "worker", verb: "patch", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
 			{component: "worker", verb: "update", group: "slotplane.io", resource: "schedulings", subresource: "status", namespace: userNS, allowed: true},
 			{component: "worker", verb: "list", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
 			{component: "worker", verb: "list", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
@@ -167,6 +172,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "extender", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
 
 			{component: "bridge", verb: "update", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+			{component: "bridge", verb: "patch", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
 			{component: "bridge", verb: "watch", resource: "nodes", allowed: true},
 			{component: "bridge", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
 			{component: "bridge", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap, allowed: true},
@@ -286,6 +292,23 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		_, err = a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: bedNS, Keys: []queue.JobKey{{Scheduling: "nightly", Job: "j", Run: 1}}})
 		require.NoError(t, err)
+		// A claim patches the job's label and writes its status; Admission patches the
+		// queue into the status; a starting worker lists what a dead one may have held.
+		for _, name := range []string{"claimed-1", "claimed-2"} {
+			require.NoError(t, admin.Create(ctx, testobjects.BatchJob(name).Namespace(bedNS).Obj()))
+		}
+		res2, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: bedNS, Scheduling: "nightly", Names: []string{"claimed-1", "claimed-2"}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"claimed-1", "claimed-2"}, res2.Claimed)
+		require.Equal(t, []string{"claimed-1", "claimed-2"}, res2.Queued)
+		require.NoError(t, a.RecordQueues(ctx, activities.RecordQueuesInput{Namespace: bedNS,
+			Placements: []activities.QueuePlacement{{Scheduling: "nightly", Job: "claimed-1", Queue: "root.default"}}}))
+		var queued v1alpha1.BatchJob
+		require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "claimed-1"}, &queued))
+		require.Equal(t, "root.default", queued.Status.Queue)
+		ids, err := worker.ActiveWorkflows(ctx, cl)
+		require.NoError(t, err)
+		require.Contains(t, ids, workflows.AdmissionWorkflowID(bedNS, bedName))
 	})
 
 	t.Run("extender syncs its informers and reads a pod it has not seen", func(t *testing.T) {
