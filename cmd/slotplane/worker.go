@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
@@ -215,6 +216,11 @@ func runWorker(ctx context.Context, args []string) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	slog.Info("worker polling", "temporal", *conn.temporal, "namespace", *conn.namespace)
+	go func() {
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		worker.TakeOver(tctx, tc.WorkflowService(), *conn.namespace, cl, slog.Default())
+	}()
 	<-ctx.Done()
 	w.Stop()
 	return nil

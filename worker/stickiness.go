@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/workflows"
+)
+
+// A worker keeps the workflows it ran in its cache, and the Temporal server sends each one's
+// next workflow task to that worker's own (sticky) queue. When the worker dies without a
+// goodbye (SIGKILL, an OOM kill, a lost node), the server learns of it only when such a task
+// is not taken within StickyTimeout; every workflow that was busy on the dead worker loses
+// that long once. In the long run a job whose end was seen by the new worker waited there
+// 2 s, after its wait's heartbeat timeout, and a kill cost 4 to 5 s of the whole bed.
+//
+// ActiveWorkflows names the workflows that were likely busy when a worker died: the test
+// beds' TestBed and Admission workflows, the Schedulings that still run, and the jobs with a
+// run under way (a creation request, an application, Submitted or Running). A new worker
+// resets their stickiness (ResetStickiness) so that their next task goes to any worker at
+// once; one still sticky to a live worker costs that worker one replay of its history.
+func ActiveWorkflows(ctx context.Context, kube client.Reader) ([]string, error) {
+	cached := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+	var ids []string
+	var beds v1alpha1.TestBedList
+	if err := kube.List(ctx, &beds, cached); err != nil {
+		return nil, fmt.Errorf("list test beds: %w", err)
+	}
+	for _, b := range beds.Items {
+		ids = append(ids, workflows.TestBedWorkflowID(b.Namespace, b.Name), workflows.AdmissionWorkflowID(b.Namespace, b.Name))
+	}
+	var schedulings v1alpha1.SchedulingList
+	if err := kube.List(ctx, &schedulings, cached); err != nil {
+		return nil, fmt.Errorf("list schedulings: %w", err)
+	}
+	for _, s := range schedulings.Items {
+		if s.Status.State != v1alpha1.SchedulingCompleted && s.Status.State != v1alpha1.SchedulingFailed {
+			ids = append(ids, workflows.SchedulingWorkflowID(s.Namespace, s.Name))
+		}
+	}
+	var jobs v1alpha1.BatchJobList
+	if err := kube.List(ctx, &jobs, cached); err != nil {
+		return nil, fmt.Errorf("list batch jobs: %w", err)
+	}
+	for _, j := range jobs.Items {
+		st := j.Status
+		_, requested := j.Annotations[v1alpha1.CreationRequestAnnotation]
+		busy := st.State == v1alpha1.JobSubmitted || st.State == v1alpha1.JobRunning || (!st.State.Ended() && (requested || st.Application != nil))
+		if busy {
+			ids = append(ids, workflows.BatchJobWorkflowID(j.Namespace, j.Name))
+		}
+	}
+	return ids, nil
+}
+
+// ResetStickiness asks the Temporal server to send the next workflow task of each workflow
+// of ids to the task queue every worker polls, rather than to the queue of the worker that
+// last ran it. A workflow that does not run (ended, never started) is skipped. It returns
+// how many it reset.
+func ResetStickiness(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, ids []string) (int, error) {
+	n := 0
+	for _, id := range ids {
+		_, err := svc.ResetStickyTaskQueue(ctx, &workflowservice.ResetStickyTaskQueueRequest{
+			Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: id}})
+		switch {
+		case err == nil:
+			n++
+		case isNotFound(err):
+		default:
+			return n, fmt.Errorf("reset the stickiness of workflow %s: %w", id, err)
+		}
+	}
+	return n, nil
+}
+
+// TakeOver resets the stickiness of the workflows a worker that died before this one may
+// have held (ActiveWorkflows), once, as this worker starts; a failure is only logged, since
+// the server's sticky timeout does the same, later.
+func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, log *slog.Logger) {
+	ids, err := ActiveWorkflows(ctx, kube)
+	if err != nil {
+		log.Warn("could not find the workflows a dead worker may have held", "err", err)
+		return
+	}
+	n, err := ResetStickiness(ctx, svc, namespace, ids)
+	if err != nil {
+		log.Warn("could not reset the workflows' stickiness", "reset", n, "of", len(ids), "err", err)
+		return
+	}
+	log.Info("workflows a dead worker may have held go to any worker", "reset", n, "of", len(ids))
+}

@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
+	"slotplane/internal/testobjects"
+	"slotplane/workflows"
+)
+
+// The workflows a dead worker may have held: every test bed's two, the Schedulings that still
+// run, and the jobs with a run under way, in every namespace; not the jobs that wait, rest or
+// ended, nor the Schedulings that ended.
+func TestActiveWorkflows(t *testing.T) {
+	job := func(ns, name string, st v1alpha1.BatchJobState, requested, app bool) client.Object {
+		j := testobjects.BatchJob(name).Namespace(ns).Obj()
+		j.Status.State = st
+		if requested {
+			j.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"}
+		}
+		if app {
+			j.Status.Application = &v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: name + "-1"}
+		}
+		return j
+	}
+	scheduling := func(ns, name string, st v1alpha1.SchedulingState) client.Object {
+		return &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Status: v1alpha1.SchedulingStatus{State: st}}
+	}
+	objs := []client.Object{
+		&v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bed"}},
+		&v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "other"}},
+		scheduling("a", "acquiring", v1alpha1.SchedulingAcquiring),
+		scheduling("b", "scheduling", v1alpha1.SchedulingScheduling),
+		scheduling("a", "new", ""),
+		scheduling("a", "done", v1alpha1.SchedulingCompleted),
+		scheduling("a", "failed", v1alpha1.SchedulingFailed),
+		job("a", "running", v1alpha1.JobRunning, true, true),
+		job("b", "submitted", v1alpha1.JobSubmitted, true, true),
+		job("a", "granted", v1alpha1.JobInQueue, true, false),
+		job("a", "created", v1alpha1.JobInQueue, false, true),
+		job("a", "waiting", v1alpha1.JobInQueue, false, false),
+		job("a", "resting", v1alpha1.JobReady, false, false),
+		job("a", "completed", v1alpha1.JobCompleted, true, true),
+		job("b", "failed", v1alpha1.JobFailed, false, true),
+	}
+	kube := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).WithStatusSubresource().Build()
+	ids, err := ActiveWorkflows(context.Background(), kube)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{
+		workflows.TestBedWorkflowID("a", "bed"), workflows.AdmissionWorkflowID("a", "bed"),
+		workflows.TestBedWorkflowID("b", "other"), workflows.AdmissionWorkflowID("b", "other"),
+		workflows.SchedulingWorkflowID("a", "acquiring"), workflows.SchedulingWorkflowID("b", "scheduling"), workflows.SchedulingWorkflowID("a", "new"),
+		workflows.BatchJobWorkflowID("a", "running"), workflows.BatchJobWorkflowID("b", "submitted"),
+		workflows.BatchJobWorkflowID("a", "granted"), workflows.BatchJobWorkflowID("a", "created"),
+	}, ids)
+}
