@@ -66,10 +66,10 @@ func (r ClaimResult) Complete() bool { return len(r.Lost) == 0 && len(r.Missing)
 // Jobs are claimed claimWidth at a time. A job is first read from the worker's copy, else
 // from the API server's watch cache, all of them in one List: a free job's label write is a
 // patch of the label alone that carries the resourceVersion read, so a stale copy only
-// conflicts, and the retry reads etcd. A job the cache shows held
-// (by anyone), forbidden or missing is read again from etcd before that decides anything.
-// So claiming costs about one request per job, which the client's rate limit
-// (kubeclient.DefaultQPS) paces.
+// conflicts, and the retry reads etcd. A job the copy shows held (by anyone), forbidden or
+// missing is read again from etcd before that decides anything. So claiming costs about
+// one request per job (and one more for the InQueue status, below), which the client's
+// rate limit (kubeclient.DefaultQPS) paces.
 //
 // A claimed job that rests (Ready, no application, no creation request: a fresh job, or one
 // released since its last run) also gets its InQueue status here, one more request, written
