@@ -41,7 +41,7 @@ func ActiveWorkflows(ctx context.Context, kube client.Reader) ([]string, error) 
 		return nil, fmt.Errorf("list schedulings: %w", err)
 	}
 	for _, s := range schedulings.Items {
-		if s.Status.State != v1alpha1.SchedulingCompleted && s.Status.State != v1alpha1.SchedulingFailed {
+		if !s.Status.State.Ended() {
 			ids = append(ids, workflows.SchedulingWorkflowID(s.Namespace, s.Name))
 		}
 	}
@@ -52,8 +52,8 @@ func ActiveWorkflows(ctx context.Context, kube client.Reader) ([]string, error) 
 	for _, j := range jobs.Items {
 		st := j.Status
 		_, requested := j.Annotations[v1alpha1.CreationRequestAnnotation]
-		busy := st.State == v1alpha1.JobSubmitted || st.State == v1alpha1.JobRunning || (!st.State.Ended() && (requested || st.Application != nil))
-		if busy {
+		underWay := st.State == v1alpha1.JobSubmitted || st.State == v1alpha1.JobRunning || requested || st.Application != nil
+		if underWay && !st.State.Ended() {
 			ids = append(ids, workflows.BatchJobWorkflowID(j.Namespace, j.Name))
 		}
 	}

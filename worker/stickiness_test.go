@@ -17,7 +17,7 @@ import (
 
 // The workflows a dead worker may have held: every test bed's two, the Schedulings that still
 // run, and the jobs with a run under way, in every namespace; not the jobs that wait, rest or
-// ended, nor the Schedulings that ended.
+// ended, nor the Schedulings that ended (completed, failed or cancelled).
 func TestActiveWorkflows(t *testing.T) {
 	job := func(ns, name string, st v1alpha1.BatchJobState, requested, app bool) client.Object {
 		j := testobjects.BatchJob(name).Namespace(ns).Obj()
@@ -41,6 +41,7 @@ func TestActiveWorkflows(t *testing.T) {
 		scheduling("a", "new", ""),
 		scheduling("a", "done", v1alpha1.SchedulingCompleted),
 		scheduling("a", "failed", v1alpha1.SchedulingFailed),
+		scheduling("b", "cancelled", v1alpha1.SchedulingCancelled),
 		job("a", "running", v1alpha1.JobRunning, true, true),
 		job("b", "submitted", v1alpha1.JobSubmitted, true, true),
 		job("a", "granted", v1alpha1.JobInQueue, true, false),

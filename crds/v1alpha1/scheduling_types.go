@@ -135,6 +135,11 @@ const (
 	SchedulingCancelled SchedulingState = "Cancelled"
 )
 
+// Ended: a Scheduling in this state is done for good (Completed, Failed or Cancelled).
+func (s SchedulingState) Ended() bool {
+	return s == SchedulingCompleted || s == SchedulingFailed || s == SchedulingCancelled
+}
+
 // SchedulingJobStatus is the progress of one job of the queue.
 type SchedulingJobStatus struct {
 	// Name is the BatchJob.

@@ -66,6 +66,4 @@ func totalJobs(s apitypes.Scheduling) int {
 // Ended is whether a Scheduling in state st is done for good: completed, failed or
 // cancelled. The tables and bars mark a deleted Scheduling as cancelling until then, and
 // watch stops once every Scheduling it follows has ended.
-func Ended(st v1alpha1.SchedulingState) bool {
-	return st == v1alpha1.SchedulingCompleted || st == v1alpha1.SchedulingFailed || st == v1alpha1.SchedulingCancelled
-}
+func Ended(st v1alpha1.SchedulingState) bool { return st.Ended() }
