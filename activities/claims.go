@@ -32,6 +32,11 @@ type ClaimInput struct {
 	// admission policy lets only those who may submit for anyone leave it empty).
 	User   string
 	Groups []string
+	// Queue is the Scheduling's spec.queue: a job that asks for no queue of its own asks for
+	// this one. The InQueue status a claim writes shows the queue asked for (status.queue),
+	// which is where Admission places the job unless a placement rule says otherwise; then
+	// Admission writes the queue it chose (RecordQueues).
+	Queue string `json:",omitempty"`
 }
 
 // ClaimResult says which objects the Scheduling holds now and which it could not take.
@@ -159,7 +164,7 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 			return fmt.Errorf("claim %s for scheduling %s: %w", key, in.Scheduling, err)
 		}
 		if o.holder == in.Scheduling && !o.missing {
-			o.queued = a.queueClaimed(ctx, obj, in.Scheduling)
+			o.queued = a.queueClaimed(ctx, obj, in.Scheduling, in.Queue)
 		}
 		outcomes[i] = o
 		return nil
@@ -190,7 +195,13 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 // returned it) if the job rests, and says whether its status says InQueue for scheduling
 // now. A job that does not rest (a run of an earlier claim still has its application or
 // request), or whose write fails or conflicts, is left to its workflow: false.
-func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, scheduling string) bool {
+//
+// The status shows the queue the job asks for: its own spec.queue, else the Scheduling's
+// (fallback). A Scheduling passes what the status shows on to Admission
+// (AdmissionRequest.Shown), which writes a job's queue only where its placement differs:
+// a 1,000-job Scheduling's jobs were written a third time each, a moment after the claim,
+// to say the same queue.
+func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, scheduling, fallback string) bool {
 	st := job.Status
 	if st.State == v1alpha1.JobInQueue && st.Scheduling == scheduling {
 		return true // an earlier attempt wrote it
@@ -200,7 +211,11 @@ func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, s
 		return false
 	}
 	queued := metav1.Now()
-	job.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: scheduling, QueuedAt: &queued,
+	asked := job.Spec.Queue
+	if asked == "" {
+		asked = fallback
+	}
+	job.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: scheduling, QueuedAt: &queued, Queue: asked,
 		ObservedGeneration: job.Generation, Conditions: st.Conditions}
 	return a.Client.Status().Update(ctx, job) == nil
 }

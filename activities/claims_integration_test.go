@@ -118,6 +118,7 @@ func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 	for _, name := range []string{"fresh", "ran", "requested"} {
 		require.NoError(t, cl.Create(ctx, testobjects.BatchJob(name).Obj()))
 	}
+	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("own").Queue("root.own").Obj()))
 	fresh := get("fresh")
 	fresh.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobReady, Conditions: []metav1.Condition{allowed}}
 	require.NoError(t, cl.Status().Update(ctx, fresh))
@@ -128,23 +129,32 @@ func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 	requested.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"}
 	require.NoError(t, cl.Update(ctx, requested))
 
-	in := activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"fresh", "ran", "requested"}}
+	in := activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"fresh", "ran", "requested", "own"}, Queue: "root.nightly"}
 	res, err := a.ClaimJobs(ctx, in)
 	require.NoError(t, err)
 	require.ElementsMatch(t, in.Names, res.Claimed)
-	require.Equal(t, []string{"fresh"}, res.Queued)
+	require.Equal(t, []string{"fresh", "own"}, res.Queued)
 	st := get("fresh").Status
 	require.Equal(t, v1alpha1.JobInQueue, st.State)
 	require.Equal(t, "me", st.Scheduling)
 	require.NotNil(t, st.QueuedAt)
 	require.Len(t, st.Conditions, 1)
 	require.Equal(t, "kept", st.Conditions[0].Message)
+	require.Equal(t, "root.nightly", st.Queue, "a job that asks for no queue asks for its Scheduling's")
+	require.Equal(t, "root.own", get("own").Status.Queue, "a job's own queue comes first")
 	require.Equal(t, v1alpha1.JobCompleted, get("ran").Status.State, "the earlier run's status is the workflow's to change")
 	require.Equal(t, v1alpha1.JobReady, get("requested").Status.State)
 
 	again, err := a.ClaimJobs(ctx, in)
 	require.NoError(t, err)
-	require.Equal(t, []string{"fresh"}, again.Queued, "a retry finds the status written")
+	require.Equal(t, []string{"fresh", "own"}, again.Queued, "a retry finds the status written")
+
+	// What the statuses show is what Admission need not write again; a status of another
+	// holder's run shows nothing for this one.
+	infos, err := a.ReadJobs(ctx, activities.ReadJobsInput{Namespace: "default", Scheduling: "me", Names: []string{"fresh", "ran", "own"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"root.nightly", "", "root.own"}, []string{infos[0].Shown, infos[1].Shown, infos[2].Shown})
+	require.Equal(t, "root.own", infos[2].Queue)
 
 	// The workflow saw "fresh" free before the claim: its Ready is not written, nor an
 	// InQueue for someone else; an InQueue for the holder is.
@@ -155,9 +165,11 @@ func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 	require.Equal(t, "me", get("fresh").Status.Scheduling)
 	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: "me", Message: "mine"}}))
 	require.Equal(t, "mine", get("fresh").Status.Message)
+	require.Equal(t, "root.nightly", get("fresh").Status.Queue, "the workflow's write keeps the queue")
 	require.NoError(t, a.ReleaseJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"fresh"}}))
 	require.NoError(t, a.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobReady}}))
 	require.Equal(t, v1alpha1.JobReady, get("fresh").Status.State, "released, the job is Ready again")
+	require.Empty(t, get("fresh").Status.Queue, "released, the job is in no queue")
 }
 
 // Claimed from the worker's copy, which keeps the jobs without their wrapped specs, ClaimJobs

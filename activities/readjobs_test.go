@@ -49,11 +49,15 @@ func TestReadJobs_OneListAnswersAsGetsDo(t *testing.T) {
 	mine := testobjects.BatchJob("mine").Queue("root.a").Driver("2", "4Gi").Obj()
 	mine.Spec.User, mine.Spec.Groups = "ann", []string{"eng", "ml"}
 	mine.Spec.ExpectedDuration = &metav1.Duration{Duration: 90 * time.Second}
+	mine.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: "s", Queue: "root.a"}
+	// Its status still speaks of the run of s, which held it before other.
+	theirs := claimed(testobjects.BatchJob("theirs").Queue("root.b").Obj(), "other")
+	theirs.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "s", Queue: "root.b"}
 	objs := []client.Object{
 		claimed(mine, "s"),
 		claimed(testobjects.BatchJob("mine-too").Obj(), "s"),
 		claimed(testobjects.BatchJob("not-asked").Obj(), "s"),
-		claimed(testobjects.BatchJob("theirs").Queue("root.b").Obj(), "other"),
+		theirs,
 		testobjects.BatchJob("free").Queue("root.c").Obj(),
 		// Same name, other namespace, same Scheduling name: never read.
 		claimed(testobjects.BatchJob("gone").Namespace("elsewhere").Obj(), "s"),
@@ -66,7 +70,8 @@ func TestReadJobs_OneListAnswersAsGetsDo(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, requestCount{gets: len(names)}, perName, "without a Scheduling: a Get per name")
 	require.Equal(t, JobInfo{Name: "mine", Exists: true, Queue: "root.a", User: "ann", Groups: []string{"eng", "ml"},
-		Driver: mine.Spec.DriverResources, Expected: 90 * time.Second}, want[3])
+		Driver: mine.Spec.DriverResources, Expected: 90 * time.Second, Shown: "root.a"}, want[3])
+	require.Empty(t, want[0].Shown, "a status of another holder's run shows no queue for this one")
 	require.Equal(t, JobInfo{Name: "gone"}, want[2])
 
 	var listed requestCount

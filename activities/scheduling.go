@@ -242,6 +242,10 @@ type JobInfo struct {
 	Driver corev1.ResourceList
 	// Expected is the job's expected duration (0: none).
 	Expected time.Duration
+	// Shown is the queue the job's status shows (status.queue) for the run of the
+	// Scheduling that holds the job: what a write of its placement would not change. Empty
+	// when the status speaks of another Scheduling's run, or of none.
+	Shown string `json:",omitempty"`
 }
 
 // ReadJobsInput names jobs of one namespace.
@@ -321,6 +325,9 @@ func jobInfo(job *v1alpha1.BatchJob) JobInfo {
 	info := JobInfo{Name: job.Name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources}
 	if d := job.Spec.ExpectedDuration; d != nil && d.Duration > 0 {
 		info.Expected = d.Duration
+	}
+	if holder := job.Labels[v1alpha1.ActiveSchedulingLabel]; holder != "" && job.Status.Scheduling == holder {
+		info.Shown = job.Status.Queue
 	}
 	return info
 }

@@ -44,6 +44,10 @@ type Request struct {
 	// releases it and the job waits again, at the end of its queue. One message does both,
 	// so no order of a release and a request can lose the job.
 	GaveBack int64 `json:",omitempty"`
+	// Shown is the queue the job's status shows as the request is made (see
+	// activities.JobInfo): its test bed's Admission writes the queue it places the job in
+	// only where that differs. The Admitter does not read it.
+	Shown string `json:",omitempty"`
 }
 
 // Entry is a request with where it stands: waiting, or granted (Slots set).

@@ -297,12 +297,11 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				break
 			}
 			took = true
-			keys := []queue.JobKey{r.JobKey}
-			before := a.queuesBefore(ctx, keys)
+			before := a.queuesBefore(ctx, []queue.JobKey{r.JobKey})
 			if g := a.request(r); g != nil {
 				a.tellAll(ctx, []AdmissionGrant{*g})
 			}
-			a.placed(keys, before)
+			a.placed([]AdmissionRequest{r}, before)
 		}
 		for {
 			var rs []AdmissionRequest
@@ -322,7 +321,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				}
 			}
 			a.tellAll(ctx, answers)
-			a.placed(keys, before)
+			a.placed(rs, before)
 		}
 		for {
 			var k AdmissionKey

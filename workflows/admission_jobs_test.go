@@ -106,6 +106,44 @@ func TestAdmissionWorkflow_ARequestSentAgainAfterContinueAsNewWritesNoQueue(t *t
 	require.Equal(t, map[string]int{"s/running": 1, "s/waiting": 1}, w.written, "the next run wrote the queues again")
 }
 
+// A request whose job's status shows the queue placement chooses (the claim wrote the
+// queue asked for) writes nothing; one whose status shows another queue, or none, is
+// written. So is one shown right while an earlier placement of the job waits to be
+// written, so that the last write says the queue the job is in.
+func TestAdmissionWorkflow_AQueueTheStatusShowsIsNotWrittenAgain(t *testing.T) {
+	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
+	env := newAdmissionEnv(t, w, 1)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{
+			{JobKey: jk("s", "shown"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.a"},
+			{JobKey: jk("s", "other"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.b"},
+			{JobKey: jk("s", "none"), Queue: "b", User: "alice", Slots: 1},
+			{JobKey: jk("s", "short"), Queue: "b", User: "alice", Slots: 1, Shown: "b"},
+		})
+	}, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 4})
+	continuedWith[AdmissionInput](t, env)
+	require.Equal(t, map[string]int{"s/other": 1, "s/none": 1, "s/short": 1}, w.written)
+	require.Equal(t, "root.a", w.queueOf("s", "other"))
+	require.Equal(t, "root.b", w.queueOf("s", "short"), "a queue named short of its path is written in full")
+
+	// A placement waiting to be written (the writes fail) is followed by a write of the
+	// queue the status shows: a later request does not drop it.
+	w2 := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}, recordFails: 1000}
+	env2 := newAdmissionEnv(t, w2, 1)
+	env2.RegisterDelayedCallback(func() {
+		env2.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{{JobKey: jk("s", "x"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.b"}})
+	}, time.Second)
+	env2.RegisterDelayedCallback(func() { env2.SignalWorkflow(AdmissionEndedSignal, jk("s", "x")) }, 3*time.Second)
+	env2.RegisterDelayedCallback(func() {
+		env2.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "x"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.a"})
+	}, 5*time.Second)
+	env2.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 6})
+	in := continuedWith[AdmissionInput](t, env2)
+	require.Len(t, in.Unrecorded, 2, "the second placement is written after the first")
+	require.Equal(t, "root.a", in.Unrecorded[1].Queue)
+}
+
 // Queues not yet written when the run continues as new (the writes kept failing) are handed
 // to the next run, which writes them.
 func TestAdmissionWorkflow_UnwrittenQueuesCrossContinueAsNew(t *testing.T) {

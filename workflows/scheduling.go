@@ -612,7 +612,7 @@ func (s *scheduler) claim(ctx workflow.Context, names []string) (activities.Clai
 	var all activities.ClaimResult
 	for part := range slices.Chunk(names, batch) {
 		var r activities.ClaimResult
-		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: part, User: s.spec.User, Groups: s.spec.Groups}
+		in := activities.ClaimInput{Namespace: s.key.Namespace, Scheduling: s.key.Name, Names: part, User: s.spec.User, Groups: s.spec.Groups, Queue: s.spec.Queue}
 		if err := workflow.ExecuteActivity(ctx, acts.ClaimJobs, in).Get(ctx, &r); err != nil {
 			return all, err
 		}
@@ -898,7 +898,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 			driver = queue.MBVCores(1024, 1) // the apps package's default driver
 		}
 		reqs = append(reqs, AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
-			Driver: driver, Expected: info.Expected, GaveBack: e.GaveBack})
+			Driver: driver, Expected: info.Expected, GaveBack: e.GaveBack, Shown: info.Shown})
 	}
 	nudge := func(signal string, arg any) activities.SignalWithStart {
 		return activities.SignalWithStart{
