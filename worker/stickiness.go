@@ -80,9 +80,11 @@ func ResetStickiness(ctx context.Context, svc workflowservice.WorkflowServiceCli
 	return n, nil
 }
 
-// TakeOver resets the stickiness of the workflows a worker that died before this one may
-// have held (ActiveWorkflows), once, as this worker starts; a failure is only logged, since
-// the server's sticky timeout does the same, later.
+// TakeOver takes up, once, as this worker starts, what a worker that died before it may
+// have left: it resets the stickiness of the workflows that worker may have held
+// (ActiveWorkflows), then ends the attempts of their activities that a worker on this
+// host had started (RetryOrphans), so that both go on at once. A failure is only logged,
+// since the server's timeouts do the same, later.
 func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, log *slog.Logger) {
 	ids, err := ActiveWorkflows(ctx, kube)
 	if err != nil {
@@ -92,7 +94,13 @@ func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, na
 	n, err := ResetStickiness(ctx, svc, namespace, ids)
 	if err != nil {
 		log.Warn("could not reset the workflows' stickiness", "reset", n, "of", len(ids), "err", err)
+	} else {
+		log.Info("workflows a dead worker may have held go to any worker", "reset", n, "of", len(ids))
+	}
+	ended, err := RetryOrphans(ctx, svc, namespace, Identity, ids)
+	if err != nil {
+		log.Warn("could not retry the activities a dead worker had started", "retried", ended, "err", err)
 		return
 	}
-	log.Info("workflows a dead worker may have held go to any worker", "reset", n, "of", len(ids))
+	log.Info("activities a dead worker on this host had started are retried", "retried", ended, "identity", Identity)
 }

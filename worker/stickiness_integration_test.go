@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -138,4 +140,86 @@ func TestResetStickiness_ANewWorkerTakesADeadWorkersWorkflowsAtOnce(t *testing.T
 	require.Eventually(t, func() bool { n, _, _, _ := tasks("control"); return n >= 3 }, 3*sticky, 50*time.Millisecond)
 	_, timedOut, _, _ = tasks("control")
 	require.Equal(t, 1, timedOut, "the workflow left sticky to the dead worker waited out its sticky timeout")
+}
+
+// holdOn heartbeats until it is cancelled; a retry (attempt 2 on) returns at once, naming the
+// attempt.
+func holdOn(ctx context.Context) (int32, error) {
+	if n := activity.GetInfo(ctx).Attempt; n > 1 {
+		return n, nil
+	}
+	for {
+		activity.RecordHeartbeat(ctx, "holding")
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// holding runs holdOn with a heartbeat timeout far longer than the test waits.
+func holding(ctx workflow.Context) (int32, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Hour, HeartbeatTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond}})
+	var attempt int32
+	err := workflow.ExecuteActivity(ctx, holdOn).Get(ctx, &attempt)
+	return attempt, err
+}
+
+// A worker that dies without a goodbye leaves the activities it ran started: the server
+// retries them only when their heartbeat timeout runs out (a minute here). A new worker on
+// the same host ends those attempts, and their retries run on it at once; an attempt a
+// worker on another host runs is left alone, as is a workflow that does not exist.
+func TestRetryOrphans_ANewWorkerOnTheHostRetriesItsPredecessorsActivitiesAtOnce(t *testing.T) {
+	srv, c := testtemporal.Start(t)
+	ctx := context.Background()
+	const mine, theirs = "orphans-mine", "orphans-theirs"
+	dead, other, next := "7@host-a@20261127T040000.000000", "7@host-b@20261127T040000.000000", "7@host-a@20261127T040100.000000"
+
+	px := newCutProxy(t, srv.FrontendAddress)
+	viaProxy, err := client.Dial(client.Options{HostPort: px.ln.Addr().String(), Namespace: srv.Namespace})
+	require.NoError(t, err)
+	gone := sdkworker.New(viaProxy, mine, sdkworker.Options{Identity: dead})
+	elsewhere := sdkworker.New(c, theirs, sdkworker.Options{Identity: other})
+	for _, w := range []sdkworker.Worker{gone, elsewhere} {
+		w.RegisterWorkflow(holding)
+		w.RegisterActivity(holdOn)
+		require.NoError(t, w.Start())
+	}
+	defer func() { gone.Stop(); viaProxy.Close(); elsewhere.Stop() }()
+
+	started := func(id string) bool {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		require.NoError(t, err)
+		pas := d.GetPendingActivities()
+		return len(pas) == 1 && pas[0].GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && pas[0].GetAttempt() == 1
+	}
+	orphan, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "orphan", TaskQueue: mine}, holding)
+	require.NoError(t, err)
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sibling", TaskQueue: theirs}, holding)
+	require.NoError(t, err)
+	for _, id := range []string{"orphan", "sibling"} {
+		require.Eventually(t, func() bool { return started(id) }, 10*time.Second, 20*time.Millisecond, "%s's activity starts", id)
+	}
+
+	px.cut()
+	took := sdkworker.New(c, mine, sdkworker.Options{Identity: next})
+	took.RegisterWorkflow(holding)
+	took.RegisterActivity(holdOn)
+	require.NoError(t, took.Start())
+	defer took.Stop()
+	cut := time.Now()
+	n, err := worker.RetryOrphans(ctx, c.WorkflowService(), srv.Namespace, next, []string{"orphan", "sibling", "never-started"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	var attempt int32
+	require.NoError(t, orphan.Get(ctx, &attempt))
+	require.Equal(t, int32(2), attempt, "the orphan's retry ran on the new worker")
+	require.Less(t, time.Since(cut), 10*time.Second, "well before its heartbeat timeout")
+	require.True(t, started("sibling"), "the activity of the worker on another host runs on, in its first attempt")
+	n, err = worker.RetryOrphans(ctx, c.WorkflowService(), srv.Namespace, next, []string{"orphan", "sibling"})
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing is left to retry")
 }

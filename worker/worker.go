@@ -42,7 +42,7 @@ const (
 // workflows, unless they carry a Temporal client already.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers,
-		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle})
+		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity})
 	w.RegisterWorkflow(workflows.TestBedWorkflow)
 	w.RegisterWorkflow(workflows.BatchJobWorkflow)
 	w.RegisterWorkflow(workflows.SchedulingWorkflow)
