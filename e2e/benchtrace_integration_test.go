@@ -186,7 +186,8 @@ func (t *benchTrace) apiRequests(b *testing.B) {
 }
 
 // requestSums are the API server's request counts and their summed latency, by verb and
-// resource; the key "" holds its admission webhook calls.
+// resource; the key "" holds its admission webhook calls, and "<verb resource> → <code>"
+// counts the requests that failed, by code.
 type requestSums map[string]struct{ count, seconds float64 }
 
 // apiServerRequests reads the API server's request counts since it started.
@@ -225,6 +226,9 @@ func apiServerRequests(c *testcluster.Cluster) (requestSums, error) {
 		switch name {
 		case "apiserver_request_total":
 			add(key, x, 0)
+			if code := label["code"]; code != "" && !strings.HasPrefix(code, "2") {
+				add(key+" → "+code, x, 0) // the failed ones again, by code (no latency of their own)
+			}
 		case "apiserver_request_duration_seconds_sum":
 			add(key, 0, x)
 		case "apiserver_admission_webhook_admission_duration_seconds_sum":
@@ -258,6 +262,10 @@ func (s requestSums) since(before requestSums, n int) string {
 	var out strings.Builder
 	fmt.Fprintln(&out, "API requests by verb and resource, with their mean latency:")
 	for _, r := range rows[:min(n, len(rows))] {
+		if strings.Contains(r.key, " → ") {
+			fmt.Fprintf(&out, "  %7.0f %s\n", r.count, r.key)
+			continue
+		}
 		fmt.Fprintf(&out, "  %7.0f %-40s %6.1f ms\n", r.count, r.key, 1000*r.seconds/r.count)
 	}
 	if hook.count > 0 {
