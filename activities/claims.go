@@ -374,15 +374,21 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 		return fmt.Errorf("encode creation request: %w", err)
 	}
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
+	attempt := 0
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		// The first read from the watch cache: the update carries its resourceVersion, and a
+		// job it shows held by another is read again from etcd before that decides.
 		var job v1alpha1.BatchJob
-		if err := a.Client.Get(ctx, key, &job); err != nil {
+		if err := getForUpdate(ctx, a.Client, key, &job, &attempt); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nonRetryable(ErrNotHeld, "job %s is gone", key)
 			}
 			return err
 		}
 		if holder := job.Labels[v1alpha1.ActiveSchedulingLabel]; holder != in.Request.Scheduling {
+			if attempt == 1 {
+				return errCheckAgain
+			}
 			return nonRetryable(ErrNotHeld, "job %s is held by %q, not %s", key, holder, in.Request.Scheduling)
 		}
 		if job.Annotations[v1alpha1.CreationRequestAnnotation] == string(body) {
@@ -404,25 +410,33 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 // checkSlotsExist fails with ErrSlotsGone when the request's test bed lacks one of its slots,
 // or has it only while it leaves (its node left the bed: LeavingGrace). A test bed that does
 // not exist is left to the job's workflow, which fails the run saying so.
+//
+// The test bed is read from the API server's watch cache, a few milliseconds behind at
+// most, far within LeavingGrace; slots it shows gone are looked for again in etcd before
+// that fails the request.
 func (a *Activities) checkSlotsExist(ctx context.Context, namespace string, req v1alpha1.CreationRequest) error {
-	var tb v1alpha1.TestBed
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: req.TestBed}, &tb); err != nil {
-		if apierrors.IsNotFound(err) {
+	key := types.NamespacedName{Namespace: namespace, Name: req.TestBed}
+	var gone []int32
+	for _, read := range []func(context.Context, client.Reader, types.NamespacedName, client.Object) error{fromWatchCache, getFromEtcd} {
+		var tb v1alpha1.TestBed
+		if err := read(ctx, a.Client, key, &tb); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("get testbed %s: %w", req.TestBed, err)
+		}
+		gone = gone[:0]
+		for _, p := range req.Slots {
+			i := slices.IndexFunc(tb.Status.Slots, func(s v1alpha1.SlotStatus) bool { return s.Position == p })
+			if i < 0 || tb.Status.Slots[i].LeavingSince != nil {
+				gone = append(gone, p)
+			}
+		}
+		if len(gone) == 0 {
 			return nil
 		}
-		return fmt.Errorf("get testbed %s: %w", req.TestBed, err)
 	}
-	var gone []int32
-	for _, p := range req.Slots {
-		i := slices.IndexFunc(tb.Status.Slots, func(s v1alpha1.SlotStatus) bool { return s.Position == p })
-		if i < 0 || tb.Status.Slots[i].LeavingSince != nil {
-			gone = append(gone, p)
-		}
-	}
-	if len(gone) > 0 {
-		return nonRetryable(ErrSlotsGone, "test bed %s no longer has slot %s: its node left the bed after the grant", req.TestBed, slots.FormatSlotIDs(gone))
-	}
-	return nil
+	return nonRetryable(ErrSlotsGone, "test bed %s no longer has slot %s: its node left the bed after the grant", req.TestBed, slots.FormatSlotIDs(gone))
 }
 
 // AssignSlotsInput changes the slots of a held job's running application: it keeps Keep and

@@ -116,34 +116,32 @@ type CreateApplicationInput struct {
 // BatchJob. An application of that name that exists already is the one a previous attempt
 // created: success.
 func (a *Activities) CreateApplication(ctx context.Context, in CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
+	// Both reads from the API server's watch cache (the job with its wrapped spec): the spec
+	// of a moment ago builds the same application.
 	var job v1alpha1.BatchJob
-	if err := a.Client.Get(ctx, in.Job.nn(), &job); err != nil {
+	if err := fromWatchCache(ctx, a.Client, in.Job.nn(), &job); err != nil {
 		if apierrors.IsNotFound(err) {
 			return v1alpha1.ApplicationRef{}, nonRetryable(ErrNotHeld, "job %s is gone", in.Job.nn())
 		}
 		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), err)
 	}
 	var tb v1alpha1.TestBed
-	// From etcd: a slot missing from a lagging copy (its node just came back to the bed)
-	// would fail the run for good.
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}, &tb); err != nil {
+	bedKey := types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}
+	if err := fromWatchCache(ctx, a.Client, bedKey, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
 			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
 		}
 		return v1alpha1.ApplicationRef{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, err)
 	}
-	nodeOf := map[int32]string{}
-	for _, s := range tb.Status.Slots {
-		nodeOf[s.Position] = s.NodeName
-	}
-	var nodes []string
-	for _, pos := range in.Request.Slots {
-		node, ok := nodeOf[pos]
-		if !ok {
-			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, pos)
+	nodes, missing := slotNodes(&tb, in.Request.Slots)
+	if missing >= 0 {
+		// A slot missing from a copy that lags (its node just came back to the bed) would
+		// fail the run for good: etcd decides.
+		if err := a.Client.Get(ctx, bedKey, &tb); err != nil {
+			return v1alpha1.ApplicationRef{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, err)
 		}
-		if !slices.Contains(nodes, node) {
-			nodes = append(nodes, node)
+		if nodes, missing = slotNodes(&tb, in.Request.Slots); missing >= 0 {
+			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, missing)
 		}
 	}
 	policy, err := ReadJobPolicy(ctx, a.Client, job.Namespace)
@@ -413,6 +411,25 @@ func (a *Activities) readCopy(ctx context.Context, key types.NamespacedName, obj
 		return a.Client.Get(ctx, key, obj)
 	}
 	return fromWatchCache(ctx, a.Client, key, obj)
+}
+
+// slotNodes are the nodes of the test bed's slots at positions, each once, in the order of
+// positions; missing is a position the bed has no slot at (-1: none).
+func slotNodes(tb *v1alpha1.TestBed, positions []int32) (nodes []string, missing int32) {
+	nodeOf := map[int32]string{}
+	for _, s := range tb.Status.Slots {
+		nodeOf[s.Position] = s.NodeName
+	}
+	for _, pos := range positions {
+		node, ok := nodeOf[pos]
+		if !ok {
+			return nil, pos
+		}
+		if !slices.Contains(nodes, node) {
+			nodes = append(nodes, node)
+		}
+	}
+	return nodes, -1
 }
 
 // DeleteApplication deletes a job's application; one that is gone already is fine.

@@ -33,3 +33,9 @@ func getForUpdate(ctx context.Context, c client.Reader, key types.NamespacedName
 	}
 	return c.Get(ctx, key, obj)
 }
+
+// getFromEtcd is a plain read, from etcd: fromWatchCache's counterpart where a copy that
+// lags must not decide.
+func getFromEtcd(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object) error {
+	return c.Get(ctx, key, obj)
+}

@@ -2,10 +2,14 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +18,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/testobjects"
 )
 
 // laggingCache is a client whose watch-cache reads (resourceVersion "0") answer with what
@@ -103,4 +108,86 @@ func TestWriteSchedulingStatus_ADeltaIsFittedToEtcdBeforeItIsOutOfStep(t *testin
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(s), &after))
 	require.Len(t, after.Status.Jobs, 2)
 	require.Equal(t, v1alpha1.JobRunning, after.Status.Jobs[1].State)
+}
+
+// bedWithSlots is a test bed whose status has a slot at each position, on node-<position>.
+func bedWithSlots(positions ...int32) *v1alpha1.TestBed {
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "ns"},
+		Spec: v1alpha1.TestBedSpec{ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}
+	for _, p := range positions {
+		tb.Status.Slots = append(tb.Status.Slots, v1alpha1.SlotStatus{Position: p, NodeName: fmt.Sprintf("node-%d", p), State: v1alpha1.SlotFree})
+	}
+	return tb
+}
+
+// A creation request is written from the watch cache's copies when they agree, with no read
+// of etcd. A copy that lags decides nothing against the request: a job it shows held by
+// another, or a slot it shows leaving, is looked for again in etcd, which has the last word.
+func TestWriteRequest_ALaggingCacheDecidesNothingAgainstIt(t *testing.T) {
+	ctx := context.Background()
+	held := testobjects.BatchJob("wordcount").Namespace("ns").Obj()
+	held.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+	in := RequestCreationInput{Namespace: "ns", Job: "wordcount", Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{2}, Run: 1}}
+
+	// current is what etcd holds of name, with its resourceVersion.
+	current := func(cl client.Client, obj client.Object) client.Object {
+		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+		return obj
+	}
+	t.Run("the copies agree", func(t *testing.T) {
+		stale := map[string]client.Object{}
+		cl, reads := laggingCache(stale, held, bedWithSlots(1, 2))
+		stale["wordcount"], stale["bed"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}), current(cl, bedWithSlots())
+		*reads = cacheReads{}
+		require.NoError(t, (&Activities{Client: cl}).writeRequest(ctx, in))
+		require.Equal(t, cacheReads{cached: 2}, *reads)
+	})
+	t.Run("the copies lag", func(t *testing.T) {
+		stale := map[string]client.Object{}
+		cl, reads := laggingCache(stale, held, bedWithSlots(1, 2))
+		job := current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}).(*v1alpha1.BatchJob)
+		job.Labels = nil // the cache has not seen the claim yet
+		bed := current(cl, bedWithSlots()).(*v1alpha1.TestBed)
+		bed.Status.Slots[1].LeavingSince = &metav1.MicroTime{Time: time.Now()} // nor the node's return
+		stale["wordcount"], stale["bed"] = job, bed
+		*reads = cacheReads{}
+		require.NoError(t, (&Activities{Client: cl}).writeRequest(ctx, in))
+		require.Equal(t, cacheReads{cached: 2, fresh: 2}, *reads)
+		var after v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(held), &after))
+		require.Contains(t, after.Annotations[v1alpha1.CreationRequestAnnotation], `"scheduling":"nightly"`)
+	})
+	t.Run("etcd says no", func(t *testing.T) {
+		stale := map[string]client.Object{}
+		cl, _ := laggingCache(stale, held, bedWithSlots(1, 2))
+		job := current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}).(*v1alpha1.BatchJob)
+		stale["wordcount"], stale["bed"] = job.DeepCopy(), current(cl, bedWithSlots())
+		job.Labels[v1alpha1.ActiveSchedulingLabel] = "other" // claimed by another since the cache's copy
+		require.NoError(t, cl.Update(ctx, job))
+		require.True(t, IsNotHeld((&Activities{Client: cl}).writeRequest(ctx, in)), "held by another in etcd")
+
+		stale = map[string]client.Object{}
+		cl, _ = laggingCache(stale, held, bedWithSlots(1))
+		stale["wordcount"], stale["bed"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}), current(cl, bedWithSlots())
+		require.True(t, IsSlotsGone((&Activities{Client: cl}).writeRequest(ctx, in)), "slot 2 gone in the cache and in etcd")
+	})
+}
+
+// A run's application is built from the watch cache's copies of the job and the test bed;
+// a slot the bed's copy lacks is looked for in etcd before it fails the run for good.
+func TestCreateApplication_ASlotMissingFromTheCacheIsLookedForInEtcd(t *testing.T) {
+	ctx := context.Background()
+	job := testobjects.BatchJob("wordcount").Namespace("ns").Obj()
+	in := CreateApplicationInput{Job: JobKey{Namespace: "ns", Name: "wordcount"}, Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{2}, Run: 1}}
+
+	cl, reads := laggingCache(map[string]client.Object{"wordcount": job, "bed": bedWithSlots(1)}, job, bedWithSlots(1, 2))
+	app, err := (&Activities{Client: cl}).CreateApplication(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, "SparkApplication", app.Kind)
+	require.Equal(t, 1, reads.fresh, "one read of etcd: the bed, for its missing slot")
+
+	cl, _ = laggingCache(map[string]client.Object{"wordcount": job, "bed": bedWithSlots(1)}, job, bedWithSlots(1))
+	_, err = (&Activities{Client: cl}).CreateApplication(ctx, in)
+	require.True(t, hasErrorType(err, ErrInvalidJob), "%v", err)
+	require.ErrorContains(t, err, "has no slot 2")
 }
