@@ -187,6 +187,9 @@ type AppKey struct {
 	Replicas int
 	// Enough is how many placed executors WaitPlaced waits for; 0 means all Replicas.
 	Enough int
+	// Within, when positive, bounds a wait: once that long has passed, it answers with what
+	// it has seen so far, done or not. A worker from before the field waits on.
+	Within time.Duration `json:",omitempty"`
 }
 
 // AppProgress is how far an application got.
@@ -259,6 +262,7 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 	var driverAt time.Time
 	placedAt := map[types.UID]time.Time{}
 	job := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
+	began := time.Now()
 	for {
 		var wake <-chan struct{}
 		stop, every := func() {}, pollInterval
@@ -281,7 +285,8 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 				placedAt[uid] = seen
 			}
 		}
-		if done(p) {
+		late := in.Within > 0 && seen.Sub(began) >= in.Within
+		if done(p) || late {
 			stop()
 			if p.Outcome.Terminal {
 				p.EndedAt = seen
@@ -294,6 +299,9 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 			return p, nil
 		}
 		activity.RecordHeartbeat(ctx, p.Placed)
+		if in.Within > 0 {
+			every = min(every, max(in.Within-time.Since(began), time.Millisecond))
+		}
 		pause(ctx, wake, every, p.Placed)
 		stop()
 		if ctx.Err() != nil {

@@ -265,7 +265,7 @@ func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
-	if workflow.GetVersion(ctx, KeptResyncTimerChange, workflow.DefaultVersion, 1) >= 1 {
+	if changeVersion(ctx, KeptResyncTimerChange) >= 1 {
 		if a.resync == nil {
 			a.resync = workflow.NewTimer(ctx, a.in.Resync)
 		}

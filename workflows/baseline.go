@@ -44,28 +44,60 @@ var baselined = map[string]workflow.Version{
 	RecordNewQueuesChange:           1,
 }
 
-// baselineKey keeps in a workflow's context whether its run has the baseline.
+// Baseline2Change is the second baseline: a run that records it takes every change of
+// baselined2 at the version given there, with no marker of its own. Runs that recorded
+// BaselineChange (or none) replay as they ran, and ask workflow.GetVersion for the changes
+// made after their baseline.
+const Baseline2Change = "baseline-2"
+
+// baselined2 are the changes that Baseline2Change implies: those of baselined, and the ones
+// made after it that a run of either workflow meets.
+var baselined2 = func() map[string]workflow.Version {
+	m := map[string]workflow.Version{
+		KeptResyncTimerChange:  1,
+		StatusPaceSlowerChange: 1,
+		QuietSubmitChange:      1,
+	}
+	for c, v := range baselined {
+		m[c] = v
+	}
+	return m
+}()
+
+// baselineKey keeps in a workflow's context which baseline its run has (0: none).
 type baselineKey struct{}
 
-// withBaseline records BaselineChange, or reads it on replay, and keeps the answer in the
-// context for changeVersion. It must come first in a workflow function, before anything
-// that makes a command.
+// withBaseline records Baseline2Change, or reads on replay the baseline the run recorded,
+// and keeps the answer in the context for changeVersion. It must come first in a workflow
+// function, before anything that makes a command. (A replay of a run that recorded
+// BaselineChange finds no Baseline2Change marker: workflow.GetVersion then answers
+// DefaultVersion and records nothing.)
 func withBaseline(ctx workflow.Context) workflow.Context {
-	has := workflow.GetVersion(ctx, BaselineChange, workflow.DefaultVersion, 1) >= 1
-	return workflow.WithValue(ctx, baselineKey{}, has)
+	level := 0
+	switch {
+	case workflow.GetVersion(ctx, Baseline2Change, workflow.DefaultVersion, 1) >= 1:
+		level = 2
+	case workflow.GetVersion(ctx, BaselineChange, workflow.DefaultVersion, 1) >= 1:
+		level = 1
+	}
+	return workflow.WithValue(ctx, baselineKey{}, level)
 }
 
-// changeVersion is the version this run takes of a change of baselined: the baseline's,
-// in a run that has it; else what workflow.GetVersion records or replays, up to the
-// baseline's version. A context made outside withBaseline (a run of another workflow)
-// asks workflow.GetVersion.
+// changeVersion is the version this run takes of a change: its baseline's, in a run whose
+// baseline has the change; else what workflow.GetVersion records or replays, up to the
+// latest version. A context made outside withBaseline (a run of another workflow) asks
+// workflow.GetVersion.
 func changeVersion(ctx workflow.Context, change string) workflow.Version {
-	latest, ok := baselined[change]
+	latest, ok := baselined2[change]
 	if !ok {
 		panic("workflows: change " + change + " is not in the baseline")
 	}
-	if has, _ := ctx.Value(baselineKey{}).(bool); has {
+	level, _ := ctx.Value(baselineKey{}).(int)
+	if level == 2 {
 		return latest
+	}
+	if v, ok := baselined[change]; ok && level == 1 {
+		return v
 	}
 	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, latest)
 }

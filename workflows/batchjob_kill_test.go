@@ -32,17 +32,17 @@ func TestBatchJobWorkflow_AKillEndsTheRunningJobKilled(t *testing.T) {
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobFailed}, states(w))
-	final := w.written[3]
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobFailed}, states(w))
+	final := w.written[2]
 	require.Equal(t, v1alpha1.ReasonKilled, final.Reason)
 	require.Equal(t, "killed by carol (an administrator of root.a): runaway", final.Message)
 	require.NotNil(t, final.FinishedAt)
 	require.Len(t, final.History, 1)
 	require.Equal(t, v1alpha1.RunFailed, final.History[0].Outcome)
 	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted[:1], "the kill deletes the application")
-	require.Len(t, w.reported, 4)
+	require.Len(t, w.reported, 3)
 	require.Equal(t, JobProgress{Job: "wordcount", Run: 1, State: v1alpha1.JobFailed, Message: final.Message,
-		SubmittedAt: final.SubmittedAt.Time, RunningAt: final.RunningAt.Time, FinishedAt: final.FinishedAt.Time, AdmissionTold: true}, w.reported[3],
+		SubmittedAt: final.SubmittedAt.Time, RunningAt: final.RunningAt.Time, FinishedAt: final.FinishedAt.Time, AdmissionTold: true}, w.reported[2],
 		"Admission heard of the end from the job: the Scheduling need not tell it")
 	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " nightly/uid-nightly/wordcount#1"}, w.admissionReleases)
 }

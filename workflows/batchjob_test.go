@@ -75,9 +75,19 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 	if !placed.Outcome.Terminal && placed.Placed > 0 {
 		firstPlaced.Placed = 1
 	}
-	first := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 })
+	// The first wait for an executor, bounded by Within as the activity bounds it: one that
+	// comes later answers with nothing placed, and the wait after it has the rest.
+	firstIn := w.firstAfter(time.Second)
+	bounded := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 && k.Within > 0 })
+	first := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 && k.Within == 0 })
 	all := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 0 })
-	env.OnActivity(acts.WaitPlaced, mock.Anything, first).After(w.firstAfter(time.Second)).Return(firstPlaced, nil)
+	if firstIn <= submitQuiet {
+		env.OnActivity(acts.WaitPlaced, mock.Anything, bounded).After(firstIn).Return(firstPlaced, nil)
+		env.OnActivity(acts.WaitPlaced, mock.Anything, first).After(firstIn).Return(firstPlaced, nil)
+	} else {
+		env.OnActivity(acts.WaitPlaced, mock.Anything, bounded).After(submitQuiet).Return(activities.AppProgress{}, nil)
+		env.OnActivity(acts.WaitPlaced, mock.Anything, first).After(firstIn-submitQuiet).Return(firstPlaced, nil)
+	}
 	env.OnActivity(acts.WaitPlaced, mock.Anything, all).After(2*time.Second).Return(placed, nil)
 	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(finished, nil)
 	env.OnActivity(acts.DeleteApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AppKey) error {
@@ -143,17 +153,18 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	// The first executor held its slot within submitQuiet: the held-back Submitted report of
+	// the new application is not made, the first executor's is.
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
 	final := w.written[len(w.written)-1]
 	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), final.Application.Name)
 	require.Equal(t, []int32{1, 2}, final.Slots)
 	require.Equal(t, 3*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
 	require.Equal(t, 30*time.Second, final.FinishedAt.Sub(final.RunningAt.Time))
-	require.Len(t, w.reported, 4)
-	require.False(t, w.reported[0].Started)
-	require.True(t, w.reported[1].Started, "the first executor in its slot: the job left Starting")
-	require.Equal(t, "the first executor holds its slot", w.reported[1].Message)
-	require.Equal(t, v1alpha1.JobCompleted, w.reported[3].State)
+	require.Len(t, w.reported, 3)
+	require.True(t, w.reported[0].Started, "the first executor in its slot: the job left Starting")
+	require.Equal(t, "the first executor holds its slot", w.reported[0].Message)
+	require.Equal(t, v1alpha1.JobCompleted, w.reported[2].State)
 	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
 }
 
@@ -168,12 +179,14 @@ func TestBatchJobWorkflow_AStartWithEveryExecutorPlacedIsOneReport(t *testing.T)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w), "no Submitted between: held back, then moot")
 	final := w.written[len(w.written)-1]
 	require.Equal(t, time.Second, final.RunningAt.Sub(final.SubmittedAt.Time), "running when the first wait ended: the wait for all was not run")
-	require.Len(t, w.reported, 3)
-	require.Equal(t, v1alpha1.JobRunning, w.reported[1].State)
-	require.True(t, w.reported[1].Started, "Running carries the start, for StateAware")
+	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
+	require.NotNil(t, w.written[0].Phases.ApplicationCreatedAt, "the application's creation is in the phases all the same")
+	require.Len(t, w.reported, 2)
+	require.Equal(t, v1alpha1.JobRunning, w.reported[0].State)
+	require.True(t, w.reported[0].Started, "Running carries the start, for StateAware")
 }
 
 // An application found ended when the job looks (a restart) completes the job without
@@ -186,8 +199,8 @@ func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobFailed}, states(w))
-	require.Contains(t, w.written[1].Message, "driver OOM")
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobFailed}, states(w))
+	require.Contains(t, w.written[0].Message, "driver OOM")
 }
 
 // The Scheduling releases the job while it runs: the wait is cancelled, the application
@@ -203,9 +216,29 @@ func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
 	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted)
-	require.Nil(t, w.written[3].Application)
+	require.Nil(t, w.written[2].Application)
+}
+
+// A run released while its new application's Submitted report is held back (before its pods
+// are placed) says Submitted first: the status names the application, so the job's next look
+// finds it and deletes it. Without that, the application would be left running, its run
+// forgotten.
+func TestBatchJobWorkflow_ARunLeftWhileItsSubmitIsHeldBackNamesItsApplication(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, submitQuiet/2)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobReady}, states(w))
+	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
+	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted, "the released run's application is deleted")
 }
 
 // A job that cannot make an application fails with the reason, and the Scheduling hears it.

@@ -301,9 +301,10 @@ func TestRecordAdmissionHistory(t *testing.T) {
 
 // admissionHistory is the file the recording writes. admission.json, recorded before
 // CommitBeforeTellingChange 2, admission-commit-before-telling.json, recorded before
-// BaselineChange, and admission-baseline.json, recorded before KeptResyncTimerChange, stay as
-// they are, so their paths keep being replayed.
-const admissionHistory = "admission-resync.json"
+// BaselineChange, admission-baseline.json, recorded before KeptResyncTimerChange, and
+// admission-resync.json, recorded before Baseline2Change, stay as they are, so their paths
+// keep being replayed.
+const admissionHistory = "admission-baseline2.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.
 type allocationStandIn struct {

@@ -23,7 +23,8 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
 	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json",
-		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json", "admission-resync.json"} {
+		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json", "admission-resync.json",
+		"batchjob-baseline2.json", "scheduling-baseline2.json", "admission-baseline2.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
@@ -40,7 +41,8 @@ func TestReplay_IncompatibleHistoryFails(t *testing.T) {
 
 // A run recorded since BaselineChange records the baseline first and no other version
 // marker, but Admission's decision rules, which the baseline leaves out, and the changes
-// made after it; the runs recorded before it recorded one per change they met.
+// made after it; the runs recorded before it recorded one per change they met. A run
+// recorded since Baseline2Change records that one alone, but the decision rules.
 func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 	for file, want := range map[string][]string{
 		"batchjob-baseline.json":   {workflows.BaselineChange},
@@ -48,6 +50,10 @@ func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 		"admission-baseline.json":  {workflows.BaselineChange, workflows.AdmissionRulesChange},
 		// A change made after the baseline records its own marker (KeptResyncTimerChange).
 		"admission-resync.json": {workflows.BaselineChange, workflows.AdmissionRulesChange, workflows.KeptResyncTimerChange},
+		// The second baseline takes those in (and QuietSubmitChange, StatusPaceSlowerChange).
+		"batchjob-baseline2.json":   {workflows.Baseline2Change},
+		"scheduling-baseline2.json": {workflows.Baseline2Change},
+		"admission-baseline2.json":  {workflows.Baseline2Change, workflows.AdmissionRulesChange},
 	} {
 		t.Run(file, func(t *testing.T) {
 			f, err := os.Open("testdata/" + file)

@@ -250,7 +250,7 @@ func paceFor(ctx workflow.Context, n int) time.Duration {
 		return statusPace
 	}
 	per := paceEntriesBefore
-	if workflow.GetVersion(ctx, StatusPaceSlowerChange, workflow.DefaultVersion, 1) >= 1 {
+	if changeVersion(ctx, StatusPaceSlowerChange) >= 1 {
 		per = paceEntries
 	}
 	return max(statusPace, time.Duration(n)*time.Second/time.Duration(per))

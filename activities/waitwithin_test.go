@@ -1,0 +1,38 @@
+package activities
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	sparkv1beta2 "slotplane/crds/spark/v1beta2"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
+)
+
+// A wait bounded by Within answers once that long has passed, with what it saw (here: no
+// executor placed), where an unbounded one would wait on.
+func TestWaitPlaced_WithinAnswersWithWhatItSaw(t *testing.T) {
+	app := &sparkv1beta2.SparkApplication{ObjectMeta: metav1.ObjectMeta{Name: "wordcount-nightly-r1", Namespace: "ns"}}
+	app.Status.AppState.State = sparkv1beta2.ApplicationStateSubmitted
+	a := &Activities{Client: fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(app).Build()}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	env.SetTestTimeout(30 * time.Second) // unbounded, the wait would not end: nothing is ever placed
+	key := AppKey{Namespace: "ns", Job: "wordcount", Replicas: 2, Enough: 1, Within: 300 * time.Millisecond,
+		App: v1alpha1.ApplicationRef{Kind: sparkv1beta2.SparkApplicationKind, Name: app.Name}}
+	began := time.Now()
+	val, err := env.ExecuteActivity(a.WaitPlaced, key)
+	require.NoError(t, err)
+	took := time.Since(began)
+	var p AppProgress
+	require.NoError(t, val.Get(&p))
+	require.Zero(t, p.Placed)
+	require.False(t, p.Gone || p.Outcome.Terminal)
+	require.GreaterOrEqual(t, took, key.Within)
+}
