@@ -512,8 +512,10 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 		return started, false, still, err
 	}
 	if r.submitHeld && !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed == 0 {
-		// Nothing placed within submitQuiet: the application is said Submitted, and the wait
-		// goes on for what is left of the starting timeout.
+		// Nothing placed within submitQuiet: the application is said Submitted (with its
+		// driver's start, if the wait saw it), and the wait goes on for what is left of the
+		// starting timeout.
+		j.notePlaced(started, key.Replicas)
 		if err := r.report(ctx, v1alpha1.JobSubmitted, submittedMessage); err != nil {
 			return started, false, true, err
 		}

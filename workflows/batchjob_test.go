@@ -33,6 +33,9 @@ type jobWorld struct {
 	admissionStarts []string
 	// firstExecutor is how long the first executor takes to hold its slot (0: a second).
 	firstExecutor time.Duration
+	// driverSeen is when a first wait that ends before any executor is placed saw the
+	// driver running (zero: not seen).
+	driverSeen time.Time
 }
 
 func (w *jobWorld) firstAfter(d time.Duration) time.Duration {
@@ -85,7 +88,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		env.OnActivity(acts.WaitPlaced, mock.Anything, bounded).After(firstIn).Return(firstPlaced, nil)
 		env.OnActivity(acts.WaitPlaced, mock.Anything, first).After(firstIn).Return(firstPlaced, nil)
 	} else {
-		env.OnActivity(acts.WaitPlaced, mock.Anything, bounded).After(submitQuiet).Return(activities.AppProgress{}, nil)
+		env.OnActivity(acts.WaitPlaced, mock.Anything, bounded).After(submitQuiet).Return(activities.AppProgress{DriverRunningAt: w.driverSeen}, nil)
 		env.OnActivity(acts.WaitPlaced, mock.Anything, first).After(firstIn-submitQuiet).Return(firstPlaced, nil)
 	}
 	env.OnActivity(acts.WaitPlaced, mock.Anything, all).After(2*time.Second).Return(placed, nil)
@@ -239,6 +242,26 @@ func TestBatchJobWorkflow_ARunLeftWhileItsSubmitIsHeldBackNamesItsApplication(t 
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobReady}, states(w))
 	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
 	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted, "the released run's application is deleted")
+}
+
+// A run whose pods are not placed within submitQuiet says Submitted then, with its driver's
+// start as the wait saw it, and waits on: the first executor's report and Running follow.
+func TestBatchJobWorkflow_ASlowStartSaysSubmittedAfterTheQuietSecond(t *testing.T) {
+	driver := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: 10 * time.Second, driverSeen: driver}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	require.Equal(t, submittedMessage, w.written[0].Message)
+	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
+	require.True(t, w.written[0].Phases.DriverRunningAt.Time.Equal(driver), "the driver's start as the first wait saw it")
+	require.Equal(t, "the first executor holds its slot", w.written[1].Message)
+	require.True(t, w.written[3].Phases.DriverRunningAt.Time.Equal(driver))
+	require.False(t, w.reported[0].Started)
+	require.True(t, w.reported[1].Started)
 }
 
 // A job that cannot make an application fails with the reason, and the Scheduling hears it.

@@ -149,7 +149,9 @@ const (
 	JobReady BatchJobState = "Ready"
 	// JobInQueue: a Scheduling holds the job and has not yet asked for its application.
 	JobInQueue BatchJobState = "InQueue"
-	// JobSubmitted: the application exists; not all its pods are placed yet.
+	// JobSubmitted: the application exists; not all its pods are placed yet. A run whose
+	// pods are all placed within a second of its application's creation goes from InQueue
+	// to Running without it (status.phases.applicationCreatedAt keeps the time).
 	JobSubmitted BatchJobState = "Submitted"
 	// JobRunning: the application's pods run in their slots.
 	JobRunning BatchJobState = "Running"
