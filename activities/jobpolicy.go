@@ -20,10 +20,10 @@ import (
 // a broken widening must not widen anything. Only a failed read is an error.
 func ReadJobPolicy(ctx context.Context, c client.Reader, namespace string) (jobapp.JobPolicy, error) {
 	var cm corev1.ConfigMap
-	// From the API server's watch cache: a job's workflow reads the policy twice per run,
-	// and most namespaces have none, which etcd was asked each time to confirm. A policy
-	// written a few milliseconds ago may not count yet, as it would not for a job created
-	// a moment before it.
+	// From the API server's watch cache: a job's workflow reads the policy once or twice a
+	// run (twice for a job with a wrapped spec), and most namespaces have none, which etcd
+	// was asked each time to confirm. A policy written a few milliseconds ago may not count
+	// yet, as it would not for a job created a moment before it.
 	err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: v1alpha1.JobPolicyConfigMap}, &cm,
 		&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
 	if apierrors.IsNotFound(err) {
