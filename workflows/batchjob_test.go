@@ -136,6 +136,15 @@ func deleteJobAfter(env *testsuite.TestWorkflowEnvironment, w *jobWorld, d time.
 	}, d)
 }
 
+// releaseJobAfter takes the job's claim and request away after d (its Scheduling released
+// it) and nudges its workflow.
+func releaseJobAfter(env *testsuite.TestWorkflowEnvironment, w *jobWorld, d time.Duration) {
+	env.RegisterDelayedCallback(func() {
+		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, d)
+}
+
 func states(w *jobWorld) []v1alpha1.BatchJobState {
 	var out []v1alpha1.BatchJobState
 	for _, s := range w.written {
@@ -211,10 +220,7 @@ func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
 func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, 10*time.Second)
+	releaseJobAfter(env, w, 10*time.Second)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
@@ -231,10 +237,7 @@ func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 func TestBatchJobWorkflow_ARunLeftWhileItsSubmitIsHeldBackNamesItsApplication(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, submitQuiet/2)
+	releaseJobAfter(env, w, submitQuiet/2)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 

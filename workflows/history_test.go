@@ -91,10 +91,7 @@ func TestBatchJobWorkflow_AReleasedRunIsRecorded(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	recorded := metrics.NewTemporal()
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil, recorded)
-	env.RegisterDelayedCallback(func() {
-		w.set(func(o *activities.JobObservation) { o.Holder, o.Request = "", nil })
-		env.SignalWorkflow(BatchJobChangedSignal, nil)
-	}, 10*time.Second)
+	releaseJobAfter(env, w, 10*time.Second)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 	require.NoError(t, env.GetWorkflowError())
