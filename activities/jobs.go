@@ -125,9 +125,11 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 		}
 		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), err)
 	}
+	// A slot missing from a copy that lags (its node just came back to the bed) would fail
+	// the run for good: etcd decides (readBed).
 	var tb v1alpha1.TestBed
 	bedKey := types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}
-	if err := fromWatchCache(ctx, a.Client, bedKey, &tb); err != nil {
+	if err := a.readBed(ctx, bedKey, &tb, func(tb *v1alpha1.TestBed) bool { _, missing := slotNodes(tb, in.Request.Slots); return missing < 0 }); err != nil {
 		if apierrors.IsNotFound(err) {
 			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
 		}
@@ -135,14 +137,7 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 	}
 	nodes, missing := slotNodes(&tb, in.Request.Slots)
 	if missing >= 0 {
-		// A slot missing from a copy that lags (its node just came back to the bed) would
-		// fail the run for good: etcd decides.
-		if err := a.Client.Get(ctx, bedKey, &tb); err != nil {
-			return v1alpha1.ApplicationRef{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, err)
-		}
-		if nodes, missing = slotNodes(&tb, in.Request.Slots); missing >= 0 {
-			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, missing)
-		}
+		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, missing)
 	}
 	policy, err := ReadJobPolicy(ctx, a.Client, job.Namespace)
 	if err != nil {

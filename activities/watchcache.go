@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/crds/v1alpha1"
 )
 
 // fromWatchCache asks the API server for its watch cache's copy (resourceVersion "0"): no
@@ -34,8 +36,14 @@ func getForUpdate(ctx context.Context, c client.Reader, key types.NamespacedName
 	return c.Get(ctx, key, obj)
 }
 
-// getFromEtcd is a plain read, from etcd: fromWatchCache's counterpart where a copy that
-// lags must not decide.
-func getFromEtcd(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object) error {
-	return c.Get(ctx, key, obj)
+// readBed reads a test bed from the API server's watch cache, and again from etcd when the
+// copy does not fit what the run needs (a slot missing or leaving): a copy that lags (a
+// node just back in the bed) must not decide against a run. A run's reads of its bed cost
+// etcd nothing when the copies agree, which is nearly always.
+func (a *Activities) readBed(ctx context.Context, key types.NamespacedName, tb *v1alpha1.TestBed, fits func(*v1alpha1.TestBed) bool) error {
+	if err := fromWatchCache(ctx, a.Client, key, tb); err != nil || fits(tb) {
+		return err
+	}
+	*tb = v1alpha1.TestBed{}
+	return a.Client.Get(ctx, key, tb)
 }
