@@ -5,6 +5,7 @@ package activities_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -314,6 +315,9 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	since := metav1.NewMicroTime(time.Now())
 	tb.Status.Slots[1].LeavingSince, tb.Status.Slots[1].Unavailable = &since, "the node left the test bed"
 	require.NoError(t, cl.Status().Update(ctx, tb))
+	// The check reads the API server's watch cache, which may lag the write by a moment (as
+	// if the node had left a moment after the check); here the check must see the change.
+	cacheHas(t, cl, tb)
 	next := kept
 	next.Run, next.Slots = 5, []int32{1}
 	err = a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: next})
@@ -461,4 +465,19 @@ func TestCheckHolds(t *testing.T) {
 	require.Len(t, lacking, 1)
 	require.Equal(t, "free", lacking[0].Key.Job)
 	require.Contains(t, lacking[0].Why, "deleted")
+}
+
+// cacheHas waits until the API server's watch cache holds obj as last written (its
+// resourceVersion or a later one), for a check that reads the cache and must see the write.
+func cacheHas(t *testing.T, cl client.Client, obj client.Object) {
+	t.Helper()
+	want, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	require.NoError(t, err)
+	cached := obj.DeepCopyObject().(client.Object)
+	require.Eventually(t, func() bool {
+		err := cl.Get(context.Background(), client.ObjectKeyFromObject(obj), cached,
+			&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		got, _ := strconv.ParseUint(cached.GetResourceVersion(), 10, 64)
+		return err == nil && got >= want
+	}, 10*time.Second, 5*time.Millisecond, "the watch cache holds %s at resourceVersion %d", obj.GetName(), want)
 }
