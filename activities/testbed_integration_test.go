@@ -511,6 +511,38 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	waitGhostsRunning(t, cl, "bed", 3)
 	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
 
+	// A run that ended a moment ago, which the copy still has running: its freed slot may be
+	// on its way to a next job (a hand-over), and a pass that read every job would leave it
+	// without a ghost too. The pass reads that one job, lists none, makes no ghost, and comes
+	// back when the hand-over's grace ends; then, the copy as stale as before, the slot gets
+	// its ghost on the API server's word.
+	grant("quick", 3)
+	waitGhostsRunning(t, cl, "bed", 2)
+	a.Changes = jobsCopy(t, cl)
+	var quick v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "quick"}, &quick))
+	ended := metav1.NewMicroTime(time.Now())
+	quick.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", TestBed: "bed", Slots: []int32{3}, Run: 1,
+		Phases: &v1alpha1.RunPhases{EndedAt: &ended}}
+	require.NoError(t, cl.Status().Update(ctx, &quick))
+	reads, lists = counted.readsOf("BatchJob"), counted.listsOf("BatchJob")
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, lists, counted.listsOf("BatchJob"), "no job is listed from etcd")
+	require.Equal(t, reads+2, counted.readsOf("BatchJob"), "the two held-empty slots' holders are read from etcd")
+	require.Zero(t, res.Created, "%+v", res)
+	require.Equal(t, 1, res.HandingOver, "%+v", res)
+	require.False(t, res.Settled)
+	require.Positive(t, res.RecheckIn)
+	require.LessOrEqual(t, res.RecheckIn, activities.HandOverGrace)
+	time.Sleep(time.Until(ended.Add(activities.HandOverGrace)))
+	res, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Created, "the grace is over: the freed slot gets its ghost: %+v", res)
+	require.Less(t, lists, counted.listsOf("BatchJob"), "that pass read the jobs from the API server")
+	waitGhostsRunning(t, cl, "bed", 3)
+	require.Equal(t, map[int32]bool{0: true, 1: false, 2: true, 3: true}, ghostIn())
+
 	// The worker's real copy: once it caught up and no slot is held empty ("late" ends
 	// too), a settled pass reads no job from the API server.
 	setRun(t, cl, "late", v1alpha1.JobCompleted, 1)
