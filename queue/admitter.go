@@ -67,7 +67,8 @@ type Entry struct {
 	GrantedAt time.Time
 	Grant     int64
 	// State is a granted job's start-up state for StateAware leaves: Starting from the grant
-	// (its driver is being started), Running once its job's workflow says so.
+	// (its driver is being started), Running once its job's workflow says so. From
+	// RulesQuietStart, a job granted in another leaf is Running from its grant.
 	State         AppState
 	StartingSince time.Time
 	// Preempted counts the slots preemption took back from the job. A job with fewer slots
@@ -95,6 +96,9 @@ type Grant struct {
 	// Scheduling that gave a grant back and asked again can tell a late copy of the old one
 	// from the new one.
 	Seq int64
+	// QuietStart: the job need not tell Admission when its run leaves Starting
+	// (RulesQuietStart). Absent, it tells, as before the field.
+	QuietStart bool `json:",omitempty"`
 }
 
 // Assignment changes the slots of a granted job's application: it keeps Keep and loses
@@ -210,7 +214,13 @@ const (
 	// Before it, a job could be granted slots and lose some of them in one decision: its
 	// Scheduling was told of the grant, and Admission revoked part of it at once.
 	RulesNoFreshVictims = 4
-	RulesLatest         = RulesNoFreshVictims
+	// RulesQuietStart: a job granted in a leaf that is not StateAware counts as Running from
+	// its grant, and the grant says so (Grant.QuietStart): its job's workflow does not tell
+	// of the run's start, which only a StateAware leaf needs to hear. Before it, every job
+	// sent Admission a message at its start, and Admission took a turn for it, a decision
+	// over every waiting job included.
+	RulesQuietStart = 5
+	RulesLatest     = RulesQuietStart
 )
 
 // Admitter is the whole admission core of one test bed, pure and deterministic: requests
@@ -329,7 +339,7 @@ func (a *Admitter) Request(r Request) *Grant {
 	if i := a.index(a.st.Running, r.JobKey); i >= 0 {
 		e := a.st.Running[i]
 		if r.GaveBack == 0 || r.GaveBack != e.Grant {
-			return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots), Seq: e.Grant}
+			return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots), Seq: e.Grant, QuietStart: a.quietStart(&e)}
 		}
 		a.Release(r.JobKey)
 	}
@@ -626,10 +636,20 @@ func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []
 	avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(g.Slots, p) })
 	a.st.Granted++
 	g.Reason, g.State, g.StartingSince, g.GrantedAt, g.Grant = "", Starting, now, now, a.st.Granted
+	if q := a.tree.Queue(g.Queue); a.st.Rules >= RulesQuietStart && q != nil && a.tree.Policy(q) != PolicyStateAware {
+		g.State = Running
+	}
 	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, func(x Entry) bool { return x.Request.JobKey == g.Request.JobKey })
 	a.st.Running = append(a.st.Running, g)
-	d.Grants = append(d.Grants, Grant{JobKey: g.Request.JobKey, Queue: g.Queue, Slots: slices.Clone(g.Slots), Seq: g.Grant})
+	d.Grants = append(d.Grants, Grant{JobKey: g.Request.JobKey, Queue: g.Queue, Slots: slices.Clone(g.Slots), Seq: g.Grant, QuietStart: a.quietStart(&g)})
 	return avail
+}
+
+// quietStart says whether a granted entry's job need not tell of its start (RulesQuietStart):
+// it counts as Running already, from its grant in a leaf that is not StateAware, or from
+// the start it told.
+func (a *Admitter) quietStart(e *Entry) bool {
+	return a.st.Rules >= RulesQuietStart && e.State == Running
 }
 
 // cluster is the picture the policies decide on: running jobs, and waiting ones not in skip.

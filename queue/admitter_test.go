@@ -805,3 +805,49 @@ func TestAdmitter_HandsAReleasedJobsSlotsOnAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// From RulesQuietStart, a job granted in a leaf that is not StateAware is Running from its
+// grant, which says so (QuietStart), and so does a repeat of it; a StateAware leaf's grant
+// is Starting and waits for the job's word, after which its repeats are quiet too. Under
+// the rules before, every grant waits for the word.
+func TestAdmitter_OnlyAStateAwareLeafWaitsToHearOfAStart(t *testing.T) {
+	const file = `<allocations><queue name="plain"/><queue name="aware"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`
+	for _, rules := range []int{RulesNoFreshVictims, RulesQuietStart} {
+		a := admitterWithRules(t, file, "", rules)
+		a.Request(req("plain-job", "plain", 1))
+		a.Request(req("aware-job", "aware", 1))
+		d := a.Decide(t0, bed(4))
+		quiet := map[string]bool{}
+		for _, g := range d.Grants {
+			quiet[g.Job] = g.QuietStart
+		}
+		if len(quiet) != 2 {
+			t.Fatalf("rules %d: grants %v", rules, granted(d))
+		}
+		latest := rules >= RulesQuietStart
+		if quiet["plain-job"] != latest || quiet["aware-job"] {
+			t.Fatalf("rules %d: quiet starts %v", rules, quiet)
+		}
+		states := map[string]AppState{}
+		for _, e := range restored(t, a).Running() {
+			states[e.Request.Job] = e.State
+		}
+		wantPlain := Starting
+		if latest {
+			wantPlain = Running
+		}
+		if states["plain-job"] != wantPlain || states["aware-job"] != Starting {
+			t.Fatalf("rules %d: states %v", rules, states)
+		}
+		if g := a.Request(req("plain-job", "plain", 1)); g == nil || g.QuietStart != latest {
+			t.Fatalf("rules %d: the repeat of the plain grant: %+v", rules, g)
+		}
+		if g := a.Request(req("aware-job", "aware", 1)); g == nil || g.QuietStart {
+			t.Fatalf("rules %d: the repeat of the StateAware grant before its start: %+v", rules, g)
+		}
+		a.Started(key("aware-job"))
+		if g := a.Request(req("aware-job", "aware", 1)); g == nil || g.QuietStart != latest {
+			t.Fatalf("rules %d: the repeat of the StateAware grant after its start: %+v", rules, g)
+		}
+	}
+}

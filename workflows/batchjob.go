@@ -449,12 +449,15 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 // report says AdmissionTold when all of it goes: the Scheduling then sends Admission nothing
 // for it, where it used to send each start and end again, a signal and a turn of Admission
 // per job. A report whose news does not all go (no creation request, an end without the
-// job's own release) leaves the telling to the Scheduling, as before.
+// job's own release) leaves the telling to the Scheduling, as before. A start the grant
+// said Admission needs no word of (CreationRequest.QuietStart) counts as told.
 func (r *runReport) tellAdmission(st v1alpha1.BatchJobState) {
 	startNews := r.progress.Started || st == v1alpha1.JobRunning
 	if req := r.req; startNews && !r.startTold && req != nil && req.SchedulingUID != "" {
-		key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: r.j.key.Name, Run: req.Run}
-		r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedSignal, Arg: key})
+		if !req.QuietStart {
+			key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: r.j.key.Name, Run: req.Run}
+			r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedSignal, Arg: key})
+		}
 		r.startTold = true
 	}
 	endTold := slices.ContainsFunc(r.also, func(s activities.Signal) bool { return s.Name == AdmissionEndedSignal })

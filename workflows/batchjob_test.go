@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -300,12 +301,19 @@ func TestBatchJobWorkflow_StartingTimesOut(t *testing.T) {
 }
 
 // A run's end goes to its test bed's Admission from the job's own workflow, keyed as the
-// Scheduling keys it, before the status write; the status records the run's phases, each
+// Scheduling keys it, before the status write, and so does its start unless the grant said
+// Admission needs no word of it (QuietStart); the status records the run's phases, each
 // once, the executors' placements in the order they were seen.
 func TestBatchJobWorkflow_TellsAdmissionOfItsEndAndRecordsThePhases(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quiet start %t", quiet), func(t *testing.T) { tellsAdmissionOfItsEnd(t, quiet) })
+	}
+}
+
+func tellsAdmissionOfItsEnd(t *testing.T, quiet bool) {
 	granted := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	req := *request
-	req.SchedulingUID, req.GrantedAt = "uid-nightly", &granted
+	req.SchedulingUID, req.GrantedAt, req.QuietStart = "uid-nightly", &granted, quiet
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
 	driver := time.Date(2026, 11, 25, 12, 0, 1, 0, time.UTC)
 	placedAt := []time.Time{driver.Add(100 * time.Millisecond), driver.Add(250 * time.Millisecond)}
@@ -318,9 +326,14 @@ func TestBatchJobWorkflow_TellsAdmissionOfItsEndAndRecordsThePhases(t *testing.T
 	require.NoError(t, env.GetWorkflowError())
 	key := queue.JobKey{Scheduling: "nightly", SchedulingUID: "uid-nightly", Job: "wordcount", Run: 1}
 	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionReleases)
-	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionStarts, "the start too, once")
+	if quiet {
+		require.Empty(t, w.admissionStarts, "Admission needs no word of the start")
+	} else {
+		require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionStarts, "the start too, once")
+	}
+	require.True(t, slices.ContainsFunc(w.reported, func(p JobProgress) bool { return p.State == v1alpha1.JobRunning }), "%+v", w.reported)
 	for _, p := range w.reported {
-		require.True(t, p.AdmissionTold, "Admission heard every report's news from the job: %+v", p)
+		require.True(t, p.AdmissionTold, "Admission heard every report's news from the job, or needs none: %+v", p)
 	}
 	ph := w.written[len(w.written)-1].Phases
 	require.NotNil(t, ph)

@@ -1199,7 +1199,8 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
 	}
 	granted := metav1.NewMicroTime(e.RequestedAt)
-	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run, GrantedAt: &granted, Queue: g.Queue}
+	req := v1alpha1.CreationRequest{Scheduling: s.key.Name, TestBed: s.spec.TestBed, Slots: g.Slots, Run: e.Run, GrantedAt: &granted, Queue: g.Queue,
+		QuietStart: g.QuietStart}
 	if k := s.admissionKey(e); k.Run == e.Run {
 		req.SchedulingUID = k.SchedulingUID
 	}

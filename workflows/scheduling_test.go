@@ -63,6 +63,10 @@ type fakeAdmission struct {
 	// itself sent Admission of its jobs' progress ("started a", "ended a").
 	jobsTellAdmission bool
 	fromScheduling    []string
+	// quietStart: the grants say Admission needs no word of the jobs' starts; quietRequests
+	// are the jobs whose creation requests passed that on.
+	quietStart    bool
+	quietRequests []string
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -199,7 +203,7 @@ func (f *fakeAdmission) grant() {
 		f.free = f.free[req.Slots:]
 		f.held[req.String()] = slots
 		f.seq++
-		g := AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots, Seq: f.seq}
+		g := AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots, Seq: f.seq, QuietStart: f.quietStart}
 		f.grants[req.String()] = g
 		reports := f.reportsWithGrant
 		f.env.RegisterDelayedCallback(func() {
@@ -239,6 +243,9 @@ func (f *fakeAdmission) requestCreation(_ context.Context, in activities.Request
 		return temporal.NewNonRetryableApplicationError("test bed bed no longer has slot 1", activities.ErrSlotsGone, nil)
 	}
 	f.created = append(f.created, in.Job)
+	if in.Request.QuietStart {
+		f.quietRequests = append(f.quietRequests, in.Job)
+	}
 	if in.Nudge != nil {
 		f.requestNudges = append(f.requestNudges, in.Nudge.WorkflowID)
 	}
@@ -328,13 +335,14 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 
 // Jobs whose reports say Admission heard their start and end from them (AdmissionTold) get
 // no second word from the Scheduling: Admission is not signalled for them, and the queue
-// runs as before on the jobs' own releases.
+// runs as before on the jobs' own releases. A grant's QuietStart reaches the job in its
+// creation request.
 func TestSchedulingWorkflow_WhatAJobToldAdmissionIsNotRepeated(t *testing.T) {
 	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
 		{Name: "a", Replication: 2}, {Name: "b", Replication: 2}, {Name: "c", Replication: 1},
 	}}
 	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
-	f.jobsTellAdmission = true
+	f.jobsTellAdmission, f.quietStart = true, true
 	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 20 * time.Second, "c": 5 * time.Second}
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
@@ -343,6 +351,7 @@ func TestSchedulingWorkflow_WhatAJobToldAdmissionIsNotRepeated(t *testing.T) {
 	require.Empty(t, f.fromScheduling, "Admission heard it all from the jobs")
 	require.Equal(t, []string{"a", "c", "b"}, f.admissionReleases, "the jobs' own releases hand their slots on")
 	requireCreatedInWaves(t, f.created, []string{"a", "b"}, []string{"c"})
+	require.Equal(t, f.created, f.quietRequests, "every request says what its grant said")
 	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
 	require.NotNil(t, completed)
 	require.Equal(t, int32(3), completed.FinishedJobs)

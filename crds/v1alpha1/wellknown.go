@@ -111,6 +111,9 @@ type CreationRequest struct {
 	// Queue is the leaf queue Admission placed the job in, as the grant said. Absent in
 	// requests written before it existed.
 	Queue string `json:"queue,omitempty"`
+	// QuietStart: Admission needs no word of the run's start (its queue is not StateAware),
+	// as the grant said. Absent, the job's workflow tells Admission when the run starts.
+	QuietStart bool `json:"quietStart,omitempty"`
 }
 
 // KillRequest is a kill of one job's run in one Scheduling.
