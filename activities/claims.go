@@ -376,10 +376,17 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
 	attempt := 0
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		// The first read from the watch cache: the update carries its resourceVersion, and a
-		// job it shows held by another is read again from etcd before that decides.
+		// The first read from the worker's copy (which lacks the wrapped spec: the write is a
+		// patch of the annotations), a retry's from etcd. The patch carries the
+		// resourceVersion read, and a job the copy shows held by another is read again from
+		// etcd before that decides.
 		var job v1alpha1.BatchJob
-		if err := getForUpdate(ctx, a.Client, key, &job, &attempt); err != nil {
+		attempt++
+		read := func() error { return a.Client.Get(ctx, key, &job) }
+		if attempt == 1 {
+			read = func() error { return a.readCopy(ctx, key, &job) }
+		}
+		if err := read(); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nonRetryable(ErrNotHeld, "job %s is gone", key)
 			}
@@ -398,12 +405,13 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 		if err := a.checkSlotsExist(ctx, in.Namespace, in.Request); err != nil {
 			return err
 		}
+		base := job.DeepCopy()
 		if job.Annotations == nil {
 			job.Annotations = map[string]string{}
 		}
 		job.Annotations[v1alpha1.CreationRequestAnnotation] = string(body)
 		delete(job.Annotations, v1alpha1.AssignedSlotsAnnotation) // it spoke of the last run
-		return a.Client.Update(ctx, &job)
+		return a.Client.Patch(ctx, &job, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	})
 }
 

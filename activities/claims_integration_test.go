@@ -481,3 +481,82 @@ func cacheHas(t *testing.T, cl client.Client, obj client.Object) {
 		return err == nil && got >= want
 	}, 10*time.Second, 5*time.Millisecond, "the watch cache holds %s at resourceVersion %d", obj.GetName(), want)
 }
+
+// A creation request is written on the job as the worker's copy holds it, with the test bed
+// the copy holds: nothing is read from the API server, and the write, a patch of the
+// annotations, keeps the wrapped spec the copy lacks and the user's annotations. A copy
+// that lags decides nothing: a job changed since (a kill noted on it) makes the write
+// conflict and the retry reads etcd; a job the copy shows held by no one, held since, is
+// read again from etcd before the request is refused.
+func TestRequestCreation_FromTheWorkersCopy(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	ctx := context.Background()
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+	}
+	require.NoError(t, cl.Create(ctx, tb))
+	tb.Status.Slots = []v1alpha1.SlotStatus{
+		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},
+		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
+	}
+	require.NoError(t, cl.Status().Update(ctx, tb))
+	wrapped := &runtime.RawExtension{Raw: []byte(`{"sparkConf":{"spark.sql.shuffle.partitions":"8"}}`)}
+	for _, name := range []string{"copied", "changed-since", "claimed-since"} {
+		job := testobjects.BatchJob(name).Annotation("team.example/owner", "ml").Obj()
+		job.Spec.SparkApplication = wrapped
+		if name != "claimed-since" {
+			job.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+		}
+		require.NoError(t, cl.Create(ctx, job))
+	}
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	snapshot := []client.Object{tb}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		j.ManagedFields, j.Spec.SparkApplication = nil, nil // as the worker keeps them
+		snapshot = append(snapshot, j)
+	}
+	copied := activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(),
+		v1alpha1.GroupVersion.WithKind("BatchJob"), v1alpha1.GroupVersion.WithKind("TestBed"))
+	counted := &countingClient{Client: cl}
+	a := &activities.Activities{Client: counted, Changes: copied}
+	request := func(job string, slot int32) error {
+		return a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job,
+			Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{slot}, Run: 1}})
+	}
+	written := func(job string) *v1alpha1.BatchJob {
+		var j v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: job}, &j))
+		require.NotNil(t, j.Spec.SparkApplication, "%s keeps its wrapped spec", job)
+		require.JSONEq(t, string(wrapped.Raw), string(j.Spec.SparkApplication.Raw), job)
+		require.Equal(t, "ml", j.Annotations["team.example/owner"], job)
+		return &j
+	}
+
+	require.NoError(t, request("copied", 0))
+	require.Zero(t, counted.readsOf("BatchJob"), "the job comes from the copy")
+	require.Zero(t, counted.readsOf("TestBed"), "the test bed comes from the copy")
+	require.Contains(t, written("copied").Annotations[v1alpha1.CreationRequestAnnotation], `"slots":[0]`)
+
+	var changed v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "changed-since"}, &changed))
+	changed.Annotations[v1alpha1.AssignedSlotsAnnotation] = "1"
+	require.NoError(t, cl.Update(ctx, &changed))
+	require.NoError(t, request("changed-since", 1))
+	require.Equal(t, 1, counted.readsOf("BatchJob"), "the conflict's retry reads etcd")
+	got := written("changed-since")
+	require.Contains(t, got.Annotations[v1alpha1.CreationRequestAnnotation], `"slots":[1]`)
+	require.NotContains(t, got.Annotations, v1alpha1.AssignedSlotsAnnotation, "the request clears the last run's slots")
+
+	var claimed v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "claimed-since"}, &claimed))
+	claimed.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+	require.NoError(t, cl.Update(ctx, &claimed))
+	require.NoError(t, request("claimed-since", 1), "held since the copy was taken: etcd says so")
+	require.Equal(t, 2, counted.readsOf("BatchJob"))
+	require.Contains(t, written("claimed-since").Annotations[v1alpha1.CreationRequestAnnotation], `"slots":[1]`)
+}

@@ -36,12 +36,13 @@ func getForUpdate(ctx context.Context, c client.Reader, key types.NamespacedName
 	return c.Get(ctx, key, obj)
 }
 
-// readBed reads a test bed from the API server's watch cache, and again from etcd when the
-// copy does not fit what the run needs (a slot missing or leaving): a copy that lags (a
-// node just back in the bed) must not decide against a run. A run's reads of its bed cost
-// etcd nothing when the copies agree, which is nearly always.
+// readBed reads a test bed from the worker's copy (else the API server's watch cache), and
+// again from etcd when the copy does not fit what the run needs (a slot missing or
+// leaving): a copy that lags (a node just back in the bed) must not decide against a run. A
+// run's reads of its bed cost the API server nothing when the copies agree, which is nearly
+// always.
 func (a *Activities) readBed(ctx context.Context, key types.NamespacedName, tb *v1alpha1.TestBed, fits func(*v1alpha1.TestBed) bool) error {
-	if err := fromWatchCache(ctx, a.Client, key, tb); err != nil || fits(tb) {
+	if err := a.readCopy(ctx, key, tb); err != nil || fits(tb) {
 		return err
 	}
 	*tb = v1alpha1.TestBed{}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -210,6 +211,12 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		j, err := c.GetJob(ctx, job)
 		require.NoError(t, err)
 		dumpHistory(t, p, workflows.BatchJobWorkflowID("default", job), j.Status.History[0].AdmittedAt.Time, 200)
+		// What the run cost Temporal per job: the Scheduling's and Admission's events over
+		// all their runs, and two jobs' own.
+		logEventsPerJob(t, p, workflows.SchedulingWorkflowID("default", "long"), jobs)
+		logEventsPerJob(t, p, workflows.AdmissionWorkflowID("default", "bed"), jobs)
+		logEventsPerJob(t, p, workflows.BatchJobWorkflowID("default", names[len(names)/3]), 1)
+		logEventsPerJob(t, p, workflows.BatchJobWorkflowID("default", job), 1)
 	}
 	ledger.check(t)
 	// A worker's death stalls a workflow for its task timeout: every workflow has slotplane's,
@@ -225,6 +232,39 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		return err == nil && len(q.Running) == 0 && len(q.Waiting) == 0
 	}, time.Minute, 500*time.Millisecond, "Admission still holds jobs")
 	p.waitSlotsFree(t, 2*time.Minute)
+}
+
+// logEventsPerJob prints how many events of each kind a workflow's history holds, over every
+// run of its chain of continue-as-new, per job of the run's jobs (diagnosis).
+func logEventsPerJob(t *testing.T, p *e2ePlatform, id string, jobs int) {
+	counts := map[string]int{}
+	runs := 0
+	for run := ""; ; {
+		runs++
+		it := p.temporal.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		previous := ""
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Logf("history of %s: %v", id, err)
+				return
+			}
+			counts[describeEvent(ev)]++
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				previous = a.GetContinuedExecutionRunId()
+			}
+		}
+		if previous == "" {
+			break
+		}
+		run = previous
+	}
+	kinds := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(kinds, func(a, b string) int { return counts[b] - counts[a] })
+	t.Logf("%s: events per job over %d runs", id, runs)
+	for _, k := range kinds {
+		t.Logf("  %8.2f %s", float64(counts[k])/float64(jobs), k)
+	}
 }
 
 // dumpHistory prints a workflow's first events with their times from start (diagnosis).
