@@ -217,6 +217,15 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 		return err == nil && st == "Running"
 	}, time.Minute, 200*time.Millisecond, "the jobs table shows the long job running")
 	shoot("dashboard-kill.png")
+	// A redraw keeps the row and its button: one replaced between a click's press and its
+	// release would swallow the click, and the feed redraws the page all the time.
+	same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const before = document.querySelector('`+row+` button.kill');
+		drawJobs();
+		return before !== null && document.querySelector('`+row+` button.kill') === before;
+	})()`))
+	require.NoError(t, err)
+	require.True(t, same, "a redraw replaced the job's Kill button")
 	click, stopClick := context.WithTimeout(ctx, 10*time.Second)
 	defer stopClick()
 	require.NoError(t, chromedp.Do(click, chromedp.Click(chromedp.CSS(row+" button.kill"))))

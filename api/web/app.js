@@ -281,21 +281,43 @@ function drawSchedulings() {
 const maxJobRows = 200;
 const activeStates = new Set(["InQueue", "Submitted", "Running"]);
 
+// jobRows keeps each listed job's row, so a redraw changes a row in place: a Kill button
+// replaced between the press and the release of a click would swallow the click, and the
+// feed redraws the page several times a second while jobs come and go.
+const jobRows = new Map();
+
+function jobRow(j) {
+  let r = jobRows.get(j.name);
+  if (!r) {
+    const kill = el("button", { class: "kill", type: "button", title: "end this job's run: Failed, reason Killed" }, "Kill");
+    kill.addEventListener("click", () => killJob(j.name, kill));
+    const cells = [el("td", {}, j.name), el("td"), el("td"), el("td"), el("td"), el("td", {}, kill)];
+    r = { tr: el("tr", { "data-job": j.name }, ...cells), cells };
+    jobRows.set(j.name, r);
+  }
+  const st = j.status || {};
+  r.tr.dataset.state = st.state;
+  const texts = [st.state, st.queue || j.queue || "-", j.scheduling, j.user || "-"];
+  texts.forEach((t, i) => { if (r.cells[i + 1].textContent !== t) r.cells[i + 1].textContent = t; });
+  return r.tr;
+}
+
 function drawJobs() {
   const body = $("#jobs tbody");
-  body.replaceChildren();
   const list = [...state.jobs.values()].filter((j) => j.scheduling && activeStates.has((j.status || {}).state))
     .sort((a, b) => a.name.localeCompare(b.name));
   $("#no-jobs").hidden = list.length > 0;
-  for (const j of list.slice(0, maxJobRows)) {
-    const st = j.status || {};
-    const kill = el("button", { class: "kill", type: "button", title: "end this job's run: Failed, reason Killed" }, "Kill");
-    kill.addEventListener("click", () => killJob(j.name, kill));
-    body.append(el("tr", { "data-job": j.name, "data-state": st.state },
-      el("td", {}, j.name), el("td", {}, st.state), el("td", {}, st.queue || j.queue || "-"),
-      el("td", {}, j.scheduling), el("td", {}, j.user || "-"), el("td", {}, kill)));
+  const shown = list.slice(0, maxJobRows);
+  const keep = new Set(shown.map((j) => j.name));
+  for (const name of jobRows.keys()) {
+    if (!keep.has(name)) { jobRows.get(name).tr.remove(); jobRows.delete(name); }
   }
-  if (list.length > maxJobRows) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, `and ${list.length - maxJobRows} more`)));
+  body.querySelector("tr.more")?.remove();
+  shown.forEach((j, i) => {
+    const tr = jobRow(j);
+    if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null); // moved only when out of place
+  });
+  if (list.length > maxJobRows) body.append(el("tr", { class: "more" }, el("td", { colspan: 6, class: "muted" }, `and ${list.length - maxJobRows} more`)));
 }
 
 // killJob kills a job's run as the signed-in user, and says what came of it.
