@@ -350,8 +350,8 @@ const ErrSlotsGone = "SlotsGone"
 // placed without preempting anyone. The request comes first: it is the record by which the
 // ghost reconciler knows the slots are granted, keeps them in the layout even if their node
 // leaves, and makes them no new ghost (until the test bed's grantedSlotTimeout, if no pod of
-// the job comes). Before it is written, the test bed must still have every slot (read from
-// etcd): a slot it lost since the grant is ErrSlotsGone. Writing the same request again is
+// the job comes). Before it is written, the test bed must still have every slot (etcd's word
+// on any slot the worker's copy shows gone): a slot it lost since the grant is ErrSlotsGone. Writing the same request again is
 // a no-op, and the ghosts are looked for again.
 func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
 	if err := a.writeRequest(ctx, in); err != nil {
@@ -381,12 +381,7 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 		// resourceVersion read, and a job the copy shows held by another is read again from
 		// etcd before that decides.
 		var job v1alpha1.BatchJob
-		attempt++
-		read := func() error { return a.Client.Get(ctx, key, &job) }
-		if attempt == 1 {
-			read = func() error { return a.readCopy(ctx, key, &job) }
-		}
-		if err := read(); err != nil {
+		if err := a.copyForUpdate(ctx, key, &job, &attempt); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nonRetryable(ErrNotHeld, "job %s is gone", key)
 			}
@@ -419,9 +414,9 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 // or has it only while it leaves (its node left the bed: LeavingGrace). A test bed that does
 // not exist is left to the job's workflow, which fails the run saying so.
 //
-// The test bed is read from the API server's watch cache, a few milliseconds behind at
-// most, far within LeavingGrace; slots it shows gone are looked for again in etcd before
-// that fails the request.
+// The test bed is read from the worker's copy (readBed), a few milliseconds behind at most,
+// far within LeavingGrace; slots it shows gone are looked for again in etcd before that
+// fails the request.
 func (a *Activities) checkSlotsExist(ctx context.Context, namespace string, req v1alpha1.CreationRequest) error {
 	var tb v1alpha1.TestBed
 	err := a.readBed(ctx, types.NamespacedName{Namespace: namespace, Name: req.TestBed}, &tb,

@@ -401,7 +401,7 @@ func (a *Activities) jobPods(ctx context.Context, namespace, job string) (*corev
 // readCopy reads an object from the worker's copy (Changes) when it has one of that kind,
 // else from the API server's watch cache. One the copy lacks, such as one created a moment
 // ago, is read from etcd before it counts as gone. A job's application is read this way, and
-// a job before a write of its status (jobForStatusUpdate).
+// a job before a write of its status or its creation request (copyForUpdate).
 func (a *Activities) readCopy(ctx context.Context, key types.NamespacedName, obj client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, a.Client.Scheme())
 	if err != nil {
@@ -475,7 +475,7 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 	attempt := 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var job v1alpha1.BatchJob
-		if err := a.jobForStatusUpdate(ctx, in.Job.nn(), &job, &attempt); err != nil {
+		if err := a.copyForUpdate(ctx, in.Job.nn(), &job, &attempt); err != nil {
 			return err
 		}
 		if s := in.Status.State; (s == v1alpha1.JobReady || s == v1alpha1.JobInQueue) && job.Labels[v1alpha1.ActiveSchedulingLabel] != in.Status.Scheduling {
@@ -504,19 +504,20 @@ func (a *Activities) WriteJobStatus(ctx context.Context, in WriteJobStatusInput)
 	return nil
 }
 
-// jobForStatusUpdate is getForUpdate for a write of a BatchJob's status, whose first
-// attempt reads the worker's copy when it has one (readCopy: no request at all; a job's
-// workflow writes its status three times a run); a retry after a conflict reads etcd. The
-// copy lacks the wrapped spec and the managed fields, which a write of the status
-// subresource neither sends nor changes: the API server keeps the stored spec and
-// metadata, and the stored managed fields when the request has none. A copy that lags
-// fails the write on its resourceVersion, and the retry reads etcd.
-func (a *Activities) jobForStatusUpdate(ctx context.Context, key types.NamespacedName, job *v1alpha1.BatchJob, attempt *int) error {
+// copyForUpdate is getForUpdate for a write that sends none of what the worker's copy
+// leaves out: its first attempt reads the copy when there is one (readCopy: no request at
+// all), a retry after a conflict reads etcd. The copy lacks a job's wrapped spec and the
+// managed fields. A write of the status subresource neither sends nor changes them (the
+// API server keeps the stored spec and metadata, and the stored managed fields when the
+// request has none; a job's workflow writes its status three times a run), and neither
+// does a patch of the annotations (a creation request). A copy that lags fails the write
+// on its resourceVersion, and the retry reads etcd.
+func (a *Activities) copyForUpdate(ctx context.Context, key types.NamespacedName, obj client.Object, attempt *int) error {
 	*attempt++
 	if *attempt == 1 {
-		return a.readCopy(ctx, key, job)
+		return a.readCopy(ctx, key, obj)
 	}
-	return a.Client.Get(ctx, key, job)
+	return a.Client.Get(ctx, key, obj)
 }
 
 // IsNotHeld reports whether an activity error says the Scheduling lost its job.
