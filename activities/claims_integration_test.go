@@ -254,16 +254,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
-	}
-	require.NoError(t, cl.Create(ctx, tb))
-	tb.Status.Slots = []v1alpha1.SlotStatus{
-		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},
-		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
-	}
-	require.NoError(t, cl.Status().Update(ctx, tb))
+	tb := bedOfTwoFreeSlots(t, cl)
 	job := testobjects.BatchJob("wordcount").Obj()
 	job.Annotations = map[string]string{"slotplane.io/sim-duration": "5s"}
 	require.NoError(t, cl.Create(ctx, job))
@@ -492,16 +483,7 @@ func TestRequestCreation_FromTheWorkersCopy(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	ctx := context.Background()
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
-	}
-	require.NoError(t, cl.Create(ctx, tb))
-	tb.Status.Slots = []v1alpha1.SlotStatus{
-		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},
-		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
-	}
-	require.NoError(t, cl.Status().Update(ctx, tb))
+	tb := bedOfTwoFreeSlots(t, cl)
 	wrapped := &runtime.RawExtension{Raw: []byte(`{"sparkConf":{"spark.sql.shuffle.partitions":"8"}}`)}
 	for _, name := range []string{"copied", "changed-since", "claimed-since"} {
 		job := testobjects.BatchJob(name).Annotation("team.example/owner", "ml").Obj()
@@ -559,4 +541,22 @@ func TestRequestCreation_FromTheWorkersCopy(t *testing.T) {
 	require.NoError(t, request("claimed-since", 1), "held since the copy was taken: etcd says so")
 	require.Equal(t, 2, counted.readsOf("BatchJob"))
 	require.Contains(t, written("claimed-since").Annotations[v1alpha1.CreationRequestAnnotation], `"slots":[1]`)
+}
+
+// bedOfTwoFreeSlots creates test bed "bed" with its status showing two free slots, 0 on
+// node-00 and 1 on node-01, as its reconciler would lay them out.
+func bedOfTwoFreeSlots(t *testing.T, cl client.Client) *v1alpha1.TestBed {
+	t.Helper()
+	ctx := context.Background()
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+	}
+	require.NoError(t, cl.Create(ctx, tb))
+	tb.Status.Slots = []v1alpha1.SlotStatus{
+		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},
+		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
+	}
+	require.NoError(t, cl.Status().Update(ctx, tb))
+	return tb
 }

@@ -318,25 +318,20 @@ func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
 	// left of the grace from the end the job's status records, then gets its ghost.
 	grantSlot(t, cl, a, "brief", 0)
 	waitGhostsRunning(t, cl, "bed", 2)
-	var job v1alpha1.BatchJob
-	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "brief"}, &job))
-	endedAt := metav1.NewMicroTime(time.Now())
-	job.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", TestBed: "bed", Slots: []int32{0}, Run: 1,
-		Phases: &v1alpha1.RunPhases{EndedAt: &endedAt}}
-	require.NoError(t, cl.Status().Update(ctx, &job))
+	endedAt := endRunNow(t, cl, "brief", 0)
 	start := time.Now()
 	res, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
-	if start.Sub(endedAt.Time) < activities.HandOverGrace {
+	if start.Sub(endedAt) < activities.HandOverGrace {
 		require.Equal(t, 1, res.HandingOver, "%+v", res)
 		require.Zero(t, res.Created)
 		require.Positive(t, res.RecheckIn)
-		require.LessOrEqual(t, res.RecheckIn, activities.HandOverGrace-start.Sub(endedAt.Time))
+		require.LessOrEqual(t, res.RecheckIn, activities.HandOverGrace-start.Sub(endedAt))
 		time.Sleep(res.RecheckIn)
 		res, err = a.ReconcileTestBed(ctx, bedInput)
 		require.NoError(t, err)
 	} else {
-		t.Logf("the pass came %v after the end, past the grace", start.Sub(endedAt.Time))
+		t.Logf("the pass came %v after the end, past the grace", start.Sub(endedAt))
 	}
 	require.Equal(t, 1, res.Created, "%+v", res)
 	require.Zero(t, res.HandingOver)
@@ -519,12 +514,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	grant("quick", 3)
 	waitGhostsRunning(t, cl, "bed", 2)
 	a.Changes = jobsCopy(t, cl)
-	var quick v1alpha1.BatchJob
-	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "quick"}, &quick))
-	ended := metav1.NewMicroTime(time.Now())
-	quick.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", TestBed: "bed", Slots: []int32{3}, Run: 1,
-		Phases: &v1alpha1.RunPhases{EndedAt: &ended}}
-	require.NoError(t, cl.Status().Update(ctx, &quick))
+	ended := endRunNow(t, cl, "quick", 3)
 	reads, lists = counted.readsOf("BatchJob"), counted.listsOf("BatchJob")
 	res, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
@@ -583,6 +573,19 @@ func grantSlot(t *testing.T, cl client.Client, a *activities.Activities, job str
 	at := metav1.NewMicroTime(time.Now())
 	req := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{slot}, Run: 1, GrantedAt: &at}
 	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job, Request: req}))
+}
+
+// endRunNow writes a job's status as its run 1 of Scheduling "nightly" in test bed "bed",
+// Completed now (phases.endedAt), and returns that moment.
+func endRunNow(t *testing.T, cl client.Client, job string, slot int32) time.Time {
+	t.Helper()
+	var j v1alpha1.BatchJob
+	require.NoError(t, cl.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: job}, &j))
+	ended := metav1.NewMicroTime(time.Now())
+	j.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", TestBed: "bed", Slots: []int32{slot}, Run: 1,
+		Phases: &v1alpha1.RunPhases{EndedAt: &ended}}
+	require.NoError(t, cl.Status().Update(context.Background(), &j))
+	return ended.Time
 }
 
 // setRun writes a job's status as its run 1 of Scheduling "nightly" in test bed "bed".
