@@ -93,6 +93,11 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, User: user, Groups: groups,
 				Jobs: []v1alpha1.SchedulingJob{{Name: "own", Replication: 1}}}}
 	}
+	// That policy is another object, in force on its own moment: probed the same way.
+	require.Eventually(t, func() bool {
+		err := mallory.Create(ctx, sched("no-user", ""), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "spec.user: set it to mallory")
+	}, 30*time.Second, 200*time.Millisecond, "a scheduling without a user is refused")
 	require.ErrorContains(t, mallory.Create(ctx, sched("no-user", "")), "spec.user: set it to mallory")
 	require.ErrorContains(t, mallory.Create(ctx, sched("as-alice", "alice")), "mallory may not run a scheduling as user alice")
 	require.ErrorContains(t, mallory.Create(ctx, sched("as-admins", "mallory", "admins")), "spec.groups")
