@@ -491,7 +491,7 @@ func (a *Activities) AssignSlots(ctx context.Context, in AssignSlotsInput) error
 	}
 	var pods corev1.PodList
 	if err := a.Client.List(ctx, &pods, client.InNamespace(in.Namespace),
-		client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job, v1alpha1.TestBedLabel: in.TestBed}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
+		client.MatchingLabels{v1alpha1.BatchJobLabel: in.Job, v1alpha1.TestBedLabel: in.TestBed}); err != nil {
 		return fmt.Errorf("list pods of job %s: %w", key, err)
 	}
 	var deleted []string

@@ -572,7 +572,7 @@ func ObservePod(p *corev1.Pod) slots.ObservedPod {
 		Terminating: p.DeletionTimestamp != nil,
 		Finished:    p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed,
 	}
-	// A slot label the extender did not write is ignored: the pod holds no slot, and the
+	// A slot claim the extender did not write is ignored: the pod holds no slot, and the
 	// slot it names keeps its ghost.
 	if pos, ok := slots.ProvenSlot(p); ok {
 		o.Slot = pos

@@ -241,7 +241,6 @@ func occupySlot(t *testing.T, cl client.Client, tb *v1alpha1.TestBed, name strin
 	}
 	require.NoError(t, cl.Create(ctx, pod))
 	base := pod.DeepCopy()
-	pod.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(position))
 	pod.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(position, pod.UID)}
 	require.NoError(t, cl.Patch(ctx, pod, client.MergeFrom(base)))
 	slot.State, slot.PodName, slot.PodUID = v1alpha1.SlotReserved, pod.Name, pod.UID

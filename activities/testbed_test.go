@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,22 +47,17 @@ func fakeBed() *v1alpha1.TestBed {
 	}
 }
 
-// slotPod is a real pod of the bed; slot, if not negative, is the slot label it carries.
-func slotPod(name string, uid types.UID, node string, slot int32) *corev1.Pod {
-	p := &corev1.Pod{
+// slotPod is a real pod of the bed.
+func slotPod(name string, uid types.UID, node string) *corev1.Pod {
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid, Labels: map[string]string{v1alpha1.TestBedLabel: bedKey.Name}},
 		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "spark"}}},
 	}
-	if slot >= 0 {
-		p.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(slot))
-	}
-	return p
 }
 
-// withClaim adds the claim the extender writes beside the slot label, naming uid.
-func withClaim(p *corev1.Pod, uid types.UID) *corev1.Pod {
-	slot, _ := strconv.Atoi(p.Labels[v1alpha1.SlotIDLabel])
-	p.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(int32(slot), uid)}
+// withClaim adds a claim on slot, naming uid: the extender's when uid is the pod's own.
+func withClaim(p *corev1.Pod, slot int32, uid types.UID) *corev1.Pod {
+	p.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(slot, uid)}
 	return p
 }
 
@@ -98,26 +92,26 @@ func readBed(t *testing.T, cl client.Client) *v1alpha1.TestBed {
 	return &tb
 }
 
-// A slot label is the extender's only with its claim naming the pod's own UID. A pod made
-// with a label of its own choosing (in a pod template, say) is not given the slot, and the
-// slot keeps its ghost; a pod the extender labelled is adopted as before.
-func TestReconcileTestBed_OnlyAProvenSlotLabelIsAdopted(t *testing.T) {
+// A slot claim is the extender's only when it names the pod's own UID. A pod made with a
+// claim of its own choosing (in a pod template, say) is not given the slot, and the slot
+// keeps its ghost; a pod the extender claimed is adopted as before.
+func TestReconcileTestBed_OnlyAProvenSlotClaimIsAdopted(t *testing.T) {
 	allGhosts := []string{"node-00/0", "node-00/1", "node-01/0", "node-01/1"}
 	cases := map[string]struct {
 		pod        *corev1.Pod
 		wantGhosts []string
 		wantSlot3  v1alpha1.SlotState
 	}{
-		"a label without a claim": {
-			pod:        slotPod("forged", "u-forged", "node-01", 3),
+		"no claim": {
+			pod:        slotPod("forged", "u-forged", "node-01"),
 			wantGhosts: allGhosts, wantSlot3: v1alpha1.SlotFree,
 		},
 		"a claim copied from another pod": {
-			pod:        withClaim(slotPod("forged", "u-forged", "node-01", 3), "u-victim"),
+			pod:        withClaim(slotPod("forged", "u-forged", "node-01"), 3, "u-victim"),
 			wantGhosts: allGhosts, wantSlot3: v1alpha1.SlotFree,
 		},
-		"the extender's label and claim": {
-			pod:        withClaim(slotPod("exec-1", "u-exec", "node-01", 3), "u-exec"),
+		"the extender's claim": {
+			pod:        withClaim(slotPod("exec-1", "u-exec", "node-01"), 3, "u-exec"),
 			wantGhosts: []string{"node-00/0", "node-00/1", "node-01/0"}, wantSlot3: v1alpha1.SlotOccupied,
 		},
 	}
@@ -155,7 +149,7 @@ func TestReconcileTestBed_StatusRetryListsThePodsAgain(t *testing.T) {
 			if updates == 1 {
 				// What the extender does meanwhile: label the new pod, then write its
 				// reservation into the status.
-				late := withClaim(slotPod("late", "u-late", "", 1), "u-late")
+				late := withClaim(slotPod("late", "u-late", ""), 1, "u-late")
 				require.NoError(t, cl.Create(ctx, late))
 				var tb v1alpha1.TestBed
 				require.NoError(t, cl.Get(ctx, bedKey, &tb))
@@ -178,7 +172,7 @@ func TestReconcileTestBed_StatusRetryListsThePodsAgain(t *testing.T) {
 // A pod stuck terminating on node-00 (its node lost, say) leaves node-00's ghosts as they
 // are, and node-01 still gets its ghosts. The pass says what it held back.
 func TestReconcileTestBed_TerminatingPodHoldsBackOnlyItsNode(t *testing.T) {
-	stuck := withClaim(slotPod("stuck", "u-stuck", "node-00", 0), "u-stuck")
+	stuck := withClaim(slotPod("stuck", "u-stuck", "node-00"), 0, "u-stuck")
 	stuck.Finalizers = []string{"example.com/hold"}
 	stuck.DeletionTimestamp = &metav1.Time{Time: metav1.Now().Time}
 	cl := fakeClient(nil, fakeBed(), stuck)

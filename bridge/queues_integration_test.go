@@ -263,12 +263,12 @@ const preemptionOn = `<configuration>
 func (p *platform) slotPods(t *testing.T) map[string][]string {
 	t.Helper()
 	var pods corev1.PodList
-	require.NoError(t, p.client.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{v1alpha1.BatchJobLabel, v1alpha1.SlotIDLabel}))
+	require.NoError(t, p.client.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{v1alpha1.BatchJobLabel}))
 	out := map[string][]string{}
 	for _, pod := range pods.Items {
-		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
-			slot := pod.Labels[v1alpha1.SlotIDLabel]
-			out[slot] = append(out[slot], pod.Labels[v1alpha1.BatchJobLabel])
+		if slot, ok := slots.ProvenSlot(&pod); ok && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			key := strconv.Itoa(int(slot))
+			out[key] = append(out[key], pod.Labels[v1alpha1.BatchJobLabel])
 		}
 	}
 	return out

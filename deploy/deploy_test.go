@@ -28,7 +28,7 @@ func TestSchedulerConfig_MatchesTheAPI(t *testing.T) {
 		t.Fatalf("%d extenders, want 1", len(conf.Extenders))
 	}
 	ext := conf.Extenders[0]
-	if ext.FilterVerb != "filter" || ext.PreemptVerb != "preempt" || !ext.NodeCacheCapable || ext.Ignorable {
+	if ext.FilterVerb != "filter" || ext.PreemptVerb != "preempt" || ext.BindVerb != "bind" || !ext.NodeCacheCapable || ext.Ignorable {
 		t.Errorf("extender verbs or flags wrong: %+v", ext)
 	}
 	if len(ext.ManagedResources) != 1 || ext.ManagedResources[0].Name != v1alpha1.SlotResource || !ext.ManagedResources[0].IgnoredByScheduler {

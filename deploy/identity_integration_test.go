@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -20,6 +21,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/slots"
 )
 
 // A BatchJob or a Scheduling made with kubectl names only its maker as its user, and only
@@ -152,7 +154,7 @@ func TestAdmissionPolicy_TheExtenderDeletesOnlyGhosts(t *testing.T) {
 	}
 	extender, operator := as(extenderSA), as("operator")
 
-	executor := pod("executor", map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "3"})
+	executor := pod("executor", map[string]string{v1alpha1.TestBedLabel: "bed"})
 	forged := pod("forged", map[string]string{v1alpha1.GhostLabel: "yes"})
 	require.Eventually(t, func() bool { // a dry run: the policy is in force a moment after it is type-checked
 		return extender.Delete(ctx, executor, client.DryRunAll) != nil
@@ -163,10 +165,10 @@ func TestAdmissionPolicy_TheExtenderDeletesOnlyGhosts(t *testing.T) {
 	require.NoError(t, operator.Delete(ctx, executor), "others' deletes are RBAC's business alone")
 }
 
-// Only the extender writes a pod's slot label and claim, and only the worker makes ghosts
-// (the admission policy slotplane-slot-keys): someone who may create and patch pods in a
-// test bed's namespace can forge neither, at creation or after, while other changes to the
-// same pods pass.
+// Only the extender writes a pod's slot claim, and only the worker makes ghosts (the
+// admission policy slotplane-slot-keys): someone who may create, patch and bind pods in a
+// test bed's namespace can forge neither, at creation, after it, or in a binding, while
+// other changes to the same pods, and other bindings, pass.
 func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -174,7 +176,8 @@ func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *tes
 	cs := c.Client()
 	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod-writer"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "update", "patch"}}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/binding"}, Verbs: []string{"create"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	const extenderSA, workerSA = "system:serviceaccount:slotplane-system:slotplane-extender", "system:serviceaccount:slotplane-system:slotplane-worker"
@@ -197,14 +200,13 @@ func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *tes
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/a:1"}}}}
 	}
 	bed := map[string]string{v1alpha1.TestBedLabel: "bed"}
-	withSlot := map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "3"}
 	ghostLabels := map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.GhostLabel: "true"}
 
 	require.Eventually(t, func() bool { // a dry run: the policy is in force a moment after it is type-checked
-		return mallory.Create(ctx, pod("probe", withSlot, nil), client.DryRunAll) != nil
-	}, 30*time.Second, 200*time.Millisecond, "a pod made with a slot label is refused")
-	require.ErrorContains(t, mallory.Create(ctx, pod("forged", withSlot, nil)), "are the extender's: mallory may not set or change them")
-	require.ErrorContains(t, mallory.Create(ctx, pod("claimed", bed, map[string]string{v1alpha1.SlotClaimAnnotation: "3/x"})), "may not set or change them")
+		return mallory.Create(ctx, pod("probe", bed, map[string]string{v1alpha1.SlotClaimAnnotation: "3/x"}), client.DryRunAll) != nil
+	}, 30*time.Second, 200*time.Millisecond, "a pod made with a slot claim is refused")
+	require.ErrorContains(t, mallory.Create(ctx, pod("claimed", bed, map[string]string{v1alpha1.SlotClaimAnnotation: "3/x"})),
+		"the annotation slotplane.io/slot-claim is the extender's: mallory may not set or change it")
 	require.ErrorContains(t, mallory.Create(ctx, pod("fake-ghost", ghostLabels, nil)), "the label slotplane.io/ghost is the worker's: mallory")
 	require.NoError(t, worker.Create(ctx, pod("ghost", ghostLabels, nil)), "the worker makes ghosts")
 
@@ -212,15 +214,42 @@ func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *tes
 	exec := pod("exec", bed, nil)
 	require.NoError(t, mallory.Create(ctx, exec), "a slot pod without slotplane's keys")
 	claim := func(cl client.Client) error {
-		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"3"},"annotations":{%q:"3/%s"}}}`, v1alpha1.SlotIDLabel, v1alpha1.SlotClaimAnnotation, exec.UID)
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"3/%s"}}}`, v1alpha1.SlotClaimAnnotation, exec.UID)
 		return cl.Patch(ctx, pod("exec", nil, nil), client.RawPatch(types.MergePatchType, patch))
 	}
-	require.ErrorContains(t, claim(mallory), "may not set or change them")
+	require.ErrorContains(t, claim(mallory), "may not set or change it")
 	require.NoError(t, claim(extender), "the extender claims")
-	unclaim := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, v1alpha1.SlotIDLabel)
-	require.ErrorContains(t, mallory.Patch(ctx, pod("exec", nil, nil), client.RawPatch(types.MergePatchType, unclaim)), "may not set or change them")
+	unclaim := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, v1alpha1.SlotClaimAnnotation)
+	require.ErrorContains(t, mallory.Patch(ctx, pod("exec", nil, nil), client.RawPatch(types.MergePatchType, unclaim)), "may not set or change it")
 	require.NoError(t, mallory.Patch(ctx, pod("exec", nil, nil), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`))),
 		"other changes to a claimed pod pass")
+
+	// In a binding, whose annotations the API server copies onto the pod it binds.
+	bind := func(cl client.Client, name string, annotations map[string]string) error {
+		p := pod(name, bed, nil)
+		p.Spec.SchedulerName = "none" // no scheduler binds it first
+		if err := mallory.Get(ctx, client.ObjectKeyFromObject(p), p); apierrors.IsNotFound(err) {
+			require.NoError(t, mallory.Create(ctx, p))
+		}
+		if v, ok := annotations[v1alpha1.SlotClaimAnnotation]; ok {
+			annotations = map[string]string{v1alpha1.SlotClaimAnnotation: strings.ReplaceAll(v, "UID", string(p.UID))}
+		}
+		return cl.SubResource("binding").Create(ctx, p, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: p.UID, Annotations: annotations},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: "node-00"},
+		})
+	}
+	claimOf := map[string]string{v1alpha1.SlotClaimAnnotation: "3/UID"}
+	require.ErrorContains(t, bind(mallory, "bound", claimOf), "the annotation slotplane.io/slot-claim is the extender's: mallory")
+	require.NoError(t, bind(mallory, "bound", map[string]string{"team": "a"}), "a binding without a claim passes")
+	require.NoError(t, bind(extender, "bound-by-the-extender", claimOf), "the extender binds with the claim")
+	var bound corev1.Pod
+	require.NoError(t, mallory.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bound-by-the-extender"}, &bound))
+	slot, ok := slots.ProvenSlot(&bound)
+	require.True(t, ok, "the binding's claim is on the pod: %v", bound.Annotations)
+	require.EqualValues(t, 3, slot)
+	require.Equal(t, "node-00", bound.Spec.NodeName)
+
 	unghost := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"false"}}}`, v1alpha1.GhostLabel)
 	require.ErrorContains(t, mallory.Patch(ctx, pod("ghost", nil, nil), client.RawPatch(types.MergePatchType, unghost)), "is the worker's")
 }

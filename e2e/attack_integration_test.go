@@ -106,21 +106,21 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		require.True(t, apierrors.IsNotFound(err), "%v", err)
 	})
 
-	t.Run("forged slot labels", func(t *testing.T) {
+	t.Run("forged slot claims", func(t *testing.T) {
 		tb, err := p.api.GetTestBed(ctx, "bed")
 		require.NoError(t, err)
 		slot0 := tb.Status.Slots[0]
-		// A pod made straight on slot 0's node, claiming the slot with a label and a claim
-		// that is not its own: nothing adopts it, and the slot keeps its ghost.
+		// A pod made straight on slot 0's node, with a claim on the slot that is not its
+		// own: nothing adopts it, and the slot keeps its ghost.
 		squatter := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "squatter", Namespace: "default",
-				Labels:      map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: "0"},
+				Labels:      map[string]string{v1alpha1.TestBedLabel: "bed"},
 				Annotations: map[string]string{v1alpha1.SlotClaimAnnotation: "0/00000000-0000-0000-0000-000000000000"}},
 			Spec: corev1.PodSpec{NodeName: slot0.NodeName, Containers: []corev1.Container{{Name: "c", Image: "registry.example/x:1"}},
 				Tolerations: []corev1.Toleration{{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists}}},
 		}
 		require.NoError(t, p.kube.Create(ctx, squatter))
-		// A job whose executors carry slot labels of their own: they are stripped.
+		// A job whose executors carry slotplane keys of their own: they are stripped.
 		forged := `{"executor":{"labels":{"slotplane.io/slot-id":"0","team":"a"},"annotations":{"slotplane.io/slot-claim":"0/x"}}}`
 		_, err = p.api.CreateJob(ctx, api.JobRequest{Name: "forger", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application: app, DriverResources: driver, SparkApplication: &runtime.RawExtension{Raw: []byte(forged)},
@@ -129,7 +129,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		time.Sleep(3 * time.Second) // two ghost passes
 		tb, err = p.api.GetTestBed(ctx, "bed")
 		require.NoError(t, err)
-		require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[0].State, "a forged label or claim took slot 0")
+		require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[0].State, "a forged claim took slot 0")
 		require.Equal(t, p.slots, tb.Status.Free)
 
 		// The job still runs on every slot, slot 0 included, through Admission's grant.
@@ -144,10 +144,10 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		require.NoError(t, p.kube.List(ctx, &apps, client.InNamespace("default"), client.MatchingLabels{v1alpha1.BatchJobLabel: "forger"}))
 		require.Len(t, apps.Items, 1)
 		exec := apps.Items[0].Spec.Executor
-		require.NotContains(t, exec.Labels, v1alpha1.SlotIDLabel, "a slot label reached the application")
+		require.NotContains(t, exec.Labels, v1alpha1.GroupName+"/slot-id", "a slotplane label reached the application")
 		require.NotContains(t, exec.Annotations, v1alpha1.SlotClaimAnnotation, "a slot claim reached the application")
 		if exec.Template != nil {
-			require.NotContains(t, exec.Template.Labels, v1alpha1.SlotIDLabel)
+			require.NotContains(t, exec.Template.Labels, v1alpha1.GroupName+"/slot-id")
 			require.NotContains(t, exec.Template.Annotations, v1alpha1.SlotClaimAnnotation)
 		}
 		require.Equal(t, "a", exec.Labels["team"], "the job's own labels pass")

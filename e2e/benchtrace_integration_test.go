@@ -23,6 +23,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testplatform"
+	"slotplane/slots"
 	"slotplane/workflows"
 )
 
@@ -72,8 +73,8 @@ func startTrace(b *testing.B, p *testplatform.Platform) *benchTrace {
 	follow(&corev1.PodList{}, func(o any) string {
 		pod := o.(*corev1.Pod)
 		s := fmt.Sprintf("pod %s node=%q phase=%s", pod.Name, pod.Spec.NodeName, pod.Status.Phase)
-		if slot := pod.Labels[v1alpha1.SlotIDLabel]; slot != "" {
-			s += " slot=" + slot
+		if slot, ok := slots.ProvenSlot(pod); ok {
+			s += fmt.Sprintf(" slot=%d", slot)
 		}
 		if pod.DeletionTimestamp != nil {
 			s += " deleting"

@@ -30,7 +30,7 @@ import (
 
 // podLedger watches the test bed's pods and checks, at every event, that no slot is held by
 // two live pods (running, not being deleted): a ghost holds its slot by its node and
-// position on the node, an executor by its proven slot label. An executor running on
+// position on the node, an executor by its proven claim. An executor running on
 // another node than its slot's is a violation too. The layout (follow) comes from the
 // TestBed's status: positions move only while no job holds a slot (slots.Relayout), so the
 // newest layout is right for every live executor.

@@ -62,9 +62,10 @@ func (e *env) snapshot(t *testing.T) map[string]string {
 }
 
 // A call naming a pod under a UID it does not have (made up, or that of a pod deleted and
-// created again under the same name), or a pod that does not exist, is refused on both verbs
-// and writes nothing; and the label write itself is conditional on the UID on the real API
-// server, so a decision taken just before a pod was replaced cannot land on its successor.
+// created again under the same name), or a pod that does not exist, is refused on every verb
+// and writes nothing; and the claim and the binding are themselves conditional on the UID on
+// the real API server, so a decision taken just before a pod was replaced cannot land on its
+// successor.
 func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
 	e := newEnv(t, "4")
 	ctx := context.Background()
@@ -94,10 +95,13 @@ func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
 	before := e.snapshot(t)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			for _, verb := range []string{"filter", "preempt"} {
+			for _, verb := range []string{"filter", "preempt", "bind"} {
 				var body any = extenderv1.ExtenderArgs{Pod: tc.named, NodeNames: &[]string{"node-00", "node-01", "node-02", "node-03"}}
-				if verb == "preempt" {
+				switch verb {
+				case "preempt":
 					body = extenderv1.ExtenderPreemptionArgs{Pod: tc.named}
+				case "bind":
+					body = extenderv1.ExtenderBindingArgs{PodName: tc.named.Name, PodNamespace: tc.named.Namespace, PodUID: tc.named.UID, Node: "node-01"}
 				}
 				code, answer := e.post(t, verb, body)
 				require.Equal(t, http.StatusOK, code)
@@ -111,15 +115,30 @@ func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
 	require.Equal(t, before, e.snapshot(t), "a refused call changed a pod or the test bed")
 	require.EqualValues(t, 8, e.testBed(t).Status.Free)
 
-	// The write itself: a label decided for the old pod is refused by the API server.
+	// The writes themselves: a claim or a binding decided for the old pod is refused by the
+	// API server.
 	r := extender.NewReserver(ctx, e.client, e.client, slog.New(slog.DiscardHandler))
-	err := r.LabelPod(ctx, oldReborn, 3)
+	err := r.ClaimSlot(ctx, oldReborn, 3)
 	require.ErrorIs(t, err, extender.ErrNotThePod)
-	t.Logf("the API server on a label for the old pod: %v", err)
+	t.Logf("the API server on a claim for the old pod: %v", err)
+	var slot3 v1alpha1.SlotStatus
+	for _, s := range e.testBed(t).Status.Slots {
+		if s.Position == 3 {
+			slot3 = s
+		}
+	}
+	require.NotEmpty(t, slot3.NodeName)
+	err = r.BindPod(ctx, oldReborn, slot3)
+	require.ErrorIs(t, err, extender.ErrNotThePod)
+	t.Logf("the API server on a binding for the old pod: %v", err)
 	var got corev1.Pod
 	require.NoError(t, e.client.Get(ctx, client.ObjectKeyFromObject(reborn), &got))
-	require.NotContains(t, got.Labels, v1alpha1.SlotIDLabel, "the new pod was labelled for the old one")
-	require.NoError(t, r.LabelPod(ctx, reborn, 3), "the same write for the live pod goes through")
+	require.NotContains(t, got.Annotations, v1alpha1.SlotClaimAnnotation, "the new pod was claimed for the old one")
+	require.Empty(t, got.Spec.NodeName, "the new pod was bound for the old one")
+	require.NoError(t, r.ClaimSlot(ctx, reborn, 3), "the same claim for the live pod goes through")
+	require.NoError(t, r.BindPod(ctx, reborn, slot3), "the same binding for the live pod goes through")
+	require.NoError(t, e.client.Get(ctx, client.ObjectKeyFromObject(reborn), &got))
+	require.Equal(t, slot3.NodeName, got.Spec.NodeName)
 }
 
 // 10,000 calls for pods whose test bed label is random: some for pods that exist, most for

@@ -72,6 +72,13 @@ type preemptCall struct {
 	Pod *callPod
 }
 
+// bindCall is extenderv1.ExtenderBindingArgs: the pod, by namespace, name and UID, and the
+// node the scheduler chose for it.
+type bindCall struct {
+	Pod  callPod
+	Node string
+}
+
 // bodyBuffers keep the buffers bodies are read into; a body is then copied once, into
 // the string that the names read from it share.
 var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -126,6 +133,32 @@ func readPreemptCall(body string) (preemptCall, error) {
 	return c, err
 }
 
+// readBindCall reads a /bind body. Every field must be there: a binding names its pod and
+// node, and nothing is bound for a call that does not.
+func readBindCall(body string) (bindCall, error) {
+	var c bindCall
+	var seen fieldSet
+	var uid string
+	err := readCall(body, func(d *callReader, key string) error {
+		switch {
+		case foldKey(key, "PodName"):
+			return d.once(&seen, fieldName, key, func() error { return d.stringField(&c.Pod.Name, key) })
+		case foldKey(key, "PodNamespace"):
+			return d.once(&seen, fieldNamespace, key, func() error { return d.stringField(&c.Pod.Namespace, key) })
+		case foldKey(key, "PodUID"):
+			return d.once(&seen, fieldUID, key, func() error { return d.stringField(&uid, key) })
+		case foldKey(key, "Node"):
+			return d.once(&seen, fieldNode, key, func() error { return d.stringField(&c.Node, key) })
+		}
+		return d.skip()
+	})
+	c.Pod.UID = types.UID(uid)
+	if err == nil && (c.Pod.Name == "" || c.Pod.Namespace == "" || c.Pod.UID == "" || c.Node == "") {
+		err = fmt.Errorf("malformed request: a binding needs PodName, PodNamespace, PodUID and Node")
+	}
+	return c, err
+}
+
 // readCall reads body as one JSON object (or null), calling field for each key with the
 // reader at the key's value, which field must read or skip; nothing but white space may
 // follow the object.
@@ -170,6 +203,7 @@ const (
 	fieldNamespace
 	fieldUID
 	fieldItems
+	fieldNode
 )
 
 // maxDepth is encoding/json's limit of nested arrays and objects.

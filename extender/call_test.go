@@ -72,6 +72,15 @@ func refPreempt(body string) (preemptCall, error) {
 	return preemptCall{Pod: refCallPod(ref.Pod)}, nil
 }
 
+// refBind is what encoding/json reads of a /bind body, as a bindCall.
+func refBind(body string) (bindCall, error) {
+	var ref extenderv1.ExtenderBindingArgs
+	if err := json.Unmarshal([]byte(body), &ref); err != nil {
+		return bindCall{}, err
+	}
+	return bindCall{Pod: callPod{Namespace: ref.PodNamespace, Name: ref.PodName, UID: ref.PodUID}, Node: ref.Node}, nil
+}
+
 func marshal(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -177,9 +186,20 @@ func FuzzCallReader(f *testing.F) {
 	f.Add(`{"x":[1,-0.5e-7,true,false,null,{"a":{}},[]],"Pod":null}`)
 	f.Add(`{"Pod": [`)
 	f.Add(strings.Repeat(`{"a":`, 100))
+	f.Add(marshal(f, extenderv1.ExtenderBindingArgs{PodName: "exec", PodNamespace: "default", PodUID: pod.UID, Node: "node-00"}))
+	f.Add(`{"podname":"e\u0078ec","PODNAMESPACE":"default","PodUID":"u","Node":"n","Node2":[1]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		if got, err := readFilterCall(body); err == nil {
 			want, refErr := refFilter(body)
+			if refErr != nil {
+				t.Fatalf("read %q as %+v, which encoding/json refuses: %v", body, got, refErr)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("read %q unlike encoding/json (-want +got):\n%s", body, diff)
+			}
+		}
+		if got, err := readBindCall(body); err == nil {
+			want, refErr := refBind(body)
 			if refErr != nil {
 				t.Fatalf("read %q as %+v, which encoding/json refuses: %v", body, got, refErr)
 			}

@@ -210,7 +210,7 @@ func TestExtender_PlacesPodIntoOneOfItsSlots(t *testing.T) {
 
 			require.NoError(t, e.client.Create(ctx, slotPod("exec-1", "3,5")))
 			pod := e.waitRunning(t, "exec-1")
-			slotID := pod.Labels[v1alpha1.SlotIDLabel]
+			slotID := slotOf(pod)
 			require.Contains(t, []string{"3", "5"}, slotID)
 			tb := e.testBed(t)
 			pos, _ := strconv.Atoi(slotID)
@@ -380,7 +380,7 @@ func TestExtender_DedicatedNodesKeepOrdinaryPodsOutOfSlots(t *testing.T) {
 		require.NoError(t, e.client.Create(ctx, ordinary("squatter")))
 		require.NoError(t, e.client.Create(ctx, slotPod("exec", "3,5")))
 		got := e.waitRunning(t, "exec")
-		require.Contains(t, []string{"3", "5"}, got.Labels[v1alpha1.SlotIDLabel])
+		require.Contains(t, []string{"3", "5"}, slotOf(got))
 
 		var squatter corev1.Pod
 		require.Eventually(t, func() bool {

@@ -88,3 +88,44 @@ func FuzzExtenderArgs(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBindArgs feeds arbitrary bodies to /bind: an answer is always HTTP 200 with a JSON
+// object, and a binding is written only for a body that names the cluster's pod by its
+// name and UID, as encoding/json reads the body, and the node of one of its slots.
+func FuzzBindArgs(f *testing.F) {
+	live := makePod("exec").SlotIDs("1,3").Obj()
+	f.Add(marshal(f, bindArgs(live, "node-01")))
+	f.Add(marshal(f, bindArgs(live, "node-00")))
+	f.Add(marshal(f, bindArgs(makePod("exec").UID("other").Obj(), "node-01")))
+	f.Add(`{"PodName":"exec","PodNamespace":"default","PodUID":"uid-exec","Node":"node-01","PodName":"x"}`)
+	f.Add(`{"PodName":null}`)
+	f.Add(`[`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var bound atomic.Int32
+		h, _, _ := newInterceptedHandler(t, interceptor.Funcs{
+			SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj client.Object, subResource client.Object, opts ...client.SubResourceCreateOption) error {
+				err := fakeBinding(ctx, c, sub, obj, subResource, opts...)
+				if err == nil {
+					bound.Add(1)
+				}
+				return err
+			},
+		}, testBed(), live.DeepCopy())
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bind", strings.NewReader(body)))
+		if bound.Load() != 0 {
+			var named extenderv1.ExtenderBindingArgs
+			err := json.Unmarshal([]byte(body), &named)
+			if err != nil || named.PodNamespace != live.Namespace || named.PodName != live.Name || named.PodUID != live.UID || named.Node != "node-01" {
+				t.Fatalf("bound for a body that does not name pod %s/%s %s and node-01: %q", live.Namespace, live.Name, live.UID, body)
+			}
+		}
+		if rec.Code != http.StatusOK {
+			t.Fatalf("HTTP %d, want 200 with the error in the body", rec.Code)
+		}
+		var answer struct{ Error string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
+			t.Fatalf("the answer is not a JSON object: %v: %q", err, rec.Body.String())
+		}
+	})
+}

@@ -213,7 +213,6 @@ func benchBed() (*memoryCache, []string) {
 func heldPod() *corev1.Pod {
 	last := int32(benchNodes*benchPerNode - 1)
 	p := executorPod("held", "held", 1)
-	p.Labels[v1alpha1.SlotIDLabel] = strconv.Itoa(int(last))
 	p.Annotations[v1alpha1.SlotClaimAnnotation] = slots.SlotClaim(last, "held")
 	return p
 }
@@ -244,7 +243,7 @@ func runningPod(s *v1alpha1.SlotStatus) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p" + strconv.Itoa(int(s.Position)), Namespace: "default", UID: uid,
-			Labels:      map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: strconv.Itoa(int(s.Position))},
+			Labels:      map[string]string{v1alpha1.TestBedLabel: "bed"},
 			Annotations: map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(s.Position, uid)},
 		},
 		Spec:   corev1.PodSpec{NodeName: s.NodeName},
@@ -454,8 +453,8 @@ func BenchmarkHandler_Filter(b *testing.B) {
 }
 
 // BenchmarkHandler_FilterFirstReservation is the first /filter of an executor: it gets the
-// first free slot of its job's list (its siblings took the ones before), and the label
-// patch goes to a client that only records it. The status writes fail, as when the API
+// first free slot of its job's list (its siblings took the ones before), and writes nothing
+// for the pod (its claim goes into its binding, /bind). The status writes fail, as when the API
 // server is away, so that the reservations stay pending and each round of 63 executors
 // can be taken back (as their deletion does) outside the timer. The index a status write
 // makes the extender rebuild, at most four times a second, is left out.
@@ -484,8 +483,8 @@ func BenchmarkHandler_FilterFirstReservation(b *testing.B) {
 	var out extenderv1.ExtenderFilterResult
 	serve(b, h, "/filter", bodies[0], &out)
 	wantNode(b, out, "node-0992") // slot 992, the job's first
-	if patches, _ := cl.count(); patches != 2 {
-		b.Fatalf("%d label patches, want 2", patches)
+	if patches, deletes := cl.count(); patches+deletes != 0 {
+		b.Fatalf("/filter wrote %d patches and %d deletes, want none: the claim goes into the binding", patches, deletes)
 	}
 	b.ReportAllocs()
 	i := 1

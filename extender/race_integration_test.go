@@ -5,6 +5,7 @@ package extender_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,7 +116,7 @@ func TestExtender_NinePodsRaceForEightSlots(t *testing.T) {
 		}, 30*time.Second, 50*time.Millisecond, "round %d: want 8 running and 1 pending", round)
 		slotsTaken := map[string]string{}
 		for _, p := range running {
-			slot := p.Labels[v1alpha1.SlotIDLabel]
+			slot := slotOf(&p)
 			require.NotContains(t, slotsTaken, slot, "round %d: slot %s given to %s and %s", round, slot, slotsTaken[slot], p.Name)
 			slotsTaken[slot] = p.Name
 		}
@@ -170,7 +171,8 @@ func TestExtender_RestartMidRun(t *testing.T) {
 	running, _ := e.podsWithPrefix(t, "")
 	seen := map[string]bool{}
 	for _, p := range running {
-		slot := p.Labels[v1alpha1.SlotIDLabel]
+		slot := slotOf(&p)
+		require.NotEmpty(t, slot, "pod %s runs without a claim", p.Name)
 		require.False(t, seen[slot], "slot %s twice", slot)
 		seen[slot] = true
 	}
@@ -208,12 +210,19 @@ func unschedulableMessage(p *corev1.Pod) string {
 	return ""
 }
 
-// claimSlot writes on a pod what the extender writes when it reserves a slot for it: the
-// slot label and the claim naming the pod's UID, which exists only once the pod does.
+// slotOf is the position of the slot a pod's claim proves, "" for none.
+func slotOf(p *corev1.Pod) string {
+	if slot, ok := slots.ProvenSlot(p); ok {
+		return strconv.Itoa(int(slot))
+	}
+	return ""
+}
+
+// claimSlot writes on a pod what the extender writes when it reserves a slot for it on the
+// preemption path: the claim naming the pod's UID, which exists only once the pod does.
 func (e *env) claimSlot(t *testing.T, pod *corev1.Pod, slot int32) {
 	t.Helper()
 	base := pod.DeepCopy()
-	pod.Labels[v1alpha1.SlotIDLabel] = fmt.Sprint(slot)
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
@@ -234,9 +243,9 @@ func (e *env) waitAllSlotsFree(t *testing.T) {
 	}, 60*time.Second, 100*time.Millisecond)
 }
 
-// A pod labelled with its slot by an extender that died before writing the status keeps the
-// slot: the next extender reads the label, not only the status.
-func TestExtender_LabelOutlivesAnUnwrittenReservation(t *testing.T) {
+// A pod claimed for its slot by an extender that died before writing the status keeps the
+// slot: the next extender reads the claim, not only the status.
+func TestExtender_ClaimOutlivesAnUnwrittenReservation(t *testing.T) {
 	e := newEnv(t, "4")
 	checker := watchDoubleBooking(t, e)
 	ctx := context.Background()
@@ -250,7 +259,7 @@ func TestExtender_LabelOutlivesAnUnwrittenReservation(t *testing.T) {
 	e.startExtender(t)
 	require.NoError(t, e.client.Create(ctx, slotPod("rival", "3,5")))
 	rival := e.waitRunning(t, "rival")
-	require.Equal(t, "5", rival.Labels[v1alpha1.SlotIDLabel], "slot 3 belongs to the labelled pod")
+	require.Equal(t, "5", slotOf(rival), "slot 3 belongs to the claimed pod")
 	got := e.waitRunning(t, "early")
 	require.Equal(t, e.testBed(t).Status.Slots[3].NodeName, got.Spec.NodeName)
 	require.Eventually(t, func() bool {

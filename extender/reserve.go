@@ -1,26 +1,32 @@
 // Package extender is slotplane's kube-scheduler extender. For every pod that requests the
 // slot resource, the scheduler asks it where the pod may go (/filter) or whom to evict for it
-// (/preempt); the extender answers with the node of a free slot among the pod's allowed slot
-// ids, reserves that slot, and names the slot's ghost pod as the only victim. Which slot a
-// pod gets is decided by the slots package; this package keeps the reservations and does the
-// I/O.
+// (/preempt), and it binds the pod (/bind); the extender answers with the node of a free
+// slot among the pod's allowed slot ids, reserves that slot, names the slot's ghost pod as
+// the only victim, and binds the pod with its claim on the slot. Which slot a pod gets is
+// decided by the slots package; this package keeps the reservations and does the I/O.
 //
 // # Reservations
 //
 // A decision is made in memory, under one lock per test bed, on the newest TestBed status the
 // extender knows plus the reservations it made since (its pending reservations), less the
 // slots whose holder it has seen go (its releases: the pod informer reported the holder's
-// deletion, or shows it finished). No decision waits on the API server. Before the
-// scheduler gets its answer, the reservation is made durable on the pod itself: the slot-id
-// label, with a claim annotation that ties the slot to the pod's UID (slots.ProvenSlot). The
-// TestBed status follows a few milliseconds later: a flusher per test bed writes every
+// deletion, or shows it finished). No decision waits on the API server, and /filter writes
+// nothing for a pod: the scheduler calls it inside its scheduling cycle, one pod at a time.
+// The reservation is made durable on the pod itself when the scheduler binds it: the
+// extender is its binder, and the binding carries the claim annotation that ties the slot
+// to the pod's UID (slots.ProvenSlot), so the pod is bound and its slot recorded in one
+// write, in the scheduler's binding cycle, which runs beside the next pods' scheduling. On
+// the preemption path the claim is patched onto the pod at once, since the pod waits for its
+// victim to go before it binds. The TestBed status follows a few milliseconds later: a
+// flusher per test bed writes every
 // pending reservation, with the releases, in one optimistic update, and on a conflict reads
 // the fresh status and applies them again. A status write costs tens of milliseconds on a large test bed (the API
 // server decodes and validates the whole object), so paying it once per batch instead of once
 // per pod is what lets slot pods schedule at the scheduler's pace.
 //
-// After a restart the extender reads the status and the pods: a pod whose proven slot-id
-// label names a slot the status shows free is pending again. One extender process decides for
+// After a restart the extender reads the status and the pods: a pod whose proven claim names
+// a slot the status shows free is pending again. A reservation that /filter made in memory
+// and a restart lost is made again when the pod is bound, on the node the scheduler chose. One extender process decides for
 // a test bed at a time; a second one would not see the first's pending reservations (see
 // docs/architecture.md).
 //
@@ -113,7 +119,7 @@ type bedState struct {
 	released map[int32]slots.Pod
 	// ix is base, less released, plus pending; nil when it must be rebuilt.
 	ix *slots.Index
-	// seeded: pods labelled before this process started are in pending.
+	// seeded: pods claimed before this process started are in pending.
 	seeded bool
 	wake   chan struct{}
 	// stop ends the bed's flusher; dropped is set (under mu) once the TestBed is gone, so a
@@ -274,8 +280,8 @@ func batchJobMeta() *metav1.PartialObjectMetadata {
 }
 
 // Reserve finds the pod's slot among candidates (nil: any node) and reserves it in memory;
-// the caller makes it durable with LabelPod before answering. A *slots.NoSlotError says why
-// there is no slot.
+// BindPod, or ClaimSlot on the preemption path, makes it durable. A *slots.NoSlotError says
+// why there is no slot.
 func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []string) (Reservation, error) {
 	var tb v1alpha1.TestBed // read-only: the cache may hand out its own copy
 	b, err := r.bed(ctx, req.TestBed, &tb)
@@ -317,9 +323,9 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 	return res, nil
 }
 
-// Unreserve takes back a reservation whose label could not be written (the pod is gone,
-// or the API server refused): without its durable record it must not stand. A reservation
-// already in the status stays; the reconciler releases it once the pod is gone.
+// Unreserve takes back a reservation that went no further: its ghost could not be cleared,
+// or its claim could not be written (the pod is gone, or the API server refused). A
+// reservation already in the status stays; the reconciler releases it once the pod is gone.
 func (r *Reserver) Unreserve(res Reservation, pod slots.Pod) {
 	b := r.known(res.TestBed)
 	if b == nil {
@@ -409,30 +415,54 @@ func (r *Reserver) releaseFinished(ctx context.Context, b *bedState, allowed []i
 	return released
 }
 
-// LabelPod marks the pod with its slot id and, in the same patch, the claim that ties the
-// slot to the pod's UID: the durable record of the reservation, and what the ghost
-// reconciler reads to see which slot a pod holds (slots.ProvenSlot). A label without the
-// claim is not the extender's and is overwritten here.
+// ClaimSlot writes the pod's claim on its slot (slots.SlotClaim) by a merge patch: the
+// preemption path's durable record of the reservation, made before the scheduler evicts the
+// slot's ghost and binds the pod a cycle later. A claim the pod carries already for that
+// slot is left as it is.
 //
 // The patch carries the pod's UID. The API server refuses to change a UID, so the patch
 // fails (422) on any other pod of that name: one created after the pod was deleted, or any
 // pod at all when the UID was made up.
-func (r *Reserver) LabelPod(ctx context.Context, pod *corev1.Pod, slot int32) error {
+func (r *Reserver) ClaimSlot(ctx context.Context, pod *corev1.Pod, slot int32) error {
 	if held, ok := slots.ProvenSlot(pod); ok && held == slot {
 		return nil
 	}
 	if pod.UID == "" {
-		return fmt.Errorf("label pod %s/%s: no uid to make the write conditional on", pod.Namespace, pod.Name)
+		return fmt.Errorf("claim a slot for pod %s/%s: no uid to make the write conditional on", pod.Namespace, pod.Name)
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"labels":{%q:%q},"annotations":{%q:%q}}}`,
-		pod.UID, v1alpha1.SlotIDLabel, strconv.Itoa(int(slot)), v1alpha1.SlotClaimAnnotation, slots.SlotClaim(slot, pod.UID))
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"annotations":{%q:%q}}}`,
+		pod.UID, v1alpha1.SlotClaimAnnotation, slots.SlotClaim(slot, pod.UID))
 	target := &corev1.Pod{}
 	target.Namespace, target.Name = pod.Namespace, pod.Name
 	if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if uidRefused(err) || apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: pod %s/%s with uid %s is gone: %w", ErrNotThePod, pod.Namespace, pod.Name, pod.UID, err)
 		}
-		return fmt.Errorf("label pod %s/%s with slot %d: %w", pod.Namespace, pod.Name, slot, err)
+		return fmt.Errorf("claim slot %d for pod %s/%s: %w", slot, pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// BindPod binds the pod to the node of its slot, and in the same write records its claim
+// on the slot: the API server copies a binding's annotations onto the pod it binds. The
+// binding names the pod's UID, so it fails (409) on any other pod of that name, and on a pod
+// that is bound already.
+func (r *Reserver) BindPod(ctx context.Context, pod *corev1.Pod, slot v1alpha1.SlotStatus) error {
+	if pod.UID == "" {
+		return fmt.Errorf("bind pod %s/%s: no uid to make the write conditional on", pod.Namespace, pod.Name)
+	}
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(slot.Position, pod.UID)}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: slot.NodeName},
+	}
+	target := &corev1.Pod{}
+	target.Namespace, target.Name = pod.Namespace, pod.Name
+	if err := r.Client.SubResource("binding").Create(ctx, target, binding); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return fmt.Errorf("%w: pod %s/%s with uid %s is gone or bound: %w", ErrNotThePod, pod.Namespace, pod.Name, pod.UID, err)
+		}
+		return fmt.Errorf("bind pod %s/%s to node %s in slot %d: %w", pod.Namespace, pod.Name, slot.NodeName, slot.Position, err)
 	}
 	return nil
 }
@@ -690,13 +720,13 @@ func isReleased(released map[int32]slots.Pod, pos int32, uid types.UID) bool {
 	return ok && held.UID == uid
 }
 
-// seed makes pending the reservations of pods labelled before this process started whose
-// slot the status still shows free. Only a proven label counts (slots.ProvenSlot): a pod
-// created with a slot label of its own choosing must not take a slot here. Called with b.mu
+// seed makes pending the reservations of pods claimed before this process started whose
+// slot the status still shows free. Only a proven claim counts (slots.ProvenSlot): a pod
+// created with a claim of its own choosing must not take a slot here. Called with b.mu
 // held, after observe.
 func (r *Reserver) seed(ctx context.Context, b *bedState) error {
 	var pods corev1.PodList
-	if err := r.Cache.List(ctx, &pods, client.InNamespace(b.key.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: b.key.Name}, client.HasLabels{v1alpha1.SlotIDLabel}); err != nil {
+	if err := r.Cache.List(ctx, &pods, client.InNamespace(b.key.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: b.key.Name}); err != nil {
 		return fmt.Errorf("list slot pods of %s: %w", b.key, err)
 	}
 	free := map[int32]bool{}
@@ -716,7 +746,7 @@ func (r *Reserver) seed(ctx context.Context, b *bedState) error {
 			continue
 		}
 		if other, taken := b.pending[pos]; taken {
-			r.Log.Error("two pods carry the label of one free slot; the first keeps it", "testbed", b.key.String(), "slot", pos, "pod", p.Name, "holder", other.Name)
+			r.Log.Error("two pods claim one free slot; the first keeps it", "testbed", b.key.String(), "slot", pos, "pod", p.Name, "holder", other.Name)
 			r.conflicts.Inc()
 			continue
 		}

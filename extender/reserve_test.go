@@ -24,46 +24,44 @@ import (
 	"slotplane/slots"
 )
 
-func labelledPod(name string, uid types.UID, labels map[string]string, annotations map[string]string) *corev1.Pod {
+func claimedPod(name string, uid types.UID, labels map[string]string, annotations map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid, Labels: labels, Annotations: annotations}}
 }
 
-// LabelPod writes the claim beside the label, also over a label the pod came with.
-func TestLabelPod_WritesTheClaimBesideTheLabel(t *testing.T) {
+// ClaimSlot writes the pod's own claim, also over a claim the pod came with.
+func TestClaimSlot_WritesThePodsOwnClaim(t *testing.T) {
 	cases := map[string]*corev1.Pod{
-		"an unlabelled pod": labelledPod("exec", "u1", nil, nil),
-		"a pod created with the very label": labelledPod("exec", "u1",
-			map[string]string{v1alpha1.SlotIDLabel: "5"}, nil),
-		"a pod created with a label and a claim of another pod": labelledPod("exec", "u1",
-			map[string]string{v1alpha1.SlotIDLabel: "5"}, map[string]string{v1alpha1.SlotClaimAnnotation: "5/u0"}),
+		"a pod without a claim": claimedPod("exec", "u1", nil, nil),
+		"a pod created with the claim of another pod": claimedPod("exec", "u1",
+			nil, map[string]string{v1alpha1.SlotClaimAnnotation: "5/u0"}),
+		"a pod claimed for another slot": claimedPod("exec", "u1",
+			nil, map[string]string{v1alpha1.SlotClaimAnnotation: "4/u1"}),
 	}
 	for name, pod := range cases {
 		t.Run(name, func(t *testing.T) {
 			cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(pod.DeepCopy()).Build()
 			r := &Reserver{Client: cl}
-			require.NoError(t, r.LabelPod(context.Background(), pod, 5))
+			require.NoError(t, r.ClaimSlot(context.Background(), pod, 5))
 			var got corev1.Pod
 			require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(pod), &got))
 			slot, ok := slots.ProvenSlot(&got)
-			require.True(t, ok, "labels %v annotations %v", got.Labels, got.Annotations)
+			require.True(t, ok, "annotations %v", got.Annotations)
 			require.EqualValues(t, 5, slot)
 		})
 	}
 }
 
-// After a restart, the extender takes back the reservations its labels record, and only
-// those: a pod that came with a slot label of its own holds nothing.
-func TestReserve_SeedsOnlyProvenLabels(t *testing.T) {
+// After a restart, the extender takes back the reservations its claims record, and only
+// those: a pod that came with a claim of its own making holds nothing.
+func TestReserve_SeedsOnlyProvenClaims(t *testing.T) {
 	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed-uid"},
 		Status:     v1alpha1.TestBedStatus{Slots: slots.Statuses(layout, nil)},
 	}
-	bedLabels := func(slot string) map[string]string {
-		return map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.SlotIDLabel: slot}
-	}
-	forged := labelledPod("forged", "u-forged", bedLabels("1"), nil)
-	proven := labelledPod("proven", "u-proven", bedLabels("3"), map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(3, "u-proven")})
+	bedLabels := map[string]string{v1alpha1.TestBedLabel: "bed"}
+	forged := claimedPod("forged", "u-forged", bedLabels, map[string]string{v1alpha1.SlotClaimAnnotation: "1/u-someone"})
+	proven := claimedPod("proven", "u-proven", bedLabels, map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(3, "u-proven")})
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
 		WithStatusSubresource(&v1alpha1.TestBed{}).WithObjects(tb, forged, proven).Build()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,7 +69,7 @@ func TestReserve_SeedsOnlyProvenLabels(t *testing.T) {
 	r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
 	key := types.NamespacedName{Namespace: "default", Name: "bed"}
 
-	// Slot 3 is the proven pod's; slot 1 is free whatever the forged label says.
+	// Slot 3 is the proven pod's; slot 1 is free whatever the forged claim says.
 	got, err := r.Reserve(ctx, SlotRequest{TestBed: key, Allowed: []int32{1, 3}, Pod: slots.Pod{Name: "newcomer", UID: "u-new"}}, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, got.Slot.Position)
@@ -109,7 +107,7 @@ func TestAssigned_ReadsTheSlotsAJobHoldsNowFromItsMetadata(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod := labelledPod("exec", "u1", map[string]string{v1alpha1.BatchJobLabel: tc.job}, nil)
+			pod := claimedPod("exec", "u1", map[string]string{v1alpha1.BatchJobLabel: tc.job}, nil)
 			got, err := r.Assigned(context.Background(), pod, own)
 			if tc.wantNoSlot {
 				_, ok := errors.AsType[*slots.NoSlotError](err)
@@ -132,7 +130,7 @@ func holderBed() *v1alpha1.TestBed {
 }
 
 func holderPod(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
-	p := labelledPod("holder", uid, map[string]string{v1alpha1.TestBedLabel: "bed"}, nil)
+	p := claimedPod("holder", uid, map[string]string{v1alpha1.TestBedLabel: "bed"}, nil)
 	p.Spec.NodeName = "node-01"
 	p.Status.Phase = phase
 	return p

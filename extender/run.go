@@ -50,8 +50,8 @@ type Limits struct {
 var DefaultLimits = Limits{
 	ReadHeaderTimeout: 5 * time.Second,
 	ReadTimeout:       15 * time.Second,
-	// An answer may wait on live reads and the label write; past the scheduler's own
-	// timeout nobody reads it.
+	// An answer may wait on live reads and a write (a binding, a claim, a ghost's
+	// deletion); past the scheduler's own timeout nobody reads it.
 	WriteTimeout:   30 * time.Second,
 	IdleTimeout:    2 * time.Minute,
 	MaxHeaderBytes: 64 << 10,
@@ -71,7 +71,8 @@ type options struct {
 func WithTLS(c *tls.Config) Option { return func(o *options) { o.tls = c } }
 
 // WithPlainHTTP serves plain HTTP. Anyone who reaches the port can then reserve slots and
-// label pods: only for a network where nothing but the scheduler can reach the extender.
+// bind pods with their claims: only for a network where nothing but the scheduler can
+// reach the extender.
 func WithPlainHTTP() Option { return func(o *options) { o.plain = true } }
 
 // WithLimits replaces DefaultLimits.

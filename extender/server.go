@@ -21,7 +21,7 @@ import (
 // maxBody caps a request: a pod and a list of node names fit easily, a hostile body does not.
 const maxBody = 1 << 20
 
-// Handler serves /filter, /preempt, /healthz and /metrics.
+// Handler serves /filter, /preempt, /bind, /healthz and /metrics.
 type Handler struct {
 	reserver *Reserver
 	log      *slog.Logger
@@ -44,11 +44,11 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 		mux:      http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotplane_extender_requests_total",
-			Help: "Extender calls by verb and result (placed, held, no_slot, bad_request, not_the_pod, unknown_testbed, error).",
+			Help: "Extender calls by verb and result (placed, held, bound, no_slot, bad_request, not_the_pod, unknown_testbed, error).",
 		}, []string{"verb", "result"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "slotplane_extender_request_seconds",
-			Help:    "Time to answer an extender call, including the pod label write.",
+			Help:    "Time to answer an extender call, including its writes (a binding, a claim, a ghost's deletion).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"verb"}),
 		ghostsCleared: prometheus.NewCounter(prometheus.CounterOpts{
@@ -60,6 +60,7 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 	reg.MustRegister(r.Collectors()...)
 	h.mux.HandleFunc("POST /filter", h.filter)
 	h.mux.HandleFunc("POST /preempt", h.preempt)
+	h.mux.HandleFunc("POST /bind", h.bind)
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if ready != nil && !ready() {
 			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
@@ -87,7 +88,7 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	candidates := args.candidates()
-	pod, req, err := h.request(r.Context(), args.Pod)
+	_, req, err := h.request(r.Context(), args.Pod)
 	var res Reservation
 	if err == nil {
 		res, err = h.reserver.Reserve(r.Context(), req, candidates)
@@ -110,13 +111,11 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.ghostsCleared.Add(float64(cleared))
-	if err := h.reserver.LabelPod(r.Context(), pod, res.Slot.Position); err != nil {
-		h.reserver.Unreserve(res, req.Pod)
-		h.finish(w, "filter", "error", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, args.Pod.String())
-		return
-	}
-	// The other candidates need no reason: the scheduler drops nodes the answer leaves out,
-	// and a placed pod's reasons are never shown.
+	// Nothing is written for the pod here: its claim goes into its binding (/bind), in the
+	// scheduler's binding cycle, so this call, inside the scheduling cycle that places one pod
+	// at a time, waits on no write but a ghost's deletion. The other candidates need no
+	// reason: the scheduler drops nodes the answer leaves out, and a placed pod's reasons are
+	// never shown.
 	h.log.Info("slot reserved", "verb", "filter", "pod", args.Pod.String(), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName, "held", res.Held)
 	h.finish(w, "filter", placed(res), start, extenderv1.ExtenderFilterResult{NodeNames: &[]string{res.Slot.NodeName}}, nil, "")
 }
@@ -162,9 +161,11 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		fail(resultOf(err), err)
 		return
 	}
-	if err := h.reserver.LabelPod(r.Context(), pod, res.Slot.Position); err != nil {
+	// The pod waits for its victim to go and binds a cycle later: its claim is written now,
+	// so that a restarted extender finds the slot taken for it meanwhile.
+	if err := h.reserver.ClaimSlot(r.Context(), pod, res.Slot.Position); err != nil {
 		h.reserver.Unreserve(res, req.Pod)
-		fail("error", err)
+		fail(resultOf(err), err)
 		return
 	}
 	ghost, err := h.reserver.Ghost(r.Context(), res.TestBed, res.Slot)
@@ -183,6 +184,63 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 		},
 	}}
 	h.finish(w, "preempt", placed(res), start, out, nil, "")
+}
+
+// bind binds the pod to the node the scheduler chose, in the slot /filter reserved for it,
+// and records its claim on the slot in the same write (Reserver.BindPod). The slot is found
+// as /filter found it, among the chosen node's slots: the pod's own reservation, or, when
+// this process has none (it restarted since its /filter answer), a free slot of the pod's
+// on that node, reserved now. With none, the binding fails, and the scheduler tries the pod
+// again from the start. A reservation stays when the binding fails for another reason than
+// the pod being gone: the binding may have been written all the same, and the pod, bound or
+// tried again, holds that slot.
+func (h *Handler) bind(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var args bindCall
+	fail := func(result string, err error) {
+		h.finish(w, "bind", result, start, extenderv1.ExtenderBindingResult{Error: err.Error()}, err, args.Pod.String())
+	}
+	body, err := readBody(w, r)
+	if err == nil {
+		args, err = readBindCall(body)
+	}
+	if err != nil {
+		fail("bad_request", err)
+		return
+	}
+	pod, req, err := h.request(r.Context(), &args.Pod)
+	var res Reservation
+	if err == nil {
+		res, err = h.reserver.Reserve(r.Context(), req, []string{args.Node})
+	}
+	if _, ok := errors.AsType[*slots.NoSlotError](err); ok {
+		fail("no_slot", err)
+		return
+	}
+	if err != nil {
+		fail(resultOf(err), err)
+		return
+	}
+	if res.Slot.NodeName != args.Node {
+		// Reserve chooses among the candidates only, so a pod's own slot elsewhere is no
+		// answer here: cannot happen, and a binding must never go where its slot is not.
+		fail("error", fmt.Errorf("pod %s holds slot %d on node %s, not on %s", args.Pod.String(), res.Slot.Position, res.Slot.NodeName, args.Node))
+		return
+	}
+	if !res.Held {
+		h.log.Info("slot reserved", "verb", "bind", "pod", args.Pod.String(), "testbed", res.TestBed.String(), "slot", res.Slot.Position, "node", res.Slot.NodeName)
+	}
+	cleared, err := h.reserver.ClearGhost(r.Context(), res)
+	if err != nil {
+		fail("error", err)
+		return
+	}
+	h.ghostsCleared.Add(float64(cleared))
+	if err := h.reserver.BindPod(r.Context(), pod, res.Slot); err != nil {
+		fail(resultOf(err), err)
+		return
+	}
+	h.finish(w, "bind", "bound", start, extenderv1.ExtenderBindingResult{}, nil, "")
 }
 
 // request reads what the named pod asks for, on the cluster's copy of the pod under the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -78,13 +80,42 @@ func newInterceptedHandler(t testing.TB, funcs interceptor.Funcs, objs ...client
 			}
 			return nil
 		}).
-		WithObjects(objs...).
-		WithInterceptorFuncs(funcs)
-	cl := b.Build()
+		WithObjects(objs...)
+	if funcs.SubResourceCreate == nil {
+		funcs.SubResourceCreate = fakeBinding
+	}
+	cl := b.WithInterceptorFuncs(funcs).Build()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
 	return NewHandler(r, slog.New(slog.DiscardHandler), nil), r, cl
+}
+
+// fakeBinding plays the API server's pods/binding for the fake client, which has none: the
+// pod named, under the binding's UID and not bound yet, gets the target node and the
+// binding's annotations. The real one is tested on a real API server.
+func fakeBinding(ctx context.Context, cl client.Client, sub string, obj client.Object, subResource client.Object, opts ...client.SubResourceCreateOption) error {
+	b, ok := subResource.(*corev1.Binding)
+	if sub != "binding" || !ok {
+		return cl.SubResource(sub).Create(ctx, obj, subResource, opts...)
+	}
+	var pod corev1.Pod
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), &pod); err != nil {
+		return err
+	}
+	if b.UID != "" && b.UID != pod.UID || pod.Spec.NodeName != "" {
+		return apierrors.NewConflict(corev1.Resource("pods/binding"), pod.Name, fmt.Errorf("uid %s or bound already (%q)", pod.UID, pod.Spec.NodeName))
+	}
+	pod.Spec.NodeName = b.Target.Name
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	maps.Copy(pod.Annotations, b.Annotations)
+	return cl.Update(ctx, &pod)
+}
+
+func bindArgs(p *corev1.Pod, node string) extenderv1.ExtenderBindingArgs {
+	return extenderv1.ExtenderBindingArgs{PodName: p.Name, PodNamespace: p.Namespace, PodUID: p.UID, Node: node}
 }
 
 // call posts body to path and decodes the answer, which must be JSON with HTTP 200.
@@ -122,21 +153,23 @@ func TestHandler_RefusesARequestForAPodThatIsNotTheLiveOne(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			h, r, cl := newTestHandler(t, testBed(), live.DeepCopy(), makePod("bound").Node("node-01").Obj(), deleting.DeepCopy())
-			for _, verb := range []string{"/filter", "/preempt"} {
+			for _, verb := range []string{"/filter", "/preempt", "/bind"} {
 				var body any = filterArgs(tc.named)
-				if verb == "/preempt" {
+				switch verb {
+				case "/preempt":
 					body = extenderv1.ExtenderPreemptionArgs{Pod: tc.named}
+				case "/bind":
+					body = bindArgs(tc.named, "node-00")
 				}
 				code, out := call(t, h, verb, body)
 				require.Equal(t, http.StatusOK, code)
-				require.Contains(t, out["Error"], ErrNotThePod.Error())
-				require.Contains(t, out["Error"], tc.want)
+				require.Contains(t, out["Error"], ErrNotThePod.Error(), verb)
+				require.Contains(t, out["Error"], tc.want, verb)
 				require.Nil(t, out["NodeNames"], "no node for a pod that is not the live one")
 			}
 			var got corev1.Pod
 			require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(live), &got))
-			require.NotContains(t, got.Labels, v1alpha1.SlotIDLabel, "the live pod was labelled")
-			require.NotContains(t, got.Annotations, v1alpha1.SlotClaimAnnotation)
+			require.NotContains(t, got.Annotations, v1alpha1.SlotClaimAnnotation, "the live pod was claimed")
 			require.Zero(t, r.Beds(), "a refused call made test bed state")
 		})
 	}
@@ -154,11 +187,139 @@ func TestHandler_DecidesOnTheClusterCopyOfThePod(t *testing.T) {
 	require.Empty(t, out["Error"])
 	require.Equal(t, []any{"node-01"}, out["NodeNames"], "slot 3 is on node-01")
 
+	code, out = call(t, h, "/bind", bindArgs(pod, "node-01"))
+	require.Equal(t, http.StatusOK, code)
+	require.Empty(t, out["Error"])
 	var got corev1.Pod
 	require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(pod), &got))
 	slot, ok := slots.ProvenSlot(&got)
 	require.True(t, ok)
 	require.EqualValues(t, 3, slot, "the pod took a slot its own annotation does not allow")
+}
+
+// /filter writes nothing for the pod; /bind binds it to its slot's node with its claim in
+// the one write, and counts the call as bound.
+func TestHandler_BindsThePodIntoTheSlotFilterReserved(t *testing.T) {
+	pod := makePod("exec").SlotIDs("3,1").Obj()
+	var writes []string
+	h, _, cl := newInterceptedHandler(t, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				writes = append(writes, "patch "+obj.GetName())
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceCreate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, subResource client.Object, opts ...client.SubResourceCreateOption) error {
+			writes = append(writes, sub+" "+obj.GetName())
+			return fakeBinding(ctx, cl, sub, obj, subResource, opts...)
+		},
+	}, testBed(), pod.DeepCopy())
+
+	_, out := call(t, h, "/filter", filterArgs(pod))
+	require.Equal(t, []any{"node-01"}, out["NodeNames"])
+	require.Empty(t, writes, "/filter wrote for the pod")
+
+	_, out = call(t, h, "/bind", bindArgs(pod, "node-01"))
+	require.Empty(t, out["Error"])
+	require.Equal(t, []string{"binding exec"}, writes)
+	var got corev1.Pod
+	require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(pod), &got))
+	require.Equal(t, "node-01", got.Spec.NodeName)
+	require.Equal(t, slots.SlotClaim(3, pod.UID), got.Annotations[v1alpha1.SlotClaimAnnotation], "the first of the pod's slot ids, 3")
+	require.Equal(t, 1.0, counted(t, h.requests.WithLabelValues("bind", "bound")))
+}
+
+// A binding the extender holds no reservation for (it restarted since its /filter answer)
+// takes a free slot of the pod's on the scheduler's node, or fails without a write: the
+// scheduler then tries the pod again from the start.
+func TestHandler_BindWithoutAReservationTakesAFreeSlotOfTheNodeOrFails(t *testing.T) {
+	t.Run("a free slot on the node", func(t *testing.T) {
+		pod := makePod("exec").SlotIDs("3").Obj()
+		h, _, cl := newTestHandler(t, testBed(), pod.DeepCopy())
+		_, out := call(t, h, "/bind", bindArgs(pod, "node-01"))
+		require.Empty(t, out["Error"])
+		var got corev1.Pod
+		require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(pod), &got))
+		slot, ok := slots.ProvenSlot(&got)
+		require.True(t, ok)
+		require.EqualValues(t, 3, slot)
+		require.Equal(t, "node-01", got.Spec.NodeName)
+	})
+	cases := map[string]struct {
+		bed  func() *v1alpha1.TestBed
+		node string
+	}{
+		"the pod's slot is on another node": {testBed, "node-00"},
+		"the pod's slot is held by another pod": {func() *v1alpha1.TestBed {
+			tb := testBed()
+			for i := range tb.Status.Slots {
+				if tb.Status.Slots[i].Position == 3 {
+					tb.Status.Slots[i].State, tb.Status.Slots[i].PodName, tb.Status.Slots[i].PodUID = v1alpha1.SlotOccupied, "other", "uid-other"
+				}
+			}
+			return tb
+		}, "node-01"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := makePod("exec").SlotIDs("3").Obj()
+			h, _, cl := newTestHandler(t, tc.bed(), pod.DeepCopy(), makePod("other").Node("node-01").Obj())
+			_, out := call(t, h, "/bind", bindArgs(pod, tc.node))
+			require.Contains(t, out["Error"], "slot")
+			require.Equal(t, 1.0, counted(t, h.requests.WithLabelValues("bind", "no_slot")))
+			var got corev1.Pod
+			require.NoError(t, cl.Get(context.Background(), client.ObjectKeyFromObject(pod), &got))
+			require.Empty(t, got.Spec.NodeName, "bound without a slot")
+			require.NotContains(t, got.Annotations, v1alpha1.SlotClaimAnnotation)
+		})
+	}
+}
+
+// A binding that fails for another reason than the pod being gone keeps the reservation:
+// the write may have gone through all the same. The pod, tried again, gets the same slot,
+// and no other pod gets it meanwhile.
+func TestHandler_AFailedBindingKeepsTheSlotForThePod(t *testing.T) {
+	pod := makePod("exec").SlotIDs("3,1").Obj()
+	fail := true
+	h, _, _ := newInterceptedHandler(t, interceptor.Funcs{
+		SubResourceCreate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, subResource client.Object, opts ...client.SubResourceCreateOption) error {
+			if fail {
+				return apierrors.NewTimeoutError("the binding's answer was lost", 1)
+			}
+			return fakeBinding(ctx, cl, sub, obj, subResource, opts...)
+		},
+	}, testBed(), pod.DeepCopy(), makePod("rival").SlotIDs("3").Obj())
+
+	_, out := call(t, h, "/filter", filterArgs(pod))
+	require.Equal(t, []any{"node-01"}, out["NodeNames"])
+	_, out = call(t, h, "/bind", bindArgs(pod, "node-01"))
+	require.Contains(t, out["Error"], "the binding's answer was lost")
+
+	_, out = call(t, h, "/filter", filterArgs(makePod("rival").SlotIDs("3").Obj()))
+	require.Empty(t, out["NodeNames"], "a rival took the slot of a pod whose binding may stand")
+	require.NotEmpty(t, out["FailedNodes"])
+	fail = false
+	_, out = call(t, h, "/filter", filterArgs(pod))
+	require.Equal(t, []any{"node-01"}, out["NodeNames"])
+	_, out = call(t, h, "/bind", bindArgs(pod, "node-01"))
+	require.Empty(t, out["Error"])
+}
+
+// A /bind body must name the pod and the node in full.
+func TestHandler_RefusesAnIncompleteBinding(t *testing.T) {
+	pod := makePod("exec").Obj()
+	h, r, _ := newTestHandler(t, testBed(), pod.DeepCopy())
+	for name, body := range map[string]any{
+		"no node":     bindArgs(pod, ""),
+		"no uid":      extenderv1.ExtenderBindingArgs{PodName: "exec", PodNamespace: "default", Node: "node-00"},
+		"no name":     extenderv1.ExtenderBindingArgs{PodNamespace: "default", PodUID: pod.UID, Node: "node-00"},
+		"not an args": []string{"exec"},
+	} {
+		code, out := call(t, h, "/bind", body)
+		require.Equal(t, http.StatusOK, code, name)
+		require.Contains(t, out["Error"], "malformed request", name)
+	}
+	require.Zero(t, r.Beds())
 }
 
 // Requests for pods that name test beds which do not exist leave no state and no goroutine

@@ -2,6 +2,7 @@ package slots
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,25 +16,26 @@ func SlotClaim(position int32, uid types.UID) string {
 }
 
 // ProvenSlot returns the position of the slot the extender put the pod into, and false when
-// the pod carries no slot label or one the extender did not write. The slot-id label counts
-// only with a SlotClaimAnnotation naming the same position and the pod's own UID: the UID is
-// unknown until the pod exists, so a label copied into a pod template or written at creation
-// never proves anything. This is the only rule for reading a pod's slot; every reader (the
-// ghost reconciler, the extender after a restart, the activities that count or revoke a
-// job's pods) goes through it.
+// the pod carries no claim or one the extender did not write. A claim counts only when it
+// names the pod's own UID, written exactly as SlotClaim writes it: the UID is unknown until
+// the pod exists, so a claim copied into a pod template or written at creation never proves
+// anything. This is the only rule for reading a pod's slot; every reader (the ghost
+// reconciler, the extender after a restart, the activities that count or revoke a job's
+// pods) goes through it.
 func ProvenSlot(pod *corev1.Pod) (int32, bool) {
 	if pod == nil || pod.UID == "" {
 		return -1, false
 	}
-	label, ok := pod.Labels[v1alpha1.SlotIDLabel]
+	claim, ok := pod.Annotations[v1alpha1.SlotClaimAnnotation]
 	if !ok {
 		return -1, false
 	}
-	position, err := strconv.ParseInt(label, 10, 32)
-	if err != nil || position < 0 {
+	text, uid, found := strings.Cut(claim, "/")
+	if !found || types.UID(uid) != pod.UID {
 		return -1, false
 	}
-	if pod.Annotations[v1alpha1.SlotClaimAnnotation] != SlotClaim(int32(position), pod.UID) {
+	position, err := strconv.ParseInt(text, 10, 32)
+	if err != nil || position < 0 || SlotClaim(int32(position), pod.UID) != claim {
 		return -1, false
 	}
 	return int32(position), true

@@ -11,11 +11,8 @@ import (
 )
 
 func TestProvenSlot(t *testing.T) {
-	pod := func(uid types.UID, label, claim string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "exec-1", UID: uid, Labels: map[string]string{}, Annotations: map[string]string{}}}
-		if label != "" {
-			p.Labels[v1alpha1.SlotIDLabel] = label
-		}
+	pod := func(uid types.UID, claim string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "exec-1", UID: uid, Annotations: map[string]string{}}}
 		if claim != "" {
 			p.Annotations[v1alpha1.SlotClaimAnnotation] = claim
 		}
@@ -26,16 +23,18 @@ func TestProvenSlot(t *testing.T) {
 		wantSlot int32
 		wantOK   bool
 	}{
-		"written by the extender":               {pod: pod("u1", "3", SlotClaim(3, "u1")), wantSlot: 3, wantOK: true},
-		"slot 0 counts":                         {pod: pod("u1", "0", "0/u1"), wantSlot: 0, wantOK: true},
-		"no label":                              {pod: pod("u1", "", ""), wantSlot: -1},
-		"a label without a claim (forged)":      {pod: pod("u1", "3", ""), wantSlot: -1},
-		"a claim naming another pod's UID":      {pod: pod("u1", "3", "3/u2"), wantSlot: -1},
-		"a claim naming another slot":           {pod: pod("u1", "3", "4/u1"), wantSlot: -1},
-		"a claim without a label":               {pod: pod("u1", "", "3/u1"), wantSlot: -1},
-		"a label that is no number":             {pod: pod("u1", "three", "three/u1"), wantSlot: -1},
-		"a negative label":                      {pod: pod("u1", "-1", "-1/u1"), wantSlot: -1},
-		"a pod without a UID (not created yet)": {pod: pod("", "3", "3/"), wantSlot: -1},
+		"written by the extender":               {pod: pod("u1", SlotClaim(3, "u1")), wantSlot: 3, wantOK: true},
+		"slot 0 counts":                         {pod: pod("u1", "0/u1"), wantSlot: 0, wantOK: true},
+		"no claim":                              {pod: pod("u1", ""), wantSlot: -1},
+		"a claim naming another pod's UID":      {pod: pod("u1", "3/u2"), wantSlot: -1},
+		"a claim naming a UID that starts ours": {pod: pod("u1", "3/u1x"), wantSlot: -1},
+		"a claim without a UID":                 {pod: pod("u1", "3"), wantSlot: -1},
+		"a position that is no number":          {pod: pod("u1", "three/u1"), wantSlot: -1},
+		"a negative position":                   {pod: pod("u1", "-1/u1"), wantSlot: -1},
+		"a position not as SlotClaim writes it": {pod: pod("u1", "+3/u1"), wantSlot: -1},
+		"a position with leading zeros":         {pod: pod("u1", "03/u1"), wantSlot: -1},
+		"a position beyond int32":               {pod: pod("u1", "4294967299/u1"), wantSlot: -1},
+		"a pod without a UID (not created yet)": {pod: pod("", "3/"), wantSlot: -1},
 		"no pod":                                {pod: nil, wantSlot: -1},
 	}
 	for name, tc := range cases {

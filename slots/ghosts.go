@@ -19,8 +19,8 @@ type ObservedPod struct {
 	UID      types.UID
 	NodeName string // empty while unscheduled
 	Ghost    bool
-	// Slot is the position of the slot the pod holds by its proven slot-id label
-	// (ProvenSlot); -1 if none, or if the label is not the extender's.
+	// Slot is the position of the slot the pod holds by its proven claim (ProvenSlot); -1
+	// if none, or if the claim is not the extender's.
 	Slot int32
 	// PositionOnNode is a ghost's position on its node.
 	PositionOnNode int32
@@ -50,7 +50,8 @@ type Plan struct {
 	// name order: a pod on each is terminating.
 	HeldNodes []string
 	// HeldSlots are the slots whose ghost is neither created nor deleted in this pass, in
-	// position order: a pod not bound to a node yet holds each by its proven slot label.
+	// position order: a pod not bound to a node yet holds each by its proven claim (written
+	// on the preemption path, before the pod binds).
 	HeldSlots []int32
 	// SkippedNodes are the nodes that are not Ready, in name order: their ghosts are neither
 	// created nor deleted, and their pods hold nothing back. Nothing there is in progress:

@@ -75,7 +75,7 @@ func Layout(nodes []Node, slotsPerNode int32) []Slot {
 
 // Relayout is Layout for a bed that already has slots (previous, its status). While a job
 // holds any slot (held says which: reserved, occupied, or assigned to a running job),
-// positions do not move, for a running job's slot ids, its pods' slot labels and the
+// positions do not move, for a running job's slot ids, its pods' slot claims and the
 // extender's reservations all name slots by position, and a round-robin layout renumbers
 // every slot when one node comes or goes. So:
 //   - a slot whose node is still in the bed keeps its position;

@@ -91,9 +91,9 @@ func Count(statuses []v1alpha1.SlotStatus) (free, reserved, occupied int32) {
 // SyncOccupation brings the slots' occupation in line with the pods that exist: a slot whose
 // pod is gone or finished is released, a reserved slot whose pod runs bound to the slot's
 // node becomes occupied. Reservations of pods not yet bound stay: the scheduler may still be
-// placing them. A free slot that a live pod's proven slot-id label names (ObservedPod.Slot:
-// the extender's durable record, written before its status write) is taken by that pod; of
-// two such pods, the one first by name. It returns whether anything changed.
+// placing them. A free slot that a live pod's proven claim names (ObservedPod.Slot: the
+// extender's durable record, written with the pod's binding, before the status write) is
+// taken by that pod; of two such pods, the one first by name. It returns whether anything changed.
 func SyncOccupation(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running func(ObservedPod) bool) bool {
 	byUID := make(map[types.UID]ObservedPod, len(pods))
 	for _, p := range pods {
@@ -124,9 +124,9 @@ func SyncOccupation(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running 
 	return changed
 }
 
-// adopt gives free slots to the live pods whose proven slot-id label names them. A label
-// without the extender's claim never reaches here (ObservedPod.Slot is -1): adopting it would
-// let any pod walk into a slot Admission never granted.
+// adopt gives free slots to the live pods whose proven claim names them. A claim the
+// extender did not write never reaches here (ObservedPod.Slot is -1): adopting it would let
+// any pod walk into a slot Admission never granted.
 func adopt(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running func(ObservedPod) bool) bool {
 	byPosition := make(map[int32]int, len(statuses))
 	holding := map[types.UID]bool{}

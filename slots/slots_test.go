@@ -399,12 +399,12 @@ func TestPlanGhosts(t *testing.T) {
 			pods:     append(all[:4:4], ObservedPod{Name: "exec-9", Slot: -1, Unschedulable: true}),
 			wantKeep: 4,
 		},
-		"a labelled pod marked unschedulable is still being placed": {
+		"a claimed pod marked unschedulable is still being placed": {
 			pods:     append(all[:4:4], ObservedPod{Name: "exec-3", Slot: 2, Unschedulable: true}),
 			wantKeep: 4, wantHeldSlots: []int32{2}, wantReason: "held back: slot 2 (pod exec-3 is not scheduled yet)",
 		},
 		"a pod not tried yet, holding no slot, holds nothing back": {
-			// A pod whose slot label was forged looks like this too: ObservePod drops the label.
+			// A pod whose slot claim was forged looks like this too: ObservePod drops the claim.
 			pods:       []ObservedPod{all[1], all[2], all[3], {Name: "exec-4", Slot: -1}},
 			wantCreate: []int32{0}, wantKeep: 3,
 		},

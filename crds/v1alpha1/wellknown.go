@@ -22,14 +22,12 @@ const (
 const (
 	// TestBedLabel names, on a slot pod (ghost or real), the test bed whose slot it takes.
 	TestBedLabel = GroupName + "/testbed"
-	// SlotIDLabel is the position of the slot a real pod holds; the extender sets it when it
-	// reserves a slot for the pod. Alone it proves nothing, since anyone who creates a pod can
-	// write it: only with a matching SlotClaimAnnotation does it count.
-	SlotIDLabel = GroupName + "/slot-id"
-	// SlotClaimAnnotation is "<position>/<pod UID>", written by the extender in the same patch
-	// as SlotIDLabel. A pod's UID is given by the API server at creation, so no one can put the
-	// right value on a pod before it exists: a pod made with a copied or invented label and
-	// annotation never matches its own UID.
+	// SlotClaimAnnotation is "<position>/<pod UID>": the slot a real pod holds, the
+	// extender's durable record of it. The extender writes it into the pod's binding, so
+	// the pod is bound and its slot recorded in one write (and, on the preemption path, by a
+	// patch when it reserves the slot, before the victim's eviction). A pod's UID is given
+	// by the API server at creation, so no one can put the right value on a pod before it
+	// exists: a pod made with a copied or invented claim never matches its own UID.
 	SlotClaimAnnotation = GroupName + "/slot-claim"
 	// GhostLabel is "true" on ghost pods.
 	GhostLabel = GroupName + "/ghost"

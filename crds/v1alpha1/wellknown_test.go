@@ -4,7 +4,7 @@ import "testing"
 
 func TestIsReservedKey(t *testing.T) {
 	cases := map[string]bool{
-		SlotIDLabel:                  true,
+		GroupName + "/slot-id":       true,
 		SlotClaimAnnotation:          true,
 		TestBedLabel:                 true,
 		"appsim.slotplane.io/role":   true,

@@ -42,7 +42,7 @@ type row struct {
 
 var rows = []row{
 	{"extender /filter, 1,000 node names, decoding included (pod holds its slot)", "BenchmarkHandler_Filter", "ns/op", 1e-3, "µs"},
-	{"extender /filter, first reservation (label write to a recording client)", "BenchmarkHandler_FilterFirstReservation", "ns/op", 1e-3, "µs"},
+	{"extender /filter, first reservation (in memory: the claim waits for /bind)", "BenchmarkHandler_FilterFirstReservation", "ns/op", 1e-3, "µs"},
 	{"extender /preempt decision", "BenchmarkHandler_Preempt", "ns/op", 1e-3, "µs"},
 	{"slot search, 1000 nodes x 8 slots", "BenchmarkChoose_Filter1000Nodes8000Slots", "ns/op", 1e-3, "µs"},
 	{"ghost plan, 8000 slots", "BenchmarkPlanGhosts8000Slots", "ns/op", 1e-6, "ms"},
