@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	authzv1 "k8s.io/api/authorization/v1"
 	"slices"
@@ -329,9 +330,9 @@ type RequestCreationInput struct {
 	Namespace string
 	Job       string
 	Request   v1alpha1.CreationRequest
-	// Nudge, when set, is sent (signal-with-start, on TaskQueue) once the request is written
-	// and before the ghosts are cleared, so the job's workflow makes its application while
-	// the ghosts go. An input from before the field has none: its Scheduling nudges after.
+	// Nudge, when set, is sent (signal-with-start, on TaskQueue) once the request is written,
+	// as the ghosts are cleared, so the job's workflow makes its application while the
+	// ghosts go. An input from before the field has none: its Scheduling nudges after.
 	Nudge     *SignalWithStart `json:",omitempty"`
 	TaskQueue string           `json:",omitempty"`
 }
@@ -353,19 +354,29 @@ const ErrSlotsGone = "SlotsGone"
 // the job comes). Before it is written, the test bed must still have every slot (etcd's word
 // on any slot the worker's copy shows gone): a slot it lost since the grant is ErrSlotsGone. Writing the same request again is
 // a no-op, and the ghosts are looked for again.
+//
+// Once the request is written, the nudge and the ghosts' deletion go side by side: the
+// Scheduling's workflow task waits for this activity, and grants that reach it meanwhile
+// wait for the task.
 func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
 	if err := a.writeRequest(ctx, in); err != nil {
 		return err
 	}
+	var nudgeErr, clearErr error
+	var after sync.WaitGroup
 	if in.Nudge != nil {
-		if err := a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{*in.Nudge}}); err != nil {
-			return err
-		}
+		after.Go(func() {
+			nudgeErr = a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{*in.Nudge}})
+		})
 	}
-	if in.Request.GrantedAt == nil {
-		return nil // a request of a Scheduling run from before grants cleared ghosts
+	// A request of a Scheduling run from before grants cleared ghosts has no GrantedAt.
+	if in.Request.GrantedAt != nil {
+		after.Go(func() {
+			clearErr = a.ClearGhosts(ctx, TestBedRef{Namespace: in.Namespace, Name: in.Request.TestBed}, in.Request.Slots)
+		})
 	}
-	return a.ClearGhosts(ctx, TestBedRef{Namespace: in.Namespace, Name: in.Request.TestBed}, in.Request.Slots)
+	after.Wait()
+	return errors.Join(nudgeErr, clearErr)
 }
 
 func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) error {

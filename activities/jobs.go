@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,33 +117,41 @@ type CreateApplicationInput struct {
 // BatchJob. An application of that name that exists already is the one a previous attempt
 // created: success.
 func (a *Activities) CreateApplication(ctx context.Context, in CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
-	// Both reads from the API server's watch cache (the job with its wrapped spec): the spec
-	// of a moment ago builds the same application.
+	// The job (with its wrapped spec), the test bed and the namespace's job policy are read
+	// side by side: each read is a round trip to the API server, and this activity is on
+	// the path from every grant to the job's pods. The job and the policy come from the API
+	// server's watch cache: the spec of a moment ago builds the same application.
 	var job v1alpha1.BatchJob
-	if err := fromWatchCache(ctx, a.Client, in.Job.nn(), &job); err != nil {
-		if apierrors.IsNotFound(err) {
-			return v1alpha1.ApplicationRef{}, nonRetryable(ErrNotHeld, "job %s is gone", in.Job.nn())
-		}
-		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), err)
-	}
-	// A slot missing from a copy that lags (its node just came back to the bed) would fail
-	// the run for good: etcd decides (readBed).
 	var tb v1alpha1.TestBed
-	bedKey := types.NamespacedName{Namespace: job.Namespace, Name: in.Request.TestBed}
-	if err := a.readBed(ctx, bedKey, &tb, func(tb *v1alpha1.TestBed) bool { _, missing := slotNodes(tb, in.Request.Slots); return missing < 0 }); err != nil {
-		if apierrors.IsNotFound(err) {
-			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
-		}
-		return v1alpha1.ApplicationRef{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, err)
+	var policy jobapp.JobPolicy
+	var jobErr, bedErr, policyErr error
+	var reads sync.WaitGroup
+	reads.Go(func() { jobErr = fromWatchCache(ctx, a.Client, in.Job.nn(), &job) })
+	reads.Go(func() {
+		// A slot missing from a copy that lags (its node just came back to the bed) would
+		// fail the run for good: etcd decides (readBed).
+		bedKey := types.NamespacedName{Namespace: in.Job.Namespace, Name: in.Request.TestBed}
+		bedErr = a.readBed(ctx, bedKey, &tb, func(tb *v1alpha1.TestBed) bool { _, missing := slotNodes(tb, in.Request.Slots); return missing < 0 })
+	})
+	reads.Go(func() { policy, policyErr = ReadJobPolicy(ctx, a.Client, in.Job.Namespace) })
+	reads.Wait()
+	switch {
+	case apierrors.IsNotFound(jobErr):
+		return v1alpha1.ApplicationRef{}, nonRetryable(ErrNotHeld, "job %s is gone", in.Job.nn())
+	case jobErr != nil:
+		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), jobErr)
+	case apierrors.IsNotFound(bedErr):
+		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
+	case bedErr != nil:
+		return v1alpha1.ApplicationRef{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, bedErr)
+	case policyErr != nil:
+		return v1alpha1.ApplicationRef{}, policyErr
 	}
 	nodes, missing := slotNodes(&tb, in.Request.Slots)
 	if missing >= 0 {
 		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, missing)
 	}
-	policy, err := ReadJobPolicy(ctx, a.Client, job.Namespace)
-	if err != nil {
-		return v1alpha1.ApplicationRef{}, err
-	}
+	var err error
 	run := jobapp.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
 	var obj client.Object
 	switch job.Spec.Framework {

@@ -599,9 +599,10 @@ func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions 
 	if len(positions) == 0 {
 		return nil
 	}
-	// Only the slots' nodes are read, from the worker's copy: a slot that a copy lagging
-	// behind the bed's layout lacks keeps its ghost, and its job's pod takes the preemption
-	// path instead.
+	// Only the slots' nodes are read, from the worker's copy, and the ghosts from the API
+	// server's watch cache: a slot that a copy lagging behind the bed's layout lacks, or
+	// whose ghost the watch cache has not seen yet, keeps its ghost, and its job's pod takes
+	// the preemption path instead.
 	tb, err := a.testBedCopy(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name})
 	if err != nil || tb == nil {
 		return err
@@ -612,7 +613,8 @@ func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions 
 		}
 		var ghosts corev1.PodList
 		err := a.Client.List(ctx, &ghosts, client.InNamespace(tb.Namespace), client.MatchingFields{"spec.nodeName": s.NodeName},
-			client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name, v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode))})
+			client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name, v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode))},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
 		if err != nil {
 			return fmt.Errorf("list the ghost of slot %d: %w", s.Position, err)
 		}

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	temporal "go.temporal.io/sdk/client"
@@ -39,10 +41,52 @@ import (
 	"slotplane/workflows"
 )
 
-// TestBedSignaller signals a test bed's workflow for every change that concerns it.
+// TestBedSignaller signals a test bed's workflow for the changes that concern it: at once
+// for the first change after a quiet spell, then at most once every SignalEvery, the last
+// one after the last change. The workflow gathers a burst for a second before its pass
+// anyway (workflows.TestBedInput.Debounce), and reads the cluster itself: what a signal
+// carries is only that something changed. Every signal costs the workflow a task, and a
+// job's pods changing five times each made most of the workflow tasks of a run.
 type TestBedSignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
+	// SignalEvery is the least time between two signals to one test bed's workflow (0:
+	// DefaultSignalEvery).
+	SignalEvery time.Duration
+
+	mu   sync.Mutex
+	sent map[types.NamespacedName]time.Time
+}
+
+// DefaultSignalEvery is TestBedSignaller's SignalEvery: half the workflow's debounce, so a
+// change that comes during a gathering is told before it ends, or with the next pass's.
+const DefaultSignalEvery = 500 * time.Millisecond
+
+// due tells whether the test bed's workflow may be signalled now, and if not, in how long.
+// A yes counts as the signal sent.
+func (s *TestBedSignaller) due(bed types.NamespacedName) (time.Duration, bool) {
+	every := s.SignalEvery
+	if every <= 0 {
+		every = DefaultSignalEvery
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if last, ok := s.sent[bed]; ok && now.Sub(last) < every {
+		return every - now.Sub(last), false
+	}
+	if s.sent == nil {
+		s.sent = map[types.NamespacedName]time.Time{}
+	}
+	s.sent[bed] = now
+	return 0, true
+}
+
+// forget lets the next change of bed be told at once: its signal failed, or it is gone.
+func (s *TestBedSignaller) forget(bed types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sent, bed)
 }
 
 var _ reconcile.Reconciler = (*TestBedSignaller)(nil)
@@ -57,6 +101,7 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 		// Tell a running workflow, so it notices at once and ends; nothing to start. The
 		// other beds hear it too: one that shares the deleted bed's nodeLabel owns its
 		// nodes now.
+		s.forget(req.NamespacedName)
 		if err := signalIfRunning(ctx, s.Temporal, id, workflows.TestBedChangedSignal); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -74,10 +119,15 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if wait, ok := s.due(req.NamespacedName); !ok {
+		// The work queue brings the bed back then, and merges every change until.
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	_, err = s.Temporal.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
 		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
 		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: req.Namespace, Name: req.Name})
 	if err != nil {
+		s.forget(req.NamespacedName)
 		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
 	return reconcile.Result{}, nil

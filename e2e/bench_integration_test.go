@@ -31,8 +31,10 @@ import (
 //     that followed another in its slot, from the end of the one before (the application seen
 //     ended) to its own pods running; admitted-to-running-p50-ms, from the grant to running.
 //
-// The breakdown of every phase is printed, for where the time goes; with SLOTPLANE_BENCH_TRACE
-// set, also the timeline of the slowest hand-over and the API server's requests (TraceEnv).
+// The breakdown of every phase is printed, for where the time goes, with the path of the
+// 16 jobs' makespan (the jobs of the slot that finished last); with SLOTPLANE_BENCH_TRACE
+// set, also the timeline of each run's slowest hand-over, the worker's Temporal latencies
+// per run and the API server's requests (TraceEnv).
 // The bench watches rather than polls: it must not load the API server it measures.
 func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 	p := testplatform.Start(b, testplatform.DefaultBed)
@@ -41,6 +43,8 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		first := runJobs(b, p, fmt.Sprintf("bench-%d-a", i), 16)
 		b.ReportMetric(first.makespan.Seconds(), "makespan-s")
 		b.ReportMetric(ms(percentile(first.createToRunning, 50)), "create-to-running-p50-ms")
+		trace.slowestHandOver(b, first, fmt.Sprintf("bench-%d-a", i))
+		trace.temporalLatencies(b, "16 jobs")
 
 		many := runJobs(b, p, fmt.Sprintf("bench-%d-b", i), 64)
 		b.ReportMetric(ms(percentile(many.endToStart, 50)), "end-to-start-p50-ms")
@@ -48,6 +52,7 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		b.ReportMetric(ms(percentile(many.admittedToRunning, 50)), "admitted-to-running-p50-ms")
 		b.ReportMetric(float64(len(many.jobs))/many.makespan.Seconds(), "jobs/s")
 		trace.slowestHandOver(b, many, fmt.Sprintf("bench-%d-b", i))
+		trace.temporalLatencies(b, "64 jobs")
 		trace.apiRequests(b)
 		fmt.Printf("16 jobs on 8 slots: makespan %s\n%s\n64 jobs on 8 slots: makespan %s\n%s\n",
 			first.makespan.Round(time.Millisecond), first.breakdown(), many.makespan.Round(time.Millisecond), many.breakdown())
@@ -62,7 +67,15 @@ type orchestration struct {
 	// endToAdmitted is, per hand-over, slotplane's own part: from the end of a job to the
 	// grant of its slot to the next.
 	endToAdmitted []time.Duration
-	handOvers     []handOver
+	// createToAdmitted is, for the first wave, the Scheduling's creation to each grant;
+	// lastEndToCompleted is the last job's end to the Scheduling seen Completed.
+	createToAdmitted   []time.Duration
+	lastEndToCompleted time.Duration
+	// chain is the makespan's path: the jobs that ran, one after another, in the slot of
+	// the job that ended last, each with its phases measured from the Scheduling's creation.
+	chain     []v1alpha1.BatchJob
+	start     time.Time
+	handOvers []handOver
 }
 
 // handOver is a slot going from one job to the next.
@@ -97,7 +110,8 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int) orchest
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := orchestration{makespan: end.Sub(start)}
+	o := orchestration{makespan: end.Sub(start), start: start}
+	var lastEnd time.Time
 	for _, e := range entries {
 		var j v1alpha1.BatchJob
 		if err := p.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: e.Name}, &j); err != nil {
@@ -109,7 +123,11 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int) orchest
 		}
 		o.jobs = append(o.jobs, j)
 		o.admittedToRunning = append(o.admittedToRunning, ph.RunningAt.Sub(ph.AdmittedAt.Time))
+		if ph.EndedAt.After(lastEnd) {
+			lastEnd = ph.EndedAt.Time
+		}
 	}
+	o.lastEndToCompleted = end.Sub(lastEnd)
 	// The first wave: the 8 jobs that started first, each in a slot free from the start.
 	byStart := slices.Clone(o.jobs)
 	slices.SortFunc(byStart, func(x, y v1alpha1.BatchJob) int {
@@ -117,9 +135,11 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int) orchest
 	})
 	for _, j := range byStart[:min(8, len(byStart))] {
 		o.createToRunning = append(o.createToRunning, j.Status.Phases.RunningAt.Sub(start))
+		o.createToAdmitted = append(o.createToAdmitted, j.Status.Phases.AdmittedAt.Sub(start))
 	}
 	// Every later job follows the one that ran before it in its slot.
 	last := map[int32]*v1alpha1.BatchJob{}
+	bySlot := map[int32][]v1alpha1.BatchJob{}
 	for i := range byStart {
 		j := &byStart[i]
 		slot := j.Status.Slots[0]
@@ -129,7 +149,12 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int) orchest
 			o.handOvers = append(o.handOvers, handOver{prev, j})
 		}
 		last[slot] = j
+		bySlot[slot] = append(bySlot[slot], *j)
 	}
+	final := slices.MaxFunc(o.jobs, func(x, y v1alpha1.BatchJob) int {
+		return x.Status.Phases.EndedAt.Compare(y.Status.Phases.EndedAt.Time)
+	})
+	o.chain = bySlot[final.Status.Slots[0]]
 	return o
 }
 
@@ -182,6 +207,7 @@ func (o orchestration) breakdown() string {
 		{"running -> ended (the job's own second)", func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.RunningAt }, func(ph *v1alpha1.RunPhases) *metav1.MicroTime { return ph.EndedAt }},
 	}
 	var sb strings.Builder
+	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d jobs)\n", "Scheduling created -> admitted (first wave)", ms(percentile(o.createToAdmitted, 50)), ms(percentile(o.createToAdmitted, 99)), len(o.createToAdmitted))
 	for _, s := range steps {
 		var ds []time.Duration
 		for _, j := range o.jobs {
@@ -194,6 +220,21 @@ func (o orchestration) breakdown() string {
 	}
 	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)\n", "one job's end -> the next one admitted", ms(percentile(o.endToAdmitted, 50)), ms(percentile(o.endToAdmitted, 99)), len(o.endToAdmitted))
 	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)\n", "one job's end -> the next one running", ms(percentile(o.endToStart, 50)), ms(percentile(o.endToStart, 99)), len(o.endToStart))
+	fmt.Fprintf(&sb, "  %-42s %6.0f ms\n", "the last job's end -> Scheduling Completed", ms(o.lastEndToCompleted))
+	if len(o.chain) <= 3 {
+		fmt.Fprintf(&sb, "  the path of the makespan, the jobs of slot %d, from the Scheduling's creation:\n", o.chain[0].Status.Slots[0])
+		at := func(t *metav1.MicroTime) float64 {
+			if t == nil {
+				return -1
+			}
+			return ms(t.Sub(o.start))
+		}
+		for _, j := range o.chain {
+			ph := j.Status.Phases
+			fmt.Fprintf(&sb, "    %-16s admitted %5.0f  created %5.0f  driver %5.0f  running %5.0f  ended %5.0f ms\n",
+				j.Name, at(ph.AdmittedAt), at(ph.ApplicationCreatedAt), at(ph.DriverRunningAt), at(ph.RunningAt), at(ph.EndedAt))
+		}
+	}
 	return sb.String()
 }
 

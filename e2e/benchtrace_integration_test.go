@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -38,6 +39,14 @@ type benchTrace struct {
 	p      *testplatform.Platform
 	mu     sync.Mutex
 	events []traceEvent
+	// latencies are the Temporal SDK's timers as temporalLatencies last read them.
+	latencies map[string]latency
+}
+
+// latency is a timer's count and sum of seconds.
+type latency struct {
+	n   uint64
+	sum float64
 }
 
 type traceEvent struct {
@@ -273,4 +282,49 @@ func (s requestSums) since(before requestSums, n int) string {
 		fmt.Fprintf(&out, "  admission webhook calls: %.0f, %.1f ms each\n", hook.count, 1000*hook.seconds/hook.count)
 	}
 	return out.String()
+}
+
+// temporalLatencies prints, since its last call, the Temporal SDK's timers of the worker:
+// how long the workflow tasks of each workflow type waited to start and ran, and how long
+// each kind of activity ran (a local one runs inside its workflow's task, which waits for
+// it). Where a hop between two workflows goes, these say.
+func (t *benchTrace) temporalLatencies(b *testing.B, what string) {
+	if t == nil {
+		return
+	}
+	families, err := t.p.Metrics.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := map[string]latency{}
+	for _, f := range families {
+		name := strings.TrimPrefix(strings.TrimSuffix(f.GetName(), "_seconds"), "temporal_")
+		switch name {
+		case "workflow_task_schedule_to_start_latency", "workflow_task_execution_latency", "local_activity_execution_latency",
+			"activity_schedule_to_start_latency", "activity_execution_latency":
+		default:
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var by []string
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == "workflow_type" || l.GetName() == "activity_type") && l.GetValue() != "" {
+					by = append(by, l.GetValue())
+				}
+			}
+			key := fmt.Sprintf("%-40s %s", name, strings.Join(by, " "))
+			l := now[key]
+			l.n += m.GetHistogram().GetSampleCount()
+			l.sum += m.GetHistogram().GetSampleSum()
+			now[key] = l
+		}
+	}
+	fmt.Printf("Temporal latencies over %s (count, mean):\n", what)
+	for _, key := range slices.Sorted(maps.Keys(now)) {
+		d := latency{now[key].n - t.latencies[key].n, now[key].sum - t.latencies[key].sum}
+		if d.n > 0 {
+			fmt.Printf("  %-70s %6d %8.1f ms\n", key, d.n, d.sum/float64(d.n)*1000)
+		}
+	}
+	t.latencies = now
 }

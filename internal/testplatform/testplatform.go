@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,9 @@ type Platform struct {
 	Cluster  *testcluster.Cluster
 	Client   client.Client
 	Temporal temporalclient.Client
+	// Metrics holds the metrics of the components that run in the test's process (the
+	// Temporal SDK's among them).
+	Metrics *prometheus.Registry
 	// Restart stops the worker and, two seconds later, starts a new one.
 	Restart func()
 }
@@ -53,8 +57,9 @@ func Start(t testing.TB, bed Bed) *Platform {
 	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	reg := prometheus.NewRegistry()
 	dp, err := devplatform.Start(ctx, devplatform.Options{
-		Nodes: 4, PlainNodes: 2,
+		Nodes: 4, PlainNodes: 2, Metrics: reg,
 		NodeResources: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
 		},
@@ -68,7 +73,7 @@ func Start(t testing.TB, bed Bed) *Platform {
 			t.Logf("platform logs kept in %s", dp.Dir)
 		}
 	})
-	p := &Platform{Cluster: dp.Cluster, Client: dp.Kube, Temporal: dp.Temporal}
+	p := &Platform{Cluster: dp.Cluster, Client: dp.Kube, Temporal: dp.Temporal, Metrics: reg}
 	p.Restart = func() {
 		dp.StopWorker()
 		time.Sleep(2 * time.Second)

@@ -1,0 +1,82 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	temporal "go.temporal.io/sdk/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
+	"slotplane/workflows"
+)
+
+// A burst of changes to one test bed is told to its workflow once at once, and once more
+// when SignalEvery has passed; another bed is told at once; a signal that fails is tried
+// again at the next change, not held back.
+func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
+	bed := func(name string) *v1alpha1.TestBed {
+		return &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	}
+	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(bed("a"), bed("b")).Build()
+	tc := &signalCounter{signalled: map[string]int{}}
+	signalled := tc.signalled
+	const every = 200 * time.Millisecond
+	s := &TestBedSignaller{Reader: cl, Temporal: tc, SignalEvery: every}
+	reconcileBed := func(name string) reconcile.Result {
+		t.Helper()
+		res, err := s.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}})
+		if tc.fail {
+			require.Error(t, err)
+		} else {
+			require.NoError(t, err)
+		}
+		return res
+	}
+	idA, idB := workflows.TestBedWorkflowID("default", "a"), workflows.TestBedWorkflowID("default", "b")
+
+	require.Zero(t, reconcileBed("a").RequeueAfter, "the first change is told at once")
+	for range 5 {
+		res := reconcileBed("a")
+		require.Positive(t, res.RequeueAfter, "a change within SignalEvery waits")
+		require.LessOrEqual(t, res.RequeueAfter, every)
+	}
+	require.Equal(t, 1, signalled[idA])
+	require.Zero(t, reconcileBed("b").RequeueAfter, "another bed is told at once")
+	require.Equal(t, 1, signalled[idB])
+
+	time.Sleep(every)
+	require.Zero(t, reconcileBed("a").RequeueAfter, "the change held back is told once SignalEvery passed")
+	require.Equal(t, 2, signalled[idA])
+
+	time.Sleep(every)
+	tc.fail = true
+	reconcileBed("a")
+	tc.fail = false
+	require.Zero(t, reconcileBed("a").RequeueAfter, "after a failed signal the next change is told at once")
+	require.Equal(t, 3, signalled[idA])
+}
+
+// signalCounter is a Temporal client that counts the signal-with-starts it is asked for.
+type signalCounter struct {
+	temporal.Client
+	signalled map[string]int
+	fail      bool
+}
+
+func (c *signalCounter) SignalWithStartWorkflow(_ context.Context, id, signal string, _ any, _ temporal.StartWorkflowOptions, _ any, _ ...any) (temporal.WorkflowRun, error) {
+	if c.fail {
+		return nil, errors.New("frontend away")
+	}
+	if signal == workflows.TestBedChangedSignal {
+		c.signalled[id]++
+	}
+	return nil, nil
+}
