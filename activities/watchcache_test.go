@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,9 +24,16 @@ import (
 
 // laggingCache is a client whose watch-cache reads (resourceVersion "0") answer with what
 // stale holds, or "not found" when it holds nothing: a cache that has not seen the last
-// writes. It counts the reads of each kind.
+// writes. It counts the reads of each kind; an activity may read side by side, and the
+// counts are read once it has returned.
 func laggingCache(stale map[string]client.Object, objs ...client.Object) (client.Client, *cacheReads) {
 	reads := &cacheReads{}
+	var mu sync.Mutex
+	count := func(n *int) {
+		mu.Lock()
+		defer mu.Unlock()
+		*n++
+	}
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
 		WithStatusSubresource(&v1alpha1.Scheduling{}, &v1alpha1.BatchJob{}).
 		WithObjects(objs...).
@@ -33,10 +41,10 @@ func laggingCache(stale map[string]client.Object, objs ...client.Object) (client
 			var o client.GetOptions
 			o.ApplyOptions(opts)
 			if o.Raw == nil || o.Raw.ResourceVersion != "0" {
-				reads.fresh++
+				count(&reads.fresh)
 				return c.Get(ctx, key, obj)
 			}
-			reads.cached++
+			count(&reads.cached)
 			old, ok := stale[key.Name]
 			if !ok {
 				return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
