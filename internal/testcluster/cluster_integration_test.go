@@ -61,12 +61,33 @@ func TestCluster_SlotSchedulerBindsPodAndKwokRunsIt(t *testing.T) {
 		"the Scheduled event should come from the slot-scheduler profile: %+v", ev)
 }
 
-// A pod that requests the slot resource goes through the extender, and the scheduler obeys
-// its answer; a pod that does not is never shown to it.
+// A pod that requests the slot resource goes through the extender, which the scheduler
+// obeys and lets bind the pod (bindVerb); a pod that does not is never shown to it.
 func TestCluster_ExtenderSeesOnlySlotPodsAndDecidesTheirNode(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
+	var c *Cluster
 	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bind" {
+			var args extenderv1.ExtenderBindingArgs
+			if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			seen = append(seen, r.URL.Path+" "+args.PodName)
+			mu.Unlock()
+			var result extenderv1.ExtenderBindingResult
+			err := c.Client().CoreV1().Pods(args.PodNamespace).Bind(r.Context(), &corev1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID},
+				Target:     corev1.ObjectReference{Kind: "Node", Name: args.Node},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				result.Error = err.Error()
+			}
+			_ = json.NewEncoder(w).Encode(result)
+			return
+		}
 		var args extenderv1.ExtenderArgs
 		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -87,7 +108,7 @@ func TestCluster_ExtenderSeesOnlySlotPodsAndDecidesTheirNode(t *testing.T) {
 	}))
 	defer ext.Close()
 
-	c := New(t, Options{Nodes: 3, ExtenderURL: ext.URL + "/", ExtenderPlainHTTP: true})
+	c = New(t, Options{Nodes: 3, ExtenderURL: ext.URL + "/", ExtenderPlainHTTP: true})
 	ctx := context.Background()
 	slot := corev1.ResourceList{corev1.ResourceName(v1alpha1.SlotResource): resource.MustParse("1")}
 	_, err := c.Client().CoreV1().Pods("default").Create(ctx, testPod("slot-pod", slot), metav1.CreateOptions{})
@@ -99,7 +120,7 @@ func TestCluster_ExtenderSeesOnlySlotPodsAndDecidesTheirNode(t *testing.T) {
 	waitPodRunning(t, c, "plain-pod")
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []string{"/filter slot-pod"}, seen)
+	require.Equal(t, []string{"/filter slot-pod", "/bind slot-pod"}, seen)
 }
 
 func TestCluster_CloseStopsEveryProcess(t *testing.T) {
