@@ -352,8 +352,9 @@ const ErrSlotsGone = "SlotsGone"
 // ghost reconciler knows the slots are granted, keeps them in the layout even if their node
 // leaves, and makes them no new ghost (until the test bed's grantedSlotTimeout, if no pod of
 // the job comes). Before it is written, the test bed must still have every slot (etcd's word
-// on any slot the worker's copy shows gone): a slot it lost since the grant is ErrSlotsGone. Writing the same request again is
-// a no-op, and the ghosts are looked for again.
+// on any slot the worker's copy shows gone): a slot it lost since the grant is
+// ErrSlotsGone. Writing the same request again is a no-op, and the ghosts are looked for
+// again.
 //
 // Once the request is written, the nudge and the ghosts' deletion go side by side: the
 // Scheduling's workflow task waits for this activity, and grants that reach it meanwhile

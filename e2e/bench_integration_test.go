@@ -31,8 +31,8 @@ import (
 //     that followed another in its slot, from the end of the one before (the application seen
 //     ended) to its own pods running; admitted-to-running-p50-ms, from the grant to running.
 //
-// The breakdown of every phase is printed, for where the time goes, with the path of the
-// 16 jobs' makespan (the jobs of the slot that finished last); with SLOTPLANE_BENCH_TRACE
+// The breakdown of every phase is printed, for where the time goes, with the path of each
+// run's makespan (the jobs of the slot that finished last); with SLOTPLANE_BENCH_TRACE
 // set, also the timeline of each run's slowest hand-over, the worker's Temporal latencies
 // per run and the API server's requests (TraceEnv).
 // The bench watches rather than polls: it must not load the API server it measures.
@@ -221,19 +221,17 @@ func (o orchestration) breakdown() string {
 	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)\n", "one job's end -> the next one admitted", ms(percentile(o.endToAdmitted, 50)), ms(percentile(o.endToAdmitted, 99)), len(o.endToAdmitted))
 	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)\n", "one job's end -> the next one running", ms(percentile(o.endToStart, 50)), ms(percentile(o.endToStart, 99)), len(o.endToStart))
 	fmt.Fprintf(&sb, "  %-42s %6.0f ms\n", "the last job's end -> Scheduling Completed", ms(o.lastEndToCompleted))
-	if len(o.chain) <= 3 {
-		fmt.Fprintf(&sb, "  the path of the makespan, the jobs of slot %d, from the Scheduling's creation:\n", o.chain[0].Status.Slots[0])
-		at := func(t *metav1.MicroTime) float64 {
-			if t == nil {
-				return -1
-			}
-			return ms(t.Sub(o.start))
+	fmt.Fprintf(&sb, "  the path of the makespan, the jobs of slot %d, from the Scheduling's creation:\n", o.chain[0].Status.Slots[0])
+	at := func(t *metav1.MicroTime) float64 {
+		if t == nil {
+			return -1
 		}
-		for _, j := range o.chain {
-			ph := j.Status.Phases
-			fmt.Fprintf(&sb, "    %-16s admitted %5.0f  created %5.0f  driver %5.0f  running %5.0f  ended %5.0f ms\n",
-				j.Name, at(ph.AdmittedAt), at(ph.ApplicationCreatedAt), at(ph.DriverRunningAt), at(ph.RunningAt), at(ph.EndedAt))
-		}
+		return ms(t.Sub(o.start))
+	}
+	for _, j := range o.chain {
+		ph := j.Status.Phases
+		fmt.Fprintf(&sb, "    %-16s admitted %5.0f  created %5.0f  driver %5.0f  running %5.0f  ended %5.0f ms\n",
+			j.Name, at(ph.AdmittedAt), at(ph.ApplicationCreatedAt), at(ph.DriverRunningAt), at(ph.RunningAt), at(ph.EndedAt))
 	}
 	return sb.String()
 }

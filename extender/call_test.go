@@ -189,32 +189,25 @@ func FuzzCallReader(f *testing.F) {
 	f.Add(marshal(f, extenderv1.ExtenderBindingArgs{PodName: "exec", PodNamespace: "default", PodUID: pod.UID, Node: "node-00"}))
 	f.Add(`{"podname":"e\u0078ec","PODNAMESPACE":"default","PodUID":"u","Node":"n","Node2":[1]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		if got, err := readFilterCall(body); err == nil {
-			want, refErr := refFilter(body)
-			if refErr != nil {
-				t.Fatalf("read %q as %+v, which encoding/json refuses: %v", body, got, refErr)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("read %q unlike encoding/json (-want +got):\n%s", body, diff)
-			}
-		}
-		if got, err := readBindCall(body); err == nil {
-			want, refErr := refBind(body)
-			if refErr != nil {
-				t.Fatalf("read %q as %+v, which encoding/json refuses: %v", body, got, refErr)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("read %q unlike encoding/json (-want +got):\n%s", body, diff)
-			}
-		}
-		if got, err := readPreemptCall(body); err == nil {
-			want, refErr := refPreempt(body)
-			if refErr != nil {
-				t.Fatalf("read %q as %+v, which encoding/json refuses: %v", body, got, refErr)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("read %q unlike encoding/json (-want +got):\n%s", body, diff)
-			}
-		}
+		readAsJSON(t, body, readFilterCall, refFilter)
+		readAsJSON(t, body, readBindCall, refBind)
+		readAsJSON(t, body, readPreemptCall, refPreempt)
 	})
+}
+
+// readAsJSON fails t when read takes body that ref (encoding/json) refuses, or reads it
+// otherwise than ref does. A body read refuses is not looked at.
+func readAsJSON[C any](t *testing.T, body string, read, ref func(string) (C, error)) {
+	t.Helper()
+	got, err := read(body)
+	if err != nil {
+		return
+	}
+	want, refErr := ref(body)
+	if refErr != nil {
+		t.Fatalf("read %q as %+v, which encoding/json refuses: %v", body, got, refErr)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("read %q unlike encoding/json (-want +got):\n%s", body, diff)
+	}
 }
