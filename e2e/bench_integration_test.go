@@ -34,15 +34,21 @@ import (
 // The breakdown of every phase is printed, for where the time goes, with the path of each
 // run's makespan (the jobs of the slot that finished last); with SLOTPLANE_BENCH_TRACE
 // set, also the timeline of each run's slowest hand-over, the worker's Temporal latencies
-// per run and the API server's requests (TraceEnv).
+// per run, the CPU per job of each process over the 16 jobs and the API server's requests
+// (TraceEnv).
 // The bench watches rather than polls: it must not load the API server it measures.
 func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 	p := testplatform.Start(b, testplatform.DefaultBed)
 	trace := startTrace(b, p)
 	for i := range b.N {
+		cpuFrom, cpuErr := sampleCPU()
 		first := runJobs(b, p, fmt.Sprintf("bench-%d-a", i), 16)
+		if cpuTo, err := sampleCPU(); trace != nil && cpuErr == nil && err == nil {
+			logCPUPerJob(b, cpuFrom, cpuTo, len(first.jobs))
+		}
 		b.ReportMetric(first.makespan.Seconds(), "makespan-s")
 		b.ReportMetric(ms(percentile(first.createToRunning, 50)), "create-to-running-p50-ms")
+		trace.firstWave(b, first, fmt.Sprintf("bench-%d-a", i))
 		trace.slowestHandOver(b, first, fmt.Sprintf("bench-%d-a", i))
 		trace.temporalLatencies(b, "16 jobs")
 

@@ -5,6 +5,7 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -143,6 +144,35 @@ func (t *benchTrace) slowestHandOver(b *testing.B, o orchestration, scheduling s
 	}
 }
 
+// firstWave prints the timeline of the first job on the path of o's makespan, from the
+// Scheduling's creation to that job running.
+func (t *benchTrace) firstWave(b *testing.B, o orchestration, scheduling string) {
+	if t == nil || len(o.chain) == 0 {
+		return
+	}
+	j := o.chain[0]
+	from, to := o.start, j.Status.Phases.RunningAt.Add(100*time.Millisecond)
+	var evs []traceEvent
+	t.mu.Lock()
+	for _, e := range t.events {
+		if e.at.After(from) && e.at.Before(to) && strings.Contains(e.what, j.Name) {
+			evs = append(evs, e)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range []string{workflows.SchedulingWorkflowID("default", scheduling), workflows.AdmissionWorkflowID("default", "bed"),
+		workflows.BatchJobWorkflowID("default", j.Name)} {
+		evs = append(evs, t.history(b, id, from, to)...)
+	}
+	slices.SortStableFunc(evs, func(x, y traceEvent) int { return x.at.Compare(y.at) })
+	ph := j.Status.Phases
+	fmt.Printf("the first wave: %s created at %s; %s admitted %+d ms, running %+d ms\n", scheduling, from.Format("15:04:05.000"),
+		j.Name, ph.AdmittedAt.Sub(from).Milliseconds(), ph.RunningAt.Sub(from).Milliseconds())
+	for _, e := range evs {
+		fmt.Printf("  %+6d ms  %s\n", e.at.Sub(from).Milliseconds(), e.what)
+	}
+}
+
 // history is a workflow's history events between from and to, but for the bookkeeping ones
 // (scheduled tasks, timers).
 func (t *benchTrace) history(b *testing.B, id string, from, to time.Time) []traceEvent {
@@ -177,6 +207,11 @@ func describeEvent(ev *historypb.HistoryEvent) string {
 	}
 	if a := ev.GetMarkerRecordedEventAttributes(); a != nil {
 		what += " " + a.GetMarkerName()
+		// A local activity's marker carries its type in its JSON data.
+		var data struct{ ActivityType string }
+		if ps := a.GetDetails()["data"].GetPayloads(); len(ps) > 0 && json.Unmarshal(ps[0].GetData(), &data) == nil && data.ActivityType != "" {
+			what += " " + data.ActivityType
+		}
 	}
 	return what
 }

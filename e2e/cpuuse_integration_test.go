@@ -99,7 +99,7 @@ func ticks(s string) time.Duration {
 // by command name the processes that ran at the end (a process that started meanwhile
 // counts whole), the most first; "(reaped)" is the time of this process's children that
 // ended meanwhile, the killed workers.
-func logCPUPerJob(t *testing.T, from, to cpuUse, jobs int) {
+func logCPUPerJob(t testing.TB, from, to cpuUse, jobs int) {
 	t.Helper()
 	if jobs == 0 {
 		return
