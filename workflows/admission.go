@@ -38,6 +38,9 @@ const (
 	AdmissionConfigSignal = "admission-config"
 	// AdmittedSignal carries an AdmissionGrant back to the Scheduling.
 	AdmittedSignal = "admitted"
+	// AdmittedBatchSignal carries the answers of one step to one Scheduling, in the order
+	// Admission made them ([]AdmissionGrant; BatchedGrantsChange).
+	AdmittedBatchSignal = "admitted-batch"
 	// QueuesQuery answers an AdmissionReport.
 	QueuesQuery = "queues"
 	// AdmissionMoveUpdate moves a job to another queue (AdmissionMove), answering an
@@ -64,6 +67,14 @@ const (
 	// resync at all, so the keys were never checked against the claims under load. (After
 	// the baseline: a change ID of its own.)
 	KeptResyncTimerChange = "kept-resync-timer"
+	// BatchedGrantsChange is the version marker of an Admission that sends each Scheduling
+	// the answers of one step in one signal (AdmittedBatchSignal), where it sent one signal
+	// per grant. The signals to one workflow go one after another, and the Scheduling took
+	// the first of eight grants on its own, then the other seven a workflow task later: the
+	// first wave's jobs began their starts 60 ms apart, and each signal was a history event,
+	// a write and a wake-up of the Scheduling more. (After the baseline: a change ID of its
+	// own, asked once per run.)
+	BatchedGrantsChange = "batched-grants"
 )
 
 // The messages and the report are the admission core's own types.
@@ -146,7 +157,8 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	}
 	// The decision rules this run's history is made with; a new run takes the latest.
 	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
-	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded}
+	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded,
+		batchGrants: workflow.GetVersion(ctx, BatchedGrantsChange, workflow.DefaultVersion, 1) >= 1}
 	a.in.Unrecorded = nil
 	if err := a.listen(ctx); err != nil {
 		return err
@@ -190,6 +202,9 @@ type admission struct {
 	recordingBusy         bool
 	// resync is the running resync timer (KeptResyncTimerChange; nil: none yet, or it fired).
 	resync workflow.Future
+	// batchGrants: each Scheduling gets the answers of a step in one signal
+	// (BatchedGrantsChange).
+	batchGrants bool
 }
 
 // listen opens the workflow's signal channels and registers its queues query and its move
@@ -507,9 +522,28 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 		}
 		return
 	}
-	signals := make([]activities.Signal, len(gs))
-	for i, g := range gs {
-		signals[i] = activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, g.Scheduling), Name: AdmittedSignal, Arg: g}
+	// groups[i] are the grants that signals[i] carries.
+	var signals []activities.Signal
+	var groups [][]AdmissionGrant
+	if a.batchGrants {
+		at := map[string]int{}
+		for _, g := range gs {
+			i, ok := at[g.Scheduling]
+			if !ok {
+				i = len(groups)
+				at[g.Scheduling] = i
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], g)
+		}
+		for _, group := range groups {
+			signals = append(signals, activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, group[0].Scheduling), Name: AdmittedBatchSignal, Arg: group})
+		}
+	} else {
+		for _, g := range gs {
+			signals = append(signals, activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, g.Scheduling), Name: AdmittedSignal, Arg: g})
+			groups = append(groups, []AdmissionGrant{g})
+		}
 	}
 	var res activities.SignalWorkflowsResult
 	var sent workflow.Future
@@ -526,8 +560,10 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 		return
 	}
 	for _, i := range res.NotRunning {
-		workflow.GetLogger(ctx).Warn("a scheduling that does not run was granted its job", "key", gs[i].JobKey.String())
-		a.core.Release(gs[i].JobKey)
+		for _, g := range groups[i] {
+			workflow.GetLogger(ctx).Warn("a scheduling that does not run was granted its job", "key", g.JobKey.String())
+			a.core.Release(g.JobKey)
+		}
 	}
 }
 

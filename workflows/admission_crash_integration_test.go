@@ -48,18 +48,21 @@ func (b *shiftingBed) SignalWorkflows(_ context.Context, in activities.SignalWor
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range in.Signals {
-		if s.Name != workflows.AdmittedSignal {
+		if s.Name != workflows.AdmittedSignal && s.Name != workflows.AdmittedBatchSignal {
 			continue
 		}
 		raw, err := json.Marshal(s.Arg)
 		if err != nil {
 			return activities.SignalWorkflowsResult{}, err
 		}
-		var g queue.Grant
-		if err := json.Unmarshal(raw, &g); err != nil {
+		var gs []queue.Grant
+		if s.Name == workflows.AdmittedSignal {
+			raw = append(append([]byte("["), raw...), ']')
+		}
+		if err := json.Unmarshal(raw, &gs); err != nil {
 			return activities.SignalWorkflowsResult{}, err
 		}
-		b.grants = append(b.grants, g)
+		b.grants = append(b.grants, gs...)
 	}
 	return activities.SignalWorkflowsResult{}, nil
 }

@@ -48,6 +48,8 @@ type admissionWorld struct {
 	unheld func(queue.JobKey) string
 	grants []AdmissionGrant
 	at     []time.Time // when each grant was sent (the test clock)
+	// signals are the grant signals as sent: the workflow each went to, and its grants.
+	signals []grantSignal
 	// queues are the queues written to jobs' statuses ("scheduling/job" -> queue), and
 	// recordFails how many RecordQueues attempts fail first.
 	queues      map[string]string
@@ -127,17 +129,30 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 		w.kills = append(w.kills, in)
 		return nil
 	})
-	onSignals(env, map[string]func(string, any) error{AdmittedSignal: func(id string, arg any) error {
+	deliver := func(id string, gs ...AdmissionGrant) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		w.signals = append(w.signals, grantSignal{id, gs})
 		if w.gone[id] {
 			return errors.New("workflow not found")
 		}
-		w.grants = append(w.grants, arg.(AdmissionGrant))
-		w.at = append(w.at, env.Now())
+		for _, g := range gs {
+			w.grants = append(w.grants, g)
+			w.at = append(w.at, env.Now())
+		}
 		return nil
-	}})
+	}
+	onSignals(env, map[string]func(string, any) error{
+		AdmittedSignal:      func(id string, arg any) error { return deliver(id, arg.(AdmissionGrant)) },
+		AdmittedBatchSignal: func(id string, arg any) error { return deliver(id, arg.([]AdmissionGrant)...) },
+	})
 	return env
+}
+
+// grantSignal is one signal of grants: its workflow, and the grants it carries.
+type grantSignal struct {
+	to     string
+	grants []AdmissionGrant
 }
 
 func (w *admissionWorld) slotsOf(queuePath string) int {
@@ -150,6 +165,44 @@ func (w *admissionWorld) slotsOf(queuePath string) int {
 		}
 	}
 	return n
+}
+
+// The answers of one step go to each Scheduling in one signal, in the order they were made;
+// a Scheduling that does not run has every grant of its signal released.
+func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
+	w := &admissionWorld{gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
+	env := newAdmissionEnv(t, w, 8)
+	env.RegisterDelayedCallback(func() {
+		var reqs []AdmissionRequest
+		for _, k := range []queue.JobKey{jk("s1", "a"), jk("s2", "b"), jk("s1", "c"), jk("gone", "d"), jk("gone", "e")} {
+			reqs = append(reqs, AdmissionRequest{JobKey: k, User: "u", Slots: 1})
+		}
+		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+	}, time.Second)
+	var report AdmissionReport
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueuesQuery)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&report))
+	}, 5*time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 4})
+
+	require.Len(t, w.signals, 3, "one signal per Scheduling: %+v", w.signals)
+	names := func(gs []AdmissionGrant) (out []string) {
+		for _, g := range gs {
+			out = append(out, g.Job)
+		}
+		return out
+	}
+	require.Equal(t, SchedulingWorkflowID("ns", "s1"), w.signals[0].to)
+	require.Equal(t, []string{"a", "c"}, names(w.signals[0].grants))
+	require.Equal(t, []string{"b"}, names(w.signals[1].grants))
+	require.Equal(t, []string{"d", "e"}, names(w.signals[2].grants))
+	var running []string
+	for _, e := range report.Running {
+		running = append(running, e.Request.Scheduling+"/"+e.Request.Job)
+	}
+	require.ElementsMatch(t, []string{"s1/a", "s2/b", "s1/c"}, running, "the grants of the Scheduling that does not run are released")
 }
 
 // Two queues of weight 2 and 1 competing for 12 slots with jobs of 2 slots: 8/4.

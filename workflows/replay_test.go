@@ -24,7 +24,7 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
 	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json",
 		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json", "admission-resync.json",
-		"batchjob-baseline2.json", "scheduling-baseline2.json", "admission-baseline2.json"} {
+		"batchjob-baseline2.json", "scheduling-baseline2.json", "admission-baseline2.json", "admission-batched-grants.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
@@ -54,6 +54,8 @@ func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 		"batchjob-baseline2.json":   {workflows.Baseline2Change},
 		"scheduling-baseline2.json": {workflows.Baseline2Change},
 		"admission-baseline2.json":  {workflows.Baseline2Change, workflows.AdmissionRulesChange},
+		// A change made after the second baseline records its own marker.
+		"admission-batched-grants.json": {workflows.Baseline2Change, workflows.AdmissionRulesChange, workflows.BatchedGrantsChange},
 	} {
 		t.Run(file, func(t *testing.T) {
 			f, err := os.Open("testdata/" + file)

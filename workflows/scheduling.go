@@ -165,9 +165,10 @@ type scheduler struct {
 	progress workflow.ReceiveChannel
 	// changed: an Update appended jobs.
 	changed bool
-	// grants receives Admission's answers (AdmittedSignal).
-	grants workflow.ReceiveChannel
-	in     SchedulingInput
+	// grants receives Admission's answers one by one (AdmittedSignal), batches the answers
+	// of one Admission step each (AdmittedBatchSignal, BatchedGrantsChange).
+	grants, batches workflow.ReceiveChannel
+	in              SchedulingInput
 	// uid is the Scheduling object's UID.
 	uid string
 	// extending lets one extend at a time claim and append: both front doors pass an edit on
@@ -297,6 +298,7 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 	}
 	steps := 0
 	s.grants = workflow.GetSignalChannel(ctx, AdmittedSignal)
+	s.batches = workflow.GetSignalChannel(ctx, AdmittedBatchSignal)
 	if s.askedAt.IsZero() || workflow.Now(ctx).Sub(s.askedAt) >= reaskEvery {
 		if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
 			return err
@@ -461,7 +463,7 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 // job or is given back): a signal left in a channel would be lost with this run.
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 	if changeVersion(ctx, GrantsBeforeTheirProgressChange) >= 1 {
-		for s.progress.Len() > 0 || s.grants.Len() > 0 {
+		for s.progress.Len() > 0 || s.grants.Len() > 0 || s.batches.Len() > 0 {
 			if err := s.takeWaiting(ctx, nil, nil, true); err != nil {
 				return err
 			}
@@ -483,6 +485,18 @@ func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 			}
 			if err := s.handleGrant(ctx, g); err != nil {
 				return err
+			}
+			took = true
+		}
+		for {
+			var gs []AdmissionGrant
+			if !s.batches.ReceiveAsync(&gs) {
+				break
+			}
+			for _, g := range gs {
+				if err := s.handleGrant(ctx, g); err != nil {
+					return err
+				}
 			}
 			took = true
 		}
@@ -985,7 +999,7 @@ func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 // statusDue: nothing came but the time of a put-off status write (StatusPaceChange).
 func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err error) {
 	ordered := changeVersion(ctx, GrantsBeforeTheirProgressChange) >= 1
-	var grant *AdmissionGrant
+	var grants []AdmissionGrant
 	var progress *JobProgress
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
@@ -993,7 +1007,10 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 	sel.AddReceive(s.grants, func(c workflow.ReceiveChannel, _ bool) {
 		var g AdmissionGrant
 		c.Receive(ctx, &g)
-		grant = &g
+		grants = append(grants, g)
+	})
+	sel.AddReceive(s.batches, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, &grants)
 	})
 	sel.AddReceive(s.progress, func(c workflow.ReceiveChannel, _ bool) {
 		if !ordered {
@@ -1017,12 +1034,14 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 		if progress != nil {
 			s.tellAdmissionAll(ctx, s.onProgress(ctx, *progress))
 		}
-		if grant == nil {
-			return false, nil
+		for _, g := range grants {
+			if err := s.handleGrant(ctx, g); err != nil {
+				return false, err
+			}
 		}
-		return false, s.handleGrant(ctx, *grant)
+		return false, nil
 	}
-	return false, s.takeWaiting(ctx, grant, progress, ordered)
+	return false, s.takeWaiting(ctx, grants, progress, ordered)
 }
 
 // GrantsBeforeTheirProgressChange is the version marker of a loop that takes a grant before
@@ -1034,15 +1053,11 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 // long run with worker kills saw it).
 const GrantsBeforeTheirProgressChange = "grants-before-their-progress"
 
-// takeWaiting handles, after the message or messages that woke the loop, every message
-// waiting: progress is applied (Admission's signals sent side by side), and the grants start
-// their jobs together. ordered (GrantsBeforeTheirProgressChange): the progress of a run
-// that a grant among them starts is applied after the grants.
-func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant, progress *JobProgress, ordered bool) error {
-	var grants []AdmissionGrant
-	if grant != nil {
-		grants = append(grants, *grant)
-	}
+// takeWaiting handles, after the message or messages that woke the loop (grants, progress),
+// every message waiting: progress is applied (Admission's signals sent side by side), and
+// the grants start their jobs together. ordered (GrantsBeforeTheirProgressChange): the
+// progress of a run that a grant among them starts is applied after the grants.
+func (s *scheduler) takeWaiting(ctx workflow.Context, grants []AdmissionGrant, progress *JobProgress, ordered bool) error {
 	var ps []JobProgress
 	if progress != nil {
 		ps = append(ps, *progress)
@@ -1060,6 +1075,13 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grant *AdmissionGrant, pro
 			break
 		}
 		grants = append(grants, g)
+	}
+	for {
+		var gs []AdmissionGrant // fresh each time: a reused value would share its slices
+		if !s.batches.ReceiveAsync(&gs) {
+			break
+		}
+		grants = append(grants, gs...)
 	}
 	var tells []tell
 	var later []JobProgress

@@ -67,6 +67,11 @@ type fakeAdmission struct {
 	// are the jobs whose creation requests passed that on.
 	quietStart    bool
 	quietRequests []string
+	// batched: the grants of one turn come in one signal (AdmittedBatchSignal), as Admission
+	// sends them from BatchedGrantsChange on; onCreate, when set, runs for each creation
+	// request written (the caller holds mu).
+	batched  bool
+	onCreate func(job string)
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -196,6 +201,12 @@ func (f *fakeAdmission) take(req AdmissionRequest) {
 
 // grant gives the head requests their slots while they fit (the caller holds mu).
 func (f *fakeAdmission) grant() {
+	var batch []AdmissionGrant
+	defer func() {
+		if len(batch) > 0 {
+			f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(AdmittedBatchSignal, batch) }, f.grantAfter)
+		}
+	}()
 	for len(f.waiting) > 0 && int(f.waiting[0].Slots) <= len(f.free) {
 		req := f.waiting[0]
 		f.waiting = f.waiting[1:]
@@ -205,6 +216,10 @@ func (f *fakeAdmission) grant() {
 		f.seq++
 		g := AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots, Seq: f.seq, QuietStart: f.quietStart}
 		f.grants[req.String()] = g
+		if f.batched {
+			batch = append(batch, g)
+			continue
+		}
 		reports := f.reportsWithGrant
 		f.env.RegisterDelayedCallback(func() {
 			f.env.SignalWorkflow(AdmittedSignal, g)
@@ -243,6 +258,9 @@ func (f *fakeAdmission) requestCreation(_ context.Context, in activities.Request
 		return temporal.NewNonRetryableApplicationError("test bed bed no longer has slot 1", activities.ErrSlotsGone, nil)
 	}
 	f.created = append(f.created, in.Job)
+	if f.onCreate != nil {
+		f.onCreate(in.Job)
+	}
 	if in.Request.QuietStart {
 		f.quietRequests = append(f.quietRequests, in.Job)
 	}
@@ -331,6 +349,57 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 	require.Equal(t, time.Duration(0), jobStatus(*completed, "a").WaitTime.Duration)
 	require.Equal(t, 10*time.Second, jobStatus(*completed, "c").WaitTime.Duration, "c is granted the moment a ends")
 	require.Equal(t, []int32{0}, jobStatus(*completed, "c").Slots, "the first slot a freed")
+}
+
+// Grants that come in batches (AdmittedBatchSignal) run the queue as single ones do: the
+// jobs of one batch start together, and a stale key in a batch is given back.
+func TestSchedulingWorkflow_GrantsInBatchesRunTheQueue(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 1}, {Name: "b", Replication: 2}, {Name: "c", Replication: 1}, {Name: "d", Replication: 2},
+	}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.batched = true
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 20 * time.Second, "c": 10 * time.Second, "d": 5 * time.Second}
+	stale := AdmissionGrant{JobKey: AdmissionKey{Scheduling: "nightly", SchedulingUID: "uid-old", Job: "a", Run: 1}, Queue: "root.default", Slots: []int32{3}}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{stale}) }, 30*time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.NoError(t, env.GetWorkflowError())
+	requireCreatedInWaves(t, f.created, []string{"a", "b", "c"}, []string{"d"})
+	require.Contains(t, f.admissionReleases, "a", "the stale key is given back")
+	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+	require.NotNil(t, completed, "a Completed status was written")
+	require.Equal(t, int32(4), completed.FinishedJobs)
+	require.Equal(t, 10*time.Second, jobStatus(*completed, "d").WaitTime.Duration, "d is granted the moment a and c end")
+}
+
+// A batch of grants that comes while a run's last step is carried out is taken before the
+// run continues as new: its jobs start, none is lost with the run.
+func TestSchedulingWorkflow_ABatchInFlightAtContinueAsNewIsTaken(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 4}, {Name: "b", Replication: 1}, {Name: "c", Replication: 1},
+	}}
+	env, f, _ := newSchedulingEnv(t, spec, claimAll)
+	f.batched = true
+	f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 10 * time.Second, "c": 10 * time.Second}
+	f.onCreate = func(job string) {
+		if job != "a" {
+			return
+		}
+		// While a's creation request is written, two of its slots come free (a shrank, say):
+		// Admission grants b and c in one batch, which reaches the Scheduling before its step
+		// ends.
+		b := AdmissionGrant{JobKey: AdmissionKey{Scheduling: "nightly", SchedulingUID: "uid-nightly", Job: "b", Run: 1}, Queue: "root.default", Slots: []int32{4}, Seq: 100}
+		c := AdmissionGrant{JobKey: AdmissionKey{Scheduling: "nightly", SchedulingUID: "uid-nightly", Job: "c", Run: 1}, Queue: "root.default", Slots: []int32{5}, Seq: 101}
+		f.env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{b, c})
+	}
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 1})
+	in := continuedWith[SchedulingInput](t, env)
+	require.ElementsMatch(t, []string{"a", "b", "c"}, f.created, "the batch that came during the last step started its jobs in this run")
+	for _, e := range in.Carried.Entries {
+		require.Equal(t, int32(1), e.Run, "job %s is carried over as started", e.Job.Name)
+	}
 }
 
 // Jobs whose reports say Admission heard their start and end from them (AdmissionTold) get

@@ -17,14 +17,28 @@ import (
 
 // onSignals answers the SignalWorkflows local activity, by which the workflows signal each
 // other: deliver[name] gets each signal of that name, in order (others are dropped), and an
-// error from it means the target workflow does not run.
+// error from it means the target workflow does not run. A batch of grants
+// (AdmittedBatchSignal) goes to deliver[AdmittedSignal] grant by grant when deliver has no
+// handler of batches.
 func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error) {
 	env.OnActivity(acts.SignalWorkflows, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
 			var out activities.SignalWorkflowsResult
 			for i, s := range in.Signals {
-				if f := deliver[s.Name]; f != nil {
-					if err := f(s.WorkflowID, typedArg(s.Name, s.Arg)); err != nil {
+				arg := typedArg(s.Name, s.Arg)
+				f := deliver[s.Name]
+				if one := deliver[AdmittedSignal]; f == nil && s.Name == AdmittedBatchSignal && one != nil {
+					f = func(id string, arg any) error {
+						for _, g := range arg.([]AdmissionGrant) {
+							if err := one(id, g); err != nil {
+								return err
+							}
+						}
+						return nil
+					}
+				}
+				if f != nil {
+					if err := f(s.WorkflowID, arg); err != nil {
 						out.NotRunning = append(out.NotRunning, i)
 					}
 				}
@@ -36,11 +50,23 @@ func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(i
 // typedArg gives a signal's argument its type back when it crossed the data converter (an
 // activity's input does; a local activity's, in the test environment, does not).
 func typedArg(signal string, arg any) any {
-	m, ok := arg.(map[string]any)
-	if !ok {
+	var into any
+	switch m := arg.(type) {
+	case map[string]any:
+	case []any:
+		if signal != AdmittedBatchSignal {
+			return arg
+		}
+		into = &[]AdmissionGrant{}
+		raw, err := json.Marshal(m)
+		if err != nil || json.Unmarshal(raw, into) != nil {
+			return arg
+		}
+		return *(into.(*[]AdmissionGrant))
+	default:
 		return arg
 	}
-	var into any
+	m := arg.(map[string]any)
 	switch signal {
 	case AdmittedSignal:
 		into = &AdmissionGrant{}
