@@ -498,6 +498,11 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	return false, nil
 }
 
+// grantsPerSignal bounds a batch of grants (AdmittedBatchSignal): a step that grants a
+// thousand jobs of one Scheduling sends it a few signals of tens of kilobytes each, well
+// within what one Temporal payload may carry.
+const grantsPerSignal = 200
+
 // tellAll sends grants or refusals to their Schedulings, all in one local activity from
 // ClientSignalsChange on. A Scheduling that does not run cannot take its grant: the key is
 // released, so its slots are not held for nobody.
@@ -526,10 +531,10 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 	var signals []activities.Signal
 	var groups [][]AdmissionGrant
 	if a.batchGrants {
-		at := map[string]int{}
+		at := map[string]int{} // each Scheduling's open group
 		for _, g := range gs {
 			i, ok := at[g.Scheduling]
-			if !ok {
+			if !ok || len(groups[i]) == grantsPerSignal {
 				i = len(groups)
 				at[g.Scheduling] = i
 				groups = append(groups, nil)

@@ -205,6 +205,29 @@ func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
 	require.ElementsMatch(t, []string{"s1/a", "s2/b", "s1/c"}, running, "the grants of the Scheduling that does not run are released")
 }
 
+// A step that grants more jobs of one Scheduling than one signal carries sends them in
+// several, in order.
+func TestAdmissionWorkflow_ABigStepGoesInSeveralSignals(t *testing.T) {
+	w := &admissionWorld{}
+	n := grantsPerSignal + 5
+	env := newAdmissionEnv(t, w, n)
+	env.RegisterDelayedCallback(func() {
+		reqs := make([]AdmissionRequest, n)
+		for i := range reqs {
+			reqs[i] = AdmissionRequest{JobKey: jk("s1", fmt.Sprintf("j%03d", i)), User: "u", Slots: 1}
+		}
+		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+	}, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
+
+	require.Len(t, w.signals, 2)
+	require.Len(t, w.signals[0].grants, grantsPerSignal)
+	require.Len(t, w.signals[1].grants, 5)
+	for i, g := range w.grants {
+		require.Equal(t, fmt.Sprintf("j%03d", i), g.Job, "the grants keep their order across the signals")
+	}
+}
+
 // Two queues of weight 2 and 1 competing for 12 slots with jobs of 2 slots: 8/4.
 func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: `<allocations>

@@ -64,6 +64,7 @@ var rows = []row{
 	{"orchestration: a job's end to the next one running in its slot, p50", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p50-ms", 1, "ms"},
 	{"orchestration: a job's end to the next one running in its slot, p99", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p99-ms", 1, "ms"},
 	{"orchestration: 16 one-second jobs on 8 slots (ideal 2 s)", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-s", 1, "s"},
+	{"  the same, the jobs made right before their Scheduling", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-new-jobs-s", 1, "s"},
 	{"orchestration: 64 one-second jobs on 8 slots (ideal 8 jobs/s)", "BenchmarkOrchestration_16JobsOn8Slots", "jobs/s", 1, "jobs/s"},
 	{"API p50 under mixed load", "BenchmarkAPI_MixedLoad10s", "p50-ms", 1, "ms"},
 	{"API p99 under mixed load", "BenchmarkAPI_MixedLoad10s", "p99-ms", 1, "ms"},
