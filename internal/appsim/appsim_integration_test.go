@@ -133,22 +133,64 @@ func (h *history) get() []string {
 }
 
 // watchStates follows the objects named name of list's kind, and records read(object) for
-// each version the API server shows.
+// each version the API server shows. A watch the server ends, or an error it sends, is
+// logged and the watch made again from the last version seen, so that no state goes
+// unrecorded on a loaded machine.
 func watchStates(t *testing.T, cl client.WithWatch, list client.ObjectList, name string, read func(runtimeObject any) string) *history {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := cl.Watch(ctx, list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	watchFrom := func(rv string) (watch.Interface, error) {
+		opts := []client.ListOption{client.InNamespace(ns), client.MatchingFields{"metadata.name": name}}
+		if rv != "" {
+			opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+		}
+		return cl.Watch(ctx, list, opts...)
+	}
+	w, err := watchFrom("")
 	require.NoError(t, err)
 	h := &history{}
 	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Added || ev.Type == watch.Modified {
-				h.add(read(ev.Object))
+		rv := ""
+		for {
+			for ev := range w.ResultChan() {
+				switch ev.Type {
+				case watch.Added, watch.Modified:
+					h.add(read(ev.Object))
+					if o, ok := ev.Object.(client.Object); ok {
+						rv = o.GetResourceVersion()
+					}
+				case watch.Error:
+					// Most likely its version is too old to watch from: the next watch starts
+					// from now, and the log says a state may be missing.
+					t.Logf("the watch of %s sent an error: %v", name, ev.Object)
+					rv = ""
+				}
+			}
+			w.Stop()
+			if ctx.Err() != nil {
+				return
+			}
+			t.Logf("the watch of %s ended; watching again from version %q", name, rv)
+			for {
+				if w, err = watchFrom(rv); err == nil || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(tick)
+			}
+			if err != nil {
+				return
 			}
 		}
 	}()
 	return h
+}
+
+// requireStates waits until h holds want, and says what it holds if it never does.
+func requireStates(t *testing.T, h *history, want []string, what string) {
+	t.Helper()
+	if !assert.Eventually(t, func() bool { return slices.Equal(h.get(), want) }, waitFor, tick) {
+		t.Fatalf("%s: %v, want %v", what, h.get(), want)
+	}
 }
 
 func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.SparkApplication {
@@ -279,8 +321,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 			require.Eventually(t, func() bool {
 				return e.spark(t, "typo").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
 			}, waitFor, tick)
-			require.Eventually(t, func() bool { return slices.Equal([]string{"SUBMISSION_FAILED", "FAILED"}, states.get()) }, waitFor, tick,
-				"with restart policy Never a failed submission is FAILED next: %v", states.get())
+			requireStates(t, states, []string{"SUBMISSION_FAILED", "FAILED"}, "with restart policy Never a failed submission is FAILED next")
 			assert.Contains(t, e.spark(t, "typo").Status.AppState.ErrorMessage, appsim.SimDurationAnnotation)
 			assert.Empty(t, e.pods(t, app.UID, appsim.RoleDriver))
 		})
@@ -412,9 +453,7 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 			dep := flinkDep("stream", "1h", 1, "1g")
 			dep.Annotations[appsim.SimDetourAnnotation] = "job=RESTARTING,lifecycle=UPGRADING,job=FAILING"
 			require.NoError(t, e.cl.Create(ctx, dep))
-			require.Eventually(t, func() bool {
-				return slices.Equal(jobs.get(), []string{"RECONCILING", "RUNNING", "RESTARTING", "RUNNING", "FAILING", "RUNNING"})
-			}, waitFor, tick, "the job's detour: %v", jobs.get())
+			requireStates(t, jobs, []string{"RECONCILING", "RUNNING", "RESTARTING", "RUNNING", "FAILING", "RUNNING"}, "the job's detour")
 			require.NoError(t, e.cl.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"job":{"state":"suspended"}}}`))))
 			require.Eventually(t, func() bool {
 				d := e.flink(t, "stream")
