@@ -122,26 +122,12 @@ func (t *benchTrace) slowestHandOver(b *testing.B, o orchestration, scheduling s
 		return cmp.Compare(x.next.Status.Phases.RunningAt.Sub(x.prev.Status.Phases.EndedAt.Time), y.next.Status.Phases.RunningAt.Sub(y.prev.Status.Phases.EndedAt.Time))
 	})
 	ended := h.prev.Status.Phases.EndedAt.Time
-	from, to := ended.Add(-200*time.Millisecond), h.next.Status.Phases.RunningAt.Add(100*time.Millisecond)
-	var evs []traceEvent
-	t.mu.Lock()
-	for _, e := range t.events {
-		if e.at.After(from) && e.at.Before(to) && (strings.Contains(e.what, h.prev.Name) || strings.Contains(e.what, h.next.Name)) {
-			evs = append(evs, e)
-		}
-	}
-	t.mu.Unlock()
-	for _, id := range []string{workflows.BatchJobWorkflowID("default", h.prev.Name), workflows.AdmissionWorkflowID("default", "bed"),
-		workflows.SchedulingWorkflowID("default", scheduling), workflows.BatchJobWorkflowID("default", h.next.Name)} {
-		evs = append(evs, t.history(b, id, from, to)...)
-	}
-	slices.SortStableFunc(evs, func(x, y traceEvent) int { return x.at.Compare(y.at) })
 	ph := h.next.Status.Phases
 	fmt.Printf("the slowest hand-over: %s ended at %s; %s admitted %+d ms, running %+d ms\n", h.prev.Name, ended.Format("15:04:05.000"),
 		h.next.Name, ph.AdmittedAt.Sub(ended).Milliseconds(), ph.RunningAt.Sub(ended).Milliseconds())
-	for _, e := range evs {
-		fmt.Printf("  %+6d ms  %s\n", e.at.Sub(ended).Milliseconds(), e.what)
-	}
+	t.printTimeline(b, ended, ended.Add(-200*time.Millisecond), ph.RunningAt.Add(100*time.Millisecond), []string{h.prev.Name, h.next.Name},
+		workflows.BatchJobWorkflowID("default", h.prev.Name), workflows.AdmissionWorkflowID("default", "bed"),
+		workflows.SchedulingWorkflowID("default", scheduling), workflows.BatchJobWorkflowID("default", h.next.Name))
 }
 
 // firstWave prints the timeline of the first job on the path of o's makespan, from the
@@ -151,25 +137,30 @@ func (t *benchTrace) firstWave(b *testing.B, o orchestration, scheduling string)
 		return
 	}
 	j := o.chain[0]
-	from, to := o.start, j.Status.Phases.RunningAt.Add(100*time.Millisecond)
+	ph := j.Status.Phases
+	fmt.Printf("the first wave: %s created at %s; %s admitted %+d ms, running %+d ms\n", scheduling, o.start.Format("15:04:05.000"),
+		j.Name, ph.AdmittedAt.Sub(o.start).Milliseconds(), ph.RunningAt.Sub(o.start).Milliseconds())
+	t.printTimeline(b, o.start, o.start, ph.RunningAt.Add(100*time.Millisecond), []string{j.Name},
+		workflows.SchedulingWorkflowID("default", scheduling), workflows.AdmissionWorkflowID("default", "bed"), workflows.BatchJobWorkflowID("default", j.Name))
+}
+
+// printTimeline prints, in time order and in milliseconds from zero, the traced events
+// between from and to that name one of jobs, and the history events of the workflows ids.
+func (t *benchTrace) printTimeline(b *testing.B, zero, from, to time.Time, jobs []string, ids ...string) {
 	var evs []traceEvent
 	t.mu.Lock()
 	for _, e := range t.events {
-		if e.at.After(from) && e.at.Before(to) && strings.Contains(e.what, j.Name) {
+		if e.at.After(from) && e.at.Before(to) && slices.ContainsFunc(jobs, func(j string) bool { return strings.Contains(e.what, j) }) {
 			evs = append(evs, e)
 		}
 	}
 	t.mu.Unlock()
-	for _, id := range []string{workflows.SchedulingWorkflowID("default", scheduling), workflows.AdmissionWorkflowID("default", "bed"),
-		workflows.BatchJobWorkflowID("default", j.Name)} {
+	for _, id := range ids {
 		evs = append(evs, t.history(b, id, from, to)...)
 	}
 	slices.SortStableFunc(evs, func(x, y traceEvent) int { return x.at.Compare(y.at) })
-	ph := j.Status.Phases
-	fmt.Printf("the first wave: %s created at %s; %s admitted %+d ms, running %+d ms\n", scheduling, from.Format("15:04:05.000"),
-		j.Name, ph.AdmittedAt.Sub(from).Milliseconds(), ph.RunningAt.Sub(from).Milliseconds())
 	for _, e := range evs {
-		fmt.Printf("  %+6d ms  %s\n", e.at.Sub(from).Milliseconds(), e.what)
+		fmt.Printf("  %+6d ms  %s\n", e.at.Sub(zero).Milliseconds(), e.what)
 	}
 }
 

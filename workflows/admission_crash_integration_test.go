@@ -55,11 +55,12 @@ func (b *shiftingBed) SignalWorkflows(_ context.Context, in activities.SignalWor
 		if err != nil {
 			return activities.SignalWorkflowsResult{}, err
 		}
-		var gs []queue.Grant
-		if s.Name == workflows.AdmittedSignal {
-			raw = append(append([]byte("["), raw...), ']')
+		gs := []queue.Grant{{}}
+		var into any = &gs[0]
+		if s.Name == workflows.AdmittedBatchSignal {
+			into = &gs
 		}
-		if err := json.Unmarshal(raw, &gs); err != nil {
+		if err := json.Unmarshal(raw, into); err != nil {
 			return activities.SignalWorkflowsResult{}, err
 		}
 		b.grants = append(b.grants, gs...)

@@ -205,12 +205,7 @@ func TestAdmissionWorkflow_KillChecksTheRightAndWritesTheKill(t *testing.T) {
 		kill("admin", AdmissionKill{Scheduling: "s", Job: "running", By: "carol", ByGroups: []string{"ops"}, Reason: "runaway"})
 		kill("owner", AdmissionKill{Scheduling: "s", Job: "waiting", By: "alice"})
 	}, time.Minute)
-	var report AdmissionReport
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueuesQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&report))
-	}, 2*time.Minute)
+	report := reportAt(t, env, 2*time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour, StepsPerRun: 6})
 
 	kinds := map[string]string{"stranger": MoveForbidden, "nobody": MoveForbidden, "unknown": MoveNotFound, "other scheduling": MoveNotFound}

@@ -149,6 +149,22 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 	return env
 }
 
+// queryReport reads Admission's queue report (QueuesQuery) into into.
+func queryReport(t *testing.T, env *testsuite.TestWorkflowEnvironment, into *AdmissionReport) {
+	t.Helper()
+	v, err := env.QueryWorkflow(QueuesQuery)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(into))
+}
+
+// reportAt is Admission's queue report as the workflow answers it at time at of the test
+// clock; it is filled in then.
+func reportAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration) *AdmissionReport {
+	r := &AdmissionReport{}
+	env.RegisterDelayedCallback(func() { queryReport(t, env, r) }, at)
+	return r
+}
+
 // grantSignal is one signal of grants: its workflow, and the grants it carries.
 type grantSignal struct {
 	to     string
@@ -179,12 +195,7 @@ func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
 		}
 		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
 	}, time.Second)
-	var report AdmissionReport
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueuesQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&report))
-	}, 5*time.Second)
+	report := reportAt(t, env, 5*time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 4})
 
 	require.Len(t, w.signals, 3, "one signal per Scheduling: %+v", w.signals)
@@ -241,12 +252,7 @@ func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
 			}
 		}
 	}, time.Second)
-	var report AdmissionReport
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueuesQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&report))
-	}, time.Minute)
+	report := reportAt(t, env, time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 6})
 
 	require.Equal(t, 8, w.slotsOf("root.gold"))
@@ -335,12 +341,7 @@ func aclReleaseAndBadFile(t *testing.T, batched bool) {
 		env.SignalWorkflow(AdmissionConfigSignal, nil)
 		env.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
 	}, time.Minute)
-	var report AdmissionReport
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueuesQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&report))
-	}, 2*time.Minute)
+	report := reportAt(t, env, 2*time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 10})
 
 	require.Len(t, w.grants, 3)
@@ -389,9 +390,7 @@ func TestAdmissionWorkflow_AConfigThatBreaksTheCoreIsRejected(t *testing.T) {
 	}, 20*time.Second)
 	var report AdmissionReport
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueuesQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&report))
+		queryReport(t, env, &report)
 		env.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
 	}, 40*time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 10})
@@ -453,10 +452,8 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				require.Len(t, w.grants, 1, "app2 waits while app1 is starting")
-				v, err := env.QueryWorkflow(QueuesQuery)
-				require.NoError(t, err)
 				var report AdmissionReport
-				require.NoError(t, v.Get(&report))
+				queryReport(t, env, &report)
 				require.Len(t, report.Waiting, 1)
 				require.Contains(t, report.Waiting[0].Reason, "StateAware")
 			}, tc.app2After-5*time.Second)
@@ -500,11 +497,7 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 	}, 10*time.Second)
 	var during, after AdmissionReport
 	query := func(into *AdmissionReport) func() {
-		return func() {
-			v, err := env.QueryWorkflow(QueuesQuery)
-			require.NoError(t, err)
-			require.NoError(t, v.Get(into))
-		}
+		return func() { queryReport(t, env, into) }
 	}
 	env.RegisterDelayedCallback(query(&during), 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
@@ -601,12 +594,7 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 			OnComplete: func(v any, err error) { movedRunning, movedRunningErr = v.(AdmissionMoved), err },
 		}, AdmissionMove{Scheduling: "s", Job: "first", Queue: "c", By: "alice"})
 	}, 3*time.Minute)
-	var report AdmissionReport
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueuesQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&report))
-	}, 2*time.Minute)
+	report := reportAt(t, env, 2*time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour, StepsPerRun: 6})
 
 	want := map[string]string{
@@ -671,12 +659,7 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
 	}, time.Minute)
-	var report AdmissionReport
-	env2.RegisterDelayedCallback(func() {
-		v, err := env2.QueryWorkflow(QueuesQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&report))
-	}, 2*time.Minute)
+	report := reportAt(t, env2, 2*time.Minute)
 	in.StepsPerRun = 10
 	env2.ExecuteWorkflow(AdmissionWorkflow, in)
 	require.Equal(t, "1", report.ConfigVersion, "the carried file stays in force")

@@ -50,26 +50,17 @@ func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(i
 // typedArg gives a signal's argument its type back when it crossed the data converter (an
 // activity's input does; a local activity's, in the test environment, does not).
 func typedArg(signal string, arg any) any {
-	var into any
-	switch m := arg.(type) {
-	case map[string]any:
-	case []any:
-		if signal != AdmittedBatchSignal {
-			return arg
-		}
-		into = &[]AdmissionGrant{}
-		raw, err := json.Marshal(m)
-		if err != nil || json.Unmarshal(raw, into) != nil {
-			return arg
-		}
-		return *(into.(*[]AdmissionGrant))
+	switch arg.(type) {
+	case map[string]any, []any: // as the data converter left it
 	default:
 		return arg
 	}
-	m := arg.(map[string]any)
+	var into any
 	switch signal {
 	case AdmittedSignal:
 		into = &AdmissionGrant{}
+	case AdmittedBatchSignal:
+		into = &[]AdmissionGrant{}
 	case AdmissionReleaseSignal, AdmissionEndedSignal, AdmissionStartedSignal:
 		into = &AdmissionKey{}
 	case JobProgressSignal:
@@ -77,7 +68,7 @@ func typedArg(signal string, arg any) any {
 	default:
 		return arg
 	}
-	raw, err := json.Marshal(m)
+	raw, err := json.Marshal(arg)
 	if err != nil || json.Unmarshal(raw, into) != nil {
 		return arg
 	}
