@@ -60,6 +60,7 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		b.ReportMetric(first.makespan.Seconds(), "makespan-s")
 		b.ReportMetric(ms(percentile(first.createToRunning, 50)), "create-to-running-p50-ms")
 		trace.firstWave(b, first, fmt.Sprintf("bench-%d-a", i))
+		trace.ownSecond(b, first)
 		trace.slowestHandOver(b, first, fmt.Sprintf("bench-%d-a", i))
 		trace.temporalLatencies(b, "16 jobs")
 

@@ -23,6 +23,7 @@ import (
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testplatform"
 	"slotplane/slots"
@@ -86,6 +87,9 @@ func startTrace(b *testing.B, p *testplatform.Platform) *benchTrace {
 		if slot, ok := slots.ProvenSlot(pod); ok {
 			s += fmt.Sprintf(" slot=%d", slot)
 		}
+		if _, ok := pod.Annotations[appsim.WorkersRunningAnnotation]; ok {
+			s += " workers-running"
+		}
 		if pod.DeletionTimestamp != nil {
 			s += " deleting"
 		}
@@ -142,6 +146,19 @@ func (t *benchTrace) firstWave(b *testing.B, o orchestration, scheduling string)
 		j.Name, ph.AdmittedAt.Sub(o.start).Milliseconds(), ph.RunningAt.Sub(o.start).Milliseconds())
 	t.printTimeline(b, o.start, o.start, ph.RunningAt.Add(100*time.Millisecond), []string{j.Name},
 		workflows.SchedulingWorkflowID("default", scheduling), workflows.AdmissionWorkflowID("default", "bed"), workflows.BatchJobWorkflowID("default", j.Name))
+}
+
+// ownSecond prints the timeline of the first wave's path job from its pods running to its
+// end seen: what the job's own second costs beyond the second.
+func (t *benchTrace) ownSecond(b *testing.B, o orchestration) {
+	if t == nil || len(o.chain) == 0 {
+		return
+	}
+	j := o.chain[0]
+	ph := j.Status.Phases
+	fmt.Printf("the own second of %s: running at %s, ended %+d ms\n", j.Name, ph.RunningAt.Format("15:04:05.000"), ph.EndedAt.Sub(ph.RunningAt.Time).Milliseconds())
+	t.printTimeline(b, ph.RunningAt.Time, ph.RunningAt.Add(-50*time.Millisecond), ph.EndedAt.Add(100*time.Millisecond), []string{j.Name},
+		workflows.BatchJobWorkflowID("default", j.Name))
 }
 
 // printTimeline prints, in time order and in milliseconds from zero, the traced events

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
@@ -579,9 +580,13 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 		key := client.ObjectKey{Namespace: "default", Name: j.Status.Application.Name}
 		switch p.framework {
 		case v1alpha1.FrameworkSpark:
+			// The job ended at SUCCEEDING (restart policy Never); the operator's next pass
+			// writes COMPLETED, maybe a moment after.
 			var app sparkv1beta2.SparkApplication
-			require.NoError(t, kube.Get(ctx, key, &app))
-			require.Equal(t, sparkv1beta2.ApplicationStateCompleted, app.Status.AppState.State, name)
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				require.NoError(c, kube.Get(ctx, key, &app))
+				require.Equal(c, sparkv1beta2.ApplicationStateCompleted, app.Status.AppState.State, name)
+			}, 10*time.Second, 50*time.Millisecond)
 		case v1alpha1.FrameworkFlink:
 			var app flinkv1beta1.FlinkDeployment
 			require.NoError(t, kube.Get(ctx, key, &app))

@@ -29,7 +29,8 @@ import (
 // application: bob, who is neither the job's user nor an administrator, is refused with 403;
 // olga, of group admins (aclAdministerApps of root), kills it. The job ends Failed with reason
 // Killed and its application goes, its slots come free, and the job waiting behind it takes
-// them and completes: the Scheduling goes on. Before that, alice moves her waiting job to
+// them and completes: the Scheduling goes on, and a job whose driver fails ends Failed with
+// the driver's exit. Before that, alice moves her waiting job to
 // another queue, and kubectl get batchjobs shows the queue each job is in.
 //
 // The queues are examples/fair-scheduler.xml with examples/yarn-site.xml (preemption on): the
@@ -43,15 +44,20 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	p := startE2EFiles(t, defaultBed, string(queues), string(settings))
 	ctx := context.Background()
 	alice := p.api
-	for name, runFor := range map[string]string{"hog": "10m", "next": "3s", "idle": "1s"} {
+	// crash's driver fails after its second: the job fails with the driver's exit.
+	for name, runFor := range map[string]string{"hog": "10m", "next": "3s", "idle": "1s", "crash": "1s"} {
+		annotations := map[string]string{appsim.SimDurationAnnotation: runFor}
+		if name == "crash" {
+			annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeFailed
+		}
 		_, err := alice.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.analytics.adhoc",
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor}})
+			Annotations:     annotations})
 		require.NoError(t, err, name)
 	}
 	_, err = alice.CreateScheduling(ctx, api.SchedulingRequest{Name: "etl", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
-		Jobs: []v1alpha1.SchedulingJob{{Name: "hog", Replication: p.slots}, {Name: "next", Replication: 2}}})
+		Jobs: []v1alpha1.SchedulingJob{{Name: "hog", Replication: p.slots}, {Name: "next", Replication: 2}, {Name: "crash", Replication: 1}}})
 	require.NoError(t, err)
 
 	var hog api.Job
@@ -119,6 +125,20 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1alpha1.JobCompleted, next.Status.State, next.Status.Message)
 	require.Equal(t, "root.analytics.daily", next.Status.Queue)
+	// The job ends when its driver does (FAILING, restart policy Never), with the driver's
+	// exit; the operator's next pass writes FAILED.
+	crash, err := alice.GetJob(ctx, "crash")
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.JobFailed, crash.Status.State, crash.Status.Message)
+	require.Contains(t, crash.Status.Message, "driver container failed with ExitCode: 1")
+	require.Len(t, crash.Status.History, 1)
+	require.Equal(t, v1alpha1.RunFailed, crash.Status.History[0].Outcome)
+	require.NotNil(t, crash.Status.Application)
+	require.Eventually(t, func() bool {
+		var app sparkv1beta2.SparkApplication
+		err := p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: crash.Status.Application.Name}, &app)
+		return err == nil && app.Status.AppState.State == sparkv1beta2.ApplicationStateFailed
+	}, 30*time.Second, 250*time.Millisecond, "the failed job's SparkApplication ends FAILED")
 	_, err = alice.KillJob(ctx, "hog", "")
 	require.True(t, errors.As(err, &se), "%v", err)
 	require.Equal(t, 409, se.Status, "a run that ended cannot be killed: %s", se.API.Message)

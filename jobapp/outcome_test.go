@@ -2,6 +2,7 @@ package jobapp
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -40,8 +41,8 @@ func TestSparkOutcome_EveryState(t *testing.T) {
 		sparkv1beta2.ApplicationStateNew:              going,
 		sparkv1beta2.ApplicationStateSubmitted:        going,
 		sparkv1beta2.ApplicationStateRunning:          going,
-		sparkv1beta2.ApplicationStateSucceeding:       going,
-		sparkv1beta2.ApplicationStateFailing:          going,
+		sparkv1beta2.ApplicationStateSucceeding:       success,
+		sparkv1beta2.ApplicationStateFailing:          failure,
 		sparkv1beta2.ApplicationStatePendingRerun:     going,
 		sparkv1beta2.ApplicationStateInvalidating:     going,
 		sparkv1beta2.ApplicationStateUnknown:          going,
@@ -70,6 +71,22 @@ func TestSparkOutcome_EveryState(t *testing.T) {
 			if o.State != string(state) || o.Message != "why" {
 				t.Errorf("%s: state %q message %q", state, o.State, o.Message)
 			}
+		}
+	}
+}
+
+// SUCCEEDING and FAILING are ends only where the operator cannot run the application again:
+// restart policy Never or none. Under OnFailure or Always it may go PENDING_RERUN instead.
+func TestSparkOutcome_DriverEndedIsAnEndOnlyWithoutReruns(t *testing.T) {
+	for _, policy := range []sparkv1beta2.RestartPolicyType{"", sparkv1beta2.RestartPolicyNever, sparkv1beta2.RestartPolicyOnFailure, sparkv1beta2.RestartPolicyAlways} {
+		for state, want := range map[sparkv1beta2.ApplicationStateType]end{sparkv1beta2.ApplicationStateSucceeding: success, sparkv1beta2.ApplicationStateFailing: failure} {
+			app := &sparkv1beta2.SparkApplication{}
+			app.Spec.RestartPolicy.Type = policy
+			app.Status.AppState.State = state
+			if policy == sparkv1beta2.RestartPolicyOnFailure || policy == sparkv1beta2.RestartPolicyAlways {
+				want = going
+			}
+			want.check(t, fmt.Sprintf("%s under restart policy %q", state, policy), SparkOutcome(app), false)
 		}
 	}
 }
