@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -189,6 +190,10 @@ func (r *reconciler) begin(ctx context.Context, req reconcile.Request, obj clien
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return nil, true, reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.behind(obj) {
+		// The floor, should the write's event be missed.
+		return nil, true, reconcile.Result{RequeueAfter: retryAfter}, nil
+	}
 	if obj.GetDeletionTimestamp() != nil {
 		result, err := r.finalize(ctx, obj)
 		return nil, true, result, err
@@ -209,6 +214,33 @@ type reconciler struct {
 	live client.Reader
 	log  *slog.Logger
 	now  func() time.Time
+	// replaced holds, per application UID, the resourceVersion that the stand-in's last
+	// write of it replaced, until a pass sees a newer one (behind).
+	replaced sync.Map
+}
+
+// wrote notes that a write of obj, read at version base, succeeded: until the cache shows
+// a newer version, a pass would work on the copy the write replaced (behind).
+func (r *reconciler) wrote(obj client.Object, base string) {
+	if v := obj.GetResourceVersion(); v != "" && v != base {
+		r.replaced.Store(obj.GetUID(), base)
+	}
+}
+
+// behind says whether the cache still shows the version of obj that the stand-in's last
+// write replaced. A pass on it would write on an outdated copy and be refused (a 409: 1.8
+// a job in the long run, a fifth of the stand-in's status requests); the write's own
+// event brings the next pass.
+func (r *reconciler) behind(obj client.Object) bool {
+	base, ok := r.replaced.Load(obj.GetUID())
+	if !ok {
+		return false
+	}
+	if base == obj.GetResourceVersion() {
+		return true
+	}
+	r.replaced.Delete(obj.GetUID())
+	return false
 }
 
 // appPodsIndex indexes the cached pods by the application they belong to (AppUIDLabel).
@@ -326,9 +358,11 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, obj client.Object) (bo
 	if !controllerutil.AddFinalizer(obj, Finalizer) {
 		return true, nil
 	}
+	base := obj.GetResourceVersion()
 	if err := r.client.Update(ctx, obj); err != nil {
 		return false, ignoreStale(err, "add finalizer to %s/%s", obj.GetNamespace(), obj.GetName())
 	}
+	r.wrote(obj, base)
 	return true, nil
 }
 
@@ -360,9 +394,11 @@ func (r *reconciler) writeStatus(ctx context.Context, obj client.Object, old, st
 	if equality.Semantic.DeepEqual(old, status) {
 		return false, nil
 	}
+	base := obj.GetResourceVersion()
 	if err := r.client.Status().Update(ctx, obj); err != nil {
 		return false, ignoreStale(err, "write status of %s/%s", obj.GetNamespace(), obj.GetName())
 	}
+	r.wrote(obj, base)
 	return true, nil
 }
 
