@@ -56,7 +56,8 @@ func SparkOutcome(app *sparkv1beta2.SparkApplication) Outcome {
 	case sparkv1beta2.ApplicationStateFailed, sparkv1beta2.ApplicationStateFailedSubmission:
 		o.Terminal = true
 	case sparkv1beta2.ApplicationStateSucceeding:
-		o.Terminal, o.Succeeded = neverRerun(app), neverRerun(app)
+		o.Terminal = neverRerun(app)
+		o.Succeeded = o.Terminal
 	case sparkv1beta2.ApplicationStateFailing:
 		o.Terminal = neverRerun(app)
 	case sparkv1beta2.ApplicationStateSuspended:
