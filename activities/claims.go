@@ -3,14 +3,13 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	authzv1 "k8s.io/api/authorization/v1"
 	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,9 +329,10 @@ type RequestCreationInput struct {
 	Namespace string
 	Job       string
 	Request   v1alpha1.CreationRequest
-	// Nudge, when set, is sent (signal-with-start, on TaskQueue) once the request is written,
-	// as the ghosts are cleared, so the job's workflow makes its application while the
-	// ghosts go. An input from before the field has none: its Scheduling nudges after.
+	// Nudge, when set, is sent (signal-with-start, on TaskQueue) once the request is written
+	// and the granted slots' ghosts are gone, so the job's workflow makes its application
+	// without waiting for the Scheduling's next task. An input from before the field has
+	// none: its Scheduling nudges after.
 	Nudge     *SignalWithStart `json:",omitempty"`
 	TaskQueue string           `json:",omitempty"`
 }
@@ -356,28 +356,28 @@ const ErrSlotsGone = "SlotsGone"
 // ErrSlotsGone. Writing the same request again is a no-op, and the ghosts are looked for
 // again.
 //
-// Once the request is written, the nudge and the ghosts' deletion go side by side: the
-// Scheduling's workflow task waits for this activity, and grants that reach it meanwhile
-// wait for the task.
+// Once the request is written, the ghosts go first and the nudge after. A job's pods must
+// not meet a ghost that is being deleted under them: the scheduler would start preempting a
+// victim that slotplane deletes at the same moment, and kube-scheduler 1.36's asynchronous
+// preemption can then leave the pod gated in its unschedulable pool until some later pod
+// deletion, which in a quiet cluster never comes (the victim's deletion event arrives before
+// the preemption records its last victim). A ghost cleared before the job's workflow is
+// nudged is gone well before the application has any pod. The Scheduling's workflow task
+// waits for this activity, and grants that reach it meanwhile wait for the task.
 func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
 	if err := a.writeRequest(ctx, in); err != nil {
 		return err
 	}
-	var nudgeErr, clearErr error
-	var after sync.WaitGroup
-	if in.Nudge != nil {
-		after.Go(func() {
-			nudgeErr = a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{*in.Nudge}})
-		})
-	}
 	// A request of a Scheduling run from before grants cleared ghosts has no GrantedAt.
 	if in.Request.GrantedAt != nil {
-		after.Go(func() {
-			clearErr = a.ClearGhosts(ctx, TestBedRef{Namespace: in.Namespace, Name: in.Request.TestBed}, in.Request.Slots)
-		})
+		if err := a.ClearGhosts(ctx, TestBedRef{Namespace: in.Namespace, Name: in.Request.TestBed}, in.Request.Slots); err != nil {
+			return err
+		}
 	}
-	after.Wait()
-	return errors.Join(nudgeErr, clearErr)
+	if in.Nudge == nil {
+		return nil
+	}
+	return a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{*in.Nudge}})
 }
 
 func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) error {

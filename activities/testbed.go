@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -592,9 +594,10 @@ func ObservePod(p *corev1.Pod) slots.ObservedPod {
 }
 
 // ClearGhosts deletes the ghost pods of the given slots of a test bed (grace 0, each
-// conditional on its UID). A slot the bed does not have, or one without a ghost, is skipped:
-// the call can be repeated. The caller must have recorded first why the slots want no ghost
-// (a creation request), or the reconciler makes them new ones.
+// conditional on its UID), the slots side by side: a job's pods wait for all of them. A slot
+// the bed does not have, or one without a ghost, is skipped: the call can be repeated. The
+// caller must have recorded first why the slots want no ghost (a creation request), or the
+// reconciler makes them new ones.
 func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions []int32) error {
 	if len(positions) == 0 {
 		return nil
@@ -607,26 +610,36 @@ func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions 
 	if err != nil || tb == nil {
 		return err
 	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(clearGhostsAtOnce)
 	for _, s := range tb.Status.Slots {
 		if !slices.Contains(positions, s.Position) || s.NodeName == "" {
 			continue
 		}
-		var ghosts corev1.PodList
-		err := a.Client.List(ctx, &ghosts, client.InNamespace(tb.Namespace), client.MatchingFields{"spec.nodeName": s.NodeName},
-			client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name, v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode))},
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
-		if err != nil {
-			return fmt.Errorf("list the ghost of slot %d: %w", s.Position, err)
+		g.Go(func() error { return a.clearGhostOf(ctx, tb, s) })
+	}
+	return g.Wait()
+}
+
+// clearGhostsAtOnce bounds the slots whose ghosts one ClearGhosts deletes at the same time.
+const clearGhostsAtOnce = 8
+
+func (a *Activities) clearGhostOf(ctx context.Context, tb *v1alpha1.TestBed, s v1alpha1.SlotStatus) error {
+	var ghosts corev1.PodList
+	err := a.Client.List(ctx, &ghosts, client.InNamespace(tb.Namespace), client.MatchingFields{"spec.nodeName": s.NodeName},
+		client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name, v1alpha1.GhostLabel: "true", v1alpha1.PositionOnNodeLabel: strconv.Itoa(int(s.PositionOnNode))},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	if err != nil {
+		return fmt.Errorf("list the ghost of slot %d: %w", s.Position, err)
+	}
+	for i := range ghosts.Items {
+		g := &ghosts.Items[i]
+		if g.DeletionTimestamp != nil {
+			continue
 		}
-		for i := range ghosts.Items {
-			g := &ghosts.Items[i]
-			if g.DeletionTimestamp != nil {
-				continue
-			}
-			err := a.Client.Delete(ctx, g, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
-			if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				return fmt.Errorf("delete ghost %s of slot %d: %w", g.Name, s.Position, err)
-			}
+		err := a.Client.Delete(ctx, g, client.Preconditions{UID: &g.UID}, client.GracePeriodSeconds(0))
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete ghost %s of slot %d: %w", g.Name, s.Position, err)
 		}
 	}
 	return nil

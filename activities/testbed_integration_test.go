@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -403,6 +404,43 @@ func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) 
 		key := s.NodeName + "/" + strconv.Itoa(int(s.PositionOnNode))
 		require.Equal(t, s.Position != 1, slotGhosts[key], "slot %d", s.Position)
 	}
+}
+
+// nudgeWitness is a Temporal client that takes only signal-with-start: at each one it counts
+// the bed's ghosts that etcd still has undeleted.
+type nudgeWitness struct {
+	temporalclient.Client
+	t      *testing.T
+	cl     client.Client
+	ghosts []int
+}
+
+func (w *nudgeWitness) SignalWithStartWorkflow(context.Context, string, string, any, temporalclient.StartWorkflowOptions, any, ...any) (temporalclient.WorkflowRun, error) {
+	w.ghosts = append(w.ghosts, countGhosts(ghosts(w.t, w.cl, "bed")))
+	return nil, nil
+}
+
+// A grant's job is nudged only once its slots' ghosts are gone: its pods must not meet a
+// ghost that is being deleted (the scheduler would preempt a victim slotplane deletes under
+// it, and kube-scheduler's asynchronous preemption can then strand the pod). The slot not
+// granted keeps its ghost.
+func TestRequestCreation_TheJobIsNudgedOnceItsGhostsAreGone(t *testing.T) {
+	cl, a, _ := newBed(t, 2)
+	ctx := context.Background()
+	settle(t, a, bedInput)
+	waitGhostsRunning(t, cl, "bed", 4)
+	w := &nudgeWitness{t: t, cl: cl}
+	a.Temporal = w
+
+	j := testobjects.BatchJob("wide").Obj()
+	j.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
+	require.NoError(t, cl.Create(ctx, j))
+	at := metav1.NewMicroTime(time.Now())
+	req := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{0, 1, 2}, Run: 1, GrantedAt: &at}
+	nudge := &activities.SignalWithStart{WorkflowID: "batchjob/default/wide", WorkflowType: "BatchJobWorkflow", Signal: "look-again"}
+	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wide", Request: req, Nudge: nudge, TaskQueue: "q"}))
+	require.Equal(t, []int{1}, w.ghosts, "one nudge, sent when only the slot not granted had its ghost")
+	require.Equal(t, 1, countGhosts(ghosts(t, cl, "bed")))
 }
 
 // A pass reads the jobs' grants from the worker's copy, and only a pass that changes
