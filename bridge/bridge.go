@@ -226,7 +226,7 @@ func managerOptions(opts Options) (ctrl.Options, error) {
 }
 
 // addTestBedBridge adds the controller that tells TestBed workflows of changes to their test
-// bed, to any node, and to their test bed's pods.
+// bed, to any node, to their test bed's pods, and of the end of a run in their slots.
 func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
 	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc}
 	// A node change may reshape any test bed: all of them are told.
@@ -251,6 +251,7 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 		For(&v1alpha1.TestBed{}).
 		Watches(&corev1.Node{}, allBeds).
 		Watches(&corev1.Pod{}, podsBed).
+		Watches(&v1alpha1.BatchJob{}, handler.EnqueueRequestsFromMapFunc(endedRunsBed), builder.WithPredicates(runEnds())).
 		Complete(signaller)
 	if err != nil {
 		return fmt.Errorf("bridge controller: %w", err)
@@ -259,7 +260,7 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 }
 
 // addSignallers adds the controllers of the other workflows: a BatchJob's (signalled,
-// started if needed), a test bed's (told of the ends of its runs), a Scheduling's (started,
+// started if needed), a Scheduling's (started,
 // told of edits, cancelled), and Admission's (told of freed slots and of a changed
 // allocation file, which also sets the test beds' QueuesConfigured condition).
 func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
@@ -270,14 +271,6 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return fmt.Errorf("batchjob bridge controller: %w", err)
-	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named("run-end-bridge").
-		WithOptions(ctrlOpts).
-		For(&v1alpha1.BatchJob{}, builder.WithPredicates(runEnds())).
-		Complete(&RunEndSignaller{Reader: mgr.GetClient(), Temporal: tc})
-	if err != nil {
-		return fmt.Errorf("run end bridge controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-bridge").

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	temporal "go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -53,29 +54,18 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, nil
 }
 
-// RunEndSignaller tells a test bed's workflow that a run in its slots ended (runEnds): its
-// slots get their ghosts back now rather than at the bed's next pass (a running job's slots
-// get none, see ReconcileTestBed), unless Admission hands them to the next job first. The
-// job's own workflow wrote the end and hears nothing.
-type RunEndSignaller struct {
-	Reader   client.Reader
-	Temporal temporal.Client
-}
-
-// Reconcile signals the test bed of the job's creation request if the job's run ended.
-func (s *RunEndSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var job v1alpha1.BatchJob
-	if err := s.Reader.Get(ctx, req.NamespacedName, &job); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if !job.Status.State.Ended() {
-		return reconcile.Result{}, nil
-	}
+// endedRunsBed maps a BatchJob whose run just ended (runEnds) to the test bed of its
+// creation request: the bed's workflow hears of the end through TestBedSignaller, in its
+// pace, and its slots get their ghosts back now rather than at the bed's next pass (a
+// running job's slots get none, see ReconcileTestBed), unless Admission hands them to the
+// next job first. The job's own workflow wrote the end and hears nothing.
+func endedRunsBed(_ context.Context, o client.Object) []reconcile.Request {
 	var cr v1alpha1.CreationRequest
-	if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &cr) == nil && cr.TestBed != "" {
-		return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(req.Namespace, cr.TestBed), workflows.TestBedChangedSignal)
+	raw := o.GetAnnotations()[v1alpha1.CreationRequestAnnotation]
+	if raw == "" || json.Unmarshal([]byte(raw), &cr) != nil || cr.TestBed == "" {
+		return nil
 	}
-	return reconcile.Result{}, nil
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: cr.TestBed}}}
 }
 
 // runEnds passes a BatchJob whose status just came to an end (Completed or Failed).
@@ -97,7 +87,7 @@ func runEnds() predicate.Funcs {
 // other than the claim and the creation request. A Scheduling writes those two and then
 // signals the workflow itself (signal-with-start, in the same workflow step), so the
 // bridge's signal would only repeat it; the workflow's own status writes, the end of a run
-// among them, pass silently too (the test bed hears of an end from RunEndSignaller). In
+// among them, pass silently too (the test bed hears of an end from TestBedSignaller, endedRunsBed). In
 // the long run, the end's signal back cost every job a workflow task and a read of the job.
 func jobChanges() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {

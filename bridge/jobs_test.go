@@ -1,10 +1,14 @@
 package bridge
 
 import (
+	"context"
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testobjects"
@@ -77,6 +81,28 @@ func TestRunEnds_TheEndOfARunOnce(t *testing.T) {
 	}
 	if runEnds().Create(event.CreateEvent{Object: running}) || runEnds().Delete(event.DeleteEvent{Object: running}) {
 		t.Error("a new or deleted job is no end of a run")
+	}
+}
+
+// An ended run is told to the test bed its creation request names, in that bed's queue; a
+// job with no request, or one that does not parse or names no bed, tells nobody.
+func TestEndedRunsBed_TheBedOfTheRequest(t *testing.T) {
+	job := func(request string) *v1alpha1.BatchJob {
+		j := testobjects.BatchJob("wordcount").Obj()
+		if request != "" {
+			j.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: request}
+		}
+		return j
+	}
+	got := endedRunsBed(context.Background(), job(`{"scheduling":"nightly","testBed":"bed","slots":[3]}`))
+	want := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "default", Name: "bed"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for _, request := range []string{"", "{not json", `{"scheduling":"nightly"}`} {
+		if got := endedRunsBed(context.Background(), job(request)); got != nil {
+			t.Errorf("request %q: told %v", request, got)
+		}
 	}
 }
 
