@@ -211,10 +211,11 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		j, err := c.GetJob(ctx, job)
 		require.NoError(t, err)
 		dumpHistory(t, p, workflows.BatchJobWorkflowID("default", job), j.Status.History[0].AdmittedAt.Time, 200)
-		// What the run cost Temporal per job: the Scheduling's and Admission's events over
-		// all their runs, and two jobs' own.
+		// What the run cost Temporal per job: the Scheduling's, Admission's and the test
+		// bed's events over all their runs, and two jobs' own.
 		logEventsPerJob(t, p, workflows.SchedulingWorkflowID("default", "long"), jobs)
 		logEventsPerJob(t, p, workflows.AdmissionWorkflowID("default", "bed"), jobs)
+		logEventsPerJob(t, p, workflows.TestBedWorkflowID("default", "bed"), jobs)
 		logEventsPerJob(t, p, workflows.BatchJobWorkflowID("default", names[len(names)/3]), 1)
 		logEventsPerJob(t, p, workflows.BatchJobWorkflowID("default", job), 1)
 	}
