@@ -43,7 +43,7 @@ func TestAdmission_DeletedJobAndDeletedTestBedEndCleanly(t *testing.T) {
 	})
 
 	t.Run("a test bed deleted while a job waits", func(t *testing.T) {
-		require.NoError(t, p.client.Create(ctx, queuedJob("blocker", "ann", "20s")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("blocker", "ann", "10s")))
 		require.NoError(t, p.client.Create(ctx, queuedJob("waiter", "ann", "1s")))
 		require.NoError(t, p.client.Create(ctx, queueScheduling("orphaned", "team",
 			v1alpha1.SchedulingJob{Name: "blocker", Replication: 8}, v1alpha1.SchedulingJob{Name: "waiter", Replication: 1})))

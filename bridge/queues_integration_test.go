@@ -131,8 +131,8 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 	// App2 with one. App2's driver is not started until App1 has an executor in its slot.
 	t.Run("stateaware App1 and App2", func(t *testing.T) {
 		pods := watchPods(t, p, "app1", "app2")
-		require.NoError(t, p.client.Create(ctx, queuedJob("app1", "ann", "15s")))
-		require.NoError(t, p.client.Create(ctx, queuedJob("app2", "ann", "5s")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("app1", "ann", "6s")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("app2", "ann", "3s")))
 		require.NoError(t, p.client.Create(ctx, queueScheduling("stateaware", "apps",
 			v1alpha1.SchedulingJob{Name: "app1", Replication: 2}, v1alpha1.SchedulingJob{Name: "app2", Replication: 1})))
 		p.waitScheduling(t, "stateaware", v1alpha1.SchedulingCompleted, 2*time.Minute)
@@ -189,9 +189,10 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 	})
 
 	// gold (weight 2) and silver (weight 1) each want more than the 12 slots: 8 and 4. A
-	// blocker holds every slot while both queue up, so neither is first by arrival.
+	// blocker holds every slot while both queue up, so neither is first by arrival, and is
+	// deleted once they have.
 	t.Run("weights 2 and 1 split 12 slots 8 and 4", func(t *testing.T) {
-		require.NoError(t, p.client.Create(ctx, queuedJob("blocker", "ops", "25s")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("blocker", "ops", "10m")))
 		require.NoError(t, p.client.Create(ctx, queueScheduling("blocker", "team", v1alpha1.SchedulingJob{Name: "blocker", Replication: 12})))
 		require.Eventually(t, func() bool { return p.batchJob(t, "blocker").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
 		var gold, silver []v1alpha1.SchedulingJob
@@ -227,6 +228,7 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 			r := p.queues(t)
 			return len(r.Waiting) == 16 && p.batchJob(t, "blocker").Status.State == v1alpha1.JobRunning
 		}, time.Minute, 250*time.Millisecond, "gold and silver queue up behind the blocker")
+		require.NoError(t, p.client.Delete(ctx, &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: "blocker", Namespace: "default"}}))
 		require.Eventually(t, func() bool { return running("gold-")+running("silver-") == 12 }, 2*time.Minute, time.Second, "the 12 slots fill")
 		require.Equal(t, 8, running("gold-"))
 		require.Equal(t, 4, running("silver-"))
