@@ -260,9 +260,9 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 }
 
 // addSignallers adds the controllers of the other workflows: a BatchJob's (signalled,
-// started if needed), a Scheduling's (started,
-// told of edits, cancelled), and Admission's (told of freed slots and of a changed
-// allocation file, which also sets the test beds' QueuesConfigured condition).
+// started if needed), a Scheduling's (started, told of edits, cancelled), and Admission's
+// (told of freed slots and of a changed allocation file, which also sets the test beds'
+// QueuesConfigured condition).
 func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").
