@@ -87,8 +87,8 @@ func runEnds() predicate.Funcs {
 // other than the claim and the creation request. A Scheduling writes those two and then
 // signals the workflow itself (signal-with-start, in the same workflow step), so the
 // bridge's signal would only repeat it; the workflow's own status writes, the end of a run
-// among them, pass silently too (the test bed hears of an end from TestBedSignaller, endedRunsBed). In
-// the long run, the end's signal back cost every job a workflow task and a read of the job.
+// among them, pass silently too (the test bed hears of an end through endedRunsBed). In the
+// long run, the end's signal back cost every job a workflow task and a read of the job.
 func jobChanges() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		before, ok1 := e.ObjectOld.(*v1alpha1.BatchJob)
