@@ -33,7 +33,8 @@ import (
 // TraceEnv, set to anything, makes the orchestration bench print where a slow hand-over's
 // time went: every change of the two jobs' pods, applications and BatchJobs as a watch saw
 // it, with the history events of the four workflows involved, in one timeline; and the API
-// server's requests during the bench by verb and resource.
+// server's requests during the bench by verb and resource, and also by component when
+// testcluster.EnvAuditLog names a file for the API server's audit log.
 const TraceEnv = "SLOTPLANE_BENCH_TRACE"
 
 // benchTrace records what watches of the default namespace see, with the time they saw it.
@@ -236,6 +237,26 @@ func (t *benchTrace) apiRequests(b *testing.B) {
 		return
 	}
 	fmt.Print("Since the cluster started: ", sums.since(nil, 20))
+	if file := t.p.Cluster.AuditLog; file != "" {
+		fmt.Print("The same by component, from the audit log (", testcluster.EnvAuditLog, "):\n", auditTable(file, 30))
+	}
+}
+
+// auditTable renders the requests of an audit log by component, verb and resource, the n
+// most made first.
+func auditTable(file string, n int) string {
+	counts, err := testcluster.ReadAudit(file, time.Time{})
+	if err != nil {
+		return fmt.Sprintf("  %v\n", err)
+	}
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b testcluster.AuditKey) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a.String(), b.String()))
+	})
+	var out strings.Builder
+	for _, k := range keys[:min(n, len(keys))] {
+		fmt.Fprintf(&out, "  %7d %s\n", counts[k], k)
+	}
+	return out.String()
 }
 
 // requestSums are the API server's request counts and their summed latency, by verb and

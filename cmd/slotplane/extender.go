@@ -61,7 +61,7 @@ func runExtender(ctx context.Context, args []string) error {
 		}
 		opt = extender.WithTLS(conf)
 	}
-	cfg, err := kubeclient.Config(f.kubeconfig, f.rates)
+	cfg, err := kubeclient.Config(f.kubeconfig, "extender", f.rates)
 	if err != nil {
 		return err
 	}

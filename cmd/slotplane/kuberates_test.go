@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,6 +43,7 @@ func TestKubeRates_SameFlagsEverywhere(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, float32(tc.want.QPS), cfg.QPS)
 			require.Equal(t, tc.want.Burst, cfg.Burst)
+			require.True(t, strings.HasPrefix(cfg.UserAgent, "slotplane-test/"), "the command (here the flag set \"test\") names its requests: %s", cfg.UserAgent)
 
 			f, err := parseExtenderFlags(append([]string{"-plain-http"}, args...))
 			require.NoError(t, err)

@@ -28,6 +28,9 @@ import (
 
 // connections are the flags every cluster-and-Temporal command shares.
 type connections struct {
+	// component is the command that runs (worker, bridge, api, ...): its requests to the API
+	// server say so (kubeclient.ForComponent).
+	component                       string
 	kubeconfig, temporal, namespace *string
 	// TLS to an external Temporal cluster: a CA to trust, a client certificate and key for
 	// mutual TLS, and the server name to expect. Any of them turns TLS on.
@@ -79,6 +82,7 @@ func temporalRegistry(component string, conn *connections) *prometheus.Registry 
 
 func connectionFlags(fs *flag.FlagSet) connections {
 	return connections{
+		component:  fs.Name(),
 		kubeconfig: fs.String("kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account"),
 		temporal:   fs.String("temporal-address", envOr("SLOTPLANE_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port"),
 		namespace:  fs.String("temporal-namespace", envOr("SLOTPLANE_TEMPORAL_NAMESPACE", worker.DefaultNamespace), "Temporal namespace"),
@@ -138,7 +142,7 @@ func (c connections) temporalCompression() (client.GrpcCompression, error) {
 
 // kubeConfig is the configuration of this process's Kubernetes clients, at the flags' rates.
 func (c connections) kubeConfig() (*rest.Config, error) {
-	return kubeclient.Config(*c.kubeconfig, *c.kubeRates)
+	return kubeclient.Config(*c.kubeconfig, c.component, *c.kubeRates)
 }
 
 func (c connections) dial() (*rest.Config, client.Client, error) {

@@ -224,7 +224,7 @@ func (p *Platform) startCluster(ctx context.Context) error {
 	}
 	p.Cluster = c
 	p.onStop("the local control plane", c.Close)
-	if p.Kube, err = kubeclient.Live(c.Config); err != nil {
+	if p.Kube, err = kubeclient.Live(kubeclient.ForComponent(c.Config, "dev")); err != nil {
 		return err
 	}
 	// The bridge serves the spec check of BatchJobs (kubectl's door), over TLS; the API
@@ -252,7 +252,7 @@ func (p *Platform) startExtender(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ext, err := extender.Serve(ctx, p.Cluster.Config, p.extenderListener, p.log, extender.WithTLS(tlsConf))
+	ext, err := extender.Serve(ctx, kubeclient.ForComponent(p.Cluster.Config, "extender"), p.extenderListener, p.log, extender.WithTLS(tlsConf))
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (p *Platform) startExtender(ctx context.Context) error {
 // here.
 func (p *Platform) startStandIn(ctx context.Context) error {
 	p.step("Spark and Flink operator stand-in")
-	sim, err := appsim.Start(ctx, p.Cluster.Config, p.log, appsim.Options{})
+	sim, err := appsim.Start(ctx, kubeclient.ForComponent(p.Cluster.Config, "standin"), p.log, appsim.Options{})
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 	}
 	p.step("worker and bridge")
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	changes, err := activities.WatchChanges(watchCtx, p.Cluster.Config, p.log)
+	changes, err := activities.WatchChanges(watchCtx, kubeclient.ForComponent(p.Cluster.Config, "worker"), p.log)
 	if err != nil {
 		stopWatch()
 		return err
@@ -290,7 +290,7 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 		p.opts.Metrics.MustRegister(&worker.Collector{Temporal: p.Temporal, Log: p.log,
 			Beds: func(ctx context.Context) ([]v1alpha1.TestBed, error) { return changes.TestBeds(ctx, p.Kube) }})
 	}
-	mgr, err := bridge.New(p.Cluster.Config, p.Temporal, bridge.Options{Log: p.log, Webhook: bridge.WebhookOptions{
+	mgr, err := bridge.New(kubeclient.ForComponent(p.Cluster.Config, "bridge"), p.Temporal, bridge.Options{Log: p.log, Webhook: bridge.WebhookOptions{
 		Addr: p.WebhookAddr, CertDir: p.WebhookCerts.Dir, CertName: p.WebhookCerts.CertName, KeyName: p.WebhookCerts.KeyName}})
 	if err != nil {
 		return err
@@ -312,8 +312,13 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 // StopWorker: a worker's crash and restart, for tests.
 func (p *Platform) StartWorker() error {
 	// Activities read the API server directly, not a cache: a reconcile pass must see the
-	// pods as they are now.
-	w := worker.New(p.Temporal, &activities.Activities{Client: p.Kube, Changes: p.changes})
+	// pods as they are now. Their client is the worker's own, as in a cluster, where the
+	// worker is a process of its own.
+	wk, err := kubeclient.Live(kubeclient.ForComponent(p.Cluster.Config, "worker"))
+	if err != nil {
+		return err
+	}
+	w := worker.New(p.Temporal, &activities.Activities{Client: wk, Changes: p.changes})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -334,7 +339,7 @@ func (p *Platform) startAPI(_ context.Context) error {
 		return nil
 	}
 	p.step("REST API, change feed and dashboard")
-	o := api.Options{Client: p.Kube, Temporal: p.Temporal, Config: p.Cluster.Config, Auth: p.opts.Auth}
+	o := api.Options{Client: p.Kube, Temporal: p.Temporal, Config: kubeclient.ForComponent(p.Cluster.Config, "api"), Auth: p.opts.Auth}
 	if p.opts.Metrics != nil {
 		o.Metrics = p.opts.Metrics
 	}

@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	goruntime "runtime"
+	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -133,8 +135,9 @@ func (r Rates) Apply(cfg *rest.Config) error {
 }
 
 // Config is the configuration of a component's clients: from the kubeconfig file (empty:
-// the pod's service account, in cluster) with the rates r, which are checked first.
-func Config(kubeconfig string, r Rates) (*rest.Config, error) {
+// the pod's service account, in cluster) with the rates r, which are checked first, and the
+// component's user agent (ForComponent).
+func Config(kubeconfig, component string, r Rates) (*rest.Config, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,5 +145,27 @@ func Config(kubeconfig string, r Rates) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
+	cfg = ForComponent(cfg, component)
 	return cfg, r.Apply(cfg)
+}
+
+// ForComponent is a copy of cfg whose requests name the component in their User-Agent
+// header ("slotplane-worker/v0.3.1 (linux/amd64)"): the API server's audit log, and
+// whoever reads it, can then tell slotplane's processes apart, where client-go's default
+// would name the binary alone. An empty component leaves the header as cfg has it.
+func ForComponent(cfg *rest.Config, component string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if component != "" {
+		cfg.UserAgent = fmt.Sprintf("slotplane-%s/%s (%s/%s)", component, moduleVersion(), goruntime.GOOS, goruntime.GOARCH)
+	}
+	return cfg
+}
+
+// moduleVersion is the version of slotplane's module this binary was built from, or
+// "devel" for a build from a working tree.
+func moduleVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
 }

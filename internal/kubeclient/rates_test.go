@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,12 +76,24 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600))
-	cfg, err := Config(kubeconfig, DefaultRates())
+	cfg, err := Config(kubeconfig, "worker", DefaultRates())
 	require.NoError(t, err)
 	require.Equal(t, "https://127.0.0.1:6443", cfg.Host)
+	require.Equal(t, "slotplane-worker/devel ("+runtime.GOOS+"/"+runtime.GOARCH+")", cfg.UserAgent)
 	require.Equal(t, float32(DefaultQPS), cfg.QPS)
 	require.Equal(t, DefaultBurst, cfg.Burst)
 
-	_, err = Config(filepath.Join(t.TempDir(), "missing"), Rates{QPS: -5, Burst: 1})
+	_, err = Config(filepath.Join(t.TempDir(), "missing"), "worker", Rates{QPS: -5, Burst: 1})
 	require.ErrorContains(t, err, "-kube-qps", "the rates are checked before the file is read")
+}
+
+// ForComponent names the component in a copy; the config it was given keeps its own header,
+// and an empty name changes nothing.
+func TestForComponent_NamesTheComponentInACopy(t *testing.T) {
+	base := &rest.Config{Host: "https://example", UserAgent: "kubectl/v1.36"}
+	named := ForComponent(base, "extender")
+	require.True(t, strings.HasPrefix(named.UserAgent, "slotplane-extender/"), named.UserAgent)
+	require.Equal(t, "https://example", named.Host)
+	require.Equal(t, "kubectl/v1.36", base.UserAgent)
+	require.Equal(t, "kubectl/v1.36", ForComponent(base, "").UserAgent)
 }

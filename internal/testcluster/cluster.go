@@ -88,7 +88,17 @@ type Options struct {
 	// KubeBinDir and Kwok locate the binaries; empty asks FindTools.
 	KubeBinDir string
 	Kwok       string
+	// AuditLog, when set, is a file the API server appends a line of JSON to for every
+	// request it answered: who asked (user and User-Agent), the verb, the object and the
+	// answer's code (audit level Metadata). Empty means the value of EnvAuditLog; both empty,
+	// no audit. For finding out which component asks what (ReadAudit); it costs the API
+	// server CPU, so benchmarks' figures are not taken with it.
+	AuditLog string
 }
+
+// EnvAuditLog is the environment variable that sets Options.AuditLog when the test or
+// benchmark that starts the cluster does not.
+const EnvAuditLog = "SLOTPLANE_APISERVER_AUDIT_LOG"
 
 // Cluster is a running control plane.
 type Cluster struct {
@@ -98,6 +108,8 @@ type Cluster struct {
 	Kubeconfig string
 	// Dir holds the logs (<component>.log) and data.
 	Dir string
+	// AuditLog is the file of the API server's audit log (Options.AuditLog); empty: none.
+	AuditLog string
 	// APIServerURL is the API server's https URL.
 	APIServerURL string
 	// ExtenderCerts are what the extender serves with and kube-scheduler calls it with;
@@ -376,19 +388,23 @@ func (c *Cluster) startAPIServer(ctx context.Context, port, etcdPort int) error 
 		return err
 	}
 	c.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(port)
-	p, err := c.start("kube-apiserver", filepath.Join(c.opts.KubeBinDir, "kube-apiserver"),
-		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(etcdPort),
+	audit, err := c.auditFlags()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(etcdPort),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
-		"--tls-cert-file="+certs.servingCert,
-		"--tls-private-key-file="+certs.servingKey,
-		"--token-auth-file="+tokens,
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
+		"--tls-cert-file=" + certs.servingCert,
+		"--tls-private-key-file=" + certs.servingKey,
+		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+certs.serviceAccount,
-		"--service-account-signing-key-file="+certs.serviceAccount,
+		"--service-account-key-file=" + certs.serviceAccount,
+		"--service-account-signing-key-file=" + certs.serviceAccount,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--allow-privileged=true",
 		// There is no kube-controller-manager: nobody creates the "default" service account
@@ -398,7 +414,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, port, etcdPort int) error 
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--v=1",
-	)
+	}
+	p, err := c.start("kube-apiserver", filepath.Join(c.opts.KubeBinDir, "kube-apiserver"), append(args, audit...)...)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -45,7 +47,9 @@ func TestCluster_NodesAreReadyAndLabelled(t *testing.T) {
 }
 
 func TestCluster_SlotSchedulerBindsPodAndKwokRunsIt(t *testing.T) {
-	c := New(t, Options{Nodes: 2})
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	started := time.Now()
+	c := New(t, Options{Nodes: 2, AuditLog: audit})
 	ctx := context.Background()
 	pod := testPod("plain", nil)
 	_, err := c.Client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
@@ -59,6 +63,21 @@ func TestCluster_SlotSchedulerBindsPodAndKwokRunsIt(t *testing.T) {
 	ev := events.Items[0]
 	require.Contains(t, []string{ev.ReportingController, ev.Source.Component}, "slot-scheduler",
 		"the Scheduled event should come from the slot-scheduler profile: %+v", ev)
+
+	// The audit log names who asked: the scheduler bound the pod, kwok wrote its status.
+	counts, err := ReadAudit(audit, started)
+	require.NoError(t, err)
+	require.Equal(t, 1, counts[AuditKey{Agent: "kube-scheduler", Verb: "create", Resource: "pods/binding"}], "%v", counts)
+	kwokStatus := 0
+	for k, n := range counts {
+		if strings.HasPrefix(k.Agent, "kwok") && k.Verb == "patch" && k.Resource == "pods/status" { // kwok names itself by its binary
+			kwokStatus += n
+		}
+	}
+	require.Positive(t, kwokStatus, "%v", counts)
+	later, err := ReadAudit(audit, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, later, "nothing is counted before since")
 }
 
 // A pod that requests the slot resource goes through the extender, which the scheduler
