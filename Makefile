@@ -90,8 +90,17 @@ build:
 image:
 	$(GO) run ./hack/mkimage -out $(IMAGE_TAR) -repository $(IMAGE) -version $(VERSION) -go $(GO)
 
+# The tiers run one after another, each timed: the last lines of the output say where the
+# time went.
+TEST_TIERS := lint test-unit test-fuzz test-integration test-e2e
+
 .PHONY: test
-test: lint test-unit test-fuzz test-integration test-e2e
+test:
+	@took=""; for tier in $(TEST_TIERS); do \
+	  start=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$tier || exit 1; \
+	  took="$$took$$tier $$(( $$(date +%s) - start )) s, "; \
+	done; echo "make test passed: $${took%, }"
 
 .PHONY: test-unit
 test-unit: tools
