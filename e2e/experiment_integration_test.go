@@ -36,6 +36,7 @@ import (
 // the schedulers' notes stay on the jobs as they wrote them. Then the guide's scheduler runs
 // the same trace as an external command.
 func TestE2E_ExperimentsWithTheExampleSchedulers(t *testing.T) {
+	t.Parallel() // no timing it asserts on: it may share the machine with another such test
 	queues, err := examples.Files.ReadFile("dev-queues.xml")
 	require.NoError(t, err)
 	p := startE2E(t, string(queues))

@@ -50,6 +50,10 @@ func longRunJobs(t *testing.T) int {
 // SLOTPLANE_LONGRUN_STEPS sets the steps per run (default 10; 0 keeps the workflows' own
 // defaults, for the rate of a Scheduling that is not made to continue as new all the time).
 func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
+	// Its checks are invariants, not timings: in make test it shares the machine with
+	// another such test. The rate it logs is a figure only when it runs alone (make
+	// test-long, or -run naming it).
+	t.Parallel()
 	jobs := longRunJobs(t)
 	steps := "10"
 	if v := os.Getenv("SLOTPLANE_LONGRUN_STEPS"); v != "" {
