@@ -36,7 +36,6 @@ import (
 // the schedulers' notes stay on the jobs as they wrote them. Then the guide's scheduler runs
 // the same trace as an external command.
 func TestE2E_ExperimentsWithTheExampleSchedulers(t *testing.T) {
-	t.Parallel() // no timing it asserts on: it may share the machine with another such test
 	queues, err := examples.Files.ReadFile("dev-queues.xml")
 	require.NoError(t, err)
 	p := startE2E(t, string(queues))
@@ -91,6 +90,9 @@ func TestE2E_ExperimentsWithTheExampleSchedulers(t *testing.T) {
 				require.Len(t, r.Slots, want, "%s ran in as many slots as it asked for", j.Name)
 				// The CSV's times are offsets from the experiment's start, to the millisecond;
 				// the record's differences are the CSV's.
+				require.NotNil(t, h.AdmittedAt, "%s: its run's record has no grant time", j.Name)
+				require.NotNil(t, h.RunningAt, "%s: its run's record has no running time (its pods were never all seen running)", j.Name)
+				require.NotNil(t, h.EndedAt, "%s: its run's record has no end time", j.Name)
 				if start0.IsZero() {
 					start0 = h.AdmittedAt.Add(-r.Admitted)
 				}
