@@ -8,6 +8,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envOrphanHelper) != "" {
+		orphanHelper()
+		return
+	}
 	dir, err := os.MkdirTemp("", "slotplane-bin-")
 	if err != nil {
 		panic(err)
@@ -75,15 +80,70 @@ type component struct {
 
 func (c *component) start() {
 	c.t.Helper()
-	cmd := exec.Command(binary, append([]string{c.name}, c.args...)...)
-	out, err := os.OpenFile(filepath.Join(c.logs, c.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	require.NoError(c.t, err)
-	defer out.Close() // the process has its own copy
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(c.t, cmd.Start(), c.name)
+	cmd, err := startChild(filepath.Join(c.logs, c.name+".log"), binary, append([]string{c.name}, c.args...)...)
+	require.NoError(c.t, err, c.name)
 	c.mu.Lock()
 	c.cmd = cmd
 	c.mu.Unlock()
+}
+
+// startChild starts a process of the test, its output appended to logPath. A test binary
+// that panics or is killed takes its children with it (TestStartChild_DiesWithTheTestBinary):
+// without the parent-death signal a panicking test left its platform's worker, bridge, API
+// and extender running, into the runs that followed.
+func startChild(logPath, bin string, args ...string) (*exec.Cmd, error) {
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the process has its own copy
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, cmd.Start()
+}
+
+// envOrphanHelper makes the test binary, instead of running tests, start a long child with
+// startChild (its log at the variable's value), print the child's pid and wait to be killed.
+const envOrphanHelper = "SLOTPLANE_E2E_ORPHAN_HELPER"
+
+func orphanHelper() {
+	cmd, err := startChild(os.Getenv(envOrphanHelper), "sleep", "300")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(cmd.Process.Pid)
+	select {}
+}
+
+func TestStartChild_DiesWithTheTestBinary(t *testing.T) {
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), envOrphanHelper+"="+filepath.Join(t.TempDir(), "child.log"))
+	stdout, err := helper.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, helper.Start())
+	var pid int
+	_, err = fmt.Fscan(stdout, &pid)
+	require.NoError(t, err, "the helper's child pid")
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // should the test fail
+	require.True(t, alive(pid), "the child runs while its parent does")
+
+	require.NoError(t, helper.Process.Signal(syscall.SIGKILL)) // a crash: no clean-up runs
+	_ = helper.Wait()
+	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 20*time.Millisecond,
+		"the child of a killed test binary still runs")
+}
+
+// alive: the process exists and is not a zombie waiting to be reaped.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // kill ends the process at once, as a crash or an evicted pod would.
