@@ -28,6 +28,8 @@ const bareLabel = "slotplane.io/bench-bare"
 // platform itself (the operators' stand-in, kube-scheduler, kwok, the API server) puts
 // under any job. What a Scheduling's run takes beyond it is slotplane's.
 type bareRun struct {
+	// n applications ran, at most at of them at a time.
+	n, at    int
 	makespan time.Duration
 	// endToStart is, for each application started when another ended, from that end seen
 	// to its own executor bound to a node (slotplane's "running": every executor placed).
@@ -84,14 +86,15 @@ func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bar
 	// seeBound notes when an application's executor was first seen bound to a node.
 	seeBound := func(ev watch.Event) {
 		pod, isPod := ev.Object.(*corev1.Pod)
-		if !isPod || pod.Spec.NodeName == "" || pod.Labels["spark-role"] != appsim.RoleExecutor {
+		if !isPod || pod.Spec.NodeName == "" || pod.Labels[appsim.RoleLabel] != appsim.RoleExecutor {
 			return
 		}
-		if app := pod.Labels["sparkoperator.k8s.io/app-name"]; placed[app].IsZero() {
+		if app := pod.Annotations[appsim.AppAnnotation]; placed[app].IsZero() {
 			placed[app] = time.Now()
 		}
 	}
 	first := time.Now()
+	var lastEnd time.Time // ends are seen in order: the last seen is the run's end
 	for range min(at, n) {
 		start("")
 	}
@@ -105,13 +108,15 @@ func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bar
 			if !isApp || ev.Type == watch.Deleted {
 				continue
 			}
-			if _, done := ended[app.Name]; done || !jobapp.SparkOutcome(app).Terminal {
+			out := jobapp.SparkOutcome(app)
+			if _, done := ended[app.Name]; done || !out.Terminal {
 				continue
 			}
-			if out := jobapp.SparkOutcome(app); !out.Succeeded {
+			if !out.Succeeded {
 				b.Fatalf("bare application %s ended %s: %s", app.Name, out.State, out.Message)
 			}
-			ended[app.Name] = time.Now()
+			lastEnd = time.Now()
+			ended[app.Name] = lastEnd
 			if next < n {
 				start(app.Name)
 			}
@@ -134,15 +139,12 @@ func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bar
 			drained = true
 		}
 	}
-	var r bareRun
-	var last time.Time
-	for app, t := range ended {
-		last = maxTime(last, t)
+	for app := range ended {
 		if _, ok := placed[app]; !ok {
 			b.Fatalf("bare application %s ended without its executor seen bound", app)
 		}
 	}
-	r.makespan = last.Sub(first)
+	r := bareRun{n: n, at: at, makespan: lastEnd.Sub(first)}
 	for app, t := range placed {
 		r.createToPlaced = append(r.createToPlaced, t.Sub(created[app]))
 		if pred, ok := after[app]; ok {
@@ -150,13 +152,6 @@ func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bar
 		}
 	}
 	return r
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // bareApp is one application of a bare run: a driver and an executor that ask for little
@@ -180,9 +175,9 @@ func bareApp(name, run string) *sparkv1beta2.SparkApplication {
 
 // summary is the bare run's figures, for the bench's breakdown.
 func (r bareRun) summary() string {
-	return fmt.Sprintf("16 bare applications (no slotplane), 8 at a time: makespan %s\n"+
+	return fmt.Sprintf("%d bare applications (no slotplane), %d at a time: makespan %s\n"+
 		"  created -> executor bound                  p50 %6.0f ms  p99 %6.0f ms  (%d applications)\n"+
 		"  one's end -> the next one's executor bound p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)",
-		r.makespan.Round(time.Millisecond), ms(percentile(r.createToPlaced, 50)), ms(percentile(r.createToPlaced, 99)), len(r.createToPlaced),
+		r.n, r.at, r.makespan.Round(time.Millisecond), ms(percentile(r.createToPlaced, 50)), ms(percentile(r.createToPlaced, 99)), len(r.createToPlaced),
 		ms(percentile(r.endToStart, 50)), ms(percentile(r.endToStart, 99)), len(r.endToStart))
 }
