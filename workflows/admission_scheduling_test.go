@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
@@ -141,4 +142,118 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	require.Equal(t, v1alpha1.JobFailed, jobStatus(*completed, "b").State)
 	require.Contains(t, jobStatus(*completed, "b").Message, "not admitted: user")
 	require.Equal(t, []int32{4, 7}, jobStatus(*completed, "a").Slots)
+}
+
+// A grant whose request Admission's commit wrote (RequestAtGrantChange) is recorded and
+// nothing more: no request written again, no nudge of the job. A grant the commit could not
+// write is written by the Scheduling with Admission's time, so the two would be the same
+// bytes. A written grant the Scheduling does not want is taken off its job before its
+// slots go back.
+func TestSchedulingWorkflow_AGrantAdmissionWroteIsOnlyRecorded(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(SchedulingWorkflow)
+	env.RegisterActivity(&activities.Activities{})
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 1}, {Name: "c", Replication: 1},
+	}}
+	var mu sync.Mutex
+	var created []v1alpha1.CreationRequest
+	var jobNudges []string // while the grants are taken, before the cancel
+	granting := false
+	var withdrawn []activities.WithdrawGrantInput
+	var released []string
+	var statuses []v1alpha1.SchedulingStatus
+	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, UID: "uid-nightly", Spec: spec}, nil)
+	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(activities.TestBedSlots{Exists: true}, nil)
+	env.OnActivity(acts.ClaimJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+		return activities.ClaimResult{Claimed: in.Names}, nil
+	})
+	env.OnActivity(acts.ReadJobs, mock.Anything, mock.Anything).Return([]activities.JobInfo{{Name: "a", Exists: true, User: "u"}, {Name: "c", Exists: true, User: "u"}}, nil)
+	env.OnActivity(acts.NudgeWorkflows, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SignalWithStartInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range in.Signals {
+			if n.WorkflowID != AdmissionWorkflowID("ns", "bed") && granting {
+				jobNudges = append(jobNudges, n.WorkflowID)
+			}
+		}
+		return nil
+	})
+	env.OnActivity(acts.RequestCreation, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RequestCreationInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		created = append(created, in.Request)
+		if in.Nudge != nil {
+			jobNudges = append(jobNudges, in.Nudge.WorkflowID)
+		}
+		return nil
+	})
+	env.OnActivity(acts.WithdrawGrant, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WithdrawGrantInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		withdrawn = append(withdrawn, in)
+		return nil
+	})
+	env.OnActivity(acts.WriteSchedulingStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteSchedulingStatusInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		var last v1alpha1.SchedulingStatus
+		if n := len(statuses); n > 0 {
+			last = statuses[n-1]
+		}
+		st, ok := activities.ApplyStatus(last, in)
+		if !ok {
+			return fmt.Errorf("a delta write does not fit")
+		}
+		statuses = append(statuses, st)
+		return nil
+	})
+	env.OnActivity(acts.ReleaseJobs, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(acts.RemoveSchedulingFinalizer, mock.Anything, mock.Anything).Return(nil)
+	onSignals(env, map[string]func(string, any) error{
+		AdmissionReleaseSignal: func(_ string, arg any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			released = append(released, arg.(AdmissionKey).String())
+			return nil
+		},
+	})
+	at := time.Date(2026, 11, 28, 12, 0, 0, 123456000, time.UTC)
+	stale := jk("nightly", "c")
+	stale.SchedulingUID = "uid-of-an-older-nightly"
+	env.RegisterDelayedCallback(func() {
+		mu.Lock()
+		granting = true
+		mu.Unlock()
+		env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{
+			{JobKey: jk("nightly", "a"), Queue: "root.u", Slots: []int32{4}, Seq: 1, At: at, Written: true},
+			{JobKey: stale, Queue: "root.u", Slots: []int32{5}, Seq: 2, At: at, Written: true},
+			{JobKey: jk("nightly", "c"), Queue: "root.u", Slots: []int32{6}, Seq: 3, At: at},
+		})
+	}, time.Second)
+	var during v1alpha1.SchedulingStatus
+	env.RegisterDelayedCallback(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		during = statuses[len(statuses)-1]
+		granting = false
+	}, time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+	require.NoError(t, env.GetWorkflowError())
+
+	granted := metav1.NewMicroTime(at)
+	require.Equal(t, []v1alpha1.CreationRequest{{Scheduling: "nightly", SchedulingUID: "uid-nightly", TestBed: "bed", Slots: []int32{6}, Run: 1, Queue: "root.u", GrantedAt: &granted}}, created,
+		"only the grant the commit did not write is written, with Admission's time")
+	want := activities.GrantRequest(AdmissionGrant{JobKey: jk("nightly", "c"), Queue: "root.u", Slots: []int32{6}, At: at}, "bed", at)
+	require.Equal(t, want, created[0], "the Scheduling's request is the one the commit would have written")
+	require.Equal(t, []string{BatchJobWorkflowID("ns", "c")}, jobNudges, "the job whose request the commit wrote was woken by it")
+	require.Len(t, withdrawn, 1)
+	require.Equal(t, stale, withdrawn[0].Grant.JobKey, "the unwanted written grant is taken off its job")
+	require.Equal(t, BatchJobWorkflowID("ns", "c"), withdrawn[0].Nudge.WorkflowID)
+	require.Contains(t, released, stale.String(), "and its slots go back")
+	require.Equal(t, []int32{4}, jobStatus(during, "a").Slots)
+	require.Contains(t, jobStatus(during, "a").Message, "admitted to queue root.u")
+	require.Equal(t, []int32{6}, jobStatus(during, "c").Slots)
 }
