@@ -179,17 +179,14 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	for step := 0; step < in.StepsPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested(); step++ {
 		gone, err := a.step(ctx)
 		if err != nil || gone {
-			a.settleCommits(ctx, true) // the grants' messages are out before the workflow ends
 			return err
 		}
 	}
 	// Hand over: every message that arrived is taken in first (a signal left in a channel
-	// would be lost with this run), no move may be half done, and every commit's answer is
-	// taken (a grant nobody took is released before the state goes on).
+	// would be lost with this run), and no move may be half done.
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	a.settleCommits(ctx, true)
 	if _, err := a.drain(ctx); err != nil {
 		return err
 	}
@@ -220,8 +217,6 @@ type admission struct {
 	batchGrants bool
 	// writeAtGrant: the commit activity writes the grants' requests (RequestAtGrantChange).
 	writeAtGrant bool
-	// commits are those commit activities whose answers were not taken yet (writeAtGrant).
-	commits []pendingCommit
 }
 
 // listen opens the workflow's signal channels and registers its queues query and its move
@@ -293,44 +288,25 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 // (KeptResyncTimerChange): a resync comes every Resync however busy the queues are.
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	timerCtx, cancel := workflow.WithCancel(ctx)
-	defer cancel()
-	var resyncTimer, checkTimer workflow.Future
+	sel := workflow.NewSelector(ctx)
+	for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
+		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
+	}
 	if changeVersion(ctx, KeptResyncTimerChange) >= 1 {
 		if a.resync == nil {
 			a.resync = workflow.NewTimer(ctx, a.in.Resync)
 		}
-		resyncTimer = a.resync
+		sel.AddFuture(a.resync, func(workflow.Future) { resync, a.resync = true, nil })
 	} else {
-		resyncTimer = workflow.NewTimer(timerCtx, a.in.Resync)
+		sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
 	}
 	if d, ok := a.core.NextCheck(workflow.Now(ctx)); ok && d < a.in.Resync &&
 		changeVersion(ctx, UpdateIntervalChange) >= 1 {
 		// A starving queue's timeout runs out before the resync: decide again then.
-		checkTimer = workflow.NewTimer(timerCtx, d)
+		sel.AddFuture(workflow.NewTimer(timerCtx, d), func(workflow.Future) {})
 	}
-	for woke := false; !woke; {
-		sel := workflow.NewSelector(ctx)
-		for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
-			sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) { woke = true })
-		}
-		sel.AddFuture(resyncTimer, func(workflow.Future) {
-			woke, resync = true, true
-			if resyncTimer == a.resync {
-				a.resync = nil
-			}
-		})
-		if checkTimer != nil {
-			sel.AddFuture(checkTimer, func(workflow.Future) { woke = true })
-		}
-		for _, c := range a.commits {
-			sel.AddFuture(c.f, func(workflow.Future) {})
-		}
-		sel.Select(ctx)
-		// A commit done is taken in; it asks for a decision only if it released a grant.
-		if a.settleCommits(ctx, false) {
-			woke = true
-		}
-	}
+	sel.Select(ctx)
+	cancel()
 	for a.moved.ReceiveAsync(nil) {
 	}
 	return resync
@@ -504,11 +480,6 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	a.tellAllVia(ctx, d.Grants, viaServer)
 	if len(d.Grants) > 0 {
 		viaServer = false
-		if len(d.Assignments) > 0 {
-			// The assignments' local activities must come after the decision is recorded,
-			// which the commit's start proves only once it is done.
-			a.settleCommits(ctx, true)
-		}
 	}
 	for _, as := range d.Assignments {
 		in := activities.AssignSlotsInput{Namespace: a.in.Namespace, Scheduling: as.Scheduling, Job: as.Job, TestBed: a.in.TestBed, Keep: as.Keep, Revoke: as.Revoke, Why: as.Why}
@@ -591,68 +562,29 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 			groups = append(groups, []AdmissionGrant{g})
 		}
 	}
+	var res activities.SignalWorkflowsResult
 	var sent workflow.Future
 	switch {
 	case viaServer && a.writeAtGrant:
-		// The commit writes, clears and wakes for a tenth of a second or more: the next
-		// decision does not wait for it (settleCommits).
-		f := commitActivity(ctx, acts.CommitGrants, a.commitInput(ctx, signals, groups))
-		a.commits = append(a.commits, pendingCommit{f: f, grants: len(gs), groups: groups})
-		return
+		sent = commitActivity(ctx, acts.CommitGrants, a.commitInput(ctx, signals, groups))
 	case viaServer:
 		sent = commitActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
 	default:
 		sent = sendSignals(ctx, signals)
 	}
-	a.answered(ctx, pendingCommit{f: sent, grants: len(gs), groups: groups})
-}
-
-// pendingCommit is a decision's grants on their way to their Schedulings: groups[i] are
-// the grants that the i'th signal carries.
-type pendingCommit struct {
-	f      workflow.Future
-	grants int
-	groups [][]AdmissionGrant
-}
-
-// answered waits for the signals of c to be sent and releases the grants nobody took: all of
-// them if the sending failed, those of a Scheduling that does not run otherwise. released
-// says whether any was.
-func (a *admission) answered(ctx workflow.Context, c pendingCommit) (released bool) {
-	var res activities.SignalWorkflowsResult
-	if err := c.f.Get(ctx, &res); err != nil {
-		workflow.GetLogger(ctx).Warn("tell schedulings of their jobs", "grants", c.grants, "err", err)
-		for _, group := range c.groups {
-			for _, g := range group {
-				a.core.Release(g.JobKey)
-			}
+	if err := sent.Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Warn("tell schedulings of their jobs", "grants", len(gs), "err", err)
+		for _, g := range gs {
+			a.core.Release(g.JobKey)
 		}
-		return true
+		return
 	}
 	for _, i := range res.NotRunning {
-		for _, g := range c.groups[i] {
+		for _, g := range groups[i] {
 			workflow.GetLogger(ctx).Warn("a scheduling that does not run was granted its job", "key", g.JobKey.String())
 			a.core.Release(g.JobKey)
 		}
 	}
-	return len(res.NotRunning) > 0
-}
-
-// settleCommits takes the answers of the commits that are done, or, with all, waits for
-// every commit in flight; released says whether a grant was released.
-func (a *admission) settleCommits(ctx workflow.Context, all bool) (released bool) {
-	var left []pendingCommit
-	for _, c := range a.commits {
-		if !all && !c.f.IsReady() {
-			left = append(left, c)
-			continue
-		}
-		if a.answered(ctx, c) {
-			released = true
-		}
-	}
-	a.commits = left
-	return released
 }
 
 // commitInput is the CommitGrants input of a decision's signals: each grant carries the

@@ -58,9 +58,6 @@ type admissionWorld struct {
 	written map[string]int
 	// kills are the kills written on jobs.
 	kills []activities.KillJobInput
-	// beforeCommit, when set, runs at the start of each commit (CommitGrants), in the
-	// activity's goroutine.
-	beforeCommit func(*testsuite.TestWorkflowEnvironment, activities.CommitGrantsInput)
 }
 
 func (w *admissionWorld) queueOf(scheduling, job string) string {
@@ -148,10 +145,6 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 	onSignals(env, map[string]func(string, any) error{
 		AdmittedSignal:      func(id string, arg any) error { return deliver(id, arg.(AdmissionGrant)) },
 		AdmittedBatchSignal: func(id string, arg any) error { return deliver(id, arg.([]AdmissionGrant)...) },
-	}, func(in activities.CommitGrantsInput) {
-		if w.beforeCommit != nil {
-			w.beforeCommit(env, in)
-		}
 	})
 	return env
 }
@@ -780,72 +773,4 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 	require.Equal(t, "runs", w.grants[0].Job)
 	require.Equal(t, "waits", w.grants[1].Job)
 	require.Contains(t, w.grants[1].Refused, "test bed bed was deleted")
-}
-
-// A decision does not wait for the commit of the one before (RequestAtGrantChange): a
-// commit still writing its grants holds up no other grant. The first commit here waits
-// until the second has begun, which it can only if Admission decided again meanwhile. Its
-// Scheduling turns out not to run, and its grant is released once the commit is done.
-func TestAdmissionWorkflow_ADecisionDoesNotWaitForTheCommitBefore(t *testing.T) {
-	w := &admissionWorld{gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
-	secondBegan := make(chan struct{})
-	var once sync.Once
-	var order []string
-	w.beforeCommit = func(env *testsuite.TestWorkflowEnvironment, in activities.CommitGrantsInput) {
-		w.mu.Lock()
-		first := len(order) == 0
-		for _, g := range in.Groups {
-			for _, gr := range g.Grants {
-				order = append(order, gr.Job)
-				require.False(t, gr.At.IsZero(), "each grant carries its decision's time")
-			}
-			require.Len(t, g.Nudges, len(g.Grants))
-			require.Equal(t, BatchJobWorkflowID("ns", g.Grants[0].Job), g.Nudges[0].WorkflowID)
-		}
-		w.mu.Unlock()
-		if !first {
-			once.Do(func() { close(secondBegan) })
-			return
-		}
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), User: "u", Slots: 1})
-		select {
-		case <-secondBegan:
-		case <-time.After(10 * time.Second):
-			t.Error("the second grant waited for the first one's commit")
-		}
-	}
-	env := newAdmissionEnv(t, w, 2)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("gone", "first"), User: "u", Slots: 1})
-	}, time.Second)
-	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
-	require.Equal(t, []string{"first", "second"}, order)
-	in := continuedWith[AdmissionInput](t, env)
-	var running []string
-	for _, e := range in.Carried.Running {
-		running = append(running, e.Request.Job)
-	}
-	require.Equal(t, []string{"second"}, running, "the grant nobody took is released")
-}
-
-// A commit still in flight when the run continues as new is waited for, and a grant it could
-// not deliver is released before the state is carried: the next run must not hold slots for
-// a Scheduling that is gone.
-func TestAdmissionWorkflow_ACommitInFlightAtContinueAsNewIsSettled(t *testing.T) {
-	w := &admissionWorld{gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
-	w.beforeCommit = func(env *testsuite.TestWorkflowEnvironment, in activities.CommitGrantsInput) {
-		// A message comes while the commit writes: the run's last step ends on it, and the
-		// run continues as new before the commit is done.
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "later"), User: "u", Slots: 2})
-		time.Sleep(200 * time.Millisecond)
-	}
-	env := newAdmissionEnv(t, w, 2)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("gone", "first"), User: "u", Slots: 2})
-	}, time.Second)
-	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 2})
-	in := continuedWith[AdmissionInput](t, env)
-	require.Empty(t, in.Carried.Running, "the grant nobody took is released before the hand-over")
-	require.Len(t, in.Carried.Waiting, 1)
-	require.Equal(t, "later", in.Carried.Waiting[0].Request.Job)
 }

@@ -19,9 +19,8 @@ import (
 // other: deliver[name] gets each signal of that name, in order (others are dropped), and an
 // error from it means the target workflow does not run. A batch of grants
 // (AdmittedBatchSignal) goes to deliver[AdmittedSignal] grant by grant when deliver has no
-// handler of batches. Admission's commit activity (CommitGrants) is answered the same way,
-// after beforeCommit.
-func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error, beforeCommit ...func(activities.CommitGrantsInput)) {
+// handler of batches. Admission's commit activity (CommitGrants) is answered the same way.
+func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error) {
 	send := func(in activities.SignalWorkflowsInput) activities.SignalWorkflowsResult {
 		var out activities.SignalWorkflowsResult
 		for i, s := range in.Signals {
@@ -53,9 +52,6 @@ func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(i
 	// a request, so none is said written.
 	env.OnActivity(acts.CommitGrants, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CommitGrantsInput) (activities.SignalWorkflowsResult, error) {
-			for _, f := range beforeCommit {
-				f(in)
-			}
 			var signals []activities.Signal
 			for _, g := range in.Groups {
 				signals = append(signals, activities.Signal{WorkflowID: g.WorkflowID, Name: g.Signal, Arg: g.Grants})
