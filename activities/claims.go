@@ -365,7 +365,7 @@ const ErrSlotsGone = "SlotsGone"
 // nudged is gone well before the application has any pod. The Scheduling's workflow task
 // waits for this activity, and grants that reach it meanwhile wait for the task.
 func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInput) error {
-	if err := a.writeRequestIf(ctx, in, false); err != nil {
+	if err := a.writeRequest(ctx, in); err != nil {
 		return err
 	}
 	// A request of a Scheduling run from before grants cleared ghosts has no GrantedAt.
@@ -380,9 +380,7 @@ func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInpu
 	return a.NudgeWorkflows(ctx, SignalWithStartInput{TaskQueue: in.TaskQueue, Signals: []SignalWithStart{*in.Nudge}})
 }
 
-// writeRequestIf writes the request on a job its Scheduling holds. fresh: only if the job
-// carries no other request of that Scheduling (ErrRequestTaken).
-func (a *Activities) writeRequestIf(ctx context.Context, in RequestCreationInput, fresh bool) error {
+func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) error {
 	body, err := json.Marshal(in.Request)
 	if err != nil {
 		return fmt.Errorf("encode creation request: %w", err)
@@ -409,18 +407,6 @@ func (a *Activities) writeRequestIf(ctx context.Context, in RequestCreationInput
 		}
 		if job.Annotations[v1alpha1.CreationRequestAnnotation] == string(body) {
 			return nil // written by an earlier attempt: its slots were checked then
-		}
-		if fresh && killsRunOf(&job, in.Request.Scheduling) {
-			return requestTaken(key, in.Request.Scheduling)
-		}
-		if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; fresh && raw != "" {
-			var old v1alpha1.CreationRequest
-			if json.Unmarshal([]byte(raw), &old) != nil || old.Scheduling == in.Request.Scheduling {
-				if attempt == 1 {
-					return errCheckAgain
-				}
-				return requestTaken(key, in.Request.Scheduling)
-			}
 		}
 		// Checked on every attempt: the write must follow its check closely (LeavingGrace).
 		if err := a.checkSlotsExist(ctx, in.Namespace, in.Request); err != nil {

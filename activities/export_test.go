@@ -32,8 +32,3 @@ func JobPodNames(ctx context.Context, a *Activities, namespace, job string) (nam
 	slices.Sort(names)
 	return names, a.Changes != nil && a.Changes.podsIndexed, nil
 }
-
-// CommitGrantsAttempt is CommitGrants as its attempt'th attempt.
-func CommitGrantsAttempt(ctx context.Context, a *Activities, in CommitGrantsInput, attempt int32) (SignalWorkflowsResult, error) {
-	return a.commitGrants(ctx, in, attempt)
-}

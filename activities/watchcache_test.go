@@ -147,7 +147,7 @@ func TestWriteRequest_ALaggingCacheDecidesNothingAgainstIt(t *testing.T) {
 		cl, reads := laggingCache(stale, held, bedWithSlots(1, 2))
 		stale["wordcount"], stale["bed"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}), current(cl, bedWithSlots())
 		*reads = cacheReads{}
-		require.NoError(t, (&Activities{Client: cl}).writeRequestIf(ctx, in, false))
+		require.NoError(t, (&Activities{Client: cl}).writeRequest(ctx, in))
 		require.Equal(t, cacheReads{cached: 2}, *reads)
 	})
 	t.Run("the copies lag", func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestWriteRequest_ALaggingCacheDecidesNothingAgainstIt(t *testing.T) {
 		bed.Status.Slots[1].LeavingSince = &metav1.MicroTime{Time: time.Now()} // nor the node's return
 		stale["wordcount"], stale["bed"] = job, bed
 		*reads = cacheReads{}
-		require.NoError(t, (&Activities{Client: cl}).writeRequestIf(ctx, in, false))
+		require.NoError(t, (&Activities{Client: cl}).writeRequest(ctx, in))
 		require.Equal(t, cacheReads{cached: 2, fresh: 2}, *reads)
 		var after v1alpha1.BatchJob
 		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(held), &after))
@@ -172,12 +172,12 @@ func TestWriteRequest_ALaggingCacheDecidesNothingAgainstIt(t *testing.T) {
 		stale["wordcount"], stale["bed"] = job.DeepCopy(), current(cl, bedWithSlots())
 		job.Labels[v1alpha1.ActiveSchedulingLabel] = "other" // claimed by another since the cache's copy
 		require.NoError(t, cl.Update(ctx, job))
-		require.True(t, IsNotHeld((&Activities{Client: cl}).writeRequestIf(ctx, in, false)), "held by another in etcd")
+		require.True(t, IsNotHeld((&Activities{Client: cl}).writeRequest(ctx, in)), "held by another in etcd")
 
 		stale = map[string]client.Object{}
 		cl, _ = laggingCache(stale, held, bedWithSlots(1))
 		stale["wordcount"], stale["bed"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}), current(cl, bedWithSlots())
-		require.True(t, IsSlotsGone((&Activities{Client: cl}).writeRequestIf(ctx, in, false)), "slot 2 gone in the cache and in etcd")
+		require.True(t, IsSlotsGone((&Activities{Client: cl}).writeRequest(ctx, in)), "slot 2 gone in the cache and in etcd")
 	})
 }
 

@@ -99,14 +99,6 @@ type Grant struct {
 	// QuietStart: the job need not tell Admission when its run leaves Starting
 	// (RulesQuietStart). Absent, it tells, as before the field.
 	QuietStart bool `json:",omitempty"`
-	// At is when Admission made the grant: the request's GrantedAt. Zero in a grant of an
-	// Admission from before the field, and in a repeat: its Scheduling then takes its own
-	// time.
-	At time.Time `json:",omitzero"`
-	// Written: the grant's creation request is on its job, the granted slots' ghosts were
-	// cleared and the job's workflow was woken before the Scheduling heard of it
-	// (activities.CommitGrants): the Scheduling records the grant and writes nothing.
-	Written bool `json:",omitempty"`
 }
 
 // Assignment changes the slots of a granted job's application: it keeps Keep and loses

@@ -75,15 +75,6 @@ const (
 	// a write and a wake-up of the Scheduling more. (After the baseline: a change ID of its
 	// own, asked once per run.)
 	BatchedGrantsChange = "batched-grants"
-	// RequestAtGrantChange is the version marker of an Admission whose commit activity
-	// writes each grant's creation request on its job, clears the slots' ghosts and wakes
-	// the job's workflow before it signals the Scheduling (activities.CommitGrants), where
-	// the Scheduling did all of that in its next workflow task. A freed slot's next job
-	// made its application a signal, a Scheduling task and the wait for the Scheduling's
-	// task before it later: about a tenth of a second of each hand-over on two cores, more
-	// when the Scheduling was busy. The Scheduling still records the grant, and writes it
-	// itself when the activity could not (asked once per run, after the baselines).
-	RequestAtGrantChange = "request-at-grant"
 )
 
 // The messages and the report are the admission core's own types.
@@ -168,7 +159,6 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
 	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded,
 		batchGrants: workflow.GetVersion(ctx, BatchedGrantsChange, workflow.DefaultVersion, 1) >= 1}
-	a.writeAtGrant = a.batchGrants && workflow.GetVersion(ctx, RequestAtGrantChange, workflow.DefaultVersion, 1) >= 1
 	a.in.Unrecorded = nil
 	if err := a.listen(ctx); err != nil {
 		return err
@@ -215,8 +205,6 @@ type admission struct {
 	// batchGrants: each Scheduling gets the answers of a step in one signal
 	// (BatchedGrantsChange).
 	batchGrants bool
-	// writeAtGrant: the commit activity writes the grants' requests (RequestAtGrantChange).
-	writeAtGrant bool
 }
 
 // listen opens the workflow's signal channels and registers its queues query and its move
@@ -564,12 +552,9 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 	}
 	var res activities.SignalWorkflowsResult
 	var sent workflow.Future
-	switch {
-	case viaServer && a.writeAtGrant:
-		sent = commitActivity(ctx, acts.CommitGrants, a.commitInput(ctx, signals, groups))
-	case viaServer:
+	if viaServer {
 		sent = commitActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
-	default:
+	} else {
 		sent = sendSignals(ctx, signals)
 	}
 	if err := sent.Get(ctx, &res); err != nil {
@@ -585,27 +570,6 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 			a.core.Release(g.JobKey)
 		}
 	}
-}
-
-// commitInput is the CommitGrants input of a decision's signals: each grant carries the
-// decision's time (its request's GrantedAt) and goes with its job's nudge.
-func (a *admission) commitInput(ctx workflow.Context, signals []activities.Signal, groups [][]AdmissionGrant) activities.CommitGrantsInput {
-	in := activities.CommitGrantsInput{Namespace: a.in.Namespace, TestBed: a.in.TestBed, TaskQueue: TaskQueue}
-	at := workflow.Now(ctx)
-	for i, group := range groups {
-		gg := activities.GrantGroup{WorkflowID: signals[i].WorkflowID, Signal: signals[i].Name}
-		for _, g := range group {
-			var nudge activities.SignalWithStart
-			if g.Refused == "" {
-				g.At = at
-				nudge = jobNudge(a.in.Namespace, g.Job)
-			}
-			gg.Grants = append(gg.Grants, g)
-			gg.Nudges = append(gg.Nudges, nudge)
-		}
-		in.Groups = append(in.Groups, gg)
-	}
-	return in
 }
 
 // tell sends a grant or refusal to its Scheduling. A Scheduling that is gone cannot take it:

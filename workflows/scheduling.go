@@ -1117,11 +1117,6 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		if !ok {
 			continue
 		}
-		if g.Written {
-			// Admission's commit wrote the request, cleared the ghosts and woke the job.
-			e.Message = v1alpha1.ClipMessage("admitted to queue " + g.Queue)
-			continue
-		}
 		in := activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}
 		if early {
 			n := s.jobNudge(e.Job.Name)
@@ -1214,14 +1209,6 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 	case g.Refused != "":
 		return nil, v1alpha1.CreationRequest{}, false // a refusal of something that does not wait: nothing is held
 	default:
-		if g.Written {
-			// Admission's commit wrote a request this Scheduling does not want: off the job
-			// first, then the slots go back.
-			w := activities.WithdrawGrantInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed, TaskQueue: TaskQueue, Grant: g, Nudge: s.jobNudge(g.Job)}
-			if err := quick(ctx, acts.WithdrawGrant, w).Get(ctx, nil); err != nil {
-				workflow.GetLogger(ctx).Warn("take back the request of an unwanted grant", "key", g.JobKey.String(), "err", err)
-			}
-		}
 		s.tellAdmissionKey(ctx, AdmissionReleaseSignal, g.JobKey)
 		return nil, v1alpha1.CreationRequest{}, false
 	}
@@ -1230,11 +1217,6 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 		return nil, v1alpha1.CreationRequest{}, false
 	}
 	e.Run, e.Slots, e.RequestedAt, e.Grant = 1, g.Slots, workflow.Now(ctx), g.Seq
-	if !g.At.IsZero() {
-		// Admission's time: the request it may have written says so already
-		// (RequestAtGrantChange), and one this Scheduling writes must be the same bytes.
-		e.RequestedAt = g.At
-	}
 	if len(s.status.Conditions) > 0 {
 		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
 	}
@@ -1253,10 +1235,6 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
 	e, req, ok := s.takeGrant(ctx, g)
 	if !ok {
-		return nil
-	}
-	if g.Written {
-		e.Message = v1alpha1.ClipMessage("admitted to queue " + g.Queue)
 		return nil
 	}
 	err := quick(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)

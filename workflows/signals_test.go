@@ -19,44 +19,31 @@ import (
 // other: deliver[name] gets each signal of that name, in order (others are dropped), and an
 // error from it means the target workflow does not run. A batch of grants
 // (AdmittedBatchSignal) goes to deliver[AdmittedSignal] grant by grant when deliver has no
-// handler of batches. Admission's commit activity (CommitGrants) is answered the same way.
+// handler of batches.
 func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error) {
-	send := func(in activities.SignalWorkflowsInput) activities.SignalWorkflowsResult {
-		var out activities.SignalWorkflowsResult
-		for i, s := range in.Signals {
-			arg := typedArg(s.Name, s.Arg)
-			f := deliver[s.Name]
-			if one := deliver[AdmittedSignal]; f == nil && s.Name == AdmittedBatchSignal && one != nil {
-				f = func(id string, arg any) error {
-					for _, g := range arg.([]AdmissionGrant) {
-						if err := one(id, g); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
-			}
-			if f != nil {
-				if err := f(s.WorkflowID, arg); err != nil {
-					out.NotRunning = append(out.NotRunning, i)
-				}
-			}
-		}
-		return out
-	}
 	env.OnActivity(acts.SignalWorkflows, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
-			return send(in), nil
-		})
-	// Admission's commit (RequestAtGrantChange) signals the same grants; nothing here writes
-	// a request, so none is said written.
-	env.OnActivity(acts.CommitGrants, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CommitGrantsInput) (activities.SignalWorkflowsResult, error) {
-			var signals []activities.Signal
-			for _, g := range in.Groups {
-				signals = append(signals, activities.Signal{WorkflowID: g.WorkflowID, Name: g.Signal, Arg: g.Grants})
+			var out activities.SignalWorkflowsResult
+			for i, s := range in.Signals {
+				arg := typedArg(s.Name, s.Arg)
+				f := deliver[s.Name]
+				if one := deliver[AdmittedSignal]; f == nil && s.Name == AdmittedBatchSignal && one != nil {
+					f = func(id string, arg any) error {
+						for _, g := range arg.([]AdmissionGrant) {
+							if err := one(id, g); err != nil {
+								return err
+							}
+						}
+						return nil
+					}
+				}
+				if f != nil {
+					if err := f(s.WorkflowID, arg); err != nil {
+						out.NotRunning = append(out.NotRunning, i)
+					}
+				}
 			}
-			return send(activities.SignalWorkflowsInput{Signals: signals}), nil
+			return out, nil
 		})
 }
 
