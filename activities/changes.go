@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,8 @@ type Changes struct {
 	// podsIndexed: the copies index pods by their job (jobPodsIndex), so the pods of one job
 	// are a lookup rather than a walk over every pod of the namespace.
 	podsIndexed bool
+	// placed remembers when each run's slot pods were first seen placed (NotePod).
+	placed placements
 }
 
 // jobPodsIndex indexes the copied pods by the BatchJob label's value. Pods of ended runs stay
@@ -200,9 +203,16 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 			c.Notify(types.NamespacedName{Namespace: m.GetNamespace(), Name: job})
 		}
 	}
+	seen := func(obj any) {
+		// Before the wake-up: a wait that looks after it finds the placement remembered.
+		if pod, ok := obj.(*corev1.Pod); ok {
+			c.NotePod(pod, time.Now())
+		}
+		notify(obj)
+	}
 	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
-		UpdateFunc: func(_, obj any) { notify(obj) },
+		AddFunc:    seen,
+		UpdateFunc: func(_, obj any) { seen(obj) },
 		DeleteFunc: notify,
 	}
 	for i, o := range append(objs, copiedKinds()...) {

@@ -26,6 +26,7 @@ import (
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
+	"slotplane/slots"
 )
 
 // WatchChanges wakes a waiter when a pod of its job is made, changed or deleted, and not for
@@ -299,4 +300,90 @@ func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
 		fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).Build(), v1alpha1.GroupVersion.WithKind("BatchJob"))}
 	require.NoError(t, empty.WriteJobStatus(ctx, activities.WriteJobStatusInput{Job: key, Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobFailed, Message: "not in the copy"}}))
 	require.Equal(t, "not in the copy", stored().Status.Message)
+}
+
+// A wait taken up after a short run ended, its executor deleted, still learns when the
+// executor was placed: the worker's watch remembered it (Changes.NotePod), with the time it
+// first saw the pod bound in its proven slot. A pod of an earlier run of the same name,
+// placed before this run's application was made, does not count; without the run's name and
+// start (a workflow from before them) the wait knows only what it sees.
+func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	live := newClient(t, c)
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	require.NoError(t, err)
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+	require.NoError(t, live.Create(ctx, tb))
+	tb.Status.Slots = []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}
+	require.NoError(t, live.Status().Update(ctx, tb))
+	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
+	job := types.NamespacedName{Namespace: "default", Name: "etl"}
+	seen := func(what string, change func()) {
+		t.Helper()
+		wake, stop := ch.Wait(job)
+		defer stop()
+		change()
+		select {
+		case <-wake:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the copy never saw %s", what)
+		}
+	}
+	// placedPod makes a slot pod of the run, bound to node-00 in slot 0, and claims the slot
+	// for it as the extender does once it knows the pod's UID.
+	placedPod := func(name string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
+			v1alpha1.BatchJobLabel: "etl", v1alpha1.ActiveSchedulingLabel: "s", v1alpha1.TestBedLabel: "bed"}},
+			Spec: corev1.PodSpec{NodeName: "node-00", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		seen("pod "+name, func() { require.NoError(t, live.Create(ctx, p)) })
+		seen("the claim of "+name, func() {
+			p.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(0, p.UID)}
+			require.NoError(t, live.Update(ctx, p))
+		})
+		return p
+	}
+	gone := func(p *corev1.Pod) {
+		seen("the deletion of "+p.Name, func() { require.NoError(t, live.Delete(ctx, p, client.GracePeriodSeconds(0))) })
+	}
+	gone(placedPod("etl-before-exec-1")) // an earlier run's, gone before this one began
+	time.Sleep(10 * time.Millisecond)
+	since := time.Now()
+	var ref v1alpha1.ApplicationRef
+	seen("the application", func() {
+		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+		require.NoError(t, err)
+	})
+	before := time.Now()
+	gone(placedPod("etl-exec-1"))
+	after := time.Now()
+	seen("the application's end", func() {
+		var app sparkv1beta2.SparkApplication
+		require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
+		app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
+		require.NoError(t, live.Status().Update(ctx, &app))
+	})
+
+	var env testsuite.WorkflowTestSuite
+	aenv := env.NewTestActivityEnvironment()
+	a := &activities.Activities{Client: live, Changes: ch}
+	aenv.RegisterActivity(a)
+	wait := func(key activities.AppKey) activities.AppProgress {
+		t.Helper()
+		val, err := aenv.ExecuteActivity(a.WaitPlaced, key)
+		require.NoError(t, err)
+		var p activities.AppProgress
+		require.NoError(t, val.Get(&p))
+		require.True(t, p.Outcome.Terminal)
+		return p
+	}
+	p := wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1, Scheduling: "s", Since: since})
+	require.Len(t, p.PlacedAt, 1, "the executor this run had, and not the earlier run's")
+	require.True(t, !p.PlacedAt[0].Before(before) && !p.PlacedAt[0].After(after), "placed at %s, between %s and %s", p.PlacedAt[0], before, after)
+	require.Zero(t, p.Placed, "none is placed now")
+	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1})
+	require.Empty(t, p.PlacedAt, "a key without the run's name and start learns nothing remembered")
 }

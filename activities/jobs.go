@@ -194,6 +194,12 @@ type AppKey struct {
 	// Within, when positive, bounds a wait: once that long has passed, it answers with what
 	// it has seen so far, done or not. A worker from before the field waits on.
 	Within time.Duration `json:",omitempty"`
+	// Scheduling and Since name the run whose slot pods the worker's watch remembers placed
+	// (Changes.NotePod): those of Scheduling placed since Since, the application's creation.
+	// A wait that finds the application ended learns of placements it came too late to see.
+	// A workflow from before the fields gives none: its wait knows only what it sees.
+	Scheduling string    `json:",omitempty"`
+	Since      time.Time `json:",omitzero"`
 }
 
 // AppProgress is how far an application got.
@@ -208,8 +214,11 @@ type AppProgress struct {
 	// DriverRunningAt is when the driver or JobManager was first seen running by this wait
 	// (zero: not seen running).
 	DriverRunningAt time.Time
-	// PlacedAt are the moments this wait first saw each placed executor or TaskManager,
-	// earliest first; those placed before the wait began carry its first look's time.
+	// PlacedAt are the moments each placed executor or TaskManager was first seen placed,
+	// earliest first: by the worker's watch when it remembers the pod (AppKey.Since), else
+	// by this wait, whose first look gives its time to those placed before it began. Once
+	// the application ended, those the watch remembers and the wait never saw (they were
+	// gone when it looked) are counted too.
 	PlacedAt []time.Time
 	// Nodes and SharedWith say where the run ran, once WaitFinished saw it end: the nodes
 	// of its slots, and the other jobs that held slots there meanwhile (findPlace).
@@ -284,9 +293,16 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 		if p.driverRunning && driverAt.IsZero() {
 			driverAt = seen
 		}
+		var remembered map[types.UID]time.Time
+		if in.Scheduling != "" && !in.Since.IsZero() {
+			remembered = a.Changes.placedSince(in.Namespace, in.Job, in.Scheduling, in.Since)
+		}
 		for _, uid := range p.placedPods {
 			if _, ok := placedAt[uid]; !ok {
 				placedAt[uid] = seen
+				if t, ok := remembered[uid]; ok && t.Before(seen) {
+					placedAt[uid] = t
+				}
 			}
 		}
 		late := in.Within > 0 && seen.Sub(began) >= in.Within
@@ -294,6 +310,18 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 			stop()
 			if p.Outcome.Terminal {
 				p.EndedAt = seen
+				// Every pod the run had placed counts, also those gone by now: seen by an
+				// earlier look of this wait, or, before it began, by the watch.
+				for uid, t := range remembered {
+					if _, ok := placedAt[uid]; !ok {
+						placedAt[uid] = t
+					}
+				}
+				for uid := range placedAt {
+					if !slices.Contains(p.placedPods, uid) {
+						p.placedPods = append(p.placedPods, uid)
+					}
+				}
 			}
 			p.DriverRunningAt = driverAt
 			for _, uid := range p.placedPods {

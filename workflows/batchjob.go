@@ -293,7 +293,10 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	} else if err := r.report(ctx, v1alpha1.JobSubmitted, submittedMessage); err != nil {
 		return err
 	}
-	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots)}
+	// The waits also learn what the worker's watch saw of the run's slot pods since the
+	// application was made: a wait taken up late still finds the placements of a short run.
+	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots),
+		Scheduling: req.Scheduling, Since: j.phases().ApplicationCreatedAt.Time}
 	placed, allPlaced, still, err := j.waitStarted(ctx, key, holder, req, r)
 	if err != nil || !still {
 		return r.sayHeldSubmit(ctx, err)

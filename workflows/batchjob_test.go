@@ -82,9 +82,12 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 	// The first wait for an executor, bounded by Within as the activity bounds it: one that
 	// comes later answers with nothing placed, and the wait after it has the rest.
 	firstIn := w.firstAfter(time.Second)
-	bounded := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 && k.Within > 0 })
-	first := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 && k.Within == 0 })
-	all := mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 0 })
+	// Every wait names the run and its application's creation, whose placements the worker's
+	// watch remembers (AppKey.Scheduling, Since).
+	named := func(k activities.AppKey) bool { return k.Scheduling != "" && !k.Since.IsZero() }
+	bounded := mock.MatchedBy(func(k activities.AppKey) bool { return named(k) && k.Enough == 1 && k.Within > 0 })
+	first := mock.MatchedBy(func(k activities.AppKey) bool { return named(k) && k.Enough == 1 && k.Within == 0 })
+	all := mock.MatchedBy(func(k activities.AppKey) bool { return named(k) && k.Enough == 0 })
 	if firstIn <= submitQuiet {
 		env.OnActivity(acts.WaitPlaced, mock.Anything, bounded).After(firstIn).Return(firstPlaced, nil)
 		env.OnActivity(acts.WaitPlaced, mock.Anything, first).After(firstIn).Return(firstPlaced, nil)

@@ -1,0 +1,108 @@
+package activities
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/slots"
+)
+
+// placedRetention is how long the hub remembers a run's placements after it last saw one of
+// its slot pods change: far longer than a wait ever starts after its application, short
+// enough that a busy namespace's runs cost little memory.
+const placedRetention = 10 * time.Minute
+
+// placements remembers, per run, when the hub first saw each of its slot pods bound to a node
+// in a slot the extender proved. A wait that begins late (its worker was slow to take it up)
+// may find a short run ended and its executors gone already; without this it would never
+// learn that they were placed, and the run's record would have no running time. It also
+// gives every wait the time a placement was first seen, which under load comes before the
+// wait's own look.
+type placements struct {
+	mu    sync.Mutex
+	runs  map[placedRun]*placedPods
+	swept time.Time
+}
+
+// placedRun names a run by the labels its slot pods carry: one run of a job per Scheduling.
+type placedRun struct{ namespace, job, scheduling string }
+
+type placedPods struct {
+	first map[types.UID]time.Time
+	last  time.Time
+}
+
+// note records pod as placed at at, if it is a slot pod bound in its proven slot and was
+// not seen so before.
+func (p *placements) note(pod *corev1.Pod, at time.Time) {
+	l := pod.Labels
+	run := placedRun{namespace: pod.Namespace, job: l[v1alpha1.BatchJobLabel], scheduling: l[v1alpha1.ActiveSchedulingLabel]}
+	if run.job == "" || run.scheduling == "" || l[v1alpha1.TestBedLabel] == "" || l[v1alpha1.GhostLabel] == "true" || pod.Spec.NodeName == "" {
+		return
+	}
+	if _, proven := slots.ProvenSlot(pod); !proven {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runs == nil {
+		p.runs = map[placedRun]*placedPods{}
+	}
+	r := p.runs[run]
+	if r == nil {
+		r = &placedPods{first: map[types.UID]time.Time{}}
+		p.runs[run] = r
+	}
+	if _, ok := r.first[pod.UID]; !ok {
+		r.first[pod.UID] = at
+	}
+	r.last = at
+	if at.Sub(p.swept) > time.Minute {
+		p.swept = at
+		for k, r := range p.runs {
+			if at.Sub(r.last) > placedRetention {
+				delete(p.runs, k)
+			}
+		}
+	}
+}
+
+// since returns the first-seen placement times of the run's slot pods placed at or after
+// since (a pod of an earlier run of the same name was placed before its application was
+// made).
+func (p *placements) since(namespace, job, scheduling string, since time.Time) map[types.UID]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.runs[placedRun{namespace: namespace, job: job, scheduling: scheduling}]
+	if r == nil {
+		return nil
+	}
+	out := map[types.UID]time.Time{}
+	for uid, t := range r.first {
+		if !t.Before(since) {
+			out[uid] = t
+		}
+	}
+	return out
+}
+
+// NotePod tells the hub what a watch saw of a pod at at: a slot pod bound in its proven slot
+// is remembered as placed (see placements). WatchChanges calls it for every pod it sees added
+// or changed; a test may feed a hub of its own.
+func (c *Changes) NotePod(pod *corev1.Pod, at time.Time) {
+	if c != nil {
+		c.placed.note(pod, at)
+	}
+}
+
+// placedSince is placements.since of the hub, nil without one.
+func (c *Changes) placedSince(namespace, job, scheduling string, since time.Time) map[types.UID]time.Time {
+	if c == nil {
+		return nil
+	}
+	return c.placed.since(namespace, job, scheduling, since)
+}

@@ -1,0 +1,61 @@
+package activities
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/slots"
+)
+
+// runPod is a pod of job's run in scheduling, bound to node in slot 0 with the extender's
+// claim when proven (node "" leaves it unbound).
+func runPod(uid, job, scheduling, node string, proven bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid), Labels: map[string]string{
+		v1alpha1.BatchJobLabel: job, v1alpha1.ActiveSchedulingLabel: scheduling, v1alpha1.TestBedLabel: "bed"}}}
+	p.Spec.NodeName = node
+	if proven {
+		p.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(0, p.UID)}
+	}
+	return p
+}
+
+// The hub remembers a run's slot pods from the first time it sees each bound in its proven
+// slot; a pod not bound, not proven, a ghost or a driver is not a placement. A run is told
+// only what was placed since its application was made, and a run nobody saw for the
+// retention is forgotten.
+func TestPlacements_RememberWhatWasFirstSeenPlaced(t *testing.T) {
+	c := NewChanges()
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	c.NotePod(runPod("old", "etl", "nightly", "node-1", true), t0.Add(-time.Minute)) // an earlier run's
+	c.NotePod(runPod("a", "etl", "nightly", "", true), t0)                          // not bound yet
+	c.NotePod(runPod("a", "etl", "nightly", "node-1", true), t0.Add(time.Second))
+	c.NotePod(runPod("a", "etl", "nightly", "node-1", true), t0.Add(2*time.Second)) // seen again: the first time stays
+	c.NotePod(runPod("b", "etl", "nightly", "node-2", false), t0)                   // no proven claim
+	ghost := runPod("g", "etl", "nightly", "node-2", true)
+	ghost.Labels[v1alpha1.GhostLabel] = "true"
+	c.NotePod(ghost, t0)
+	driver := runPod("d", "etl", "nightly", "node-3", true)
+	delete(driver.Labels, v1alpha1.TestBedLabel)
+	c.NotePod(driver, t0)
+	c.NotePod(runPod("other", "etl", "weekly", "node-1", true), t0.Add(time.Second))
+
+	require.Equal(t, map[types.UID]time.Time{"a": t0.Add(time.Second)}, c.placedSince("ns", "etl", "nightly", t0))
+	require.Len(t, c.placedSince("ns", "etl", "nightly", t0.Add(-time.Hour)), 2, "an earlier start takes the earlier run's pod too")
+	require.Len(t, c.placedSince("ns", "etl", "weekly", t0), 1)
+	require.Empty(t, c.placedSince("other-ns", "etl", "nightly", t0))
+	var none *Changes
+	none.NotePod(runPod("x", "etl", "nightly", "node-1", true), t0)
+	require.Nil(t, none.placedSince("ns", "etl", "nightly", t0), "no hub, no memory")
+
+	// Past the retention, with a sweep due, runs not seen since are forgotten.
+	later := t0.Add(placedRetention + 2*time.Minute)
+	c.NotePod(runPod("c", "report", "nightly", "node-1", true), later)
+	require.Empty(t, c.placedSince("ns", "etl", "nightly", t0))
+	require.Len(t, c.placedSince("ns", "report", "nightly", t0), 1)
+}
