@@ -302,11 +302,12 @@ func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
 	require.Equal(t, "not in the copy", stored().Status.Message)
 }
 
-// A wait taken up after a short run ended, its executor deleted, still learns when the
-// executor was placed: the worker's watch remembered it (Changes.NotePod), with the time it
-// first saw the pod bound in its proven slot. A pod of an earlier run of the same name,
-// placed before this run's application was made, does not count; without the run's name and
-// start (a workflow from before them) the wait knows only what it sees.
+// A wait taken up after a short run ended, its executor and driver deleted, still learns
+// when the executor was placed and the driver ran: the worker's watch remembered both
+// (Changes.NotePod), with the times it first saw the executor bound in its proven slot and
+// the driver running. A pod of an earlier run of the same name, placed before this run's
+// application was made, does not count; without the run's name and start (a workflow from
+// before them) the wait knows only what it sees.
 func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -357,9 +358,18 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
 		require.NoError(t, err)
 	})
+	driver := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etl-driver", Namespace: "default", Labels: map[string]string{v1alpha1.BatchJobLabel: "etl"}},
+		Spec: corev1.PodSpec{NodeName: "node-00", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	seen("the driver", func() { require.NoError(t, live.Create(ctx, driver)) })
+	driverFrom := time.Now()
+	seen("the driver running", func() {
+		driver.Status.Phase = corev1.PodRunning
+		require.NoError(t, live.Status().Update(ctx, driver))
+	})
 	before := time.Now()
 	gone(placedPod("etl-exec-1"))
 	after := time.Now()
+	gone(driver)
 	seen("the application's end", func() {
 		var app sparkv1beta2.SparkApplication
 		require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
@@ -384,6 +394,8 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 	require.Len(t, p.PlacedAt, 1, "the executor this run had, and not the earlier run's")
 	require.True(t, !p.PlacedAt[0].Before(before) && !p.PlacedAt[0].After(after), "placed at %s, between %s and %s", p.PlacedAt[0], before, after)
 	require.Zero(t, p.Placed, "none is placed now")
+	require.True(t, !p.DriverRunningAt.Before(driverFrom) && p.DriverRunningAt.Before(before), "the driver seen running at %s", p.DriverRunningAt)
 	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1})
 	require.Empty(t, p.PlacedAt, "a key without the run's name and start learns nothing remembered")
+	require.True(t, p.DriverRunningAt.IsZero())
 }

@@ -211,8 +211,9 @@ type AppProgress struct {
 	Outcome jobapp.Outcome
 	// EndedAt is when a terminal outcome was first seen.
 	EndedAt time.Time
-	// DriverRunningAt is when the driver or JobManager was first seen running by this wait
-	// (zero: not seen running).
+	// DriverRunningAt is when the driver or JobManager was first seen running: by the
+	// worker's watch when it remembers (AppKey.Since), else by this wait (zero: not seen
+	// running).
 	DriverRunningAt time.Time
 	// PlacedAt are the moments each placed executor or TaskManager was first seen placed,
 	// earliest first: by the worker's watch when it remembers the pod (AppKey.Since), else
@@ -296,6 +297,10 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 		var remembered map[types.UID]time.Time
 		if in.Scheduling != "" && !in.Since.IsZero() {
 			remembered = a.Changes.placedSince(in.Namespace, in.Job, in.Scheduling, in.Since)
+			// The driver the watch saw running first, even if it ended before this look.
+			if t := a.Changes.driverSince(in.Namespace, in.Job, in.Since); !t.IsZero() && (driverAt.IsZero() || t.Before(driverAt)) {
+				driverAt = t
+			}
 		}
 		for _, uid := range p.placedPods {
 			if _, ok := placedAt[uid]; !ok {

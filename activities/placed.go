@@ -23,9 +23,13 @@ const placedRetention = 10 * time.Minute
 // gives every wait the time a placement was first seen, which under load comes before the
 // wait's own look.
 type placements struct {
-	mu    sync.Mutex
-	runs  map[placedRun]*placedPods
-	swept time.Time
+	mu   sync.Mutex
+	runs map[placedRun]*placedPods
+	// drivers are, per job (a driver or JobManager carries no Scheduling label), when each
+	// of its pods that take no slot was first seen running: a short run's driver has
+	// finished by the time a late wait looks.
+	drivers map[placedRun]*placedPods
+	swept   time.Time
 }
 
 // placedRun names a run by the labels its slot pods carry: one run of a job per Scheduling.
@@ -36,26 +40,39 @@ type placedPods struct {
 	last  time.Time
 }
 
-// note records pod as placed at at, if it is a slot pod bound in its proven slot and was
-// not seen so before.
+// note records pod as placed at at, if it is a slot pod bound in its proven slot, or as
+// running, if it is a driver or JobManager that runs, and was not seen so before.
 func (p *placements) note(pod *corev1.Pod, at time.Time) {
 	l := pod.Labels
 	run := placedRun{namespace: pod.Namespace, job: l[v1alpha1.BatchJobLabel], scheduling: l[v1alpha1.ActiveSchedulingLabel]}
-	if run.job == "" || run.scheduling == "" || l[v1alpha1.TestBedLabel] == "" || l[v1alpha1.GhostLabel] == "true" || pod.Spec.NodeName == "" {
+	if run.job == "" || l[v1alpha1.GhostLabel] == "true" || pod.Spec.NodeName == "" {
 		return
 	}
-	if _, proven := slots.ProvenSlot(pod); !proven {
+	var into *map[placedRun]*placedPods
+	switch _, slotPod := l[v1alpha1.TestBedLabel]; {
+	case !slotPod:
+		// The driver or JobManager, once running.
+		if pod.Status.Phase != corev1.PodRunning {
+			return
+		}
+		run.scheduling, into = "", &p.drivers
+	case run.scheduling == "":
 		return
+	default:
+		if _, proven := slots.ProvenSlot(pod); !proven {
+			return
+		}
+		into = &p.runs
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.runs == nil {
-		p.runs = map[placedRun]*placedPods{}
+	if *into == nil {
+		*into = map[placedRun]*placedPods{}
 	}
-	r := p.runs[run]
+	r := (*into)[run]
 	if r == nil {
 		r = &placedPods{first: map[types.UID]time.Time{}}
-		p.runs[run] = r
+		(*into)[run] = r
 	}
 	if _, ok := r.first[pod.UID]; !ok {
 		r.first[pod.UID] = at
@@ -63,12 +80,30 @@ func (p *placements) note(pod *corev1.Pod, at time.Time) {
 	r.last = at
 	if at.Sub(p.swept) > time.Minute {
 		p.swept = at
-		for k, r := range p.runs {
-			if at.Sub(r.last) > placedRetention {
-				delete(p.runs, k)
+		for _, m := range []map[placedRun]*placedPods{p.runs, p.drivers} {
+			for k, r := range m {
+				if at.Sub(r.last) > placedRetention {
+					delete(m, k)
+				}
 			}
 		}
 	}
+}
+
+// driverSince is the earliest time a driver or JobManager of the job was first seen running
+// at or after since (zero: none).
+func (p *placements) driverSince(namespace, job string, since time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var first time.Time
+	if r := p.drivers[placedRun{namespace: namespace, job: job}]; r != nil {
+		for _, t := range r.first {
+			if !t.Before(since) && (first.IsZero() || t.Before(first)) {
+				first = t
+			}
+		}
+	}
+	return first
 }
 
 // since returns the first-seen placement times of the run's slot pods placed at or after
@@ -91,12 +126,21 @@ func (p *placements) since(namespace, job, scheduling string, since time.Time) m
 }
 
 // NotePod tells the hub what a watch saw of a pod at at: a slot pod bound in its proven slot
-// is remembered as placed (see placements). WatchChanges calls it for every pod it sees added
-// or changed; a test may feed a hub of its own.
+// is remembered as placed, a driver or JobManager that runs as running (see placements).
+// WatchChanges calls it for every pod it sees added or changed; a test may feed a hub of its
+// own.
 func (c *Changes) NotePod(pod *corev1.Pod, at time.Time) {
 	if c != nil {
 		c.placed.note(pod, at)
 	}
+}
+
+// driverSince is placements.driverSince of the hub, zero without one.
+func (c *Changes) driverSince(namespace, job string, since time.Time) time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	return c.placed.driverSince(namespace, job, since)
 }
 
 // placedSince is placements.since of the hub, nil without one.

@@ -26,14 +26,15 @@ func runPod(uid, job, scheduling, node string, proven bool) *corev1.Pod {
 }
 
 // The hub remembers a run's slot pods from the first time it sees each bound in its proven
-// slot; a pod not bound, not proven, a ghost or a driver is not a placement. A run is told
-// only what was placed since its application was made, and a run nobody saw for the
-// retention is forgotten.
+// slot (a pod not bound, not proven, a ghost or a driver is not a placement), and a job's
+// driver or JobManager from the first time it sees it running. A run is told only what was
+// placed since its application was made, and a run nobody saw for the retention is
+// forgotten.
 func TestPlacements_RememberWhatWasFirstSeenPlaced(t *testing.T) {
 	c := NewChanges()
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	c.NotePod(runPod("old", "etl", "nightly", "node-1", true), t0.Add(-time.Minute)) // an earlier run's
-	c.NotePod(runPod("a", "etl", "nightly", "", true), t0)                          // not bound yet
+	c.NotePod(runPod("a", "etl", "nightly", "", true), t0)                           // not bound yet
 	c.NotePod(runPod("a", "etl", "nightly", "node-1", true), t0.Add(time.Second))
 	c.NotePod(runPod("a", "etl", "nightly", "node-1", true), t0.Add(2*time.Second)) // seen again: the first time stays
 	c.NotePod(runPod("b", "etl", "nightly", "node-2", false), t0)                   // no proven claim
@@ -42,14 +43,29 @@ func TestPlacements_RememberWhatWasFirstSeenPlaced(t *testing.T) {
 	c.NotePod(ghost, t0)
 	driver := runPod("d", "etl", "nightly", "node-3", true)
 	delete(driver.Labels, v1alpha1.TestBedLabel)
-	c.NotePod(driver, t0)
+	c.NotePod(driver, t0) // not running yet
 	c.NotePod(runPod("other", "etl", "weekly", "node-1", true), t0.Add(time.Second))
 
+	var none *Changes
+	running := func(uid string, at time.Time) {
+		p := runPod(uid, "etl", "", "node-3", false)
+		delete(p.Labels, v1alpha1.TestBedLabel)
+		delete(p.Labels, v1alpha1.ActiveSchedulingLabel)
+		p.Status.Phase = corev1.PodRunning
+		c.NotePod(p, at)
+	}
+	running("old-driver", t0.Add(-time.Minute))
+	running("driver", t0.Add(500*time.Millisecond))
+	running("driver", t0.Add(900*time.Millisecond)) // seen running again: the first time stays
+
 	require.Equal(t, map[types.UID]time.Time{"a": t0.Add(time.Second)}, c.placedSince("ns", "etl", "nightly", t0))
+	require.Equal(t, t0.Add(500*time.Millisecond), c.driverSince("ns", "etl", t0), "the driver first seen running since the run began")
+	require.Equal(t, t0.Add(-time.Minute), c.driverSince("ns", "etl", t0.Add(-time.Hour)))
+	require.True(t, c.driverSince("ns", "report", t0).IsZero())
+	require.True(t, none.driverSince("ns", "etl", t0).IsZero())
 	require.Len(t, c.placedSince("ns", "etl", "nightly", t0.Add(-time.Hour)), 2, "an earlier start takes the earlier run's pod too")
 	require.Len(t, c.placedSince("ns", "etl", "weekly", t0), 1)
 	require.Empty(t, c.placedSince("other-ns", "etl", "nightly", t0))
-	var none *Changes
 	none.NotePod(runPod("x", "etl", "nightly", "node-1", true), t0)
 	require.Nil(t, none.placedSince("ns", "etl", "nightly", t0), "no hub, no memory")
 
