@@ -197,7 +197,10 @@ type AppKey struct {
 	// Scheduling and Since name the run whose slot pods the worker's watch remembers placed
 	// (Changes.NotePod): those of Scheduling placed since Since, the application's creation.
 	// A wait that finds the application ended learns of placements it came too late to see.
-	// A workflow from before the fields gives none: its wait knows only what it sees.
+	// Since is the workflow's clock, the watch's times the worker's: a worker whose clock
+	// lags the Temporal server's by more than a run's start takes (a tenth of a second or
+	// more) loses the memory, and its waits keep the times they see, as before. A workflow
+	// from before the fields gives none: its wait knows only what it sees.
 	Scheduling string    `json:",omitempty"`
 	Since      time.Time `json:",omitzero"`
 }
