@@ -183,30 +183,8 @@ func TestWatchChanges_FindsAJobsPodsByIndex(t *testing.T) {
 // from the API server, and still ends when the application does; an application the copy
 // lacks is read from the API server before it counts as gone.
 func TestWaitFinished_ReadsTheWorkersCopy(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	live := newClient(t, c)
-	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
-	require.NoError(t, err)
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
-	require.NoError(t, live.Create(ctx, tb))
-	tb.Status.Slots = []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}
-	require.NoError(t, live.Status().Update(ctx, tb))
-	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
-	job := types.NamespacedName{Namespace: "default", Name: "etl"}
-	seen := func(what string, change func()) {
-		t.Helper()
-		wake, stop := ch.Wait(job)
-		defer stop()
-		change()
-		select {
-		case <-wake:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the copy never saw %s", what)
-		}
-	}
+	ctx, live, ch, seen := watchedJob(t)
+	var err error
 	var ref v1alpha1.ApplicationRef
 	seen("the application", func() {
 		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
@@ -309,30 +287,8 @@ func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
 // application was made, does not count; without the run's name and start (a workflow from
 // before them) the wait knows only what it sees.
 func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	live := newClient(t, c)
-	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
-	require.NoError(t, err)
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
-	require.NoError(t, live.Create(ctx, tb))
-	tb.Status.Slots = []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}
-	require.NoError(t, live.Status().Update(ctx, tb))
-	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
-	job := types.NamespacedName{Namespace: "default", Name: "etl"}
-	seen := func(what string, change func()) {
-		t.Helper()
-		wake, stop := ch.Wait(job)
-		defer stop()
-		change()
-		select {
-		case <-wake:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the copy never saw %s", what)
-		}
-	}
+	ctx, live, ch, seen := watchedJob(t)
+	var err error
 	// placedPod makes a slot pod of the run, bound to node-00 in slot 0, and claims the slot
 	// for it as the extender does once it knows the pod's UID.
 	placedPod := func(name string) *corev1.Pod {
@@ -398,4 +354,36 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1})
 	require.Empty(t, p.PlacedAt, "a key without the run's name and start learns nothing remembered")
 	require.True(t, p.DriverRunningAt.IsZero())
+}
+
+// watchedJob starts a cluster with the test bed "bed" (one slot, on node-00), the BatchJob
+// "etl" and the worker's watch. seen(what, change) makes a change and waits until the watch
+// wakes the job's waiters with it.
+func watchedJob(t *testing.T) (context.Context, client.Client, *activities.Changes, func(what string, change func())) {
+	t.Helper()
+	c := testcluster.New(t, testcluster.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	live := newClient(t, c)
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	require.NoError(t, err)
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+	require.NoError(t, live.Create(ctx, tb))
+	tb.Status.Slots = []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}
+	require.NoError(t, live.Status().Update(ctx, tb))
+	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
+	job := types.NamespacedName{Namespace: "default", Name: "etl"}
+	seen := func(what string, change func()) {
+		t.Helper()
+		wake, stop := ch.Wait(job)
+		defer stop()
+		change()
+		select {
+		case <-wake:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the copy never saw %s", what)
+		}
+	}
+	return ctx, live, ch, seen
 }
