@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -325,11 +326,7 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 						placedAt[uid] = t
 					}
 				}
-				for uid := range placedAt {
-					if !slices.Contains(p.placedPods, uid) {
-						p.placedPods = append(p.placedPods, uid)
-					}
-				}
+				p.placedPods = slices.Collect(maps.Keys(placedAt)) // the pods placed now are among them
 			}
 			p.DriverRunningAt = driverAt
 			for _, uid := range p.placedPods {

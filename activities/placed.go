@@ -23,17 +23,19 @@ const placedRetention = 10 * time.Minute
 // gives every wait the time a placement was first seen, which under load comes before the
 // wait's own look.
 type placements struct {
-	mu   sync.Mutex
-	runs map[placedRun]*placedPods
-	// drivers are, per job (a driver or JobManager carries no Scheduling label), when each
-	// of its pods that take no slot was first seen running: a short run's driver has
-	// finished by the time a late wait looks.
-	drivers map[placedRun]*placedPods
-	swept   time.Time
+	mu    sync.Mutex
+	runs  map[placedRun]*placedPods
+	swept time.Time
 }
 
 // placedRun names a run by the labels its slot pods carry: one run of a job per Scheduling.
-type placedRun struct{ namespace, job, scheduling string }
+// A driver or JobManager carries no Scheduling label: its entry is the job's (driver, no
+// Scheduling), and holds when each of the job's pods that take no slot was first seen
+// running, since a short run's driver has finished by the time a late wait looks.
+type placedRun struct {
+	namespace, job, scheduling string
+	driver                     bool
+}
 
 type placedPods struct {
 	first map[types.UID]time.Time
@@ -48,31 +50,23 @@ func (p *placements) note(pod *corev1.Pod, at time.Time) {
 	if run.job == "" || l[v1alpha1.GhostLabel] == "true" || pod.Spec.NodeName == "" {
 		return
 	}
-	var into *map[placedRun]*placedPods
-	switch _, slotPod := l[v1alpha1.TestBedLabel]; {
-	case !slotPod:
-		// The driver or JobManager, once running.
+	if _, slotPod := l[v1alpha1.TestBedLabel]; !slotPod {
 		if pod.Status.Phase != corev1.PodRunning {
 			return
 		}
-		run.scheduling, into = "", &p.drivers
-	case run.scheduling == "":
+		run.scheduling, run.driver = "", true
+	} else if _, proven := slots.ProvenSlot(pod); run.scheduling == "" || !proven {
 		return
-	default:
-		if _, proven := slots.ProvenSlot(pod); !proven {
-			return
-		}
-		into = &p.runs
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if *into == nil {
-		*into = map[placedRun]*placedPods{}
+	if p.runs == nil {
+		p.runs = map[placedRun]*placedPods{}
 	}
-	r := (*into)[run]
+	r := p.runs[run]
 	if r == nil {
 		r = &placedPods{first: map[types.UID]time.Time{}}
-		(*into)[run] = r
+		p.runs[run] = r
 	}
 	if _, ok := r.first[pod.UID]; !ok {
 		r.first[pod.UID] = at
@@ -80,11 +74,9 @@ func (p *placements) note(pod *corev1.Pod, at time.Time) {
 	r.last = at
 	if at.Sub(p.swept) > time.Minute {
 		p.swept = at
-		for _, m := range []map[placedRun]*placedPods{p.runs, p.drivers} {
-			for k, r := range m {
-				if at.Sub(r.last) > placedRetention {
-					delete(m, k)
-				}
+		for k, r := range p.runs {
+			if at.Sub(r.last) > placedRetention {
+				delete(p.runs, k)
 			}
 		}
 	}
@@ -96,7 +88,7 @@ func (p *placements) driverSince(namespace, job string, since time.Time) time.Ti
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var first time.Time
-	if r := p.drivers[placedRun{namespace: namespace, job: job}]; r != nil {
+	if r := p.runs[placedRun{namespace: namespace, job: job, driver: true}]; r != nil {
 		for _, t := range r.first {
 			if !t.Before(since) && (first.IsZero() || t.Before(first)) {
 				first = t
