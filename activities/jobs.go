@@ -97,13 +97,10 @@ func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation,
 			obs.Kill = &k
 		}
 	}
-	if raw := job.Annotations[v1alpha1.CreationRequestAnnotation]; raw != "" {
-		var req v1alpha1.CreationRequest
-		if err := json.Unmarshal([]byte(raw), &req); err != nil {
-			obs.BadRequest = fmt.Sprintf("annotation %s is not a creation request: %v", v1alpha1.CreationRequestAnnotation, err)
-		} else {
-			obs.Request = &req
-		}
+	if req, err := v1alpha1.CreationRequestOf(job.Annotations); err != nil {
+		obs.BadRequest = err.Error()
+	} else {
+		obs.Request = req
 	}
 	return obs, nil
 }

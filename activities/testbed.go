@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -460,12 +459,11 @@ type hold struct {
 // (or, once preemption took some back, of its assigned-slots annotation) while it is in an
 // active Scheduling and its status does not say that run ended.
 func holdOf(j *v1alpha1.BatchJob, bed string, timeout time.Duration, now time.Time) hold {
-	raw := j.Annotations[v1alpha1.CreationRequestAnnotation]
-	if raw == "" || j.Labels[v1alpha1.ActiveSchedulingLabel] == "" {
+	if j.Labels[v1alpha1.ActiveSchedulingLabel] == "" {
 		return hold{}
 	}
-	var req v1alpha1.CreationRequest
-	if json.Unmarshal([]byte(raw), &req) != nil || req.TestBed != bed {
+	req, err := v1alpha1.CreationRequestOf(j.Annotations)
+	if err != nil || req == nil || req.TestBed != bed {
 		return hold{}
 	}
 	st := j.Status

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -60,9 +59,8 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 // running job's slots get none, see ReconcileTestBed), unless Admission hands them to the
 // next job first. The job's own workflow wrote the end and hears nothing.
 func endedRunsBed(_ context.Context, o client.Object) []reconcile.Request {
-	var cr v1alpha1.CreationRequest
-	raw := o.GetAnnotations()[v1alpha1.CreationRequestAnnotation]
-	if raw == "" || json.Unmarshal([]byte(raw), &cr) != nil || cr.TestBed == "" {
+	cr, err := v1alpha1.CreationRequestOf(o.GetAnnotations())
+	if err != nil || cr == nil || cr.TestBed == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: cr.TestBed}}}

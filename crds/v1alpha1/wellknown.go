@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +114,21 @@ type CreationRequest struct {
 	// QuietStart: Admission needs no word of the run's start (its queue is not StateAware),
 	// as the grant said. Absent, the job's workflow tells Admission when the run starts.
 	QuietStart bool `json:"quietStart,omitempty"`
+}
+
+// CreationRequestOf reads the creation request among a BatchJob's annotations: nil when
+// there is none, an error that names the annotation when it holds no CreationRequest. Every
+// reader of the annotation goes through it, so they agree on what a request is.
+func CreationRequestOf(annotations map[string]string) (*CreationRequest, error) {
+	raw := annotations[CreationRequestAnnotation]
+	if raw == "" {
+		return nil, nil
+	}
+	var req CreationRequest
+	if err := json.Unmarshal([]byte(raw), &req); err != nil {
+		return nil, fmt.Errorf("annotation %s is not a creation request: %w", CreationRequestAnnotation, err)
+	}
+	return &req, nil
 }
 
 // KillRequest is a kill of one job's run in one Scheduling.

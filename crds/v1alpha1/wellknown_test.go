@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestIsReservedKey(t *testing.T) {
 	cases := map[string]bool{
@@ -19,6 +22,25 @@ func TestIsReservedKey(t *testing.T) {
 	for key, want := range cases {
 		if got := IsReservedKey(key); got != want {
 			t.Errorf("IsReservedKey(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
+
+func TestCreationRequestOf(t *testing.T) {
+	if req, err := CreationRequestOf(map[string]string{"team": "a"}); req != nil || err != nil {
+		t.Errorf("no annotation: got %+v, %v; want nothing", req, err)
+	}
+	if req, err := CreationRequestOf(map[string]string{CreationRequestAnnotation: ""}); req != nil || err != nil {
+		t.Errorf("an empty annotation: got %+v, %v; want nothing", req, err)
+	}
+	req, err := CreationRequestOf(map[string]string{CreationRequestAnnotation: `{"scheduling":"nightly","testBed":"bed","slots":[3,4],"run":2}`})
+	if err != nil || req == nil || req.Scheduling != "nightly" || req.TestBed != "bed" || len(req.Slots) != 2 || req.Slots[1] != 4 || req.Run != 2 {
+		t.Errorf("a request: got %+v, %v", req, err)
+	}
+	for _, bad := range []string{"{", `"bed"`, `{"slots":"3"}`} {
+		req, err := CreationRequestOf(map[string]string{CreationRequestAnnotation: bad})
+		if err == nil || req != nil || !strings.Contains(err.Error(), CreationRequestAnnotation) {
+			t.Errorf("%q: got %+v, %v; want an error that names the annotation", bad, req, err)
 		}
 	}
 }
