@@ -356,6 +356,62 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 	require.True(t, p.DriverRunningAt.IsZero())
 }
 
+// A run whose executors came and went while no worker watched (it was restarting) has no
+// placement the wait or the watch saw. The wait, finding the application ended with fewer
+// placements than executors, takes each missing executor's time from the kube-scheduler's
+// Scheduled event, found by the name the SparkApplication's executorState gives. An event
+// from before this run's application (an earlier application of the same name) does not
+// count, nor does any event for a wait that does not name its run.
+func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing.T) {
+	ctx, live, ch, seen := watchedJob(t)
+	since := time.Now()
+	var ref v1alpha1.ApplicationRef
+	seen("the application", func() {
+		var err error
+		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+		require.NoError(t, err)
+	})
+	scheduled := func(pod string, uid types.UID, at time.Time) {
+		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: pod + "." + string(uid), Namespace: "default"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod, UID: uid, APIVersion: "v1"},
+			Reason:         "Scheduled", Message: "Successfully assigned default/" + pod + " to node-00", Type: corev1.EventTypeNormal,
+			EventTime: metav1.NewMicroTime(at), Action: "Binding", ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-vm"}
+		require.NoError(t, live.Create(ctx, e))
+	}
+	placed := time.Now().Add(200 * time.Millisecond)
+	scheduled(ref.Name+"-exec-1", "uid-exec-1", placed)
+	scheduled(ref.Name+"-exec-2", "uid-exec-2-earlier", since.Add(-time.Minute)) // an earlier application's
+	scheduled(ref.Name+"-driver", "uid-driver", placed)                          // not an executor
+	seen("the application's end", func() {
+		var app sparkv1beta2.SparkApplication
+		require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
+		app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
+		app.Status.ExecutorState = map[string]sparkv1beta2.ExecutorState{
+			ref.Name + "-exec-1": sparkv1beta2.ExecutorStateCompleted, ref.Name + "-exec-2": sparkv1beta2.ExecutorStateCompleted}
+		require.NoError(t, live.Status().Update(ctx, &app))
+	})
+
+	var env testsuite.WorkflowTestSuite
+	aenv := env.NewTestActivityEnvironment()
+	a := &activities.Activities{Client: live, Changes: ch}
+	aenv.RegisterActivity(a)
+	wait := func(key activities.AppKey) activities.AppProgress {
+		t.Helper()
+		val, err := aenv.ExecuteActivity(a.WaitFinished, key)
+		require.NoError(t, err)
+		var p activities.AppProgress
+		require.NoError(t, val.Get(&p))
+		require.True(t, p.Outcome.Terminal)
+		return p
+	}
+	p := wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2, Scheduling: "s", Since: since})
+	require.Len(t, p.PlacedAt, 1, "the executor this run had, from its event; not the earlier application's, nor the driver")
+	require.True(t, p.PlacedAt[0].Equal(placed.Truncate(time.Microsecond)), "placed at %s, the event says %s", p.PlacedAt[0], placed)
+	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2})
+	require.Empty(t, p.PlacedAt, "a key without the run's name and start takes nothing from events")
+}
+
 // watchedJob starts a cluster with the test bed "bed" (one slot, on node-00), the BatchJob
 // "etl" and the worker's watch. seen(what, change) makes a change and waits until the watch
 // wakes the job's waiters with it.

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,6 +231,9 @@ type AppProgress struct {
 
 	driverRunning bool
 	placedPods    []types.UID
+	// executors are the executor pods a SparkApplication's status names (executorState),
+	// gone ones too; a FlinkDeployment names none.
+	executors []string
 }
 
 // pollInterval is how often the waiting activities look at an application when nothing
@@ -323,6 +327,9 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 						placedAt[uid] = t
 					}
 				}
+				if len(placedAt) < in.Replicas && !in.Since.IsZero() {
+					a.placedUnwatched(ctx, in, p.executors, placedAt)
+				}
 				p.placedPods = slices.Collect(maps.Keys(placedAt)) // the pods placed now are among them
 			}
 			p.DriverRunningAt = driverAt
@@ -340,6 +347,36 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 		stop()
 		if ctx.Err() != nil {
 			return AppProgress{}, ctx.Err()
+		}
+	}
+}
+
+// placedUnwatched adds to placedAt the executors of an ended run that no watch saw placed:
+// they came and went while no worker was up to watch (it was restarting), so neither this
+// wait nor the worker's watch knows them. The kube-scheduler's Scheduled event of each pod
+// says when it was bound. Only a SparkApplication names its executors (executors); a
+// FlinkDeployment's TaskManagers stay unknown. Events of an earlier application of the same
+// name (before in.Since) do not count. What cannot be read is left out: the run's record then
+// lacks a time, which is no reason to fail the run.
+func (a *Activities) placedUnwatched(ctx context.Context, in AppKey, executors []string, placedAt map[types.UID]time.Time) {
+	for _, name := range executors[:min(len(executors), 2*in.Replicas)] {
+		var events corev1.EventList
+		sel := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": name, "reason": "Scheduled"})
+		err := a.Client.List(ctx, &events, client.InNamespace(in.Namespace), client.MatchingFieldsSelector{Selector: sel},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+		if err != nil {
+			slog.Warn("the scheduler's events of an executor no watch saw could not be read", "job", in.Job, "pod", name, "err", err)
+			return
+		}
+		for _, e := range events.Items {
+			at := e.EventTime.Time
+			if at.IsZero() {
+				at = e.FirstTimestamp.Time
+			}
+			if _, known := placedAt[e.InvolvedObject.UID]; known || e.InvolvedObject.UID == "" || at.IsZero() || at.Before(in.Since) {
+				continue
+			}
+			placedAt[e.InvolvedObject.UID] = at
 		}
 	}
 }
@@ -383,6 +420,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			return AppProgress{}, fmt.Errorf("get sparkapplication %s: %w", key, err)
 		}
 		p.Outcome = jobapp.SparkOutcome(&app)
+		p.executors = slices.Sorted(maps.Keys(app.Status.ExecutorState))
 	case flinkv1beta1.FlinkDeploymentKind:
 		var dep flinkv1beta1.FlinkDeployment
 		if err := a.readCopy(ctx, key, &dep); err != nil {

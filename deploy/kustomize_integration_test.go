@@ -143,6 +143,8 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "worker", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
 			{component: "worker", verb: "list", resource: "nodes", allowed: true},
 			{component: "worker", verb: "create", resource: "events", namespace: userNS, allowed: true},
+			{component: "worker", verb: "list", resource: "events", namespace: userNS, allowed: true},
+			{component: "worker", verb: "delete", resource: "events", namespace: userNS},
 			{component: "worker", verb: "create", group: "sparkoperator.k8s.io", resource: "sparkapplications", namespace: userNS, allowed: true},
 			{component: "worker", verb: "create", group: "flink.apache.org", resource: "flinkdeployments", namespace: userNS, allowed: true},
 			{component: "worker", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},

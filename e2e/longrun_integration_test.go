@@ -18,6 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
@@ -156,6 +157,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	var reports sync.WaitGroup
 	testOver := make(chan struct{})
 	defer func() { close(testOver); reports.Wait() }()
+	var unwatched []timeSpan
 	for _, n := range at {
 		require.Eventually(t, func() bool { return ledger.endedCount() >= n }, 30*time.Minute, 100*time.Millisecond)
 		parts["worker"].kill()
@@ -163,6 +165,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 		parts["worker"].start()
 		back := time.Since(killed)
+		unwatched = append(unwatched, timeSpan{killed, killed.Add(back + watchBackWithin)})
 		// What a kill costs: how long until as many jobs ended as there are slots, which
 		// takes about 2 s between kills.
 		reports.Go(func() {
@@ -209,6 +212,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		runs = append(runs, j.Status.History...)
 	}
 	logPhases(t, runs)
+	checkPhases(t, runs, unwatched)
 	if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
 		// One job's whole workflow, from the middle of the run: the hops of a run.
 		job := names[len(names)/2]
@@ -299,6 +303,79 @@ func dumpHistoryWindow(t *testing.T, p *e2ePlatform, id string, from, to time.Ti
 			t.Logf("%s %7.3f s %s", id, at.Sub(from).Seconds(), describeEvent(ev))
 		}
 	}
+}
+
+// timeSpan is a stretch of the run's wall-clock time.
+type timeSpan struct{ from, to time.Time }
+
+func (s timeSpan) overlaps(from, to time.Time) bool { return from.Before(s.to) && to.After(s.from) }
+
+// watchBackWithin bounds how long a restarted worker takes to watch pods again: its process
+// starting, its connections and its informers' first lists. A generous bound, on a machine
+// the run keeps busy; it only widens the spans in which checkPhases excuses a record.
+const watchBackWithin = 10 * time.Second
+
+// checkPhases holds every run record to the phases the job's workflow writes (phaseGaps).
+func checkPhases(t *testing.T, runs []v1alpha1.RunRecord, unwatched []timeSpan) {
+	t.Helper()
+	excused, err := phaseGaps(runs, unwatched)
+	require.NoError(t, err)
+	t.Logf("%d of %d run records lack a running time, each of a run alive while no worker watched", excused, len(runs))
+}
+
+// phaseGaps checks that every record has its grant, its application's creation and its end;
+// and its running time, unless the run was alive while no worker watched pods (from a kill
+// until the worker was back: unwatched). Such a run's executors may have come and gone
+// unseen by any watch, and then nothing on the cluster tells when they were placed; excused
+// counts them. Any other record without a running time is a placement that a watching
+// worker failed to record.
+func phaseGaps(runs []v1alpha1.RunRecord, unwatched []timeSpan) (excused int, _ error) {
+	for _, r := range runs {
+		if r.AdmittedAt == nil || r.ApplicationCreatedAt == nil || r.EndedAt == nil {
+			return excused, fmt.Errorf("the record of run %d of %s on slots %v lacks its grant, its application's creation or its end", r.Run, r.Scheduling, r.Slots)
+		}
+		if r.RunningAt != nil {
+			continue
+		}
+		alive := func(s timeSpan) bool { return s.overlaps(r.ApplicationCreatedAt.Time, r.EndedAt.Time) }
+		if !slices.ContainsFunc(unwatched, alive) {
+			return excused, fmt.Errorf("a run on slots %v, alive from %s to %s, has no running time, though a worker watched it throughout (unwatched: %v)",
+				r.Slots, r.ApplicationCreatedAt.Format(time.StampMicro), r.EndedAt.Format(time.StampMicro), unwatched)
+		}
+		excused++
+	}
+	return excused, nil
+}
+
+func TestPhaseGaps_ExcuseOnlyRunsNoWorkerWatched(t *testing.T) {
+	at := func(s float64) *metav1.MicroTime {
+		m := metav1.NewMicroTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC).Add(time.Duration(s * float64(time.Second))))
+		return &m
+	}
+	run := func(created, running, ended float64) v1alpha1.RunRecord {
+		r := v1alpha1.RunRecord{Run: 1, Scheduling: "long", Slots: []int32{3}, AdmittedAt: at(created - 0.1), ApplicationCreatedAt: at(created), EndedAt: at(ended)}
+		if running > 0 {
+			r.RunningAt = at(running)
+		}
+		return r
+	}
+	down := []timeSpan{{at(10).Time, at(20).Time}}
+	excused, err := phaseGaps([]v1alpha1.RunRecord{run(1, 1.5, 2.5), run(9, 0, 10.5), run(19, 0, 21), run(12, 0, 13)}, down)
+	require.NoError(t, err)
+	require.Equal(t, 3, excused, "runs alive in the unwatched span, at either end or within")
+
+	_, err = phaseGaps([]v1alpha1.RunRecord{run(21, 0, 22.5)}, down)
+	require.ErrorContains(t, err, "though a worker watched it throughout")
+	_, err = phaseGaps([]v1alpha1.RunRecord{run(8, 0, 9.9)}, down)
+	require.Error(t, err, "a run that ended before the kill was watched")
+	noEnd := run(1, 1.5, 2.5)
+	noEnd.EndedAt = nil
+	_, err = phaseGaps([]v1alpha1.RunRecord{noEnd}, down)
+	require.ErrorContains(t, err, "lacks its grant, its application's creation or its end")
+}
+
+func (s timeSpan) String() string {
+	return s.from.Format(time.StampMilli) + " to " + s.to.Format(time.StampMilli)
 }
 
 // logPhases prints where a run's time went, from the runs' recorded phases: the grant to
