@@ -1,0 +1,52 @@
+//go:build integration
+
+package worker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"slotplane/activities"
+	"slotplane/internal/testtemporal"
+	"slotplane/worker"
+	"slotplane/workflows"
+)
+
+func quick(workflow.Context) error { return nil }
+
+// The worker names its code to the server by BuildID, so the SDK hashes no executable at
+// start: every workflow task it completes carries that name.
+func TestNew_TheWorkerNamesItsBuild(t *testing.T) {
+	id := worker.BuildID()
+	require.True(t, strings.HasPrefix(id, "slotplane"), id)
+
+	_, c := testtemporal.Start(t)
+	w := worker.New(c, &activities.Activities{})
+	w.RegisterWorkflow(quick)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quick", TaskQueue: workflows.TaskQueue}, quick)
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil))
+
+	completed := 0
+	it := c.GetWorkflowHistory(ctx, "quick", run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if a := e.GetWorkflowTaskCompletedEventAttributes(); a != nil {
+			completed++
+			require.Equal(t, id, a.GetWorkerVersion().GetBuildId(), "%v", a)
+		}
+	}
+	require.Equal(t, 1, completed)
+}
