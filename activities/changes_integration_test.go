@@ -326,26 +326,8 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 	gone(placedPod("etl-exec-1"))
 	after := time.Now()
 	gone(driver)
-	seen("the application's end", func() {
-		var app sparkv1beta2.SparkApplication
-		require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
-		app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
-		require.NoError(t, live.Status().Update(ctx, &app))
-	})
-
-	var env testsuite.WorkflowTestSuite
-	aenv := env.NewTestActivityEnvironment()
-	a := &activities.Activities{Client: live, Changes: ch}
-	aenv.RegisterActivity(a)
-	wait := func(key activities.AppKey) activities.AppProgress {
-		t.Helper()
-		val, err := aenv.ExecuteActivity(a.WaitPlaced, key)
-		require.NoError(t, err)
-		var p activities.AppProgress
-		require.NoError(t, val.Get(&p))
-		require.True(t, p.Outcome.Terminal)
-		return p
-	}
+	seen("the application's end", func() { completeApp(ctx, t, live, ref.Name, nil) })
+	wait := endedWaits(t, live, ch, func(a *activities.Activities) any { return a.WaitPlaced })
 	p := wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1, Scheduling: "s", Since: since})
 	require.Len(t, p.PlacedAt, 1, "the executor this run had, and not the earlier run's")
 	require.True(t, !p.PlacedAt[0].Before(before) && !p.PlacedAt[0].After(after), "placed at %s, between %s and %s", p.PlacedAt[0], before, after)
@@ -384,32 +366,44 @@ func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing
 	scheduled(ref.Name+"-exec-2", "uid-exec-2-earlier", since.Add(-time.Minute)) // an earlier application's
 	scheduled(ref.Name+"-driver", "uid-driver", placed)                          // not an executor
 	seen("the application's end", func() {
-		var app sparkv1beta2.SparkApplication
-		require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
-		app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
-		app.Status.ExecutorState = map[string]sparkv1beta2.ExecutorState{
-			ref.Name + "-exec-1": sparkv1beta2.ExecutorStateCompleted, ref.Name + "-exec-2": sparkv1beta2.ExecutorStateCompleted}
-		require.NoError(t, live.Status().Update(ctx, &app))
+		completeApp(ctx, t, live, ref.Name, map[string]sparkv1beta2.ExecutorState{
+			ref.Name + "-exec-1": sparkv1beta2.ExecutorStateCompleted, ref.Name + "-exec-2": sparkv1beta2.ExecutorStateCompleted})
 	})
+	wait := endedWaits(t, live, ch, func(a *activities.Activities) any { return a.WaitFinished })
+	p := wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2, Scheduling: "s", Since: since})
+	require.Len(t, p.PlacedAt, 1, "the executor this run had, from its event; not the earlier application's, nor the driver")
+	require.True(t, p.PlacedAt[0].Equal(placed.Truncate(time.Microsecond)), "placed at %s, the event says %s", p.PlacedAt[0], placed)
+	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2})
+	require.Empty(t, p.PlacedAt, "a key without the run's name and start takes nothing from events")
+}
 
+// completeApp marks the SparkApplication name Completed, its executors' states executors.
+func completeApp(ctx context.Context, t *testing.T, live client.Client, name string, executors map[string]sparkv1beta2.ExecutorState) {
+	t.Helper()
+	var app sparkv1beta2.SparkApplication
+	require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &app))
+	app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
+	app.Status.ExecutorState = executors
+	require.NoError(t, live.Status().Update(ctx, &app))
+}
+
+// endedWaits returns a function that runs a wait of activities with the live client and the
+// worker's watch (activity picks WaitPlaced or WaitFinished) on a key, for an application
+// that has ended.
+func endedWaits(t *testing.T, live client.Client, ch *activities.Changes, activity func(*activities.Activities) any) func(activities.AppKey) activities.AppProgress {
 	var env testsuite.WorkflowTestSuite
 	aenv := env.NewTestActivityEnvironment()
 	a := &activities.Activities{Client: live, Changes: ch}
 	aenv.RegisterActivity(a)
-	wait := func(key activities.AppKey) activities.AppProgress {
+	return func(key activities.AppKey) activities.AppProgress {
 		t.Helper()
-		val, err := aenv.ExecuteActivity(a.WaitFinished, key)
+		val, err := aenv.ExecuteActivity(activity(a), key)
 		require.NoError(t, err)
 		var p activities.AppProgress
 		require.NoError(t, val.Get(&p))
 		require.True(t, p.Outcome.Terminal)
 		return p
 	}
-	p := wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2, Scheduling: "s", Since: since})
-	require.Len(t, p.PlacedAt, 1, "the executor this run had, from its event; not the earlier application's, nor the driver")
-	require.True(t, p.PlacedAt[0].Equal(placed.Truncate(time.Microsecond)), "placed at %s, the event says %s", p.PlacedAt[0], placed)
-	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2})
-	require.Empty(t, p.PlacedAt, "a key without the run's name and start takes nothing from events")
 }
 
 // watchedJob starts a cluster with the test bed "bed" (one slot, on node-00), the BatchJob
