@@ -367,12 +367,18 @@ func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing
 	scheduled(ref.Name+"-driver", "uid-driver", placed)                          // not an executor
 	seen("the application's end", func() {
 		completeApp(ctx, t, live, ref.Name, map[string]sparkv1beta2.ExecutorState{
-			ref.Name + "-exec-1": sparkv1beta2.ExecutorStateCompleted, ref.Name + "-exec-2": sparkv1beta2.ExecutorStateCompleted})
+			ref.Name + "-exec-1": sparkv1beta2.ExecutorStateCompleted, ref.Name + "-exec-2": sparkv1beta2.ExecutorStateCompleted,
+			ref.Name + "-exec-3": sparkv1beta2.ExecutorStatePending})
 	})
-	wait := endedWaits(t, live, ch, func(a *activities.Activities) any { return a.WaitFinished })
+	counted := &countingClient{Client: live}
+	wait := endedWaits(t, counted, ch, func(a *activities.Activities) any { return a.WaitFinished })
 	p := wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2, Scheduling: "s", Since: since})
 	require.Len(t, p.PlacedAt, 1, "the executor this run had, from its event; not the earlier application's, nor the driver")
 	require.True(t, p.PlacedAt[0].Equal(placed.Truncate(time.Microsecond)), "placed at %s, the event says %s", p.PlacedAt[0], placed)
+	require.Equal(t, 2, counted.listsOf("Event"), "one read per executor, none for the one that never left Pending")
+	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1, Scheduling: "s", Since: since})
+	require.Len(t, p.PlacedAt, 1)
+	require.Equal(t, 3, counted.listsOf("Event"), "reading stops once the run has as many placements as executors")
 	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2})
 	require.Empty(t, p.PlacedAt, "a key without the run's name and start takes nothing from events")
 }

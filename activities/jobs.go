@@ -232,7 +232,7 @@ type AppProgress struct {
 	driverRunning bool
 	placedPods    []types.UID
 	// executors are the executor pods a SparkApplication's status names (executorState),
-	// gone ones too; a FlinkDeployment names none.
+	// gone ones too, but those it says never left Pending; a FlinkDeployment names none.
 	executors []string
 }
 
@@ -356,10 +356,15 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 // wait nor the worker's watch knows them. The kube-scheduler's Scheduled event of each pod
 // says when it was bound. Only a SparkApplication names its executors (executors); a
 // FlinkDeployment's TaskManagers stay unknown. Events of an earlier application of the same
-// name (before in.Since) do not count. What cannot be read is left out: the run's record then
-// lacks a time, which is no reason to fail the run.
+// name (before in.Since) do not count. It reads one executor's events at a time, until the run
+// has as many placements as executors, and at most twice that many executors' (a run that
+// failed may name many). What cannot be read is left out: the run's record then lacks a time,
+// which is no reason to fail the run.
 func (a *Activities) placedUnwatched(ctx context.Context, in AppKey, executors []string, placedAt map[types.UID]time.Time) {
 	for _, name := range executors[:min(len(executors), 2*in.Replicas)] {
+		if len(placedAt) >= in.Replicas {
+			return
+		}
 		var events corev1.EventList
 		sel := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": name, "reason": "Scheduled"})
 		err := a.Client.List(ctx, &events, client.InNamespace(in.Namespace), client.MatchingFieldsSelector{Selector: sel},
@@ -420,7 +425,12 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			return AppProgress{}, fmt.Errorf("get sparkapplication %s: %w", key, err)
 		}
 		p.Outcome = jobapp.SparkOutcome(&app)
-		p.executors = slices.Sorted(maps.Keys(app.Status.ExecutorState))
+		for name, st := range app.Status.ExecutorState {
+			if st != sparkv1beta2.ExecutorStatePending {
+				p.executors = append(p.executors, name)
+			}
+		}
+		slices.Sort(p.executors)
 	case flinkv1beta1.FlinkDeploymentKind:
 		var dep flinkv1beta1.FlinkDeployment
 		if err := a.readCopy(ctx, key, &dep); err != nil {
