@@ -231,8 +231,9 @@ type AppProgress struct {
 
 	driverRunning bool
 	placedPods    []types.UID
-	// executors are the executor pods a SparkApplication's status names (executorState),
-	// gone ones too, but those it says never left Pending; a FlinkDeployment names none.
+	// executors are, once a SparkApplication ended, the executor pods its status names
+	// (executorState), gone ones too, but those it says never left Pending; a
+	// FlinkDeployment names none.
 	executors []string
 }
 
@@ -425,12 +426,14 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			return AppProgress{}, fmt.Errorf("get sparkapplication %s: %w", key, err)
 		}
 		p.Outcome = jobapp.SparkOutcome(&app)
-		for name, st := range app.Status.ExecutorState {
-			if st != sparkv1beta2.ExecutorStatePending {
-				p.executors = append(p.executors, name)
+		if p.Outcome.Terminal { // only an ended run's wait may need them (placedUnwatched)
+			for name, st := range app.Status.ExecutorState {
+				if st != sparkv1beta2.ExecutorStatePending {
+					p.executors = append(p.executors, name)
+				}
 			}
+			slices.Sort(p.executors)
 		}
-		slices.Sort(p.executors)
 	case flinkv1beta1.FlinkDeploymentKind:
 		var dep flinkv1beta1.FlinkDeployment
 		if err := a.readCopy(ctx, key, &dep); err != nil {
