@@ -310,6 +310,10 @@ type timeSpan struct{ from, to time.Time }
 
 func (s timeSpan) overlaps(from, to time.Time) bool { return from.Before(s.to) && to.After(s.from) }
 
+func (s timeSpan) String() string {
+	return s.from.Format(time.StampMilli) + " to " + s.to.Format(time.StampMilli)
+}
+
 // watchBackWithin bounds how long a restarted worker takes to watch pods again: its process
 // starting, its connections and its informers' first lists. A generous bound, on a machine
 // the run keeps busy; it only widens the spans in which checkPhases excuses a record.
@@ -372,10 +376,6 @@ func TestPhaseGaps_ExcuseOnlyRunsNoWorkerWatched(t *testing.T) {
 	noEnd.EndedAt = nil
 	_, err = phaseGaps([]v1alpha1.RunRecord{noEnd}, down)
 	require.ErrorContains(t, err, "lacks its grant, its application's creation or its end")
-}
-
-func (s timeSpan) String() string {
-	return s.from.Format(time.StampMilli) + " to " + s.to.Format(time.StampMilli)
 }
 
 // logPhases prints where a run's time went, from the runs' recorded phases: the grant to
