@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,8 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
@@ -391,4 +394,44 @@ func (t *benchTrace) temporalLatencies(b *testing.B, what string) {
 		}
 	}
 	t.latencies = now
+}
+
+// apiServerProfile starts a CPU profile of the API server for d when
+// testcluster.EnvAPIServerProfile names a file (its /debug/pprof/profile, read with the
+// test's admin credentials); the function it returns waits for the profile and writes it
+// there. `go tool pprof` reads it with the kube-apiserver binary the run used.
+func apiServerProfile(b *testing.B, p *testplatform.Platform, d time.Duration) (wait func()) {
+	file := os.Getenv(testcluster.EnvAPIServerProfile)
+	if file == "" {
+		return func() {}
+	}
+	rc, err := rest.RESTClientFor(restConfigForRaw(p.Cluster.Config))
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		raw, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(context.Background())
+		if err == nil {
+			err = os.WriteFile(file, raw, 0o644)
+		}
+		done <- err
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			b.Errorf("the API server's CPU profile: %v", err)
+			return
+		}
+		b.Logf("the API server's CPU profile over %s: %s", d, file)
+	}
+}
+
+// restConfigForRaw is cfg for a REST client of raw paths: the core group's settings, which
+// a REST client needs though the path names none.
+func restConfigForRaw(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = "/api"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
 }

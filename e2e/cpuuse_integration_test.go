@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // cpuUse is a sample of the CPU time this machine has spent: all of it, and each running
@@ -28,7 +30,11 @@ type cpuUse struct {
 
 type procCPU struct {
 	comm string
-	used time.Duration // user and system
+	// start is when the process started, in clock ticks since boot: with the pid, what tells
+	// one process from a later one given the same pid. The name does not: kernel worker
+	// threads rename themselves after the work they do.
+	start int64
+	used  time.Duration // user and system
 }
 
 // clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
@@ -64,7 +70,8 @@ func sampleCPU() (cpuUse, error) {
 		if !ok {
 			continue
 		}
-		u.procs[pid] = procCPU{comm: comm, used: ticks(fields[11]) + ticks(fields[12])}
+		start, _ := strconv.ParseInt(fields[19], 10, 64)
+		u.procs[pid] = procCPU{comm: comm, start: start, used: ticks(fields[11]) + ticks(fields[12])}
 		if pid == self {
 			u.children = ticks(fields[13]) + ticks(fields[14])
 		}
@@ -84,10 +91,27 @@ func procStat(dir string) (string, []string, bool) {
 		return "", nil, false
 	}
 	fields := strings.Fields(string(raw[end+1:]))
-	if len(fields) < 15 {
+	if len(fields) < 20 {
 		return "", nil, false
 	}
 	return string(raw[open+1 : end]), fields, true
+}
+
+// cpuByComm is the CPU time spent between two samples by command name (the name at the
+// second), with "(reaped)" for this process's children that ended meanwhile. A process
+// that started meanwhile counts whole; one that kept its pid counts what it spent since the
+// first sample, even if it renamed itself.
+func cpuByComm(from, to cpuUse) map[string]time.Duration {
+	byComm := map[string]time.Duration{}
+	for pid, p := range to.procs {
+		used := p.used
+		if was, ok := from.procs[pid]; ok && was.start == p.start {
+			used -= was.used
+		}
+		byComm[p.comm] += used
+	}
+	byComm["(reaped)"] = to.children - from.children
+	return byComm
 }
 
 func ticks(s string) time.Duration {
@@ -105,15 +129,7 @@ func logCPUPerJob(t testing.TB, from, to cpuUse, jobs int) {
 		return
 	}
 	per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(jobs) }
-	byComm := map[string]time.Duration{}
-	for pid, p := range to.procs {
-		used := p.used
-		if was, ok := from.procs[pid]; ok && was.comm == p.comm {
-			used -= was.used
-		}
-		byComm[p.comm] += used
-	}
-	byComm["(reaped)"] = to.children - from.children
+	byComm := cpuByComm(from, to)
 	comms := make([]string, 0, len(byComm))
 	for c, d := range byComm {
 		if d >= 100*time.Millisecond {
@@ -127,4 +143,29 @@ func logCPUPerJob(t testing.TB, from, to cpuUse, jobs int) {
 	for _, c := range comms {
 		t.Logf("  %-16s %6.1f ms", c, per(byComm[c]))
 	}
+}
+
+func TestCPUByComm_FollowsAProcessThatRenamedItself(t *testing.T) {
+	from := cpuUse{procs: map[int]procCPU{
+		7:  {comm: "kworker/0:1-events", start: 12, used: 40 * time.Second},
+		9:  {comm: "etcd", start: 500, used: 3 * time.Second},
+		11: {comm: "old", start: 600, used: 5 * time.Second},
+	}, children: time.Second}
+	to := cpuUse{procs: map[int]procCPU{
+		7:  {comm: "kworker/0:1-mm_percpu_wq", start: 12, used: 40*time.Second + 30*time.Millisecond},
+		9:  {comm: "etcd", start: 500, used: 4 * time.Second},
+		11: {comm: "new", start: 900, used: 200 * time.Millisecond}, // the pid went to another process
+	}, children: 3 * time.Second}
+	got := cpuByComm(from, to)
+	require.Equal(t, map[string]time.Duration{
+		"kworker/0:1-mm_percpu_wq": 30 * time.Millisecond,
+		"etcd":                     time.Second,
+		"new":                      200 * time.Millisecond,
+		"(reaped)":                 2 * time.Second,
+	}, got)
+
+	here, err := sampleCPU()
+	require.NoError(t, err)
+	self := here.procs[os.Getpid()]
+	require.Positive(t, self.start, "this process's start time is read from its stat")
 }

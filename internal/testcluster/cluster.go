@@ -100,6 +100,11 @@ type Options struct {
 // benchmark that starts the cluster does not.
 const EnvAuditLog = "SLOTPLANE_APISERVER_AUDIT_LOG"
 
+// EnvAPIServerProfile, when set, starts the API server with its profiling endpoints
+// (/debug/pprof) on, for a benchmark that profiles it; it names the file the benchmark
+// writes the profile to. Off, the API server serves no profiling, as a cluster's often does.
+const EnvAPIServerProfile = "SLOTPLANE_BENCH_APISERVER_PROFILE"
+
 // Cluster is a running control plane.
 type Cluster struct {
 	// Config reaches the API server as a member of system:masters.
@@ -412,7 +417,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, port, etcdPort int) error 
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(os.Getenv(EnvAPIServerProfile) != ""),
 		"--v=1",
 	}
 	p, err := c.start("kube-apiserver", filepath.Join(c.opts.KubeBinDir, "kube-apiserver"), append(args, audit...)...)
