@@ -149,7 +149,8 @@ func (t *benchTrace) firstWave(b *testing.B, o orchestration, scheduling string)
 	fmt.Printf("the first wave: %s created at %s; %s admitted %+d ms, running %+d ms\n", scheduling, o.start.Format("15:04:05.000"),
 		j.Name, ph.AdmittedAt.Sub(o.start).Milliseconds(), ph.RunningAt.Sub(o.start).Milliseconds())
 	t.printTimeline(b, o.start, o.start, ph.RunningAt.Add(100*time.Millisecond), []string{j.Name},
-		workflows.SchedulingWorkflowID("default", scheduling), workflows.AdmissionWorkflowID("default", "bed"), workflows.BatchJobWorkflowID("default", j.Name))
+		workflows.SchedulingWorkflowID("default", scheduling), workflows.AdmissionWorkflowID("default", "bed"), workflows.BatchJobWorkflowID("default", j.Name),
+		workflows.TestBedWorkflowID("default", "bed"))
 }
 
 // ownSecond prints the timeline of the first wave's path job from its pods running to its
