@@ -203,16 +203,20 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 			c.Notify(types.NamespacedName{Namespace: m.GetNamespace(), Name: job})
 		}
 	}
-	seen := func(obj any) {
+	seen := func(obj any, listed bool) {
 		// Before the wake-up: a wait that looks after it finds the placement remembered.
 		if pod, ok := obj.(*corev1.Pod); ok {
-			c.NotePod(pod, time.Now())
+			if listed {
+				c.NoteListedPod(pod, time.Now())
+			} else {
+				c.NotePod(pod, time.Now())
+			}
 		}
 		notify(obj)
 	}
-	handler := toolscache.ResourceEventHandlerFuncs{
+	handler := toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    seen,
-		UpdateFunc: func(_, obj any) { seen(obj) },
+		UpdateFunc: func(_, obj any) { seen(obj, false) },
 		DeleteFunc: notify,
 	}
 	for i, o := range append(objs, copiedKinds()...) {

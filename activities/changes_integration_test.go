@@ -5,6 +5,7 @@ package activities_test
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -383,6 +384,71 @@ func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing
 	require.Empty(t, p.PlacedAt, "a key without the run's name and start takes nothing from events")
 }
 
+// A worker that starts again while a run's executor holds its slot lists that pod: its new
+// watch cannot say when it was placed, only that it was before the watch began. The wait
+// (taken up by the new worker) takes the moment the kube-scheduler bound it from its
+// Scheduled event, not the listing's time, which would count the worker's absence in the
+// run's start. A run whose workflow has every placement time already (AppKey.Known) reads
+// no events, and a pod the restarted watch saw placed itself needs none.
+func TestWaitPlaced_TakesTheBindingOfPodsPlacedBeforeTheWatchBegan(t *testing.T) {
+	c, ctx, live, _, seen := watchedJobIn(t)
+	since := time.Now()
+	var ref v1alpha1.ApplicationRef
+	seen("the application", func() {
+		var err error
+		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+		require.NoError(t, err)
+	})
+	// The executor, bound in slot 0 while no worker ran, and the scheduler's event of it.
+	exec := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ref.Name + "-exec-1", Namespace: "default", Labels: map[string]string{
+		v1alpha1.BatchJobLabel: "etl", v1alpha1.ActiveSchedulingLabel: "s", v1alpha1.TestBedLabel: "bed"}},
+		Spec: corev1.PodSpec{NodeName: "node-00", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	require.NoError(t, live.Create(ctx, exec))
+	exec.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(0, exec.UID)}
+	require.NoError(t, live.Update(ctx, exec))
+	bound := time.Now()
+	require.NoError(t, live.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: exec.Name + ".bound", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: exec.Name, UID: exec.UID, APIVersion: "v1"},
+		Reason:         "Scheduled", Message: "Successfully assigned default/" + exec.Name + " to node-00", Type: corev1.EventTypeNormal,
+		EventTime: metav1.NewMicroTime(bound), Action: "Binding", ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-vm"}))
+	time.Sleep(300 * time.Millisecond) // the worker's absence
+
+	// The worker starts again: its watch lists the pod.
+	restarted, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return maps.Equal(activities.ListedPods(restarted, "default", "etl", "s", since), map[types.UID]string{exec.UID: exec.Name})
+	}, 30*time.Second, 10*time.Millisecond, "the new watch lists the executor as placed before it began")
+	listedBy := time.Now()
+
+	var env testsuite.WorkflowTestSuite
+	aenv := env.NewTestActivityEnvironment()
+	counted := &countingClient{Client: live}
+	a := &activities.Activities{Client: counted, Changes: restarted}
+	aenv.RegisterActivity(a)
+	wait := func(key activities.AppKey) activities.AppProgress {
+		t.Helper()
+		val, err := aenv.ExecuteActivity(a.WaitPlaced, key)
+		require.NoError(t, err)
+		var p activities.AppProgress
+		require.NoError(t, val.Get(&p))
+		return p
+	}
+	key := activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 1, Scheduling: "s", Since: since}
+	p := wait(key)
+	require.Equal(t, 1, p.Placed)
+	require.Len(t, p.PlacedAt, 1)
+	require.True(t, p.PlacedAt[0].Equal(bound.Truncate(time.Microsecond)), "placed at %s: the binding was at %s, the new watch listed it by %s", p.PlacedAt[0], bound, listedBy)
+	require.Equal(t, 1, counted.listsOf("Event"))
+
+	key.Known = 1
+	p = wait(key)
+	require.Len(t, p.PlacedAt, 1)
+	require.False(t, p.PlacedAt[0].Before(bound.Add(300*time.Millisecond)), "a run with its times already reads no events: the listing's time stands")
+	require.Equal(t, 1, counted.listsOf("Event"))
+}
+
 // completeApp marks the SparkApplication name Completed, its executors' states executors.
 func completeApp(ctx context.Context, t *testing.T, live client.Client, name string, executors map[string]sparkv1beta2.ExecutorState) {
 	t.Helper()
@@ -417,6 +483,13 @@ func endedWaits(t *testing.T, live client.Client, ch *activities.Changes, activi
 // wakes the job's waiters with it.
 func watchedJob(t *testing.T) (context.Context, client.Client, *activities.Changes, func(what string, change func())) {
 	t.Helper()
+	_, ctx, live, ch, seen := watchedJobIn(t)
+	return ctx, live, ch, seen
+}
+
+// watchedJobIn is watchedJob that also gives the cluster.
+func watchedJobIn(t *testing.T) (*testcluster.Cluster, context.Context, client.Client, *activities.Changes, func(what string, change func())) {
+	t.Helper()
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -441,5 +514,5 @@ func watchedJob(t *testing.T) (context.Context, client.Client, *activities.Chang
 			t.Fatalf("the copy never saw %s", what)
 		}
 	}
-	return ctx, live, ch, seen
+	return c, ctx, live, ch, seen
 }

@@ -3,8 +3,10 @@ package activities
 import (
 	"context"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -31,4 +33,10 @@ func JobPodNames(ctx context.Context, a *Activities, namespace, job string) (nam
 	}
 	slices.Sort(names)
 	return names, a.Changes != nil && a.Changes.podsIndexed, nil
+}
+
+// ListedPods are the run's slot pods the hub's watch listed as placed when it began
+// (placements.listedSince), by UID.
+func ListedPods(c *Changes, namespace, job, scheduling string, since time.Time) map[types.UID]string {
+	return c.listedSince(namespace, job, scheduling, since)
 }

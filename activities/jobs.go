@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -202,6 +203,10 @@ type AppKey struct {
 	// from before the fields gives none: its wait knows only what it sees.
 	Scheduling string    `json:",omitempty"`
 	Since      time.Time `json:",omitzero"`
+	// Known is how many placement times the run has already. A wait of a run that has them
+	// all reads no events for the times of pods placed before the worker's watch began
+	// (placedBeforeTheWatch): the workflow keeps the times it has.
+	Known int `json:",omitempty"`
 }
 
 // AppProgress is how far an application got.
@@ -231,6 +236,7 @@ type AppProgress struct {
 
 	driverRunning bool
 	placedPods    []types.UID
+	placedNames   []string // of placedPods, in their order
 	// executors are, once a SparkApplication ended, the executor pods its status names
 	// (executorState), gone ones too, but those it says never left Pending; a
 	// FlinkDeployment names none.
@@ -281,6 +287,10 @@ func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, 
 func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgress) bool) (AppProgress, error) {
 	var driverAt time.Time
 	placedAt := map[types.UID]time.Time{}
+	// listed are the run's pods placed before this worker's watch began, by name: their
+	// first-seen times only bound when they were placed.
+	listed := map[types.UID]string{}
+	looked := false
 	job := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
 	began := time.Now()
 	for {
@@ -297,22 +307,32 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 			return AppProgress{}, err
 		}
 		seen := time.Now()
+		firstLook := !looked
+		looked = true
 		if p.driverRunning && driverAt.IsZero() {
 			driverAt = seen
 		}
 		var remembered map[types.UID]time.Time
 		if in.Scheduling != "" && !in.Since.IsZero() {
 			remembered = a.Changes.placedSince(in.Namespace, in.Job, in.Scheduling, in.Since)
+			for uid, name := range a.Changes.listedSince(in.Namespace, in.Job, in.Scheduling, in.Since) {
+				listed[uid] = name
+			}
 			// The driver the watch saw running first, even if it ended before this look.
 			if t := a.Changes.driverSince(in.Namespace, in.Job, in.Since); !t.IsZero() && (driverAt.IsZero() || t.Before(driverAt)) {
 				driverAt = t
 			}
 		}
-		for _, uid := range p.placedPods {
+		for i, uid := range p.placedPods {
 			if _, ok := placedAt[uid]; !ok {
 				placedAt[uid] = seen
 				if t, ok := remembered[uid]; ok && t.Before(seen) {
 					placedAt[uid] = t
+				}
+				if _, watched := remembered[uid]; !watched && firstLook && i < len(p.placedNames) {
+					// Placed before this wait began, and the watch does not say when: this
+					// look's time only bounds it.
+					listed[uid] = p.placedNames[i]
 				}
 			}
 		}
@@ -332,6 +352,9 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 					a.placedUnwatched(ctx, in, p.executors, placedAt)
 				}
 				p.placedPods = slices.Collect(maps.Keys(placedAt)) // the pods placed now are among them
+			}
+			if in.Known < in.Replicas && !in.Since.IsZero() {
+				a.placedBeforeTheWatch(ctx, in, listed, placedAt)
 			}
 			p.DriverRunningAt = driverAt
 			for _, uid := range p.placedPods {
@@ -366,25 +389,74 @@ func (a *Activities) placedUnwatched(ctx context.Context, in AppKey, executors [
 		if len(placedAt) >= in.Replicas {
 			return
 		}
-		var events corev1.EventList
-		sel := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": name, "reason": "Scheduled"})
-		err := a.Client.List(ctx, &events, client.InNamespace(in.Namespace), client.MatchingFieldsSelector{Selector: sel},
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+		bound, err := a.boundAt(ctx, in.Namespace, name, in.Since)
 		if err != nil {
 			slog.Warn("the scheduler's events of an executor no watch saw could not be read", "job", in.Job, "pod", name, "err", err)
 			return
 		}
-		for _, e := range events.Items {
-			at := e.EventTime.Time
-			if at.IsZero() {
-				at = e.FirstTimestamp.Time
+		for uid, at := range bound {
+			if _, known := placedAt[uid]; !known {
+				placedAt[uid] = at
 			}
-			if _, known := placedAt[e.InvolvedObject.UID]; known || e.InvolvedObject.UID == "" || at.IsZero() || at.Before(in.Since) {
-				continue
-			}
-			placedAt[e.InvolvedObject.UID] = at
 		}
 	}
+}
+
+// placedBeforeTheWatch takes, for each pod in listed (by name) that placedAt holds, the moment
+// the kube-scheduler bound it, from its Scheduled event, when that comes before the time
+// placedAt has: the pods were placed before the worker's watch began (they were placed
+// while the worker was away, and its new watch listed them) or before this wait's first
+// look, so their first-seen time is late by as much as the worker was away. Only the times
+// of a run that lacks some are worth reading (AppKey.Known), at most twice its executor
+// count, in the pods' names' order; what cannot be read keeps its first-seen time.
+func (a *Activities) placedBeforeTheWatch(ctx context.Context, in AppKey, listed map[types.UID]string, placedAt map[types.UID]time.Time) {
+	uids := slices.SortedFunc(maps.Keys(listed), func(x, y types.UID) int { return strings.Compare(listed[x], listed[y]) })
+	read := 0
+	for _, uid := range uids {
+		had, ok := placedAt[uid]
+		if !ok {
+			continue
+		}
+		if read++; read > 2*in.Replicas {
+			return
+		}
+		bound, err := a.boundAt(ctx, in.Namespace, listed[uid], in.Since)
+		if err != nil {
+			slog.Warn("the scheduler's events of a pod placed before the watch began could not be read", "job", in.Job, "pod", listed[uid], "err", err)
+			return
+		}
+		if t, ok := bound[uid]; ok && t.Before(had) {
+			placedAt[uid] = t
+		}
+	}
+}
+
+// boundAt reads the kube-scheduler's Scheduled events of the pods named pod (from the API
+// server's watch cache) and returns, by pod UID, when each was bound, at since or later:
+// an event from before since is of an earlier pod of that name.
+func (a *Activities) boundAt(ctx context.Context, namespace, pod string, since time.Time) (map[types.UID]time.Time, error) {
+	var events corev1.EventList
+	sel := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pod, "reason": "Scheduled"})
+	err := a.Client.List(ctx, &events, client.InNamespace(namespace), client.MatchingFieldsSelector{Selector: sel},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	out := map[types.UID]time.Time{}
+	for _, e := range events.Items {
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.FirstTimestamp.Time
+		}
+		uid := e.InvolvedObject.UID
+		if uid == "" || at.IsZero() || at.Before(since) {
+			continue
+		}
+		if was, ok := out[uid]; !ok || at.Before(was) {
+			out[uid] = at
+		}
+	}
+	return out, nil
 }
 
 // HeartbeatEvery is how often a waiting activity says it is alive, whatever it waits for.
@@ -466,6 +538,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 		if _, proven := slots.ProvenSlot(pod); proven && pod.Spec.NodeName != "" {
 			p.Placed++
 			p.placedPods = append(p.placedPods, pod.UID)
+			p.placedNames = append(p.placedNames, pod.Name)
 		}
 	}
 	return p, nil

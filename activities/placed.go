@@ -39,12 +39,17 @@ type placedRun struct {
 
 type placedPods struct {
 	first map[types.UID]time.Time
-	last  time.Time
+	// listed are the pods (by name) first seen in the watch's initial list: placed before
+	// the watch began, at a moment their first-seen time does not tell (a worker that
+	// starts again after a kill lists the pods placed while it was away).
+	listed map[types.UID]string
+	last   time.Time
 }
 
 // note records pod as placed at at, if it is a slot pod bound in its proven slot, or as
-// running, if it is a driver or JobManager that runs, and was not seen so before.
-func (p *placements) note(pod *corev1.Pod, at time.Time) {
+// running, if it is a driver or JobManager that runs, and was not seen so before; listed
+// says it was seen in the watch's initial list.
+func (p *placements) note(pod *corev1.Pod, at time.Time, listed bool) {
 	l := pod.Labels
 	run := placedRun{namespace: pod.Namespace, job: l[v1alpha1.BatchJobLabel], scheduling: l[v1alpha1.ActiveSchedulingLabel]}
 	if run.job == "" || l[v1alpha1.GhostLabel] == "true" || pod.Spec.NodeName == "" {
@@ -70,6 +75,12 @@ func (p *placements) note(pod *corev1.Pod, at time.Time) {
 	}
 	if _, ok := r.first[pod.UID]; !ok {
 		r.first[pod.UID] = at
+		if listed {
+			if r.listed == nil {
+				r.listed = map[types.UID]string{}
+			}
+			r.listed[pod.UID] = pod.Name
+		}
 	}
 	r.last = at
 	if at.Sub(p.swept) > time.Minute {
@@ -117,13 +128,43 @@ func (p *placements) since(namespace, job, scheduling string, since time.Time) m
 	return out
 }
 
+// listedSince returns, by pod name, the run's slot pods that the watch first saw in its
+// initial list, among those since returns: pods whose placement time since only bounds.
+func (p *placements) listedSince(namespace, job, scheduling string, since time.Time) map[types.UID]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.runs[placedRun{namespace: namespace, job: job, scheduling: scheduling}]
+	if r == nil {
+		return nil
+	}
+	var out map[types.UID]string
+	for uid, name := range r.listed {
+		if !r.first[uid].Before(since) {
+			if out == nil {
+				out = map[types.UID]string{}
+			}
+			out[uid] = name
+		}
+	}
+	return out
+}
+
 // NotePod tells the hub what a watch saw of a pod at at: a slot pod bound in its proven slot
 // is remembered as placed, a driver or JobManager that runs as running (see placements).
 // WatchChanges calls it for every pod it sees added or changed; a test may feed a hub of its
 // own.
 func (c *Changes) NotePod(pod *corev1.Pod, at time.Time) {
 	if c != nil {
-		c.placed.note(pod, at)
+		c.placed.note(pod, at, false)
+	}
+}
+
+// NoteListedPod is NotePod for a pod of the watch's initial list, which the watch did not
+// see placed: it was placed before the watch began (a wait may ask the scheduler's events
+// when).
+func (c *Changes) NoteListedPod(pod *corev1.Pod, at time.Time) {
+	if c != nil {
+		c.placed.note(pod, at, true)
 	}
 }
 
@@ -141,4 +182,12 @@ func (c *Changes) placedSince(namespace, job, scheduling string, since time.Time
 		return nil
 	}
 	return c.placed.since(namespace, job, scheduling, since)
+}
+
+// listedSince is placements.listedSince of the hub, nil without one.
+func (c *Changes) listedSince(namespace, job, scheduling string, since time.Time) map[types.UID]string {
+	if c == nil {
+		return nil
+	}
+	return c.placed.listedSince(namespace, job, scheduling, since)
 }

@@ -75,3 +75,22 @@ func TestPlacements_RememberWhatWasFirstSeenPlaced(t *testing.T) {
 	require.Empty(t, c.placedSince("ns", "etl", "nightly", t0))
 	require.Len(t, c.placedSince("ns", "report", "nightly", t0), 1)
 }
+
+// A pod the watch first saw in its initial list was placed before the watch began: the hub
+// names it as such (by its pod's name) for the run it belongs to. A pod it saw placed by an
+// event first stays a placement it watched, even if a later list shows it again.
+func TestPlacements_NameThePodsListedWhenTheWatchBegan(t *testing.T) {
+	c := NewChanges()
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	c.NotePod(runPod("watched", "etl", "nightly", "node-1", true), t0)
+	c.NoteListedPod(runPod("watched", "etl", "nightly", "node-1", true), t0.Add(time.Second))
+	c.NoteListedPod(runPod("listed", "etl", "nightly", "node-2", true), t0.Add(2*time.Second))
+	c.NoteListedPod(runPod("unbound", "etl", "nightly", "", true), t0.Add(2*time.Second)) // not placed: nothing to remember
+	c.NoteListedPod(runPod("old", "etl", "nightly", "node-3", true), t0.Add(-time.Hour))  // before the run's application
+
+	require.Equal(t, map[types.UID]string{"listed": "listed"}, c.listedSince("ns", "etl", "nightly", t0))
+	require.Equal(t, map[types.UID]time.Time{"watched": t0, "listed": t0.Add(2 * time.Second)}, c.placedSince("ns", "etl", "nightly", t0))
+	require.Nil(t, c.listedSince("ns", "etl", "weekly", t0), "another run's")
+	var none *Changes
+	require.Nil(t, none.listedSince("ns", "etl", "nightly", t0))
+}

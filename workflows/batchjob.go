@@ -296,7 +296,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	// The waits also learn what the worker's watch saw of the run's slot pods since the
 	// application was made: a wait taken up late still finds the placements of a short run.
 	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots),
-		Scheduling: req.Scheduling, Since: j.phases().ApplicationCreatedAt.Time}
+		Scheduling: req.Scheduling, Since: j.phases().ApplicationCreatedAt.Time, Known: len(j.phases().ExecutorsPlacedAt)}
 	placed, allPlaced, still, err := j.waitStarted(ctx, key, holder, req, r)
 	if err != nil || !still {
 		return r.sayHeldSubmit(ctx, err)
@@ -323,6 +323,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 			return err
 		}
 	}
+	key.Known = len(j.phases().ExecutorsPlacedAt) // an activity's input: no new command
 	finished, still, err := j.waitApp(ctx, acts.WaitFinished, key, holder, req)
 	if err != nil || !still {
 		return r.sayHeldSubmit(ctx, err)
