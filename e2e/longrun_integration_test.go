@@ -26,6 +26,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
+	"slotplane/jobapp"
 	"slotplane/workflows"
 )
 
@@ -203,16 +204,21 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		perJob[a.Labels[v1alpha1.BatchJobLabel]]++
 	}
 	var runs []v1alpha1.RunRecord
+	var execs []string // each run's executor, by the name Spark gives it
 	for _, name := range names {
 		j, err := c.GetJob(ctx, name)
 		require.NoError(t, err)
 		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, "%s: %s", name, j.Status.Message)
 		require.Equal(t, int32(1), j.Status.Run, name)
 		require.Equal(t, 1, perJob[name], "%s has exactly one application", name)
-		runs = append(runs, j.Status.History...)
+		for _, r := range j.Status.History {
+			runs = append(runs, r)
+			execs = append(execs, jobapp.Name(name, r.Scheduling, r.Run)+"-exec-1")
+		}
 	}
 	logPhases(t, runs)
 	checkPhases(t, runs, unwatched)
+	logPlacementLags(ctx, t, kube, runs, execs, unwatched)
 	if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
 		// One job's whole workflow, from the middle of the run: the hops of a run.
 		job := names[len(names)/2]
@@ -302,6 +308,55 @@ func dumpHistoryWindow(t *testing.T, p *e2ePlatform, id string, from, to time.Ti
 		if at := ev.GetEventTime().AsTime(); !at.Before(from) && !at.After(to) {
 			t.Logf("%s %7.3f s %s", id, at.Sub(from).Seconds(), describeEvent(ev))
 		}
+	}
+}
+
+// logPlacementLags prints how much later each run's running time is than the moment the
+// kube-scheduler bound its executor (its Scheduled event): over every run, and over the
+// runs whose executor was bound while no worker watched (from a kill until the worker was
+// back), whose times a worker had to learn after the fact.
+func logPlacementLags(ctx context.Context, t *testing.T, kube client.Client, runs []v1alpha1.RunRecord, execs []string, unwatched []timeSpan) {
+	t.Helper()
+	var events corev1.EventList
+	if err := kube.List(ctx, &events, client.InNamespace("default"), client.MatchingFields{"reason": "Scheduled"}); err != nil {
+		t.Logf("placement lags: the scheduler's events could not be read: %v", err)
+		return
+	}
+	bound := map[string]time.Time{}
+	for _, e := range events.Items {
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.FirstTimestamp.Time
+		}
+		if was, ok := bound[e.InvolvedObject.Name]; !ok || at.Before(was) {
+			bound[e.InvolvedObject.Name] = at
+		}
+	}
+	var all, away []time.Duration
+	for i := range runs {
+		r := &runs[i]
+		at, ok := bound[execs[i]]
+		if !ok || r.RunningAt == nil {
+			continue
+		}
+		lag := r.RunningAt.Sub(at)
+		all = append(all, lag)
+		if slices.ContainsFunc(unwatched, func(s timeSpan) bool { return s.overlaps(at, at.Add(time.Microsecond)) }) {
+			away = append(away, lag)
+		}
+	}
+	for _, set := range []struct {
+		what string
+		lags []time.Duration
+	}{{"every run", all}, {"executor bound while no worker watched", away}} {
+		if len(set.lags) == 0 {
+			t.Logf("running time after the executor's binding, %s: no run", set.what)
+			continue
+		}
+		slices.Sort(set.lags)
+		q := func(pct int) time.Duration { return set.lags[min(len(set.lags)-1, len(set.lags)*pct/100)] }
+		t.Logf("running time after the executor's binding, %s (%d runs): p50 %s  p99 %s  max %s", set.what, len(set.lags),
+			q(50).Round(time.Millisecond), q(99).Round(time.Millisecond), set.lags[len(set.lags)-1].Round(time.Millisecond))
 	}
 }
 
