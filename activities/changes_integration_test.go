@@ -348,19 +348,9 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing.T) {
 	ctx, live, ch, seen := watchedJob(t)
 	since := time.Now()
-	var ref v1alpha1.ApplicationRef
-	seen("the application", func() {
-		var err error
-		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
-			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
-		require.NoError(t, err)
-	})
+	ref := runApplication(ctx, t, live, seen)
 	scheduled := func(pod string, uid types.UID, at time.Time) {
-		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: pod + "." + string(uid), Namespace: "default"},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod, UID: uid, APIVersion: "v1"},
-			Reason:         "Scheduled", Message: "Successfully assigned default/" + pod + " to node-00", Type: corev1.EventTypeNormal,
-			EventTime: metav1.NewMicroTime(at), Action: "Binding", ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-vm"}
-		require.NoError(t, live.Create(ctx, e))
+		require.NoError(t, live.Create(ctx, schedulerEvent(pod, uid, at)))
 	}
 	placed := time.Now().Add(200 * time.Millisecond)
 	scheduled(ref.Name+"-exec-1", "uid-exec-1", placed)
@@ -389,17 +379,11 @@ func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing
 // (taken up by the new worker) takes the moment the kube-scheduler bound it from its
 // Scheduled event, not the listing's time, which would count the worker's absence in the
 // run's start. A run whose workflow has every placement time already (AppKey.Known) reads
-// no events, and a pod the restarted watch saw placed itself needs none.
+// no events.
 func TestWaitPlaced_TakesTheBindingOfPodsPlacedBeforeTheWatchBegan(t *testing.T) {
 	c, ctx, live, _, seen := watchedJobIn(t)
 	since := time.Now()
-	var ref v1alpha1.ApplicationRef
-	seen("the application", func() {
-		var err error
-		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
-			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
-		require.NoError(t, err)
-	})
+	ref := runApplication(ctx, t, live, seen)
 	// The executor, bound in slot 0 while no worker ran, and the scheduler's event of it.
 	exec := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ref.Name + "-exec-1", Namespace: "default", Labels: map[string]string{
 		v1alpha1.BatchJobLabel: "etl", v1alpha1.ActiveSchedulingLabel: "s", v1alpha1.TestBedLabel: "bed"}},
@@ -408,10 +392,7 @@ func TestWaitPlaced_TakesTheBindingOfPodsPlacedBeforeTheWatchBegan(t *testing.T)
 	exec.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(0, exec.UID)}
 	require.NoError(t, live.Update(ctx, exec))
 	bound := time.Now()
-	require.NoError(t, live.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: exec.Name + ".bound", Namespace: "default"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: exec.Name, UID: exec.UID, APIVersion: "v1"},
-		Reason:         "Scheduled", Message: "Successfully assigned default/" + exec.Name + " to node-00", Type: corev1.EventTypeNormal,
-		EventTime: metav1.NewMicroTime(bound), Action: "Binding", ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-vm"}))
+	require.NoError(t, live.Create(ctx, schedulerEvent(exec.Name, exec.UID, bound)))
 	time.Sleep(300 * time.Millisecond) // the worker's absence
 
 	// The worker starts again: its watch lists the pod.
@@ -447,6 +428,28 @@ func TestWaitPlaced_TakesTheBindingOfPodsPlacedBeforeTheWatchBegan(t *testing.T)
 	require.Len(t, p.PlacedAt, 1)
 	require.False(t, p.PlacedAt[0].Before(bound.Add(300*time.Millisecond)), "a run with its times already reads no events: the listing's time stands")
 	require.Equal(t, 1, counted.listsOf("Event"))
+}
+
+// runApplication creates the application of run 1 of job "etl" in Scheduling "s", on slot 0,
+// and waits until the watch saw it.
+func runApplication(ctx context.Context, t *testing.T, live client.Client, seen func(what string, change func())) v1alpha1.ApplicationRef {
+	t.Helper()
+	var ref v1alpha1.ApplicationRef
+	seen("the application", func() {
+		var err error
+		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+		require.NoError(t, err)
+	})
+	return ref
+}
+
+// schedulerEvent is the kube-scheduler's Scheduled event of pod (uid) bound to node-00 at at.
+func schedulerEvent(pod string, uid types.UID, at time.Time) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: pod + "." + string(uid), Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod, UID: uid, APIVersion: "v1"},
+		Reason:         "Scheduled", Message: "Successfully assigned default/" + pod + " to node-00", Type: corev1.EventTypeNormal,
+		EventTime: metav1.NewMicroTime(at), Action: "Binding", ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-vm"}
 }
 
 // completeApp marks the SparkApplication name Completed, its executors' states executors.
