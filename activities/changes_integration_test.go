@@ -186,12 +186,7 @@ func TestWatchChanges_FindsAJobsPodsByIndex(t *testing.T) {
 func TestWaitFinished_ReadsTheWorkersCopy(t *testing.T) {
 	ctx, live, ch, seen := watchedJob(t)
 	var err error
-	var ref v1alpha1.ApplicationRef
-	seen("the application", func() {
-		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
-			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
-		require.NoError(t, err)
-	})
+	ref := runApplication(ctx, t, live, seen)
 	seen("a pod of the job", func() {
 		require.NoError(t, live.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etl-driver", Namespace: "default", Labels: map[string]string{v1alpha1.BatchJobLabel: "etl"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}))
@@ -289,7 +284,6 @@ func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
 // before them) the wait knows only what it sees.
 func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 	ctx, live, ch, seen := watchedJob(t)
-	var err error
 	// placedPod makes a slot pod of the run, bound to node-00 in slot 0, and claims the slot
 	// for it as the extender does once it knows the pod's UID.
 	placedPod := func(name string) *corev1.Pod {
@@ -309,12 +303,7 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 	gone(placedPod("etl-before-exec-1")) // an earlier run's, gone before this one began
 	time.Sleep(10 * time.Millisecond)
 	since := time.Now()
-	var ref v1alpha1.ApplicationRef
-	seen("the application", func() {
-		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
-			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
-		require.NoError(t, err)
-	})
+	ref := runApplication(ctx, t, live, seen)
 	driver := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etl-driver", Namespace: "default", Labels: map[string]string{v1alpha1.BatchJobLabel: "etl"}},
 		Spec: corev1.PodSpec{NodeName: "node-00", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 	seen("the driver", func() { require.NoError(t, live.Create(ctx, driver)) })
@@ -437,9 +426,11 @@ func runApplication(ctx context.Context, t *testing.T, live client.Client, seen 
 	var ref v1alpha1.ApplicationRef
 	seen("the application", func() {
 		var err error
-		ref, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+		var made activities.CreatedApplication
+		made, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
 			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
 		require.NoError(t, err)
+		ref = made.ApplicationRef
 	})
 	return ref
 }

@@ -256,20 +256,26 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	ctx := context.Background()
 	tb := bedOfTwoFreeSlots(t, cl)
 	job := testobjects.BatchJob("wordcount").Obj()
-	job.Annotations = map[string]string{"slotplane.io/sim-duration": "5s"}
+	// The creation moment is slotplane's to write: one the user puts on the job goes nowhere.
+	job.Annotations = map[string]string{"slotplane.io/sim-duration": "5s", v1alpha1.CreatedAtAnnotation: "2001-01-01T00:00:00Z"}
 	require.NoError(t, cl.Create(ctx, job))
 
 	in := activities.CreateApplicationInput{
 		Job:     activities.JobKey{Namespace: "default", Name: "wordcount"},
 		Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 0}, Run: 3},
 	}
+	before := time.Now()
 	ref, err := a.CreateApplication(ctx, in)
 	require.NoError(t, err)
+	after := time.Now()
 	require.Equal(t, "SparkApplication", ref.Kind)
 	require.Equal(t, jobapp.Name("wordcount", "nightly", 3), ref.Name)
+	require.True(t, !ref.CreatedAt.Before(before) && !ref.CreatedAt.After(after), "asked for at %s, between %s and %s", ref.CreatedAt, before, after)
+	time.Sleep(50 * time.Millisecond)
 	again, err := a.CreateApplication(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, ref.UID, again.UID, "a retry finds the application it made")
+	require.True(t, again.CreatedAt.Equal(ref.CreatedAt), "and the moment it was asked for: %s, not %s", ref.CreatedAt, again.CreatedAt)
 
 	var app sparkv1beta2.SparkApplication
 	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))

@@ -113,10 +113,20 @@ type CreateApplicationInput struct {
 	Request v1alpha1.CreationRequest
 }
 
+// CreatedApplication is the application CreateApplication made, and when.
+type CreatedApplication struct {
+	v1alpha1.ApplicationRef
+	// CreatedAt is when slotplane asked for the application (v1alpha1.CreatedAtAnnotation),
+	// also when an earlier attempt did: the job's workflow retries this on a worker that
+	// came back from a kill, seconds later. Zero when the application does not say (made by
+	// a worker from before the annotation).
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+}
+
 // CreateApplication creates the run's SparkApplication or FlinkDeployment, owned by the
 // BatchJob. An application of that name that exists already is the one a previous attempt
-// created: success.
-func (a *Activities) CreateApplication(ctx context.Context, in CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
+// created: success, with that attempt's moment.
+func (a *Activities) CreateApplication(ctx context.Context, in CreateApplicationInput) (CreatedApplication, error) {
 	// The job (with its wrapped spec), the test bed and the namespace's job policy are read
 	// side by side: each read is a round trip to the API server, and this activity is on
 	// the path from every grant to the job's pods. The job and the policy come from the API
@@ -137,19 +147,19 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 	reads.Wait()
 	switch {
 	case apierrors.IsNotFound(jobErr):
-		return v1alpha1.ApplicationRef{}, nonRetryable(ErrNotHeld, "job %s is gone", in.Job.nn())
+		return CreatedApplication{}, nonRetryable(ErrNotHeld, "job %s is gone", in.Job.nn())
 	case jobErr != nil:
-		return v1alpha1.ApplicationRef{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), jobErr)
+		return CreatedApplication{}, fmt.Errorf("get batchjob %s: %w", in.Job.nn(), jobErr)
 	case apierrors.IsNotFound(bedErr):
-		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
+		return CreatedApplication{}, nonRetryable(ErrInvalidJob, "test bed %s does not exist", in.Request.TestBed)
 	case bedErr != nil:
-		return v1alpha1.ApplicationRef{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, bedErr)
+		return CreatedApplication{}, fmt.Errorf("get testbed %s: %w", in.Request.TestBed, bedErr)
 	case policyErr != nil:
-		return v1alpha1.ApplicationRef{}, policyErr
+		return CreatedApplication{}, policyErr
 	}
 	nodes, missing := slotNodes(&tb, in.Request.Slots)
 	if missing >= 0 {
-		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, missing)
+		return CreatedApplication{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, missing)
 	}
 	var err error
 	run := jobapp.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
@@ -163,23 +173,33 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 		err = fmt.Errorf("%w: unknown framework %q", jobapp.ErrInvalid, job.Spec.Framework)
 	}
 	if err != nil {
-		return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "%v", err)
+		return CreatedApplication{}, nonRetryable(ErrInvalidJob, "%v", err)
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if err := controllerutil.SetControllerReference(&job, obj, a.Client.Scheme()); err != nil {
-		return v1alpha1.ApplicationRef{}, fmt.Errorf("own application by job %s: %w", job.Name, err)
+		return CreatedApplication{}, fmt.Errorf("own application by job %s: %w", job.Name, err)
 	}
+	notes := obj.GetAnnotations()
+	if notes == nil {
+		notes = map[string]string{}
+	}
+	notes[v1alpha1.CreatedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	obj.SetAnnotations(notes)
 	err = a.Client.Create(ctx, obj)
 	if apierrors.IsAlreadyExists(err) {
 		err = a.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 	}
 	if err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			return v1alpha1.ApplicationRef{}, nonRetryable(ErrInvalidJob, "the API server refused the application: %v", err)
+			return CreatedApplication{}, nonRetryable(ErrInvalidJob, "the API server refused the application: %v", err)
 		}
-		return v1alpha1.ApplicationRef{}, fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
+		return CreatedApplication{}, fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
-	return v1alpha1.ApplicationRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(), UID: obj.GetUID()}, nil
+	made := CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(), UID: obj.GetUID()}}
+	if at, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[v1alpha1.CreatedAtAnnotation]); err == nil {
+		made.CreatedAt = at
+	}
+	return made, nil
 }
 
 // AppKey names a job's application.

@@ -78,9 +78,10 @@ func TestWaitFinished_RecordsTheNodesAndTheNeighbours(t *testing.T) {
 		job.Status = st
 		require.NoError(t, live.Status().Update(ctx, job))
 	}
-	ref, err := (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+	made, err := (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
 		Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
 	require.NoError(t, err)
+	ref := made.ApplicationRef
 	var app sparkv1beta2.SparkApplication
 	require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &app))
 	app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted

@@ -104,7 +104,7 @@ func (r Run) annotations() map[string]string {
 	out := map[string]string{}
 	for k, v := range r.Job.Annotations {
 		if strings.HasPrefix(k, "kubectl.kubernetes.io/") || k == v1alpha1.CreationRequestAnnotation || strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix) ||
-			k == v1alpha1.SuspendedOutcomeAnnotation {
+			k == v1alpha1.SuspendedOutcomeAnnotation || k == v1alpha1.CreatedAtAnnotation {
 			continue
 		}
 		out[k] = v

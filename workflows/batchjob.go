@@ -277,16 +277,23 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 		return err
 	}
 	r := &runReport{j: j, holder: holder, req: &req, progress: JobProgress{Job: j.key.Name, Run: req.Run}}
-	app, created, err := j.createApp(ctx, req, r)
+	made, created, err := j.createApp(ctx, req, r)
 	if err != nil || !created {
 		return err
 	}
+	app := made.ApplicationRef
 	j.status.Application = &app
 	if j.status.SubmittedAt == nil {
 		j.status.SubmittedAt = now(ctx)
 	}
 	if ph := j.phases(); ph.ApplicationCreatedAt == nil {
 		ph.ApplicationCreatedAt = nowMicro(ctx)
+		// The moment the application was asked for, when an earlier attempt asked (a worker
+		// killed before this task completed): the workflow's clock is this attempt's, late
+		// by the worker's absence, and the waits take it as the run's start (AppKey.Since).
+		if at := made.CreatedAt; !at.IsZero() && at.Before(ph.ApplicationCreatedAt.Time) {
+			ph.ApplicationCreatedAt = &metav1.MicroTime{Time: at.UTC()}
+		}
 	}
 	if changeVersion(ctx, QuietSubmitChange) >= 1 {
 		r.submitHeld = true // said by waitStarted if the pods take a while, else with Running
@@ -482,7 +489,7 @@ const DirectReleaseChange = "direct-release"
 // createApp creates the request's application; created is false when there is none to
 // follow: the job is invalid (the run fails and is reported) or no longer held (it is
 // observed again at the top).
-func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest, r *runReport) (app v1alpha1.ApplicationRef, created bool, err error) {
+func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest, r *runReport) (app activities.CreatedApplication, created bool, err error) {
 	if err := quick(ctx, acts.CreateApplication, activities.CreateApplicationInput{Job: j.key, Request: req}).Get(ctx, &app); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == activities.ErrInvalidJob {

@@ -37,6 +37,9 @@ type jobWorld struct {
 	// driverSeen is when a first wait that ends before any executor is placed saw the
 	// driver running (zero: not seen).
 	driverSeen time.Time
+	// createdAt is the moment CreateApplication says the application was asked for (zero:
+	// it does not say).
+	createdAt time.Time
 }
 
 func (w *jobWorld) firstAfter(d time.Duration) time.Duration {
@@ -72,8 +75,9 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		w.obs.Status = in.Status
 		return nil
 	})
-	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
-		return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}, createErr
+	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (activities.CreatedApplication, error) {
+		return activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)},
+			CreatedAt: w.createdAt}, createErr
 	})
 	firstPlaced := placed
 	if !placed.Outcome.Terminal && placed.Placed > 0 {
@@ -384,4 +388,38 @@ func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T)
 	require.Empty(t, w2.reported, "the Scheduling hears of the end once")
 	require.Empty(t, w2.admissionReleases, "Admission hears of the end once")
 	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w2.deleted, "the deletion takes the application along")
+}
+
+// A run's application counts as created when CreateApplication says it was asked for: a
+// worker killed before the task that made it completed leaves the retry to another, seconds
+// later, whose clock would count the worker's absence in the run's start (and hide the
+// placements made meanwhile from the waits, which take what came after it). A moment the
+// activity does not give, or one after the workflow's clock, leaves the workflow's clock.
+func TestBatchJobWorkflow_TheApplicationIsCreatedWhenItWasAskedFor(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 10, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		createdAt time.Time
+		want      func(got time.Time) bool
+	}{
+		{"asked by an earlier attempt", start.Add(-3 * time.Second), func(got time.Time) bool { return got.Equal(start.Add(-3 * time.Second)) }},
+		{"not said", time.Time{}, func(got time.Time) bool { return !got.Before(start) }},
+		{"after the workflow's clock", start.Add(time.Hour), func(got time.Time) bool { return !got.Before(start) && got.Before(start.Add(time.Hour)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			granted := metav1.NewMicroTime(start.Add(-5 * time.Second))
+			req := *request
+			req.SchedulingUID, req.GrantedAt = "uid-nightly", &granted
+			w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}, createdAt: tc.createdAt}
+			completed := activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}
+			env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
+			env.SetStartTime(start)
+			deleteJobAfter(env, w, time.Hour)
+			env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+			require.NoError(t, env.GetWorkflowError())
+			ph := w.written[len(w.written)-1].Phases
+			require.NotNil(t, ph.ApplicationCreatedAt)
+			require.True(t, tc.want(ph.ApplicationCreatedAt.Time), "created at %s", ph.ApplicationCreatedAt.Time)
+		})
+	}
 }

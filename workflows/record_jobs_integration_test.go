@@ -41,8 +41,8 @@ func (s *jobStandIn) ObserveJob(context.Context, activities.JobKey) (activities.
 		Request: &v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{0, 1}, Run: 1}}, nil
 }
 
-func (s *jobStandIn) CreateApplication(_ context.Context, in activities.CreateApplicationInput) (v1alpha1.ApplicationRef, error) {
-	return v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}, nil
+func (s *jobStandIn) CreateApplication(_ context.Context, in activities.CreateApplicationInput) (activities.CreatedApplication, error) {
+	return activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}}, nil
 }
 
 func (s *jobStandIn) WaitPlaced(context.Context, activities.AppKey) (activities.AppProgress, error) {

@@ -74,6 +74,9 @@ const (
 	CreationRequestAnnotation = GroupName + "/creation-request"
 	// BatchJobLabel names, on an application and its pods, the BatchJob it runs.
 	BatchJobLabel = GroupName + "/batchjob"
+	// CreatedAtAnnotation, on an application, is when slotplane asked for it (RFC 3339, to the
+	// nanosecond): a retry that finds it made already reports that moment, not its own.
+	CreatedAtAnnotation = GroupName + "/created-at"
 	// AssignedSlotsAnnotation, on a BatchJob, lists the slots its running application holds
 	// now, when they changed after the application was made (preemption took some back).
 	// Comma-separated positions, possibly none. It overrides the slot ids on the job's pods:
