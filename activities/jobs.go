@@ -307,13 +307,12 @@ func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, 
 func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgress) bool) (AppProgress, error) {
 	var driverAt time.Time
 	placedAt := map[types.UID]time.Time{}
-	// listed are the run's pods placed before this worker's watch began, by name: their
-	// first-seen times only bound when they were placed.
+	// listed are the run's pods this wait found placed at its first look with no note of
+	// the watch's, by name: their first-seen times only bound when they were placed.
 	listed := map[types.UID]string{}
-	looked := false
 	job := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
 	began := time.Now()
-	for {
+	for look := 0; ; look++ {
 		var wake <-chan struct{}
 		stop, every := func() {}, pollInterval
 		if a.Changes != nil {
@@ -327,17 +326,12 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 			return AppProgress{}, err
 		}
 		seen := time.Now()
-		firstLook := !looked
-		looked = true
 		if p.driverRunning && driverAt.IsZero() {
 			driverAt = seen
 		}
 		var remembered map[types.UID]time.Time
 		if in.Scheduling != "" && !in.Since.IsZero() {
 			remembered = a.Changes.placedSince(in.Namespace, in.Job, in.Scheduling, in.Since)
-			for uid, name := range a.Changes.listedSince(in.Namespace, in.Job, in.Scheduling, in.Since) {
-				listed[uid] = name
-			}
 			// The driver the watch saw running first, even if it ended before this look.
 			if t := a.Changes.driverSince(in.Namespace, in.Job, in.Since); !t.IsZero() && (driverAt.IsZero() || t.Before(driverAt)) {
 				driverAt = t
@@ -349,7 +343,7 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 				if t, ok := remembered[uid]; ok && t.Before(seen) {
 					placedAt[uid] = t
 				}
-				if _, watched := remembered[uid]; !watched && firstLook && i < len(p.placedNames) {
+				if _, watched := remembered[uid]; !watched && look == 0 && i < len(p.placedNames) {
 					// Placed before this wait began, and the watch does not say when: this
 					// look's time only bounds it.
 					listed[uid] = p.placedNames[i]
@@ -374,6 +368,9 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 				p.placedPods = slices.Collect(maps.Keys(placedAt)) // the pods placed now are among them
 			}
 			if in.Known < in.Replicas && !in.Since.IsZero() {
+				// With the pods the watch itself listed when it began: read once, here, not at
+				// every look.
+				maps.Copy(listed, a.Changes.listedSince(in.Namespace, in.Job, in.Scheduling, in.Since))
 				a.placedBeforeTheWatch(ctx, in, listed, placedAt)
 			}
 			p.DriverRunningAt = driverAt

@@ -20,8 +20,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
@@ -406,10 +404,7 @@ func apiServerProfile(b *testing.B, p *testplatform.Platform, d time.Duration) (
 	if file == "" {
 		return func() {}
 	}
-	rc, err := rest.RESTClientFor(restConfigForRaw(p.Cluster.Config))
-	if err != nil {
-		b.Fatal(err)
-	}
+	rc := p.Cluster.Client().CoreV1().RESTClient()
 	done := make(chan error, 1)
 	go func() {
 		raw, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(context.Background())
@@ -425,14 +420,4 @@ func apiServerProfile(b *testing.B, p *testplatform.Platform, d time.Duration) (
 		}
 		b.Logf("the API server's CPU profile over %s: %s", d, file)
 	}
-}
-
-// restConfigForRaw is cfg for a REST client of raw paths: the core group's settings, which
-// a REST client needs though the path names none.
-func restConfigForRaw(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1.SchemeGroupVersion
-	c.APIPath = "/api"
-	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	return c
 }
