@@ -78,58 +78,59 @@ func (b *shiftingBed) CheckHolds(context.Context, activities.CheckHoldsInput) ([
 
 func (b *shiftingBed) AssignSlots(context.Context, activities.AssignSlotsInput) error { return nil }
 
-// loseTheWorker makes the worker's first workflow task that has sent signals fail right
-// after they went out (by a local activity or an activity), as a worker killed at that
+// loseTheWorker makes the worker's first workflow task that ran the activity named after (a
+// local activity or an activity) fail right after it returned, as a worker killed at that
 // moment would: the task is not completed, so nothing it did since the last completed task
 // is in the history, and another attempt runs it again.
 type loseTheWorker struct {
 	interceptor.WorkerInterceptorBase
-	lost *atomic.Bool
+	lost  *atomic.Bool
+	after string
 }
 
 func (l *loseTheWorker) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	return &loseInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, lost: l.lost}
+	return &loseInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, l: l}
 }
 
 type loseInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
-	lost *atomic.Bool
+	l *loseTheWorker
 }
 
 func (i *loseInbound) Init(outbound interceptor.WorkflowOutboundInterceptor) error {
-	return i.Next.Init(&loseOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: outbound}, lost: i.lost})
+	return i.Next.Init(&loseOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: outbound}, l: i.l})
 }
 
 type loseOutbound struct {
 	interceptor.WorkflowOutboundInterceptorBase
-	lost *atomic.Bool
+	l *loseTheWorker
 }
 
 func (o *loseOutbound) ExecuteLocalActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
 	f := o.Next.ExecuteLocalActivity(ctx, activityType, args...)
-	if activityType != "SignalWorkflows" {
+	if activityType != o.l.after {
 		return f
 	}
-	return lostAfter{Future: f, lost: o.lost}
+	return lostAfter{Future: f, l: o.l}
 }
 
 func (o *loseOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
 	f := o.Next.ExecuteActivity(ctx, activityType, args...)
-	if activityType != "SignalWorkflows" {
+	if activityType != o.l.after {
 		return f
 	}
-	return lostAfter{Future: f, lost: o.lost}
+	return lostAfter{Future: f, l: o.l}
 }
 
 type lostAfter struct {
 	workflow.Future
-	lost *atomic.Bool
+	l *loseTheWorker
 }
 
-func (l lostAfter) Get(ctx workflow.Context, v any) error {
-	err := l.Future.Get(ctx, v)
-	if err == nil && l.lost.CompareAndSwap(false, true) {
-		panic("the worker is lost after its signals went out")
+func (f lostAfter) Get(ctx workflow.Context, v any) error {
+	err := f.Future.Get(ctx, v)
+	if err == nil && f.l.lost.CompareAndSwap(false, true) {
+		panic("the worker is lost after " + f.l.after + " returned")
 	}
 	return err
 }
@@ -143,7 +144,7 @@ func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing
 	_, c := testtemporal.Start(t)
 	bed := &shiftingBed{}
 	var lost atomic.Bool
-	wk := sdkworker.New(c, "admission-lost", sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&loseTheWorker{lost: &lost}}})
+	wk := sdkworker.New(c, "admission-lost", sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&loseTheWorker{lost: &lost, after: "SignalWorkflows"}}})
 	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
 	wk.RegisterActivity(bed)
 	require.NoError(t, wk.Start())
