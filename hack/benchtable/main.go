@@ -1,8 +1,9 @@
 // Command benchtable runs slotplane's benchmarks, the pure ones and those on the real
 // platform, and prints their headline figures as one table (`make bench`). The benchmarks on
 // the real platform run three times: their figures move by a tenth or more between runs on
-// a busy machine, so the table gives the median, with the range. The full output of every
-// run is kept in a file it names, for the figures the table leaves out.
+// a busy machine, so the table gives the median, with the range, and for the figures issue
+// 16 set targets for, whether the median meets its target and how many runs did. The full
+// output of every run is kept in a file it names, for the figures the table leaves out.
 package main
 
 import (
@@ -33,45 +34,66 @@ var runs = []run{
 }
 
 // row picks one figure: the metric unit of the first benchmark whose name starts with
-// bench, shown with a scale and a unit of its own.
+// bench, shown with a scale and a unit of its own, and the target issue 16 set for it, if
+// any.
 type row struct {
 	label, bench, unit string
 	scale              float64
 	show               string
+	target             target
+}
+
+// target is a bound on a row's figure, in the row's shown unit: "<", "<=" or ">=" a value.
+// The zero target sets none.
+type target struct {
+	op    string
+	value float64
+}
+
+func (t target) met(v float64) bool {
+	switch t.op {
+	case "<":
+		return v < t.value
+	case "<=":
+		return v <= t.value
+	case ">=":
+		return v >= t.value
+	}
+	return false
 }
 
 var rows = []row{
-	{"extender /filter, 1,000 node names, decoding included (pod holds its slot)", "BenchmarkHandler_Filter", "ns/op", 1e-3, "µs"},
-	{"extender /filter, first reservation (in memory: the claim waits for /bind)", "BenchmarkHandler_FilterFirstReservation", "ns/op", 1e-3, "µs"},
-	{"extender /preempt decision", "BenchmarkHandler_Preempt", "ns/op", 1e-3, "µs"},
-	{"slot search, 1000 nodes x 8 slots", "BenchmarkChoose_Filter1000Nodes8000Slots", "ns/op", 1e-3, "µs"},
-	{"ghost plan, 8000 slots", "BenchmarkPlanGhosts8000Slots", "ns/op", 1e-6, "ms"},
-	{"policy choice (Tree.Next), 10,000 waiting jobs in 200 queues", "BenchmarkNext_10000Waiting200Queues", "ns/op", 1e-6, "ms"},
-	{"whole admission decision (Admitter.Decide), 10,000 waiting jobs, 8,000 slots", "BenchmarkAdmitterDecide_10000Waiting200Queues8000Slots", "ns/op", 1e-6, "ms"},
-	{"fair shares of 1,000 queues", "BenchmarkComputeShares1000Queues", "ns/op", 1e-6, "ms"},
-	{"trace replay, 10,000 jobs", "BenchmarkReplayTrace_10000Jobs", "ns/op", 1e-6, "ms"},
-	{"plain pods placed (default profile)", "BenchmarkEndToEnd_500SlotPods", "plain-pods/s", 1, "pods/s"},
-	{"a grant clearing 500 slots' ghosts, until they are gone", "BenchmarkEndToEnd_500SlotPods", "grant-clear-s", 1, "s"},
-	{"slot pods of granted slots placed, once the grant cleared the ghosts", "BenchmarkEndToEnd_500SlotPods", "granted-pods/s", 1, "pods/s"},
-	{"  against plain pods, same run", "BenchmarkEndToEnd_500SlotPods", "granted/plain", 1, "x"},
-	{"slot pods placed by preemption (ghost evicted)", "BenchmarkEndToEnd_500SlotPods", "slot-pods/s", 1, "pods/s"},
-	{"  against plain pods, same run", "BenchmarkEndToEnd_500SlotPods", "slot/plain", 1, "x"},
-	{"API writes per pod: plain", "BenchmarkEndToEnd_500SlotPods", "plain-writes/pod", 1, ""},
-	{"API writes per pod: granted slot pod", "BenchmarkEndToEnd_500SlotPods", "granted-writes/pod", 1, ""},
-	{"API writes per pod: slot pod by preemption", "BenchmarkEndToEnd_500SlotPods", "preempt-writes/pod", 1, ""},
-	{"orchestration: Scheduling created to a first-wave job running, p50", "BenchmarkOrchestration_16JobsOn8Slots", "create-to-running-p50-ms", 1, "ms"},
-	{"orchestration: grant to running, p50 (64 jobs)", "BenchmarkOrchestration_16JobsOn8Slots", "admitted-to-running-p50-ms", 1, "ms"},
-	{"orchestration: a job's end to the next one running in its slot, p50", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p50-ms", 1, "ms"},
-	{"orchestration: a job's end to the next one running in its slot, p99", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p99-ms", 1, "ms"},
-	{"orchestration: 16 one-second jobs on 8 slots (ideal 2 s)", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-s", 1, "s"},
-	{"  the same, the jobs made right before their Scheduling", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-new-jobs-s", 1, "s"},
-	{"  the same 16 runs without slotplane (the platform's floor, same minute)", "BenchmarkOrchestration_16JobsOn8Slots", "bare-makespan-s", 1, "s"},
-	{"  slotplane's makespan against that floor, same run", "BenchmarkOrchestration_16JobsOn8Slots", "makespan/bare", 1, "x"},
-	{"  without slotplane: one run's end to the next one's executor bound, p50", "BenchmarkOrchestration_16JobsOn8Slots", "bare-end-to-start-p50-ms", 1, "ms"},
-	{"orchestration: 64 one-second jobs on 8 slots (ideal 8 jobs/s)", "BenchmarkOrchestration_16JobsOn8Slots", "jobs/s", 1, "jobs/s"},
-	{"API p50 under mixed load", "BenchmarkAPI_MixedLoad10s", "p50-ms", 1, "ms"},
-	{"API p99 under mixed load", "BenchmarkAPI_MixedLoad10s", "p99-ms", 1, "ms"},
-	{"API requests answered", "BenchmarkAPI_MixedLoad10s", "req/s", 1, "req/s"},
+	{"extender /filter, 1,000 node names, decoding included (pod holds its slot)", "BenchmarkHandler_Filter", "ns/op", 1e-3, "µs", target{"<", 100}},
+	{"extender /filter, first reservation (in memory: the claim waits for /bind)", "BenchmarkHandler_FilterFirstReservation", "ns/op", 1e-3, "µs", target{}},
+	{"extender /preempt decision", "BenchmarkHandler_Preempt", "ns/op", 1e-3, "µs", target{}},
+	{"slot search, 1000 nodes x 8 slots", "BenchmarkChoose_Filter1000Nodes8000Slots", "ns/op", 1e-3, "µs", target{}},
+	{"ghost plan, 8000 slots", "BenchmarkPlanGhosts8000Slots", "ns/op", 1e-6, "ms", target{}},
+	{"policy choice (Tree.Next), 10,000 waiting jobs in 200 queues", "BenchmarkNext_10000Waiting200Queues", "ns/op", 1e-6, "ms", target{}},
+	{"whole admission decision (Admitter.Decide), 10,000 waiting jobs, 8,000 slots", "BenchmarkAdmitterDecide_10000Waiting200Queues8000Slots", "ns/op", 1e-6, "ms", target{}},
+	{"fair shares of 1,000 queues", "BenchmarkComputeShares1000Queues", "ns/op", 1e-6, "ms", target{}},
+	{"trace replay, 10,000 jobs", "BenchmarkReplayTrace_10000Jobs", "ns/op", 1e-6, "ms", target{}},
+	{"plain pods placed (default profile)", "BenchmarkEndToEnd_500SlotPods", "plain-pods/s", 1, "pods/s", target{}},
+	{"a grant clearing 500 slots' ghosts, until they are gone", "BenchmarkEndToEnd_500SlotPods", "grant-clear-s", 1, "s", target{}},
+	{"slot pods of granted slots placed, once the grant cleared the ghosts", "BenchmarkEndToEnd_500SlotPods", "granted-pods/s", 1, "pods/s", target{}},
+	{"  against plain pods, same run", "BenchmarkEndToEnd_500SlotPods", "granted/plain", 1, "x", target{">=", 0.5}},
+	{"slot pods placed by preemption (ghost evicted)", "BenchmarkEndToEnd_500SlotPods", "slot-pods/s", 1, "pods/s", target{}},
+	{"  against plain pods, same run", "BenchmarkEndToEnd_500SlotPods", "slot/plain", 1, "x", target{}},
+	{"API writes per pod: plain", "BenchmarkEndToEnd_500SlotPods", "plain-writes/pod", 1, "", target{}},
+	{"API writes per pod: granted slot pod", "BenchmarkEndToEnd_500SlotPods", "granted-writes/pod", 1, "", target{}},
+	{"API writes per pod: slot pod by preemption", "BenchmarkEndToEnd_500SlotPods", "preempt-writes/pod", 1, "", target{}},
+	{"orchestration: Scheduling created to a first-wave job running, p50", "BenchmarkOrchestration_16JobsOn8Slots", "create-to-running-p50-ms", 1, "ms", target{"<", 1500}},
+	{"orchestration: grant to running, p50 (64 jobs)", "BenchmarkOrchestration_16JobsOn8Slots", "admitted-to-running-p50-ms", 1, "ms", target{}},
+	{"orchestration: a job's end to the next one running in its slot, p50", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p50-ms", 1, "ms", target{"<", 500}},
+	{"orchestration: a job's end to the next one running in its slot, p99", "BenchmarkOrchestration_16JobsOn8Slots", "end-to-start-p99-ms", 1, "ms", target{"<", 1000}},
+	{"orchestration: 16 one-second jobs on 8 slots (ideal 2 s)", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-s", 1, "s", target{"<=", 4}},
+	{"  the same, the jobs made right before their Scheduling", "BenchmarkOrchestration_16JobsOn8Slots", "makespan-new-jobs-s", 1, "s", target{}},
+	{"  the same 16 runs without slotplane (the platform's floor, same minute)", "BenchmarkOrchestration_16JobsOn8Slots", "bare-makespan-s", 1, "s", target{}},
+	{"  slotplane's makespan against that floor, same run", "BenchmarkOrchestration_16JobsOn8Slots", "makespan/bare", 1, "x", target{}},
+	{"  without slotplane: one run's end to the next one's executor bound, p50", "BenchmarkOrchestration_16JobsOn8Slots", "bare-end-to-start-p50-ms", 1, "ms", target{}},
+	{"orchestration: 64 one-second jobs on 8 slots (ideal 8 jobs/s)", "BenchmarkOrchestration_16JobsOn8Slots", "jobs/s", 1, "jobs/s", target{}},
+	{"API p50 under mixed load", "BenchmarkAPI_MixedLoad10s", "p50-ms", 1, "ms", target{}},
+	{"API p99 under mixed load", "BenchmarkAPI_MixedLoad10s", "p99-ms", 1, "ms", target{}},
+	{"API requests answered", "BenchmarkAPI_MixedLoad10s", "req/s", 1, "req/s", target{}},
 }
 
 func main() {
@@ -112,11 +134,45 @@ func main() {
 // table prints the rows.
 func table(metrics map[string]map[string][]float64) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measure\tfigure\tbenchmark")
+	fmt.Fprintln(tw, "measure\tfigure\ttarget (issue 16)\tbenchmark")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.label, figure(metrics[r.bench][r.unit], r), strings.TrimPrefix(r.bench, "Benchmark"))
+		vs := metrics[r.bench][r.unit]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.label, figure(vs, r), verdict(vs, r), strings.TrimPrefix(r.bench, "Benchmark"))
 	}
 	_ = tw.Flush()
+}
+
+// verdict is a row's target and whether its median meets it, with how many runs did: on 2
+// busy cores a figure moves by a tenth or more between runs, and so does its verdict.
+func verdict(vs []float64, r row) string {
+	if r.target.op == "" || len(vs) == 0 {
+		return ""
+	}
+	bound := strings.TrimSpace(fmt.Sprintf("%s %s %s", map[string]string{"<": "<", "<=": "≤", ">=": "≥"}[r.target.op],
+		strconv.FormatFloat(r.target.value, 'f', -1, 64), r.show))
+	met := 0
+	for _, v := range vs {
+		if r.target.met(v * r.scale) {
+			met++
+		}
+	}
+	word := "missed"
+	if r.target.met(median(vs) * r.scale) {
+		word = "met"
+	}
+	if len(vs) == 1 {
+		return bound + ": " + word
+	}
+	return fmt.Sprintf("%s: %s (%d of %d runs)", bound, word, met, len(vs))
+}
+
+// median is the middle value of vs, or the mean of the two middle ones.
+func median(vs []float64) float64 {
+	sorted := slices.Sorted(slices.Values(vs))
+	if len(sorted)%2 == 0 {
+		return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	return sorted[len(sorted)/2]
 }
 
 // figure is a row's cell: the value of a single run, or the median of several with their
@@ -130,11 +186,7 @@ func figure(vs []float64, r row) string {
 		return strconv.FormatFloat(v, 'f', decimals(v), 64)
 	}
 	sorted := slices.Sorted(slices.Values(vs))
-	median := sorted[len(sorted)/2]
-	if len(sorted)%2 == 0 {
-		median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-	}
-	out := strings.TrimSpace(format(median) + " " + r.show)
+	out := strings.TrimSpace(format(median(vs)) + " " + r.show)
 	if len(sorted) > 1 {
 		out += fmt.Sprintf(" (%s to %s, %d runs)", format(sorted[0]), format(sorted[len(sorted)-1]), len(sorted))
 	}

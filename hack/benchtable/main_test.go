@@ -35,3 +35,27 @@ PASS
 		}
 	}
 }
+
+// A row with a target says whether the median meets it, and in how many runs the figure
+// did; a row without one, or a benchmark that did not run, says nothing.
+func TestVerdict_TheMedianAgainstTheTargetAndTheRunsThatMetIt(t *testing.T) {
+	cases := []struct {
+		vs   []float64
+		r    row
+		want string
+	}{
+		{[]float64{496, 618.5, 529.7}, row{scale: 1, show: "ms", target: target{"<", 500}}, "< 500 ms: missed (1 of 3 runs)"},
+		{[]float64{4.126, 4.44, 3.95}, row{scale: 1, show: "s", target: target{"<=", 4}}, "≤ 4 s: missed (1 of 3 runs)"},
+		{[]float64{3.95, 4.0, 4.44}, row{scale: 1, show: "s", target: target{"<=", 4}}, "≤ 4 s: met (2 of 3 runs)"},
+		{[]float64{43700}, row{scale: 1e-3, show: "µs", target: target{"<", 100}}, "< 100 µs: met"},
+		{[]float64{0.49, 0.5, 0.73}, row{scale: 1, show: "x", target: target{">=", 0.5}}, "≥ 0.5 x: met (2 of 3 runs)"},
+		{[]float64{0.45, 0.52}, row{scale: 1, show: "x", target: target{">=", 0.5}}, "≥ 0.5 x: missed (1 of 2 runs)"},
+		{[]float64{1, 2, 3}, row{scale: 1, show: "ms"}, ""},
+		{nil, row{scale: 1, show: "ms", target: target{"<", 500}}, ""},
+	}
+	for _, c := range cases {
+		if got := verdict(c.vs, c.r); got != c.want {
+			t.Errorf("%v against %+v: %q, want %q", c.vs, c.r.target, got, c.want)
+		}
+	}
+}
