@@ -425,9 +425,7 @@ func runApplication(ctx context.Context, t *testing.T, live client.Client, seen 
 	t.Helper()
 	var ref v1alpha1.ApplicationRef
 	seen("the application", func() {
-		var err error
-		var made activities.CreatedApplication
-		made, err = (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
+		made, err := (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
 			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
 		require.NoError(t, err)
 		ref = made.ApplicationRef

@@ -79,11 +79,14 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 	var lostAs enumspb.EventType
 	var wait *activities.AppKey
 	var events []string
+	// The condition runs on a goroutine of its own, where require must not stop the test:
+	// a wait's input that does not decode ends the polling and fails below.
+	var decodeErr error
 	require.Eventually(t, func() bool {
 		if !lost.Load() {
 			return false
 		}
-		lostAt, wait, events = time.Time{}, nil, nil
+		lostAt, wait, events, decodeErr = time.Time{}, nil, nil, nil
 		it := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
@@ -102,12 +105,15 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 					continue
 				}
 				var key activities.AppKey
-				require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &key))
+				if decodeErr = converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &key); decodeErr != nil {
+					return true
+				}
 				wait = &key
 			}
 		}
 		return wait != nil
 	}, time.Minute, 50*time.Millisecond, "the job's workflow never went on to wait for its executors after the worker was lost")
+	require.NoError(t, decodeErr, "the input of the job's WaitPlaced")
 	require.False(t, lostAt.IsZero(), "no workflow task of the history failed or timed out: the worker was not lost in it\n%s", strings.Join(events, "\n"))
 	t.Logf("the lost attempt ended as %s at %s", lostAs, lostAt.Format(time.RFC3339Nano))
 
