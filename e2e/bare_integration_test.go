@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ type bareRun struct {
 	// n applications ran, at most at of them at a time.
 	n, at    int
 	makespan time.Duration
+	// cpu is the CPU time the whole machine spent from the first creation to the last end.
+	cpu time.Duration
 	// endToStart is, for each application started when another ended, from that end seen
 	// to its own executor bound to a node (slotplane's "running": every executor placed).
 	endToStart []time.Duration
@@ -93,6 +96,7 @@ func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bar
 			placed[app] = time.Now()
 		}
 	}
+	busyFrom, busyErr := machineBusy()
 	first := time.Now()
 	var lastEnd time.Time // ends are seen in order: the last seen is the run's end
 	for range min(at, n) {
@@ -144,7 +148,11 @@ func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bar
 			b.Fatalf("bare application %s ended without its executor seen bound", app)
 		}
 	}
-	r := bareRun{n: n, at: at, makespan: lastEnd.Sub(first)}
+	busyTo, err := machineBusy()
+	if err = errors.Join(busyErr, err); err != nil {
+		b.Fatal(err)
+	}
+	r := bareRun{n: n, at: at, makespan: lastEnd.Sub(first), cpu: busyTo - busyFrom}
 	for app, t := range placed {
 		r.createToPlaced = append(r.createToPlaced, t.Sub(created[app]))
 		if pred, ok := after[app]; ok {
@@ -175,9 +183,9 @@ func bareApp(name, run string) *sparkv1beta2.SparkApplication {
 
 // summary is the bare run's figures, for the bench's breakdown.
 func (r bareRun) summary() string {
-	return fmt.Sprintf("%d bare applications (no slotplane), %d at a time: makespan %s\n"+
+	return fmt.Sprintf("%d bare applications (no slotplane), %d at a time: makespan %s, CPU %.0f ms per run\n"+
 		"  created -> executor bound                  p50 %6.0f ms  p99 %6.0f ms  (%d applications)\n"+
 		"  one's end -> the next one's executor bound p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)",
-		r.n, r.at, r.makespan.Round(time.Millisecond), ms(percentile(r.createToPlaced, 50)), ms(percentile(r.createToPlaced, 99)), len(r.createToPlaced),
+		r.n, r.at, r.makespan.Round(time.Millisecond), ms(r.cpu)/float64(r.n), ms(percentile(r.createToPlaced, 50)), ms(percentile(r.createToPlaced, 99)), len(r.createToPlaced),
 		ms(percentile(r.endToStart, 50)), ms(percentile(r.endToStart, 99)), len(r.endToStart))
 }

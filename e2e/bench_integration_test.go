@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,7 +30,11 @@ import (
 // go through a QueueBased Scheduling on 8 free slots, one after the other:
 //   - 16 jobs, whose ideal makespan is 2 s: makespan-s, from creating the Scheduling to its
 //     Completed; create-to-running-p50-ms, for the first 8 jobs, from creating the
-//     Scheduling (which claims them) to their pods running in their slots;
+//     Scheduling (which claims them) to their pods running in their slots; cpu-ms/job, the
+//     CPU time the whole machine spent over the makespan, per job, against the same of the
+//     16 runs without slotplane that follow (bare-cpu-ms/job, cpu/bare): what slotplane
+//     costs on top of the platform, a ratio taken in one run that moves far less between
+//     runs than the times do;
 //   - 64 jobs, for the spread of the hand-over: end-to-start-p50-ms and -p99-ms, for every job
 //     that followed another in its slot, from the end of the one before (the application seen
 //     ended) to its own pods running; admitted-to-running-p50-ms, from the grant to running;
@@ -55,7 +60,7 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		cpuFrom, cpuErr := sampleCPU()
 		first := runJobs(b, p, fmt.Sprintf("bench-%d-a", i), 16, true)
 		if cpuTo, err := sampleCPU(); trace != nil && cpuErr == nil && err == nil {
-			logCPUPerJob(b, cpuFrom, cpuTo, len(first.jobs))
+			logCPUPerJob(b, "16 jobs through slotplane", cpuFrom, cpuTo, len(first.jobs))
 		}
 		b.ReportMetric(first.makespan.Seconds(), "makespan-s")
 		b.ReportMetric(ms(percentile(first.createToRunning, 50)), "create-to-running-p50-ms")
@@ -63,13 +68,21 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		trace.ownSecond(b, first)
 		trace.slowestHandOver(b, first, fmt.Sprintf("bench-%d-a", i))
 		trace.temporalLatencies(b, "16 jobs")
+		trace.serverWork(b, "16 jobs", len(first.jobs))
 
 		// The same 16 one-second runs with no slotplane in the way, right after: the floor
 		// the platform itself puts under them this minute, so a run's figures can be read
 		// against this machine's speed, not only against the absolute targets.
+		cpuFrom, cpuErr = sampleCPU()
 		bare := runBare(b, p, fmt.Sprintf("bench-%d-bare", i), 16, 8)
+		if cpuTo, err := sampleCPU(); trace != nil && cpuErr == nil && err == nil {
+			logCPUPerJob(b, "the same 16 runs without slotplane", cpuFrom, cpuTo, 16)
+		}
 		b.ReportMetric(bare.makespan.Seconds(), "bare-makespan-s")
 		b.ReportMetric(first.makespan.Seconds()/bare.makespan.Seconds(), "makespan/bare")
+		b.ReportMetric(ms(first.cpu)/float64(len(first.jobs)), "cpu-ms/job")
+		b.ReportMetric(ms(bare.cpu)/float64(bare.n), "bare-cpu-ms/job")
+		b.ReportMetric((ms(first.cpu)/float64(len(first.jobs)))/(ms(bare.cpu)/float64(bare.n)), "cpu/bare")
 		b.ReportMetric(ms(percentile(bare.endToStart, 50)), "bare-end-to-start-p50-ms")
 		b.ReportMetric(ms(percentile(bare.endToStart, 99)), "bare-end-to-start-p99-ms")
 
@@ -82,6 +95,7 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		b.ReportMetric(float64(len(many.jobs))/many.makespan.Seconds(), "jobs/s")
 		trace.slowestHandOver(b, many, fmt.Sprintf("bench-%d-b", i))
 		trace.temporalLatencies(b, "64 jobs")
+		trace.serverWork(b, "64 jobs", len(many.jobs))
 
 		fresh := runJobs(b, p, fmt.Sprintf("bench-%d-c", i), 16, false)
 		b.ReportMetric(fresh.makespan.Seconds(), "makespan-new-jobs-s")
@@ -95,8 +109,11 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 
 // orchestration is one Scheduling's jobs as they ran.
 type orchestration struct {
-	jobs                                           []v1alpha1.BatchJob
-	makespan                                       time.Duration
+	jobs     []v1alpha1.BatchJob
+	makespan time.Duration
+	// cpu is the CPU time the whole machine spent over the makespan, all processes: what
+	// the run cost, slotplane's part and the platform's under it.
+	cpu                                            time.Duration
 	createToRunning, endToStart, admittedToRunning []time.Duration
 	// endToAdmitted is, per hand-over, slotplane's own part: from the end of a job to the
 	// grant of its slot to the next.
@@ -141,6 +158,7 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead b
 	}
 	s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: entries}}
+	busyFrom, busyErr := machineBusy()
 	start := time.Now()
 	if err := p.Client.Create(ctx, s); err != nil {
 		b.Fatal(err)
@@ -149,7 +167,11 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead b
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := orchestration{makespan: end.Sub(start), start: start}
+	busyTo, err := machineBusy()
+	if err = errors.Join(busyErr, err); err != nil {
+		b.Fatal(err)
+	}
+	o := orchestration{makespan: end.Sub(start), start: start, cpu: busyTo - busyFrom}
 	var lastEnd time.Time
 	for _, e := range entries {
 		var j v1alpha1.BatchJob
@@ -290,6 +312,7 @@ func (o orchestration) breakdown() string {
 	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)\n", "one job's end -> the next one admitted", ms(percentile(o.endToAdmitted, 50)), ms(percentile(o.endToAdmitted, 99)), len(o.endToAdmitted))
 	fmt.Fprintf(&sb, "  %-42s p50 %6.0f ms  p99 %6.0f ms  (%d hand-overs)\n", "one job's end -> the next one running", ms(percentile(o.endToStart, 50)), ms(percentile(o.endToStart, 99)), len(o.endToStart))
 	fmt.Fprintf(&sb, "  %-42s %6.0f ms\n", "the last job's end -> Scheduling Completed", ms(o.lastEndToCompleted))
+	fmt.Fprintf(&sb, "  %-42s %6.0f ms per job (%.2f cores busy)\n", "the machine's CPU over the makespan", ms(o.cpu)/float64(len(o.jobs)), o.cpu.Seconds()/o.makespan.Seconds())
 	fmt.Fprintf(&sb, "  the path of the makespan, the jobs of slot %d, from the Scheduling's creation:\n", o.chain[0].Status.Slots[0])
 	at := func(t *metav1.MicroTime) float64 {
 		if t == nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +48,9 @@ type benchTrace struct {
 	events []traceEvent
 	// latencies are the Temporal SDK's timers as temporalLatencies last read them.
 	latencies map[string]latency
+	// serverCounts are the embedded Temporal server's request counters as serverWork last
+	// read them.
+	serverCounts map[string]float64
 }
 
 // latency is a timer's count and sum of seconds.
@@ -393,6 +399,59 @@ func (t *benchTrace) temporalLatencies(b *testing.B, what string) {
 		}
 	}
 	t.latencies = now
+}
+
+// serverWork prints, since its last call, what the embedded Temporal server did per job: its
+// requests by service and operation, and its persistence operations (each a transaction of
+// its store). A hop between workflows costs the machine these; fewer hops, fewer of them.
+func (t *benchTrace) serverWork(b *testing.B, what string, jobs int) {
+	if t == nil || jobs == 0 {
+		return
+	}
+	resp, err := http.Get(t.p.TemporalMetrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := map[string]float64{}
+	for name, f := range families {
+		if name != "persistence_requests" && name != "service_requests" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := name
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "service_name" || l.GetName() == "operation" {
+					key += " " + l.GetValue()
+				}
+			}
+			now[key] += m.GetCounter().GetValue()
+		}
+	}
+	type row struct {
+		key string
+		n   float64
+	}
+	var rows []row
+	total := map[string]float64{}
+	for key, v := range now {
+		if d := v - t.serverCounts[key]; d > 0 {
+			rows = append(rows, row{key, d})
+			total[strings.Fields(key)[0]] += d
+		}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(b.n, a.n) })
+	fmt.Printf("The Temporal server's work over %s, per job: %.1f persistence operations, %.1f requests; the most frequent:\n",
+		what, total["persistence_requests"]/float64(jobs), total["service_requests"]/float64(jobs))
+	for _, r := range rows[:min(len(rows), 24)] {
+		fmt.Printf("  %-80s %6.2f\n", r.key, r.n/float64(jobs))
+	}
+	t.serverCounts = now
 }
 
 // apiServerProfile starts a CPU profile of the API server for d when

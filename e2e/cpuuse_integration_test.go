@@ -40,24 +40,35 @@ type procCPU struct {
 // clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
 const clockTick = 10 * time.Millisecond
 
-// sampleCPU reads /proc; a process that ends while it reads is skipped.
-func sampleCPU() (cpuUse, error) {
-	u := cpuUse{at: time.Now(), procs: map[int]procCPU{}}
+// machineBusy is the CPU time the machine has spent, all cores (the busy of cpuUse, read
+// alone: a bench takes it around what it measures, and must not load the machine for it).
+func machineBusy() (time.Duration, error) {
 	stat, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return u, err
+		return 0, err
 	}
 	line, _, _ := bytes.Cut(stat, []byte("\n"))
 	f := strings.Fields(string(line))
 	if len(f) < 9 || f[0] != "cpu" {
-		return u, fmt.Errorf("/proc/stat starts %q", line)
+		return 0, fmt.Errorf("/proc/stat starts %q", line)
 	}
+	var busy time.Duration
 	for _, i := range []int{1, 2, 3, 6, 7, 8} {
 		n, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
-			return u, fmt.Errorf("/proc/stat: %w", err)
+			return 0, fmt.Errorf("/proc/stat: %w", err)
 		}
-		u.busy += time.Duration(n) * clockTick
+		busy += time.Duration(n) * clockTick
+	}
+	return busy, nil
+}
+
+// sampleCPU reads /proc; a process that ends while it reads is skipped.
+func sampleCPU() (cpuUse, error) {
+	u := cpuUse{at: time.Now(), procs: map[int]procCPU{}}
+	var err error
+	if u.busy, err = machineBusy(); err != nil {
+		return u, err
 	}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	self := os.Getpid()
@@ -123,7 +134,7 @@ func ticks(s string) time.Duration {
 // by command name the processes that ran at the end (a process that started meanwhile
 // counts whole), the most first; "(reaped)" is the time of this process's children that
 // ended meanwhile, the killed workers.
-func logCPUPerJob(t testing.TB, from, to cpuUse, jobs int) {
+func logCPUPerJob(t testing.TB, what string, from, to cpuUse, jobs int) {
 	t.Helper()
 	if jobs == 0 {
 		return
@@ -138,7 +149,7 @@ func logCPUPerJob(t testing.TB, from, to cpuUse, jobs int) {
 	}
 	slices.SortFunc(comms, func(a, b string) int { return cmp.Compare(byComm[b], byComm[a]) })
 	elapsed := to.at.Sub(from.at)
-	t.Logf("CPU per job: %.0f ms on the whole machine (%.2f cores busy over %s)", per(to.busy-from.busy),
+	t.Logf("CPU per job, %s: %.0f ms on the whole machine (%.2f cores busy over %s)", what, per(to.busy-from.busy),
 		(to.busy-from.busy).Seconds()/elapsed.Seconds(), elapsed.Round(time.Second))
 	for _, c := range comms {
 		t.Logf("  %-16s %6.1f ms", c, per(byComm[c]))

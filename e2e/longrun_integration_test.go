@@ -190,7 +190,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("%d one-second jobs on 8 slots in %s: %.2f jobs/s (ideal 8)", jobs, took.Round(time.Second), float64(jobs)/took.Seconds())
 	if cpuTo, err := sampleCPU(); err == nil {
-		logCPUPerJob(t, cpuFrom, cpuTo, jobs)
+		logCPUPerJob(t, "the long run", cpuFrom, cpuTo, jobs)
 	}
 
 	s, err := c.GetScheduling(ctx, "long")

@@ -33,6 +33,8 @@ type Platform struct {
 	// Metrics holds the metrics of the components that run in the test's process (the
 	// Temporal SDK's among them).
 	Metrics *prometheus.Registry
+	// TemporalMetrics is the URL of the embedded Temporal server's Prometheus metrics.
+	TemporalMetrics string
 	// Restart stops the worker and, two seconds later, starts a new one.
 	Restart func()
 }
@@ -73,7 +75,7 @@ func Start(t testing.TB, bed Bed) *Platform {
 			t.Logf("platform logs kept in %s", dp.Dir)
 		}
 	})
-	p := &Platform{Cluster: dp.Cluster, Client: dp.Kube, Temporal: dp.Temporal, Metrics: reg}
+	p := &Platform{Cluster: dp.Cluster, Client: dp.Kube, Temporal: dp.Temporal, Metrics: reg, TemporalMetrics: dp.TemporalServer.MetricsAddress}
 	p.Restart = func() {
 		dp.StopWorker()
 		time.Sleep(2 * time.Second)
