@@ -312,6 +312,7 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 	listed := map[types.UID]string{}
 	job := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
 	began := time.Now()
+	beat := heartbeat{last: began}
 	for look := 0; ; look++ {
 		var wake <-chan struct{}
 		stop, every := func() {}, pollInterval
@@ -380,11 +381,11 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 			slices.SortFunc(p.PlacedAt, func(x, y time.Time) int { return x.Compare(y) })
 			return p, nil
 		}
-		activity.RecordHeartbeat(ctx, p.Placed)
+		beat.due(ctx, p.Placed)
 		if in.Within > 0 {
 			every = min(every, max(in.Within-time.Since(began), time.Millisecond))
 		}
-		pause(ctx, wake, every, p.Placed)
+		pause(ctx, wake, every, &beat, p.Placed)
 		stop()
 		if ctx.Err() != nil {
 			return AppProgress{}, ctx.Err()
@@ -482,22 +483,47 @@ func (a *Activities) boundAt(ctx context.Context, namespace, pod string, since t
 // worker sends each to the server within this long (worker.HeartbeatThrottle).
 const HeartbeatEvery = time.Second
 
+// heartbeat sends a waiting activity's heartbeats, one every HeartbeatEvery from the wait's
+// start: none at the start. A wait that ends within a second (most placements) sends none,
+// where one at each look made every wait send at least one: each costs the Temporal server
+// a write of the workflow's state, and three a job were a tenth of its writes per job.
+type heartbeat struct{ last time.Time }
+
+// recordHeartbeat sends a heartbeat (the SDK then holds it back up to its throttle; a test
+// counts what the waits send).
+var recordHeartbeat = activity.RecordHeartbeat
+
+// due sends one, with details, if HeartbeatEvery passed since the last (or the start).
+func (h *heartbeat) due(ctx context.Context, details any) {
+	if now := time.Now(); now.Sub(h.last) >= HeartbeatEvery {
+		recordHeartbeat(ctx, details)
+		h.last = now
+	}
+}
+
+// next is how long until the next heartbeat is due.
+func (h *heartbeat) next() time.Duration {
+	return max(HeartbeatEvery-time.Since(h.last), time.Millisecond)
+}
+
 // pause waits until wake, d or the end of ctx, heartbeating (with details) meanwhile.
-func pause(ctx context.Context, wake <-chan struct{}, d time.Duration, details any) {
+func pause(ctx context.Context, wake <-chan struct{}, d time.Duration, beat *heartbeat, details any) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	beat := time.NewTicker(HeartbeatEvery)
-	defer beat.Stop()
 	for {
+		tick := time.NewTimer(beat.next())
 		select {
 		case <-ctx.Done():
+			tick.Stop()
 			return
 		case <-wake:
+			tick.Stop()
 			return
 		case <-timer.C:
+			tick.Stop()
 			return
-		case <-beat.C:
-			activity.RecordHeartbeat(ctx, details)
+		case <-tick.C:
+			beat.due(ctx, details)
 		}
 	}
 }

@@ -1,10 +1,13 @@
 package activities
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -35,4 +38,41 @@ func TestWaitPlaced_WithinAnswersWithWhatItSaw(t *testing.T) {
 	require.Zero(t, p.Placed)
 	require.False(t, p.Gone || p.Outcome.Terminal)
 	require.GreaterOrEqual(t, took, key.Within)
+}
+
+// A wait says it is alive once a second from its start, and not at the start: a wait that
+// ends within the second (most placements) costs the Temporal server no heartbeat.
+func TestWaitPlaced_HeartbeatsEverySecondFromItsStartNotAtIt(t *testing.T) {
+	for _, c := range []struct {
+		within time.Duration
+		beats  int
+	}{{300 * time.Millisecond, 0}, {2500 * time.Millisecond, 2}} {
+		app := &sparkv1beta2.SparkApplication{ObjectMeta: metav1.ObjectMeta{Name: "wordcount-nightly-r1", Namespace: "ns"}}
+		app.Status.AppState.State = sparkv1beta2.ApplicationStateSubmitted
+		a := &Activities{Client: fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(app).Build()}
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivity(a)
+		env.SetTestTimeout(30 * time.Second)
+		began := time.Now()
+		var mu sync.Mutex
+		var beats []time.Duration
+		// Every heartbeat the wait sends is counted (the SDK would hold some back).
+		recordHeartbeat = func(context.Context, ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			beats = append(beats, time.Since(began))
+		}
+		t.Cleanup(func() { recordHeartbeat = activity.RecordHeartbeat })
+		key := AppKey{Namespace: "ns", Job: "wordcount", Replicas: 1, Enough: 1, Within: c.within,
+			App: v1alpha1.ApplicationRef{Kind: sparkv1beta2.SparkApplicationKind, Name: app.Name}}
+		_, err := env.ExecuteActivity(a.WaitPlaced, key)
+		require.NoError(t, err)
+		mu.Lock()
+		require.Len(t, beats, c.beats, "a wait of %s heartbeat at %v", c.within, beats)
+		for i, at := range beats {
+			require.GreaterOrEqual(t, at, time.Duration(i+1)*HeartbeatEvery, "heartbeat %d of a wait of %s", i+1, c.within)
+		}
+		mu.Unlock()
+	}
 }
