@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"slotplane/activities"
+	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
@@ -360,6 +361,50 @@ func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing
 	require.Len(t, p.PlacedAt, 1)
 	require.Equal(t, 3, counted.listsOf("Event"), "reading stops once the run has as many placements as executors")
 	p = wait(activities.AppKey{Namespace: "default", Job: "etl", App: ref, Replicas: 2})
+	require.Empty(t, p.PlacedAt, "a key without the run's name and start takes nothing from events")
+}
+
+// The same for a FlinkDeployment's run, whose status names no TaskManager: the wait finds
+// the run's TaskManagers among the namespace's Scheduled events by the names Flink gives
+// them ("<deployment>-taskmanager-<attempt>-<index>"), the earliest first, in one read. An
+// earlier deployment's TaskManager (an event before the run began), the JobManager and a pod
+// whose name only starts alike do not count, nor does anything for a wait that does not
+// name its run.
+func TestWaitFinished_TakesUnwatchedTaskManagersFromTheSchedulersEvents(t *testing.T) {
+	ctx, live, ch, _ := watchedJob(t)
+	require.NoError(t, live.Create(ctx, testobjects.BatchJob("stream").Flink().Obj()))
+	since := time.Now()
+	made, err := (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "stream"},
+		Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+	require.NoError(t, err)
+	ref := made.ApplicationRef
+	require.Equal(t, flinkv1beta1.FlinkDeploymentKind, ref.Kind)
+	scheduled := func(pod string, uid types.UID, at time.Time) {
+		require.NoError(t, live.Create(ctx, schedulerEvent(pod, uid, at)))
+	}
+	placed := time.Now().Add(200 * time.Millisecond)
+	scheduled(ref.Name+"-taskmanager-1-1", "uid-tm-1", placed)
+	scheduled(ref.Name+"-taskmanager-2-1", "uid-tm-1-again", placed.Add(100*time.Millisecond)) // its replacement
+	scheduled(ref.Name+"-taskmanager-1-2", "uid-tm-earlier", since.Add(-time.Minute))          // an earlier deployment's
+	scheduled(ref.Name+"-6d9f7c8b5-x2x4q", "uid-jobmanager", placed)                           // the JobManager
+	scheduled(ref.Name+"-taskmanager-1-1-copy", "uid-alike", placed)                           // not a TaskManager of it
+	var dep flinkv1beta1.FlinkDeployment
+	require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: "default", Name: ref.Name}, &dep))
+	dep.Status.JobStatus.State = flinkv1beta1.FlinkJobFinished
+	require.NoError(t, live.Status().Update(ctx, &dep))
+
+	counted := &countingClient{Client: live}
+	wait := endedWaits(t, counted, ch, func(a *activities.Activities) any { return a.WaitFinished })
+	key := activities.AppKey{Namespace: "default", Job: "stream", App: ref, Replicas: 1, Scheduling: "s", Since: since}
+	p := wait(key)
+	require.Len(t, p.PlacedAt, 1, "the run's first TaskManager, from its event")
+	require.True(t, p.PlacedAt[0].Equal(placed.Truncate(time.Microsecond)), "placed at %s, the event says %s", p.PlacedAt[0], placed)
+	require.Equal(t, 1, counted.listsOf("Event"), "one read of the events")
+	key.Replicas = 3
+	p = wait(key)
+	require.Len(t, p.PlacedAt, 2, "both of the run's TaskManagers, and nothing else")
+	require.True(t, p.PlacedAt[1].Equal(placed.Add(100*time.Millisecond).Truncate(time.Microsecond)), "the replacement placed at %s", p.PlacedAt[1])
+	p = wait(activities.AppKey{Namespace: "default", Job: "stream", App: ref, Replicas: 1})
 	require.Empty(t, p.PlacedAt, "a key without the run's name and start takes nothing from events")
 }
 

@@ -94,3 +94,23 @@ func TestPlacements_NameThePodsListedWhenTheWatchBegan(t *testing.T) {
 	var none *Changes
 	require.Nil(t, none.listedSince("ns", "etl", "nightly", t0))
 }
+
+// Flink's native Kubernetes mode names a cluster's TaskManager pods
+// "<cluster>-taskmanager-<attempt>-<index>": only such names of that cluster count.
+func TestFlinkTaskManager_OnlyTheNamesFlinkGivesTheClustersTaskManagers(t *testing.T) {
+	for pod, want := range map[string]bool{
+		"stream-1a2b-r1-taskmanager-1-1":                    true,
+		"stream-1a2b-r1-taskmanager-12-30":                  true,
+		"stream-1a2b-r1-taskmanager-1":                      false,
+		"stream-1a2b-r1-taskmanager-1-":                     false,
+		"stream-1a2b-r1-taskmanager--1":                     false,
+		"stream-1a2b-r1-taskmanager-1-1-copy":               false,
+		"stream-1a2b-r1-taskmanager-a-1":                    false,
+		"stream-1a2b-r1-6d9f7c8b5-x2x4q":                    false,
+		"stream-1a2b-r10-taskmanager-1-1":                   false,
+		"other-stream-1a2b-r1-taskmanager-1-1":              false,
+		"stream-1a2b-r1-taskmanager-1-1-r1-taskmanager-1-1": false,
+	} {
+		require.Equal(t, want, flinkTaskManager("stream-1a2b-r1", pod), pod)
+	}
+}
