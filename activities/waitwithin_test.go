@@ -20,15 +20,8 @@ import (
 // A wait bounded by Within answers once that long has passed, with what it saw (here: no
 // executor placed), where an unbounded one would wait on.
 func TestWaitPlaced_WithinAnswersWithWhatItSaw(t *testing.T) {
-	app := &sparkv1beta2.SparkApplication{ObjectMeta: metav1.ObjectMeta{Name: "wordcount-nightly-r1", Namespace: "ns"}}
-	app.Status.AppState.State = sparkv1beta2.ApplicationStateSubmitted
-	a := &Activities{Client: fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(app).Build()}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
-	env.SetTestTimeout(30 * time.Second) // unbounded, the wait would not end: nothing is ever placed
-	key := AppKey{Namespace: "ns", Job: "wordcount", Replicas: 2, Enough: 1, Within: 300 * time.Millisecond,
-		App: v1alpha1.ApplicationRef{Kind: sparkv1beta2.SparkApplicationKind, Name: app.Name}}
+	a, env, key := submittedWait(t) // unbounded, the wait would not end: nothing is ever placed
+	key.Replicas, key.Within = 2, 300*time.Millisecond
 	began := time.Now()
 	val, err := env.ExecuteActivity(a.WaitPlaced, key)
 	require.NoError(t, err)
@@ -47,13 +40,8 @@ func TestWaitPlaced_HeartbeatsEverySecondFromItsStartNotAtIt(t *testing.T) {
 		within time.Duration
 		beats  int
 	}{{300 * time.Millisecond, 0}, {2500 * time.Millisecond, 2}} {
-		app := &sparkv1beta2.SparkApplication{ObjectMeta: metav1.ObjectMeta{Name: "wordcount-nightly-r1", Namespace: "ns"}}
-		app.Status.AppState.State = sparkv1beta2.ApplicationStateSubmitted
-		a := &Activities{Client: fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(app).Build()}
-		var suite testsuite.WorkflowTestSuite
-		env := suite.NewTestActivityEnvironment()
-		env.RegisterActivity(a)
-		env.SetTestTimeout(30 * time.Second)
+		a, env, key := submittedWait(t)
+		key.Within = c.within
 		began := time.Now()
 		var mu sync.Mutex
 		var beats []time.Duration
@@ -64,8 +52,6 @@ func TestWaitPlaced_HeartbeatsEverySecondFromItsStartNotAtIt(t *testing.T) {
 			beats = append(beats, time.Since(began))
 		}
 		t.Cleanup(func() { recordHeartbeat = activity.RecordHeartbeat })
-		key := AppKey{Namespace: "ns", Job: "wordcount", Replicas: 1, Enough: 1, Within: c.within,
-			App: v1alpha1.ApplicationRef{Kind: sparkv1beta2.SparkApplicationKind, Name: app.Name}}
 		_, err := env.ExecuteActivity(a.WaitPlaced, key)
 		require.NoError(t, err)
 		mu.Lock()
@@ -75,4 +61,19 @@ func TestWaitPlaced_HeartbeatsEverySecondFromItsStartNotAtIt(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+}
+
+// submittedWait is a wait's activities and environment, and its key (one executor, one
+// enough), for a SparkApplication that was submitted and whose executor is never placed.
+func submittedWait(t *testing.T) (*Activities, *testsuite.TestActivityEnvironment, AppKey) {
+	t.Helper()
+	app := &sparkv1beta2.SparkApplication{ObjectMeta: metav1.ObjectMeta{Name: "wordcount-nightly-r1", Namespace: "ns"}}
+	app.Status.AppState.State = sparkv1beta2.ApplicationStateSubmitted
+	a := &Activities{Client: fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(app).Build()}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	env.SetTestTimeout(30 * time.Second)
+	return a, env, AppKey{Namespace: "ns", Job: "wordcount", Replicas: 1, Enough: 1,
+		App: v1alpha1.ApplicationRef{Kind: sparkv1beta2.SparkApplicationKind, Name: app.Name}}
 }
