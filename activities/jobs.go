@@ -402,10 +402,10 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 // wait nor the worker's watch knows them. The kube-scheduler's Scheduled event of each pod
 // says when it was bound. A SparkApplication names its executors (executors); a
 // FlinkDeployment's TaskManagers are found by their names (taskManagersUnwatched). Events of
-// an earlier application of the same name (before in.Since) do not count. It reads one executor's events at a time, until the run
-// has as many placements as executors, and at most twice that many executors' (a run that
-// failed may name many). What cannot be read is left out: the run's record then lacks a time,
-// which is no reason to fail the run.
+// an earlier application of the same name (before in.Since) do not count. It reads one
+// executor's events at a time, until the run has as many placements as executors, and at
+// most twice that many executors' (a run that failed may name many). What cannot be read is
+// left out: the run's record then lacks a time, which is no reason to fail the run.
 func (a *Activities) placedUnwatched(ctx context.Context, in AppKey, executors []string, placedAt map[types.UID]time.Time) {
 	for _, name := range executors[:min(len(executors), 2*in.Replicas)] {
 		if len(placedAt) >= in.Replicas {
