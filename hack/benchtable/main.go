@@ -27,7 +27,10 @@ type run struct {
 }
 
 var runs = []run{
-	{"decision cores (slots, extender handlers, queues)", []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "./slots/", "./extender/", "./queue/"}},
+	// One package at a time (-p 1): the next package's test binary is not built beside a
+	// benchmark that is running.
+	{"decision cores (slots, extender handlers, queues)", []string{"test", "-p", "1", "-run", "^$", "-bench", ".", "-benchmem", "./slots/", "./extender/", "./queue/"}},
+	{"the embedded Temporal server's CPU per hop of a workflow, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "ActivityHop", "-benchtime", "300x", "-count", "3", "-timeout", "10m", "./internal/temporalserver/"}},
 	{"500 plain pods, 500 slot pods by preemption and 500 of granted slots on the real scheduler, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "EndToEnd", "-benchtime", "1x", "-count", "3", "-timeout", "30m", "./extender/"}},
 	{"16 and 64 one-second jobs through Schedulings on the real platform, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "Orchestration", "-benchtime", "1x", "-count", "3", "-timeout", "30m", "./e2e/"}},
 	{"10 s of mixed API load on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "API_MixedLoad", "-benchtime", "1x", "-timeout", "10m", "./internal/loadgen/"}},
@@ -72,6 +75,7 @@ var rows = []row{
 	{"whole admission decision (Admitter.Decide), 10,000 waiting jobs, 8,000 slots", "BenchmarkAdmitterDecide_10000Waiting200Queues8000Slots", "ns/op", 1e-6, "ms", target{}},
 	{"fair shares of 1,000 queues", "BenchmarkComputeShares1000Queues", "ns/op", 1e-6, "ms", target{}},
 	{"trace replay, 10,000 jobs", "BenchmarkReplayTrace_10000Jobs", "ns/op", 1e-6, "ms", target{}},
+	{"embedded Temporal server: CPU per hop (an activity, the workflow task after it, a local activity)", "BenchmarkEmbeddedTemporal_ActivityHop", "busy-cpu-µs/hop", 1e-3, "ms", target{}},
 	{"plain pods placed (default profile)", "BenchmarkEndToEnd_500SlotPods", "plain-pods/s", 1, "pods/s", target{}},
 	{"a grant clearing 500 slots' ghosts, until they are gone", "BenchmarkEndToEnd_500SlotPods", "grant-clear-s", 1, "s", target{}},
 	{"slot pods of granted slots placed, once the grant cleared the ghosts", "BenchmarkEndToEnd_500SlotPods", "granted-pods/s", 1, "pods/s", target{}},
