@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -17,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -408,18 +405,8 @@ func (t *benchTrace) serverWork(b *testing.B, what string, jobs int) {
 	if t == nil || jobs == 0 {
 		return
 	}
-	resp, err := http.Get(t.p.TemporalMetrics)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		b.Fatal(err)
-	}
 	now := map[string]float64{}
-	for name, f := range families {
+	for name, f := range scrapeURL(b, "the Temporal server", t.p.TemporalMetrics) {
 		if name != "persistence_requests" && name != "service_requests" {
 			continue
 		}

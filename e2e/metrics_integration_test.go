@@ -21,14 +21,21 @@ func (p *e2ePlatform) scrape(t *testing.T, component string) metricFamilies {
 	t.Helper()
 	addr, ok := p.metricsAt[component]
 	require.True(t, ok, "no metrics endpoint for %s", component)
+	return scrapeURL(t, component, "http://"+addr+"/metrics")
+}
+
+// scrapeURL reads the Prometheus metrics at url (of what, for the failure's message) as
+// Prometheus would.
+func scrapeURL(t testing.TB, what, url string) metricFamilies {
+	t.Helper()
 	client := http.Client{Timeout: 15 * time.Second}
-	resp, err := client.Get("http://" + addr + "/metrics")
-	require.NoError(t, err, component)
+	resp, err := client.Get(url)
+	require.NoError(t, err, what)
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, component)
+	require.Equal(t, http.StatusOK, resp.StatusCode, what)
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err, "%s's /metrics is not in the text format", component)
+	require.NoError(t, err, "%s's metrics are not in the text format", what)
 	return mfs
 }
 

@@ -122,6 +122,20 @@ func (o *loseOutbound) ExecuteActivity(ctx workflow.Context, activityType string
 	return lostAfter{Future: f, l: o.l}
 }
 
+// startLosingWorker starts a worker of queue on c with wf and acts registered, which is lost
+// once, after the activity named after returns (loseTheWorker); the flag says it was. The
+// worker stops when t ends.
+func startLosingWorker(t *testing.T, c client.Client, queue, after string, wf, acts any) *atomic.Bool {
+	t.Helper()
+	var lost atomic.Bool
+	wk := sdkworker.New(c, queue, sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&loseTheWorker{lost: &lost, after: after}}})
+	wk.RegisterWorkflow(wf)
+	wk.RegisterActivity(acts)
+	require.NoError(t, wk.Start())
+	t.Cleanup(wk.Stop)
+	return &lost
+}
+
 type lostAfter struct {
 	workflow.Future
 	l *loseTheWorker
@@ -143,12 +157,7 @@ func (f lostAfter) Get(ctx workflow.Context, v any) error {
 func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing.T) {
 	_, c := testtemporal.Start(t)
 	bed := &shiftingBed{}
-	var lost atomic.Bool
-	wk := sdkworker.New(c, "admission-lost", sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&loseTheWorker{lost: &lost, after: "SignalWorkflows"}}})
-	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
-	wk.RegisterActivity(bed)
-	require.NoError(t, wk.Start())
-	defer wk.Stop()
+	lost := startLosingWorker(t, c, "admission-lost", "SignalWorkflows", workflows.AdmissionWorkflow, bed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

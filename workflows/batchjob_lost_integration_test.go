@@ -5,7 +5,6 @@ package workflows_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/interceptor"
-	sdkworker "go.temporal.io/sdk/worker"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,12 +58,7 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 	req := v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 0}, Run: 1}
 	require.NoError(t, acts.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: req}))
 
-	var lost atomic.Bool
-	wk := sdkworker.New(tc, "job-lost", sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&loseTheWorker{lost: &lost, after: "CreateApplication"}}})
-	wk.RegisterWorkflow(workflows.BatchJobWorkflow)
-	wk.RegisterActivity(acts)
-	require.NoError(t, wk.Start())
-	defer wk.Stop()
+	lost := startLosingWorker(t, tc, "job-lost", "CreateApplication", workflows.BatchJobWorkflow, acts)
 	id := workflows.BatchJobWorkflowID("default", "wordcount")
 	_, err = tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "job-lost", WorkflowTaskTimeout: 2 * time.Second},
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: "default", Name: "wordcount"})
