@@ -158,7 +158,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	// The decision rules this run's history is made with; a new run takes the latest.
 	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
 	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded,
-		batchGrants: workflow.GetVersion(ctx, BatchedGrantsChange, workflow.DefaultVersion, 1) >= 1}
+		batchGrants: changeVersion(ctx, BatchedGrantsChange) >= 1}
 	a.in.Unrecorded = nil
 	if err := a.listen(ctx); err != nil {
 		return err

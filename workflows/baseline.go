@@ -64,17 +64,39 @@ var baselined2 = func() map[string]workflow.Version {
 	return m
 }()
 
+// Baseline3Change is the third baseline: a run that records it takes every change of
+// baselined3 at the version given there, with no marker of its own. Runs that recorded an
+// earlier baseline (or none) replay as they ran, and ask workflow.GetVersion for the
+// changes made after their baseline.
+const Baseline3Change = "baseline-3"
+
+// baselined3 are the changes that Baseline3Change implies: those of baselined2, and the
+// ones made after it.
+var baselined3 = func() map[string]workflow.Version {
+	m := map[string]workflow.Version{
+		BatchedGrantsChange:   1,
+		FirstWaitInTaskChange: 1,
+		StartNudgesChange:     1,
+	}
+	for c, v := range baselined2 {
+		m[c] = v
+	}
+	return m
+}()
+
 // baselineKey keeps in a workflow's context which baseline its run has (0: none).
 type baselineKey struct{}
 
-// withBaseline records Baseline2Change, or reads on replay the baseline the run recorded,
+// withBaseline records Baseline3Change, or reads on replay the baseline the run recorded,
 // and keeps the answer in the context for changeVersion. It must come first in a workflow
-// function, before anything that makes a command. (A replay of a run that recorded
-// BaselineChange finds no Baseline2Change marker: workflow.GetVersion then answers
+// function, before anything that makes a command. (A replay of a run that recorded an
+// earlier baseline finds no marker of the later ones: workflow.GetVersion then answers
 // DefaultVersion and records nothing.)
 func withBaseline(ctx workflow.Context) workflow.Context {
 	level := 0
 	switch {
+	case workflow.GetVersion(ctx, Baseline3Change, workflow.DefaultVersion, 1) >= 1:
+		level = 3
 	case workflow.GetVersion(ctx, Baseline2Change, workflow.DefaultVersion, 1) >= 1:
 		level = 2
 	case workflow.GetVersion(ctx, BaselineChange, workflow.DefaultVersion, 1) >= 1:
@@ -88,16 +110,18 @@ func withBaseline(ctx workflow.Context) workflow.Context {
 // latest version. A context made outside withBaseline (a run of another workflow) asks
 // workflow.GetVersion.
 func changeVersion(ctx workflow.Context, change string) workflow.Version {
-	latest, ok := baselined2[change]
+	latest, ok := baselined3[change]
 	if !ok {
 		panic("workflows: change " + change + " is not in the baseline")
 	}
 	level, _ := ctx.Value(baselineKey{}).(int)
-	if level == 2 {
-		return latest
-	}
-	if v, ok := baselined[change]; ok && level == 1 {
-		return v
+	for _, b := range []struct {
+		level int
+		has   map[string]workflow.Version
+	}{{3, baselined3}, {2, baselined2}, {1, baselined}} {
+		if v, ok := b.has[change]; ok && level >= b.level {
+			return v
+		}
 	}
 	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, latest)
 }

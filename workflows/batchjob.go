@@ -87,6 +87,11 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 	if in.Last != nil {
 		j.status = *in.Last
 	}
+	if changeVersion(ctx, StartNudgesChange) >= 1 {
+		// The nudges the run started with are answered by its first look.
+		for j.changed.ReceiveAsync(nil) {
+		}
+	}
 	for step := 0; step < perRun; step++ {
 		obs, err := j.observe(ctx)
 		if err != nil {
@@ -136,6 +141,13 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 	next.Last = &j.status
 	return workflow.NewContinueAsNewError(ctx, BatchJobWorkflow, next)
 }
+
+// StartNudgesChange is the version marker of a job's workflow that drops the nudges it
+// started with (a signal-with-start: the bridge's at the job's creation, a Scheduling's at
+// a claim or grant) before its first look at the job: that look comes after them, so it
+// sees what they were sent for. They used to wake the workflow again at once, for a second
+// look, a read of the job from etcd per new job that found nothing new.
+const StartNudgesChange = "start-nudges"
 
 // tellLost tells the Scheduling of st that the job's run will not go on, unless it ended.
 func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, why string) {
@@ -521,8 +533,14 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	if r.submitHeld {
 		first.Within = submitQuiet
 	}
-	started, timedOut, still, err := j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout)
-	if err != nil || !still {
+	var started activities.AppProgress
+	var timedOut, here bool
+	if r.submitHeld && changeVersion(ctx, FirstWaitInTaskChange) >= 1 {
+		started, here = j.firstWaitInTask(ctx, first)
+	}
+	if here {
+		still = true
+	} else if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout); err != nil || !still {
 		return started, false, still, err
 	}
 	if r.submitHeld && !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed == 0 {
@@ -561,6 +579,42 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	}
 	return started, false, true, nil
 }
+
+// FirstWaitInTaskChange is the version marker of a job's workflow that waits the first
+// second of a new application's placement (submitQuiet) in the workflow task that made the
+// application, as a local activity, instead of in an activity of its own. Most runs have
+// every pod placed within that second: the task then goes on to report Running and
+// schedules the wait for the end, and the run takes one workflow task and one activity
+// less (the server's CPU for a hop is much of a job's cost; docs/benchmarks.md). A run
+// whose pods take longer says Submitted and waits on in an activity, as before.
+//
+// A nudge that comes during that second waits for the task to end, as any message that
+// comes during a task does: the job then looks at itself again, and a claim or request
+// that changed meanwhile ends the run's waits as before. A worker lost during the second
+// loses the task; the next worker makes the task again after TaskTimeout, and finds the
+// application made (CreateApplication is idempotent).
+const FirstWaitInTaskChange = "first-wait-in-task"
+
+// firstWaitInTask runs the first wait (key.Within bounds it) as a local activity in the
+// current workflow task; ok is false when it failed, and the caller waits in an activity
+// instead. It is tried once: a wait only reads, and the activity is the retry.
+func (j *jobRunner) firstWaitInTask(ctx workflow.Context, key activities.AppKey) (_ activities.AppProgress, ok bool) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: key.Within + firstWaitMargin,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var p activities.AppProgress
+	if err := workflow.ExecuteLocalActivity(lctx, acts.WaitPlaced, key).Get(ctx, &p); err != nil {
+		workflow.GetLogger(ctx).Warn("the first wait in the task failed; waiting in an activity", "job", j.key.Name, "err", err)
+		return activities.AppProgress{}, false
+	}
+	return p, true
+}
+
+// firstWaitMargin is what a first wait in the task may take beyond its bound: its last look
+// at the application. The task, the bound and the margin stay within TaskTimeout, so the
+// SDK need not hold the task open with heartbeats.
+const firstWaitMargin = 500 * time.Millisecond
 
 // OneStartReportChange is the version marker of a job's workflow that reports a start whose
 // executors were all placed by the first wait once, with Running, instead of a Submitted

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -207,6 +210,107 @@ func TestBatchJobWorkflow_AStartWithEveryExecutorPlacedIsOneReport(t *testing.T)
 	require.Len(t, w.reported, 2)
 	require.Equal(t, v1alpha1.JobRunning, w.reported[0].State)
 	require.True(t, w.reported[0].Started, "Running carries the start, for StateAware")
+}
+
+// waitsCounted counts a job's waits for placement by how they ran: in the workflow task (a
+// local activity) or in an activity of their own.
+type waitsCounted struct {
+	mu                 sync.Mutex
+	inTask, asActivity int
+}
+
+func countWaits(env *testsuite.TestWorkflowEnvironment) *waitsCounted {
+	c := &waitsCounted{}
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "WaitPlaced" {
+			c.mu.Lock()
+			c.inTask++
+			c.mu.Unlock()
+		}
+	})
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "WaitPlaced" {
+			c.mu.Lock()
+			c.asActivity++
+			c.mu.Unlock()
+		}
+	})
+	return c
+}
+
+// A run whose pods are all placed within the quiet second waits for them in the task that
+// made its application (FirstWaitInTaskChange): no activity waits for its placement.
+func TestBatchJobWorkflow_AStartPlacedWithinTheQuietSecondIsWaitedInTheTask(t *testing.T) {
+	oneSlot := *request
+	oneSlot.Slots = []int32{4}
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}, firstExecutor: 300 * time.Millisecond}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	waits := countWaits(env)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	require.Equal(t, 1, waits.inTask)
+	require.Zero(t, waits.asActivity, "placed within the second: no activity waited")
+	require.True(t, w.reported[0].Started)
+}
+
+// A run whose pods take longer than the quiet second waits the second in the task, says
+// Submitted, and waits on in activities as before.
+func TestBatchJobWorkflow_ASlowStartWaitsOnInAnActivity(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: 10 * time.Second}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	waits := countWaits(env)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	require.Equal(t, 1, waits.inTask, "the quiet second, in the task")
+	require.Equal(t, 2, waits.asActivity, "the first executor, then the rest")
+}
+
+// A first wait that fails in the task is not retried there: an activity waits instead, and
+// the run goes on.
+func TestBatchJobWorkflow_AFirstWaitThatFailsInTheTaskIsWaitedInAnActivity(t *testing.T) {
+	oneSlot := *request
+	oneSlot.Slots = []int32{4}
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(BatchJobWorkflow)
+	env.RegisterActivity(&activities.Activities{})
+	env.OnActivity(acts.ObserveJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.JobKey) (activities.JobObservation, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.obs, nil
+	})
+	env.OnActivity(acts.WriteJobStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteJobStatusInput) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.written = append(w.written, in.Status)
+		w.obs.Status = in.Status
+		return nil
+	})
+	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name("wordcount", "nightly", 1)}}, nil)
+	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ activities.AppKey) (activities.AppProgress, error) {
+		if activity.GetInfo(ctx).IsLocalActivity {
+			return activities.AppProgress{}, fmt.Errorf("the watch is not ready")
+		}
+		return activities.AppProgress{Placed: 1}, nil
+	})
+	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.OnActivity(acts.DeleteApplication, mock.Anything, mock.Anything).Return(nil)
+	onSignals(env, map[string]func(string, any) error{})
+	waits := countWaits(env)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
+	require.Equal(t, 1, waits.inTask, "tried once in the task")
+	require.Equal(t, 1, waits.asActivity)
 }
 
 // An application found ended when the job looks (a restart) completes the job without
@@ -422,4 +526,28 @@ func TestBatchJobWorkflow_TheApplicationIsCreatedWhenItWasAskedFor(t *testing.T)
 			require.True(t, tc.want(ph.ApplicationCreatedAt.Time), "created at %s", ph.ApplicationCreatedAt.Time)
 		})
 	}
+}
+
+// A job's workflow started with a nudge (a signal-with-start) looks at its job once: the
+// look comes after the nudge, and a second one would find nothing new.
+func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true}}
+	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, nil)
+	var looks atomic.Int32
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "ObserveJob" {
+			looks.Add(1)
+		}
+	})
+	env.RegisterDelayedCallback(func() {
+		require.EqualValues(t, 1, looks.Load(), "one look for the start and its nudge")
+		w.set(func(o *activities.JobObservation) { o.Exists = false })
+		env.SignalWorkflow(BatchJobChangedSignal, nil)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(BatchJobChangedSignal, nil) }, 0) // with the start
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobReady}, states(w))
+	require.EqualValues(t, 2, looks.Load(), "then one for the deletion")
 }

@@ -302,9 +302,10 @@ func TestRecordAdmissionHistory(t *testing.T) {
 // admissionHistory is the file the recording writes. admission.json, recorded before
 // CommitBeforeTellingChange 2, admission-commit-before-telling.json, recorded before
 // BaselineChange, admission-baseline.json, recorded before KeptResyncTimerChange,
-// admission-resync.json, recorded before Baseline2Change, and admission-baseline2.json,
-// recorded before BatchedGrantsChange, stay as they are, so their paths keep being replayed.
-const admissionHistory = "admission-batched-grants.json"
+// admission-resync.json, recorded before Baseline2Change, admission-baseline2.json,
+// recorded before BatchedGrantsChange, and admission-batched-grants.json, recorded before
+// Baseline3Change, stay as they are, so their paths keep being replayed.
+const admissionHistory = "admission-baseline3.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.
 type allocationStandIn struct {

@@ -24,7 +24,8 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
 	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json",
 		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json", "admission-resync.json",
-		"batchjob-baseline2.json", "scheduling-baseline2.json", "admission-baseline2.json", "admission-batched-grants.json"} {
+		"batchjob-baseline2.json", "scheduling-baseline2.json", "admission-baseline2.json", "admission-batched-grants.json",
+		"batchjob-baseline3.json", "scheduling-baseline3.json", "admission-baseline3.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
@@ -42,7 +43,8 @@ func TestReplay_IncompatibleHistoryFails(t *testing.T) {
 // A run recorded since BaselineChange records the baseline first and no other version
 // marker, but Admission's decision rules, which the baseline leaves out, and the changes
 // made after it; the runs recorded before it recorded one per change they met. A run
-// recorded since Baseline2Change records that one alone, but the decision rules.
+// recorded since Baseline2Change or Baseline3Change records that one alone, but the decision
+// rules.
 func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 	for file, want := range map[string][]string{
 		"batchjob-baseline.json":   {workflows.BaselineChange},
@@ -56,6 +58,10 @@ func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 		"admission-baseline2.json":  {workflows.Baseline2Change, workflows.AdmissionRulesChange},
 		// A change made after the second baseline records its own marker.
 		"admission-batched-grants.json": {workflows.Baseline2Change, workflows.AdmissionRulesChange, workflows.BatchedGrantsChange},
+		// The third takes that one in (and FirstWaitInTaskChange).
+		"batchjob-baseline3.json":   {workflows.Baseline3Change},
+		"scheduling-baseline3.json": {workflows.Baseline3Change},
+		"admission-baseline3.json":  {workflows.Baseline3Change, workflows.AdmissionRulesChange},
 	} {
 		t.Run(file, func(t *testing.T) {
 			f, err := os.Open("testdata/" + file)
