@@ -612,8 +612,9 @@ func (j *jobRunner) firstWaitInTask(ctx workflow.Context, key activities.AppKey)
 }
 
 // firstWaitMargin is what a first wait in the task may take beyond its bound: its last look
-// at the application. The task, the bound and the margin stay within TaskTimeout, so the
-// SDK need not hold the task open with heartbeats.
+// at the application. With the task's other calls, the bound and the margin leave the task
+// within TaskTimeout in the usual case; a task that takes longer is held open by the SDK's
+// heartbeats, as any long local activity is, at the cost of a workflow task each.
 const firstWaitMargin = 500 * time.Millisecond
 
 // OneStartReportChange is the version marker of a job's workflow that reports a start whose
