@@ -69,13 +69,7 @@ func (w *admissionWorld) queueOf(scheduling, job string) string {
 // newAdmissionEnv is a test environment of an Admission workflow on nSlots slots; the
 // workflow's metrics go to m when given.
 func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.Temporal) *testsuite.TestWorkflowEnvironment {
-	var suite testsuite.WorkflowTestSuite
-	if len(m) > 0 {
-		suite.SetMetricsHandler(m[0].Handler())
-	}
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(AdmissionWorkflow)
-	env.RegisterActivity(&activities.Activities{})
+	env := workflowEnv(AdmissionWorkflow, m...)
 	positions := make([]int32, nSlots)
 	for i := range positions {
 		positions[i] = int32(i)

@@ -1,6 +1,10 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"maps"
+
+	"go.temporal.io/sdk/workflow"
+)
 
 // BaselineChange is the version marker that a run of a BatchJob, Scheduling or Admission
 // workflow records first, before any other command: such a run takes every change of
@@ -52,17 +56,19 @@ const Baseline2Change = "baseline-2"
 
 // baselined2 are the changes that Baseline2Change implies: those of baselined, and the ones
 // made after it that a run of either workflow meets.
-var baselined2 = func() map[string]workflow.Version {
-	m := map[string]workflow.Version{
-		KeptResyncTimerChange:  1,
-		StatusPaceSlowerChange: 1,
-		QuietSubmitChange:      1,
-	}
-	for c, v := range baselined {
-		m[c] = v
-	}
+var baselined2 = withChanges(baselined, map[string]workflow.Version{
+	KeptResyncTimerChange:  1,
+	StatusPaceSlowerChange: 1,
+	QuietSubmitChange:      1,
+})
+
+// withChanges is a baseline's changes: those of the baseline before it, and the ones made
+// since.
+func withChanges(before, since map[string]workflow.Version) map[string]workflow.Version {
+	m := maps.Clone(since)
+	maps.Copy(m, before)
 	return m
-}()
+}
 
 // Baseline3Change is the third baseline: a run that records it takes every change of
 // baselined3 at the version given there, with no marker of its own. Runs that recorded an
@@ -72,17 +78,11 @@ const Baseline3Change = "baseline-3"
 
 // baselined3 are the changes that Baseline3Change implies: those of baselined2, and the
 // ones made after it.
-var baselined3 = func() map[string]workflow.Version {
-	m := map[string]workflow.Version{
-		BatchedGrantsChange:   1,
-		FirstWaitInTaskChange: 1,
-		StartNudgesChange:     1,
-	}
-	for c, v := range baselined2 {
-		m[c] = v
-	}
-	return m
-}()
+var baselined3 = withChanges(baselined2, map[string]workflow.Version{
+	BatchedGrantsChange:   1,
+	FirstWaitInTaskChange: 1,
+	StartNudgesChange:     1,
+})
 
 // baselineKey keeps in a workflow's context which baseline its run has (0: none).
 type baselineKey struct{}

@@ -58,14 +58,8 @@ func (w *jobWorld) set(f func(*activities.JobObservation)) {
 	f(&w.obs)
 }
 
-func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgress, createErr error, m ...*metrics.Temporal) *testsuite.TestWorkflowEnvironment {
-	var suite testsuite.WorkflowTestSuite
-	if len(m) > 0 {
-		suite.SetMetricsHandler(m[0].Handler())
-	}
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(BatchJobWorkflow)
-	env.RegisterActivity(&activities.Activities{})
+// answerLooksAndWrites has the job's observations read w and its status writes go to w.
+func (w *jobWorld) answerLooksAndWrites(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(acts.ObserveJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.JobKey) (activities.JobObservation, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -78,6 +72,24 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		w.obs.Status = in.Status
 		return nil
 	})
+}
+
+// workflowEnv is a test environment of the workflow wf with slotplane's activities (to be
+// mocked); the workflow's metrics go to m when given.
+func workflowEnv(wf any, m ...*metrics.Temporal) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	if len(m) > 0 {
+		suite.SetMetricsHandler(m[0].Handler())
+	}
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(wf)
+	env.RegisterActivity(&activities.Activities{})
+	return env
+}
+
+func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgress, createErr error, m ...*metrics.Temporal) *testsuite.TestWorkflowEnvironment {
+	env := workflowEnv(BatchJobWorkflow, m...)
+	w.answerLooksAndWrites(env)
 	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (activities.CreatedApplication, error) {
 		return activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)},
 			CreatedAt: w.createdAt}, createErr
@@ -277,22 +289,8 @@ func TestBatchJobWorkflow_AFirstWaitThatFailsInTheTaskIsWaitedInAnActivity(t *te
 	oneSlot := *request
 	oneSlot.Slots = []int32{4}
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(BatchJobWorkflow)
-	env.RegisterActivity(&activities.Activities{})
-	env.OnActivity(acts.ObserveJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.JobKey) (activities.JobObservation, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.obs, nil
-	})
-	env.OnActivity(acts.WriteJobStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteJobStatusInput) error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.written = append(w.written, in.Status)
-		w.obs.Status = in.Status
-		return nil
-	})
+	env := workflowEnv(BatchJobWorkflow)
+	w.answerLooksAndWrites(env)
 	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name("wordcount", "nightly", 1)}}, nil)
 	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ activities.AppKey) (activities.AppProgress, error) {
 		if activity.GetInfo(ctx).IsLocalActivity {
