@@ -82,6 +82,7 @@ var baselined3 = withChanges(baselined2, map[string]workflow.Version{
 	BatchedGrantsChange:   1,
 	FirstWaitInTaskChange: 1,
 	StartNudgesChange:     1,
+	RestAfterEndChange:    1,
 })
 
 // baselineKey keeps in a workflow's context which baseline its run has (0: none).

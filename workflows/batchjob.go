@@ -347,8 +347,22 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if err != nil || !still {
 		return r.sayHeldSubmit(ctx, err)
 	}
-	return j.finish(ctx, app, finished, r, req)
+	if err := j.finish(ctx, app, finished, r, req); err != nil {
+		return err
+	}
+	if changeVersion(ctx, RestAfterEndChange) >= 1 {
+		j.waitChange(ctx)
+	}
+	return nil
 }
+
+// RestAfterEndChange is the version marker of a job's workflow that, once it reported its
+// run's end, waits to be nudged before it looks at the job again. It looked at once, in the
+// task that reported the end: a read of the job from etcd per run that found what the
+// workflow had just written. What could change the job meanwhile (a release, a new
+// request, an edit of its spec, its deletion) comes with a nudge, from its Scheduling or
+// the bridge, and a nudge that came during the run's last task wakes the workflow at once.
+const RestAfterEndChange = "rest-after-end"
 
 // submittedMessage is the message of a run whose application is made and whose pods are
 // being placed.

@@ -549,3 +549,26 @@ func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testi
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobReady}, states(w))
 	require.EqualValues(t, 2, looks.Load(), "then one for the deletion")
 }
+
+// A job whose run ended is looked at again only when nudged: the task that reports the end
+// does not read the job back (RestAfterEndChange). A release that comes then is seen.
+func TestBatchJobWorkflow_AfterItsEndTheJobIsLookedAtWhenNudged(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	var looks atomic.Int32
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "ObserveJob" {
+			looks.Add(1)
+		}
+	})
+	env.RegisterDelayedCallback(func() {
+		require.EqualValues(t, 1, looks.Load(), "the first look only: the end is not read back")
+	}, 10*time.Minute)
+	releaseJobAfter(env, w, 20*time.Minute)
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted, v1alpha1.JobReady}, states(w))
+	require.EqualValues(t, 3, looks.Load(), "then one for the release and one for the deletion")
+}
