@@ -526,17 +526,23 @@ func TestBatchJobWorkflow_TheApplicationIsCreatedWhenItWasAskedFor(t *testing.T)
 	}
 }
 
-// A job's workflow started with a nudge (a signal-with-start) looks at its job once: the
-// look comes after the nudge, and a second one would find nothing new.
-func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testing.T) {
-	w := &jobWorld{obs: activities.JobObservation{Exists: true}}
-	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, nil)
+// countLooks counts the job's looks at itself (ObserveJob).
+func countLooks(env *testsuite.TestWorkflowEnvironment) *atomic.Int32 {
 	var looks atomic.Int32
 	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
 		if info.ActivityType.Name == "ObserveJob" {
 			looks.Add(1)
 		}
 	})
+	return &looks
+}
+
+// A job's workflow started with a nudge (a signal-with-start) looks at its job once: the
+// look comes after the nudge, and a second one would find nothing new.
+func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true}}
+	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, nil)
+	looks := countLooks(env)
 	env.RegisterDelayedCallback(func() {
 		require.EqualValues(t, 1, looks.Load(), "one look for the start and its nudge")
 		w.set(func(o *activities.JobObservation) { o.Exists = false })
@@ -555,12 +561,7 @@ func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testi
 func TestBatchJobWorkflow_AfterItsEndTheJobIsLookedAtWhenNudged(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	var looks atomic.Int32
-	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		if info.ActivityType.Name == "ObserveJob" {
-			looks.Add(1)
-		}
-	})
+	looks := countLooks(env)
 	env.RegisterDelayedCallback(func() {
 		require.EqualValues(t, 1, looks.Load(), "the first look only: the end is not read back")
 	}, 10*time.Minute)
