@@ -116,13 +116,14 @@ func changeVersion(ctx workflow.Context, change string) workflow.Version {
 		panic("workflows: change " + change + " is not in the baseline")
 	}
 	level, _ := ctx.Value(baselineKey{}).(int)
-	for _, b := range []struct {
-		level int
-		has   map[string]workflow.Version
-	}{{3, baselined3}, {2, baselined2}, {1, baselined}} {
-		if v, ok := b.has[change]; ok && level >= b.level {
+	if level > 0 {
+		// Each baseline holds the changes of those before it.
+		if v, ok := baselines[level-1][change]; ok {
 			return v
 		}
 	}
 	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, latest)
 }
+
+// baselines are the changes of each baseline, by its level less one.
+var baselines = []map[string]workflow.Version{baselined, baselined2, baselined3}

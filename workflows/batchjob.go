@@ -88,9 +88,7 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 		j.status = *in.Last
 	}
 	if changeVersion(ctx, StartNudgesChange) >= 1 {
-		// The nudges the run started with are answered by its first look.
-		for j.changed.ReceiveAsync(nil) {
-		}
+		j.dropNudges() // the nudges the run started with are answered by its first look
 	}
 	for step := 0; step < perRun; step++ {
 		obs, err := j.observe(ctx)
@@ -135,8 +133,7 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 	}
 	// Drain what came in, so no nudge is lost across the continue-as-new: the next run
 	// observes the job first anyway.
-	for j.changed.ReceiveAsync(nil) {
-	}
+	j.dropNudges()
 	next := in
 	next.Last = &j.status
 	return workflow.NewContinueAsNewError(ctx, BatchJobWorkflow, next)
@@ -194,7 +191,12 @@ func (j *jobRunner) observe(ctx workflow.Context) (activities.JobObservation, er
 // waitChange blocks until the job is nudged.
 func (j *jobRunner) waitChange(ctx workflow.Context) {
 	j.changed.Receive(ctx, nil)
-	for j.changed.ReceiveAsync(nil) { // a burst of nudges is one look
+	j.dropNudges() // a burst of nudges is one look
+}
+
+// dropNudges takes every nudge waiting: the look that follows answers them all.
+func (j *jobRunner) dropNudges() {
+	for j.changed.ReceiveAsync(nil) {
 	}
 }
 
@@ -548,14 +550,14 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 		first.Within = submitQuiet
 	}
 	var started activities.AppProgress
-	var timedOut, here bool
+	var timedOut, inTask bool
 	if r.submitHeld && changeVersion(ctx, FirstWaitInTaskChange) >= 1 {
-		started, here = j.firstWaitInTask(ctx, first)
+		started, inTask = j.firstWaitInTask(ctx, first)
 	}
-	if here {
-		still = true
-	} else if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout); err != nil || !still {
-		return started, false, still, err
+	if !inTask {
+		if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout); err != nil || !still {
+			return started, false, still, err
+		}
 	}
 	if r.submitHeld && !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed == 0 {
 		// Nothing placed within submitQuiet: the application is said Submitted (with its
@@ -567,12 +569,11 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 		}
 		first.Within = 0
 		if left := queue.StartingTimeout - workflow.Now(ctx).Sub(began); left > 0 {
-			started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, left)
+			if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, left); err != nil || !still {
+				return started, false, still, err
+			}
 		} else {
 			timedOut = true
-		}
-		if err != nil || !still {
-			return started, false, still, err
 		}
 	}
 	if !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed >= key.Replicas &&

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,30 +223,33 @@ func TestBatchJobWorkflow_AStartWithEveryExecutorPlacedIsOneReport(t *testing.T)
 	require.True(t, w.reported[0].Started, "Running carries the start, for StateAware")
 }
 
-// waitsCounted counts a job's waits for placement by how they ran: in the workflow task (a
+// callsCounted counts a job's calls by name and by how they ran: in the workflow task (a
 // local activity) or in an activity of their own.
-type waitsCounted struct {
+type callsCounted struct {
 	mu                 sync.Mutex
-	inTask, asActivity int
+	inTask, asActivity map[string]int
 }
 
-func countWaits(env *testsuite.TestWorkflowEnvironment) *waitsCounted {
-	c := &waitsCounted{}
+func countCalls(env *testsuite.TestWorkflowEnvironment) *callsCounted {
+	c := &callsCounted{inTask: map[string]int{}, asActivity: map[string]int{}}
 	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		if info.ActivityType.Name == "WaitPlaced" {
-			c.mu.Lock()
-			c.inTask++
-			c.mu.Unlock()
-		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.inTask[info.ActivityType.Name]++
 	})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == "WaitPlaced" {
-			c.mu.Lock()
-			c.asActivity++
-			c.mu.Unlock()
-		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.asActivity[info.ActivityType.Name]++
 	})
 	return c
+}
+
+// looks is how many times the job looked at itself so far (ObserveJob).
+func (c *callsCounted) looks() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inTask["ObserveJob"] + c.asActivity["ObserveJob"]
 }
 
 // A run whose pods are all placed within the quiet second waits for them in the task that
@@ -257,14 +259,14 @@ func TestBatchJobWorkflow_AStartPlacedWithinTheQuietSecondIsWaitedInTheTask(t *t
 	oneSlot.Slots = []int32{4}
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}, firstExecutor: 300 * time.Millisecond}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	waits := countWaits(env)
+	calls := countCalls(env)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
-	require.Equal(t, 1, waits.inTask)
-	require.Zero(t, waits.asActivity, "placed within the second: no activity waited")
+	require.Equal(t, 1, calls.inTask["WaitPlaced"])
+	require.Zero(t, calls.asActivity["WaitPlaced"], "placed within the second: no activity waited")
 	require.True(t, w.reported[0].Started)
 }
 
@@ -273,14 +275,14 @@ func TestBatchJobWorkflow_AStartPlacedWithinTheQuietSecondIsWaitedInTheTask(t *t
 func TestBatchJobWorkflow_ASlowStartWaitsOnInAnActivity(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: 10 * time.Second}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	waits := countWaits(env)
+	calls := countCalls(env)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
-	require.Equal(t, 1, waits.inTask, "the quiet second, in the task")
-	require.Equal(t, 2, waits.asActivity, "the first executor, then the rest")
+	require.Equal(t, 1, calls.inTask["WaitPlaced"], "the quiet second, in the task")
+	require.Equal(t, 2, calls.asActivity["WaitPlaced"], "the first executor, then the rest")
 }
 
 // A first wait that fails in the task is not retried there: an activity waits instead, and
@@ -301,14 +303,14 @@ func TestBatchJobWorkflow_AFirstWaitThatFailsInTheTaskIsWaitedInAnActivity(t *te
 	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	env.OnActivity(acts.DeleteApplication, mock.Anything, mock.Anything).Return(nil)
 	onSignals(env, map[string]func(string, any) error{})
-	waits := countWaits(env)
+	calls := countCalls(env)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
-	require.Equal(t, 1, waits.inTask, "tried once in the task")
-	require.Equal(t, 1, waits.asActivity)
+	require.Equal(t, 1, calls.inTask["WaitPlaced"], "tried once in the task")
+	require.Equal(t, 1, calls.asActivity["WaitPlaced"])
 }
 
 // An application found ended when the job looks (a restart) completes the job without
@@ -526,25 +528,14 @@ func TestBatchJobWorkflow_TheApplicationIsCreatedWhenItWasAskedFor(t *testing.T)
 	}
 }
 
-// countLooks counts the job's looks at itself (ObserveJob).
-func countLooks(env *testsuite.TestWorkflowEnvironment) *atomic.Int32 {
-	var looks atomic.Int32
-	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		if info.ActivityType.Name == "ObserveJob" {
-			looks.Add(1)
-		}
-	})
-	return &looks
-}
-
 // A job's workflow started with a nudge (a signal-with-start) looks at its job once: the
 // look comes after the nudge, and a second one would find nothing new.
 func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true}}
 	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, nil)
-	looks := countLooks(env)
+	calls := countCalls(env)
 	env.RegisterDelayedCallback(func() {
-		require.EqualValues(t, 1, looks.Load(), "one look for the start and its nudge")
+		require.Equal(t, 1, calls.looks(), "one look for the start and its nudge")
 		w.set(func(o *activities.JobObservation) { o.Exists = false })
 		env.SignalWorkflow(BatchJobChangedSignal, nil)
 	}, time.Minute)
@@ -553,7 +544,7 @@ func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testi
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobReady}, states(w))
-	require.EqualValues(t, 2, looks.Load(), "then one for the deletion")
+	require.Equal(t, 2, calls.looks(), "then one for the deletion")
 }
 
 // A job whose run ended is looked at again only when nudged: the task that reports the end
@@ -561,9 +552,9 @@ func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testi
 func TestBatchJobWorkflow_AfterItsEndTheJobIsLookedAtWhenNudged(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
-	looks := countLooks(env)
+	calls := countCalls(env)
 	env.RegisterDelayedCallback(func() {
-		require.EqualValues(t, 1, looks.Load(), "the first look only: the end is not read back")
+		require.Equal(t, 1, calls.looks(), "the first look only: the end is not read back")
 	}, 10*time.Minute)
 	releaseJobAfter(env, w, 20*time.Minute)
 	deleteJobAfter(env, w, time.Hour)
@@ -571,5 +562,5 @@ func TestBatchJobWorkflow_AfterItsEndTheJobIsLookedAtWhenNudged(t *testing.T) {
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted, v1alpha1.JobReady}, states(w))
-	require.EqualValues(t, 3, looks.Load(), "then one for the release and one for the deletion")
+	require.Equal(t, 3, calls.looks(), "then one for the release and one for the deletion")
 }
