@@ -81,7 +81,15 @@ func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r)
 	var args filterCall
 	if err == nil {
-		args, err = readFilterCall(body)
+		names := takeNames()
+		// The names are read during the call only: the answer is written before it returns.
+		defer func() {
+			if cap(args.NodeNames) > cap(*names) {
+				*names = args.NodeNames // grown past the lent slice: keep the larger
+			}
+			giveNames(names)
+		}()
+		args, err = readFilterCall(body, *names)
 	}
 	if err != nil {
 		h.finish(w, "filter", "bad_request", start, extenderv1.ExtenderFilterResult{Error: err.Error()}, err, "")

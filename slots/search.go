@@ -35,12 +35,15 @@ func ParseSlotIDs(annotation string) ([]int32, error) {
 	if annotation == "" {
 		return nil, fmt.Errorf("%w: the pod has no %s annotation", ErrBadSlotIDs, v1alpha1.SlotIDsAnnotation)
 	}
-	parts := strings.Split(annotation, ",")
-	if len(parts) > maxSlotIDs {
-		return nil, fmt.Errorf("%w: %d ids, at most %d allowed", ErrBadSlotIDs, len(parts), maxSlotIDs)
+	count := strings.Count(annotation, ",") + 1
+	if count > maxSlotIDs {
+		return nil, fmt.Errorf("%w: %d ids, at most %d allowed", ErrBadSlotIDs, count, maxSlotIDs)
 	}
-	ids := make([]int32, 0, len(parts))
-	for _, p := range parts {
+	// One id at a time, with no slice of the parts: every /filter call parses its pod's ids.
+	ids := make([]int32, 0, count)
+	for rest, more := annotation, true; more; {
+		var p string
+		p, rest, more = strings.Cut(rest, ",")
 		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("%w: %q is not a slot position (want e.g. \"3,5\")", ErrBadSlotIDs, strings.TrimSpace(p))
@@ -147,24 +150,26 @@ func (e *NoSlotError) Error() string { return e.Reason }
 // is its preference. Positions the test bed does not have are an error, not a skip: a typo
 // in the annotation must not silently shrink the job.
 func (ix *Index) Choose(uid types.UID, allowed []int32, candidates []string) (Decision, error) {
+	// A pod that holds its slot (every call after the first) looks for one node among the
+	// candidates: a scan of them, with no set to build and hash a thousand names into.
+	if i, ok := ix.byPod[uid]; ok {
+		s := ix.slots[i]
+		if candidates == nil || slices.Contains(candidates, s.NodeName) {
+			return Decision{Slot: s, Index: i, Held: true}, nil
+		}
+		reason := fmt.Sprintf("the pod holds slot %d on node %s, which is not a candidate", s.Position, s.NodeName)
+		return Decision{}, &NoSlotError{Reason: reason, Nodes: map[string]string{}, OtherNodes: reason}
+	}
+
 	inCandidates := func(string) bool { return true }
 	if candidates != nil {
-		set := ix.relevantNodes(uid, allowed)
+		set := ix.allowedNodes(allowed)
 		for _, n := range candidates {
 			if _, ok := set[n]; ok {
 				set[n] = true
 			}
 		}
 		inCandidates = func(n string) bool { return set[n] }
-	}
-
-	if i, ok := ix.byPod[uid]; ok {
-		s := ix.slots[i]
-		if inCandidates(s.NodeName) {
-			return Decision{Slot: s, Index: i, Held: true}, nil
-		}
-		reason := fmt.Sprintf("the pod holds slot %d on node %s, which is not a candidate", s.Position, s.NodeName)
-		return Decision{}, &NoSlotError{Reason: reason, Nodes: map[string]string{}, OtherNodes: reason}
 	}
 
 	var missing []int32
@@ -197,12 +202,9 @@ func (ix *Index) Choose(uid types.UID, allowed []int32, candidates []string) (De
 	}
 }
 
-// relevantNodes returns the nodes of the pod's held and allowed slots, all marked false.
-func (ix *Index) relevantNodes(uid types.UID, allowed []int32) map[string]bool {
-	set := make(map[string]bool, len(allowed)+1)
-	if s, ok := ix.Held(uid); ok {
-		set[s.NodeName] = false
-	}
+// allowedNodes returns the nodes of the allowed slots, all marked false.
+func (ix *Index) allowedNodes(allowed []int32) map[string]bool {
+	set := make(map[string]bool, len(allowed))
 	for _, pos := range allowed {
 		if i, ok := ix.byPosition[pos]; ok {
 			set[ix.slots[i].NodeName] = false
