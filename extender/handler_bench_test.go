@@ -399,7 +399,7 @@ func newBenchHandler(b *testing.B, m *memoryCache, cl client.Client) (*Handler, 
 }
 
 // serve makes one call; into, if not nil, receives the decoded answer.
-func serve(b *testing.B, h http.Handler, path string, body []byte, into any) {
+func serve(b *testing.B, h http.Handler, path string, body []byte, into any) (answerBytes int) {
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -411,6 +411,7 @@ func serve(b *testing.B, h http.Handler, path string, body []byte, into any) {
 			b.Fatal(err)
 		}
 	}
+	return rec.Body.Len()
 }
 
 // filterBody is the body kube-scheduler sends with nodeCacheCapable: the whole pod and the
@@ -518,7 +519,7 @@ func BenchmarkHandler_FilterNoSlot(b *testing.B) {
 	h, _ := newBenchHandler(b, m, &recordingClient{})
 	body := filterBody(b, p, names)
 	var out extenderv1.ExtenderFilterResult
-	serve(b, h, "/filter", body, &out)
+	answer := serve(b, h, "/filter", body, &out)
 	if out.Error != "" || out.NodeNames == nil || len(*out.NodeNames) != 0 || len(out.FailedNodes) != len(names) {
 		b.Fatalf("answer error %q, nodes %v, %d failed nodes; want no node and %d failed", out.Error, out.NodeNames, len(out.FailedNodes), len(names))
 	}
@@ -527,6 +528,7 @@ func BenchmarkHandler_FilterNoSlot(b *testing.B) {
 		serve(b, h, "/filter", body, nil)
 	}
 	b.ReportMetric(float64(len(body)), "body-bytes")
+	b.ReportMetric(float64(answer), "answer-bytes") // what the scheduler decodes
 }
 
 // BenchmarkHandler_Preempt is one /preempt call with the single candidate the slot profile's

@@ -192,14 +192,30 @@ func (ix *Index) Choose(uid types.UID, allowed []int32, candidates []string) (De
 		}
 	}
 	if len(missing) > 0 {
-		reason := fmt.Sprintf("the test bed has no slot %s", joinIDs(missing))
-		return Decision{}, &NoSlotError{Reason: reason, Nodes: map[string]string{}, OtherNodes: reason}
+		return Decision{}, &NoSlotError{Reason: "the test bed has no slot " + joinIDs(missing), Nodes: map[string]string{},
+			OtherNodes: "the test bed has no slot " + someIDs(missing)}
 	}
 	return Decision{}, &NoSlotError{
 		Reason:     fmt.Sprintf("none of the pod's slots %s is free on a candidate node", joinIDs(allowed)),
 		Nodes:      nodes,
-		OtherNodes: "the node holds none of the pod's slots " + joinIDs(allowed),
+		OtherNodes: "the node holds none of the pod's slots " + someIDs(allowed),
 	}
+}
+
+// reasonIDs is how many slot ids a reason given for each candidate node names. The answer
+// repeats it for every candidate: with 1,000 nodes and a pod allowed 64 slots, the whole
+// list made the answer 230 KB, for the scheduler to decode and fold into one line of the
+// pod's events. The pod's annotation holds the whole list, and the overall reason (the
+// extender's log) names every id.
+const reasonIDs = 8
+
+// someIDs is joinIDs of the first reasonIDs ids, saying how many more there are.
+func someIDs(ids []int32) string {
+	if len(ids) <= reasonIDs {
+		return joinIDs(ids)
+	}
+	list := joinIDs(ids[:reasonIDs])
+	return fmt.Sprintf("%s and %d more]", list[:len(list)-1], len(ids)-reasonIDs)
 }
 
 // allowedNodes returns the nodes of the allowed slots, all marked false.

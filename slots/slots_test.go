@@ -285,6 +285,42 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+// The reason given for every other candidate node names a few of the pod's slots, not all:
+// the answer repeats it for each of a thousand nodes. The overall reason names them all.
+func TestChoose_OtherNodesNameAFewSlots(t *testing.T) {
+	statuses := Statuses(Layout(nodes("0", "1", "2", "3", "4", "5"), 2), nil)
+	var allowed, missing []int32
+	for i := range statuses {
+		statuses[i].State, statuses[i].PodName = v1alpha1.SlotOccupied, "busy"
+		allowed = append(allowed, statuses[i].Position)
+		missing = append(missing, int32(100+i))
+	}
+	if len(allowed) != 12 {
+		t.Fatalf("the bed has %d slots, want 12", len(allowed))
+	}
+	cases := []struct {
+		allowed                []int32
+		wantReason, wantOthers string
+	}{
+		{allowed, "none of the pod's slots [0 1 2 3 4 5 6 7 8 9 10 11] is free on a candidate node",
+			"the node holds none of the pod's slots [0 1 2 3 4 5 6 7 and 4 more]"},
+		{missing, "the test bed has no slot [100 101 102 103 104 105 106 107 108 109 110 111]",
+			"the test bed has no slot [100 101 102 103 104 105 106 107 and 4 more]"},
+		{allowed[:reasonIDs], "none of the pod's slots [0 1 2 3 4 5 6 7] is free on a candidate node",
+			"the node holds none of the pod's slots [0 1 2 3 4 5 6 7]"},
+	}
+	for _, tc := range cases {
+		_, err := NewIndex(statuses).Choose("p", tc.allowed, []string{"elsewhere"})
+		var noSlot *NoSlotError
+		if !errors.As(err, &noSlot) {
+			t.Fatalf("allowed %v: %v, want no slot", tc.allowed, err)
+		}
+		if noSlot.Reason != tc.wantReason || noSlot.OtherNodes != tc.wantOthers {
+			t.Errorf("allowed %v: reason %q, other nodes %q; want %q, %q", tc.allowed, noSlot.Reason, noSlot.OtherNodes, tc.wantReason, tc.wantOthers)
+		}
+	}
+}
+
 func TestIndexReserveFollowsItsOwnReservations(t *testing.T) {
 	statuses := bed()
 	ix := NewIndex(statuses)
