@@ -86,15 +86,6 @@ func NewIndex(statuses []v1alpha1.SlotStatus) *Index {
 	return ix
 }
 
-// Held returns the slot pod uid has reserved or occupies, if any.
-func (ix *Index) Held(uid types.UID) (v1alpha1.SlotStatus, bool) {
-	i, ok := ix.byPod[uid]
-	if !ok {
-		return v1alpha1.SlotStatus{}, false
-	}
-	return ix.slots[i], true
-}
-
 // Slot returns the slot at a position.
 func (ix *Index) Slot(position int32) (v1alpha1.SlotStatus, bool) {
 	i, ok := ix.byPosition[position]
