@@ -38,7 +38,11 @@ import (
 //   - 64 jobs, for the spread of the hand-over: end-to-start-p50-ms and -p99-ms, for every job
 //     that followed another in its slot, from the end of the one before (the application seen
 //     ended) to its own pods running; admitted-to-running-p50-ms, from the grant to running;
-//   - 16 jobs again, created right before their Scheduling: makespan-new-jobs-s.
+//   - 16 jobs again, created right before their Scheduling: makespan-new-jobs-s;
+//   - 16 one-slot Flink jobs, made ahead as the first 16: flink-makespan-s and
+//     flink-end-to-start-p50-ms and -p99-ms. A FlinkDeployment's JobManager stands where a
+//     Spark driver does and its TaskManagers in the slots: the hand-over is the same for
+//     both frameworks, and this run shows it.
 //
 // Each run starts on a quiet platform: every slot of the bed holds its ghost again (the run
 // before is over), and, but in the last, the jobs exist and their workflows are idle before
@@ -58,7 +62,7 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 	trace := startTrace(b, p)
 	for i := range b.N {
 		cpuFrom, cpuErr := sampleCPU()
-		first := runJobs(b, p, fmt.Sprintf("bench-%d-a", i), 16, true)
+		first := runJobs(b, p, fmt.Sprintf("bench-%d-a", i), 16, true, v1alpha1.FrameworkSpark)
 		if cpuTo, err := sampleCPU(); trace != nil && cpuErr == nil && err == nil {
 			logCPUPerJob(b, "16 jobs through slotplane", cpuFrom, cpuTo, len(first.jobs))
 		}
@@ -88,7 +92,7 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		b.ReportMetric(ms(percentile(bare.endToStart, 99)), "bare-end-to-start-p99-ms")
 
 		profiled := apiServerProfile(b, p, 12*time.Second)
-		many := runJobs(b, p, fmt.Sprintf("bench-%d-b", i), 64, true)
+		many := runJobs(b, p, fmt.Sprintf("bench-%d-b", i), 64, true, v1alpha1.FrameworkSpark)
 		profiled()
 		b.ReportMetric(ms(percentile(many.endToStart, 50)), "end-to-start-p50-ms")
 		b.ReportMetric(ms(percentile(many.endToStart, 99)), "end-to-start-p99-ms")
@@ -98,13 +102,19 @@ func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
 		trace.temporalLatencies(b, "64 jobs")
 		trace.serverWork(b, "64 jobs", len(many.jobs))
 
-		fresh := runJobs(b, p, fmt.Sprintf("bench-%d-c", i), 16, false)
+		fresh := runJobs(b, p, fmt.Sprintf("bench-%d-c", i), 16, false, v1alpha1.FrameworkSpark)
 		b.ReportMetric(fresh.makespan.Seconds(), "makespan-new-jobs-s")
 		trace.firstWave(b, fresh, fmt.Sprintf("bench-%d-c", i))
 		trace.apiRequests(b)
 		fmt.Printf("16 jobs on 8 slots: makespan %s\n%s\n%s\n64 jobs on 8 slots: makespan %s\n%s\n16 jobs made with their Scheduling: makespan %s\n%s\n",
 			first.makespan.Round(time.Millisecond), first.breakdown(), bare.summary(), many.makespan.Round(time.Millisecond), many.breakdown(),
 			fresh.makespan.Round(time.Millisecond), fresh.breakdown())
+
+		flink := runJobs(b, p, fmt.Sprintf("bench-%d-f", i), 16, true, v1alpha1.FrameworkFlink)
+		b.ReportMetric(flink.makespan.Seconds(), "flink-makespan-s")
+		b.ReportMetric(ms(percentile(flink.endToStart, 50)), "flink-end-to-start-p50-ms")
+		b.ReportMetric(ms(percentile(flink.endToStart, 99)), "flink-end-to-start-p99-ms")
+		fmt.Printf("16 Flink jobs on 8 slots: makespan %s\n%s\n", flink.makespan.Round(time.Millisecond), flink.breakdown())
 	}
 }
 
@@ -133,10 +143,11 @@ type orchestration struct {
 // handOver is a slot going from one job to the next.
 type handOver struct{ prev, next *v1alpha1.BatchJob }
 
-// runJobs runs n one-slot, one-second Spark jobs through one QueueBased Scheduling on the
-// platform's 8-slot bed and reads their phases. It starts once the bed is quiet (settle);
-// ahead: the jobs are made, and their workflows idle, before the Scheduling is made.
-func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead bool) orchestration {
+// runJobs runs n one-slot, one-second jobs of the framework through one QueueBased
+// Scheduling on the platform's 8-slot bed and reads their phases. It starts once the bed is
+// quiet (settle); ahead: the jobs are made, and their workflows idle, before the Scheduling
+// is made.
+func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead bool, framework v1alpha1.Framework) orchestration {
 	b.Helper()
 	ctx := context.Background()
 	settle(b, p, nil)
@@ -145,9 +156,12 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead b
 		jn := fmt.Sprintf("%s-%02d", name, k)
 		j := &v1alpha1.BatchJob{
 			ObjectMeta: metav1.ObjectMeta{Name: jn, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: "1s"}},
-			Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark,
+			Spec: v1alpha1.BatchJobSpec{Framework: framework,
 				Application:     v1alpha1.Application{Image: "registry.example/bench:1", MainClass: "org.example.Bench", MainApplicationFile: "local:///opt/bench.jar"},
 				DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}},
+		}
+		if framework == v1alpha1.FrameworkFlink {
+			j.Spec.Application.Version = "v1_20" // the operator's name of the Flink version, which a FlinkDeployment must give
 		}
 		if err := p.Client.Create(ctx, j); err != nil {
 			b.Fatal(err)
