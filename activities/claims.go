@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 	"slotplane/slots"
 )
 
@@ -84,7 +85,8 @@ func (r ClaimResult) Complete() bool { return len(r.Lost) == 0 && len(r.Missing)
 // 3,000 requests before its first job could be asked for (the first ran 47 s after the
 // Scheduling was created). The job's workflow reads the status afresh at its next look; a
 // Ready or InQueue status it meant to write on an older picture is not written
-// (WriteJobStatus).
+// (WriteJobStatus). The status shows the queue the namespace's placement rules put the job
+// in (placementRules), which Admission then need not write again.
 func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult, error) {
 	type outcome struct {
 		holder, forbidden string
@@ -109,6 +111,7 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 		return why, err
 	}
 	cached := a.cachedJobs(ctx, in.Namespace, len(in.Names))
+	rules := a.placementRules(ctx, in.Namespace)
 	err := eachOf(ctx, in.Names, func(i int, name string) error {
 		key := types.NamespacedName{Namespace: in.Namespace, Name: name}
 		var o outcome
@@ -164,7 +167,7 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 			return fmt.Errorf("claim %s for scheduling %s: %w", key, in.Scheduling, err)
 		}
 		if o.holder == in.Scheduling && !o.missing {
-			o.queued = a.queueClaimed(ctx, obj, in.Scheduling, in.Queue)
+			o.queued = a.queueClaimed(ctx, obj, in.Scheduling, in.Queue, rules)
 		}
 		outcomes[i] = o
 		return nil
@@ -196,12 +199,14 @@ func (a *Activities) ClaimJobs(ctx context.Context, in ClaimInput) (ClaimResult,
 // now. A job that does not rest (a run of an earlier claim still has its application or
 // request), or whose write fails or conflicts, is left to its workflow: false.
 //
-// The status shows the queue the job asks for: its own spec.queue, else the Scheduling's
-// (fallback). A Scheduling passes what the status shows on to Admission
-// (AdmissionRequest.Shown), which writes a job's queue only where its placement differs:
-// a 1,000-job Scheduling's jobs were written a third time each, a moment after the claim,
-// to say the same queue.
-func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, scheduling, fallback string) bool {
+// The status shows the queue the job asks for (its own spec.queue, else the Scheduling's:
+// fallback) as the placement rules place it, when there are rules to run (rules, nil when
+// the allocation file cannot be read or does not parse: then the queue asked for). A
+// Scheduling passes what the status shows on to Admission (AdmissionRequest.Shown), which
+// writes a job's queue only where its placement differs: a 1,000-job Scheduling's jobs were
+// written a third time each, a moment after the claim, to say the same queue, and jobs that
+// ask for no queue or one the rules change still were, until the claim ran the rules too.
+func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, scheduling, fallback string, rules *queue.Allocations) bool {
 	st := job.Status
 	if st.State == v1alpha1.JobInQueue && st.Scheduling == scheduling {
 		return true // an earlier attempt wrote it
@@ -215,9 +220,36 @@ func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, s
 	if asked == "" {
 		asked = fallback
 	}
+	if rules != nil {
+		// Admission places the request the same way (Admitter.Request); a job the rules
+		// refuse is refused there, and shows the queue it asked for until then.
+		if p, err := rules.PlaceJob(asked, job.Spec.User, job.Spec.Groups); err == nil {
+			asked = p.Queue
+		}
+	}
 	job.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: scheduling, QueuedAt: &queued, Queue: asked,
 		ObservedGeneration: job.Generation, Conditions: st.Conditions}
 	return a.Client.Status().Update(ctx, job) == nil
+}
+
+// placementRules are the namespace's queue placement rules as its allocation file has them
+// now (the built-in defaults without a file), for a claim to show each job in the queue
+// Admission will place it in. The file is read from the API server's watch cache and parsed
+// once per claim activity. nil when it cannot be read or does not parse: Admission keeps
+// its last good file then, which the claim does not know. A file that changed since
+// Admission last loaded it may place some jobs elsewhere; Admission writes those, as it
+// writes every placement that differs from what the status shows.
+func (a *Activities) placementRules(ctx context.Context, namespace string) *queue.Allocations {
+	files, version, err := a.readAllocationFiles(ctx, AllocationFileRef{Namespace: namespace, ConfigMap: v1alpha1.QueuesConfigMap},
+		&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	if err != nil {
+		return nil
+	}
+	u := queue.ReadConfigFiles(queue.Config{}, files, version)
+	if u == nil || u.Missing {
+		return queue.DefaultConfig().Allocations
+	}
+	return u.Allocations
 }
 
 // cachedJobs is every BatchJob of the namespace as the worker's copy has them (without their

@@ -173,6 +173,81 @@ func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 	require.Empty(t, get("fresh").Status.Queue, "released, the job is in no queue")
 }
 
+// The InQueue status a claim writes shows the queue the namespace's placement rules put the
+// job in: the queue Admission's Admitter places its request in (so Admission need not write
+// it again), for a job that asks for a queue the rules keep, one they pass over, and none. A
+// file that does not parse leaves the claim the queue asked for (Admission keeps its last
+// good file, which the claim cannot know), and Admission writes where it differs.
+func TestClaimJobs_ShowsTheQueueThePlacementRulesChoose(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	a := &activities.Activities{Client: cl}
+	ctx := context.Background()
+	file := `<allocations>
+  <queue name="analytics"/>
+  <queue name="etl"/>
+  <queuePlacementPolicy>
+    <rule name="specified" create="false"/>
+    <rule name="primaryGroup" create="false"/>
+    <rule name="user" create="true"/>
+  </queuePlacementPolicy>
+</allocations>`
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"}, Data: map[string]string{v1alpha1.QueuesConfigMapKey: file}}
+	require.NoError(t, cl.Create(ctx, cm))
+	jobs := []struct {
+		name, queue, user string
+		groups            []string
+		want              string
+	}{
+		{"kept", "root.analytics", "alice", nil, "root.analytics"},
+		{"passed-over", "root.undeclared", "bob", nil, "root.bob"},
+		{"by-group", "", "carol", []string{"etl"}, "root.etl"},
+		{"no-queue", "", "dave", []string{"nobody"}, "root.dave"},
+	}
+	var names []string
+	for _, j := range jobs {
+		job := testobjects.BatchJob(j.name).Queue(j.queue).Obj()
+		job.Spec.User, job.Spec.Groups = j.user, j.groups
+		require.NoError(t, cl.Create(ctx, job))
+		names = append(names, j.name)
+	}
+	res, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: names})
+	require.NoError(t, err)
+	require.ElementsMatch(t, names, res.Queued)
+
+	u := queue.ReadConfigFiles(queue.Config{}, queue.ConfigFiles{Allocations: []byte(file), HasAllocations: true}, "v1")
+	require.NotNil(t, u.Allocations, u.Rejected)
+	admitter := queue.NewAdmitter(queue.AdmitterState{Config: queue.Config{}.Apply(*u)})
+	infos, err := a.ReadJobs(ctx, activities.ReadJobsInput{Namespace: "default", Scheduling: "me", Names: names})
+	require.NoError(t, err)
+	for i, j := range jobs {
+		var got v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: j.name}, &got))
+		require.Equal(t, j.want, got.Status.Queue, j.name)
+		require.Equal(t, j.want, infos[i].Shown, "what Admission is told the status shows")
+		key := queue.JobKey{Scheduling: "me", SchedulingUID: "uid", Job: j.name, Run: 1}
+		require.Nil(t, admitter.Request(queue.Request{JobKey: key, Queue: infos[i].Queue, User: infos[i].User, Groups: infos[i].Groups, Slots: 1, Driver: queue.MBVCores(256, 1)}))
+		require.Equal(t, j.want, admitter.QueuesOf([]queue.JobKey{key})[key], "Admission places %s where the claim said", j.name)
+	}
+
+	// A file that does not parse: the queue asked for.
+	require.NoError(t, a.ReleaseJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: names}))
+	cm.Data[v1alpha1.QueuesConfigMapKey] = "<allocations><queue name=\"analytics\"><weight>heavy</weight></queue></allocations>"
+	require.NoError(t, cl.Update(ctx, cm))
+	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("later").Queue("root.undeclared").Obj()))
+	require.Eventually(t, func() bool {
+		// The claim reads the file from the watch cache, a moment behind the update.
+		var seen corev1.ConfigMap
+		err := cl.Get(ctx, client.ObjectKeyFromObject(cm), &seen, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		return err == nil && seen.ResourceVersion == cm.ResourceVersion
+	}, 10*time.Second, 20*time.Millisecond)
+	_, err = a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "other", Names: []string{"later"}})
+	require.NoError(t, err)
+	var later v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "later"}, &later))
+	require.Equal(t, "root.undeclared", later.Status.Queue)
+}
+
 // Claimed from the worker's copy, which keeps the jobs without their wrapped specs, ClaimJobs
 // lists nothing from the API server and writes only the claim: the wrapped spec and the
 // user's annotations stay, and a kill of an earlier claim goes. A copy that lags decides

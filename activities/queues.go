@@ -41,15 +41,25 @@ const (
 // good pair stays in force. A missing ConfigMap, or neither key, means the defaults; one key
 // missing, that file's defaults.
 func (a *Activities) LoadAllocationFile(ctx context.Context, in AllocationFileRef) (*queue.ConfigUpdate, error) {
+	held := queue.Config{Version: in.Version, RejectedVersion: in.RejectedVersion}
+	f, version, err := a.readAllocationFiles(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return queue.ReadConfigFiles(held, f, version), nil
+}
+
+// readAllocationFiles reads the allocation file and the settings that in names, with their
+// version: "" and neither file when the ConfigMap does not exist.
+func (a *Activities) readAllocationFiles(ctx context.Context, in AllocationFileRef, opts ...client.GetOption) (queue.ConfigFiles, string, error) {
 	key := cmp.Or(in.Key, DefaultAllocationFileKey)
 	settingsKey := cmp.Or(in.SettingsKey, DefaultSettingsKey)
-	held := queue.Config{Version: in.Version, RejectedVersion: in.RejectedVersion}
 	var cm corev1.ConfigMap
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.ConfigMap}, &cm); err != nil {
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.ConfigMap}, &cm, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
-			return queue.ReadConfigFiles(held, queue.ConfigFiles{}, ""), nil
+			return queue.ConfigFiles{}, "", nil
 		}
-		return nil, fmt.Errorf("get configmap %s/%s: %w", in.Namespace, in.ConfigMap, err)
+		return queue.ConfigFiles{}, "", fmt.Errorf("get configmap %s/%s: %w", in.Namespace, in.ConfigMap, err)
 	}
 	var f queue.ConfigFiles
 	alloc, hasAlloc := cm.Data[key]
@@ -58,7 +68,7 @@ func (a *Activities) LoadAllocationFile(ctx context.Context, in AllocationFileRe
 	f.Settings, f.HasSettings = []byte(settings), hasSettings
 	// The resourceVersion changes with either key; the keys are in the version too, so that
 	// another pair of keys of the same ConfigMap is another version.
-	return queue.ReadConfigFiles(held, f, cm.ResourceVersion+"/"+key+"+"+settingsKey), nil
+	return f, cm.ResourceVersion + "/" + key + "+" + settingsKey, nil
 }
 
 // CheckHoldsInput lists the admission keys one test bed's Admission holds.

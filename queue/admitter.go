@@ -357,12 +357,8 @@ func (a *Admitter) Request(r Request) *Grant {
 	case !r.Driver.Fits(MBVCores(maxMB, maxVCores)):
 		return refuse(fmt.Sprintf("the job's driver of %s is more than the queues count", r.Driver))
 	}
-	primary, secondary := "", []string(nil)
-	if len(r.Groups) > 0 {
-		primary, secondary = r.Groups[0], r.Groups[1:]
-	}
 	alloc := a.st.Config.Allocations
-	p, err := alloc.Place(Submitter{Queue: r.Queue, User: r.User, PrimaryGroup: primary, SecondaryGroups: secondary})
+	p, err := alloc.PlaceJob(r.Queue, r.User, r.Groups)
 	if err != nil {
 		return refuse(err.Error())
 	}

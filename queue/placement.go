@@ -73,6 +73,18 @@ func (a *Allocations) Place(s Submitter) (Placement, error) {
 	return Placement{}, fmt.Errorf("%w: no rule placed it", ErrRejected)
 }
 
+// PlaceJob places a job that asks for queue ("" for none) on behalf of user, whose first group
+// is its primary group and the rest its secondary ones: the placement every admission
+// request gets (Admitter.Request), and the one a Scheduling's claim shows in the job's status
+// before Admission has placed it.
+func (a *Allocations) PlaceJob(queue, user string, groups []string) (Placement, error) {
+	s := Submitter{Queue: queue, User: user}
+	if len(groups) > 0 {
+		s.PrimaryGroup, s.SecondaryGroups = groups[0], groups[1:]
+	}
+	return a.Place(s)
+}
+
 // apply runs one rule: decided false means "next rule".
 func (a *Allocations) apply(r Rule, s Submitter) (path string, decided bool, err error) {
 	exists := func(p string) bool { return a.Queue(p) != nil }

@@ -263,9 +263,10 @@ type BatchJobStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// Queue is the leaf queue the job is in now: where its test bed's Admission placed it
 	// (spec.queue, or what the placement rules chose), or where a move took it since.
-	// The claim of a Scheduling writes the queue the job asks for (spec.queue, else the
-	// Scheduling's), and Admission the one it chose where that differs; it stays once the
-	// run ended, and goes when no Scheduling holds the job.
+	// The claim of a Scheduling writes the queue the placement rules put the job in (what
+	// it asks for, spec.queue else the Scheduling's, as placed), and Admission the one it
+	// chose where that differs; it stays once the run ended, and goes when no Scheduling
+	// holds the job.
 	// +optional
 	Queue string `json:"queue,omitempty"`
 }
