@@ -793,12 +793,7 @@ func (r *replay) release(j *replayJob, n int) {
 // submit places a new job, as the Admission workflow's request does: placement rules, the
 // submit ACL, then the queue is made if a rule created it.
 func (r *replay) submit(j *replayJob) {
-	var primary string
-	var secondary []string
-	if len(j.Groups) > 0 {
-		primary, secondary = j.Groups[0], j.Groups[1:]
-	}
-	p, err := r.a.Place(Submitter{Queue: j.Queue, User: j.User, PrimaryGroup: primary, SecondaryGroups: secondary})
+	p, err := r.a.PlaceJob(j.Queue, j.User, j.Groups)
 	switch {
 	case err != nil:
 		j.out.Refused = err.Error()
