@@ -160,9 +160,6 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead b
 				Application:     v1alpha1.Application{Image: "registry.example/bench:1", MainClass: "org.example.Bench", MainApplicationFile: "local:///opt/bench.jar"},
 				DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}},
 		}
-		if framework == v1alpha1.FrameworkFlink {
-			j.Spec.Application.Version = "v1_20" // the operator's name of the Flink version, which a FlinkDeployment must give
-		}
 		if err := p.Client.Create(ctx, j); err != nil {
 			b.Fatal(err)
 		}
