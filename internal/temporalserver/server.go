@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -85,18 +87,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.LogLevel == "" {
 		opts.LogLevel = "warn"
 	}
-	ports, err := serverPorts(opts)
+	ports, server, err := startOnFreePorts(opts)
 	if err != nil {
 		return nil, err
 	}
 	frontend := hostPort(ports[0])
-	server, err := newServer(opts, ports)
-	if err != nil {
-		return nil, err
-	}
-	if err := server.Start(); err != nil {
-		return nil, fmt.Errorf("start temporal server: %w", err)
-	}
 	ts := &Server{
 		FrontendAddress: frontend,
 		MetricsAddress:  "http://" + hostPort(ports[5]) + "/metrics",
@@ -113,10 +108,58 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return ts, nil
 }
 
+// bindAttempts bounds startOnFreePorts' tries.
+const bindAttempts = 5
+
+// startOnFreePorts makes and starts the server on free ports. A port found free can be
+// taken by another process (a parallel test package's platform) before the server binds
+// it; the server then fails to start with "address already in use", and another try on
+// other free ports is made. A port opts names is kept on every try, so a taken -temporal-port
+// fails after the last try with the bind error.
+func startOnFreePorts(opts Options) ([]int, temporal.Server, error) {
+	var err error
+	for range bindAttempts {
+		var ports []int
+		if ports, err = serverPorts(opts); err != nil {
+			return nil, nil, err
+		}
+		var server temporal.Server
+		if server, err = startOn(opts, ports); err == nil {
+			return ports, server, nil
+		}
+		if !portTaken(err) {
+			return nil, nil, err
+		}
+	}
+	return nil, nil, err
+}
+
+// startOn makes and starts the server on ports. A failure the server reports through its
+// logger's Fatal (fatalPanics) comes back as the error.
+func startOn(opts Options, ports []int) (server temporal.Server, err error) {
+	defer recoverFatal(&err)
+	if server, err = newServer(opts, ports); err != nil {
+		return nil, err
+	}
+	if err := server.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	return server, nil
+}
+
+// portTaken tells whether err is a listener's bind failing on a port in use. The server's
+// dependency injection does not always keep the error's chain, so its text is read too.
+func portTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// pickPorts finds free ports; a test replaces it to hand out a taken one.
+var pickPorts = freeport.Get
+
 // serverPorts are the server's ports, free ones unless opts names them: frontend gRPC and
 // HTTP, history, matching, worker, metrics and UI, in that order.
 func serverPorts(opts Options) ([]int, error) {
-	ports, err := freeport.Get(7)
+	ports, err := pickPorts(7)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +185,7 @@ func newServer(opts Options, ports []int) (temporal.Server, error) {
 	if opts.LogFile != "" {
 		logger = tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: opts.LogLevel, OutputFile: opts.LogFile}))
 	}
+	logger = fatalPanics{logger}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("temporal authorizer: %w", err)

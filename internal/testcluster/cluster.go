@@ -9,6 +9,7 @@
 package testcluster
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -125,9 +126,8 @@ type Cluster struct {
 	client    kubernetes.Interface
 	procs     []*process // in start order; stopped in reverse, so etcd last
 	removeDir bool
-	// kwok and the port it serves on, to start it again if it dies at start-up.
-	kwok     *process
-	kwokPort int
+	// kwok, to start it again if it dies at start-up.
+	kwok *process
 }
 
 // Start brings up the control plane and returns when the API server is ready, the CRDs are
@@ -210,16 +210,14 @@ func (c *Cluster) startControlPlane(ctx context.Context, extenderHost string) er
 			return err
 		}
 	}
-	ports, err := freeport.Get(5)
-	if err != nil {
+	var etcdClient int
+	if err := c.onFreePorts(2, func(ports []int) error {
+		etcdClient = ports[0]
+		return c.startEtcd(ctx, ports[0], ports[1])
+	}); err != nil {
 		return err
 	}
-	etcdClient, etcdPeer, apiPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-
-	if err := c.startEtcd(ctx, etcdClient, etcdPeer); err != nil {
-		return err
-	}
-	if err := c.startAPIServer(ctx, apiPort, etcdClient); err != nil {
+	if err := c.onFreePorts(1, func(ports []int) error { return c.startAPIServer(ctx, ports[0], etcdClient) }); err != nil {
 		return err
 	}
 	if err := InstallCRDs(ctx, c.Config, crds.All()); err != nil {
@@ -231,10 +229,49 @@ func (c *Cluster) startControlPlane(ctx context.Context, extenderHost string) er
 	if err := InstallAdmissionPolicies(ctx, c.client, deploy.AdmissionPolicies); err != nil {
 		return err
 	}
-	if err := c.startScheduler(ctx, schedPort); err != nil {
+	if err := c.onFreePorts(1, func(ports []int) error { return c.startScheduler(ctx, ports[0]) }); err != nil {
 		return err
 	}
-	return c.startKwok(kwokPort)
+	return c.startKwok()
+}
+
+// bindAttempts bounds onFreePorts' tries.
+const bindAttempts = 5
+
+// onFreePorts runs start, which starts one process of the control plane and waits for it,
+// on n free ports. A port found free can be taken by another process (a parallel test
+// package's platform) before the component binds it; the component then exits saying so,
+// and start is run again on other free ports.
+func (c *Cluster) onFreePorts(n int, start func(ports []int) error) error {
+	var err error
+	for range bindAttempts {
+		ports, perr := pickPorts(n)
+		if perr != nil {
+			return perr
+		}
+		if err = start(ports); err == nil || !c.lastLostItsPort() {
+			return err
+		}
+		c.procs = c.procs[:len(c.procs)-1] // it has exited
+	}
+	return err
+}
+
+// pickPorts finds free ports; a test replaces it to hand out taken ones.
+var pickPorts = freeport.Get
+
+// lastLostItsPort tells whether the process started last has exited because a port it was
+// to listen on was in use.
+func (c *Cluster) lastLostItsPort() bool {
+	if len(c.procs) == 0 {
+		return false
+	}
+	p := c.procs[len(c.procs)-1]
+	if ended, _ := p.exited(); !ended {
+		return false
+	}
+	out, err := os.ReadFile(p.log.Name())
+	return err == nil && bytes.Contains(out, []byte("address already in use"))
 }
 
 // createNodes creates the options' slot nodes and plain nodes and waits until all are Ready.
@@ -338,7 +375,7 @@ func (c *Cluster) WaitNodesReady(ctx context.Context, n int) error {
 				}
 				restarts++
 				c.procs = slices.DeleteFunc(c.procs, func(p *process) bool { return p == c.kwok })
-				if err := c.startKwok(c.kwokPort); err != nil {
+				if err := c.startKwok(); err != nil {
 					return err
 				}
 				return fmt.Errorf("kwok restarted after: %w", why)
@@ -547,12 +584,18 @@ func kwokConfig() string {
 	return options + "---\n" + kwokStages
 }
 
-func (c *Cluster) startKwok(port int) error {
+// startKwok starts kwok on a free port, a new one on every start: a kwok that died because
+// its port was taken meanwhile gets another.
+func (c *Cluster) startKwok() error {
 	configFile := filepath.Join(c.Dir, "kwok.yaml")
 	if err := os.WriteFile(configFile, []byte(kwokConfig()), 0o600); err != nil {
 		return fmt.Errorf("write kwok config: %w", err)
 	}
-	c.kwokPort = port
+	ports, err := pickPorts(1)
+	if err != nil {
+		return err
+	}
+	port := ports[0]
 	p, err := c.start("kwok", c.opts.Kwok,
 		"--kubeconfig="+c.Kubeconfig,
 		"--config="+configFile,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/freeport"
 )
 
 func TestCluster_NodesAreReadyAndLabelled(t *testing.T) {
@@ -208,4 +210,30 @@ func nodeReady(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// A port taken between the search and the bind (by a parallel test package's platform) costs
+// the component a try on other ports, not the cluster's start: etcd's, the API server's, the
+// scheduler's and kwok's first ports are each taken here.
+func TestStart_TriesOtherPortsWhenOneIsTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	calls := 0
+	pickPorts = func(n int) ([]int, error) {
+		calls++
+		ports, err := freeport.Get(n)
+		if err == nil && calls%2 == 1 && calls <= 7 { // each component's first try
+			ports[0] = taken
+		}
+		return ports, err
+	}
+	t.Cleanup(func() { pickPorts = freeport.Get })
+	c := New(t, Options{Nodes: 1})
+	require.GreaterOrEqual(t, calls, 7, "etcd, the API server and the scheduler should each have tried twice")
+	nodes, err := c.Client().CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, nodes.Items, 1)
+	require.True(t, nodeReady(&nodes.Items[0]))
 }
