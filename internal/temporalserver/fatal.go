@@ -3,19 +3,24 @@ package temporalserver
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	tlog "go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
 )
 
-// fatalPanics is the server's logger with Fatal turned into a panic. The server reports
-// some start-up failures only through its logger's Fatal: a gRPC port that cannot be bound
-// is one. Temporal's own logger then exits the process (slotplane dev, a test binary), and
-// a logger that does nothing lets the server go on with no listener until it dereferences
-// nil. As a panic, startOnFreePorts can recover the failure, report it as an error and try
-// other ports. A Fatal after the start panics on in its goroutine and ends the process, as
-// the exit would have, with the message logged first.
-type fatalPanics struct{ tlog.Logger }
+// fatalPanics is the server's logger with Fatal turned into a panic while the server is
+// being made (while building is set). The server reports some failures of its making only
+// through its logger's Fatal: a gRPC port that cannot be bound is one. Temporal's own
+// logger then exits the process (slotplane dev, a test binary), and a logger that does
+// nothing lets the server go on with no listener until it dereferences nil. As a panic on
+// the goroutine that makes the server, startOn recovers the failure, reports it as an
+// error, and other ports can be tried. Once the server is made, Fatal is the logger's own,
+// as before.
+type fatalPanics struct {
+	tlog.Logger
+	building *atomic.Bool
+}
 
 // fatalLog is what fatalPanics' Fatal panics with.
 type fatalLog struct {
@@ -37,19 +42,23 @@ func (l fatalPanics) Fatal(msg string, tags ...tag.Tag) {
 	if s, ok := logger.(tlog.SkipLogger); ok {
 		logger = s.Skip(1) // name Fatal's caller, not this method
 	}
+	if !l.building.Load() {
+		logger.Fatal(msg, tags...)
+		return
+	}
 	logger.Error(msg, tags...)
 	panic(fatalLog{msg: msg, tags: tags})
 }
 
 // With keeps the wrapper on the loggers the server derives with tags.
 func (l fatalPanics) With(tags ...tag.Tag) tlog.Logger {
-	return fatalPanics{tlog.With(l.Logger, tags...)}
+	return fatalPanics{tlog.With(l.Logger, tags...), l.building}
 }
 
 // Skip keeps the wrapper on the loggers the server derives to name other callers.
 func (l fatalPanics) Skip(extra int) tlog.Logger {
 	if s, ok := l.Logger.(tlog.SkipLogger); ok {
-		return fatalPanics{s.Skip(extra)}
+		return fatalPanics{s.Skip(extra), l.building}
 	}
 	return l
 }

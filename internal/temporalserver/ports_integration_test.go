@@ -46,7 +46,7 @@ func pickPortsWith(t *testing.T, n, i, port int) *int {
 // whose bind failure the server reports only through its logger's Fatal (with a log file,
 // Temporal's logger would have ended the process).
 func TestStart_TriesOtherPortsWhenOneIsTaken(t *testing.T) {
-	for name, i := range map[string]int{"frontend gRPC": 0, "frontend HTTP": 1, "history gRPC": 2, "worker gRPC": 4} {
+	for name, i := range map[string]int{"frontend gRPC": 0, "frontend HTTP": 1, "history gRPC": 2, "matching gRPC": 3, "worker gRPC": 4} {
 		for _, logged := range []bool{false, true} {
 			t.Run(name+" logged "+strconv.FormatBool(logged), func(t *testing.T) {
 				taken := takenPort(t)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -135,7 +136,7 @@ func startOnFreePorts(opts Options) ([]int, temporal.Server, error) {
 }
 
 // startOn makes and starts the server on ports. A failure the server reports through its
-// logger's Fatal (fatalPanics) comes back as the error.
+// logger's Fatal while it is made (fatalPanics) comes back as the error.
 func startOn(opts Options, ports []int) (server temporal.Server, err error) {
 	defer recoverFatal(&err)
 	if server, err = newServer(opts, ports); err != nil {
@@ -185,7 +186,10 @@ func newServer(opts Options, ports []int) (temporal.Server, error) {
 	if opts.LogFile != "" {
 		logger = tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: opts.LogLevel, OutputFile: opts.LogFile}))
 	}
-	logger = fatalPanics{logger}
+	building := &atomic.Bool{}
+	building.Store(true)
+	defer building.Store(false)
+	logger = fatalPanics{logger, building}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("temporal authorizer: %w", err)
