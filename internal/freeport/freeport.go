@@ -20,7 +20,7 @@ const lowest = 15000
 // local end of any outgoing connection before the caller binds it; below the range only
 // another caller of a fixed or chosen port can take it. The listeners are held until all n
 // are found, so one call never returns the same port twice. A caller that binds the port
-// later can still lose it to another process, and should retry then. Within one process no
+// later can still lose it to another process, and should retry then (Retry). Within one process no
 // port is handed out twice: parallel tests that each start a platform (one test binary) cannot
 // pick a port another has been given and not yet bound.
 func Get(n int) ([]int, error) {
@@ -61,6 +61,26 @@ func Get(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Attempts bounds Retry's tries.
+const Attempts = 5
+
+// Retry runs start, which takes ports (Get's) and binds them, and runs it again while lost
+// says its error came from a port another process took between the search and the bind,
+// up to Attempts times in all. It returns start's last error.
+func Retry(start func() error, lost func(error) bool) error {
+	var err error
+	for range Attempts {
+		if err = start(); err == nil || !lost(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// InUse tells whether text (an error's, a process's log) says a listener found its address
+// in use.
+func InUse(text string) bool { return strings.Contains(text, "address already in use") }
 
 // given holds every port Get has returned in this process. The set grows by a handful of
 // ports per platform a test starts, far below the range it is drawn from.

@@ -1,6 +1,7 @@
 package freeport
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -47,5 +48,35 @@ func TestGet_NeverGivesAPortTwiceInOneProcess(t *testing.T) {
 			}
 			seen[p] = true
 		}
+	}
+}
+
+// Retry tries again only while the error says a port was lost, and at most Attempts times.
+func TestRetry_AgainOnlyForALostPort(t *testing.T) {
+	lost := errors.New("listen tcp 127.0.0.1:1: bind: address already in use")
+	other := errors.New("no such binary")
+	for name, tc := range map[string]struct {
+		errs  []error // start's answers, in turn; nil once they run out
+		want  error
+		tries int
+	}{
+		"at once":          {want: nil, tries: 1},
+		"after two losses": {errs: []error{lost, lost}, want: nil, tries: 3},
+		"another error":    {errs: []error{lost, other, lost}, want: other, tries: 2},
+		"every try lost":   {errs: []error{lost, lost, lost, lost, lost, lost}, want: lost, tries: Attempts},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tries := 0
+			err := Retry(func() error {
+				tries++
+				if tries <= len(tc.errs) {
+					return tc.errs[tries-1]
+				}
+				return nil
+			}, func(err error) bool { return InUse(err.Error()) })
+			if err != tc.want || tries != tc.tries {
+				t.Fatalf("got %v after %d tries, want %v after %d", err, tries, tc.want, tc.tries)
+			}
+		})
 	}
 }

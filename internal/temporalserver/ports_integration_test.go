@@ -81,5 +81,5 @@ func TestStart_NamedPortTakenFails(t *testing.T) {
 	_, err := Start(ctx, Options{FrontendPort: taken})
 	require.ErrorContains(t, err, "address already in use")
 	require.ErrorContains(t, err, strconv.Itoa(taken))
-	require.Equal(t, bindAttempts, *calls)
+	require.Equal(t, freeport.Attempts, *calls)
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -109,30 +108,26 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return ts, nil
 }
 
-// bindAttempts bounds startOnFreePorts' tries.
-const bindAttempts = 5
-
 // startOnFreePorts makes and starts the server on free ports. A port found free can be
 // taken by another process (a parallel test package's platform) before the server binds
 // it; the server then fails to start with "address already in use", and another try on
-// other free ports is made. A port opts names is kept on every try, so a taken -temporal-port
-// fails after the last try with the bind error.
+// other free ports is made (freeport.Retry). A port opts names is kept on every try, so a
+// taken -temporal-port fails after the last try with the bind error.
 func startOnFreePorts(opts Options) ([]int, temporal.Server, error) {
-	var err error
-	for range bindAttempts {
-		var ports []int
+	var ports []int
+	var server temporal.Server
+	err := freeport.Retry(func() error {
+		var err error
 		if ports, err = serverPorts(opts); err != nil {
-			return nil, nil, err
+			return err
 		}
-		var server temporal.Server
-		if server, err = startOn(opts, ports); err == nil {
-			return ports, server, nil
-		}
-		if !portTaken(err) {
-			return nil, nil, err
-		}
+		server, err = startOn(opts, ports)
+		return err
+	}, portTaken)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, err
+	return ports, server, nil
 }
 
 // startOn makes and starts the server on ports. A failure the server reports through its
@@ -151,7 +146,7 @@ func startOn(opts Options, ports []int) (server temporal.Server, err error) {
 // portTaken tells whether err is a listener's bind failing on a port in use. The server's
 // dependency injection does not always keep the error's chain, so its text is read too.
 func portTaken(err error) bool {
-	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+	return errors.Is(err, syscall.EADDRINUSE) || freeport.InUse(err.Error())
 }
 
 // pickPorts finds free ports; a test replaces it to hand out a taken one.

@@ -9,7 +9,6 @@
 package testcluster
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -235,26 +234,24 @@ func (c *Cluster) startControlPlane(ctx context.Context, extenderHost string) er
 	return c.startKwok()
 }
 
-// bindAttempts bounds onFreePorts' tries.
-const bindAttempts = 5
-
 // onFreePorts runs start, which starts one process of the control plane and waits for it,
 // on n free ports. A port found free can be taken by another process (a parallel test
 // package's platform) before the component binds it; the component then exits saying so,
-// and start is run again on other free ports.
+// and start is run again on other free ports (freeport.Retry).
 func (c *Cluster) onFreePorts(n int, start func(ports []int) error) error {
-	var err error
-	for range bindAttempts {
-		ports, perr := pickPorts(n)
-		if perr != nil {
-			return perr
-		}
-		if err = start(ports); err == nil || !c.lastLostItsPort() {
+	return freeport.Retry(func() error {
+		ports, err := pickPorts(n)
+		if err != nil {
 			return err
 		}
+		return start(ports)
+	}, func(error) bool {
+		if !c.lastLostItsPort() {
+			return false
+		}
 		c.procs = c.procs[:len(c.procs)-1] // it has exited
-	}
-	return err
+		return true
+	})
 }
 
 // pickPorts finds free ports; a test replaces it to hand out taken ones.
@@ -271,7 +268,7 @@ func (c *Cluster) lastLostItsPort() bool {
 		return false
 	}
 	out, err := os.ReadFile(p.log.Name())
-	return err == nil && bytes.Contains(out, []byte("address already in use"))
+	return err == nil && freeport.InUse(string(out))
 }
 
 // createNodes creates the options' slot nodes and plain nodes and waits until all are Ready.
