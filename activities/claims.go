@@ -240,16 +240,16 @@ func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, s
 // Admission last loaded it may place some jobs elsewhere; Admission writes those, as it
 // writes every placement that differs from what the status shows.
 func (a *Activities) placementRules(ctx context.Context, namespace string) *queue.Allocations {
-	files, version, err := a.readAllocationFiles(ctx, AllocationFileRef{Namespace: namespace, ConfigMap: v1alpha1.QueuesConfigMap},
+	files, _, err := a.readAllocationFiles(ctx, AllocationFileRef{Namespace: namespace, ConfigMap: v1alpha1.QueuesConfigMap},
 		&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
 	if err != nil {
 		return nil
 	}
-	u := queue.ReadConfigFiles(queue.Config{}, files, version)
-	if u == nil || u.Missing {
-		return queue.DefaultConfig().Allocations
+	rules, err := queue.ParseConfig(files) // neither file: the defaults' rules
+	if err != nil {
+		return nil
 	}
-	return u.Allocations
+	return rules
 }
 
 // cachedJobs is every BatchJob of the namespace as the worker's copy has them (without their

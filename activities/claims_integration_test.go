@@ -183,6 +183,16 @@ func TestClaimJobs_ShowsTheQueueThePlacementRulesChoose(t *testing.T) {
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
+	// Without the ConfigMap, the default rules: a job that asks for no queue is in its
+	// user's.
+	unset := testobjects.BatchJob("unset").Obj()
+	unset.Spec.User = "erin"
+	require.NoError(t, cl.Create(ctx, unset))
+	_, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "first", Names: []string{"unset"}})
+	require.NoError(t, err)
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(unset), unset))
+	require.Equal(t, "root.erin", unset.Status.Queue)
+
 	file := `<allocations>
   <queue name="analytics"/>
   <queue name="etl"/>
