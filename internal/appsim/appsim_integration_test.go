@@ -132,6 +132,19 @@ func (h *history) get() []string {
 	return slices.Clone(h.values)
 }
 
+// settled is the history once it holds n values, or as it is after waitFor. A test waits
+// for an object's last state with a read, which can see the state before the watch has
+// delivered its event: comparing the history at once raced with that event.
+func (h *history) settled(n int) []string {
+	deadline := time.Now().Add(waitFor)
+	for {
+		if v := h.get(); len(v) >= n || time.Now().After(deadline) {
+			return v
+		}
+		time.Sleep(tick)
+	}
+}
+
 // watchStates follows the objects named name of list's kind, and records read(object) for
 // each version the API server shows. A watch the server ends, or an error it sends, is
 // logged and the watch made again from the last version seen, so that no state goes
@@ -298,7 +311,8 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 			assert.Equal(t, map[string]sparkv1beta2.ExecutorState{"wc-exec-1": "COMPLETED", "wc-exec-2": "COMPLETED"}, st.ExecutorState)
 			assert.False(t, st.TerminationTime.IsZero())
 			assert.Equal(t, int32(1), st.SubmissionAttempts)
-			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}, states.get(), "the operator's states, in its order")
+			want := []string{"SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}
+			assert.Equal(t, want, states.settled(len(want)), "the operator's states, in its order")
 			assert.Equal(t, corev1.PodSucceeded, e.pods(t, app.UID, appsim.RoleDriver)[0].Status.Phase, "the driver stays as the run's record")
 		})
 
@@ -376,7 +390,8 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 				return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobFinished
 			}, waitFor, tick, "finishes after its simulated run")
 			require.Eventually(t, func() bool { return len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0 }, waitFor, tick, "TaskManagers deleted")
-			assert.Equal(t, []string{"RECONCILING", "RUNNING", "FINISHED"}, states.get())
+			want := []string{"RECONCILING", "RUNNING", "FINISHED"}
+			assert.Equal(t, want, states.settled(len(want)))
 		})
 
 		t.Run("FlinkFailsWhenItCannotDeploy", func(t *testing.T) {
@@ -427,7 +442,8 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 			require.Eventually(t, func() bool {
 				return e.spark(t, "detour").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
 			}, waitFor, tick)
-			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "UNKNOWN", "PENDING_RERUN", "INVALIDATING", "RUNNING", "SUCCEEDING", "COMPLETED"}, states.get())
+			want := []string{"SUBMITTED", "RUNNING", "UNKNOWN", "PENDING_RERUN", "INVALIDATING", "RUNNING", "SUCCEEDING", "COMPLETED"}
+			assert.Equal(t, want, states.settled(len(want)))
 		})
 
 		t.Run("SparkSuspends", func(t *testing.T) {
@@ -441,7 +457,8 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 				return e.spark(t, "paused").Status.AppState.State == sparkv1beta2.ApplicationStateSuspended &&
 					len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
 			}, waitFor, tick, "suspended, with no pods")
-			assert.Equal(t, []string{"SUBMITTED", "RUNNING", "SUSPENDING", "SUSPENDED"}, states.get())
+			want := []string{"SUBMITTED", "RUNNING", "SUSPENDING", "SUSPENDED"}
+			assert.Equal(t, want, states.settled(len(want)))
 		})
 
 		t.Run("FlinkDetoursAndSuspends", func(t *testing.T) {
@@ -460,7 +477,8 @@ func TestAppsim_PlaysTheOperators(t *testing.T) {
 				return d.Status.JobStatus.State == flinkv1beta1.FlinkJobSuspended && d.Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended &&
 					len(e.pods(t, dep.UID, appsim.RoleJobManager)) == 0 && len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
 			}, waitFor, tick, "suspended, with no pods")
-			assert.Equal(t, []string{"DEPLOYED", "STABLE", "UPGRADING", "STABLE", "SUSPENDED"}, lifecycles.get())
+			want := []string{"DEPLOYED", "STABLE", "UPGRADING", "STABLE", "SUSPENDED"}
+			assert.Equal(t, want, lifecycles.settled(len(want)))
 			assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "stream").Status.JobManagerDeploymentStatus)
 		})
 
