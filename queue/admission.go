@@ -69,25 +69,7 @@ type Choice struct {
 // holds up the leaf. Applications over a running-application limit are not runnable: they
 // never hold up anyone, as in the Fair Scheduler.
 func (t *Tree) Choose(c Cluster) Choice {
-	s := t.snapshot(c)
-	var ch Choice
-	var walk func(q *Queue) bool
-	walk = func(q *Queue) bool {
-		if q.Leaf() {
-			return s.pickInLeaf(q, &ch)
-		}
-		for _, child := range s.orderChildren(q) {
-			if s.waiting[child.Path] == 0 {
-				continue
-			}
-			if walk(child) {
-				return true
-			}
-		}
-		return false
-	}
-	ch.OK = walk(t.root)
-	return ch
+	return t.NewChooser(c).Choose(true)
 }
 
 // WantsRoom lists the leaf queues that have a waiting application which only room keeps
@@ -154,6 +136,19 @@ type snapshot struct {
 	share   map[string]Resources
 	free    Resources
 	sums    map[*Queue]*leafSums
+	// leafOf is each application's leaf (nil: a queue the tree does not know).
+	leafOf []*Queue
+	// reasons: refusals are written out (Choice.Refusals); without, a choice costs no
+	// words for the applications it passes over.
+	reasons bool
+	// order caches each leaf's asking applications in the leaf's order (before StateAware's
+	// filter); a leaf whose order may have changed is dropped from it.
+	order map[*Queue]*inOrder
+	// gone are applications taken out of the picture (Chooser.Skip).
+	gone []bool
+	// roomFor, when set, says why application i cannot start for a reason of room outside
+	// the queues ("" if none): App.NoRoom, asked when it matters.
+	roomFor func(i int) string
 }
 
 // leafSums is what the applications of one queue add up to, before the roll-up.
@@ -175,6 +170,7 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	s.sums = sums
 	total := Resources{}
 	leafOf := make([]*Queue, len(c.Apps))
+	s.leafOf, s.order, s.reasons, s.gone = leafOf, map[*Queue]*inOrder{}, true, make([]bool, len(c.Apps))
 	for i := range c.Apps {
 		a := &c.Apps[i]
 		q := t.Queue(a.Queue)
@@ -272,57 +268,83 @@ func (s *snapshot) orderChildren(q *Queue) []*Queue {
 // pickInLeaf chooses, in the leaf's order, the first waiting application that no limit
 // holds back (or, under Cluster.Reserve in a strict leaf, the head that reserves).
 func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
-	waiting := s.waitingInLeaf(q, ch)
+	waiting, allowed := s.waitingInLeaf(q, ch)
+	held := func(i int) bool { return allowed != nil && !allowed[s.c.Apps[i].ID] }
 	strict := s.c.Reserve && s.t.Strict(q)
-	for i, a := range waiting {
-		why, kind := s.blocked(q, a)
+	for n := 0; n < len(waiting); n++ {
+		i := waiting[n]
+		a := &s.c.Apps[i]
+		if !a.asking() || s.gone[i] || held(i) {
+			continue
+		}
+		why, kind := s.blocked(q, a, i)
 		switch {
 		case kind == notBlocked:
-			ch.App = a
+			ch.App = *a
 			return true
 		case !strict || kind == blockedByCount:
-			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
+			s.refuse(ch, a.ID, why)
 			continue
 		case kind == blockedByRoom:
-			ch.App, ch.Reserve = a, true
+			ch.App, ch.Reserve = *a, true
 		default:
-			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: why})
+			s.refuse(ch, a.ID, why)
 		}
 		// The head holds up the rest of its strict leaf.
-		for _, b := range waiting[i+1:] {
-			ch.Refusals = append(ch.Refusals, Refusal{App: b.ID, Reason: fmt.Sprintf("waits behind %s in the strict order of queue %s", a.ID, q.Path)})
+		if s.reasons {
+			for _, j := range waiting[n+1:] {
+				if b := &s.c.Apps[j]; b.asking() && !s.gone[j] && !held(j) {
+					ch.Refusals = append(ch.Refusals, Refusal{App: b.ID, Reason: fmt.Sprintf("waits behind %s in the strict order of queue %s", a.ID, q.Path)})
+				}
+			}
 		}
 		return ch.Reserve
 	}
 	return false
 }
+func (s *snapshot) refuse(ch *Choice, id, why string) {
+	if s.reasons {
+		ch.Refusals = append(ch.Refusals, Refusal{App: id, Reason: why})
+	}
+}
 
-// waitingInLeaf returns the leaf's applications that ask for room, in the order the leaf
-// serves them; those a StateAware leaf holds back are refused into ch instead.
-func (s *snapshot) waitingInLeaf(q *Queue, ch *Choice) []App {
-	var idx []int
-	if ls := s.sums[q]; ls != nil {
-		idx = ls.apps
-	}
-	apps := make([]App, len(idx))
-	for i, j := range idx {
-		apps[i] = s.c.Apps[j]
-	}
+// waitingInLeaf returns the leaf's applications that may ask for room (indexes into the
+// cluster's), in the order the leaf serves them: those that no longer ask are to be passed
+// over. In a StateAware leaf, allowed are those StateAware lets start; the others are
+// refused into ch.
+func (s *snapshot) waitingInLeaf(q *Queue, ch *Choice) (order []int, allowed map[string]bool) {
 	policy := s.t.Policy(q)
-	var allowed map[string]bool
-	if policy == PolicyStateAware {
-		allowed = s.stateAwareAllowed(apps)
+	o := s.order[q]
+	if o == nil {
+		o = &inOrder{idx: s.leafOrder(q, policy)}
+		s.order[q] = o
 	}
-	var waiting []App
-	for _, a := range apps {
-		if !a.asking() {
-			continue
+	for ; o.first < len(o.idx); o.first++ {
+		if i := o.idx[o.first]; s.c.Apps[i].asking() && !s.gone[i] {
+			break // what went before it started, or left the picture
 		}
-		if policy == PolicyStateAware && !allowed[a.ID] {
-			ch.Refusals = append(ch.Refusals, Refusal{App: a.ID, Reason: fmt.Sprintf("queue %s is StateAware and another application is starting", q.Path)})
-			continue
+	}
+	order = o.idx[o.first:]
+	if policy == PolicyStateAware {
+		allowed = s.stateAwareAllowed(q)
+		for _, i := range order {
+			if a := &s.c.Apps[i]; a.asking() && !s.gone[i] && !allowed[a.ID] {
+				s.refuse(ch, a.ID, fmt.Sprintf("queue %s is StateAware and another application is starting", q.Path))
+			}
 		}
-		waiting = append(waiting, a)
+	}
+	return order, allowed
+}
+
+// leafOrder is the leaf's asking applications in the order the leaf serves them.
+func (s *snapshot) leafOrder(q *Queue, policy Policy) []int {
+	var order []int
+	if ls := s.sums[q]; ls != nil {
+		for _, i := range ls.apps {
+			if s.c.Apps[i].asking() && !s.gone[i] {
+				order = append(order, i)
+			}
+		}
 	}
 	// fifo and StateAware serve by submission; fair serves the application with the least
 	// memory over its weight first, drf the one with the least dominant share over its
@@ -330,8 +352,10 @@ func (s *snapshot) waitingInLeaf(q *Queue, ch *Choice) []App {
 	// every policy is first come, first served: weights (sizebasedweight) only tell apart
 	// running applications that ask for more.
 	settings := s.t.alloc.Settings
-	weight := func(a App) float64 { return max(settings.AppWeight(a.Demand), 1e-9) }
-	slices.SortStableFunc(waiting, func(a, b App) int {
+	weight := func(a *App) float64 { return max(settings.AppWeight(a.Demand), 1e-9) }
+	apps := s.c.Apps
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := &apps[i], &apps[j]
 		switch policy {
 		case PolicyFair:
 			if c := cmp.Compare(float64(a.Usage.MemoryBytes)/weight(a), float64(b.Usage.MemoryBytes)/weight(b)); c != 0 {
@@ -347,23 +371,30 @@ func (s *snapshot) waitingInLeaf(q *Queue, ch *Choice) []App {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return waiting
+	return order
 }
 
 // stateAwareAllowed is the set of a StateAware leaf's applications that StateAware lets
 // start now.
-func (s *snapshot) stateAwareAllowed(apps []App) map[string]bool {
-	states := make([]StateApp, len(apps))
-	for i, a := range apps {
-		st := a.State
-		if st == "" {
-			st = Accepted
-			if a.Running {
-				st = Running
+func (s *snapshot) stateAwareAllowed(q *Queue) map[string]bool {
+	var states []StateApp
+	if ls := s.sums[q]; ls != nil {
+		states = make([]StateApp, 0, len(ls.apps))
+		for _, i := range ls.apps {
+			if s.gone[i] {
+				continue
 			}
+			a := &s.c.Apps[i]
+			st := a.State
+			if st == "" {
+				st = Accepted
+				if a.Running {
+					st = Running
+				}
+			}
+			states = append(states, StateApp{ID: a.ID, Order: a.Order, State: st, StartingSince: a.StartingSince, Pending: !a.Running || a.Pending,
+				NoExecutors: a.NoExecutors, SlotBacked: a.SlotBacked})
 		}
-		states[i] = StateApp{ID: a.ID, Order: a.Order, State: st, StartingSince: a.StartingSince, Pending: !a.Running || a.Pending,
-			NoExecutors: a.NoExecutors, SlotBacked: a.SlotBacked}
 	}
 	allowed := map[string]bool{}
 	for _, id := range StateAware(states, s.c.Now, s.c.StateAware).Schedulable {
@@ -388,29 +419,28 @@ const (
 // blocked says which limit keeps a waiting application from starting, or a running one from
 // getting more, and of which kind; "" when none. The application limits (maxRunningApps, the
 // user's, maxAMShare) only hold back applications that do not run yet.
-func (s *snapshot) blocked(leaf *Queue, a App) (string, blockKind) {
+func (s *snapshot) blocked(leaf *Queue, a *App, i int) (string, blockKind) {
 	ask := a.ask()
 	if n := s.t.UserMaxRunningApps(a.User); !a.Running && n >= 0 && s.byUser[a.User] >= n {
-		return fmt.Sprintf("user %s runs its maximum of %d applications", a.User, n), blockedByCount
+		return s.say("user %s runs its maximum of %d applications", a.User, n), blockedByCount
 	}
 	for q := leaf; q != nil; q = q.parent {
 		if n := s.t.MaxRunningApps(q); !a.Running && n >= 0 && s.running[q.Path] >= n && q != s.t.root {
-			return fmt.Sprintf("queue %s runs its maximum of %d applications", q.Path, n), blockedByCount
+			return s.say("queue %s runs its maximum of %d applications", q.Path, n), blockedByCount
 		}
 	}
 	for q := leaf; q != nil; q = q.parent {
-		if q == s.t.root && !s.t.limitsResources(q) {
-			continue // root's only limit is the capacity, checked below
+		if !s.t.limitsResources(q) {
+			// No limit of its own: root's only limit is the capacity, and any other queue's
+			// the total, which the free room below stands for.
+			continue
 		}
 		max := s.t.MaxResources(q, s.c.Total)
 		if s.usage[q.Path].Add(ask).Fits(max) {
 			continue
 		}
-		why := fmt.Sprintf("queue %s would exceed its maxResources %s (uses %s, the application needs %s)", q.Path, max, s.usage[q.Path], ask)
-		switch {
-		case !s.t.limitsResources(q):
-			continue // no limit of its own: the total, which the free room below stands for
-		case !ask.Fits(max):
+		why := s.say("queue %s would exceed its maxResources %s (uses %s, the application needs %s)", q.Path, max, s.usage[q.Path], ask)
+		if !ask.Fits(max) {
 			return why, blockedByCount // it never fits this queue: it holds up nobody
 		}
 		return why, blockedByLimit
@@ -418,16 +448,29 @@ func (s *snapshot) blocked(leaf *Queue, a App) (string, blockKind) {
 	if share := s.t.MaxAMShare(leaf); !a.Running && share >= 0 && s.running[leaf.Path] > 0 {
 		limit := scale(s.share[leaf.Path], share)
 		if !s.amUsage[leaf.Path].Add(a.AM).Fits(limit) {
-			return fmt.Sprintf("queue %s's drivers would exceed maxAMShare %.2f of its fair share (%s)", leaf.Path, share, limit), blockedByLimit
+			return s.say("queue %s's drivers would exceed maxAMShare %.2f of its fair share (%s)", leaf.Path, share, limit), blockedByLimit
 		}
 	}
 	if a.NoRoom != "" {
 		return a.NoRoom, blockedByRoom
 	}
+	if s.roomFor != nil {
+		if why := s.roomFor(i); why != "" {
+			return why, blockedByRoom
+		}
+	}
 	if !ask.Fits(s.free) {
-		return fmt.Sprintf("not enough free resources (%s free, needs %s)", s.free, ask), blockedByRoom
+		return s.say("not enough free resources (%s free, needs %s)", s.free, ask), blockedByRoom
 	}
 	return "", notBlocked
+}
+
+// say formats a reason, if reasons are written out.
+func (s *snapshot) say(format string, args ...any) string {
+	if !s.reasons {
+		return ""
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 // asking: the application competes for resources now (it waits, or runs and asks for more).

@@ -74,6 +74,9 @@ type Entry struct {
 	// Preempted counts the slots preemption took back from the job. A job with fewer slots
 	// than it asked for asks for them again, one at a time.
 	Preempted int32
+	// gone: the entry left its list (released, or granted out of Waiting) and is dropped at
+	// the next compact, so that a thousand releases do not shift the list a thousand times.
+	gone bool
 }
 
 func (e *Entry) wanted() int64 {
@@ -237,6 +240,10 @@ type Admitter struct {
 	// ids finds an entry by its application id (its key's string): whether it is granted,
 	// and its index. Built by indexIDs; any change to the lists makes it stale.
 	ids map[string]entryRef
+	// keys finds an entry by its key, kept up to date as entries come and go (nil: to be
+	// built); removed counts the entries marked gone.
+	keys    map[JobKey]entryRef
+	removed int
 }
 
 type entryRef struct {
@@ -262,6 +269,7 @@ func NewAdmitter(st AdmitterState) *Admitter {
 
 // State is a copy of the Admitter's state, for NewAdmitter.
 func (a *Admitter) State() AdmitterState {
+	a.compact()
 	st := a.st
 	st.Waiting = cloneEntries(a.st.Waiting)
 	st.Running = cloneEntries(a.st.Running)
@@ -319,6 +327,7 @@ func (a *Admitter) buildTree() {
 // newTree builds the queues of an allocation file, with the queues the jobs in hand were
 // placed in.
 func (a *Admitter) newTree(alloc *Allocations) *Tree {
+	a.compact()
 	tree := NewTree(alloc)
 	for _, e := range slices.Concat(a.st.Running, a.st.Waiting) {
 		// A queue that no longer fits the file (now under a configured leaf) keeps nothing
@@ -329,21 +338,20 @@ func (a *Admitter) newTree(alloc *Allocations) *Tree {
 }
 
 // Waiting and Running are the entries, in submission order.
-func (a *Admitter) Waiting() []Entry { return a.st.Waiting }
-func (a *Admitter) Running() []Entry { return a.st.Running }
+func (a *Admitter) Waiting() []Entry { a.compact(); return a.st.Waiting }
+func (a *Admitter) Running() []Entry { a.compact(); return a.st.Running }
 
 // Request takes a request in. It answers at once with a grant to (re)send when the request
 // is refused (placement, ACL) or repeats one that is granted already; nil when the job now
 // waits, or waited already.
 func (a *Admitter) Request(r Request) *Grant {
-	if i := a.index(a.st.Running, r.JobKey); i >= 0 {
-		e := a.st.Running[i]
+	if ref, ok := a.find(r.JobKey); ok && ref.running {
+		e := a.st.Running[ref.i]
 		if r.GaveBack == 0 || r.GaveBack != e.Grant {
 			return &Grant{JobKey: r.JobKey, Queue: e.Queue, Slots: slices.Clone(e.Slots), Seq: e.Grant, QuietStart: a.quietStart(&e)}
 		}
 		a.Release(r.JobKey)
-	}
-	if a.index(a.st.Waiting, r.JobKey) >= 0 {
+	} else if ok {
 		return nil
 	}
 	refuse := func(why string) *Grant { return &Grant{JobKey: r.JobKey, Refused: why} }
@@ -371,6 +379,7 @@ func (a *Admitter) Request(r Request) *Grant {
 	r.SlotIDs, r.Groups = slices.Clone(r.SlotIDs), slices.Clone(r.Groups)
 	a.st.Next++
 	a.st.Waiting = append(a.st.Waiting, Entry{ID: r.JobKey.String(), Request: r, Queue: p.Queue, Order: a.st.Next})
+	a.keys[r.JobKey] = entryRef{i: len(a.st.Waiting) - 1}
 	return nil
 }
 
@@ -386,31 +395,80 @@ func (a *Admitter) Release(k JobKey) bool { return a.release(k, false) }
 func (a *Admitter) Ended(k JobKey) bool { return a.release(k, a.st.Rules >= RulesHandOver) }
 
 func (a *Admitter) release(k JobKey, handOver bool) bool {
-	match := func(e Entry) bool { return e.Request.JobKey == k }
-	if i := a.index(a.st.Running, k); i >= 0 && handOver {
-		a.st.Handed = append(a.st.Handed, a.st.Running[i].Slots...)
+	ref, ok := a.find(k)
+	if !ok {
+		return false
 	}
-	n := len(a.st.Waiting) + len(a.st.Running)
-	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, match)
-	a.st.Running = slices.DeleteFunc(a.st.Running, match)
+	e := a.at(ref)
+	if ref.running && handOver {
+		a.st.Handed = append(a.st.Handed, e.Slots...)
+	}
+	a.drop(e)
 	if a.st.Reserved != nil && *a.st.Reserved == k {
 		a.st.Reserved = nil
 	}
 	if a.st.PreemptedFor != nil && *a.st.PreemptedFor == k {
 		a.st.PreemptedFor = nil
 	}
-	return len(a.st.Waiting)+len(a.st.Running) < n
+	return true
 }
 
 // Started marks a granted job Running for StateAware: it left Starting.
 func (a *Admitter) Started(k JobKey) {
-	if i := a.index(a.st.Running, k); i >= 0 {
-		a.st.Running[i].State = Running
+	if ref, ok := a.find(k); ok && ref.running {
+		a.st.Running[ref.i].State = Running
 	}
+}
+
+// find locates the entry of a key.
+func (a *Admitter) find(k JobKey) (entryRef, bool) {
+	if a.keys == nil {
+		a.keys = make(map[JobKey]entryRef, len(a.st.Waiting)+len(a.st.Running))
+		for i := range a.st.Running {
+			if e := &a.st.Running[i]; !e.gone {
+				a.keys[e.Request.JobKey] = entryRef{running: true, i: i}
+			}
+		}
+		for i := range a.st.Waiting {
+			if e := &a.st.Waiting[i]; !e.gone {
+				a.keys[e.Request.JobKey] = entryRef{i: i}
+			}
+		}
+	}
+	ref, ok := a.keys[k]
+	return ref, ok
+}
+
+func (a *Admitter) at(ref entryRef) *Entry {
+	if ref.running {
+		return &a.st.Running[ref.i]
+	}
+	return &a.st.Waiting[ref.i]
+}
+
+// drop marks an entry gone: it leaves its list at the next compact.
+func (a *Admitter) drop(e *Entry) {
+	e.gone = true
+	a.removed++
+	if a.keys != nil {
+		delete(a.keys, e.Request.JobKey)
+	}
+}
+
+// compact takes the entries marked gone out of the lists.
+func (a *Admitter) compact() {
+	if a.removed == 0 {
+		return
+	}
+	gone := func(e Entry) bool { return e.gone }
+	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, gone)
+	a.st.Running = slices.DeleteFunc(a.st.Running, gone)
+	a.removed, a.keys = 0, nil
 }
 
 // Keys lists every key the Admitter holds, waiting and granted.
 func (a *Admitter) Keys() []JobKey {
+	a.compact()
 	var out []JobKey
 	for _, e := range slices.Concat(a.st.Waiting, a.st.Running) {
 		out = append(out, e.Request.JobKey)
@@ -421,16 +479,14 @@ func (a *Admitter) Keys() []JobKey {
 // Close empties the Admitter (its test bed is gone): it returns the refusals to send to the
 // waiting jobs' Schedulings. Granted jobs are dropped: their slots are gone with the bed.
 func (a *Admitter) Close(why string) []Grant {
+	a.compact()
 	var out []Grant
 	for _, e := range a.st.Waiting {
 		out = append(out, Grant{JobKey: e.Request.JobKey, Refused: why})
 	}
 	a.st.Waiting, a.st.Running, a.st.Reserved, a.st.Reclaimed, a.st.PreemptedFor, a.st.Handed = nil, nil, nil, nil, nil, nil
+	a.keys = nil
 	return out
-}
-
-func (a *Admitter) index(es []Entry, k JobKey) int {
-	return slices.IndexFunc(es, func(e Entry) bool { return e.Request.JobKey == k })
 }
 
 // indexIDs rebuilds the id index after the lists changed.
@@ -440,10 +496,14 @@ func (a *Admitter) indexIDs() {
 	}
 	clear(a.ids)
 	for i := range a.st.Running {
-		a.ids[a.st.Running[i].ID] = entryRef{running: true, i: i}
+		if !a.st.Running[i].gone {
+			a.ids[a.st.Running[i].ID] = entryRef{running: true, i: i}
+		}
 	}
 	for i := range a.st.Waiting {
-		a.ids[a.st.Waiting[i].ID] = entryRef{i: i}
+		if !a.st.Waiting[i].gone {
+			a.ids[a.st.Waiting[i].ID] = entryRef{i: i}
+		}
 	}
 }
 
@@ -469,6 +529,7 @@ func (a *Admitter) byID(id string) (*Entry, bool) {
 // the free slots reserves them as they free up, and nothing else starts while it waits,
 // except by backfill. A SlotBased head reserves its own slots only.
 func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
+	a.compact()
 	var d Decision
 	slot := bed.SlotSize
 	a.st.Slot, a.st.Total = slot, times(slot, int64(len(bed.Positions)))
@@ -497,10 +558,10 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 	a.preempt(now, bed, avail, &d)
 	if len(a.st.Handed) > 0 {
 		// What was granted again is no longer being handed on.
-		for _, e := range a.st.Running {
-			a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool { return slices.Contains(e.Slots, p) })
-		}
+		held := a.heldSlots()
+		a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool { return held[p] })
 	}
+	a.compact()
 	return d
 }
 
@@ -508,28 +569,46 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 // no running job holds. It sorts a copy of bed.Positions into bed, and forgets the slots
 // taken back by preemption that are free again or held again.
 func (a *Admitter) freeSlots(bed *Bed) []int32 {
-	held := map[int32]bool{}
-	for _, e := range a.st.Running {
-		for _, p := range e.Slots {
-			held[p] = true
-		}
-	}
-	a.st.Reclaimed = slices.DeleteFunc(a.st.Reclaimed, func(p int32) bool { return held[p] || slices.Contains(bed.Free, p) })
+	held := a.heldSlots()
+	free := setOf(bed.Free)
+	a.st.Reclaimed = slices.DeleteFunc(a.st.Reclaimed, func(p int32) bool { return held[p] || free[p] })
 	bed.Positions = slices.Clone(bed.Positions)
 	slices.Sort(bed.Positions)
 	avail := slices.Clone(bed.Free)
 	// A handed slot counts as free until the status says so itself, unless it went away
 	// (its node left or is not Ready) or preemption is taking it back.
+	unavailable, reclaimed := setOf(bed.Unavailable), setOf(a.st.Reclaimed)
 	a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool {
-		return held[p] || slices.Contains(bed.Free, p) || !has(bed.Positions, p) || slices.Contains(bed.Unavailable, p)
+		return held[p] || free[p] || !has(bed.Positions, p) || unavailable[p]
 	})
 	for _, p := range a.st.Handed {
-		if !slices.Contains(a.st.Reclaimed, p) {
+		if !reclaimed[p] {
 			avail = append(avail, p)
 		}
 	}
 	slices.Sort(avail)
 	return slices.DeleteFunc(slices.Compact(avail), func(p int32) bool { return held[p] || !has(bed.Positions, p) })
+}
+
+// heldSlots is the set of slots granted jobs hold.
+func (a *Admitter) heldSlots() map[int32]bool {
+	held := map[int32]bool{}
+	for i := range a.st.Running {
+		if e := &a.st.Running[i]; !e.gone {
+			for _, p := range e.Slots {
+				held[p] = true
+			}
+		}
+	}
+	return held
+}
+
+func setOf(ps []int32) map[int32]bool {
+	out := make(map[int32]bool, len(ps))
+	for _, p := range ps {
+		out[p] = true
+	}
+	return out
 }
 
 // grantPreemptedFor grants the job slots were taken back for, if it still waits, fits the
@@ -540,15 +619,16 @@ func (a *Admitter) grantPreemptedFor(now time.Time, bed Bed, avail []int32, d *D
 	if k == nil {
 		return nil, avail
 	}
-	i := a.index(a.st.Waiting, *k)
+	ref, ok := a.find(*k)
 	switch {
-	case i < 0:
+	case !ok || ref.running:
 		a.st.PreemptedFor = nil
-	case fits(&a.st.Waiting[i], avail) && a.admissible(now, bed, &a.st.Waiting[i]):
-		avail = a.grant(now, &a.st.Waiting[i], avail, d)
+	case fits(a.at(ref), avail) && a.admissible(now, bed, a.at(ref)):
+		avail = a.grant(now, a.at(ref), avail, d)
 		a.st.PreemptedFor = nil
+		a.compact()
 	default:
-		return &a.st.Waiting[i], avail
+		return a.at(ref), avail
 	}
 	return nil, avail
 }
@@ -557,39 +637,92 @@ func (a *Admitter) grantPreemptedFor(now time.Time, bed Bed, avail []int32, d *D
 // queues' policies choose, until none is chosen or a strict leaf's head that does not fit
 // reserves the free slots: that head is returned (and is Reserved). It returns the slots
 // left free.
+//
+// The choices are made on one picture of the jobs (a Chooser), updated as each is granted:
+// the reasons of those that wait are those of the last choice, the one that found nothing
+// more to start.
 func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[string]bool, d *Decision) (*Entry, []int32) {
+	c, refs := a.clusterRefs(now, bed, avail, skip, true)
+	c.Reserve = true
+	chooser := a.tree.NewChooser(c)
+	chooser.RoomFor(func(i int) string {
+		if e := a.at(refs[i]); !refs[i].running && e.slotBased() {
+			if missing := missing(e.Request.SlotIDs, avail); len(missing) > 0 {
+				return fmt.Sprintf("its slots %v are not free", missing)
+			}
+		}
+		return ""
+	})
+	slot := a.st.Slot
 	for {
-		c := a.cluster(now, bed, avail, skip)
-		c.Reserve = true
-		ch := a.tree.Choose(c)
-		a.noteRefusals(ch.Refusals)
+		if len(avail) == 0 {
+			chooser.StopAsking() // a preempted job asks for its slots back only while some are free
+		}
+		chooser.SetFree(times(slot, int64(len(avail))))
+		ch := chooser.Choose(false)
+		if !ch.OK || ch.Reserve {
+			ch = chooser.Choose(true) // the same choice, with the reasons of the others
+			a.noteRefusals(ch.Refusals)
+			if i := chooser.Index(ch.App.ID); ch.Reserve && i >= 0 && !refs[i].running && !a.at(refs[i]).slotBased() {
+				a.heldUp(ch, chooser)
+			}
+		}
 		if !ch.OK {
+			a.compact()
 			return nil, avail
 		}
-		e, running := a.byID(ch.App.ID)
-		if e == nil {
+		i := chooser.Index(ch.App.ID)
+		if i < 0 {
+			a.compact()
 			return nil, avail // cannot happen: the cluster holds only the Admitter's entries
 		}
+		e, running := a.at(refs[i]), refs[i].running
 		if ch.Reserve {
 			if !running && e.slotBased() {
 				// A SlotBased head holds its own slots only: the others may use the rest.
 				e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
 				avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
 				skip[ch.App.ID] = true
+				chooser.Skip(i)
 				continue
 			}
 			k := e.Request.JobKey
 			a.st.Reserved = &k
-			return e, avail
+			a.compact() // the entries granted leave Waiting: find the head again
+			ref, _ := a.find(k)
+			return a.at(ref), avail
 		}
 		if running {
 			// A preempted job gets one of its slots back.
 			e.Slots = append(e.Slots, avail[0])
 			avail = avail[1:]
 			d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: slices.Clone(e.Slots)})
+			chooser.Grow(i, slot, int64(len(e.Slots)) < e.wanted())
 			continue
 		}
 		avail = a.grant(now, e, avail, d)
+		g := &a.st.Running[len(a.st.Running)-1]
+		refs[i] = entryRef{running: true, i: len(a.st.Running) - 1}
+		chooser.Start(i, times(slot, int64(len(g.Slots))), g.State, g.StartingSince)
+	}
+}
+
+// heldUp gives the waiting jobs that the choice of a reserving head passed by unseen (their
+// queues come after its leaf) their reason: nothing else starts while the head waits.
+func (a *Admitter) heldUp(ch Choice, chooser *Chooser) {
+	seen := make(map[string]bool, len(ch.Refusals)+1)
+	seen[ch.App.ID] = true
+	for _, r := range ch.Refusals {
+		seen[r.App] = true
+	}
+	why := fmt.Sprintf("the free slots are held for %s, first in the strict order of queue %s", ch.App.ID, ch.App.Queue)
+	for i := range a.st.Waiting {
+		// Jobs outside the picture (skipped, or never fitting) keep the reason they have.
+		if e := &a.st.Waiting[i]; !e.gone && !seen[e.ID] {
+			if j := chooser.Index(e.ID); j >= 0 && !chooser.Skipped(j) {
+				e.Reason = why
+			}
+		}
 	}
 }
 
@@ -618,6 +751,7 @@ func (a *Admitter) admissible(now time.Time, bed Bed, e *Entry) bool {
 // WantsRoom is Tree.WantsRoom on the Admitter's jobs now: the leaves that have a waiting
 // job only room holds back.
 func (a *Admitter) WantsRoom(now time.Time, bed Bed) map[string]bool {
+	a.compact()
 	return a.tree.WantsRoom(a.cluster(now, bed, bed.Positions, nil))
 }
 
@@ -626,17 +760,21 @@ func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []
 	g := *e
 	if g.slotBased() {
 		g.Slots = slices.Clone(g.Request.SlotIDs)
+		avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(g.Slots, p) })
 	} else {
 		g.Slots = slices.Clone(avail[:g.Request.Slots])
+		avail = avail[g.Request.Slots:]
 	}
-	avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(g.Slots, p) })
 	a.st.Granted++
 	g.Reason, g.State, g.StartingSince, g.GrantedAt, g.Grant = "", Starting, now, now, a.st.Granted
 	if q := a.tree.Queue(g.Queue); a.st.Rules >= RulesQuietStart && q != nil && a.tree.Policy(q) != PolicyStateAware {
 		g.State = Running
 	}
-	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, func(x Entry) bool { return x.Request.JobKey == g.Request.JobKey })
+	a.drop(e)
 	a.st.Running = append(a.st.Running, g)
+	if a.keys != nil {
+		a.keys[g.Request.JobKey] = entryRef{running: true, i: len(a.st.Running) - 1}
+	}
 	d.Grants = append(d.Grants, Grant{JobKey: g.Request.JobKey, Queue: g.Queue, Slots: slices.Clone(g.Slots), Seq: g.Grant, QuietStart: a.quietStart(&g)})
 	return avail
 }
@@ -652,16 +790,27 @@ func (a *Admitter) quietStart(e *Entry) bool {
 // A waiting job that can never fit the bed, or whose named slots are not all available,
 // waits with its reason.
 func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[string]bool) Cluster {
+	c, _ := a.clusterRefs(now, bed, avail, skip, false)
+	return c
+}
+
+// clusterRefs is cluster with the entry of each application. lateRoom leaves a SlotBased
+// job's NoRoom to the caller (Chooser.RoomFor), who knows the free slots as they change.
+func (a *Admitter) clusterRefs(now time.Time, bed Bed, avail []int32, skip map[string]bool, lateRoom bool) (Cluster, []entryRef) {
 	a.indexIDs()
 	slot := a.st.Slot
 	c := Cluster{Total: a.st.Total, Now: now, StateAware: a.st.Config.Allocations.StateAware,
 		Apps: make([]App, 0, len(a.st.Running)+len(a.st.Waiting))}
+	refs := make([]entryRef, 0, cap(c.Apps))
 	// The free room the policies see is the available slots: not the slots held by jobs,
 	// nor slots taken back that are not free yet, nor slots some reservation holds.
 	free := times(slot, int64(len(avail)))
 	c.Free = &free
 	for i := range a.st.Running {
 		e := &a.st.Running[i]
+		if e.gone {
+			continue
+		}
 		app := a.appOf(e, true)
 		if n := e.wanted(); int64(len(e.Slots)) < n && len(a.st.Reclaimed) == 0 && len(avail) > 0 && !skip[app.ID] {
 			// Preempted: it asks for its slots again, one at a time, once the slots taken
@@ -669,11 +818,12 @@ func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[strin
 			app.Demand, app.Pending, app.Ask = times(slot, n), true, slot
 		}
 		c.Apps = append(c.Apps, app)
+		refs = append(refs, entryRef{running: true, i: i})
 	}
 	for i := range a.st.Waiting {
 		e := &a.st.Waiting[i]
 		id := e.ID
-		if skip[id] {
+		if skip[id] || e.gone {
 			continue
 		}
 		switch {
@@ -691,14 +841,15 @@ func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[strin
 			continue
 		}
 		app := a.appOf(e, false)
-		if e.slotBased() {
+		if e.slotBased() && !lateRoom {
 			if missing := missing(e.Request.SlotIDs, avail); len(missing) > 0 {
 				app.NoRoom = fmt.Sprintf("its slots %v are not free", missing)
 			}
 		}
 		c.Apps = append(c.Apps, app)
+		refs = append(refs, entryRef{i: i})
 	}
-	return c
+	return c, refs
 }
 
 // appOf is an entry as the queue policies see it: a granted entry uses, and demands, the
@@ -801,6 +952,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 			extra -= n // it still runs at the shadow time: it uses the head's spare slots
 		}
 		avail = a.grant(now, e, avail, d)
+		a.compact()
 	}
 	return avail
 }
@@ -959,6 +1111,7 @@ func (a *Admitter) headOf(leaf string) *Entry {
 
 // CheckMove says whether m may be done, and which entry it moves. It changes nothing.
 func (a *Admitter) CheckMove(m Move) (*Entry, bool, error) {
+	a.compact()
 	e, running, _, err := a.actedOn("move", m.Scheduling, m.Job, m.By, m.ByGroups)
 	if err != nil {
 		return nil, false, err
@@ -1062,6 +1215,7 @@ type QueueReport struct {
 func (a *Admitter) Report() Report { return a.buildReport() }
 
 func (a *Admitter) buildReport() Report {
+	a.compact()
 	r := Report{ConfigVersion: a.st.Config.Version, ConfigError: a.st.Config.Rejected,
 		Waiting: cloneEntries(a.st.Waiting), Running: cloneEntries(a.st.Running)}
 	if a.st.Config.Allocations != nil {
@@ -1111,6 +1265,7 @@ func (a *Admitter) buildReport() Report {
 // the bed, no key twice, no reclaimed slot held. It returns the first broken one ("" when
 // all hold). Tests call it after every step.
 func (a *Admitter) Check(positions []int32) string {
+	a.compact()
 	seen := map[int32]string{}
 	keys := map[JobKey]bool{}
 	for _, e := range slices.Concat(a.st.Waiting, a.st.Running) {

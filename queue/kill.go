@@ -42,6 +42,7 @@ func (a *Admitter) QueuesOf(keys []JobKey) map[JobKey]string {
 	for _, k := range keys {
 		want[k] = true
 	}
+	a.compact()
 	out := make(map[JobKey]string, len(keys))
 	for _, es := range [][]Entry{a.st.Waiting, a.st.Running} {
 		for i := range es {

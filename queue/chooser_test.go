@@ -1,0 +1,114 @@
+package queue
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A Chooser updated as its choices are carried out chooses what Choose chooses on a picture
+// of the cluster made anew after each of them, with the same refusals, over random clusters
+// of fifo, fair, drf and StateAware leaves with running-application, resource and AM limits.
+func TestChooser_ChoosesAsChooseFromScratch(t *testing.T) {
+	file := `<allocations><userMaxAppsDefault>6</userMaxAppsDefault><queueMaxAMShareDefault>0.4</queueMaxAMShareDefault>
+	  <queue name="a"><maxRunningApps>7</maxRunningApps>
+	    <queue name="x"><schedulingPolicy>fifo</schedulingPolicy><maxRunningApps>3</maxRunningApps></queue>
+	    <queue name="y"><schedulingPolicy>fair</schedulingPolicy></queue></queue>
+	  <queue name="b"><weight>2</weight><schedulingPolicy>drf</schedulingPolicy>
+	    <queue name="p"><schedulingPolicy>drf</schedulingPolicy><maxResources>6144 mb, 6 vcores</maxResources></queue>
+	    <queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></queue>
+	  <queue name="c"><minResources>4096 mb, 4 vcores</minResources></queue></allocations>`
+	alloc := parseConfig(t, file, "")
+	leaves := []string{"root.a.x", "root.a.y", "root.b.p", "root.b.q", "root.c"}
+	for seed := range uint64(500) {
+		chooseAll(t, seed, alloc, leaves)
+	}
+}
+
+func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string) {
+	slot := MBVCores(1024, 1)
+	const slots = 40
+	{
+		rng := rand.New(rand.NewPCG(seed, 3))
+		tree := NewTree(alloc)
+		c := Cluster{Total: times(slot, slots), Now: t0, Reserve: rng.IntN(2) == 0}
+		used := int64(0)
+		for i := range 30 + rng.IntN(40) {
+			n := int64(1 + rng.IntN(4))
+			a := App{ID: fmt.Sprintf("j%02d", i), Queue: leaves[rng.IntN(len(leaves))], User: fmt.Sprintf("u%d", rng.IntN(4)), Order: int64(rng.IntN(1000)),
+				AM: MBVCores(int64(128*rng.IntN(3)), 0), Demand: times(slot, n), SlotBacked: true}
+			if rng.IntN(3) == 0 && used+n <= slots/2 {
+				a.Running, a.Usage = true, a.Demand
+				a.State, a.StartingSince = []AppState{Running, Starting}[rng.IntN(2)], t0.Add(-time.Minute)
+				if rng.IntN(2) == 0 && n > 1 {
+					a.Usage, a.Pending, a.Ask = times(slot, n-1), true, slot // preempted: asks for one back
+				}
+				used += a.Usage.MemoryBytes / slot.MemoryBytes
+			}
+			c.Apps = append(c.Apps, a)
+		}
+		free := slots - used
+		ch := tree.NewChooser(c)
+		fresh := slices.Clone(c.Apps)
+		for step := 0; ; step++ {
+			room := times(slot, free)
+			ch.SetFree(room)
+			fc := c
+			fc.Apps = slices.DeleteFunc(slices.Clone(fresh), func(a App) bool { return a.ID == "" })
+			fc.Free = &room
+			want := tree.Choose(fc)
+			got := ch.Choose(true)
+			if got.OK != want.OK || got.Reserve != want.Reserve || got.App.ID != want.App.ID {
+				t.Fatalf("seed %d step %d: chose %s (ok %v, reserve %v), Choose from scratch %s (ok %v, reserve %v)",
+					seed, step, got.App.ID, got.OK, got.Reserve, want.App.ID, want.OK, want.Reserve)
+			}
+			if fmt.Sprint(sortedRefusals(got.Refusals)) != fmt.Sprint(sortedRefusals(want.Refusals)) {
+				t.Fatalf("seed %d step %d: refusals\n%v\nfrom scratch\n%v", seed, step, sortedRefusals(got.Refusals), sortedRefusals(want.Refusals))
+			}
+			if quick := ch.Choose(false); quick.App.ID != got.App.ID || quick.OK != got.OK || quick.Reserve != got.Reserve || len(quick.Refusals) != 0 {
+				t.Fatalf("seed %d step %d: without reasons it chose %+v", seed, step, quick)
+			}
+			if !got.OK {
+				break
+			}
+			i := ch.Index(got.App.ID)
+			a := &fresh[i]
+			switch {
+			case got.Reserve && a.Running:
+				return // the Admitter holds the free slots for it: nothing more is chosen
+			case got.Reserve:
+				ch.Skip(i) // as a SlotBased head that reserves only its own slots
+				a.ID = ""  // out of the picture
+			case a.Running:
+				a.Usage = a.Usage.Add(slot)
+				a.Pending = a.Usage.MemoryBytes < a.Demand.MemoryBytes
+				ch.Grow(i, slot, a.Pending)
+				free--
+			default:
+				n := a.Demand.MemoryBytes / slot.MemoryBytes
+				a.Running, a.Usage, a.State, a.StartingSince = true, a.Demand, Starting, t0
+				ch.Start(i, a.Usage, a.State, a.StartingSince)
+				free -= n
+			}
+			if free == 0 && rng.IntN(2) == 0 {
+				ch.StopAsking()
+				for j := range fresh {
+					if fresh[j].Running && fresh[j].Pending {
+						fresh[j].Pending, fresh[j].Demand, fresh[j].Ask = false, fresh[j].Usage, Resources{}
+					}
+				}
+			}
+		}
+	}
+}
+
+func sortedRefusals(rs []Refusal) []Refusal {
+	return slices.SortedFunc(slices.Values(rs), func(a, b Refusal) int {
+		if a.App != b.App {
+			return map[bool]int{true: -1, false: 1}[a.App < b.App]
+		}
+		return map[bool]int{true: -1, false: 1}[a.Reason < b.Reason]
+	})
+}

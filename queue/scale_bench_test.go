@@ -1,0 +1,130 @@
+package queue
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scaleRequests are n one-slot jobs of four Schedulings (a quarter each), of four users,
+// asking for no queue (the default placement puts them in root.default).
+func scaleRequests(n int) []Request {
+	out := make([]Request, n)
+	for i := range out {
+		s := fmt.Sprintf("sched-%d", i%4)
+		out[i] = Request{JobKey: JobKey{Scheduling: s, SchedulingUID: "uid-" + s, Job: fmt.Sprintf("job-%05d", i), Run: 1},
+			User: fmt.Sprintf("user-%d", i%4), Groups: []string{"analysts", "spark-users"}, Slots: 1, Driver: MBVCores(256, 0)}
+	}
+	return out
+}
+
+// One decision on an empty bed of 1,000 slots with 4,000 jobs waiting: it grants 1,000.
+func BenchmarkAdmitterDecide_Grant1000Of4000(b *testing.B) {
+	a := NewAdmitter(AdmitterState{})
+	for _, r := range scaleRequests(4000) {
+		a.Request(r)
+	}
+	base := NewAdmitter(a.State())
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		x := NewAdmitter(base.State()) // a copy: a decision changes the entries in place
+		b.StartTimer()
+		d := x.Decide(t0, bed(1000))
+		if len(d.Grants) != 1000 {
+			b.Fatalf("granted %d", len(d.Grants))
+		}
+	}
+}
+
+// A batch of 1,000 requests taken in while 4,000 wait.
+func BenchmarkAdmitterRequest_1000Into4000(b *testing.B) {
+	a := NewAdmitter(AdmitterState{})
+	rs := scaleRequests(5000)
+	for _, r := range rs[:4000] {
+		a.Request(r)
+	}
+	base := NewAdmitter(a.State())
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		x := NewAdmitter(base.State()) // a copy: a decision changes the entries in place
+		b.StartTimer()
+		for _, r := range rs[4000:] {
+			x.Request(r)
+		}
+	}
+}
+
+// envelopeQueues is an allocation file of 50 leaves under 5 parents, as the scale envelope
+// uses: parents weighted and fair, leaves fifo, fair and drf in turn, every tenth leaf with
+// a running-application limit.
+func envelopeQueues() string {
+	var sb strings.Builder
+	sb.WriteString("<allocations>")
+	for i := range 5 {
+		fmt.Fprintf(&sb, `<queue name="team%d"><weight>%d</weight>`, i, 1+i%3)
+		for j := range 10 {
+			fmt.Fprintf(&sb, `<queue name="q%d"><schedulingPolicy>%s</schedulingPolicy>`, j, []string{"fifo", "fair", "drf"}[j%3])
+			if j == 9 {
+				sb.WriteString("<maxRunningApps>100</maxRunningApps>")
+			}
+			sb.WriteString("</queue>")
+		}
+		sb.WriteString("</queue>")
+	}
+	sb.WriteString("</allocations>")
+	return sb.String()
+}
+
+// envelopeAdmitter holds n one-slot jobs waiting in the 50 leaves of envelopeQueues, of 20
+// users.
+func envelopeAdmitter(tb testing.TB, n int) *Admitter {
+	u := ReadConfig(Config{}, true, []byte(envelopeQueues()), "v1")
+	if u.Allocations == nil {
+		tb.Fatal(u.Rejected)
+	}
+	a := NewAdmitter(AdmitterState{Config: Config{}.Apply(*u)})
+	for i, r := range scaleRequests(n) {
+		r.Queue = fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%10)
+		r.User = fmt.Sprintf("user-%d", i%20)
+		if g := a.Request(r); g != nil {
+			tb.Fatalf("refused: %s", g.Refused)
+		}
+	}
+	return a
+}
+
+// One decision that fills an empty bed of 8,000 slots from 10,000 waiting jobs in 50 queues.
+func BenchmarkAdmitterDecide_Fill8000SlotsFrom10000Waiting(b *testing.B) {
+	base := envelopeAdmitter(b, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		x := NewAdmitter(base.State())
+		b.StartTimer()
+		d := x.Decide(t0, bed(8000))
+		if len(d.Grants) < 7000 {
+			b.Fatalf("granted %d", len(d.Grants))
+		}
+	}
+}
+
+// One decision after a job ended on a full bed of 8,000 slots, 10,000 more waiting: the
+// steady state of a busy bed.
+func BenchmarkAdmitterDecide_OneFreedOf8000With10000Waiting(b *testing.B) {
+	a := envelopeAdmitter(b, 18000)
+	a.Decide(t0, bed(8000))
+	k := a.Running()[0].Request.JobKey
+	a.Ended(k)
+	base := NewAdmitter(a.State())
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		x := NewAdmitter(base.State())
+		busy := heldBed(x, 8000)
+		b.StartTimer()
+		x.Decide(t0.Add(time.Second), busy)
+	}
+}
