@@ -128,3 +128,28 @@ func BenchmarkAdmitterDecide_OneFreedOf8000With10000Waiting(b *testing.B) {
 		x.Decide(t0.Add(time.Second), busy)
 	}
 }
+
+// Packing and unpacking the state of the scale envelope (8,000 held, 10,000 waiting), as
+// each continue-as-new of the Admission workflow does once.
+func BenchmarkPackState_8000Held10000Waiting(b *testing.B) {
+	a := envelopeAdmitter(b, 18000)
+	a.Decide(t0, bed(8000))
+	st := a.State()
+	var packed []byte
+	b.Run("pack", func(b *testing.B) {
+		for b.Loop() {
+			var err error
+			if packed, err = PackState(st); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(packed)), "bytes")
+	})
+	b.Run("unpack", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := UnpackState(packed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -120,9 +120,11 @@ type AdmissionInput struct {
 	ConfigMap   string
 	Resync      time.Duration
 	StepsPerRun int
-	// Carried is the admission state handed over by the previous run: queues, grants,
-	// starvation clocks and the configuration in force.
-	Carried *queue.AdmitterState
+	// Carried is the admission state handed over by the previous run (queues, grants,
+	// starvation clocks and the configuration in force), packed (queue.PackState): some
+	// seven bytes a job, so that a bed of 80,000 slots and 100,000 waiting jobs still fits
+	// one payload.
+	Carried []byte `json:",omitempty"`
 	// Unrecorded are the jobs' queues the previous run had not yet written to their statuses.
 	Unrecorded []activities.QueuePlacement `json:",omitempty"`
 }
@@ -152,8 +154,13 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		in.StepsPerRun = 300
 	}
 	var st queue.AdmitterState
-	if in.Carried != nil {
-		st = *in.Carried
+	if len(in.Carried) > 0 {
+		var err error
+		if st, err = queue.UnpackState(in.Carried); err != nil {
+			// Only a bug writes a state this build cannot read: the workflow task fails and
+			// is retried, visibly, until a build that reads it runs; the jobs stay queued.
+			panic(err)
+		}
 	}
 	// The decision rules this run's history is made with; a new run takes the latest.
 	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
@@ -181,8 +188,11 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		return err
 	}
 	next := a.in
-	st = a.core.State()
-	next.Carried = &st
+	packed, err := queue.PackState(a.core.State())
+	if err != nil {
+		panic(err) // an encoding to memory: it does not fail
+	}
+	next.Carried = packed
 	next.Unrecorded = a.pendingQueues()
 	return workflow.NewContinueAsNewError(ctx, AdmissionWorkflow, next)
 }

@@ -397,8 +397,9 @@ func TestAdmissionWorkflow_AConfigThatBreaksTheCoreIsRejected(t *testing.T) {
 	require.Equal(t, "second", w.grants[1].Job, "second starts once first is released: version 1's maxRunningApps 1 still holds")
 	var in AdmissionInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(next.Input, &in))
-	require.Equal(t, "1", in.Carried.Config.Version)
-	require.Equal(t, "2", in.Carried.Config.RejectedVersion, "the broken version is not offered again")
+	carried := carriedState(t, in)
+	require.Equal(t, "1", carried.Config.Version)
+	require.Equal(t, "2", carried.Config.RejectedVersion, "the broken version is not offered again")
 }
 
 // A SlotBased request gets exactly its slots, once they are all free.
@@ -642,10 +643,10 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 2})
 	in := continuedWith[AdmissionInput](t, env)
-	require.NotNil(t, in.Carried)
-	require.Equal(t, "1", in.Carried.Config.Version)
-	require.Len(t, in.Carried.Running, 1)
-	require.Len(t, in.Carried.Waiting, 1)
+	carried := carriedState(t, in)
+	require.Equal(t, "1", carried.Config.Version)
+	require.Len(t, carried.Running, 1)
+	require.Len(t, carried.Waiting, 1)
 	require.Len(t, w.grants, 1)
 
 	w2 := &admissionWorld{file: allocFile{Exists: true, Version: "2", Data: "<allocations><queue name=\"a\"><bad/></queue></allocations>"}}
@@ -764,4 +765,13 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 	require.Equal(t, "runs", w.grants[0].Job)
 	require.Equal(t, "waits", w.grants[1].Job)
 	require.Contains(t, w.grants[1].Refused, "test bed bed was deleted")
+}
+
+// carriedState is the admission state a continue-as-new hands over.
+func carriedState(t *testing.T, in AdmissionInput) queue.AdmitterState {
+	t.Helper()
+	require.NotEmpty(t, in.Carried, "the state is carried")
+	st, err := queue.UnpackState(in.Carried)
+	require.NoError(t, err)
+	return st
 }

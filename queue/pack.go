@@ -1,0 +1,404 @@
+package queue
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// PackState writes an Admitter's state in the compact form the Admission workflow carries
+// across continue-as-new: the entries by column, as varints, every repeated string
+// (Scheduling, uid, queue, user, group list, state) written once, orders, grants, slots and
+// times as differences from the entry before; the rest as JSON; all of it gzipped. What the
+// state costs grows with the number of jobs by little more than their names, not by their
+// group lists or the field names of each entry.
+//
+// The waiting jobs' reasons are left out: the next decision gives them anew, and the
+// Admission workflow decides first thing in each run.
+func PackState(st AdmitterState) ([]byte, error) {
+	raw, err := packRaw(st)
+	if err != nil {
+		return nil, err
+	}
+	return deflate(raw)
+}
+
+func packRaw(st AdmitterState) ([]byte, error) {
+	h := packedHeader{V: packVersion, Config: st.Config, Next: st.Next, Granted: st.Granted, Starvation: st.Starvation,
+		Reclaimed: st.Reclaimed, Handed: st.Handed, PreemptedFor: st.PreemptedFor, Reserved: st.Reserved,
+		Total: st.Total, Slot: st.Slot, Rules: st.Rules}
+	strs := &interner{at: map[string]int32{}}
+	strs.index("") // 0 is the empty string (and no groups)
+	waiting, running := packEntries(st.Waiting, strs), packEntries(st.Running, strs)
+	h.Strings, h.Waiting, h.Running = strs.all, len(waiting.Job), len(running.Job)
+	head, err := json.Marshal(&h)
+	if err != nil {
+		return nil, err
+	}
+	raw := binary.AppendUvarint(nil, uint64(len(head)))
+	raw = append(raw, head...)
+	raw = waiting.appendTo(raw)
+	return running.appendTo(raw), nil
+}
+
+func deflate(raw []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	z, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := z.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := z.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// UnpackState reads what PackState wrote.
+func UnpackState(b []byte) (AdmitterState, error) {
+	z, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return AdmitterState{}, fmt.Errorf("the carried admission state: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(z, maxUnpacked))
+	if err != nil {
+		return AdmitterState{}, fmt.Errorf("the carried admission state: %w", err)
+	}
+	return unpackRaw(raw)
+}
+
+// unpackRaw reads the state from the inflated bytes.
+func unpackRaw(raw []byte) (AdmitterState, error) {
+	r := &columnReader{b: raw}
+	n := r.uvarint()
+	head := r.bytes(n)
+	var h packedHeader
+	if r.err == nil {
+		if err := json.Unmarshal(head, &h); err != nil {
+			return AdmitterState{}, fmt.Errorf("the carried admission state: %w", err)
+		}
+	}
+	if r.err == nil && h.V != packVersion {
+		return AdmitterState{}, fmt.Errorf("the carried admission state is of form %d; this build reads form %d", h.V, packVersion)
+	}
+	st := AdmitterState{Config: h.Config, Next: h.Next, Granted: h.Granted, Starvation: h.Starvation, Reclaimed: h.Reclaimed, Handed: h.Handed,
+		PreemptedFor: h.PreemptedFor, Reserved: h.Reserved, Total: h.Total, Slot: h.Slot, Rules: h.Rules}
+	st.Waiting = r.entries(h.Waiting, h.Strings)
+	st.Running = r.entries(h.Running, h.Strings)
+	if r.err == nil && r.off != len(r.b) {
+		r.err = fmt.Errorf("%d bytes after the last column", len(r.b)-r.off)
+	}
+	if r.err != nil {
+		return AdmitterState{}, fmt.Errorf("the carried admission state is damaged: %w", r.err)
+	}
+	return st, nil
+}
+
+// packVersion is the form PackState writes.
+const packVersion = 1
+
+// maxUnpacked bounds what UnpackState inflates (a state of a million jobs is well below).
+const maxUnpacked = 1 << 30
+
+// packedHeader is what PackState writes as JSON before the columns: all but the entries,
+// the strings the columns name, and how many entries each list has.
+type packedHeader struct {
+	V                      int
+	Config                 Config
+	Next, Granted          int64
+	Starvation             Starvation
+	Reclaimed, Handed      []int32
+	PreemptedFor, Reserved *JobKey
+	Total, Slot            Resources
+	Rules                  int
+	Strings                []string
+	Waiting, Running       int
+}
+
+// packedEntries are entries by column. Strings are indexes into packed.Strings; Order,
+// Grant, GrantedAt and StartingSince are differences from the entry before (times in Unix
+// nanoseconds, 0 for none), and each list of Granted slots its differences from the slot
+// before, the first from the first of the entry before.
+type packedEntries struct {
+	Job                                                       []string
+	Scheduling, UID, Asked, User, Groups, Shown, Queue, State []int32
+	Run, Slots, Preempted                                     []int32
+	SlotIDs, Granted                                          [][]int32
+	DriverMemory, DriverMilli, Expected, GaveBack, Grant      []int64
+	Order, GrantedAt, StartingSince                           []int64
+}
+
+type interner struct {
+	all []string
+	at  map[string]int32
+}
+
+func (s *interner) index(v string) int32 {
+	if i, ok := s.at[v]; ok {
+		return i
+	}
+	i := int32(len(s.all))
+	s.all = append(s.all, v)
+	s.at[v] = i
+	return i
+}
+
+// groupsSep joins a group list into one string: no group name holds it.
+const groupsSep = "\x00"
+
+func packEntries(es []Entry, strs *interner) packedEntries {
+	var p packedEntries
+	var order, grant, grantedAt, since int64
+	var slot int32
+	for i := range es {
+		e := &es[i]
+		if e.gone {
+			continue
+		}
+		r := &e.Request
+		p.Scheduling = append(p.Scheduling, strs.index(r.Scheduling))
+		p.UID = append(p.UID, strs.index(r.SchedulingUID))
+		p.Job = append(p.Job, r.Job)
+		p.Run = append(p.Run, r.Run)
+		p.Asked = append(p.Asked, strs.index(r.Queue))
+		p.User = append(p.User, strs.index(r.User))
+		p.Groups = append(p.Groups, strs.index(strings.Join(r.Groups, groupsSep)))
+		p.Shown = append(p.Shown, strs.index(r.Shown))
+		p.Slots = append(p.Slots, r.Slots)
+		p.SlotIDs = append(p.SlotIDs, r.SlotIDs)
+		p.DriverMemory = append(p.DriverMemory, r.Driver.MemoryBytes)
+		p.DriverMilli = append(p.DriverMilli, r.Driver.MilliCores)
+		p.Expected = append(p.Expected, int64(r.Expected))
+		p.GaveBack = append(p.GaveBack, r.GaveBack)
+		p.Queue = append(p.Queue, strs.index(e.Queue))
+		p.Order = append(p.Order, e.Order-order)
+		order = e.Order
+		p.Granted = append(p.Granted, deltas(e.Slots, &slot))
+		g := nanos(e.GrantedAt)
+		p.GrantedAt = append(p.GrantedAt, g-grantedAt)
+		grantedAt = g
+		p.Grant = append(p.Grant, e.Grant-grant)
+		grant = e.Grant
+		p.State = append(p.State, strs.index(string(e.State)))
+		s := nanos(e.StartingSince)
+		p.StartingSince = append(p.StartingSince, s-since)
+		since = s
+		p.Preempted = append(p.Preempted, e.Preempted)
+	}
+	return p
+}
+
+// appendTo writes the columns, in the order of the struct's fields: each number a varint,
+// each string its length and bytes, each list its length and items.
+func (p *packedEntries) appendTo(b []byte) []byte {
+	for _, s := range p.Job {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	for _, col := range [][]int32{p.Scheduling, p.UID, p.Asked, p.User, p.Groups, p.Shown, p.Queue, p.State, p.Run, p.Slots, p.Preempted} {
+		for _, v := range col {
+			b = binary.AppendVarint(b, int64(v))
+		}
+	}
+	for _, col := range [][][]int32{p.SlotIDs, p.Granted} {
+		for _, l := range col {
+			b = binary.AppendUvarint(b, uint64(len(l)))
+			for _, v := range l {
+				b = binary.AppendVarint(b, int64(v))
+			}
+		}
+	}
+	for _, col := range [][]int64{p.DriverMemory, p.DriverMilli, p.Expected, p.GaveBack, p.Grant, p.Order, p.GrantedAt, p.StartingSince} {
+		for _, v := range col {
+			b = binary.AppendVarint(b, v)
+		}
+	}
+	return b
+}
+
+// columnReader reads what appendTo wrote; the first error stops it and stays in err.
+type columnReader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *columnReader) uvarint() int {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 || v > uint64(len(r.b)) {
+		r.err = fmt.Errorf("a bad length at byte %d", r.off)
+		return 0
+	}
+	r.off += n
+	return int(v)
+}
+
+func (r *columnReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.err = fmt.Errorf("a bad number at byte %d", r.off)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *columnReader) bytes(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b)-r.off {
+		r.err = fmt.Errorf("%d bytes wanted at byte %d of %d", n, r.off, len(r.b))
+		return nil
+	}
+	out := r.b[r.off : r.off+n]
+	r.off += n
+	return out
+}
+
+func (r *columnReader) int32s(n int) []int32 {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b)-r.off { // each takes a byte at least
+		r.err = fmt.Errorf("%d numbers wanted at byte %d of %d", n, r.off, len(r.b))
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		v := r.varint()
+		if v != int64(int32(v)) {
+			r.err = fmt.Errorf("%d is out of range at byte %d", v, r.off)
+		}
+		out[i] = int32(v)
+	}
+	return out
+}
+
+func (r *columnReader) int64s(n int) []int64 {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b)-r.off {
+		r.err = fmt.Errorf("%d numbers wanted at byte %d of %d", n, r.off, len(r.b))
+		return nil
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = r.varint()
+	}
+	return out
+}
+
+// entries reads n entries' columns and builds the entries.
+func (r *columnReader) entries(n int, strs []string) []Entry {
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	if n > len(r.b)-r.off {
+		r.err = fmt.Errorf("%d entries wanted at byte %d of %d", n, r.off, len(r.b))
+		return nil
+	}
+	var p packedEntries
+	p.Job = make([]string, n)
+	for i := range p.Job {
+		p.Job[i] = string(r.bytes(r.uvarint()))
+	}
+	for _, col := range []*[]int32{&p.Scheduling, &p.UID, &p.Asked, &p.User, &p.Groups, &p.Shown, &p.Queue, &p.State, &p.Run, &p.Slots, &p.Preempted} {
+		*col = r.int32s(n)
+	}
+	for _, col := range []*[][]int32{&p.SlotIDs, &p.Granted} {
+		*col = make([][]int32, n)
+		for i := range *col {
+			if k := r.uvarint(); k > 0 {
+				(*col)[i] = r.int32s(k)
+			}
+		}
+	}
+	for _, col := range []*[]int64{&p.DriverMemory, &p.DriverMilli, &p.Expected, &p.GaveBack, &p.Grant, &p.Order, &p.GrantedAt, &p.StartingSince} {
+		*col = r.int64s(n)
+	}
+	if r.err != nil {
+		return nil
+	}
+	str := func(i int32) string {
+		if i < 0 || int(i) >= len(strs) {
+			r.err = fmt.Errorf("string %d of %d", i, len(strs))
+			return ""
+		}
+		return strs[i]
+	}
+	out := make([]Entry, n)
+	var order, grant, grantedAt, since int64
+	var slot int32
+	for i := range out {
+		req := Request{JobKey: JobKey{Scheduling: str(p.Scheduling[i]), SchedulingUID: str(p.UID[i]), Job: p.Job[i], Run: p.Run[i]},
+			Queue: str(p.Asked[i]), User: str(p.User[i]), Shown: str(p.Shown[i]), Slots: p.Slots[i], SlotIDs: p.SlotIDs[i],
+			Driver: Resources{MemoryBytes: p.DriverMemory[i], MilliCores: p.DriverMilli[i]}, Expected: time.Duration(p.Expected[i]), GaveBack: p.GaveBack[i]}
+		if g := str(p.Groups[i]); g != "" {
+			req.Groups = strings.Split(g, groupsSep)
+		}
+		order += p.Order[i]
+		grant += p.Grant[i]
+		grantedAt += p.GrantedAt[i]
+		since += p.StartingSince[i]
+		out[i] = Entry{ID: req.JobKey.String(), Request: req, Queue: str(p.Queue[i]), Order: order, Slots: sums(p.Granted[i], &slot),
+			GrantedAt: fromNanos(grantedAt), Grant: grant, State: AppState(str(p.State[i])), StartingSince: fromNanos(since), Preempted: p.Preempted[i]}
+	}
+	return out
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// deltas writes ps as differences, the first from *prev, and sets *prev to the first.
+func deltas(ps []int32, prev *int32) []int32 {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]int32, len(ps))
+	out[0] = ps[0] - *prev
+	for i := 1; i < len(ps); i++ {
+		out[i] = ps[i] - ps[i-1]
+	}
+	*prev = ps[0]
+	return out
+}
+
+// sums undoes deltas.
+func sums(ds []int32, prev *int32) []int32 {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]int32, len(ds))
+	out[0] = *prev + ds[0]
+	for i := 1; i < len(ds); i++ {
+		out[i] = out[i-1] + ds[i]
+	}
+	*prev = out[0]
+	return out
+}

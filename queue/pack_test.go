@@ -1,0 +1,127 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The packed state unpacks to the state packed, but the waiting jobs' reasons.
+func TestPackState_RoundTrip(t *testing.T) {
+	a := envelopeAdmitter(t, 300)
+	a.Request(Request{JobKey: JobKey{Scheduling: "s", SchedulingUID: "u", Job: "named", Run: 2}, Queue: "root.team1.q1", User: "user-1",
+		SlotIDs: []int32{3, 9}, Driver: MBVCores(512, 1), Expected: time.Minute, GaveBack: 7, Shown: "root.x"})
+	a.Decide(t0, bed(200, 5, 6))
+	a.Started(a.Running()[3].Request.JobKey)
+	a.Decide(t0.Add(time.Minute), heldBed(a, 200))
+	st := a.State()
+	st.Reclaimed, st.Handed = []int32{1, 2}, []int32{4}
+	st.Reserved, st.PreemptedFor = &st.Waiting[0].Request.JobKey, &st.Waiting[1].Request.JobKey
+	st.Starvation = Starvation{MinShareSince: map[string]time.Time{"root.team0.q0": t0.UTC()}}
+	b, err := PackState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnpackState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range st.Waiting {
+		st.Waiting[i].Reason = ""
+	}
+	// Times compare as instants; JSON gives what the workflow carried before.
+	want, _ := json.Marshal(st)
+	have, _ := json.Marshal(got)
+	if string(want) != string(have) {
+		t.Fatalf("the state changed across packing:\n%s\n%s", want[:min(len(want), 2000)], have[:min(len(have), 2000)])
+	}
+	if !reflect.DeepEqual(NewAdmitter(got).Decide(t0.Add(2*time.Minute), heldBed(a, 200)), NewAdmitter(st).Decide(t0.Add(2*time.Minute), heldBed(a, 200))) {
+		t.Fatal("the unpacked state decides differently")
+	}
+}
+
+// Damaged input is an error, never a panic or a state that is not what was packed.
+func TestUnpackState_Damaged(t *testing.T) {
+	b, err := PackState(envelopeAdmitter(t, 50).State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{nil, []byte("not gzip"), b[:len(b)/2]} {
+		if _, err := UnpackState(bad); err == nil {
+			t.Errorf("%d bytes of damage unpacked", len(bad))
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		c := append([]byte(nil), b...)
+		c[rng.IntN(len(c))] ^= byte(1 + rng.IntN(255))
+		_, _ = UnpackState(c) // must not panic
+	}
+}
+
+// The carried state of the scale envelope (8,000 slots held by one-slot jobs, 10,000 jobs
+// waiting in 50 queues, each job of a user in 20 groups) stays under half of Temporal's
+// 2 MiB payload limit, and at ten times that (80,000 held, 100,000 waiting) under the limit.
+func TestPackState_SizesFit(t *testing.T) {
+	const payloadLimit = 2 << 20
+	for _, c := range []struct {
+		slots, waiting int
+		limit          int
+	}{{8000, 10000, payloadLimit / 2}, {80000, 100000, payloadLimit}} {
+		a := envelopeAdmitter(t, c.slots+c.waiting)
+		st := a.State()
+		groups := make([]string, 20)
+		for i := range groups {
+			groups[i] = fmt.Sprintf("cn=group-%02d,ou=groups,dc=example,dc=com", i)
+		}
+		for i := range st.Waiting {
+			st.Waiting[i].Request.Groups = groups
+			st.Waiting[i].Request.Job = fmt.Sprintf("etl-%s-%08x", []string{"daily", "hourly", "adhoc"}[i%3], rand.Uint32())
+			st.Waiting[i].Request.SchedulingUID = fmt.Sprintf("0b1d0a2c-1111-2222-3333-%012d", i%12)
+		}
+		// The first jobs hold the slots, one each, as a decision on the empty bed grants them.
+		for i, e := range st.Waiting[:c.slots] {
+			e.Slots, e.GrantedAt, e.Grant, e.State, e.StartingSince = []int32{int32(i)}, t0, int64(i+1), Running, t0
+			st.Running = append(st.Running, e)
+		}
+		st.Waiting, st.Granted = st.Waiting[c.slots:], int64(c.slots)
+		if len(st.Running) != c.slots || len(st.Waiting) != c.waiting {
+			t.Fatalf("%d running, %d waiting", len(st.Running), len(st.Waiting))
+		}
+		b, err := PackState(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := json.Marshal(st)
+		t.Logf("%d held, %d waiting: packed %d KiB (%.1f bytes a job), JSON %d KiB", c.slots, c.waiting, len(b)>>10, float64(len(b))/float64(c.slots+c.waiting), len(j)>>10)
+		// The workflow carries it inside JSON, as base64.
+		if n := (len(b) + 2) / 3 * 4; n > c.limit {
+			t.Errorf("%d held, %d waiting: the carried state is %d bytes, over %d", c.slots, c.waiting, n, c.limit)
+		}
+	}
+}
+
+// Whatever bytes a carried state inflates to, reading them answers an error or a state,
+// never a panic or an allocation beyond what the bytes can describe.
+func FuzzUnpackState(f *testing.F) {
+	a := envelopeAdmitter(f, 30)
+	a.Decide(t0, bed(10))
+	b, err := packRaw(a.State())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := unpackRaw(b)
+		if err != nil {
+			return
+		}
+		if _, err := PackState(st); err != nil {
+			t.Fatalf("a state that unpacked does not pack: %v", err)
+		}
+	})
+}
