@@ -110,6 +110,8 @@ func TestOpenAPI_AnswersMatchTheDocument(t *testing.T) {
 		{"GET", "/api/v1/jobs/etl", "/api/v1/jobs/{name}", "t", "", 200},
 		{"GET", "/api/v1/testbeds/bed", "/api/v1/testbeds/{name}", "t", "", 200},
 		{"GET", "/api/v1/testbeds/bed/queues?format=xml", "/api/v1/testbeds/{name}/queues", "t", "", 422},
+		{"GET", "/api/v1/testbeds/bed/queues?limit=-1", "/api/v1/testbeds/{name}/queues", "t", "", 422},
+		{"GET", "/api/v1/testbeds/bed/queues?limit=lots", "/api/v1/testbeds/{name}/queues", "t", "", 422},
 		{"POST", "/api/v1/jobs", "/api/v1/jobs", "t", `{"name":"new","framework":"flink","application":{"image":"i","mainApplicationFile":"local:///a.jar"}}`, 201},
 		{"POST", "/api/v1/jobs", "/api/v1/jobs", "t", `{"name":"Bad"}`, 422},
 		{"POST", "/api/v1/jobs", "/api/v1/jobs", "t", `{"name":`, 400},
@@ -153,6 +155,7 @@ func TestOpenAPI_QueuesAnswerInEitherForm(t *testing.T) {
 		names = append(names, p.(map[string]any)["name"].(string))
 	}
 	require.Contains(t, names, "format")
+	require.Contains(t, names, "limit")
 	schema := op["responses"].(map[string]any)["200"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"]
 	asJSON := func(v any) any {
 		raw, err := json.Marshal(v)

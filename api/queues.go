@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -26,21 +27,30 @@ const (
 )
 
 // getQueues answers a test bed's queue picture: each queue's shares, usage and pending
-// demand, and every waiting job with the reason it waits; or, with ?format=yarn, the queues
-// as YARN's ResourceManager shows a Fair Scheduler's. It is the Admission workflow's queues
-// query.
+// demand, and the first waiting and running jobs (?limit=, 500 unless asked; 0 for none),
+// each waiting one with the reason it waits; or, with ?format=yarn, the queues as YARN's
+// ResourceManager shows a Fair Scheduler's. It is the Admission workflow's queues query.
 func (s *server) getQueues(c *gin.Context) {
 	format := c.Query("format")
 	if format != queuesFormatDefault && format != queuesFormatYARN {
 		fail(c, invalid(FieldError{Field: "format", Message: fmt.Sprintf("%q is not a form of the answer: leave it out, or yarn for the ResourceManager's scheduler answer", format)}))
 		return
 	}
+	opts := workflows.ReportOptions{Jobs: -1}
+	if format == queuesFormatDefault {
+		limit, err := queuesLimit(c.Query("limit"))
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		opts.Jobs = limit
+	}
 	var tb v1alpha1.TestBed
 	if err := s.get(c, "test bed", &tb); err != nil {
 		fail(c, err)
 		return
 	}
-	v, err := s.Temporal.QueryWorkflow(c.Request.Context(), workflows.AdmissionWorkflowID(tb.Namespace, tb.Name), "", workflows.QueuesQuery)
+	v, err := s.Temporal.QueryWorkflow(c.Request.Context(), workflows.AdmissionWorkflowID(tb.Namespace, tb.Name), "", workflows.QueuesQuery, opts)
 	var report workflows.AdmissionReport
 	if err == nil {
 		err = v.Get(&report)
@@ -56,13 +66,32 @@ func (s *server) getQueues(c *gin.Context) {
 	c.JSON(http.StatusOK, queueTreeOf(tb.Name, &report))
 }
 
+// maxQueuesLimit bounds ?limit= of the queues answer: 10,000 jobs of each list is some 4 MB
+// of JSON.
+const maxQueuesLimit = 10000
+
+// queuesLimit reads ?limit= as report options' Jobs: "" the default, 0 none.
+func queuesLimit(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > maxQueuesLimit {
+		return 0, invalid(FieldError{Field: "limit", Message: fmt.Sprintf("%q is not a number of jobs from 0 to %d", v, maxQueuesLimit)})
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
+}
+
 func resourcesOf(r queue.Resources) Resources {
 	return Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}
 }
 
 func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
 	out := QueueTree{TestBed: bed, ConfigVersion: r.ConfigVersion, ConfigError: r.ConfigError, Queues: []Queue{}, Waiting: []QueuedJob{}, Running: []QueuedJob{},
-		Warnings: slices.Clone(r.Warnings)}
+		Warnings: slices.Clone(r.Warnings), MoreWaiting: r.MoreWaiting, MoreRunning: r.MoreRunning}
 	for _, i := range r.Ignored {
 		out.Ignored = append(out.Ignored, i.String())
 	}

@@ -204,10 +204,15 @@ type QueueTree struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Settings are the scheduler-wide settings in force, as the yarn-site.xml properties of
 	// the queues ConfigMap name them (the defaults for those it does not set).
-	Settings []Setting   `json:"settings,omitempty"`
-	Queues   []Queue     `json:"queues"`
-	Waiting  []QueuedJob `json:"waiting"`
-	Running  []QueuedJob `json:"running"`
+	Settings []Setting `json:"settings,omitempty"`
+	Queues   []Queue   `json:"queues"`
+	// Waiting and Running are the first jobs of each list, in submission order, as many as
+	// ?limit= asked for (500 unless asked); MoreWaiting and MoreRunning count those left
+	// out. Each queue's counts include every job.
+	Waiting     []QueuedJob `json:"waiting"`
+	Running     []QueuedJob `json:"running"`
+	MoreWaiting int         `json:"moreWaiting,omitempty"`
+	MoreRunning int         `json:"moreRunning,omitempty"`
 }
 
 // Setting is one scheduler-wide setting in force: a yarn-site.xml property and its value.

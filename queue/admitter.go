@@ -1189,9 +1189,24 @@ type Report struct {
 	// Settings are the settings in force (yarn-site.xml, or their defaults).
 	Settings Settings
 	Queues   []QueueReport
-	Waiting  []Entry
-	Running  []Entry
+	// Waiting and Running are the first jobs of each list, in submission order, as many as
+	// the options asked for; MoreWaiting and MoreRunning count those left out (the queues'
+	// counts include them).
+	Waiting                  []Entry
+	Running                  []Entry
+	MoreWaiting, MoreRunning int `json:",omitempty"`
 }
+
+// ReportOptions say how much of the job lists a report carries.
+type ReportOptions struct {
+	// Jobs is how many waiting and how many running jobs to list: 0 is DefaultReportJobs,
+	// less than 0 none (the queues alone).
+	Jobs int
+}
+
+// DefaultReportJobs is how many jobs of each list a report carries unless asked otherwise:
+// a report's size stays far below a query answer's limit however many jobs wait.
+const DefaultReportJobs = 500
 
 // QueueReport is one queue's shares and use: the ResourceManager's scheduler view of it. A
 // parent's use, demand and jobs are those of every queue under it.
@@ -1211,13 +1226,18 @@ type QueueReport struct {
 }
 
 // Report is the queue picture now (built on demand: a query, not every decision, pays
-// for it). It changes nothing.
-func (a *Admitter) Report() Report { return a.buildReport() }
-
-func (a *Admitter) buildReport() Report {
+// for it), with the jobs the options ask for. It changes nothing.
+func (a *Admitter) Report(opts ReportOptions) Report {
 	a.compact()
+	n := opts.Jobs
+	if n == 0 {
+		n = DefaultReportJobs
+	}
+	n = max(n, 0)
+	listed, listedRunning := a.st.Waiting[:min(n, len(a.st.Waiting))], a.st.Running[:min(n, len(a.st.Running))]
 	r := Report{ConfigVersion: a.st.Config.Version, ConfigError: a.st.Config.Rejected,
-		Waiting: cloneEntries(a.st.Waiting), Running: cloneEntries(a.st.Running)}
+		Waiting: cloneEntries(listed), Running: cloneEntries(listedRunning),
+		MoreWaiting: len(a.st.Waiting) - len(listed), MoreRunning: len(a.st.Running) - len(listedRunning)}
 	if a.st.Config.Allocations != nil {
 		r.Ignored = slices.Clone(a.st.Config.Allocations.Ignored)
 		r.Settings = a.st.Config.Allocations.Settings

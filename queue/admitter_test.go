@@ -173,7 +173,7 @@ func TestAdmitter_ARequestGivesBackItsGrant(t *testing.T) {
 	if g := a.Request(again); g != nil {
 		t.Fatalf("the give-back was answered with %+v", g)
 	}
-	if n := len(a.Report().Running); n != 0 {
+	if n := len(a.Report(ReportOptions{}).Running); n != 0 {
 		t.Fatalf("j still holds its slots: %d running", n)
 	}
 	d = a.Decide(t0, heldBed(a, 2))
@@ -189,7 +189,7 @@ func TestAdmitter_ARequestGivesBackItsGrant(t *testing.T) {
 	if g := a.Request(again); g == nil || g.Seq != 3 {
 		t.Fatalf("a late copy of the give-back is a repeat: %+v", g)
 	}
-	if n := len(a.Report().Running); n != 1 {
+	if n := len(a.Report(ReportOptions{}).Running); n != 1 {
 		t.Fatalf("the late copy released j: %d running", n)
 	}
 }
@@ -270,7 +270,7 @@ func TestAdmitter_DefaultMaxAMShareCountsDriversExactly(t *testing.T) {
 				t.Fatalf("granted %v, want %d jobs", granted(d), tc.runs)
 			}
 			var share Resources
-			for _, q := range a.Report().Queues {
+			for _, q := range a.Report(ReportOptions{}).Queues {
 				if q.Path == "root.team" {
 					share = q.FairShare
 				}

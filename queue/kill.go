@@ -38,17 +38,10 @@ func (a *Admitter) CheckKill(k Kill) (Killable, error) {
 // QueuesOf finds the queue of each key the Admitter holds (waiting or granted); a key it
 // does not hold is left out.
 func (a *Admitter) QueuesOf(keys []JobKey) map[JobKey]string {
-	want := make(map[JobKey]bool, len(keys))
-	for _, k := range keys {
-		want[k] = true
-	}
-	a.compact()
 	out := make(map[JobKey]string, len(keys))
-	for _, es := range [][]Entry{a.st.Waiting, a.st.Running} {
-		for i := range es {
-			if k := es[i].Request.JobKey; want[k] {
-				out[k] = es[i].Queue
-			}
+	for _, k := range keys {
+		if ref, ok := a.find(k); ok {
+			out[k] = a.at(ref).Queue
 		}
 	}
 	return out

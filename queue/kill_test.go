@@ -49,7 +49,7 @@ func TestAdmitter_CheckKill(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}
-	if len(a.Report().Running) != 1 || len(a.Report().Waiting) != 1 {
+	if len(a.Report(ReportOptions{}).Running) != 1 || len(a.Report(ReportOptions{}).Waiting) != 1 {
 		t.Fatal("a checked kill changed the queues")
 	}
 	got := a.QueuesOf([]JobKey{key("run"), key("wait"), key("ghost")})

@@ -44,7 +44,7 @@ func TestReport_ParentsSumTheirSubtrees(t *testing.T) {
 		Policy         Policy
 	}
 	slots := func(r Resources) int64 { return r.MemoryBytes / (1024 * mib) }
-	report := a.Report()
+	report := a.Report(ReportOptions{})
 	var got []row
 	steady := map[string]Resources{}
 	for _, q := range report.Queues {
@@ -77,19 +77,47 @@ func TestReport_ParentsSumTheirSubtrees(t *testing.T) {
 func TestReport_WarnsOfTheFileInForce(t *testing.T) {
 	open := `<allocations><queue name="secure"><aclSubmitApps>bob</aclSubmitApps></queue></allocations>`
 	a := admitterWith(t, open)
-	first := a.Report().Warnings
+	first := a.Report(ReportOptions{}).Warnings
 	want := a.Config().Allocations.Warnings()
 	if len(want) != 1 || !cmp.Equal(want, first) {
 		t.Fatalf("warnings %q, want the file's %q", first, want)
 	}
 	a.Configure(a.Config().Apply(*ReadConfig(a.Config(), true, []byte("<allocations><queue"), "v2")))
-	r := a.Report()
+	r := a.Report(ReportOptions{})
 	if r.ConfigError == "" || !cmp.Equal(first, r.Warnings) {
 		t.Errorf("after a refused file: error %q, warnings %q; want the first file's warnings %q", r.ConfigError, r.Warnings, first)
 	}
 	closed := `<allocations><queue name="root"><aclSubmitApps>ops</aclSubmitApps><aclAdministerApps>ops</aclAdministerApps></queue></allocations>`
 	a.Configure(a.Config().Apply(*ReadConfig(a.Config(), true, []byte(closed), "v3")))
-	if w := a.Report().Warnings; len(w) != 0 {
+	if w := a.Report(ReportOptions{}).Warnings; len(w) != 0 {
 		t.Errorf("root's ACLs are both set, yet: %q", w)
+	}
+}
+
+// A report lists as many jobs as asked for, the first in submission order, and counts the
+// rest; the queues' counts include every job.
+func TestAdmitter_ReportListsWhatIsAskedFor(t *testing.T) {
+	a := envelopeAdmitter(t, 1200)
+	a.Decide(t0, bed(700))
+	for _, c := range []struct {
+		opts              ReportOptions
+		waiting, running  int
+		moreWait, moreRun int
+	}{
+		{ReportOptions{}, 500, 500, 0, 200},
+		{ReportOptions{Jobs: 10}, 10, 10, 490, 690},
+		{ReportOptions{Jobs: -1}, 0, 0, 500, 700},
+		{ReportOptions{Jobs: 5000}, 500, 700, 0, 0},
+	} {
+		r := a.Report(c.opts)
+		if len(r.Waiting) != c.waiting || len(r.Running) != c.running || r.MoreWaiting != c.moreWait || r.MoreRunning != c.moreRun {
+			t.Errorf("%+v: %d waiting (%d more), %d running (%d more)", c.opts, len(r.Waiting), r.MoreWaiting, len(r.Running), r.MoreRunning)
+		}
+		if len(r.Waiting) > 0 && r.Waiting[0].Order != a.Waiting()[0].Order {
+			t.Errorf("%+v: the list does not start with the first job", c.opts)
+		}
+		if r.Queues[0].Path != "root" || r.Queues[0].WaitingJobs != 500 || r.Queues[0].RunningJobs != 700 {
+			t.Errorf("%+v: root counts %d waiting, %d running", c.opts, r.Queues[0].WaitingJobs, r.Queues[0].RunningJobs)
+		}
 	}
 }

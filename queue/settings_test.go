@@ -309,7 +309,7 @@ func TestParseConfig_SettingsJoinTheFile(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ignored (-want +got)\n%s", diff)
 	}
-	r := admitterWithSettings(t, `<allocations><queue name="q"/></allocations>`, preemptionOn).Report()
+	r := admitterWithSettings(t, `<allocations><queue name="q"/></allocations>`, preemptionOn).Report(ReportOptions{})
 	if !r.Settings.Preemption.Enabled || r.Settings.UpdateInterval != DefaultUpdateInterval {
 		t.Errorf("the report's settings: %+v", r.Settings)
 	}

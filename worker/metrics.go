@@ -118,7 +118,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func (c *Collector) collectQueues(ctx context.Context, ch chan<- prometheus.Metric, ns, bed string) {
 	qctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
-	v, err := c.Temporal.QueryWorkflow(qctx, workflows.AdmissionWorkflowID(ns, bed), "", workflows.QueuesQuery)
+	v, err := c.Temporal.QueryWorkflow(qctx, workflows.AdmissionWorkflowID(ns, bed), "", workflows.QueuesQuery, workflows.ReportOptions{Jobs: -1}) // the queues alone
 	var r workflows.AdmissionReport
 	if err == nil {
 		err = v.Get(&r)

@@ -41,7 +41,8 @@ const (
 	// AdmittedBatchSignal carries the answers of one step to one Scheduling, in the order
 	// Admission made them ([]AdmissionGrant; BatchedGrantsChange).
 	AdmittedBatchSignal = "admitted-batch"
-	// QueuesQuery answers an AdmissionReport.
+	// QueuesQuery answers an AdmissionReport; its argument, ReportOptions, says how many
+	// jobs it lists (none given: queue.DefaultReportJobs of each list).
 	QueuesQuery = "queues"
 	// AdmissionMoveUpdate moves a job to another queue (AdmissionMove), answering an
 	// AdmissionMoved; a move that breaks a rule is rejected with the reason and changes
@@ -95,6 +96,8 @@ type (
 	AdmissionReport = queue.Report
 	// QueueReport is one queue's shares and use.
 	QueueReport = queue.QueueReport
+	// ReportOptions say how many jobs an AdmissionReport lists.
+	ReportOptions = queue.ReportOptions
 )
 
 // The error types (temporal.ApplicationError.Type) of a rejected move, for callers that
@@ -227,7 +230,7 @@ func (a *admission) listen(ctx workflow.Context) error {
 	a.started = workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
 	a.configs = workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
 	a.slots = workflow.GetSignalChannel(ctx, AdmissionSlotsSignal)
-	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func() (AdmissionReport, error) { return a.core.Report(), nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func(opts ReportOptions) (AdmissionReport, error) { return a.core.Report(opts), nil }); err != nil {
 		return err
 	}
 	a.moved = workflow.NewBufferedChannel(ctx, 1)

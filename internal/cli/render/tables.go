@@ -95,6 +95,9 @@ func Queues(out io.Writer, t apitypes.QueueTree) error {
 		if err := table(out, rows); err != nil {
 			return err
 		}
+		if t.MoreWaiting > 0 {
+			fmt.Fprintf(out, "and %d more waiting\n", t.MoreWaiting)
+		}
 	}
 	if len(t.Running) > 0 {
 		rows = [][]string{{"RUNNING JOB", "SCHEDULING", "QUEUE", "SLOTS", "STATE"}}
@@ -102,7 +105,12 @@ func Queues(out io.Writer, t apitypes.QueueTree) error {
 			rows = append(rows, []string{j.Job, j.Scheduling, j.Queue, slotList(j.Granted), orDash(j.State)})
 		}
 		fmt.Fprintln(out)
-		return table(out, rows)
+		if err := table(out, rows); err != nil {
+			return err
+		}
+		if t.MoreRunning > 0 {
+			fmt.Fprintf(out, "and %d more running\n", t.MoreRunning)
+		}
 	}
 	return nil
 }
