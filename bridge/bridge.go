@@ -145,6 +145,9 @@ type Options struct {
 	// Log receives the bridge's and controller-runtime's logs; nil leaves them to
 	// controller-runtime's global logger (which the command line sets).
 	Log *slog.Logger
+	// WorkflowCheckEvery is how often each test bed's workflows are checked for a failing
+	// task (WorkflowHealth; default 30 s).
+	WorkflowCheckEvery time.Duration
 }
 
 // WebhookOptions say where the bridge serves its admission webhook: Addr (host:port), and
@@ -173,7 +176,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if err := addTestBedBridge(mgr, tc, ctrlOpts); err != nil {
 		return nil, err
 	}
-	if err := addSignallers(mgr, tc, ctrlOpts); err != nil {
+	if err := addSignallers(mgr, tc, ctrlOpts, opts); err != nil {
 		return nil, err
 	}
 	policies, err := addJobPolicyBridge(cfg, mgr, tc, ctrlOpts)
@@ -262,8 +265,8 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 // addSignallers adds the controllers of the other workflows: a BatchJob's (signalled,
 // started if needed), a Scheduling's (started, told of edits, cancelled), and Admission's
 // (told of freed slots and of a changed allocation file, which also sets the test beds'
-// QueuesConfigured condition).
-func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
+// QueuesConfigured condition), and the watch on the test beds' workflows (WorkflowHealth).
+func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options, opts Options) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").
 		WithOptions(ctrlOpts).
@@ -296,6 +299,14 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 		Complete(&QueuesSignaller{Client: mgr.GetClient(), Temporal: tc})
 	if err != nil {
 		return fmt.Errorf("admission queues bridge controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("workflow-health").
+		WithOptions(ctrlOpts).
+		For(&v1alpha1.TestBed{}, builder.WithPredicates(created())).
+		Complete(&WorkflowHealth{Client: mgr.GetClient(), Temporal: tc, Log: opts.Log, CheckEvery: opts.WorkflowCheckEvery})
+	if err != nil {
+		return fmt.Errorf("workflow health controller: %w", err)
 	}
 	return nil
 }

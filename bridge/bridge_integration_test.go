@@ -32,8 +32,14 @@ import (
 // worker and the bridge. It returns clients of the cluster and of Temporal.
 func startBridge(t *testing.T, c *testcluster.Cluster) (client.Client, temporalclient.Client) {
 	t.Helper()
+	return startBridgeWith(t, c, bridge.Options{})
+}
+
+// startBridgeWith is startBridge with the bridge's options.
+func startBridgeWith(t *testing.T, c *testcluster.Cluster, opts bridge.Options) (client.Client, temporalclient.Client) {
+	t.Helper()
 	_, tc := testtemporal.Start(t)
-	mgr, err := bridge.New(c.Config, tc, bridge.Options{})
+	mgr, err := bridge.New(c.Config, tc, opts)
 	require.NoError(t, err)
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)

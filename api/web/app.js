@@ -246,6 +246,12 @@ function drawBeds() {
     const st = bed.status || {};
     root.append(el("h3", {}, bed.name + " ", el("span", { class: "muted" },
       `${st.total || 0} slots: ${st.free || 0} free, ${st.reserved || 0} reserved, ${st.occupied || 0} occupied`)));
+    // A workflow of the bed that fails its task again and again does nothing meanwhile.
+    for (const c of st.conditions || []) {
+      if (c.type === "WorkflowsHealthy" && c.status === "False") {
+        root.append(el("p", { class: "warning", "data-kind": "workflows" }, "Not progressing: " + c.message));
+      }
+    }
     const grid = el("div", { class: "grid", "data-bed": bed.name });
     for (const slot of st.slots || []) {
       const job = slot.state === "free" ? "" : jobInSlot(slot.position);

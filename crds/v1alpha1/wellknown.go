@@ -226,6 +226,18 @@ const (
 	ReasonNoQueuesFile   = "NoFile"
 )
 
+// ConditionWorkflowsHealthy is the TestBed condition that says whether the workflows that
+// keep the test bed going, its Admission and TestBed workflows, complete their tasks: False
+// (ReasonWorkflowTaskFailing, the failure in the message) while a workflow task fails again
+// and again, which Temporal retries for ever while the workflow does nothing. The bridge
+// writes it (bridge.WorkflowHealth); no other writer owns it.
+const (
+	ConditionWorkflowsHealthy = "WorkflowsHealthy"
+
+	ReasonTasksComplete       = "TasksComplete"
+	ReasonWorkflowTaskFailing = "WorkflowTaskFailing"
+)
+
 // JobPolicyConfigMap is the ConfigMap, in a namespace, with which its admins widen what the
 // wrapped Spark and Flink specs of the namespace's BatchJobs may set (jobapp.ParseJobPolicy).
 // Whoever may write ConfigMaps in the namespace decides it: grant that as carefully as the

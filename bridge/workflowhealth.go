@@ -1,0 +1,166 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	temporal "go.temporal.io/sdk/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/workflows"
+)
+
+// WorkflowHealth watches the workflows that keep a test bed going, its Admission workflow
+// and its TestBed workflow, for a workflow task that fails again and again: Temporal retries
+// such a task for ever, and meanwhile the workflow does nothing (a bed whose Admission does
+// not run admits no job). Every CheckEvery, and when the test bed is made, it writes the
+// TestBed condition WorkflowsHealthy (v1alpha1.ConditionWorkflowsHealthy), sets the gauge
+// slotplane_workflow_task_failing, and logs at error level, with the failure's message,
+// when a workflow's task has failed twice in a row.
+type WorkflowHealth struct {
+	// Client reads the test beds (the manager's cache) and writes their status.
+	Client   client.Client
+	Temporal temporal.Client
+	Log      *slog.Logger
+	// CheckEvery is how often a test bed is looked at again (default 30 s).
+	CheckEvery time.Duration
+}
+
+var _ reconcile.Reconciler = (*WorkflowHealth)(nil)
+
+// workflowTaskFailing is 1 while a workflow's task has failed and not yet completed since.
+var workflowTaskFailing = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "slotplane_workflow_task_failing",
+	Help: "1 while the workflow's task has failed and is being retried (the workflow makes no progress), else 0.",
+}, []string{"namespace", "testbed", "workflow"})
+
+func init() { ctrlmetrics.Registry.MustRegister(workflowTaskFailing) }
+
+// taskFailure is what a workflow's failing task says: how many times it was tried, since
+// when, and the failure of its last recorded attempt.
+type taskFailure struct {
+	attempts int32
+	since    time.Time
+	message  string
+}
+
+// Reconcile checks one test bed's workflows and writes what it found.
+func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	every := h.CheckEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	var tb v1alpha1.TestBed
+	if err := h.Client.Get(ctx, req.NamespacedName, &tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			for _, w := range []string{"admission", "testbed"} {
+				workflowTaskFailing.DeleteLabelValues(req.Namespace, req.Name, w)
+			}
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	checked := map[string]string{
+		"admission": workflows.AdmissionWorkflowID(req.Namespace, req.Name),
+		"testbed":   workflows.TestBedWorkflowID(req.Namespace, req.Name),
+	}
+	var failing []string
+	for _, w := range []string{"admission", "testbed"} {
+		f, err := h.taskFailure(ctx, checked[w])
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if f == nil {
+			workflowTaskFailing.WithLabelValues(req.Namespace, req.Name, w).Set(0)
+			continue
+		}
+		workflowTaskFailing.WithLabelValues(req.Namespace, req.Name, w).Set(1)
+		what := fmt.Sprintf("the %s workflow %s has failed its workflow task %d times since %s: %s", w, checked[w], f.attempts, f.since.UTC().Format(time.RFC3339), f.message)
+		h.logger().Error("a workflow of a test bed makes no progress", "testbed", req.NamespacedName.String(), "workflow", checked[w], "attempts", f.attempts, "why", f.message)
+		failing = append(failing, what)
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionWorkflowsHealthy, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTasksComplete,
+		Message: "the Admission and TestBed workflows complete their tasks", ObservedGeneration: tb.Generation}
+	if len(failing) > 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonWorkflowTaskFailing, clip(strings.Join(failing, "; "), 1024)
+	}
+	updated := tb.DeepCopy()
+	if meta.SetStatusCondition(&updated.Status.Conditions, cond) {
+		if err := h.Client.Status().Update(ctx, updated); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	return reconcile.Result{RequeueAfter: every}, nil
+}
+
+// taskFailure says whether the workflow's pending task has failed (nil: it has not, or the
+// workflow does not run).
+func (h *WorkflowHealth) taskFailure(ctx context.Context, id string) (*taskFailure, error) {
+	d, err := h.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("describe workflow %s: %w", id, err)
+	}
+	if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil, nil
+	}
+	// One failed attempt may be a worker that went away; two in a row is a workflow that
+	// cannot go on.
+	task := d.GetPendingWorkflowTask()
+	if task == nil || task.GetAttempt() <= 2 {
+		return nil, nil
+	}
+	f := &taskFailure{attempts: task.GetAttempt() - 1, since: task.GetOriginalScheduledTime().AsTime(), message: "(the failure was not recorded)"}
+	// The first failure of a run of attempts is the last WorkflowTaskFailed event; later
+	// attempts are not recorded. A run's history is bounded by its steps per run, and it is
+	// read only while its task fails.
+	exec := d.GetWorkflowExecutionInfo().GetExecution()
+	it := h.Temporal.GetWorkflowHistory(ctx, id, exec.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return f, nil // what is failing is known; why is a detail
+		}
+		switch a := ev.GetWorkflowTaskFailedEventAttributes(); {
+		case a != nil:
+			f.message = fmt.Sprintf("%s: %s", strings.TrimPrefix(a.GetCause().String(), "WORKFLOW_TASK_FAILED_CAUSE_"), a.GetFailure().GetMessage())
+		case ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			f.message = "the workflow task timed out (no worker finished it in time)"
+		}
+	}
+	return f, nil
+}
+
+func (h *WorkflowHealth) logger() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,86 @@
+//go:build integration
+
+package bridge_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	temporalclient "go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"slotplane/bridge"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testcluster"
+	"slotplane/workflows"
+)
+
+// A test bed whose Admission workflow fails its task again and again (here: a carried state
+// this build cannot read) says so: its WorkflowsHealthy condition turns False with the
+// failure, and slotplane_workflow_task_failing is 1 for it. Once the workflow is gone the
+// condition is True again and the gauge 0.
+func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond})
+	ctx := context.Background()
+	require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "sick", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+	}))
+	healthy := func() *metav1.Condition {
+		var tb v1alpha1.TestBed
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sick"}, &tb))
+		return meta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionWorkflowsHealthy)
+	}
+	waitFor := func(status metav1.ConditionStatus) *metav1.Condition {
+		t.Helper()
+		var last *metav1.Condition
+		require.Eventually(t, func() bool {
+			last = healthy()
+			return last != nil && last.Status == status
+		}, time.Minute, 100*time.Millisecond, "want WorkflowsHealthy %s, have %+v", status, last)
+		return last
+	}
+	gauge := func() float64 {
+		families, err := ctrlmetrics.Registry.Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			if f.GetName() != "slotplane_workflow_task_failing" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["testbed"] == "sick" && labels["workflow"] == "admission" {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
+
+	id := workflows.AdmissionWorkflowID("default", "sick")
+	_, err := tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.AdmissionWorkflow,
+		workflows.AdmissionInput{Namespace: "default", TestBed: "sick", Carried: []byte("not a packed state")})
+	require.NoError(t, err)
+	sick := waitFor(metav1.ConditionFalse)
+	require.Equal(t, v1alpha1.ReasonWorkflowTaskFailing, sick.Reason)
+	require.Contains(t, sick.Message, id)
+	require.Contains(t, sick.Message, "the carried admission state", "the message names the cause")
+	require.Eventually(t, func() bool { return gauge() == 1 }, 30*time.Second, 100*time.Millisecond)
+
+	require.NoError(t, tc.TerminateWorkflow(ctx, id, "", "test over"))
+	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
+	require.Eventually(t, func() bool { return gauge() == 0 }, 30*time.Second, 100*time.Millisecond)
+}
