@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
 	"slotplane/crds/v1alpha1"
@@ -167,6 +170,18 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	require.Len(t, warned, 1)
 	require.Contains(t, warned[0], "every user may submit to and administer every queue")
 	shoot("dashboard-done.png")
+
+	// A test bed whose workflow cannot go on says so above its slots, in the words of its
+	// WorkflowsHealthy condition (the bridge writes it; here, the test).
+	var tb v1alpha1.TestBed
+	require.NoError(t, p.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: "default", Name: "bed"}, &tb))
+	meta.SetStatusCondition(&tb.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionWorkflowsHealthy, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonWorkflowTaskFailing, Message: "the admission workflow admission/default/bed has failed its workflow task 3 times"})
+	require.NoError(t, p.Client.Status().Update(context.Background(), &tb))
+	require.Eventually(t, func() bool {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const w = document.querySelector('#beds .warning[data-kind="workflows"]'); return w ? w.textContent : ""; })()`))
+		return err == nil && strings.Contains(got, "has failed its workflow task 3 times")
+	}, 10*time.Second, 200*time.Millisecond, "the page shows the failing workflow")
 
 	// The live Gantt chart: one bar per run in each slot it held, the jobs' own slots, and
 	// no two bars overlapping in a slot.

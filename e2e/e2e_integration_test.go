@@ -317,6 +317,23 @@ func (p *e2ePlatform) as(t *testing.T, tok string) *apiclient.Client {
 type bedShape struct {
 	slotsPerNode int32
 	cpu, memory  string
+	// nodes is how many nodes the bed has (0: 4), plainNodes how many outside it, for the
+	// drivers (0: 2).
+	nodes, plainNodes int
+}
+
+func (s bedShape) nodeCount() int {
+	if s.nodes == 0 {
+		return 4
+	}
+	return s.nodes
+}
+
+func (s bedShape) plainNodeCount() int {
+	if s.plainNodes == 0 {
+		return 2
+	}
+	return s.plainNodes
 }
 
 // defaultBed is 8 slots of 2 CPUs and 8 GiB.
@@ -344,7 +361,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	// them as processes of the binary, as a cluster would.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dp, err := devplatform.Start(ctx, devplatform.Options{InfraOnly: true, Nodes: 4, PlainNodes: 2,
+	dp, err := devplatform.Start(ctx, devplatform.Options{InfraOnly: true, Nodes: shape.nodeCount(), PlainNodes: shape.plainNodeCount(),
 		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -368,7 +385,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"+
 		opsToken+",olga,admins\n"+bobToken+",bob,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
-	p := &e2ePlatform{slots: 4 * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
+	p := &e2ePlatform{slots: int32(shape.nodeCount()) * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
 		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr, "-metrics-listen", metricsAt["extender"],
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
