@@ -71,37 +71,43 @@ func TestPackState_SizesFit(t *testing.T) {
 		slots, waiting int
 		limit          int
 	}{{8000, 10000, payloadLimit / 2}, {80000, 100000, payloadLimit}} {
-		a := envelopeAdmitter(t, c.slots+c.waiting)
-		st := a.State()
-		groups := make([]string, 20)
-		for i := range groups {
-			groups[i] = fmt.Sprintf("cn=group-%02d,ou=groups,dc=example,dc=com", i)
-		}
-		for i := range st.Waiting {
-			st.Waiting[i].Request.Groups = groups
-			st.Waiting[i].Request.Job = fmt.Sprintf("etl-%s-%08x", []string{"daily", "hourly", "adhoc"}[i%3], rand.Uint32())
-			st.Waiting[i].Request.SchedulingUID = fmt.Sprintf("0b1d0a2c-1111-2222-3333-%012d", i%12)
-		}
-		// The first jobs hold the slots, one each, as a decision on the empty bed grants them.
-		for i, e := range st.Waiting[:c.slots] {
-			e.Slots, e.GrantedAt, e.Grant, e.State, e.StartingSince = []int32{int32(i)}, t0, int64(i+1), Running, t0
-			st.Running = append(st.Running, e)
-		}
-		st.Waiting, st.Granted = st.Waiting[c.slots:], int64(c.slots)
-		if len(st.Running) != c.slots || len(st.Waiting) != c.waiting {
-			t.Fatalf("%d running, %d waiting", len(st.Running), len(st.Waiting))
-		}
+		st := envelopeState(c.slots, c.waiting)
 		b, err := PackState(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, _ := json.Marshal(st)
-		t.Logf("%d held, %d waiting: packed %d KiB (%.1f bytes a job), JSON %d KiB", c.slots, c.waiting, len(b)>>10, float64(len(b))/float64(c.slots+c.waiting), len(j)>>10)
+		t.Logf("%d held, %d waiting: packed %d KiB (%.1f bytes a job)", c.slots, c.waiting, len(b)>>10, float64(len(b))/float64(c.slots+c.waiting))
 		// The workflow carries it inside JSON, as base64.
 		if n := (len(b) + 2) / 3 * 4; n > c.limit {
 			t.Errorf("%d held, %d waiting: the carried state is %d bytes, over %d", c.slots, c.waiting, n, c.limit)
 		}
 	}
+}
+
+// envelopeState is the state of a bed whose slots are each held by a one-slot job, with
+// more waiting: jobs of twenty users in 20 groups each, in the 50 leaves of envelopeQueues,
+// from twelve Schedulings, named with a random suffix, as a decision on the empty bed
+// leaves them.
+func envelopeState(held, waiting int) AdmitterState {
+	groups := make([]string, 20)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("cn=group-%02d,ou=groups,dc=example,dc=com", i)
+	}
+	st := AdmitterState{Next: int64(held + waiting), Granted: int64(held), Total: times(MBVCores(1024, 1), int64(held)), Slot: MBVCores(1024, 1)}
+	for i := range held + waiting {
+		s := fmt.Sprintf("sched-%d", i%12)
+		r := Request{JobKey: JobKey{Scheduling: s, SchedulingUID: fmt.Sprintf("0b1d0a2c-1111-2222-3333-%012d", i%12),
+			Job: fmt.Sprintf("etl-%s-%08x", []string{"daily", "hourly", "adhoc"}[i%3], rand.Uint32()), Run: 1},
+			User: fmt.Sprintf("user-%d", i%20), Groups: groups, Slots: 1, Driver: MBVCores(256, 0)}
+		e := Entry{ID: r.JobKey.String(), Request: r, Queue: fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%10), Order: int64(i + 1)}
+		if i < held {
+			e.Slots, e.GrantedAt, e.Grant, e.State, e.StartingSince = []int32{int32(i)}, t0, int64(i+1), Running, t0
+			st.Running = append(st.Running, e)
+			continue
+		}
+		st.Waiting = append(st.Waiting, e)
+	}
+	return st
 }
 
 // Whatever bytes a carried state inflates to, reading them answers an error or a state,
