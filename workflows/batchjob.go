@@ -90,7 +90,9 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 	if changeVersion(ctx, StartNudgesChange) >= 1 {
 		j.dropNudges() // the nudges the run started with are answered by its first look
 	}
-	for step := 0; step < perRun; step++ {
+	// A run ends after perRun observations, or earlier once Temporal suggests it (its history
+	// grew large: each observation records the job's whole status), after one at least.
+	for step := 0; step < perRun && (step == 0 || !workflow.GetInfo(ctx).GetContinueAsNewSuggested()); step++ {
 		obs, err := j.observe(ctx)
 		if err != nil {
 			return err

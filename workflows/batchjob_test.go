@@ -564,3 +564,20 @@ func TestBatchJobWorkflow_AfterItsEndTheJobIsLookedAtWhenNudged(t *testing.T) {
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted, v1alpha1.JobReady}, states(w))
 	require.Equal(t, 3, calls.looks(), "then one for the release and one for the deletion")
 }
+
+// A job's workflow continues as new when Temporal suggests it (its history grew large),
+// after one look at the job, long before its steps per run: each look records the job's
+// whole status.
+func TestBatchJobWorkflow_ContinuesAsNewWhenSuggested(t *testing.T) {
+	w := &jobWorld{obs: activities.JobObservation{Exists: true}}
+	env := newJobEnv(t, w, activities.AppProgress{}, activities.AppProgress{}, nil)
+	calls := countCalls(env)
+	env.SetContinueAsNewSuggested(true)
+	for i := range 3 { // nudges: each ends a step
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(BatchJobChangedSignal, nil) }, time.Duration(i+1)*time.Minute)
+	}
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount", StepsPerRun: 200})
+	in := continuedWith[BatchJobInput](t, env)
+	require.NotNil(t, in.Last, "the status goes across")
+	require.Equal(t, 1, calls.looks(), "one look, then the hand-over")
+}
