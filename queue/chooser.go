@@ -12,8 +12,8 @@ import (
 // decision that starts a thousand jobs out of ten thousand waiting costs a thousand walks
 // down the tree, not a thousand pictures of ten thousand applications.
 //
-// The choices are Choose's on the cluster as it stands after the calls made so far: the
-// differential test holds the two equal.
+// The choices are Choose's on the cluster as it stands after the calls made so far
+// (TestChooser_ChoosesAsChooseFromScratch holds the two equal).
 type Chooser struct {
 	s *snapshot
 	// index finds an application by its id (built on first use).
@@ -25,8 +25,8 @@ type Chooser struct {
 	scopes map[string]*inOrder
 }
 
-// inOrder are applications in submission order, and first the position of the earliest
-// that may still wait.
+// inOrder are applications in an order (a leaf's, or submission), and first the position
+// of the first that may still be wanted: those before it started or left the picture.
 type inOrder struct {
 	idx   []int
 	first int
