@@ -25,16 +25,23 @@ func BenchmarkAdmitterDecide_Grant1000Of4000(b *testing.B) {
 	for _, r := range scaleRequests(4000) {
 		a.Request(r)
 	}
+	onCopies(b, a, func(x *Admitter) {
+		if d := x.Decide(t0, bed(1000)); len(d.Grants) != 1000 {
+			b.Fatalf("granted %d", len(d.Grants))
+		}
+	})
+}
+
+// onCopies times f on a fresh copy of a's state each time: a decision changes the entries
+// in place.
+func onCopies(b *testing.B, a *Admitter, f func(x *Admitter)) {
 	base := NewAdmitter(a.State())
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		x := NewAdmitter(base.State()) // a copy: a decision changes the entries in place
+		x := NewAdmitter(base.State())
 		b.StartTimer()
-		d := x.Decide(t0, bed(1000))
-		if len(d.Grants) != 1000 {
-			b.Fatalf("granted %d", len(d.Grants))
-		}
+		f(x)
 	}
 }
 
@@ -45,16 +52,11 @@ func BenchmarkAdmitterRequest_1000Into4000(b *testing.B) {
 	for _, r := range rs[:4000] {
 		a.Request(r)
 	}
-	base := NewAdmitter(a.State())
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		x := NewAdmitter(base.State()) // a copy: a decision changes the entries in place
-		b.StartTimer()
+	onCopies(b, a, func(x *Admitter) {
 		for _, r := range rs[4000:] {
 			x.Request(r)
 		}
-	}
+	})
 }
 
 // envelopeQueues is an allocation file of 50 leaves under 5 parents, as the scale envelope
@@ -98,17 +100,11 @@ func envelopeAdmitter(tb testing.TB, n int) *Admitter {
 
 // One decision that fills an empty bed of 8,000 slots from 10,000 waiting jobs in 50 queues.
 func BenchmarkAdmitterDecide_Fill8000SlotsFrom10000Waiting(b *testing.B) {
-	base := envelopeAdmitter(b, 10000)
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		x := NewAdmitter(base.State())
-		b.StartTimer()
-		d := x.Decide(t0, bed(8000))
-		if len(d.Grants) < 7000 {
+	onCopies(b, envelopeAdmitter(b, 10000), func(x *Admitter) {
+		if d := x.Decide(t0, bed(8000)); len(d.Grants) < 7000 {
 			b.Fatalf("granted %d", len(d.Grants))
 		}
-	}
+	})
 }
 
 // One decision after a job ended on a full bed of 8,000 slots, 10,000 more waiting: the
@@ -118,15 +114,8 @@ func BenchmarkAdmitterDecide_OneFreedOf8000With10000Waiting(b *testing.B) {
 	a.Decide(t0, bed(8000))
 	k := a.Running()[0].Request.JobKey
 	a.Ended(k)
-	base := NewAdmitter(a.State())
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		x := NewAdmitter(base.State())
-		busy := heldBed(x, 8000)
-		b.StartTimer()
-		x.Decide(t0.Add(time.Second), busy)
-	}
+	busy := heldBed(a, 8000)
+	onCopies(b, a, func(x *Admitter) { x.Decide(t0.Add(time.Second), busy) })
 }
 
 // Packing and unpacking the state of the scale envelope (8,000 held, 10,000 waiting), as
