@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"slotplane/crds/v1alpha1"
 )
@@ -219,18 +220,43 @@ type SignalWithStartInput struct {
 // signal-with-starts. Workflows cannot do this themselves: signal-with-start is a client
 // call. (The activity keeps its first name: recorded histories and running workflows
 // schedule it by that name.)
+//
+// Nudges to different workflows go nudgeWidth at a time, those to one workflow one after
+// another in the order given (a Scheduling's request batches to Admission keep its queue
+// order): a Scheduling granted hundreds of jobs nudges each job's workflow from a local
+// activity inside its workflow task, and one call after another (10 to 20 ms each on a
+// busy server) outlasted the task's timeout, so the task was lost and tried again for
+// ever. A repeat is harmless: the workflows take a nudge as "look again".
 func (a *Activities) NudgeWorkflows(ctx context.Context, in SignalWithStartInput) error {
 	if a.Temporal == nil {
 		return nonRetryable("NoTemporalClient", "the worker gave its activities no Temporal client")
 	}
+	var order []string
+	byWorkflow := map[string][]SignalWithStart{}
 	for _, n := range in.Signals {
-		opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue, WorkflowTaskTimeout: WorkflowTaskTimeout}
-		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
-			return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)
+		if _, ok := byWorkflow[n.WorkflowID]; !ok {
+			order = append(order, n.WorkflowID)
 		}
+		byWorkflow[n.WorkflowID] = append(byWorkflow[n.WorkflowID], n)
 	}
-	return nil
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(nudgeWidth)
+	for _, id := range order {
+		g.Go(func() error {
+			for _, n := range byWorkflow[id] {
+				opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue, WorkflowTaskTimeout: WorkflowTaskTimeout}
+				if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
+					return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
+
+// nudgeWidth is how many signal-with-starts NudgeWorkflows has in flight at once.
+const nudgeWidth = 16
 
 // JobInfo is what admission needs of a job: its queue, user and driver size.
 type JobInfo struct {
