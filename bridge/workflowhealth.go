@@ -24,10 +24,11 @@ import (
 	"slotplane/workflows"
 )
 
-// WorkflowHealth watches the workflows that keep a test bed going, its Admission workflow
-// and its TestBed workflow, for a workflow task that fails again and again: Temporal retries
-// such a task for ever, and meanwhile the workflow does nothing (a bed whose Admission does
-// not run admits no job). Every CheckEvery, and when the test bed is made, it writes the
+// WorkflowHealth watches the workflows that keep a test bed going, its Admission and
+// TestBed workflows and those of the Schedulings on it, for a workflow task that fails again
+// and again: Temporal retries such a task for ever, and meanwhile the workflow does nothing
+// (a bed whose Admission does not run admits no job; a Scheduling that cannot finish a task
+// starts none of its jobs). Every CheckEvery, and when the test bed is made, it writes the
 // TestBed condition WorkflowsHealthy (v1alpha1.ConditionWorkflowsHealthy), sets the gauge
 // slotplane_workflow_task_failing, and logs at error level, with the failure's message,
 // when a workflow's task has failed twice in a row.
@@ -42,10 +43,11 @@ type WorkflowHealth struct {
 
 var _ reconcile.Reconciler = (*WorkflowHealth)(nil)
 
-// workflowTaskFailing is 1 while a workflow's task has failed and not yet completed since.
+// workflowTaskFailing counts a test bed's workflows of each kind whose task has failed twice
+// in a row and not completed since.
 var workflowTaskFailing = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "slotplane_workflow_task_failing",
-	Help: "1 while the workflow's task has failed and is being retried (the workflow makes no progress), else 0.",
+	Help: "How many of the test bed's workflows of the kind (admission, testbed, scheduling) have failed their task twice in a row and are being retried: they make no progress.",
 }, []string{"namespace", "testbed", "workflow"})
 
 func init() { ctrlmetrics.Registry.MustRegister(workflowTaskFailing) }
@@ -67,34 +69,44 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 	var tb v1alpha1.TestBed
 	if err := h.Client.Get(ctx, req.NamespacedName, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
-			for _, w := range []string{"admission", "testbed"} {
+			for _, w := range []string{"admission", "testbed", "scheduling"} {
 				workflowTaskFailing.DeleteLabelValues(req.Namespace, req.Name, w)
 			}
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
-	checked := map[string]string{
-		"admission": workflows.AdmissionWorkflowID(req.Namespace, req.Name),
-		"testbed":   workflows.TestBedWorkflowID(req.Namespace, req.Name),
+	// The bed's own workflows, then those of the Schedulings that run jobs on it.
+	type checked struct{ kind, id string }
+	list := []checked{{"admission", workflows.AdmissionWorkflowID(req.Namespace, req.Name)}, {"testbed", workflows.TestBedWorkflowID(req.Namespace, req.Name)}}
+	var scheds v1alpha1.SchedulingList
+	if err := h.Client.List(ctx, &scheds, client.InNamespace(req.Namespace)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list schedulings of %s: %w", req.Namespace, err)
 	}
+	for _, sc := range scheds.Items {
+		if sc.Spec.TestBed == req.Name {
+			list = append(list, checked{"scheduling", workflows.SchedulingWorkflowID(sc.Namespace, sc.Name)})
+		}
+	}
+	count := map[string]int{"admission": 0, "testbed": 0, "scheduling": 0}
 	var failing []string
-	for _, w := range []string{"admission", "testbed"} {
-		f, err := h.taskFailure(ctx, checked[w])
+	for _, c := range list {
+		f, err := h.taskFailure(ctx, c.id)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if f == nil {
-			workflowTaskFailing.WithLabelValues(req.Namespace, req.Name, w).Set(0)
 			continue
 		}
-		workflowTaskFailing.WithLabelValues(req.Namespace, req.Name, w).Set(1)
-		what := fmt.Sprintf("the %s workflow %s has failed its workflow task %d times since %s: %s", w, checked[w], f.attempts, f.since.UTC().Format(time.RFC3339), f.message)
-		h.logger().Error("a workflow of a test bed makes no progress", "testbed", req.NamespacedName.String(), "workflow", checked[w], "attempts", f.attempts, "why", f.message)
-		failing = append(failing, what)
+		count[c.kind]++
+		failing = append(failing, fmt.Sprintf("the %s workflow %s has failed its workflow task %d times since %s: %s", c.kind, c.id, f.attempts, f.since.UTC().Format(time.RFC3339), f.message))
+		h.logger().Error("a workflow of a test bed makes no progress", "testbed", req.NamespacedName.String(), "workflow", c.id, "attempts", f.attempts, "why", f.message)
+	}
+	for kind, n := range count {
+		workflowTaskFailing.WithLabelValues(req.Namespace, req.Name, kind).Set(float64(n))
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionWorkflowsHealthy, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTasksComplete,
-		Message: "the Admission and TestBed workflows complete their tasks", ObservedGeneration: tb.Generation}
+		Message: "the Admission and TestBed workflows, and those of the Schedulings on the test bed, complete their tasks", ObservedGeneration: tb.Generation}
 	if len(failing) > 0 {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonWorkflowTaskFailing, clip(strings.Join(failing, "; "), 1024)
 	}

@@ -25,7 +25,8 @@ import (
 // A test bed whose Admission workflow fails its task again and again (here: a carried state
 // this build cannot read) says so: its WorkflowsHealthy condition turns False with the
 // failure, and slotplane_workflow_task_failing is 1 for it. Once the workflow is gone the
-// condition is True again and the gauge 0.
+// condition is True again and the gauge 0. A Scheduling on the bed whose workflow cannot
+// run shows the same way.
 func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond})
@@ -49,7 +50,7 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 		}, time.Minute, 100*time.Millisecond, "want WorkflowsHealthy %s, have %+v", status, last)
 		return last
 	}
-	gauge := func() float64 {
+	gauge := func(kind string) float64 {
 		families, err := ctrlmetrics.Registry.Gather()
 		require.NoError(t, err)
 		for _, f := range families {
@@ -61,7 +62,7 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 				for _, l := range m.GetLabel() {
 					labels[l.GetName()] = l.GetValue()
 				}
-				if labels["testbed"] == "sick" && labels["workflow"] == "admission" {
+				if labels["testbed"] == "sick" && labels["workflow"] == kind {
 					return m.GetGauge().GetValue()
 				}
 			}
@@ -78,9 +79,21 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonWorkflowTaskFailing, sick.Reason)
 	require.Contains(t, sick.Message, id)
 	require.Contains(t, sick.Message, "the carried admission state", "the message names the cause")
-	require.Eventually(t, func() bool { return gauge() == 1 }, 30*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return gauge("admission") == 1 }, 30*time.Second, 100*time.Millisecond)
 
 	require.NoError(t, tc.TerminateWorkflow(ctx, id, "", "test over"))
 	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
-	require.Eventually(t, func() bool { return gauge() == 0 }, 30*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return gauge("admission") == 0 }, 30*time.Second, 100*time.Millisecond)
+
+	// A Scheduling on the bed whose workflow no worker can run (a type this build does not
+	// have, as a worker of another build would meet) shows on the bed too.
+	sid := workflows.SchedulingWorkflowID("default", "stuck")
+	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: sid, TaskQueue: workflows.TaskQueue}, "NoSuchWorkflow")
+	require.NoError(t, err)
+	require.NoError(t, cl.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "sick", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "j", Replication: 1}}}}))
+	stuck := waitFor(metav1.ConditionFalse)
+	require.Contains(t, stuck.Message, sid)
+	require.Contains(t, stuck.Message, "NoSuchWorkflow")
+	require.Eventually(t, func() bool { return gauge("scheduling") == 1 }, 30*time.Second, 100*time.Millisecond)
 }

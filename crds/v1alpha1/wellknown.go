@@ -227,7 +227,8 @@ const (
 )
 
 // ConditionWorkflowsHealthy is the TestBed condition that says whether the workflows that
-// keep the test bed going, its Admission and TestBed workflows, complete their tasks: False
+// keep the test bed going, its Admission and TestBed workflows and those of the Schedulings
+// on it, complete their tasks: False
 // (ReasonWorkflowTaskFailing, the failure in the message) while a workflow task fails again
 // and again, which Temporal retries for ever while the workflow does nothing. The bridge
 // writes it (bridge.WorkflowHealth); no other writer owns it.
