@@ -56,6 +56,7 @@ help:
 	@echo "make demo      the same, and a sample Scheduling of Spark and Flink jobs followed live"
 	@echo "make test      lint, unit tests, integration tests, then end-to-end tests (test-unit, test-integration, test-e2e)"
 	@echo "make test-long the 1,000-job long run with the worker killed (not in make test)"
+	@echo "make test-scale the scale step on a bed of 1,000 slots with 4,000 jobs (not in make test)"
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make image     the container image of the binary as an OCI archive, $(IMAGE_TAR), without Docker"
@@ -129,6 +130,18 @@ test-e2e: tools
 .PHONY: test-long
 test-long: tools
 	SLOTPLANE_LONGRUN_JOBS=1000 $(GO) test -tags integration -count=1 -timeout 120m -v -run TestE2E_LongRunThroughWorkerKills ./e2e/
+
+# The scale step at a platform team's size: a bed of 1,000 slots on 500 nodes and 4,000 jobs
+# in four Schedulings (make test runs it with 200 slots and 1,200 jobs). SCALE_NODES,
+# SCALE_SLOTS_PER_NODE, SCALE_JOBS and SCALE_SCHEDULINGS size it. Not in CI.
+SCALE_NODES ?= 500
+SCALE_SLOTS_PER_NODE ?= 2
+SCALE_JOBS ?= 4000
+SCALE_SCHEDULINGS ?= 4
+.PHONY: test-scale
+test-scale: tools
+	SLOTPLANE_SCALE_NODES=$(SCALE_NODES) SLOTPLANE_SCALE_SLOTS_PER_NODE=$(SCALE_SLOTS_PER_NODE) SLOTPLANE_SCALE_JOBS=$(SCALE_JOBS) \
+	  SLOTPLANE_SCALE_SCHEDULINGS=$(SCALE_SCHEDULINGS) $(GO) test -tags integration -count=1 -timeout 90m -v -run TestE2E_ScaleStep ./e2e/
 
 # The burst trace as an experiment on the platform, with the queues and with the FIFO example,
 # beside each one's prediction (docs/benchmarks.md, "Measured against predicted"). Not in CI:
