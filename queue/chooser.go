@@ -191,6 +191,7 @@ func (ch *Chooser) earliestUnderItsLimits(i int) bool {
 	s := ch.s
 	if ch.scopes == nil {
 		ch.scopes = map[string]*inOrder{}
+		var made []*inOrder // in the order made: workflow code ranges over no map
 		for j := range s.c.Apps {
 			if !s.c.Apps[j].Running && !s.gone[j] {
 				ch.forEachLimit(j, func(scope string) {
@@ -198,12 +199,13 @@ func (ch *Chooser) earliestUnderItsLimits(i int) bool {
 					if o == nil {
 						o = &inOrder{}
 						ch.scopes[scope] = o
+						made = append(made, o)
 					}
 					o.idx = append(o.idx, j)
 				})
 			}
 		}
-		for _, o := range ch.scopes {
+		for _, o := range made {
 			sortByOrder(o.idx, s.c.Apps)
 		}
 	}
