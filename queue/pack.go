@@ -274,18 +274,15 @@ func (r *columnReader) bytes(n int) []byte {
 }
 
 func (r *columnReader) int32s(n int) []int32 {
+	wide := r.int64s(n)
 	if r.err != nil {
 		return nil
 	}
-	if n > len(r.b)-r.off { // each takes a byte at least
-		r.err = fmt.Errorf("%d numbers wanted at byte %d of %d", n, r.off, len(r.b))
-		return nil
-	}
 	out := make([]int32, n)
-	for i := range out {
-		v := r.varint()
+	for i, v := range wide {
 		if v != int64(int32(v)) {
-			r.err = fmt.Errorf("%d is out of range at byte %d", v, r.off)
+			r.err = fmt.Errorf("%d is out of range before byte %d", v, r.off)
+			return nil
 		}
 		out[i] = int32(v)
 	}
