@@ -146,9 +146,10 @@ func watchedKinds() []client.Object {
 }
 
 // copiedKinds are kept whole too, all of them, for what a run's end records of where it ran
-// (findPlace): which jobs held slots on which nodes. Their changes wake nobody.
+// (findPlace): which jobs held slots on which nodes, and the test beds' slots on the path
+// from a grant to its application. Their changes wake nobody.
 func copiedKinds() []client.Object {
-	return []client.Object{&v1alpha1.BatchJob{}, &v1alpha1.TestBed{}}
+	return []client.Object{&v1alpha1.BatchJob{}, &v1alpha1.TestBed{}, &v1alpha1.SlotSlice{}}
 }
 
 // lightJob drops from a copied BatchJob what findPlace never reads and can be large: the
@@ -178,6 +179,7 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 	}
 	byObject[&v1alpha1.BatchJob{}] = cache.ByObject{Transform: lightJob}
 	byObject[&v1alpha1.TestBed{}] = cache.ByObject{}
+	byObject[&v1alpha1.SlotSlice{}] = cache.ByObject{}
 	informers, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: byObject,
 		DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/slots"
@@ -536,8 +537,7 @@ func watchedJobIn(t *testing.T) (*testcluster.Cluster, context.Context, client.C
 	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
 	require.NoError(t, live.Create(ctx, tb))
-	tb.Status.Slots = []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}
-	require.NoError(t, live.Status().Update(ctx, tb))
+	require.NoError(t, slotslices.Put(ctx, live, tb, []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}))
 	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
 	job := types.NamespacedName{Namespace: "default", Name: "etl"}
 	seen := func(what string, change func()) {

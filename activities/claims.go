@@ -462,27 +462,25 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 // far within LeavingGrace; slots it shows gone are looked for again in etcd before that
 // fails the request.
 func (a *Activities) checkSlotsExist(ctx context.Context, namespace string, req v1alpha1.CreationRequest) error {
-	var tb v1alpha1.TestBed
-	err := a.readBed(ctx, types.NamespacedName{Namespace: namespace, Name: req.TestBed}, &tb,
-		func(tb *v1alpha1.TestBed) bool { return len(goneSlots(tb, req.Slots)) == 0 })
+	b, err := a.readBed(ctx, types.NamespacedName{Namespace: namespace, Name: req.TestBed}, req.Slots,
+		func(b *bedSlots) bool { return len(goneSlots(b, req.Slots)) == 0 })
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get testbed %s: %w", req.TestBed, err)
 	}
-	if gone := goneSlots(&tb, req.Slots); len(gone) > 0 {
+	if gone := goneSlots(b, req.Slots); len(gone) > 0 {
 		return nonRetryable(ErrSlotsGone, "test bed %s no longer has slot %s: its node left the bed after the grant", req.TestBed, slots.FormatSlotIDs(gone))
 	}
 	return nil
 }
 
 // goneSlots are the positions the test bed has no slot at, or only one that leaves.
-func goneSlots(tb *v1alpha1.TestBed, positions []int32) []int32 {
+func goneSlots(b *bedSlots, positions []int32) []int32 {
 	var gone []int32
 	for _, p := range positions {
-		i := slices.IndexFunc(tb.Status.Slots, func(s v1alpha1.SlotStatus) bool { return s.Position == p })
-		if i < 0 || tb.Status.Slots[i].LeavingSince != nil {
+		if s, ok := b.slots[p]; !ok || s.LeavingSince != nil {
 			gone = append(gone, p)
 		}
 	}

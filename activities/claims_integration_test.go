@@ -23,6 +23,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/jobapp"
@@ -394,12 +395,15 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 
 	// A slot whose node is leaving the bed is gone for a new grant too.
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	statuses := slotsOf(t, cl, tb)
 	since := metav1.NewMicroTime(time.Now())
-	tb.Status.Slots[1].LeavingSince, tb.Status.Slots[1].Unavailable = &since, "the node left the test bed"
-	require.NoError(t, cl.Status().Update(ctx, tb))
+	statuses[1].LeavingSince, statuses[1].Unavailable = &since, "the node left the test bed"
+	require.NoError(t, slotslices.Put(ctx, cl, tb, statuses))
 	// The check reads the API server's watch cache, which may lag the write by a moment (as
 	// if the node had left a moment after the check); here the check must see the change.
-	cacheHas(t, cl, tb)
+	var slice v1alpha1.SlotSlice
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: tb.Namespace, Name: v1alpha1.SlotSliceName(tb.Name, 0)}, &slice))
+	cacheHas(t, cl, &slice)
 	next := kept
 	next.Run, next.Slots = 5, []int32{1}
 	err = a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: next})
@@ -644,10 +648,9 @@ func bedOfTwoFreeSlots(t *testing.T, cl client.Client) *v1alpha1.TestBed {
 		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
 	}
 	require.NoError(t, cl.Create(ctx, tb))
-	tb.Status.Slots = []v1alpha1.SlotStatus{
+	require.NoError(t, slotslices.Put(ctx, cl, tb, []v1alpha1.SlotStatus{
 		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},
 		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
-	}
-	require.NoError(t, cl.Status().Update(ctx, tb))
+	}))
 	return tb
 }

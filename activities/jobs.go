@@ -132,7 +132,7 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 	// the path from every grant to the job's pods. The job and the policy come from the API
 	// server's watch cache: the spec of a moment ago builds the same application.
 	var job v1alpha1.BatchJob
-	var tb v1alpha1.TestBed
+	var bed *bedSlots
 	var policy jobapp.JobPolicy
 	var jobErr, bedErr, policyErr error
 	var reads sync.WaitGroup
@@ -141,7 +141,7 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 		// A slot missing from a copy that lags (its node just came back to the bed) would
 		// fail the run for good: etcd decides (readBed).
 		bedKey := types.NamespacedName{Namespace: in.Job.Namespace, Name: in.Request.TestBed}
-		bedErr = a.readBed(ctx, bedKey, &tb, func(tb *v1alpha1.TestBed) bool { _, missing := slotNodes(tb, in.Request.Slots); return missing < 0 })
+		bed, bedErr = a.readBed(ctx, bedKey, in.Request.Slots, func(b *bedSlots) bool { _, missing := slotNodes(b, in.Request.Slots); return missing < 0 })
 	})
 	reads.Go(func() { policy, policyErr = ReadJobPolicy(ctx, a.Client, in.Job.Namespace) })
 	reads.Wait()
@@ -157,12 +157,12 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 	case policyErr != nil:
 		return CreatedApplication{}, policyErr
 	}
-	nodes, missing := slotNodes(&tb, in.Request.Slots)
+	nodes, missing := slotNodes(bed, in.Request.Slots)
 	if missing >= 0 {
-		return CreatedApplication{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", tb.Name, missing)
+		return CreatedApplication{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", bed.tb.Name, missing)
 	}
 	var err error
-	run := jobapp.Run{Job: &job, Request: in.Request, SlotSize: tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
+	run := jobapp.Run{Job: &job, Request: in.Request, SlotSize: bed.tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
 	var obj client.Object
 	switch job.Spec.Framework {
 	case v1alpha1.FrameworkSpark:
@@ -683,16 +683,13 @@ func (a *Activities) readCopy(ctx context.Context, key types.NamespacedName, obj
 
 // slotNodes are the nodes of the test bed's slots at positions, each once, in the order of
 // positions; missing is a position the bed has no slot at (-1: none).
-func slotNodes(tb *v1alpha1.TestBed, positions []int32) (nodes []string, missing int32) {
-	nodeOf := map[int32]string{}
-	for _, s := range tb.Status.Slots {
-		nodeOf[s.Position] = s.NodeName
-	}
+func slotNodes(b *bedSlots, positions []int32) (nodes []string, missing int32) {
 	for _, pos := range positions {
-		node, ok := nodeOf[pos]
+		s, ok := b.slots[pos]
 		if !ok {
 			return nil, pos
 		}
+		node := s.NodeName
 		if !slices.Contains(nodes, node) {
 			nodes = append(nodes, node)
 		}

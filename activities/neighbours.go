@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,16 +34,23 @@ func (a *Activities) findPlace(ctx context.Context, job types.NamespacedName, en
 	if self == nil || self.Status.TestBed == "" || len(self.Status.Slots) == 0 {
 		return place, nil
 	}
-	bed, err := a.testBedCopy(ctx, types.NamespacedName{Namespace: job.Namespace, Name: self.Status.TestBed})
-	if err != nil || bed == nil {
-		return place, err
-	}
-	nodeOf := func(slot int32) string {
-		if slot < 0 || int(slot) >= len(bed.Status.Slots) {
-			return ""
+	// The nodes of every slot the bed's jobs hold now: this run's and its neighbours'.
+	positions := slices.Clone(self.Status.Slots)
+	for _, other := range jobs {
+		if other.Status.TestBed == self.Status.TestBed && other.Name != self.Name {
+			positions = append(positions, other.Status.Slots...)
 		}
-		return bed.Status.Slots[slot].NodeName
 	}
+	slices.Sort(positions)
+	positions = slices.Compact(positions)
+	bed, err := readBedFrom(ctx, a.readCopy, types.NamespacedName{Namespace: job.Namespace, Name: self.Status.TestBed}, positions)
+	if apierrors.IsNotFound(err) {
+		return place, nil
+	}
+	if err != nil {
+		return place, fmt.Errorf("get testbed %s: %w", self.Status.TestBed, err)
+	}
+	nodeOf := func(slot int32) string { return bed.slots[slot].NodeName }
 	mine := map[string]bool{}
 	for _, s := range self.Status.Slots {
 		if n := nodeOf(s); n != "" && !mine[n] {
@@ -65,7 +73,7 @@ func (a *Activities) findPlace(ctx context.Context, job types.NamespacedName, en
 		if other.Name == self.Name {
 			continue
 		}
-		if st := &other.Status; st.TestBed == bed.Name && st.Run > 0 && st.Phases != nil {
+		if st := &other.Status; st.TestBed == bed.tb.Name && st.Run > 0 && st.Phases != nil {
 			var nodes []string
 			for _, s := range st.Slots {
 				nodes = append(nodes, nodeOf(s))
@@ -76,7 +84,7 @@ func (a *Activities) findPlace(ctx context.Context, job types.NamespacedName, en
 			}
 		}
 		for _, r := range other.Status.History {
-			if r.TestBed == bed.Name && onMyNodes(r.Nodes) && overlaps(firstOf(nil, &r), timeOfMicro(r.EndedAt)) {
+			if r.TestBed == bed.tb.Name && onMyNodes(r.Nodes) && overlaps(firstOf(nil, &r), timeOfMicro(r.EndedAt)) {
 				shared = append(shared, other.Name)
 				break
 			}
@@ -139,22 +147,4 @@ func (a *Activities) namespaceJobs(ctx context.Context, namespace string) ([]*v1
 		out[i] = &list.Items[i]
 	}
 	return out, nil
-}
-
-// testBedCopy reads a test bed from the worker's copy, else the watch cache; nil if gone.
-func (a *Activities) testBedCopy(ctx context.Context, key types.NamespacedName) (*v1alpha1.TestBed, error) {
-	var bed v1alpha1.TestBed
-	var err error
-	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("TestBed")); r != nil {
-		err = r.Get(ctx, key, &bed)
-	} else {
-		err = fromWatchCache(ctx, a.Client, key, &bed)
-	}
-	if err = client.IgnoreNotFound(err); err != nil {
-		return nil, fmt.Errorf("get testbed %s: %w", key, err)
-	}
-	if bed.Name == "" {
-		return nil, nil
-	}
-	return &bed, nil
 }

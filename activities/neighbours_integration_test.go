@@ -16,6 +16,7 @@ import (
 	"slotplane/activities"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 )
@@ -33,13 +34,12 @@ func TestWaitFinished_RecordsTheNodesAndTheNeighbours(t *testing.T) {
 	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("1")}}
 	require.NoError(t, live.Create(ctx, tb))
-	tb.Status.Slots = []v1alpha1.SlotStatus{
+	require.NoError(t, slotslices.Put(ctx, live, tb, []v1alpha1.SlotStatus{
 		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotOccupied},
 		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotOccupied},
 		{Position: 2, NodeName: "node-00", NodeID: "00", PositionOnNode: 1, State: v1alpha1.SlotOccupied},
 		{Position: 3, NodeName: "node-01", NodeID: "01", PositionOnNode: 1, State: v1alpha1.SlotFree},
-	}
-	require.NoError(t, live.Status().Update(ctx, tb))
+	}))
 
 	start := time.Now().Add(-time.Minute).UTC()
 	at := func(d time.Duration) *metav1.MicroTime { t := metav1.NewMicroTime(start.Add(d)); return &t }

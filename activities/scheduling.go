@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/slotslices"
 )
 
 // SchedulingKey names a Scheduling.
@@ -56,7 +57,7 @@ func (a *Activities) ReadScheduling(ctx context.Context, in SchedulingKey) (Sche
 // TestBedSlots is the slot picture a Scheduling decides on.
 type TestBedSlots struct {
 	Exists bool
-	// Positions are all slots of the test bed, Free those the status shows free.
+	// Positions are all slots of the test bed, Free those the slot slices show free.
 	Positions []int32
 	Free      []int32
 	// Unavailable are the slots no new job may get: their node is not Ready or left.
@@ -65,7 +66,7 @@ type TestBedSlots struct {
 	SlotSize corev1.ResourceList
 }
 
-// ReadSlots reads a test bed's slots from its status.
+// ReadSlots reads a test bed's slots from its slot slices.
 func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots, error) {
 	var tb v1alpha1.TestBed
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Name}
@@ -76,7 +77,11 @@ func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots
 		return TestBedSlots{}, fmt.Errorf("get testbed %s: %w", key, err)
 	}
 	out := TestBedSlots{Exists: true, SlotSize: tb.Spec.ResourcesPerSlot}
-	for _, s := range tb.Status.Slots {
+	have, err := slotslices.List(ctx, a.Client, &tb)
+	if err != nil {
+		return TestBedSlots{}, err
+	}
+	for _, s := range slotslices.Slots(have) {
 		out.Positions = append(out.Positions, s.Position)
 		switch {
 		case s.Unavailable != "":

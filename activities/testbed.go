@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/slotslices"
 	"slotplane/slots"
 )
 
@@ -60,11 +62,17 @@ type ReconcileTestBedResult struct {
 
 // ReconcileTestBed makes one pass over a test bed: it lays the slots out over the labelled
 // nodes, creates the ghost pods that are missing, deletes the ones no slot wants, and writes
-// the slots and their occupation to the TestBed status.
+// the slots and their occupation to the bed's slot slices and the counts to its status.
 func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (ReconcileTestBedResult, error) {
 	var tb v1alpha1.TestBed
 	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.Name}, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
+			// Where no garbage collector follows the owner references (the local
+			// platform), the bed's slices would outlive it.
+			err := a.Client.DeleteAllOf(ctx, &v1alpha1.SlotSlice{}, client.InNamespace(in.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: in.Name})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return ReconcileTestBedResult{}, fmt.Errorf("delete the slot slices of testbed %s/%s: %w", in.Namespace, in.Name, err)
+			}
 			return ReconcileTestBedResult{Gone: true}, nil
 		}
 		return ReconcileTestBedResult{}, fmt.Errorf("get testbed %s/%s: %w", in.Namespace, in.Name, err)
@@ -73,6 +81,11 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	if err != nil {
 		return ReconcileTestBedResult{}, err
 	}
+	have, err := slotslices.List(ctx, a.Client, &tb)
+	if err != nil {
+		return ReconcileTestBedResult{}, err
+	}
+	current := slotslices.Slots(have)
 	var layout []slots.Slot
 	var nodes []corev1.Node
 	var g grants
@@ -81,7 +94,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		if nodes, err = a.bedNodes(ctx, &tb); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
-		if layout, g, fromCopy, err = a.layoutWithGrants(ctx, &tb, nodes, true); err != nil {
+		if layout, g, fromCopy, err = a.layoutWithGrants(ctx, &tb, current, nodes, true); err != nil {
 			return ReconcileTestBedResult{}, err
 		}
 	}
@@ -91,7 +104,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	}
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
-	handingOver, handOverDue := holdBackFreed(&plan, tb.Status.Slots, g.freed)
+	handingOver, handOverDue := holdBackFreed(&plan, current, g.freed)
 	readLate := false
 	if fromCopy {
 		// The worker's copy of the jobs may lag: a grant not in it yet would get a ghost or
@@ -99,7 +112,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		// keep a freed slot without one (a slot held with no pod of its job in it: a run
 		// that ended, or a grant whose pods are on their way). A pass that changes anything,
 		// or would leave such a slot be, decides on the API server's word.
-		confirm := len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, tb.Status.Slots)
+		confirm := len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, current)
 		if empty := heldEmpty(layout, observed); !confirm && len(empty) > 0 {
 			// In a busy bed nearly every pass finds a slot held empty (a grant's pods on their
 			// way), and listing every job of the namespace from etcd for it was 16% of the
@@ -116,11 +129,11 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 			}
 		}
 		if confirm {
-			if layout, g, _, err = a.layoutWithGrants(ctx, &tb, nodes, false); err != nil {
+			if layout, g, _, err = a.layoutWithGrants(ctx, &tb, current, nodes, false); err != nil {
 				return ReconcileTestBedResult{}, err
 			}
 			plan = slots.PlanGhosts(layout, requests, observed)
-			handingOver, handOverDue = holdBackFreed(&plan, tb.Status.Slots, g.freed)
+			handingOver, handOverDue = holdBackFreed(&plan, current, g.freed)
 			readLate = true
 		}
 	}
@@ -159,7 +172,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		res.Created++
 	}
 	res.Settled = !res.InProgress && res.Created == 0 && res.Deleted == 0 && res.HandingOver == 0
-	if err := a.writeStatus(ctx, &tb, layout, observed, res); err != nil {
+	if err := a.writeStatus(ctx, &tb, have, layout, observed, res); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -209,7 +222,7 @@ func holdBackFreed(plan *slots.Plan, last []v1alpha1.SlotStatus, freed map[int32
 // Most passes change nothing (a job's pod came or went, the slots' states are written), and
 // reading a thousand jobs from etcd twice a pass was a twelfth of the API server's work in the
 // long run; the copy costs it nothing.
-func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, nodes []corev1.Node, mayCopy bool) (layout []slots.Slot, g grants, fromCopy bool, err error) {
+func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, current []v1alpha1.SlotStatus, nodes []corev1.Node, mayCopy bool) (layout []slots.Slot, g grants, fromCopy bool, err error) {
 	now := time.Now()
 	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); mayCopy && r != nil {
 		fromCopy = true
@@ -220,7 +233,7 @@ func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed,
 	if err != nil {
 		return nil, grants{}, false, err
 	}
-	layout, leaving := a.layout(tb, nodes, g.assigned, now)
+	layout, leaving := a.layout(tb, current, nodes, g.assigned, now)
 	for i := range layout {
 		p := layout[i].Position
 		layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
@@ -339,10 +352,10 @@ func (a *Activities) bedNodes(ctx context.Context, tb *v1alpha1.TestBed) ([]core
 }
 
 // layout lays the bed's slots over its nodes (bedNodes): where they are while jobs hold any
-// of them (the status's slots, with the positions assigned to running jobs) or a slot's node
+// of them (current, the slots as the bed's slices have them, with the positions assigned to running jobs) or a slot's node
 // left less than LeavingGrace ago, afresh otherwise (slots.Relayout). recheck, when positive,
 // is when the next leaving slot's grace ends.
-func (a *Activities) layout(tb *v1alpha1.TestBed, nodes []corev1.Node, assigned map[int32]bool, now time.Time) (out []slots.Slot, recheck time.Duration) {
+func (a *Activities) layout(tb *v1alpha1.TestBed, current []v1alpha1.SlotStatus, nodes []corev1.Node, assigned map[int32]bool, now time.Time) (out []slots.Slot, recheck time.Duration) {
 	in := make([]slots.Node, 0, len(nodes))
 	inBed := map[string]bool{}
 	for _, n := range nodes {
@@ -365,8 +378,8 @@ func (a *Activities) layout(tb *v1alpha1.TestBed, nodes []corev1.Node, assigned 
 	held := func(s v1alpha1.SlotStatus) bool {
 		return assigned[s.Position] || s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied || graceLeft(s) > 0
 	}
-	out = slots.Relayout(tb.Status.Slots, in, tb.Spec.SlotsPerNode, held)
-	for _, s := range tb.Status.Slots {
+	out = slots.Relayout(current, in, tb.Spec.SlotsPerNode, held)
+	for _, s := range current {
 		recheck = sooner(recheck, graceLeft(s))
 	}
 	for i := range out {
@@ -603,17 +616,21 @@ func (a *Activities) ClearGhosts(ctx context.Context, bed TestBedRef, positions 
 	// server's watch cache: a slot that a copy lagging behind the bed's layout lacks, or
 	// whose ghost the watch cache has not seen yet, keeps its ghost, and its job's pod takes
 	// the preemption path instead.
-	tb, err := a.testBedCopy(ctx, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name})
-	if err != nil || tb == nil {
-		return err
+	b, err := readBedFrom(ctx, a.readCopy, types.NamespacedName{Namespace: bed.Namespace, Name: bed.Name}, positions)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get testbed %s/%s: %w", bed.Namespace, bed.Name, err)
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(clearGhostsAtOnce)
-	for _, s := range tb.Status.Slots {
-		if !slices.Contains(positions, s.Position) || s.NodeName == "" {
+	for _, p := range positions {
+		s, ok := b.slots[p]
+		if !ok || s.NodeName == "" {
 			continue
 		}
-		g.Go(func() error { return a.clearGhostOf(ctx, tb, s) })
+		g.Go(func() error { return a.clearGhostOf(ctx, &b.tb, s) })
 	}
 	return g.Wait()
 }
@@ -696,15 +713,17 @@ func (a *Activities) ghostPod(tb *v1alpha1.TestBed, s slots.Slot, requests corev
 	return pod
 }
 
-// writeStatus writes the layout and occupation. The extender writes reservations into the
-// same status, so the write is optimistic: on a conflict, the fresh status is merged again.
+// writeStatus writes the layout and occupation to the bed's slot slices (only the slices
+// that change), then the counts and the Ready condition to the TestBed status. The extender
+// writes reservations into the same slices, so each write is optimistic: on a conflict, the
+// fresh slices are merged again.
 //
-// observed must be listed after tb was read. A conflict means the status changed since, most
-// likely a reservation for a pod created after that list; synced against the old list, the
-// reservation would look like a pod that is gone, and be released while the pod is being
-// placed into it. So each retry reads the TestBed and then lists the pods again, in that
-// order, and every pod the status names has had its chance to be listed.
-func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layout []slots.Slot, observed []slots.ObservedPod, res ReconcileTestBedResult) error {
+// observed must be listed after the slices were read (have). A conflict means a slice changed
+// since, most likely a reservation for a pod created after that list; synced against the
+// old list, the reservation would look like a pod that is gone, and be released while the
+// pod is being placed into it. So each retry reads the TestBed and its slices and then lists
+// the pods again, in that order, and every pod a slice names has had its chance to be listed.
+func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, have []v1alpha1.SlotSlice, layout []slots.Slot, observed []slots.ObservedPod, res ReconcileTestBedResult) error {
 	key := client.ObjectKeyFromObject(tb)
 	running := func(p slots.ObservedPod) bool { return p.NodeName != "" && !p.Terminating && !p.Finished }
 	first := true
@@ -714,18 +733,24 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layo
 				return err
 			}
 			var err error
+			if have, err = slotslices.List(ctx, a.Client, tb); err != nil {
+				return err
+			}
 			if _, observed, err = a.slotPods(ctx, tb); err != nil {
 				return err
 			}
 		}
 		first = false
+		want := slots.Statuses(layout, slotslices.Slots(have))
+		slots.SyncOccupation(want, observed, running)
+		if _, err := slotslices.Write(ctx, a.Client, tb, have, want); err != nil {
+			return err
+		}
 		// From the status read: the conditions of other writers (the bridge's
 		// QueuesConfigured) stay as they are; this pass owns Ready only.
 		st := tb.Status.DeepCopy()
-		st.Slots = slots.Statuses(layout, tb.Status.Slots)
-		slots.SyncOccupation(st.Slots, observed, running)
-		st.Free, st.Reserved, st.Occupied = slots.Count(st.Slots)
-		st.Total = int32(len(st.Slots))
+		st.Free, st.Reserved, st.Occupied = slots.Count(want)
+		st.Total = int32(len(want))
 		st.Nodes = countNodes(layout)
 		st.ObservedGeneration = tb.Generation
 		cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: tb.Generation}
@@ -750,6 +775,9 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, layo
 			cond.Message += fmt.Sprintf("; %d nodes are not Ready and their slots are left alone (%s)", n, strings.Join(shown, ", "))
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
+		if equality.Semantic.DeepEqual(&tb.Status, st) {
+			return nil
+		}
 		tb.Status = *st
 		return a.Client.Status().Update(ctx, tb)
 	})

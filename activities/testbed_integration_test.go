@@ -21,6 +21,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/slots"
@@ -136,7 +137,7 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 	require.EqualValues(t, 8, tb.Status.Free)
 	require.EqualValues(t, 4, tb.Status.Nodes)
 	require.Equal(t, metav1.ConditionTrue, readyStatus(tb))
-	for i, s := range tb.Status.Slots {
+	for i, s := range slotsOf(t, cl, tb) {
 		require.EqualValues(t, i, s.Position)
 		require.Equal(t, "node-0"+strconv.Itoa(i%4), s.NodeName, "round-robin")
 	}
@@ -156,7 +157,7 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	require.EqualValues(t, 8, tb.Status.Total)
 	require.EqualValues(t, 6, tb.Status.Free)
-	for _, s := range tb.Status.Slots {
+	for _, s := range slotsOf(t, cl, tb) {
 		leaving := s.NodeName == "node-03"
 		require.Equal(t, leaving, s.LeavingSince != nil, "slot %d", s.Position)
 		require.Equal(t, leaving, s.Unavailable != "", "slot %d", s.Position)
@@ -170,7 +171,7 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	require.EqualValues(t, 6, tb.Status.Total)
 	require.EqualValues(t, 6, tb.Status.Free)
-	for _, s := range tb.Status.Slots {
+	for _, s := range slotsOf(t, cl, tb) {
 		require.NotEqual(t, "node-03", s.NodeName)
 		require.Nil(t, s.LeavingSince)
 	}
@@ -214,26 +215,27 @@ func TestReconcileTestBed_RealPodTakesGhostsPlace(t *testing.T) {
 	require.Len(t, g["node-01"], 1)
 	require.Equal(t, "0", g["node-01"][0].Labels[v1alpha1.PositionOnNodeLabel], "the ghost of slot 3 (position 1 on node-01) must be the one gone")
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
-	require.Equal(t, v1alpha1.SlotOccupied, tb.Status.Slots[3].State)
-	require.Equal(t, "exec-1", tb.Status.Slots[3].PodName)
+	require.Equal(t, v1alpha1.SlotOccupied, slotsOf(t, cl, tb)[3].State)
+	require.Equal(t, "exec-1", slotsOf(t, cl, tb)[3].PodName)
 	require.EqualValues(t, 1, tb.Status.Occupied)
 
 	deletePod(t, cl, real)
 	settle(t, a, in)
 	waitGhostsRunning(t, cl, "bed", 4)
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
-	require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[3].State)
-	require.Empty(t, tb.Status.Slots[3].PodName)
+	require.Equal(t, v1alpha1.SlotFree, slotsOf(t, cl, tb)[3].State)
+	require.Empty(t, slotsOf(t, cl, tb)[3].PodName)
 }
 
 // occupySlot puts a job's pod in a slot of the bed as the extender does: it reserves the slot
-// in the status, labels the pod with the slot and its claim, and the pod is bound to the
+// in its slice, labels the pod with the slot and its claim, and the pod is bound to the
 // slot's node.
 func occupySlot(t *testing.T, cl client.Client, tb *v1alpha1.TestBed, name string, position int32) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
-	slot := &tb.Status.Slots[position]
+	statuses := slotsOf(t, cl, tb)
+	slot := &statuses[position]
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
 			v1alpha1.TestBedLabel: tb.Name,
@@ -245,8 +247,16 @@ func occupySlot(t *testing.T, cl client.Client, tb *v1alpha1.TestBed, name strin
 	pod.Annotations = map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(position, pod.UID)}
 	require.NoError(t, cl.Patch(ctx, pod, client.MergeFrom(base)))
 	slot.State, slot.PodName, slot.PodUID = v1alpha1.SlotReserved, pod.Name, pod.UID
-	require.NoError(t, cl.Status().Update(ctx, tb))
+	require.NoError(t, slotslices.Put(ctx, cl, tb, statuses))
 	return pod
+}
+
+// slotsOf is the bed's slots, read from its slot slices.
+func slotsOf(t *testing.T, cl client.Client, tb *v1alpha1.TestBed) []v1alpha1.SlotStatus {
+	t.Helper()
+	got, err := slotslices.Read(context.Background(), cl, tb)
+	require.NoError(t, err)
+	return got
 }
 
 // deletePod deletes a pod at once and waits until it is gone.
@@ -282,7 +292,7 @@ func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
 	require.Positive(t, res.RecheckIn)
 	require.LessOrEqual(t, res.RecheckIn, activities.HandOverGrace)
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
-	require.Equal(t, v1alpha1.SlotFree, tb.Status.Slots[3].State, "the slot is free for the next job")
+	require.Equal(t, v1alpha1.SlotFree, slotsOf(t, cl, tb)[3].State, "the slot is free for the next job")
 	require.Equal(t, metav1.ConditionFalse, readyStatus(tb))
 
 	// The next job is granted it before the next pass: no ghost is ever made for it.
@@ -310,7 +320,7 @@ func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
 		}
 	}
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
-	for _, s := range tb.Status.Slots {
+	for _, s := range slotsOf(t, cl, tb) {
 		require.Equal(t, s.Position != 3, slotGhosts[s.NodeName+"/"+strconv.Itoa(int(s.PositionOnNode))], "slot %d", s.Position)
 	}
 
@@ -400,7 +410,7 @@ func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) 
 			slotGhosts[node+"/"+p.Labels[v1alpha1.PositionOnNodeLabel]] = true
 		}
 	}
-	for _, s := range tb.Status.Slots {
+	for _, s := range slotsOf(t, cl, tb) {
 		key := s.NodeName + "/" + strconv.Itoa(int(s.PositionOnNode))
 		require.Equal(t, s.Position != 1, slotGhosts[key], "slot %d", s.Position)
 	}
@@ -479,7 +489,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 			}
 		}
 		out := map[int32]bool{}
-		for _, s := range tb.Status.Slots {
+		for _, s := range slotsOf(t, cl, &tb) {
 			out[s.Position] = at[s.NodeName+"/"+strconv.Itoa(int(s.PositionOnNode))]
 		}
 		return out

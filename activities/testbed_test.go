@@ -20,6 +20,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/slots"
 )
 
@@ -35,16 +36,20 @@ func fakeNode(name, id string) *corev1.Node {
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 }
 
-// fakeBed is the TestBed as an earlier pass left it: its slots laid out, all free.
+// fakeBed is the TestBed as an earlier pass left it; fakeClient adds its slot slices.
 func fakeBed() *v1alpha1.TestBed {
-	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
 	return &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: bedKey.Name, Namespace: bedKey.Namespace, UID: "bed-uid", Generation: 1},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: nodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
 		}},
-		Status: v1alpha1.TestBedStatus{Slots: slots.Statuses(layout, nil)},
 	}
+}
+
+// fakeSlots are fakeBed's slots as an earlier pass left them: laid out, all free.
+func fakeSlots() []v1alpha1.SlotStatus {
+	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
+	return slots.Statuses(layout, nil)
 }
 
 // slotPod is a real pod of the bed.
@@ -61,7 +66,14 @@ func withClaim(p *corev1.Pod, slot int32, uid types.UID) *corev1.Pod {
 	return p
 }
 
+// fakeClient holds objs, the bed's nodes, and fakeSlots in fakeBed's slices unless objs
+// hold slices of their own.
 func fakeClient(funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
+	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.SlotSlice); return ok }) {
+		for _, s := range slotslices.Build(fakeBed(), fakeSlots()) {
+			objs = append(objs, &s)
+		}
+	}
 	b := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
 		WithStatusSubresource(&v1alpha1.TestBed{}).
 		WithObjects(fakeNode("node-00", "00"), fakeNode("node-01", "01")).
@@ -90,6 +102,14 @@ func readBed(t *testing.T, cl client.Client) *v1alpha1.TestBed {
 	var tb v1alpha1.TestBed
 	require.NoError(t, cl.Get(context.Background(), bedKey, &tb))
 	return &tb
+}
+
+// readSlots reads the bed's slots from its slices.
+func readSlots(t *testing.T, cl client.Client) []v1alpha1.SlotStatus {
+	t.Helper()
+	got, err := slotslices.Read(context.Background(), cl, readBed(t, cl))
+	require.NoError(t, err)
+	return got
 }
 
 // A slot claim is the extender's only when it names the pod's own UID. A pod made with a
@@ -125,7 +145,7 @@ func TestReconcileTestBed_OnlyAProvenSlotClaimIsAdopted(t *testing.T) {
 			if diff := cmp.Diff(tc.wantGhosts, ghostPlaces(t, cl)); diff != "" {
 				t.Errorf("ghosts (-want +got)\n%s", diff)
 			}
-			slot3 := readBed(t, cl).Status.Slots[3]
+			slot3 := readSlots(t, cl)[3]
 			require.Equal(t, "node-01", slot3.NodeName)
 			require.Equal(t, tc.wantSlot3, slot3.State, "slot 3: %+v", slot3)
 			if tc.wantSlot3 == v1alpha1.SlotFree {
@@ -138,33 +158,45 @@ func TestReconcileTestBed_OnlyAProvenSlotClaimIsAdopted(t *testing.T) {
 }
 
 // The extender reserves a slot for a pod created after the pass listed the pods, and its
-// status write makes the pass's write conflict. The retry must list the pods again: with the
-// old list the new pod looks gone, and its reservation would be released while the
-// scheduler is placing the pod into it.
-func TestReconcileTestBed_StatusRetryListsThePodsAgain(t *testing.T) {
+// write of the slot's slice makes the pass's write of that slice conflict. The retry must
+// list the pods again: with the old list the new pod looks gone, and its reservation would
+// be released while the scheduler is placing the pod into it.
+func TestReconcileTestBed_SliceRetryListsThePodsAgain(t *testing.T) {
+	// Slot 0 shows a holder that is gone, so the pass has the slice to write: it frees it.
+	held := fakeSlots()
+	require.NoError(t, slots.Reserve(&held[0], slots.Pod{Name: "gone", UID: "u-gone"}))
+	var objs []client.Object
+	for _, s := range slotslices.Build(fakeBed(), held) {
+		objs = append(objs, &s)
+	}
 	updates := 0
 	funcs := &interceptor.Funcs{
-		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			updates++
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*v1alpha1.SlotSlice); ok {
+				updates++
+			}
 			if updates == 1 {
-				// What the extender does meanwhile: label the new pod, then write its
-				// reservation into the status.
+				// What the extender does meanwhile: claim the new pod, then write its
+				// reservation into the slot's slice.
 				late := withClaim(slotPod("late", "u-late", ""), 1, "u-late")
 				require.NoError(t, cl.Create(ctx, late))
-				var tb v1alpha1.TestBed
-				require.NoError(t, cl.Get(ctx, bedKey, &tb))
-				require.NoError(t, slots.Reserve(&tb.Status.Slots[1], slots.Pod{Name: late.Name, UID: late.UID}))
-				require.NoError(t, cl.Status().Update(ctx, &tb))
+				var sl v1alpha1.SlotSlice
+				require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(obj), &sl))
+				require.NoError(t, slots.Reserve(&sl.Slots[1], slots.Pod{Name: late.Name, UID: late.UID}))
+				require.NoError(t, cl.Update(ctx, &sl))
+				updates++
 			}
-			return cl.SubResource(sub).Update(ctx, obj, opts...)
+			return cl.Update(ctx, obj, opts...)
 		},
 	}
-	cl := fakeClient(funcs, fakeBed())
+	cl := fakeClient(funcs, append(objs, fakeBed())...)
 	a := &Activities{Client: cl}
 	_, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 	require.NoError(t, err)
-	require.Equal(t, 2, updates, "the first status write must have conflicted")
-	slot1 := readBed(t, cl).Status.Slots[1]
+	require.Equal(t, 3, updates, "the pass's first write of the slice must have conflicted")
+	got := readSlots(t, cl)
+	require.Equal(t, v1alpha1.SlotFree, got[0].State, "the gone holder's slot: %+v", got[0])
+	slot1 := got[1]
 	require.Equal(t, v1alpha1.SlotReserved, slot1.State, "the reservation was released: %+v", slot1)
 	require.Equal(t, types.UID("u-late"), slot1.PodUID)
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/slotslices"
 )
 
 // fromWatchCache asks the API server for its watch cache's copy (resourceVersion "0"): no
@@ -41,10 +43,60 @@ func getForUpdate(ctx context.Context, c client.Reader, key types.NamespacedName
 // leaving): a copy that lags (a node just back in the bed) must not decide against a run. A
 // run's reads of its bed cost the API server nothing when the copies agree, which is nearly
 // always.
-func (a *Activities) readBed(ctx context.Context, key types.NamespacedName, tb *v1alpha1.TestBed, fits func(*v1alpha1.TestBed) bool) error {
-	if err := a.readCopy(ctx, key, tb); err != nil || fits(tb) {
-		return err
+//
+// Of the bed's slots, only those at positions are read: from the slices that hold them.
+func (a *Activities) readBed(ctx context.Context, key types.NamespacedName, positions []int32, fits func(*bedSlots) bool) (*bedSlots, error) {
+	b, err := readBedFrom(ctx, a.readCopy, key, positions)
+	if err != nil || fits(b) {
+		return b, err
 	}
-	*tb = v1alpha1.TestBed{}
-	return a.Client.Get(ctx, key, tb)
+	live := func(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+		return a.Client.Get(ctx, key, obj)
+	}
+	return readBedFrom(ctx, live, key, positions)
+}
+
+// bedSlots is a test bed and those of its slots a caller asked for.
+type bedSlots struct {
+	tb v1alpha1.TestBed
+	// slots are the bed's slots at the positions asked for, by position; a position the bed
+	// has no slot at is missing.
+	slots map[int32]v1alpha1.SlotStatus
+}
+
+// readBedFrom reads the test bed key and its slots at positions through get.
+func readBedFrom(ctx context.Context, get func(context.Context, types.NamespacedName, client.Object) error, key types.NamespacedName, positions []int32) (*bedSlots, error) {
+	b := &bedSlots{slots: make(map[int32]v1alpha1.SlotStatus, len(positions))}
+	if err := get(ctx, key, &b.tb); err != nil {
+		return nil, err
+	}
+	want := make(map[int32]bool, len(positions))
+	read := map[int32]bool{}
+	for _, p := range positions {
+		want[p] = true
+	}
+	for _, p := range positions {
+		i := v1alpha1.SliceOf(p)
+		if p < 0 || read[i] {
+			continue
+		}
+		read[i] = true
+		var s v1alpha1.SlotSlice
+		err := get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: v1alpha1.SlotSliceName(key.Name, i)}, &s)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get the slots of test bed %s: %w", key, err)
+		}
+		if !slotslices.Owned(&s, &b.tb) {
+			continue
+		}
+		for _, st := range s.Slots {
+			if want[st.Position] {
+				b.slots[st.Position] = st
+			}
+		}
+	}
+	return b, nil
 }

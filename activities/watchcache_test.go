@@ -19,6 +19,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testobjects"
 )
 
@@ -118,14 +119,22 @@ func TestWriteSchedulingStatus_ADeltaIsFittedToEtcdBeforeItIsOutOfStep(t *testin
 	require.Equal(t, v1alpha1.JobRunning, after.Status.Jobs[1].State)
 }
 
-// bedWithSlots is a test bed whose status has a slot at each position, on node-<position>.
-func bedWithSlots(positions ...int32) *v1alpha1.TestBed {
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "ns"},
+// bedWithSlots is a test bed and its slot slice, which has a slot at each position, on
+// node-<position>.
+func bedWithSlots(positions ...int32) (*v1alpha1.TestBed, *v1alpha1.SlotSlice) {
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "ns", UID: "bed-uid"},
 		Spec: v1alpha1.TestBedSpec{ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}
+	sl := slotslices.New(tb, 0)
 	for _, p := range positions {
-		tb.Status.Slots = append(tb.Status.Slots, v1alpha1.SlotStatus{Position: p, NodeName: fmt.Sprintf("node-%d", p), State: v1alpha1.SlotFree})
+		sl.Slots = append(sl.Slots, v1alpha1.SlotStatus{Position: p, NodeName: fmt.Sprintf("node-%d", p), State: v1alpha1.SlotFree})
 	}
-	return tb
+	return tb, sl
+}
+
+// withSlots is the objects of a test bed with a slot at each position (bedWithSlots).
+func withSlots(positions ...int32) []client.Object {
+	tb, sl := bedWithSlots(positions...)
+	return []client.Object{tb, sl}
 }
 
 // A creation request is written from the watch cache's copies when they agree, with no read
@@ -142,41 +151,50 @@ func TestWriteRequest_ALaggingCacheDecidesNothingAgainstIt(t *testing.T) {
 		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(obj), obj))
 		return obj
 	}
+	// copyOf is what etcd holds now of the bed and its slice, for the cache to hold.
+	copyOf := func(cl client.Client, stale map[string]client.Object) *v1alpha1.SlotSlice {
+		tb, sl := bedWithSlots()
+		stale["bed"], stale[sl.Name] = current(cl, tb), current(cl, sl)
+		return stale[sl.Name].(*v1alpha1.SlotSlice)
+	}
 	t.Run("the copies agree", func(t *testing.T) {
 		stale := map[string]client.Object{}
-		cl, reads := laggingCache(stale, held, bedWithSlots(1, 2))
-		stale["wordcount"], stale["bed"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}), current(cl, bedWithSlots())
+		cl, reads := laggingCache(stale, append(withSlots(1, 2), held)...)
+		stale["wordcount"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta})
+		copyOf(cl, stale)
 		*reads = cacheReads{}
 		require.NoError(t, (&Activities{Client: cl}).writeRequest(ctx, in))
-		require.Equal(t, cacheReads{cached: 2}, *reads)
+		require.Equal(t, cacheReads{cached: 3}, *reads, "the job, the bed and its slice")
 	})
 	t.Run("the copies lag", func(t *testing.T) {
 		stale := map[string]client.Object{}
-		cl, reads := laggingCache(stale, held, bedWithSlots(1, 2))
+		cl, reads := laggingCache(stale, append(withSlots(1, 2), held)...)
 		job := current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}).(*v1alpha1.BatchJob)
 		job.Labels = nil // the cache has not seen the claim yet
-		bed := current(cl, bedWithSlots()).(*v1alpha1.TestBed)
-		bed.Status.Slots[1].LeavingSince = &metav1.MicroTime{Time: time.Now()} // nor the node's return
-		stale["wordcount"], stale["bed"] = job, bed
+		sl := copyOf(cl, stale)
+		sl.Slots[1].LeavingSince = &metav1.MicroTime{Time: time.Now()} // nor the node's return
+		stale["wordcount"] = job
 		*reads = cacheReads{}
 		require.NoError(t, (&Activities{Client: cl}).writeRequest(ctx, in))
-		require.Equal(t, cacheReads{cached: 2, fresh: 2}, *reads)
+		require.Equal(t, cacheReads{cached: 3, fresh: 3}, *reads)
 		var after v1alpha1.BatchJob
 		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(held), &after))
 		require.Contains(t, after.Annotations[v1alpha1.CreationRequestAnnotation], `"scheduling":"nightly"`)
 	})
 	t.Run("etcd says no", func(t *testing.T) {
 		stale := map[string]client.Object{}
-		cl, _ := laggingCache(stale, held, bedWithSlots(1, 2))
+		cl, _ := laggingCache(stale, append(withSlots(1, 2), held)...)
 		job := current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}).(*v1alpha1.BatchJob)
-		stale["wordcount"], stale["bed"] = job.DeepCopy(), current(cl, bedWithSlots())
+		stale["wordcount"] = job.DeepCopy()
+		copyOf(cl, stale)
 		job.Labels[v1alpha1.ActiveSchedulingLabel] = "other" // claimed by another since the cache's copy
 		require.NoError(t, cl.Update(ctx, job))
 		require.True(t, IsNotHeld((&Activities{Client: cl}).writeRequest(ctx, in)), "held by another in etcd")
 
 		stale = map[string]client.Object{}
-		cl, _ = laggingCache(stale, held, bedWithSlots(1))
-		stale["wordcount"], stale["bed"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta}), current(cl, bedWithSlots())
+		cl, _ = laggingCache(stale, append(withSlots(1), held)...)
+		stale["wordcount"] = current(cl, &v1alpha1.BatchJob{ObjectMeta: held.ObjectMeta})
+		copyOf(cl, stale)
 		require.True(t, IsSlotsGone((&Activities{Client: cl}).writeRequest(ctx, in)), "slot 2 gone in the cache and in etcd")
 	})
 }
@@ -188,13 +206,17 @@ func TestCreateApplication_ASlotMissingFromTheCacheIsLookedForInEtcd(t *testing.
 	job := testobjects.BatchJob("wordcount").Namespace("ns").Obj()
 	in := CreateApplicationInput{Job: JobKey{Namespace: "ns", Name: "wordcount"}, Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{2}, Run: 1}}
 
-	cl, reads := laggingCache(map[string]client.Object{"wordcount": job, "bed": bedWithSlots(1)}, job, bedWithSlots(1, 2))
+	lagging := func() map[string]client.Object {
+		tb, sl := bedWithSlots(1)
+		return map[string]client.Object{"wordcount": job, "bed": tb, sl.Name: sl}
+	}
+	cl, reads := laggingCache(lagging(), append(withSlots(1, 2), job)...)
 	app, err := (&Activities{Client: cl}).CreateApplication(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, "SparkApplication", app.Kind)
-	require.Equal(t, 1, reads.fresh, "one read of etcd: the bed, for its missing slot")
+	require.Equal(t, 2, reads.fresh, "two reads of etcd: the bed and its slice, for its missing slot")
 
-	cl, _ = laggingCache(map[string]client.Object{"wordcount": job, "bed": bedWithSlots(1)}, job, bedWithSlots(1))
+	cl, _ = laggingCache(lagging(), append(withSlots(1), job)...)
 	_, err = (&Activities{Client: cl}).CreateApplication(ctx, in)
 	require.True(t, hasErrorType(err, ErrInvalidJob), "%v", err)
 	require.ErrorContains(t, err, "has no slot 2")

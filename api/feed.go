@@ -26,6 +26,8 @@ var feedKinds = map[string]struct{ kind, resource string }{
 	"schedulings": {KindScheduling, "schedulings"},
 	"jobs":        {KindBatchJob, "batchjobs"},
 	"testbeds":    {KindTestBed, "testbeds"},
+	// The slots are part of a test bed: who may watch test beds may watch their slices.
+	"slotslices": {KindSlotSlice, "testbeds"},
 }
 
 // record is an event as the hub keeps it: encoded once, sent to every client as is.
@@ -121,13 +123,13 @@ func (h *hub) admit(user string) (release func(), refused string) {
 	}, ""
 }
 
-// watch registers the hub with the informers of the three kinds. The informers' initial
+// watch registers the hub with the informers of the four kinds. The informers' initial
 // lists fill the picture without being changes: nobody can resume from them.
 func (h *hub) watch(ctx context.Context, informers cache.Informers) error {
 	for _, k := range []struct {
 		obj  client.Object
 		kind string
-	}{{&v1alpha1.Scheduling{}, KindScheduling}, {&v1alpha1.BatchJob{}, KindBatchJob}, {&v1alpha1.TestBed{}, KindTestBed}} {
+	}{{&v1alpha1.Scheduling{}, KindScheduling}, {&v1alpha1.BatchJob{}, KindBatchJob}, {&v1alpha1.TestBed{}, KindTestBed}, {&v1alpha1.SlotSlice{}, KindSlotSlice}} {
 		inf, err := informers.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("informer for %s: %w", k.kind, err)
@@ -165,6 +167,8 @@ func view(obj client.Object) any {
 		return jobOf(o)
 	case *v1alpha1.TestBed:
 		return testBedOf(o)
+	case *v1alpha1.SlotSlice:
+		return slotSliceOf(o)
 	}
 	return nil
 }

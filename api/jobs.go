@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/slotslices"
 	"slotplane/queue"
 )
 
@@ -99,17 +100,30 @@ func (s *server) get(c *gin.Context, what string, obj client.Object) error {
 	return nil
 }
 
+// getTestBed answers a test bed with all its slots, read from its slot slices.
 func (s *server) getTestBed(c *gin.Context) {
 	var tb v1alpha1.TestBed
 	if err := s.get(c, "test bed", &tb); err != nil {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, testBedOf(&tb))
+	have, err := slotslices.List(c.Request.Context(), s.Client, &tb)
+	if err != nil {
+		fail(c, fromKube("list the slots of a test bed", err))
+		return
+	}
+	out := testBedOf(&tb)
+	out.Status.Slots = slotslices.Slots(have)
+	c.JSON(http.StatusOK, out)
 }
 
+// testBedOf is a test bed without its slots.
 func testBedOf(tb *v1alpha1.TestBed) TestBed {
-	return TestBed{Name: tb.Name, Namespace: tb.Namespace, ResourceVersion: tb.ResourceVersion, Spec: tb.Spec, Status: tb.Status}
+	return TestBed{Name: tb.Name, Namespace: tb.Namespace, ResourceVersion: tb.ResourceVersion, Spec: tb.Spec, Status: TestBedStatus{TestBedStatus: tb.Status}}
+}
+
+func slotSliceOf(s *v1alpha1.SlotSlice) SlotSlice {
+	return SlotSlice{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.TestBed, Index: s.Index, Slots: s.Slots}
 }
 
 func keyOf(namespace, name string) client.ObjectKey {

@@ -24,6 +24,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 )
 
 // The document names every route the server has, and no other; each of its references
@@ -272,11 +273,12 @@ func keys(m map[string]bool) []string {
 func newTestHandler(t testing.TB) *gin.Engine {
 	t.Helper()
 	now := metav1.Now()
+	bed := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "uid-bed"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: "slotplane.io/node", SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
+		Status: v1alpha1.TestBedStatus{Total: 2, Free: 1, Occupied: 1,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "AllGhosts", LastTransitionTime: now}}}}
 	objs := []client.Object{
-		&v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-			Spec: v1alpha1.TestBedSpec{NodeLabel: "slotplane.io/node", SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
-			Status: v1alpha1.TestBedStatus{Total: 2, Free: 1, Occupied: 1, Slots: []v1alpha1.SlotStatus{{Position: 0}, {Position: 1}},
-				Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "AllGhosts", LastTransitionTime: now}}}},
+		bed,
 		&v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: "etl", Namespace: "default"},
 			Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, Application: v1alpha1.Application{Image: "i", MainApplicationFile: "local:///a.jar"},
 				DriverResources: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}},
@@ -284,6 +286,9 @@ func newTestHandler(t testing.TB) *gin.Engine {
 		&v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
 			Spec:   v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "etl", Replication: 1}}},
 			Status: v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling}},
+	}
+	for _, s := range slotslices.Build(bed, []v1alpha1.SlotStatus{{Position: 0}, {Position: 1}}) {
+		objs = append(objs, &s)
 	}
 	b := fake.NewClientBuilder().WithScheme(kubeclient.Scheme())
 	for _, o := range objs {

@@ -22,6 +22,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/lifecycle"
+	"slotplane/internal/slotslices"
 )
 
 func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
@@ -112,8 +113,14 @@ func (s *server) checkCluster(ctx context.Context, caller User, ns, field string
 		}
 	}
 	positions := map[int32]bool{}
-	for _, sl := range tb.Status.Slots {
-		positions[sl.Position] = true
+	if tb.Name != "" {
+		have, err := slotslices.List(ctx, s.Client, &tb)
+		if err != nil {
+			return nil, fromKube("list the slots of a test bed", err)
+		}
+		for _, sl := range slotslices.Slots(have) {
+			positions[sl.Position] = true
+		}
 	}
 	// One list, not a read per job: a Scheduling may name thousands.
 	var jobs v1alpha1.BatchJobList
@@ -135,7 +142,7 @@ func (s *server) checkCluster(ctx context.Context, caller User, ns, field string
 		}
 		for k, id := range j.SlotIDs {
 			if !positions[id] {
-				errs = append(errs, FieldError{Field: fmt.Sprintf("%s[%d].slotIDs[%d]", field, i, k), Message: fmt.Sprintf("test bed %s has no slot %d (it has %d)", r.TestBed, id, len(tb.Status.Slots))})
+				errs = append(errs, FieldError{Field: fmt.Sprintf("%s[%d].slotIDs[%d]", field, i, k), Message: fmt.Sprintf("test bed %s has no slot %d (it has %d)", r.TestBed, id, len(positions))})
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func (s *server) originAllowed(r *http.Request) bool {
 }
 
 // watch serves the change feed: GET /api/v1/watch as a websocket, for the request's
-// namespace and the ?kinds= asked (schedulings, jobs, testbeds; default all), from
+// namespace and the ?kinds= asked (schedulings, jobs, testbeds, slotslices; default all), from
 // ?resourceVersion= if given. Each message is one Event as JSON text.
 func (s *server) watch(c *gin.Context) {
 	if s.hub == nil {
@@ -67,11 +67,11 @@ func (s *server) watch(c *gin.Context) {
 	}
 	kinds := map[string]bool{}
 	var resources []string
-	words := strings.Split(c.DefaultQuery("kinds", "schedulings,jobs,testbeds"), ",")
+	words := strings.Split(c.DefaultQuery("kinds", "schedulings,jobs,testbeds,slotslices"), ",")
 	for _, w := range words {
 		k, ok := feedKinds[strings.TrimSpace(w)]
 		if !ok {
-			fail(c, invalid(FieldError{Field: "kinds", Message: fmt.Sprintf("%q is not a kind the feed carries (schedulings, jobs, testbeds)", w)}))
+			fail(c, invalid(FieldError{Field: "kinds", Message: fmt.Sprintf("%q is not a kind the feed carries (schedulings, jobs, testbeds, slotslices)", w)}))
 			return
 		}
 		kinds[k.kind] = true

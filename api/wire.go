@@ -15,6 +15,8 @@ type (
 	JobList            = apitypes.JobList
 	JobRequest         = apitypes.JobRequest
 	TestBed            = apitypes.TestBed
+	TestBedStatus      = apitypes.TestBedStatus
+	SlotSlice          = apitypes.SlotSlice
 	Scheduling         = apitypes.Scheduling
 	SchedulingList     = apitypes.SchedulingList
 	SchedulingRequest  = apitypes.SchedulingRequest
@@ -51,6 +53,7 @@ const (
 	KindScheduling = apitypes.KindScheduling
 	KindBatchJob   = apitypes.KindBatchJob
 	KindTestBed    = apitypes.KindTestBed
+	KindSlotSlice  = apitypes.KindSlotSlice
 
 	Subprotocol = apitypes.Subprotocol
 )

@@ -22,6 +22,8 @@ const (
 	WatchSchedulings = "schedulings"
 	WatchJobs        = "jobs"
 	WatchTestBeds    = "testbeds"
+	// WatchSlotSlices carries the test beds' slots, as SlotSlice events.
+	WatchSlotSlices = "slotslices"
 )
 
 // feedIdle is how long the feed may stay silent before the connection counts as lost: the
@@ -67,6 +69,12 @@ func (e Event) TestBed() (apitypes.TestBed, error) {
 	return tb, e.decode(apitypes.KindTestBed, &tb)
 }
 
+// SlotSlice decodes the object of a SlotSlice event.
+func (e Event) SlotSlice() (apitypes.SlotSlice, error) {
+	var s apitypes.SlotSlice
+	return s, e.decode(apitypes.KindSlotSlice, &s)
+}
+
 func (e Event) decode(kind string, out any) error {
 	if e.Kind != kind {
 		return fmt.Errorf("a %s event holds a %q, not a %s", e.Type, e.Kind, kind)
@@ -90,7 +98,7 @@ type Watcher struct {
 }
 
 // Watch opens the change feed for the client's namespace: kinds picks what it carries
-// (WatchSchedulings, WatchJobs, WatchTestBeds; none means all), and fromResourceVersion,
+// (WatchSchedulings, WatchJobs, WatchTestBeds, WatchSlotSlices; none means all), and fromResourceVersion,
 // if set, resumes after that event: the changes since are sent, or a RESYNC when the
 // server no longer has them. Without it the first event is a RESYNC of everything.
 // A refused connection (a bad token, an unknown kind) is a *StatusError.

@@ -53,7 +53,9 @@ func newFeedServer(t *testing.T, serve func(conn *websocket.Conn)) *feedServer {
 
 const resync = `{"type":"RESYNC","resourceVersion":"10","reason":"the current picture","items":[
  {"type":"ADDED","kind":"Scheduling","resourceVersion":"9","object":{"name":"nightly","namespace":"team-a","testBed":"bed","mode":"QueueBased","jobs":[{"name":"a","replication":2}],"status":{"state":"Scheduling","totalJobs":1}}},
- {"type":"ADDED","kind":"BatchJob","resourceVersion":"8","object":{"name":"a","framework":"spark","application":{"image":"i","mainApplicationFile":"f"},"status":{"state":"Running","slots":[0,1]}}}]}`
+ {"type":"ADDED","kind":"BatchJob","resourceVersion":"8","object":{"name":"a","framework":"spark","application":{"image":"i","mainApplicationFile":"f"},"status":{"state":"Running","slots":[0,1]}}},
+ {"type":"ADDED","kind":"TestBed","resourceVersion":"6","object":{"name":"bed","namespace":"team-a","resourceVersion":"6","spec":{"nodeLabel":"n","slotsPerNode":2,"resourcesPerSlot":{"cpu":"1"}},"status":{"nodes":1,"total":2,"free":1,"occupied":1}}},
+ {"type":"ADDED","kind":"SlotSlice","resourceVersion":"5","object":{"name":"bed-slots-0","namespace":"team-a","resourceVersion":"5","testBed":"bed","index":0,"slots":[{"position":0,"nodeName":"node-00","state":"occupied"},{"position":1,"nodeName":"node-00","state":"free"}]}}]}`
 
 const modified = `{"type":"MODIFIED","kind":"Scheduling","resourceVersion":"11","object":{"name":"nightly","status":{"state":"Completed","totalJobs":1,"finishedJobs":1}}}`
 
@@ -77,19 +79,19 @@ func TestWatch_DecodesEventsAndReportsTheEnd(t *testing.T) {
 	})
 	c, err := New(f.url, "tok-1", WithNamespace("team-a"))
 	require.NoError(t, err)
-	w, err := c.Watch(context.Background(), []string{WatchSchedulings, WatchJobs}, "7")
+	w, err := c.Watch(context.Background(), []string{WatchSchedulings, WatchJobs, WatchTestBeds, WatchSlotSlices}, "7")
 	require.NoError(t, err)
 	defer w.Close()
 
 	r := <-f.requests
 	require.Equal(t, "/api/v1/watch", r.URL.Path)
-	require.Equal(t, url.Values{"kinds": {"schedulings,jobs"}, "resourceVersion": {"7"}, "namespace": {"team-a"}}, r.URL.Query())
+	require.Equal(t, url.Values{"kinds": {"schedulings,jobs,testbeds,slotslices"}, "resourceVersion": {"7"}, "namespace": {"team-a"}}, r.URL.Query())
 	require.Equal(t, []string{apitypes.Subprotocol}, websocket.Subprotocols(r))
 
 	first := next(t, w)
 	require.Equal(t, apitypes.Resync, first.Type)
 	require.Equal(t, "10", first.ResourceVersion)
-	require.Len(t, first.Items, 2)
+	require.Len(t, first.Items, 4)
 	s, err := first.Items[0].Scheduling()
 	require.NoError(t, err)
 	require.Equal(t, "nightly", s.Name)
@@ -102,6 +104,19 @@ func TestWatch_DecodesEventsAndReportsTheEnd(t *testing.T) {
 	require.ErrorContains(t, err, "not a Scheduling", "the kind is checked")
 	_, err = first.Items[1].TestBed()
 	require.Error(t, err)
+	// A TestBed event carries the counts; the bed's slots come in its SlotSlice events.
+	tb, err := first.Items[2].TestBed()
+	require.NoError(t, err)
+	require.Equal(t, "bed", tb.Name)
+	require.Equal(t, int32(2), tb.Status.Total)
+	require.Empty(t, tb.Status.Slots)
+	slice, err := first.Items[3].SlotSlice()
+	require.NoError(t, err)
+	require.Equal(t, apitypes.SlotSlice{Name: "bed-slots-0", Namespace: "team-a", ResourceVersion: "5", TestBed: "bed", Index: 0,
+		Slots: []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", State: v1alpha1.SlotOccupied}, {Position: 1, NodeName: "node-00", State: v1alpha1.SlotFree}}},
+		slice)
+	_, err = first.Items[2].SlotSlice()
+	require.ErrorContains(t, err, "not a SlotSlice")
 
 	second := next(t, w)
 	require.Equal(t, apitypes.Modified, second.Type)

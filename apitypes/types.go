@@ -5,6 +5,9 @@
 package apitypes
 
 import (
+	"cmp"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +41,7 @@ const (
 	KindScheduling = "Scheduling"
 	KindBatchJob   = "BatchJob"
 	KindTestBed    = "TestBed"
+	KindSlotSlice  = "SlotSlice"
 )
 
 // Subprotocol is the feed's websocket subprotocol. A browser, which cannot set the
@@ -131,13 +135,43 @@ type Job struct {
 // left out stay.
 type SchedulerDataPatch map[string]*string
 
-// TestBed is a test bed with its slots.
+// TestBed is a test bed with its slots. GET /testbeds/{name} gives every slot; the feed's
+// TestBed events give the counts only (Slots empty), and its SlotSlice events the slots.
 type TestBed struct {
-	Name            string                 `json:"name"`
-	Namespace       string                 `json:"namespace"`
-	ResourceVersion string                 `json:"resourceVersion"`
-	Spec            v1alpha1.TestBedSpec   `json:"spec"`
-	Status          v1alpha1.TestBedStatus `json:"status"`
+	Name            string               `json:"name"`
+	Namespace       string               `json:"namespace"`
+	ResourceVersion string               `json:"resourceVersion"`
+	Spec            v1alpha1.TestBedSpec `json:"spec"`
+	Status          TestBedStatus        `json:"status"`
+}
+
+// TestBedStatus is a test bed's counts and conditions, with its slots.
+type TestBedStatus struct {
+	v1alpha1.TestBedStatus
+	// Slots are the bed's slots, ordered by position.
+	Slots []v1alpha1.SlotStatus `json:"slots,omitempty"`
+}
+
+// SlotSlice is one of a test bed's slot slices: the slots at positions Index*100 to
+// Index*100+99 (v1alpha1.SlotsPerSlice). The feed carries a bed's slots as these, so that a
+// change of one slot sends a hundred slots, not the whole bed.
+type SlotSlice struct {
+	Name            string                `json:"name"`
+	Namespace       string                `json:"namespace"`
+	ResourceVersion string                `json:"resourceVersion"`
+	TestBed         string                `json:"testBed"`
+	Index           int32                 `json:"index"`
+	Slots           []v1alpha1.SlotStatus `json:"slots"`
+}
+
+// Slots is the slots of a test bed's slices, ordered by position.
+func Slots(in []SlotSlice) []v1alpha1.SlotStatus {
+	var out []v1alpha1.SlotStatus
+	for _, s := range in {
+		out = append(out, s.Slots...)
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.SlotStatus) int { return cmp.Compare(a.Position, b.Position) })
+	return out
 }
 
 // JobRequest creates a BatchJob. It runs as the caller, with the caller's groups, for queue

@@ -24,6 +24,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 	"slotplane/slots"
 )
@@ -137,7 +138,9 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 		for ctx.Err() == nil {
 			var bed v1alpha1.TestBed
 			if p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &bed) == nil {
-				ledger.follow(bed.Status.Slots)
+				if slots, err := slotslices.Read(ctx, p.kube, &bed); err == nil {
+					ledger.follow(slots)
+				}
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -29,6 +29,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 )
 
@@ -48,11 +49,16 @@ func (e *env) post(t *testing.T, verb string, body any) (int, string) {
 	return resp.StatusCode, answer.Error
 }
 
-// snapshot is what a refused call must leave as it was: the pods' resource versions and the
-// test bed's.
+// snapshot is what a refused call must leave as it was: the pods' resource versions, the
+// test bed's and its slot slices'.
 func (e *env) snapshot(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{"testbed": e.testBed(t).ResourceVersion}
+	have, err := slotslices.List(context.Background(), e.client, e.testBed(t))
+	require.NoError(t, err)
+	for _, s := range have {
+		out["slice "+s.Name] = s.ResourceVersion
+	}
 	var pods corev1.PodList
 	require.NoError(t, e.client.List(context.Background(), &pods, client.InNamespace("default")))
 	for _, p := range pods.Items {
@@ -122,7 +128,7 @@ func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
 	require.ErrorIs(t, err, extender.ErrNotThePod)
 	t.Logf("the API server on a claim for the old pod: %v", err)
 	var slot3 v1alpha1.SlotStatus
-	for _, s := range e.testBed(t).Status.Slots {
+	for _, s := range e.slots(t) {
 		if s.Position == 3 {
 			slot3 = s
 		}

@@ -325,7 +325,7 @@ func metricLines(b *testing.B, hc *http.Client, url string) string {
 	body, _ := io.ReadAll(resp.Body)
 	var out []string
 	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, "slotplane_extender_requests_total") || strings.HasPrefix(line, "slotplane_extender_status_writes_total") || strings.HasPrefix(line, "slotplane_extender_request_seconds_sum") || strings.HasPrefix(line, "slotplane_extender_request_seconds_count") {
+		if strings.HasPrefix(line, "slotplane_extender_requests_total") || strings.HasPrefix(line, "slotplane_extender_slice_writes_total") || strings.HasPrefix(line, "slotplane_extender_request_seconds_sum") || strings.HasPrefix(line, "slotplane_extender_request_seconds_count") {
 			out = append(out, line)
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"slotplane/extender"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 )
 
@@ -155,6 +156,14 @@ func (e *env) testBed(t *testing.T) *v1alpha1.TestBed {
 	return &tb
 }
 
+// slots is the bed's slots, read from its slot slices.
+func (e *env) slots(t *testing.T) []v1alpha1.SlotStatus {
+	t.Helper()
+	got, err := slotslices.Read(context.Background(), e.client, e.testBed(t))
+	require.NoError(t, err)
+	return got
+}
+
 func slotPod(name, slotIDs string) *corev1.Pod {
 	req := corev1.ResourceList{
 		corev1.ResourceCPU:                         resource.MustParse("2"),
@@ -214,7 +223,7 @@ func TestExtender_PlacesPodIntoOneOfItsSlots(t *testing.T) {
 			require.Contains(t, []string{"3", "5"}, slotID)
 			tb := e.testBed(t)
 			pos, _ := strconv.Atoi(slotID)
-			slot := tb.Status.Slots[pos]
+			slot := e.slots(t)[pos]
 			require.Equal(t, slot.NodeName, pod.Spec.NodeName, "pod not on its slot's node")
 			// Either way the slot's ghost is gone before any reconcile pass: the scheduler
 			// evicted it (preempt), or /filter deleted it before answering, as the pod was
@@ -231,7 +240,7 @@ func TestExtender_PlacesPodIntoOneOfItsSlots(t *testing.T) {
 				require.Equal(t, before[p], uid, "the ghost of slot %d was replaced", p)
 			}
 			tb = e.testBed(t)
-			slot = tb.Status.Slots[pos]
+			slot = e.slots(t)[pos]
 			require.Equal(t, v1alpha1.SlotOccupied, slot.State)
 			require.Equal(t, "exec-1", slot.PodName)
 			require.Equal(t, pod.UID, slot.PodUID)
@@ -255,7 +264,7 @@ func (e *env) metrics(t *testing.T) string {
 // ghostsBySlot maps each slot position to the uid of its live ghost.
 func ghostsBySlot(t *testing.T, e *env) map[int]string {
 	t.Helper()
-	tb := e.testBed(t)
+	bed := e.slots(t)
 	var pods corev1.PodList
 	require.NoError(t, e.client.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{v1alpha1.GhostLabel: "true"}))
 	out := map[int]string{}
@@ -263,7 +272,7 @@ func ghostsBySlot(t *testing.T, e *env) map[int]string {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		for _, s := range tb.Status.Slots {
+		for _, s := range bed {
 			if s.NodeName == p.Spec.NodeName && fmt.Sprint(s.PositionOnNode) == p.Labels[v1alpha1.PositionOnNodeLabel] {
 				out[int(s.Position)] = string(p.UID)
 			}

@@ -25,15 +25,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/slotslices"
 	"slotplane/slots"
 )
 
-// memoryCache serves one TestBed, its pods and BatchJobs the way the extender's informer
-// cache does (no deep copy of TestBeds, deep copies of everything else, pods and BatchJob
-// metadata narrowed as the cache stores them, the ghost field index), so a benchmark
-// measures the handler.
+// memoryCache serves one TestBed, its slot slices, pods and BatchJobs the way the
+// extender's informer cache does (no deep copy of TestBeds and slot slices, deep copies of
+// everything else, pods and BatchJob metadata narrowed as the cache stores them, the ghost
+// field index), so a benchmark measures the handler.
 type memoryCache struct {
 	bed    *v1alpha1.TestBed
+	slices []v1alpha1.SlotSlice
+	// last is the bed's last slot.
+	last   v1alpha1.SlotStatus
 	ghosts map[string]corev1.Pod // by GhostIndex value
 	pods   map[client.ObjectKey]*corev1.Pod
 	jobs   map[client.ObjectKey]*metav1.PartialObjectMetadata
@@ -77,6 +81,10 @@ func (m *memoryCache) Get(_ context.Context, key client.ObjectKey, obj client.Ob
 func (m *memoryCache) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	var o client.ListOptions
 	o.ApplyOptions(opts)
+	if sl, ok := list.(*v1alpha1.SlotSliceList); ok {
+		sl.Items = append(sl.Items[:0], m.slices...) // shallow copies, as without deep copy
+		return nil
+	}
 	pods, ok := list.(*corev1.PodList)
 	if !ok {
 		return fmt.Errorf("memoryCache lists pods only, not %T", list)
@@ -103,16 +111,16 @@ func (m *memoryCache) List(_ context.Context, list client.ObjectList, opts ...cl
 }
 
 // recordingClient stands in for the API server: it records label patches and ghost
-// deletions, and takes status writes (a new resourceVersion each) or, with failStatus,
+// deletions, and takes slot slice writes (a new resourceVersion each) or, with failWrites,
 // fails them, without any I/O. The embedded client is nil, so any other call panics: the
 // paths benchmarked make none.
 type recordingClient struct {
 	client.Client
-	failStatus                      bool
-	mu                              sync.Mutex
-	patches, deletes, statusUpdates int
-	lastPatch                       []byte
-	rv                              int
+	failWrites                     bool
+	mu                             sync.Mutex
+	patches, deletes, sliceUpdates int
+	lastPatch                      []byte
+	rv                             int
 }
 
 func (c *recordingClient) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
@@ -131,28 +139,21 @@ func (c *recordingClient) Delete(context.Context, client.Object, ...client.Delet
 	return nil
 }
 
-func (c *recordingClient) Status() client.SubResourceWriter { return recordingStatus{c: c} }
-
 func (c *recordingClient) count() (patches, deletes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.patches, c.deletes
 }
 
-type recordingStatus struct {
-	client.SubResourceWriter
-	c *recordingClient
-}
-
-func (s recordingStatus) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	s.c.statusUpdates++
-	if s.c.failStatus {
+func (c *recordingClient) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sliceUpdates++
+	if c.failWrites {
 		return errors.New("the API server is away")
 	}
-	s.c.rv++
-	obj.SetResourceVersion(strconv.Itoa(1000 + s.c.rv))
+	c.rv++
+	obj.SetResourceVersion(strconv.Itoa(1000 + c.rv))
 	return nil
 }
 
@@ -202,8 +203,12 @@ func benchBed() (*memoryCache, []string) {
 	_ = slots.Reserve(last, slots.Pod{Name: "held", UID: "held"})
 	m.bed = &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed", ResourceVersion: "1"},
-		Status:     v1alpha1.TestBedStatus{Slots: statuses},
 	}
+	m.slices = slotslices.Build(m.bed, statuses)
+	for i := range m.slices {
+		m.slices[i].ResourceVersion = "1"
+	}
+	m.last = *last
 	m.addJob(bigBatchJob())
 	m.addPod(heldPod())
 	return m, names
@@ -439,7 +444,7 @@ func BenchmarkHandler_Filter(b *testing.B) {
 	cl := &recordingClient{}
 	h, _ := newBenchHandler(b, m, cl)
 	body := filterBody(b, heldPod(), names)
-	want := m.bed.Status.Slots[len(m.bed.Status.Slots)-1].NodeName
+	want := m.last.NodeName
 	var out extenderv1.ExtenderFilterResult
 	serve(b, h, "/filter", body, &out)
 	wantNode(b, out, want)
@@ -471,7 +476,7 @@ func BenchmarkHandler_FilterFirstReservation(b *testing.B) {
 		bodies[i] = filterBody(b, pods[i], names)
 	}
 	heldBody := filterBody(b, heldPod(), names)
-	cl := &recordingClient{failStatus: true}
+	cl := &recordingClient{failWrites: true}
 	h, r := newBenchHandler(b, m, cl)
 	takeBack := func() {
 		for _, p := range pods {
@@ -535,7 +540,7 @@ func BenchmarkHandler_FilterNoSlot(b *testing.B) {
 // preemption settings produce: the answer names the slot's node and its ghost.
 func BenchmarkHandler_Preempt(b *testing.B) {
 	m, names := benchBed()
-	last := m.bed.Status.Slots[len(m.bed.Status.Slots)-1]
+	last := m.last
 	ghost := ghostOf(last) // before the preemption, the held slot's ghost still runs
 	m.ghosts[GhostIndexValue(&ghost)] = ghost
 	h, _ := newBenchHandler(b, m, &recordingClient{})

@@ -39,7 +39,7 @@ func watchDoubleBooking(t *testing.T, e *env) *doubleBookingChecker {
 	require.NoError(t, err)
 	c := &doubleBookingChecker{holders: map[string]map[string]string{}, stop: w.Stop, done: make(chan struct{})}
 	nodeOf := map[string]string{}
-	for _, s := range e.testBed(t).Status.Slots {
+	for _, s := range e.slots(t) {
 		nodeOf[fmt.Sprint(s.Position)] = s.NodeName
 	}
 	go func() {
@@ -161,7 +161,7 @@ func TestExtender_RestartMidRun(t *testing.T) {
 			for _, p := range pending {
 				t.Logf("pending %s: %s", p.Name, unschedulableMessage(&p))
 			}
-			for _, s := range e.testBed(t).Status.Slots {
+			for _, s := range e.slots(t) {
 				t.Logf("slot %d on %s: %s %s", s.Position, s.NodeName, s.State, s.PodName)
 			}
 			t.Fatalf("placement did not resume after the restart: %d running", len(running))
@@ -254,16 +254,16 @@ func TestExtender_ClaimOutlivesAnUnwrittenReservation(t *testing.T) {
 	early := slotPod("early", "3")
 	require.NoError(t, e.client.Create(ctx, early))
 	e.claimSlot(t, early, 3) // what the dead extender wrote before its answer
-	require.Equal(t, v1alpha1.SlotFree, e.testBed(t).Status.Slots[3].State, "the status never heard of the reservation")
+	require.Equal(t, v1alpha1.SlotFree, e.slots(t)[3].State, "the status never heard of the reservation")
 
 	e.startExtender(t)
 	require.NoError(t, e.client.Create(ctx, slotPod("rival", "3,5")))
 	rival := e.waitRunning(t, "rival")
 	require.Equal(t, "5", slotOf(rival), "slot 3 belongs to the claimed pod")
 	got := e.waitRunning(t, "early")
-	require.Equal(t, e.testBed(t).Status.Slots[3].NodeName, got.Spec.NodeName)
+	require.Equal(t, e.slots(t)[3].NodeName, got.Spec.NodeName)
 	require.Eventually(t, func() bool {
-		s := e.testBed(t).Status.Slots[3]
+		s := e.slots(t)[3]
 		return s.State != v1alpha1.SlotFree && s.PodName == "early"
 	}, 10*time.Second, 100*time.Millisecond, "the seeded reservation reaches the status")
 	checker.requireClean(t)
@@ -277,8 +277,8 @@ func TestExtender_WaitingPodEvictsTheGhostADisplacedPodLeft(t *testing.T) {
 	checker := watchDoubleBooking(t, e)
 	ctx := context.Background()
 	var mine, theirs v1alpha1.SlotStatus
-	for _, s := range e.testBed(t).Status.Slots {
-		if s.NodeName == e.testBed(t).Status.Slots[0].NodeName {
+	for _, s := range e.slots(t) {
+		if s.NodeName == e.slots(t)[0].NodeName {
 			mine, theirs = theirs, s
 		}
 	}

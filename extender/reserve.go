@@ -7,8 +7,8 @@
 //
 // # Reservations
 //
-// A decision is made in memory, under one lock per test bed, on the newest TestBed status the
-// extender knows plus the reservations it made since (its pending reservations), less the
+// A decision is made in memory, under one lock per test bed, on the newest slot slices of
+// the bed the extender knows plus the reservations it made since (its pending reservations), less the
 // slots whose holder it has seen go (its releases: the pod informer reported the holder's
 // deletion, or shows it finished). No decision waits on the API server, and /filter writes
 // nothing for a pod: the scheduler calls it inside its scheduling cycle, one pod at a time.
@@ -17,15 +17,15 @@
 // to the pod's UID (slots.ProvenSlot), so the pod is bound and its slot recorded in one
 // write, in the scheduler's binding cycle, which runs beside the next pods' scheduling. On
 // the preemption path the claim is patched onto the pod at once, since the pod waits for its
-// victim to go before it binds. The TestBed status follows a few milliseconds later: a
-// flusher per test bed writes every
-// pending reservation, with the releases, in one optimistic update, and on a conflict reads
-// the fresh status and applies them again. A status write costs tens of milliseconds on a large test bed (the API
-// server decodes and validates the whole object), so paying it once per batch instead of once
-// per pod is what lets slot pods schedule at the scheduler's pace.
+// victim to go before it binds. The bed's slot slices follow a few milliseconds later: a
+// flusher per test bed writes every pending reservation, with the releases, in one
+// optimistic update per slice that has any, and on a conflict reads the fresh slice and
+// applies them again. A slice holds at most v1alpha1.SlotsPerSlice slots, so a write costs
+// the same on a bed of 8 slots and of 8,000; batching them makes one write carry the
+// reservations of many pods, which is what lets slot pods schedule at the scheduler's pace.
 //
-// After a restart the extender reads the status and the pods: a pod whose proven claim names
-// a slot the status shows free is pending again. A reservation that /filter made in memory
+// After a restart the extender reads the slices and the pods: a pod whose proven claim names
+// a slot its slice shows free is pending again. A reservation that /filter made in memory
 // and a restart lost is made again when the pod is bound, on the node the scheduler chose. One extender process decides for
 // a test bed at a time; a second one would not see the first's pending reservations (see
 // docs/architecture.md).
@@ -41,6 +41,7 @@
 package extender
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/slotslices"
 	"slotplane/slots"
 )
 
@@ -74,24 +76,24 @@ var ErrNotThePod = errors.New("the request does not name a live pod")
 var ErrUnknownTestBed = errors.New("unknown test bed")
 
 const (
-	// flushRetry is the pause after a status write that failed for another reason than a
+	// flushRetry is the pause after a slice write that failed for another reason than a
 	// conflict (the API server is away): the reservations stay pending and are written later.
 	flushRetry = time.Second
-	// DefaultFlushInterval is the least time between two status writes of one test bed. The
-	// first reservation after a quiet spell is written at once; under load, a write carries
-	// every reservation of the interval. A 500-slot status costs the API server about 10 ms
-	// of CPU to validate and store, and each write goes to every watcher of TestBeds.
+	// DefaultFlushInterval is the least time between two flushes of one test bed. The first
+	// reservation after a quiet spell is written at once; under load, a flush carries every
+	// reservation of the interval, and each write goes to every watcher of SlotSlices.
 	DefaultFlushInterval = 250 * time.Millisecond
 )
 
-// Reserver reserves slots for pods and writes the reservations to the TestBed statuses.
+// Reserver reserves slots for pods and writes the reservations to the test beds' slot
+// slices.
 type Reserver struct {
 	// Cache serves TestBeds and test bed pods from informers; Client writes, and reads the
 	// live TestBed when the cached one may be stale.
 	Cache  client.Reader
 	Client client.Client
 	Log    *slog.Logger
-	// FlushInterval is the least time between two status writes of one test bed.
+	// FlushInterval is the least time between two flushes of one test bed.
 	FlushInterval time.Duration
 
 	ctx context.Context
@@ -99,8 +101,8 @@ type Reserver struct {
 	// beds holds a state for each existing TestBed that a request has named; TestBedDeleted
 	// drops it. Never keyed by what a request says alone: see bed.
 	beds map[types.NamespacedName]*bedState
-	// flushes counts status writes; conflicts counts reservations found held by another pod;
-	// releases counts slots seen freed before the status said so.
+	// flushes counts slice writes; conflicts counts reservations found held by another pod;
+	// releases counts slots seen freed before their slice said so.
 	flushes, conflicts, releases prometheus.Counter
 	bedCount                     prometheus.GaugeFunc
 }
@@ -109,15 +111,18 @@ type Reserver struct {
 type bedState struct {
 	key types.NamespacedName
 	mu  sync.Mutex
-	// base is the newest TestBed read (informer, live read, or the extender's own write).
-	base *v1alpha1.TestBed
+	// bed is the newest TestBed read; nil until the first call, and after the bed is gone.
+	bed *v1alpha1.TestBed
+	// base holds the newest of each of the bed's slot slices read (informer, live read, or
+	// the extender's own write), by index. Never modified in place: the cache shares them.
+	base map[int32]*v1alpha1.SlotSlice
 	// pending are reservations made since base, by slot position.
 	pending map[int32]slots.Pod
 	// released are slots base shows held by a pod that no longer holds them (the pod was
 	// deleted, or finished), by slot position: the holder base names. They are free here
-	// at once, and written to the status with the next flush.
+	// at once, and written to their slice with the next flush.
 	released map[int32]slots.Pod
-	// ix is base, less released, plus pending; nil when it must be rebuilt.
+	// ix is base's slots, less released, plus pending; nil when it must be rebuilt.
 	ix *slots.Index
 	// seeded: pods claimed before this process started are in pending.
 	seeded bool
@@ -134,21 +139,21 @@ func NewReserver(ctx context.Context, cache client.Reader, cl client.Client, log
 	r := &Reserver{
 		Cache: cache, Client: cl, Log: log, ctx: ctx, FlushInterval: DefaultFlushInterval,
 		flushes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "slotplane_extender_status_writes_total",
-			Help: "TestBed status writes that carried reservations, including conflicts.",
+			Name: "slotplane_extender_slice_writes_total",
+			Help: "Slot slice writes that carried reservations, including conflicts.",
 		}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "slotplane_extender_reservation_conflicts_total",
-			Help: "Reservations dropped because the status shows their slot held by another pod; nonzero means two extenders decided for one test bed.",
+			Help: "Reservations dropped because the slot's slice shows it held by another pod; nonzero means two extenders decided for one test bed.",
 		}),
 		releases: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "slotplane_extender_holders_released_total",
-			Help: "Slots the extender took as free before the status did, because their holder pod was deleted or finished.",
+			Help: "Slots the extender took as free before their slice did, because their holder pod was deleted or finished.",
 		}),
 	}
 	r.bedCount = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "slotplane_extender_testbeds",
-		Help: "Test beds the extender keeps state (and a status flusher) for: existing TestBeds that a call named.",
+		Help: "Test beds the extender keeps state (and a slice flusher) for: existing TestBeds that a call named.",
 	}, func() float64 { return float64(r.Beds()) })
 	return r
 }
@@ -293,7 +298,9 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 	if b.dropped {
 		return Reservation{}, fmt.Errorf("%w: test bed %s was deleted", ErrUnknownTestBed, req.TestBed)
 	}
-	r.observe(b, &tb)
+	if err := r.observe(ctx, b, &tb); err != nil {
+		return Reservation{}, err
+	}
 	if !b.seeded {
 		if err := r.seed(ctx, b); err != nil {
 			return Reservation{}, err
@@ -301,7 +308,7 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 	}
 	d, err := b.index().Choose(req.Pod.UID, req.Allowed, candidates)
 	if _, ok := errors.AsType[*slots.NoSlotError](err); ok && r.releaseFinished(ctx, b, req.Allowed) {
-		// A slot of the pod's was held by a pod that has finished since: the status, which
+		// A slot of the pod's was held by a pod that has finished since: its slice, which
 		// the reconciler writes, has not caught up yet, and need not.
 		d, err = b.index().Choose(req.Pod.UID, req.Allowed, candidates)
 	}
@@ -325,7 +332,7 @@ func (r *Reserver) Reserve(ctx context.Context, req SlotRequest, candidates []st
 
 // Unreserve takes back a reservation that went no further: its ghost could not be cleared,
 // or its claim could not be written (the pod is gone, or the API server refused). A
-// reservation already in the status stays; the reconciler releases it once the pod is gone.
+// reservation already in its slice stays; the reconciler releases it once the pod is gone.
 func (r *Reserver) Unreserve(res Reservation, pod slots.Pod) {
 	b := r.known(res.TestBed)
 	if b == nil {
@@ -340,7 +347,7 @@ func (r *Reserver) Unreserve(res Reservation, pod slots.Pod) {
 }
 
 // PodDeleted drops the pending reservation of a deleted pod, so it is never written: a
-// written one would hold the slot until the reconciler's next pass. A slot the status shows
+// written one would hold the slot until the reconciler's next pass. A slot its slice shows
 // the pod holding is free from now on (released): the informer's deletion event is the
 // proof that the pod is gone, which its mere absence from the cache is not (the informer may
 // not have seen a pod that the extender read live).
@@ -361,12 +368,11 @@ func (r *Reserver) PodDeleted(pod *corev1.Pod) {
 			b.ix = nil
 		}
 	}
-	if b.base == nil {
-		return
-	}
-	for _, s := range b.base.Status.Slots {
-		if s.PodUID == pod.UID && s.State != v1alpha1.SlotFree && s.State != "" {
-			r.release(b, s)
+	for _, sl := range b.base {
+		for _, s := range sl.Slots {
+			if s.PodUID == pod.UID && s.State != v1alpha1.SlotFree && s.State != "" {
+				r.release(b, s)
+			}
 		}
 	}
 }
@@ -383,7 +389,7 @@ func (r *Reserver) release(b *bedState, s v1alpha1.SlotStatus) {
 	b.released[s.Position] = slots.Pod{Name: s.PodName, UID: s.PodUID}
 	b.ix = nil
 	r.releases.Inc()
-	r.Log.Info("slot free before the status says so", "testbed", b.key.String(), "slot", s.Position, "holder", s.PodName)
+	r.Log.Info("slot free before its slice says so", "testbed", b.key.String(), "slot", s.Position, "holder", s.PodName)
 }
 
 // releaseFinished releases those of the allowed slots whose holder, as base shows it, has
@@ -574,14 +580,16 @@ func (r *Reserver) DisplacedGhost(ctx context.Context, bed types.NamespacedName,
 		return nil, fmt.Errorf("%w: test bed %s was deleted", ErrUnknownTestBed, bed)
 	}
 	b.mu.Lock()
-	if b.base != nil {
+	if b.bed != nil {
 		ix := b.index()
-		for _, s := range b.base.Status.Slots {
-			if s.NodeName != slot.NodeName || s.Position == slot.Position {
-				continue
-			}
-			if cur, ok := ix.Slot(s.Position); ok && cur.PodUID != "" {
-				held = append(held, cur)
+		for _, sl := range b.base {
+			for _, s := range sl.Slots {
+				if s.NodeName != slot.NodeName || s.Position == slot.Position {
+					continue
+				}
+				if cur, ok := ix.Slot(s.Position); ok && cur.PodUID != "" {
+					held = append(held, cur)
+				}
 			}
 		}
 	}
@@ -632,7 +640,7 @@ func (r *Reserver) bed(ctx context.Context, key types.NamespacedName, tb *v1alph
 		r.beds = map[types.NamespacedName]*bedState{}
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	b := &bedState{key: key, pending: map[int32]slots.Pod{}, wake: make(chan struct{}, 1), stop: cancel, stopped: ctx.Done()}
+	b := &bedState{key: key, base: map[int32]*v1alpha1.SlotSlice{}, pending: map[int32]slots.Pod{}, wake: make(chan struct{}, 1), stop: cancel, stopped: ctx.Done()}
 	r.beds[key] = b
 	go r.flushLoop(ctx, b)
 	return b, nil
@@ -657,7 +665,7 @@ func (r *Reserver) TestBedDeleted(tb *v1alpha1.TestBed) {
 		return
 	}
 	b.mu.Lock()
-	if b.base != nil && tb.UID != "" && b.base.UID != tb.UID {
+	if b.bed != nil && tb.UID != "" && b.bed.UID != tb.UID {
 		b.mu.Unlock()
 		r.mu.Unlock()
 		return
@@ -670,31 +678,72 @@ func (r *Reserver) TestBedDeleted(tb *v1alpha1.TestBed) {
 	b.stop()
 }
 
-// observe takes tb as the base if it is newer than the one known, and drops the pending
-// reservations it already shows. Called with b.mu held.
-func (r *Reserver) observe(b *bedState, tb *v1alpha1.TestBed) {
-	if b.base != nil && b.base.UID == tb.UID {
-		if newer, err := resourceversion.CompareResourceVersion(tb.ResourceVersion, b.base.ResourceVersion); err == nil && newer <= 0 {
-			return
-		}
-	} else if b.base != nil {
+// observe takes tb as the bed, and from the cache every slot slice of it that is newer than
+// the one known, dropping the pending reservations they already show. A bed deleted and
+// made again under the same name starts afresh. Called with b.mu held.
+func (r *Reserver) observe(ctx context.Context, b *bedState, tb *v1alpha1.TestBed) error {
+	if b.bed != nil && b.bed.UID != tb.UID {
 		b.forget() // the test bed was deleted and created again: nothing carries over
 	}
-	b.base, b.ix = tb.DeepCopy(), nil
-	byPosition := make(map[int32]v1alpha1.SlotStatus, len(b.pending)+len(b.released))
-	for _, s := range tb.Status.Slots {
-		_, pending := b.pending[s.Position]
-		_, released := b.released[s.Position]
-		if pending || released {
-			byPosition[s.Position] = s
+	if b.bed == nil || b.bed.ResourceVersion != tb.ResourceVersion {
+		b.bed = tb.DeepCopy()
+	}
+	var list v1alpha1.SlotSliceList
+	if err := r.Cache.List(ctx, &list, client.InNamespace(b.key.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: b.key.Name}); err != nil {
+		return fmt.Errorf("list the slot slices of %s: %w", b.key, err)
+	}
+	for i := range list.Items {
+		r.observeSlice(b, &list.Items[i])
+	}
+	return nil
+}
+
+// observeSlice takes sl into base if it is one of the bed's and newer than the one known,
+// and drops the pending reservations and releases of its slots that it shows done. sl is
+// kept as it is: the caller must not change it afterwards. Called with b.mu held, b.bed set.
+func (r *Reserver) observeSlice(b *bedState, sl *v1alpha1.SlotSlice) {
+	if !slotslices.Owned(sl, b.bed) {
+		return
+	}
+	if known, ok := b.base[sl.Index]; ok && known.UID == sl.UID {
+		if newer, err := resourceversion.CompareResourceVersion(sl.ResourceVersion, known.ResourceVersion); err == nil && newer <= 0 {
+			return
 		}
 	}
+	b.base[sl.Index], b.ix = sl, nil
+	byPosition := make(map[int32]v1alpha1.SlotStatus, len(sl.Slots))
+	for _, s := range sl.Slots {
+		byPosition[s.Position] = s
+	}
+	r.settle(b, sl.Index, byPosition)
+}
+
+// sliceDeleted drops a deleted slot slice from base: its slots left the bed (it shrank).
+func (r *Reserver) sliceDeleted(b *bedState, sl *v1alpha1.SlotSlice) {
+	if known, ok := b.base[sl.Index]; !ok || known.UID != sl.UID {
+		return
+	}
+	delete(b.base, sl.Index)
+	b.ix = nil
+	r.settle(b, sl.Index, nil)
+}
+
+// settle drops, among the slots of slice index, the releases base shows done and the
+// pending reservations base shows written, or that it makes impossible. byPosition is the
+// slice's slots as base has them now. Called with b.mu held.
+func (r *Reserver) settle(b *bedState, index int32, byPosition map[int32]v1alpha1.SlotStatus) {
 	for pos, holder := range b.released {
+		if v1alpha1.SliceOf(pos) != index {
+			continue
+		}
 		if s, ok := byPosition[pos]; !ok || s.PodUID != holder.UID || s.State == v1alpha1.SlotFree || s.State == "" {
-			delete(b.released, pos) // the status caught up (or the slot left the bed)
+			delete(b.released, pos) // the slice caught up (or the slot left the bed)
 		}
 	}
 	for pos, pod := range b.pending {
+		if v1alpha1.SliceOf(pos) != index {
+			continue
+		}
 		s, ok := byPosition[pos]
 		switch {
 		case !ok:
@@ -707,11 +756,22 @@ func (r *Reserver) observe(b *bedState, tb *v1alpha1.TestBed) {
 			// held by the pod this process saw go: the flush writes the release with the
 			// reservation.
 		default:
-			r.Log.Error("a slot reserved here is held by another pod in the status", "testbed", b.key.String(), "slot", pos, "pod", pod.Name, "holder", s.PodName)
+			r.Log.Error("a slot reserved here is held by another pod in its slice", "testbed", b.key.String(), "slot", pos, "pod", pod.Name, "holder", s.PodName)
 			r.conflicts.Inc()
 			delete(b.pending, pos)
 		}
 	}
+}
+
+// SliceDeleted drops a deleted slot slice from the state of its test bed.
+func (r *Reserver) SliceDeleted(sl *v1alpha1.SlotSlice) {
+	b := r.known(types.NamespacedName{Namespace: sl.Namespace, Name: sl.TestBed})
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.sliceDeleted(b, sl)
 }
 
 // isReleased tells whether released has the slot at pos released from holder uid.
@@ -721,7 +781,7 @@ func isReleased(released map[int32]slots.Pod, pos int32, uid types.UID) bool {
 }
 
 // seed makes pending the reservations of pods claimed before this process started whose
-// slot the status still shows free. Only a proven claim counts (slots.ProvenSlot): a pod
+// slot its slice still shows free. Only a proven claim counts (slots.ProvenSlot): a pod
 // created with a claim of its own choosing must not take a slot here. Called with b.mu
 // held, after observe.
 func (r *Reserver) seed(ctx context.Context, b *bedState) error {
@@ -731,11 +791,13 @@ func (r *Reserver) seed(ctx context.Context, b *bedState) error {
 	}
 	free := map[int32]bool{}
 	held := map[types.UID]bool{}
-	for _, s := range b.base.Status.Slots {
-		if s.State == v1alpha1.SlotFree || s.State == "" {
-			free[s.Position] = true
-		} else {
-			held[s.PodUID] = true
+	for _, sl := range b.base {
+		for _, s := range sl.Slots {
+			if s.State == v1alpha1.SlotFree || s.State == "" {
+				free[s.Position] = true
+			} else {
+				held[s.PodUID] = true
+			}
 		}
 	}
 	for i := range pods.Items {
@@ -764,20 +826,18 @@ func (r *Reserver) seed(ctx context.Context, b *bedState) error {
 
 // forget drops what is known of a test bed that is gone. Called with b.mu held.
 func (b *bedState) forget() {
-	b.base, b.ix, b.seeded = nil, nil, false
+	b.bed, b.ix, b.seeded = nil, nil, false
+	clear(b.base)
 	clear(b.pending)
 	clear(b.released)
 }
 
-// index returns base, less released, plus pending, building it when needed. Called with
-// b.mu held, base set.
+// index returns base's slots, less released, plus pending, building it when needed. Called
+// with b.mu held, bed set.
 func (b *bedState) index() *slots.Index {
 	if b.ix == nil {
-		statuses := b.base.Status.Slots
-		if len(b.released) > 0 {
-			statuses = slices.Clone(statuses)
-			b.freeReleased(statuses)
-		}
+		statuses := b.slots()
+		b.freeReleased(statuses)
 		b.ix = slots.NewIndex(statuses)
 		for pos, pod := range b.pending {
 			// observe dropped what conflicts with base less released, so this succeeds.
@@ -785,6 +845,20 @@ func (b *bedState) index() *slots.Index {
 		}
 	}
 	return b.ix
+}
+
+// slots is a copy of base's slots, ordered by position. Called with b.mu held.
+func (b *bedState) slots() []v1alpha1.SlotStatus {
+	n := 0
+	for _, sl := range b.base {
+		n += len(sl.Slots)
+	}
+	out := make([]v1alpha1.SlotStatus, 0, n)
+	for _, sl := range b.base {
+		out = append(out, sl.Slots...)
+	}
+	slices.SortFunc(out, func(x, y v1alpha1.SlotStatus) int { return cmp.Compare(x.Position, y.Position) })
+	return out
 }
 
 // freeReleased frees the released slots in statuses, a copy of base's. Called with b.mu
@@ -800,7 +874,7 @@ func (b *bedState) freeReleased(statuses []v1alpha1.SlotStatus) {
 	}
 }
 
-// flushLoop writes a test bed's pending reservations to its status whenever there are some,
+// flushLoop writes a test bed's pending reservations to its slices whenever there are some,
 // at most once per FlushInterval, until ctx ends (the reserver's, or the bed is deleted).
 func (r *Reserver) flushLoop(ctx context.Context, b *bedState) {
 	pause := func(d time.Duration) bool {
@@ -830,61 +904,89 @@ func (r *Reserver) flushLoop(ctx context.Context, b *bedState) {
 	}
 }
 
-// flush writes the pending reservations once, rereading the status after a conflict; false
-// means try again later.
+// flush writes the pending reservations once, one write per slot slice that has any,
+// rereading a slice after a conflict; false means try again later. Reservations made
+// during the writes, in a slice written already, go in the next flush.
 func (r *Reserver) flush(b *bedState) bool {
+	written := map[int32]bool{}
 	for {
 		b.mu.Lock()
-		if len(b.pending) == 0 || b.base == nil {
+		if len(b.pending) == 0 || b.bed == nil {
 			b.mu.Unlock()
 			return true
 		}
-		updated := b.base.DeepCopy()
-		b.freeReleased(updated.Status.Slots)
-		batch := make(map[int32]slots.Pod, len(b.pending))
-		for i := range updated.Status.Slots {
-			s := &updated.Status.Slots[i]
+		// The first slice, by index, that has a pending reservation and was not written.
+		index := int32(-1)
+		for pos := range b.pending {
+			if i := v1alpha1.SliceOf(pos); !written[i] && (index < 0 || i < index) {
+				index = i
+			}
+		}
+		if index < 0 {
+			select {
+			case b.wake <- struct{}{}:
+			default:
+			}
+			b.mu.Unlock()
+			return true
+		}
+		known, ok := b.base[index]
+		if !ok {
+			// observeSlice drops what no slice of base holds: cannot happen.
+			for pos := range b.pending {
+				if v1alpha1.SliceOf(pos) == index {
+					delete(b.pending, pos)
+				}
+			}
+			b.ix = nil
+			b.mu.Unlock()
+			continue
+		}
+		updated := known.DeepCopy()
+		b.freeReleased(updated.Slots)
+		batch := 0
+		for i := range updated.Slots {
+			s := &updated.Slots[i]
 			if pod, ok := b.pending[s.Position]; ok && slots.Reserve(s, pod) == nil {
-				batch[s.Position] = pod
+				batch++
 			}
 		}
 		b.mu.Unlock()
 
-		updated.Status.Free, updated.Status.Reserved, updated.Status.Occupied = slots.Count(updated.Status.Slots)
-		err := r.Client.Status().Update(r.ctx, updated)
+		err := r.Client.Update(r.ctx, updated)
 		r.flushes.Inc()
 		b.mu.Lock()
 		switch {
 		case err == nil:
-			r.observe(b, updated) // drops the written reservations from pending
-			if len(b.pending) > 0 {
-				// More came in during the write: they go in the next one.
-				select {
-				case b.wake <- struct{}{}:
-				default:
-				}
-			}
+			r.observeSlice(b, updated) // drops the written reservations from pending
+			written[index] = true
 			b.mu.Unlock()
-			return true
+			continue // the next slice, if any
 		case apierrors.IsConflict(err):
 			b.mu.Unlock()
-			var live v1alpha1.TestBed
-			if err := r.Client.Get(r.ctx, b.key, &live); err != nil {
-				r.Log.Warn("reread test bed after a conflict", "testbed", b.key.String(), "err", err)
+			var live v1alpha1.SlotSlice
+			if err := r.Client.Get(r.ctx, client.ObjectKeyFromObject(known), &live); err != nil {
+				if apierrors.IsNotFound(err) {
+					b.mu.Lock()
+					r.sliceDeleted(b, known)
+					b.mu.Unlock()
+					continue
+				}
+				r.Log.Warn("reread a slot slice after a conflict", "testbed", b.key.String(), "slice", known.Name, "err", err)
 				return false
 			}
 			b.mu.Lock()
-			r.observe(b, &live)
+			r.observeSlice(b, &live)
 			b.mu.Unlock()
 			continue
 		case apierrors.IsNotFound(err):
-			b.forget()
+			r.sliceDeleted(b, known)
 			b.mu.Unlock()
-			return true
+			continue
 		default:
 			b.mu.Unlock()
 			if r.ctx.Err() == nil {
-				r.Log.Warn("write reservations to the test bed status", "testbed", b.key.String(), "pending", len(batch), "err", err)
+				r.Log.Warn("write reservations to a slot slice", "testbed", b.key.String(), "slice", known.Name, "pending", batch, "err", err)
 			}
 			return false
 		}

@@ -3,7 +3,9 @@ package extender
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +23,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/slots"
 )
 
@@ -54,16 +57,11 @@ func TestClaimSlot_WritesThePodsOwnClaim(t *testing.T) {
 // After a restart, the extender takes back the reservations its claims record, and only
 // those: a pod that came with a claim of its own making holds nothing.
 func TestReserve_SeedsOnlyProvenClaims(t *testing.T) {
-	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed-uid"},
-		Status:     v1alpha1.TestBedStatus{Slots: slots.Statuses(layout, nil)},
-	}
 	bedLabels := map[string]string{v1alpha1.TestBedLabel: "bed"}
 	forged := claimedPod("forged", "u-forged", bedLabels, map[string]string{v1alpha1.SlotClaimAnnotation: "1/u-someone"})
 	proven := claimedPod("proven", "u-proven", bedLabels, map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(3, "u-proven")})
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
-		WithStatusSubresource(&v1alpha1.TestBed{}).WithObjects(tb, forged, proven).Build()
+		WithStatusSubresource(&v1alpha1.TestBed{}).WithObjects(withSlots(testBed(), testSlots())...).WithObjects(forged, proven).Build()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
@@ -120,13 +118,11 @@ func TestAssigned_ReadsTheSlotsAJobHoldsNowFromItsMetadata(t *testing.T) {
 	}
 }
 
-// holderBed is the 2x2 test bed with slot 1 occupied by the pod "holder".
-func holderBed() *v1alpha1.TestBed {
-	tb := testBed()
-	tb.ResourceVersion = ""
-	s := &tb.Status.Slots[1]
-	s.State, s.PodName, s.PodUID = v1alpha1.SlotOccupied, "holder", "u-holder"
-	return tb
+// holderBed is the 2x2 test bed, and its slice, with slot 1 occupied by the pod "holder".
+func holderBed() []client.Object {
+	s := testSlots()
+	s[1].State, s[1].PodName, s[1].PodUID = v1alpha1.SlotOccupied, "holder", "u-holder"
+	return withSlots(testBed(), s)
 }
 
 func holderPod(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
@@ -136,12 +132,12 @@ func holderPod(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
 	return p
 }
 
-// statusOf is the test bed's status as the API server has it.
+// statusOf is slot 1 of the test bed as the API server has it.
 func statusOf(t *testing.T, cl client.Client) v1alpha1.SlotStatus {
 	t.Helper()
-	var tb v1alpha1.TestBed
-	require.NoError(t, cl.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "bed"}, &tb))
-	return tb.Status.Slots[1]
+	got, err := slotslices.Read(context.Background(), cl, testBed())
+	require.NoError(t, err)
+	return got[1]
 }
 
 // A slot whose holder finished, or whose holder's deletion the informer reported, is free to
@@ -164,7 +160,7 @@ func TestReserve_ASlotIsFreeOnceItsHolderFinishedOrWasDeleted(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			objs := []client.Object{holderBed()}
+			objs := holderBed()
 			if tc.holder != nil {
 				objs = append(objs, tc.holder)
 			}
@@ -209,8 +205,8 @@ func TestReserve_ASlotIsFreeOnceItsHolderFinishedOrWasDeleted(t *testing.T) {
 	}
 }
 
-// When the status changed before the flush could write a release with its reservation, the
-// flush rereads it: a slot still held by the pod that went, or freed by the reconciler
+// When the slot's slice changed before the flush could write a release with its
+// reservation, the flush rereads it: a slot still held by the pod that went, or freed by the reconciler
 // meanwhile, is taken as planned; one that another pod holds now is a conflict, and the
 // reservation is dropped.
 func TestFlush_AReleaseMeetsAChangedStatus(t *testing.T) {
@@ -242,21 +238,21 @@ func TestFlush_AReleaseMeetsAChangedStatus(t *testing.T) {
 			var once sync.Once
 			cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
 				WithStatusSubresource(&v1alpha1.TestBed{}).
-				WithObjects(holderBed(), holderPod("u-holder", corev1.PodSucceeded)).
+				WithObjects(holderBed()...).WithObjects(holderPod("u-holder", corev1.PodSucceeded)).
 				WithInterceptorFuncs(interceptor.Funcs{
-					SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 						var err error
 						once.Do(func() { // another writer gets there first
-							var tb v1alpha1.TestBed
-							if err = c.Get(ctx, client.ObjectKeyFromObject(obj), &tb); err == nil {
-								tc.meanwhile(tb.Status.Slots)
-								err = c.Status().Update(ctx, &tb)
+							var sl v1alpha1.SlotSlice
+							if err = c.Get(ctx, client.ObjectKeyFromObject(obj), &sl); err == nil {
+								tc.meanwhile(sl.Slots)
+								err = c.Update(ctx, &sl)
 							}
 						})
 						if err != nil {
 							return err
 						}
-						return c.Status().Update(ctx, obj, opts...)
+						return c.Update(ctx, obj, opts...)
 					},
 				}).Build()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -288,4 +284,40 @@ func counted(t *testing.T, c prometheus.Counter) float64 {
 	var m dto.Metric
 	require.NoError(t, c.Write(&m))
 	return m.GetCounter().GetValue()
+}
+
+// A reservation is written into the one slice that holds its slot: on a bed of 300 slots,
+// a pod's reservation of slot 250 updates slice 2 and nothing else.
+func TestFlush_WritesOnlyTheSliceOfTheSlot(t *testing.T) {
+	in := make([]slots.Node, 150)
+	for i := range in {
+		in[i] = slots.Node{Name: fmt.Sprintf("node-%03d", i), ID: strconv.Itoa(i)}
+	}
+	var mu sync.Mutex
+	written := map[string]int{}
+	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
+		WithObjects(withSlots(testBed(), slots.Statuses(slots.Layout(in, 2), nil))...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				mu.Lock()
+				written[obj.GetName()]++
+				mu.Unlock()
+				return c.Update(ctx, obj, opts...)
+			},
+		}).Build()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
+	key := types.NamespacedName{Namespace: "default", Name: "bed"}
+	got, err := r.Reserve(ctx, SlotRequest{TestBed: key, Allowed: []int32{250}, Pod: slots.Pod{Name: "exec", UID: "u-exec"}}, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 250, got.Slot.Position)
+	require.Eventually(t, func() bool {
+		s, err := slotslices.Read(ctx, cl, testBed())
+		require.NoError(t, err)
+		return s[250].State == v1alpha1.SlotReserved && s[250].PodUID == "u-exec"
+	}, 5*time.Second, 5*time.Millisecond, "the reservation was not written")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{"bed-slots-2": 1}, written)
 }

@@ -110,7 +110,7 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	testBeds, pods, err := getInformers(ctx, informers)
+	testBeds, slotSlices, pods, err := getInformers(ctx, informers)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +125,10 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 	if _, err := testBeds.AddEventHandler(onDelete(reserver.TestBedDeleted)); err != nil {
 		cancel()
 		return nil, fmt.Errorf("extender test bed handler: %w", err)
+	}
+	if _, err := slotSlices.AddEventHandler(onDelete(reserver.SliceDeleted)); err != nil {
+		cancel()
+		return nil, fmt.Errorf("extender slot slice handler: %w", err)
 	}
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- informers.Start(runCtx) }()
@@ -176,11 +180,12 @@ func serveOptions(opts []Option) (options, error) {
 // TestBeds on reads.
 func newInformers(cfg *rest.Config) (cache.Cache, error) {
 	cacheOpts := kubeclient.CacheOptions()
-	// Every call reads its test bed; copying a status of thousands of slots each time would
-	// cost more than the decision. The Reserver never modifies what the cache returns: it
-	// copies a TestBed when it keeps it.
+	// Every call reads its test bed and the bed's slot slices; copying thousands of slots
+	// each time would cost more than the decision. The Reserver never modifies what the
+	// cache returns: it copies a slice before it writes one.
 	noCopy := true
 	cacheOpts.ByObject[&v1alpha1.TestBed{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
+	cacheOpts.ByObject[&v1alpha1.SlotSlice{}] = cache.ByObject{UnsafeDisableDeepCopy: &noCopy}
 	for obj, byObject := range cacheOpts.ByObject {
 		if _, ok := obj.(*corev1.Pod); ok {
 			byObject.Transform = slotPodView
@@ -221,22 +226,27 @@ func assignedSlotsView(obj any) (any, error) {
 	return obj, nil
 }
 
-// getInformers asks the cache for every informer the extender reads (TestBeds, BatchJobs, pods)
-// and the pods' ghost index, and returns the TestBeds' and the pods' informers.
-func getInformers(ctx context.Context, informers cache.Cache) (testBeds, pods cache.Informer, err error) {
+// getInformers asks the cache for every informer the extender reads (TestBeds, their slot
+// slices, BatchJobs, pods) and the pods' ghost index, and returns the TestBeds', the slot
+// slices' and the pods' informers.
+func getInformers(ctx context.Context, informers cache.Cache) (testBeds, slotSlices, pods cache.Informer, err error) {
 	// Ask for every informer before starting, so all are synced when the wait returns.
 	testBeds, err = informers.GetInformer(ctx, &v1alpha1.TestBed{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("extender informer for TestBeds: %w", err)
+		return nil, nil, nil, fmt.Errorf("extender informer for TestBeds: %w", err)
+	}
+	slotSlices, err = informers.GetInformer(ctx, &v1alpha1.SlotSlice{})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("extender informer for SlotSlices: %w", err)
 	}
 	// BatchJobs carry the slots a preempted job still holds (Reserver.Assigned): their
 	// metadata is all the extender reads of them.
 	if _, err := informers.GetInformer(ctx, batchJobMeta()); err != nil {
-		return nil, nil, fmt.Errorf("extender informer for BatchJobs: %w", err)
+		return nil, nil, nil, fmt.Errorf("extender informer for BatchJobs: %w", err)
 	}
 	pods, err = informers.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("extender informer for pods: %w", err)
+		return nil, nil, nil, fmt.Errorf("extender informer for pods: %w", err)
 	}
 	err = informers.IndexField(ctx, &corev1.Pod{}, GhostIndex, func(o client.Object) []string {
 		if v := GhostIndexValue(o.(*corev1.Pod)); v != "" {
@@ -245,9 +255,9 @@ func getInformers(ctx context.Context, informers cache.Cache) (testBeds, pods ca
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("extender ghost index: %w", err)
+		return nil, nil, nil, fmt.Errorf("extender ghost index: %w", err)
 	}
-	return testBeds, pods, nil
+	return testBeds, slotSlices, pods, nil
 }
 
 // onDelete is an event handler that calls deleted with every deleted object of type T, also

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/slots"
 )
 
@@ -55,11 +57,22 @@ func (b *podBuilder) Obj() *corev1.Pod             { return b.pod.DeepCopy() }
 
 // testBed is a 2-node, 2-slots-a-node bed "bed": node-00 holds slots 0 and 2, node-01 1 and 3.
 func testBed() *v1alpha1.TestBed {
+	return &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed-uid"}}
+}
+
+// testSlots are testBed's slots: two nodes of two slots, all free.
+func testSlots() []v1alpha1.SlotStatus {
 	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
-	return &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed-uid"},
-		Status:     v1alpha1.TestBedStatus{Slots: slots.Statuses(layout, nil)},
+	return slots.Statuses(layout, nil)
+}
+
+// withSlots is tb and its slot slices, holding statuses.
+func withSlots(tb *v1alpha1.TestBed, statuses []v1alpha1.SlotStatus) []client.Object {
+	out := []client.Object{tb}
+	for _, s := range slotslices.Build(tb, statuses) {
+		out = append(out, &s)
 	}
+	return out
 }
 
 // newTestHandler serves the handler on a fake cluster holding objs; the fake client is both
@@ -81,6 +94,11 @@ func newInterceptedHandler(t testing.TB, funcs interceptor.Funcs, objs ...client
 			return nil
 		}).
 		WithObjects(objs...)
+	// A test bed given without slices gets testSlots.
+	if slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.TestBed); return ok }) &&
+		!slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.SlotSlice); return ok }) {
+		b = b.WithObjects(withSlots(testBed(), testSlots())[1:]...)
+	}
 	if funcs.SubResourceCreate == nil {
 		funcs.SubResourceCreate = fakeBinding
 	}
@@ -246,24 +264,24 @@ func TestHandler_BindWithoutAReservationTakesAFreeSlotOfTheNodeOrFails(t *testin
 		require.Equal(t, "node-01", got.Spec.NodeName)
 	})
 	cases := map[string]struct {
-		bed  func() *v1alpha1.TestBed
-		node string
+		slots func() []v1alpha1.SlotStatus
+		node  string
 	}{
-		"the pod's slot is on another node": {testBed, "node-00"},
-		"the pod's slot is held by another pod": {func() *v1alpha1.TestBed {
-			tb := testBed()
-			for i := range tb.Status.Slots {
-				if tb.Status.Slots[i].Position == 3 {
-					tb.Status.Slots[i].State, tb.Status.Slots[i].PodName, tb.Status.Slots[i].PodUID = v1alpha1.SlotOccupied, "other", "uid-other"
+		"the pod's slot is on another node": {testSlots, "node-00"},
+		"the pod's slot is held by another pod": {func() []v1alpha1.SlotStatus {
+			s := testSlots()
+			for i := range s {
+				if s[i].Position == 3 {
+					s[i].State, s[i].PodName, s[i].PodUID = v1alpha1.SlotOccupied, "other", "uid-other"
 				}
 			}
-			return tb
+			return s
 		}, "node-01"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pod := makePod("exec").SlotIDs("3").Obj()
-			h, _, cl := newTestHandler(t, tc.bed(), pod.DeepCopy(), makePod("other").Node("node-01").Obj())
+			h, _, cl := newTestHandler(t, append(withSlots(testBed(), tc.slots()), pod.DeepCopy(), makePod("other").Node("node-01").Obj())...)
 			_, out := call(t, h, "/bind", bindArgs(pod, tc.node))
 			require.Contains(t, out["Error"], "slot")
 			require.Equal(t, 1.0, counted(t, h.requests.WithLabelValues("bind", "no_slot")))

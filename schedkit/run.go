@@ -74,7 +74,7 @@ type runner struct {
 func (r *runner) run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		w, err := r.o.Client.Watch(ctx, []string{apiclient.WatchJobs, apiclient.WatchSchedulings, apiclient.WatchTestBeds}, r.resume)
+		w, err := r.o.Client.Watch(ctx, []string{apiclient.WatchJobs, apiclient.WatchSchedulings, apiclient.WatchTestBeds, apiclient.WatchSlotSlices}, r.resume)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -179,6 +179,15 @@ func (r *runner) take(ev apiclient.Event) {
 				r.w.bed = nil
 			} else {
 				r.w.bed = &tb
+			}
+		}
+	case apitypes.KindSlotSlice:
+		var s apitypes.SlotSlice
+		if s, err = ev.SlotSlice(); err == nil && s.TestBed == r.o.TestBed {
+			if ev.Type == apitypes.Deleted {
+				delete(r.w.slices, s.Index)
+			} else {
+				r.w.slices[s.Index] = s
 			}
 		}
 	}

@@ -212,8 +212,12 @@ func newSimulation(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) *simula
 	tb.Status.Nodes, tb.Status.Total = int32(bed.Nodes), int32(total)
 	for p := range total {
 		node := fmt.Sprintf("node-%02d", p%bed.Nodes)
-		tb.Status.Slots = append(tb.Status.Slots, v1alpha1.SlotStatus{
+		i := v1alpha1.SliceOf(int32(p))
+		s := sim.w.slices[i]
+		s.TestBed, s.Index = bed.Name, i
+		s.Slots = append(s.Slots, v1alpha1.SlotStatus{
 			Position: int32(p), PositionOnNode: int32(p / bed.Nodes), NodeID: node, NodeName: node})
+		sim.w.slices[i] = s
 		sim.nodes = append(sim.nodes, node)
 	}
 	sim.w.bed = tb

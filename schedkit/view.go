@@ -2,6 +2,7 @@ package schedkit
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 
 // world is what the kit knows of the namespace, from the feed, and what it did itself.
 type world struct {
-	bed         *apitypes.TestBed
+	bed *apitypes.TestBed
+	// slices are the bed's slot slices, by index: the feed carries its slots in them.
+	slices      map[int32]apitypes.SlotSlice
 	jobs        map[string]apitypes.Job
 	schedulings map[string]apitypes.Scheduling
 	// placed are the jobs this kit placed whose runs have not ended, with the slots it
@@ -51,7 +54,7 @@ type placement struct {
 }
 
 func newWorld() *world {
-	return &world{jobs: map[string]apitypes.Job{}, schedulings: map[string]apitypes.Scheduling{},
+	return &world{jobs: map[string]apitypes.Job{}, schedulings: map[string]apitypes.Scheduling{}, slices: map[int32]apitypes.SlotSlice{},
 		placed: map[string]*placement{}, refused: map[string]refusal{}, seen: map[string]uint64{}}
 }
 
@@ -126,7 +129,7 @@ func (w *world) view(now time.Time, selected func(apitypes.Job) bool) *View {
 	if w.bed != nil {
 		bedName = w.bed.Name
 		v.TestBed = bedName
-		for _, s := range w.bed.Status.Slots {
+		for _, s := range apitypes.Slots(slices.Collect(maps.Values(w.slices))) {
 			v.Slots = append(v.Slots, Slot{Position: s.Position, Node: s.NodeName, Unavailable: s.Unavailable})
 		}
 	}

@@ -14,8 +14,11 @@ import (
 
 var epoch = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
-func testBed(slots int, unavailable ...int32) *apitypes.TestBed {
-	tb := &apitypes.TestBed{Name: "bed"}
+// setBed gives w the test bed "bed" with the given number of slots, held in its slot slices
+// as the feed carries them; the unavailable positions are not ready.
+func setBed(w *world, slots int, unavailable ...int32) {
+	w.bed = &apitypes.TestBed{Name: "bed"}
+	w.slices = map[int32]apitypes.SlotSlice{}
 	for i := range slots {
 		s := v1alpha1.SlotStatus{Position: int32(i), NodeName: []string{"n0", "n1"}[i%2]}
 		for _, u := range unavailable {
@@ -23,9 +26,12 @@ func testBed(slots int, unavailable ...int32) *apitypes.TestBed {
 				s.Unavailable = "node not ready"
 			}
 		}
-		tb.Status.Slots = append(tb.Status.Slots, s)
+		index := v1alpha1.SliceOf(s.Position)
+		slice := w.slices[index]
+		slice.Name, slice.TestBed, slice.Index = v1alpha1.SlotSliceName("bed", index), "bed", index
+		slice.Slots = append(slice.Slots, s)
+		w.slices[index] = slice
 	}
-	return tb
 }
 
 func apiJob(name string, age time.Duration, edit func(*apitypes.Job)) apitypes.Job {
@@ -50,7 +56,7 @@ func names(jobs []Job) []string {
 // that has not ended take their slots; unavailable slots are never free.
 func TestView_WaitingRunningAndSlots(t *testing.T) {
 	w := newWorld()
-	w.bed = testBed(6, 5)
+	setBed(w, 6, 5)
 	running := func(slots ...int32) func(*apitypes.Job) {
 		return func(j *apitypes.Job) {
 			j.Scheduling = "s"
@@ -128,7 +134,7 @@ func TestView_WaitingRunningAndSlots(t *testing.T) {
 // order, with the count taken from the job or the slots.
 func TestCheck_DropsWhatTheViewDoesNotAllow(t *testing.T) {
 	w := newWorld()
-	w.bed = testBed(4, 3)
+	setBed(w, 4, 3)
 	w.jobChanged(apiJob("a", time.Hour, func(j *apitypes.Job) { j.SchedulerData = map[string]string{ReplicasNote: "2"} }))
 	w.jobChanged(apiJob("b", time.Minute, nil))
 	w.jobChanged(apiJob("c", time.Second, nil))
@@ -165,7 +171,7 @@ func TestCheck_DropsWhatTheViewDoesNotAllow(t *testing.T) {
 // arrival note comes first.
 func TestView_ArrivalOrderWithinASecond(t *testing.T) {
 	w := newWorld()
-	w.bed = testBed(2)
+	setBed(w, 2)
 	same := func(name string) apitypes.Job { return apiJob(name, 0, nil) }
 	for _, name := range []string{"zed", "amy", "mid"} {
 		w.jobChanged(same(name))
@@ -187,7 +193,7 @@ func TestView_ArrivalOrderWithinASecond(t *testing.T) {
 // rest of the burst experiment, and a strict FIFO ran on half the bed).
 func TestView_ARefusedPlacementFreesItsSlots(t *testing.T) {
 	w := newWorld()
-	w.bed = testBed(4)
+	setBed(w, 4)
 	w.jobChanged(apiJob("frank", time.Minute, nil))
 	w.placed["frank"] = &placement{slots: []int32{0, 1}, scheduling: "k-slots-1"}
 	w.jobChanged(apiJob("frank", time.Minute, func(j *apitypes.Job) { j.Scheduling, j.Status.State = "k-slots-1", v1alpha1.JobInQueue }))
@@ -207,5 +213,24 @@ func TestView_ARefusedPlacementFreesItsSlots(t *testing.T) {
 	}
 	if len(v.Waiting) != 0 {
 		t.Errorf("the refused job waits again: %v", names(v.Waiting))
+	}
+}
+
+// A bed of several slices is seen as one row of slots, in position order, whatever order
+// the slices arrived in.
+func TestView_SlotsSpanTheSlices(t *testing.T) {
+	w := newWorld()
+	setBed(w, 2*v1alpha1.SlotsPerSlice+50, v1alpha1.SlotsPerSlice+20)
+	v := w.view(epoch, nil)
+	if len(v.Slots) != 2*v1alpha1.SlotsPerSlice+50 {
+		t.Fatalf("%d slots", len(v.Slots))
+	}
+	for i, s := range v.Slots {
+		if s.Position != int32(i) {
+			t.Fatalf("slot %d has position %d", i, s.Position)
+		}
+	}
+	if len(v.FreeSlots()) != 2*v1alpha1.SlotsPerSlice+49 || v.Slots[v1alpha1.SlotsPerSlice+20].Unavailable == "" {
+		t.Errorf("the unavailable slot of the second slice is free: %d free", len(v.FreeSlots()))
 	}
 }

@@ -92,7 +92,7 @@ func Count(statuses []v1alpha1.SlotStatus) (free, reserved, occupied int32) {
 // pod is gone or finished is released, a reserved slot whose pod runs bound to the slot's
 // node becomes occupied. Reservations of pods not yet bound stay: the scheduler may still be
 // placing them. A free slot that a live pod's proven claim names (ObservedPod.Slot: the
-// extender's durable record, written with the pod's binding, before the status write) is
+// extender's durable record, written with the pod's binding, before its slice is written) is
 // taken by that pod; of two such pods, the one first by name. It returns whether anything changed.
 func SyncOccupation(statuses []v1alpha1.SlotStatus, pods []ObservedPod, running func(ObservedPod) bool) bool {
 	byUID := make(map[types.UID]ObservedPod, len(pods))

@@ -115,7 +115,7 @@ func (ix *Index) Reserve(position int32, p Pod) (v1alpha1.SlotStatus, error) {
 // Decision is the slot chosen for a pod.
 type Decision struct {
 	Slot v1alpha1.SlotStatus
-	// Index is the slot's place in the status list the Index was built from.
+	// Index is the slot's place in the slot list the Index was built from.
 	Index int
 	// Held is true when the pod already had this slot (a retry): nothing to write.
 	Held bool

@@ -21,6 +21,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testtemporal"
@@ -46,11 +47,10 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 			ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")}},
 	}
 	require.NoError(t, cl.Create(ctx, bed))
-	bed.Status.Slots = []v1alpha1.SlotStatus{
+	require.NoError(t, slotslices.Put(ctx, cl, bed, []v1alpha1.SlotStatus{
 		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},
 		{Position: 1, NodeName: "node-01", NodeID: "01", State: v1alpha1.SlotFree},
-	}
-	require.NoError(t, cl.Status().Update(ctx, bed))
+	}))
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
 	acts := &activities.Activities{Client: cl, Temporal: tc}
 	_, err = acts.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "nightly", Names: []string{"wordcount"}})

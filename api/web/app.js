@@ -5,7 +5,7 @@
 
 const params = new URLSearchParams(location.search);
 const namespace = params.get("namespace") || "";
-const state = { beds: new Map(), jobs: new Map(), schedulings: new Map(), queues: new Map(), rv: "" };
+const state = { beds: new Map(), slices: new Map(), jobs: new Map(), schedulings: new Map(), queues: new Map(), rv: "" };
 let token = "";
 let drawPending = false;
 
@@ -84,7 +84,7 @@ $("#login").addEventListener("submit", (ev) => {
 // opened again after a pause that grows up to 10s.
 function connect(attempt) {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const extra = { kinds: "testbeds,jobs,schedulings" };
+  const extra = { kinds: "testbeds,slotslices,jobs,schedulings" };
   if (state.rv) extra.resourceVersion = state.rv;
   const ws = new WebSocket(scheme + "//" + location.host + "/api/v1/watch" + query(extra), ["slotplane.v1", "bearer." + token]);
   const conn = $("#connection");
@@ -96,11 +96,11 @@ function connect(attempt) {
   };
 }
 
-const maps = { TestBed: "beds", BatchJob: "jobs", Scheduling: "schedulings" };
+const maps = { TestBed: "beds", SlotSlice: "slices", BatchJob: "jobs", Scheduling: "schedulings" };
 
 function apply(ev) {
   if (ev.type === "RESYNC") {
-    state.beds.clear(); state.jobs.clear(); state.schedulings.clear();
+    state.beds.clear(); state.slices.clear(); state.jobs.clear(); state.schedulings.clear();
     for (const item of ev.items || []) state[maps[item.kind]].set(item.object.name, item.object);
   } else if (maps[ev.kind]) {
     const m = state[maps[ev.kind]];
@@ -190,7 +190,7 @@ function drawGantt() {
   const span = Math.min(ganttWindow, Math.max(ganttMin, now - earliest)), from = now - span;
   $("#gantt-window").textContent = span >= 120000 ? Math.ceil(span / 60000) + " minutes" : Math.ceil(span / 1000) + " seconds";
   for (const bed of [...state.beds.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-    const slots = (bed.status || {}).slots || [];
+    const slots = slotsOf(bed.name);
     if (slots.length === 0) continue;
     const rowH = 16, left = 120, width = 1000, top = 4, height = top + rowH * slots.length + 20;
     const x = (t) => left + (width - left - 10) * (Math.max(t, from) - from) / span;
@@ -229,6 +229,14 @@ function drawGantt() {
 // A run that goes on grows with the clock.
 setInterval(() => { if (!$("#board").hidden) draw(); }, 1000);
 
+// slotsOf gathers a test bed's slots, ordered by position, from its slot slices: the feed
+// carries them a hundred at a time.
+function slotsOf(bed) {
+  const out = [];
+  for (const s of state.slices.values()) if (s.testBed === bed) out.push(...(s.slots || []));
+  return out.sort((a, b) => a.position - b.position);
+}
+
 // jobInSlot finds the job whose application holds a slot.
 function jobInSlot(position) {
   for (const j of state.jobs.values()) {
@@ -253,7 +261,7 @@ function drawBeds() {
       }
     }
     const grid = el("div", { class: "grid", "data-bed": bed.name });
-    for (const slot of st.slots || []) {
+    for (const slot of slotsOf(bed.name)) {
       const job = slot.state === "free" ? "" : jobInSlot(slot.position);
       const cell = el("div", { class: "slot " + slot.state, "data-position": slot.position, "data-state": slot.state,
         title: `slot ${slot.position} on ${slot.nodeName}` + (slot.podName ? `, pod ${slot.podName}` : "") },

@@ -263,11 +263,13 @@ func TestGet_Tables(t *testing.T) {
 			Status: v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling, TotalJobs: 3, FinishedJobs: 1, RunningJobs: 1}},
 		{Name: "new", Mode: v1alpha1.SlotBased, TestBed: "bed", Jobs: make([]v1alpha1.SchedulingJob, 2), Deleting: true},
 	}})
-	f.on("GET /testbeds/bed", 200, api.TestBed{Name: "bed", Status: v1alpha1.TestBedStatus{Nodes: 2, Total: 3, Free: 1, Occupied: 2, Slots: []v1alpha1.SlotStatus{
-		{Position: 0, NodeName: "node-00", State: v1alpha1.SlotOccupied, PodName: "wordcount-exec-1"},
-		{Position: 1, NodeName: "node-01", State: v1alpha1.SlotOccupied, PodName: "wordcount-exec-2"},
-		{Position: 2, NodeName: "node-00", State: v1alpha1.SlotFree, PodName: "ghost-2"},
-	}}})
+	f.on("GET /testbeds/bed", 200, api.TestBed{Name: "bed", Status: api.TestBedStatus{
+		TestBedStatus: v1alpha1.TestBedStatus{Nodes: 2, Total: 3, Free: 1, Occupied: 2},
+		Slots: []v1alpha1.SlotStatus{
+			{Position: 0, NodeName: "node-00", State: v1alpha1.SlotOccupied, PodName: "wordcount-exec-1"},
+			{Position: 1, NodeName: "node-01", State: v1alpha1.SlotOccupied, PodName: "wordcount-exec-2"},
+			{Position: 2, NodeName: "node-00", State: v1alpha1.SlotFree, PodName: "ghost-2"},
+		}}})
 	f.on("GET /testbeds/bed/queues", 200, api.QueueTree{TestBed: "bed",
 		Queues: []api.Queue{
 			{Path: "root", SteadyShare: gib(24, 6000), FairShare: gib(24, 6000), Usage: gib(16, 4000), RunningJobs: 1, WaitingJobs: 1},

@@ -35,6 +35,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&BatchJob{}, &BatchJobList{},
 		&TestBed{}, &TestBedList{},
 		&Scheduling{}, &SchedulingList{},
+		&SlotSlice{}, &SlotSliceList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
