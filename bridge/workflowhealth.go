@@ -76,7 +76,8 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, err
 	}
-	// The bed's own workflows, then those of the Schedulings that run jobs on it.
+	// The bed's own workflows, then those of the Schedulings that run jobs on it, or clean
+	// up after them.
 	type checked struct{ kind, id string }
 	list := []checked{{"admission", workflows.AdmissionWorkflowID(req.Namespace, req.Name)}, {"testbed", workflows.TestBedWorkflowID(req.Namespace, req.Name)}}
 	var scheds v1alpha1.SchedulingList
@@ -84,7 +85,9 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, fmt.Errorf("list schedulings of %s: %w", req.Namespace, err)
 	}
 	for _, sc := range scheds.Items {
-		if sc.Spec.TestBed == req.Name {
+		// An ended Scheduling's workflow only waits for its deletion, and has no task to
+		// fail until then: a bed that keeps its history of Schedulings costs no calls.
+		if sc.Spec.TestBed == req.Name && (!sc.Status.State.Ended() || sc.DeletionTimestamp != nil) {
 			list = append(list, checked{"scheduling", workflows.SchedulingWorkflowID(sc.Namespace, sc.Name)})
 		}
 	}

@@ -26,7 +26,7 @@ import (
 // this build cannot read) says so: its WorkflowsHealthy condition turns False with the
 // failure, and slotplane_workflow_task_failing is 1 for it. Once the workflow is gone the
 // condition is True again and the gauge 0. A Scheduling on the bed whose workflow cannot
-// run shows the same way.
+// run shows the same way, until the Scheduling has ended.
 func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond})
@@ -96,4 +96,12 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	require.Contains(t, stuck.Message, sid)
 	require.Contains(t, stuck.Message, "NoSuchWorkflow")
 	require.Eventually(t, func() bool { return gauge("scheduling") == 1 }, 30*time.Second, 100*time.Millisecond)
+
+	// An ended Scheduling's workflow is not asked after: it only waits for the deletion.
+	var s v1alpha1.Scheduling
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "stuck"}, &s))
+	s.Status.State = v1alpha1.SchedulingCompleted
+	require.NoError(t, cl.Status().Update(ctx, &s))
+	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
+	require.Eventually(t, func() bool { return gauge("scheduling") == 0 }, 30*time.Second, 100*time.Millisecond)
 }

@@ -303,6 +303,9 @@ type e2ePlatform struct {
 	metricsAt map[string]string
 	// apiAddr is the REST API's host:port.
 	apiAddr string
+	// bedFilled is how long the test bed took from its creation until the API showed every
+	// slot free, each with its ghost.
+	bedFilled time.Duration
 }
 
 // as is the REST API as the user of tok.
@@ -407,6 +410,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
 		Data:       queuesData(queues, settings),
 	}))
+	bedCreated := time.Now()
 	require.NoError(t, p.kube.Create(ctx, &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: shape.slotsPerNode, ResourcesPerSlot: corev1.ResourceList{
@@ -420,7 +424,8 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	require.Eventually(t, func() bool {
 		tb, err := p.api.GetTestBed(ctx, "bed")
 		return err == nil && tb.Status.Total == p.slots && tb.Status.Free == p.slots
-	}, 90*time.Second, 250*time.Millisecond, "the API never showed the test bed with all its slots free")
+	}, 90*time.Second+time.Duration(p.slots)*25*time.Millisecond, 250*time.Millisecond, "the API never showed the test bed with all its slots free")
+	p.bedFilled = time.Since(bedCreated)
 	return p
 }
 

@@ -84,6 +84,7 @@ func requireMetricsAfterRun(t *testing.T, p *e2ePlatform, n int, capacity int32)
 	require.Equal(t, float64(n), w.need(t, "worker", "slotplane_admitted_jobs_total", bed), "one admission per job run")
 	require.Equal(t, float64(n), w.need(t, "worker", "slotplane_admission_wait_time_seconds", bed), "one wait per admission")
 	require.Equal(t, float64(n), w.need(t, "worker", "slotplane_job_startup_time_seconds", bed), "one start-up per run")
+	require.GreaterOrEqual(t, w.need(t, "worker", "slotplane_admission_decision_seconds", bed), 1.0, "Admission's decisions are timed")
 	require.Equal(t, float64(n), w.need(t, "worker", "slotplane_finished_jobs_total", map[string]string{"testbed": "bed", "outcome": "Completed"}))
 	if v, ok := w.sum("slotplane_finished_jobs_total", map[string]string{"testbed": "bed", "outcome": "Failed"}); ok {
 		require.Zero(t, v, "no run failed")

@@ -456,10 +456,15 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	a.seenBed = a.seenBed || slots.Exists
 	bed := queue.Bed{Exists: slots.Exists, Positions: slots.Positions, Free: slots.Free, Unavailable: slots.Unavailable, SlotSize: toResources(slots.SlotSize)}
 	var d queue.Decision
+	// The decision's own time, on the worker's clock, is a metric only: it decides nothing,
+	// and the SDK records nothing while a workflow replays.
+	began := time.Now() //workflowcheck:ignore
 	if err := guard("decide", func() error { d = a.core.Decide(workflow.Now(ctx), bed); return nil }); err != nil {
 		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", err)
 		return false, nil
 	}
+	took := time.Since(began) //workflowcheck:ignore
+	metricsFor(ctx, a.in.Namespace, a.in.TestBed, "").Timer(metricDecision).Record(took)
 	// The decision's inputs are recorded before anyone hears of it. A local activity's result
 	// is recorded only when its workflow task completes; a worker lost after the grants went
 	// out but before that would decide again on a new read of the slots, perhaps

@@ -19,6 +19,7 @@ const (
 	metricFinished      = "slotplane_finished_jobs"
 	metricPreempted     = "slotplane_preempted_jobs"
 	metricRejected      = "slotplane_rejected_jobs"
+	metricDecision      = "slotplane_admission_decision"
 )
 
 // metricsFor is the workflow's metrics handler with a job's place as labels: the Kubernetes

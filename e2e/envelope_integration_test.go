@@ -1,0 +1,640 @@
+//go:build integration
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/api"
+	"slotplane/apiclient"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+	"slotplane/internal/testcluster"
+	"slotplane/workflows"
+)
+
+// envelopeSize is one probe of the scale envelope: a bed of nodes x slotsPerNode slots,
+// jobs that run jobFor each, over queues leaf queues (five teams), in schedulings
+// Schedulings, QueueBased and SlotBased in turn.
+type envelopeSize struct {
+	nodes, slotsPerNode, jobs, queues, schedulings int
+	jobFor                                         time.Duration
+}
+
+func (s envelopeSize) slots() int { return s.nodes * s.slotsPerNode }
+
+// envelopeSizeFromEnv is the envelope's size: 1,000 nodes of 8 slots, 10,000 jobs of 30 s
+// over 50 queues in 10 Schedulings, unless SLOTPLANE_ENVELOPE_NODES, _SLOTS_PER_NODE, _JOBS,
+// _QUEUES, _SCHEDULINGS or _JOB_SECONDS say otherwise.
+func envelopeSizeFromEnv(t *testing.T) envelopeSize {
+	s := envelopeSize{nodes: 1000, slotsPerNode: 8, jobs: 10_000, queues: 50, schedulings: 10, jobFor: 30 * time.Second}
+	seconds := int(s.jobFor / time.Second)
+	for name, v := range map[string]*int{"NODES": &s.nodes, "SLOTS_PER_NODE": &s.slotsPerNode, "JOBS": &s.jobs, "QUEUES": &s.queues,
+		"SCHEDULINGS": &s.schedulings, "JOB_SECONDS": &seconds} {
+		if e := os.Getenv("SLOTPLANE_ENVELOPE_" + name); e != "" {
+			n, err := strconv.Atoi(e)
+			require.NoError(t, err, "SLOTPLANE_ENVELOPE_"+name)
+			require.Positive(t, n, "SLOTPLANE_ENVELOPE_"+name)
+			*v = n
+		}
+	}
+	s.jobFor = time.Duration(seconds) * time.Second
+	s.queues = max(5, s.queues/5*5)
+	return s
+}
+
+// envelopeFigures is what one probe measured.
+type envelopeFigures struct {
+	size envelopeSize
+	// fill is the bed's creation to every ghost running; plainFill the creation of as many
+	// plain pods, by the default scheduler on the plain nodes, to all running.
+	fill, plainFill time.Duration
+	// decisions are Admission's decision times, as the worker's histogram bounds them.
+	decisionP50, decisionP99 float64
+	decisions                float64
+	// handOver is a freed slot's wait for its next grant while jobs waited.
+	handOverP50, handOverP99 time.Duration
+	handOvers                int
+	elapsed                  time.Duration
+	cpuPerJob                time.Duration
+	writesPerJob             float64
+	// admissionTask is the longest workflow task of Admission (started to completed, as
+	// the server recorded them); failedTasks those that failed or timed out, other than
+	// the hand-over of signals that came in meanwhile.
+	admissionTask time.Duration
+	// admissionTaskLocal counts the local activities that longest task ran (their time is
+	// in it); admissionTaskSDK bounds Admission's longest task as the worker's SDK measured
+	// it (temporal_workflow_task_execution_latency_seconds, the bucket of the slowest).
+	admissionTaskLocal int
+	admissionTaskSDK   float64
+	failedTasks        []string
+	// objects are the largest of each kind of object, in bytes of JSON.
+	objects map[string]int
+	// histories are, by workflow kind, the most events of one run and the largest event.
+	histories map[string][2]int
+	// carried is Admission's largest run input (the state it carries across continue-as-new).
+	carried int
+	// feed is the largest message the feed sent, by kind.
+	feed map[string]int
+	// memory is the peak resident memory of each process, in bytes.
+	memory map[string]uint64
+}
+
+// The scale envelope (make test-scale): the bed of the envelope and, in the same run, the
+// 8-slot bed of the long run with the same mix of queues, modes and jobs, each on its own
+// platform, and a table of what each cost, how long its parts took, and how large its
+// objects, payloads and histories grew against their limits. Every job must run once and
+// no slot be held by two jobs at once; the figures themselves are printed, not asserted:
+// docs/scale.md records them.
+func TestE2E_ScaleEnvelope(t *testing.T) {
+	if os.Getenv("SLOTPLANE_ENVELOPE") == "" {
+		t.Skip("the scale envelope runs on its own: make test-scale")
+	}
+	size := envelopeSizeFromEnv(t)
+	base := envelopeSize{nodes: 4, slotsPerNode: 2, jobs: 80, queues: size.queues, schedulings: 2, jobFor: size.jobFor}
+	var small, large envelopeFigures
+	t.Run("8 slots", func(t *testing.T) { small = probeEnvelope(t, base) })
+	t.Run(fmt.Sprintf("%d slots", size.slots()), func(t *testing.T) { large = probeEnvelope(t, size) })
+	if small.elapsed == 0 || large.elapsed == 0 {
+		return
+	}
+	table := envelopeTable(small, large)
+	t.Log("\n" + table)
+	fmt.Print(table)
+}
+
+// probeEnvelope runs one probe on a platform of its own and returns its figures.
+func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	t.Setenv(testcluster.EnvAuditLog, audit)
+	slots := size.slots()
+	f := envelopeFigures{size: size, objects: map[string]int{}, histories: map[string][2]int{}, feed: map[string]int{}, memory: map[string]uint64{}}
+
+	queues := `<allocations>`
+	for team := range 5 {
+		queues += fmt.Sprintf(`<queue name="team%d"><weight>%d</weight>`, team, 1+team%3)
+		for q := range size.queues / 5 {
+			queues += fmt.Sprintf(`<queue name="q%d"><schedulingPolicy>%s</schedulingPolicy></queue>`, q, []string{"fifo", "fair", "drf"}[q%3])
+		}
+		queues += `</queue>`
+	}
+	queues += `</allocations>`
+	// Every running job's driver (100m) runs outside the bed: a plain node of 4 CPUs and 110
+	// pods takes 30, and as many plain pods as slots fit at 100 a node.
+	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi"}, queues)
+	f.fill = p.bedFilled
+	p.waitSlotsFree(t, 5*time.Minute)
+	f.plainFill = fillPlainPods(t, p, slots)
+	c := p.api
+	ctx := context.Background()
+
+	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs}, "")
+	require.NoError(t, err)
+	defer w.Close()
+	ledger := followFeed(w)
+	sizes, err := c.Watch(ctx, nil, "")
+	require.NoError(t, err)
+	defer sizes.Close()
+	var feedMu sync.Mutex
+	feedMax := map[string]int{}
+	go func() {
+		for ev := range sizes.Events() {
+			feedMu.Lock()
+			for _, item := range append(ev.Items, ev) {
+				feedMax[item.Kind] = max(feedMax[item.Kind], len(item.Object))
+			}
+			feedMu.Unlock()
+		}
+	}()
+
+	names := makeEnvelopeJobs(t, c, size)
+	started := time.Now()
+	cpuFrom, err := sampleCPU()
+	require.NoError(t, err)
+	var schedulings []string
+	for s := range size.schedulings {
+		req := api.SchedulingRequest{Name: fmt.Sprintf("envelope-%d", s), TestBed: "bed", Mode: v1alpha1.QueueBased}
+		if s%2 == 1 {
+			req.Mode = v1alpha1.SlotBased
+		}
+		for i := s; i < size.jobs; i += size.schedulings {
+			j := v1alpha1.SchedulingJob{Name: names[i], Replication: 1}
+			if req.Mode == v1alpha1.SlotBased {
+				j.SlotIDs = []int32{int32(i % slots)}
+			}
+			req.Jobs = append(req.Jobs, j)
+		}
+		_, err := c.CreateScheduling(ctx, req)
+		require.NoError(t, err)
+		schedulings = append(schedulings, req.Name)
+	}
+	within := 30*time.Minute + time.Duration(size.jobs)*time.Second
+	require.Eventually(t, func() bool {
+		for _, s := range schedulings {
+			if !ledger.schedulingEnded(s) {
+				return false
+			}
+		}
+		return true
+	}, within, time.Second, "every Scheduling ended (%d of %d jobs ended)", ledger.endedCount(), size.jobs)
+	f.elapsed = time.Since(started)
+	cpuTo, err := sampleCPU()
+	require.NoError(t, err)
+	f.cpuPerJob = (cpuTo.busy - cpuFrom.busy) / time.Duration(size.jobs)
+	logCPUPerJob(t, fmt.Sprintf("%d slots, %d jobs", slots, size.jobs), cpuFrom, cpuTo, size.jobs)
+	f.writesPerJob = float64(apiWrites(t, audit, started)) / float64(size.jobs)
+
+	// Every job ran once, to its end, and no slot was held twice.
+	ledger.check(t)
+	for _, s := range schedulings {
+		require.Equal(t, v1alpha1.SchedulingCompleted, ledger.schedulingState(s), s)
+	}
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, p.kube.List(ctx, &jobs, client.InNamespace("default")))
+	require.Len(t, jobs.Items, size.jobs)
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, j.Name)
+		require.Len(t, j.Status.History, 1, "%s ran once", j.Name)
+	}
+	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items)
+
+	m := p.scrape(t, "worker")
+	f.decisionP50 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.5)
+	f.decisionP99 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.99)
+	f.decisions, _ = m.sum("slotplane_admission_decision_seconds", nil)
+	f.admissionTaskSDK = histogramMax(m["temporal_workflow_task_execution_latency_seconds"], map[string]string{"workflow_type": "AdmissionWorkflow"})
+
+	largestObjects(t, p, f.objects, jobs.Items)
+	largestHistories(t, p, &f, schedulings, names)
+	peakMemory(p, f.memory)
+	feedMu.Lock()
+	f.feed = maps.Clone(feedMax)
+	feedMu.Unlock()
+	require.Empty(t, f.failedTasks, "no workflow task of Admission failed")
+	return f
+}
+
+// makeEnvelopeJobs creates the probe's jobs through the API, eight at a time, spread over
+// the queues, and returns their names.
+func makeEnvelopeJobs(t *testing.T, c *apiclient.Client, size envelopeSize) []string {
+	names := make([]string, size.jobs)
+	errs := make(chan error, size.jobs)
+	next := make(chan int)
+	var made sync.WaitGroup
+	perTeam := size.queues / 5
+	for range 8 {
+		made.Go(func() {
+			for i := range next {
+				names[i] = fmt.Sprintf("env-%05d", i)
+				_, err := c.CreateJob(context.Background(), api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark,
+					Queue:           fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%perTeam),
+					Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+					DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+					Annotations:     map[string]string{appsim.SimDurationAnnotation: size.jobFor.String()}})
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", names[i], err)
+				}
+			}
+		})
+	}
+	for i := range size.jobs {
+		next <- i
+	}
+	close(next)
+	made.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	return names
+}
+
+// fillPlainPods creates n plain pods (no slot, the default scheduler) on the plain nodes,
+// eight at a time as the ghosts are made, waits for all to run, deletes them, and returns
+// the time from the first creation to the last one running.
+func fillPlainPods(t *testing.T, p *e2ePlatform, n int) time.Duration {
+	ctx := context.Background()
+	label := map[string]string{"e2e-plain": "true"}
+	start := time.Now()
+	next := make(chan int)
+	var made sync.WaitGroup
+	for range 8 {
+		made.Go(func() {
+			for i := range next {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("plain-%05d", i), Namespace: "default", Labels: label},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m")}}}}}}
+				require.NoError(t, p.kube.Create(ctx, pod))
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	made.Wait()
+	running := func() int {
+		var pods corev1.PodList
+		require.NoError(t, p.kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels(label)))
+		up := 0
+		for _, pod := range pods.Items {
+			if pod.Status.Phase == corev1.PodRunning {
+				up++
+			}
+		}
+		return up
+	}
+	require.Eventually(t, func() bool { return running() == n }, 10*time.Minute, 250*time.Millisecond, "every plain pod runs")
+	took := time.Since(start)
+	require.NoError(t, p.kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.MatchingLabels(label), client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		var pods corev1.PodList
+		require.NoError(t, p.kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels(label)))
+		return len(pods.Items) == 0
+	}, 10*time.Minute, time.Second, "the plain pods are gone")
+	return took
+}
+
+// apiWrites counts the API server's write requests (create, update, patch, delete) answered
+// since, from its audit log.
+func apiWrites(t *testing.T, audit string, since time.Time) int {
+	counts, err := testcluster.ReadAudit(audit, since)
+	require.NoError(t, err)
+	n := 0
+	for k, c := range counts {
+		switch k.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			n += c
+		}
+	}
+	return n
+}
+
+// handOvers is how long a freed slot waited for its next grant, over the slots freed while
+// a job waited for them: a run whose job was queued before the slot's previous run ended.
+func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
+	type run struct {
+		queued, admitted, ended time.Time
+	}
+	bySlot := map[int32][]run{}
+	for i := range jobs {
+		for _, r := range jobs[i].Status.History {
+			if r.AdmittedAt == nil || r.EndedAt == nil || r.QueuedAt == nil {
+				continue
+			}
+			for _, s := range r.Slots {
+				bySlot[s] = append(bySlot[s], run{r.QueuedAt.Time, r.AdmittedAt.Time, r.EndedAt.Time})
+			}
+		}
+	}
+	var waits []time.Duration
+	for _, runs := range bySlot {
+		slices.SortFunc(runs, func(a, b run) int { return a.admitted.Compare(b.admitted) })
+		for i := 1; i < len(runs); i++ {
+			prev, next := runs[i-1], runs[i]
+			if next.queued.Before(prev.ended) && !next.admitted.Before(prev.ended) {
+				waits = append(waits, next.admitted.Sub(prev.ended))
+			}
+		}
+	}
+	if len(waits) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(waits)
+	at := func(q float64) time.Duration {
+		return waits[min(len(waits)-1, int(math.Ceil(q*float64(len(waits))))-1)]
+	}
+	return at(0.5), at(0.99), len(waits)
+}
+
+// histogramQuantile is the upper bound of the bucket that holds the q-quantile of a
+// histogram family's series, all added up (seconds; +Inf past the last bucket; 0 when
+// empty).
+func histogramQuantile(mf *dto.MetricFamily, q float64) float64 {
+	counts := map[float64]uint64{}
+	var total uint64
+	for _, m := range mf.GetMetric() {
+		h := m.GetHistogram()
+		total += h.GetSampleCount()
+		for _, b := range h.GetBucket() {
+			counts[b.GetUpperBound()] += b.GetCumulativeCount()
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	bounds := make([]float64, 0, len(counts))
+	for b := range counts {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	for _, b := range bounds {
+		if float64(counts[b]) >= q*float64(total) {
+			return b
+		}
+	}
+	return math.Inf(1)
+}
+
+// histogramMax is the upper bound of the highest bucket that holds an observation, over the
+// series of a histogram family whose labels include match (seconds; 0 when none).
+func histogramMax(mf *dto.MetricFamily, match map[string]string) float64 {
+	top := 0.0
+series:
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range match {
+			if labels[k] != v {
+				continue series
+			}
+		}
+		h := m.GetHistogram()
+		below := uint64(0)
+		for _, b := range h.GetBucket() {
+			if b.GetCumulativeCount() > below {
+				top = max(top, b.GetUpperBound())
+			}
+			below = b.GetCumulativeCount()
+		}
+		if h.GetSampleCount() > below {
+			return math.Inf(1)
+		}
+	}
+	return top
+}
+
+// largestObjects records the largest TestBed, SlotSlice, Scheduling and BatchJob, as JSON.
+func largestObjects(t *testing.T, p *e2ePlatform, out map[string]int, jobs []v1alpha1.BatchJob) {
+	ctx := context.Background()
+	size := func(kind string, o any) {
+		data, err := json.Marshal(o)
+		require.NoError(t, err)
+		out[kind] = max(out[kind], len(data))
+	}
+	var bed v1alpha1.TestBed
+	require.NoError(t, p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &bed))
+	size("TestBed", &bed)
+	var sl v1alpha1.SlotSliceList
+	require.NoError(t, p.kube.List(ctx, &sl, client.InNamespace("default")))
+	for i := range sl.Items {
+		size("SlotSlice", &sl.Items[i])
+	}
+	var ss v1alpha1.SchedulingList
+	require.NoError(t, p.kube.List(ctx, &ss, client.InNamespace("default")))
+	for i := range ss.Items {
+		size("Scheduling", &ss.Items[i])
+	}
+	for i := range jobs {
+		size("BatchJob", &jobs[i])
+	}
+}
+
+// largestHistories walks the chains of runs of Admission, the TestBed's workflow, every
+// Scheduling's and a hundred jobs' (spread over the names): for each kind the most events
+// of one run and the largest event; for Admission also its longest workflow task, its
+// failed ones and its largest run input.
+func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, schedulings, jobs []string) {
+	walk := func(kind, id string) {
+		for run := ""; ; {
+			it := p.temporal.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			previous, events, largest := "", 0, 0
+			started := map[int64]time.Time{}
+			counting := false // markers after the longest task so far are its local activities
+			for it.HasNext() {
+				ev, err := it.Next()
+				require.NoError(t, err, id)
+				events++
+				largest = max(largest, proto.Size(ev))
+				if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+					previous = a.GetContinuedExecutionRunId()
+					if kind == "Admission" {
+						f.carried = max(f.carried, proto.Size(a.GetInput()))
+					}
+				}
+				if kind != "Admission" {
+					continue
+				}
+				switch ev.GetEventType() {
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+					started[ev.GetEventId()] = ev.GetEventTime().AsTime()
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+					counting = false
+					if at, ok := started[ev.GetWorkflowTaskCompletedEventAttributes().GetStartedEventId()]; ok {
+						if took := ev.GetEventTime().AsTime().Sub(at); took > f.admissionTask {
+							f.admissionTask, f.admissionTaskLocal, counting = took, 0, true
+						}
+					}
+				case enumspb.EVENT_TYPE_MARKER_RECORDED:
+					if counting {
+						f.admissionTaskLocal++
+					}
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+					counting = false
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+					a := ev.GetWorkflowTaskFailedEventAttributes()
+					if a.GetCause() != enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
+						f.failedTasks = append(f.failedTasks, fmt.Sprintf("%s: %s", a.GetCause(), a.GetFailure().GetMessage()))
+					}
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+					f.failedTasks = append(f.failedTasks, "timed out")
+				}
+			}
+			h := f.histories[kind]
+			f.histories[kind] = [2]int{max(h[0], events), max(h[1], largest)}
+			if previous == "" {
+				return
+			}
+			run = previous
+		}
+	}
+	walk("Admission", workflows.AdmissionWorkflowID("default", "bed"))
+	walk("TestBed", workflows.TestBedWorkflowID("default", "bed"))
+	for _, s := range schedulings {
+		walk("Scheduling", workflows.SchedulingWorkflowID("default", s))
+	}
+	step := max(1, len(jobs)/100)
+	for i := 0; i < len(jobs); i += step {
+		walk("BatchJob", workflows.BatchJobWorkflowID("default", jobs[i]))
+	}
+}
+
+// peakMemory records the peak resident memory (VmHWM) of slotplane's components, by name,
+// and of the platform's other processes, by command name (the test binary runs Temporal).
+func peakMemory(p *e2ePlatform, out map[string]uint64) {
+	hwm := func(pid int) uint64 {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+				kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				return kb << 10
+			}
+		}
+		return 0
+	}
+	mine := map[int]bool{}
+	for name, c := range p.parts {
+		c.mu.Lock()
+		if c.cmd != nil && c.cmd.Process != nil {
+			out["slotplane "+name] = hwm(c.cmd.Process.Pid)
+			mine[c.cmd.Process.Pid] = true
+		}
+		c.mu.Unlock()
+	}
+	out["e2e.test (with Temporal)"] = hwm(os.Getpid())
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || mine[pid] {
+			continue
+		}
+		comm, _, ok := procStat(d)
+		if !ok {
+			continue
+		}
+		for _, want := range []string{"kube-apiserver", "etcd", "kube-scheduler", "kwok"} {
+			if strings.HasPrefix(comm, want) {
+				out[want] = max(out[want], hwm(pid))
+			}
+		}
+	}
+}
+
+// envelopeTable renders the two probes side by side.
+func envelopeTable(small, large envelopeFigures) string {
+	var b strings.Builder
+	row := func(what string, cells ...string) {
+		fmt.Fprintf(&b, "| %s | %s |\n", what, strings.Join(cells, " | "))
+	}
+	ratio := func(a, b float64) string {
+		if a == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", b/a)
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	sec := func(s float64) string {
+		if math.IsInf(s, 1) {
+			return "over the last bucket"
+		}
+		return fmt.Sprintf("≤ %s", ms(time.Duration(s*float64(time.Second))))
+	}
+	kib := func(n int) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) }
+	s, l := small.size, large.size
+	fmt.Fprintf(&b, "| measure | %d slots, %d jobs | %d slots (%d nodes), %d jobs | %d slots against %d, or limit |\n", s.slots(), s.jobs, l.slots(), l.nodes, l.jobs, l.slots(), s.slots())
+	b.WriteString("| --- | --- | --- | --- |\n")
+	row("ghosts: the bed's creation to every ghost running", ms(small.fill), ms(large.fill), "")
+	row("as many plain pods, created to running", ms(small.plainFill), ms(large.plainFill), "")
+	row("ghosts against plain pods", ratio(float64(small.plainFill), float64(small.fill)), ratio(float64(large.plainFill), float64(large.fill)), "at most 2x")
+	row("admission decision p50 / p99 (the worker's histogram bucket)", sec(small.decisionP50)+" / "+sec(small.decisionP99),
+		sec(large.decisionP50)+" / "+sec(large.decisionP99), fmt.Sprintf("%.0f and %.0f decisions; p99 under 50 ms", small.decisions, large.decisions))
+	row("a freed slot to its next grant, p50 / p99", ms(small.handOverP50)+" / "+ms(small.handOverP99), ms(large.handOverP50)+" / "+ms(large.handOverP99),
+		fmt.Sprintf("%d and %d hand-overs", small.handOvers, large.handOvers))
+	row("Schedulings made to every job ended", ms(small.elapsed), ms(large.elapsed), "")
+	row("jobs a second", fmt.Sprintf("%.2f", float64(s.jobs)/small.elapsed.Seconds()), fmt.Sprintf("%.2f", float64(l.jobs)/large.elapsed.Seconds()), "")
+	row("CPU per job, whole machine", ms(small.cpuPerJob), ms(large.cpuPerJob), ratio(float64(small.cpuPerJob), float64(large.cpuPerJob))+" (at most 1.5x)")
+	row("API writes per job", fmt.Sprintf("%.1f", small.writesPerJob), fmt.Sprintf("%.1f", large.writesPerJob), ratio(small.writesPerJob, large.writesPerJob)+" (at most 1.5x)")
+	row("Admission's longest workflow task, as the server recorded it (its local activities)", fmt.Sprintf("%s (%d)", ms(small.admissionTask), small.admissionTaskLocal),
+		fmt.Sprintf("%s (%d)", ms(large.admissionTask), large.admissionTaskLocal), "under 200 ms")
+	row("the same, as the worker's SDK measured it (bucket)", sec(small.admissionTaskSDK), sec(large.admissionTaskSDK), "")
+	limits := map[string]int{"TestBed": 1536 << 10, "SlotSlice": 1536 << 10, "Scheduling": 1536 << 10, "BatchJob": 1536 << 10}
+	for _, kind := range []string{"TestBed", "SlotSlice", "Scheduling", "BatchJob"} {
+		row("largest "+kind+" (etcd)", kib(small.objects[kind]), kib(large.objects[kind]), fmt.Sprintf("%.1f%% of 1.5 MiB", 100*float64(large.objects[kind])/float64(limits[kind])))
+	}
+	row("Admission's carried state (its run input)", kib(small.carried), kib(large.carried), fmt.Sprintf("%.1f%% of 2 MiB", 100*float64(large.carried)/float64(2<<20)))
+	for _, kind := range []string{"Admission", "TestBed", "Scheduling", "BatchJob"} {
+		sh, lh := small.histories[kind], large.histories[kind]
+		row(kind+" workflow: most events in a run / largest event", fmt.Sprintf("%d / %s", sh[0], kib(sh[1])), fmt.Sprintf("%d / %s", lh[0], kib(lh[1])),
+			fmt.Sprintf("%.1f%% of 51,200 events / %.1f%% of 2 MiB", 100*float64(lh[0])/51200, 100*float64(lh[1])/float64(2<<20)))
+	}
+	kinds := make([]string, 0, len(large.feed))
+	for k := range large.feed {
+		if k != "" {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		row("largest feed message, "+k, kib(small.feed[k]), kib(large.feed[k]), "")
+	}
+	procs := make([]string, 0, len(large.memory))
+	for k := range large.memory {
+		procs = append(procs, k)
+	}
+	slices.SortFunc(procs, func(a, b string) int { return cmp.Compare(large.memory[b], large.memory[a]) })
+	for _, k := range procs {
+		row("peak memory, "+k, fmt.Sprintf("%d MiB", small.memory[k]>>20), fmt.Sprintf("%d MiB", large.memory[k]>>20), "")
+	}
+	return b.String()
+}
