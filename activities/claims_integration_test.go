@@ -497,7 +497,7 @@ func TestCheckHolds(t *testing.T) {
 	require.NoError(t, err)
 	why := map[string]string{}
 	for _, u := range got {
-		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why
+		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why()
 	}
 	require.Len(t, got, 4, "%v", why)
 	require.Contains(t, why["free/"+uid], "no longer held")
@@ -538,7 +538,7 @@ func TestCheckHolds(t *testing.T) {
 	require.NoError(t, err)
 	why = map[string]string{}
 	for _, u := range lagging {
-		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why
+		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why()
 	}
 	require.Len(t, lagging, 2, "only the gone job and the older Scheduling's key: %v", why)
 	require.Contains(t, why["gone/"+uid], "deleted")
@@ -550,7 +550,7 @@ func TestCheckHolds(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, lacking, 1)
 	require.Equal(t, "free", lacking[0].Key.Job)
-	require.Contains(t, lacking[0].Why, "deleted")
+	require.Contains(t, lacking[0].Why(), "deleted")
 }
 
 // cacheHas waits until the API server's watch cache holds obj as last written (its

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/queue"
 )
 
 // QueuePlacement says which leaf queue a Scheduling's job is in.
@@ -20,6 +21,41 @@ type QueuePlacement struct {
 	Scheduling string
 	Job        string
 	Queue      string
+}
+
+// QueuePlacements are placements packed (queue.PackKeys, the queue as each key's note): the
+// Admission workflow carries those not yet written across continue-as-new, and a burst of
+// requests leaves thousands.
+type QueuePlacements []QueuePlacement
+
+// MarshalJSON writes the placements packed, as a base64 string.
+func (p QueuePlacements) MarshalJSON() ([]byte, error) {
+	notes := make([]queue.KeyNote, len(p))
+	for i := range p {
+		notes[i] = queue.KeyNote{Key: queue.JobKey{Scheduling: p[i].Scheduling, Job: p[i].Job}, Note: p[i].Queue}
+	}
+	b, err := queue.PackKeys(notes)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (p *QueuePlacements) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	notes, err := queue.UnpackKeys(b)
+	if err != nil {
+		return err
+	}
+	*p = make(QueuePlacements, len(notes))
+	for i, n := range notes {
+		(*p)[i] = QueuePlacement{Scheduling: n.Key.Scheduling, Job: n.Key.Job, Queue: n.Note}
+	}
+	return nil
 }
 
 // RecordQueuesInput lists placements of one namespace's jobs.

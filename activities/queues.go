@@ -3,7 +3,9 @@ package activities
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,13 +76,110 @@ func (a *Activities) readAllocationFiles(ctx context.Context, in AllocationFileR
 // CheckHoldsInput lists the admission keys one test bed's Admission holds.
 type CheckHoldsInput struct {
 	Namespace string
-	Keys      []queue.JobKey
+	Keys      JobKeys
 }
 
-// Unheld is a key nobody needs any more, and why.
+// JobKeys are admission keys as they pass to an activity: packed (queue.PackKeys), for a
+// bed's keys are every job it holds or keeps waiting, and as JSON 18,000 of them are
+// Temporal's 2 MB payload limit.
+type JobKeys []queue.JobKey
+
+// MarshalJSON writes the keys packed, as a base64 string.
+func (k JobKeys) MarshalJSON() ([]byte, error) {
+	notes := make([]queue.KeyNote, len(k))
+	for i := range k {
+		notes[i].Key = k[i]
+	}
+	b, err := queue.PackKeys(notes)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (k *JobKeys) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	notes, err := queue.UnpackKeys(b)
+	if err != nil {
+		return err
+	}
+	*k = make(JobKeys, len(notes))
+	for i := range notes {
+		(*k)[i] = notes[i].Key
+	}
+	return nil
+}
+
+// Unheld is a key nobody needs any more, and why (Reason: one of the Unheld* reasons).
 type Unheld struct {
-	Key queue.JobKey
-	Why string
+	Key    queue.JobKey
+	Reason string
+}
+
+// Why nobody holds an Unheld key: its Reason, as a sentence.
+const (
+	UnheldJobDeleted        = "job-deleted"
+	UnheldNotHeld           = "not-held"
+	UnheldSchedulingDeleted = "scheduling-deleted"
+	UnheldSchedulingRemade  = "scheduling-remade"
+	// UnheldRunEnded is followed by the run's state: "run-ended Completed".
+	UnheldRunEnded = "run-ended"
+)
+
+// Why is the reason as a sentence.
+func (u Unheld) Why() string {
+	k := u.Key
+	switch code, state, _ := strings.Cut(u.Reason, " "); code {
+	case UnheldJobDeleted:
+		return fmt.Sprintf("BatchJob %s was deleted", k.Job)
+	case UnheldNotHeld:
+		return fmt.Sprintf("BatchJob %s is no longer held by scheduling %s", k.Job, k.Scheduling)
+	case UnheldSchedulingDeleted:
+		return fmt.Sprintf("scheduling %s was deleted", k.Scheduling)
+	case UnheldSchedulingRemade:
+		return fmt.Sprintf("scheduling %s was deleted and made again", k.Scheduling)
+	case UnheldRunEnded:
+		return fmt.Sprintf("BatchJob %s's run %d ended %s", k.Job, k.Run, state)
+	}
+	return u.Reason
+}
+
+// UnheldKeys are CheckHolds' answer: packed as JobKeys are, each key's reason its note, for
+// when a Scheduling goes every key it held comes back.
+type UnheldKeys []Unheld
+
+// MarshalJSON writes the keys and their reasons packed, as a base64 string.
+func (u UnheldKeys) MarshalJSON() ([]byte, error) {
+	notes := make([]queue.KeyNote, len(u))
+	for i := range u {
+		notes[i] = queue.KeyNote{Key: u[i].Key, Note: u[i].Reason}
+	}
+	b, err := queue.PackKeys(notes)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (u *UnheldKeys) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	notes, err := queue.UnpackKeys(b)
+	if err != nil {
+		return err
+	}
+	*u = make(UnheldKeys, len(notes))
+	for i := range notes {
+		(*u)[i] = Unheld{Key: notes[i].Key, Reason: notes[i].Note}
+	}
+	return nil
 }
 
 // CheckHolds finds the keys no Scheduling holds any more: the BatchJob is gone or held by
@@ -91,7 +190,7 @@ type Unheld struct {
 // the worker's copy when it has synced, and only a key the copy finds unheld is checked
 // again against the job in etcd (a copy that lags behind a new claim must not release a
 // held job); the Schedulings are read as their metadata, without their statuses.
-func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) ([]Unheld, error) {
+func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (UnheldKeys, error) {
 	if len(in.Keys) == 0 {
 		return nil, nil
 	}
@@ -117,7 +216,7 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) ([]Unhe
 	for _, s := range schedulings.Items {
 		uids[s.Name] = string(s.UID)
 	}
-	var out []Unheld
+	var out UnheldKeys
 	for _, k := range in.Keys {
 		why := unheldWhy(k, byName[k.Job], uids)
 		if why != "" && fromCopy {
@@ -134,27 +233,27 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) ([]Unhe
 			}
 		}
 		if why != "" {
-			out = append(out, Unheld{Key: k, Why: why})
+			out = append(out, Unheld{Key: k, Reason: why})
 		}
 	}
 	return out, nil
 }
 
-// unheldWhy says why nobody holds k any more, given its job (nil: deleted) and the UIDs of
-// the namespace's Schedulings by name; "" when it is still held.
+// unheldWhy says why nobody holds k any more (an Unheld reason), given its job (nil:
+// deleted) and the UIDs of the namespace's Schedulings by name; "" when it is still held.
 func unheldWhy(k queue.JobKey, job *v1alpha1.BatchJob, uids map[string]string) string {
 	uid, exists := uids[k.Scheduling]
 	switch {
 	case job == nil:
-		return fmt.Sprintf("BatchJob %s was deleted", k.Job)
+		return UnheldJobDeleted
 	case job.Labels[v1alpha1.ActiveSchedulingLabel] != k.Scheduling:
-		return fmt.Sprintf("BatchJob %s is no longer held by scheduling %s", k.Job, k.Scheduling)
+		return UnheldNotHeld
 	case !exists:
-		return fmt.Sprintf("scheduling %s was deleted", k.Scheduling)
+		return UnheldSchedulingDeleted
 	case k.SchedulingUID != "" && uid != k.SchedulingUID:
-		return fmt.Sprintf("scheduling %s was deleted and made again", k.Scheduling)
+		return UnheldSchedulingRemade
 	case job.Status.Scheduling == k.Scheduling && job.Status.Run == k.Run && job.Status.State.Ended():
-		return fmt.Sprintf("BatchJob %s's run %d ended %s", k.Job, k.Run, job.Status.State)
+		return UnheldRunEnded + " " + string(job.Status.State)
 	}
 	return ""
 }

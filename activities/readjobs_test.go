@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -159,4 +160,40 @@ func TestReadJobs_TheCopyAnswersForTheJobsItShowsClaimed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []JobInfo{want[1], want[0]}, got)
 	require.Equal(t, requestCount{gets: 1}, n)
+}
+
+// Keys and unheld keys pass to and from CheckHolds packed, and come back as they went.
+func TestCheckHoldsPayloads_RoundTrip(t *testing.T) {
+	keys := JobKeys{{Scheduling: "nightly", SchedulingUID: "u-1", Job: "etl", Run: 2}, {Scheduling: "nightly", Job: "report", Run: 1}}
+	data, err := json.Marshal(CheckHoldsInput{Namespace: "team-a", Keys: keys})
+	require.NoError(t, err)
+	require.NotContains(t, string(data), "nightly", "the keys travel packed")
+	var in CheckHoldsInput
+	require.NoError(t, json.Unmarshal(data, &in))
+	require.Equal(t, CheckHoldsInput{Namespace: "team-a", Keys: keys}, in)
+
+	out := UnheldKeys{{Key: keys[0], Reason: UnheldRunEnded + " Completed"}, {Key: keys[1], Reason: UnheldSchedulingRemade}}
+	data, err = json.Marshal(out)
+	require.NoError(t, err)
+	var back UnheldKeys
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.Equal(t, out, back)
+	require.Equal(t, "BatchJob etl's run 2 ended Completed", back[0].Why())
+	require.Equal(t, "scheduling nightly was deleted and made again", back[1].Why())
+
+	var none UnheldKeys
+	require.NoError(t, json.Unmarshal([]byte("null"), &none))
+	require.Empty(t, none)
+	require.Error(t, json.Unmarshal([]byte(`"bm90IGd6aXA="`), &none), "damaged keys are an error")
+}
+
+// Placements not yet written travel packed, and come back as they went.
+func TestQueuePlacements_RoundTrip(t *testing.T) {
+	in := QueuePlacements{{Scheduling: "nightly", Job: "etl", Queue: "root.a"}, {Scheduling: "nightly", Job: "report", Queue: "root.b"}}
+	data, err := json.Marshal(struct{ Unrecorded QueuePlacements }{in})
+	require.NoError(t, err)
+	require.NotContains(t, string(data), "report")
+	var back struct{ Unrecorded QueuePlacements }
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.Equal(t, in, back.Unrecorded)
 }

@@ -129,7 +129,7 @@ type AdmissionInput struct {
 	// one payload.
 	Carried []byte `json:",omitempty"`
 	// Unrecorded are the jobs' queues the previous run had not yet written to their statuses.
-	Unrecorded []activities.QueuePlacement `json:",omitempty"`
+	Unrecorded activities.QueuePlacements `json:",omitempty"`
 }
 
 // AdmissionWorkflow holds the queues of one test bed. Schedulings send it their jobs; it
@@ -430,13 +430,13 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	var unheld []activities.Unheld
+	var unheld activities.UnheldKeys
 	if err := workflow.ExecuteActivity(ctx, acts.CheckHolds, activities.CheckHoldsInput{Namespace: a.in.Namespace, Keys: keys}).Get(ctx, &unheld); err != nil {
 		return err
 	}
 	for _, u := range unheld {
 		if a.core.Release(u.Key) {
-			workflow.GetLogger(ctx).Warn("released a job nobody holds", "key", u.Key.String(), "why", u.Why)
+			workflow.GetLogger(ctx).Warn("released a job nobody holds", "key", u.Key.String(), "why", u.Why())
 		}
 	}
 	return nil
@@ -568,27 +568,51 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 			groups = append(groups, []AdmissionGrant{g})
 		}
 	}
-	var res activities.SignalWorkflowsResult
-	var sent workflow.Future
-	if viaServer {
-		sent = commitActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
-	} else {
-		sent = sendSignals(ctx, signals)
+	// The signals go in calls of at most grantsPerCall grants, side by side: a decision that
+	// fills a bed of thousands of slots would not fit one payload.
+	type call struct {
+		from, to int // signals[from:to]
+		sent     workflow.Future
 	}
-	if err := sent.Get(ctx, &res); err != nil {
-		workflow.GetLogger(ctx).Warn("tell schedulings of their jobs", "grants", len(gs), "err", err)
-		for _, g := range gs {
-			a.core.Release(g.JobKey)
+	var calls []call
+	for from := 0; from < len(signals); {
+		to, n := from, 0
+		for to < len(signals) && (to == from || n+len(groups[to]) <= grantsPerCall) {
+			n += len(groups[to])
+			to++
 		}
-		return
+		c := call{from: from, to: to}
+		if viaServer {
+			c.sent = commitActivity(ctx, acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals[from:to]})
+		} else {
+			c.sent = sendSignals(ctx, signals[from:to])
+		}
+		calls = append(calls, c)
+		from = to
 	}
-	for _, i := range res.NotRunning {
-		for _, g := range groups[i] {
-			workflow.GetLogger(ctx).Warn("a scheduling that does not run was granted its job", "key", g.JobKey.String())
-			a.core.Release(g.JobKey)
+	for _, c := range calls {
+		var res activities.SignalWorkflowsResult
+		if err := c.sent.Get(ctx, &res); err != nil {
+			workflow.GetLogger(ctx).Warn("tell schedulings of their jobs", "signals", c.to-c.from, "err", err)
+			for _, group := range groups[c.from:c.to] {
+				for _, g := range group {
+					a.core.Release(g.JobKey)
+				}
+			}
+			continue
+		}
+		for _, i := range res.NotRunning {
+			for _, g := range groups[c.from+i] {
+				workflow.GetLogger(ctx).Warn("a scheduling that does not run was granted its job", "key", g.JobKey.String())
+				a.core.Release(g.JobKey)
+			}
 		}
 	}
 }
+
+// grantsPerCall bounds the grants one SignalWorkflows call carries: about 170 bytes each,
+// a call stays near 200 KB, a tenth of Temporal's payload limit.
+const grantsPerCall = 1200
 
 // tell sends a grant or refusal to its Scheduling. A Scheduling that is gone cannot take it:
 // the key is released, so its slots are not held for nobody.

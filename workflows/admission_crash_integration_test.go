@@ -72,7 +72,7 @@ func (b *shiftingBed) LoadAllocationFile(context.Context, activities.AllocationF
 	return nil, nil
 }
 
-func (b *shiftingBed) CheckHolds(context.Context, activities.CheckHoldsInput) ([]activities.Unheld, error) {
+func (b *shiftingBed) CheckHolds(context.Context, activities.CheckHoldsInput) (activities.UnheldKeys, error) {
 	return nil, nil
 }
 

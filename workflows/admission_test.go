@@ -58,6 +58,8 @@ type admissionWorld struct {
 	written map[string]int
 	// kills are the kills written on jobs.
 	kills []activities.KillJobInput
+	// calls are the grants each SignalWorkflows call carried.
+	calls []int
 }
 
 func (w *admissionWorld) queueOf(scheduling, job string) string {
@@ -89,11 +91,11 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 		}
 		return u, nil
 	})
-	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckHoldsInput) ([]activities.Unheld, error) {
-		var out []activities.Unheld
+	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckHoldsInput) (activities.UnheldKeys, error) {
+		var out activities.UnheldKeys
 		for _, k := range in.Keys {
 			if w.unheld != nil && w.unheld(k) != "" {
-				out = append(out, activities.Unheld{Key: k, Why: w.unheld(k)})
+				out = append(out, activities.Unheld{Key: k, Reason: w.unheld(k)})
 			}
 		}
 		return out, nil
@@ -136,10 +138,10 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 		}
 		return nil
 	}
-	onSignals(env, map[string]func(string, any) error{
+	onSignalsCounting(env, map[string]func(string, any) error{
 		AdmittedSignal:      func(id string, arg any) error { return deliver(id, arg.(AdmissionGrant)) },
 		AdmittedBatchSignal: func(id string, arg any) error { return deliver(id, arg.([]AdmissionGrant)...) },
-	})
+	}, &w.calls)
 	return env
 }
 
@@ -231,6 +233,37 @@ func TestAdmissionWorkflow_ABigStepGoesInSeveralSignals(t *testing.T) {
 	for i, g := range w.grants {
 		require.Equal(t, fmt.Sprintf("j%03d", i), g.Job, "the grants keep their order across the signals")
 	}
+}
+
+// A step that grants more jobs than one call may carry sends them in several calls, none
+// over grantsPerCall; a call whose Scheduling does not run releases its grants only.
+func TestAdmissionWorkflow_AStepThatFillsABigBedGoesInSeveralCalls(t *testing.T) {
+	w := &admissionWorld{gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
+	n := 2*grantsPerCall + 50
+	env := newAdmissionEnv(t, w, n)
+	env.RegisterDelayedCallback(func() {
+		reqs := make([]AdmissionRequest, n)
+		for i := range reqs {
+			s := fmt.Sprintf("s%d", i%3)
+			if i == n-1 {
+				s = "gone"
+			}
+			reqs[i] = AdmissionRequest{JobKey: jk(s, fmt.Sprintf("j%05d", i)), User: "u", Slots: 1}
+		}
+		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+	}, time.Second)
+	report := reportAt(t, env, 5*time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
+
+	require.Greater(t, len(w.calls), 2, "calls: %v", w.calls)
+	total := 0
+	for _, c := range w.calls {
+		require.LessOrEqual(t, c, grantsPerCall)
+		total += c
+	}
+	require.Equal(t, n, total, "every grant was sent")
+	require.Len(t, w.grants, n-1, "all but the grant to the Scheduling that does not run")
+	require.Equal(t, n-1, len(report.Running)+report.MoreRunning, "the grant of the Scheduling that does not run is released, and only it")
 }
 
 // Two queues of weight 2 and 1 competing for 12 slots with jobs of 2 slots: 8/4.

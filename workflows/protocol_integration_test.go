@@ -126,7 +126,7 @@ func (w *protocolWorld) LoadAllocationFile(context.Context, activities.Allocatio
 
 // CheckHolds finds nothing: the test proves the protocol itself loses nothing, without the
 // safety net of the claims check.
-func (w *protocolWorld) CheckHolds(context.Context, activities.CheckHoldsInput) ([]activities.Unheld, error) {
+func (w *protocolWorld) CheckHolds(context.Context, activities.CheckHoldsInput) (activities.UnheldKeys, error) {
 	return nil, nil
 }
 

@@ -21,9 +21,26 @@ import (
 // (AdmittedBatchSignal) goes to deliver[AdmittedSignal] grant by grant when deliver has no
 // handler of batches.
 func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error) {
+	onSignalsCounting(env, deliver, nil)
+}
+
+// onSignalsCounting is onSignals that also appends to calls the grants each call carried.
+func onSignalsCounting(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error, calls *[]int) {
 	env.OnActivity(acts.SignalWorkflows, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
 			var out activities.SignalWorkflowsResult
+			if calls != nil {
+				n := 0
+				for _, s := range in.Signals {
+					switch arg := typedArg(s.Name, s.Arg).(type) {
+					case []AdmissionGrant:
+						n += len(arg)
+					case AdmissionGrant:
+						n++
+					}
+				}
+				*calls = append(*calls, n)
+			}
 			for i, s := range in.Signals {
 				arg := typedArg(s.Name, s.Arg)
 				f := deliver[s.Name]
