@@ -10,6 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	temporal "go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -58,6 +59,8 @@ type taskFailure struct {
 	attempts int32
 	since    time.Time
 	message  string
+	// ended is how the workflow ended, when it ended in failure ("" while it runs).
+	ended string
 }
 
 // Reconcile checks one test bed's workflows and writes what it found.
@@ -94,7 +97,7 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 	count := map[string]int{"admission": 0, "testbed": 0, "scheduling": 0}
 	var failing []string
 	for _, c := range list {
-		f, err := h.taskFailure(ctx, c.id)
+		f, err := h.taskFailure(ctx, c.id, c.kind == "scheduling")
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -102,6 +105,11 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 			continue
 		}
 		count[c.kind]++
+		if f.ended != "" {
+			failing = append(failing, fmt.Sprintf("the %s workflow %s ended %s at %s: %s", c.kind, c.id, f.ended, f.since.UTC().Format(time.RFC3339), f.message))
+			h.logger().Error("a workflow of a test bed ended in failure", "testbed", req.NamespacedName.String(), "workflow", c.id, "ended", f.ended, "why", f.message)
+			continue
+		}
 		failing = append(failing, fmt.Sprintf("the %s workflow %s has failed its workflow task %d times since %s: %s", c.kind, c.id, f.attempts, f.since.UTC().Format(time.RFC3339), f.message))
 		h.logger().Error("a workflow of a test bed makes no progress", "testbed", req.NamespacedName.String(), "workflow", c.id, "attempts", f.attempts, "why", f.message)
 	}
@@ -125,9 +133,9 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 	return reconcile.Result{RequeueAfter: every}, nil
 }
 
-// taskFailure says whether the workflow's pending task has failed (nil: it has not, or the
-// workflow does not run).
-func (h *WorkflowHealth) taskFailure(ctx context.Context, id string) (*taskFailure, error) {
+// taskFailure says whether the workflow's pending task has failed, or, when mustRun, whether
+// the workflow ended in failure (nil: neither, or there is no such workflow).
+func (h *WorkflowHealth) taskFailure(ctx context.Context, id string, mustRun bool) (*taskFailure, error) {
 	d, err := h.Temporal.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
@@ -136,7 +144,17 @@ func (h *WorkflowHealth) taskFailure(ctx context.Context, id string) (*taskFailu
 		}
 		return nil, fmt.Errorf("describe workflow %s: %w", id, err)
 	}
-	if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	switch st := d.GetWorkflowExecutionInfo().GetStatus(); st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		// A bed's Admission and TestBed workflows are started again by the next message
+		// to them; nothing starts a Scheduling's again while the Scheduling lives, and its
+		// jobs stay claimed and queued with nobody to run them.
+		if !mustRun {
+			return nil, nil
+		}
+		return h.endedInFailure(ctx, id, d), nil
+	default:
 		return nil, nil
 	}
 	// One failed attempt may be a worker that went away; two in a row is a workflow that
@@ -164,6 +182,30 @@ func (h *WorkflowHealth) taskFailure(ctx context.Context, id string) (*taskFailu
 		}
 	}
 	return f, nil
+}
+
+// endedInFailure is what the close event of a workflow that ended in failure says.
+func (h *WorkflowHealth) endedInFailure(ctx context.Context, id string, d *workflowservice.DescribeWorkflowExecutionResponse) *taskFailure {
+	info := d.GetWorkflowExecutionInfo()
+	f := &taskFailure{ended: strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")),
+		since: info.GetCloseTime().AsTime(), message: "(the failure was not recorded)"}
+	it := h.Temporal.GetWorkflowHistory(ctx, id, info.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return f
+		}
+		if a := ev.GetWorkflowExecutionFailedEventAttributes(); a != nil {
+			f.message = a.GetFailure().GetMessage()
+		}
+		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
+			f.message = "terminated: " + a.GetReason()
+		}
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT {
+			f.message = "its run timed out"
+		}
+	}
+	return f
 }
 
 func (h *WorkflowHealth) logger() *slog.Logger {

@@ -4,6 +4,7 @@ package bridge_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 // this build cannot read) says so: its WorkflowsHealthy condition turns False with the
 // failure, and slotplane_workflow_task_failing is 1 for it. Once the workflow is gone the
 // condition is True again and the gauge 0. A Scheduling on the bed whose workflow cannot
-// run shows the same way, until the Scheduling has ended.
+// run shows the same way, until the Scheduling has ended, and so does one whose workflow
+// ended in failure while the Scheduling had not.
 func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond})
@@ -104,4 +106,24 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	require.NoError(t, cl.Status().Update(ctx, &s))
 	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
 	require.Eventually(t, func() bool { return gauge("scheduling") == 0 }, 30*time.Second, 100*time.Millisecond)
+
+	// A Scheduling whose workflow ended in failure before the Scheduling did shows too:
+	// its jobs stay claimed with nobody to run them.
+	// (Its workflow runs before the Scheduling is made, so that the bridge starts none.)
+	did := workflows.SchedulingWorkflowID("default", "dead")
+	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: did, TaskQueue: workflows.TaskQueue}, "NoSuchWorkflow")
+	require.NoError(t, err)
+	require.NoError(t, cl.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "dead", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "sick", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "j", Replication: 1}}}}))
+	require.Contains(t, waitFor(metav1.ConditionFalse).Message, did)
+	require.NoError(t, tc.TerminateWorkflow(ctx, did, "", "an operator's mistake"))
+	var dead *metav1.Condition
+	require.Eventually(t, func() bool {
+		dead = healthy()
+		return dead != nil && strings.Contains(dead.Message, "ended terminated")
+	}, time.Minute, 100*time.Millisecond, "the Scheduling's workflow ended: %+v", dead)
+	require.Equal(t, metav1.ConditionFalse, dead.Status)
+	require.Contains(t, dead.Message, did)
+	require.Contains(t, dead.Message, "an operator's mistake")
+	require.Equal(t, 1.0, gauge("scheduling"))
 }

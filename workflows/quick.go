@@ -33,11 +33,20 @@ func quick(ctx workflow.Context, activity any, args ...any) workflow.Future {
 	return workflow.ExecuteLocalActivity(withQuickOptions(ctx), activity, args...)
 }
 
+// quickRetriesFor bounds the attempts of a local activity, retries and their pauses
+// included. A local activity's deadline is otherwise its first attempt's: a read that took
+// 30 s on an API server starved of CPU (2,000 slots filling on 2 cores) failed its
+// Scheduling for good, and the Scheduling's 250 jobs stayed claimed and queued with nobody
+// to run them. A call that fails for this long needs a person: the workflow then fails,
+// visibly (the TestBed's WorkflowsHealthy condition says which).
+const quickRetriesFor = 24 * time.Hour
+
 // withQuickOptions gives a local activity its timeout and retries.
 func withQuickOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: quickTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		StartToCloseTimeout:    quickTimeout,
+		ScheduleToCloseTimeout: quickRetriesFor,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
 }
 
