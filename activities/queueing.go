@@ -34,28 +34,17 @@ func (p QueuePlacements) MarshalJSON() ([]byte, error) {
 	for i := range p {
 		notes[i] = queue.KeyNote{Key: queue.JobKey{Scheduling: p[i].Scheduling, Job: p[i].Job}, Note: p[i].Queue}
 	}
-	b, err := queue.PackKeys(notes)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(b)
+	return marshalPacked(notes)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (p *QueuePlacements) UnmarshalJSON(data []byte) error {
-	var b []byte
-	if err := json.Unmarshal(data, &b); err != nil {
-		return err
-	}
-	notes, err := queue.UnpackKeys(b)
-	if err != nil {
-		return err
-	}
+	notes, err := unmarshalPacked(data)
 	*p = make(QueuePlacements, len(notes))
 	for i, n := range notes {
 		(*p)[i] = QueuePlacement{Scheduling: n.Key.Scheduling, Job: n.Key.Job, Queue: n.Note}
 	}
-	return nil
+	return err
 }
 
 // RecordQueuesInput lists placements of one namespace's jobs.

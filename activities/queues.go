@@ -90,6 +90,21 @@ func (k JobKeys) MarshalJSON() ([]byte, error) {
 	for i := range k {
 		notes[i].Key = k[i]
 	}
+	return marshalPacked(notes)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (k *JobKeys) UnmarshalJSON(data []byte) error {
+	notes, err := unmarshalPacked(data)
+	*k = make(JobKeys, len(notes))
+	for i := range notes {
+		(*k)[i] = notes[i].Key
+	}
+	return err
+}
+
+// marshalPacked writes keys with notes as JSON: a base64 string of queue.PackKeys.
+func marshalPacked(notes []queue.KeyNote) ([]byte, error) {
 	b, err := queue.PackKeys(notes)
 	if err != nil {
 		return nil, err
@@ -97,21 +112,13 @@ func (k JobKeys) MarshalJSON() ([]byte, error) {
 	return json.Marshal(b)
 }
 
-// UnmarshalJSON reads what MarshalJSON wrote.
-func (k *JobKeys) UnmarshalJSON(data []byte) error {
+// unmarshalPacked reads what marshalPacked wrote.
+func unmarshalPacked(data []byte) ([]queue.KeyNote, error) {
 	var b []byte
 	if err := json.Unmarshal(data, &b); err != nil {
-		return err
+		return nil, err
 	}
-	notes, err := queue.UnpackKeys(b)
-	if err != nil {
-		return err
-	}
-	*k = make(JobKeys, len(notes))
-	for i := range notes {
-		(*k)[i] = notes[i].Key
-	}
-	return nil
+	return queue.UnpackKeys(b)
 }
 
 // Unheld is a key nobody needs any more, and why (Reason: one of the Unheld* reasons).
@@ -158,28 +165,17 @@ func (u UnheldKeys) MarshalJSON() ([]byte, error) {
 	for i := range u {
 		notes[i] = queue.KeyNote{Key: u[i].Key, Note: u[i].Reason}
 	}
-	b, err := queue.PackKeys(notes)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(b)
+	return marshalPacked(notes)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (u *UnheldKeys) UnmarshalJSON(data []byte) error {
-	var b []byte
-	if err := json.Unmarshal(data, &b); err != nil {
-		return err
-	}
-	notes, err := queue.UnpackKeys(b)
-	if err != nil {
-		return err
-	}
+	notes, err := unmarshalPacked(data)
 	*u = make(UnheldKeys, len(notes))
 	for i := range notes {
 		(*u)[i] = Unheld{Key: notes[i].Key, Reason: notes[i].Note}
 	}
-	return nil
+	return err
 }
 
 // CheckHolds finds the keys no Scheduling holds any more: the BatchJob is gone or held by
