@@ -77,11 +77,11 @@ func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots
 		return TestBedSlots{}, fmt.Errorf("get testbed %s: %w", key, err)
 	}
 	out := TestBedSlots{Exists: true, SlotSize: tb.Spec.ResourcesPerSlot}
-	have, err := slotslices.List(ctx, a.Client, &tb)
+	bedSlots, err := slotslices.Read(ctx, a.Client, &tb)
 	if err != nil {
 		return TestBedSlots{}, err
 	}
-	for _, s := range slotslices.Slots(have) {
+	for _, s := range bedSlots {
 		out.Positions = append(out.Positions, s.Position)
 		switch {
 		case s.Unavailable != "":

@@ -107,13 +107,13 @@ func (s *server) getTestBed(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	have, err := slotslices.List(c.Request.Context(), s.Client, &tb)
+	bedSlots, err := slotslices.Read(c.Request.Context(), s.Client, &tb)
 	if err != nil {
 		fail(c, fromKube("list the slots of a test bed", err))
 		return
 	}
 	out := testBedOf(&tb)
-	out.Status.Slots = slotslices.Slots(have)
+	out.Status.Slots = bedSlots
 	c.JSON(http.StatusOK, out)
 }
 

@@ -114,11 +114,11 @@ func (s *server) checkCluster(ctx context.Context, caller User, ns, field string
 	}
 	positions := map[int32]bool{}
 	if tb.Name != "" {
-		have, err := slotslices.List(ctx, s.Client, &tb)
+		bedSlots, err := slotslices.Read(ctx, s.Client, &tb)
 		if err != nil {
 			return nil, fromKube("list the slots of a test bed", err)
 		}
-		for _, sl := range slotslices.Slots(have) {
+		for _, sl := range bedSlots {
 			positions[sl.Position] = true
 		}
 	}

@@ -186,7 +186,8 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	require.NoError(t, err)
 	f.floor = (restTo.busy - restFrom.busy).Seconds() / restTo.at.Sub(restFrom.at).Seconds()
 
-	names := makeEnvelopeJobs(t, c, size)
+	perTeam := size.queues / 5
+	names := makeSimJobs(t, c, size.jobs, "env", func(i int) string { return fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%perTeam) }, size.jobFor)
 	started := time.Now()
 	cpuFrom, err := sampleCPU()
 	require.NoError(t, err)
@@ -254,30 +255,29 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	return f
 }
 
-// makeEnvelopeJobs creates the probe's jobs through the API, eight at a time, spread over
-// the queues, and returns their names.
-func makeEnvelopeJobs(t *testing.T, c *apiclient.Client, size envelopeSize) []string {
-	names := make([]string, size.jobs)
-	errs := make(chan error, size.jobs)
+// makeSimJobs creates n Spark jobs through the API, eight at a time, named prefix-00000
+// onwards, job i in queueOf(i), each running for runFor on the simulated operator, and
+// returns their names.
+func makeSimJobs(t *testing.T, c *apiclient.Client, n int, prefix string, queueOf func(int) string, runFor time.Duration) []string {
+	names := make([]string, n)
+	errs := make(chan error, n)
 	next := make(chan int)
 	var made sync.WaitGroup
-	perTeam := size.queues / 5
 	for range 8 {
 		made.Go(func() {
 			for i := range next {
-				names[i] = fmt.Sprintf("env-%05d", i)
-				_, err := c.CreateJob(context.Background(), api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark,
-					Queue:           fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%perTeam),
+				names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+				_, err := c.CreateJob(context.Background(), api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: queueOf(i),
 					Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 					DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-					Annotations:     map[string]string{appsim.SimDurationAnnotation: size.jobFor.String()}})
+					Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor.String()}})
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", names[i], err)
 				}
 			}
 		})
 	}
-	for i := range size.jobs {
+	for i := range n {
 		next <- i
 	}
 	close(next)

@@ -7,19 +7,15 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"slotplane/api"
 	"slotplane/apiclient"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
 	"slotplane/workflows"
 )
 
@@ -75,34 +71,9 @@ func TestE2E_ScaleStep(t *testing.T) {
 
 	// The jobs, made eight at a time, each in a queue of its own Scheduling's team.
 	start := time.Now()
-	names := make([]string, size.jobs)
-	var made sync.WaitGroup
-	errs := make(chan error, size.jobs)
-	next := make(chan int)
-	for range 8 {
-		made.Go(func() {
-			for i := range next {
-				names[i] = fmt.Sprintf("scale-%05d", i)
-				_, err := c.CreateJob(ctx, api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark,
-					Queue:           fmt.Sprintf("root.team%d.q%d", i%size.schedulings%2, (i/size.schedulings)%5),
-					Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
-					DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-					Annotations:     map[string]string{appsim.SimDurationAnnotation: "1h"}})
-				if err != nil {
-					errs <- fmt.Errorf("%s: %w", names[i], err)
-				}
-			}
-		})
-	}
-	for i := range size.jobs {
-		next <- i
-	}
-	close(next)
-	made.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	names := makeSimJobs(t, c, size.jobs, "scale", func(i int) string {
+		return fmt.Sprintf("root.team%d.q%d", i%size.schedulings%2, (i/size.schedulings)%5)
+	}, time.Hour)
 	t.Logf("%d jobs made in %.1f s", size.jobs, time.Since(start).Seconds())
 
 	start = time.Now()
