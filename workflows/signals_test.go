@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -25,7 +26,10 @@ func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(i
 }
 
 // onSignalsCounting is onSignals that also appends to calls the grants each call carried.
+// The environment runs concurrent calls on goroutines of their own; read calls after the
+// workflow has ended.
 func onSignalsCounting(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error, calls *[]int) {
+	var mu sync.Mutex
 	env.OnActivity(acts.SignalWorkflows, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
 			var out activities.SignalWorkflowsResult
@@ -39,7 +43,9 @@ func onSignalsCounting(env *testsuite.TestWorkflowEnvironment, deliver map[strin
 						n++
 					}
 				}
+				mu.Lock()
 				*calls = append(*calls, n)
+				mu.Unlock()
 			}
 			for i, s := range in.Signals {
 				arg := typedArg(s.Name, s.Arg)
