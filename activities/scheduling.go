@@ -213,7 +213,7 @@ type SignalWithStart struct {
 
 // WorkflowTaskTimeout is the workflow task timeout of the workflows a signal-with-start
 // starts: workflows.TaskTimeout, which says why.
-const WorkflowTaskTimeout = 3 * time.Second
+const WorkflowTaskTimeout = 10 * time.Second
 
 // SignalWithStartInput is a batch of signal-with-starts.
 type SignalWithStartInput struct {

@@ -38,13 +38,21 @@ const (
 	HeartbeatThrottle = activities.HeartbeatEvery
 )
 
+// The SDK's deadlock detector fails a workflow task whose code runs a second of wall time
+// without yielding. On a starved machine (2,000 slots filling on 2 cores, or a pod at its CPU
+// limit) Admission's decisions of a few milliseconds passed that second while the process
+// waited for CPU, and each failure cost a replay of the whole run, which starved it more.
+// The worker's detector has the workflow task timeout as its bound: it fails a task only
+// when the server would have timed it out anyway. How long the tasks take is measured
+// (slotplane_admission_decision_seconds, the SDK's workflow task metrics), not enforced.
+
 // New returns a worker of slotplane's task queue with every workflow and activity
 // registered; the caller starts and stops it. The activities get c to signal-with-start
 // workflows, unless they carry a Temporal client already.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers,
 		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
-		BuildID: BuildID()})
+		DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID()})
 	w.RegisterWorkflow(workflows.TestBedWorkflow)
 	w.RegisterWorkflow(workflows.BatchJobWorkflow)
 	w.RegisterWorkflow(workflows.SchedulingWorkflow)

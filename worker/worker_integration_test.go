@@ -50,3 +50,33 @@ func TestNew_TheWorkerNamesItsBuild(t *testing.T) {
 	}
 	require.Equal(t, 1, completed)
 }
+
+// stalled runs its code for longer than the SDK's default deadlock bound (a second) without
+// yielding, as a decision does on a machine starved of CPU.
+func stalled(workflow.Context) error {
+	time.Sleep(1500 * time.Millisecond)
+	return nil
+}
+
+// The worker's deadlock detector has the task timeout as its bound: a task that passes a
+// second of wall time completes in its first attempt, with no failed workflow task.
+func TestNew_ASlowTaskIsNotADeadlock(t *testing.T) {
+	_, c := testtemporal.Start(t)
+	w := worker.New(c, &activities.Activities{})
+	w.RegisterWorkflow(stalled)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stalled", TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout}, stalled)
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil))
+
+	it := c.GetWorkflowHistory(ctx, "stalled", run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		require.Nil(t, e.GetWorkflowTaskFailedEventAttributes(), "a workflow task failed: %v", e)
+		require.Nil(t, e.GetWorkflowTaskTimedOutEventAttributes(), "a workflow task timed out: %v", e)
+	}
+}

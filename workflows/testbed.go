@@ -18,15 +18,17 @@ import (
 const TaskQueue = "slotplane"
 
 // TaskTimeout is the workflow task timeout of every slotplane workflow, set when each is
-// started and kept across continue-as-new. A worker that dies with a workflow task in hand
-// stalls that workflow for this long, since the server waits it out before another worker
-// may take the task; Admission is busy nearly all the time, so a kill nearly always catches
-// one of its tasks, and with Temporal's default of 10 s no job started meanwhile.
-// slotplane's workflow tasks take milliseconds: decisions are in memory (the SDK's deadlock
-// detector already stops workflow code that runs a second without yielding), cluster calls
-// longer than a moment are activities, and a local activity that runs long has the SDK
-// extend the task before this runs out. A replay after a restart is bounded by the steps
-// per run: the first task of a 300-step Admission after a kill took 0.18 s.
+// started and kept across continue-as-new. It is Temporal's default, 10 s, and it trades two
+// costs. A worker that dies with a workflow task in hand stalls that workflow for this long,
+// since the server waits it out before another worker may take the task; Admission is busy
+// nearly all the time, so a kill often catches one of its tasks (in the long run, 8 more
+// jobs ended 4 to 12 s after a kill, against 5 to 7 s with 3 s). A task that runs past it on
+// a live worker is lost and made again after a replay of the run; a worker short of CPU (a
+// pod at its limit, or 2,000 slots filling on 2 cores) ran thousands of job tasks past 3 s
+// while their local activities waited, and each retry made the shortage worse. slotplane's
+// workflow tasks take milliseconds: decisions are in memory, cluster calls longer than a
+// moment are activities, and a local activity that runs long has the SDK extend the task
+// at 80% of this timeout.
 const TaskTimeout = activities.WorkflowTaskTimeout
 
 // TestBedChangedSignal tells a TestBedWorkflow that its test bed, a node or one of its pods
