@@ -35,6 +35,7 @@ import (
 // WatchChanges wakes a waiter when a pod of its job is made, changed or deleted, and not for
 // another job's pods.
 func TestWatchChanges_WakesTheJobsWaiters(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -137,6 +138,7 @@ func (c *countingClient) readsOf(kind string) int {
 // The worker's copy finds a job's pods by its index: exactly that job's pods of that namespace,
 // and again after a pod's label moves it to another job.
 func TestWatchChanges_FindsAJobsPodsByIndex(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -186,6 +188,7 @@ func TestWatchChanges_FindsAJobsPodsByIndex(t *testing.T) {
 // from the API server, and still ends when the application does; an application the copy
 // lacks is read from the API server before it counts as gone.
 func TestWaitFinished_ReadsTheWorkersCopy(t *testing.T) {
+	t.Parallel()
 	ctx, live, ch, seen := watchedJob(t)
 	var err error
 	ref := runApplication(ctx, t, live, seen)
@@ -227,6 +230,7 @@ func TestWaitFinished_ReadsTheWorkersCopy(t *testing.T) {
 // managed fields stay. A copy behind the stored job, or without it, costs a read of etcd
 // and the write still lands.
 func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -285,6 +289,7 @@ func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
 // application was made, does not count; without the run's name and start (a workflow from
 // before them) the wait knows only what it sees.
 func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
+	t.Parallel()
 	ctx, live, ch, seen := watchedJob(t)
 	// placedPod makes a slot pod of the run, bound to node-00 in slot 0, and claims the slot
 	// for it as the extender does once it knows the pod's UID.
@@ -337,6 +342,7 @@ func TestWaitPlaced_LearnsOfPlacementsItCameTooLateToSee(t *testing.T) {
 // from before this run's application (an earlier application of the same name) does not
 // count, nor does any event for a wait that does not name its run.
 func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing.T) {
+	t.Parallel()
 	ctx, live, ch, seen := watchedJob(t)
 	since := time.Now()
 	ref := runApplication(ctx, t, live, seen)
@@ -372,6 +378,7 @@ func TestWaitFinished_TakesUnwatchedPlacementsFromTheSchedulersEvents(t *testing
 // whose name only starts alike do not count, nor does anything for a wait that does not
 // name its run.
 func TestWaitFinished_TakesUnwatchedTaskManagersFromTheSchedulersEvents(t *testing.T) {
+	t.Parallel()
 	ctx, live, ch, _ := watchedJob(t)
 	require.NoError(t, live.Create(ctx, testobjects.BatchJob("stream").Flink().Obj()))
 	since := time.Now()
@@ -416,6 +423,7 @@ func TestWaitFinished_TakesUnwatchedTaskManagersFromTheSchedulersEvents(t *testi
 // run's start. A run whose workflow has every placement time already (AppKey.Known) reads
 // no events.
 func TestWaitPlaced_TakesTheBindingOfPodsPlacedBeforeTheWatchBegan(t *testing.T) {
+	t.Parallel()
 	c, ctx, live, _, seen := watchedJobIn(t)
 	since := time.Now()
 	ref := runApplication(ctx, t, live, seen)

@@ -34,6 +34,7 @@ import (
 // exactly one holder, each Scheduling's result agrees with the labels, and a release gives
 // back only what the releasing Scheduling holds, creation request included.
 func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
@@ -106,6 +107,7 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 // workflow's own Ready or InQueue write, decided on an older picture, is not written over a
 // claim; once the picture is true again, it is.
 func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
@@ -180,6 +182,7 @@ func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 // file that does not parse leaves the claim the queue asked for (Admission keeps its last
 // good file, which the claim cannot know), and Admission writes where it differs.
 func TestClaimJobs_ShowsTheQueueThePlacementRulesChoose(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
@@ -266,6 +269,7 @@ func TestClaimJobs_ShowsTheQueueThePlacementRulesChoose(t *testing.T) {
 // one, a job changed since is claimed all the same, and one created since is read from the
 // API server.
 func TestClaimJobs_FromTheWorkersCopy(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	ctx := context.Background()
@@ -336,6 +340,7 @@ func TestClaimJobs_FromTheWorkersCopy(t *testing.T) {
 // CreateApplication builds the run's SparkApplication from the job and the test bed, the API
 // server stores it as built, and a second call (a retry) returns the same application.
 func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
@@ -414,6 +419,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 // the caller holds (in force or rejected) is not sent again; a missing ConfigMap or key is
 // the defaults, not an error.
 func TestLoadAllocationFile(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
@@ -469,6 +475,7 @@ func TestLoadAllocationFile(t *testing.T) {
 
 // CheckHolds names the admission keys nobody holds any more, and why; held ones pass.
 func TestCheckHolds(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
@@ -575,6 +582,7 @@ func cacheHas(t *testing.T, cl client.Client, obj client.Object) {
 // conflict and the retry reads etcd; a job the copy shows held by no one, held since, is
 // read again from etcd before the request is refused.
 func TestRequestCreation_FromTheWorkersCopy(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	ctx := context.Background()

@@ -26,6 +26,7 @@ import (
 // histories; a run that ended before it began, or held slots on other nodes only, is not a
 // neighbour. The worker's copy and the API server's watch cache give the same answer.
 func TestWaitFinished_RecordsTheNodesAndTheNeighbours(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 // calls several at a time; a repeat of the batch starts none twice; and the nudges to one
 // workflow arrive in the order given, as a Scheduling's request batches to Admission must.
 func TestNudgeWorkflows_EveryWorkflowOnce(t *testing.T) {
+	t.Parallel()
 	_, tc := testtemporal.Start(t)
 	a := &activities.Activities{Temporal: tc}
 	in := activities.SignalWithStartInput{TaskQueue: "nobody-polls"}

@@ -21,6 +21,7 @@ import (
 // status yet; a job another Scheduling holds, or none, keeps what it has, and a job that is
 // gone is no error.
 func TestRecordQueues_WritesOnlyWhileTheSchedulingHoldsTheJob(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
@@ -68,6 +69,7 @@ func TestRecordQueues_WritesOnlyWhileTheSchedulingHoldsTheJob(t *testing.T) {
 // first kill stands; a kill of an ended run, of a job another Scheduling holds, or of a job
 // that is gone is ErrRunOver, and writes nothing. A new claim of the job removes the kill.
 func TestKillJob_WritesTheKillOfAHeldRunOnly(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}

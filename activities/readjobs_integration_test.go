@@ -23,6 +23,7 @@ import (
 // nobody holds, one another Scheduling holds, one deleted after the claim, one that never
 // existed.
 func TestReadJobs_OneListAnswersAsGetsDo(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	ctx := context.Background()
 	plain, err := client.NewWithWatch(c.Config, client.Options{Scheme: kubeclient.Scheme()})

@@ -118,6 +118,7 @@ func newBed(t *testing.T, nodes int) (client.Client, *activities.Activities, *v1
 }
 
 func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
+	t.Parallel()
 	cl, a, tb := newBed(t, 4)
 	ctx := context.Background()
 	in := bedInput
@@ -203,6 +204,7 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 
 // A real pod that holds a slot replaces the slot's ghost; when it ends, the ghost returns.
 func TestReconcileTestBed_RealPodTakesGhostsPlace(t *testing.T) {
+	t.Parallel()
 	cl, a, tb := newBed(t, 2)
 	ctx := context.Background()
 	in := bedInput
@@ -274,6 +276,7 @@ func deletePod(t *testing.T, cl client.Client, pod *corev1.Pod) {
 // when a pass finds its job's pod gone, or when its run ended (the job's status says when).
 // A slot nobody takes gets its ghost at the pass after.
 func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
+	t.Parallel()
 	cl, a, tb := newBed(t, 2)
 	ctx := context.Background()
 	settle(t, a, bedInput)
@@ -375,6 +378,7 @@ func setNodeLabel(t *testing.T, cl client.Client, name string, value *string) {
 // ghost back once the bed's grantedSlotTimeout has passed, and the pass before says when to
 // look again; a slot of a job that runs keeps no ghost however old its grant.
 func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) {
+	t.Parallel()
 	cl, a, tb := newBed(t, 2)
 	ctx := context.Background()
 	tb.Spec.GrantedSlotTimeout = &metav1.Duration{Duration: 3 * time.Second}
@@ -435,6 +439,7 @@ func (w *nudgeWitness) SignalWithStartWorkflow(context.Context, string, string, 
 // it, and kube-scheduler's asynchronous preemption can then strand the pod). The slot not
 // granted keeps its ghost.
 func TestRequestCreation_TheJobIsNudgedOnceItsGhostsAreGone(t *testing.T) {
+	t.Parallel()
 	cl, a, _ := newBed(t, 2)
 	ctx := context.Background()
 	settle(t, a, bedInput)
@@ -460,6 +465,7 @@ func TestRequestCreation_TheJobIsNudgedOnceItsGhostsAreGone(t *testing.T) {
 // therefore costs neither a granted slot its room nor a freed slot its ghost, a settled pass
 // lists no job from the API server, and one with no slot held empty reads none.
 func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl := newClient(t, c)
 	ctx, cancel := context.WithCancel(context.Background())

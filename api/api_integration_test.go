@@ -73,6 +73,7 @@ func (c client) call(method, path string, body any, out any) int {
 // the object, starts no second one), runs its job in its slots to the end, and can be
 // listed, read and cancelled.
 func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
+	t.Parallel()
 	p := testplatform.Start(t, testplatform.DefaultBed)
 	h, err := api.New(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{token: {Name: "alice"}, "mallory-token": {Name: "mallory"}}})
 	require.NoError(t, err)

@@ -55,6 +55,7 @@ const dashboardQueues = `<allocations>
 // with its subtree's jobs and its limits and shares, under the warning that root's ACLs
 // leave every queue open; the page throws no error under its content security policy.
 func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
+	t.Parallel()
 	p := testplatform.Start(t, testplatform.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
 		Auth: api.StaticTokens{token: {Name: "alice"}}}, "127.0.0.1:0")

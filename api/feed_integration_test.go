@@ -59,6 +59,7 @@ func watchURL(base, query string) string {
 // all receive the same changes, each object's in order, with every job's completion; a
 // client that never reads gets a RESYNC or is cut off, and does not hold the others back.
 func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
+	t.Parallel()
 	p := testplatform.Start(t, testplatform.DefaultBed)
 	// 101 connections of one user: over the default cap per user (100).
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,

@@ -26,6 +26,7 @@ import (
 // tokens): a service account's token names it and its groups, a garbage token is unknown,
 // and what the account may do follows its RoleBindings, directly and through the HTTP API.
 func TestKubeAuth_ServiceAccountAndRBAC(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

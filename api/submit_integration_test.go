@@ -48,6 +48,7 @@ func statusOf(s api.Scheduling, job string) v1alpha1.SchedulingJobStatus {
 // a running Scheduling takes more jobs (PATCH append), refuses bad ones with nothing
 // changed, and puts its job list back when its workflow refuses.
 func TestAPI_SubmitAndExtend(t *testing.T) {
+	t.Parallel()
 	p := testplatform.Start(t, testplatform.DefaultBed)
 	ctx := context.Background()
 	// Only the analysts group may submit to root.analytics.

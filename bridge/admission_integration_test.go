@@ -20,6 +20,7 @@ import (
 // bed deleted while a job waits for its slots: Admission refuses the waiting job and ends,
 // and the Scheduling completes once its running job ends.
 func TestAdmission_DeletedJobAndDeletedTestBedEndCleanly(t *testing.T) {
+	t.Parallel()
 	p := startPlatform(t) // 8 slots
 	ctx := context.Background()
 

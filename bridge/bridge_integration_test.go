@@ -59,6 +59,7 @@ func startBridgeWith(t *testing.T, c *testcluster.Cluster, opts bridge.Options) 
 // kubectl apply of a TestBed is all it takes: the bridge starts its workflow, the worker
 // runs the passes, and ghosts follow the nodes as they are relabelled.
 func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 4})
 	cl, tc := startBridge(t, c)
 	ctx := context.Background()
@@ -93,6 +94,7 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 // stuck pods hold nothing back. A pod stuck Terminating on a Ready node holds back that node
 // only: the other nodes' ghosts are still made again.
 func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
@@ -230,6 +232,7 @@ func waitBed(t *testing.T, cl client.Client, total, ghosts int) {
 // older bed owns the nodes, the other has no slots and says why, and takes the nodes over
 // once the older one is deleted. A label every node carries is refused outright.
 func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()

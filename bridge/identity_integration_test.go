@@ -20,6 +20,7 @@ import (
 // submit for them (the worker asks the API server). Refused, the Scheduling fails saying so
 // and holds nothing; once RBAC grants submit-as on that user, the same jobs run.
 func TestIdentity_ASchedulingRunsOthersJobsOnlyWithTheRight(t *testing.T) {
+	t.Parallel()
 	p := startPlatform(t)
 	ctx := context.Background()
 	alices := testobjects.BatchJob("alices").RunFor("1s").Obj()

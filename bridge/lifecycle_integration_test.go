@@ -86,6 +86,7 @@ func (p *platform) batchJob(t *testing.T, name string) *v1alpha1.BatchJob {
 // worker restart; deleting the Scheduling releases the jobs; a SlotBased Scheduling then
 // runs them again in the slots it names.
 func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
+	t.Parallel()
 	p := startPlatform(t)
 	ctx := context.Background()
 	for _, j := range []*v1alpha1.BatchJob{
@@ -160,6 +161,7 @@ func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
 // A second Scheduling that wants a job the first one holds fails at once, releases what it
 // took (the deadlock rule), and says who holds the job. The test bed itself is shared.
 func TestLifecycle_ASecondSchedulingCannotTakeAHeldJob(t *testing.T) {
+	t.Parallel()
 	p := startPlatform(t)
 	ctx := context.Background()
 	require.NoError(t, p.client.Create(ctx, testobjects.BatchJob("long").RunFor("10m").Obj()))
@@ -198,6 +200,7 @@ func jobStatusOf(s *v1alpha1.Scheduling, name string) v1alpha1.SchedulingJobStat
 // noted on the object for that generation; the next edit's job runs, and the Scheduling
 // completes having observed its last generation.
 func TestLifecycle_KubectlEditExtendsARunningScheduling(t *testing.T) {
+	t.Parallel()
 	p := startPlatform(t)
 	ctx := context.Background()
 	for _, j := range []*v1alpha1.BatchJob{

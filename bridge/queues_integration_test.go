@@ -120,6 +120,7 @@ func (pe *podEvents) seen() []string {
 // (control plane, kube-scheduler with the extender, kwok nodes, the operators' stand-in,
 // Temporal), one after the other on one test bed of 12 slots with one allocation file.
 func TestQueues_OnTheRealPlatform(t *testing.T) {
+	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 3, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
 	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
@@ -280,6 +281,7 @@ func (p *platform) slotPods(t *testing.T) map[string][]string {
 // executors go, Spark asks for them again and they wait, the starved queue's job runs in the
 // slots taken back, and when it ends the first job gets its slots back.
 func TestQueues_PreemptionOnTheRealPlatform(t *testing.T) {
+	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 3, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
 	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{

@@ -24,6 +24,7 @@ import (
 // NoFile. A test bed made later gets the condition of the file as it is, and the condition
 // lives beside the Ready condition the test bed's workflow writes.
 func TestQueuesConfigured_ConditionFollowsTheFile(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()

@@ -30,6 +30,7 @@ import (
 // made; a job beside it runs. Once the namespace's admins allow both fields again, the same
 // job, untouched, is marked allowed and runs, with the account it asked for.
 func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
+	t.Parallel()
 	p := startPlatform(t)
 	ctx := context.Background()
 	spec := []byte(`{

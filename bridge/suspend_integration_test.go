@@ -26,6 +26,7 @@ import (
 // application passes through the operators' other states (UNKNOWN, PENDING_RERUN,
 // INVALIDATING; a job RESTARTING, a lifecycle UPGRADING) is not ended by them.
 func TestLifecycle_ASuspendedApplicationEndsItsJobAsConfigured(t *testing.T) {
+	t.Parallel()
 	p := startPlatform(t)
 	ctx := context.Background()
 	for _, j := range []*v1alpha1.BatchJob{

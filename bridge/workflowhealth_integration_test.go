@@ -30,6 +30,7 @@ import (
 // run shows the same way, until the Scheduling has ended, and so does one whose workflow
 // ended in failure while the Scheduling had not.
 func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond})
 	ctx := context.Background()

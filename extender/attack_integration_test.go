@@ -73,6 +73,7 @@ func (e *env) snapshot(t *testing.T) map[string]string {
 // the real API server, so a decision taken just before a pod was replaced cannot land on its
 // successor.
 func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "4")
 	ctx := context.Background()
 	victim := parkedPod("victim", "3,5")
@@ -151,6 +152,7 @@ func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
 // pods that do not. Each is refused with the reason; the extender keeps state for no test bed
 // that does not exist, and its goroutines and heap stay where they were.
 func TestAttack_RandomTestBedLabelsStayBounded(t *testing.T) {
+	t.Parallel()
 	const calls, realPods, workers = 10_000, 100, 8
 	e := newEnv(t, "4")
 	ctx := context.Background()
@@ -236,6 +238,7 @@ func TestAttack_RandomTestBedLabelsStayBounded(t *testing.T) {
 // A client that dribbles its request is cut off after the header timeout, on the extender as
 // it runs on the platform (default limits, TLS); the scheduler is served meanwhile.
 func TestAttack_SlowLorisIsCutOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "4")
 	scheduler, err := e.cluster.ExtenderCerts.ClientTLS()
 	require.NoError(t, err)
@@ -298,6 +301,7 @@ func TestAttack_SlowLorisIsCutOff(t *testing.T) {
 // certificate of another CA and one that does not trust the extender's CA are all refused,
 // and none of them changes anything; /healthz stays open for probes.
 func TestAttack_OnlyTheSchedulersCertificateGetsIn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "4")
 	ctx := context.Background()
 	victim := parkedPod("victim", "3,5")

@@ -206,6 +206,7 @@ func (e *env) waitRunning(t *testing.T, name string) *corev1.Pod {
 // Both seed scenarios: the node is full of ghosts (the scheduler goes straight to /preempt),
 // or it has room beside them (/filter answers).
 func TestExtender_PlacesPodIntoOneOfItsSlots(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct{ nodeCPU, verb string }{
 		"no node fits: preemption": {"4", "preempt"}, // 2 slots x 2 cpu fill a node
 		"a node fits: filter":      {"16", "filter"}, // room beside the ghosts
@@ -283,6 +284,7 @@ func ghostsBySlot(t *testing.T, e *env) map[int]string {
 
 // Bad input gets a JSON answer with Error set and a log line, and the extender stays up.
 func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "16")
 	// Each call names a pod of its own that exists, as the extender decides only on a live
 	// pod; no scheduler serves them, so only these calls decide on them.
@@ -363,6 +365,7 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 // ghost and squat in its slot; dedicating the nodes with the test bed taint keeps them out,
 // while slot pods, which tolerate it, are placed as before.
 func TestExtender_DedicatedNodesKeepOrdinaryPodsOutOfSlots(t *testing.T) {
+	t.Parallel()
 	ordinary := func(name string) *corev1.Pod {
 		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 		return &corev1.Pod{

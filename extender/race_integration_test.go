@@ -97,6 +97,7 @@ const allSlots = "0,1,2,3,4,5,6,7"
 // Nine pods race for eight slots, twenty times over: each slot gets exactly one pod, the
 // ninth waits with a reason that names the slots, and no slot ever holds two pods.
 func TestExtender_NinePodsRaceForEightSlots(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "16")
 	checker := watchDoubleBooking(t, e)
 	ctx := context.Background()
@@ -135,6 +136,7 @@ func TestExtender_NinePodsRaceForEightSlots(t *testing.T) {
 // The extender dies while pods are being placed and comes back: nothing is double-booked,
 // and placement resumes.
 func TestExtender_RestartMidRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "4")
 	checker := watchDoubleBooking(t, e)
 	ctx := context.Background()
@@ -246,6 +248,7 @@ func (e *env) waitAllSlotsFree(t *testing.T) {
 // A pod claimed for its slot by an extender that died before writing the status keeps the
 // slot: the next extender reads the claim, not only the status.
 func TestExtender_ClaimOutlivesAnUnwrittenReservation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "4")
 	checker := watchDoubleBooking(t, e)
 	ctx := context.Background()
@@ -273,6 +276,7 @@ func TestExtender_ClaimOutlivesAnUnwrittenReservation(t *testing.T) {
 // a pod that has not bound yet, leaves that pod a full node and no ghost of its own to evict.
 // The extender names the displaced ghost instead, and the waiting pod gets in.
 func TestExtender_WaitingPodEvictsTheGhostADisplacedPodLeft(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "4")
 	checker := watchDoubleBooking(t, e)
 	ctx := context.Background()

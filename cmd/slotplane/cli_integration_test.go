@@ -67,6 +67,7 @@ spec:
 // The CLI against the real platform: submit a file, watch its Scheduling to the end, and
 // read the jobs, Schedulings, slots and queues back as tables.
 func TestCLI_SubmitWatchAndGet(t *testing.T) {
+	t.Parallel()
 	p := testplatform.Start(t, testplatform.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
 		Auth: api.StaticTokens{"cli-token": {Name: "alice", Groups: []string{"analysts"}}}}, "127.0.0.1:0")

@@ -21,6 +21,7 @@ import (
 // The separate components, as a real cluster runs them (worker, bridge, extender as their
 // own processes), keep a test bed's ghosts in place and stop on SIGTERM.
 func TestComponents_RunAsSeparateProcesses(t *testing.T) {
+	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 3})
 	srv, _ := testtemporal.Start(t)
 	ports, err := freeport.Get(5)

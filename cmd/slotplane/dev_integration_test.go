@@ -34,6 +34,7 @@ import (
 // state: both times it must come up, print where everything is, serve the cluster and the
 // Temporal UI, and leave no process behind after Ctrl-C.
 func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	require.NoError(t, os.Chmod(state, 0o755)) // as an older slotplane left it
 	var tokens []string
@@ -171,6 +172,7 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 // `slotplane dev -demo` submits the demo through the API and follows it to the end; a
 // second start on the same state follows the same Scheduling instead of submitting again.
 func TestDev_DemoCompletesAndResumes(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	for run := range 2 {
 		// One reader for all of the output: the banner, then the demo's lines.
@@ -197,6 +199,7 @@ func TestDev_DemoCompletesAndResumes(t *testing.T) {
 // A dev process that is killed outright takes its control plane with it: no orphan keeps
 // ports or etcd data busy.
 func TestDev_KilledTakesItsChildrenWithIt(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	cmd, _, _, _ := startDev(t, state, 1)
 	require.Len(t, processesUsing(state), 5, "dev, etcd, kube-apiserver, kube-scheduler and kwok should run")
