@@ -46,6 +46,7 @@ func scaleSizeFromEnv(t *testing.T) scaleSize {
 // Admission fails. Then the Schedulings are deleted: every job that ran ends once, no slot
 // was held twice, Admission holds nothing, every ghost is back.
 func TestE2E_ScaleStep(t *testing.T) {
+	t.Parallel() // its checks are invariants and Admission's tasks within their timeout, not timings
 	size := scaleSizeFromEnv(t)
 	slots := size.nodes * size.slotsPerNode
 	queues := `<allocations>`
@@ -110,13 +111,13 @@ func TestE2E_ScaleStep(t *testing.T) {
 
 	// Admission continues as new with the jobs in hand (a resync is a step), and none of
 	// its tasks fails.
-	var runs, unhandled int
+	var runs, unhandled, stickyWaits int
 	var failed []string
 	require.Eventually(t, func() bool {
-		runs, failed, unhandled = admissionTasks(t, p)
+		runs, failed, unhandled, stickyWaits = admissionTasks(t, p)
 		return runs > 2
 	}, 5*time.Minute, 5*time.Second, "Admission continued as new")
-	t.Logf("Admission ran %d runs; %d tasks took signals that came in as they completed", runs, unhandled)
+	t.Logf("Admission ran %d runs; %d tasks took signals that came in as they completed, %d waited out the sticky timeout", runs, unhandled, stickyWaits)
 	require.Empty(t, failed, "no workflow task of Admission failed")
 	q, err := c.Queues(ctx, "bed")
 	require.NoError(t, err)
@@ -143,15 +144,19 @@ func TestE2E_ScaleStep(t *testing.T) {
 		require.NotEqual(t, v1alpha1.JobRunning, j.Status.State, name)
 		require.Len(t, j.Status.History, 1, "%s ran once", name)
 	}
-	_, failed, _ = admissionTasks(t, p)
+	_, failed, _, _ = admissionTasks(t, p)
 	require.Empty(t, failed, "no workflow task of Admission failed")
 }
 
 // admissionTasks counts the Admission workflow's runs and lists its workflow tasks that
-// failed or timed out, over its chain of continue-as-new. A task the server refused to
-// complete because signals came in meanwhile (cause UnhandledCommand: the worker takes them
-// in and completes it on the next try) is Temporal's normal hand-over, counted apart.
-func admissionTasks(t *testing.T, p *e2ePlatform) (runs int, failed []string, unhandled int) {
+// failed or timed out, over its chain of continue-as-new. Two of Temporal's normal
+// hand-overs are counted apart: a task the server refused to complete because signals came
+// in meanwhile (cause UnhandledCommand: the worker takes them in and completes it on the
+// next try), and a task no poll took from the worker's sticky queue within
+// worker.StickyTimeout (a schedule-to-start timeout: the server gives it to any worker,
+// which replays the run first). A task a worker started and did not complete within the
+// task timeout is a failure.
+func admissionTasks(t *testing.T, p *e2ePlatform) (runs int, failed []string, unhandled, stickyWaits int) {
 	t.Helper()
 	id := workflows.AdmissionWorkflowID("default", "bed")
 	for run := ""; ; {
@@ -170,6 +175,10 @@ func admissionTasks(t *testing.T, p *e2ePlatform) (runs int, failed []string, un
 				}
 				failed = append(failed, fmt.Sprintf("%s: %s", a.GetCause(), a.GetFailure().GetMessage()))
 			case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+				if ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+					stickyWaits++
+					continue
+				}
 				failed = append(failed, "timed out")
 			}
 			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
@@ -177,7 +186,7 @@ func admissionTasks(t *testing.T, p *e2ePlatform) (runs int, failed []string, un
 			}
 		}
 		if previous == "" {
-			return runs, failed, unhandled
+			return runs, failed, unhandled, stickyWaits
 		}
 		run = previous
 	}
