@@ -78,6 +78,9 @@ type envelopeFigures struct {
 	// decisions are Admission's decision times, as the worker's histogram bounds them.
 	decisionP50, decisionP99 float64
 	decisions                float64
+	// decisionCPU are the same decisions' CPU times (p50, p99): the decisions' own cost,
+	// without the time the worker waited for a core.
+	decisionCPUP50, decisionCPUP99 float64
 	// handOver is a freed slot's wait for its next grant while jobs waited.
 	handOverP50, handOverP99 time.Duration
 	handOvers                int
@@ -249,6 +252,8 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	f.decisionP50 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.5)
 	f.decisionP99 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.99)
 	f.decisions, _ = m.sum("slotplane_admission_decision_seconds", nil)
+	f.decisionCPUP50 = histogramQuantile(m["slotplane_admission_decision_cpu_seconds"], 0.5)
+	f.decisionCPUP99 = histogramQuantile(m["slotplane_admission_decision_cpu_seconds"], 0.99)
 	f.admissionTaskSDK = histogramMax(m["temporal_workflow_task_execution_latency_seconds"], map[string]string{"workflow_type": "AdmissionWorkflow"})
 
 	largestObjects(t, p, f.objects, jobs.Items)
@@ -643,6 +648,8 @@ func envelopeTable(small, large envelopeFigures) string {
 	row("ghosts against plain pods", ratio(float64(small.plainFill), float64(small.fill)), ratio(float64(large.plainFill), float64(large.fill)), "at most 2x")
 	row("admission decision p50 / p99 (the worker's histogram bucket)", sec(small.decisionP50)+" / "+sec(small.decisionP99),
 		sec(large.decisionP50)+" / "+sec(large.decisionP99), fmt.Sprintf("%.0f and %.0f decisions; p99 under 50 ms", small.decisions, large.decisions))
+	row("the same decisions' CPU time p50 / p99", sec(small.decisionCPUP50)+" / "+sec(small.decisionCPUP99),
+		sec(large.decisionCPUP50)+" / "+sec(large.decisionCPUP99), "-")
 	row("a freed slot to its next grant, p50 / p99", ms(small.handOverP50)+" / "+ms(small.handOverP99), ms(large.handOverP50)+" / "+ms(large.handOverP99),
 		fmt.Sprintf("%d and %d hand-overs", small.handOvers, large.handOvers))
 	row("Schedulings made to every job ended", ms(small.elapsed), ms(large.elapsed), "")

@@ -458,13 +458,23 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	var d queue.Decision
 	// The decision's own time, on the worker's clock, is a metric only: it decides nothing,
 	// and the SDK records nothing while a workflow replays.
+	// Its CPU time tells the decision's own cost from the time its worker waited for a core.
+	at := workflow.Now(ctx)
+	var failed error
 	began := time.Now() //workflowcheck:ignore
-	if err := guard("decide", func() error { d = a.core.Decide(workflow.Now(ctx), bed); return nil }); err != nil {
-		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", err)
+	cpu, cpuKnown := onThreadCPU(func() {
+		failed = guard("decide", func() error { d = a.core.Decide(at, bed); return nil })
+	})
+	took := time.Since(began) //workflowcheck:ignore
+	if failed != nil {
+		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", failed)
 		return false, nil
 	}
-	took := time.Since(began) //workflowcheck:ignore
-	metricsFor(ctx, a.in.Namespace, a.in.TestBed, "").Timer(metricDecision).Record(took)
+	m := metricsFor(ctx, a.in.Namespace, a.in.TestBed, "")
+	m.Timer(metricDecision).Record(took)
+	if cpuKnown {
+		m.Timer(metricDecisionCPU).Record(cpu)
+	}
 	// The decision's inputs are recorded before anyone hears of it. A local activity's result
 	// is recorded only when its workflow task completes; a worker lost after the grants went
 	// out but before that would decide again on a new read of the slots, perhaps

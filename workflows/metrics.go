@@ -20,6 +20,7 @@ const (
 	metricPreempted     = "slotplane_preempted_jobs"
 	metricRejected      = "slotplane_rejected_jobs"
 	metricDecision      = "slotplane_admission_decision"
+	metricDecisionCPU   = "slotplane_admission_decision_cpu"
 )
 
 // metricsFor is the workflow's metrics handler with a job's place as labels: the Kubernetes
