@@ -59,7 +59,7 @@ func heapAndGoroutines() (uint64, int) {
 // Clients that dribble their request headers are cut off after the API's header timeout,
 // and an honest client is served meanwhile.
 func TestAttack_APISlowLorisIsCutOff(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines and heap.
 	srv, _ := attackAPI(t, api.Options{})
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	_, goroutines := heapAndGoroutines()
@@ -113,7 +113,7 @@ func TestAttack_APISlowLorisIsCutOff(t *testing.T) {
 // goroutines stay within bounds; versions that are not versions are refused before the
 // upgrade.
 func TestAttack_ResourceVersionStormStaysBounded(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines and heap.
 	srv, cluster := attackAPI(t, api.Options{FeedConnectionsPerUser: 1000})
 	ctx := context.Background()
 	cl, err := kubeclient.Live(cluster.Config)
@@ -203,7 +203,7 @@ func TestAttack_ResourceVersionStormStaysBounded(t *testing.T) {
 // the upgrade with a 429 in the API's error shape and Retry-After; the connections already
 // open still get every change, and a closed one makes room.
 func TestAttack_ConnectionFloodIsRefusedPastTheCaps(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines and heap.
 	srv, cluster := attackAPI(t, api.Options{FeedConnections: 30, FeedConnectionsPerUser: 20,
 		Auth: api.StaticTokens{token: {Name: "alice"}, "bob-token": {Name: "bob"}}})
 	ctx := context.Background()

@@ -152,7 +152,7 @@ func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
 // pods that do not. Each is refused with the reason; the extender keeps state for no test bed
 // that does not exist, and its goroutines and heap stay where they were.
 func TestAttack_RandomTestBedLabelsStayBounded(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines and heap.
 	const calls, realPods, workers = 10_000, 100, 8
 	e := newEnv(t, "4")
 	ctx := context.Background()
@@ -238,7 +238,7 @@ func TestAttack_RandomTestBedLabelsStayBounded(t *testing.T) {
 // A client that dribbles its request is cut off after the header timeout, on the extender as
 // it runs on the platform (default limits, TLS); the scheduler is served meanwhile.
 func TestAttack_SlowLorisIsCutOff(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines and heap.
 	e := newEnv(t, "4")
 	scheduler, err := e.cluster.ExtenderCerts.ClientTLS()
 	require.NoError(t, err)
