@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
@@ -21,28 +22,38 @@ import (
 
 func quick(workflow.Context) error { return nil }
 
+// runOnWorker runs wf to its end on slotplane's worker (worker.New, with wf registered
+// besides), against an embedded Temporal server, and returns the run's history.
+func runOnWorker(t *testing.T, opts client.StartWorkflowOptions, wf func(workflow.Context) error) []*historypb.HistoryEvent {
+	t.Helper()
+	_, c := testtemporal.Start(t)
+	w := worker.New(c, &activities.Activities{})
+	w.RegisterWorkflow(wf)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, opts, wf)
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil))
+	var events []*historypb.HistoryEvent
+	it := c.GetWorkflowHistory(ctx, opts.ID, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		events = append(events, e)
+	}
+	return events
+}
+
 // The worker names its code to the server by BuildID, so the SDK hashes no executable at
 // start: every workflow task it completes carries that name.
 func TestNew_TheWorkerNamesItsBuild(t *testing.T) {
 	id := worker.BuildID()
 	require.True(t, strings.HasPrefix(id, "slotplane"), id)
 
-	_, c := testtemporal.Start(t)
-	w := worker.New(c, &activities.Activities{})
-	w.RegisterWorkflow(quick)
-	require.NoError(t, w.Start())
-	defer w.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quick", TaskQueue: workflows.TaskQueue}, quick)
-	require.NoError(t, err)
-	require.NoError(t, run.Get(ctx, nil))
-
 	completed := 0
-	it := c.GetWorkflowHistory(ctx, "quick", run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
+	for _, e := range runOnWorker(t, client.StartWorkflowOptions{ID: "quick", TaskQueue: workflows.TaskQueue}, quick) {
 		if a := e.GetWorkflowTaskCompletedEventAttributes(); a != nil {
 			completed++
 			require.Equal(t, id, a.GetWorkerVersion().GetBuildId(), "%v", a)
@@ -61,21 +72,7 @@ func stalled(workflow.Context) error {
 // The worker's deadlock detector has the task timeout as its bound: a task that passes a
 // second of wall time completes in its first attempt, with no failed workflow task.
 func TestNew_ASlowTaskIsNotADeadlock(t *testing.T) {
-	_, c := testtemporal.Start(t)
-	w := worker.New(c, &activities.Activities{})
-	w.RegisterWorkflow(stalled)
-	require.NoError(t, w.Start())
-	defer w.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "stalled", TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout}, stalled)
-	require.NoError(t, err)
-	require.NoError(t, run.Get(ctx, nil))
-
-	it := c.GetWorkflowHistory(ctx, "stalled", run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
+	for _, e := range runOnWorker(t, client.StartWorkflowOptions{ID: "stalled", TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout}, stalled) {
 		require.Nil(t, e.GetWorkflowTaskFailedEventAttributes(), "a workflow task failed: %v", e)
 		require.Nil(t, e.GetWorkflowTaskTimedOutEventAttributes(), "a workflow task timed out: %v", e)
 	}
