@@ -559,17 +559,12 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 					}
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
 					counting = false
-				case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-					a := ev.GetWorkflowTaskFailedEventAttributes()
-					if a.GetCause() != enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
-						f.failedTasks = append(f.failedTasks, fmt.Sprintf("%s: %s", a.GetCause(), a.GetFailure().GetMessage()))
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+					if failure, _, sticky := taskOutcome(ev); sticky {
+						f.stickyWaits++
+					} else if failure != "" {
+						f.failedTasks = append(f.failedTasks, failure)
 					}
-				case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
-					if ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
-						f.stickyWaits++ // a hand-over, as admissionTasks counts it
-						continue
-					}
-					f.failedTasks = append(f.failedTasks, "timed out")
 				}
 			}
 			h := f.histories[kind]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"slotplane/api"
 	"slotplane/apiclient"
@@ -166,20 +167,13 @@ func admissionTasks(t *testing.T, p *e2ePlatform) (runs int, failed []string, un
 		for it.HasNext() {
 			ev, err := it.Next()
 			require.NoError(t, err)
-			switch ev.GetEventType() {
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-				a := ev.GetWorkflowTaskFailedEventAttributes()
-				if a.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
-					unhandled++
-					continue
-				}
-				failed = append(failed, fmt.Sprintf("%s: %s", a.GetCause(), a.GetFailure().GetMessage()))
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
-				if ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
-					stickyWaits++
-					continue
-				}
-				failed = append(failed, "timed out")
+			switch failure, u, sticky := taskOutcome(ev); {
+			case u:
+				unhandled++
+			case sticky:
+				stickyWaits++
+			case failure != "":
+				failed = append(failed, failure)
 			}
 			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
 				previous = a.GetContinuedExecutionRunId()
@@ -190,4 +184,24 @@ func admissionTasks(t *testing.T, p *e2ePlatform) (runs int, failed []string, un
 		}
 		run = previous
 	}
+}
+
+// taskOutcome reads one event of a workflow's history as admissionTasks counts it: failure
+// describes a workflow task that failed or that a worker started and did not complete in
+// time; unhandled and sticky are Temporal's two hand-overs. Any other event is none of them.
+func taskOutcome(ev *historypb.HistoryEvent) (failure string, unhandled, sticky bool) {
+	switch ev.GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+		a := ev.GetWorkflowTaskFailedEventAttributes()
+		if a.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
+			return "", true, false
+		}
+		return fmt.Sprintf("%s: %s", a.GetCause(), a.GetFailure().GetMessage()), false, false
+	case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+		if ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+			return "", false, true
+		}
+		return "timed out", false, false
+	}
+	return "", false, false
 }
