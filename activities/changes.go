@@ -119,6 +119,16 @@ func (c *Changes) reader(gvk schema.GroupVersionKind) client.Reader {
 	return nil
 }
 
+// slotsReader is where ReadSlots reads a test bed and its slot slices: the hub's copies
+// once both kinds synced, else nil (read the API server).
+func (c *Changes) slotsReader() client.Reader {
+	r := c.reader(v1alpha1.GroupVersion.WithKind("TestBed"))
+	if r == nil || c.reader(v1alpha1.GroupVersion.WithKind("SlotSlice")) == nil {
+		return nil
+	}
+	return r
+}
+
 // TestBeds lists every test bed from the hub's copies once they synced, else from cl.
 func (c *Changes) TestBeds(ctx context.Context, cl client.Reader) ([]v1alpha1.TestBed, error) {
 	if r := c.reader(v1alpha1.GroupVersion.WithKind("TestBed")); r != nil {
@@ -146,10 +156,74 @@ func watchedKinds() []client.Object {
 }
 
 // copiedKinds are kept whole too, all of them, for what a run's end records of where it ran
-// (findPlace): which jobs held slots on which nodes, and the test beds' slots on the path
-// from a grant to its application. Their changes wake nobody.
+// (findPlace): which jobs held slots on which nodes, and the test beds' slots, which the
+// admission decisions read (ReadSlots). Their changes wake no job's wait; a slot that may
+// let a job start wakes its bed's Admission (SlotsWake).
 func copiedKinds() []client.Object {
 	return []client.Object{&v1alpha1.BatchJob{}, &v1alpha1.TestBed{}, &v1alpha1.SlotSlice{}}
+}
+
+// SlotsWake tells a test bed's Admission that its slots changed in a way that may let a
+// waiting job start. WatchChanges calls it after its copy holds the change, so a decision
+// that reads the copy after the wake-up sees the slot.
+type SlotsWake func(bed types.NamespacedName)
+
+// slotsHandler calls wake for the changes of test beds and slot slices that may let a job
+// start: a bed made, deleted or respecified, and a slice with a slot newly free to take or a
+// slot gone. Reservations and occupations, the bulk of slice writes, only take slots.
+func slotsHandler(wake SlotsWake) toolscache.ResourceEventHandler {
+	bedOf := func(obj any) (types.NamespacedName, bool) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		switch o := obj.(type) {
+		case *v1alpha1.TestBed:
+			return types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, true
+		case *v1alpha1.SlotSlice:
+			return types.NamespacedName{Namespace: o.Namespace, Name: o.TestBed}, o.TestBed != ""
+		}
+		return types.NamespacedName{}, false
+	}
+	always := func(obj any) {
+		if bed, ok := bedOf(obj); ok {
+			wake(bed)
+		}
+	}
+	return toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, _ bool) { always(obj) },
+		DeleteFunc: always,
+		UpdateFunc: func(before, after any) {
+			if !mayStartAJob(before, after) {
+				return
+			}
+			always(after)
+		},
+	}
+}
+
+// mayStartAJob says whether an update of a test bed or a slot slice may let a waiting job
+// start.
+func mayStartAJob(before, after any) bool {
+	switch a := after.(type) {
+	case *v1alpha1.TestBed:
+		b, ok := before.(*v1alpha1.TestBed)
+		return !ok || a.Generation != b.Generation || a.UID != b.UID
+	case *v1alpha1.SlotSlice:
+		b, ok := before.(*v1alpha1.SlotSlice)
+		if !ok || a.UID != b.UID || len(a.Slots) != len(b.Slots) {
+			return true
+		}
+		takable := func(s *v1alpha1.SlotStatus) bool {
+			return (s.State == v1alpha1.SlotFree || s.State == "") && s.Unavailable == ""
+		}
+		for i := range a.Slots {
+			was, now := &b.Slots[i], &a.Slots[i]
+			if was.Position != now.Position || takable(now) && !takable(was) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lightJob drops from a copied BatchJob what findPlace never reads and can be large: the
@@ -163,10 +237,11 @@ func lightJob(obj any) (any, error) {
 }
 
 // WatchChanges starts watches of the objects that carry a BatchJob's label, keeps them, and
-// feeds their changes to a new hub, until ctx ends; it keeps copies of the BatchJobs and
-// test beds besides. A kind the cluster does not serve (an operator that is not installed)
-// is left out, with a warning.
-func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Changes, error) {
+// feeds their changes to a new hub, until ctx ends; it keeps copies of the BatchJobs, test
+// beds and slot slices besides, and calls wake (when not nil) for the slot changes that may
+// let a job start. A kind the cluster does not serve (an operator that is not installed) is
+// left out, with a warning.
+func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger, wake SlotsWake) (*Changes, error) {
 	hasJob, err := labels.NewRequirement(v1alpha1.BatchJobLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
@@ -231,8 +306,15 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Cha
 			log.Warn("not watching a kind the cluster may not serve; waits on it poll", "kind", gvk.Kind, "err", err)
 			continue
 		}
-		if i < len(objs) { // the copied kinds' changes wake nobody
-			if _, err := inf.AddEventHandler(handler); err != nil {
+		var h toolscache.ResourceEventHandler
+		switch {
+		case i < len(objs):
+			h = handler
+		case wake != nil && (gvk.Kind == "TestBed" || gvk.Kind == "SlotSlice"):
+			h = slotsHandler(wake)
+		}
+		if h != nil {
+			if _, err := inf.AddEventHandler(h); err != nil {
 				return nil, fmt.Errorf("watch %s: %w", gvk.Kind, err)
 			}
 		}

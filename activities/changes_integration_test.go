@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,7 @@ func TestWatchChanges_WakesTheJobsWaiters(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestWatchChanges_FindsAJobsPodsByIndex(t *testing.T) {
 	defer cancel()
 	live := newClient(t, c)
 	require.NoError(t, live.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}))
-	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
 	pod := func(ns, name, job string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{v1alpha1.BatchJobLabel: job}},
@@ -248,7 +249,7 @@ func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
 	before := stored()
 	require.NotNil(t, before.Spec.SparkApplication)
 
-	live, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	live, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
 	counted := &countingClient{Client: cl}
 	a := &activities.Activities{Client: counted, Changes: live}
@@ -439,7 +440,7 @@ func TestWaitPlaced_TakesTheBindingOfPodsPlacedBeforeTheWatchBegan(t *testing.T)
 	time.Sleep(300 * time.Millisecond) // the worker's absence
 
 	// The worker starts again: its watch lists the pod.
-	restarted, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	restarted, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		return maps.Equal(activities.ListedPods(restarted, "default", "etl", "s", since), map[types.UID]string{exec.UID: exec.Name})
@@ -540,7 +541,7 @@ func watchedJobIn(t *testing.T) (*testcluster.Cluster, context.Context, client.C
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	live := newClient(t, c)
-	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
 	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
@@ -560,4 +561,108 @@ func watchedJobIn(t *testing.T) (*testcluster.Cluster, context.Context, client.C
 		}
 	}
 	return c, ctx, live, ch, seen
+}
+
+// The worker wakes a bed's Admission for the slot changes that may let a job start, and only
+// after its copy holds them: ReadSlots, called in the wake-up, already sees the slot free, and
+// reads nothing from the API server. Reservations and unavailable slots wake nobody.
+func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
+	t.Parallel()
+	c := testcluster.New(t, testcluster.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	live := newClient(t, c)
+	counted := &countingClient{Client: live}
+	type wake struct {
+		bed  types.NamespacedName
+		free []int32
+	}
+	wakes := make(chan wake, 100)
+	var a *activities.Activities
+	var ready sync.WaitGroup
+	ready.Add(1)
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), func(bed types.NamespacedName) {
+		ready.Wait()
+		s, err := a.ReadSlots(ctx, activities.TestBedRef{Namespace: bed.Namespace, Name: bed.Name})
+		if err != nil {
+			t.Errorf("read slots in the wake-up: %v", err)
+		}
+		wakes <- wake{bed, s.Free}
+	})
+	require.NoError(t, err)
+	a = &activities.Activities{Client: counted, Changes: ch}
+	ready.Done()
+
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+	require.NoError(t, live.Create(ctx, tb))
+	statuses := func(states ...v1alpha1.SlotState) []v1alpha1.SlotStatus {
+		out := make([]v1alpha1.SlotStatus, len(states))
+		for i, s := range states {
+			out[i] = v1alpha1.SlotStatus{Position: int32(i), NodeID: "n", NodeName: "node", PositionOnNode: int32(i), State: s}
+			if s != v1alpha1.SlotFree {
+				out[i].PodName, out[i].PodUID = "p", types.UID("uid-"+string(rune('a'+i)))
+			}
+		}
+		return out
+	}
+	bedKey := types.NamespacedName{Namespace: "default", Name: "bed"}
+	next := func(what string) wake {
+		t.Helper()
+		select {
+		case w := <-wakes:
+			require.Equal(t, bedKey, w.bed, what)
+			return w
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no wake-up for %s in 30s", what)
+		}
+		return wake{}
+	}
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case w := <-wakes:
+			t.Fatalf("%s woke Admission: %+v", what, w)
+		case <-time.After(time.Second):
+		}
+	}
+	// Drain the wake-ups of the bed's creation until its slots are in the copy.
+	require.NoError(t, slotslices.Put(ctx, live, tb, statuses(v1alpha1.SlotOccupied, v1alpha1.SlotFree, v1alpha1.SlotFree)))
+	for w := next("the new bed"); !slices.Equal(w.free, []int32{1, 2}); w = next("the new bed's slots") {
+	}
+	// The bed's and its slice's own wake-ups may come in either order: let the other pass.
+	for settled := false; !settled; {
+		select {
+		case w := <-wakes:
+			require.Equal(t, []int32{1, 2}, w.free)
+		case <-time.After(time.Second):
+			settled = true
+		}
+	}
+	// Before both copies synced, a read went to the API server; from now on none may.
+	lists, gets := counted.listsOf("SlotSlice"), counted.readsOf("TestBed")
+
+	set := func(what string, edit func([]v1alpha1.SlotStatus)) {
+		t.Helper()
+		have, err := slotslices.Read(ctx, live, tb)
+		require.NoError(t, err)
+		edit(have)
+		require.NoError(t, slotslices.Put(ctx, live, tb, have), what)
+	}
+	set("a reservation", func(s []v1alpha1.SlotStatus) {
+		s[1].State, s[1].PodName, s[1].PodUID = v1alpha1.SlotReserved, "q", "uid-q"
+	})
+	quiet("a reservation")
+	set("a freed slot", func(s []v1alpha1.SlotStatus) { s[0].State, s[0].PodName, s[0].PodUID = v1alpha1.SlotFree, "", "" })
+	require.Equal(t, []int32{0, 2}, next("a freed slot").free, "the wake-up comes after the copy shows the slot free")
+	set("a slot made unavailable", func(s []v1alpha1.SlotStatus) { s[2].Unavailable = "node not Ready" })
+	quiet("a slot made unavailable")
+	set("a slot available again", func(s []v1alpha1.SlotStatus) { s[2].Unavailable = "" })
+	require.Equal(t, []int32{0, 2}, next("a slot available again").free)
+	require.Equal(t, lists, counted.listsOf("SlotSlice"), "the slots come from the copy")
+	require.Equal(t, gets, counted.readsOf("TestBed"), "the bed comes from the copy")
+
+	require.NoError(t, live.Delete(ctx, tb))
+	require.Empty(t, next("the deleted bed").free)
+	require.Equal(t, gets+1, counted.readsOf("TestBed"), "a bed the copy lacks is asked of the API server before it counts as gone")
 }

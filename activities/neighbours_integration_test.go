@@ -88,7 +88,7 @@ func TestWaitFinished_RecordsTheNodesAndTheNeighbours(t *testing.T) {
 	app.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
 	require.NoError(t, live.Status().Update(ctx, &app))
 
-	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
 	var env testsuite.WorkflowTestSuite
 	finished := func(a *activities.Activities) activities.AppProgress {

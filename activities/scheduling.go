@@ -66,18 +66,35 @@ type TestBedSlots struct {
 	SlotSize corev1.ResourceList
 }
 
-// ReadSlots reads a test bed's slots from its slot slices.
+// ReadSlots reads a test bed's slots from its slot slices: from the worker's copies once
+// they synced, else from the API server. The copy is what woke the decision (SlotsWake comes
+// after the copy holds the change), and it costs the API server nothing: read live, each
+// decision was a Get and a List inside Admission's workflow task, and under load that
+// task waited seconds on a busy API server. A copy that lags shows a slot free that a job
+// took since only if Admission no longer holds that job, and the extender, which writes
+// reservations under optimistic concurrency, places no pod in a slot that is not free.
 func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots, error) {
+	var r client.Reader = a.Client
+	copied := a.Changes.slotsReader()
+	if copied != nil {
+		r = copied
+	}
 	var tb v1alpha1.TestBed
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Name}
-	if err := a.Client.Get(ctx, key, &tb); err != nil {
+	err := r.Get(ctx, key, &tb)
+	if apierrors.IsNotFound(err) && copied != nil {
+		// A bed the copy does not have yet is not a deleted one: gone is asked of etcd.
+		r = a.Client
+		err = r.Get(ctx, key, &tb)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return TestBedSlots{}, nil
 		}
 		return TestBedSlots{}, fmt.Errorf("get testbed %s: %w", key, err)
 	}
 	out := TestBedSlots{Exists: true, SlotSize: tb.Spec.ResourcesPerSlot}
-	bedSlots, err := slotslices.Read(ctx, a.Client, &tb)
+	bedSlots, err := slotslices.Read(ctx, r, &tb)
 	if err != nil {
 		return TestBedSlots{}, err
 	}

@@ -589,7 +589,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	// The worker's real copy: once it caught up and no slot is held empty ("late" ends
 	// too), a settled pass reads no job from the API server.
 	setRun(t, cl, "late", v1alpha1.JobCompleted, 1)
-	live, err := activities.WatchChanges(ctx, c.Config, slog.Default())
+	live, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
 	a = &activities.Activities{Client: counted, Changes: live}
 	require.Eventually(t, func() bool {

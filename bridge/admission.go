@@ -20,39 +20,6 @@ import (
 	"slotplane/workflows"
 )
 
-// SlotsSignaller tells a test bed's Admission workflow that slots came free (or the bed was
-// reshaped), so waiting jobs start at once rather than at the workflow's next resync. It only
-// signals a running Admission workflow: without one, nobody waits.
-type SlotsSignaller struct {
-	Temporal temporal.Client
-}
-
-var _ reconcile.Reconciler = (*SlotsSignaller)(nil)
-
-// Reconcile signals the Admission workflow of one test bed.
-func (s *SlotsSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{}, signalIfRunning(ctx, s.Temporal, workflows.AdmissionWorkflowID(req.Namespace, req.Name), workflows.AdmissionSlotsSignal)
-}
-
-// slotsFreed passes the TestBed updates that can let a waiting job start: more free slots,
-// or a new layout. Reservations and occupations, the bulk of status writes, only take slots.
-func slotsFreed() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			before, ok1 := e.ObjectOld.(*v1alpha1.TestBed)
-			after, ok2 := e.ObjectNew.(*v1alpha1.TestBed)
-			if !ok1 || !ok2 {
-				return false
-			}
-			return after.Status.Free > before.Status.Free || after.Status.Total != before.Status.Total ||
-				after.Generation != before.Generation
-		},
-	}
-}
-
 // QueuesSignaller tells the Admission workflows of a namespace's test beds that the
 // namespace's allocation file (ConfigMap v1alpha1.QueuesConfigMap) changed, so a new file is
 // in force at once rather than at the workflows' next resync. It also writes, on each test

@@ -284,14 +284,6 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 		return fmt.Errorf("scheduling bridge controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
-		Named("admission-slots-bridge").
-		WithOptions(ctrlOpts).
-		For(&v1alpha1.TestBed{}, builder.WithPredicates(slotsFreed())).
-		Complete(&SlotsSignaller{Temporal: tc})
-	if err != nil {
-		return fmt.Errorf("admission slots bridge controller: %w", err)
-	}
-	err = ctrl.NewControllerManagedBy(mgr).
 		Named("admission-queues-bridge").
 		WithOptions(ctrlOpts).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(queuesConfigMaps())).

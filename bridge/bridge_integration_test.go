@@ -4,6 +4,7 @@ package bridge_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ import (
 )
 
 // startBridge runs, for the test, what keeps test beds in shape on cluster c: Temporal, a
-// worker and the bridge. It returns clients of the cluster and of Temporal.
+// worker with its watches (which wake Admission when slots free) and the bridge. It returns clients of the cluster and of Temporal.
 func startBridge(t *testing.T, c *testcluster.Cluster) (client.Client, temporalclient.Client) {
 	t.Helper()
 	return startBridgeWith(t, c, bridge.Options{})
@@ -43,10 +44,13 @@ func startBridgeWith(t *testing.T, c *testcluster.Cluster, opts bridge.Options) 
 	require.NoError(t, err)
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
-	w := worker.New(tc, &activities.Activities{Client: cl})
+	ctx, cancel := context.WithCancel(context.Background())
+	waker := &worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}
+	changes, err := activities.WatchChanges(ctx, c.Config, slog.Default(), waker.Wake)
+	require.NoError(t, err)
+	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	ctx, cancel := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

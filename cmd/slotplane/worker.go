@@ -206,7 +206,8 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	changes, err := activities.WatchChanges(ctx, cfg, slog.Default())
+	waker := &worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}
+	changes, err := activities.WatchChanges(ctx, cfg, slog.Default(), waker.Wake)
 	if err != nil {
 		return err
 	}

@@ -279,7 +279,8 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 	}
 	p.step("worker and bridge")
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	changes, err := activities.WatchChanges(watchCtx, kubeclient.ForComponent(p.Cluster.Config, "worker"), p.log)
+	waker := &worker.AdmissionWaker{Temporal: p.Temporal, Log: p.log, Ctx: watchCtx}
+	changes, err := activities.WatchChanges(watchCtx, kubeclient.ForComponent(p.Cluster.Config, "worker"), p.log, waker.Wake)
 	if err != nil {
 		stopWatch()
 		return err
