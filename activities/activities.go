@@ -23,6 +23,11 @@ type Activities struct {
 	Changes *Changes
 	// LeavingGrace, when positive, replaces the package's LeavingGrace (tests shorten it).
 	LeavingGrace time.Duration
+	// Batched are the signal names that SignalWorkflows may send together with others to
+	// the same workflow, as one BatchSignal.
+	Batched map[string]bool
+
+	batches signalBatches
 }
 
 func (a *Activities) leavingGrace() time.Duration {

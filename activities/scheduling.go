@@ -430,25 +430,47 @@ func (a *Activities) SignalWorkflows(ctx context.Context, in SignalWorkflowsInpu
 	for _, id := range order {
 		wg.Add(1)
 		g <- struct{}{}
-		go func(idx []int) {
+		go func(id string, idx []int) {
 			defer func() { <-g; wg.Done() }()
-			for _, i := range idx {
-				s := in.Signals[i]
-				err := a.Temporal.SignalWorkflow(ctx, s.WorkflowID, "", s.Name, s.Arg)
-				var notFound *serviceerror.NotFound
+			for len(idx) > 0 {
+				// A run of signals of Batched names goes as one part of a batch; any other
+				// alone. Either way this target's signals go in their order.
+				n := 1
+				for a.Batched[in.Signals[idx[0]].Name] && n < len(idx) && a.Batched[in.Signals[idx[n]].Name] {
+					n++
+				}
+				run := idx[:n]
+				idx = idx[n:]
+				var notRunning bool
+				var err error
+				if s := in.Signals[run[0]]; a.Batched[s.Name] {
+					part := make([]Signal, len(run))
+					for j, i := range run {
+						part[j] = in.Signals[i]
+					}
+					notRunning, err = a.batches.send(ctx, a.Temporal, id, part)
+				} else {
+					err = a.Temporal.SignalWorkflow(ctx, s.WorkflowID, "", s.Name, s.Arg)
+					var notFound *serviceerror.NotFound
+					if notRunning = errors.As(err, &notFound); notRunning {
+						err = nil
+					} else if err != nil {
+						err = fmt.Errorf("signal %s to %s: %w", s.Name, s.WorkflowID, err)
+					}
+				}
 				mu.Lock()
-				switch {
-				case errors.As(err, &notFound):
-					out.NotRunning = append(out.NotRunning, i)
-				case err != nil && firstErr == nil:
-					firstErr = fmt.Errorf("signal %s to %s: %w", s.Name, s.WorkflowID, err)
+				if notRunning {
+					out.NotRunning = append(out.NotRunning, run...)
+				}
+				if err != nil && firstErr == nil {
+					firstErr = err
 				}
 				mu.Unlock()
-				if err != nil && !errors.As(err, &notFound) {
+				if err != nil {
 					return
 				}
 			}
-		}(byTarget[id])
+		}(id, byTarget[id])
 	}
 	wg.Wait()
 	slices.Sort(out.NotRunning)

@@ -87,3 +87,110 @@ func TestSignalWorkflows_AFailureFailsTheBatch(t *testing.T) {
 	require.ErrorContains(t, err, "signal 1 to broken")
 	require.Equal(t, []string{"1"}, r.got["a"], "the other workflows are still signalled")
 }
+
+// batchGate is a Temporal client that notes every signal with its argument and holds each
+// until the test lets it go.
+type batchGate struct {
+	client.Client
+	gate chan struct{}
+	mu   sync.Mutex
+	got  []gotSignal
+	fail error
+}
+
+type gotSignal struct {
+	id, name string
+	arg      any
+}
+
+func (g *batchGate) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.got = append(g.got, gotSignal{id, name, arg})
+	if id == "gone" {
+		return serviceerror.NewNotFound("workflow not found")
+	}
+	return g.fail
+}
+
+func (g *batchGate) signals() []gotSignal {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]gotSignal(nil), g.got...)
+}
+
+// Signals of the batched names that calls side by side send to one workflow go as one
+// BatchSignal once the one before it was delivered: a lone signal waits for nothing, a wave
+// makes two. A call's other signals keep their place in its order.
+func TestSignalWorkflows_BatchesTheBatchedNamesOfCallsSideBySide(t *testing.T) {
+	g := &batchGate{gate: make(chan struct{})}
+	a := &Activities{Temporal: g, Batched: map[string]bool{"end": true, "start": true}}
+	ctx := context.Background()
+	call := func(signals ...Signal) chan SignalWorkflowsResult {
+		out := make(chan SignalWorkflowsResult, 1)
+		go func() {
+			res, err := a.SignalWorkflows(ctx, SignalWorkflowsInput{Signals: signals})
+			if err != nil {
+				t.Errorf("signal: %v", err)
+			}
+			out <- res
+		}()
+		return out
+	}
+	first := call(Signal{WorkflowID: "adm", Name: "end", Arg: 1})
+	// The first batch is on its way, held at the gate; these wait for the next.
+	require.Eventually(t, func() bool {
+		a.batches.mu.Lock()
+		defer a.batches.mu.Unlock()
+		return a.batches.targets["adm"] != nil
+	}, 5*time.Second, time.Millisecond)
+	var rest []chan SignalWorkflowsResult
+	for i := 2; i <= 20; i++ {
+		rest = append(rest, call(Signal{WorkflowID: "adm", Name: "end", Arg: i}, Signal{WorkflowID: "adm", Name: "start", Arg: -i}))
+	}
+	require.Eventually(t, func() bool {
+		a.batches.mu.Lock()
+		defer a.batches.mu.Unlock()
+		return len(a.batches.targets["adm"].queued) == 19
+	}, 5*time.Second, time.Millisecond)
+	close(g.gate)
+	<-first
+	for _, c := range rest {
+		require.Empty(t, (<-c).NotRunning)
+	}
+	got := g.signals()
+	require.Len(t, got, 2, "one batch for the first, one for the nineteen calls that came while it went")
+	require.Equal(t, gotSignal{"adm", BatchSignal, map[string][]any{"end": {1}}}, got[0])
+	second := got[1].arg.(map[string][]any)
+	require.Len(t, second["end"], 19)
+	require.Len(t, second["start"], 19)
+
+	// In one call, a signal of another name between batched ones keeps its place, and a
+	// workflow that does not run names every signal of its batch.
+	res, err := a.SignalWorkflows(ctx, SignalWorkflowsInput{Signals: []Signal{
+		{WorkflowID: "adm", Name: "end", Arg: 30}, {WorkflowID: "adm", Name: "request", Arg: 31},
+		{WorkflowID: "adm", Name: "end", Arg: 32}, {WorkflowID: "adm", Name: "start", Arg: 33},
+		{WorkflowID: "gone", Name: "end", Arg: 34}, {WorkflowID: "gone", Name: "start", Arg: 35},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []int{4, 5}, res.NotRunning)
+	var adm []gotSignal
+	for _, s := range g.signals()[2:] {
+		if s.id == "adm" {
+			adm = append(adm, s)
+		}
+	}
+	require.Equal(t, []gotSignal{
+		{"adm", BatchSignal, map[string][]any{"end": {30}}},
+		{"adm", "request", 31},
+		{"adm", BatchSignal, map[string][]any{"end": {32}, "start": {33}}},
+	}, adm)
+
+	// A batch that fails fails every call in it, for a retry.
+	g.mu.Lock()
+	g.fail = serviceerror.NewUnavailable("frontend is down")
+	g.mu.Unlock()
+	_, err = a.SignalWorkflows(ctx, SignalWorkflowsInput{Signals: []Signal{{WorkflowID: "adm", Name: "end", Arg: 40}}})
+	require.ErrorContains(t, err, "frontend is down")
+}

@@ -48,7 +48,8 @@ const (
 
 // New returns a worker of slotplane's task queue with every workflow and activity
 // registered; the caller starts and stops it. The activities get c to signal-with-start
-// workflows, unless they carry a Temporal client already.
+// workflows, unless they carry a Temporal client already, and send Admission's job keys in
+// batches (workflows.AdmissionBatched) unless told which signals to batch.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers,
 		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
@@ -59,6 +60,9 @@ func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w.RegisterWorkflow(workflows.AdmissionWorkflow)
 	if acts.Temporal == nil {
 		acts.Temporal = c
+	}
+	if acts.Batched == nil {
+		acts.Batched = workflows.AdmissionBatched
 	}
 	w.RegisterActivity(acts)
 	return w

@@ -32,6 +32,9 @@ const (
 	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
 	// of its job's workflow fired).
 	AdmissionStartedSignal = "admission-started"
+	// activities.BatchSignal carries several of the three above, as a map from the signal's
+	// name to the keys (AdmissionBatched).
+
 	// AdmissionSlotsSignal tells the workflow the test bed's slots changed: decide again.
 	AdmissionSlotsSignal = "admission-slots"
 	// AdmissionConfigSignal tells the workflow its allocation file may have changed.
@@ -113,6 +116,11 @@ const (
 func AdmissionWorkflowID(namespace, testBed string) string {
 	return fmt.Sprintf("admission/%s/%s", namespace, testBed)
 }
+
+// AdmissionBatched are the signals to Admission a worker may send in one
+// activities.BatchSignal: the keys of jobs released, ended and started. A batch is taken in
+// as each of them would be.
+var AdmissionBatched = map[string]bool{AdmissionReleaseSignal: true, AdmissionEndedSignal: true, AdmissionStartedSignal: true}
 
 // AdmissionInput names the test bed. ConfigMap defaults to DefaultQueuesConfigMap, Resync
 // (how often the file, the slots and the holds are checked again) to 15s, StepsPerRun (the
@@ -207,6 +215,8 @@ type admission struct {
 	// afterwards means it was deleted.
 	seenBed                                                     bool
 	requests, batches, releases, ended, started, configs, slots workflow.ReceiveChannel
+	// keyBatches carries releases, ends and starts sent together (activities.BatchSignal).
+	keyBatches workflow.ReceiveChannel
 	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
 	moved workflow.Channel
 	// unrecorded are placements (and moves) whose queue is not yet written to the job's
@@ -230,6 +240,7 @@ func (a *admission) listen(ctx workflow.Context) error {
 	a.started = workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
 	a.configs = workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
 	a.slots = workflow.GetSignalChannel(ctx, AdmissionSlotsSignal)
+	a.keyBatches = workflow.GetSignalChannel(ctx, activities.BatchSignal)
 	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func(opts ReportOptions) (AdmissionReport, error) { return a.core.Report(opts), nil }); err != nil {
 		return err
 	}
@@ -290,7 +301,7 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
-	for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.configs, a.slots, a.moved} {
+	for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.keyBatches, a.configs, a.slots, a.moved} {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
 	if changeVersion(ctx, KeptResyncTimerChange) >= 1 {
@@ -374,6 +385,22 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			}
 			took = true
 			a.core.Started(k)
+		}
+		for {
+			var b map[string][]AdmissionKey
+			if !a.keyBatches.ReceiveAsync(&b) {
+				break
+			}
+			took = true
+			for _, k := range b[AdmissionReleaseSignal] {
+				a.core.Release(k)
+			}
+			for _, k := range b[AdmissionEndedSignal] {
+				a.core.Ended(k)
+			}
+			for _, k := range b[AdmissionStartedSignal] {
+				a.core.Started(k)
+			}
 		}
 		for a.configs.ReceiveAsync(nil) {
 			took, reload = true, true

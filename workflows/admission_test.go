@@ -458,8 +458,10 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 		name      string
 		startedAt time.Duration // 0: never
 		app2After time.Duration
+		batched   bool // the start comes in a worker's batch (activities.BatchSignal)
 	}{
 		{name: "first executor", startedAt: 40 * time.Second, app2After: 40 * time.Second},
+		{name: "first executor, batched", startedAt: 40 * time.Second, app2After: 40 * time.Second, batched: true},
 		{name: "fallback", app2After: queue.StartingTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -473,6 +475,10 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 			}, time.Second)
 			if tc.startedAt > 0 {
 				env.RegisterDelayedCallback(func() {
+					if tc.batched {
+						env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{AdmissionStartedSignal: {jk("s", "app1")}})
+						return
+					}
 					env.SignalWorkflow(AdmissionStartedSignal, jk("s", "app1"))
 				}, tc.startedAt)
 			}
@@ -495,6 +501,35 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 			require.Less(t, waited, tc.app2After+20*time.Second, "app2 starts soon after app1 left Starting")
 		})
 	}
+}
+
+// A worker's batch of keys (activities.BatchSignal) is taken in as its signals one by one:
+// an end hands its job's slot on, a release frees a waiting job's hold.
+func TestAdmissionWorkflow_TakesABatchOfKeysAsItsSignals(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 1)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{
+			{JobKey: jk("s", "first"), User: "u", Slots: 1},
+			{JobKey: jk("s", "second"), User: "u", Slots: 1},
+			{JobKey: jk("s", "third"), User: "u", Slots: 1},
+		})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{
+			AdmissionEndedSignal:   {jk("s", "first")},
+			AdmissionReleaseSignal: {jk("s", "second")},
+		})
+	}, time.Minute)
+	var report AdmissionReport
+	env.RegisterDelayedCallback(func() { queryReport(t, env, &report) }, 2*time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 20})
+	require.Len(t, w.grants, 2)
+	require.Equal(t, "first", w.grants[0].Job)
+	require.Equal(t, "third", w.grants[1].Job, "the end handed the slot on, past the released job")
+	require.Equal(t, []int32{0}, w.grants[1].Slots)
+	require.Empty(t, report.Waiting)
+	require.Len(t, report.Running, 1)
 }
 
 // With preemption on, a queue starved of its fair share past its timeout takes slots back
