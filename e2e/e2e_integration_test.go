@@ -290,7 +290,10 @@ func lastLines(path string, n int) string {
 // as processes; a test bed "bed" of 8 slots and the given allocation file in the cluster; and
 // a client of the API.
 type e2ePlatform struct {
-	slots  int32 // the test bed's
+	slots int32 // the test beds', all together
+	// beds are the test beds' names ("bed", unless the shape asks for several), each of
+	// slots/len(beds) slots.
+	beds   []string
 	parts  map[string]*component
 	kube   client.Client
 	config *rest.Config // the cluster's, for watches the client above does not do
@@ -323,6 +326,29 @@ type bedShape struct {
 	// nodes is how many nodes the bed has (0: 4), plainNodes how many outside it, for the
 	// drivers (0: 2).
 	nodes, plainNodes int
+	// beds splits the nodes into as many test beds, "bed-0" onwards, node i in bed i%beds,
+	// each bed on a node label of its own (0 or 1: one bed, "bed").
+	beds int
+}
+
+// bedNames are the names of the test beds.
+func (s bedShape) bedNames() []string {
+	if s.beds <= 1 {
+		return []string{"bed"}
+	}
+	names := make([]string, s.beds)
+	for i := range names {
+		names[i] = fmt.Sprintf("bed-%d", i)
+	}
+	return names
+}
+
+// nodeLabel is the node label of bed i.
+func (s bedShape) nodeLabel(i int) string {
+	if s.beds <= 1 {
+		return testcluster.DefaultNodeLabel
+	}
+	return fmt.Sprintf("e2e.test/bed-%d", i)
 }
 
 func (s bedShape) nodeCount() int {
@@ -388,7 +414,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"+
 		opsToken+",olga,admins\n"+bobToken+",bob,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
-	p := &e2ePlatform{slots: int32(shape.nodeCount()) * shape.slotsPerNode, temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
+	p := &e2ePlatform{slots: int32(shape.nodeCount()) * shape.slotsPerNode, beds: shape.bedNames(), temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
 		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr, "-metrics-listen", metricsAt["extender"],
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
@@ -410,23 +436,51 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
 		Data:       queuesData(queues, settings),
 	}))
+	if len(p.beds) > 1 {
+		require.Zero(t, shape.nodeCount()%len(p.beds), "the nodes split evenly into the beds")
+		var nodes corev1.NodeList
+		require.NoError(t, p.kube.List(ctx, &nodes, client.HasLabels{testcluster.DefaultNodeLabel}))
+		slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			patch := client.MergeFrom(n.DeepCopy())
+			n.Labels[shape.nodeLabel(i%len(p.beds))] = fmt.Sprintf("n%05d", i)
+			require.NoError(t, p.kube.Patch(ctx, n, patch))
+		}
+	}
 	bedCreated := time.Now()
-	require.NoError(t, p.kube.Create(ctx, &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: shape.slotsPerNode, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(shape.cpu), corev1.ResourceMemory: resource.MustParse(shape.memory)}},
-	}))
+	for i, name := range p.beds {
+		require.NoError(t, p.kube.Create(ctx, &v1alpha1.TestBed{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: v1alpha1.TestBedSpec{NodeLabel: shape.nodeLabel(i), SlotsPerNode: shape.slotsPerNode, ResourcesPerSlot: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(shape.cpu), corev1.ResourceMemory: resource.MustParse(shape.memory)}},
+		}))
+	}
 
 	// From here on, only the API.
 	p.api, err = apiclient.New("http://"+apiAddr, token)
 	require.NoError(t, err)
 	p.apiAddr = apiAddr
 	require.Eventually(t, func() bool {
-		tb, err := p.api.GetTestBed(ctx, "bed")
-		return err == nil && tb.Status.Total == p.slots && tb.Status.Free == p.slots
-	}, 90*time.Second+time.Duration(p.slots)*25*time.Millisecond, 250*time.Millisecond, "the API never showed the test bed with all its slots free")
+		total, free := p.bedSlots(ctx)
+		return total == p.slots && free == p.slots
+	}, 90*time.Second+time.Duration(p.slots)*25*time.Millisecond, 250*time.Millisecond, "the API never showed the test beds with all their slots free")
 	p.bedFilled = time.Since(bedCreated)
 	return p
+}
+
+// bedSlots adds up the slots of the test beds, and their free ones, as the API shows them
+// (-1 when a bed cannot be read).
+func (p *e2ePlatform) bedSlots(ctx context.Context) (total, free int32) {
+	for _, b := range p.beds {
+		tb, err := p.api.GetTestBed(ctx, b)
+		if err != nil {
+			return -1, -1
+		}
+		total += tb.Status.Total
+		free += tb.Status.Free
+	}
+	return total, free
 }
 
 // waitSlotsFree waits until every slot is free with its ghost running again.
@@ -434,8 +488,7 @@ func (p *e2ePlatform) waitSlotsFree(t *testing.T, within time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	require.Eventually(t, func() bool {
-		tb, err := p.api.GetTestBed(ctx, "bed")
-		if err != nil || tb.Status.Free != p.slots {
+		if _, free := p.bedSlots(ctx); free != p.slots {
 			return false
 		}
 		var pods corev1.PodList
@@ -457,16 +510,22 @@ func (p *e2ePlatform) waitSlotsFree(t *testing.T, within time.Duration) {
 // jobs at once is a violation.
 type slotLedger struct {
 	mu          sync.Mutex
-	holder      map[int32]string
+	holder      map[bedSlot]string
 	running     map[string]bool
 	ended       map[string]bool
 	schedulings map[string]api.Scheduling
 	violations  []string
 }
 
+// bedSlot is a slot of a test bed.
+type bedSlot struct {
+	bed  string
+	slot int32
+}
+
 // followFeed reads the watch's events into a new ledger until the watch closes.
 func followFeed(w *apiclient.Watcher) *slotLedger {
-	l := &slotLedger{holder: map[int32]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]api.Scheduling{}}
+	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]api.Scheduling{}}
 	go func() {
 		for ev := range w.Events() {
 			switch ev.Kind {
@@ -506,10 +565,11 @@ func (l *slotLedger) see(j api.Job) {
 	case v1alpha1.JobSubmitted, v1alpha1.JobRunning:
 		l.running[j.Name] = l.running[j.Name] || j.Status.State == v1alpha1.JobRunning
 		for _, s := range j.Status.Slots {
-			if other := l.holder[s]; other != "" && other != j.Name {
-				l.violations = append(l.violations, fmt.Sprintf("slot %d held by %s and %s", s, other, j.Name))
+			at := bedSlot{j.Status.TestBed, s}
+			if other := l.holder[at]; other != "" && other != j.Name {
+				l.violations = append(l.violations, fmt.Sprintf("slot %d of %s held by %s and %s", s, at.bed, other, j.Name))
 			}
-			l.holder[s] = j.Name
+			l.holder[at] = j.Name
 		}
 	case v1alpha1.JobCompleted, v1alpha1.JobFailed:
 		l.ended[j.Name] = true

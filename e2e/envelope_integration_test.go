@@ -39,30 +39,36 @@ import (
 	"slotplane/workflows"
 )
 
-// envelopeSize is one probe of the scale envelope: a bed of nodes x slotsPerNode slots,
-// jobs that run jobFor each, over queues leaf queues (five teams), in schedulings
-// Schedulings, QueueBased and SlotBased in turn.
+// envelopeSize is one probe of the scale envelope: nodes x slotsPerNode slots in beds test
+// beds (0 or 1: one), jobs that run jobFor each, over queues leaf queues (five teams), in
+// schedulings Schedulings, QueueBased and SlotBased in turn, Scheduling i on bed i%beds.
 type envelopeSize struct {
-	nodes, slotsPerNode, jobs, queues, schedulings int
-	jobFor                                         time.Duration
+	nodes, slotsPerNode, jobs, queues, schedulings, beds int
+	jobFor                                               time.Duration
 }
 
 func (s envelopeSize) slots() int { return s.nodes * s.slotsPerNode }
 
-// envelopeSizeFromEnv is the envelope's size: 1,000 nodes of 8 slots, 10,000 jobs of 30 s
-// over 50 queues in 10 Schedulings, unless SLOTPLANE_ENVELOPE_NODES, _SLOTS_PER_NODE, _JOBS,
-// _QUEUES, _SCHEDULINGS or _JOB_SECONDS say otherwise.
+// envelopeSizeFromEnv is the envelope's size: 1,000 nodes of 8 slots, 10,000 jobs over 50
+// queues in 10 Schedulings, unless SLOTPLANE_ENVELOPE_NODES, _SLOTS_PER_NODE, _JOBS,
+// _QUEUES, _SCHEDULINGS or _JOB_SECONDS say otherwise; the same nodes are probed again as 10
+// beds unless _BEDS says how many (1: not again). Unless told, a job runs a third of a
+// second per slot, at least 30 s: this machine starts and ends about three jobs a second, so
+// shorter jobs on a large bed measure a backlog rather than the platform.
 func envelopeSizeFromEnv(t *testing.T) envelopeSize {
-	s := envelopeSize{nodes: 1000, slotsPerNode: 8, jobs: 10_000, queues: 50, schedulings: 10, jobFor: 30 * time.Second}
-	seconds := int(s.jobFor / time.Second)
+	s := envelopeSize{nodes: 1000, slotsPerNode: 8, jobs: 10_000, queues: 50, schedulings: 10, beds: 10}
+	seconds := 0
 	for name, v := range map[string]*int{"NODES": &s.nodes, "SLOTS_PER_NODE": &s.slotsPerNode, "JOBS": &s.jobs, "QUEUES": &s.queues,
-		"SCHEDULINGS": &s.schedulings, "JOB_SECONDS": &seconds} {
+		"SCHEDULINGS": &s.schedulings, "JOB_SECONDS": &seconds, "BEDS": &s.beds} {
 		if e := os.Getenv("SLOTPLANE_ENVELOPE_" + name); e != "" {
 			n, err := strconv.Atoi(e)
 			require.NoError(t, err, "SLOTPLANE_ENVELOPE_"+name)
 			require.Positive(t, n, "SLOTPLANE_ENVELOPE_"+name)
 			*v = n
 		}
+	}
+	if seconds == 0 {
+		seconds = max(30, s.slots()/3)
 	}
 	s.jobFor = time.Duration(seconds) * time.Second
 	s.queues = max(5, s.queues/5*5)
@@ -126,18 +132,32 @@ func TestE2E_ScaleEnvelope(t *testing.T) {
 		t.Skip("the scale envelope runs on its own: make test-scale")
 	}
 	size := envelopeSizeFromEnv(t)
-	base := envelopeSize{nodes: 4, slotsPerNode: 2, jobs: 48, queues: size.queues, schedulings: 2, jobFor: size.jobFor}
-	var small, large envelopeFigures
-	t.Run("8 slots", func(t *testing.T) { small = probeEnvelope(t, base) })
-	t.Run(fmt.Sprintf("%d slots", size.slots()), func(t *testing.T) { large = probeEnvelope(t, size) })
-	if small.elapsed == 0 || large.elapsed == 0 {
-		return
+	sizes := []envelopeSize{{nodes: 4, slotsPerNode: 2, jobs: 48, queues: size.queues, schedulings: 2, jobFor: min(size.jobFor, 30*time.Second)}}
+	if split := size.beds; split > 1 {
+		require.Zero(t, size.nodes%split, "SLOTPLANE_ENVELOPE_BEDS divides the nodes")
+		require.GreaterOrEqual(t, size.schedulings, split, "at least a Scheduling per bed")
+		size.beds = 1
+		sizes = append(sizes, size)
+		size.beds = split
 	}
-	table := envelopeTable(small, large)
+	sizes = append(sizes, size)
+	probes := make([]envelopeFigures, len(sizes))
+	for i, z := range sizes {
+		name := fmt.Sprintf("%d slots", z.slots())
+		if z.beds > 1 {
+			name += fmt.Sprintf(" as %d beds", z.beds)
+		}
+		t.Run(name, func(t *testing.T) { probes[i] = probeEnvelope(t, z) })
+		if probes[i].elapsed == 0 {
+			return
+		}
+	}
+	table := envelopeTable(probes...)
 	t.Log("\n" + table)
 	fmt.Print(table)
-	require.Empty(t, small.failedTasks, "no workflow task of Admission failed on the 8-slot bed")
-	require.Empty(t, large.failedTasks, "no workflow task of Admission failed on the large bed")
+	for _, f := range probes {
+		require.Empty(t, f.failedTasks, "no workflow task of Admission failed on %d slots in %d beds", f.size.slots(), max(1, f.size.beds))
+	}
 }
 
 // probeEnvelope runs one probe on a platform of its own and returns its figures.
@@ -158,7 +178,8 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	queues += `</allocations>`
 	// Every running job's driver (100m) runs outside the bed: a plain node of 4 CPUs and 110
 	// pods takes 30, and as many plain pods as slots fit at 100 a node.
-	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi"}, queues)
+	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi", beds: size.beds}, queues)
+	perBed := slots / len(p.beds)
 	f.fill = p.bedFilled
 	p.waitSlotsFree(t, 5*time.Minute)
 	f.plainFill = fillPlainPods(t, p, slots)
@@ -210,14 +231,14 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	require.NoError(t, err)
 	var schedulings []string
 	for s := range size.schedulings {
-		req := api.SchedulingRequest{Name: fmt.Sprintf("envelope-%d", s), TestBed: "bed", Mode: v1alpha1.QueueBased}
+		req := api.SchedulingRequest{Name: fmt.Sprintf("envelope-%d", s), TestBed: p.beds[s%len(p.beds)], Mode: v1alpha1.QueueBased}
 		if s%2 == 1 {
 			req.Mode = v1alpha1.SlotBased
 		}
 		for i := s; i < size.jobs; i += size.schedulings {
 			j := v1alpha1.SchedulingJob{Name: names[i], Replication: 1}
 			if req.Mode == v1alpha1.SlotBased {
-				j.SlotIDs = []int32{int32(i % slots)}
+				j.SlotIDs = []int32{int32(i % perBed)}
 			}
 			req.Jobs = append(req.Jobs, j)
 		}
@@ -382,14 +403,15 @@ func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
 	type run struct {
 		queued, admitted, ended time.Time
 	}
-	bySlot := map[int32][]run{}
+	bySlot := map[bedSlot][]run{}
 	for i := range jobs {
 		for _, r := range jobs[i].Status.History {
 			if r.AdmittedAt == nil || r.EndedAt == nil || r.QueuedAt == nil {
 				continue
 			}
 			for _, s := range r.Slots {
-				bySlot[s] = append(bySlot[s], run{r.QueuedAt.Time, r.AdmittedAt.Time, r.EndedAt.Time})
+				at := bedSlot{r.TestBed, s}
+				bySlot[at] = append(bySlot[at], run{r.QueuedAt.Time, r.AdmittedAt.Time, r.EndedAt.Time})
 			}
 		}
 	}
@@ -480,9 +502,11 @@ func largestObjects(t *testing.T, p *e2ePlatform, out map[string]int, jobs []v1a
 		require.NoError(t, err)
 		out[kind] = max(out[kind], len(data))
 	}
-	var bed v1alpha1.TestBed
-	require.NoError(t, p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &bed))
-	size("TestBed", &bed)
+	var beds v1alpha1.TestBedList
+	require.NoError(t, p.kube.List(ctx, &beds, client.InNamespace("default")))
+	for i := range beds.Items {
+		size("TestBed", &beds.Items[i])
+	}
 	var sl v1alpha1.SlotSliceList
 	require.NoError(t, p.kube.List(ctx, &sl, client.InNamespace("default")))
 	for i := range sl.Items {
@@ -575,8 +599,10 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 			run = previous
 		}
 	}
-	walk("Admission", workflows.AdmissionWorkflowID("default", "bed"))
-	walk("TestBed", workflows.TestBedWorkflowID("default", "bed"))
+	for _, bed := range p.beds {
+		walk("Admission", workflows.AdmissionWorkflowID("default", bed))
+		walk("TestBed", workflows.TestBedWorkflowID("default", bed))
+	}
 	for _, s := range schedulings {
 		walk("Scheduling", workflows.SchedulingWorkflowID("default", s))
 	}
@@ -631,17 +657,30 @@ func peakMemory(p *e2ePlatform, out map[string]uint64) {
 	}
 }
 
-// envelopeTable renders the two probes side by side.
-func envelopeTable(small, large envelopeFigures) string {
+// envelopeTable renders the probes side by side: the 8-slot bed first, and the ratios of the
+// others to it where the targets compare them.
+func envelopeTable(probes ...envelopeFigures) string {
 	var b strings.Builder
-	row := func(what string, cells ...string) {
-		fmt.Fprintf(&b, "| %s | %s |\n", what, strings.Join(cells, " | "))
+	base := probes[0]
+	row := func(what, target string, cell func(f envelopeFigures) string) {
+		cells := make([]string, len(probes))
+		for i, f := range probes {
+			cells[i] = cell(f)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", what, strings.Join(cells, " | "), target)
 	}
 	ratio := func(a, b float64) string {
 		if a == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2fx", b/a)
+	}
+	// against is v with, past the first column, its ratio to the first column's.
+	against := func(f envelopeFigures, v string, of func(envelopeFigures) float64) string {
+		if f.size == base.size {
+			return v
+		}
+		return fmt.Sprintf("%s (%s)", v, ratio(of(base), of(f)))
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 	sec := func(s float64) string {
@@ -651,55 +690,69 @@ func envelopeTable(small, large envelopeFigures) string {
 		return fmt.Sprintf("≤ %s", ms(time.Duration(s*float64(time.Second))))
 	}
 	kib := func(n int) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) }
-	s, l := small.size, large.size
-	fmt.Fprintf(&b, "| measure | %d slots, %d jobs | %d slots (%d nodes), %d jobs | %d slots against %d, or limit |\n", s.slots(), s.jobs, l.slots(), l.nodes, l.jobs, l.slots(), s.slots())
-	b.WriteString("| --- | --- | --- | --- |\n")
-	row("ghosts: the bed's creation to every ghost running", ms(small.fill), ms(large.fill), "")
-	row("as many plain pods, created to running", ms(small.plainFill), ms(large.plainFill), "")
-	row("ghosts against plain pods", ratio(float64(small.plainFill), float64(small.fill)), ratio(float64(large.plainFill), float64(large.fill)), "at most 2x")
-	row("admission decision p50 / p99 (the worker's histogram bucket)", sec(small.decisionP50)+" / "+sec(small.decisionP99),
-		sec(large.decisionP50)+" / "+sec(large.decisionP99), fmt.Sprintf("%.0f and %.0f decisions; p99 under 50 ms", small.decisions, large.decisions))
-	row("the same decisions' CPU time p50 / p99", sec(small.decisionCPUP50)+" / "+sec(small.decisionCPUP99),
-		sec(large.decisionCPUP50)+" / "+sec(large.decisionCPUP99), "-")
-	row("a freed slot to its next grant, p50 / p99", ms(small.handOverP50)+" / "+ms(small.handOverP99), ms(large.handOverP50)+" / "+ms(large.handOverP99),
-		fmt.Sprintf("%d and %d hand-overs", small.handOvers, large.handOvers))
-	row("Schedulings made to every job ended", ms(small.elapsed), ms(large.elapsed), "")
-	row("jobs a second", fmt.Sprintf("%.2f", float64(s.jobs)/small.elapsed.Seconds()), fmt.Sprintf("%.2f", float64(l.jobs)/large.elapsed.Seconds()), "")
-	row("the platform at rest (its floor)", fmt.Sprintf("%.2f cores", small.floor), fmt.Sprintf("%.2f cores", large.floor), "")
-	row("CPU per job, the platform (the machine less the test), less the floor", ms(small.cpuPerJob), ms(large.cpuPerJob), ratio(float64(small.cpuPerJob), float64(large.cpuPerJob))+" (at most 1.5x)")
-	row("API writes per job", fmt.Sprintf("%.1f", small.writesPerJob), fmt.Sprintf("%.1f", large.writesPerJob), ratio(small.writesPerJob, large.writesPerJob)+" (at most 1.5x)")
-	row("Admission's longest workflow task, as the server recorded it (its local activities)", fmt.Sprintf("%s (%s)", ms(small.admissionTask), strings.Join(small.admissionTaskLocal, ", ")),
-		fmt.Sprintf("%s (%s)", ms(large.admissionTask), strings.Join(large.admissionTaskLocal, ", ")), "under 200 ms")
-	row("the same, as the worker's SDK measured it (bucket)", sec(small.admissionTaskSDK), sec(large.admissionTaskSDK), "")
-	row("Admission's workflow tasks that failed or timed out", strconv.Itoa(len(small.failedTasks)), strconv.Itoa(len(large.failedTasks)), "none")
-	row("Admission's tasks that waited out the sticky timeout", strconv.Itoa(small.stickyWaits), strconv.Itoa(large.stickyWaits), "-")
-	limits := map[string]int{"TestBed": 1536 << 10, "SlotSlice": 1536 << 10, "Scheduling": 1536 << 10, "BatchJob": 1536 << 10}
+	b.WriteString("| measure |")
+	for _, f := range probes {
+		z := f.size
+		beds := ""
+		if z.beds > 1 {
+			beds = fmt.Sprintf(" as %d beds", z.beds)
+		}
+		fmt.Fprintf(&b, " %d slots (%d nodes)%s, %d jobs of %s |", z.slots(), z.nodes, beds, z.jobs, z.jobFor)
+	}
+	b.WriteString(" target or limit |\n|" + strings.Repeat(" --- |", len(probes)+2) + "\n")
+	row("ghosts: the beds' creation to every ghost running", "", func(f envelopeFigures) string { return ms(f.fill) })
+	row("as many plain pods, created to running", "", func(f envelopeFigures) string { return ms(f.plainFill) })
+	row("ghosts against plain pods", "at most 2x", func(f envelopeFigures) string { return ratio(float64(f.plainFill), float64(f.fill)) })
+	row("admission decisions: how many; p50 / p99 (the worker's histogram bucket)", "p99 under 50 ms", func(f envelopeFigures) string {
+		return fmt.Sprintf("%.0f; %s / %s", f.decisions, sec(f.decisionP50), sec(f.decisionP99))
+	})
+	row("the same decisions' CPU time p50 / p99", "-", func(f envelopeFigures) string { return sec(f.decisionCPUP50) + " / " + sec(f.decisionCPUP99) })
+	row("a freed slot to its next grant: how many; p50 / p99", "", func(f envelopeFigures) string {
+		return fmt.Sprintf("%d; %s / %s", f.handOvers, ms(f.handOverP50), ms(f.handOverP99))
+	})
+	row("Schedulings made to every job ended", "", func(f envelopeFigures) string { return ms(f.elapsed) })
+	row("jobs a second", "", func(f envelopeFigures) string { return fmt.Sprintf("%.2f", float64(f.size.jobs)/f.elapsed.Seconds()) })
+	row("the platform at rest (its floor)", "", func(f envelopeFigures) string { return fmt.Sprintf("%.2f cores", f.floor) })
+	row("CPU per job, the platform (the machine less the test), less the floor", "at most 1.5x", func(f envelopeFigures) string {
+		return against(f, ms(f.cpuPerJob), func(f envelopeFigures) float64 { return float64(f.cpuPerJob) })
+	})
+	row("API writes per job", "at most 1.5x", func(f envelopeFigures) string {
+		return against(f, fmt.Sprintf("%.1f", f.writesPerJob), func(f envelopeFigures) float64 { return f.writesPerJob })
+	})
+	row("Admission's longest workflow task, as the server recorded it (its local activities)", "under 200 ms", func(f envelopeFigures) string {
+		return fmt.Sprintf("%s (%s)", ms(f.admissionTask), strings.Join(f.admissionTaskLocal, ", "))
+	})
+	row("the same, as the worker's SDK measured it (bucket)", "", func(f envelopeFigures) string { return sec(f.admissionTaskSDK) })
+	row("Admission's workflow tasks that failed or timed out", "none", func(f envelopeFigures) string { return strconv.Itoa(len(f.failedTasks)) })
+	row("Admission's tasks that waited out the sticky timeout", "-", func(f envelopeFigures) string { return strconv.Itoa(f.stickyWaits) })
 	for _, kind := range []string{"TestBed", "SlotSlice", "Scheduling", "BatchJob"} {
-		row("largest "+kind+" (etcd)", kib(small.objects[kind]), kib(large.objects[kind]), fmt.Sprintf("%.1f%% of 1.5 MiB", 100*float64(large.objects[kind])/float64(limits[kind])))
+		row("largest "+kind+" (etcd)", "1.5 MiB", func(f envelopeFigures) string { return kib(f.objects[kind]) })
 	}
-	row("Admission's carried state (its run input)", kib(small.carried), kib(large.carried), fmt.Sprintf("%.1f%% of 2 MiB", 100*float64(large.carried)/float64(2<<20)))
+	row("Admission's carried state (its run input)", "2 MiB", func(f envelopeFigures) string { return kib(f.carried) })
 	for _, kind := range []string{"Admission", "TestBed", "Scheduling", "BatchJob"} {
-		sh, lh := small.histories[kind], large.histories[kind]
-		row(kind+" workflow: most events in a run / largest event", fmt.Sprintf("%d / %s", sh[0], kib(sh[1])), fmt.Sprintf("%d / %s", lh[0], kib(lh[1])),
-			fmt.Sprintf("%.1f%% of 51,200 events / %.1f%% of 2 MiB", 100*float64(lh[0])/51200, 100*float64(lh[1])/float64(2<<20)))
+		row(kind+" workflow: most events in a run / largest event", "51,200 events / 2 MiB", func(f envelopeFigures) string {
+			h := f.histories[kind]
+			return fmt.Sprintf("%d / %s", h[0], kib(h[1]))
+		})
 	}
-	kinds := make([]string, 0, len(large.feed))
-	for k := range large.feed {
-		if k != "" {
-			kinds = append(kinds, k)
+	kinds, procs := map[string]bool{}, map[string]uint64{}
+	for _, f := range probes {
+		for k := range f.feed {
+			kinds[k] = k != ""
+		}
+		for k, v := range f.memory {
+			procs[k] = max(procs[k], v)
 		}
 	}
-	slices.Sort(kinds)
-	for _, k := range kinds {
-		row("largest feed message, "+k, kib(small.feed[k]), kib(large.feed[k]), "")
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		if kinds[k] {
+			row("largest feed message, "+k, "", func(f envelopeFigures) string { return kib(f.feed[k]) })
+		}
 	}
-	procs := make([]string, 0, len(large.memory))
-	for k := range large.memory {
-		procs = append(procs, k)
-	}
-	slices.SortFunc(procs, func(a, b string) int { return cmp.Compare(large.memory[b], large.memory[a]) })
-	for _, k := range procs {
-		row("peak memory, "+k, fmt.Sprintf("%d MiB", small.memory[k]>>20), fmt.Sprintf("%d MiB", large.memory[k]>>20), "")
+	names := slices.Collect(maps.Keys(procs))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(procs[b], procs[a]) })
+	for _, k := range names {
+		row("peak memory, "+k, "", func(f envelopeFigures) string { return fmt.Sprintf("%d MiB", f.memory[k]>>20) })
 	}
 	return b.String()
 }
