@@ -553,6 +553,9 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 			previous, events, largest := "", 0, 0
 			started := map[int64]time.Time{}
 			counting := false // markers after the longest task so far are its local activities
+			// replayed are the tasks scheduled after one failed or timed out: the worker
+			// took them with the run's whole history and replayed it.
+			replayed, lastFailed := map[int64]bool{}, false
 			for it.HasNext() {
 				ev, err := it.Next()
 				require.NoError(t, err, id)
@@ -570,11 +573,17 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 				switch ev.GetEventType() {
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
 					started[ev.GetEventId()] = ev.GetEventTime().AsTime()
+					replayed[ev.GetEventId()] = lastFailed
+					lastFailed = false
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 					counting = false
-					if at, ok := started[ev.GetWorkflowTaskCompletedEventAttributes().GetStartedEventId()]; ok {
+					id := ev.GetWorkflowTaskCompletedEventAttributes().GetStartedEventId()
+					if at, ok := started[id]; ok {
 						if took := ev.GetEventTime().AsTime().Sub(at); took > f.admissionTask {
 							f.admissionTask, f.admissionTaskLocal, counting = took, nil, true
+							if replayed[id] {
+								f.admissionTaskLocal = append(f.admissionTaskLocal, "a replay of the run")
+							}
 						}
 					}
 				case enumspb.EVENT_TYPE_MARKER_RECORDED:
@@ -584,6 +593,7 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
 					counting = false
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+					lastFailed = true
 					if failure, _, sticky := taskOutcome(ev); sticky {
 						f.stickyWaits++
 					} else if failure != "" {
