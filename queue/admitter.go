@@ -337,6 +337,10 @@ func (a *Admitter) newTree(alloc *Allocations) *Tree {
 	return tree
 }
 
+// Entries is how many entries a decision walks: the waiting and running ones, those not yet
+// compacted away included.
+func (a *Admitter) Entries() int { return len(a.st.Waiting) + len(a.st.Running) }
+
 // Waiting and Running are the entries, in submission order.
 func (a *Admitter) Waiting() []Entry { a.compact(); return a.st.Waiting }
 func (a *Admitter) Running() []Entry { a.compact(); return a.st.Running }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -695,6 +696,33 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 			require.Equal(t, "root.a", e.Queue, "a rejected move changes nothing")
 		}
 	}
+}
+
+// A run continues as new once its decisions have looked at WorkPerRun jobs and slots, long
+// before StepsPerRun: a replay of the run (a worker without its state) computes them all
+// again in one workflow task. The next run carries the work's bound on.
+func TestAdmissionWorkflow_ContinuesAsNewAfterItsWork(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 1)
+	decisions := 0
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "ReadSlots" {
+			decisions++
+		}
+	})
+	var batch []AdmissionRequest
+	for i := range 30 {
+		batch = append(batch, AdmissionRequest{JobKey: jk("s", fmt.Sprintf("job-%02d", i)), User: "u", Slots: 1})
+	}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 1000, WorkPerRun: 100})
+	in := continuedWith[AdmissionInput](t, env)
+	// The first decision saw an empty bed (1 slot); each after it 30 jobs and the slot.
+	require.Equal(t, 5, decisions, "1 + 31 + 31 + 31 passes 100 at the fourth decision over the jobs")
+	require.Equal(t, 100, in.WorkPerRun)
+	carried := carriedState(t, in)
+	require.Len(t, carried.Running, 1)
+	require.Len(t, carried.Waiting, 29)
 }
 
 // Continue-as-new carries the whole admission state and the configuration in force: a file
