@@ -238,7 +238,8 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 		for i := s; i < size.jobs; i += size.schedulings {
 			j := v1alpha1.SchedulingJob{Name: names[i], Replication: 1}
 			if req.Mode == v1alpha1.SlotBased {
-				j.SlotIDs = []int32{int32(i % perBed)}
+				// Job i is the (i/beds)th of its bed's: spread over the bed's slots.
+				j.SlotIDs = []int32{int32(i / len(p.beds) % perBed)}
 			}
 			req.Jobs = append(req.Jobs, j)
 		}
