@@ -435,15 +435,15 @@ func (a *Activities) SignalWorkflows(ctx context.Context, in SignalWorkflowsInpu
 			for len(idx) > 0 {
 				// A run of signals of Batched names goes as one part of a batch; any other
 				// alone. Either way this target's signals go in their order.
-				n := 1
-				for a.Batched[in.Signals[idx[0]].Name] && n < len(idx) && a.Batched[in.Signals[idx[n]].Name] {
+				batched, n := a.Batched[in.Signals[idx[0]].Name], 1
+				for batched && n < len(idx) && a.Batched[in.Signals[idx[n]].Name] {
 					n++
 				}
 				run := idx[:n]
 				idx = idx[n:]
 				var notRunning bool
 				var err error
-				if s := in.Signals[run[0]]; a.Batched[s.Name] {
+				if s := in.Signals[run[0]]; batched {
 					part := make([]Signal, len(run))
 					for j, i := range run {
 						part[j] = in.Signals[i]

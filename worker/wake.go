@@ -35,8 +35,6 @@ type AdmissionWaker struct {
 	mu sync.Mutex
 	// beds holds each bed with a signal on its way: true when another one is owed.
 	beds map[types.NamespacedName]bool
-	// sent counts the signals sent, for tests.
-	sent int
 }
 
 // Wake is an activities.SlotsWake.
@@ -77,9 +75,6 @@ func (w *AdmissionWaker) signal(ctx context.Context, bed types.NamespacedName) {
 	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
 	err := w.Temporal.SignalWorkflow(ctx, workflows.AdmissionWorkflowID(bed.Namespace, bed.Name), "", workflows.AdmissionSlotsSignal, nil)
-	w.mu.Lock()
-	w.sent++
-	w.mu.Unlock()
 	var notFound *serviceerror.NotFound
 	if err != nil && !errors.As(err, &notFound) && w.Log != nil {
 		w.Log.Warn("could not tell a test bed's Admission that slots changed; it decides again at its resync", "testbed", bed.String(), "err", err)

@@ -32,9 +32,6 @@ const (
 	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
 	// of its job's workflow fired).
 	AdmissionStartedSignal = "admission-started"
-	// activities.BatchSignal carries several of the three above, as a map from the signal's
-	// name to the keys (AdmissionBatched).
-
 	// AdmissionSlotsSignal tells the workflow the test bed's slots changed: decide again.
 	AdmissionSlotsSignal = "admission-slots"
 	// AdmissionConfigSignal tells the workflow its allocation file may have changed.
@@ -118,8 +115,8 @@ func AdmissionWorkflowID(namespace, testBed string) string {
 }
 
 // AdmissionBatched are the signals to Admission a worker may send in one
-// activities.BatchSignal: the keys of jobs released, ended and started. A batch is taken in
-// as each of them would be.
+// activities.BatchSignal, a map from the signal's name to its keys: the keys of jobs
+// released, ended and started. A batch is taken in as each of them would be.
 var AdmissionBatched = map[string]bool{AdmissionReleaseSignal: true, AdmissionEndedSignal: true, AdmissionStartedSignal: true}
 
 // AdmissionInput names the test bed. ConfigMap defaults to DefaultQueuesConfigMap, Resync
@@ -380,29 +377,19 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 			a.tellAll(ctx, answers)
 			a.placed(rs, before)
 		}
-		for {
-			var k AdmissionKey
-			if !a.releases.ReceiveAsync(&k) {
-				break
+		keyed := []struct {
+			ch     workflow.ReceiveChannel
+			signal string
+		}{{a.releases, AdmissionReleaseSignal}, {a.ended, AdmissionEndedSignal}, {a.started, AdmissionStartedSignal}}
+		for _, c := range keyed {
+			for {
+				var k AdmissionKey
+				if !c.ch.ReceiveAsync(&k) {
+					break
+				}
+				took = true
+				a.takeKey(c.signal, k)
 			}
-			took = true
-			a.core.Release(k)
-		}
-		for {
-			var k AdmissionKey
-			if !a.ended.ReceiveAsync(&k) {
-				break
-			}
-			took = true
-			a.core.Ended(k)
-		}
-		for {
-			var k AdmissionKey
-			if !a.started.ReceiveAsync(&k) {
-				break
-			}
-			took = true
-			a.core.Started(k)
 		}
 		for {
 			var b map[string][]AdmissionKey
@@ -410,14 +397,10 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				break
 			}
 			took = true
-			for _, k := range b[AdmissionReleaseSignal] {
-				a.core.Release(k)
-			}
-			for _, k := range b[AdmissionEndedSignal] {
-				a.core.Ended(k)
-			}
-			for _, k := range b[AdmissionStartedSignal] {
-				a.core.Started(k)
+			for _, c := range keyed {
+				for _, k := range b[c.signal] {
+					a.takeKey(c.signal, k)
+				}
 			}
 		}
 		for a.configs.ReceiveAsync(nil) {
@@ -429,6 +412,18 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 		if !took {
 			return reload, nil
 		}
+	}
+}
+
+// takeKey takes in a job key that came with signal: a release, an end or a start.
+func (a *admission) takeKey(signal string, k AdmissionKey) {
+	switch signal {
+	case AdmissionReleaseSignal:
+		a.core.Release(k)
+	case AdmissionEndedSignal:
+		a.core.Ended(k)
+	case AdmissionStartedSignal:
+		a.core.Started(k)
 	}
 }
 
