@@ -533,6 +533,24 @@ func TestAdmissionWorkflow_TakesABatchOfKeysAsItsSignals(t *testing.T) {
 	require.Len(t, report.Running, 1)
 }
 
+// A batch that arrives as the run's last step waits is in the state the next run carries.
+func TestAdmissionWorkflow_ABatchOfKeysCrossesContinueAsNew(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 1)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{{JobKey: jk("s", "first"), User: "u", Slots: 1}, {JobKey: jk("s", "second"), User: "u", Slots: 1}})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{AdmissionEndedSignal: {jk("s", "first")}})
+	}, time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour, StepsPerRun: 2})
+	carried := carriedState(t, continuedWith[AdmissionInput](t, env))
+	require.Len(t, w.grants, 1)
+	require.Empty(t, carried.Running, "the end in the batch was taken in before the hand-over")
+	require.Len(t, carried.Waiting, 1)
+	require.Equal(t, []int32{0}, carried.Handed, "its slot is handed on in the next run")
+}
+
 // With preemption on, a queue starved of its fair share past its timeout takes slots back
 // from the newest job of a queue above its share: that job's newest slots, recorded on its
 // BatchJob before its pods in them go. The job asks for them again, one at a time, once the
