@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -129,6 +130,16 @@ func (c *Changes) slotsReader() client.Reader {
 	return r
 }
 
+// queuesReader is where LoadAllocationFile may look whether a namespace's allocation file
+// changed: the hub's copies of the slotplane-queues ConfigMaps once they synced, else nil.
+// The copy holds that name alone: another name is read from the API server.
+func (c *Changes) queuesReader(configMap string) client.Reader {
+	if configMap != v1alpha1.QueuesConfigMap {
+		return nil
+	}
+	return c.reader(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+}
+
 // TestBeds lists every test bed from the hub's copies once they synced, else from cl.
 func (c *Changes) TestBeds(ctx context.Context, cl client.Reader) ([]v1alpha1.TestBed, error) {
 	if r := c.reader(v1alpha1.GroupVersion.WithKind("TestBed")); r != nil {
@@ -157,10 +168,11 @@ func watchedKinds() []client.Object {
 
 // copiedKinds are kept whole too, all of them, for what a run's end records of where it ran
 // (findPlace): which jobs held slots on which nodes, and the test beds' slots, which the
-// admission decisions read (ReadSlots). Their changes wake no job's wait; a slot that may
-// let a job start wakes its bed's Admission (SlotsWake).
+// admission decisions read (ReadSlots); and the allocation files' ConfigMaps, by their name
+// alone, which Admission's resyncs look at (LoadAllocationFile). Their changes wake no job's
+// wait; a slot that may let a job start wakes its bed's Admission (SlotsWake).
 func copiedKinds() []client.Object {
-	return []client.Object{&v1alpha1.BatchJob{}, &v1alpha1.TestBed{}, &v1alpha1.SlotSlice{}}
+	return []client.Object{&v1alpha1.BatchJob{}, &v1alpha1.TestBed{}, &v1alpha1.SlotSlice{}, &corev1.ConfigMap{}}
 }
 
 // SlotsWake tells a test bed's Admission that its slots changed in a way that may let a
@@ -255,6 +267,7 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger, wake 
 	byObject[&v1alpha1.BatchJob{}] = cache.ByObject{Transform: lightJob}
 	byObject[&v1alpha1.TestBed{}] = cache.ByObject{}
 	byObject[&v1alpha1.SlotSlice{}] = cache.ByObject{}
+	byObject[&corev1.ConfigMap{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap)}
 	informers, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: byObject,
 		DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {

@@ -666,3 +666,70 @@ func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 	require.Empty(t, next("the deleted bed").free)
 	require.Equal(t, gets+1, counted.readsOf("TestBed"), "a bed the copy lacks is asked of the API server before it counts as gone")
 }
+
+// At a resync Admission asks whether its allocation file changed: the worker's copy answers
+// when it shows the version held, with no read of the API server. A change in the copy is
+// read from the API server before it is sent, so a copy that lags never sends an older file
+// than the one held; a Fresh ask (Admission was told of a change) reads the API server.
+func TestLoadAllocationFile_AsksTheWorkersCopyFirst(t *testing.T) {
+	t.Parallel()
+	ctx, live, ch, _ := watchedJob(t)
+	counted := &countingClient{Client: live}
+	a := &activities.Activities{Client: counted, Changes: ch}
+	file := func(queue string) map[string]string {
+		return map[string]string{v1alpha1.QueuesConfigMapKey: `<allocations><queue name="` + queue + `"/></allocations>`}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"}, Data: file("a")}
+	require.NoError(t, live.Create(ctx, cm))
+	ref := activities.AllocationFileRef{Namespace: "default", ConfigMap: v1alpha1.QueuesConfigMap}
+	first, err := a.LoadAllocationFile(ctx, ref)
+	require.NoError(t, err)
+	require.NotNil(t, first.Allocations.Queue("a"))
+
+	held := ref
+	held.Version = first.Version
+	require.Eventually(t, func() bool {
+		before := counted.readsOf("ConfigMap")
+		got, err := a.LoadAllocationFile(ctx, held)
+		require.NoError(t, err)
+		require.Nil(t, got, "the version held is not sent again")
+		return counted.readsOf("ConfigMap") == before
+	}, 30*time.Second, 50*time.Millisecond, "once the copy holds the file, a resync reads nothing from the API server")
+	before := counted.readsOf("ConfigMap")
+	fresh := held
+	fresh.Fresh = true
+	got, err := a.LoadAllocationFile(ctx, fresh)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.Equal(t, before+1, counted.readsOf("ConfigMap"), "a fresh ask reads the API server")
+
+	// The copy as it was at the first version, while the API server moved on to the second.
+	old := cm.DeepCopy()
+	cm.Data = file("b")
+	require.NoError(t, live.Update(ctx, cm))
+	frozen := func(o *corev1.ConfigMap) *activities.Changes {
+		return activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(o).Build(), corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	}
+	lagging := &activities.Activities{Client: live, Changes: frozen(old)}
+	second, err := lagging.LoadAllocationFile(ctx, held)
+	require.NoError(t, err)
+	require.Nil(t, second, "a copy that shows the version held says nothing changed")
+	second, err = lagging.LoadAllocationFile(ctx, fresh)
+	require.NoError(t, err)
+	require.NotNil(t, second.Allocations.Queue("b"), "a fresh ask gets the API server's file")
+
+	// Held: the second version; the copy still shows the first, which is not sent.
+	held.Version = second.Version
+	got, err = lagging.LoadAllocationFile(ctx, held)
+	require.NoError(t, err)
+	require.Nil(t, got, "a copy behind the version held sends no older file")
+
+	// Another ConfigMap name is never in the copy: it is read from the API server.
+	other := ref
+	other.ConfigMap = "queues-elsewhere"
+	before = counted.readsOf("ConfigMap")
+	got, err = a.LoadAllocationFile(ctx, other)
+	require.NoError(t, err)
+	require.Nil(t, got, "no file while holding the defaults")
+	require.Equal(t, before+1, counted.readsOf("ConfigMap"))
+}

@@ -240,7 +240,7 @@ func (a *Activities) queueClaimed(ctx context.Context, job *v1alpha1.BatchJob, s
 // Admission last loaded it may place some jobs elsewhere; Admission writes those, as it
 // writes every placement that differs from what the status shows.
 func (a *Activities) placementRules(ctx context.Context, namespace string) *queue.Allocations {
-	files, _, err := a.readAllocationFiles(ctx, AllocationFileRef{Namespace: namespace, ConfigMap: v1alpha1.QueuesConfigMap},
+	files, _, err := readAllocationFiles(ctx, a.Client, AllocationFileRef{Namespace: namespace, ConfigMap: v1alpha1.QueuesConfigMap},
 		&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
 	if err != nil {
 		return nil

@@ -27,6 +27,9 @@ type AllocationFileRef struct {
 	// Version and RejectedVersion are what the caller holds: files of either version are
 	// not sent back.
 	Version, RejectedVersion string
+	// Fresh reads the API server even when the worker's copy shows no change: the caller
+	// was told the file changed, and the copy may not have the change yet.
+	Fresh bool `json:",omitempty"`
 }
 
 // DefaultAllocationFileKey and DefaultSettingsKey are the ConfigMap keys read when none is
@@ -42,22 +45,35 @@ const (
 // configuration or why it was rejected: a mistake in either file rejects both, and the last
 // good pair stays in force. A missing ConfigMap, or neither key, means the defaults; one key
 // missing, that file's defaults.
+//
+// Admission asks at every resync, inside its workflow task. Unless in is Fresh, the
+// worker's copy of the ConfigMap answers first, and only that nothing changed, so a busy API
+// server does not hold up Admission's tasks at every resync. A change the copy shows is read from
+// the API server before it is sent, so a copy that lags never puts an older file in force
+// after a newer one; a change the copy does not show yet comes with the next resync, or at
+// once through the signal that sets Fresh.
 func (a *Activities) LoadAllocationFile(ctx context.Context, in AllocationFileRef) (*queue.ConfigUpdate, error) {
 	held := queue.Config{Version: in.Version, RejectedVersion: in.RejectedVersion}
-	f, version, err := a.readAllocationFiles(ctx, in)
+	if r := a.Changes.queuesReader(in.ConfigMap); r != nil && !in.Fresh {
+		f, version, err := readAllocationFiles(ctx, r, in)
+		if err == nil && queue.ReadConfigFiles(held, f, version) == nil {
+			return nil, nil
+		}
+	}
+	f, version, err := readAllocationFiles(ctx, a.Client, in)
 	if err != nil {
 		return nil, err
 	}
 	return queue.ReadConfigFiles(held, f, version), nil
 }
 
-// readAllocationFiles reads the allocation file and the settings that in names, with their
-// version: "" and neither file when the ConfigMap does not exist.
-func (a *Activities) readAllocationFiles(ctx context.Context, in AllocationFileRef, opts ...client.GetOption) (queue.ConfigFiles, string, error) {
+// readAllocationFiles reads from r the allocation file and the settings that in names, with
+// their version: "" and neither file when the ConfigMap does not exist.
+func readAllocationFiles(ctx context.Context, r client.Reader, in AllocationFileRef, opts ...client.GetOption) (queue.ConfigFiles, string, error) {
 	key := cmp.Or(in.Key, DefaultAllocationFileKey)
 	settingsKey := cmp.Or(in.SettingsKey, DefaultSettingsKey)
 	var cm corev1.ConfigMap
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.ConfigMap}, &cm, opts...); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.ConfigMap}, &cm, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
 			return queue.ConfigFiles{}, "", nil
 		}

@@ -155,6 +155,10 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "worker", verb: "list", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
 			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap, allowed: true},
 			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.JobPolicyConfigMap, allowed: true},
+			{component: "worker", verb: "watch", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
+			{component: "worker", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
+			{component: "worker", verb: "list", resource: "configmaps"},
+			{component: "worker", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap},
 			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: "someone-elses"},
 			{component: "worker", verb: "get", resource: "secrets", namespace: userNS},
 			{component: "worker", verb: "patch", resource: "pods", namespace: userNS},
@@ -299,6 +303,15 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		require.Equal(t, 2, res.Created, "one ghost pod per slot of the one node: %+v", res)
 		_, err = a.LoadAllocationFile(ctx, activities.AllocationFileRef{Namespace: bedNS, ConfigMap: v1alpha1.QueuesConfigMap})
 		require.NoError(t, err)
+		// The worker's copy of the allocation files lists and watches them by name.
+		workerCS, err := kubernetes.NewForConfig(as("worker"))
+		require.NoError(t, err)
+		byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap).String()}
+		_, err = workerCS.CoreV1().ConfigMaps("").List(ctx, byName)
+		require.NoError(t, err)
+		w, err := workerCS.CoreV1().ConfigMaps("").Watch(ctx, byName)
+		require.NoError(t, err)
+		w.Stop()
 		_, err = a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: bedNS, Keys: []queue.JobKey{{Scheduling: "nightly", Job: "j", Run: 1}}})
 		require.NoError(t, err)
 		// A claim patches the job's label and writes its status; Admission patches the

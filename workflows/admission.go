@@ -194,7 +194,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	if err := a.listen(ctx); err != nil {
 		return err
 	}
-	if err := a.loadConfig(ctx); err != nil {
+	if err := a.loadConfig(ctx, false); err != nil {
 		return err
 	}
 	for step := 0; step < in.StepsPerRun && a.work < in.WorkPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested(); step++ {
@@ -297,7 +297,7 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 		return false, err
 	}
 	if reload || resync {
-		if err := a.loadConfig(ctx); err != nil {
+		if err := a.loadConfig(ctx, reload); err != nil {
 			return false, err
 		}
 	}
@@ -437,10 +437,12 @@ func (a *admission) request(r AdmissionRequest) *AdmissionGrant {
 	return g
 }
 
-// loadConfig asks for the allocation file if it changed since the version held.
-func (a *admission) loadConfig(ctx workflow.Context) error {
+// loadConfig asks for the allocation file if it changed since the version held; fresh: the
+// workflow was told it changed, so the API server is read rather than the worker's copy.
+func (a *admission) loadConfig(ctx workflow.Context, fresh bool) error {
 	held := a.core.Config()
-	ref := activities.AllocationFileRef{Namespace: a.in.Namespace, ConfigMap: a.in.ConfigMap, Version: held.Version, RejectedVersion: held.RejectedVersion}
+	ref := activities.AllocationFileRef{Namespace: a.in.Namespace, ConfigMap: a.in.ConfigMap, Version: held.Version, RejectedVersion: held.RejectedVersion,
+		Fresh: fresh}
 	var u *queue.ConfigUpdate
 	if err := quick(ctx, acts.LoadAllocationFile, ref).Get(ctx, &u); err != nil {
 		return err

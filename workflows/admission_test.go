@@ -43,6 +43,9 @@ type admissionWorld struct {
 	// root queue, which the queue core cannot build), as a bug on the far side of the
 	// activity boundary would.
 	malformed map[string]bool
+	// loads are the LoadAllocationFile calls, each true when it asked for the API server's
+	// file (Fresh).
+	loads []bool
 	// gone are Scheduling workflows that are not there: a signal to them fails.
 	gone map[string]bool
 	// unheld says why nobody holds a key any more ("": held).
@@ -84,6 +87,7 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 	env.OnActivity(acts.LoadAllocationFile, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.AllocationFileRef) (*queue.ConfigUpdate, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		w.loads = append(w.loads, ref.Fresh)
 		held := queue.Config{Version: ref.Version, RejectedVersion: ref.RejectedVersion}
 		u := queue.ReadConfigFiles(held, queue.ConfigFiles{Allocations: []byte(w.file.Data), HasAllocations: w.file.Exists,
 			Settings: []byte(w.file.Settings), HasSettings: w.file.Settings != ""}, w.file.Version)
@@ -434,6 +438,15 @@ func TestAdmissionWorkflow_AConfigThatBreaksTheCoreIsRejected(t *testing.T) {
 	carried := carriedState(t, in)
 	require.Equal(t, "1", carried.Config.Version)
 	require.Equal(t, "2", carried.Config.RejectedVersion, "the broken version is not offered again")
+	require.Greater(t, len(w.loads), 2, "the file is loaded at the start, at the signal and at resyncs")
+	require.False(t, w.loads[0], "the first load may take the worker's copy's word")
+	fresh := 0
+	for _, f := range w.loads {
+		if f {
+			fresh++
+		}
+	}
+	require.Equal(t, 1, fresh, "only the load the signal asked for reads the API server: %v", w.loads)
 }
 
 // A SlotBased request gets exactly its slots, once they are all free.
