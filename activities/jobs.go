@@ -534,24 +534,28 @@ func (a *Activities) scheduledEvents(ctx context.Context, namespace string, set 
 }
 
 // HeartbeatEvery is how often a waiting activity says it is alive, whatever it waits for.
-// The workflows give the waits a heartbeat timeout of a few of these (WaitHeartbeatTimeout),
-// so that the waits of a worker that died are taken up by another within seconds; the
-// worker sends each to the server within this long (worker.HeartbeatThrottle).
-const HeartbeatEvery = time.Second
+// Each heartbeat is a write of the workflow's state in the Temporal server, and every running
+// job waits in one: at 200 running jobs, heartbeats once a second were 200 writes a second,
+// and the embedded server's store fell behind until workflow tasks took over 5 s. The
+// workflows give the waits a heartbeat timeout of three of these (WaitHeartbeatTimeout); a
+// worker that restarts on its host takes up its predecessor's waits at once
+// (worker.RetryOrphans), so the timeout only bounds the loss of a worker's host.
+const HeartbeatEvery = 10 * time.Second
 
-// heartbeat sends a waiting activity's heartbeats, one every HeartbeatEvery from the wait's
-// start: none at the start. A wait that ends within a second (most placements) sends none,
-// where one at each look made every wait send at least one: each costs the Temporal server
-// a write of the workflow's state, and three a job were a tenth of its writes per job.
+// heartbeatEvery is HeartbeatEvery; a unit test shortens it.
+var heartbeatEvery = HeartbeatEvery
+
+// heartbeat sends a waiting activity's heartbeats, one every heartbeatEvery from the wait's
+// start: none at the start, so a wait that ends sooner (most placements) sends none.
 type heartbeat struct{ last time.Time }
 
 // recordHeartbeat sends a heartbeat (the SDK then holds it back up to its throttle; a test
 // counts what the waits send).
 var recordHeartbeat = activity.RecordHeartbeat
 
-// due sends one, with details, if HeartbeatEvery passed since the last (or the start).
+// due sends one, with details, if heartbeatEvery passed since the last (or the start).
 func (h *heartbeat) due(ctx context.Context, details any) {
-	if now := time.Now(); now.Sub(h.last) >= HeartbeatEvery {
+	if now := time.Now(); now.Sub(h.last) >= heartbeatEvery {
 		recordHeartbeat(ctx, details)
 		h.last = now
 	}
@@ -559,7 +563,7 @@ func (h *heartbeat) due(ctx context.Context, details any) {
 
 // next is how long until the next heartbeat is due.
 func (h *heartbeat) next() time.Duration {
-	return max(HeartbeatEvery-time.Since(h.last), time.Millisecond)
+	return max(heartbeatEvery-time.Since(h.last), time.Millisecond)
 }
 
 // pause waits until wake, d or the end of ctx, heartbeating (with details) meanwhile.

@@ -31,8 +31,9 @@ const Pollers = 8
 // StickyTimeout is that timeout here: a live worker takes its sticky tasks in milliseconds,
 // and one it does not take within 2 s is replayed from history by any worker (slower, never
 // wrong). HeartbeatThrottle is the most the SDK holds a heartbeat back: by default it holds
-// them for 80% of the heartbeat timeout, which would leave a wait's 3 s timeout
-// (workflows.WaitHeartbeatTimeout) a margin of 0.6 s; sent every second, they leave 2 s.
+// them for 80% of the heartbeat timeout, which would leave a wait's timeout
+// (workflows.WaitHeartbeatTimeout, three heartbeats) a margin of a fifth; sent as they come,
+// they leave two heartbeats' margin.
 const (
 	StickyTimeout     = 2 * time.Second
 	HeartbeatThrottle = activities.HeartbeatEvery

@@ -696,12 +696,12 @@ func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.A
 	return p, still, err
 }
 
-// WaitHeartbeatTimeout is the heartbeat timeout of a job's waits: a wait on a worker that
-// died is retried on another after this long, at once (firstRetry; a wait only reads).
-// At 30 s, each kill of the worker in the long run left every running job's slots idle for
-// half a minute, at 5 s for five or six. The waits heartbeat every activities.HeartbeatEvery,
-// whatever they wait for, and the worker sends each within a second (worker.HeartbeatThrottle).
-const WaitHeartbeatTimeout = 3 * time.Second
+// WaitHeartbeatTimeout is the heartbeat timeout of a job's waits: a wait whose worker's host
+// is lost is retried on another worker after this long, at once (firstRetry; a wait only
+// reads). A worker that restarts on its host retries its predecessor's waits itself, at
+// once (worker.RetryOrphans). The waits heartbeat every activities.HeartbeatEvery, and the
+// worker sends each within that long (worker.HeartbeatThrottle): three heartbeats fit in it.
+const WaitHeartbeatTimeout = 3 * activities.HeartbeatEvery
 
 // waitAppFor is waitApp bounded by a timer (0: none); timedOut says the timer ended it.
 func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest, limit time.Duration) (_ activities.AppProgress, timedOut, still bool, _ error) {
