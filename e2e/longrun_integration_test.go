@@ -217,8 +217,10 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		}
 	}
 	logPhases(t, runs)
-	checkPhases(t, runs, unwatched)
-	logPlacementLags(ctx, t, kube, runs, execs, unwatched)
+	bound, err := scheduledAt(ctx, kube)
+	require.NoError(t, err, "the kube-scheduler's Scheduled events")
+	checkPhases(t, runs, execs, bound, unwatched)
+	logPlacementLags(t, runs, execs, bound, unwatched)
 	if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
 		// One job's whole workflow, from the middle of the run: the hops of a run.
 		job := names[len(names)/2]
@@ -311,16 +313,12 @@ func dumpHistoryWindow(t *testing.T, p *e2ePlatform, id string, from, to time.Ti
 	}
 }
 
-// logPlacementLags prints how much later each run's running time is than the moment the
-// kube-scheduler bound its executor (its Scheduled event): over every run, and over the
-// runs whose executor was bound while no worker watched (from a kill until the worker was
-// back), whose times a worker had to learn after the fact.
-func logPlacementLags(ctx context.Context, t *testing.T, kube client.Client, runs []v1alpha1.RunRecord, execs []string, unwatched []timeSpan) {
-	t.Helper()
+// scheduledAt is when the kube-scheduler bound each pod of the namespace default, by name
+// (its first Scheduled event).
+func scheduledAt(ctx context.Context, kube client.Client) (map[string]time.Time, error) {
 	var events corev1.EventList
 	if err := kube.List(ctx, &events, client.InNamespace("default"), client.MatchingFields{"reason": "Scheduled"}); err != nil {
-		t.Logf("placement lags: the scheduler's events could not be read: %v", err)
-		return
+		return nil, err
 	}
 	bound := map[string]time.Time{}
 	for _, e := range events.Items {
@@ -332,6 +330,15 @@ func logPlacementLags(ctx context.Context, t *testing.T, kube client.Client, run
 			bound[e.InvolvedObject.Name] = at
 		}
 	}
+	return bound, nil
+}
+
+// logPlacementLags prints how much later each run's running time is than the moment the
+// kube-scheduler bound its executor (its Scheduled event): over every run, and over the
+// runs whose executor was bound while no worker watched (from a kill until the worker was
+// back), whose times a worker had to learn after the fact.
+func logPlacementLags(t *testing.T, runs []v1alpha1.RunRecord, execs []string, bound map[string]time.Time, unwatched []timeSpan) {
+	t.Helper()
 	var all, away []time.Duration
 	for i := range runs {
 		r := &runs[i]
@@ -375,38 +382,46 @@ func (s timeSpan) String() string {
 const watchBackWithin = 10 * time.Second
 
 // checkPhases holds every run record to the phases the job's workflow writes (phaseGaps).
-func checkPhases(t *testing.T, runs []v1alpha1.RunRecord, unwatched []timeSpan) {
+func checkPhases(t *testing.T, runs []v1alpha1.RunRecord, execs []string, bound map[string]time.Time, unwatched []timeSpan) {
 	t.Helper()
-	excused, err := phaseGaps(runs, unwatched)
+	unseen, neverBound, err := phaseGaps(runs, execs, bound, unwatched)
 	require.NoError(t, err)
-	t.Logf("%d of %d run records lack a running time, each of a run alive while no worker watched", excused, len(runs))
+	t.Logf("of %d run records, %d lack a running time as their run was alive while no worker watched, %d as their executor was never bound",
+		len(runs), unseen, neverBound)
 }
 
 // phaseGaps checks that every record has its grant, its application's creation and its end;
-// and its running time, unless the run was alive while no worker watched pods (from a kill
-// until the worker was back: unwatched). Such a run's executors may have come and gone
-// unseen by any watch, and then nothing on the cluster tells when they were placed; excused
-// counts them. Any other record without a running time is a placement that a watching
-// worker failed to record.
-func phaseGaps(runs []v1alpha1.RunRecord, unwatched []timeSpan) (excused int, _ error) {
-	for _, r := range runs {
+// and its running time, with two excuses. A run alive while no worker watched pods (from a
+// kill until the worker was back: unwatched) may have had its executors come and go unseen
+// by any watch, and then nothing on the cluster tells when they were placed (unseen counts
+// them). A run whose executor (execs, by run) the kube-scheduler never bound (bound, by pod
+// name) never ran in its slot: an application whose driver ends before its executor is
+// placed, as a one-second simulated job may on a busy machine, ends without running
+// (neverBound counts them). Any other record without a running time is a placement that a
+// watching worker failed to record.
+func phaseGaps(runs []v1alpha1.RunRecord, execs []string, bound map[string]time.Time, unwatched []timeSpan) (unseen, neverBound int, _ error) {
+	for i, r := range runs {
 		if r.AdmittedAt == nil || r.ApplicationCreatedAt == nil || r.EndedAt == nil {
-			return excused, fmt.Errorf("the record of run %d of %s on slots %v lacks its grant, its application's creation or its end", r.Run, r.Scheduling, r.Slots)
+			return unseen, neverBound, fmt.Errorf("the record of run %d of %s on slots %v lacks its grant, its application's creation or its end", r.Run, r.Scheduling, r.Slots)
 		}
 		if r.RunningAt != nil {
 			continue
 		}
 		alive := func(s timeSpan) bool { return s.overlaps(r.ApplicationCreatedAt.Time, r.EndedAt.Time) }
-		if !slices.ContainsFunc(unwatched, alive) {
-			return excused, fmt.Errorf("a run on slots %v, alive from %s to %s, has no running time, though a worker watched it throughout (unwatched: %v)",
-				r.Slots, r.ApplicationCreatedAt.Format(time.StampMicro), r.EndedAt.Format(time.StampMicro), unwatched)
+		switch _, placed := bound[execs[i]]; {
+		case slices.ContainsFunc(unwatched, alive):
+			unseen++
+		case !placed:
+			neverBound++
+		default:
+			return unseen, neverBound, fmt.Errorf("a run on slots %v, alive from %s to %s, has no running time, though its executor %s was bound and a worker watched it throughout (unwatched: %v)",
+				r.Slots, r.ApplicationCreatedAt.Format(time.StampMicro), r.EndedAt.Format(time.StampMicro), execs[i], unwatched)
 		}
-		excused++
 	}
-	return excused, nil
+	return unseen, neverBound, nil
 }
 
-func TestPhaseGaps_ExcuseOnlyRunsNoWorkerWatched(t *testing.T) {
+func TestPhaseGaps_ExcuseOnlyRunsUnwatchedOrNeverBound(t *testing.T) {
 	at := func(s float64) *metav1.MicroTime {
 		m := metav1.NewMicroTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC).Add(time.Duration(s * float64(time.Second))))
 		return &m
@@ -419,18 +434,33 @@ func TestPhaseGaps_ExcuseOnlyRunsNoWorkerWatched(t *testing.T) {
 		return r
 	}
 	down := []timeSpan{{at(10).Time, at(20).Time}}
-	excused, err := phaseGaps([]v1alpha1.RunRecord{run(1, 1.5, 2.5), run(9, 0, 10.5), run(19, 0, 21), run(12, 0, 13)}, down)
+	check := func(runs ...v1alpha1.RunRecord) (unseen, neverBound int, _ error) {
+		execs, bound := make([]string, len(runs)), map[string]time.Time{}
+		for i := range runs {
+			execs[i] = fmt.Sprintf("job-%d-exec-1", i)
+			bound[execs[i]] = runs[i].ApplicationCreatedAt.Add(time.Second)
+		}
+		return phaseGaps(runs, execs, bound, down)
+	}
+	unseen, neverBound, err := check(run(1, 1.5, 2.5), run(9, 0, 10.5), run(19, 0, 21), run(12, 0, 13))
 	require.NoError(t, err)
-	require.Equal(t, 3, excused, "runs alive in the unwatched span, at either end or within")
+	require.Equal(t, 3, unseen, "runs alive in the unwatched span, at either end or within")
+	require.Zero(t, neverBound)
 
-	_, err = phaseGaps([]v1alpha1.RunRecord{run(21, 0, 22.5)}, down)
-	require.ErrorContains(t, err, "though a worker watched it throughout")
-	_, err = phaseGaps([]v1alpha1.RunRecord{run(8, 0, 9.9)}, down)
+	_, _, err = check(run(21, 0, 22.5))
+	require.ErrorContains(t, err, "though its executor job-0-exec-1 was bound and a worker watched it throughout")
+	_, _, err = check(run(8, 0, 9.9))
 	require.Error(t, err, "a run that ended before the kill was watched")
 	noEnd := run(1, 1.5, 2.5)
 	noEnd.EndedAt = nil
-	_, err = phaseGaps([]v1alpha1.RunRecord{noEnd}, down)
+	_, _, err = check(noEnd)
 	require.ErrorContains(t, err, "lacks its grant, its application's creation or its end")
+
+	// A watched run whose executor was never bound ran nothing: it has no running time to lack.
+	unseen, neverBound, err = phaseGaps([]v1alpha1.RunRecord{run(21, 0, 22.5), run(23, 23.5, 24)},
+		[]string{"job-0-exec-1", "job-1-exec-1"}, map[string]time.Time{"job-1-exec-1": at(23.4).Time}, down)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 1}, [2]int{unseen, neverBound})
 }
 
 // logPhases prints where a run's time went, from the runs' recorded phases: the grant to
