@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -142,13 +143,17 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
 	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes, TakenBy: owner, RecheckIn: recheck, HandingOver: handingOver}
-	for _, ghost := range plan.Delete {
+	budget := time.Now().Add(ghostWriteBudget)
+	res.Deleted, err = writeGhosts(ctx, plan.Delete, budget, func(ctx context.Context, ghost slots.ObservedPod) error {
 		pod := pods[ghost.UID]
 		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &ghost.UID}, client.GracePeriodSeconds(0))
 		if client.IgnoreNotFound(err) != nil {
-			return res, fmt.Errorf("delete ghost %s: %w", ghost.Name, err)
+			return fmt.Errorf("delete ghost %s: %w", ghost.Name, err)
 		}
-		res.Deleted++
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if len(plan.Create) > 0 && owner == "" && !(readLate && res.Deleted == 0) {
 		// A grant written since the pass read the jobs has cleared its slots' ghosts
@@ -164,18 +169,52 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 			return now.assigned[s.Position] && !now.unclaimed[s.Position]
 		})
 	}
-	for _, s := range plan.Create {
+	res.Created, err = writeGhosts(ctx, plan.Create, budget, func(ctx context.Context, s slots.Slot) error {
 		err := a.Client.Create(ctx, a.ghostPod(&tb, s, requests))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return res, fmt.Errorf("create ghost for slot %d: %w", s.Position, err)
+			return fmt.Errorf("create ghost for slot %d: %w", s.Position, err)
 		}
-		res.Created++
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	res.Settled = !res.InProgress && res.Created == 0 && res.Deleted == 0 && res.HandingOver == 0
 	if err := a.writeStatus(ctx, &tb, have, layout, observed, res); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// A pass sends ghostWritesAtOnce ghost creates or deletes at a time, and starts none after
+// ghostWriteBudget: a new bed of 8,000 slots, made one ghost at a time, ran its first pass
+// past the activity's one-minute timeout. What a pass leaves is planned again by the next
+// one, which comes back soon since the pass wrote something (Settled is false).
+const (
+	ghostWritesAtOnce = 8
+	ghostWriteBudget  = 20 * time.Second
+)
+
+// writeGhosts calls write for each of items, ghostWritesAtOnce at a time, starting none after
+// until. It returns how many it wrote, and the first error (the rest then stop).
+func writeGhosts[T any](ctx context.Context, items []T, until time.Time, write func(context.Context, T) error) (int, error) {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(ghostWritesAtOnce)
+	var written atomic.Int64
+	for _, it := range items {
+		if ctx.Err() != nil || time.Now().After(until) {
+			break
+		}
+		g.Go(func() error {
+			if err := write(ctx, it); err != nil {
+				return err
+			}
+			written.Add(1)
+			return nil
+		})
+	}
+	err := g.Wait()
+	return int(written.Load()), err
 }
 
 // HandOverGrace is how long a freed slot waits for its next job before it gets its ghost

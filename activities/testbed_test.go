@@ -1,11 +1,13 @@
 package activities
 
 import (
-	"time"
-
 	"context"
+	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
@@ -319,4 +321,52 @@ func TestFreedRecently(t *testing.T) {
 	require.Zero(t, left)
 	_, left = freedRecently(ended(-time.Hour, "bed", v1alpha1.JobCompleted), "bed", now)
 	require.Equal(t, HandOverGrace, left, "an end stamped ahead of this clock waits no longer than the grace")
+}
+
+// A pass's ghost writes go ghostWritesAtOnce at a time, all of them within the budget; none
+// starts after it; the first error is returned and the writes not yet started are not sent.
+func TestWriteGhosts_AtOnceWithinTheBudget(t *testing.T) {
+	items := make([]int, 100)
+	for i := range items {
+		items[i] = i
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	n, err := writeGhosts(context.Background(), items, time.Now().Add(time.Minute), func(context.Context, int) error {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 100, n)
+	require.LessOrEqual(t, most, ghostWritesAtOnce, "writes in flight at most")
+	require.Greater(t, most, 1, "writes go side by side")
+
+	var sent atomic.Int64
+	n, err = writeGhosts(context.Background(), items, time.Now().Add(-time.Second), func(context.Context, int) error {
+		sent.Add(1)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Zero(t, n, "a budget that ran out starts no write")
+	require.Zero(t, sent.Load())
+
+	sent.Store(0)
+	n, err = writeGhosts(context.Background(), items, time.Now().Add(time.Minute), func(_ context.Context, i int) error {
+		sent.Add(1)
+		if i == 3 {
+			return errors.New("refused")
+		}
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	})
+	require.EqualError(t, err, "refused")
+	require.Less(t, n, 100)
+	require.Less(t, sent.Load(), int64(100), "the writes after an error are not sent")
 }
