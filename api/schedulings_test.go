@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,8 +10,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 )
 
 // jobsJSON writes n jobs of the given replication as a request's list.
@@ -86,4 +92,61 @@ func TestSchedulingJobs_RefusedWithTheirFields(t *testing.T) {
 			require.Contains(t, e.Message, tc.text)
 		})
 	}
+}
+
+// A new Scheduling's jobs are looked up in the API's copy, and on the API server only when
+// the copy lacks them: one by one when few, in one list when many. A job in neither does not
+// exist.
+func TestJobOwners_TheCopyFirstTheAPIServerForWhatItLacks(t *testing.T) {
+	job := func(name, user string) *v1alpha1.BatchJob {
+		return &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1alpha1.BatchJobSpec{User: user}}
+	}
+	var live []client.Object
+	for i := range liveJobReads + 1 {
+		live = append(live, job(fmt.Sprintf("new-%d", i), "bob"))
+	}
+	var reads, lists int
+	apiServer := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(append(live, job("etl", "alice"))...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				reads++
+				return c.Get(ctx, key, obj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				lists++
+				return c.List(ctx, list, opts...)
+			},
+		}).Build()
+	copied := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(job("etl", "alice")).Build()
+	s := &server{Options: Options{Client: apiServer, Reader: copied}}
+	named := func(names ...string) []v1alpha1.SchedulingJob {
+		var out []v1alpha1.SchedulingJob
+		for _, n := range names {
+			out = append(out, v1alpha1.SchedulingJob{Name: n, Replication: 1})
+		}
+		return out
+	}
+
+	owners, err := s.jobOwners(context.Background(), "ns", named("etl"))
+	require.NoError(t, err)
+	require.Equal(t, "alice", *owners["etl"])
+	require.Equal(t, [2]int{0, 0}, [2]int{reads, lists}, "the copy has every job: no API read")
+
+	owners, err = s.jobOwners(context.Background(), "ns", named("etl", "new-0", "gone"))
+	require.NoError(t, err)
+	require.Equal(t, "bob", *owners["new-0"], "a job the copy lacks is read from the API server")
+	require.Nil(t, owners["gone"], "a job in neither does not exist")
+	require.Equal(t, [2]int{2, 0}, [2]int{reads, lists})
+
+	reads = 0
+	var many []string
+	for i := range liveJobReads + 1 {
+		many = append(many, fmt.Sprintf("new-%d", i))
+	}
+	owners, err = s.jobOwners(context.Background(), "ns", named(many...))
+	require.NoError(t, err)
+	for _, n := range many {
+		require.NotNil(t, owners[n], n)
+	}
+	require.Equal(t, [2]int{0, 1}, [2]int{reads, lists}, "many missing: one list")
 }

@@ -44,7 +44,8 @@ type Options struct {
 	// Reader serves the API's lists of Schedulings and BatchJobs when set: Serve sets it
 	// to the informers' cache it makes for the feed, so a list costs the API server
 	// nothing. A GET of one object, writes, and the reads a write decides on go to Client,
-	// so that a client reads what it has just written.
+	// so that a client reads what it has just written. A new Scheduling's check of its
+	// jobs reads Reader, and Client for the jobs Reader lacks (jobOwners).
 	Reader client.Reader
 	// Config is the cluster Start watches for the change feed when Informers is nil.
 	Config *rest.Config
