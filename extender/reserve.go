@@ -700,9 +700,10 @@ func (r *Reserver) observe(ctx context.Context, b *bedState, tb *v1alpha1.TestBe
 
 // observeSlice takes sl into base if it is one of the bed's and newer than the one known,
 // and drops the pending reservations and releases of its slots that it shows done. sl is
-// kept as it is: the caller must not change it afterwards. Called with b.mu held, b.bed set.
+// kept as it is: the caller must not change it afterwards. A bed forgotten meanwhile (its
+// TestBed deleted while a write was in flight) takes nothing. Called with b.mu held.
 func (r *Reserver) observeSlice(b *bedState, sl *v1alpha1.SlotSlice) {
-	if !slotslices.Owned(sl, b.bed) {
+	if b.bed == nil || !slotslices.Owned(sl, b.bed) {
 		return
 	}
 	if known, ok := b.base[sl.Index]; ok && known.UID == sl.UID {

@@ -321,3 +321,45 @@ func TestFlush_WritesOnlyTheSliceOfTheSlot(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"bed-slots-2": 1}, written)
 }
+
+// A TestBed deleted while the flusher's write is in flight leaves the flush nothing to do:
+// the write's answer is dropped with the bed's state, and the flush ends without a panic.
+func TestFlush_TheBedIsDeletedDuringTheWrite(t *testing.T) {
+	var armed atomic.Bool
+	var r *Reserver
+	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
+		WithObjects(withSlots(testBed(), testSlots())...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if armed.Load() {
+					r.TestBedDeleted(testBed())
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		}).Build()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r = NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
+	r.FlushInterval = time.Hour // after its first write, the flusher waits: the test flushes
+	key := types.NamespacedName{Namespace: "default", Name: "bed"}
+	_, err := r.Reserve(ctx, SlotRequest{TestBed: key, Allowed: []int32{0}, Pod: slots.Pod{Name: "a", UID: "u-a"}}, nil)
+	require.NoError(t, err)
+	b := r.known(key)
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.pending) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the first reservation was not written")
+
+	_, err = r.Reserve(ctx, SlotRequest{TestBed: key, Allowed: []int32{1}, Pod: slots.Pod{Name: "b", UID: "u-b"}}, nil)
+	require.NoError(t, err)
+	armed.Store(true)
+	require.True(t, r.flush(b))
+	require.Nil(t, r.known(key), "the deleted bed's state is kept")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.True(t, b.dropped)
+	require.Nil(t, b.bed)
+	require.Empty(t, b.base)
+	require.Empty(t, b.pending)
+}
