@@ -244,6 +244,8 @@ type Admitter struct {
 	// built); removed counts the entries marked gone.
 	keys    map[JobKey]entryRef
 	removed int
+	// room is startingRoom during a decision: grant takes one from it.
+	room int
 }
 
 type entryRef struct {
@@ -545,6 +547,7 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		return d
 	}
 	avail := a.freeSlots(&bed)
+	a.room = a.startingRoom(now)
 	skip := map[string]bool{}
 	// The job slots were taken back for goes first, and holds the free slots until it fits
 	// and no limit holds it back, so they go neither back to their victims nor to another
@@ -627,7 +630,7 @@ func (a *Admitter) grantPreemptedFor(now time.Time, bed Bed, avail []int32, d *D
 	switch {
 	case !ok || ref.running:
 		a.st.PreemptedFor = nil
-	case fits(a.at(ref), avail) && a.admissible(now, bed, a.at(ref)):
+	case a.room != 0 && fits(a.at(ref), avail) && a.admissible(now, bed, a.at(ref)):
 		avail = a.grant(now, a.at(ref), avail, d)
 		a.st.PreemptedFor = nil
 		a.compact()
@@ -704,6 +707,11 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 			chooser.Grow(i, slot, int64(len(e.Slots)) < e.wanted())
 			continue
 		}
+		if a.room == 0 {
+			a.startingFull()
+			a.compact()
+			return nil, avail
+		}
 		avail = a.grant(now, e, avail, d)
 		g := &a.st.Running[len(a.st.Running)-1]
 		refs[i] = entryRef{running: true, i: len(a.st.Running) - 1}
@@ -771,8 +779,11 @@ func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []
 	}
 	a.st.Granted++
 	g.Reason, g.State, g.StartingSince, g.GrantedAt, g.Grant = "", Starting, now, now, a.st.Granted
-	if q := a.tree.Queue(g.Queue); a.st.Rules >= RulesQuietStart && q != nil && a.tree.Policy(q) != PolicyStateAware {
+	if q := a.tree.Queue(g.Queue); a.st.Rules >= RulesQuietStart && a.maxStarting() == 0 && q != nil && a.tree.Policy(q) != PolicyStateAware {
 		g.State = Running
+	}
+	if a.room > 0 {
+		a.room--
 	}
 	a.drop(e)
 	a.st.Running = append(a.st.Running, g)
@@ -781,6 +792,42 @@ func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []
 	}
 	d.Grants = append(d.Grants, Grant{JobKey: g.Request.JobKey, Queue: g.Queue, Slots: slices.Clone(g.Slots), Seq: g.Grant, QuietStart: a.quietStart(&g)})
 	return avail
+}
+
+// maxStarting is the bound on the jobs starting at once (slotplane.max-starting-apps), 0
+// for none.
+func (a *Admitter) maxStarting() int {
+	if al := a.st.Config.Allocations; al != nil {
+		return al.Settings.MaxStartingApps
+	}
+	return 0
+}
+
+// startingRoom is how many more jobs may start now under the bound: the bound less the
+// granted jobs still Starting (for less than StartingTimeout, StateAware's fallback), or
+// -1 without a bound.
+func (a *Admitter) startingRoom(now time.Time) int {
+	most := a.maxStarting()
+	if most == 0 {
+		return -1
+	}
+	n := 0
+	for i := range a.st.Running {
+		if e := &a.st.Running[i]; !e.gone && e.State == Starting && now.Sub(e.StartingSince) < StartingTimeout {
+			n++
+		}
+	}
+	return max(most-n, 0)
+}
+
+// startingFull says every waiting job waits for a granted one to start (startingRoom 0).
+func (a *Admitter) startingFull() {
+	why := fmt.Sprintf("%d granted jobs are starting, the most %s allows: it waits for one to start", a.maxStarting(), PropMaxStartingApps)
+	for i := range a.st.Waiting {
+		if e := &a.st.Waiting[i]; !e.gone {
+			e.Reason = why
+		}
+	}
 }
 
 // quietStart says whether a granted entry's job need not tell of its start (RulesQuietStart):
@@ -917,7 +964,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 	}
 	extra := have - need // slots free at the shadow time beyond the head's need
 	headID := head.ID
-	for len(avail) > 0 {
+	for len(avail) > 0 && a.room != 0 {
 		s := maps.Clone(skip)
 		if s == nil {
 			s = map[string]bool{}

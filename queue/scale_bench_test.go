@@ -83,7 +83,9 @@ func envelopeQueues() string {
 // envelopeAdmitter holds n one-slot jobs waiting in the 50 leaves of envelopeQueues, of 20
 // users.
 func envelopeAdmitter(tb testing.TB, n int) *Admitter {
-	u := ReadConfig(Config{}, true, []byte(envelopeQueues()), "v1")
+	// Without the bound on starting jobs: a decision may grant every slot, the most work.
+	files := ConfigFiles{Allocations: []byte(envelopeQueues()), HasAllocations: true, Settings: []byte(settingsFile(PropMaxStartingApps, "0")), HasSettings: true}
+	u := ReadConfigFiles(Config{}, files, "v1")
 	if u.Allocations == nil {
 		tb.Fatal(u.Rejected)
 	}

@@ -26,6 +26,7 @@ const (
 	PropPreemption           = "yarn.scheduler.fair.preemption"
 	PropPreemptionThreshold  = "yarn.scheduler.fair.preemption.cluster-utilization-threshold"
 
+	PropMaxStartingApps              = "slotplane.max-starting-apps"
 	PropPreemptSlotBased             = "slotplane.preemption.slot-based"
 	PropSkipStartingWithoutExecutors = "slotplane.stateaware.skip-starting-without-executors"
 	PropSlotBackedDoNotHold          = "slotplane.stateaware.slot-backed-do-not-hold"
@@ -68,20 +69,34 @@ type Settings struct {
 	Preemption Preemption
 	// StateAware tunes the stateaware leaves (slotplane.stateaware.*).
 	StateAware StateAwareOptions
+	// MaxStartingApps (slotplane.max-starting-apps, default DefaultMaxStartingApps; 0: no
+	// bound) bounds the jobs of a test bed that are starting at once: granted, and no
+	// executor holding its slot yet (nor StartingTimeout passed). A burst of grants, such as
+	// a large bed's first decision, then reaches the cluster at the pace jobs start, instead
+	// of all its drivers, applications and workflows at once.
+	MaxStartingApps int
 	// OtherProperties counts the properties of the settings outside yarn.scheduler.fair.
 	// and slotplane.: a whole yarn-site.xml pasted in holds hundreds, for other parts of
 	// YARN. They are left alone.
 	OtherProperties int `json:",omitempty"`
 }
 
+// DefaultMaxStartingApps is slotplane.max-starting-apps's default: on two cores, a bed
+// starts a few jobs a second, so a hundred starting at once is a backlog of half a minute.
+const DefaultMaxStartingApps = 100
+
+// maxStartingApps bounds slotplane.max-starting-apps.
+const maxStartingApps = 1_000_000
+
 // DefaultSettings are the settings without a yarn-site.xml: the Fair Scheduler's defaults,
-// and slotplane's extensions off.
+// and slotplane's extensions off but the bound on starting jobs.
 func DefaultSettings() Settings {
 	return Settings{
 		UserAsDefaultQueue:   true,
 		AllowUndeclaredPools: true,
 		UpdateInterval:       DefaultUpdateInterval,
 		Preemption:           Preemption{UtilizationThreshold: DefaultUtilizationThreshold},
+		MaxStartingApps:      DefaultMaxStartingApps,
 	}
 }
 
@@ -145,6 +160,7 @@ var properties = map[string]property{
 	PropPreemption:           flagProperty(func(s *Settings) *bool { return &s.Preemption.Enabled }),
 	PropPreemptionThreshold:  fractionProperty(func(s *Settings) *float64 { return &s.Preemption.UtilizationThreshold }),
 
+	PropMaxStartingApps:              countProperty(func(s *Settings) *int { return &s.MaxStartingApps }, maxStartingApps),
 	PropPreemptSlotBased:             flagProperty(func(s *Settings) *bool { return &s.Preemption.SlotBased }),
 	PropSkipStartingWithoutExecutors: flagProperty(func(s *Settings) *bool { return &s.StateAware.SkipStartingWithoutExecutors }),
 	PropSlotBackedDoNotHold:          flagProperty(func(s *Settings) *bool { return &s.StateAware.SlotBackedDoNotHold }),
@@ -206,6 +222,21 @@ func millisProperty(field func(*Settings) *time.Duration, most time.Duration) pr
 			return nil
 		},
 		get: func(s Settings) string { return strconv.FormatInt(field(&s).Milliseconds(), 10) },
+	}
+}
+
+// countProperty is a whole number from 0 to most.
+func countProperty(field func(*Settings) *int, most int) property {
+	return property{
+		set: func(v string, s *Settings) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > most {
+				return fmt.Errorf("%q must be a whole number from 0 to %d", v, most)
+			}
+			*field(s) = n
+			return nil
+		},
+		get: func(s Settings) string { return strconv.Itoa(*field(&s)) },
 	}
 }
 

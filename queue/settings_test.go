@@ -61,6 +61,7 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 		PropPreemption:           {value: "True", set: func(s *Settings) { s.Preemption.Enabled = true }},
 		PropPreemptionThreshold:  {value: "0.5f", set: func(s *Settings) { s.Preemption.UtilizationThreshold = 0.5 }},
 
+		PropMaxStartingApps:              {value: "0", set: func(s *Settings) { s.MaxStartingApps = 0 }},
 		PropPreemptSlotBased:             {value: "true", set: func(s *Settings) { s.Preemption.SlotBased = true }},
 		PropSkipStartingWithoutExecutors: {value: "true", set: func(s *Settings) { s.StateAware.SkipStartingWithoutExecutors = true }},
 		PropSlotBackedDoNotHold:          {value: "true", set: func(s *Settings) { s.StateAware.SlotBackedDoNotHold = true }},
@@ -112,7 +113,7 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 // Without a property, or without the file, every setting is the Fair Scheduler's default.
 func TestParseSettings_Defaults(t *testing.T) {
 	want := Settings{UserAsDefaultQueue: true, AllowUndeclaredPools: true, UpdateInterval: 500 * time.Millisecond,
-		Preemption: Preemption{UtilizationThreshold: 0.8}}
+		Preemption: Preemption{UtilizationThreshold: 0.8}, MaxStartingApps: 100}
 	if diff := cmp.Diff(want, DefaultSettings()); diff != "" {
 		t.Fatalf("defaults (-want +got)\n%s", diff)
 	}
@@ -200,13 +201,15 @@ func TestParseSettings_ErrorsSayWhere(t *testing.T) {
 		"interval zero":        {settingsFile(PropUpdateInterval, "0"), 2, PropUpdateInterval, "property", "from 1 to 600000"},
 		"interval negative":    {settingsFile(PropUpdateInterval, "-500"), 2, PropUpdateInterval, "property", "from 1 to 600000"},
 		"interval too long":    {settingsFile(PropUpdateInterval, "600001"), 2, PropUpdateInterval, "property", "from 1 to 600000"},
+		"starting negative":    {settingsFile(PropMaxStartingApps, "-1"), 2, PropMaxStartingApps, "property", "whole number from 0 to 1000000"},
+		"starting fraction":    {settingsFile(PropMaxStartingApps, "2.5"), 2, PropMaxStartingApps, "property", "whole number from 0 to 1000000"},
 		"interval with a unit": {settingsFile(PropUpdateInterval, "500ms"), 2, PropUpdateInterval, "property", "whole number of milliseconds"},
 		"ignored, bad flag":    {settingsFile("yarn.scheduler.fair.assignmultiple", "sometimes"), 2, "yarn.scheduler.fair.assignmultiple", "property", "neither true nor false"},
 		"ignored, bad whole":   {settingsFile("yarn.scheduler.fair.max.assign", "1.5"), 2, "yarn.scheduler.fair.max.assign", "property", "not a whole number"},
 		"ignored, bad number":  {settingsFile("yarn.scheduler.fair.locality.threshold.node", "near"), 2, "yarn.scheduler.fair.locality.threshold.node", "property", "not a number"},
 		"ignored, empty path":  {settingsFile("yarn.scheduler.fair.allocation.file", " "), 2, "yarn.scheduler.fair.allocation.file", "property", "empty"},
 		"misspelt fair":        {settingsFile("yarn.scheduler.fair.preemptoin", "true"), 2, "yarn.scheduler.fair.preemptoin", "property", "unknown property (a typo of a known one?); slotplane knows yarn.scheduler.fair.allocation.file, "},
-		"misspelt slotplane":   {settingsFile("slotplane.preemption.slotbased", "true"), 2, "slotplane.preemption.slotbased", "property", "slotplane knows " + PropPreemptSlotBased + ", " + PropSkipStartingWithoutExecutors + ", " + PropSlotBackedDoNotHold},
+		"misspelt slotplane":   {settingsFile("slotplane.preemption.slotbased", "true"), 2, "slotplane.preemption.slotbased", "property", "slotplane knows " + PropMaxStartingApps + ", " + PropPreemptSlotBased + ", " + PropSkipStartingWithoutExecutors + ", " + PropSlotBackedDoNotHold},
 		"the old element name": {settingsFile("slotplane.preemptSlotBased", "true"), 2, "slotplane.preemptSlotBased", "property", "unknown property"},
 		"set twice":            {settingsFile(PropPreemption, "true", "yarn.resourcemanager.address", "rm:8032", PropPreemption, "false"), 4, PropPreemption, "property", "set twice (first at line 2)"},
 		"no name":              {"<configuration>\n<property><value>true</value></property>\n</configuration>", 2, "", "property", "needs a <name>"},

@@ -217,10 +217,53 @@ func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
 	require.ElementsMatch(t, []string{"s1/a", "s2/b", "s1/c"}, running, "the grants of the Scheduling that does not run are released")
 }
 
+// unboundedStarts are settings without a bound on the jobs starting at once: one decision
+// may grant every slot of the bed.
+var unboundedStarts = allocFile{Version: "1", Settings: `<configuration><property><name>` + queue.PropMaxStartingApps + `</name><value>0</value></property></configuration>`}
+
+// With slotplane.max-starting-apps, a burst of requests is granted as the granted jobs
+// start: two at first, the third once the first says it started, the fourth when the
+// second's starting timeout passes without a word.
+func TestAdmissionWorkflow_TheStartingBoundPacesABurst(t *testing.T) {
+	w := &admissionWorld{file: allocFile{Version: "1", Settings: `<configuration><property><name>` + queue.PropMaxStartingApps + `</name><value>2</value></property></configuration>`}}
+	env := newAdmissionEnv(t, w, 8)
+	env.RegisterDelayedCallback(func() {
+		reqs := make([]AdmissionRequest, 4)
+		for i := range reqs {
+			reqs[i] = AdmissionRequest{JobKey: jk("s", fmt.Sprintf("j%d", i)), User: "u", Slots: 1}
+		}
+		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		require.Len(t, w.grants, 2, "two start at once")
+		for _, g := range w.grants {
+			require.False(t, g.QuietStart, "%s need not tell of its start: the bound would never free", g.Job)
+		}
+		var report AdmissionReport
+		queryReport(t, env, &report)
+		require.Len(t, report.Waiting, 2)
+		require.Contains(t, report.Waiting[0].Reason, queue.PropMaxStartingApps)
+	}, 30*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{AdmissionStartedSignal: {jk("s", "j0")}})
+	}, 40*time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 40})
+
+	require.Len(t, w.grants, 4)
+	for i, g := range w.grants {
+		require.Equal(t, fmt.Sprintf("j%d", i), g.Job)
+	}
+	require.GreaterOrEqual(t, w.at[2].Sub(w.at[0]), 38*time.Second, "j2 starts before j0 did")
+	require.Less(t, w.at[2].Sub(w.at[0]), 60*time.Second, "j2 waits long past j0's start")
+	require.GreaterOrEqual(t, w.at[3].Sub(w.at[0]), queue.StartingTimeout-2*time.Second, "j3 starts before j1's starting timeout")
+}
+
 // A step that grants more jobs of one Scheduling than one signal carries sends them in
 // several, in order.
 func TestAdmissionWorkflow_ABigStepGoesInSeveralSignals(t *testing.T) {
-	w := &admissionWorld{}
+	w := &admissionWorld{file: unboundedStarts}
 	n := grantsPerSignal + 5
 	env := newAdmissionEnv(t, w, n)
 	env.RegisterDelayedCallback(func() {
@@ -243,7 +286,7 @@ func TestAdmissionWorkflow_ABigStepGoesInSeveralSignals(t *testing.T) {
 // A step that grants more jobs than one call may carry sends them in several calls, none
 // over grantsPerCall; a call whose Scheduling does not run releases its grants only.
 func TestAdmissionWorkflow_AStepThatFillsABigBedGoesInSeveralCalls(t *testing.T) {
-	w := &admissionWorld{gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
+	w := &admissionWorld{file: unboundedStarts, gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
 	n := 2*grantsPerCall + 50
 	env := newAdmissionEnv(t, w, n)
 	env.RegisterDelayedCallback(func() {
@@ -460,7 +503,7 @@ func TestAdmissionWorkflow_SlotBasedGetsItsSlots(t *testing.T) {
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
 	require.Len(t, w.grants, 2)
-	require.Equal(t, AdmissionGrant{JobKey: jk("s", "pinned"), Queue: "root.u", Slots: []int32{3, 6}, Seq: 1, QuietStart: true}, w.grants[0])
+	require.Equal(t, AdmissionGrant{JobKey: jk("s", "pinned"), Queue: "root.u", Slots: []int32{3, 6}, Seq: 1}, w.grants[0])
 	require.Equal(t, []int32{0, 1}, w.grants[1].Slots)
 }
 
