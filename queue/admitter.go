@@ -556,7 +556,13 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 	// says whose turn it is.
 	a.st.Reserved = nil
 	reserving, avail := a.grantPreemptedFor(now, bed, avail, &d)
-	if reserving == nil {
+	switch {
+	case reserving != nil:
+	case a.room == 0 && !a.anyPreempted():
+		// Nothing may start, and no running job asks for a slot back: the queues' order
+		// would choose nothing, and choosing costs a pass over every job.
+		a.startingFull()
+	default:
 		reserving, avail = a.grantInTurn(now, bed, avail, skip, &d)
 	}
 	if reserving != nil {
@@ -661,6 +667,7 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 		return ""
 	})
 	slot := a.st.Slot
+	full := false // a waiting job was passed by for the bound on starting jobs
 	for {
 		if len(avail) == 0 {
 			chooser.StopAsking() // a preempted job asks for its slots back only while some are free
@@ -675,6 +682,9 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 			}
 		}
 		if !ch.OK {
+			if full {
+				a.startingFull()
+			}
 			a.compact()
 			return nil, avail
 		}
@@ -708,9 +718,15 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 			continue
 		}
 		if a.room == 0 {
-			a.startingFull()
-			a.compact()
-			return nil, avail
+			if !a.anyPreempted() {
+				a.startingFull()
+				a.compact()
+				return nil, avail
+			}
+			// A running job may still get a slot back: pass the waiting one by.
+			skip[ch.App.ID], full = true, true
+			chooser.Skip(i)
+			continue
 		}
 		avail = a.grant(now, e, avail, d)
 		g := &a.st.Running[len(a.st.Running)-1]
@@ -818,6 +834,17 @@ func (a *Admitter) startingRoom(now time.Time) int {
 		}
 	}
 	return max(most-n, 0)
+}
+
+// anyPreempted says whether a running job lost slots to preemption: it asks for them back
+// one at a time, bound or not.
+func (a *Admitter) anyPreempted() bool {
+	for i := range a.st.Running {
+		if e := &a.st.Running[i]; !e.gone && e.Preempted > 0 && int64(len(e.Slots)) < e.wanted() {
+			return true
+		}
+	}
+	return false
 }
 
 // startingFull says every waiting job waits for a granted one to start (startingRoom 0).

@@ -918,3 +918,32 @@ func TestAdmitter_BackfillWithinTheStartingBound(t *testing.T) {
 		t.Fatalf("backfilled %v, want 2 under the bound", got)
 	}
 }
+
+// At the bound, a running job that preemption took slots from still gets them back as they
+// free up: the bound holds back starts, not the jobs that run.
+func TestAdmitter_APreemptedJobGetsItsSlotsBackAtTheBound(t *testing.T) {
+	a := admitterWithSettings(t, `<allocations><queue name="q"/></allocations>`, settingsFile(PropMaxStartingApps, "1"))
+	a.Request(req("a", "q", 2))
+	a.Decide(t0, bed(4))
+	a.Started(key("a"))
+	a.Request(req("b", "q", 1))
+	if got := granted(a.Decide(t0.Add(time.Second), heldBed(a, 4))); !slices.Equal(got, []string{"b:[2]"}) {
+		t.Fatalf("granted %v", got)
+	}
+	st := a.State()
+	for i := range st.Running {
+		if st.Running[i].Request.Job == "a" {
+			st.Running[i].Slots, st.Running[i].Preempted = []int32{0}, 1 // slot 1 was taken back
+		}
+	}
+	a = NewAdmitter(st)
+	a.Request(req("c", "q", 1))
+	d := a.Decide(t0.Add(2*time.Second), heldBed(a, 4))
+	if len(d.Grants) != 0 {
+		t.Fatalf("granted %v with b still starting", granted(d))
+	}
+	if len(d.Assignments) != 1 || d.Assignments[0].Job != "a" || len(d.Assignments[0].Keep) != 2 {
+		t.Fatalf("assignments %+v, want a's slot back", d.Assignments)
+	}
+	mustCheck(t, a, heldBed(a, 4))
+}
