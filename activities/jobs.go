@@ -281,14 +281,14 @@ func (a *Activities) WaitPlaced(ctx context.Context, in AppKey) (AppProgress, er
 	if in.Enough > 0 && in.Enough < want {
 		want = in.Enough
 	}
-	return a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal || p.Placed >= want })
+	return a.waitApp(ctx, in, heartbeatEvery, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal || p.Placed >= want })
 }
 
 // WaitFinished waits until the application ends, heartbeating while it waits.
 //
 // The run's end is where it ran: the answer says on which nodes, and next to which jobs.
 func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, error) {
-	p, err := a.waitApp(ctx, in, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal })
+	p, err := a.waitApp(ctx, in, finishedHeartbeatEvery, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal })
 	if err != nil {
 		return p, err
 	}
@@ -307,7 +307,7 @@ func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, 
 // waitApp looks at the application until done says so: at every change of the job's
 // application or pods when Changes is there, else every pollInterval. It notes when it first
 // saw the driver running and each executor placed.
-func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgress) bool) (AppProgress, error) {
+func (a *Activities) waitApp(ctx context.Context, in AppKey, beatEvery time.Duration, done func(AppProgress) bool) (AppProgress, error) {
 	var driverAt time.Time
 	placedAt := map[types.UID]time.Time{}
 	// listed are the run's pods this wait found placed at its first look with no note of
@@ -315,7 +315,7 @@ func (a *Activities) waitApp(ctx context.Context, in AppKey, done func(AppProgre
 	listed := map[types.UID]string{}
 	job := types.NamespacedName{Namespace: in.Namespace, Name: in.Job}
 	began := time.Now()
-	beat := heartbeat{last: began}
+	beat := heartbeat{last: began, every: beatEvery}
 	for look := 0; ; look++ {
 		var wake <-chan struct{}
 		stop, every := func() {}, pollInterval
@@ -542,20 +542,36 @@ func (a *Activities) scheduledEvents(ctx context.Context, namespace string, set 
 // (worker.RetryOrphans), so the timeout only bounds the loss of a worker's host.
 const HeartbeatEvery = 10 * time.Second
 
-// heartbeatEvery is HeartbeatEvery; a unit test shortens it.
-var heartbeatEvery = HeartbeatEvery
+// FinishedHeartbeatEvery is how often WaitFinished, the wait of a running job for its end,
+// says it is alive. Every running job waits in one for as long as it runs, so its
+// heartbeats grow with the running jobs: at 8,000 running, one every HeartbeatEvery would
+// be 800 writes a second in the Temporal store, one every minute is 133. Its heartbeat
+// timeout (workflows.FinishedHeartbeatTimeout, three of these) bounds only how late the end
+// of a job whose wait was on a lost host is seen: its executors' slots are freed by the
+// slot reconcile all the same, and the next job's wait is not held up.
+const FinishedHeartbeatEvery = time.Minute
 
-// heartbeat sends a waiting activity's heartbeats, one every heartbeatEvery from the wait's
-// start: none at the start, so a wait that ends sooner (most placements) sends none.
-type heartbeat struct{ last time.Time }
+// heartbeatEvery and finishedHeartbeatEvery are HeartbeatEvery and FinishedHeartbeatEvery;
+// a unit test shortens them.
+var (
+	heartbeatEvery         = HeartbeatEvery
+	finishedHeartbeatEvery = FinishedHeartbeatEvery
+)
+
+// heartbeat sends a waiting activity's heartbeats, one every every from the wait's start:
+// none at the start, so a wait that ends sooner (most placements) sends none.
+type heartbeat struct {
+	last  time.Time
+	every time.Duration
+}
 
 // recordHeartbeat sends a heartbeat (the SDK then holds it back up to its throttle; a test
 // counts what the waits send).
 var recordHeartbeat = activity.RecordHeartbeat
 
-// due sends one, with details, if heartbeatEvery passed since the last (or the start).
+// due sends one, with details, if every passed since the last (or the start).
 func (h *heartbeat) due(ctx context.Context, details any) {
-	if now := time.Now(); now.Sub(h.last) >= heartbeatEvery {
+	if now := time.Now(); now.Sub(h.last) >= h.every {
 		recordHeartbeat(ctx, details)
 		h.last = now
 	}
@@ -563,7 +579,7 @@ func (h *heartbeat) due(ctx context.Context, details any) {
 
 // next is how long until the next heartbeat is due.
 func (h *heartbeat) next() time.Duration {
-	return max(heartbeatEvery-time.Since(h.last), time.Millisecond)
+	return max(h.every-time.Since(h.last), time.Millisecond)
 }
 
 // pause waits until wake, d or the end of ctx, heartbeating (with details) meanwhile.

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -45,24 +46,33 @@ func TestWaitPlaced_HeartbeatsEveryIntervalFromItsStartNotAtIt(t *testing.T) {
 	}{{300 * time.Millisecond, 0}, {2500 * time.Millisecond, 2}} {
 		a, env, key := submittedWait(t)
 		key.Within = c.within
-		began := time.Now()
-		var mu sync.Mutex
-		var beats []time.Duration
-		// Every heartbeat the wait sends is counted (the SDK would hold some back).
-		recordHeartbeat = func(context.Context, ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			beats = append(beats, time.Since(began))
-		}
-		t.Cleanup(func() { recordHeartbeat = activity.RecordHeartbeat })
+		beats := countBeats(t)
 		_, err := env.ExecuteActivity(a.WaitPlaced, key)
 		require.NoError(t, err)
-		mu.Lock()
-		require.Len(t, beats, c.beats, "a wait of %s heartbeat at %v", c.within, beats)
-		for i, at := range beats {
+		got := beats()
+		require.Len(t, got, c.beats, "a wait of %s heartbeat at %v", c.within, got)
+		for i, at := range got {
 			require.GreaterOrEqual(t, at, time.Duration(i+1)*heartbeatEvery, "heartbeat %d of a wait of %s", i+1, c.within)
 		}
-		mu.Unlock()
+	}
+}
+
+// countBeats counts every heartbeat a wait sends from now on (the SDK would hold some
+// back): the returned func gives when each was sent, from now.
+func countBeats(t *testing.T) func() []time.Duration {
+	began := time.Now()
+	var mu sync.Mutex
+	var beats []time.Duration
+	recordHeartbeat = func(context.Context, ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		beats = append(beats, time.Since(began))
+	}
+	t.Cleanup(func() { recordHeartbeat = activity.RecordHeartbeat })
+	return func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(beats)
 	}
 }
 
@@ -79,4 +89,21 @@ func submittedWait(t *testing.T) (*Activities, *testsuite.TestActivityEnvironmen
 	env.SetTestTimeout(30 * time.Second)
 	return a, env, AppKey{Namespace: "ns", Job: "wordcount", Replicas: 1, Enough: 1,
 		App: v1alpha1.ApplicationRef{Kind: sparkv1beta2.SparkApplicationKind, Name: app.Name}}
+}
+
+// The wait for a running job's end heartbeats at its own, longer interval: it lasts as long
+// as the job runs, and every running job has one.
+func TestWaitFinished_HeartbeatsAtItsOwnInterval(t *testing.T) {
+	heartbeatEvery, finishedHeartbeatEvery = 200*time.Millisecond, time.Second
+	t.Cleanup(func() { heartbeatEvery, finishedHeartbeatEvery = HeartbeatEvery, FinishedHeartbeatEvery })
+	a, env, key := submittedWait(t)
+	key.Within = 2500 * time.Millisecond
+	beats := countBeats(t)
+	_, err := env.ExecuteActivity(a.WaitFinished, key)
+	require.NoError(t, err)
+	got := beats()
+	require.Len(t, got, 2, "a wait of 2.5 s heartbeat at %v", got)
+	for i, at := range got {
+		require.GreaterOrEqual(t, at, time.Duration(i+1)*finishedHeartbeatEvery)
+	}
 }

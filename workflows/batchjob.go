@@ -325,7 +325,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 		return r.sayHeldSubmit(ctx, err)
 	}
 	if !allPlaced {
-		if placed, still, err = j.waitApp(ctx, acts.WaitPlaced, key, holder, req); err != nil || !still {
+		if placed, still, err = j.waitApp(ctx, acts.WaitPlaced, WaitHeartbeatTimeout, key, holder, req); err != nil || !still {
 			return r.sayHeldSubmit(ctx, err)
 		}
 	}
@@ -347,7 +347,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 		}
 	}
 	key.Known = len(j.phases().ExecutorsPlacedAt) // an activity's input: no new command
-	finished, still, err := j.waitApp(ctx, acts.WaitFinished, key, holder, req)
+	finished, still, err := j.waitApp(ctx, acts.WaitFinished, FinishedHeartbeatTimeout, key, holder, req)
 	if err != nil || !still {
 		return r.sayHeldSubmit(ctx, err)
 	}
@@ -557,7 +557,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 		started, inTask = j.firstWaitInTask(ctx, first)
 	}
 	if !inTask {
-		if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, queue.StartingTimeout); err != nil || !still {
+		if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, WaitHeartbeatTimeout, first, holder, req, queue.StartingTimeout); err != nil || !still {
 			return started, false, still, err
 		}
 	}
@@ -571,7 +571,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 		}
 		first.Within = 0
 		if left := queue.StartingTimeout - workflow.Now(ctx).Sub(began); left > 0 {
-			if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, first, holder, req, left); err != nil || !still {
+			if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, WaitHeartbeatTimeout, first, holder, req, left); err != nil || !still {
 				return started, false, still, err
 			}
 		} else {
@@ -689,10 +689,10 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 	return r.report(ctx, state, msg)
 }
 
-// waitApp runs a waiting activity; a nudge in between re-observes the job, and if the claim
+// waitApp runs a waiting activity with its heartbeat timeout; a nudge in between re-observes the job, and if the claim
 // or the request changed, the wait is cancelled (still = false) so the caller starts over.
-func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest) (activities.AppProgress, bool, error) {
-	p, _, still, err := j.waitAppFor(ctx, activity, key, holder, req, 0)
+func (j *jobRunner) waitApp(ctx workflow.Context, activity any, heartbeatTimeout time.Duration, key activities.AppKey, holder string, req v1alpha1.CreationRequest) (activities.AppProgress, bool, error) {
+	p, _, still, err := j.waitAppFor(ctx, activity, heartbeatTimeout, key, holder, req, 0)
 	return p, still, err
 }
 
@@ -703,11 +703,15 @@ func (j *jobRunner) waitApp(ctx workflow.Context, activity any, key activities.A
 // worker sends each within that long (worker.HeartbeatThrottle): three heartbeats fit in it.
 const WaitHeartbeatTimeout = 3 * activities.HeartbeatEvery
 
+// FinishedHeartbeatTimeout is the heartbeat timeout of the wait for a running job's end,
+// which heartbeats every activities.FinishedHeartbeatEvery (it says why).
+const FinishedHeartbeatTimeout = 3 * activities.FinishedHeartbeatEvery
+
 // waitAppFor is waitApp bounded by a timer (0: none); timedOut says the timer ended it.
-func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, key activities.AppKey, holder string, req v1alpha1.CreationRequest, limit time.Duration) (_ activities.AppProgress, timedOut, still bool, _ error) {
+func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, heartbeatTimeout time.Duration, key activities.AppKey, holder string, req v1alpha1.CreationRequest, limit time.Duration) (_ activities.AppProgress, timedOut, still bool, _ error) {
 	waitCtx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 365 * 24 * time.Hour,
-		HeartbeatTimeout:    WaitHeartbeatTimeout,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: firstRetry, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	}))
 	defer cancel()
