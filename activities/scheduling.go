@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -214,6 +215,33 @@ func (a *Activities) RemoveSchedulingFinalizer(ctx context.Context, in Schedulin
 	})
 	if err = client.IgnoreNotFound(err); err != nil {
 		return fmt.Errorf("remove finalizer of scheduling %s: %w", in.nn(), err)
+	}
+	return nil
+}
+
+// DeleteSchedulingInput names the Scheduling to delete; UID, when set, only that object,
+// not a later one of the same name.
+type DeleteSchedulingInput struct {
+	Key SchedulingKey
+	UID string
+}
+
+// DeleteScheduling deletes a Scheduling whose ttlSecondsAfterFinished passed. Its
+// finalizer keeps it until its workflow has released the jobs. A Scheduling gone already,
+// or made again under the name (another UID), is left alone.
+func (a *Activities) DeleteScheduling(ctx context.Context, in DeleteSchedulingInput) error {
+	s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Namespace: in.Key.Namespace, Name: in.Key.Name}}
+	var opts []client.DeleteOption
+	if in.UID != "" {
+		uid := types.UID(in.UID)
+		opts = append(opts, client.Preconditions{UID: &uid})
+	}
+	err := a.Client.Delete(ctx, s, opts...)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete scheduling %s: %w", in.Key.nn(), err)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ import (
 
 func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
 	return Scheduling{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.Spec.TestBed, Mode: s.Spec.Mode,
-		Queue: s.Spec.Queue, Jobs: s.Spec.Jobs, Deleting: s.DeletionTimestamp != nil, Status: s.Status}
+		Queue: s.Spec.Queue, Jobs: s.Spec.Jobs, TTLSecondsAfterFinished: s.Spec.TTLSecondsAfterFinished, Deleting: s.DeletionTimestamp != nil, Status: s.Status}
 }
 
 // queuePath matches a queue path by crds/v1alpha1's pattern, the one the CRDs' CEL rules use.
@@ -79,7 +79,7 @@ const extendWait = 20 * time.Second
 // the spec by the Scheduling's own rules (crds/v1alpha1), which the API server applies too.
 func validateSchedulingRequest(r *SchedulingRequest) []FieldError {
 	errs := appendIf(nil, checkName("name", r.Name))
-	spec := v1alpha1.SchedulingSpec{TestBed: r.TestBed, Mode: r.Mode, Queue: r.Queue, Jobs: r.Jobs}
+	spec := v1alpha1.SchedulingSpec{TestBed: r.TestBed, Mode: r.Mode, Queue: r.Queue, Jobs: r.Jobs, TTLSecondsAfterFinished: r.TTLSecondsAfterFinished}
 	specErrs := fieldErrors(v1alpha1.ValidateSchedulingSpec(&spec, field.NewPath("spec")))
 	if !slices.ContainsFunc(specErrs, func(e FieldError) bool { return e.Field == "testBed" }) {
 		// The schema takes any test bed name it can store; the API reads the test bed, so
@@ -226,7 +226,7 @@ func (s *server) createScheduling(c *gin.Context) {
 	}
 	sched := &v1alpha1.Scheduling{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: ns, Finalizers: []string{v1alpha1.SchedulingFinalizer}},
-		Spec:       v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs},
+		Spec:       v1alpha1.SchedulingSpec{TestBed: req.TestBed, Mode: req.Mode, Queue: req.Queue, Jobs: req.Jobs, TTLSecondsAfterFinished: req.TTLSecondsAfterFinished},
 	}
 	sched.Spec.User, sched.Spec.Groups = runsAs.Name, runsAs.Groups
 	if err := s.Client.Create(ctx, sched); err != nil {

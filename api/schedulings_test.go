@@ -53,6 +53,7 @@ func TestSchedulingJobs_RefusedWithTheirFields(t *testing.T) {
 		{"queue-based with slots", "POST", create("QueueBased", `[{"name":"etl","replication":1,"slotIDs":[0]}]`), []string{"jobs[0].slotIDs"}, "only allowed in a SlotBased"},
 		{"a negative slot and a slot twice", "POST", create("SlotBased", `[{"name":"etl","replication":3,"slotIDs":[-1,2,2]}]`),
 			[]string{"jobs[0].slotIDs[0]", "jobs[0].slotIDs[2]"}, "2 fields"},
+		{"a negative time to live", "POST", `{"name":"x","testBed":"bed","mode":"QueueBased","ttlSecondsAfterFinished":-5,"jobs":[{"name":"etl","replication":1}]}`, []string{"ttlSecondsAfterFinished"}, "from 0 to 31536000 seconds"},
 		{"a bad mode", "POST", create("Fastest", `[{"name":"etl","replication":1}]`), []string{"mode"}, "Unsupported value"},
 		{"a bad queue", "POST", `{"name":"x","testBed":"bed","mode":"QueueBased","queue":"root..a","jobs":[{"name":"etl","replication":1}]}`, []string{"queue"}, "dotted path"},
 		{"no test bed, said once", "POST", `{"name":"x","testBed":"","mode":"QueueBased","jobs":[{"name":"etl","replication":1}]}`, []string{"testBed"}, "Required value"},

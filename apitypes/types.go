@@ -364,19 +364,23 @@ type SchedulingRequest struct {
 	Mode    v1alpha1.SchedulingMode  `json:"mode"`
 	Queue   string                   `json:"queue,omitempty"`
 	Jobs    []v1alpha1.SchedulingJob `json:"jobs"`
+	// TTLSecondsAfterFinished deletes the Scheduling that long after it ended (its spec's
+	// field of the same name); unset, it stays until it is deleted.
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 
 // Scheduling is a Scheduling as the API shows it.
 type Scheduling struct {
-	Name            string                    `json:"name"`
-	Namespace       string                    `json:"namespace"`
-	ResourceVersion string                    `json:"resourceVersion"`
-	TestBed         string                    `json:"testBed"`
-	Mode            v1alpha1.SchedulingMode   `json:"mode"`
-	Queue           string                    `json:"queue,omitempty"`
-	Jobs            []v1alpha1.SchedulingJob  `json:"jobs"`
-	Deleting        bool                      `json:"deleting,omitempty"`
-	Status          v1alpha1.SchedulingStatus `json:"status"`
+	Name                    string                    `json:"name"`
+	Namespace               string                    `json:"namespace"`
+	ResourceVersion         string                    `json:"resourceVersion"`
+	TestBed                 string                    `json:"testBed"`
+	Mode                    v1alpha1.SchedulingMode   `json:"mode"`
+	Queue                   string                    `json:"queue,omitempty"`
+	Jobs                    []v1alpha1.SchedulingJob  `json:"jobs"`
+	TTLSecondsAfterFinished *int32                    `json:"ttlSecondsAfterFinished,omitempty"`
+	Deleting                bool                      `json:"deleting,omitempty"`
+	Status                  v1alpha1.SchedulingStatus `json:"status"`
 }
 
 // SchedulingPatch extends a running Scheduling: its jobs are appended to the queue, in

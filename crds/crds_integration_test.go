@@ -306,11 +306,15 @@ func TestCRDs_OnTheRealAPIServer(t *testing.T) {
 
 	t.Run("immutable fields cannot change", func(t *testing.T) {
 		cases := map[string]struct {
-			manifest, name, field, value, message string
+			manifest, name, field string
+			value                 any
+			message               string
 		}{
 			"framework": {valid["spark job"], "wordcount", "framework", "flink", "framework is immutable"},
 			"mode":      {valid["queue-based scheduling"], "queue", "mode", "SlotBased", "mode is immutable"},
 			"test bed":  {valid["queue-based scheduling"], "queue", "testBed", "other", "testBed is immutable"},
+			"a time to live added later": {valid["queue-based scheduling"], "queue", "ttlSecondsAfterFinished", int64(60),
+				"ttlSecondsAfterFinished is immutable"},
 		}
 		for name, tc := range cases {
 			obj := parse(t, tc.manifest)

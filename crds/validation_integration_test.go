@@ -5,6 +5,7 @@ package crds_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +43,7 @@ var markerRules = []string{
 	"scheduling.job.name.minLength", "scheduling.job.name.maxLength", "scheduling.job.replication.min", "scheduling.job.replication.max",
 	"scheduling.job.slotIDs.maxItems", "scheduling.job.slotIDs.minimum", "scheduling.job.slotIDs.set",
 	"scheduling.slotBased.needsSlotIDs", "scheduling.slotBased.slotIDsPerReplica", "scheduling.queueBased.noSlotIDs",
+	"scheduling.ttlSecondsAfterFinished.minimum", "scheduling.ttlSecondsAfterFinished.maximum",
 	"batchjob.framework.enum", "batchjob.application.image.minLength", "batchjob.application.image.maxLength",
 	"batchjob.application.version.maxLength", "batchjob.application.type.enum", "batchjob.application.type.sparkOnly",
 	"batchjob.application.mainClass.maxLength", "batchjob.application.mainApplicationFile.minLength",
@@ -159,6 +161,12 @@ func schedulingAgreements() []agreement {
 			s.Spec.TestBed, s.Spec.Jobs[0].Name = "Test_Bed", "Nightly ETL"
 		})},
 		{"a queue of many names", "", schedulingCase(func(s *S) { s.Spec.Queue = "root.a-b_c.D9" })},
+		{"a time to live of 0", "", schedulingCase(func(s *S) { s.Spec.TTLSecondsAfterFinished = ptr.To[int32](0) })},
+		{"a time to live of a year", "", schedulingCase(func(s *S) { s.Spec.TTLSecondsAfterFinished = ptr.To[int32](v1alpha1.MaxTTLSecondsAfterFinished) })},
+		{"a negative time to live", "scheduling.ttlSecondsAfterFinished.minimum", schedulingCase(func(s *S) { s.Spec.TTLSecondsAfterFinished = ptr.To[int32](-1) })},
+		{"a time to live over a year", "scheduling.ttlSecondsAfterFinished.maximum", schedulingCase(func(s *S) {
+			s.Spec.TTLSecondsAfterFinished = ptr.To[int32](v1alpha1.MaxTTLSecondsAfterFinished + 1)
+		})},
 		{"the most jobs", "", schedulingCase(func(s *S) { s.Spec.Jobs = nJobs(v1alpha1.MaxSchedulingJobs, 16) })},
 		{"the most slots together", "", schedulingCase(func(s *S) {
 			s.Spec.Jobs = nJobs(v1alpha1.MaxSchedulingSlots/v1alpha1.MaxReplication, v1alpha1.MaxReplication)

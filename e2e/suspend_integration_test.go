@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"context"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"slotplane/apiclient"
 	"testing"
 	"time"
 
@@ -44,7 +47,7 @@ func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
 		require.Equal(t, outcome, j.SuspendedOutcome, "the API shows the job's suspendedOutcome")
 	}
 	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "streams", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
-		Jobs: []v1alpha1.SchedulingJob{{Name: "clicks", Replication: 2}, {Name: "fraud", Replication: 2}}})
+		Jobs: []v1alpha1.SchedulingJob{{Name: "clicks", Replication: 2}, {Name: "fraud", Replication: 2}}, TTLSecondsAfterFinished: ptr.To[int32](20)})
 	require.NoError(t, err)
 
 	apps := map[string]string{}
@@ -89,4 +92,23 @@ func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
 		require.Equal(t, flinkv1beta1.LifecycleStateSuspended, dep.Status.LifecycleState, name)
 	}
 	p.waitSlotsFree(t, time.Minute)
+
+	// ttlSecondsAfterFinished: 20 s after it ended, the Scheduling deletes itself, and its
+	// jobs are released as a deletion releases them.
+	require.Eventually(t, func() bool {
+		_, err := c.GetScheduling(ctx, "streams")
+		return apiclient.IsNotFound(err)
+	}, time.Minute, 250*time.Millisecond, "the Scheduling outlived its time to live")
+	require.GreaterOrEqual(t, time.Since(s.Status.FinishedAt.Time), 19*time.Second, "deleted before its time to live")
+	for _, name := range []string{"clicks", "fraud"} {
+		require.Eventually(t, func() bool {
+			j, err := c.GetJob(ctx, name)
+			return err == nil && j.Status.State == v1alpha1.JobReady
+		}, time.Minute, 250*time.Millisecond, "%s was not released", name)
+		require.Eventually(t, func() bool {
+			var dep flinkv1beta1.FlinkDeployment
+			err := p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: apps[name]}, &dep)
+			return apierrors.IsNotFound(err) || (err == nil && dep.DeletionTimestamp != nil)
+		}, time.Minute, 250*time.Millisecond, "%s's application stays", name)
+	}
 }

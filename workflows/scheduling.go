@@ -143,9 +143,39 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 	if err != nil {
 		return SchedulingOutput{Status: s.status}, err
 	}
-	// Ended (completed or failed): hold the jobs until the Scheduling is deleted.
-	_ = workflow.Await(ctx, func() bool { return false })
-	return s.cleanUp(ctx, s.status.State, s.status.Message+"; the jobs are released")
+	// Ended (completed or failed): hold the jobs until the Scheduling is deleted, or its
+	// time to live after it ended passes.
+	msg := s.status.Message + "; the jobs are released"
+	if ttl, expired := s.holdEnded(ctx); expired {
+		msg = fmt.Sprintf("%s; deleted %s after it ended (ttlSecondsAfterFinished): the jobs are released", s.status.Message, ttl)
+	}
+	return s.cleanUp(ctx, s.status.State, msg)
+}
+
+// holdEnded holds an ended Scheduling until it is cancelled (its object was deleted), or,
+// when its spec has ttlSecondsAfterFinished (immutable), until that long after it
+// finished: then it deletes the object, whose finalizer keeps it until the jobs are
+// released, and says expired.
+func (s *scheduler) holdEnded(ctx workflow.Context) (ttl time.Duration, expired bool) {
+	if s.spec.TTLSecondsAfterFinished == nil {
+		_ = workflow.Await(ctx, func() bool { return false })
+		return 0, false
+	}
+	ttl = time.Duration(*s.spec.TTLSecondsAfterFinished) * time.Second
+	ended := workflow.Now(ctx)
+	if s.status.FinishedAt != nil {
+		ended = s.status.FinishedAt.Time
+	}
+	if left := ended.Add(ttl).Sub(workflow.Now(ctx)); left > 0 {
+		if err := workflow.Sleep(ctx, left); err != nil {
+			return ttl, false // cancelled
+		}
+	}
+	del := activities.DeleteSchedulingInput{Key: s.key, UID: s.uid}
+	if err := workflow.ExecuteActivity(ctx, acts.DeleteScheduling, del).Get(ctx, nil); err != nil {
+		return ttl, false // cancelled while deleting
+	}
+	return ttl, true
 }
 
 // withActivityDefaults gives short cluster activities their timeout and retries. Update

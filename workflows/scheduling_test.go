@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go.temporal.io/sdk/temporal"
+	"k8s.io/utils/ptr"
 	"slices"
 	"strings"
 	"sync"
@@ -936,4 +937,50 @@ func TestSchedulingWorkflow_CancelledWhileIdleCleansUp(t *testing.T) {
 	require.True(t, f.finalized)
 	require.ElementsMatch(t, []string{"a", "b"}, f.released)
 	require.NotNil(t, lastWithState(*statuses, v1alpha1.SchedulingCancelled))
+}
+
+// An ended Scheduling with ttlSecondsAfterFinished deletes its object that long after it
+// ended, by its UID, and releases its jobs; cancelled before then (its object deleted by
+// someone), it releases them without deleting anything.
+func TestSchedulingWorkflow_TimeToLiveAfterItEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cancelAt time.Duration // 0: never
+		deleted  bool
+	}{
+		{name: "the time to live passes", deleted: true},
+		{name: "deleted before", cancelAt: 5 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, TTLSecondsAfterFinished: ptr.To[int32](600),
+				Jobs: []v1alpha1.SchedulingJob{{Name: "a", Replication: 2}, {Name: "b", Replication: 2}}}
+			env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+			f.runFor = map[string]time.Duration{"a": 10 * time.Second, "b": 20 * time.Second}
+			var deletes []activities.DeleteSchedulingInput
+			var deletedAt time.Time
+			env.OnActivity(acts.DeleteScheduling, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeleteSchedulingInput) error {
+				deletes, deletedAt = append(deletes, in), env.Now()
+				return nil
+			})
+			if tc.cancelAt > 0 {
+				env.RegisterDelayedCallback(env.CancelWorkflow, tc.cancelAt)
+			}
+			env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			require.ElementsMatch(t, []string{"a", "b"}, f.released)
+			require.True(t, f.finalized)
+			completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+			require.NotNil(t, completed)
+			if !tc.deleted {
+				require.Empty(t, deletes)
+				return
+			}
+			require.Equal(t, []activities.DeleteSchedulingInput{{Key: activities.SchedulingKey{Namespace: "ns", Name: "nightly"}, UID: "uid-nightly"}}, deletes)
+			require.Equal(t, 10*time.Minute, deletedAt.Sub(completed.FinishedAt.Time).Round(time.Second), "deleted 600 s after it ended")
+			last := (*statuses)[len(*statuses)-1]
+			require.Contains(t, last.Message, "ttlSecondsAfterFinished")
+		})
+	}
 }

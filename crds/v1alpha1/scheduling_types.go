@@ -22,6 +22,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.mode != 'SlotBased' || self.jobs.all(j, has(j.slotIDs))",message="every job of a SlotBased scheduling needs slotIDs"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'SlotBased' || self.jobs.all(j, !has(j.slotIDs) || size(j.slotIDs) == j.replication)",message="a job of a SlotBased scheduling needs exactly as many slotIDs as its replication"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'QueueBased' || self.jobs.all(j, !has(j.slotIDs))",message="slotIDs are only allowed in a SlotBased scheduling"
+// +kubebuilder:validation:XValidation:rule="has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished) && (!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished)",message="ttlSecondsAfterFinished is immutable"
 type SchedulingSpec struct {
 	// TestBed is the name of the test bed (same namespace) whose slots the jobs run in.
 	// +kubebuilder:validation:MinLength=1
@@ -66,7 +67,21 @@ type SchedulingSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Jobs []SchedulingJob `json:"jobs"`
+
+	// TTLSecondsAfterFinished, when set, deletes the Scheduling this many seconds after it
+	// ended (Completed or Failed), as the field of the same name does for a Kubernetes Job:
+	// its jobs are released and its workflow ends. It is counted from status.finishedAt; 0
+	// deletes it as soon as it ends. Unset, an ended Scheduling stays, holding its jobs,
+	// until it is deleted. It cannot change: the workflow takes it when the Scheduling
+	// starts.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
+
+// MaxTTLSecondsAfterFinished is the longest TTLSecondsAfterFinished: a year.
+const MaxTTLSecondsAfterFinished = 365 * 24 * 60 * 60
 
 // The sizes a Scheduling may reach. A Scheduling of MaxSchedulingJobs jobs with the longest
 // names, MaxSchedulingSlots slots and every status message at MaxJobMessage stays under 1 MB

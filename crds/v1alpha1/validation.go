@@ -73,7 +73,11 @@ func ValidateSchedulingSpec(spec *SchedulingSpec, path *field.Path) field.ErrorL
 	errs = append(errs, enum(spec.Mode, schedulingModes, path.Child("mode"))...)
 	errs = append(errs, ValidateQueue(spec.Queue, path.Child("queue"))...)
 	errs = append(errs, identity(spec.User, spec.Groups, path)...)
-	return append(errs, ValidateSchedulingJobs(spec.Mode, spec.Jobs, path.Child("jobs"))...)
+	errs = append(errs, ValidateSchedulingJobs(spec.Mode, spec.Jobs, path.Child("jobs"))...)
+	if ttl := spec.TTLSecondsAfterFinished; ttl != nil && (*ttl < 0 || *ttl > MaxTTLSecondsAfterFinished) {
+		errs = append(errs, field.Invalid(path.Child("ttlSecondsAfterFinished"), *ttl, fmt.Sprintf("must be from 0 to %d seconds", MaxTTLSecondsAfterFinished)))
+	}
+	return errs
 }
 
 // ValidateSchedulingJobs checks the job list of a Scheduling of the given mode; path names

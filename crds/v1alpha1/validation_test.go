@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"k8s.io/utils/ptr"
 	"maps"
 	"slices"
 	"strings"
@@ -85,6 +86,12 @@ func TestValidateScheduling(t *testing.T) {
 			s.Spec.TestBed = strings.Repeat("B", MaxNameLength) // not a DNS name: the schema does not ask for one
 			s.Spec.Jobs = []SchedulingJob{{Name: strings.Repeat("j", MaxNameLength), Replication: MaxReplication}}
 		}), nil},
+		"a time to live of 0":      {queueScheduling(func(s *Scheduling) { s.Spec.TTLSecondsAfterFinished = ptr.To[int32](0) }), nil},
+		"a time to live of a year": {queueScheduling(func(s *Scheduling) { s.Spec.TTLSecondsAfterFinished = ptr.To[int32](MaxTTLSecondsAfterFinished) }), nil},
+		"a negative time to live": {queueScheduling(func(s *Scheduling) { s.Spec.TTLSecondsAfterFinished = ptr.To[int32](-1) }),
+			[]string{"spec.ttlSecondsAfterFinished: Invalid value"}},
+		"a time to live over a year": {queueScheduling(func(s *Scheduling) { s.Spec.TTLSecondsAfterFinished = ptr.To[int32](MaxTTLSecondsAfterFinished + 1) }),
+			[]string{"spec.ttlSecondsAfterFinished: Invalid value"}},
 		"the most jobs": {queueScheduling(func(s *Scheduling) { s.Spec.Jobs = manyJobs(MaxSchedulingJobs, 16) }), nil},
 		"the most slots": {queueScheduling(func(s *Scheduling) {
 			s.Spec.Jobs = manyJobs(MaxSchedulingSlots/MaxReplication, MaxReplication)

@@ -233,6 +233,7 @@ func decodeScheduling(where string, js []byte) ([]manifest, error) {
 	}
 	return []manifest{{source: where, kind: apitypes.KindScheduling, namespace: s.Namespace, sched: &apitypes.SchedulingRequest{
 		Name: s.Name, TestBed: s.Spec.TestBed, Mode: s.Spec.Mode, Queue: s.Spec.Queue, Jobs: s.Spec.Jobs,
+		TTLSecondsAfterFinished: s.Spec.TTLSecondsAfterFinished,
 	}}}, nil
 }
 

@@ -55,3 +55,13 @@ func TestParseManifests_JSON(t *testing.T) {
 		require.Equal(t, "a", ms[0].job.Name, name)
 	}
 }
+
+// A Scheduling's ttlSecondsAfterFinished goes to the API with the rest of its spec.
+func TestParseManifests_SchedulingKeepsItsTTL(t *testing.T) {
+	doc := `{"apiVersion":"slotplane.io/v1alpha1","kind":"Scheduling","metadata":{"name":"s"},"spec":{"testBed":"bed","mode":"QueueBased","ttlSecondsAfterFinished":600,"jobs":[{"name":"a","replication":1}]}}`
+	ms, err := parseManifests("x.json", []byte(doc))
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	require.NotNil(t, ms[0].sched.TTLSecondsAfterFinished)
+	require.EqualValues(t, 600, *ms[0].sched.TTLSecondsAfterFinished)
+}
