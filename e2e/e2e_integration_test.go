@@ -331,6 +331,25 @@ type bedShape struct {
 	beds int
 }
 
+// nodeResources are what each node offers: 4 CPUs and 16 GiB, or more where the node's
+// slots need more. Ghosts are bound by node name, past the scheduler's fit check, and a
+// fake node runs them all the same: on a node too small for its slots the executors,
+// which the scheduler places, would find the room taken.
+func (s bedShape) nodeResources() corev1.ResourceList {
+	cpu, memory := resource.MustParse("4"), resource.MustParse("16Gi")
+	if s.cpu != "" && s.memory != "" {
+		slotCPU, slotMemory := resource.MustParse(s.cpu), resource.MustParse(s.memory)
+		n := int64(s.slotsPerNode)
+		if need := resource.NewMilliQuantity(slotCPU.MilliValue()*n+500, resource.DecimalSI); need.Cmp(cpu) > 0 {
+			cpu = *need
+		}
+		if need := resource.NewQuantity(slotMemory.Value()*n+(1<<30), resource.BinarySI); need.Cmp(memory) > 0 {
+			memory = *need
+		}
+	}
+	return corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory, corev1.ResourcePods: resource.MustParse("110")}
+}
+
 // bedNames are the names of the test beds.
 func (s bedShape) bedNames() []string {
 	if s.beds <= 1 {
@@ -391,7 +410,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dp, err := devplatform.Start(ctx, devplatform.Options{InfraOnly: true, Nodes: shape.nodeCount(), PlainNodes: shape.plainNodeCount(),
-		NodeResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}})
+		NodeResources: shape.nodeResources()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		dp.KeepDir = t.Failed()
