@@ -30,6 +30,7 @@ import (
 	"slotplane/internal/slotslices"
 	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
+	"slotplane/queue"
 	"slotplane/slots"
 )
 
@@ -682,8 +683,15 @@ func TestLoadAllocationFile_AsksTheWorkersCopyFirst(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"}, Data: file("a")}
 	require.NoError(t, live.Create(ctx, cm))
 	ref := activities.AllocationFileRef{Namespace: "default", ConfigMap: v1alpha1.QueuesConfigMap}
-	first, err := a.LoadAllocationFile(ctx, ref)
-	require.NoError(t, err)
+	// The copy may not hold the new ConfigMap yet: until it does, the first load takes its
+	// word (no file).
+	var first *queue.ConfigUpdate
+	require.Eventually(t, func() bool {
+		var err error
+		first, err = a.LoadAllocationFile(ctx, ref)
+		require.NoError(t, err)
+		return first != nil
+	}, 30*time.Second, 50*time.Millisecond, "the copy never held the file")
 	require.NotNil(t, first.Allocations.Queue("a"))
 
 	held := ref
