@@ -5,6 +5,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,11 +175,16 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 
 	// A test bed whose workflow cannot go on says so above its slots, in the words of its
 	// WorkflowsHealthy condition (the bridge writes it; here, the test).
-	var tb v1alpha1.TestBed
-	require.NoError(t, p.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: "default", Name: "bed"}, &tb))
-	meta.SetStatusCondition(&tb.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionWorkflowsHealthy, Status: metav1.ConditionFalse,
-		Reason: v1alpha1.ReasonWorkflowTaskFailing, Message: "the admission workflow admission/default/bed has failed its workflow task 3 times"})
-	require.NoError(t, p.Client.Status().Update(context.Background(), &tb))
+	// The bed's reconcile writes its status too: the write is retried on a conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var tb v1alpha1.TestBed
+		if err := p.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: "default", Name: "bed"}, &tb); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&tb.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionWorkflowsHealthy, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonWorkflowTaskFailing, Message: "the admission workflow admission/default/bed has failed its workflow task 3 times"})
+		return p.Client.Status().Update(context.Background(), &tb)
+	}))
 	require.Eventually(t, func() bool {
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const w = document.querySelector('#beds .warning[data-kind="workflows"]'); return w ? w.textContent : ""; })()`))
 		return err == nil && strings.Contains(got, "has failed its workflow task 3 times")
