@@ -556,13 +556,7 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 	// says whose turn it is.
 	a.st.Reserved = nil
 	reserving, avail := a.grantPreemptedFor(now, bed, avail, &d)
-	switch {
-	case reserving != nil:
-	case a.room == 0 && !a.anyPreempted():
-		// Nothing may start, and no running job asks for a slot back: the queues' order
-		// would choose nothing, and choosing costs a pass over every job.
-		a.startingFull()
-	default:
+	if reserving == nil {
 		reserving, avail = a.grantInTurn(now, bed, avail, skip, &d)
 	}
 	if reserving != nil {
@@ -655,6 +649,20 @@ func (a *Admitter) grantPreemptedFor(now time.Time, bed Bed, avail []int32, d *D
 // the reasons of those that wait are those of the last choice, the one that found nothing
 // more to start.
 func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[string]bool, d *Decision) (*Entry, []int32) {
+	// Whether a running job asks for a slot back that preemption took (anyPreempted): the
+	// one thing left to do once no job may start. Known until a slot goes back.
+	var asking, known bool
+	askingBack := func() bool {
+		if !known {
+			asking, known = a.anyPreempted(), true
+		}
+		return asking
+	}
+	if a.room == 0 && !askingBack() {
+		// The queues' order would choose nothing, and choosing costs a pass over every job.
+		a.startingFull()
+		return nil, avail
+	}
 	c, refs := a.clusterRefs(now, bed, avail, skip, true)
 	c.Reserve = true
 	chooser := a.tree.NewChooser(c)
@@ -715,10 +723,11 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 			avail = avail[1:]
 			d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: slices.Clone(e.Slots)})
 			chooser.Grow(i, slot, int64(len(e.Slots)) < e.wanted())
+			known = false
 			continue
 		}
 		if a.room == 0 {
-			if !a.anyPreempted() {
+			if !askingBack() {
 				a.startingFull()
 				a.compact()
 				return nil, avail

@@ -689,8 +689,9 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 	return r.report(ctx, state, msg)
 }
 
-// waitApp runs a waiting activity with its heartbeat timeout; a nudge in between re-observes the job, and if the claim
-// or the request changed, the wait is cancelled (still = false) so the caller starts over.
+// waitApp runs a waiting activity with its heartbeat timeout; a nudge in between re-observes
+// the job, and if the claim or the request changed, the wait is cancelled (still = false)
+// so the caller starts over.
 func (j *jobRunner) waitApp(ctx workflow.Context, activity any, heartbeatTimeout time.Duration, key activities.AppKey, holder string, req v1alpha1.CreationRequest) (activities.AppProgress, bool, error) {
 	p, _, still, err := j.waitAppFor(ctx, activity, heartbeatTimeout, key, holder, req, 0)
 	return p, still, err
