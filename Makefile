@@ -136,7 +136,9 @@ test-long: tools
 # mix, and a table of what each cost and how far each object grew (docs/scale.md).
 # SCALE_NODES, SCALE_SLOTS_PER_NODE, SCALE_JOBS, SCALE_QUEUES, SCALE_SCHEDULINGS,
 # SCALE_JOB_SECONDS and SCALE_BEDS (1: no split) size it; the jobs run a third of a second
-# per slot (at least 30 s) unless told. Not in CI: hours on 2 cores at the full size.
+# per slot (at least 30 s) unless told. SCALE_MEASURE stops each large probe after so many
+# jobs' ends; SCALE_PROFILE names a directory for CPU profiles of every process. Not in CI:
+# hours on 2 cores at the full size.
 SCALE_NODES ?= 1000
 SCALE_SLOTS_PER_NODE ?= 8
 SCALE_JOBS ?= 10000
@@ -144,11 +146,14 @@ SCALE_QUEUES ?= 50
 SCALE_SCHEDULINGS ?= 10
 SCALE_JOB_SECONDS ?=
 SCALE_BEDS ?= 10
+SCALE_MEASURE ?=
+SCALE_PROFILE ?=
 .PHONY: test-scale
 test-scale: tools
 	SLOTPLANE_ENVELOPE=1 SLOTPLANE_ENVELOPE_NODES=$(SCALE_NODES) SLOTPLANE_ENVELOPE_SLOTS_PER_NODE=$(SCALE_SLOTS_PER_NODE) \
 	  SLOTPLANE_ENVELOPE_JOBS=$(SCALE_JOBS) SLOTPLANE_ENVELOPE_QUEUES=$(SCALE_QUEUES) SLOTPLANE_ENVELOPE_SCHEDULINGS=$(SCALE_SCHEDULINGS) \
-	  SLOTPLANE_ENVELOPE_JOB_SECONDS=$(SCALE_JOB_SECONDS) SLOTPLANE_ENVELOPE_BEDS=$(SCALE_BEDS) $(GO) test -tags integration -count=1 -timeout 300m -v -run TestE2E_ScaleEnvelope ./e2e/
+	  SLOTPLANE_ENVELOPE_JOB_SECONDS=$(SCALE_JOB_SECONDS) SLOTPLANE_ENVELOPE_BEDS=$(SCALE_BEDS) \
+	  SLOTPLANE_ENVELOPE_MEASURE=$(SCALE_MEASURE) SLOTPLANE_ENVELOPE_PROFILE=$(SCALE_PROFILE) $(GO) test -tags integration -count=1 -timeout 300m -v -run TestE2E_ScaleEnvelope ./e2e/
 
 # The burst trace as an experiment on the platform, with the queues and with the FIFO example,
 # beside each one's prediction (docs/benchmarks.md, "Measured against predicted"). Not in CI:

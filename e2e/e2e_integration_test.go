@@ -302,8 +302,9 @@ type e2ePlatform struct {
 	temporal temporalclient.Client
 	// cluster is the platform's API server (its metrics, for diagnosis).
 	cluster *testcluster.Cluster
-	// metricsAt is each component's Prometheus endpoint, host:port.
-	metricsAt map[string]string
+	// metricsAt is each component's Prometheus endpoint, host:port; pprofAt its Go
+	// profiles (/debug/pprof/).
+	metricsAt, pprofAt map[string]string
 	// apiAddr is the REST API's host:port.
 	apiAddr string
 	// bedFilled is how long the test bed took from its creation until the API showed every
@@ -422,18 +423,20 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	cluster := dp.Cluster
 
 	// The components' own ports, taken now that the platform is up, just before they bind.
-	ports, err := freeport.Get(6)
+	ports, err := freeport.Get(10)
 	require.NoError(t, err)
 	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	// Each component's Prometheus endpoint (the bridge's is ports[1]).
 	metricsAt := map[string]string{"bridge": "127.0.0.1:" + strconv.Itoa(ports[1]), "worker": "127.0.0.1:" + strconv.Itoa(ports[3]),
 		"api": "127.0.0.1:" + strconv.Itoa(ports[4]), "extender": "127.0.0.1:" + strconv.Itoa(ports[5])}
+	pprofAt := map[string]string{"bridge": "127.0.0.1:" + strconv.Itoa(ports[6]), "worker": "127.0.0.1:" + strconv.Itoa(ports[7]),
+		"api": "127.0.0.1:" + strconv.Itoa(ports[8]), "extender": "127.0.0.1:" + strconv.Itoa(ports[9])}
 
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte(token+",alice,analysts\n"+experimenterToken+",experimenter,act-as=*,act-as-groups=*\n"+
 		opsToken+",olga,admins\n"+bobToken+",bob,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
-	p := &e2ePlatform{slots: int32(shape.nodeCount()) * shape.slotsPerNode, beds: shape.bedNames(), temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, parts: map[string]*component{
+	p := &e2ePlatform{slots: int32(shape.nodeCount()) * shape.slotsPerNode, beds: shape.bedNames(), temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, pprofAt: pprofAt, parts: map[string]*component{
 		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr, "-metrics-listen", metricsAt["extender"],
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
@@ -443,6 +446,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	}}
 	for _, c := range p.parts {
 		c.t, c.logs = t, logs
+		c.args = append(c.args, "-pprof-listen", pprofAt[c.name])
 		c.start()
 		t.Cleanup(c.stop)
 	}

@@ -9,10 +9,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -45,22 +49,40 @@ import (
 // schedulings Schedulings, QueueBased and SlotBased in turn, Scheduling i on bed i%beds.
 type envelopeSize struct {
 	nodes, slotsPerNode, jobs, queues, schedulings, beds int
-	jobFor                                               time.Duration
+	// measure is how many jobs' ends the probe follows: all of them when 0 or jobs. The
+	// cost is taken over the middle half of those ends, when the bed runs at its pace
+	// rather than filling or draining; with fewer than jobs, the probe stops at the last end
+	// of that half.
+	measure int
+	jobFor  time.Duration
 }
 
 func (s envelopeSize) slots() int { return s.nodes * s.slotsPerNode }
 
+// partial: the probe stops before every job ended.
+func (s envelopeSize) partial() bool { return s.measure > 0 && s.measure < s.jobs }
+
+// window is the ends the cost is taken over: from the from-th job's end to the to-th's.
+func (s envelopeSize) window() (from, to int) {
+	m := s.jobs
+	if s.partial() {
+		m = s.measure
+	}
+	return m / 4, m * 3 / 4
+}
+
 // envelopeSizeFromEnv is the envelope's size: 1,000 nodes of 8 slots, 10,000 jobs over 50
 // queues in 10 Schedulings, unless SLOTPLANE_ENVELOPE_NODES, _SLOTS_PER_NODE, _JOBS,
 // _QUEUES, _SCHEDULINGS or _JOB_SECONDS say otherwise; the same nodes are probed again as 10
-// beds unless _BEDS says how many (1: not again). Unless told, a job runs a third of a
+// beds unless _BEDS says how many (1: not again); _MEASURE stops each probe of them after
+// so many jobs' ends (envelopeSize.measure). Unless told, a job runs a third of a
 // second per slot, at least 30 s: this machine starts and ends about three jobs a second, so
 // shorter jobs on a large bed measure a backlog rather than the platform.
 func envelopeSizeFromEnv(t *testing.T) envelopeSize {
 	s := envelopeSize{nodes: 1000, slotsPerNode: 8, jobs: 10_000, queues: 50, schedulings: 10, beds: 10}
 	seconds := 0
 	for name, v := range map[string]*int{"NODES": &s.nodes, "SLOTS_PER_NODE": &s.slotsPerNode, "JOBS": &s.jobs, "QUEUES": &s.queues,
-		"SCHEDULINGS": &s.schedulings, "JOB_SECONDS": &seconds, "BEDS": &s.beds} {
+		"SCHEDULINGS": &s.schedulings, "JOB_SECONDS": &seconds, "BEDS": &s.beds, "MEASURE": &s.measure} {
 		if e := os.Getenv("SLOTPLANE_ENVELOPE_" + name); e != "" {
 			n, err := strconv.Atoi(e)
 			require.NoError(t, err, "SLOTPLANE_ENVELOPE_"+name)
@@ -91,10 +113,25 @@ type envelopeFigures struct {
 	// handOver is a freed slot's wait for its next grant while jobs waited.
 	handOverP50, handOverP99 time.Duration
 	handOvers                int
-	elapsed                  time.Duration
-	// cpuPerJob is the machine's CPU over the run less the test's own and less the floor
-	// (floor: the cores the platform keeps busy at rest, measured before the jobs), per job.
+	// elapsed is the Schedulings' creation to every job's end, or to the probe's stop when
+	// it stopped before; ended is how many jobs had ended then.
+	elapsed time.Duration
+	ended   int
+	// In the window of size.window, which took windowTook, windowStarts jobs started
+	// (Running) and windowEnds ended; windowJobs is their mean. A window of a bed that fills
+	// holds more starts, one of a bed that drains more ends: a job is half its start and half
+	// its end.
+	windowStarts, windowEnds int
+	windowJobs               float64
+	windowTook               time.Duration
+	// cpuPerJob is the platform's CPU over the window less its floor (the cores it keeps
+	// busy at rest, measured before the jobs), per job of the window. The platform is the
+	// machine less kwok, which stands for the nodes' kubelets: on a cluster each runs on its
+	// own node, and kwok's cost grows with the pods of all nodes. The test process counts:
+	// it runs the Temporal server and the operators' stand-in, besides its feeds. cpuBy is
+	// the machine's by process (the floor not taken off), the largest first.
 	cpuPerJob    time.Duration
+	cpuBy        []processCPU
 	floor        float64
 	writesPerJob float64
 	// admissionTask is the longest workflow task of Admission (started to completed, as
@@ -156,15 +193,15 @@ func TestE2E_ScaleEnvelope(t *testing.T) {
 	table := envelopeTable(probes...)
 	t.Log("\n" + table)
 	fmt.Print(table)
-	for _, f := range probes {
-		require.Empty(t, f.failedTasks, "no workflow task of Admission failed on %d slots in %d beds", f.size.slots(), max(1, f.size.beds))
-	}
 }
 
 // probeEnvelope runs one probe on a platform of its own and returns its figures.
 func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	audit := filepath.Join(t.TempDir(), "audit.log")
 	t.Setenv(testcluster.EnvAuditLog, audit)
+	if os.Getenv(envEnvelopeProfile) != "" {
+		t.Setenv(testcluster.EnvAPIServerProfile, "on") // its /debug/pprof
+	}
 	slots := size.slots()
 	f := envelopeFigures{size: size, objects: map[string]int{}, histories: map[string][2]int{}, feed: map[string]int{}, memory: map[string]uint64{}}
 
@@ -222,14 +259,12 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 		time.Sleep(5 * time.Second)
 		restTo, err := sampleCPU()
 		require.NoError(t, err)
-		f.floor = min(f.floor, (restTo.busy-restFrom.busy-own(restFrom, restTo)).Seconds()/restTo.at.Sub(restFrom.at).Seconds())
+		f.floor = min(f.floor, platformBusy(restFrom, restTo).Seconds()/restTo.at.Sub(restFrom.at).Seconds())
 	}
 
 	perTeam := size.queues / 5
 	names := makeSimJobs(t, c, size.jobs, "env", func(i int) string { return fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%perTeam) }, size.jobFor)
 	started := time.Now()
-	cpuFrom, err := sampleCPU()
-	require.NoError(t, err)
 	var schedulings []string
 	for s := range size.schedulings {
 		req := api.SchedulingRequest{Name: fmt.Sprintf("envelope-%d", s), TestBed: p.beds[s%len(p.beds)], Mode: v1alpha1.QueueBased}
@@ -249,42 +284,69 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 		schedulings = append(schedulings, req.Name)
 	}
 	within := 30*time.Minute + time.Duration(size.jobs)*time.Second
-	ended := func(name string) v1alpha1.SchedulingState {
-		s, err := c.GetScheduling(ctx, name)
-		if err != nil {
-			return ""
-		}
-		return s.Status.State
-	}
-	require.Eventually(t, func() bool {
-		for _, s := range schedulings {
-			if st := ended(s); st != v1alpha1.SchedulingCompleted && st != v1alpha1.SchedulingFailed {
-				return false
-			}
-		}
-		return true
-	}, within, time.Second, "every Scheduling ended (%d of %d jobs ended)", ledger.endedCount(), size.jobs)
-	f.elapsed = time.Since(started)
+
+	// The window: the cost of the jobs that end in it.
+	from, to := size.window()
+	require.Eventually(t, func() bool { return ledger.endedCount() >= from }, within, 100*time.Millisecond,
+		"%d jobs ended (%d did)", from, ledger.endedCount())
+	cpuFrom, err := sampleCPU()
+	require.NoError(t, err)
+	endedFrom, startedFrom := ledger.endedCount(), ledger.seenRunningCount()
+	profiled := startProfiles(t, p, fmt.Sprintf("%d-slots", slots))
+	require.Eventually(t, func() bool { return ledger.endedCount() >= to }, within, 100*time.Millisecond,
+		"%d jobs ended (%d did)", to, ledger.endedCount())
 	cpuTo, err := sampleCPU()
 	require.NoError(t, err)
-	spent := (cpuTo.busy - cpuFrom.busy - own(cpuFrom, cpuTo)).Seconds() - f.floor*cpuTo.at.Sub(cpuFrom.at).Seconds()
-	f.cpuPerJob = time.Duration(max(0, spent) / float64(size.jobs) * float64(time.Second))
-	logCPUPerJob(t, fmt.Sprintf("%d slots, %d jobs", slots, size.jobs), cpuFrom, cpuTo, size.jobs)
-	f.writesPerJob = float64(apiWrites(t, audit, started)) / float64(size.jobs)
+	writes := apiWriteCounts(t, audit, cpuFrom.at)
+	profiled()
+	f.windowEnds, f.windowStarts, f.windowTook = ledger.endedCount()-endedFrom, ledger.seenRunningCount()-startedFrom, cpuTo.at.Sub(cpuFrom.at)
+	f.windowJobs = float64(f.windowStarts+f.windowEnds) / 2
+	spent := platformBusy(cpuFrom, cpuTo).Seconds() - f.floor*f.windowTook.Seconds()
+	f.cpuPerJob = time.Duration(max(0, spent) / f.windowJobs * float64(time.Second))
+	f.cpuBy = cpuByProcess(p, cpuFrom, cpuTo, f.windowJobs)
+	logCPUPerJob(t, fmt.Sprintf("%d slots, the window's %d starts and %d ends", slots, f.windowStarts, f.windowEnds), cpuFrom, cpuTo, int(f.windowJobs))
+	f.writesPerJob = float64(writes.total) / f.windowJobs
+	writes.log(t, f.windowJobs)
 
-	// Every job ran once, to its end, and no slot was held twice.
-	ledger.check(t)
-	for _, s := range schedulings {
-		require.Equal(t, v1alpha1.SchedulingCompleted, ended(s), s)
+	if !size.partial() {
+		ended := func(name string) v1alpha1.SchedulingState {
+			s, err := c.GetScheduling(ctx, name)
+			if err != nil {
+				return ""
+			}
+			return s.Status.State
+		}
+		require.Eventually(t, func() bool {
+			for _, s := range schedulings {
+				if st := ended(s); st != v1alpha1.SchedulingCompleted && st != v1alpha1.SchedulingFailed {
+					return false
+				}
+			}
+			return true
+		}, within, time.Second, "every Scheduling ended (%d of %d jobs ended)", ledger.endedCount(), size.jobs)
+		for _, s := range schedulings {
+			require.Equal(t, v1alpha1.SchedulingCompleted, ended(s), s)
+		}
 	}
+	f.elapsed, f.ended = time.Since(started), ledger.endedCount()
+
+	// Every job that ended ran once, to its end, and no slot was held twice; without a stop
+	// before the end, that is every job.
+	ledger.check(t)
 	var jobs v1alpha1.BatchJobList
 	require.NoError(t, p.kube.List(ctx, &jobs, client.InNamespace("default")))
 	require.Len(t, jobs.Items, size.jobs)
+	done := 0
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
+		if size.partial() && j.Status.State != v1alpha1.JobCompleted && j.Status.State != v1alpha1.JobFailed {
+			continue
+		}
+		done++
 		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, j.Name)
 		require.Len(t, j.Status.History, 1, "%s ran once", j.Name)
 	}
+	require.GreaterOrEqual(t, done, to, "jobs ended")
 	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items)
 
 	m := p.scrape(t, "worker")
@@ -301,6 +363,8 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	feedMu.Lock()
 	f.feed = maps.Clone(feedMax)
 	feedMu.Unlock()
+	// A failure here still returns the figures for the table; the probe's logs are kept.
+	assert.Empty(t, f.failedTasks, "no workflow task of Admission failed on %d slots in %d beds", f.size.slots(), max(1, f.size.beds))
 	return f
 }
 
@@ -401,19 +465,158 @@ func fillPlainPods(t *testing.T, p *e2ePlatform, n int) time.Duration {
 	return took
 }
 
-// apiWrites counts the API server's write requests (create, update, patch, delete) answered
-// since, from its audit log.
-func apiWrites(t *testing.T, audit string, since time.Time) int {
+// auditWrites are the API server's write requests (create, update, patch, delete) answered
+// since a time, by its audit log: all of them, and by verb, resource and client.
+type auditWrites struct {
+	total int
+	by    map[testcluster.AuditKey]int
+}
+
+func apiWriteCounts(t *testing.T, audit string, since time.Time) auditWrites {
 	counts, err := testcluster.ReadAudit(audit, since)
 	require.NoError(t, err)
-	n := 0
+	w := auditWrites{by: map[testcluster.AuditKey]int{}}
 	for k, c := range counts {
 		switch k.Verb {
 		case "create", "update", "patch", "delete", "deletecollection":
-			n += c
+			w.total += c
+			w.by[k] += c
 		}
 	}
-	return n
+	return w
+}
+
+// log prints the writes per job, the most frequent first.
+func (w auditWrites) log(t *testing.T, jobs float64) {
+	keys := slices.Collect(maps.Keys(w.by))
+	slices.SortFunc(keys, func(a, b testcluster.AuditKey) int { return cmp.Compare(w.by[b], w.by[a]) })
+	t.Logf("API writes per job: %.1f", float64(w.total)/jobs)
+	for _, k := range keys[:min(len(keys), 16)] {
+		t.Logf("  %-8s %-28s %-24s %d %5.2f", k.Verb, k.Resource, k.Agent, k.Code, float64(w.by[k])/jobs)
+	}
+}
+
+// platformBusy is the CPU the machine spent between two samples less kwok's (the nodes'
+// stand-in: envelopeFigures.cpuPerJob).
+func platformBusy(from, to cpuUse) time.Duration {
+	busy := to.busy - from.busy
+	for pid, u := range to.procs {
+		if !strings.HasPrefix(u.comm, "kwok") {
+			continue
+		}
+		busy -= u.used
+		if was, ok := from.procs[pid]; ok && was.start == u.start {
+			busy += was.used
+		}
+	}
+	return busy
+}
+
+// processCPU is one process's CPU time per job.
+type processCPU struct {
+	name   string
+	perJob time.Duration
+}
+
+// cpuByProcess is the CPU time each process spent between two samples, per job, the
+// largest first: slotplane's components by name, the test process (the Temporal server,
+// the operators' stand-in and the test's feeds) as e2e.test, others by command name, the
+// smallest together as "other".
+func cpuByProcess(p *e2ePlatform, from, to cpuUse, jobs float64) []processCPU {
+	component := map[int]string{os.Getpid(): "e2e.test"}
+	for name, c := range p.parts {
+		c.mu.Lock()
+		if c.cmd != nil && c.cmd.Process != nil {
+			component[c.cmd.Process.Pid] = name
+		}
+		c.mu.Unlock()
+	}
+	by := map[string]time.Duration{}
+	for pid, u := range to.procs {
+		used := u.used
+		if was, ok := from.procs[pid]; ok && was.start == u.start {
+			used -= was.used
+		}
+		name := component[pid]
+		if name == "" {
+			name = u.comm
+		}
+		by[name] += used
+	}
+	var out []processCPU
+	var other time.Duration
+	for name, d := range by {
+		if d*20 < to.busy-from.busy { // under 5% of the machine's
+			other += d
+			continue
+		}
+		out = append(out, processCPU{name, time.Duration(float64(d) / max(1, jobs))})
+	}
+	slices.SortFunc(out, func(a, b processCPU) int { return cmp.Compare(b.perJob, a.perJob) })
+	return append(out, processCPU{"other", time.Duration(float64(other) / max(1, jobs))})
+}
+
+// envEnvelopeProfile names a directory for the probe's CPU profiles (startProfiles).
+const envEnvelopeProfile = "SLOTPLANE_ENVELOPE_PROFILE"
+
+// envelopeProfileFor is how long the probe profiles its processes, from the window's start.
+const envelopeProfileFor = 90 * time.Second
+
+// startProfiles profiles the CPU of slotplane's components, the API server and the test
+// process itself for envelopeProfileFor, when SLOTPLANE_ENVELOPE_PROFILE names a
+// directory: it writes <dir>/<prefix>-<process>.pprof (`go tool pprof` reads them with the
+// binaries the run used: the slotplane binary and the kube-apiserver of the tool cache).
+// The function it returns waits for the profiles.
+func startProfiles(t *testing.T, p *e2ePlatform, prefix string) (wait func()) {
+	dir := os.Getenv(envEnvelopeProfile)
+	if dir == "" {
+		return func() {}
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	secs := strconv.Itoa(int(envelopeProfileFor.Seconds()))
+	var wg sync.WaitGroup
+	save := func(process string, get func() ([]byte, error)) {
+		wg.Go(func() {
+			raw, err := get()
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, prefix+"-"+process+".pprof"), raw, 0o644)
+			}
+			if err != nil {
+				t.Errorf("the CPU profile of %s: %v", process, err)
+			}
+		})
+	}
+	for name, at := range p.pprofAt {
+		save(name, func() ([]byte, error) {
+			hc := &http.Client{Timeout: envelopeProfileFor + time.Minute}
+			resp, err := hc.Get("http://" + at + "/debug/pprof/profile?seconds=" + secs)
+			if err != nil {
+				return nil, err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return nil, fmt.Errorf("%s", resp.Status)
+			}
+			return io.ReadAll(resp.Body)
+		})
+	}
+	rc := p.cluster.Client().CoreV1().RESTClient()
+	save("kube-apiserver", func() ([]byte, error) {
+		return rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).Timeout(envelopeProfileFor + time.Minute).DoRaw(context.Background())
+	})
+	save("e2e.test", func() ([]byte, error) {
+		var buf bytes.Buffer
+		if err := pprof.StartCPUProfile(&buf); err != nil {
+			return nil, err
+		}
+		time.Sleep(envelopeProfileFor)
+		pprof.StopCPUProfile()
+		return buf.Bytes(), nil
+	})
+	return func() {
+		wg.Wait()
+		t.Logf("CPU profiles over %s: %s/%s-*.pprof", envelopeProfileFor, dir, prefix)
+	}
 }
 
 // handOvers is how long a freed slot waited for its next grant, over the slots freed while
@@ -726,7 +929,11 @@ func envelopeTable(probes ...envelopeFigures) string {
 		if z.beds > 1 {
 			beds = fmt.Sprintf(" as %d beds", z.beds)
 		}
-		fmt.Fprintf(&b, " %d slots (%d nodes)%s, %d jobs of %s |", z.slots(), z.nodes, beds, z.jobs, z.jobFor)
+		stop := ""
+		if z.partial() {
+			stop = fmt.Sprintf(", stopped after %d ends", f.ended)
+		}
+		fmt.Fprintf(&b, " %d slots (%d nodes)%s, %d jobs of %s%s |", z.slots(), z.nodes, beds, z.jobs, z.jobFor, stop)
 	}
 	b.WriteString(" target or limit |\n|" + strings.Repeat(" --- |", len(probes)+2) + "\n")
 	row("ghosts: the beds' creation to every ghost running", "", func(f envelopeFigures) string { return ms(f.fill) })
@@ -739,11 +946,22 @@ func envelopeTable(probes ...envelopeFigures) string {
 	row("a freed slot to its next grant: how many; p50 / p99", "", func(f envelopeFigures) string {
 		return fmt.Sprintf("%d; %s / %s", f.handOvers, ms(f.handOverP50), ms(f.handOverP99))
 	})
-	row("Schedulings made to every job ended", "", func(f envelopeFigures) string { return ms(f.elapsed) })
-	row("jobs a second", "", func(f envelopeFigures) string { return fmt.Sprintf("%.2f", float64(f.size.jobs)/f.elapsed.Seconds()) })
+	row("Schedulings made to every job ended, or to the probe's stop: jobs ended", "", func(f envelopeFigures) string {
+		return fmt.Sprintf("%s: %d", f.elapsed.Round(time.Second), f.ended)
+	})
+	row("the window: jobs started and ended in it, how long it took, jobs a second (half a start and half an end each)", "", func(f envelopeFigures) string {
+		return fmt.Sprintf("%d and %d, %s, %.2f", f.windowStarts, f.windowEnds, f.windowTook.Round(time.Second), f.windowJobs/f.windowTook.Seconds())
+	})
 	row("the platform at rest (its floor)", "", func(f envelopeFigures) string { return fmt.Sprintf("%.2f cores", f.floor) })
-	row("CPU per job, the platform (the machine less the test), less the floor", "at most 1.5x", func(f envelopeFigures) string {
+	row("CPU per job in the window, the machine less kwok (the nodes' kubelets), less the floor", "at most 1.5x", func(f envelopeFigures) string {
 		return against(f, ms(f.cpuPerJob), func(f envelopeFigures) float64 { return float64(f.cpuPerJob) })
+	})
+	row("the same by process, the floor not taken off (e2e.test: Temporal, the operators' stand-in, the test's feeds)", "", func(f envelopeFigures) string {
+		parts := make([]string, len(f.cpuBy))
+		for i, c := range f.cpuBy {
+			parts[i] = fmt.Sprintf("%s %s", c.name, ms(c.perJob))
+		}
+		return strings.Join(parts, ", ")
 	})
 	row("API writes per job", "at most 1.5x", func(f envelopeFigures) string {
 		return against(f, fmt.Sprintf("%.1f", f.writesPerJob), func(f envelopeFigures) float64 { return f.writesPerJob })
