@@ -134,8 +134,11 @@ type snapshot struct {
 	byUser  map[string]int
 	waiting map[string]int // waiting apps per queue, up the hierarchy
 	share   map[string]Resources
-	free    Resources
-	sums    map[*Queue]*leafSums
+	// demand is what the applications in the picture demand, per queue and up the
+	// hierarchy (Tree.demand): what share is computed from.
+	demand map[string]Resources
+	free   Resources
+	sums   map[*Queue]*leafSums
 	// leafOf is each application's leaf (nil: a queue the tree does not know).
 	leafOf []*Queue
 	// reasons: refusals are written out (Choice.Refusals); without, a choice costs no
@@ -217,7 +220,8 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	if c.Free != nil {
 		s.free = *c.Free
 	}
-	s.share = t.instantaneous(c.Total, t.demand(c.Apps, leafOf))
+	s.demand = t.demand(c.Apps, leafOf)
+	s.share = t.instantaneous(c.Total, s.demand)
 	return s
 }
 

@@ -179,7 +179,21 @@ func (ch *Chooser) Skip(i int) {
 			s.waiting[p.Path]--
 		}
 	}
-	ch.reshare()
+	if s.t.appLimits {
+		// Another application may become runnable in its place: the demand is counted again.
+		ch.reshare()
+		return
+	}
+	// Without running-application limits a queue's demand is the sum of its applications':
+	// the skipped one's comes off its queues. A decision at the bound on starting jobs skips
+	// many, and a count over every application for each was half of its CPU at 8,000 slots.
+	if a.Demand.IsZero() {
+		return
+	}
+	for p := q; p != nil; p = p.parent {
+		s.demand[p.Path] = s.demand[p.Path].Sub(a.Demand)
+	}
+	s.share = s.t.instantaneous(s.c.Total, s.demand)
 }
 
 // Skipped: application i was taken out of the picture.
@@ -250,7 +264,8 @@ func (ch *Chooser) reshare() {
 			}
 		}
 	}
-	s.share = s.t.instantaneous(s.c.Total, s.t.demand(apps, leafOf))
+	s.demand = s.t.demand(apps, leafOf)
+	s.share = s.t.instantaneous(s.c.Total, s.demand)
 }
 
 func (ch *Chooser) anyGone() bool {

@@ -23,11 +23,35 @@ func TestChooser_ChoosesAsChooseFromScratch(t *testing.T) {
 	alloc := parseConfig(t, file, "")
 	leaves := []string{"root.a.x", "root.a.y", "root.b.p", "root.b.q", "root.c"}
 	for seed := range uint64(500) {
-		chooseAll(t, seed, alloc, leaves)
+		chooseAll(t, seed, alloc, leaves, 30)
 	}
 }
 
-func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string) {
+// Without running-application limits a skipped application's demand comes off its queues
+// without a count over every application: the choices stay those of Choose from scratch.
+func TestChooser_ChoosesAsChooseFromScratchWithoutAppLimits(t *testing.T) {
+	file := `<allocations><queueMaxAMShareDefault>0.4</queueMaxAMShareDefault>
+	  <queue name="a">
+	    <queue name="x"><schedulingPolicy>fifo</schedulingPolicy></queue>
+	    <queue name="y"><schedulingPolicy>fair</schedulingPolicy><weight>3</weight></queue></queue>
+	  <queue name="b"><weight>2</weight><schedulingPolicy>drf</schedulingPolicy>
+	    <queue name="p"><schedulingPolicy>drf</schedulingPolicy><maxResources>6144 mb, 6 vcores</maxResources></queue>
+	    <queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></queue>
+	  <queue name="c"><minResources>4096 mb, 4 vcores</minResources></queue></allocations>`
+	alloc := parseConfig(t, file, "")
+	if NewTree(alloc).appLimits {
+		t.Fatal("the tree has running-application limits")
+	}
+	leaves := []string{"root.a.x", "root.a.y", "root.b.p", "root.b.q", "root.c"}
+	for seed := range uint64(1000) {
+		// Few applications: queues that demand less than their share, which a skip changes.
+		chooseAll(t, seed, alloc, leaves, 4)
+	}
+}
+
+// chooseAll chooses until nothing more can be, on a random cluster of 40 slots with at
+// least apps applications.
+func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string, apps int) {
 	slot := MBVCores(1024, 1)
 	const slots = 40
 	{
@@ -35,7 +59,7 @@ func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string) {
 		tree := NewTree(alloc)
 		c := Cluster{Total: times(slot, slots), Now: t0, Reserve: rng.IntN(2) == 0}
 		used := int64(0)
-		for i := range 30 + rng.IntN(40) {
+		for i := range apps + rng.IntN(40) {
 			n := int64(1 + rng.IntN(4))
 			a := App{ID: fmt.Sprintf("j%02d", i), Queue: leaves[rng.IntN(len(leaves))], User: fmt.Sprintf("u%d", rng.IntN(4)), Order: int64(rng.IntN(1000)),
 				AM: MBVCores(int64(128*rng.IntN(3)), 0), Demand: times(slot, n), SlotBacked: true}
@@ -53,6 +77,14 @@ func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string) {
 		ch := tree.NewChooser(c)
 		fresh := slices.Clone(c.Apps)
 		for step := 0; ; step++ {
+			if rng.IntN(4) == 0 {
+				// The Admitter passes over a waiting job it cannot start (the bound on
+				// starting jobs, slots of its own taken): out of the picture.
+				if i := rng.IntN(len(fresh)); fresh[i].ID != "" && !fresh[i].Running {
+					ch.Skip(i)
+					fresh[i].ID = ""
+				}
+			}
 			room := times(slot, free)
 			ch.SetFree(room)
 			fc := c
