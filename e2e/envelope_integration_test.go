@@ -145,8 +145,10 @@ type envelopeFigures struct {
 	admissionTaskSDK   float64
 	failedTasks        []string
 	// stickyWaits are Admission's tasks that no poll took from the worker's sticky queue in
-	// time, so another poll took them after a replay.
-	stickyWaits int
+	// time, so another poll took them after a replay. refusedEnds are its tasks the server
+	// refused because they ended the run (continue-as-new) while a signal had come: the SDK
+	// drops the run from its cache, and the next task replays it.
+	stickyWaits, refusedEnds int
 	// objects are the largest of each kind of object, in bytes of JSON.
 	objects map[string]int
 	// histories are, by workflow kind, the most events of one run and the largest event.
@@ -816,8 +818,10 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 					counting = false
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
 					lastFailed = true
-					if failure, _, sticky := taskOutcome(ev); sticky {
+					if failure, unhandled, sticky := taskOutcome(ev); sticky {
 						f.stickyWaits++
+					} else if unhandled {
+						f.refusedEnds++
 					} else if failure != "" {
 						f.failedTasks = append(f.failedTasks, failure)
 					}
@@ -972,6 +976,9 @@ func envelopeTable(probes ...envelopeFigures) string {
 	row("the same, as the worker's SDK measured it (bucket)", "", func(f envelopeFigures) string { return sec(f.admissionTaskSDK) })
 	row("Admission's workflow tasks that failed or timed out", "none", func(f envelopeFigures) string { return strconv.Itoa(len(f.failedTasks)) })
 	row("Admission's tasks that waited out the sticky timeout", "-", func(f envelopeFigures) string { return strconv.Itoa(f.stickyWaits) })
+	row("Admission's continues-as-new refused for a signal that came meanwhile (each followed by a replay)", "-", func(f envelopeFigures) string {
+		return strconv.Itoa(f.refusedEnds)
+	})
 	for _, kind := range []string{"TestBed", "SlotSlice", "Scheduling", "BatchJob"} {
 		row("largest "+kind+" (etcd)", "1.5 MiB", func(f envelopeFigures) string { return kib(f.objects[kind]) })
 	}
