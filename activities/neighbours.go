@@ -82,12 +82,13 @@ func (a *Activities) findPlaceIndexed(ctx context.Context, r client.Reader, job 
 	var keys []string
 	for _, p := range self.Status.Slots {
 		n := bed.slots[p].NodeName
-		if n == "" || slices.Contains(keys, placeOnNode(key.Name, n)) {
+		node := placeOnNode(key.Name, n)
+		if n == "" || slices.Contains(keys, node) {
 			continue
 		}
-		keys = append(keys, placeOnNode(key.Name, n))
+		keys = append(keys, node)
 		var on v1alpha1.SlotSliceList
-		if err := r.List(ctx, &on, client.InNamespace(job.Namespace), client.MatchingFields{sliceNodesIndex: placeOnNode(key.Name, n)}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.List(ctx, &on, client.InNamespace(job.Namespace), client.MatchingFields{sliceNodesIndex: node}, client.UnsafeDisableDeepCopy); err != nil {
 			return place, fmt.Errorf("list the slot slices of node %s: %w", n, err)
 		}
 		for i := range on.Items {

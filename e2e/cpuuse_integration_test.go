@@ -122,14 +122,20 @@ func procStat(dir string) (string, []string, bool) {
 func cpuByComm(from, to cpuUse) map[string]time.Duration {
 	byComm := map[string]time.Duration{}
 	for pid, p := range to.procs {
-		used := p.used
-		if was, ok := from.procs[pid]; ok && was.start == p.start {
-			used -= was.used
-		}
-		byComm[p.comm] += used
+		byComm[p.comm] += to.spentSince(from, pid)
 	}
 	byComm["(reaped)"] = to.children - from.children
 	return byComm
+}
+
+// spentSince is the CPU time process pid of u spent since the sample from: all of it when it
+// started meanwhile (a new process, or its pid given to another).
+func (u cpuUse) spentSince(from cpuUse, pid int) time.Duration {
+	p := u.procs[pid]
+	if was, ok := from.procs[pid]; ok && was.start == p.start {
+		return p.used - was.used
+	}
+	return p.used
 }
 
 func ticks(s string) time.Duration {

@@ -503,12 +503,8 @@ func (w auditWrites) log(t *testing.T, jobs float64) {
 func platformBusy(from, to cpuUse) time.Duration {
 	busy := to.busy - from.busy
 	for pid, u := range to.procs {
-		if !strings.HasPrefix(u.comm, "kwok") {
-			continue
-		}
-		busy -= u.used
-		if was, ok := from.procs[pid]; ok && was.start == u.start {
-			busy += was.used
+		if strings.HasPrefix(u.comm, "kwok") {
+			busy -= to.spentSince(from, pid)
 		}
 	}
 	return busy
@@ -535,15 +531,11 @@ func cpuByProcess(p *e2ePlatform, from, to cpuUse, jobs float64) []processCPU {
 	}
 	by := map[string]time.Duration{}
 	for pid, u := range to.procs {
-		used := u.used
-		if was, ok := from.procs[pid]; ok && was.start == u.start {
-			used -= was.used
-		}
 		name := component[pid]
 		if name == "" {
 			name = u.comm
 		}
-		by[name] += used
+		by[name] += to.spentSince(from, pid)
 	}
 	var out []processCPU
 	var other time.Duration
