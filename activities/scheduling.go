@@ -59,10 +59,10 @@ func (a *Activities) ReadScheduling(ctx context.Context, in SchedulingKey) (Sche
 type TestBedSlots struct {
 	Exists bool
 	// Positions are all slots of the test bed, Free those the slot slices show free.
-	Positions []int32
-	Free      []int32
+	Positions SlotList
+	Free      SlotList
 	// Unavailable are the slots no new job may get: their node is not Ready or left.
-	Unavailable []int32
+	Unavailable SlotList
 	// SlotSize is the test bed's resources per slot.
 	SlotSize corev1.ResourceList
 }

@@ -541,7 +541,10 @@ func TestAdmitter_StateSurvivesJSON(t *testing.T) {
 
 // Random sequences of requests, releases, starts, moves, configuration changes, slot
 // changes and state restores never leave a slot granted twice, a granted slot outside the
-// bed, a released job counted, or a slot granted that the bed did not show free.
+// bed, a released job counted, or a slot granted that the bed did not show free. A twin
+// Admitter takes the same messages and applies the recorded outcome of each decision
+// (Apply) instead of deciding, half of the time: it holds the same state and decides the
+// same.
 func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 	files := []ConfigFiles{
 		configFiles(`<allocations><queue name="a"/><queue name="b"/></allocations>`, ""),
@@ -560,6 +563,8 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 	for seed := range uint64(120) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		a := admitterWith(t, string(files[0].Allocations))
+		twin := admitterWith(t, string(files[0].Allocations))
+		both := func(f func(x *Admitter)) { f(a); f(twin) }
 		now := t0
 		// occupied: slots whose pods are there (granted slots, and revoked ones until they
 		// are vacated a step later).
@@ -580,6 +585,7 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 					slices.Sort(r.SlotIDs)
 					r.SlotIDs = slices.Compact(r.SlotIDs)
 				}
+				twin.Request(r)
 				if g := a.Request(r); g == nil || g.Refused == "" {
 					keys = append(keys, k)
 					delete(released, k)
@@ -594,23 +600,27 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 					}
 				}
 				if rng.IntN(2) == 0 {
-					a.Ended(k)
+					both(func(x *Admitter) { x.Ended(k) })
 				} else {
-					a.Release(k)
+					both(func(x *Admitter) { x.Release(k) })
 				}
 				released[k] = true
 			case op < 7 && len(keys) > 0:
-				a.Started(keys[rng.IntN(len(keys))])
+				k := keys[rng.IntN(len(keys))]
+				both(func(x *Admitter) { x.Started(k) })
 			case op < 8 && len(keys) > 0:
 				k := keys[rng.IntN(len(keys))]
-				_, _ = a.Move(Move{Scheduling: k.Scheduling, Job: k.Job, Queue: []string{"a", "b", "c"}[rng.IntN(3)], By: "u"})
+				m := Move{Scheduling: k.Scheduling, Job: k.Job, Queue: []string{"a", "b", "c"}[rng.IntN(3)], By: "u"}
+				both(func(x *Admitter) { _, _ = x.Move(m) })
 			case op < 9:
 				i := rng.IntN(len(files))
-				if u := ReadConfigFiles(a.Config(), files[i], fmt.Sprint(i)); u != nil {
-					a.Configure(a.Config().Apply(*u))
-				}
+				both(func(x *Admitter) {
+					if u := ReadConfigFiles(x.Config(), files[i], fmt.Sprint(i)); u != nil {
+						x.Configure(x.Config().Apply(*u))
+					}
+				})
 			default:
-				a = restored(t, a)
+				a, twin = restored(t, a), restored(t, twin)
 			}
 			var busy []int32
 			for _, e := range a.Running() {
@@ -628,6 +638,7 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 				before[p] = true
 			}
 			d := a.Decide(now, b)
+			twinDecides(t, twin, now, b, a, d, rng.IntN(2) == 0)
 			wasVacating := maps.Clone(vacating)
 			clear(vacating)
 			for _, as := range d.Assignments {

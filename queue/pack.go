@@ -66,15 +66,20 @@ func deflate(raw []byte) ([]byte, error) {
 
 // UnpackState reads what PackState wrote.
 func UnpackState(b []byte) (AdmitterState, error) {
-	z, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return AdmitterState{}, fmt.Errorf("the carried admission state: %w", err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(z, maxUnpacked))
+	raw, err := inflate(b)
 	if err != nil {
 		return AdmitterState{}, fmt.Errorf("the carried admission state: %w", err)
 	}
 	return unpackRaw(raw)
+}
+
+// inflate undoes deflate, up to maxUnpacked bytes.
+func inflate(b []byte) ([]byte, error) {
+	z, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(z, maxUnpacked))
 }
 
 // unpackRaw reads the state from the inflated bytes.

@@ -129,8 +129,8 @@ type AdmissionInput struct {
 	ConfigMap   string
 	Resync      time.Duration
 	StepsPerRun int
-	// WorkPerRun bounds the work of one run's decisions, counted as the jobs and slots each
-	// decision looked at: the run continues as new once they add up to it.
+	// WorkPerRun bounds what a replay of one run costs (admissionWork): the run continues as
+	// new once its work adds up to it.
 	WorkPerRun int `json:",omitempty"`
 	// Carried is the admission state handed over by the previous run (queues, grants,
 	// starvation clocks and the configuration in force), packed (queue.PackState): some
@@ -141,14 +141,23 @@ type AdmissionInput struct {
 	Unrecorded activities.QueuePlacements `json:",omitempty"`
 }
 
-// DefaultAdmissionWorkPerRun is the work of one run of Admission's decisions, in jobs and
-// slots looked at, after which it continues as new: about two seconds of CPU here (a decision
-// over 8,000 held jobs and 10,000 waiting took 16.6 ms). A worker that takes a run's task
-// without its cached state (a new worker, or a task that waited out the sticky timeout)
-// replays the run, every decision computed again, inside one workflow task: at 800 slots a
-// replay of 300 steps took seconds, and at 8,000 it would pass the task timeout and never
-// finish.
-const DefaultAdmissionWorkPerRun = 2_000_000
+// DefaultAdmissionWorkPerRun is the work of one run (admissionWork), about 100 ms of a
+// replay here. A worker that takes a run's task without its cached state (a new worker, a
+// task that waited out the sticky timeout, a continue-as-new the server refused because a
+// signal came in meanwhile) replays the run inside one workflow task: the bound keeps that
+// task short at any size of the queues.
+const DefaultAdmissionWorkPerRun = 100_000
+
+// admissionWork counts what a replay of Admission's run costs, in units of about a
+// microsecond here: the carried state unpacked and indexed at its start, each request and
+// each key taken in, and each decision, applied from its recorded outcome (decideOnce):
+// its grants and assignments, its read of the slots, and a fixed part for its events.
+const (
+	workPerCarriedEntry = 2
+	workPerRequest      = 4
+	workPerKey          = 1
+	workPerDecision     = 64
+)
 
 // AdmissionWorkflow holds the queues of one test bed. Schedulings send it their jobs; it
 // places each in a queue (placement rules, submit ACL), and, whenever slots free up or
@@ -197,7 +206,10 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	if err := a.loadConfig(ctx, false); err != nil {
 		return err
 	}
-	for step := 0; step < in.StepsPerRun && a.work < in.WorkPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested(); step++ {
+	a.work = workPerCarriedEntry * a.core.Entries()
+	// Every run takes at least one step: a state whose unpacking alone passes the bound
+	// still makes progress.
+	for step := 0; step < in.StepsPerRun && (step == 0 || a.work < in.WorkPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested()); step++ {
 		gone, err := a.step(ctx)
 		if err != nil || gone {
 			return err
@@ -230,7 +242,7 @@ type admission struct {
 	requests, batches, releases, ended, started, configs, slots workflow.ReceiveChannel
 	// keyBatches carries releases, ends and starts sent together (activities.BatchSignal).
 	keyBatches workflow.ReceiveChannel
-	// work adds up the jobs and slots this run's decisions looked at (WorkPerRun).
+	// work adds up what a replay of this run costs (admissionWork, WorkPerRun).
 	work int
 	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
 	moved workflow.Channel
@@ -351,6 +363,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				break
 			}
 			took = true
+			a.work += workPerRequest
 			before := a.queuesBefore(ctx, []queue.JobKey{r.JobKey})
 			if g := a.request(r); g != nil {
 				a.tellAll(ctx, []AdmissionGrant{*g})
@@ -363,6 +376,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 				break
 			}
 			took = true
+			a.work += workPerRequest * len(rs)
 			keys := make([]queue.JobKey, len(rs))
 			for i, r := range rs {
 				keys[i] = r.JobKey
@@ -417,6 +431,7 @@ func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
 
 // takeKey takes in a job key that came with signal: a release, an end or a start.
 func (a *admission) takeKey(signal string, k AdmissionKey) {
+	a.work += workPerKey
 	switch signal {
 	case AdmissionReleaseSignal:
 		a.core.Release(k)
@@ -497,26 +512,11 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	}
 	a.seenBed = a.seenBed || slots.Exists
 	bed := queue.Bed{Exists: slots.Exists, Positions: slots.Positions, Free: slots.Free, Unavailable: slots.Unavailable, SlotSize: toResources(slots.SlotSize)}
-	a.work += a.core.Entries() + len(bed.Positions)
-	var d queue.Decision
-	// The decision's own time, on the worker's clock, is a metric only: it decides nothing,
-	// and the SDK records nothing while a workflow replays.
-	// Its CPU time tells the decision's own cost from the time its worker waited for a core.
-	at := workflow.Now(ctx)
-	var failed error
-	began := time.Now() //workflowcheck:ignore
-	cpu, cpuKnown := onThreadCPU(func() {
-		failed = guard("decide", func() error { d = a.core.Decide(at, bed); return nil })
-	})
-	took := time.Since(began) //workflowcheck:ignore
+	d, failed := a.decideOnce(ctx, bed)
+	a.work += workPerDecision + len(d.Grants) + len(d.Assignments) + (len(slots.Positions)+len(slots.Free)+len(slots.Unavailable))/16
 	if failed != nil {
 		workflow.GetLogger(ctx).Error("a decision failed; nothing was granted", "err", failed)
 		return false, nil
-	}
-	m := metricsFor(ctx, a.in.Namespace, a.in.TestBed, "")
-	m.Timer(metricDecision).Record(took)
-	if cpuKnown {
-		m.Timer(metricDecisionCPU).Record(cpu)
 	}
 	// The decision's inputs are recorded before anyone hears of it. A local activity's result
 	// is recorded only when its workflow task completes; a worker lost after the grants went
@@ -567,6 +567,56 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// decideOnce runs the Admitter's decision and records its outcome (queue.Outcome) in a side
+// effect: a replay of the run applies the recorded outcome instead of deciding again, so a
+// worker that replays a run (a new worker, a task the server refused) spends on each
+// decision the work of what it granted, not of every waiting job. failed: the decision
+// broke part way; the state it left is kept, and nothing is carried out.
+func (a *admission) decideOnce(ctx workflow.Context, bed queue.Bed) (d queue.Decision, failed error) {
+	at := workflow.Now(ctx)
+	decided := false
+	var rec queue.Outcome
+	err := workflow.SideEffect(ctx, func(workflow.Context) any {
+		decided = true
+		// The decision's own time, on the worker's clock, is a metric only: it decides
+		// nothing. Its CPU time tells the decision's own cost from the time its worker waited
+		// for a core.
+		began := time.Now() //workflowcheck:ignore
+		cpu, cpuKnown := onThreadCPU(func() {
+			failed = guard("decide", func() error { d = a.core.Decide(at, bed); return nil })
+		})
+		took := time.Since(began) //workflowcheck:ignore
+		m := metricsFor(ctx, a.in.Namespace, a.in.TestBed, "")
+		m.Timer(metricDecision).Record(took)
+		if cpuKnown {
+			m.Timer(metricDecisionCPU).Record(cpu)
+		}
+		o, err := a.core.OutcomeOf(d)
+		if failed != nil {
+			o, err = a.core.FailedOutcome()
+		}
+		if err != nil {
+			panic(err) // an encoding to memory: it does not fail
+		}
+		return o
+	}).Get(&rec)
+	if err != nil {
+		panic(err) // the value just recorded, or read from the history: only a bug fails
+	}
+	if decided {
+		return d, failed
+	}
+	if d, err = a.core.Apply(at, rec); err != nil {
+		// Only a bug records an outcome that does not fit the state it was decided on: the
+		// task fails and is retried, visibly, as for a carried state this build cannot read.
+		panic(err)
+	}
+	if len(rec.State) > 0 {
+		return queue.Decision{}, errors.New("the recorded decision failed part way")
+	}
+	return d, nil
 }
 
 // grantsPerSignal bounds a batch of grants (AdmittedBatchSignal): a step that grants a

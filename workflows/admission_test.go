@@ -772,9 +772,9 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 	}
 }
 
-// A run continues as new once its decisions have looked at WorkPerRun jobs and slots, long
-// before StepsPerRun: a replay of the run (a worker without its state) computes them all
-// again in one workflow task. The next run carries the work's bound on.
+// A run continues as new once what a replay of it costs (admissionWork) passes WorkPerRun,
+// long before StepsPerRun: a worker without the run's state replays it in one workflow task.
+// The next run carries the work's bound on.
 func TestAdmissionWorkflow_ContinuesAsNewAfterItsWork(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 1)
@@ -789,11 +789,12 @@ func TestAdmissionWorkflow_ContinuesAsNewAfterItsWork(t *testing.T) {
 		batch = append(batch, AdmissionRequest{JobKey: jk("s", fmt.Sprintf("job-%02d", i)), User: "u", Slots: 1})
 	}
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
-	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 1000, WorkPerRun: 100})
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 1000, WorkPerRun: 300})
 	in := continuedWith[AdmissionInput](t, env)
-	// The first decision saw an empty bed (1 slot); each after it 30 jobs and the slot.
-	require.Equal(t, 5, decisions, "1 + 31 + 31 + 31 passes 100 at the fourth decision over the jobs")
-	require.Equal(t, 100, in.WorkPerRun)
+	// A decision is 64 and its grants, a request 4: the first decision (nothing waits), the
+	// 30 requests, the second decision (one grant) and the third at the resync come to 313.
+	require.Equal(t, 3, decisions, "64 + 4*30 + 65 + 64 passes 300 at the third decision")
+	require.Equal(t, 300, in.WorkPerRun)
 	carried := carriedState(t, in)
 	require.Len(t, carried.Running, 1)
 	require.Len(t, carried.Waiting, 29)

@@ -22,9 +22,9 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.BatchJobWorkflow)
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
-	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json", "admission.json", "admission-commit-before-telling.json",
-		"batchjob-baseline.json", "scheduling-baseline.json", "admission-baseline.json", "admission-resync.json",
-		"batchjob-baseline2.json", "scheduling-baseline2.json", "admission-baseline2.json", "admission-batched-grants.json",
+	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json",
+		"batchjob-baseline.json", "scheduling-baseline.json",
+		"batchjob-baseline2.json", "scheduling-baseline2.json",
 		"batchjob-baseline3.json", "scheduling-baseline3.json", "admission-baseline3.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
@@ -49,15 +49,9 @@ func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 	for file, want := range map[string][]string{
 		"batchjob-baseline.json":   {workflows.BaselineChange},
 		"scheduling-baseline.json": {workflows.BaselineChange},
-		"admission-baseline.json":  {workflows.BaselineChange, workflows.AdmissionRulesChange},
-		// A change made after the baseline records its own marker (KeptResyncTimerChange).
-		"admission-resync.json": {workflows.BaselineChange, workflows.AdmissionRulesChange, workflows.KeptResyncTimerChange},
 		// The second baseline takes those in (and QuietSubmitChange, StatusPaceSlowerChange).
 		"batchjob-baseline2.json":   {workflows.Baseline2Change},
 		"scheduling-baseline2.json": {workflows.Baseline2Change},
-		"admission-baseline2.json":  {workflows.Baseline2Change, workflows.AdmissionRulesChange},
-		// A change made after the second baseline records its own marker.
-		"admission-batched-grants.json": {workflows.Baseline2Change, workflows.AdmissionRulesChange, workflows.BatchedGrantsChange},
 		// The third takes that one in (and FirstWaitInTaskChange).
 		"batchjob-baseline3.json":   {workflows.Baseline3Change},
 		"scheduling-baseline3.json": {workflows.Baseline3Change},
