@@ -137,7 +137,8 @@ test-long: tools
 # SCALE_NODES, SCALE_SLOTS_PER_NODE, SCALE_JOBS, SCALE_QUEUES, SCALE_SCHEDULINGS,
 # SCALE_JOB_SECONDS and SCALE_BEDS (1: no split) size it; the jobs run a third of a second
 # per slot (at least 30 s) unless told. SCALE_MEASURE stops each large probe after so many
-# jobs' ends; SCALE_PROFILE names a directory for CPU profiles of every process. Not in CI:
+# jobs' ends; SCALE_PROFILE names a directory for CPU profiles of every process and the
+# history of Admission's run with the longest task. Not in CI:
 # hours on 2 cores at the full size.
 SCALE_NODES ?= 1000
 SCALE_SLOTS_PER_NODE ?= 8

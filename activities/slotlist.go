@@ -3,6 +3,7 @@ package activities
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,12 +56,22 @@ func (l *SlotList) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	out := SlotList{}
-	for run := range strings.SplitSeq(s, ",") {
+	for rest := s; rest != ""; {
+		run := rest
+		if i := strings.IndexByte(rest, ','); i >= 0 {
+			run, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
 		if run == "" {
 			continue
 		}
-		from, to, isRun := strings.Cut(run[1:], "-") // a run's first number is never negative
-		from = run[:1] + from
+		// A run's first number may be negative: the dash that joins it to the last is the
+		// first one after its first character.
+		from, to, isRun := run, "", false
+		if i := strings.IndexByte(run[1:], '-'); i >= 0 {
+			from, to, isRun = run[:i+1], run[i+2:], true
+		}
 		lo, err := strconv.ParseInt(from, 10, 32)
 		if err != nil {
 			return fmt.Errorf("slot list %q: %w", s, err)
@@ -74,6 +85,7 @@ func (l *SlotList) UnmarshalJSON(b []byte) error {
 		if hi < lo || hi-lo > 1<<20 {
 			return fmt.Errorf("slot list %q: the run %s is not one", s, run)
 		}
+		out = slices.Grow(out, int(hi-lo+1))
 		for p := lo; p <= hi; p++ {
 			out = append(out, int32(p))
 		}

@@ -29,6 +29,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,8 +143,11 @@ type envelopeFigures struct {
 	// in it), with their attempts; admissionTaskSDK bounds Admission's longest task as the worker's SDK measured
 	// it (temporal_workflow_task_execution_latency_seconds, the bucket of the slowest).
 	admissionTaskLocal []string
-	admissionTaskSDK   float64
-	failedTasks        []string
+	// admissionLongestRun are the events of Admission's run that holds its longest task;
+	// the probe saves them next to its profiles.
+	admissionLongestRun []*historypb.HistoryEvent
+	admissionTaskSDK    float64
+	failedTasks         []string
 	// stickyWaits are Admission's tasks that no poll took from the worker's sticky queue in
 	// time, so another poll took them after a replay. refusedEnds are its tasks the server
 	// refused because they ended the run (continue-as-new) while a signal had come: the SDK
@@ -772,10 +776,16 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 			// replayed are the tasks scheduled after one failed or timed out: the worker
 			// took them with the run's whole history and replayed it.
 			replayed, lastFailed := map[int64]bool{}, false
+			// runEvents is Admission's run, kept while it holds the longest task so far.
+			var runEvents []*historypb.HistoryEvent
+			holdsLongest := false
 			for it.HasNext() {
 				ev, err := it.Next()
 				require.NoError(t, err, id)
 				events++
+				if kind == "Admission" {
+					runEvents = append(runEvents, ev)
+				}
 				largest = max(largest, proto.Size(ev))
 				if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
 					previous = a.GetContinuedExecutionRunId()
@@ -796,7 +806,7 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 					id := ev.GetWorkflowTaskCompletedEventAttributes().GetStartedEventId()
 					if at, ok := started[id]; ok {
 						if took := ev.GetEventTime().AsTime().Sub(at); took > f.admissionTask {
-							f.admissionTask, f.admissionTaskLocal, counting = took, nil, true
+							f.admissionTask, f.admissionTaskLocal, counting, holdsLongest = took, nil, true, true
 							if replayed[id] {
 								f.admissionTaskLocal = append(f.admissionTaskLocal, "a replay of the run")
 							}
@@ -819,6 +829,9 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 					}
 				}
 			}
+			if holdsLongest {
+				f.admissionLongestRun = runEvents
+			}
 			h := f.histories[kind]
 			f.histories[kind] = [2]int{max(h[0], events), max(h[1], largest)}
 			if previous == "" {
@@ -830,6 +843,13 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 	for _, bed := range p.beds {
 		walk("Admission", workflows.AdmissionWorkflowID("default", bed))
 		walk("TestBed", workflows.TestBedWorkflowID("default", bed))
+	}
+	if dir := os.Getenv(envEnvelopeProfile); dir != "" && len(f.admissionLongestRun) > 0 {
+		// For a replay of it under a profile (BenchmarkReplay_AdmissionRun).
+		data, err := protojson.Marshal(&historypb.History{Events: f.admissionLongestRun})
+		require.NoError(t, err)
+		file := filepath.Join(dir, fmt.Sprintf("%d-slots-admission-longest-run.json", f.size.slots()))
+		require.NoError(t, os.WriteFile(file, data, 0o644))
 	}
 	for _, s := range schedulings {
 		walk("Scheduling", workflows.SchedulingWorkflowID("default", s))

@@ -331,10 +331,16 @@ func (a *Admitter) buildTree() {
 func (a *Admitter) newTree(alloc *Allocations) *Tree {
 	a.compact()
 	tree := NewTree(alloc)
-	for _, e := range slices.Concat(a.st.Running, a.st.Waiting) {
-		// A queue that no longer fits the file (now under a configured leaf) keeps nothing
-		// here: the job's decisions skip it, and the report shows the reason.
-		_, _ = tree.Ensure(e.Queue)
+	seen := map[string]bool{}
+	for _, l := range [][]Entry{a.st.Running, a.st.Waiting} {
+		for i := range l {
+			// A queue that no longer fits the file (now under a configured leaf) keeps
+			// nothing here: the job's decisions skip it, and the report shows the reason.
+			if q := l[i].Queue; !seen[q] {
+				seen[q] = true
+				_, _ = tree.Ensure(q)
+			}
+		}
 	}
 	return tree
 }
@@ -475,9 +481,11 @@ func (a *Admitter) compact() {
 // Keys lists every key the Admitter holds, waiting and granted.
 func (a *Admitter) Keys() []JobKey {
 	a.compact()
-	var out []JobKey
-	for _, e := range slices.Concat(a.st.Waiting, a.st.Running) {
-		out = append(out, e.Request.JobKey)
+	out := make([]JobKey, 0, len(a.st.Waiting)+len(a.st.Running))
+	for _, l := range [][]Entry{a.st.Waiting, a.st.Running} {
+		for i := range l {
+			out = append(out, l[i].Request.JobKey)
+		}
 	}
 	return out
 }

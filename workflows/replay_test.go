@@ -80,3 +80,20 @@ func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 		})
 	}
 }
+
+// A replay of one Admission run, as a worker without the run's state makes it: the recorded
+// history, or the file SLOTPLANE_REPLAY_HISTORY names (the probe of `make test-scale`, with
+// SCALE_PROFILE, saves the run of Admission's longest task there).
+func BenchmarkReplay_AdmissionRun(b *testing.B) {
+	file := os.Getenv("SLOTPLANE_REPLAY_HISTORY")
+	if file == "" {
+		file = "testdata/admission-baseline3.json"
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.AdmissionWorkflow)
+	for b.Loop() {
+		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
