@@ -772,6 +772,32 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 	}
 }
 
+// A run whose carried state alone passes WorkPerRun still takes a step before it continues
+// as new: a bed too large for the bound makes progress, a decision a run, and grants.
+func TestAdmissionWorkflow_TakesAStepWhateverItCarries(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 1)
+	decisions := 0
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "ReadSlots" {
+			decisions++
+		}
+	})
+	held := queue.NewAdmitter(queue.AdmitterState{})
+	for i := range 3 {
+		require.Nil(t, held.Request(AdmissionRequest{JobKey: jk("s", fmt.Sprintf("job-%d", i)), User: "u", Slots: 1}))
+	}
+	packed, err := queue.PackState(held.State())
+	require.NoError(t, err)
+	// Three carried jobs count 6, over the bound of 2.
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 1000, WorkPerRun: 2,
+		Carried: packed})
+	carried := carriedState(t, continuedWith[AdmissionInput](t, env))
+	require.Equal(t, 1, decisions)
+	require.Len(t, carried.Running, 1, "the run's one decision granted the bed's slot")
+	require.Len(t, carried.Waiting, 2)
+}
+
 // A run continues as new once what a replay of it costs (admissionWork) passes WorkPerRun,
 // long before StepsPerRun: a worker without the run's state replays it in one workflow task.
 // The next run carries the work's bound on.
