@@ -272,18 +272,24 @@ func NewAdmitter(st AdmitterState) *Admitter {
 // State is a copy of the Admitter's state, for NewAdmitter.
 func (a *Admitter) State() AdmitterState {
 	a.compact()
-	st := a.st
+	st := copyBeyondEntries(a.st)
 	st.Waiting = cloneEntries(a.st.Waiting)
 	st.Running = cloneEntries(a.st.Running)
-	st.Reclaimed = slices.Clone(a.st.Reclaimed)
-	st.Handed = slices.Clone(a.st.Handed)
-	st.Starvation = Starvation{MinShareSince: cloneTimes(a.st.Starvation.MinShareSince), FairShareSince: cloneTimes(a.st.Starvation.FairShareSince)}
-	if a.st.Reserved != nil {
-		k := *a.st.Reserved
+	return st
+}
+
+// copyBeyondEntries is st with its own copies of everything but the entries: the slot
+// lists, the starvation clocks and the keys pointed to.
+func copyBeyondEntries(st AdmitterState) AdmitterState {
+	st.Reclaimed = slices.Clone(st.Reclaimed)
+	st.Handed = slices.Clone(st.Handed)
+	st.Starvation = Starvation{MinShareSince: cloneTimes(st.Starvation.MinShareSince), FairShareSince: cloneTimes(st.Starvation.FairShareSince)}
+	if st.Reserved != nil {
+		k := *st.Reserved
 		st.Reserved = &k
 	}
-	if a.st.PreemptedFor != nil {
-		k := *a.st.PreemptedFor
+	if st.PreemptedFor != nil {
+		k := *st.PreemptedFor
 		st.PreemptedFor = &k
 	}
 	return st

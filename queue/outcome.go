@@ -67,17 +67,9 @@ func (a *Admitter) FailedOutcome() (Outcome, error) {
 
 // scalars is the state but the entries, copied.
 func (a *Admitter) scalars() Outcome {
-	o := Outcome{Granted: a.st.Granted, Reclaimed: slices.Clone(a.st.Reclaimed), Handed: slices.Clone(a.st.Handed), Total: a.st.Total, Slot: a.st.Slot,
-		Starvation: Starvation{MinShareSince: cloneTimes(a.st.Starvation.MinShareSince), FairShareSince: cloneTimes(a.st.Starvation.FairShareSince)}}
-	if a.st.Reserved != nil {
-		k := *a.st.Reserved
-		o.Reserved = &k
-	}
-	if a.st.PreemptedFor != nil {
-		k := *a.st.PreemptedFor
-		o.PreemptedFor = &k
-	}
-	return o
+	st := copyBeyondEntries(a.st)
+	return Outcome{Granted: st.Granted, Reserved: st.Reserved, PreemptedFor: st.PreemptedFor, Reclaimed: st.Reclaimed, Handed: st.Handed,
+		Starvation: st.Starvation, Total: st.Total, Slot: st.Slot}
 }
 
 // Apply makes the changes of a decision taken at now, as OutcomeOf recorded them, and
@@ -120,10 +112,10 @@ func (a *Admitter) Apply(now time.Time, o Outcome) (Decision, error) {
 		e := a.at(ref)
 		e.Slots, e.Preempted = slices.Clone(k.Slots), k.Preempted
 	}
-	a.st.Granted, a.st.Reserved, a.st.PreemptedFor = o.Granted, o.Reserved, o.PreemptedFor
-	a.st.Reclaimed, a.st.Handed = slices.Clone(o.Reclaimed), slices.Clone(o.Handed)
-	a.st.Starvation = Starvation{MinShareSince: cloneTimes(o.Starvation.MinShareSince), FairShareSince: cloneTimes(o.Starvation.FairShareSince)}
-	a.st.Total, a.st.Slot = o.Total, o.Slot
+	st := a.st
+	st.Granted, st.Reserved, st.PreemptedFor, st.Reclaimed, st.Handed = o.Granted, o.Reserved, o.PreemptedFor, o.Reclaimed, o.Handed
+	st.Starvation, st.Total, st.Slot = o.Starvation, o.Total, o.Slot
+	a.st = copyBeyondEntries(st)
 	return Decision{Grants: gs, Assignments: o.Assignments}, nil
 }
 

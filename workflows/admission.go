@@ -593,9 +593,12 @@ func (a *admission) decideOnce(ctx workflow.Context, bed queue.Bed) (d queue.Dec
 		if cpuKnown {
 			m.Timer(metricDecisionCPU).Record(cpu)
 		}
-		o, err := a.core.OutcomeOf(d)
+		var o queue.Outcome
+		var err error
 		if failed != nil {
 			o, err = a.core.FailedOutcome()
+		} else {
+			o, err = a.core.OutcomeOf(d)
 		}
 		if err != nil {
 			panic(err) // an encoding to memory: it does not fail

@@ -772,17 +772,23 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 	}
 }
 
+// countDecisions counts Admission's decisions in env: each reads the slots first.
+func countDecisions(env *testsuite.TestWorkflowEnvironment) *int {
+	n := new(int)
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "ReadSlots" {
+			(*n)++
+		}
+	})
+	return n
+}
+
 // A run whose carried state alone passes WorkPerRun still takes a step before it continues
 // as new: a bed too large for the bound makes progress, a decision a run, and grants.
 func TestAdmissionWorkflow_TakesAStepWhateverItCarries(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 1)
-	decisions := 0
-	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		if info.ActivityType.Name == "ReadSlots" {
-			decisions++
-		}
-	})
+	decisions := countDecisions(env)
 	held := queue.NewAdmitter(queue.AdmitterState{})
 	for i := range 3 {
 		require.Nil(t, held.Request(AdmissionRequest{JobKey: jk("s", fmt.Sprintf("job-%d", i)), User: "u", Slots: 1}))
@@ -793,7 +799,7 @@ func TestAdmissionWorkflow_TakesAStepWhateverItCarries(t *testing.T) {
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 1000, WorkPerRun: 2,
 		Carried: packed})
 	carried := carriedState(t, continuedWith[AdmissionInput](t, env))
-	require.Equal(t, 1, decisions)
+	require.Equal(t, 1, *decisions)
 	require.Len(t, carried.Running, 1, "the run's one decision granted the bed's slot")
 	require.Len(t, carried.Waiting, 2)
 }
@@ -804,12 +810,7 @@ func TestAdmissionWorkflow_TakesAStepWhateverItCarries(t *testing.T) {
 func TestAdmissionWorkflow_ContinuesAsNewAfterItsWork(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 1)
-	decisions := 0
-	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		if info.ActivityType.Name == "ReadSlots" {
-			decisions++
-		}
-	})
+	decisions := countDecisions(env)
 	var batch []AdmissionRequest
 	for i := range 30 {
 		batch = append(batch, AdmissionRequest{JobKey: jk("s", fmt.Sprintf("job-%02d", i)), User: "u", Slots: 1})
@@ -819,7 +820,7 @@ func TestAdmissionWorkflow_ContinuesAsNewAfterItsWork(t *testing.T) {
 	in := continuedWith[AdmissionInput](t, env)
 	// A decision is 64 and its grants, a request 4: the first decision (nothing waits), the
 	// 30 requests, the second decision (one grant) and the third at the resync come to 313.
-	require.Equal(t, 3, decisions, "64 + 4*30 + 65 + 64 passes 300 at the third decision")
+	require.Equal(t, 3, *decisions, "64 + 4*30 + 65 + 64 passes 300 at the third decision")
 	require.Equal(t, 300, in.WorkPerRun)
 	carried := carriedState(t, in)
 	require.Len(t, carried.Running, 1)
