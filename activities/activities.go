@@ -23,9 +23,15 @@ type Activities struct {
 	Changes *Changes
 	// LeavingGrace, when positive, replaces the package's LeavingGrace (tests shorten it).
 	LeavingGrace time.Duration
-	// Batched are the signal names that SignalWorkflows may send together with others to
-	// the same workflow, as one BatchSignal.
+	// Batched are the message names that SignalWorkflows may send together with others to
+	// the same workflow, as one BatchUpdate.
 	Batched map[string]bool
+	// Updates are the message names that go to their workflow as Temporal updates, not as
+	// signals (deliver). A signal that comes in while its workflow's task continues it as
+	// new makes the server refuse that continue-as-new, and the worker replays the whole
+	// run to take it in; an update that comes in then is retried by the client on the new
+	// run instead.
+	Updates map[string]bool
 
 	batches signalBatches
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"go.temporal.io/api/serviceerror"
+	enumspb "go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
@@ -294,15 +294,43 @@ func (a *Activities) NudgeWorkflows(ctx context.Context, in SignalWithStartInput
 	for _, id := range order {
 		g.Go(func() error {
 			for _, n := range byWorkflow[id] {
-				opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: in.TaskQueue, WorkflowTaskTimeout: WorkflowTaskTimeout}
-				if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
-					return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)
+				if err := a.nudge(ctx, in.TaskQueue, n); err != nil {
+					return err
 				}
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// nudge sends one message, starting its workflow first if it does not run: an
+// update-with-start when the message's name is one of Updates, a signal-with-start
+// otherwise.
+func (a *Activities) nudge(ctx context.Context, taskQueue string, n SignalWithStart) error {
+	opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: taskQueue, WorkflowTaskTimeout: WorkflowTaskTimeout}
+	if !a.Updates[n.Signal] {
+		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
+			return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)
+		}
+		return nil
+	}
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	var args []any
+	if n.SignalArg != nil {
+		args = []any{n.SignalArg}
+	}
+	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, temporalclient.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: a.Temporal.NewWithStartWorkflowOperation(opts, n.WorkflowType, n.Input),
+		UpdateOptions:          temporalclient.UpdateWorkflowOptions{UpdateName: n.Signal, Args: args, WaitForStage: temporalclient.WorkflowUpdateStageCompleted},
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("update-with-start %s %s: %w", n.Signal, n.WorkflowID, err)
+	}
+	return nil
 }
 
 // nudgeWidth is how many signal-with-starts NudgeWorkflows has in flight at once.
@@ -476,15 +504,9 @@ func (a *Activities) SignalWorkflows(ctx context.Context, in SignalWorkflowsInpu
 					for j, i := range run {
 						part[j] = in.Signals[i]
 					}
-					notRunning, err = a.batches.send(ctx, a.Temporal, id, part)
-				} else {
-					err = a.Temporal.SignalWorkflow(ctx, s.WorkflowID, "", s.Name, s.Arg)
-					var notFound *serviceerror.NotFound
-					if notRunning = errors.As(err, &notFound); notRunning {
-						err = nil
-					} else if err != nil {
-						err = fmt.Errorf("signal %s to %s: %w", s.Name, s.WorkflowID, err)
-					}
+					notRunning, err = a.batches.send(ctx, a.deliver, id, part)
+				} else if notRunning, err = a.deliver(ctx, s.WorkflowID, s.Name, s.Arg); err != nil {
+					err = fmt.Errorf("send %s to %s: %w", s.Name, s.WorkflowID, err)
 				}
 				mu.Lock()
 				if notRunning {

@@ -11,16 +11,15 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 )
 
-// BatchSignal carries, to one workflow, signals that SignalWorkflows calls running side by
-// side on one worker gave for it: a map from each signal's name to their arguments, in the
-// order they were given. Only the names in Activities.Batched travel this way, and only to a
-// workflow that takes BatchSignal as it takes each of them alone.
+// BatchUpdate carries, to one workflow, messages that SignalWorkflows calls running side by
+// side on one worker gave for it: a map from each message's name to their arguments, in
+// the order they were given. Only the names in Activities.Batched travel this way, and only
+// to a workflow that takes BatchUpdate as it takes each of them alone.
 //
-// A wave of jobs that end together sends Admission one end each; as separate signals they
-// are a burst of as many history events, and a burst that comes while Admission's workflow
-// task runs passes the Temporal server's limit of buffered events, which fails the task. A
-// batch goes when the one before it has been delivered, so a lone signal waits for nothing.
-const BatchSignal = "signal-batch"
+// A wave of jobs that end together sends Admission one end each; as separate messages they
+// are a burst of as many history events and workflow wake-ups. A batch goes when the one
+// before it has been delivered, so a lone message waits for nothing.
+const BatchUpdate = "message-batch"
 
 // batchLimit bounds the signals of one batch: about a hundred bytes each as JSON.
 const batchLimit = 500
@@ -50,8 +49,9 @@ type batchPart struct {
 }
 
 // send delivers signals, all to the workflow id and each of a Batched name, in a batch with
-// whatever other callers send it meanwhile. notRunning: the workflow does not run.
-func (b *signalBatches) send(ctx context.Context, tc temporalclient.Client, id string, signals []Signal) (notRunning bool, err error) {
+// whatever other callers send it meanwhile, through deliver. notRunning: the workflow does
+// not run.
+func (b *signalBatches) send(ctx context.Context, deliver deliverFunc, id string, signals []Signal) (notRunning bool, err error) {
 	part := &batchPart{signals: signals, done: make(chan struct{})}
 	b.mu.Lock()
 	if b.targets == nil {
@@ -67,7 +67,7 @@ func (b *signalBatches) send(ctx context.Context, tc temporalclient.Client, id s
 	t.sending = true
 	b.mu.Unlock()
 	if lead {
-		go b.deliver(tc, id, t)
+		go b.deliver(deliver, id, t)
 	}
 	select {
 	case <-part.done:
@@ -78,7 +78,7 @@ func (b *signalBatches) send(ctx context.Context, tc temporalclient.Client, id s
 }
 
 // deliver sends the target's queued signals, a batch at a time, until none is left.
-func (b *signalBatches) deliver(tc temporalclient.Client, id string, t *batchTarget) {
+func (b *signalBatches) deliver(deliver deliverFunc, id string, t *batchTarget) {
 	for {
 		b.mu.Lock()
 		if len(t.queued) == 0 {
@@ -104,18 +104,53 @@ func (b *signalBatches) deliver(tc temporalclient.Client, id string, t *batchTar
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		err := tc.SignalWorkflow(ctx, id, "", BatchSignal, batch)
+		notRunning, err := deliver(ctx, id, BatchUpdate, batch)
 		cancel()
-		var notFound *serviceerror.NotFound
-		notRunning := errors.As(err, &notFound)
-		if err != nil && !notRunning {
-			err = fmt.Errorf("signal a batch of %d to %s: %w", count, id, err)
-		} else {
-			err = nil
+		if err != nil {
+			err = fmt.Errorf("send a batch of %d to %s: %w", count, id, err)
 		}
 		for _, p := range parts {
 			p.err, p.notRunning = err, notRunning
 			close(p.done)
 		}
 	}
+}
+
+// deliverFunc sends one message to the running workflow of an id (Activities.deliver).
+type deliverFunc func(ctx context.Context, id, name string, arg any) (notRunning bool, err error)
+
+// deliver sends one message to the running workflow of id: an update (Update) when its name
+// is one of Updates, a signal otherwise. A message without an argument (nil) carries none.
+// notRunning: no workflow of that id runs (it never started, or it ended); that is no error.
+func (a *Activities) deliver(ctx context.Context, id, name string, arg any) (notRunning bool, err error) {
+	if a.Updates[name] {
+		return Update(ctx, a.Temporal, id, name, arg)
+	}
+	err = a.Temporal.SignalWorkflow(ctx, id, "", name, arg)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+// Update sends the update name, with arg unless it is nil, to the running workflow of id,
+// and waits until the workflow has taken it in. An update the server aborts because its
+// workflow is continuing as new is sent again by the client, and lands on the new run.
+// notRunning: no workflow of that id runs; that is no error.
+func Update(ctx context.Context, tc temporalclient.Client, id, name string, arg any) (notRunning bool, err error) {
+	var args []any
+	if arg != nil {
+		args = []any{arg}
+	}
+	h, err := tc.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: args,
+		WaitForStage: temporalclient.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return true, nil
+	}
+	return false, err
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestSignalWorkflows_AFailureFailsTheBatch(t *testing.T) {
 	a := &Activities{Temporal: r}
 	in := SignalWorkflowsInput{Signals: []Signal{{WorkflowID: "broken", Name: "1"}, {WorkflowID: "a", Name: "1"}}}
 	_, err := a.SignalWorkflows(context.Background(), in)
-	require.ErrorContains(t, err, "signal 1 to broken")
+	require.ErrorContains(t, err, "send 1 to broken")
 	require.Equal(t, []string{"1"}, r.got["a"], "the other workflows are still signalled")
 }
 
@@ -121,7 +122,7 @@ func (g *batchGate) signals() []gotSignal {
 }
 
 // Signals of the batched names that calls side by side send to one workflow go as one
-// BatchSignal once the one before it was delivered: a lone signal waits for nothing, a wave
+// BatchUpdate once the one before it was delivered: a lone signal waits for nothing, a wave
 // makes two. A call's other signals keep their place in its order.
 func TestSignalWorkflows_BatchesTheBatchedNamesOfCallsSideBySide(t *testing.T) {
 	g := &batchGate{gate: make(chan struct{})}
@@ -161,7 +162,7 @@ func TestSignalWorkflows_BatchesTheBatchedNamesOfCallsSideBySide(t *testing.T) {
 	}
 	got := g.signals()
 	require.Len(t, got, 2, "one batch for the first, one for the nineteen calls that came while it went")
-	require.Equal(t, gotSignal{"adm", BatchSignal, map[string][]any{"end": {1}}}, got[0])
+	require.Equal(t, gotSignal{"adm", BatchUpdate, map[string][]any{"end": {1}}}, got[0])
 	second := got[1].arg.(map[string][]any)
 	require.Len(t, second["end"], 19)
 	require.Len(t, second["start"], 19)
@@ -182,9 +183,9 @@ func TestSignalWorkflows_BatchesTheBatchedNamesOfCallsSideBySide(t *testing.T) {
 		}
 	}
 	require.Equal(t, []gotSignal{
-		{"adm", BatchSignal, map[string][]any{"end": {30}}},
+		{"adm", BatchUpdate, map[string][]any{"end": {30}}},
 		{"adm", "request", 31},
-		{"adm", BatchSignal, map[string][]any{"end": {32}, "start": {33}}},
+		{"adm", BatchUpdate, map[string][]any{"end": {32}, "start": {33}}},
 	}, adm)
 
 	// A batch that fails fails every call in it, for a retry.
@@ -193,4 +194,54 @@ func TestSignalWorkflows_BatchesTheBatchedNamesOfCallsSideBySide(t *testing.T) {
 	g.mu.Unlock()
 	_, err = a.SignalWorkflows(ctx, SignalWorkflowsInput{Signals: []Signal{{WorkflowID: "adm", Name: "end", Arg: 40}}})
 	require.ErrorContains(t, err, "frontend is down")
+}
+
+// messageRecorder is a Temporal client that notes signals and updates, as "signal name" and
+// "update name", with their arguments; an update to "gone" finds no workflow.
+type messageRecorder struct {
+	client.Client
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *messageRecorder) note(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, s)
+}
+
+func (r *messageRecorder) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
+	r.note(fmt.Sprintf("signal %s %s %v", id, name, arg))
+	return nil
+}
+
+func (r *messageRecorder) UpdateWorkflow(_ context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	if o.WorkflowID == "gone" {
+		return nil, serviceerror.NewNotFound("workflow execution already completed")
+	}
+	if o.WaitForStage != client.WorkflowUpdateStageCompleted {
+		return nil, errors.New("an update must be waited on until the workflow took it in")
+	}
+	r.note(fmt.Sprintf("update %s %s %v", o.WorkflowID, o.UpdateName, o.Args))
+	return tookIn{}, nil
+}
+
+// tookIn is the handle of an update its workflow took in.
+type tookIn struct{ client.WorkflowUpdateHandle }
+
+func (tookIn) Get(context.Context, any) error { return nil }
+
+// The names of Updates go as updates, the batch of Batched names too when BatchUpdate is
+// one of them, and the others as signals; an update whose workflow does not run is named
+// as not running.
+func TestSignalWorkflows_SendsTheUpdateNamesAsUpdates(t *testing.T) {
+	r := &messageRecorder{}
+	a := &Activities{Temporal: r, Updates: map[string]bool{"u": true, BatchUpdate: true}, Batched: map[string]bool{"b": true}}
+	res, err := a.SignalWorkflows(context.Background(), SignalWorkflowsInput{Signals: []Signal{
+		{WorkflowID: "a", Name: "u", Arg: 1}, {WorkflowID: "a", Name: "s", Arg: 2}, {WorkflowID: "gone", Name: "u", Arg: 3},
+		{WorkflowID: "a", Name: "b", Arg: 4}, {WorkflowID: "a", Name: "u"},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []int{2}, res.NotRunning)
+	require.Equal(t, []string{"update a u [1]", "signal a s 2", "update a message-batch [map[b:[4]]]", "update a u []"}, r.got)
 }

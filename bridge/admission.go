@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/workflows"
 )
@@ -70,7 +71,7 @@ func (s *QueuesSignaller) Reconcile(ctx context.Context, req reconcile.Request) 
 			return reconcile.Result{}, fmt.Errorf("write condition %s of test bed %s/%s: %w", v1alpha1.ConditionQueuesConfigured, b.Namespace, b.Name, err)
 		}
 		id := workflows.AdmissionWorkflowID(b.Namespace, b.Name)
-		if err := signalIfRunning(ctx, s.Temporal, id, workflows.AdmissionConfigSignal); err != nil {
+		if err := tellConfig(ctx, s.Temporal, id); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -139,3 +140,20 @@ func (s *JobPolicySignaller) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	return reconcile.Result{}, nil
 }
+
+// tellConfig tells a test bed's Admission workflow, if it runs, that its allocation file may
+// have changed. It waits at most configTellTimeout for the workflow to take the message in:
+// one that is busy or has no worker reads the file at its next resync anyway.
+func tellConfig(ctx context.Context, tc temporal.Client, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, configTellTimeout)
+	defer cancel()
+	_, err := activities.Update(ctx, tc, id, workflows.AdmissionConfigUpdate, nil)
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("tell %s its allocation file changed: %w", id, err)
+	}
+	return nil
+}
+
+// configTellTimeout bounds how long the bridge waits for an Admission workflow to take in a
+// change of its allocation file.
+const configTellTimeout = 10 * time.Second

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	temporal "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -111,7 +112,11 @@ func TestQueuesSignaller_KeepsOtherWritersConditions(t *testing.T) {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		}}).Build()
 	tc := &mocks.Client{}
-	tc.On("SignalWorkflow", mock.Anything, workflows.AdmissionWorkflowID("default", "bed"), "", workflows.AdmissionConfigSignal, nil).Return(nil)
+	told := &mocks.WorkflowUpdateHandle{}
+	told.On("Get", mock.Anything, nil).Return(nil)
+	tc.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o temporal.UpdateWorkflowOptions) bool {
+		return o.WorkflowID == workflows.AdmissionWorkflowID("default", "bed") && o.UpdateName == workflows.AdmissionConfigUpdate && len(o.Args) == 0
+	})).Return(told, nil)
 	s := &QueuesSignaller{Client: cl, Temporal: tc}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: v1alpha1.QueuesConfigMap}}
 
@@ -135,5 +140,5 @@ func TestQueuesSignaller_KeepsOtherWritersConditions(t *testing.T) {
 	_, err = s.Reconcile(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, 2, updates)
-	tc.AssertNumberOfCalls(t, "SignalWorkflow", 3)
+	tc.AssertNumberOfCalls(t, "UpdateWorkflow", 3)
 }

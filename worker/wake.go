@@ -2,12 +2,10 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,7 +17,7 @@ import (
 // not tried again: the workflow decides again at its resync anyway.
 const wakeTimeout = 10 * time.Second
 
-// AdmissionWaker signals a test bed's Admission workflow (workflows.AdmissionSlotsSignal)
+// AdmissionWaker signals a test bed's Admission workflow (workflows.AdmissionSlotsUpdate)
 // when the worker's copy of its slots changes in a way that may let a job start
 // (activities.SlotsWake). It sends at most one signal per bed at a time, and at most one
 // more for whatever changed while that one was on its way: a wave of slot changes (a
@@ -74,9 +72,8 @@ func (w *AdmissionWaker) send(bed types.NamespacedName) {
 func (w *AdmissionWaker) signal(ctx context.Context, bed types.NamespacedName) {
 	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
-	err := w.Temporal.SignalWorkflow(ctx, workflows.AdmissionWorkflowID(bed.Namespace, bed.Name), "", workflows.AdmissionSlotsSignal, nil)
-	var notFound *serviceerror.NotFound
-	if err != nil && !errors.As(err, &notFound) && w.Log != nil {
+	_, err := activities.Update(ctx, w.Temporal, workflows.AdmissionWorkflowID(bed.Namespace, bed.Name), workflows.AdmissionSlotsUpdate, nil)
+	if err != nil && w.Log != nil {
 		w.Log.Warn("could not tell a test bed's Admission that slots changed; it decides again at its resync", "testbed", bed.String(), "err", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"slotplane/workflows"
 )
 
-// signalGate is a Temporal client whose SignalWorkflow records the workflow and waits for
+// signalGate is a Temporal client whose UpdateWorkflow records the workflow and waits for
 // the test to open the gate.
 type signalGate struct {
 	client.Client
@@ -25,16 +25,24 @@ type signalGate struct {
 	err  error
 }
 
-func (g *signalGate) SignalWorkflow(_ context.Context, id, _, name string, _ any) error {
+func (g *signalGate) UpdateWorkflow(_ context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
 	<-g.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if name != workflows.AdmissionSlotsSignal {
-		panic("unexpected signal " + name)
+	if o.UpdateName != workflows.AdmissionSlotsUpdate || len(o.Args) != 0 {
+		panic("unexpected update " + o.UpdateName)
 	}
-	g.sent[id]++
-	return g.err
+	g.sent[o.WorkflowID]++
+	if g.err != nil {
+		return nil, g.err
+	}
+	return taken{}, nil
 }
+
+// taken is the handle of an update the workflow took in.
+type taken struct{ client.WorkflowUpdateHandle }
+
+func (taken) Get(context.Context, any) error { return nil }
 
 func (g *signalGate) count(id string) int {
 	g.mu.Lock()

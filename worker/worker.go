@@ -49,8 +49,9 @@ const (
 
 // New returns a worker of slotplane's task queue with every workflow and activity
 // registered; the caller starts and stops it. The activities get c to signal-with-start
-// workflows, unless they carry a Temporal client already, and send Admission's job keys in
-// batches (workflows.AdmissionBatched) unless told which signals to batch.
+// workflows, unless they carry a Temporal client already, send Admission's job keys in
+// batches (workflows.AdmissionBatched) unless told which messages to batch, and send
+// Admission's messages as updates (workflows.AdmissionUpdates) unless told which.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers,
 		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
@@ -64,6 +65,9 @@ func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	}
 	if acts.Batched == nil {
 		acts.Batched = workflows.AdmissionBatched
+	}
+	if acts.Updates == nil {
+		acts.Updates = workflows.AdmissionUpdates
 	}
 	w.RegisterActivity(acts)
 	return w

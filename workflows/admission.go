@@ -15,27 +15,32 @@ import (
 	"slotplane/queue"
 )
 
-// Messages of the Admission workflow.
+// Messages of the Admission workflow. What other parts send it goes as Temporal updates,
+// each taken in at once (its handler only notes it) and acted on by the loop: a signal that
+// came in while a workflow task continued the run as new would make the server refuse the
+// continue-as-new, and the worker replay the whole run to take it in, a task of seconds on a
+// busy bed; an update that comes in then is aborted, and its client sends it again to the
+// new run. Every message is keyed, so one that comes twice changes nothing.
 const (
-	// AdmissionRequestSignal carries an AdmissionRequest from a Scheduling.
-	AdmissionRequestSignal = "admission-request"
-	// AdmissionRequestsSignal carries a batch of AdmissionRequests from one Scheduling, in
-	// its queue order (BatchedRequestsChange).
-	AdmissionRequestsSignal = "admission-requests"
-	// AdmissionReleaseSignal carries an AdmissionKey: the job's run ended or was
+	// AdmissionRequestUpdate carries an AdmissionRequest from a Scheduling.
+	AdmissionRequestUpdate = "admission-request"
+	// AdmissionRequestsUpdate carries a batch of AdmissionRequests from one Scheduling, in
+	// its queue order.
+	AdmissionRequestsUpdate = "admission-requests"
+	// AdmissionReleaseUpdate carries an AdmissionKey: the job's run ended or was
 	// withdrawn, or its grant was not wanted.
-	AdmissionReleaseSignal = "admission-release"
-	// AdmissionEndedSignal carries an AdmissionKey: the job's run is over and its status
+	AdmissionReleaseUpdate = "admission-release"
+	// AdmissionEndedUpdate carries an AdmissionKey: the job's run is over and its status
 	// says so. Its slots may go to the next job at once (queue.RulesHandOver).
-	AdmissionEndedSignal = "admission-ended"
-	// AdmissionStartedSignal carries an AdmissionKey naming a granted job that left
+	AdmissionEndedUpdate = "admission-ended"
+	// AdmissionStartedUpdate carries an AdmissionKey naming a granted job that left
 	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
 	// of its job's workflow fired).
-	AdmissionStartedSignal = "admission-started"
-	// AdmissionSlotsSignal tells the workflow the test bed's slots changed: decide again.
-	AdmissionSlotsSignal = "admission-slots"
-	// AdmissionConfigSignal tells the workflow its allocation file may have changed.
-	AdmissionConfigSignal = "admission-config"
+	AdmissionStartedUpdate = "admission-started"
+	// AdmissionSlotsUpdate tells the workflow the test bed's slots changed: decide again.
+	AdmissionSlotsUpdate = "admission-slots"
+	// AdmissionConfigUpdate tells the workflow its allocation file may have changed.
+	AdmissionConfigUpdate = "admission-config"
 	// AdmittedSignal carries an AdmissionGrant back to the Scheduling.
 	AdmittedSignal = "admitted"
 	// AdmittedBatchSignal carries the answers of one step to one Scheduling, in the order
@@ -114,10 +119,19 @@ func AdmissionWorkflowID(namespace, testBed string) string {
 	return fmt.Sprintf("admission/%s/%s", namespace, testBed)
 }
 
-// AdmissionBatched are the signals to Admission a worker may send in one
-// activities.BatchSignal, a map from the signal's name to its keys: the keys of jobs
+// AdmissionBatched are the messages to Admission a worker may send in one
+// activities.BatchUpdate, a map from the message's name to its keys: the keys of jobs
 // released, ended and started. A batch is taken in as each of them would be.
-var AdmissionBatched = map[string]bool{AdmissionReleaseSignal: true, AdmissionEndedSignal: true, AdmissionStartedSignal: true}
+var AdmissionBatched = map[string]bool{AdmissionReleaseUpdate: true, AdmissionEndedUpdate: true, AdmissionStartedUpdate: true}
+
+// AdmissionUpdates are the messages Admission takes as updates (activities.Activities.Updates).
+var AdmissionUpdates = map[string]bool{AdmissionRequestUpdate: true, AdmissionRequestsUpdate: true, AdmissionReleaseUpdate: true,
+	AdmissionEndedUpdate: true, AdmissionStartedUpdate: true, AdmissionSlotsUpdate: true, AdmissionConfigUpdate: true, activities.BatchUpdate: true}
+
+// updatesPerRun bounds the updates one run takes before it continues as new: half of the
+// Temporal server's default limit on the updates of one run (history.maxTotalUpdates, 2,000),
+// past which it refuses more.
+const updatesPerRun = 1000
 
 // AdmissionInput names the test bed. ConfigMap defaults to DefaultQueuesConfigMap, Resync
 // (how often the file, the slots and the holds are checked again) to 15s, StepsPerRun (the
@@ -209,19 +223,22 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	a.work = workPerCarriedEntry * a.core.Entries()
 	// Every run takes at least one step: a state whose unpacking alone passes the bound
 	// still makes progress.
-	for step := 0; step < in.StepsPerRun && (step == 0 || a.work < in.WorkPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested()); step++ {
+	for step := 0; step < in.StepsPerRun && (step == 0 || a.work < in.WorkPerRun && a.updates < updatesPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested()); step++ {
 		gone, err := a.step(ctx)
 		if err != nil || gone {
 			return err
 		}
 	}
-	// Hand over: every message that arrived is taken in first (a signal left in a channel
-	// would be lost with this run), and no move may be half done.
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
-	}
-	if _, err := a.drain(ctx); err != nil {
-		return err
+	// Hand over: every message taken in is acted on first (the inbox is lost with this run),
+	// and no handler may be half done. What comes after this task is sent again to the next
+	// run by its client.
+	for len(a.inbox) > 0 || !workflow.AllHandlersFinished(ctx) {
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return err
+		}
+		if _, err := a.drain(ctx); err != nil {
+			return err
+		}
 	}
 	next := a.in
 	packed, err := queue.PackState(a.core.State())
@@ -238,10 +255,13 @@ type admission struct {
 	core *queue.Admitter
 	// seenBed: the test bed existed at some decision of this workflow's life; its absence
 	// afterwards means it was deleted.
-	seenBed                                                     bool
-	requests, batches, releases, ended, started, configs, slots workflow.ReceiveChannel
-	// keyBatches carries releases, ends and starts sent together (activities.BatchSignal).
-	keyBatches workflow.ReceiveChannel
+	seenBed bool
+	// inbox holds the messages the update handlers took in that the loop has not acted on
+	// yet, in the order they came; arrived wakes the loop. updates counts the updates this
+	// run took (updatesPerRun).
+	inbox   []message
+	arrived workflow.Channel
+	updates int
 	// work adds up what a replay of this run costs (admissionWork, WorkPerRun).
 	work int
 	// moved wakes the loop after a move, so the next decision sees the job in its new queue.
@@ -257,17 +277,11 @@ type admission struct {
 	batchGrants bool
 }
 
-// listen opens the workflow's signal channels and registers its queues query and its move
-// update.
+// listen registers the workflow's message handlers, its queues query and its move update.
 func (a *admission) listen(ctx workflow.Context) error {
-	a.requests = workflow.GetSignalChannel(ctx, AdmissionRequestSignal)
-	a.batches = workflow.GetSignalChannel(ctx, AdmissionRequestsSignal)
-	a.releases = workflow.GetSignalChannel(ctx, AdmissionReleaseSignal)
-	a.ended = workflow.GetSignalChannel(ctx, AdmissionEndedSignal)
-	a.started = workflow.GetSignalChannel(ctx, AdmissionStartedSignal)
-	a.configs = workflow.GetSignalChannel(ctx, AdmissionConfigSignal)
-	a.slots = workflow.GetSignalChannel(ctx, AdmissionSlotsSignal)
-	a.keyBatches = workflow.GetSignalChannel(ctx, activities.BatchSignal)
+	if err := a.takeMessages(ctx); err != nil {
+		return err
+	}
 	if err := workflow.SetQueryHandler(ctx, QueuesQuery, func(opts ReportOptions) (AdmissionReport, error) { return a.core.Report(opts), nil }); err != nil {
 		return err
 	}
@@ -293,6 +307,61 @@ func (a *admission) listen(ctx workflow.Context) error {
 				return err
 			}))
 		}})
+}
+
+// message is one message taken in: requests (one, or a Scheduling's batch), a job key with
+// the name of the message that carried it (keyed: a release, an end or a start), or a word
+// that the allocation file may have changed (config). A message of none of these (the slots
+// changed) only wakes the loop.
+type message struct {
+	requests []AdmissionRequest
+	keyed    string
+	key      AdmissionKey
+	config   bool
+}
+
+// takeMessages registers the handlers of the messages others send: each notes its message in
+// the inbox and wakes the loop, which acts on it (drain).
+func (a *admission) takeMessages(ctx workflow.Context) error {
+	a.arrived = workflow.NewBufferedChannel(ctx, 1)
+	take := func(ms ...message) error {
+		a.inbox = append(a.inbox, ms...)
+		a.updates++
+		a.arrived.SendAsync(true)
+		return nil
+	}
+	keyed := func(name string) func(workflow.Context, AdmissionKey) error {
+		return func(_ workflow.Context, k AdmissionKey) error { return take(message{keyed: name, key: k}) }
+	}
+	handlers := []struct {
+		name string
+		fn   any
+	}{
+		{AdmissionRequestUpdate, func(_ workflow.Context, r AdmissionRequest) error {
+			return take(message{requests: []AdmissionRequest{r}})
+		}},
+		{AdmissionRequestsUpdate, func(_ workflow.Context, rs []AdmissionRequest) error { return take(message{requests: rs}) }},
+		{AdmissionReleaseUpdate, keyed(AdmissionReleaseUpdate)},
+		{AdmissionEndedUpdate, keyed(AdmissionEndedUpdate)},
+		{AdmissionStartedUpdate, keyed(AdmissionStartedUpdate)},
+		{activities.BatchUpdate, func(_ workflow.Context, b map[string][]AdmissionKey) error {
+			var ms []message
+			for _, name := range []string{AdmissionReleaseUpdate, AdmissionEndedUpdate, AdmissionStartedUpdate} {
+				for _, k := range b[name] {
+					ms = append(ms, message{keyed: name, key: k})
+				}
+			}
+			return take(ms...)
+		}},
+		{AdmissionConfigUpdate, func(workflow.Context) error { return take(message{config: true}) }},
+		{AdmissionSlotsUpdate, func(workflow.Context) error { return take(message{}) }},
+	}
+	for _, h := range handlers {
+		if err := workflow.SetUpdateHandler(ctx, h.name, h.fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // step is one turn of the loop: it decides, waits for a message or the resync timer, takes
@@ -326,9 +395,12 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 // step's timers and empties moved. The resync timer runs on across steps
 // (KeptResyncTimerChange): a resync comes every Resync however busy the queues are.
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
+	if len(a.inbox) > 0 {
+		return false
+	}
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
-	for _, ch := range []workflow.ReceiveChannel{a.requests, a.batches, a.releases, a.ended, a.started, a.keyBatches, a.configs, a.slots, a.moved} {
+	for _, ch := range []workflow.ReceiveChannel{a.arrived, a.moved} {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
 	if changeVersion(ctx, KeptResyncTimerChange) >= 1 {
@@ -351,93 +423,58 @@ func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	return resync
 }
 
-// drain takes in every message that has arrived, in arrival order per channel, until none is
-// left; reload says the allocation file may have changed. Each message is decoded into a
-// fresh value: decoding into a reused one would share its slices.
+// drain acts on every message in the inbox, in the order they came, until none is left
+// (taking some in may wait on an activity, meanwhile more may come); reload says the
+// allocation file may have changed.
 func (a *admission) drain(ctx workflow.Context) (reload bool, err error) {
-	for {
-		took := false
-		for {
-			var r AdmissionRequest
-			if !a.requests.ReceiveAsync(&r) {
-				break
+	for len(a.inbox) > 0 {
+		in := a.inbox
+		a.inbox = nil
+		for _, m := range in {
+			switch {
+			case len(m.requests) > 0:
+				a.takeRequests(ctx, m.requests)
+			case m.keyed != "":
+				a.takeKey(m.keyed, m.key)
+			case m.config:
+				reload = true
 			}
-			took = true
-			a.work += workPerRequest
-			before := a.queuesBefore(ctx, []queue.JobKey{r.JobKey})
-			if g := a.request(r); g != nil {
-				a.tellAll(ctx, []AdmissionGrant{*g})
-			}
-			a.placed([]AdmissionRequest{r}, before)
-		}
-		for {
-			var rs []AdmissionRequest
-			if !a.batches.ReceiveAsync(&rs) {
-				break
-			}
-			took = true
-			a.work += workPerRequest * len(rs)
-			keys := make([]queue.JobKey, len(rs))
-			for i, r := range rs {
-				keys[i] = r.JobKey
-			}
-			before := a.queuesBefore(ctx, keys)
-			var answers []AdmissionGrant
-			for _, r := range rs {
-				if g := a.request(r); g != nil {
-					answers = append(answers, *g)
-				}
-			}
-			a.tellAll(ctx, answers)
-			a.placed(rs, before)
-		}
-		keyed := []struct {
-			ch     workflow.ReceiveChannel
-			signal string
-		}{{a.releases, AdmissionReleaseSignal}, {a.ended, AdmissionEndedSignal}, {a.started, AdmissionStartedSignal}}
-		for _, c := range keyed {
-			for {
-				var k AdmissionKey
-				if !c.ch.ReceiveAsync(&k) {
-					break
-				}
-				took = true
-				a.takeKey(c.signal, k)
-			}
-		}
-		for {
-			var b map[string][]AdmissionKey
-			if !a.keyBatches.ReceiveAsync(&b) {
-				break
-			}
-			took = true
-			for _, c := range keyed {
-				for _, k := range b[c.signal] {
-					a.takeKey(c.signal, k)
-				}
-			}
-		}
-		for a.configs.ReceiveAsync(nil) {
-			took, reload = true, true
-		}
-		for a.slots.ReceiveAsync(nil) {
-			took = true
-		}
-		if !took {
-			return reload, nil
 		}
 	}
+	for a.arrived.ReceiveAsync(nil) {
+	}
+	return reload, nil
 }
 
-// takeKey takes in a job key that came with signal: a release, an end or a start.
-func (a *admission) takeKey(signal string, k AdmissionKey) {
+// takeRequests takes in requests that came together, and answers those that get an answer at
+// once (a grant held already, or a refusal).
+func (a *admission) takeRequests(ctx workflow.Context, rs []AdmissionRequest) {
+	a.work += workPerRequest * len(rs)
+	keys := make([]queue.JobKey, len(rs))
+	for i, r := range rs {
+		keys[i] = r.JobKey
+	}
+	before := a.queuesBefore(ctx, keys)
+	var answers []AdmissionGrant
+	for _, r := range rs {
+		if g := a.request(r); g != nil {
+			answers = append(answers, *g)
+		}
+	}
+	a.tellAll(ctx, answers)
+	a.placed(rs, before)
+}
+
+// takeKey takes in a job key that came with the message of a name: a release, an end or a
+// start.
+func (a *admission) takeKey(name string, k AdmissionKey) {
 	a.work += workPerKey
-	switch signal {
-	case AdmissionReleaseSignal:
+	switch name {
+	case AdmissionReleaseUpdate:
 		a.core.Release(k)
-	case AdmissionEndedSignal:
+	case AdmissionEndedUpdate:
 		a.core.Ended(k)
-	case AdmissionStartedSignal:
+	case AdmissionStartedUpdate:
 		a.core.Started(k)
 	}
 }

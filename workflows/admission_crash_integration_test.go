@@ -167,7 +167,8 @@ func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing
 	require.NoError(t, err)
 	defer func() { _ = c.TerminateWorkflow(context.Background(), id, "", "test over") }()
 	key := queue.JobKey{Scheduling: "sa", SchedulingUID: "uid-sa", Job: "etl", Run: 1}
-	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionRequestSignal, workflows.AdmissionRequest{JobKey: key, User: "u", Slots: 2}))
+	_, err = activities.Update(ctx, c, id, workflows.AdmissionRequestUpdate, workflows.AdmissionRequest{JobKey: key, User: "u", Slots: 2})
+	require.NoError(t, err)
 
 	// The grant goes out, the worker is lost, and the next attempt completes the task.
 	var held []int32

@@ -28,7 +28,7 @@ func TestAdmissionWorkflow_WritesEachJobsQueueAndItsMoves(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{
 			{JobKey: jk("s", "x"), Queue: "a", User: "alice", Slots: 1},
 			{JobKey: jk("s", "y"), Queue: "b", User: "alice", Slots: 1},
 			{JobKey: jk("s", "refused"), Queue: "a", User: "mallory", Slots: 1},
@@ -64,20 +64,20 @@ func TestAdmissionWorkflow_ARequestSentAgainWritesNoQueue(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
 	env := newAdmissionEnv(t, w, 1)
 	batch := runningAndWaiting()
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	env.RegisterDelayedCallback(func() { env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, batch) }, time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestsSignal, batch)
-		env.SignalWorkflow(AdmissionRequestSignal, batch[1])
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, batch)
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, batch[1])
 	}, time.Minute)
 	var between map[string]int
 	env.RegisterDelayedCallback(func() {
 		w.mu.Lock()
 		between = maps.Clone(w.written)
 		w.mu.Unlock()
-		env.SignalWorkflow(AdmissionEndedSignal, jk("s", "running"))
+		env.UpdateWorkflowNoRejection(AdmissionEndedUpdate, "", t, jk("s", "running"))
 	}, 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "running"), Queue: "b", User: "alice", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "running"), Queue: "b", User: "alice", Slots: 1})
 	}, 3*time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 40})
 	require.Equal(t, map[string]int{"s/running": 1, "s/waiting": 1}, between, "requests sent again wrote the queues again")
@@ -92,14 +92,14 @@ func TestAdmissionWorkflow_ARequestSentAgainAfterContinueAsNewWritesNoQueue(t *t
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
 	env := newAdmissionEnv(t, w, 1)
 	batch := runningAndWaiting()
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	env.RegisterDelayedCallback(func() { env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, batch) }, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 4})
 	in := continuedWith[AdmissionInput](t, env)
 	require.Empty(t, in.Unrecorded)
 	require.Equal(t, map[string]int{"s/running": 1, "s/waiting": 1}, w.written)
 
 	env2 := newAdmissionEnv(t, w, 1)
-	env2.RegisterDelayedCallback(func() { env2.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	env2.RegisterDelayedCallback(func() { env2.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, batch) }, time.Second)
 	in.StepsPerRun = 4
 	env2.ExecuteWorkflow(AdmissionWorkflow, in)
 	continuedWith[AdmissionInput](t, env2)
@@ -114,7 +114,7 @@ func TestAdmissionWorkflow_AQueueTheStatusShowsIsNotWrittenAgain(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
 	env := newAdmissionEnv(t, w, 1)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{
 			{JobKey: jk("s", "shown"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.a"},
 			{JobKey: jk("s", "other"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.b"},
 			{JobKey: jk("s", "none"), Queue: "b", User: "alice", Slots: 1},
@@ -132,11 +132,11 @@ func TestAdmissionWorkflow_AQueueTheStatusShowsIsNotWrittenAgain(t *testing.T) {
 	w2 := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}, recordFails: 1000}
 	env2 := newAdmissionEnv(t, w2, 1)
 	env2.RegisterDelayedCallback(func() {
-		env2.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{{JobKey: jk("s", "x"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.b"}})
+		env2.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{{JobKey: jk("s", "x"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.b"}})
 	}, time.Second)
-	env2.RegisterDelayedCallback(func() { env2.SignalWorkflow(AdmissionEndedSignal, jk("s", "x")) }, 3*time.Second)
+	env2.RegisterDelayedCallback(func() { env2.UpdateWorkflowNoRejection(AdmissionEndedUpdate, "", t, jk("s", "x")) }, 3*time.Second)
 	env2.RegisterDelayedCallback(func() {
-		env2.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "x"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.a"})
+		env2.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "x"), Queue: "root.a", User: "alice", Slots: 1, Shown: "root.a"})
 	}, 5*time.Second)
 	env2.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 6})
 	in := continuedWith[AdmissionInput](t, env2)
@@ -150,7 +150,7 @@ func TestAdmissionWorkflow_UnwrittenQueuesCrossContinueAsNew(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}, recordFails: 1000}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{
 			{JobKey: jk("s", "x"), Queue: "a", User: "alice", Slots: 1},
 			{JobKey: jk("s", "y"), Queue: "b", User: "alice", Slots: 1},
 		})
@@ -178,7 +178,7 @@ func TestAdmissionWorkflow_KillChecksTheRightAndWritesTheKill(t *testing.T) {
 	w := &admissionWorld{file: allocFile{Exists: true, Version: "1", Data: twoQueues}}
 	env := newAdmissionEnv(t, w, 1)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{
 			{JobKey: jk("s", "running"), Queue: "a", User: "alice", Slots: 1},
 			{JobKey: jk("s", "waiting"), Queue: "b", User: "alice", Slots: 1},
 		})
@@ -252,12 +252,12 @@ func TestAdmissionWorkflow_APreemptionTimeoutIsActedOnWhenItRunsOut(t *testing.T
 		return nil
 	})
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("sa", "big"), Queue: "a", User: "u", Slots: 12})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("sa", "big"), Queue: "a", User: "u", Slots: 12})
 	}, time.Second)
 	var starvedAt time.Time
 	env.RegisterDelayedCallback(func() {
 		starvedAt = env.Now()
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("sb", "small"), Queue: "b", User: "u", Slots: 6})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("sb", "small"), Queue: "b", User: "u", Slots: 6})
 	}, 10*time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour, StepsPerRun: 8})
 

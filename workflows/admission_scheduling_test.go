@@ -74,21 +74,21 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	env.OnActivity(acts.RemoveSchedulingFinalizer, mock.Anything, mock.Anything).Return(nil)
 	var started []string
 	onSignals(env, map[string]func(string, any) error{
-		AdmissionReleaseSignal: func(id string, arg any) error {
+		AdmissionReleaseUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
 			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		},
-		AdmissionEndedSignal: func(id string, arg any) error {
+		AdmissionEndedUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
 			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		},
-		AdmissionStartedSignal: func(id string, arg any) error {
+		AdmissionStartedUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
 			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)

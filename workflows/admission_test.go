@@ -194,7 +194,7 @@ func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
 		for _, k := range []queue.JobKey{jk("s1", "a"), jk("s2", "b"), jk("s1", "c"), jk("gone", "d"), jk("gone", "e")} {
 			reqs = append(reqs, AdmissionRequest{JobKey: k, User: "u", Slots: 1})
 		}
-		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, reqs)
 	}, time.Second)
 	report := reportAt(t, env, 5*time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 4})
@@ -232,7 +232,7 @@ func TestAdmissionWorkflow_TheStartingBoundPacesABurst(t *testing.T) {
 		for i := range reqs {
 			reqs[i] = AdmissionRequest{JobKey: jk("s", fmt.Sprintf("j%d", i)), User: "u", Slots: 1}
 		}
-		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, reqs)
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		w.mu.Lock()
@@ -247,7 +247,7 @@ func TestAdmissionWorkflow_TheStartingBoundPacesABurst(t *testing.T) {
 		require.Contains(t, report.Waiting[0].Reason, queue.PropMaxStartingApps)
 	}, 30*time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{AdmissionStartedSignal: {jk("s", "j0")}})
+		env.UpdateWorkflowNoRejection(activities.BatchUpdate, "", t, map[string][]AdmissionKey{AdmissionStartedUpdate: {jk("s", "j0")}})
 	}, 40*time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 40})
 
@@ -271,7 +271,7 @@ func TestAdmissionWorkflow_ABigStepGoesInSeveralSignals(t *testing.T) {
 		for i := range reqs {
 			reqs[i] = AdmissionRequest{JobKey: jk("s1", fmt.Sprintf("j%03d", i)), User: "u", Slots: 1}
 		}
-		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, reqs)
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
 
@@ -298,7 +298,7 @@ func TestAdmissionWorkflow_AStepThatFillsABigBedGoesInSeveralCalls(t *testing.T)
 			}
 			reqs[i] = AdmissionRequest{JobKey: jk(s, fmt.Sprintf("j%05d", i)), User: "u", Slots: 1}
 		}
-		env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, reqs)
 	}, time.Second)
 	report := reportAt(t, env, 5*time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
@@ -323,7 +323,7 @@ func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		for i := range 6 {
 			for _, q := range []string{"gold", "silver"} {
-				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s-"+q, fmt.Sprintf("%s-%d", q, i)), Queue: q, User: "u", Slots: 2})
+				env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s-"+q, fmt.Sprintf("%s-%d", q, i)), Queue: q, User: "u", Slots: 2})
 			}
 		}
 	}, time.Second)
@@ -402,19 +402,19 @@ func aclReleaseAndBadFile(t *testing.T, batched bool) {
 			{JobKey: jk("s", "second"), Queue: "a", User: "alice", Slots: 1},
 		}
 		if batched {
-			env.SignalWorkflow(AdmissionRequestsSignal, reqs)
+			env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, reqs)
 			return
 		}
 		for _, r := range reqs {
-			env.SignalWorkflow(AdmissionRequestSignal, r)
+			env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, r)
 		}
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		w.mu.Lock()
 		w.file = allocFile{Exists: true, Version: "2", Data: "<allocations>\n<queue name=\"a\"><maxRunningApp>1</maxRunningApp></queue>\n</allocations>"}
 		w.mu.Unlock()
-		env.SignalWorkflow(AdmissionConfigSignal, nil)
-		env.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
+		env.UpdateWorkflowNoRejection(AdmissionConfigUpdate, "", t)
+		env.UpdateWorkflowNoRejection(AdmissionReleaseUpdate, "", t, jk("s", "first"))
 	}, time.Minute)
 	report := reportAt(t, env, 2*time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 10})
@@ -454,19 +454,19 @@ func TestAdmissionWorkflow_AConfigThatBreaksTheCoreIsRejected(t *testing.T) {
 		file: allocFile{Exists: true, Version: "1", Data: `<allocations><queue name="a"><maxRunningApps>1</maxRunningApps></queue></allocations>`}}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "u", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "u", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "u", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "u", Slots: 1})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		w.mu.Lock()
 		w.file = allocFile{Exists: true, Version: "2", Data: `<allocations/>`}
 		w.mu.Unlock()
-		env.SignalWorkflow(AdmissionConfigSignal, nil)
+		env.UpdateWorkflowNoRejection(AdmissionConfigUpdate, "", t)
 	}, 20*time.Second)
 	var report AdmissionReport
 	env.RegisterDelayedCallback(func() {
 		queryReport(t, env, &report)
-		env.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
+		env.UpdateWorkflowNoRejection(AdmissionReleaseUpdate, "", t, jk("s", "first"))
 	}, 40*time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 10})
 
@@ -497,9 +497,9 @@ func TestAdmissionWorkflow_SlotBasedGetsItsSlots(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 8)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "pinned"), User: "u", Slots: 2, SlotIDs: []int32{3, 6}})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "overlap"), User: "u", Slots: 1, SlotIDs: []int32{3}})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "other"), User: "u", Slots: 2, SlotIDs: []int32{0, 1}})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "pinned"), User: "u", Slots: 2, SlotIDs: []int32{3, 6}})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "overlap"), User: "u", Slots: 1, SlotIDs: []int32{3}})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "other"), User: "u", Slots: 2, SlotIDs: []int32{0, 1}})
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3})
 	require.Len(t, w.grants, 2)
@@ -515,7 +515,7 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 		name      string
 		startedAt time.Duration // 0: never
 		app2After time.Duration
-		batched   bool // the start comes in a worker's batch (activities.BatchSignal)
+		batched   bool // the start comes in a worker's batch (activities.BatchUpdate)
 	}{
 		{name: "first executor", startedAt: 40 * time.Second, app2After: 40 * time.Second},
 		{name: "first executor, batched", startedAt: 40 * time.Second, app2After: 40 * time.Second, batched: true},
@@ -527,16 +527,16 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 </allocations>`}}
 			env := newAdmissionEnv(t, w, 8)
 			env.RegisterDelayedCallback(func() {
-				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "app1"), Queue: "apps", User: "u", Slots: 2})
-				env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "app2"), Queue: "apps", User: "u", Slots: 1})
+				env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "app1"), Queue: "apps", User: "u", Slots: 2})
+				env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "app2"), Queue: "apps", User: "u", Slots: 1})
 			}, time.Second)
 			if tc.startedAt > 0 {
 				env.RegisterDelayedCallback(func() {
 					if tc.batched {
-						env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{AdmissionStartedSignal: {jk("s", "app1")}})
+						env.UpdateWorkflowNoRejection(activities.BatchUpdate, "", t, map[string][]AdmissionKey{AdmissionStartedUpdate: {jk("s", "app1")}})
 						return
 					}
-					env.SignalWorkflow(AdmissionStartedSignal, jk("s", "app1"))
+					env.UpdateWorkflowNoRejection(AdmissionStartedUpdate, "", t, jk("s", "app1"))
 				}, tc.startedAt)
 			}
 			env.RegisterDelayedCallback(func() {
@@ -560,22 +560,22 @@ func TestAdmissionWorkflow_StateAwareLetsOneApplicationStartAtATime(t *testing.T
 	}
 }
 
-// A worker's batch of keys (activities.BatchSignal) is taken in as its signals one by one:
+// A worker's batch of keys (activities.BatchUpdate) is taken in as its signals one by one:
 // an end hands its job's slot on, a release frees a waiting job's hold.
 func TestAdmissionWorkflow_TakesABatchOfKeysAsItsSignals(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 1)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{
 			{JobKey: jk("s", "first"), User: "u", Slots: 1},
 			{JobKey: jk("s", "second"), User: "u", Slots: 1},
 			{JobKey: jk("s", "third"), User: "u", Slots: 1},
 		})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{
-			AdmissionEndedSignal:   {jk("s", "first")},
-			AdmissionReleaseSignal: {jk("s", "second")},
+		env.UpdateWorkflowNoRejection(activities.BatchUpdate, "", t, map[string][]AdmissionKey{
+			AdmissionEndedUpdate:   {jk("s", "first")},
+			AdmissionReleaseUpdate: {jk("s", "second")},
 		})
 	}, time.Minute)
 	var report AdmissionReport
@@ -594,10 +594,10 @@ func TestAdmissionWorkflow_ABatchOfKeysCrossesContinueAsNew(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 1)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestsSignal, []AdmissionRequest{{JobKey: jk("s", "first"), User: "u", Slots: 1}, {JobKey: jk("s", "second"), User: "u", Slots: 1}})
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{{JobKey: jk("s", "first"), User: "u", Slots: 1}, {JobKey: jk("s", "second"), User: "u", Slots: 1}})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(activities.BatchSignal, map[string][]AdmissionKey{AdmissionEndedSignal: {jk("s", "first")}})
+		env.UpdateWorkflowNoRejection(activities.BatchUpdate, "", t, map[string][]AdmissionKey{AdmissionEndedUpdate: {jk("s", "first")}})
 	}, time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour, StepsPerRun: 2})
 	carried := carriedState(t, continuedWith[AdmissionInput](t, env))
@@ -626,12 +626,12 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 		return nil
 	})
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("sa", "big"), Queue: "a", User: "u", Slots: 12})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("sa", "big"), Queue: "a", User: "u", Slots: 12})
 	}, time.Second)
 	var starvedAt time.Time
 	env.RegisterDelayedCallback(func() {
 		starvedAt = env.Now()
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("sb", "small"), Queue: "b", User: "u", Slots: 6})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("sb", "small"), Queue: "b", User: "u", Slots: 6})
 	}, 10*time.Second)
 	var during, after AdmissionReport
 	query := func(into *AdmissionReport) func() {
@@ -639,7 +639,7 @@ func TestAdmissionWorkflow_PreemptionTakesSlotsBackAndReturnsThem(t *testing.T) 
 	}
 	env.RegisterDelayedCallback(query(&during), 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionReleaseSignal, jk("sb", "small"))
+		env.UpdateWorkflowNoRejection(AdmissionReleaseUpdate, "", t, jk("sb", "small"))
 	}, 3*time.Minute)
 	env.RegisterDelayedCallback(query(&after), 4*time.Minute)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 40})
@@ -688,9 +688,9 @@ func TestAdmissionWorkflow_MoveChecksTheRulesAndWakesTheQueues(t *testing.T) {
 </allocations>`}}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "alice", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "alice", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "bobs"), Queue: "b", User: "bob", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "alice", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "alice", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "bobs"), Queue: "b", User: "bob", Slots: 1})
 	}, time.Second)
 	rejected := map[string]error{}
 	var moved AdmissionMoved
@@ -815,7 +815,7 @@ func TestAdmissionWorkflow_ContinuesAsNewAfterItsWork(t *testing.T) {
 	for i := range 30 {
 		batch = append(batch, AdmissionRequest{JobKey: jk("s", fmt.Sprintf("job-%02d", i)), User: "u", Slots: 1})
 	}
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionRequestsSignal, batch) }, time.Second)
+	env.RegisterDelayedCallback(func() { env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, batch) }, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 1000, WorkPerRun: 300})
 	in := continuedWith[AdmissionInput](t, env)
 	// A decision is 64 and its grants, a request 4: the first decision (nothing waits), the
@@ -836,8 +836,8 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 </allocations>`}}
 	env := newAdmissionEnv(t, w, 4)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "u", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "u", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "first"), Queue: "a", User: "u", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "second"), Queue: "a", User: "u", Slots: 1})
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 2})
 	in := continuedWith[AdmissionInput](t, env)
@@ -850,7 +850,7 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 	w2 := &admissionWorld{file: allocFile{Exists: true, Version: "2", Data: "<allocations><queue name=\"a\"><bad/></queue></allocations>"}}
 	env2 := newAdmissionEnv(t, w2, 4)
 	env2.RegisterDelayedCallback(func() {
-		env2.SignalWorkflow(AdmissionReleaseSignal, jk("s", "first"))
+		env2.UpdateWorkflowNoRejection(AdmissionReleaseUpdate, "", t, jk("s", "first"))
 	}, time.Minute)
 	report := reportAt(t, env2, 2*time.Minute)
 	in.StepsPerRun = 10
@@ -867,8 +867,8 @@ func TestAdmissionWorkflow_UndeliverableGrantIsReleased(t *testing.T) {
 	w := &admissionWorld{gone: map[string]bool{SchedulingWorkflowID("ns", "gone"): true}}
 	env := newAdmissionEnv(t, w, 2)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("gone", "lost"), User: "u", Slots: 2})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("gone", "lost"), User: "u", Slots: 2})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 4})
 	require.Len(t, w.grants, 1)
@@ -879,7 +879,7 @@ func TestAdmissionWorkflow_UndeliverableGrantIsReleased(t *testing.T) {
 // orphanThenNext asks, a second in, for both slots for "orphan", whose release is lost
 // (nobody holds it, for why), then for "next": next gets the slots only once a resync
 // releases the orphan.
-func orphanThenNext(env *testsuite.TestWorkflowEnvironment, w *admissionWorld, why string) {
+func orphanThenNext(t *testing.T, env *testsuite.TestWorkflowEnvironment, w *admissionWorld, why string) {
 	w.unheld = func(k queue.JobKey) string {
 		if k.Job == "orphan" {
 			return why
@@ -887,8 +887,8 @@ func orphanThenNext(env *testsuite.TestWorkflowEnvironment, w *admissionWorld, w
 		return ""
 	}
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "orphan"), User: "u", Slots: 2})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "orphan"), User: "u", Slots: 2})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "next"), User: "u", Slots: 2})
 	}, time.Second)
 }
 
@@ -897,7 +897,7 @@ func orphanThenNext(env *testsuite.TestWorkflowEnvironment, w *admissionWorld, w
 func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 2)
-	orphanThenNext(env, w, "BatchJob orphan was deleted")
+	orphanThenNext(t, env, w, "BatchJob orphan was deleted")
 	var checked [][]queue.JobKey
 	unheld := w.unheld
 	w.unheld = func(k queue.JobKey) string {
@@ -917,11 +917,11 @@ func TestAdmissionWorkflow_ReleasesWhatNobodyHolds(t *testing.T) {
 func TestAdmissionWorkflow_ResyncsWhileMessagesKeepComing(t *testing.T) {
 	w := &admissionWorld{}
 	env := newAdmissionEnv(t, w, 2)
-	orphanThenNext(env, w, "BatchJob orphan's run 1 ended Completed")
+	orphanThenNext(t, env, w, "BatchJob orphan's run 1 ended Completed")
 	// Every 4 s for two minutes, news of a job Admission does not know (a repeat changes
 	// nothing): a message well within each 15 s resync.
 	for at := 3 * time.Second; at < 2*time.Minute; at += 4 * time.Second {
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(AdmissionStartedSignal, jk("s", "elsewhere")) }, at)
+		env.RegisterDelayedCallback(func() { env.UpdateWorkflowNoRejection(AdmissionStartedUpdate, "", t, jk("s", "elsewhere")) }, at)
 	}
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 200, Resync: 15 * time.Second})
 	require.Len(t, w.grants, 2, "the orphan's slots went to the next job while the messages kept coming")
@@ -953,8 +953,8 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 		return nil
 	}})
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "runs"), User: "u", Slots: 1})
-		env.SignalWorkflow(AdmissionRequestSignal, AdmissionRequest{JobKey: jk("s", "waits"), User: "u", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "runs"), User: "u", Slots: 1})
+		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("s", "waits"), User: "u", Slots: 1})
 	}, time.Second)
 	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 50})
 	require.True(t, env.IsWorkflowCompleted())

@@ -440,7 +440,7 @@ type runReport struct {
 	req *v1alpha1.CreationRequest
 	// also are signals to send with the next report (Admission's release at the end).
 	also []activities.Signal
-	// startTold: Admission was sent the run's start (AdmissionStartedSignal).
+	// startTold: Admission was sent the run's start (AdmissionStartedUpdate).
 	startTold bool
 	// progress is what the Scheduling last heard (Started stays once set).
 	progress JobProgress
@@ -497,11 +497,11 @@ func (r *runReport) tellAdmission(st v1alpha1.BatchJobState) {
 	if req := r.req; startNews && !r.startTold && req != nil && req.SchedulingUID != "" {
 		if !req.QuietStart {
 			key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: r.j.key.Name, Run: req.Run}
-			r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedSignal, Arg: key})
+			r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedUpdate, Arg: key})
 		}
 		r.startTold = true
 	}
-	endTold := slices.ContainsFunc(r.also, func(s activities.Signal) bool { return s.Name == AdmissionEndedSignal })
+	endTold := slices.ContainsFunc(r.also, func(s activities.Signal) bool { return s.Name == AdmissionEndedUpdate })
 	r.progress.AdmissionTold = (!startNews || r.startTold) && (!st.Ended() || endTold)
 }
 
@@ -645,16 +645,9 @@ const OneStartReportChange = "one-start-report"
 func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport, req v1alpha1.CreationRequest) error {
 	if req.SchedulingUID != "" && changeVersion(ctx, DirectReleaseChange) >= 1 {
 		// The job tells Admission of its end itself, ahead of the Scheduling's own message (a
-		// repeat Admission ignores). With client signals it goes with the final report, after
-		// the status write; in older histories it went unawaited before it.
+		// repeat Admission ignores), with the final report, once the status says the run ended.
 		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
-		to := AdmissionWorkflowID(j.key.Namespace, req.TestBed)
-		if clientSignals(ctx) {
-			// Sent with the report to the Scheduling, once the status says the run ended.
-			r.also = append(r.also, activities.Signal{WorkflowID: to, Name: AdmissionEndedSignal, Arg: k})
-		} else {
-			workflow.SignalExternalWorkflow(ctx, to, "", AdmissionReleaseSignal, k)
-		}
+		r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(j.key.Namespace, req.TestBed), Name: AdmissionEndedUpdate, Arg: k})
 	}
 	j.status.FinishedAt = now(ctx)
 	if ph := j.phases(); ph.EndedAt == nil {

@@ -130,7 +130,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 			}
 			return nil
 		},
-		AdmissionEndedSignal: func(id string, arg any) error {
+		AdmissionEndedUpdate: func(id string, arg any) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			heard := id + " " + arg.(AdmissionKey).String()
@@ -140,7 +140,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 			w.admissionReleases = append(w.admissionReleases, heard)
 			return nil
 		},
-		AdmissionStartedSignal: func(id string, arg any) error {
+		AdmissionStartedUpdate: func(id string, arg any) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.admissionStarts = append(w.admissionStarts, id+" "+arg.(AdmissionKey).String())

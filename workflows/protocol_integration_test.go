@@ -49,6 +49,7 @@ type protocolWorld struct {
 	violations []string
 	done       chan struct{}
 	once       sync.Once
+	real       *activities.Activities // acts
 }
 
 func newProtocolWorld(c client.Client, jobs, slots int) *protocolWorld {
@@ -78,25 +79,33 @@ func (w *protocolWorld) RemoveSchedulingFinalizer(context.Context, activities.Sc
 	return nil
 }
 
-// NudgeWorkflows signals-with-starts the Admission workflow for real; the nudges of BatchJob
-// workflows are played by RequestCreation.
+// NudgeWorkflows sends Admission its requests for real, as the worker's activity does (an
+// update-with-start); the nudges of BatchJob workflows are played by RequestCreation.
 func (w *protocolWorld) NudgeWorkflows(ctx context.Context, in activities.SignalWithStartInput) error {
+	var toAdmission []activities.SignalWithStart
 	for _, n := range in.Signals {
-		if n.Signal != workflows.AdmissionRequestSignal && n.Signal != workflows.AdmissionRequestsSignal {
-			continue
-		}
-		opts := client.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: "protocol"}
-		if _, err := w.c.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
-			return err
+		if n.Signal == workflows.AdmissionRequestUpdate || n.Signal == workflows.AdmissionRequestsUpdate {
+			toAdmission = append(toAdmission, n)
 		}
 	}
-	return nil
+	return w.acts().NudgeWorkflows(ctx, activities.SignalWithStartInput{TaskQueue: "protocol", Signals: toAdmission})
 }
 
-// SignalWorkflows is the worker's own: the workflows' signals to each other go through the
+// SignalWorkflows is the worker's own: the workflows' messages to each other go through the
 // real server.
 func (w *protocolWorld) SignalWorkflows(ctx context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
-	return (&activities.Activities{Temporal: w.c}).SignalWorkflows(ctx, in)
+	return w.acts().SignalWorkflows(ctx, in)
+}
+
+// acts are the worker's activities as the worker sets them up: Admission's messages go as
+// updates, its job keys in batches.
+func (w *protocolWorld) acts() *activities.Activities {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.real == nil {
+		w.real = &activities.Activities{Temporal: w.c, Updates: workflows.AdmissionUpdates, Batched: workflows.AdmissionBatched}
+	}
+	return w.real
 }
 
 func (w *protocolWorld) ReadJobs(_ context.Context, in activities.ReadJobsInput) ([]activities.JobInfo, error) {
@@ -184,6 +193,26 @@ func (w *protocolWorld) RequestCreation(_ context.Context, in activities.Request
 	return nil
 }
 
+// failedTasks counts the failed workflow tasks of every run of a workflow, and says why they
+// failed.
+func failedTasks(t *testing.T, c client.Client, id string) (n int, causes []string) {
+	t.Helper()
+	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = '%s'", id)})
+	require.NoError(t, err)
+	for _, e := range resp.Executions {
+		it := c.GetWorkflowHistory(context.Background(), id, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			if f := ev.GetWorkflowTaskFailedEventAttributes(); f != nil {
+				n++
+				causes = append(causes, f.GetCause().String())
+			}
+		}
+	}
+	return n, causes
+}
+
 // runs counts a workflow's runs (continue-as-new makes one more each time).
 func runs(t *testing.T, c client.Client, id string) int {
 	t.Helper()
@@ -237,6 +266,10 @@ func TestProtocol_ContinueAsNewWithMessagesInFlightLosesNothing(t *testing.T) {
 	require.Empty(t, w.holder, "slots still held")
 	require.GreaterOrEqual(t, runs(t, c, w.id), 5, "the Scheduling continued as new")
 	require.GreaterOrEqual(t, runs(t, c, admission), 5, "Admission continued as new")
+	// Its messages are updates: one that comes in while a task continues the run as new goes
+	// to the next run, where a signal would have failed that task.
+	failed, causes := failedTasks(t, c, admission)
+	require.Zero(t, failed, "Admission's failed workflow tasks: %v", causes)
 	require.NoError(t, c.CancelWorkflow(ctx, w.id, ""))
 }
 
@@ -283,13 +316,17 @@ func TestRecordAdmissionHistory(t *testing.T) {
 	key := func(s, job string) queue.JobKey {
 		return queue.JobKey{Scheduling: s, SchedulingUID: "uid-" + s, Job: job, Run: 1}
 	}
-	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionRequestSignal, workflows.AdmissionRequest{JobKey: key("sa", "big"), Queue: "a", User: "u", Slots: 8}))
+	_, err = activities.Update(ctx, c, id, workflows.AdmissionRequestUpdate, workflows.AdmissionRequest{JobKey: key("sa", "big"), Queue: "a", User: "u", Slots: 8})
+	require.NoError(t, err)
 	time.Sleep(300 * time.Millisecond)
-	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionRequestSignal, workflows.AdmissionRequest{JobKey: key("sb", "small"), Queue: "b", User: "u", Slots: 4}))
+	_, err = activities.Update(ctx, c, id, workflows.AdmissionRequestUpdate, workflows.AdmissionRequest{JobKey: key("sb", "small"), Queue: "b", User: "u", Slots: 4})
+	require.NoError(t, err)
 	time.Sleep(2500 * time.Millisecond) // past b's timeout: preemption
 	file.set("2", `<allocations><queue name="a"/><queue name="b"/></allocations>`)
-	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionConfigSignal, nil))
-	require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.AdmissionReleaseSignal, key("sb", "small")))
+	_, err = activities.Update(ctx, c, id, workflows.AdmissionConfigUpdate, nil)
+	require.NoError(t, err)
+	_, err = activities.Update(ctx, c, id, workflows.AdmissionReleaseUpdate, key("sb", "small"))
+	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		d, err := c.DescribeWorkflowExecution(ctx, id, run.GetRunID())
 		return err == nil && d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING

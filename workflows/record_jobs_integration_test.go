@@ -106,12 +106,12 @@ func (s *schedulingStandIn) NudgeWorkflows(ctx context.Context, in activities.Si
 		var reqs []workflows.AdmissionRequest
 		raw, _ := json.Marshal(n.SignalArg)
 		switch n.Signal {
-		case workflows.AdmissionRequestSignal:
+		case workflows.AdmissionRequestUpdate:
 			reqs = make([]workflows.AdmissionRequest, 1)
 			if err := json.Unmarshal(raw, &reqs[0]); err != nil {
 				return err
 			}
-		case workflows.AdmissionRequestsSignal:
+		case workflows.AdmissionRequestsUpdate:
 			if err := json.Unmarshal(raw, &reqs); err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ func (s *schedulingStandIn) used(p int32) bool {
 
 // SignalWorkflows is the worker's own, through the embedded server.
 func (s *schedulingStandIn) SignalWorkflows(ctx context.Context, in activities.SignalWorkflowsInput) (activities.SignalWorkflowsResult, error) {
-	return (&activities.Activities{Temporal: s.c}).SignalWorkflows(ctx, in)
+	return (&activities.Activities{Temporal: s.c, Updates: workflows.AdmissionUpdates, Batched: workflows.AdmissionBatched}).SignalWorkflows(ctx, in)
 }
 
 func (s *schedulingStandIn) ReadJobs(_ context.Context, in activities.ReadJobsInput) ([]activities.JobInfo, error) {

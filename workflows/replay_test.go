@@ -22,7 +22,7 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.BatchJobWorkflow)
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
-	for _, file := range []string{"testbed-v1.json", "batchjob.json", "scheduling.json",
+	for _, file := range []string{"testbed-v1.json", "batchjob.json",
 		"batchjob-baseline.json", "scheduling-baseline.json",
 		"batchjob-baseline2.json", "scheduling-baseline2.json",
 		"batchjob-baseline3.json", "scheduling-baseline3.json", "admission-baseline3.json"} {

@@ -569,7 +569,7 @@ func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []tell {
 			if e.Job.Name == p.Job && e.Run == p.Run && !e.Started {
 				e.Started = true
 				if !p.AdmissionTold {
-					out = append(out, tell{AdmissionStartedSignal, s.admissionKey(e)})
+					out = append(out, tell{AdmissionStartedUpdate, s.admissionKey(e)})
 				}
 			}
 		}
@@ -577,9 +577,9 @@ func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []tell {
 	if p.State.Ended() && !p.AdmissionTold {
 		// The job's status says it ended before its workflow reports it: Admission may hand
 		// its slots on at once (client signals only: an older history sent a release).
-		signal := AdmissionReleaseSignal
+		signal := AdmissionReleaseUpdate
 		if clientSignals(ctx) {
-			signal = AdmissionEndedSignal
+			signal = AdmissionEndedUpdate
 		}
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run {
@@ -954,18 +954,18 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 	var nudges []activities.SignalWithStart
 	if len(reqs) > 0 && changeVersion(ctx, BatchedRequestsChange) >= 1 {
 		for part := range slices.Chunk(reqs, batch) {
-			nudges = append(nudges, nudge(AdmissionRequestsSignal, part))
+			nudges = append(nudges, nudge(AdmissionRequestsUpdate, part))
 		}
 		return sendNudges(ctx, nudges)
 	}
 	for _, r := range reqs {
-		nudges = append(nudges, nudge(AdmissionRequestSignal, r))
+		nudges = append(nudges, nudge(AdmissionRequestUpdate, r))
 	}
 	return sendNudges(ctx, nudges)
 }
 
 // BatchedRequestsChange is the version marker of a Scheduling that sends its requests to
-// Admission a batch to a signal (AdmissionRequestsSignal), not one signal each. The server
+// Admission a batch to a signal (AdmissionRequestsUpdate), not one signal each. The server
 // delivers the signals to one workflow one at a time: a 500-job Scheduling waited 13 s
 // between taking its jobs and its first job running, most of it in 500 signals.
 const BatchedRequestsChange = "batched-requests"
@@ -977,7 +977,7 @@ func (s *scheduler) admissionKey(e *TrackedJob) queue.JobKey {
 
 // releaseAdmission tells Admission a job no longer needs its slots, or withdraws it.
 func (s *scheduler) releaseAdmission(ctx workflow.Context, e *TrackedJob) {
-	s.tellAdmission(ctx, AdmissionReleaseSignal, e)
+	s.tellAdmission(ctx, AdmissionReleaseUpdate, e)
 }
 
 // tellAdmission sends Admission a signal about one job. Admission may be gone (its test bed
@@ -996,32 +996,20 @@ type tell struct {
 	key    queue.JobKey
 }
 
-// tellAdmissionAll sends Admission the messages and waits for them to be delivered: in one
-// local activity from ClientSignalsChange on. Admission may be gone (its test bed was
-// deleted); then nobody needs to hear them.
+// tellAdmissionAll sends Admission the messages and waits for them to be delivered, in one
+// local activity. Admission may be gone (its test bed was deleted); then nobody needs to
+// hear them.
 func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 	if len(ts) == 0 {
 		return
 	}
 	id := AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed)
-	if clientSignals(ctx) {
-		signals := make([]activities.Signal, len(ts))
-		for i, t := range ts {
-			signals[i] = activities.Signal{WorkflowID: id, Name: t.signal, Arg: t.key}
-		}
-		if err := sendSignals(ctx, signals).Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Warn("tell admission of jobs", "messages", len(ts), "err", err)
-		}
-		return
-	}
-	fs := make([]workflow.Future, len(ts))
+	signals := make([]activities.Signal, len(ts))
 	for i, t := range ts {
-		fs[i] = workflow.SignalExternalWorkflow(ctx, id, "", t.signal, t.key)
+		signals[i] = activities.Signal{WorkflowID: id, Name: t.signal, Arg: t.key}
 	}
-	for i, f := range fs {
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Warn("tell admission of a job", "signal", ts[i].signal, "key", ts[i].key.String(), "err", err)
-		}
+	if err := sendSignals(ctx, signals).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("tell admission of jobs", "messages", len(ts), "err", err)
 	}
 }
 
@@ -1211,7 +1199,7 @@ func (s *scheduler) askAgain(ctx workflow.Context, jobs []*TrackedJob) error {
 	}
 	tells := make([]tell, len(jobs))
 	for i, e := range jobs {
-		tells[i] = tell{AdmissionReleaseSignal, s.admissionKey(e)}
+		tells[i] = tell{AdmissionReleaseUpdate, s.admissionKey(e)}
 	}
 	s.tellAdmissionAll(ctx, tells)
 	return s.requestAdmission(ctx, jobs)
@@ -1239,7 +1227,7 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 	case g.Refused != "":
 		return nil, v1alpha1.CreationRequest{}, false // a refusal of something that does not wait: nothing is held
 	default:
-		s.tellAdmissionKey(ctx, AdmissionReleaseSignal, g.JobKey)
+		s.tellAdmissionKey(ctx, AdmissionReleaseUpdate, g.JobKey)
 		return nil, v1alpha1.CreationRequest{}, false
 	}
 	if g.Refused != "" {

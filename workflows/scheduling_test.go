@@ -103,18 +103,18 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 	env.OnActivity(acts.NudgeWorkflows, mock.Anything, mock.Anything).Return(f.nudge)
 	env.OnActivity(acts.RequestCreation, mock.Anything, mock.Anything).Return(f.requestCreation)
 	onSignals(env, map[string]func(string, any) error{
-		AdmissionReleaseSignal: func(_ string, arg any) error {
+		AdmissionReleaseUpdate: func(_ string, arg any) error {
 			f.release(arg.(AdmissionKey))
 			return nil
 		},
-		AdmissionEndedSignal: func(_ string, arg any) error {
+		AdmissionEndedUpdate: func(_ string, arg any) error {
 			f.mu.Lock()
 			f.fromScheduling = append(f.fromScheduling, "ended "+arg.(AdmissionKey).Job)
 			f.mu.Unlock()
 			f.release(arg.(AdmissionKey))
 			return nil
 		},
-		AdmissionStartedSignal: func(_ string, arg any) error {
+		AdmissionStartedUpdate: func(_ string, arg any) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.fromScheduling = append(f.fromScheduling, "started "+arg.(AdmissionKey).Job)
@@ -170,14 +170,14 @@ func (f *fakeAdmission) nudge(_ context.Context, in activities.SignalWithStartIn
 // admissionRequestsIn reads the Admission requests a nudge carries: one, a batch, or none.
 // The payload crossed the data converter as a map: it is read back as requests.
 func admissionRequestsIn(n activities.SignalWithStart) ([]AdmissionRequest, error) {
-	if n.Signal != AdmissionRequestSignal && n.Signal != AdmissionRequestsSignal {
+	if n.Signal != AdmissionRequestUpdate && n.Signal != AdmissionRequestsUpdate {
 		return nil, nil
 	}
 	raw, err := json.Marshal(n.SignalArg)
 	if err != nil {
 		return nil, err
 	}
-	if n.Signal == AdmissionRequestsSignal {
+	if n.Signal == AdmissionRequestsUpdate {
 		var reqs []AdmissionRequest
 		return reqs, json.Unmarshal(raw, &reqs)
 	}

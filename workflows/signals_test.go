@@ -84,7 +84,7 @@ func typedArg(signal string, arg any) any {
 		into = &AdmissionGrant{}
 	case AdmittedBatchSignal:
 		into = &[]AdmissionGrant{}
-	case AdmissionReleaseSignal, AdmissionEndedSignal, AdmissionStartedSignal:
+	case AdmissionReleaseUpdate, AdmissionEndedUpdate, AdmissionStartedUpdate:
 		into = &AdmissionKey{}
 	case JobProgressSignal:
 		into = &JobProgress{}
