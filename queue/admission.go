@@ -36,6 +36,8 @@ type Cluster struct {
 type Refusal struct {
 	App    string
 	Reason string
+	// at is the application's index in the cluster chosen on.
+	at int
 }
 
 // Next chooses the waiting application to start next, or none. It walks down from root,
@@ -53,9 +55,11 @@ func (t *Tree) Next(c Cluster) (App, []Refusal, bool) {
 
 // Choice is what Choose decided.
 type Choice struct {
-	// App is the application chosen; OK false when there is none.
-	App App
-	OK  bool
+	// App is the application chosen, and Index its index in the cluster; OK false when
+	// there is none.
+	App   App
+	Index int
+	OK    bool
 	// Reserve: App is the head of a strict leaf and does not fit the free room. It is not
 	// to start now; the free room is held for it, and nothing else starts (but backfill).
 	Reserve bool
@@ -284,21 +288,21 @@ func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
 		why, kind := s.blocked(q, a, i)
 		switch {
 		case kind == notBlocked:
-			ch.App = *a
+			ch.App, ch.Index = *a, i
 			return true
 		case !strict || kind == blockedByCount:
-			s.refuse(ch, a.ID, why)
+			s.refuse(ch, i, why)
 			continue
 		case kind == blockedByRoom:
-			ch.App, ch.Reserve = *a, true
+			ch.App, ch.Index, ch.Reserve = *a, i, true
 		default:
-			s.refuse(ch, a.ID, why)
+			s.refuse(ch, i, why)
 		}
 		// The head holds up the rest of its strict leaf.
 		if s.reasons {
 			for _, j := range waiting[n+1:] {
 				if b := &s.c.Apps[j]; b.asking() && !s.gone[j] && !held(j) {
-					ch.Refusals = append(ch.Refusals, Refusal{App: b.ID, Reason: fmt.Sprintf("waits behind %s in the strict order of queue %s", a.ID, q.Path)})
+					ch.Refusals = append(ch.Refusals, Refusal{App: b.ID, Reason: fmt.Sprintf("waits behind %s in the strict order of queue %s", a.ID, q.Path), at: j})
 				}
 			}
 		}
@@ -306,9 +310,11 @@ func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
 	}
 	return false
 }
-func (s *snapshot) refuse(ch *Choice, id, why string) {
+
+// refuse notes why application i waits, when reasons are asked for.
+func (s *snapshot) refuse(ch *Choice, i int, why string) {
 	if s.reasons {
-		ch.Refusals = append(ch.Refusals, Refusal{App: id, Reason: why})
+		ch.Refusals = append(ch.Refusals, Refusal{App: s.c.Apps[i].ID, Reason: why, at: i})
 	}
 }
 
@@ -333,7 +339,7 @@ func (s *snapshot) waitingInLeaf(q *Queue, ch *Choice) (order []int, allowed map
 		allowed = s.stateAwareAllowed(q)
 		for _, i := range order {
 			if a := &s.c.Apps[i]; a.asking() && !s.gone[i] && !allowed[a.ID] {
-				s.refuse(ch, a.ID, fmt.Sprintf("queue %s is StateAware and another application is starting", q.Path))
+				s.refuse(ch, i, fmt.Sprintf("queue %s is StateAware and another application is starting", q.Path))
 			}
 		}
 	}

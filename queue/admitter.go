@@ -353,7 +353,7 @@ func (a *Admitter) newTree(alloc *Allocations) *Tree {
 
 // Entries is how many entries a decision walks: the waiting and running ones, those not yet
 // compacted away included.
-func (a *Admitter) Entries() int { return len(a.st.Waiting) + len(a.st.Running) }
+func (a *Admitter) Entries() int { return len(a.st.Waiting) + len(a.st.Running) - a.removed }
 
 // Waiting and Running are the entries, in submission order.
 func (a *Admitter) Waiting() []Entry { a.compact(); return a.st.Waiting }
@@ -473,6 +473,17 @@ func (a *Admitter) drop(e *Entry) {
 	}
 }
 
+// tidy compacts the lists once the entries marked gone are an eighth of them. A compaction
+// moves the entries after the first gone one and makes the key index anew: a pass over every
+// job, which a decision that granted one job paid in full when it compacted every time. The
+// lists' order is kept either way, and everything that walks them passes the gone entries
+// by, or compacts first.
+func (a *Admitter) tidy() {
+	if a.removed > 0 && 8*a.removed >= len(a.st.Waiting)+len(a.st.Running) {
+		a.compact()
+	}
+}
+
 // compact takes the entries marked gone out of the lists.
 func (a *Admitter) compact() {
 	if a.removed == 0 {
@@ -549,7 +560,7 @@ func (a *Admitter) byID(id string) (*Entry, bool) {
 // the free slots reserves them as they free up, and nothing else starts while it waits,
 // except by backfill. A SlotBased head reserves its own slots only.
 func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
-	a.compact()
+	a.tidy()
 	var d Decision
 	slot := bed.SlotSize
 	a.st.Slot, a.st.Total = slot, times(slot, int64(len(bed.Positions)))
@@ -582,7 +593,7 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		held := a.heldSlots()
 		a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool { return held[p] })
 	}
-	a.compact()
+	a.tidy()
 	return d
 }
 
@@ -647,7 +658,7 @@ func (a *Admitter) grantPreemptedFor(now time.Time, bed Bed, avail []int32, d *D
 	case a.room != 0 && fits(a.at(ref), avail) && a.admissible(now, bed, a.at(ref)):
 		avail = a.grant(now, a.at(ref), avail, d)
 		a.st.PreemptedFor = nil
-		a.compact()
+		a.tidy()
 	default:
 		return a.at(ref), avail
 	}
@@ -698,23 +709,19 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 		ch := chooser.Choose(false)
 		if !ch.OK || ch.Reserve {
 			ch = chooser.Choose(true) // the same choice, with the reasons of the others
-			a.noteRefusals(ch.Refusals)
-			if i := chooser.Index(ch.App.ID); ch.Reserve && i >= 0 && !refs[i].running && !a.at(refs[i]).slotBased() {
-				a.heldUp(ch, chooser)
+			a.noteRefusals(ch.Refusals, refs)
+			if i := ch.Index; ch.Reserve && !refs[i].running && !a.at(refs[i]).slotBased() {
+				a.heldUp(ch, chooser, refs)
 			}
 		}
 		if !ch.OK {
 			if full {
 				a.startingFull()
 			}
-			a.compact()
+			a.tidy()
 			return nil, avail
 		}
-		i := chooser.Index(ch.App.ID)
-		if i < 0 {
-			a.compact()
-			return nil, avail // cannot happen: the cluster holds only the Admitter's entries
-		}
+		i := ch.Index
 		e, running := a.at(refs[i]), refs[i].running
 		if ch.Reserve {
 			if !running && e.slotBased() {
@@ -727,7 +734,7 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 			}
 			k := e.Request.JobKey
 			a.st.Reserved = &k
-			a.compact() // the entries granted leave Waiting: find the head again
+			a.tidy() // the entries granted leave Waiting: find the head again
 			ref, _ := a.find(k)
 			return a.at(ref), avail
 		}
@@ -743,7 +750,7 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 		if a.room == 0 {
 			if !askingBack() {
 				a.startingFull()
-				a.compact()
+				a.tidy()
 				return nil, avail
 			}
 			// A running job may still get a slot back: pass the waiting one by.
@@ -759,20 +766,19 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 }
 
 // heldUp gives the waiting jobs that the choice of a reserving head passed by unseen (their
-// queues come after its leaf) their reason: nothing else starts while the head waits.
-func (a *Admitter) heldUp(ch Choice, chooser *Chooser) {
-	seen := make(map[string]bool, len(ch.Refusals)+1)
-	seen[ch.App.ID] = true
+// queues come after its leaf) their reason: nothing else starts while the head waits. refs
+// are the entries of the chooser's applications.
+func (a *Admitter) heldUp(ch Choice, chooser *Chooser, refs []entryRef) {
+	seen := make([]bool, len(refs))
+	seen[ch.Index] = true
 	for _, r := range ch.Refusals {
-		seen[r.App] = true
+		seen[r.at] = true
 	}
 	why := fmt.Sprintf("the free slots are held for %s, first in the strict order of queue %s", ch.App.ID, ch.App.Queue)
-	for i := range a.st.Waiting {
-		// Jobs outside the picture (skipped, or never fitting) keep the reason they have.
-		if e := &a.st.Waiting[i]; !e.gone && !seen[e.ID] {
-			if j := chooser.Index(e.ID); j >= 0 && !chooser.Skipped(j) {
-				e.Reason = why
-			}
+	// Jobs outside the picture (skipped, or never fitting) keep the reason they have.
+	for i, ref := range refs {
+		if !ref.running && !seen[i] && !chooser.Skipped(i) {
+			a.at(ref).Reason = why
 		}
 	}
 }
@@ -802,7 +808,7 @@ func (a *Admitter) admissible(now time.Time, bed Bed, e *Entry) bool {
 // WantsRoom is Tree.WantsRoom on the Admitter's jobs now: the leaves that have a waiting
 // job only room holds back.
 func (a *Admitter) WantsRoom(now time.Time, bed Bed) map[string]bool {
-	a.compact()
+	a.tidy()
 	return a.tree.WantsRoom(a.cluster(now, bed, bed.Positions, nil))
 }
 
@@ -898,7 +904,6 @@ func (a *Admitter) cluster(now time.Time, bed Bed, avail []int32, skip map[strin
 // clusterRefs is cluster with the entry of each application. lateRoom leaves a SlotBased
 // job's NoRoom to the caller (Chooser.RoomFor), who knows the free slots as they change.
 func (a *Admitter) clusterRefs(now time.Time, bed Bed, avail []int32, skip map[string]bool, lateRoom bool) (Cluster, []entryRef) {
-	a.indexIDs()
 	slot := a.st.Slot
 	c := Cluster{Total: a.st.Total, Now: now, StateAware: a.st.Config.Allocations.StateAware,
 		Apps: make([]App, 0, len(a.st.Running)+len(a.st.Waiting))}
@@ -967,10 +972,12 @@ func (a *Admitter) appOf(e *Entry, running bool) App {
 	return app
 }
 
-func (a *Admitter) noteRefusals(rs []Refusal) {
+// noteRefusals gives the waiting jobs refused their reasons; refs are the entries of the
+// applications chosen on.
+func (a *Admitter) noteRefusals(rs []Refusal, refs []entryRef) {
 	for _, r := range rs {
-		if e, running := a.byID(r.App); e != nil && !running {
-			e.Reason = r.Reason
+		if ref := refs[r.at]; !ref.running {
+			a.at(ref).Reason = r.Reason
 		}
 	}
 }
@@ -991,7 +998,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 	}
 	var ends []end
 	for _, e := range a.st.Running {
-		if e.Request.Expected <= 0 {
+		if e.gone || e.Request.Expected <= 0 {
 			continue
 		}
 		ends = append(ends, end{at: e.GrantedAt.Add(e.Request.Expected), slots: int64(len(e.Slots))})
@@ -1025,7 +1032,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 		for i := range a.st.Waiting {
 			e := &a.st.Waiting[i]
 			id := e.ID
-			if s[id] || e.slotBased() {
+			if e.gone || s[id] || e.slotBased() {
 				continue
 			}
 			n := e.wanted()
@@ -1039,21 +1046,18 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 		if len(offered) == 0 {
 			break
 		}
-		c := a.cluster(now, bed, avail, s)
+		c, refs := a.clusterRefs(now, bed, avail, s, false)
 		ch := a.tree.Choose(c) // without Reserve: the first that fits, in the policies' order
-		if !ch.OK {
+		if !ch.OK || refs[ch.Index].running {
 			break
 		}
-		e, running := a.byID(ch.App.ID)
-		if e == nil || running {
-			break
-		}
+		e := a.at(refs[ch.Index])
 		n := e.wanted()
 		if now.Add(e.Request.Expected).After(shadow) {
 			extra -= n // it still runs at the shadow time: it uses the head's spare slots
 		}
 		avail = a.grant(now, e, avail, d)
-		a.compact()
+		a.tidy()
 	}
 	return avail
 }
@@ -1075,6 +1079,7 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	if len(a.st.Reclaimed) > 0 || a.st.PreemptedFor != nil {
 		return
 	}
+	a.compact() // the picture, the heads and the victims are read from the lists as they are
 	c, executors := a.preemptionCluster(now, pre)
 	heldRoomIsUsed := a.st.Rules >= RulesRoomForTheHead
 	starvedBy := pre

@@ -96,6 +96,20 @@ func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string, a
 				t.Fatalf("seed %d step %d: chose %s (ok %v, reserve %v), Choose from scratch %s (ok %v, reserve %v)",
 					seed, step, got.App.ID, got.OK, got.Reserve, want.App.ID, want.OK, want.Reserve)
 			}
+			for _, c := range []struct {
+				ch  Choice
+				fsc []App
+			}{{got, c.Apps}, {want, fc.Apps}} {
+				// Each names its applications by their index in the cluster it chose on.
+				if c.ch.OK && c.fsc[c.ch.Index].ID != c.ch.App.ID {
+					t.Fatalf("seed %d step %d: the choice of %s points at %s", seed, step, c.ch.App.ID, c.fsc[c.ch.Index].ID)
+				}
+				for _, r := range c.ch.Refusals {
+					if c.fsc[r.at].ID != r.App {
+						t.Fatalf("seed %d step %d: the refusal of %s points at %s", seed, step, r.App, c.fsc[r.at].ID)
+					}
+				}
+			}
 			if fmt.Sprint(sortedRefusals(got.Refusals)) != fmt.Sprint(sortedRefusals(want.Refusals)) {
 				t.Fatalf("seed %d step %d: refusals\n%v\nfrom scratch\n%v", seed, step, sortedRefusals(got.Refusals), sortedRefusals(want.Refusals))
 			}
@@ -137,7 +151,13 @@ func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string, a
 }
 
 func sortedRefusals(rs []Refusal) []Refusal {
-	return slices.SortedFunc(slices.Values(rs), func(a, b Refusal) int {
+	// The index of each application is in the cluster it was chosen on: a cluster made from
+	// scratch leaves the skipped ones out, so only the names and reasons compare.
+	out := make([]Refusal, len(rs))
+	for i, r := range rs {
+		out[i] = Refusal{App: r.App, Reason: r.Reason}
+	}
+	return slices.SortedFunc(slices.Values(out), func(a, b Refusal) int {
 		if a.App != b.App {
 			return map[bool]int{true: -1, false: 1}[a.App < b.App]
 		}

@@ -28,6 +28,7 @@ type Killable struct {
 // run. Refusals are *MoveError with the move's kinds: not ready, not found (not in the queues:
 // never submitted, or ended), forbidden.
 func (a *Admitter) CheckKill(k Kill) (Killable, error) {
+	a.compact()
 	e, running, as, err := a.actedOn("kill", k.Scheduling, k.Job, k.By, k.ByGroups)
 	if err != nil {
 		return Killable{}, err
