@@ -128,6 +128,18 @@ var AdmissionBatched = map[string]bool{AdmissionReleaseUpdate: true, AdmissionEn
 var AdmissionUpdates = map[string]bool{AdmissionRequestUpdate: true, AdmissionRequestsUpdate: true, AdmissionReleaseUpdate: true,
 	AdmissionEndedUpdate: true, AdmissionStartedUpdate: true, AdmissionSlotsUpdate: true, AdmissionConfigUpdate: true, activities.BatchUpdate: true}
 
+// historyBytesPerRun bounds the history of one run. A worker that replays a run fetches it
+// whole; on the 8,000-slot probe a run of 3 MB, mostly Schedulings' batches of requests,
+// took a second to fetch and replay on a busy machine.
+const historyBytesPerRun = 1 << 20
+
+// historyFull says the run's history is as long as a run's may be: past historyBytesPerRun,
+// or long enough that Temporal suggests continuing as new.
+func (a *admission) historyFull(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetCurrentHistorySize() >= historyBytesPerRun || info.GetContinueAsNewSuggested()
+}
+
 // updatesPerRun bounds the updates one run takes before it continues as new: half of the
 // Temporal server's default limit on the updates of one run (history.maxTotalUpdates, 2,000),
 // past which it refuses more.
@@ -223,7 +235,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	a.work = workPerCarriedEntry * a.core.Entries()
 	// Every run takes at least one step: a state whose unpacking alone passes the bound
 	// still makes progress.
-	for step := 0; step < in.StepsPerRun && (step == 0 || a.work < in.WorkPerRun && a.updates < updatesPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested()); step++ {
+	for step := 0; step < in.StepsPerRun && (step == 0 || a.work < in.WorkPerRun && a.updates < updatesPerRun && !a.historyFull(ctx)); step++ {
 		gone, err := a.step(ctx)
 		if err != nil || gone {
 			return err

@@ -804,6 +804,18 @@ func TestAdmissionWorkflow_TakesAStepWhateverItCarries(t *testing.T) {
 	require.Len(t, carried.Waiting, 2)
 }
 
+// A run whose history has grown to historyBytesPerRun continues as new after the step it is
+// in, whatever its work: a worker that replays it fetches it whole.
+func TestAdmissionWorkflow_ContinuesAsNewWhenItsHistoryIsLong(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 1)
+	decisions := countDecisions(env)
+	env.SetCurrentHistorySize(historyBytesPerRun)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 10 * time.Second, StepsPerRun: 1000})
+	continuedWith[AdmissionInput](t, env)
+	require.Equal(t, 1, *decisions)
+}
+
 // A run continues as new once what a replay of it costs (admissionWork) passes WorkPerRun,
 // long before StepsPerRun: a worker without the run's state replays it in one workflow task.
 // The next run carries the work's bound on.
