@@ -316,13 +316,9 @@ func (a *Activities) nudge(ctx context.Context, taskQueue string, n SignalWithSt
 		return nil
 	}
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
-	var args []any
-	if n.SignalArg != nil {
-		args = []any{n.SignalArg}
-	}
 	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, temporalclient.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: a.Temporal.NewWithStartWorkflowOperation(opts, n.WorkflowType, n.Input),
-		UpdateOptions:          temporalclient.UpdateWorkflowOptions{UpdateName: n.Signal, Args: args, WaitForStage: temporalclient.WorkflowUpdateStageCompleted},
+		UpdateOptions:          temporalclient.UpdateWorkflowOptions{UpdateName: n.Signal, Args: argsOf(n.SignalArg), WaitForStage: temporalclient.WorkflowUpdateStageCompleted},
 	})
 	if err == nil {
 		err = h.Get(ctx, nil)

@@ -126,12 +126,7 @@ func (a *Activities) deliver(ctx context.Context, id, name string, arg any) (not
 	if a.Updates[name] {
 		return Update(ctx, a.Temporal, id, name, arg)
 	}
-	err = a.Temporal.SignalWorkflow(ctx, id, "", name, arg)
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		return true, nil
-	}
-	return false, err
+	return notRunningIsFine(a.Temporal.SignalWorkflow(ctx, id, "", name, arg))
 }
 
 // Update sends the update name, with arg unless it is nil, to the running workflow of id,
@@ -139,15 +134,24 @@ func (a *Activities) deliver(ctx context.Context, id, name string, arg any) (not
 // workflow is continuing as new is sent again by the client, and lands on the new run.
 // notRunning: no workflow of that id runs; that is no error.
 func Update(ctx context.Context, tc temporalclient.Client, id, name string, arg any) (notRunning bool, err error) {
-	var args []any
-	if arg != nil {
-		args = []any{arg}
-	}
-	h, err := tc.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: args,
+	h, err := tc.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: argsOf(arg),
 		WaitForStage: temporalclient.WorkflowUpdateStageCompleted})
 	if err == nil {
 		err = h.Get(ctx, nil)
 	}
+	return notRunningIsFine(err)
+}
+
+// argsOf is a message's argument as the client's arguments: none for nil.
+func argsOf(arg any) []any {
+	if arg == nil {
+		return nil
+	}
+	return []any{arg}
+}
+
+// notRunningIsFine turns the error of a message whose workflow does not run into notRunning.
+func notRunningIsFine(err error) (notRunning bool, _ error) {
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return true, nil

@@ -353,7 +353,7 @@ func (a *Admitter) newTree(alloc *Allocations) *Tree {
 
 // Entries is how many entries a decision walks: the waiting and running ones, those not yet
 // compacted away included.
-func (a *Admitter) Entries() int { return len(a.st.Waiting) + len(a.st.Running) - a.removed }
+func (a *Admitter) Entries() int { return len(a.st.Waiting) + len(a.st.Running) }
 
 // Waiting and Running are the entries, in submission order.
 func (a *Admitter) Waiting() []Entry { a.compact(); return a.st.Waiting }
@@ -734,7 +734,7 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 			}
 			k := e.Request.JobKey
 			a.st.Reserved = &k
-			a.tidy() // the entries granted leave Waiting: find the head again
+			a.tidy() // a compaction moves the entries: find the head again
 			ref, _ := a.find(k)
 			return a.at(ref), avail
 		}

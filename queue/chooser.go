@@ -16,8 +16,6 @@ import (
 // (TestChooser_ChoosesAsChooseFromScratch holds the two equal).
 type Chooser struct {
 	s *snapshot
-	// index finds an application by its id (built on first use).
-	index map[string]int
 	// scopes are the waiting applications under each running-application limit (a user's,
 	// a queue's), in submission order (built on first use). A start of the earliest waiting
 	// application of every limit it counts against cannot change which others are runnable,
@@ -65,20 +63,6 @@ func (ch *Chooser) Choose(reasons bool) Choice {
 // for a reason of room outside the queues, asked whenever it could be chosen: App.NoRoom
 // for room that changes between choices.
 func (ch *Chooser) RoomFor(f func(i int) string) { ch.s.roomFor = f }
-
-// Index is the position of the application id in the cluster, or -1.
-func (ch *Chooser) Index(id string) int {
-	if ch.index == nil {
-		ch.index = make(map[string]int, len(ch.s.c.Apps))
-		for i := range ch.s.c.Apps {
-			ch.index[ch.s.c.Apps[i].ID] = i
-		}
-	}
-	if i, ok := ch.index[id]; ok {
-		return i
-	}
-	return -1
-}
 
 // App is application i as the chooser sees it now.
 func (ch *Chooser) App(i int) App { return ch.s.c.Apps[i] }

@@ -119,7 +119,7 @@ func chooseAll(t *testing.T, seed uint64, alloc *Allocations, leaves []string, a
 			if !got.OK {
 				break
 			}
-			i := ch.Index(got.App.ID)
+			i := got.Index
 			a := &fresh[i]
 			switch {
 			case got.Reserve && a.Running:

@@ -965,7 +965,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 }
 
 // BatchedRequestsChange is the version marker of a Scheduling that sends its requests to
-// Admission a batch to a signal (AdmissionRequestsUpdate), not one signal each. The server
+// Admission a batch to a message (AdmissionRequestsUpdate), not one message each. The server
 // delivers the signals to one workflow one at a time: a 500-job Scheduling waited 13 s
 // between taking its jobs and its first job running, most of it in 500 signals.
 const BatchedRequestsChange = "batched-requests"
