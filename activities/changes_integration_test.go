@@ -6,9 +6,11 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -581,12 +583,21 @@ func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 	wakes := make(chan wake, 100)
 	var a *activities.Activities
 	var ready sync.WaitGroup
+	var copiedAlone atomic.Int32
 	ready.Add(1)
 	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), func(bed types.NamespacedName) {
 		ready.Wait()
 		s, err := a.ReadSlots(ctx, activities.TestBedRef{Namespace: bed.Namespace, Name: bed.Name})
 		if err != nil {
 			t.Errorf("read slots in the wake-up: %v", err)
+		}
+		// The copies alone read the same, once they hold the bed (the TestBed's copy may
+		// come after its slices').
+		if copied, ok := a.Changes.CopiedSlots(ctx, activities.TestBedRef{Namespace: bed.Namespace, Name: bed.Name}); ok {
+			copiedAlone.Add(1)
+			if !reflect.DeepEqual(copied, s) {
+				t.Errorf("the copies alone read %+v, ReadSlots %+v", copied, s)
+			}
 		}
 		wakes <- wake{bed, s.Free}
 	})
@@ -662,6 +673,7 @@ func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 	require.Equal(t, []int32{0, 2}, next("a slot available again").free)
 	require.Equal(t, lists, counted.listsOf("SlotSlice"), "the slots come from the copy")
 	require.Equal(t, gets, counted.readsOf("TestBed"), "the bed comes from the copy")
+	require.Positive(t, copiedAlone.Load(), "the copies alone answered")
 
 	require.NoError(t, live.Delete(ctx, tb))
 	require.Empty(t, next("the deleted bed").free)
@@ -703,6 +715,9 @@ func TestLoadAllocationFile_AsksTheWorkersCopyFirst(t *testing.T) {
 		require.Nil(t, got, "the version held is not sent again")
 		return counted.readsOf("ConfigMap") == before
 	}, 30*time.Second, 50*time.Millisecond, "once the copy holds the file, a resync reads nothing from the API server")
+	require.True(t, ch.AllocationFileUnchanged(ctx, held))
+	require.False(t, ch.AllocationFileUnchanged(ctx, ref), "the copy holds a version the caller does not")
+	require.False(t, (*activities.Changes)(nil).AllocationFileUnchanged(ctx, held), "no copies: ask LoadAllocationFile")
 	before := counted.readsOf("ConfigMap")
 	fresh := held
 	fresh.Fresh = true
@@ -731,11 +746,13 @@ func TestLoadAllocationFile_AsksTheWorkersCopyFirst(t *testing.T) {
 	got, err = lagging.LoadAllocationFile(ctx, held)
 	require.NoError(t, err)
 	require.Nil(t, got, "a copy behind the version held sends no older file")
+	require.False(t, lagging.Changes.AllocationFileUnchanged(ctx, held), "a copy behind the version held does not answer alone")
 
 	// Another ConfigMap name is never in the copy: it is read from the API server.
 	other := ref
 	other.ConfigMap = "queues-elsewhere"
 	before = counted.readsOf("ConfigMap")
+	require.False(t, ch.AllocationFileUnchanged(ctx, other), "another name is not in the copy")
 	got, err = a.LoadAllocationFile(ctx, other)
 	require.NoError(t, err)
 	require.Nil(t, got, "no file while holding the defaults")

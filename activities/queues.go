@@ -53,18 +53,32 @@ const (
 // after a newer one; a change the copy does not show yet comes with the next resync, or at
 // once through the signal that sets Fresh.
 func (a *Activities) LoadAllocationFile(ctx context.Context, in AllocationFileRef) (*queue.ConfigUpdate, error) {
-	held := queue.Config{Version: in.Version, RejectedVersion: in.RejectedVersion}
-	if r := a.Changes.queuesReader(in.ConfigMap); r != nil && !in.Fresh {
-		f, version, err := readAllocationFiles(ctx, r, in)
-		if err == nil && queue.ReadConfigFiles(held, f, version) == nil {
-			return nil, nil
-		}
+	if !in.Fresh && a.Changes.AllocationFileUnchanged(ctx, in) {
+		return nil, nil
 	}
 	f, version, err := readAllocationFiles(ctx, a.Client, in)
 	if err != nil {
 		return nil, err
 	}
-	return queue.ReadConfigFiles(held, f, version), nil
+	return queue.ReadConfigFiles(heldConfig(in), f, version), nil
+}
+
+// AllocationFileUnchanged says whether the worker's copy shows the allocation file at the
+// version in holds, without waiting on anything: false when there is no synced copy, it
+// fails to read, or it shows another version. Admission asks this inside a side effect at
+// each resync, and runs LoadAllocationFile only on false.
+func (c *Changes) AllocationFileUnchanged(ctx context.Context, in AllocationFileRef) bool {
+	r := c.queuesReader(in.ConfigMap)
+	if r == nil {
+		return false
+	}
+	f, version, err := readAllocationFiles(ctx, r, in)
+	return err == nil && queue.ReadConfigFiles(heldConfig(in), f, version) == nil
+}
+
+// heldConfig is the configuration version in says its caller holds.
+func heldConfig(in AllocationFileRef) queue.Config {
+	return queue.Config{Version: in.Version, RejectedVersion: in.RejectedVersion}
 }
 
 // readAllocationFiles reads from r the allocation file and the settings that in names, with

@@ -75,27 +75,41 @@ type TestBedSlots struct {
 // took since only if Admission no longer holds that job, and the extender, which writes
 // reservations under optimistic concurrency, places no pod in a slot that is not free.
 func (a *Activities) ReadSlots(ctx context.Context, in TestBedRef) (TestBedSlots, error) {
-	var r client.Reader = a.Client
-	copied := a.Changes.slotsReader()
-	if copied != nil {
-		r = copied
+	if out, ok := a.Changes.CopiedSlots(ctx, in); ok {
+		return out, nil
 	}
 	var tb v1alpha1.TestBed
 	key := types.NamespacedName{Namespace: in.Namespace, Name: in.Name}
-	err := r.Get(ctx, key, &tb)
-	if apierrors.IsNotFound(err) && copied != nil {
-		// A bed the copy does not have yet is not a deleted one: gone is asked of etcd.
-		r = a.Client
-		err = r.Get(ctx, key, &tb)
-	}
-	if err != nil {
+	if err := a.Client.Get(ctx, key, &tb); err != nil {
 		if apierrors.IsNotFound(err) {
 			return TestBedSlots{}, nil
 		}
 		return TestBedSlots{}, fmt.Errorf("get testbed %s: %w", key, err)
 	}
+	return slotsOf(ctx, a.Client, &tb)
+}
+
+// CopiedSlots is ReadSlots answered from the worker's copies alone, without waiting on
+// anything: ok is false when the copies have not synced, do not hold the bed (a bed the copy
+// does not have yet is not a deleted one: that is asked of etcd), or fail to read. Admission
+// reads the slots this way inside a side effect, with no local activity's round trip.
+func (c *Changes) CopiedSlots(ctx context.Context, in TestBedRef) (TestBedSlots, bool) {
+	r := c.slotsReader()
+	if r == nil {
+		return TestBedSlots{}, false
+	}
+	var tb v1alpha1.TestBed
+	if err := r.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.Name}, &tb); err != nil {
+		return TestBedSlots{}, false
+	}
+	out, err := slotsOf(ctx, r, &tb)
+	return out, err == nil
+}
+
+// slotsOf is tb's slot picture, its slot slices read from r.
+func slotsOf(ctx context.Context, r client.Reader, tb *v1alpha1.TestBed) (TestBedSlots, error) {
 	out := TestBedSlots{Exists: true, SlotSize: tb.Spec.ResourcesPerSlot}
-	bedSlots, err := slotslices.Read(ctx, r, &tb)
+	bedSlots, err := slotslices.Read(ctx, r, tb)
 	if err != nil {
 		return TestBedSlots{}, err
 	}

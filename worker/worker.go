@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -55,7 +56,8 @@ const (
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers,
 		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
-		DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID()})
+		DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID(),
+		Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}})
 	w.RegisterWorkflow(workflows.TestBedWorkflow)
 	w.RegisterWorkflow(workflows.BatchJobWorkflow)
 	w.RegisterWorkflow(workflows.SchedulingWorkflow)

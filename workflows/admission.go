@@ -507,6 +507,11 @@ func (a *admission) loadConfig(ctx workflow.Context, fresh bool) error {
 	held := a.core.Config()
 	ref := activities.AllocationFileRef{Namespace: a.in.Namespace, ConfigMap: a.in.ConfigMap, Version: held.Version, RejectedVersion: held.RejectedVersion,
 		Fresh: fresh}
+	if !fresh {
+		if unchanged, err := allocationFileUnchanged(ctx, ref); err != nil || unchanged {
+			return err
+		}
+	}
 	var u *queue.ConfigUpdate
 	if err := quick(ctx, acts.LoadAllocationFile, ref).Get(ctx, &u); err != nil {
 		return err
@@ -551,8 +556,8 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 // decide reads the slots, runs the Admitter and carries out its decision. gone: the test bed
 // was deleted; what waited is refused and the workflow ends.
 func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
-	var slots activities.TestBedSlots
-	if err := quick(ctx, acts.ReadSlots, activities.TestBedRef{Namespace: a.in.Namespace, Name: a.in.TestBed}).Get(ctx, &slots); err != nil {
+	slots, err := readSlots(ctx, activities.TestBedRef{Namespace: a.in.Namespace, Name: a.in.TestBed})
+	if err != nil {
 		return false, err
 	}
 	if !slots.Exists && (a.seenBed || !a.core.Total().IsZero()) {

@@ -18,6 +18,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -133,6 +134,38 @@ func (w *protocolWorld) LoadAllocationFile(context.Context, activities.Allocatio
 	return nil, nil
 }
 
+// protocolCopies are the worker's copies (workflows.Copies) of a protocol world: the slots
+// as ReadSlots reads them, but every missEvery-th read misses, so the workflow reads them
+// with the local activity instead; the allocation file as file holds it (nil: unchanged).
+type protocolCopies struct {
+	w         *protocolWorld
+	file      *allocationStandIn
+	missEvery int
+	reads     atomic.Int32
+}
+
+func (p *protocolCopies) CopiedSlots(ctx context.Context, ref activities.TestBedRef) (activities.TestBedSlots, bool) {
+	if n := p.reads.Add(1); p.missEvery > 0 && int(n)%p.missEvery == 0 {
+		return activities.TestBedSlots{}, false
+	}
+	s, err := p.w.ReadSlots(ctx, ref)
+	return s, err == nil
+}
+
+func (p *protocolCopies) AllocationFileUnchanged(_ context.Context, ref activities.AllocationFileRef) bool {
+	if p.file == nil {
+		return true
+	}
+	p.file.mu.Lock()
+	defer p.file.mu.Unlock()
+	return ref.Version == p.file.version
+}
+
+// withCopies are a worker's options with copies given to its workflows.
+func withCopies(c workflows.Copies) sdkworker.Options {
+	return sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(c)}}
+}
+
 // CheckHolds finds nothing: the test proves the protocol itself loses nothing, without the
 // safety net of the claims check.
 func (w *protocolWorld) CheckHolds(context.Context, activities.CheckHoldsInput) (activities.UnheldKeys, error) {
@@ -228,7 +261,7 @@ func runs(t *testing.T, c client.Client, id string) int {
 func TestProtocol_ContinueAsNewWithMessagesInFlightLosesNothing(t *testing.T) {
 	_, c := testtemporal.Start(t)
 	w := newProtocolWorld(c, 60, 4)
-	wk := sdkworker.New(c, "protocol", sdkworker.Options{})
+	wk := sdkworker.New(c, "protocol", withCopies(&protocolCopies{w: w, missEvery: 3}))
 	wk.RegisterWorkflow(workflows.SchedulingWorkflow)
 	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
 	wk.RegisterActivity(w)
@@ -295,7 +328,7 @@ func TestRecordAdmissionHistory(t *testing.T) {
   <property><name>yarn.scheduler.fair.preemption</name><value>true</value></property>
   <property><name>yarn.scheduler.fair.preemption.cluster-utilization-threshold</name><value>0.5</value></property>
 </configuration>`}
-	wk := sdkworker.New(c, "record-admission", sdkworker.Options{})
+	wk := sdkworker.New(c, "record-admission", withCopies(&protocolCopies{w: w, file: file}))
 	wk.RegisterWorkflow(workflows.AdmissionWorkflow)
 	wk.RegisterWorkflowWithOptions(sink, workflow.RegisterOptions{Name: "Sink"})
 	stand := &admissionStandIn{protocolWorld: w, file: file}

@@ -58,8 +58,12 @@ func ArtifactDir(t testing.TB, sub string) string {
 // action: a deadline on the first one would stop the whole browser with it.
 func Open(t testing.TB) (ctx context.Context, errs func() []string) {
 	t.Helper()
+	// Chromium leaves its singleton socket's directory in TMPDIR when it stops: the test's
+	// own temporary directory takes it, and goes with the test.
+	tmp := t.TempDir()
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(Path(t)), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
+		chromedp.ExecPath(Path(t)), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
+		chromedp.Env("TMPDIR="+tmp), chromedp.UserDataDir(filepath.Join(tmp, "profile")))...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel) // runs before cancelAlloc: the tab closes, then the browser
