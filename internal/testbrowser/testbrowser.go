@@ -58,9 +58,15 @@ func ArtifactDir(t testing.TB, sub string) string {
 // action: a deadline on the first one would stop the whole browser with it.
 func Open(t testing.TB) (ctx context.Context, errs func() []string) {
 	t.Helper()
-	// Chromium leaves its singleton socket's directory in TMPDIR when it stops: the test's
-	// own temporary directory takes it, and goes with the test.
-	tmp := t.TempDir()
+	// Chromium leaves its singleton socket's directory in TMPDIR when it stops: a directory
+	// of the test's takes it, and goes with the test. Not t.TempDir: a path with a long test
+	// name leaves the socket's path over the 107 bytes a Unix socket's may have, and
+	// Chromium does not start.
+	tmp, err := os.MkdirTemp("", "slotplane-chromium-")
+	if err != nil {
+		t.Fatalf("make chromium's directory: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) }) // runs after the browser stops (below)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(Path(t)), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
 		chromedp.Env("TMPDIR="+tmp), chromedp.UserDataDir(filepath.Join(tmp, "profile")))...)
