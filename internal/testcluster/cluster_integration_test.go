@@ -163,7 +163,8 @@ func TestCluster_CloseStopsEveryProcess(t *testing.T) {
 }
 
 func TestStart_WithoutBinariesSaysHowToGetThem(t *testing.T) {
-	_, err := Start(context.Background(), Options{KubeBinDir: t.TempDir(), Kwok: "/nonexistent/kwok"})
+	// A failed start keeps its folder for the logs: the test's own goes with the test.
+	_, err := Start(context.Background(), Options{KubeBinDir: t.TempDir(), Kwok: "/nonexistent/kwok", Dir: t.TempDir()})
 	require.ErrorContains(t, err, "make tools")
 }
 
