@@ -73,7 +73,7 @@ func (c *Changes) AllocationFileUnchanged(ctx context.Context, in AllocationFile
 		return false
 	}
 	f, version, err := readAllocationFiles(ctx, r, in)
-	return err == nil && queue.ReadConfigFiles(heldConfig(in), f, version) == nil
+	return err == nil && queue.ConfigUnchanged(heldConfig(in), f, version)
 }
 
 // heldConfig is the configuration version in says its caller holds.

@@ -78,18 +78,24 @@ func ReadConfig(held Config, exists bool, data []byte, version string) *ConfigUp
 	return ReadConfigFiles(held, ConfigFiles{Allocations: data, HasAllocations: exists}, version)
 }
 
+// ConfigUnchanged says whether ReadConfigFiles would answer nil (nothing new for held),
+// without parsing the files.
+func ConfigUnchanged(held Config, f ConfigFiles, version string) bool {
+	if !f.HasAllocations && !f.HasSettings {
+		return held.Version == "" && held.RejectedVersion == ""
+	}
+	return version != "" && (version == held.Version || version == held.RejectedVersion)
+}
+
 // ReadConfigFiles parses version of the files for a holder of held (only its Version and
 // RejectedVersion are read). nil: nothing changed (the same version, in force or rejected).
 // Neither file there is a missing configuration: the defaults.
 func ReadConfigFiles(held Config, f ConfigFiles, version string) *ConfigUpdate {
-	if !f.HasAllocations && !f.HasSettings {
-		if held.Version == "" && held.RejectedVersion == "" {
-			return nil
-		}
-		return &ConfigUpdate{Missing: true}
-	}
-	if version != "" && (version == held.Version || version == held.RejectedVersion) {
+	if ConfigUnchanged(held, f, version) {
 		return nil
+	}
+	if !f.HasAllocations && !f.HasSettings {
+		return &ConfigUpdate{Missing: true}
 	}
 	a, err := ParseConfig(f)
 	if err != nil {
