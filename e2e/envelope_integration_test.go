@@ -193,12 +193,17 @@ func TestE2E_ScaleEnvelope(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) { probes[i] = probeEnvelope(t, z) })
 		if probes[i].elapsed == 0 {
-			return
+			break
+		}
+		// Each probe's column as soon as it is known: a later probe that fails loses
+		// only its own.
+		done := probes[:i+1]
+		table := envelopeTable(done...)
+		t.Log("\n" + table)
+		if len(done) == len(probes) {
+			fmt.Print(table)
 		}
 	}
-	table := envelopeTable(probes...)
-	t.Log("\n" + table)
-	fmt.Print(table)
 }
 
 // probeEnvelope runs one probe on a platform of its own and returns its figures.
@@ -769,7 +774,7 @@ func localActivityOf(ev *historypb.HistoryEvent) string {
 func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, schedulings, jobs []string) {
 	walk := func(kind, id string) {
 		for run := ""; ; {
-			it := p.temporal.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			history := readRun(t, p, id, run)
 			previous, events, largest := "", 0, 0
 			started := map[int64]time.Time{}
 			counting := false // markers after the longest task so far are its local activities
@@ -779,9 +784,7 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 			// runEvents is Admission's run, kept while it holds the longest task so far.
 			var runEvents []*historypb.HistoryEvent
 			holdsLongest := false
-			for it.HasNext() {
-				ev, err := it.Next()
-				require.NoError(t, err, id)
+			for _, ev := range history {
 				events++
 				if kind == "Admission" {
 					runEvents = append(runEvents, ev)
@@ -858,6 +861,33 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 	for i := 0; i < len(jobs); i += step {
 		walk("BatchJob", workflows.BatchJobWorkflowID("default", jobs[i]))
 	}
+}
+
+// readRun reads the events of one run of workflow id (run "": the latest). The probe reads
+// while the platform still runs its jobs (a partial probe stops following them, not the
+// platform): a page of history can take longer than a call's 10 s, so a read that fails is
+// made again from the start, a few times, before the test fails.
+func readRun(t *testing.T, p *e2ePlatform, id, run string) []*historypb.HistoryEvent {
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			t.Logf("reading the history of %s again (attempt %d): %v", id, attempt+1, err)
+			time.Sleep(time.Duration(attempt) * 5 * time.Second)
+		}
+		var events []*historypb.HistoryEvent
+		it := p.temporal.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for err = nil; err == nil && it.HasNext(); {
+			var ev *historypb.HistoryEvent
+			if ev, err = it.Next(); err == nil {
+				events = append(events, ev)
+			}
+		}
+		if err == nil {
+			return events
+		}
+	}
+	require.NoError(t, err, "reading the history of %s", id)
+	return nil
 }
 
 // peakMemory records the peak resident memory (VmHWM) of slotplane's components, by name,

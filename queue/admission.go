@@ -153,6 +153,8 @@ type snapshot struct {
 	order map[*Queue]*inOrder
 	// gone are applications taken out of the picture (Chooser.Skip).
 	gone []bool
+	// runningAsking counts the running applications that ask for more (Pending).
+	runningAsking int
 	// roomFor, when set, says why application i cannot start for a reason of room outside
 	// the queues ("" if none): App.NoRoom, asked when it matters.
 	roomFor func(i int) string
@@ -196,6 +198,9 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 			s.byUser[a.User]++
 			ls.usage, ls.am = ls.usage.Add(a.Usage), ls.am.Add(a.AM)
 			ls.running++
+			if a.Pending {
+				s.runningAsking++
+			}
 		}
 		if a.asking() {
 			ls.waiting++
@@ -224,7 +229,7 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	if c.Free != nil {
 		s.free = *c.Free
 	}
-	s.demand = t.demand(c.Apps, leafOf)
+	s.demand = t.demand(c.Apps, leafOf, nil)
 	s.share = t.instantaneous(c.Total, s.demand)
 	return s
 }
@@ -356,15 +361,21 @@ func (s *snapshot) leafOrder(q *Queue, policy Policy) []int {
 			}
 		}
 	}
-	// fifo and StateAware serve by submission; fair serves the application with the least
-	// memory over its weight first, drf the one with the least dominant share over its
-	// weight, submission breaking ties. Waiting applications hold nothing, so among them
-	// every policy is first come, first served: weights (sizebasedweight) only tell apart
-	// running applications that ask for more.
+	slices.SortStableFunc(order, s.leafCompare(policy))
+	return order
+}
+
+// leafCompare orders two applications (indexes into the cluster's) as a leaf of the policy
+// serves them. fifo and StateAware serve by submission; fair serves the application with
+// the least memory over its weight first, drf the one with the least dominant share over
+// its weight, submission breaking ties. Waiting applications hold nothing, so among them
+// every policy is first come, first served: weights (sizebasedweight) only tell apart
+// running applications that ask for more.
+func (s *snapshot) leafCompare(policy Policy) func(i, j int) int {
 	settings := s.t.alloc.Settings
 	weight := func(a *App) float64 { return max(settings.AppWeight(a.Demand), 1e-9) }
-	apps := s.c.Apps
-	slices.SortStableFunc(order, func(i, j int) int {
+	return func(i, j int) int {
+		apps := s.c.Apps
 		a, b := &apps[i], &apps[j]
 		switch policy {
 		case PolicyFair:
@@ -380,8 +391,7 @@ func (s *snapshot) leafOrder(q *Queue, policy Policy) []int {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
-	})
-	return order
+	}
 }
 
 // stateAwareAllowed is the set of a StateAware leaf's applications that StateAware lets

@@ -246,6 +246,14 @@ type Admitter struct {
 	removed int
 	// room is startingRoom during a decision: grant takes one from it.
 	room int
+	// pic is the picture the last decision chose on, kept for the next (nil: the next
+	// makes one). fresh: every decision makes its own (tests compare the two).
+	pic   *picture
+	fresh bool
+	kept  int // decisions made on a kept picture
+	// explain, when set, is what the last decision chose on: the waiting jobs' reasons are
+	// written from it when they are read (Waiting, Report), not at each decision.
+	explain *explainAt
 }
 
 type entryRef struct {
@@ -325,7 +333,7 @@ func (a *Admitter) Configure(c Config) {
 		c = DefaultConfig()
 	}
 	tree := a.newTree(c.Allocations) // first: should it fail, nothing has changed
-	a.st.Config, a.tree = c, tree
+	a.st.Config, a.tree, a.pic = c, tree, nil
 }
 
 func (a *Admitter) buildTree() {
@@ -356,7 +364,7 @@ func (a *Admitter) newTree(alloc *Allocations) *Tree {
 func (a *Admitter) Entries() int { return len(a.st.Waiting) + len(a.st.Running) }
 
 // Waiting and Running are the entries, in submission order.
-func (a *Admitter) Waiting() []Entry { a.compact(); return a.st.Waiting }
+func (a *Admitter) Waiting() []Entry { a.compact(); a.giveReasons(); return a.st.Waiting }
 func (a *Admitter) Running() []Entry { a.compact(); return a.st.Running }
 
 // Request takes a request in. It answers at once with a grant to (re)send when the request
@@ -398,6 +406,9 @@ func (a *Admitter) Request(r Request) *Grant {
 	a.st.Next++
 	a.st.Waiting = append(a.st.Waiting, Entry{ID: r.JobKey.String(), Request: r, Queue: p.Queue, Order: a.st.Next})
 	a.keys[r.JobKey] = entryRef{i: len(a.st.Waiting) - 1}
+	if pic := a.pic; pic != nil {
+		pic.request(a, len(a.st.Waiting)-1)
+	}
 	return nil
 }
 
@@ -421,6 +432,9 @@ func (a *Admitter) release(k JobKey, handOver bool) bool {
 	if ref.running && handOver {
 		a.st.Handed = append(a.st.Handed, e.Slots...)
 	}
+	if p := a.pic; p != nil && !p.leave(ref) {
+		a.pic = nil
+	}
 	a.drop(e)
 	if a.st.Reserved != nil && *a.st.Reserved == k {
 		a.st.Reserved = nil
@@ -435,6 +449,13 @@ func (a *Admitter) release(k JobKey, handOver bool) bool {
 func (a *Admitter) Started(k JobKey) {
 	if ref, ok := a.find(k); ok && ref.running {
 		a.st.Running[ref.i].State = Running
+		if p := a.pic; p != nil {
+			if i, ok := p.appAt(ref); ok {
+				p.chooser.SetState(i, Running)
+			} else if i != -1 {
+				a.pic = nil
+			}
+		}
 	}
 }
 
@@ -489,6 +510,9 @@ func (a *Admitter) compact() {
 	if a.removed == 0 {
 		return
 	}
+	if p := a.pic; p != nil && !p.compact(a.st.Waiting, a.st.Running) {
+		a.pic = nil
+	}
 	gone := func(e Entry) bool { return e.gone }
 	a.st.Waiting = slices.DeleteFunc(a.st.Waiting, gone)
 	a.st.Running = slices.DeleteFunc(a.st.Running, gone)
@@ -516,7 +540,7 @@ func (a *Admitter) Close(why string) []Grant {
 		out = append(out, Grant{JobKey: e.Request.JobKey, Refused: why})
 	}
 	a.st.Waiting, a.st.Running, a.st.Reserved, a.st.Reclaimed, a.st.PreemptedFor, a.st.Handed = nil, nil, nil, nil, nil, nil
-	a.keys = nil
+	a.keys, a.pic, a.explain = nil, nil, nil
 	return out
 }
 
@@ -568,7 +592,7 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		for i := range a.st.Waiting {
 			a.st.Waiting[i].Reason = "the test bed does not exist"
 		}
-		a.st.Reserved = nil
+		a.st.Reserved, a.explain = nil, nil
 		return d
 	}
 	avail := a.freeSlots(&bed)
@@ -588,10 +612,25 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 		avail = a.holdFor(now, bed, reserving, avail, skip, &d)
 	}
 	a.preempt(now, bed, avail, &d)
+	if a.explain != nil && a.explain.due {
+		// The reasons are given from the slots left free once everything is decided.
+		a.explain = &explainAt{now: now, positions: bed.Positions, avail: slices.Clone(avail)}
+	}
 	if len(a.st.Handed) > 0 {
-		// What was granted again is no longer being handed on.
-		held := a.heldSlots()
-		a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool { return held[p] })
+		// What was granted again is no longer being handed on: the handed slots were held
+		// by no job when the decision began (freeSlots), so only its own grants count.
+		var again slotSet
+		for _, g := range d.Grants {
+			for _, p := range g.Slots {
+				again.add(p)
+			}
+		}
+		for _, as := range d.Assignments {
+			for _, p := range as.Keep {
+				again.add(p)
+			}
+		}
+		a.st.Handed = slices.DeleteFunc(a.st.Handed, again.has)
 	}
 	a.tidy()
 	return d
@@ -603,7 +642,7 @@ func (a *Admitter) Decide(now time.Time, bed Bed) Decision {
 func (a *Admitter) freeSlots(bed *Bed) []int32 {
 	held := a.heldSlots()
 	free := setOf(bed.Free)
-	a.st.Reclaimed = slices.DeleteFunc(a.st.Reclaimed, func(p int32) bool { return held[p] || free[p] })
+	a.st.Reclaimed = slices.DeleteFunc(a.st.Reclaimed, func(p int32) bool { return held.has(p) || free[p] })
 	bed.Positions = slices.Clone(bed.Positions)
 	slices.Sort(bed.Positions)
 	avail := slices.Clone(bed.Free)
@@ -611,7 +650,7 @@ func (a *Admitter) freeSlots(bed *Bed) []int32 {
 	// (its node left or is not Ready) or preemption is taking it back.
 	unavailable, reclaimed := setOf(bed.Unavailable), setOf(a.st.Reclaimed)
 	a.st.Handed = slices.DeleteFunc(a.st.Handed, func(p int32) bool {
-		return held[p] || free[p] || !has(bed.Positions, p) || unavailable[p]
+		return held.has(p) || free[p] || !has(bed.Positions, p) || unavailable[p]
 	})
 	for _, p := range a.st.Handed {
 		if !reclaimed[p] {
@@ -619,20 +658,52 @@ func (a *Admitter) freeSlots(bed *Bed) []int32 {
 		}
 	}
 	slices.Sort(avail)
-	return slices.DeleteFunc(slices.Compact(avail), func(p int32) bool { return held[p] || !has(bed.Positions, p) })
+	return slices.DeleteFunc(slices.Compact(avail), func(p int32) bool { return held.has(p) || !has(bed.Positions, p) })
 }
 
 // heldSlots is the set of slots granted jobs hold.
-func (a *Admitter) heldSlots() map[int32]bool {
-	held := map[int32]bool{}
+func (a *Admitter) heldSlots() slotSet {
+	var held slotSet
 	for i := range a.st.Running {
 		if e := &a.st.Running[i]; !e.gone {
 			for _, p := range e.Slots {
-				held[p] = true
+				held.add(p)
 			}
 		}
 	}
 	return held
+}
+
+// slotSet is a set of slots: a flag per slot number below denseSlots (a bed's slots are
+// numbered from 0), a map above. A decision reads the held slots of a full bed of thousands:
+// a map of them cost more than the rest of the decision.
+type slotSet struct {
+	dense  []bool
+	sparse map[int32]bool
+}
+
+const denseSlots = 1 << 20
+
+func (s *slotSet) add(p int32) {
+	if p < 0 || p >= denseSlots {
+		if s.sparse == nil {
+			s.sparse = map[int32]bool{}
+		}
+		s.sparse[p] = true
+		return
+	}
+	if int(p) >= len(s.dense) {
+		n := max(int(p)+1, 2*len(s.dense))
+		s.dense = slices.Grow(s.dense, n-len(s.dense))[:n]
+	}
+	s.dense[p] = true
+}
+
+func (s slotSet) has(p int32) bool {
+	if p < 0 || p >= denseSlots {
+		return s.sparse[p]
+	}
+	return int(p) < len(s.dense) && s.dense[p]
 }
 
 func setOf(ps []int32) map[int32]bool {
@@ -656,6 +727,7 @@ func (a *Admitter) grantPreemptedFor(now time.Time, bed Bed, avail []int32, d *D
 	case !ok || ref.running:
 		a.st.PreemptedFor = nil
 	case a.room != 0 && fits(a.at(ref), avail) && a.admissible(now, bed, a.at(ref)):
+		a.pic = nil // a grant outside the picture
 		avail = a.grant(now, a.at(ref), avail, d)
 		a.st.PreemptedFor = nil
 		a.tidy()
@@ -688,17 +760,9 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 		a.startingFull()
 		return nil, avail
 	}
-	c, refs := a.clusterRefs(now, bed, avail, skip, true)
-	c.Reserve = true
-	chooser := a.tree.NewChooser(c)
-	chooser.RoomFor(func(i int) string {
-		if e := a.at(refs[i]); !refs[i].running && e.slotBased() {
-			if missing := missing(e.Request.SlotIDs, avail); len(missing) > 0 {
-				return fmt.Sprintf("its slots %v are not free", missing)
-			}
-		}
-		return ""
-	})
+	p := a.pictureFor(now, bed, avail)
+	chooser, refs := p.chooser, p.refs
+	a.roomFor(chooser, refs, &avail)
 	slot := a.st.Slot
 	full := false // a waiting job was passed by for the bound on starting jobs
 	for {
@@ -708,11 +772,9 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 		chooser.SetFree(times(slot, int64(len(avail))))
 		ch := chooser.Choose(false)
 		if !ch.OK || ch.Reserve {
-			ch = chooser.Choose(true) // the same choice, with the reasons of the others
-			a.noteRefusals(ch.Refusals, refs)
-			if i := ch.Index; ch.Reserve && !refs[i].running && !a.at(refs[i]).slotBased() {
-				a.heldUp(ch, chooser, refs)
-			}
+			// Why the others wait is written when it is read (giveReasons): a pass over
+			// every waiting job, which each decision would otherwise pay for.
+			a.explain = &explainAt{due: true}
 		}
 		if !ch.OK {
 			if full {
@@ -729,7 +791,7 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 				e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
 				avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
 				skip[ch.App.ID] = true
-				chooser.Skip(i)
+				p.skip(i)
 				continue
 			}
 			k := e.Request.JobKey
@@ -755,13 +817,206 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 			}
 			// A running job may still get a slot back: pass the waiting one by.
 			skip[ch.App.ID], full = true, true
-			chooser.Skip(i)
+			p.skip(i)
 			continue
 		}
 		avail = a.grant(now, e, avail, d)
 		g := &a.st.Running[len(a.st.Running)-1]
 		refs[i] = entryRef{running: true, i: len(a.st.Running) - 1}
+		p.running = append(p.running, i)
 		chooser.Start(i, times(slot, int64(len(g.Slots))), g.State, g.StartingSince)
+	}
+}
+
+// roomFor tells the chooser, from the slots free now, why a SlotBased job cannot start: its
+// named slots are not all free.
+func (a *Admitter) roomFor(chooser *Chooser, refs []entryRef, avail *[]int32) {
+	chooser.RoomFor(func(i int) string {
+		if e := a.at(refs[i]); !refs[i].running && e.slotBased() {
+			if missing := missing(e.Request.SlotIDs, *avail); len(missing) > 0 {
+				return fmt.Sprintf("its slots %v are not free", missing)
+			}
+		}
+		return ""
+	})
+}
+
+// A picture is the queues' view of the jobs (a Chooser, and the entry of each of its
+// applications) kept from one decision to the next. A request adds its job, a release or an
+// end takes its job out, a start changes its state, and a decision's grants start their
+// jobs: a decision that grants one job does not look at every waiting job again. What it
+// does not follow drops it, and the next decision makes one anew: a new allocation file, a
+// move, a decision's outcome applied, other slots in the bed, a grant outside the queues'
+// order (backfill, preemption's), and preemption, which changes what running jobs hold (it
+// is never kept while the allocation file turns preemption on, or a running job lacks
+// slots). A compaction of the lists moves the applications' entries with them.
+type picture struct {
+	chooser *Chooser
+	// refs are the entry of each application; waiting and running the application of each
+	// entry (-1: none, a job no decision can choose: it never fits the bed, or its queue is
+	// not in the tree).
+	refs             []entryRef
+	waiting, running []int
+	tree             *Tree
+	positions        []int32
+	slot             Resources
+	// skipped are the applications the last decision took out for itself.
+	skipped []int
+}
+
+// pictureFor is the picture a decision on the bed chooses on: the one kept, or a new one.
+func (a *Admitter) pictureFor(now time.Time, bed Bed, avail []int32) *picture {
+	keep := !a.fresh && !a.st.Config.Allocations.Preemption.Enabled && !a.anyShort()
+	if p := a.pic; keep && p != nil && p.tree == a.tree && p.slot == a.st.Slot && slices.Equal(p.positions, bed.Positions) {
+		for _, i := range p.skipped {
+			p.chooser.Unskip(i)
+		}
+		p.skipped = p.skipped[:0]
+		p.chooser.SetNow(now)
+		a.kept++
+		return p
+	}
+	c, refs := a.clusterRefs(now, bed, avail, nil, true)
+	c.Reserve = true
+	p := &picture{chooser: a.tree.NewChooser(c), refs: refs, tree: a.tree, positions: bed.Positions, slot: a.st.Slot,
+		waiting: slices.Repeat([]int{-1}, len(a.st.Waiting)), running: slices.Repeat([]int{-1}, len(a.st.Running))}
+	for i, r := range refs {
+		if r.running {
+			p.running[r.i] = i
+		} else {
+			p.waiting[r.i] = i
+		}
+	}
+	a.pic = nil
+	if keep {
+		a.pic = p
+	}
+	return p
+}
+
+// anyShort: a running job holds fewer slots than it asked for (preemption took some).
+func (a *Admitter) anyShort() bool {
+	for i := range a.st.Running {
+		if e := &a.st.Running[i]; !e.gone && int64(len(e.Slots)) < e.wanted() {
+			return true
+		}
+	}
+	return false
+}
+
+// request adds the waiting entry w (just appended) to the picture, when a decision may
+// choose it.
+func (p *picture) request(a *Admitter, w int) {
+	e := &a.st.Waiting[w]
+	i := -1
+	if a.choosable(e, p.positions) {
+		i = p.chooser.Add(a.appOf(e, false))
+		p.refs = append(p.refs, entryRef{i: w})
+	}
+	p.waiting = append(p.waiting, i)
+}
+
+// appAt is the application of the entry ref: ok false and -1 when it has none, -2 when
+// the picture does not know the entry (it is not to be kept).
+func (p *picture) appAt(ref entryRef) (int, bool) {
+	of := p.waiting
+	if ref.running {
+		of = p.running
+	}
+	if ref.i >= len(of) {
+		return -2, false
+	}
+	return of[ref.i], of[ref.i] >= 0
+}
+
+// leave takes the entry ref out of the picture: its job left. false: the picture does not
+// know the entry.
+func (p *picture) leave(ref entryRef) bool {
+	i, ok := p.appAt(ref)
+	if !ok {
+		return i == -1
+	}
+	if k := slices.Index(p.skipped, i); k >= 0 {
+		p.chooser.Unskip(i) // so that Remove takes out what it counts
+		p.skipped = slices.Delete(p.skipped, k, k+1)
+	}
+	p.chooser.Remove(i)
+	return true
+}
+
+// compact follows a compaction of the lists (about to take their gone entries out): the
+// applications' entries move up. false: the picture does not know every entry.
+func (p *picture) compact(waiting, running []Entry) bool {
+	if len(p.waiting) != len(waiting) || len(p.running) != len(running) {
+		return false
+	}
+	p.waiting, p.running = p.moved(waiting, p.waiting, false), p.moved(running, p.running, true)
+	return true
+}
+
+// moved is apps, the application of each entry of es, without the gone entries; the
+// applications of the others name their new places.
+func (p *picture) moved(es []Entry, apps []int, running bool) []int {
+	out := apps[:0]
+	for i := range es {
+		if es[i].gone {
+			continue
+		}
+		if j := apps[i]; j >= 0 && p.refs[j] == (entryRef{running: running, i: i}) {
+			p.refs[j].i = len(out)
+		}
+		out = append(out, apps[i])
+	}
+	return out
+}
+
+// skip takes application i out of the picture for the rest of the decision.
+func (p *picture) skip(i int) {
+	p.chooser.Skip(i)
+	p.skipped = append(p.skipped, i)
+}
+
+// explainAt is what a decision chose on, for the reasons of the jobs it left waiting: its
+// time, the bed's slots and the slots it left free. due marks, during the decision, that
+// they are to be given.
+type explainAt struct {
+	now       time.Time
+	positions []int32
+	avail     []int32
+	due       bool
+}
+
+// giveReasons writes why each waiting job waits, as the last decision would have said it:
+// the queues' order run again on its picture, every job refused noting its reason, each
+// SlotBased head reserving its own slots, a strict head holding up the jobs behind it.
+// Nothing is granted.
+func (a *Admitter) giveReasons() {
+	x := a.explain
+	if x == nil {
+		return
+	}
+	a.explain = nil
+	a.compact()
+	avail := slices.Clone(x.avail)
+	c, refs := a.clusterRefs(x.now, Bed{Exists: true, Positions: x.positions}, avail, nil, true)
+	c.Reserve = true
+	chooser := a.tree.NewChooser(c)
+	a.roomFor(chooser, refs, &avail)
+	for {
+		chooser.SetFree(times(a.st.Slot, int64(len(avail))))
+		ch := chooser.Choose(true)
+		a.noteRefusals(ch.Refusals, refs)
+		if !ch.OK || !ch.Reserve || refs[ch.Index].running {
+			return
+		}
+		e := a.at(refs[ch.Index])
+		if !e.slotBased() {
+			a.heldUp(ch, chooser, refs)
+			return
+		}
+		e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
+		avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
+		chooser.Skip(ch.Index)
 	}
 }
 
@@ -879,6 +1134,7 @@ func (a *Admitter) anyPreempted() bool {
 // startingFull says every waiting job waits for a granted one to start (startingRoom 0).
 func (a *Admitter) startingFull() {
 	why := fmt.Sprintf("%d granted jobs are starting, the most %s allows: it waits for one to start", a.maxStarting(), PropMaxStartingApps)
+	a.explain = nil
 	for i := range a.st.Waiting {
 		if e := &a.st.Waiting[i]; !e.gone {
 			e.Reason = why
@@ -928,22 +1184,7 @@ func (a *Admitter) clusterRefs(now time.Time, bed Bed, avail []int32, skip map[s
 	}
 	for i := range a.st.Waiting {
 		e := &a.st.Waiting[i]
-		id := e.ID
-		if skip[id] || e.gone {
-			continue
-		}
-		switch {
-		case e.slotBased():
-			if missing := missing(e.Request.SlotIDs, bed.Positions); len(missing) > 0 {
-				e.Reason = fmt.Sprintf("the test bed has no slot %v", missing)
-				continue
-			}
-		case int(e.Request.Slots) > len(bed.Positions):
-			e.Reason = fmt.Sprintf("needs %d slots; the test bed has %d", e.Request.Slots, len(bed.Positions))
-			continue
-		}
-		if a.tree.Queue(e.Queue) == nil {
-			e.Reason = fmt.Sprintf("its queue %s does not fit the allocation file in force", e.Queue)
+		if skip[e.ID] || e.gone || !a.choosable(e, bed.Positions) {
 			continue
 		}
 		app := a.appOf(e, false)
@@ -956,6 +1197,26 @@ func (a *Admitter) clusterRefs(now time.Time, bed Bed, avail []int32, skip map[s
 		refs = append(refs, entryRef{i: i})
 	}
 	return c, refs
+}
+
+// choosable: a decision may choose the waiting entry: it fits the bed of the given slots,
+// and its queue is in the tree. If not, its reason says why.
+func (a *Admitter) choosable(e *Entry, positions []int32) bool {
+	switch {
+	case e.slotBased():
+		if missing := missing(e.Request.SlotIDs, positions); len(missing) > 0 {
+			e.Reason = fmt.Sprintf("the test bed has no slot %v", missing)
+			return false
+		}
+	case int(e.Request.Slots) > len(positions):
+		e.Reason = fmt.Sprintf("needs %d slots; the test bed has %d", e.Request.Slots, len(positions))
+		return false
+	}
+	if a.tree.Queue(e.Queue) == nil {
+		e.Reason = fmt.Sprintf("its queue %s does not fit the allocation file in force", e.Queue)
+		return false
+	}
+	return true
 }
 
 // appOf is an entry as the queue policies see it: a granted entry uses, and demands, the
@@ -1056,6 +1317,7 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 		if now.Add(e.Request.Expected).After(shadow) {
 			extra -= n // it still runs at the shadow time: it uses the head's spare slots
 		}
+		a.pic = nil // a grant outside the picture
 		avail = a.grant(now, e, avail, d)
 		a.tidy()
 	}
@@ -1165,6 +1427,7 @@ func (a *Admitter) preemptFor(now time.Time, bed Bed, starving []Starving, avail
 // takeBack takes back the victims' newest slots for head: they become the victims' Revoke
 // assignments and Reclaimed, and the free slots are held for head (PreemptedFor).
 func (a *Admitter) takeBack(victims []Victim, starving []Starving, head *Entry, d *Decision) {
+	a.pic = nil // what running jobs hold changes
 	a.indexIDs()
 	for _, v := range victims {
 		e, running := a.byID(v.App)
@@ -1276,7 +1539,7 @@ func (a *Admitter) Move(m Move) (Moved, error) {
 		return Moved{}, err
 	}
 	res := Moved{Job: m.Job, From: e.Queue, To: a.tree.Queue(m.Queue).Path}
-	e.Queue = res.To
+	e.Queue, a.pic = res.To, nil
 	if a.st.Reserved != nil && *a.st.Reserved == e.Request.JobKey {
 		a.st.Reserved = nil
 	}
@@ -1340,6 +1603,9 @@ func (a *Admitter) Report(opts ReportOptions) Report {
 		n = DefaultReportJobs
 	}
 	n = max(n, 0)
+	if n > 0 {
+		a.giveReasons()
+	}
 	listed, listedRunning := a.st.Waiting[:min(n, len(a.st.Waiting))], a.st.Running[:min(n, len(a.st.Running))]
 	r := Report{ConfigVersion: a.st.Config.Version, ConfigError: a.st.Config.Rejected,
 		Waiting: cloneEntries(listed), Running: cloneEntries(listedRunning),

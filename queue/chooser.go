@@ -21,6 +21,11 @@ type Chooser struct {
 	// application of every limit it counts against cannot change which others are runnable,
 	// so what they demand, and the shares, stand.
 	scopes map[string]*inOrder
+	// redemand: what the applications demand is to be added up again before the next
+	// choice (a change under running-application limits); reshare: the shares are to be
+	// computed again from it. Both wait for the next choice, so that a batch of changes
+	// costs one count.
+	redemand, reshare bool
 }
 
 // inOrder are applications in an order (a leaf's, or submission), and first the position
@@ -38,6 +43,7 @@ func (t *Tree) NewChooser(c Cluster) *Chooser {
 // Choose is Tree.Choose on the cluster as it stands; reasons false leaves Refusals out.
 func (ch *Chooser) Choose(reasons bool) Choice {
 	s := ch.s
+	ch.share()
 	s.reasons = reasons
 	var c Choice
 	var walk func(q *Queue) bool
@@ -95,7 +101,7 @@ func (ch *Chooser) Start(i int, usage Resources, state AppState, since time.Time
 		// A job started ahead of an earlier one counts against the running-application
 		// limits the earlier one was counted under: what is runnable, and so the shares,
 		// may change.
-		ch.reshare()
+		ch.redemand = true
 	}
 }
 
@@ -105,6 +111,9 @@ func (ch *Chooser) Grow(i int, by Resources, pending bool) {
 	s := ch.s
 	a := &s.c.Apps[i]
 	asked := a.asking()
+	if a.Pending && !pending {
+		s.runningAsking--
+	}
 	a.Usage, a.Pending = a.Usage.Add(by), pending
 	if !pending {
 		a.Demand = a.Usage
@@ -126,6 +135,10 @@ func (ch *Chooser) Grow(i int, by Resources, pending bool) {
 // what it holds.
 func (ch *Chooser) StopAsking() {
 	s := ch.s
+	if s.runningAsking == 0 {
+		return // a pass over every application for nothing
+	}
+	s.runningAsking = 0
 	changed := false
 	for i := range s.c.Apps {
 		a := &s.c.Apps[i]
@@ -142,7 +155,7 @@ func (ch *Chooser) StopAsking() {
 		}
 	}
 	if changed {
-		ch.reshare()
+		ch.redemand = true
 	}
 }
 
@@ -163,22 +176,128 @@ func (ch *Chooser) Skip(i int) {
 			s.waiting[p.Path]--
 		}
 	}
+	ch.demands(q, a.Demand, false)
+}
+
+// demands changes what the queues from q up demand by d (taken off when !add). Without
+// running-application limits a queue's demand is the sum of its applications': d goes up
+// the tree, and a decision at the bound on starting jobs, which skips many, does not count
+// every application for each. Under such limits another application may become runnable
+// in place of one that left, or stop being runnable: the demand is counted again.
+func (ch *Chooser) demands(q *Queue, d Resources, add bool) {
+	s := ch.s
 	if s.t.appLimits {
-		// Another application may become runnable in its place: the demand is counted again.
-		ch.reshare()
+		ch.redemand = true
 		return
 	}
-	// Without running-application limits a queue's demand is the sum of its applications':
-	// the skipped one's comes off its queues. A decision at the bound on starting jobs skips
-	// many, and a count over every application for each was half of its CPU at 8,000 slots.
-	if a.Demand.IsZero() {
+	if d.IsZero() {
 		return
 	}
 	for p := q; p != nil; p = p.parent {
-		s.demand[p.Path] = s.demand[p.Path].Sub(a.Demand)
+		if add {
+			s.demand[p.Path] = s.demand[p.Path].Add(d)
+		} else {
+			s.demand[p.Path] = s.demand[p.Path].Sub(d)
+		}
 	}
-	s.share = s.t.instantaneous(s.c.Total, s.demand)
+	ch.reshare = true
 }
+
+// Unskip puts back in the picture the waiting application i that Skip took out (a decision
+// skips for itself: the next one, on a picture kept for it, considers it again).
+func (ch *Chooser) Unskip(i int) {
+	s := ch.s
+	if !s.gone[i] {
+		return
+	}
+	s.gone[i] = false
+	a := &s.c.Apps[i]
+	q := s.leafOf[i]
+	if q == nil {
+		return
+	}
+	if a.asking() {
+		for p := q; p != nil; p = p.parent {
+			s.waiting[p.Path]++
+		}
+	}
+	ch.demands(q, a.Demand, true)
+	// The leaf's order and the limits' submission orders may have passed it by.
+	delete(s.order, q)
+	ch.scopes = nil
+}
+
+// Add puts a new waiting application in the picture, and returns its index. It comes last
+// in submission order (a new request).
+func (ch *Chooser) Add(app App) int {
+	s := ch.s
+	i := len(s.c.Apps)
+	s.c.Apps = append(s.c.Apps, app)
+	q := s.t.Queue(app.Queue)
+	s.leafOf, s.gone = append(s.leafOf, q), append(s.gone, false)
+	ch.scopes = nil
+	if q == nil {
+		return i
+	}
+	ls := s.sums[q]
+	if ls == nil {
+		ls = &leafSums{}
+		s.sums[q] = ls
+	}
+	ls.apps = append(ls.apps, i)
+	for p := q; p != nil; p = p.parent {
+		s.waiting[p.Path]++
+	}
+	ch.demands(q, app.Demand, true)
+	if o := s.order[q]; o != nil {
+		// It goes last in the leaf's order when it sorts after the last there; otherwise
+		// the order is made again when next asked for.
+		if n := len(o.idx); n == 0 || s.leafCompare(s.t.Policy(q))(o.idx[n-1], i) < 0 {
+			o.idx = append(o.idx, i)
+		} else {
+			delete(s.order, q)
+		}
+	}
+	return i
+}
+
+// Remove takes application i out of the picture for good (its job left: released, ended,
+// withdrawn), with what it holds and demands.
+func (ch *Chooser) Remove(i int) {
+	s := ch.s
+	if s.gone[i] {
+		return
+	}
+	s.gone[i] = true
+	a := &s.c.Apps[i]
+	q := s.leafOf[i]
+	if q == nil {
+		return
+	}
+	for p := q; p != nil; p = p.parent {
+		if a.asking() {
+			s.waiting[p.Path]--
+		}
+		if a.Running {
+			s.usage[p.Path] = s.usage[p.Path].Sub(a.Usage)
+			s.running[p.Path]--
+		}
+	}
+	if a.Running && a.Pending {
+		s.runningAsking--
+	}
+	if a.Running {
+		s.byUser[a.User]--
+		s.amUsage[q.Path] = s.amUsage[q.Path].Sub(a.AM)
+	}
+	ch.demands(q, a.Demand, false)
+}
+
+// SetNow sets the clock the policies read (StateAware's starting timeout).
+func (ch *Chooser) SetNow(now time.Time) { ch.s.c.Now = now }
+
+// SetState sets the start-up state of the running application i (it told of its start).
+func (ch *Chooser) SetState(i int, state AppState) { ch.s.c.Apps[i].State = state }
 
 // Skipped: application i was taken out of the picture.
 func (ch *Chooser) Skipped(i int) bool { return ch.s.gone[i] }
@@ -235,30 +354,23 @@ func (ch *Chooser) forEachLimit(i int, f func(scope string)) {
 	}
 }
 
-// reshare computes the instantaneous fair shares again, from what the applications in the
-// picture demand now.
-func (ch *Chooser) reshare() {
+// share brings the demand and the instantaneous fair shares up to date with the changes
+// made since the last choice.
+func (ch *Chooser) share() {
 	s := ch.s
-	apps, leafOf := s.c.Apps, s.leafOf
-	if ch.anyGone() {
-		apps, leafOf = nil, nil
-		for i := range s.c.Apps {
-			if !s.gone[i] {
-				apps, leafOf = append(apps, s.c.Apps[i]), append(leafOf, s.leafOf[i])
-			}
-		}
+	if ch.redemand {
+		ch.countDemand()
 	}
-	s.demand = s.t.demand(apps, leafOf)
-	s.share = s.t.instantaneous(s.c.Total, s.demand)
+	if ch.redemand || ch.reshare {
+		s.share = s.t.instantaneous(s.c.Total, s.demand)
+	}
+	ch.redemand, ch.reshare = false, false
 }
 
-func (ch *Chooser) anyGone() bool {
-	for _, g := range ch.s.gone {
-		if g {
-			return true
-		}
-	}
-	return false
+// countDemand adds up again what the applications in the picture demand now.
+func (ch *Chooser) countDemand() {
+	s := ch.s
+	s.demand = s.t.demand(s.c.Apps, s.leafOf, s.gone)
 }
 
 // sortByOrder sorts application indexes by submission order, then id.

@@ -76,6 +76,7 @@ func (a *Admitter) scalars() Outcome {
 // returns the decision to carry out. The Admitter must hold what the deciding one held
 // before it decided.
 func (a *Admitter) Apply(now time.Time, o Outcome) (Decision, error) {
+	a.pic, a.explain = nil, nil // the picture does not follow what the outcome changes
 	if len(o.State) > 0 {
 		st, err := UnpackState(o.State)
 		if err != nil {

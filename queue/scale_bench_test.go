@@ -64,14 +64,17 @@ func BenchmarkAdmitterRequest_1000Into4000(b *testing.B) {
 // envelopeQueues is an allocation file of 50 leaves under 5 parents, as the scale envelope
 // uses: parents weighted and fair, leaves fifo, fair and drf in turn, every tenth leaf with
 // a running-application limit.
-func envelopeQueues() string {
+func envelopeQueues() string { return envelopeQueuesWith(true) }
+
+// envelopeQueuesWith is envelopeQueues, without its running-application limits if !limits.
+func envelopeQueuesWith(limits bool) string {
 	var sb strings.Builder
 	sb.WriteString("<allocations>")
 	for i := range 5 {
 		fmt.Fprintf(&sb, `<queue name="team%d"><weight>%d</weight>`, i, 1+i%3)
 		for j := range 10 {
 			fmt.Fprintf(&sb, `<queue name="q%d"><schedulingPolicy>%s</schedulingPolicy>`, j, []string{"fifo", "fair", "drf"}[j%3])
-			if j == 9 {
+			if j == 9 && limits {
 				sb.WriteString("<maxRunningApps>100</maxRunningApps>")
 			}
 			sb.WriteString("</queue>")
@@ -84,9 +87,12 @@ func envelopeQueues() string {
 
 // envelopeAdmitter holds n one-slot jobs waiting in the 50 leaves of envelopeQueues, of 20
 // users.
-func envelopeAdmitter(tb testing.TB, n int) *Admitter {
+func envelopeAdmitter(tb testing.TB, n int) *Admitter { return envelopeAdmitterWith(tb, n, true) }
+
+// envelopeAdmitterWith is envelopeAdmitter, on envelopeQueuesWith(limits).
+func envelopeAdmitterWith(tb testing.TB, n int, limits bool) *Admitter {
 	// Without the bound on starting jobs: a decision may grant every slot, the most work.
-	files := ConfigFiles{Allocations: []byte(envelopeQueues()), HasAllocations: true, Settings: []byte(settingsFile(PropMaxStartingApps, "0")), HasSettings: true}
+	files := ConfigFiles{Allocations: []byte(envelopeQueuesWith(limits)), HasAllocations: true, Settings: []byte(settingsFile(PropMaxStartingApps, "0")), HasSettings: true}
 	u := ReadConfigFiles(Config{}, files, "v1")
 	if u.Allocations == nil {
 		tb.Fatal(u.Rejected)
@@ -120,6 +126,44 @@ func BenchmarkAdmitterDecide_OneFreedOf8000With10000Waiting(b *testing.B) {
 	a.Ended(k)
 	busy := heldBed(a, 8000)
 	onCopies(b, a, func(x *Admitter) { x.Decide(t0.Add(time.Second), busy) })
+}
+
+// The steady state of a busy bed as the Admission workflow lives it: a job of a full bed of
+// 8,000 slots ends, a new one is asked for, and a decision grants the freed slot, 10,000
+// waiting. One Admitter throughout: the picture of the queues is kept from one decision to
+// the next, and the lists are compacted now and then, as they are live. With running-
+// application limits in the file, a change counts what the waiting jobs demand again.
+func BenchmarkAdmitter_EndRequestDecide_8000Held10000Waiting(b *testing.B) {
+	b.Run("limits", func(b *testing.B) { endRequestDecide(b, true) })
+	b.Run("no-limits", func(b *testing.B) { endRequestDecide(b, false) })
+}
+
+func endRequestDecide(b *testing.B, limits bool) {
+	a := envelopeAdmitterWith(b, 18000, limits)
+	a.Decide(t0, bed(8000))
+	full := heldBed(a, 8000) // no slot shows free: the ended job's is handed on
+	more := scaleRequests(18000 + 20000)[18000:]
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		k := a.st.Running[0].Request.JobKey
+		for j := 1; a.st.Running[0].gone; j++ {
+			k = a.st.Running[j].Request.JobKey
+			if !a.st.Running[j].gone {
+				break
+			}
+		}
+		a.Ended(k)
+		r := more[i%len(more)]
+		r.Run += int32(i / len(more)) // a key not asked for before
+		r.Queue, r.User = fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%10), fmt.Sprintf("user-%d", i%20)
+		a.Request(r)
+		if d := a.Decide(t0.Add(time.Duration(i)*time.Second), full); len(d.Grants) != 1 {
+			b.Fatalf("granted %d", len(d.Grants))
+		}
+		i++
+	}
+	b.ReportMetric(float64(a.kept)/float64(i), "kept/op")
 }
 
 // Packing and unpacking the state of the scale envelope (8,000 held, 10,000 waiting), as

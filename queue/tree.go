@@ -42,6 +42,8 @@ type Queue struct {
 	Config   *QueueConfig // nil for a queue a placement rule created
 	Children []*Queue
 	parent   *Queue
+	// n is its place in Tree.queues.
+	n int
 }
 
 // Leaf: the queue holds applications.
@@ -52,6 +54,8 @@ type Tree struct {
 	alloc *Allocations
 	root  *Queue
 	byID  map[string]*Queue
+	// queues are every queue, numbered (Queue.n): sums over the tree go in slices.
+	queues []*Queue
 	// appLimits: some queue or user has a running-application limit (Demand then counts
 	// runnable jobs only).
 	appLimits bool
@@ -62,8 +66,9 @@ func NewTree(a *Allocations) *Tree {
 	t := &Tree{alloc: a, byID: map[string]*Queue{}}
 	var build func(c *QueueConfig, parent *Queue) *Queue
 	build = func(c *QueueConfig, parent *Queue) *Queue {
-		q := &Queue{Path: c.Path, Config: c, parent: parent}
+		q := &Queue{Path: c.Path, Config: c, parent: parent, n: len(t.queues)}
 		t.byID[q.Path] = q
+		t.queues = append(t.queues, q)
 		t.appLimits = t.appLimits || c.MaxRunningApps != nil
 		for _, child := range c.Children {
 			q.Children = append(q.Children, build(child, q))
@@ -97,9 +102,10 @@ func (t *Tree) Ensure(path string) (*Queue, error) {
 	if parent.Config != nil && parent.Config.IsLeaf() && parent != t.root {
 		return nil, fmt.Errorf("queue %s would hang under the leaf queue %s", path, parent.Path)
 	}
-	q := &Queue{Path: path, parent: parent}
+	q := &Queue{Path: path, parent: parent, n: len(t.queues)}
 	parent.Children = append(parent.Children, q)
 	t.byID[path] = q
+	t.queues = append(t.queues, q)
 	return q, nil
 }
 
@@ -249,20 +255,27 @@ func (t *Tree) Demand(apps []App) map[string]Resources {
 	for i, a := range apps {
 		leafOf[i] = t.Queue(a.Queue)
 	}
-	return t.demand(apps, leafOf)
+	return t.demand(apps, leafOf, nil)
 }
 
-// demand is Demand with each application's queue looked up already (nil: unknown). Sums per
-// leaf, then one walk of the tree: a decision over ten thousand applications must not walk
-// up the hierarchy for each.
-func (t *Tree) demand(apps []App, leafOf []*Queue) map[string]Resources {
-	perLeaf := map[*Queue]Resources{}
-	count, byUser := map[*Queue]int{}, map[string]int{}
+// demand is Demand with each application's queue looked up already (nil: unknown), less the
+// applications that are gone (nil: none). Sums per leaf, then one walk of the tree: a
+// decision over ten thousand applications must not walk up the hierarchy for each. The
+// sums and counts are slices by queue number: a map step per application was most of a
+// decision's cost under running-application limits, where every change counts again.
+func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool) map[string]Resources {
+	perLeaf := make([]Resources, len(t.queues))
+	count := make([]int, len(t.queues))
+	var byUser map[string]int
+	if t.userLimits() {
+		byUser = map[string]int{}
+	}
 	var waiting []int
 	sorted := true
-	for i, a := range apps {
+	for i := range apps {
+		a := &apps[i]
 		q := leafOf[i]
-		if q == nil {
+		if q == nil || gone != nil && gone[i] {
 			continue
 		}
 		if !a.Running {
@@ -272,9 +285,11 @@ func (t *Tree) demand(apps []App, leafOf []*Queue) map[string]Resources {
 			waiting = append(waiting, i)
 			continue
 		}
-		perLeaf[q] = perLeaf[q].Add(a.Demand)
-		count[q]++
-		byUser[a.User]++
+		perLeaf[q.n] = perLeaf[q.n].Add(a.Demand)
+		count[q.n]++
+		if byUser != nil {
+			byUser[a.User]++
+		}
 	}
 	if t.appLimits {
 		if !sorted {
@@ -282,25 +297,28 @@ func (t *Tree) demand(apps []App, leafOf []*Queue) map[string]Resources {
 		}
 		t.rollCounts(t.root, count)
 		for _, i := range waiting {
-			a, leaf := apps[i], leafOf[i]
+			a, leaf := &apps[i], leafOf[i]
 			if !t.runnable(leaf, a.User, count, byUser) {
 				continue
 			}
-			perLeaf[leaf] = perLeaf[leaf].Add(a.Demand)
-			byUser[a.User]++
+			perLeaf[leaf.n] = perLeaf[leaf.n].Add(a.Demand)
+			if byUser != nil {
+				byUser[a.User]++
+			}
 			for q := leaf; q != nil; q = q.parent {
-				count[q]++
+				count[q.n]++
 			}
 		}
 	} else {
 		for _, i := range waiting {
-			perLeaf[leafOf[i]] = perLeaf[leafOf[i]].Add(apps[i].Demand)
+			q := leafOf[i]
+			perLeaf[q.n] = perLeaf[q.n].Add(apps[i].Demand)
 		}
 	}
 	out := map[string]Resources{}
 	var roll func(q *Queue) Resources
 	roll = func(q *Queue) Resources {
-		sum := perLeaf[q]
+		sum := perLeaf[q.n]
 		for _, c := range q.Children {
 			sum = sum.Add(roll(c))
 		}
@@ -313,27 +331,32 @@ func (t *Tree) demand(apps []App, leafOf []*Queue) map[string]Resources {
 	return out
 }
 
+// userLimits: some user has a running-application limit.
+func (t *Tree) userLimits() bool {
+	return t.alloc.UserMaxAppsDefault != nil || len(t.alloc.UserMaxApps) > 0
+}
+
 // rollCounts turns per-queue counts of its own applications into counts of the queue and
 // everything under it.
-func (t *Tree) rollCounts(q *Queue, count map[*Queue]int) int {
-	n := count[q]
+func (t *Tree) rollCounts(q *Queue, count []int) int {
+	n := count[q.n]
 	for _, c := range q.Children {
 		n += t.rollCounts(c, count)
 	}
-	if n > 0 {
-		count[q] = n
-	}
+	count[q.n] = n
 	return n
 }
 
 // runnable: the user and every queue from leaf up (root aside) run fewer applications than
-// their limits, by the counts given.
-func (t *Tree) runnable(leaf *Queue, user string, count map[*Queue]int, byUser map[string]int) bool {
-	if n := t.UserMaxRunningApps(user); n >= 0 && byUser[user] >= n {
-		return false
+// their limits, by the counts given (byUser nil: no user has a limit).
+func (t *Tree) runnable(leaf *Queue, user string, count []int, byUser map[string]int) bool {
+	if byUser != nil {
+		if n := t.UserMaxRunningApps(user); n >= 0 && byUser[user] >= n {
+			return false
+		}
 	}
 	for q := leaf; q != nil && q != t.root; q = q.parent {
-		if n := t.MaxRunningApps(q); n >= 0 && count[q] >= n {
+		if n := t.MaxRunningApps(q); n >= 0 && count[q.n] >= n {
 			return false
 		}
 	}
