@@ -992,8 +992,8 @@ type explainAt struct {
 // Nothing is granted.
 func (a *Admitter) giveReasons() {
 	x := a.explain
-	if x == nil {
-		return
+	if x == nil || x.due {
+		return // none due, or a decision that broke part way left no picture to give them from
 	}
 	a.explain = nil
 	a.compact()
