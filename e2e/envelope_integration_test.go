@@ -631,12 +631,16 @@ func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
 	bySlot := map[bedSlot][]run{}
 	for i := range jobs {
 		for _, r := range jobs[i].Status.History {
-			if r.AdmittedAt == nil || r.EndedAt == nil || r.QueuedAt == nil {
+			if r.AdmittedAt == nil || r.QueuedAt == nil {
 				continue
+			}
+			var ended time.Time // a run still going (a probe stopped early) hands nothing on
+			if r.EndedAt != nil {
+				ended = r.EndedAt.Time
 			}
 			for _, s := range r.Slots {
 				at := bedSlot{r.TestBed, s}
-				bySlot[at] = append(bySlot[at], run{r.QueuedAt.Time, r.AdmittedAt.Time, r.EndedAt.Time})
+				bySlot[at] = append(bySlot[at], run{r.QueuedAt.Time, r.AdmittedAt.Time, ended})
 			}
 		}
 	}
@@ -645,7 +649,7 @@ func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
 		slices.SortFunc(runs, func(a, b run) int { return a.admitted.Compare(b.admitted) })
 		for i := 1; i < len(runs); i++ {
 			prev, next := runs[i-1], runs[i]
-			if next.queued.Before(prev.ended) && !next.admitted.Before(prev.ended) {
+			if !prev.ended.IsZero() && next.queued.Before(prev.ended) && !next.admitted.Before(prev.ended) {
 				waits = append(waits, next.admitted.Sub(prev.ended))
 			}
 		}
