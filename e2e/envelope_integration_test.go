@@ -60,6 +60,14 @@ type envelopeSize struct {
 
 func (s envelopeSize) slots() int { return s.nodes * s.slotsPerNode }
 
+// fileName starts the names of the probe's files: "8000-slots", "8000-slots-as-10-beds".
+func (s envelopeSize) fileName() string {
+	if s.beds > 1 {
+		return fmt.Sprintf("%d-slots-as-%d-beds", s.slots(), s.beds)
+	}
+	return fmt.Sprintf("%d-slots", s.slots())
+}
+
 // partial: the probe stops before every job ended.
 func (s envelopeSize) partial() bool { return s.measure > 0 && s.measure < s.jobs }
 
@@ -303,7 +311,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	cpuFrom, err := sampleCPU()
 	require.NoError(t, err)
 	endedFrom, startedFrom := ledger.endedCount(), ledger.seenRunningCount()
-	profiled := startProfiles(t, p, fmt.Sprintf("%d-slots", slots))
+	profiled := startProfiles(t, p, size.fileName())
 	require.Eventually(t, func() bool { return ledger.endedCount() >= to }, within, 100*time.Millisecond,
 		"%d jobs ended (%d did)", to, ledger.endedCount())
 	cpuTo, err := sampleCPU()
@@ -855,7 +863,7 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 		// For a replay of it under a profile (BenchmarkReplay_AdmissionRun).
 		data, err := protojson.Marshal(&historypb.History{Events: f.admissionLongestRun})
 		require.NoError(t, err)
-		file := filepath.Join(dir, fmt.Sprintf("%d-slots-admission-longest-run.json", f.size.slots()))
+		file := filepath.Join(dir, f.size.fileName()+"-admission-longest-run.json")
 		require.NoError(t, os.WriteFile(file, data, 0o644))
 	}
 	for _, s := range schedulings {
