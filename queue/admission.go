@@ -229,7 +229,7 @@ func (t *Tree) snapshot(c Cluster) *snapshot {
 	if c.Free != nil {
 		s.free = *c.Free
 	}
-	s.demand = t.demand(c.Apps, leafOf, nil)
+	s.demand = t.demand(c.Apps, leafOf, nil, nil)
 	s.share = t.instantaneous(c.Total, s.demand)
 	return s
 }

@@ -22,10 +22,13 @@ type Chooser struct {
 	// so what they demand, and the shares, stand.
 	scopes map[string]*inOrder
 	// redemand: what the applications demand is to be added up again before the next
-	// choice (a change under running-application limits); reshare: the shares are to be
-	// computed again from it. Both wait for the next choice, so that a batch of changes
-	// costs one count.
+	// choice (a change under running-application limits that run cannot follow); reshare:
+	// the shares are to be computed again from it. Both wait for the next choice, so that
+	// a batch of changes costs one count.
 	redemand, reshare bool
+	// run is which applications the running-application limits let run, as the last count
+	// found it and the changes since kept it (nil: unknown, or no limits).
+	run *runnability
 }
 
 // inOrder are applications in an order (a leaf's, or submission), and first the position
@@ -101,7 +104,7 @@ func (ch *Chooser) Start(i int, usage Resources, state AppState, since time.Time
 		// A job started ahead of an earlier one counts against the running-application
 		// limits the earlier one was counted under: what is runnable, and so the shares,
 		// may change.
-		ch.redemand = true
+		ch.run, ch.redemand = nil, true
 	}
 }
 
@@ -155,7 +158,7 @@ func (ch *Chooser) StopAsking() {
 		}
 	}
 	if changed {
-		ch.redemand = true
+		ch.run, ch.redemand = nil, true
 	}
 }
 
@@ -176,19 +179,29 @@ func (ch *Chooser) Skip(i int) {
 			s.waiting[p.Path]--
 		}
 	}
-	ch.demands(q, a.Demand, false)
+	ch.demands(i, false, false)
 }
 
-// demands changes what the queues from q up demand by d (taken off when !add). Without
-// running-application limits a queue's demand is the sum of its applications': d goes up
-// the tree, and a decision at the bound on starting jobs, which skips many, does not count
-// every application for each. Under such limits another application may become runnable
-// in place of one that left, or stop being runnable: the demand is counted again.
-func (ch *Chooser) demands(q *Queue, d Resources, add bool) {
+// demands changes what the queues demand as application i comes into the picture (add;
+// last: it is the last in submission order) or leaves it. Without running-application
+// limits a queue's demand is the sum of its applications': i's goes up the tree, and a
+// decision at the bound on starting jobs, which skips many, does not count every
+// application for each. Under such limits i counts only if it is runnable, and its coming
+// or leaving may change which others are: run follows what it can (a runnable application
+// leaving where no other waits held back by a limit of its own, a new last one), and the
+// demand is counted again otherwise.
+func (ch *Chooser) demands(i int, add, last bool) {
 	s := ch.s
+	q, d := s.leafOf[i], s.c.Apps[i].Demand
 	if s.t.appLimits {
-		ch.redemand = true
-		return
+		counted, ok := ch.run.follow(s.t, &s.c.Apps[i], i, q, add, last)
+		if !ok {
+			ch.run, ch.redemand = nil, true
+			return
+		}
+		if !counted {
+			return
+		}
 	}
 	if d.IsZero() {
 		return
@@ -221,7 +234,7 @@ func (ch *Chooser) Unskip(i int) {
 			s.waiting[p.Path]++
 		}
 	}
-	ch.demands(q, a.Demand, true)
+	ch.demands(i, true, false)
 	// The leaf's order and the limits' submission orders may have passed it by.
 	delete(s.order, q)
 	ch.scopes = nil
@@ -235,8 +248,21 @@ func (ch *Chooser) Add(app App) int {
 	s.c.Apps = append(s.c.Apps, app)
 	q := s.t.Queue(app.Queue)
 	s.leafOf, s.gone = append(s.leafOf, q), append(s.gone, false)
-	ch.scopes = nil
+	if ch.scopes != nil && q != nil {
+		// Last in submission order: last under each of its limits.
+		ch.forEachLimit(i, func(scope string) {
+			o := ch.scopes[scope]
+			if o == nil {
+				o = &inOrder{}
+				ch.scopes[scope] = o
+			}
+			o.idx = append(o.idx, i)
+		})
+	}
 	if q == nil {
+		if ch.run != nil {
+			ch.run.runnable = append(ch.run.runnable, false)
+		}
 		return i
 	}
 	ls := s.sums[q]
@@ -248,7 +274,7 @@ func (ch *Chooser) Add(app App) int {
 	for p := q; p != nil; p = p.parent {
 		s.waiting[p.Path]++
 	}
-	ch.demands(q, app.Demand, true)
+	ch.demands(i, true, true)
 	if o := s.order[q]; o != nil {
 		// It goes last in the leaf's order when it sorts after the last there; otherwise
 		// the order is made again when next asked for.
@@ -290,7 +316,7 @@ func (ch *Chooser) Remove(i int) {
 		s.byUser[a.User]--
 		s.amUsage[q.Path] = s.amUsage[q.Path].Sub(a.AM)
 	}
-	ch.demands(q, a.Demand, false)
+	ch.demands(i, false, false)
 }
 
 // SetNow sets the clock the policies read (StateAware's starting timeout).
@@ -370,7 +396,11 @@ func (ch *Chooser) share() {
 // countDemand adds up again what the applications in the picture demand now.
 func (ch *Chooser) countDemand() {
 	s := ch.s
-	s.demand = s.t.demand(s.c.Apps, s.leafOf, s.gone)
+	ch.run = nil
+	if s.t.appLimits {
+		ch.run = &runnability{}
+	}
+	s.demand = s.t.demand(s.c.Apps, s.leafOf, s.gone, ch.run)
 }
 
 // sortByOrder sorts application indexes by submission order, then id.

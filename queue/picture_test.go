@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestAdmitter_AKeptPictureDecidesAsANewOne(t *testing.T) {
 		    <queue name="sa"><schedulingPolicy>stateaware</schedulingPolicy></queue></queue>
 		  <queue name="t2"><queue name="fifo"><schedulingPolicy>fifo</schedulingPolicy><maxAMShare>0.5</maxAMShare></queue></queue>
 		</allocations>`, ""),
-		configFiles(`<allocations><userMaxAppsDefault>4</userMaxAppsDefault>
+		configFiles(`<allocations><userMaxAppsDefault>4</userMaxAppsDefault><queueMaxAMShareDefault>0.3</queueMaxAMShareDefault>
 		  <queue name="t0"><maxRunningApps>3</maxRunningApps>
 		    <queue name="fifo"><schedulingPolicy>fifo</schedulingPolicy></queue>
 		    <queue name="fair"><schedulingPolicy>fair</schedulingPolicy><maxRunningApps>1</maxRunningApps></queue></queue>
@@ -150,4 +151,80 @@ func reasonsText(a *Admitter) string {
 		fmt.Fprintf(&sb, "%s: %s\n", e.ID, e.Reason)
 	}
 	return sb.String()
+}
+
+// Under running-application limits a Chooser that follows requests, ends, skips and starts
+// one by one demands, per queue, what a count over every application in its picture finds:
+// the changes it follows without counting (a runnable application leaving where no limit
+// of its holds another back, a new last one) and those it counts again for.
+func TestChooser_FollowsTheDemandUnderAppLimits(t *testing.T) {
+	file := `<allocations><userMaxAppsDefault>4</userMaxAppsDefault>
+	  <queue name="a"><maxRunningApps>5</maxRunningApps>
+	    <queue name="x"><maxRunningApps>2</maxRunningApps></queue>
+	    <queue name="y"/></queue>
+	  <queue name="b"><queue name="p"/><queue name="q"><maxRunningApps>3</maxRunningApps></queue></queue>
+	  <queue name="c"/></allocations>`
+	alloc := parseConfig(t, file, "")
+	leaves := []string{"root.a.x", "root.a.y", "root.b.p", "root.b.q", "root.c"}
+	slot := MBVCores(1024, 1)
+	followed := 0
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		tree := NewTree(alloc)
+		order := int64(0)
+		app := func(running bool) App {
+			order++
+			n := int64(1 + rng.IntN(3))
+			a := App{ID: fmt.Sprintf("app%d", order), Queue: leaves[rng.IntN(len(leaves))], User: fmt.Sprintf("u%d", rng.IntN(3)), Order: order,
+				Demand: times(slot, n), SlotBacked: true}
+			if running {
+				a.Running, a.Usage = true, a.Demand
+			}
+			return a
+		}
+		c := Cluster{Total: times(slot, 40), Reserve: true}
+		for range 12 {
+			c.Apps = append(c.Apps, app(rng.IntN(3) == 0))
+		}
+		ch := tree.NewChooser(c)
+		var skipped []int
+		for step := range 60 {
+			s := ch.s
+			switch op := rng.IntN(10); {
+			case op < 3:
+				ch.Add(app(false))
+			case op < 6:
+				ch.Remove(rng.IntN(len(s.c.Apps)))
+			case op < 7:
+				if i := rng.IntN(len(s.c.Apps)); !s.c.Apps[i].Running && !s.gone[i] {
+					ch.Skip(i)
+					skipped = append(skipped, i)
+				}
+			case op < 8 && len(skipped) > 0:
+				for _, i := range skipped {
+					ch.Unskip(i)
+				}
+				skipped = nil
+			default:
+				ch.SetFree(times(slot, 40))
+				if got := ch.Choose(false); got.OK && !got.Reserve && !s.c.Apps[got.Index].Running {
+					ch.Start(got.Index, s.c.Apps[got.Index].Demand, Running, time.Time{})
+				}
+			}
+			if ch.run != nil && !ch.redemand {
+				followed++
+			}
+			ch.share()
+			want := tree.demand(s.c.Apps, s.leafOf, s.gone, nil)
+			got := maps.Clone(s.demand)
+			maps.DeleteFunc(got, func(_ string, r Resources) bool { return r.IsZero() }) // a queue that demands nothing
+			if fmt.Sprint(want) != fmt.Sprint(got) {
+				t.Fatalf("seed %d step %d: the chooser demands\n%v\ninstead of\n%v", seed, step, got, want)
+			}
+		}
+	}
+	if followed < 2000 {
+		t.Fatalf("the demand was followed without a count only %d times", followed)
+	}
+	t.Logf("followed without a count %d times", followed)
 }

@@ -255,15 +255,98 @@ func (t *Tree) Demand(apps []App) map[string]Resources {
 	for i, a := range apps {
 		leafOf[i] = t.Queue(a.Queue)
 	}
-	return t.demand(apps, leafOf, nil)
+	return t.demand(apps, leafOf, nil, nil)
+}
+
+// runnability is which applications the running-application limits let run (Tree.demand):
+// the counts they are judged by, and the limits under which some application is held back.
+type runnability struct {
+	// runnable says, by application, whether it counts: it runs, or it waits and the limits
+	// let it run.
+	runnable []bool
+	// count is the applications counted per queue, up the hierarchy; byUser per user (nil:
+	// no user has a limit).
+	count  []int
+	byUser map[string]int
+	// heldQueues (by queue number) and heldUsers are the limits that count an application
+	// held back by a limit.
+	heldQueues []bool
+	heldUsers  map[string]bool
+}
+
+// follow keeps r up to date as application i (of leaf q) comes into the picture (add; last:
+// after every other in submission order) or leaves it. counted says whether i counts toward
+// the demand; ok false that r cannot tell without counting again (r nil, or i may change
+// what else is runnable).
+func (r *runnability) follow(t *Tree, a *App, i int, q *Queue, add, last bool) (counted, ok bool) {
+	if r == nil || q == nil || i > len(r.runnable) || add && (!last || i != len(r.runnable)) || !add && i == len(r.runnable) {
+		return false, false
+	}
+	if add {
+		// The last in submission order: counted as the others stand, and no one after it
+		// to hold back.
+		runs := a.Running || t.runnable(q, a.User, r.count, r.byUser)
+		r.runnable = append(r.runnable, runs)
+		if runs {
+			r.take(t, a, q, 1)
+		} else {
+			r.held(t, a, q)
+		}
+		return runs, true
+	}
+	if !r.runnable[i] {
+		return false, true // it counted for no limit
+	}
+	if r.holdsBack(t, a, q) {
+		return false, false
+	}
+	r.runnable[i] = false
+	r.take(t, a, q, -1)
+	return true, true
+}
+
+// take counts application a of leaf q (n: 1) or stops counting it (-1).
+func (r *runnability) take(t *Tree, a *App, q *Queue, n int) {
+	if r.byUser != nil {
+		r.byUser[a.User] += n
+	}
+	for p := q; p != nil; p = p.parent {
+		r.count[p.n] += n
+	}
+}
+
+// held notes that application a of leaf q is held back: each limit it counts under.
+func (r *runnability) held(t *Tree, a *App, q *Queue) {
+	if t.UserMaxRunningApps(a.User) >= 0 {
+		r.heldUsers[a.User] = true
+	}
+	for p := q; p != nil && p != t.root; p = p.parent {
+		if t.MaxRunningApps(p) >= 0 {
+			r.heldQueues[p.n] = true
+		}
+	}
+}
+
+// holdsBack: one of the limits application a of leaf q counts under holds back some
+// application, which might run once a no longer counts.
+func (r *runnability) holdsBack(t *Tree, a *App, q *Queue) bool {
+	if r.heldUsers[a.User] && t.UserMaxRunningApps(a.User) >= 0 {
+		return true
+	}
+	for p := q; p != nil && p != t.root; p = p.parent {
+		if r.heldQueues[p.n] && t.MaxRunningApps(p) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // demand is Demand with each application's queue looked up already (nil: unknown), less the
-// applications that are gone (nil: none). Sums per leaf, then one walk of the tree: a
+// applications that are gone (nil: none); run, when given, is filled with which ones count. Sums per leaf, then one walk of the tree: a
 // decision over ten thousand applications must not walk up the hierarchy for each. The
 // sums and counts are slices by queue number: a map step per application was most of a
 // decision's cost under running-application limits, where every change counts again.
-func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool) map[string]Resources {
+func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool, run *runnability) map[string]Resources {
 	perLeaf := make([]Resources, len(t.queues))
 	count := make([]int, len(t.queues))
 	var byUser map[string]int
@@ -272,11 +355,17 @@ func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool) map[string]Resou
 	}
 	var waiting []int
 	sorted := true
+	if run != nil {
+		*run = runnability{runnable: make([]bool, len(apps)), count: count, byUser: byUser, heldQueues: make([]bool, len(t.queues)), heldUsers: map[string]bool{}}
+	}
 	for i := range apps {
 		a := &apps[i]
 		q := leafOf[i]
 		if q == nil || gone != nil && gone[i] {
 			continue
+		}
+		if run != nil && a.Running {
+			run.runnable[i] = true
 		}
 		if !a.Running {
 			if n := len(waiting); n > 0 && apps[waiting[n-1]].Order > a.Order {
@@ -299,7 +388,13 @@ func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool) map[string]Resou
 		for _, i := range waiting {
 			a, leaf := &apps[i], leafOf[i]
 			if !t.runnable(leaf, a.User, count, byUser) {
+				if run != nil {
+					run.held(t, a, leaf)
+				}
 				continue
+			}
+			if run != nil {
+				run.runnable[i] = true
 			}
 			perLeaf[leaf.n] = perLeaf[leaf.n].Add(a.Demand)
 			if byUser != nil {
