@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -41,7 +42,11 @@ type env struct {
 	acts     *activities.Activities
 	extender *extender.Server
 	addr     string
-	logs     *syncBuffer
+	// held keeps addr bound until the extender first starts: the cluster takes seconds to
+	// come up, and another test process's free-port search would otherwise take the port
+	// the scheduler was told to call.
+	held net.Listener
+	logs *syncBuffer
 	// https calls the extender as kube-scheduler does: trusting its CA, presenting the
 	// scheduler's client certificate.
 	https *http.Client
@@ -70,6 +75,9 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 	ports, err := freeport.Get(1)
 	require.NoError(t, err)
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	held, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = held.Close() })
 	opts := testcluster.Options{
 		Nodes:       4,
 		ExtenderURL: "https://" + addr + "/",
@@ -85,7 +93,7 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 	c := testcluster.New(t, opts)
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
-	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr, logs: &syncBuffer{}}
+	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr, held: held, logs: &syncBuffer{}}
 	clientTLS, err := c.ExtenderCerts.ClientTLS()
 	require.NoError(t, err)
 	e.https = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
@@ -106,6 +114,10 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 func (e *env) startExtender(t *testing.T) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, e.logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if e.held != nil {
+		_ = e.held.Close() // the extender binds the address next
+		e.held = nil
+	}
 	s, err := extender.Start(context.Background(), e.cluster.Config, e.addr, log, extender.WithTLS(e.serverTLS(t)))
 	require.NoError(t, err)
 	e.extender = s
