@@ -787,9 +787,7 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 		e, running := a.at(refs[i]), refs[i].running
 		if ch.Reserve {
 			if !running && e.slotBased() {
-				// A SlotBased head holds its own slots only: the others may use the rest.
-				e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
-				avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
+				avail = reserveOwnSlots(e, avail)
 				skip[ch.App.ID] = true
 				p.skip(i)
 				continue
@@ -1014,10 +1012,16 @@ func (a *Admitter) giveReasons() {
 			a.heldUp(ch, chooser, refs)
 			return
 		}
-		e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
-		avail = slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
+		avail = reserveOwnSlots(e, avail)
 		chooser.Skip(ch.Index)
 	}
+}
+
+// reserveOwnSlots has the SlotBased head e of a strict leaf hold its own slots, saying so,
+// and returns the free slots without them: the others may use the rest.
+func reserveOwnSlots(e *Entry, avail []int32) []int32 {
+	e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
+	return slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
 }
 
 // heldUp gives the waiting jobs that the choice of a reserving head passed by unseen (their

@@ -162,7 +162,7 @@ func (ch *Chooser) StopAsking() {
 	}
 }
 
-// Skip takes the waiting application i out of the picture.
+// Skip takes the waiting application i out of the picture (Remove, a running one too).
 func (ch *Chooser) Skip(i int) {
 	s := ch.s
 	if s.gone[i] {
@@ -291,32 +291,19 @@ func (ch *Chooser) Add(app App) int {
 // withdrawn), with what it holds and demands.
 func (ch *Chooser) Remove(i int) {
 	s := ch.s
-	if s.gone[i] {
-		return
-	}
-	s.gone[i] = true
-	a := &s.c.Apps[i]
-	q := s.leafOf[i]
-	if q == nil {
-		return
-	}
-	for p := q; p != nil; p = p.parent {
-		if a.asking() {
-			s.waiting[p.Path]--
-		}
-		if a.Running {
+	a, q := &s.c.Apps[i], s.leafOf[i]
+	if a.Running && !s.gone[i] && q != nil {
+		for p := q; p != nil; p = p.parent {
 			s.usage[p.Path] = s.usage[p.Path].Sub(a.Usage)
 			s.running[p.Path]--
 		}
-	}
-	if a.Running && a.Pending {
-		s.runningAsking--
-	}
-	if a.Running {
+		if a.Pending {
+			s.runningAsking--
+		}
 		s.byUser[a.User]--
 		s.amUsage[q.Path] = s.amUsage[q.Path].Sub(a.AM)
 	}
-	ch.demands(i, false, false)
+	ch.Skip(i) // what it asks for and demands
 }
 
 // SetNow sets the clock the policies read (StateAware's starting timeout).
@@ -369,15 +356,14 @@ func (ch *Chooser) earliestUnderItsLimits(i int) bool {
 // its user's, and its queues' (root aside).
 func (ch *Chooser) forEachLimit(i int, f func(scope string)) {
 	s := ch.s
-	a := &s.c.Apps[i]
-	if s.t.UserMaxRunningApps(a.User) >= 0 {
-		f("user " + a.User)
-	}
-	for q := s.leafOf[i]; q != nil && q != s.t.root; q = q.parent {
-		if s.t.MaxRunningApps(q) >= 0 {
+	user := s.c.Apps[i].User
+	s.t.eachLimit(user, s.leafOf[i], func(q *Queue) {
+		if q == nil {
+			f("user " + user)
+		} else {
 			f("queue " + q.Path)
 		}
-	}
+	})
 }
 
 // share brings the demand and the instantaneous fair shares up to date with the changes

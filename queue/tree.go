@@ -288,7 +288,7 @@ func (r *runnability) follow(t *Tree, a *App, i int, q *Queue, add, last bool) (
 		runs := a.Running || t.runnable(q, a.User, r.count, r.byUser)
 		r.runnable = append(r.runnable, runs)
 		if runs {
-			r.take(t, a, q, 1)
+			r.take(a, q, 1)
 		} else {
 			r.held(t, a, q)
 		}
@@ -301,12 +301,12 @@ func (r *runnability) follow(t *Tree, a *App, i int, q *Queue, add, last bool) (
 		return false, false
 	}
 	r.runnable[i] = false
-	r.take(t, a, q, -1)
+	r.take(a, q, -1)
 	return true, true
 }
 
 // take counts application a of leaf q (n: 1) or stops counting it (-1).
-func (r *runnability) take(t *Tree, a *App, q *Queue, n int) {
+func (r *runnability) take(a *App, q *Queue, n int) {
 	if r.byUser != nil {
 		r.byUser[a.User] += n
 	}
@@ -317,33 +317,42 @@ func (r *runnability) take(t *Tree, a *App, q *Queue, n int) {
 
 // held notes that application a of leaf q is held back: each limit it counts under.
 func (r *runnability) held(t *Tree, a *App, q *Queue) {
-	if t.UserMaxRunningApps(a.User) >= 0 {
-		r.heldUsers[a.User] = true
-	}
-	for p := q; p != nil && p != t.root; p = p.parent {
-		if t.MaxRunningApps(p) >= 0 {
+	t.eachLimit(a.User, q, func(p *Queue) {
+		if p == nil {
+			r.heldUsers[a.User] = true
+		} else {
 			r.heldQueues[p.n] = true
 		}
-	}
+	})
 }
 
 // holdsBack: one of the limits application a of leaf q counts under holds back some
 // application, which might run once a no longer counts.
 func (r *runnability) holdsBack(t *Tree, a *App, q *Queue) bool {
-	if r.heldUsers[a.User] && t.UserMaxRunningApps(a.User) >= 0 {
-		return true
+	holds := false
+	t.eachLimit(a.User, q, func(p *Queue) {
+		holds = holds || p == nil && r.heldUsers[a.User] || p != nil && r.heldQueues[p.n]
+	})
+	return holds
+}
+
+// eachLimit calls f with each running-application limit an application of user in leaf
+// counts against: nil for its user's, then its queues' from leaf up (root aside).
+func (t *Tree) eachLimit(user string, leaf *Queue, f func(q *Queue)) {
+	if t.UserMaxRunningApps(user) >= 0 {
+		f(nil)
 	}
-	for p := q; p != nil && p != t.root; p = p.parent {
-		if r.heldQueues[p.n] && t.MaxRunningApps(p) >= 0 {
-			return true
+	for q := leaf; q != nil && q != t.root; q = q.parent {
+		if t.MaxRunningApps(q) >= 0 {
+			f(q)
 		}
 	}
-	return false
 }
 
 // demand is Demand with each application's queue looked up already (nil: unknown), less the
-// applications that are gone (nil: none); run, when given, is filled with which ones count. Sums per leaf, then one walk of the tree: a
-// decision over ten thousand applications must not walk up the hierarchy for each. The
+// applications that are gone (nil: none); run, when given, is filled with which ones count.
+// Sums per leaf, then one walk of the tree: a decision over ten thousand applications must
+// not walk up the hierarchy for each. The
 // sums and counts are slices by queue number: a map step per application was most of a
 // decision's cost under running-application limits, where every change counts again.
 func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool, run *runnability) map[string]Resources {
