@@ -46,9 +46,9 @@ const (
 // good pair stays in force. A missing ConfigMap, or neither key, means the defaults; one key
 // missing, that file's defaults.
 //
-// Admission asks at every resync, inside its workflow task. Unless in is Fresh, the
-// worker's copy of the ConfigMap answers first, and only that nothing changed, so a busy API
-// server does not hold up Admission's tasks at every resync. A change the copy shows is read from
+// Admission runs it when the worker's copy shows a change (AllocationFileUnchanged is
+// false) or it was told the file changed (Fresh). Unless in is Fresh, the copy answers
+// first here too, and only that nothing changed. A change the copy shows is read from
 // the API server before it is sent, so a copy that lags never puts an older file in force
 // after a newer one; a change the copy does not show yet comes with the next resync, or at
 // once through the signal that sets Fresh.

@@ -503,6 +503,11 @@ func (a *admission) request(r AdmissionRequest) *AdmissionGrant {
 
 // loadConfig asks for the allocation file if it changed since the version held; fresh: the
 // workflow was told it changed, so the API server is read rather than the worker's copy.
+//
+// A change is read by an activity, not a local one, so the task that asks ends at once: a
+// local activity would hold the task open while it waits for the API server and for a
+// free local-activity slot of a busy worker (every bed's first run reads its file, and
+// beds start together). Changes are rare, so the extra task costs little.
 func (a *admission) loadConfig(ctx workflow.Context, fresh bool) error {
 	held := a.core.Config()
 	ref := activities.AllocationFileRef{Namespace: a.in.Namespace, ConfigMap: a.in.ConfigMap, Version: held.Version, RejectedVersion: held.RejectedVersion,
@@ -513,7 +518,7 @@ func (a *admission) loadConfig(ctx workflow.Context, fresh bool) error {
 		}
 	}
 	var u *queue.ConfigUpdate
-	if err := quick(ctx, acts.LoadAllocationFile, ref).Get(ctx, &u); err != nil {
+	if err := workflow.ExecuteActivity(ctx, acts.LoadAllocationFile, ref).Get(ctx, &u); err != nil {
 		return err
 	}
 	if u == nil {

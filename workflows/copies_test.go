@@ -73,7 +73,22 @@ func TestAdmissionWorkflow_ReadsTheWorkersCopiesInSideEffects(t *testing.T) {
 			}
 			require.Len(t, w.grants, 3, "the copy's four slots")
 			require.Zero(t, local["ReadSlots"])
-			require.Zero(t, local["LoadAllocationFile"], "the copy shows the file unchanged")
+			require.Empty(t, w.loads, "the copy shows the file unchanged")
 		})
 	}
+}
+
+// A file the copy shows changed is read by an activity, never a local one, which would hold
+// the workflow task open while the API server answers.
+func TestAdmissionWorkflow_ReadsAChangedFileOutsideItsTask(t *testing.T) {
+	w := &admissionWorld{}
+	env := newAdmissionEnv(t, w, 4)
+	copies := &fakeCopies{free: []int32{0, 1, 2, 3}}
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{CopiesInterceptor(copies)}})
+	local := map[string]int{}
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) { local[info.ActivityType.Name]++ })
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 3, Resync: 10 * time.Second})
+	require.Positive(t, copies.fileReads)
+	require.Len(t, w.loads, copies.fileReads, "each change the copy shows is read")
+	require.Zero(t, local["LoadAllocationFile"], "by the activity, not a local one")
 }
