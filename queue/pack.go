@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,6 +30,14 @@ func PackState(st AdmitterState) ([]byte, error) {
 	return deflate(raw)
 }
 
+// Pack is PackState of the Admitter's state, read in place rather than copied first
+// (State): a continue-as-new packs the whole state inside one workflow task, and what it
+// allocates there the worker's garbage collector makes that task pay for.
+func (a *Admitter) Pack() ([]byte, error) {
+	a.compact()
+	return PackState(a.st)
+}
+
 func packRaw(st AdmitterState) ([]byte, error) {
 	h := packedHeader{V: packVersion, Config: st.Config, Next: st.Next, Granted: st.Granted, Starvation: st.Starvation,
 		Reclaimed: st.Reclaimed, Handed: st.Handed, PreemptedFor: st.PreemptedFor, Reserved: st.Reserved,
@@ -43,18 +53,31 @@ func packRaw(st AdmitterState) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := binary.AppendUvarint(nil, uint64(len(head)))
+	// About 30 bytes an entry at the envelope; one allocation rather than a doubling chain.
+	raw := make([]byte, 0, len(head)+binary.MaxVarintLen64+48*(h.Waiting+h.Running))
+	raw = binary.AppendUvarint(raw, uint64(len(head)))
 	raw = append(raw, head...)
 	raw = waiting.appendTo(raw)
 	return running.appendTo(raw), nil
 }
 
+// packLevel is the gzip level of the packed state: at the envelope's 18,000 jobs it packs in
+// half the time of the default level, 5% larger (BenchmarkPackState_8000Held10000Waiting,
+// TestPackState_SizesFit).
+const packLevel = 4
+
+// gzipWriters keeps deflate's writers, each some 800 KB of tables: a writer reset writes the
+// same bytes as a new one, so the pool changes nothing a workflow records.
+var gzipWriters = sync.Pool{New: func() any {
+	z, _ := gzip.NewWriterLevel(nil, packLevel) // a valid level: no error
+	return z
+}}
+
 func deflate(raw []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	z, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
-	if err != nil {
-		return nil, err
-	}
+	buf := bytes.NewBuffer(make([]byte, 0, len(raw)/8+64))
+	z := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(z)
+	z.Reset(buf)
 	if _, err := z.Write(raw); err != nil {
 		return nil, err
 	}
@@ -73,13 +96,23 @@ func UnpackState(b []byte) (AdmitterState, error) {
 	return unpackRaw(raw)
 }
 
-// inflate undoes deflate, up to maxUnpacked bytes.
+// inflate undoes deflate, up to maxUnpacked bytes. The gzip trailer's size (the
+// uncompressed length modulo 2^32) sizes the buffer, so reading does not double it along
+// the way; a trailer that lies costs a reallocation, not a wrong answer.
 func inflate(b []byte) ([]byte, error) {
 	z, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
-	return io.ReadAll(io.LimitReader(z, maxUnpacked))
+	size := 0
+	if len(b) >= 4 {
+		size = min(int(binary.LittleEndian.Uint32(b[len(b)-4:])), maxUnpacked)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(z, maxUnpacked)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // unpackRaw reads the state from the inflated bytes.
@@ -147,6 +180,26 @@ type packedEntries struct {
 type interner struct {
 	all []string
 	at  map[string]int32
+	buf []byte
+}
+
+// joined indexes a group list as one string (groupsSep between the groups), joining it
+// only when it is new.
+func (s *interner) joined(groups []string) int32 {
+	if len(groups) < 2 {
+		return s.index(strings.Join(groups, groupsSep)) // "" or the one group: no copy
+	}
+	s.buf = s.buf[:0]
+	for i, g := range groups {
+		if i > 0 {
+			s.buf = append(s.buf, groupsSep...)
+		}
+		s.buf = append(s.buf, g...)
+	}
+	if i, ok := s.at[string(s.buf)]; ok {
+		return i
+	}
+	return s.index(string(s.buf))
 }
 
 func (s *interner) index(v string) int32 {
@@ -163,7 +216,23 @@ func (s *interner) index(v string) int32 {
 const groupsSep = "\x00"
 
 func packEntries(es []Entry, strs *interner) packedEntries {
-	var p packedEntries
+	n, slots := 0, 0
+	for i := range es {
+		if !es[i].gone {
+			n++
+			slots += len(es[i].Slots)
+		}
+	}
+	// Every column at its full size at once, and the granted slots' differences in one
+	// array the entries' lists share.
+	p := packedEntries{Job: make([]string, 0, n), SlotIDs: make([][]int32, 0, n), Granted: make([][]int32, 0, n)}
+	for _, col := range []*[]int32{&p.Scheduling, &p.UID, &p.Asked, &p.User, &p.Groups, &p.Shown, &p.Queue, &p.State, &p.Run, &p.Slots, &p.Preempted} {
+		*col = make([]int32, 0, n)
+	}
+	for _, col := range []*[]int64{&p.DriverMemory, &p.DriverMilli, &p.Expected, &p.GaveBack, &p.Grant, &p.Order, &p.GrantedAt, &p.StartingSince} {
+		*col = make([]int64, 0, n)
+	}
+	flat := make([]int32, 0, slots)
 	var order, grant, grantedAt, since int64
 	var slot int32
 	for i := range es {
@@ -178,7 +247,7 @@ func packEntries(es []Entry, strs *interner) packedEntries {
 		p.Run = append(p.Run, r.Run)
 		p.Asked = append(p.Asked, strs.index(r.Queue))
 		p.User = append(p.User, strs.index(r.User))
-		p.Groups = append(p.Groups, strs.index(strings.Join(r.Groups, groupsSep)))
+		p.Groups = append(p.Groups, strs.joined(r.Groups))
 		p.Shown = append(p.Shown, strs.index(r.Shown))
 		p.Slots = append(p.Slots, r.Slots)
 		p.SlotIDs = append(p.SlotIDs, r.SlotIDs)
@@ -189,7 +258,9 @@ func packEntries(es []Entry, strs *interner) packedEntries {
 		p.Queue = append(p.Queue, strs.index(e.Queue))
 		p.Order = append(p.Order, e.Order-order)
 		order = e.Order
-		p.Granted = append(p.Granted, deltas(e.Slots, &slot))
+		start := len(flat)
+		flat = appendDeltas(flat, e.Slots, &slot)
+		p.Granted = append(p.Granted, flat[start:len(flat):len(flat)])
 		g := nanos(e.GrantedAt)
 		p.GrantedAt = append(p.GrantedAt, g-grantedAt)
 		grantedAt = g
@@ -279,17 +350,26 @@ func (r *columnReader) bytes(n int) []byte {
 }
 
 func (r *columnReader) int32s(n int) []int32 {
-	wide := r.int64s(n)
+	return r.appendInt32s(nil, n)
+}
+
+// appendInt32s reads n numbers into out.
+func (r *columnReader) appendInt32s(out []int32, n int) []int32 {
 	if r.err != nil {
 		return nil
 	}
-	out := make([]int32, n)
-	for i, v := range wide {
+	if n > len(r.b)-r.off {
+		r.err = fmt.Errorf("%d numbers wanted at byte %d of %d", n, r.off, len(r.b))
+		return nil
+	}
+	out = slices.Grow(out, n)
+	for range n {
+		v := r.varint()
 		if v != int64(int32(v)) {
 			r.err = fmt.Errorf("%d is out of range before byte %d", v, r.off)
 			return nil
 		}
-		out[i] = int32(v)
+		out = append(out, int32(v))
 	}
 	return out
 }
@@ -326,11 +406,17 @@ func (r *columnReader) entries(n int, strs []string) []Entry {
 	for _, col := range []*[]int32{&p.Scheduling, &p.UID, &p.Asked, &p.User, &p.Groups, &p.Shown, &p.Queue, &p.State, &p.Run, &p.Slots, &p.Preempted} {
 		*col = r.int32s(n)
 	}
+	// Each column's lists share one array: an entry's list is its own stretch of it.
 	for _, col := range []*[][]int32{&p.SlotIDs, &p.Granted} {
 		*col = make([][]int32, n)
+		var flat []int32
 		for i := range *col {
-			if k := r.uvarint(); k > 0 {
-				(*col)[i] = r.int32s(k)
+			if k := r.uvarint(); k > 0 && r.err == nil {
+				start := len(flat)
+				if flat = r.appendInt32s(flat, k); r.err != nil {
+					return nil
+				}
+				(*col)[i] = flat[start:len(flat):len(flat)]
 			}
 		}
 	}
@@ -350,6 +436,11 @@ func (r *columnReader) entries(n int, strs []string) []Entry {
 	out := make([]Entry, n)
 	var order, grant, grantedAt, since int64
 	var slot int32
+	slots := 0
+	for _, g := range p.Granted {
+		slots += len(g)
+	}
+	flat := make([]int32, 0, slots)
 	for i := range out {
 		req := Request{JobKey: JobKey{Scheduling: str(p.Scheduling[i]), SchedulingUID: str(p.UID[i]), Job: p.Job[i], Run: p.Run[i]},
 			Queue: str(p.Asked[i]), User: str(p.User[i]), Shown: str(p.Shown[i]), Slots: p.Slots[i], SlotIDs: p.SlotIDs[i],
@@ -361,8 +452,13 @@ func (r *columnReader) entries(n int, strs []string) []Entry {
 		grant += p.Grant[i]
 		grantedAt += p.GrantedAt[i]
 		since += p.StartingSince[i]
-		out[i] = Entry{ID: req.JobKey.String(), Request: req, Queue: str(p.Queue[i]), Order: order, Slots: sums(p.Granted[i], &slot),
+		out[i] = Entry{ID: req.JobKey.String(), Request: req, Queue: str(p.Queue[i]), Order: order,
 			GrantedAt: fromNanos(grantedAt), Grant: grant, State: AppState(str(p.State[i])), StartingSince: fromNanos(since), Preempted: p.Preempted[i]}
+		if len(p.Granted[i]) > 0 {
+			start := len(flat)
+			flat = appendSums(flat, p.Granted[i], &slot)
+			out[i].Slots = flat[start:len(flat):len(flat)]
+		}
 	}
 	return out
 }
@@ -381,30 +477,28 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// deltas writes ps as differences, the first from *prev, and sets *prev to the first.
-func deltas(ps []int32, prev *int32) []int32 {
+// appendDeltas appends ps to out as differences, the first from *prev, and sets *prev to
+// the first.
+func appendDeltas(out, ps []int32, prev *int32) []int32 {
 	if len(ps) == 0 {
-		return nil
+		return out
 	}
-	out := make([]int32, len(ps))
-	out[0] = ps[0] - *prev
+	out = append(out, ps[0]-*prev)
 	for i := 1; i < len(ps); i++ {
-		out[i] = ps[i] - ps[i-1]
+		out = append(out, ps[i]-ps[i-1])
 	}
 	*prev = ps[0]
 	return out
 }
 
-// sums undoes deltas.
-func sums(ds []int32, prev *int32) []int32 {
-	if len(ds) == 0 {
-		return nil
+// appendSums undoes appendDeltas: it appends the slots ds are the differences of.
+func appendSums(out, ds []int32, prev *int32) []int32 {
+	v := *prev + ds[0]
+	*prev = v
+	out = append(out, v)
+	for _, d := range ds[1:] {
+		v += d
+		out = append(out, v)
 	}
-	out := make([]int32, len(ds))
-	out[0] = *prev + ds[0]
-	for i := 1; i < len(ds); i++ {
-		out[i] = out[i-1] + ds[i]
-	}
-	*prev = out[0]
 	return out
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,9 +15,20 @@ func TestPackState_RoundTrip(t *testing.T) {
 	a := envelopeAdmitter(t, 300)
 	a.Request(Request{JobKey: JobKey{Scheduling: "s", SchedulingUID: "u", Job: "named", Run: 2}, Queue: "root.team1.q1", User: "user-1",
 		SlotIDs: []int32{3, 9}, Driver: MBVCores(512, 1), Expected: time.Minute, GaveBack: 7, Shown: "root.x"})
+	for _, job := range []string{"grouped", "grouped-too"} {
+		a.Request(Request{JobKey: JobKey{Scheduling: "s", SchedulingUID: "u", Job: job, Run: 1}, Queue: "root.team1.q1", User: "user-2",
+			Groups: []string{"g1", "g2", "g3"}})
+	}
 	a.Decide(t0, bed(200, 5, 6))
 	a.Started(a.Running()[3].Request.JobKey)
 	a.Decide(t0.Add(time.Minute), heldBed(a, 200))
+	inPlace, err := a.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied, _ := PackState(a.State()); !bytes.Equal(inPlace, copied) {
+		t.Fatal("packing the Admitter in place differs from packing a copy of its state")
+	}
 	st := a.State()
 	st.Reclaimed, st.Handed = []int32{1, 2}, []int32{4}
 	st.Reserved, st.PreemptedFor = &st.Waiting[0].Request.JobKey, &st.Waiting[1].Request.JobKey

@@ -253,7 +253,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		}
 	}
 	next := a.in
-	packed, err := queue.PackState(a.core.State())
+	packed, err := a.core.Pack()
 	if err != nil {
 		panic(err) // an encoding to memory: it does not fail
 	}
