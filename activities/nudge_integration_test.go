@@ -73,3 +73,21 @@ func TestNudgeWorkflows_EveryWorkflowOnce(t *testing.T) {
 	}
 	require.Equal(t, want, got, "one workflow's nudges in the order given")
 }
+
+// A nudge that names its own task queue starts its workflow there, the rest on the batch's:
+// Schedulings start Admission on its own queue this way.
+func TestNudgeWorkflows_ANudgeMayNameItsTaskQueue(t *testing.T) {
+	t.Parallel()
+	_, tc := testtemporal.Start(t)
+	a := &activities.Activities{Temporal: tc}
+	ctx := context.Background()
+	require.NoError(t, a.NudgeWorkflows(ctx, activities.SignalWithStartInput{TaskQueue: "batch-queue", Signals: []activities.SignalWithStart{
+		{WorkflowID: "own", WorkflowType: "Nudged", Signal: "look", TaskQueue: "own-queue"},
+		{WorkflowID: "batch", WorkflowType: "Nudged", Signal: "look"},
+	}}))
+	for id, queue := range map[string]string{"own": "own-queue", "batch": "batch-queue"} {
+		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
+		require.NoError(t, err)
+		require.Equal(t, queue, d.GetExecutionConfig().GetTaskQueue().GetName(), id)
+	}
+}

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -268,6 +269,9 @@ type SignalWithStart struct {
 	Signal       string
 	// SignalArg is the signal's payload (nil for a bare "look again").
 	SignalArg any
+	// TaskQueue, when set, is the task queue the workflow starts on, in place of the
+	// batch's.
+	TaskQueue string `json:",omitempty"`
 }
 
 // WorkflowTaskTimeout is the workflow task timeout of the workflows a signal-with-start
@@ -322,7 +326,7 @@ func (a *Activities) NudgeWorkflows(ctx context.Context, in SignalWithStartInput
 // update-with-start when the message's name is one of Updates, a signal-with-start
 // otherwise.
 func (a *Activities) nudge(ctx context.Context, taskQueue string, n SignalWithStart) error {
-	opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: taskQueue, WorkflowTaskTimeout: WorkflowTaskTimeout}
+	opts := temporalclient.StartWorkflowOptions{ID: n.WorkflowID, TaskQueue: cmp.Or(n.TaskQueue, taskQueue), WorkflowTaskTimeout: WorkflowTaskTimeout}
 	if !a.Updates[n.Signal] {
 		if _, err := a.Temporal.SignalWithStartWorkflow(ctx, n.WorkflowID, n.Signal, n.SignalArg, opts, n.WorkflowType, n.Input); err != nil {
 			return fmt.Errorf("signal-with-start %s: %w", n.WorkflowID, err)

@@ -48,20 +48,15 @@ const (
 // when the server would have timed it out anyway. How long the tasks take is measured
 // (slotplane_admission_decision_seconds, the SDK's workflow task metrics), not enforced.
 
-// New returns a worker of slotplane's task queue with every workflow and activity
-// registered; the caller starts and stops it. The activities get c to signal-with-start
-// workflows, unless they carry a Temporal client already, send Admission's job keys in
-// batches (workflows.AdmissionBatched) unless told which messages to batch, and send
-// Admission's messages as updates (workflows.AdmissionUpdates) unless told which.
+// New returns a worker of slotplane's task queues with every workflow and activity
+// registered; the caller starts and stops it. It polls TaskQueue with Pollers pollers, and
+// AdmissionTaskQueue with AdmissionPollers of its own (workflows.AdmissionTaskQueue says
+// why). The activities get c to signal-with-start workflows, unless they carry a Temporal
+// client already, send Admission's job keys in batches (workflows.AdmissionBatched) unless
+// told which messages to batch, and send Admission's messages as updates
+// (workflows.AdmissionUpdates) unless told which. What is registered on the worker
+// returned is registered on TaskQueue alone.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: Pollers, MaxConcurrentActivityTaskPollers: Pollers,
-		StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
-		DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID(),
-		Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}})
-	w.RegisterWorkflow(workflows.TestBedWorkflow)
-	w.RegisterWorkflow(workflows.BatchJobWorkflow)
-	w.RegisterWorkflow(workflows.SchedulingWorkflow)
-	w.RegisterWorkflow(workflows.AdmissionWorkflow)
 	if acts.Temporal == nil {
 		acts.Temporal = c
 	}
@@ -71,8 +66,54 @@ func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	if acts.Updates == nil {
 		acts.Updates = workflows.AdmissionUpdates
 	}
-	w.RegisterActivity(acts)
-	return w
+	one := func(queue string, pollers int) sdkworker.Worker {
+		w := sdkworker.New(c, queue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: pollers, MaxConcurrentActivityTaskPollers: pollers,
+			StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
+			DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID(),
+			Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}})
+		w.RegisterWorkflow(workflows.TestBedWorkflow)
+		w.RegisterWorkflow(workflows.BatchJobWorkflow)
+		w.RegisterWorkflow(workflows.SchedulingWorkflow)
+		w.RegisterWorkflow(workflows.AdmissionWorkflow)
+		w.RegisterActivity(acts)
+		return w
+	}
+	return &pair{Worker: one(workflows.TaskQueue, Pollers), admission: one(workflows.AdmissionTaskQueue, AdmissionPollers)}
+}
+
+// AdmissionPollers is how many long polls the worker keeps open on AdmissionTaskQueue for
+// workflow tasks, and as many for activity tasks: a bed's Admission runs one task at a time.
+const AdmissionPollers = 2
+
+// pair is the worker of TaskQueue with the worker of AdmissionTaskQueue started and stopped
+// alongside.
+type pair struct {
+	sdkworker.Worker
+	admission sdkworker.Worker
+}
+
+func (p *pair) Start() error {
+	if err := p.admission.Start(); err != nil {
+		return err
+	}
+	if err := p.Worker.Start(); err != nil {
+		p.admission.Stop()
+		return err
+	}
+	return nil
+}
+
+func (p *pair) Run(interrupt <-chan any) error {
+	if err := p.admission.Start(); err != nil {
+		return err
+	}
+	defer p.admission.Stop()
+	return p.Worker.Run(interrupt)
+}
+
+func (p *pair) Stop() {
+	p.Worker.Stop()
+	p.admission.Stop()
 }
 
 // BuildID names the code a worker runs, in the Temporal server's record of which worker

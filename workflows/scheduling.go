@@ -948,7 +948,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 		return activities.SignalWithStart{
 			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
 			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed, StepsPerRun: s.in.AdmissionStepsPerRun},
-			Signal: signal, SignalArg: arg,
+			Signal: signal, SignalArg: arg, TaskQueue: AdmissionTaskQueue,
 		}
 	}
 	var nudges []activities.SignalWithStart

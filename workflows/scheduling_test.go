@@ -173,6 +173,9 @@ func admissionRequestsIn(n activities.SignalWithStart) ([]AdmissionRequest, erro
 	if n.Signal != AdmissionRequestUpdate && n.Signal != AdmissionRequestsUpdate {
 		return nil, nil
 	}
+	if n.TaskQueue != AdmissionTaskQueue {
+		return nil, fmt.Errorf("a request starts Admission on task queue %q, not on %q", n.TaskQueue, AdmissionTaskQueue)
+	}
 	raw, err := json.Marshal(n.SignalArg)
 	if err != nil {
 		return nil, err

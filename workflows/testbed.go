@@ -17,6 +17,13 @@ import (
 // TaskQueue is the task queue every slotplane worker polls.
 const TaskQueue = "slotplane"
 
+// AdmissionTaskQueue is the task queue of the beds' Admission workflows and the activities
+// they run; every slotplane worker polls it too, with pollers of its own. A worker keeps one
+// sticky queue per task queue, so an Admission's next task does not wait behind the tasks
+// of thousands of job workflows, nor past the sticky timeout (then the task is replayed
+// from history).
+const AdmissionTaskQueue = "slotplane-admission"
+
 // TaskTimeout is the workflow task timeout of every slotplane workflow, set when each is
 // started and kept across continue-as-new. It is Temporal's default, 10 s, and it trades two
 // costs. A worker that dies with a workflow task in hand stalls that workflow for this long,
