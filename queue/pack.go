@@ -9,7 +9,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -66,18 +65,12 @@ func packRaw(st AdmitterState) ([]byte, error) {
 // TestPackState_SizesFit).
 const packLevel = 4
 
-// gzipWriters keeps deflate's writers, each some 800 KB of tables: a writer reset writes the
-// same bytes as a new one, so the pool changes nothing a workflow records.
-var gzipWriters = sync.Pool{New: func() any {
-	z, _ := gzip.NewWriterLevel(nil, packLevel) // a valid level: no error
-	return z
-}}
-
 func deflate(raw []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, len(raw)/8+64))
-	z := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(z)
-	z.Reset(buf)
+	z, err := gzip.NewWriterLevel(buf, packLevel)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := z.Write(raw); err != nil {
 		return nil, err
 	}
