@@ -632,24 +632,32 @@ func startProfiles(t *testing.T, p *e2ePlatform, prefix string) (wait func()) {
 
 // handOvers is how long a freed slot waited for its next grant, over the slots freed while
 // a job waited for them: a run whose job was queued before the slot's previous run ended.
+// The runs are each job's ended ones (its history) and its current one: with long jobs, a
+// probe that stops early finds most next runs still going.
 func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
 	type run struct {
 		queued, admitted, ended time.Time
 	}
 	bySlot := map[bedSlot][]run{}
+	add := func(bed string, slots []int32, queued *metav1.Time, admitted, ended *metav1.MicroTime) {
+		if admitted == nil || queued == nil {
+			return
+		}
+		r := run{queued: queued.Time, admitted: admitted.Time} // a run still going hands nothing on
+		if ended != nil {
+			r.ended = ended.Time
+		}
+		for _, s := range slots {
+			bySlot[bedSlot{bed, s}] = append(bySlot[bedSlot{bed, s}], r)
+		}
+	}
 	for i := range jobs {
-		for _, r := range jobs[i].Status.History {
-			if r.AdmittedAt == nil || r.QueuedAt == nil {
-				continue
-			}
-			var ended time.Time // a run still going (a probe stopped early) hands nothing on
-			if r.EndedAt != nil {
-				ended = r.EndedAt.Time
-			}
-			for _, s := range r.Slots {
-				at := bedSlot{r.TestBed, s}
-				bySlot[at] = append(bySlot[at], run{r.QueuedAt.Time, r.AdmittedAt.Time, ended})
-			}
+		st := &jobs[i].Status
+		for _, r := range st.History {
+			add(r.TestBed, r.Slots, r.QueuedAt, r.AdmittedAt, r.EndedAt)
+		}
+		if st.Phases != nil && !st.State.Ended() {
+			add(st.TestBed, st.Slots, st.QueuedAt, st.Phases.AdmittedAt, nil)
 		}
 	}
 	var waits []time.Duration

@@ -81,11 +81,13 @@ func (w *protocolWorld) RemoveSchedulingFinalizer(context.Context, activities.Sc
 }
 
 // NudgeWorkflows sends Admission its requests for real, as the worker's activity does (an
-// update-with-start); the nudges of BatchJob workflows are played by RequestCreation.
+// update-with-start), on the test's one task queue; the nudges of BatchJob workflows are
+// played by RequestCreation.
 func (w *protocolWorld) NudgeWorkflows(ctx context.Context, in activities.SignalWithStartInput) error {
 	var toAdmission []activities.SignalWithStart
 	for _, n := range in.Signals {
 		if n.Signal == workflows.AdmissionRequestUpdate || n.Signal == workflows.AdmissionRequestsUpdate {
+			n.TaskQueue = ""
 			toAdmission = append(toAdmission, n)
 		}
 	}
