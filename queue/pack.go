@@ -91,7 +91,9 @@ func UnpackState(b []byte) (AdmitterState, error) {
 
 // inflate undoes deflate, up to maxUnpacked bytes. The gzip trailer's size (the
 // uncompressed length modulo 2^32) sizes the buffer, so reading does not double it along
-// the way; a trailer that lies costs a reallocation, not a wrong answer.
+// the way. The trailer is believed up to maxInflateRatio times the packed size (a state
+// packs about 16 to 1): a trailer that lies costs a reallocation or a bounded buffer, not
+// a wrong answer or a gigabyte.
 func inflate(b []byte) ([]byte, error) {
 	z, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
@@ -99,7 +101,7 @@ func inflate(b []byte) ([]byte, error) {
 	}
 	size := 0
 	if len(b) >= 4 {
-		size = min(int(binary.LittleEndian.Uint32(b[len(b)-4:])), maxUnpacked)
+		size = min(int(binary.LittleEndian.Uint32(b[len(b)-4:])), maxInflateRatio*len(b), maxUnpacked)
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
 	if _, err := buf.ReadFrom(io.LimitReader(z, maxUnpacked)); err != nil {
@@ -141,6 +143,9 @@ const packVersion = 1
 
 // maxUnpacked bounds what UnpackState inflates (a state of a million jobs is well below).
 const maxUnpacked = 1 << 30
+
+// maxInflateRatio bounds how far inflate sizes its buffer ahead from the gzip trailer.
+const maxInflateRatio = 64
 
 // packedHeader is what PackState writes as JSON before the columns: all but the entries,
 // the strings the columns name, and how many entries each list has.
