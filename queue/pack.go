@@ -52,7 +52,8 @@ func packRaw(st AdmitterState) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// About 30 bytes an entry at the envelope; one allocation rather than a doubling chain.
+	// An entry packs to about 30 bytes at the envelope: 48 each is one allocation rather
+	// than a doubling chain.
 	raw := make([]byte, 0, len(head)+binary.MaxVarintLen64+48*(h.Waiting+h.Running))
 	raw = binary.AppendUvarint(raw, uint64(len(head)))
 	raw = append(raw, head...)
