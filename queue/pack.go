@@ -435,11 +435,6 @@ func (r *columnReader) entries(n int, strs []string) []Entry {
 	out := make([]Entry, n)
 	var order, grant, grantedAt, since int64
 	var slot int32
-	slots := 0
-	for _, g := range p.Granted {
-		slots += len(g)
-	}
-	flat := make([]int32, 0, slots)
 	for i := range out {
 		req := Request{JobKey: JobKey{Scheduling: str(p.Scheduling[i]), SchedulingUID: str(p.UID[i]), Job: p.Job[i], Run: p.Run[i]},
 			Queue: str(p.Asked[i]), User: str(p.User[i]), Shown: str(p.Shown[i]), Slots: p.Slots[i], SlotIDs: p.SlotIDs[i],
@@ -454,9 +449,8 @@ func (r *columnReader) entries(n int, strs []string) []Entry {
 		out[i] = Entry{ID: req.JobKey.String(), Request: req, Queue: str(p.Queue[i]), Order: order,
 			GrantedAt: fromNanos(grantedAt), Grant: grant, State: AppState(str(p.State[i])), StartingSince: fromNanos(since), Preempted: p.Preempted[i]}
 		if len(p.Granted[i]) > 0 {
-			start := len(flat)
-			flat = appendSums(flat, p.Granted[i], &slot)
-			out[i].Slots = flat[start:len(flat):len(flat)]
+			sumInPlace(p.Granted[i], &slot)
+			out[i].Slots = p.Granted[i]
 		}
 	}
 	return out
@@ -490,14 +484,11 @@ func appendDeltas(out, ps []int32, prev *int32) []int32 {
 	return out
 }
 
-// appendSums undoes appendDeltas: it appends the slots ds are the differences of.
-func appendSums(out, ds []int32, prev *int32) []int32 {
-	v := *prev + ds[0]
-	*prev = v
-	out = append(out, v)
-	for _, d := range ds[1:] {
-		v += d
-		out = append(out, v)
+// sumInPlace undoes appendDeltas on ds itself (not empty), which becomes the slots.
+func sumInPlace(ds []int32, prev *int32) {
+	ds[0] += *prev
+	*prev = ds[0]
+	for i := 1; i < len(ds); i++ {
+		ds[i] += ds[i-1]
 	}
-	return out
 }
