@@ -317,13 +317,24 @@ func lightJob(obj any) (any, error) {
 // let a job start. A kind the cluster does not serve (an operator that is not installed) is
 // left out, with a warning.
 func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger, wake SlotsWake) (*Changes, error) {
+	return watch(ctx, cfg, log, wake, watchedKinds())
+}
+
+// WatchCopies is WatchChanges without the jobs' pods and applications: the hub of a worker
+// of Admission alone, whose activities read only the copied kinds (copiedKinds). Its waits
+// (Wait) are never woken.
+func WatchCopies(ctx context.Context, cfg *rest.Config, log *slog.Logger, wake SlotsWake) (*Changes, error) {
+	return watch(ctx, cfg, log, wake, nil)
+}
+
+// watch keeps copies of the copied kinds and of objs, each of the watched kinds or none.
+func watch(ctx context.Context, cfg *rest.Config, log *slog.Logger, wake SlotsWake, objs []client.Object) (*Changes, error) {
 	hasJob, err := labels.NewRequirement(v1alpha1.BatchJobLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
 	sel := labels.NewSelector().Add(*hasJob)
 	byObject := map[client.Object]cache.ByObject{}
-	objs := watchedKinds()
 	for _, o := range objs {
 		byObject[o] = cache.ByObject{Label: sel}
 	}
@@ -336,11 +347,13 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger, wake 
 	if err != nil {
 		return nil, fmt.Errorf("watch jobs' applications and pods: %w", err)
 	}
-	err = informers.IndexField(ctx, &corev1.Pod{}, jobPodsIndex, func(o client.Object) []string {
-		return []string{o.GetLabels()[v1alpha1.BatchJobLabel]}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("index pods by job: %w", err)
+	if len(objs) > 0 {
+		err = informers.IndexField(ctx, &corev1.Pod{}, jobPodsIndex, func(o client.Object) []string {
+			return []string{o.GetLabels()[v1alpha1.BatchJobLabel]}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("index pods by job: %w", err)
+		}
 	}
 	if err := informers.IndexField(ctx, &v1alpha1.BatchJob{}, jobPlacesIndex, jobPlaces); err != nil {
 		return nil, fmt.Errorf("index batch jobs by their runs' places: %w", err)
@@ -349,7 +362,7 @@ func WatchChanges(ctx context.Context, cfg *rest.Config, log *slog.Logger, wake 
 		return nil, fmt.Errorf("index slot slices by node: %w", err)
 	}
 	c := NewChanges()
-	c.copies, c.synced, c.podsIndexed, c.placesIndexed = informers, map[schema.GroupVersionKind]func() bool{}, true, true
+	c.copies, c.synced, c.podsIndexed, c.placesIndexed = informers, map[schema.GroupVersionKind]func() bool{}, len(objs) > 0, true
 	notify := func(obj any) {
 		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -568,10 +569,17 @@ func watchedJobIn(t *testing.T) (*testcluster.Cluster, context.Context, client.C
 
 // The worker wakes a bed's Admission for the slot changes that may let a job start, and only
 // after its copy holds them: ReadSlots, called in the wake-up, already sees the slot free, and
-// reads nothing from the API server. Reservations and unavailable slots wake nobody.
+// reads nothing from the API server. Reservations and unavailable slots wake nobody. A
+// worker of Admission alone (WatchCopies) does the same, and keeps no copy of the jobs' pods.
 func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{})
+	t.Run("WatchChanges", func(t *testing.T) { wakesAdmission(t, c, "bed", activities.WatchChanges, true) })
+	t.Run("WatchCopies", func(t *testing.T) { wakesAdmission(t, c, "admitted", activities.WatchCopies, false) })
+}
+
+func wakesAdmission(t *testing.T, c *testcluster.Cluster, name string,
+	watch func(context.Context, *rest.Config, *slog.Logger, activities.SlotsWake) (*activities.Changes, error), pods bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	live := newClient(t, c)
@@ -585,8 +593,11 @@ func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 	var ready sync.WaitGroup
 	var copiedAlone atomic.Int32
 	ready.Add(1)
-	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), func(bed types.NamespacedName) {
+	ch, err := watch(ctx, c.Config, slog.Default(), func(bed types.NamespacedName) {
 		ready.Wait()
+		if bed.Name != name {
+			return // another subtest's
+		}
 		s, err := a.ReadSlots(ctx, activities.TestBedRef{Namespace: bed.Namespace, Name: bed.Name})
 		if err != nil {
 			t.Errorf("read slots in the wake-up: %v", err)
@@ -604,8 +615,9 @@ func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 	require.NoError(t, err)
 	a = &activities.Activities{Client: counted, Changes: ch}
 	ready.Done()
+	require.Equal(t, pods, activities.Copies(ch, corev1.SchemeGroupVersion.WithKind("Pod")), "a copy of the jobs' pods")
 
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
 	require.NoError(t, live.Create(ctx, tb))
 	statuses := func(states ...v1alpha1.SlotState) []v1alpha1.SlotStatus {
@@ -618,7 +630,7 @@ func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 		}
 		return out
 	}
-	bedKey := types.NamespacedName{Namespace: "default", Name: "bed"}
+	bedKey := types.NamespacedName{Namespace: "default", Name: name}
 	next := func(what string) wake {
 		t.Helper()
 		select {

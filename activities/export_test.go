@@ -40,3 +40,9 @@ func JobPodNames(ctx context.Context, a *Activities, namespace, job string) (nam
 func ListedPods(c *Changes, namespace, job, scheduling string, since time.Time) map[types.UID]string {
 	return c.listedSince(namespace, job, scheduling, since)
 }
+
+// Copies says whether the hub keeps a copy of kind.
+func Copies(c *Changes, kind schema.GroupVersionKind) bool {
+	_, ok := c.synced[kind]
+	return ok
+}

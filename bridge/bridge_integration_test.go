@@ -45,12 +45,19 @@ func startBridgeWith(t *testing.T, c *testcluster.Cluster, opts bridge.Options) 
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	waker := &worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}
-	changes, err := activities.WatchChanges(ctx, c.Config, slog.Default(), waker.Wake)
+	// Two workers, as a large bed runs them: one of the jobs' workflows, one of Admission's
+	// that wakes it and keeps no copy of the jobs' pods.
+	changes, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
-	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes})
+	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes}, []string{workflows.TaskQueue})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
+	waker := &worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}
+	copies, err := activities.WatchCopies(ctx, c.Config, slog.Default(), waker.Wake)
+	require.NoError(t, err)
+	aw := worker.New(tc, &activities.Activities{Client: cl, Changes: copies}, []string{workflows.AdmissionTaskQueue})
+	require.NoError(t, aw.Start())
+	t.Cleanup(aw.Stop)
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

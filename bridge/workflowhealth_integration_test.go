@@ -75,7 +75,7 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
 
 	id := workflows.AdmissionWorkflowID("default", "sick")
-	_, err := tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.AdmissionWorkflow,
+	_, err := tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: id, TaskQueue: workflows.AdmissionTaskQueue}, workflows.AdmissionWorkflow,
 		workflows.AdmissionInput{Namespace: "default", TestBed: "sick", Carried: []byte("not a packed state")})
 	require.NoError(t, err)
 	sick := waitFor(metav1.ConditionFalse)

@@ -328,7 +328,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		var queued v1alpha1.BatchJob
 		require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "claimed-1"}, &queued))
 		require.Equal(t, "root.default", queued.Status.Queue)
-		ids, err := worker.ActiveWorkflows(ctx, cl)
+		ids, err := worker.ActiveWorkflows(ctx, cl, nil)
 		require.NoError(t, err)
 		require.Contains(t, ids, workflows.AdmissionWorkflowID(bedNS, bedName))
 	})

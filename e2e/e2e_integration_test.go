@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -43,6 +44,7 @@ import (
 	"slotplane/internal/devplatform"
 	"slotplane/internal/freeport"
 	"slotplane/internal/testcluster"
+	"slotplane/workflows"
 )
 
 // binary is the slotplane binary, built once by TestMain.
@@ -72,15 +74,17 @@ func TestMain(m *testing.M) {
 type component struct {
 	t    *testing.T
 	name string
-	args []string
-	logs string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
+	// command is the binary's subcommand it runs ("": name).
+	command string
+	args    []string
+	logs    string
+	mu      sync.Mutex
+	cmd     *exec.Cmd
 }
 
 func (c *component) start() {
 	c.t.Helper()
-	cmd, err := startChild(filepath.Join(c.logs, c.name+".log"), binary, append([]string{c.name}, c.args...)...)
+	cmd, err := startChild(filepath.Join(c.logs, c.name+".log"), binary, append([]string{cmp.Or(c.command, c.name)}, c.args...)...)
 	require.NoError(c.t, err, c.name)
 	c.mu.Lock()
 	c.cmd = cmd
@@ -312,6 +316,14 @@ type e2ePlatform struct {
 	bedFilled time.Duration
 }
 
+// admission is the part that runs the beds' Admission workflows, whose metrics they are.
+func (p *e2ePlatform) admission() string {
+	if _, apart := p.parts["admission"]; apart {
+		return "admission"
+	}
+	return "worker"
+}
+
 // as is the REST API as the user of tok.
 func (p *e2ePlatform) as(t *testing.T, tok string) *apiclient.Client {
 	t.Helper()
@@ -330,6 +342,10 @@ type bedShape struct {
 	// beds splits the nodes into as many test beds, "bed-0" onwards, node i in bed i%beds,
 	// each bed on a node label of its own (0 or 1: one bed, "bed").
 	beds int
+	// admissionApart runs the beds' Admission in a worker process of its own, "admission"
+	// (-task-queues slotplane-admission), beside the worker of the rest, as a large bed
+	// runs; else one worker polls both task queues.
+	admissionApart bool
 }
 
 // nodeResources are what each node offers: 4 CPUs and 16 GiB, or more where the node's
@@ -423,7 +439,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	cluster := dp.Cluster
 
 	// The components' own ports, taken now that the platform is up, just before they bind.
-	ports, err := freeport.Get(10)
+	ports, err := freeport.Get(12)
 	require.NoError(t, err)
 	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	// Each component's Prometheus endpoint (the bridge's is ports[1]).
@@ -444,6 +460,12 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[2]), "-webhook-listen", dp.WebhookAddr, "-webhook-cert-dir", dp.WebhookCerts.Dir)},
 		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens, "-metrics-listen", metricsAt["api"])},
 	}}
+	if shape.admissionApart {
+		metricsAt["admission"], pprofAt["admission"] = "127.0.0.1:"+strconv.Itoa(ports[10]), "127.0.0.1:"+strconv.Itoa(ports[11])
+		p.parts["worker"].args = append(p.parts["worker"].args, "-task-queues", workflows.TaskQueue)
+		p.parts["admission"] = &component{name: "admission", command: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["admission"],
+			"-task-queues", workflows.AdmissionTaskQueue)}
+	}
 	for _, c := range p.parts {
 		c.t, c.logs = t, logs
 		c.args = append(c.args, "-pprof-listen", pprofAt[c.name])
@@ -653,10 +675,13 @@ func (l *slotLedger) check(t *testing.T) {
 // Two Schedulings, one QueueBased in queue a and one SlotBased in queue b, of Spark and
 // Flink jobs submitted through the API, run to the end while the worker and the extender
 // are killed and started again mid-way. Every job ends Completed in the slots it was given,
-// every application finished, and every slot is free again with its ghost back.
+// every application finished, and every slot is free again with its ghost back. Admission
+// runs in a worker of its own, killed with the other.
 func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	t.Parallel() // no timing it asserts on: it may share the machine with another such test
-	p := startE2E(t, `<allocations>
+	shape := defaultBed
+	shape.admissionApart = true
+	p := startE2EWith(t, shape, `<allocations>
   <queue name="root">
     <queue name="a"><weight>1</weight></queue>
     <queue name="b"><weight>1</weight></queue>
@@ -700,9 +725,11 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	// Mid-way, with jobs running: the worker and the extender die and come back.
 	require.Eventually(t, func() bool { return ledger.seenRunningCount() >= 2 }, 2*time.Minute, 100*time.Millisecond, "no two jobs ran")
 	parts["worker"].kill()
+	parts["admission"].kill()
 	parts["extender"].kill()
 	time.Sleep(2 * time.Second)
 	parts["extender"].start()
+	parts["admission"].start()
 	parts["worker"].start()
 
 	require.Eventually(t, func() bool {

@@ -235,7 +235,8 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	queues += `</allocations>`
 	// Every running job's driver (100m) runs outside the bed: a plain node of 4 CPUs and 110
 	// pods takes 30, and as many plain pods as slots fit at 100 a node.
-	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi", beds: size.beds}, queues)
+	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi", beds: size.beds,
+		admissionApart: true}, queues)
 	perBed := slots / len(p.beds)
 	f.fill = p.bedFilled
 	p.waitSlotsFree(t, 5*time.Minute)
@@ -368,7 +369,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	require.GreaterOrEqual(t, done, to, "jobs ended")
 	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items)
 
-	m := p.scrape(t, "worker")
+	m := p.scrape(t, p.admission())
 	f.decisionP50 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.5)
 	f.decisionP99 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.99)
 	f.decisions, _ = m.sum("slotplane_admission_decision_seconds", nil)

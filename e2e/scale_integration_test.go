@@ -60,7 +60,8 @@ func TestE2E_ScaleStep(t *testing.T) {
 	}
 	queues += `</allocations>`
 	// Every running job's driver (100m) runs outside the bed: a plain node of 4 CPUs takes 30.
-	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + slots/30, slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi"}, queues,
+	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + slots/30, slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi",
+		admissionApart: true}, queues,
 		"-admission-steps-per-run", "5")
 	c := p.api
 	ctx := context.Background()

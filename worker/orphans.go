@@ -43,8 +43,10 @@ func hostOf(identity string) string {
 }
 
 // predecessor says whether other is a worker that ran on self's host before self: the same
-// host, another process. slotplane runs one worker process per host (a pod of the worker's
-// Deployment), so such a worker is dead: its host's one process is self now.
+// host, another process. slotplane runs one worker process of a set of task queues per host
+// (a pod of the worker's Deployment), so such a worker is dead: its host's one process is
+// self now. Two workers of different queues may share a host; each looks only at the
+// workflows of its own queues (ActiveWorkflows), whose activities run on no other queue.
 func predecessor(self, other string) bool {
 	host := hostOf(self)
 	return host != "" && other != self && hostOf(other) == host

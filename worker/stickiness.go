@@ -21,12 +21,14 @@ import (
 // that long once. In the long run a job whose end was seen by the new worker waited there
 // 2 s, after its wait's heartbeat timeout, and a kill cost 4 to 5 s of the whole bed.
 //
-// ActiveWorkflows names the workflows that were likely busy when a worker died: the test
-// beds' TestBed and Admission workflows, the Schedulings that still run, and the jobs with a
-// run under way (a creation request, an application, Submitted or Running). A new worker
-// resets their stickiness (ResetStickiness) so that their next task goes to any worker at
-// once; one still sticky to a live worker costs that worker one replay of its history.
-func ActiveWorkflows(ctx context.Context, kube client.Reader) ([]string, error) {
+// ActiveWorkflows names the workflows of queues (nil: all of Queues) that were likely busy
+// when a worker of those queues died: on workflows.TaskQueue, the test beds' TestBed
+// workflows, the Schedulings that still run, and the jobs with a run under way (a creation
+// request, an application, Submitted or Running); on workflows.AdmissionTaskQueue, the test
+// beds' Admission workflows. A new worker resets their stickiness (ResetStickiness) so that
+// their next task goes to any worker at once; one still sticky to a live worker costs that
+// worker one replay of its history.
+func ActiveWorkflows(ctx context.Context, kube client.Reader, queues []string) ([]string, error) {
 	cached := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 	var ids []string
 	var beds v1alpha1.TestBedList
@@ -34,7 +36,15 @@ func ActiveWorkflows(ctx context.Context, kube client.Reader) ([]string, error) 
 		return nil, fmt.Errorf("list test beds: %w", err)
 	}
 	for _, b := range beds.Items {
-		ids = append(ids, workflows.TestBedWorkflowID(b.Namespace, b.Name), workflows.AdmissionWorkflowID(b.Namespace, b.Name))
+		if Polls(queues, workflows.TaskQueue) {
+			ids = append(ids, workflows.TestBedWorkflowID(b.Namespace, b.Name))
+		}
+		if Polls(queues, workflows.AdmissionTaskQueue) {
+			ids = append(ids, workflows.AdmissionWorkflowID(b.Namespace, b.Name))
+		}
+	}
+	if !Polls(queues, workflows.TaskQueue) {
+		return ids, nil
 	}
 	var schedulings v1alpha1.SchedulingList
 	if err := kube.List(ctx, &schedulings, cached); err != nil {
@@ -80,13 +90,13 @@ func ResetStickiness(ctx context.Context, svc workflowservice.WorkflowServiceCli
 	return n, nil
 }
 
-// TakeOver takes up, once, as this worker starts, what a worker that died before it may
-// have left: it resets the stickiness of the workflows that worker may have held
-// (ActiveWorkflows), then ends the attempts of their activities that a worker on this
-// host had started (RetryOrphans), so that both go on at once. A failure is only logged,
-// since the server's timeouts do the same, later.
-func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, log *slog.Logger) {
-	ids, err := ActiveWorkflows(ctx, kube)
+// TakeOver takes up, once, as a worker of queues (nil: all of Queues) starts, what a worker
+// of the same queues that died before it may have left: it resets the stickiness of the
+// workflows that worker may have held (ActiveWorkflows), then ends the attempts of their
+// activities that a worker on this host had started (RetryOrphans), so that both go on at
+// once. A failure is only logged, since the server's timeouts do the same, later.
+func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, queues []string, log *slog.Logger) {
+	ids, err := ActiveWorkflows(ctx, kube, queues)
 	if err != nil {
 		log.Warn("could not find the workflows a dead worker may have held", "err", err)
 		return

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,7 +16,7 @@ import (
 	"slotplane/workflows"
 )
 
-// The workflows a dead worker may have held: every test bed's two, the Schedulings that still
+// The workflows a dead worker may have held: every test bed's two (each on its own queue), the Schedulings that still
 // run, and the jobs with a run under way, in every namespace; not the jobs that wait, rest or
 // ended, nor the Schedulings that ended (completed, failed or cancelled).
 func TestActiveWorkflows(t *testing.T) {
@@ -52,13 +53,48 @@ func TestActiveWorkflows(t *testing.T) {
 		job("b", "failed", v1alpha1.JobFailed, false, true),
 	}
 	kube := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).WithStatusSubresource().Build()
-	ids, err := ActiveWorkflows(context.Background(), kube)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{
-		workflows.TestBedWorkflowID("a", "bed"), workflows.AdmissionWorkflowID("a", "bed"),
-		workflows.TestBedWorkflowID("b", "other"), workflows.AdmissionWorkflowID("b", "other"),
+	admissions := []string{workflows.AdmissionWorkflowID("a", "bed"), workflows.AdmissionWorkflowID("b", "other")}
+	others := []string{
+		workflows.TestBedWorkflowID("a", "bed"), workflows.TestBedWorkflowID("b", "other"),
 		workflows.SchedulingWorkflowID("a", "acquiring"), workflows.SchedulingWorkflowID("b", "scheduling"), workflows.SchedulingWorkflowID("a", "new"),
 		workflows.BatchJobWorkflowID("a", "running"), workflows.BatchJobWorkflowID("b", "submitted"),
 		workflows.BatchJobWorkflowID("a", "granted"), workflows.BatchJobWorkflowID("a", "created"),
-	}, ids)
+	}
+	for _, c := range []struct {
+		queues []string
+		want   []string
+	}{
+		{nil, append(slices.Clone(admissions), others...)},
+		{Queues, append(slices.Clone(admissions), others...)},
+		{[]string{workflows.AdmissionTaskQueue}, admissions},
+		{[]string{workflows.TaskQueue}, others},
+	} {
+		ids, err := ActiveWorkflows(context.Background(), kube, c.queues)
+		require.NoError(t, err)
+		require.ElementsMatch(t, c.want, ids, "a worker of %v", c.queues)
+	}
+}
+
+// A worker polls the task queues it is told, each once, and every one of them when told none.
+func TestParseQueues(t *testing.T) {
+	for list, want := range map[string][]string{
+		"":                               Queues,
+		" ":                              Queues,
+		"slotplane":                      {workflows.TaskQueue},
+		"slotplane-admission":            {workflows.AdmissionTaskQueue},
+		"slotplane-admission, slotplane": {workflows.AdmissionTaskQueue, workflows.TaskQueue},
+		"slotplane,slotplane-admission":  {workflows.TaskQueue, workflows.AdmissionTaskQueue},
+	} {
+		got, err := ParseQueues(list)
+		require.NoError(t, err, list)
+		require.Equal(t, want, got, list)
+	}
+	for list, msg := range map[string]string{
+		"slotplane,slotplane": `task queue "slotplane" is named twice`,
+		"admission":           `task queue "admission": a slotplane worker polls slotplane and slotplane-admission`,
+		"slotplane,":          `task queue "": a slotplane worker polls`,
+	} {
+		_, err := ParseQueues(list)
+		require.ErrorContains(t, err, msg, list)
+	}
 }

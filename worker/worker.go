@@ -1,8 +1,11 @@
 package worker
 
 import (
+	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -48,15 +51,48 @@ const (
 // when the server would have timed it out anyway. How long the tasks take is measured
 // (slotplane_admission_decision_seconds, the SDK's workflow task metrics), not enforced.
 
-// New returns a worker of slotplane's task queues with every workflow and activity
-// registered; the caller starts and stops it. It polls TaskQueue with Pollers pollers, and
-// AdmissionTaskQueue with AdmissionPollers of its own (workflows.AdmissionTaskQueue says
-// why). The activities get c to signal-with-start workflows, unless they carry a Temporal
-// client already, send Admission's job keys in batches (workflows.AdmissionBatched) unless
-// told which messages to batch, and send Admission's messages as updates
-// (workflows.AdmissionUpdates) unless told which. What is registered on the worker
-// returned is registered on TaskQueue alone.
-func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
+// Queues are the task queues a slotplane worker may poll. workflows.TaskQueue runs the test
+// beds', Schedulings' and jobs' workflows and their activities; workflows.AdmissionTaskQueue
+// runs the beds' Admission workflows and theirs. A worker polls both unless told otherwise
+// (ParseQueues). A bed of thousands of slots is better served by a worker of
+// AdmissionTaskQueue alone: each Admission task is a decision over every waiting job, and in
+// a process of its own it waits neither for the CPU that thousands of job workflows share
+// nor for their heap's garbage collection.
+var Queues = []string{workflows.TaskQueue, workflows.AdmissionTaskQueue}
+
+// ParseQueues reads a list of task queues to poll, separated by commas: each one of Queues,
+// none twice. The empty list is all of Queues.
+func ParseQueues(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return slices.Clone(Queues), nil
+	}
+	var queues []string
+	for q := range strings.SplitSeq(list, ",") {
+		q = strings.TrimSpace(q)
+		switch {
+		case !slices.Contains(Queues, q):
+			return nil, fmt.Errorf("task queue %q: a slotplane worker polls %s", q, strings.Join(Queues, " and "))
+		case slices.Contains(queues, q):
+			return nil, fmt.Errorf("task queue %q is named twice", q)
+		}
+		queues = append(queues, q)
+	}
+	return queues, nil
+}
+
+// Polls says whether a worker of queues (nil: all of Queues) polls queue.
+func Polls(queues []string, queue string) bool {
+	return len(queues) == 0 || slices.Contains(queues, queue)
+}
+
+// New returns a worker of queues (nil: all of Queues), each with the workflows it runs and
+// every activity registered; the caller starts and stops it. It polls TaskQueue with Pollers
+// pollers and AdmissionTaskQueue with AdmissionPollers. The activities get c to
+// signal-with-start workflows, unless they carry a Temporal client already, send Admission's
+// job keys in batches (workflows.AdmissionBatched) unless told which messages to batch, and
+// send Admission's messages as updates (workflows.AdmissionUpdates) unless told which. What
+// is registered on the worker returned is registered on its first queue alone.
+func New(c client.Client, acts *activities.Activities, queues []string) sdkworker.Worker {
 	if acts.Temporal == nil {
 		acts.Temporal = c
 	}
@@ -66,54 +102,81 @@ func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 	if acts.Updates == nil {
 		acts.Updates = workflows.AdmissionUpdates
 	}
-	one := func(queue string, pollers int) sdkworker.Worker {
+	if len(queues) == 0 {
+		queues = Queues
+	}
+	var g group
+	for i, queue := range queues {
+		pollers := Pollers
+		if queue == workflows.AdmissionTaskQueue {
+			pollers = AdmissionPollers
+		}
 		w := sdkworker.New(c, queue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: pollers, MaxConcurrentActivityTaskPollers: pollers,
 			StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
 			DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID(),
 			Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}})
-		w.RegisterWorkflow(workflows.TestBedWorkflow)
-		w.RegisterWorkflow(workflows.BatchJobWorkflow)
-		w.RegisterWorkflow(workflows.SchedulingWorkflow)
-		w.RegisterWorkflow(workflows.AdmissionWorkflow)
+		if queue == workflows.AdmissionTaskQueue {
+			w.RegisterWorkflow(workflows.AdmissionWorkflow)
+		} else {
+			w.RegisterWorkflow(workflows.TestBedWorkflow)
+			w.RegisterWorkflow(workflows.BatchJobWorkflow)
+			w.RegisterWorkflow(workflows.SchedulingWorkflow)
+		}
 		w.RegisterActivity(acts)
-		return w
+		if i == 0 {
+			g.Worker = w
+		} else {
+			g.others = append(g.others, w)
+		}
 	}
-	return &pair{Worker: one(workflows.TaskQueue, Pollers), admission: one(workflows.AdmissionTaskQueue, AdmissionPollers)}
+	return &g
 }
 
 // AdmissionPollers is how many long polls the worker keeps open on AdmissionTaskQueue for
 // workflow tasks, and as many for activity tasks: a bed's Admission runs one task at a time.
 const AdmissionPollers = 2
 
-// pair is the worker of TaskQueue with the worker of AdmissionTaskQueue started and stopped
-// alongside.
-type pair struct {
+// group is the worker of a first task queue, with the workers of the others (if any)
+// started and stopped alongside; registrations go to the first.
+type group struct {
 	sdkworker.Worker
-	admission sdkworker.Worker
+	others []sdkworker.Worker
 }
 
-func (p *pair) Start() error {
-	if err := p.admission.Start(); err != nil {
-		return err
+func (g *group) Start() error {
+	for i, w := range g.others {
+		if err := w.Start(); err != nil {
+			stopAll(g.others[:i])
+			return err
+		}
 	}
-	if err := p.Worker.Start(); err != nil {
-		p.admission.Stop()
+	if err := g.Worker.Start(); err != nil {
+		stopAll(g.others)
 		return err
 	}
 	return nil
 }
 
-func (p *pair) Run(interrupt <-chan any) error {
-	if err := p.admission.Start(); err != nil {
-		return err
+func (g *group) Run(interrupt <-chan any) error {
+	for i, w := range g.others {
+		if err := w.Start(); err != nil {
+			stopAll(g.others[:i])
+			return err
+		}
 	}
-	defer p.admission.Stop()
-	return p.Worker.Run(interrupt)
+	defer stopAll(g.others)
+	return g.Worker.Run(interrupt)
 }
 
-func (p *pair) Stop() {
-	p.Worker.Stop()
-	p.admission.Stop()
+func (g *group) Stop() {
+	g.Worker.Stop()
+	stopAll(g.others)
+}
+
+func stopAll(ws []sdkworker.Worker) {
+	for _, w := range ws {
+		w.Stop()
+	}
 }
 
 // BuildID names the code a worker runs, in the Temporal server's record of which worker

@@ -27,7 +27,7 @@ func quick(workflow.Context) error { return nil }
 func runOnWorker(t *testing.T, opts client.StartWorkflowOptions, wf func(workflow.Context) error) []*historypb.HistoryEvent {
 	t.Helper()
 	_, c := testtemporal.Start(t)
-	w := worker.New(c, &activities.Activities{})
+	w := worker.New(c, &activities.Activities{}, nil)
 	w.RegisterWorkflow(wf)
 	require.NoError(t, w.Start())
 	defer w.Stop()

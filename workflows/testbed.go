@@ -14,14 +14,15 @@ import (
 	"slotplane/activities"
 )
 
-// TaskQueue is the task queue every slotplane worker polls.
+// TaskQueue is the task queue of the test beds', Schedulings' and jobs' workflows and their
+// activities.
 const TaskQueue = "slotplane"
 
 // AdmissionTaskQueue is the task queue of the beds' Admission workflows and the activities
-// they run; every slotplane worker polls it too, with pollers of its own. A worker keeps one
-// sticky queue per task queue, so an Admission's next task does not wait behind the tasks
-// of thousands of job workflows, nor past the sticky timeout (then the task is replayed
-// from history).
+// they run. A worker keeps one sticky queue per task queue, so an Admission's next task does
+// not wait behind the tasks of thousands of job workflows, nor past the sticky timeout (then
+// the task is replayed from history); and a worker process may poll this queue alone
+// (slotplane worker -task-queues).
 const AdmissionTaskQueue = "slotplane-admission"
 
 // TaskTimeout is the workflow task timeout of every slotplane workflow, set when each is

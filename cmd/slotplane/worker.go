@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,7 @@ import (
 	"slotplane/internal/lifecycle"
 	"slotplane/metrics"
 	"slotplane/worker"
+	"slotplane/workflows"
 )
 
 // connections are the flags every cluster-and-Temporal command shares.
@@ -190,8 +192,15 @@ func runWorker(ctx context.Context, args []string) error {
 	conn := connectionFlags(fs)
 	metricsAddr := metricsFlag(fs)
 	pprofAddr := pprofFlag(fs)
+	queueList := fs.String("task-queues", envOr("SLOTPLANE_TASK_QUEUES", strings.Join(worker.Queues, ",")),
+		"the task queues to poll, separated by commas: "+workflows.TaskQueue+" (test beds, Schedulings, jobs) and "+workflows.AdmissionTaskQueue+
+			" (the beds' Admission); a large bed runs a worker of each")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	queues, err := worker.ParseQueues(*queueList)
+	if err != nil {
+		return fmt.Errorf("-task-queues: %w", err)
 	}
 	if _, err := serveProfiles(ctx, *pprofAddr); err != nil {
 		return err
@@ -206,25 +215,37 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	waker := &worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}
-	changes, err := activities.WatchChanges(ctx, cfg, slog.Default(), waker.Wake)
+	// The worker that runs Admission wakes it when slots free, and reports the queues. One
+	// without the jobs' workflows keeps no copy of their pods and applications.
+	var wake activities.SlotsWake
+	admission := worker.Polls(queues, workflows.AdmissionTaskQueue)
+	if admission {
+		wake = (&worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}).Wake
+	}
+	watch := activities.WatchChanges
+	if !worker.Polls(queues, workflows.TaskQueue) {
+		watch = activities.WatchCopies
+	}
+	changes, err := watch(ctx, cfg, slog.Default(), wake)
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(&worker.Collector{Temporal: tc, Log: slog.Default(),
-		Beds: func(ctx context.Context) ([]v1alpha1.TestBed, error) { return changes.TestBeds(ctx, cl) }})
+	if admission {
+		reg.MustRegister(&worker.Collector{Temporal: tc, Log: slog.Default(),
+			Beds: func(ctx context.Context) ([]v1alpha1.TestBed, error) { return changes.TestBeds(ctx, cl) }})
+	}
 	if err := serveMetrics(ctx, *metricsAddr, reg); err != nil {
 		return err
 	}
-	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes})
+	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes}, queues)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	slog.Info("worker polling", "temporal", *conn.temporal, "namespace", *conn.namespace)
+	slog.Info("worker polling", "temporal", *conn.temporal, "namespace", *conn.namespace, "task-queues", queues)
 	go func() {
 		tctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		worker.TakeOver(tctx, tc.WorkflowService(), *conn.namespace, cl, slog.Default())
+		worker.TakeOver(tctx, tc.WorkflowService(), *conn.namespace, cl, queues, slog.Default())
 	}()
 	<-ctx.Done()
 	w.Stop()

@@ -319,7 +319,7 @@ func (p *Platform) StartWorker() error {
 	if err != nil {
 		return err
 	}
-	w := worker.New(p.Temporal, &activities.Activities{Client: wk, Changes: p.changes})
+	w := worker.New(p.Temporal, &activities.Activities{Client: wk, Changes: p.changes}, nil)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
