@@ -1,12 +1,17 @@
 package activities
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 )
 
 func TestApplyStatus(t *testing.T) {
@@ -64,5 +69,39 @@ func TestObservedGeneration_OnlyWhenEveryJobIsTracked(t *testing.T) {
 	both := v1alpha1.SchedulingStatus{Jobs: []v1alpha1.SchedulingJobStatus{{Name: "a"}, {Name: "b"}}}
 	if got := observedGeneration(s, both); got != 2 {
 		t.Errorf("both taken: observed %d, want 2", got)
+	}
+}
+
+// The slot picture lists every position in order, free and unavailable apart, whether the
+// slices hold their slots in order (as slotplane writes them) or not (as a hand may), and
+// reads the same from the worker's copies, which it reads in place.
+func TestSlotsOf_InPositionOrder(t *testing.T) {
+	ctx := context.Background()
+	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "ns", UID: "bed-uid"}}
+	slot := func(p int32, st v1alpha1.SlotState, unavailable string) v1alpha1.SlotStatus {
+		return v1alpha1.SlotStatus{Position: p, State: st, Unavailable: unavailable}
+	}
+	slice := func(index int32, slots ...v1alpha1.SlotStatus) *v1alpha1.SlotSlice {
+		yes := true
+		return &v1alpha1.SlotSlice{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.SlotSliceName("bed", index), Namespace: "ns",
+			Labels:          map[string]string{v1alpha1.TestBedLabel: "bed"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "TestBed", Name: "bed", UID: "bed-uid", Controller: &yes}}},
+			TestBed: "bed", Index: index, Slots: slots}
+	}
+	want := TestBedSlots{Exists: true, Positions: []int32{0, 1, 2, 100, 101, 250}, Free: []int32{0, 100, 250}, Unavailable: []int32{2}}
+	for name, slices := range map[string][]client.Object{
+		"in order": {slice(0, slot(0, v1alpha1.SlotFree, ""), slot(1, v1alpha1.SlotOccupied, ""), slot(2, v1alpha1.SlotFree, "node gone")),
+			slice(1, slot(100, "", ""), slot(101, v1alpha1.SlotReserved, "")), slice(2, slot(250, v1alpha1.SlotFree, ""))},
+		"out of order": {slice(2, slot(250, v1alpha1.SlotFree, "")), slice(1, slot(101, v1alpha1.SlotReserved, ""), slot(100, "", "")),
+			slice(0, slot(2, v1alpha1.SlotFree, "node gone"), slot(0, v1alpha1.SlotFree, ""), slot(1, v1alpha1.SlotOccupied, ""))},
+	} {
+		cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(append(slices, tb.DeepCopy())...).Build()
+		got, err := (&Activities{Client: cl}).ReadSlots(ctx, TestBedRef{Namespace: "ns", Name: "bed"})
+		require.NoError(t, err, name)
+		require.Equal(t, want, got, name)
+		copies := ChangesCopying(cl, v1alpha1.GroupVersion.WithKind("TestBed"), v1alpha1.GroupVersion.WithKind("SlotSlice"))
+		copied, ok := copies.CopiedSlots(ctx, TestBedRef{Namespace: "ns", Name: "bed"})
+		require.True(t, ok, name)
+		require.Equal(t, want, copied, name)
 	}
 }

@@ -133,8 +133,13 @@ func New(c client.Client, acts *activities.Activities, queues []string) sdkworke
 }
 
 // AdmissionPollers is how many long polls the worker keeps open on AdmissionTaskQueue for
-// workflow tasks, and as many for activity tasks: a bed's Admission runs one task at a time.
-const AdmissionPollers = 2
+// workflow tasks, and as many for activity tasks. A bed's Admission runs one task at a time,
+// but a worker runs every bed's, and the SDK keeps as many of its workflow polls on the
+// normal queue, where a running Admission's tasks seldom go, as on the sticky queue until
+// that reports a backlog: with 2, ten busy beds mostly shared one poll of the sticky queue,
+// a task waited up to 2 s for it, and 8 waited out the sticky timeout into a replay of
+// their run.
+const AdmissionPollers = 8
 
 // group is the worker of a first task queue, with the workers of the others (if any)
 // started and stopped alongside; registrations go to the first.

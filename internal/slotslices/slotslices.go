@@ -19,12 +19,14 @@ import (
 	"slotplane/crds/v1alpha1"
 )
 
-// List reads the slices of tb from r, ordered by index. A slice that another TestBed owns
-// (an earlier bed of the same name, deleted before its slices went) is not tb's and is left
-// out; Write replaces it.
-func List(ctx context.Context, r client.Reader, tb *v1alpha1.TestBed) ([]v1alpha1.SlotSlice, error) {
+// List reads the slices of tb from r, ordered by index, with opts besides: with
+// client.UnsafeDisableDeepCopy a cache's slices are its own, to be read and never changed. A
+// slice that another TestBed owns (an earlier bed of the same name, deleted before its
+// slices went) is not tb's and is left out; Write replaces it.
+func List(ctx context.Context, r client.Reader, tb *v1alpha1.TestBed, opts ...client.ListOption) ([]v1alpha1.SlotSlice, error) {
 	var list v1alpha1.SlotSliceList
-	if err := r.List(ctx, &list, client.InNamespace(tb.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name}); err != nil {
+	opts = append([]client.ListOption{client.InNamespace(tb.Namespace), client.MatchingLabels{v1alpha1.TestBedLabel: tb.Name}}, opts...)
+	if err := r.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("list the slot slices of test bed %s/%s: %w", tb.Namespace, tb.Name, err)
 	}
 	out := slices.DeleteFunc(list.Items, func(s v1alpha1.SlotSlice) bool { return !Owned(&s, tb) })
