@@ -55,8 +55,8 @@ const (
 // beds', Schedulings' and jobs' workflows and their activities; workflows.AdmissionTaskQueue
 // runs the beds' Admission workflows and theirs. A worker polls both unless told otherwise
 // (ParseQueues). A bed of thousands of slots is better served by a worker of
-// AdmissionTaskQueue alone: each Admission task is a decision over every waiting job, and in
-// a process of its own it waits neither for the CPU that thousands of job workflows share
+// AdmissionTaskQueue alone: every grant of the bed waits on Admission's tasks, and in a
+// process of its own they wait neither for the CPU that thousands of job workflows share
 // nor for their heap's garbage collection.
 var Queues = []string{workflows.TaskQueue, workflows.AdmissionTaskQueue}
 
