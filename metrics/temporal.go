@@ -14,8 +14,9 @@ import (
 
 // TimerBuckets are the histogram buckets of every Temporal timer, in seconds: from a
 // millisecond (a local activity, a poll answered at once) to an hour (a job's wait for its
-// queue).
-var TimerBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+// queue). 0.2 is the bound slotplane holds Admission's workflow tasks to (docs/scale.md), so
+// temporal_workflow_task_execution_latency_seconds tells a task under it from one over.
+var TimerBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 
 // Temporal is a Temporal SDK metrics handler (client.Options.MetricsHandler) that keeps what
 // the SDK and slotplane's workflows record and hands it to Prometheus as a collector.

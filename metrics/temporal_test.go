@@ -107,3 +107,31 @@ func TestSum_MatchesLabelsAcrossKinds(t *testing.T) {
 		}
 	}
 }
+
+// A workflow task's latency tells 200 ms, the bound Admission's tasks are held to, apart.
+func TestTemporal_TimersSplitAt200ms(t *testing.T) {
+	tm := NewTemporal()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(tm)
+	timer := tm.Handler().Timer("temporal_workflow_task_execution_latency")
+	timer.Record(150 * time.Millisecond)
+	timer.Record(220 * time.Millisecond)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "temporal_workflow_task_execution_latency_seconds" {
+			continue
+		}
+		below := map[float64]uint64{}
+		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+			below[b.GetUpperBound()] = b.GetCumulativeCount()
+		}
+		if below[0.1] != 0 || below[0.2] != 1 || below[0.25] != 2 {
+			t.Fatalf("cumulative counts at 0.1, 0.2, 0.25 s: %d, %d, %d; want 0, 1, 2", below[0.1], below[0.2], below[0.25])
+		}
+		return
+	}
+	t.Fatal("no temporal_workflow_task_execution_latency_seconds family")
+}
