@@ -124,28 +124,23 @@ func slotsOf(ctx context.Context, r client.Reader, tb *v1alpha1.TestBed, opts ..
 	if n > 0 {
 		out.Positions = make([]int32, 0, n)
 	}
-	add := func(s *v1alpha1.SlotStatus) {
-		out.Positions = append(out.Positions, s.Position)
-		switch {
-		case s.Unavailable != "":
-			out.Unavailable = append(out.Unavailable, s.Position)
-		case s.State == v1alpha1.SlotFree || s.State == "":
-			out.Free = append(out.Free, s.Position)
-		}
-	}
 	for i := range have {
 		for j := range have[i].Slots {
-			add(&have[i].Slots[j])
+			s := &have[i].Slots[j]
+			out.Positions = append(out.Positions, s.Position)
+			switch {
+			case s.Unavailable != "":
+				out.Unavailable = append(out.Unavailable, s.Position)
+			case s.State == v1alpha1.SlotFree || s.State == "":
+				out.Free = append(out.Free, s.Position)
+			}
 		}
 	}
-	if slices.IsSorted(out.Positions) {
-		return out, nil
-	}
-	// Slices written by hand may hold their slots out of order: sort a copy.
-	out.Positions, out.Free, out.Unavailable = out.Positions[:0], nil, nil
-	statuses := slotslices.Slots(have)
-	for i := range statuses {
-		add(&statuses[i])
+	// Slices written by hand may hold their slots out of order.
+	if !slices.IsSorted(out.Positions) {
+		slices.Sort(out.Positions)
+		slices.Sort(out.Free)
+		slices.Sort(out.Unavailable)
 	}
 	return out, nil
 }

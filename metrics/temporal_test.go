@@ -40,30 +40,35 @@ temporal_local_activity_total{namespace="default"} 4
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "temporal_request_total", "temporal_num_pollers", "temporal_local_activity_total"); err != nil {
 		t.Fatal(err)
 	}
+	hist := histogram(t, reg, "temporal_request_latency_seconds")
+	if hist.GetSampleCount() != 2 || hist.GetSampleSum() < 7200 {
+		t.Fatalf("the timer's histogram: count %d sum %v", hist.GetSampleCount(), hist.GetSampleSum())
+	}
+	for _, b := range hist.GetBucket() {
+		want := uint64(1)
+		if b.GetUpperBound() < 0.003 {
+			want = 0
+		}
+		if b.GetCumulativeCount() != want {
+			t.Fatalf("bucket le=%v has %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+		}
+	}
+}
+
+// histogram is the first series of the histogram family name that reg gathers.
+func histogram(t *testing.T, reg *prometheus.Registry, name string) *dto.Histogram {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "temporal_request_latency_seconds" {
-			continue
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram()
 		}
-		h := mf.GetMetric()[0].GetHistogram()
-		if h.GetSampleCount() != 2 || h.GetSampleSum() < 7200 {
-			t.Fatalf("the timer's histogram: count %d sum %v", h.GetSampleCount(), h.GetSampleSum())
-		}
-		for _, b := range h.GetBucket() {
-			want := uint64(1)
-			if b.GetUpperBound() < 0.003 {
-				want = 0
-			}
-			if b.GetCumulativeCount() != want {
-				t.Fatalf("bucket le=%v has %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
-			}
-		}
-		return
 	}
-	t.Fatal("no temporal_request_latency_seconds family")
+	t.Fatalf("no %s family", name)
+	return nil
 }
 
 func TestSanitize(t *testing.T) {
@@ -116,22 +121,11 @@ func TestTemporal_TimersSplitAt200ms(t *testing.T) {
 	timer := tm.Handler().Timer("temporal_workflow_task_execution_latency")
 	timer.Record(150 * time.Millisecond)
 	timer.Record(220 * time.Millisecond)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	below := map[float64]uint64{}
+	for _, b := range histogram(t, reg, "temporal_workflow_task_execution_latency_seconds").GetBucket() {
+		below[b.GetUpperBound()] = b.GetCumulativeCount()
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != "temporal_workflow_task_execution_latency_seconds" {
-			continue
-		}
-		below := map[float64]uint64{}
-		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
-			below[b.GetUpperBound()] = b.GetCumulativeCount()
-		}
-		if below[0.1] != 0 || below[0.2] != 1 || below[0.25] != 2 {
-			t.Fatalf("cumulative counts at 0.1, 0.2, 0.25 s: %d, %d, %d; want 0, 1, 2", below[0.1], below[0.2], below[0.25])
-		}
-		return
+	if below[0.1] != 0 || below[0.2] != 1 || below[0.25] != 2 {
+		t.Fatalf("cumulative counts at 0.1, 0.2, 0.25 s: %d, %d, %d; want 0, 1, 2", below[0.1], below[0.2], below[0.25])
 	}
-	t.Fatal("no temporal_workflow_task_execution_latency_seconds family")
 }

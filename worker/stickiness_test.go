@@ -16,9 +16,10 @@ import (
 	"slotplane/workflows"
 )
 
-// The workflows a dead worker may have held: every test bed's two (each on its own queue), the Schedulings that still
-// run, and the jobs with a run under way, in every namespace; not the jobs that wait, rest or
-// ended, nor the Schedulings that ended (completed, failed or cancelled).
+// The workflows a dead worker may have held: every test bed's two (each on its own queue),
+// the Schedulings that still run, and the jobs with a run under way, in every namespace; not
+// the jobs that wait, rest or ended, nor the Schedulings that ended (completed, failed or
+// cancelled).
 func TestActiveWorkflows(t *testing.T) {
 	job := func(ns, name string, st v1alpha1.BatchJobState, requested, app bool) client.Object {
 		j := testobjects.BatchJob(name).Namespace(ns).Obj()

@@ -149,11 +149,8 @@ type group struct {
 }
 
 func (g *group) Start() error {
-	for i, w := range g.others {
-		if err := w.Start(); err != nil {
-			stopAll(g.others[:i])
-			return err
-		}
+	if err := startAll(g.others); err != nil {
+		return err
 	}
 	if err := g.Worker.Start(); err != nil {
 		stopAll(g.others)
@@ -163,11 +160,8 @@ func (g *group) Start() error {
 }
 
 func (g *group) Run(interrupt <-chan any) error {
-	for i, w := range g.others {
-		if err := w.Start(); err != nil {
-			stopAll(g.others[:i])
-			return err
-		}
+	if err := startAll(g.others); err != nil {
+		return err
 	}
 	defer stopAll(g.others)
 	return g.Worker.Run(interrupt)
@@ -176,6 +170,17 @@ func (g *group) Run(interrupt <-chan any) error {
 func (g *group) Stop() {
 	g.Worker.Stop()
 	stopAll(g.others)
+}
+
+// startAll starts ws in order; when one fails, it stops those it started.
+func startAll(ws []sdkworker.Worker) error {
+	for i, w := range ws {
+		if err := w.Start(); err != nil {
+			stopAll(ws[:i])
+			return err
+		}
+	}
+	return nil
 }
 
 func stopAll(ws []sdkworker.Worker) {
