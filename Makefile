@@ -146,7 +146,8 @@ test-long: tools
 # SCALE_JOB_SECONDS and SCALE_BEDS (1: no split) size it; the jobs run a third of a second
 # per slot (at least 30 s) unless told. SCALE_MEASURE stops each large probe after so many
 # jobs' ends; SCALE_PROFILE names a directory for CPU profiles of every process and the
-# history of Admission's run with the longest task. Not in CI:
+# history of Admission's run with the longest task; SCALE_ADMISSION_NICE runs Admission's
+# worker at that niceness (0: as every other process). Not in CI:
 # hours on 2 cores at the full size.
 SCALE_NODES ?= 1000
 SCALE_SLOTS_PER_NODE ?= 8
@@ -157,12 +158,14 @@ SCALE_JOB_SECONDS ?=
 SCALE_BEDS ?= 10
 SCALE_MEASURE ?=
 SCALE_PROFILE ?=
+SCALE_ADMISSION_NICE ?= 0
 .PHONY: test-scale
 test-scale: tools
 	SLOTPLANE_ENVELOPE=1 SLOTPLANE_ENVELOPE_NODES=$(SCALE_NODES) SLOTPLANE_ENVELOPE_SLOTS_PER_NODE=$(SCALE_SLOTS_PER_NODE) \
 	  SLOTPLANE_ENVELOPE_JOBS=$(SCALE_JOBS) SLOTPLANE_ENVELOPE_QUEUES=$(SCALE_QUEUES) SLOTPLANE_ENVELOPE_SCHEDULINGS=$(SCALE_SCHEDULINGS) \
 	  SLOTPLANE_ENVELOPE_JOB_SECONDS=$(SCALE_JOB_SECONDS) SLOTPLANE_ENVELOPE_BEDS=$(SCALE_BEDS) \
-	  SLOTPLANE_ENVELOPE_MEASURE=$(SCALE_MEASURE) SLOTPLANE_ENVELOPE_PROFILE=$(SCALE_PROFILE) $(GO) test -tags integration -count=1 -timeout 300m -v -run TestE2E_ScaleEnvelope ./e2e/
+	  SLOTPLANE_ENVELOPE_MEASURE=$(SCALE_MEASURE) SLOTPLANE_ENVELOPE_PROFILE=$(SCALE_PROFILE) \
+	  SLOTPLANE_ENVELOPE_ADMISSION_NICE=$(SCALE_ADMISSION_NICE) $(GO) test -tags integration -count=1 -timeout 300m -v -run TestE2E_ScaleEnvelope ./e2e/
 
 # The burst trace as an experiment on the platform, with the queues and with the FIFO example,
 # beside each one's prediction (docs/benchmarks.md, "Measured against predicted"). Not in CI:

@@ -7,10 +7,12 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,4 +194,103 @@ func TestCPUByComm_FollowsAProcessThatRenamedItself(t *testing.T) {
 	require.NoError(t, err)
 	self := here.procs[os.Getpid()]
 	require.Positive(t, self.start, "this process's start time is read from its stat")
+}
+
+// schedTimes are a process's threads' time on a core and time runnable but waiting for
+// one (the kernel's schedstat, in ns), summed over the threads it has at the reading: a
+// thread that ended meanwhile takes its times with it.
+type schedTimes struct {
+	onCPU, waited time.Duration
+}
+
+// readSchedTimes sums /proc/<pid>/task/*/schedstat.
+func readSchedTimes(pid int) (schedTimes, error) {
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/schedstat", pid))
+	if err != nil || len(files) == 0 {
+		return schedTimes{}, fmt.Errorf("no threads of process %d: %v", pid, err)
+	}
+	var s schedTimes
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		fields := strings.Fields(string(raw))
+		if len(fields) < 2 {
+			return s, fmt.Errorf("%s: %q", f, raw)
+		}
+		on, err1 := strconv.ParseInt(fields[0], 10, 64)
+		waited, err2 := strconv.ParseInt(fields[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return s, fmt.Errorf("%s: %q", f, raw)
+		}
+		s.onCPU += time.Duration(on)
+		s.waited += time.Duration(waited)
+	}
+	return s, nil
+}
+
+// cpuPressure is the time some task of the machine was runnable and waited for a core,
+// since boot (/proc/pressure/cpu, "some"): over a window, against the window, the share of
+// the time the cores were short.
+func cpuPressure() (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(raw)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != "some" {
+			continue
+		}
+		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				return time.Duration(us) * time.Microsecond, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("/proc/pressure/cpu has no total of \"some\": %q", raw)
+}
+
+// niceness is process pid's nice value (the 19th field of its stat).
+func niceness(t *testing.T, pid int) int {
+	_, fields, ok := procStat(fmt.Sprintf("/proc/%d", pid))
+	require.True(t, ok, "the stat of process %d", pid)
+	n, err := strconv.Atoi(fields[16])
+	require.NoError(t, err, "the nice value of process %d", pid)
+	return n
+}
+
+func TestReadSchedTimes_CountsThisProcessOnACore(t *testing.T) {
+	used := func() time.Duration {
+		var ru syscall.Rusage
+		require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	before, err := readSchedTimes(os.Getpid())
+	require.NoError(t, err)
+	from := used()
+	for used()-from < 100*time.Millisecond {
+	}
+	spent := used() - from
+	after, err := readSchedTimes(os.Getpid())
+	require.NoError(t, err)
+	require.InDelta(t, spent.Seconds(), (after.onCPU - before.onCPU).Seconds(), spent.Seconds()/2,
+		"the threads' time on a core follows the process's CPU time")
+	require.GreaterOrEqual(t, after.waited, before.waited)
+
+	require.Equal(t, 0, niceness(t, os.Getpid()))
+	nice := exec.Command("nice", "-n", "5", "sleep", "10")
+	require.NoError(t, nice.Start())
+	t.Cleanup(func() { _ = nice.Process.Kill(); _ = nice.Wait() })
+	require.Eventually(t, func() bool { return niceness(t, nice.Process.Pid) == 5 }, 5*time.Second, 10*time.Millisecond,
+		"a process started by nice -n 5 runs at 5")
+
+	_, err = readSchedTimes(1 << 30)
+	require.Error(t, err, "no such process")
+	if _, err := os.Stat("/proc/pressure/cpu"); err == nil {
+		_, err := cpuPressure()
+		require.NoError(t, err)
+	}
 }

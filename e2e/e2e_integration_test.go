@@ -77,14 +77,21 @@ type component struct {
 	// command is the binary's subcommand it runs ("": name).
 	command string
 	args    []string
-	logs    string
-	mu      sync.Mutex
-	cmd     *exec.Cmd
+	// nice, when not 0, is the niceness the process runs at (nice(1)): a higher weight
+	// for the kernel's scheduler, as a CPU request gives a pod on a busy node.
+	nice int
+	logs string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
 }
 
 func (c *component) start() {
 	c.t.Helper()
-	cmd, err := startChild(filepath.Join(c.logs, c.name+".log"), binary, append([]string{cmp.Or(c.command, c.name)}, c.args...)...)
+	bin, args := binary, append([]string{cmp.Or(c.command, c.name)}, c.args...)
+	if c.nice != 0 {
+		bin, args = "nice", append([]string{"-n", strconv.Itoa(c.nice), binary}, args...)
+	}
+	cmd, err := startChild(filepath.Join(c.logs, c.name+".log"), bin, args...)
 	require.NoError(c.t, err, c.name)
 	c.mu.Lock()
 	c.cmd = cmd
@@ -324,6 +331,14 @@ func (p *e2ePlatform) admission() string {
 	return "worker"
 }
 
+// pid is the process id of component name, as it runs now.
+func (p *e2ePlatform) pid(name string) int {
+	c := p.parts[name]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cmd.Process.Pid
+}
+
 // as is the REST API as the user of tok.
 func (p *e2ePlatform) as(t *testing.T, tok string) *apiclient.Client {
 	t.Helper()
@@ -344,8 +359,10 @@ type bedShape struct {
 	beds int
 	// admissionApart runs the beds' Admission in a worker process of its own, "admission"
 	// (-task-queues slotplane-admission), beside the worker of the rest, as a large bed
-	// runs; else one worker polls both task queues.
+	// runs; else one worker polls both task queues. admissionNice, when not 0, runs that
+	// process at that niceness (component.nice).
 	admissionApart bool
+	admissionNice  int
 }
 
 // nodeResources are what each node offers: 4 CPUs and 16 GiB, or more where the node's
@@ -464,7 +481,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 		metricsAt["admission"], pprofAt["admission"] = "127.0.0.1:"+strconv.Itoa(ports[10]), "127.0.0.1:"+strconv.Itoa(ports[11])
 		p.parts["worker"].args = append(p.parts["worker"].args, "-task-queues", workflows.TaskQueue)
 		p.parts["admission"] = &component{name: "admission", command: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["admission"],
-			"-task-queues", workflows.AdmissionTaskQueue)}
+			"-task-queues", workflows.AdmissionTaskQueue), nice: shape.admissionNice}
 	}
 	for _, c := range p.parts {
 		c.t, c.logs = t, logs

@@ -56,6 +56,8 @@ type envelopeSize struct {
 	// of that half.
 	measure int
 	jobFor  time.Duration
+	// admissionNice is the niceness of Admission's worker (0: as every other process).
+	admissionNice int
 }
 
 func (s envelopeSize) slots() int { return s.nodes * s.slotsPerNode }
@@ -98,6 +100,12 @@ func envelopeSizeFromEnv(t *testing.T) envelopeSize {
 			require.Positive(t, n, "SLOTPLANE_ENVELOPE_"+name)
 			*v = n
 		}
+	}
+	if e := os.Getenv("SLOTPLANE_ENVELOPE_ADMISSION_NICE"); e != "" {
+		n, err := strconv.Atoi(e)
+		require.NoError(t, err, "SLOTPLANE_ENVELOPE_ADMISSION_NICE")
+		require.True(t, n >= -20 && n <= 19, "SLOTPLANE_ENVELOPE_ADMISSION_NICE is a niceness, -20 to 19: %d", n)
+		s.admissionNice = n
 	}
 	if seconds == 0 {
 		seconds = max(30, s.slots()/3)
@@ -161,6 +169,12 @@ type envelopeFigures struct {
 	// refused because they ended the run (continue-as-new) while a signal had come: the SDK
 	// drops the run from its cache, and the next task replays it.
 	stickyWaits, refusedEnds int
+	// admissionSched is the time the threads of Admission's worker spent on a core and
+	// waiting for one over the window, admissionNiceness the niceness it ran at; pressure
+	// is the share of the window some task of the machine waited for a core.
+	admissionSched    schedTimes
+	admissionNiceness int
+	pressure          float64
 	// objects are the largest of each kind of object, in bytes of JSON.
 	objects map[string]int
 	// histories are, by workflow kind, the most events of one run and the largest event.
@@ -184,7 +198,8 @@ func TestE2E_ScaleEnvelope(t *testing.T) {
 		t.Skip("the scale envelope runs on its own: make test-scale")
 	}
 	size := envelopeSizeFromEnv(t)
-	sizes := []envelopeSize{{nodes: 4, slotsPerNode: 2, jobs: 48, queues: size.queues, schedulings: 2, jobFor: min(size.jobFor, 30*time.Second)}}
+	sizes := []envelopeSize{{nodes: 4, slotsPerNode: 2, jobs: 48, queues: size.queues, schedulings: 2, jobFor: min(size.jobFor, 30*time.Second),
+		admissionNice: size.admissionNice}}
 	if split := size.beds; split > 1 {
 		require.Zero(t, size.nodes%split, "SLOTPLANE_ENVELOPE_BEDS divides the nodes")
 		require.GreaterOrEqual(t, size.schedulings, split, "at least a Scheduling per bed")
@@ -236,7 +251,9 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	// Every running job's driver (100m) runs outside the bed: a plain node of 4 CPUs and 110
 	// pods takes 30, and as many plain pods as slots fit at 100 a node.
 	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi", beds: size.beds,
-		admissionApart: true}, queues)
+		admissionApart: true, admissionNice: size.admissionNice}, queues)
+	admissionPid := p.pid(p.admission())
+	f.admissionNiceness = niceness(t, admissionPid)
 	perBed := slots / len(p.beds)
 	f.fill = p.bedFilled
 	p.waitSlotsFree(t, 5*time.Minute)
@@ -311,12 +328,21 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 		"%d jobs ended (%d did)", from, ledger.endedCount())
 	cpuFrom, err := sampleCPU()
 	require.NoError(t, err)
+	schedFrom, err := readSchedTimes(admissionPid)
+	require.NoError(t, err)
+	pressureFrom, pressureErr := cpuPressure()
 	endedFrom, startedFrom := ledger.endedCount(), ledger.seenRunningCount()
 	profiled := startProfiles(t, p, size.fileName())
 	require.Eventually(t, func() bool { return ledger.endedCount() >= to }, within, 100*time.Millisecond,
 		"%d jobs ended (%d did)", to, ledger.endedCount())
 	cpuTo, err := sampleCPU()
 	require.NoError(t, err)
+	schedTo, err := readSchedTimes(admissionPid)
+	require.NoError(t, err, "Admission's worker ran through the window")
+	f.admissionSched = schedTimes{onCPU: schedTo.onCPU - schedFrom.onCPU, waited: schedTo.waited - schedFrom.waited}
+	if pressureTo, err := cpuPressure(); err == nil && pressureErr == nil {
+		f.pressure = (pressureTo - pressureFrom).Seconds() / cpuTo.at.Sub(cpuFrom.at).Seconds()
+	}
 	writes := apiWriteCounts(t, audit, cpuFrom.at)
 	profiled()
 	f.windowEnds, f.windowStarts, f.windowTook = ledger.endedCount()-endedFrom, ledger.seenRunningCount()-startedFrom, cpuTo.at.Sub(cpuFrom.at)
@@ -1037,6 +1063,12 @@ func envelopeTable(probes ...envelopeFigures) string {
 		return fmt.Sprintf("%s (%s)", ms(f.admissionTask), strings.Join(f.admissionTaskLocal, ", "))
 	})
 	row("the same, as the worker's SDK measured it (bucket)", "", func(f envelopeFigures) string { return sec(f.admissionTaskSDK) })
+	row("Admission's worker in the window: its niceness; its threads' time on a core; their time runnable, waiting for one", "", func(f envelopeFigures) string {
+		return fmt.Sprintf("%d; %s; %s", f.admissionNiceness, ms(f.admissionSched.onCPU), ms(f.admissionSched.waited))
+	})
+	row("the window's time in which some task of the machine waited for a core (CPU pressure)", "", func(f envelopeFigures) string {
+		return fmt.Sprintf("%.0f%%", 100*f.pressure)
+	})
 	row("Admission's workflow tasks that failed or timed out", "none", func(f envelopeFigures) string { return strconv.Itoa(len(f.failedTasks)) })
 	row("Admission's tasks that waited out the sticky timeout", "-", func(f envelopeFigures) string { return strconv.Itoa(f.stickyWaits) })
 	row("Admission's continues-as-new refused for a signal that came meanwhile (each followed by a replay)", "-", func(f envelopeFigures) string {
