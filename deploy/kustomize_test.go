@@ -31,6 +31,7 @@ import (
 	"slotplane/crds"
 	"slotplane/crds/v1alpha1"
 	"slotplane/deploy"
+	"slotplane/workflows"
 )
 
 // The base is this package's own folder.
@@ -212,8 +213,8 @@ func pinned(image string) bool {
 // its own that the render holds.
 func TestKustomize_DeploymentsRunLockedDownUnderTheirServiceAccounts(t *testing.T) {
 	r := render(t, baseDir)
-	if len(r.deployments) != 5 {
-		t.Errorf("%d Deployments, want 5 (worker, extender, bridge, api, slot-scheduler)", len(r.deployments))
+	if len(r.deployments) != 6 {
+		t.Errorf("%d Deployments, want 6 (worker, admission, extender, bridge, api, slot-scheduler)", len(r.deployments))
 	}
 	usedSAs := map[string]string{}
 	for _, d := range r.deployments {
@@ -633,12 +634,14 @@ func TestKustomize_ComponentsRunTheirSubcommandsWithTemporalAndProbes(t *testing
 	}
 	for _, tc := range []struct {
 		component  string
+		subcommand string // "": the component's name
 		temporal   bool
 		probePath  string // "" for no HTTP probes
 		probePort  int32
 		extraFlags []string
 	}{
-		{component: "worker", temporal: true},
+		{component: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.TaskQueue}},
+		{component: "admission", subcommand: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.AdmissionTaskQueue}},
 		{component: "bridge", temporal: true},
 		{component: "api", temporal: true, probePath: "/api/v1/healthz", probePort: 8088, extraFlags: []string{"-auth=kubernetes"}},
 		{component: "extender", probePath: "/healthz", probePort: 8888},
@@ -646,7 +649,11 @@ func TestKustomize_ComponentsRunTheirSubcommandsWithTemporalAndProbes(t *testing
 		d := r.deployment(t, tc.component)
 		spec := d.Spec.Template.Spec
 		c := spec.Containers[0]
-		if len(c.Args) == 0 || c.Args[0] != tc.component {
+		subcommand := tc.subcommand
+		if subcommand == "" {
+			subcommand = tc.component
+		}
+		if len(c.Args) == 0 || c.Args[0] != subcommand {
 			t.Errorf("%s: args %v do not start with the subcommand", d.Name, c.Args)
 		}
 		for _, f := range tc.extraFlags {
@@ -822,7 +829,7 @@ func TestKustomize_EveryComponentCanBeScraped(t *testing.T) {
 const metricsPort = 8080
 
 // slotplaneComponents are the Deployments that run slotplane's own image.
-var slotplaneComponents = []string{"worker", "extender", "bridge", "api"}
+var slotplaneComponents = []string{"worker", "admission", "extender", "bridge", "api"}
 
 // madeImage is the image `make image` builds: the Makefile's IMAGE and VERSION.
 func madeImage(t testing.TB) (name, tag string) {
