@@ -42,6 +42,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
 	"slotplane/internal/testcluster"
+	"slotplane/queue"
 	"slotplane/workflows"
 )
 
@@ -175,6 +176,8 @@ type envelopeFigures struct {
 	admissionSched    schedTimes
 	admissionNiceness int
 	pressure          float64
+	// startingPerBed is each bed's slotplane.max-starting-apps (0: the default).
+	startingPerBed int
 	// objects are the largest of each kind of object, in bytes of JSON.
 	objects map[string]int
 	// histories are, by workflow kind, the most events of one run and the largest event.
@@ -250,8 +253,17 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	queues += `</allocations>`
 	// Every running job's driver (100m) runs outside the bed: a plain node of 4 CPUs and 110
 	// pods takes 30, and as many plain pods as slots fit at 100 a node.
-	p := startE2EWith(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi", beds: size.beds,
-		admissionApart: true, admissionNice: size.admissionNice}, queues)
+	// The split's beds share the starting room of the one bed: ten beds of the default
+	// would let ten times as many jobs start at once, and the cost per job would then
+	// measure that wave of starts rather than the split.
+	settings := ""
+	if size.beds > 1 {
+		f.startingPerBed = max(1, queue.DefaultMaxStartingApps/size.beds)
+		settings = fmt.Sprintf("<configuration><property><name>%s</name><value>%d</value></property></configuration>",
+			queue.PropMaxStartingApps, f.startingPerBed)
+	}
+	p := startE2EFiles(t, bedShape{nodes: size.nodes, plainNodes: 2 + max(slots/30, slots/100), slotsPerNode: int32(size.slotsPerNode), cpu: "900m", memory: "3Gi", beds: size.beds,
+		admissionApart: true, admissionNice: size.admissionNice}, queues, settings)
 	admissionPid := p.pid(p.admission())
 	f.admissionNiceness = niceness(t, admissionPid)
 	perBed := slots / len(p.beds)
@@ -1029,6 +1041,9 @@ func envelopeTable(probes ...envelopeFigures) string {
 		fmt.Fprintf(&b, " %d slots (%d nodes)%s, %d jobs of %s%s |", z.slots(), z.nodes, beds, z.jobs, z.jobFor, stop)
 	}
 	b.WriteString(" target or limit |\n|" + strings.Repeat(" --- |", len(probes)+2) + "\n")
+	row("jobs each bed lets start at once (slotplane.max-starting-apps)", "", func(f envelopeFigures) string {
+		return strconv.Itoa(cmp.Or(f.startingPerBed, queue.DefaultMaxStartingApps))
+	})
 	row("ghosts: the beds' creation to every ghost running", "", func(f envelopeFigures) string { return ms(f.fill) })
 	row("as many plain pods, created to running", "", func(f envelopeFigures) string { return ms(f.plainFill) })
 	row("ghosts against plain pods", "at most 2x", func(f envelopeFigures) string { return ratio(float64(f.plainFill), float64(f.fill)) })
