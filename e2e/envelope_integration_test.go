@@ -172,7 +172,7 @@ type envelopeFigures struct {
 	stickyWaits, refusedEnds int
 	// admissionSched is the time the threads of Admission's worker spent on a core and
 	// waiting for one over the window, admissionNiceness the niceness it ran at; pressure
-	// is the share of the window some task of the machine waited for a core.
+	// is the share of the window some task of the machine waited for a core (NaN: unknown).
 	admissionSched    schedTimes
 	admissionNiceness int
 	pressure          float64
@@ -352,6 +352,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	schedTo, err := readSchedTimes(admissionPid)
 	require.NoError(t, err, "Admission's worker ran through the window")
 	f.admissionSched = schedTimes{onCPU: schedTo.onCPU - schedFrom.onCPU, waited: schedTo.waited - schedFrom.waited}
+	f.pressure = math.NaN() // where the kernel keeps no pressure stall information
 	if pressureTo, err := cpuPressure(); err == nil && pressureErr == nil {
 		f.pressure = (pressureTo - pressureFrom).Seconds() / cpuTo.at.Sub(cpuFrom.at).Seconds()
 	}
@@ -1082,6 +1083,9 @@ func envelopeTable(probes ...envelopeFigures) string {
 		return fmt.Sprintf("%d; %s; %s", f.admissionNiceness, ms(f.admissionSched.onCPU), ms(f.admissionSched.waited))
 	})
 	row("the window's time in which some task of the machine waited for a core (CPU pressure)", "", func(f envelopeFigures) string {
+		if math.IsNaN(f.pressure) {
+			return "-"
+		}
 		return fmt.Sprintf("%.0f%%", 100*f.pressure)
 	})
 	row("Admission's workflow tasks that failed or timed out", "none", func(f envelopeFigures) string { return strconv.Itoa(len(f.failedTasks)) })
