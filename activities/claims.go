@@ -341,6 +341,7 @@ func (a *Activities) ReleaseJobs(ctx context.Context, in ClaimInput) error {
 			}
 			labels := obj.GetLabels()
 			delete(labels, v1alpha1.ActiveSchedulingLabel)
+			delete(labels, v1alpha1.GrantedTestBedLabel)
 			obj.SetLabels(labels)
 			annotations := obj.GetAnnotations()
 			delete(annotations, v1alpha1.CreationRequestAnnotation)
@@ -437,7 +438,7 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 			}
 			return nonRetryable(ErrNotHeld, "job %s is held by %q, not %s", key, holder, in.Request.Scheduling)
 		}
-		if job.Annotations[v1alpha1.CreationRequestAnnotation] == string(body) {
+		if job.Annotations[v1alpha1.CreationRequestAnnotation] == string(body) && job.Labels[v1alpha1.GrantedTestBedLabel] == in.Request.TestBed {
 			return nil // written by an earlier attempt: its slots were checked then
 		}
 		// Checked on every attempt: the write must follow its check closely (LeavingGrace).
@@ -450,6 +451,10 @@ func (a *Activities) writeRequest(ctx context.Context, in RequestCreationInput) 
 		}
 		job.Annotations[v1alpha1.CreationRequestAnnotation] = string(body)
 		delete(job.Annotations, v1alpha1.AssignedSlotsAnnotation) // it spoke of the last run
+		if job.Labels == nil {
+			job.Labels = map[string]string{}
+		}
+		job.Labels[v1alpha1.GrantedTestBedLabel] = in.Request.TestBed
 		return a.Client.Patch(ctx, &job, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	})
 }

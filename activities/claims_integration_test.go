@@ -86,6 +86,9 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 	require.NoError(t, err)
 	req := v1alpha1.CreationRequest{Scheduling: "me", TestBed: "bed", Slots: []int32{1}, Run: 1}
 	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "mine", Request: req}))
+	var requested v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "mine"}, &requested))
+	require.Equal(t, "bed", requested.Labels[v1alpha1.GrantedTestBedLabel], "the request names its test bed in a label too")
 	err = a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "theirs", Request: req})
 	require.True(t, activities.IsNotHeld(err), "a request for a job another Scheduling holds: %v", err)
 
@@ -95,6 +98,7 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "theirs"}, &theirs))
 	require.NotContains(t, mine.Labels, v1alpha1.ActiveSchedulingLabel)
 	require.NotContains(t, mine.Annotations, v1alpha1.CreationRequestAnnotation)
+	require.NotContains(t, mine.Labels, v1alpha1.GrantedTestBedLabel)
 	require.Equal(t, "them", theirs.Labels[v1alpha1.ActiveSchedulingLabel])
 
 	res, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "me", Names: []string{"absent"}})

@@ -143,8 +143,8 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
 	res := ReconcileTestBedResult{InProgress: plan.InProgress, Reason: plan.Reason, Skipped: plan.SkippedNodes, TakenBy: owner, RecheckIn: recheck, HandingOver: handingOver}
-	budget := time.Now().Add(ghostWriteBudget)
-	res.Deleted, err = writeGhosts(ctx, plan.Delete, budget, func(ctx context.Context, ghost slots.ObservedPod) error {
+	budget := time.Now().Add(passWriteBudget)
+	res.Deleted, err = writeEach(ctx, plan.Delete, budget, func(ctx context.Context, ghost slots.ObservedPod) error {
 		pod := pods[ghost.UID]
 		err := a.Client.Delete(ctx, &pod, client.Preconditions{UID: &ghost.UID}, client.GracePeriodSeconds(0))
 		if client.IgnoreNotFound(err) != nil {
@@ -169,7 +169,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 			return now.assigned[s.Position] && !now.unclaimed[s.Position]
 		})
 	}
-	res.Created, err = writeGhosts(ctx, plan.Create, budget, func(ctx context.Context, s slots.Slot) error {
+	res.Created, err = writeEach(ctx, plan.Create, budget, func(ctx context.Context, s slots.Slot) error {
 		err := a.Client.Create(ctx, a.ghostPod(&tb, s, requests))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create ghost for slot %d: %w", s.Position, err)
@@ -179,6 +179,9 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	if err != nil {
 		return res, err
 	}
+	if err := a.forgetGrants(ctx, tb.Name, g.done, budget); err != nil {
+		return res, err
+	}
 	res.Settled = !res.InProgress && res.Created == 0 && res.Deleted == 0 && res.HandingOver == 0
 	if err := a.writeStatus(ctx, &tb, have, layout, observed, res); err != nil {
 		return res, err
@@ -186,20 +189,20 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	return res, nil
 }
 
-// A pass sends ghostWritesAtOnce ghost creates or deletes at a time, and starts none after
-// ghostWriteBudget: a new bed of 8,000 slots, made one ghost at a time, ran its first pass
+// A pass sends passWritesAtOnce writes (ghost creates or deletes, grant labels taken off) at
+// a time, and starts none after passWriteBudget: a new bed of 8,000 slots, made one ghost at a time, ran its first pass
 // past the activity's one-minute timeout. What a pass leaves is planned again by the next
 // one, which comes back soon since the pass wrote something (Settled is false).
 const (
-	ghostWritesAtOnce = 8
-	ghostWriteBudget  = 20 * time.Second
+	passWritesAtOnce = 8
+	passWriteBudget  = 20 * time.Second
 )
 
-// writeGhosts calls write for each of items, ghostWritesAtOnce at a time, starting none after
+// writeEach calls write for each of items, passWritesAtOnce at a time, starting none after
 // until. It returns how many it wrote, and the first error (the rest then stop).
-func writeGhosts[T any](ctx context.Context, items []T, until time.Time, write func(context.Context, T) error) (int, error) {
+func writeEach[T any](ctx context.Context, items []T, until time.Time, write func(context.Context, T) error) (int, error) {
 	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(ghostWritesAtOnce)
+	g.SetLimit(passWritesAtOnce)
 	var written atomic.Int64
 	for _, it := range items {
 		if ctx.Err() != nil || time.Now().After(until) {
@@ -215,6 +218,27 @@ func writeGhosts[T any](ctx context.Context, items []T, until time.Time, write f
 	}
 	err := g.Wait()
 	return int(written.Load()), err
+}
+
+// forgetGrants takes the bed's GrantedTestBedLabel off jobs whose runs hold nothing of it
+// any more, so the bed's reads of its grants skip them. Each write carries the
+// resourceVersion read: a job asked for again since (a new request, written with the label)
+// conflicts and keeps it, and the next pass decides on it anew. A job gone needs nothing.
+func (a *Activities) forgetGrants(ctx context.Context, bed string, jobs []*v1alpha1.BatchJob, until time.Time) error {
+	_, err := writeEach(ctx, jobs, until, func(ctx context.Context, j *v1alpha1.BatchJob) error {
+		if j.Labels[v1alpha1.GrantedTestBedLabel] != bed {
+			return nil
+		}
+		job := j.DeepCopy()
+		base := j.DeepCopy()
+		delete(job.Labels, v1alpha1.GrantedTestBedLabel)
+		err := a.Client.Patch(ctx, job, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("take the grant of testbed %s off batch job %s: %w", bed, j.Name, err)
+		}
+		return nil
+	})
+	return err
 }
 
 // HandOverGrace is how long a freed slot waits for its next job before it gets its ghost
@@ -255,8 +279,8 @@ func holdBackFreed(plan *slots.Plan, last []v1alpha1.SlotStatus, freed map[int32
 
 // layoutWithGrants lays out the bed's slots over nodes (layout) and marks those that jobs
 // hold (assignedSlots). The jobs come from the worker's copy when mayCopy and the copy has synced
-// (fromCopy), else from etcd. The grants' recheck is set to when the next grant times out or
-// leaving slot's grace ends.
+// (fromCopy), else from the API server; either way only the jobs labelled with the bed. The
+// grants' recheck is set to when the next grant times out or leaving slot's grace ends.
 //
 // Most passes change nothing (a job's pod came or went, the slots' states are written), and
 // reading a thousand jobs from etcd twice a pass was a twelfth of the API server's work in the
@@ -454,17 +478,23 @@ type grants struct {
 	// freed are the slots of runs that ended less than HandOverGrace ago, with the grace
 	// left.
 	freed map[int32]time.Duration
+	// done are the jobs labelled with the bed (GrantedTestBedLabel) that hold nothing of it
+	// any more, and whose hand-over grace is over: the pass takes the label off
+	// (forgetGrants). They are shared with the reader's copy: read only.
+	done []*v1alpha1.BatchJob
 }
 
 func (a *Activities) assignedSlots(ctx context.Context, tb *v1alpha1.TestBed, now time.Time) (grants, error) {
 	return a.assignedSlotsIn(ctx, a.Client, tb, now)
 }
 
-// assignedSlotsIn is assignedSlots with the jobs read from r.
+// assignedSlotsIn is assignedSlots with the jobs read from r: those labelled with the bed
+// (GrantedTestBedLabel), which RequestCreation writes with each request.
 func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v1alpha1.TestBed, now time.Time) (grants, error) {
 	var jobs v1alpha1.BatchJobList
-	if err := r.List(ctx, &jobs, client.InNamespace(tb.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return grants{}, fmt.Errorf("list batch jobs of %s: %w", tb.Namespace, err)
+	err := r.List(ctx, &jobs, client.InNamespace(tb.Namespace), client.MatchingLabels{v1alpha1.GrantedTestBedLabel: tb.Name}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return grants{}, fmt.Errorf("list the batch jobs granted slots of testbed %s/%s: %w", tb.Namespace, tb.Name, err)
 	}
 	timeout := tb.Spec.GrantedSlotTimeoutOrDefault()
 	out := grants{assigned: map[int32]bool{}, unclaimed: map[int32]bool{}, holders: map[int32][]string{}, freed: map[int32]time.Duration{}}
@@ -476,6 +506,8 @@ func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v
 				for _, p := range ps {
 					out.freed[p] = max(out.freed[p], left)
 				}
+			} else {
+				out.done = append(out.done, &jobs.Items[i])
 			}
 			continue
 		}

@@ -601,6 +601,66 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	waitGhostsRunning(t, cl, "bed", 4)
 }
 
+// A job holds its test bed's granted-testbed label while its run may hold slots, and the
+// bed's reads of its grants go by that label: a pass takes it off a run that ended once the
+// hand-over's grace is over, and leaves it on a running job, on a run that ended a moment
+// ago, and on a job asked for again since its run ended, even when the pass read a copy
+// from before that request.
+func TestReconcileTestBed_TakesTheGrantOffARunThatEnded(t *testing.T) {
+	t.Parallel()
+	cl, a, tb := newBed(t, 2)
+	ctx := context.Background()
+	settle(t, a, bedInput)
+	waitGhostsRunning(t, cl, "bed", 4)
+	granted := func(job string) string {
+		t.Helper()
+		var j v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: job}, &j))
+		return j.Labels[v1alpha1.GrantedTestBedLabel]
+	}
+
+	grantSlot(t, cl, a, "running", 0)
+	setRun(t, cl, "running", v1alpha1.JobRunning, 0)
+	grantSlot(t, cl, a, "ended", 1)
+	endRunNow(t, cl, "ended", 1)
+	grantSlot(t, cl, a, "again", 2)
+	endRunNow(t, cl, "again", 2)
+	again := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{2}, Run: 2}
+	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "again", Request: again}))
+	for _, job := range []string{"running", "ended", "again"} {
+		require.Equal(t, "bed", granted(job), job)
+	}
+
+	_, err := a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Equal(t, "bed", granted("ended"), "within the grace, the freed slot may be on its way to a next job")
+	time.Sleep(activities.HandOverGrace)
+	_, err = a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Empty(t, granted("ended"), "the grace is over")
+	require.Equal(t, "bed", granted("running"))
+	require.Equal(t, "bed", granted("again"), "its second run holds slot 2")
+
+	// A copy from before a new request, and a pass that decides on it alone (the new run's
+	// pod is in slot 3 already, so the pass changes nothing): its write carries the copy's
+	// resourceVersion, and the new request keeps its label.
+	grantSlot(t, cl, a, "stale", 3)
+	endRunNow(t, cl, "stale", 3)
+	time.Sleep(activities.HandOverGrace)
+	a.Changes = jobsCopy(t, cl)
+	next := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{3}, Run: 2}
+	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "stale", Request: next}))
+	occupySlot(t, cl, tb, "stale-exec", 3)
+	res, err := a.ReconcileTestBed(ctx, bedInput)
+	require.NoError(t, err)
+	require.Zero(t, res.Created+res.Deleted, "%+v", res)
+	require.Equal(t, "bed", granted("stale"), "a request written after the copy keeps its label")
+	settle(t, a, bedInput)
+	require.Equal(t, "bed", granted("stale"))
+	require.Equal(t, 1, countGhosts(ghosts(t, cl, "bed")), "slots 0, 2 and 3 are held, slot 1 has its ghost back")
+	require.Equal(t, "bed", granted("stale"))
+}
+
 // jobsCopy is a worker's copy of the BatchJobs that holds them as they are now and never
 // changes: a copy that lags behind everything written after it.
 func jobsCopy(t *testing.T, cl client.Client) *activities.Changes {

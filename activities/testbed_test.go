@@ -323,16 +323,16 @@ func TestFreedRecently(t *testing.T) {
 	require.Equal(t, HandOverGrace, left, "an end stamped ahead of this clock waits no longer than the grace")
 }
 
-// A pass's ghost writes go ghostWritesAtOnce at a time, all of them within the budget; none
+// A pass's writes go passWritesAtOnce at a time, all of them within the budget; none
 // starts after it; the first error is returned and the writes not yet started are not sent.
-func TestWriteGhosts_AtOnceWithinTheBudget(t *testing.T) {
+func TestWriteEach_AtOnceWithinTheBudget(t *testing.T) {
 	items := make([]int, 100)
 	for i := range items {
 		items[i] = i
 	}
 	var mu sync.Mutex
 	running, most := 0, 0
-	n, err := writeGhosts(context.Background(), items, time.Now().Add(time.Minute), func(context.Context, int) error {
+	n, err := writeEach(context.Background(), items, time.Now().Add(time.Minute), func(context.Context, int) error {
 		mu.Lock()
 		running++
 		most = max(most, running)
@@ -345,11 +345,11 @@ func TestWriteGhosts_AtOnceWithinTheBudget(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, 100, n)
-	require.LessOrEqual(t, most, ghostWritesAtOnce, "writes in flight at most")
+	require.LessOrEqual(t, most, passWritesAtOnce, "writes in flight at most")
 	require.Greater(t, most, 1, "writes go side by side")
 
 	var sent atomic.Int64
-	n, err = writeGhosts(context.Background(), items, time.Now().Add(-time.Second), func(context.Context, int) error {
+	n, err = writeEach(context.Background(), items, time.Now().Add(-time.Second), func(context.Context, int) error {
 		sent.Add(1)
 		return nil
 	})
@@ -358,7 +358,7 @@ func TestWriteGhosts_AtOnceWithinTheBudget(t *testing.T) {
 	require.Zero(t, sent.Load())
 
 	sent.Store(0)
-	n, err = writeGhosts(context.Background(), items, time.Now().Add(time.Minute), func(_ context.Context, i int) error {
+	n, err = writeEach(context.Background(), items, time.Now().Add(time.Minute), func(_ context.Context, i int) error {
 		sent.Add(1)
 		if i == 3 {
 			return errors.New("refused")

@@ -132,8 +132,8 @@ func keyOf(namespace, name string) client.ObjectKey {
 
 // reservedKeys are the labels and annotations slotplane's components write to talk to each
 // other: a request may not set them.
-var reservedKeys = []string{v1alpha1.ActiveSchedulingLabel, v1alpha1.CreationRequestAnnotation, v1alpha1.AssignedSlotsAnnotation, v1alpha1.BatchJobLabel,
-	v1alpha1.SuspendedOutcomeAnnotation, v1alpha1.KillAnnotation}
+var reservedKeys = []string{v1alpha1.ActiveSchedulingLabel, v1alpha1.CreationRequestAnnotation, v1alpha1.GrantedTestBedLabel, v1alpha1.AssignedSlotsAnnotation,
+	v1alpha1.BatchJobLabel, v1alpha1.SuspendedOutcomeAnnotation, v1alpha1.KillAnnotation}
 
 func validateJobRequest(r *JobRequest) []FieldError {
 	var errs []FieldError

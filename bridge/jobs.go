@@ -82,11 +82,13 @@ func runEnds() predicate.Funcs {
 
 // jobChanges passes the BatchJob changes its workflow hears of from nobody else: a new or
 // deleted job, an edit of its spec, and a change of its labels, annotations or finalizers
-// other than the claim and the creation request. A Scheduling writes those two and then
-// signals the workflow itself (signal-with-start, in the same workflow step), so the
-// bridge's signal would only repeat it; the workflow's own status writes, the end of a run
-// among them, pass silently too (the test bed hears of an end through endedRunsBed). In the
-// long run, the end's signal back cost every job a workflow task and a read of the job.
+// other than the claim, the creation request and its granted-testbed label. A Scheduling
+// writes those and then signals the workflow itself (signal-with-start, in the same workflow
+// step), so the bridge's signal would only repeat it; the test bed takes the label off a run
+// that ended, which the workflow knows of already. The workflow's own status writes, the end
+// of a run among them, pass silently too (the test bed hears of an end through
+// endedRunsBed). In the long run, the end's signal back cost every job a workflow task and a
+// read of the job.
 func jobChanges() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		before, ok1 := e.ObjectOld.(*v1alpha1.BatchJob)
@@ -96,7 +98,7 @@ func jobChanges() predicate.Funcs {
 		}
 		if before.Generation != after.Generation || !before.DeletionTimestamp.Equal(after.DeletionTimestamp) ||
 			!slices.Equal(before.Finalizers, after.Finalizers) ||
-			!maps.Equal(without(before.Labels, v1alpha1.ActiveSchedulingLabel), without(after.Labels, v1alpha1.ActiveSchedulingLabel)) ||
+			!maps.Equal(without(before.Labels, v1alpha1.ActiveSchedulingLabel, v1alpha1.GrantedTestBedLabel), without(after.Labels, v1alpha1.ActiveSchedulingLabel, v1alpha1.GrantedTestBedLabel)) ||
 			!maps.Equal(without(before.Annotations, v1alpha1.CreationRequestAnnotation), without(after.Annotations, v1alpha1.CreationRequestAnnotation)) {
 			return true
 		}
@@ -104,13 +106,15 @@ func jobChanges() predicate.Funcs {
 	}}
 }
 
-// without is m less key (m itself when it has no such key).
-func without(m map[string]string, key string) map[string]string {
-	if _, ok := m[key]; !ok {
+// without is m less keys (m itself when it has none of them).
+func without(m map[string]string, keys ...string) map[string]string {
+	if !slices.ContainsFunc(keys, func(k string) bool { _, ok := m[k]; return ok }) {
 		return m
 	}
 	out := maps.Clone(m)
-	delete(out, key)
+	for _, k := range keys {
+		delete(out, k)
+	}
 	return out
 }
 

@@ -15,8 +15,9 @@ import (
 )
 
 // The BatchJob's workflow is signalled for what only the bridge sees, and not again for
-// what a Scheduling writes and signals itself (a claim, a creation request) or for the
-// workflow's own status writes, the end of a run among them.
+// what a Scheduling writes and signals itself (a claim, a creation request and its test
+// bed's label, which the bed takes off once the run ended) or for the workflow's own status
+// writes, the end of a run among them.
 func TestJobChanges_OneSignalPerChange(t *testing.T) {
 	base := testobjects.BatchJob("wordcount").Obj()
 	base.Generation = 1
@@ -35,6 +36,7 @@ func TestJobChanges_OneSignalPerChange(t *testing.T) {
 		"a creation request": {change(func(j *v1alpha1.BatchJob) {
 			j.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: "{}"}
 		}), false},
+		"a granted test bed":     {change(func(j *v1alpha1.BatchJob) { j.Labels[v1alpha1.GrantedTestBedLabel] = "bed" }), false},
 		"a status write":         {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobRunning }), false},
 		"the end of a run":       {change(func(j *v1alpha1.BatchJob) { j.Status.State = v1alpha1.JobCompleted }), false},
 		"a spec edit":            {change(func(j *v1alpha1.BatchJob) { j.Generation = 2 }), true},

@@ -72,6 +72,11 @@ const (
 	// CreationRequestAnnotation is the Scheduling's request to create a job's application:
 	// JSON of CreationRequest. Its run number makes each request a new application.
 	CreationRequestAnnotation = GroupName + "/creation-request"
+	// GrantedTestBedLabel, on a BatchJob, names the test bed of its creation request, from
+	// the write of that request until its run has ended and its slots are handed over
+	// (HandOverGrace). A test bed's pass reads its grants by this label, so what it reads
+	// grows with the bed's running jobs, not with every job of the namespace.
+	GrantedTestBedLabel = GroupName + "/granted-testbed"
 	// BatchJobLabel names, on an application and its pods, the BatchJob it runs.
 	BatchJobLabel = GroupName + "/batchjob"
 	// CreatedAtAnnotation, on an application, is when slotplane asked for it (RFC 3339, to the
