@@ -128,7 +128,7 @@ type envelopeFigures struct {
 	// decisionCPU are the same decisions' CPU times (p50, p99): the decisions' own cost,
 	// without the time the worker waited for a core.
 	decisionCPUP50, decisionCPUP99 float64
-	// handOver is a freed slot's wait for its next grant while jobs waited.
+	// handOver is a freed slot's wait for its next grant, in a full bed while jobs waited.
 	handOverP50, handOverP99 time.Duration
 	handOvers                int
 	// elapsed is the Schedulings' creation to every job's end, or to the probe's stop when
@@ -406,7 +406,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 		require.Len(t, j.Status.History, 1, "%s ran once", j.Name)
 	}
 	require.GreaterOrEqual(t, done, to, "jobs ended")
-	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items)
+	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items, size.slots()/size.beds)
 
 	m := p.scrape(t, p.admission())
 	f.decisionP50 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.5)
@@ -670,15 +670,19 @@ func startProfiles(t *testing.T, p *e2ePlatform, prefix string) (wait func()) {
 	}
 }
 
-// handOvers is how long a freed slot waited for its next grant, over the slots freed while
-// a job waited for them: a run whose job was queued before the slot's previous run ended.
-// The runs are each job's ended ones (its history) and its current one: with long jobs, a
-// probe that stops early finds most next runs still going.
-func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
+// handOvers is how long a freed slot waited for its next grant, over the slots freed in a
+// full bed (every one of its perBed slots granted just before) while a job waited for them:
+// a run whose job was queued before the slot's previous run ended. In a bed that is not
+// full, a waiting job's grant waits for the bed's starting room, not for a slot, and says
+// nothing of the hand-over. The runs are each job's ended ones (its history) and its
+// current one: with long jobs, a probe that stops early finds most next runs still going.
+func handOvers(jobs []v1alpha1.BatchJob, perBed int) (p50, p99 time.Duration, n int) {
 	type run struct {
 		queued, admitted, ended time.Time
 	}
 	bySlot := map[bedSlot][]run{}
+	// grantsOf and endsOf are each bed's grant and end times, a slot each.
+	grantsOf, endsOf := map[string][]time.Time{}, map[string][]time.Time{}
 	add := func(bed string, slots []int32, queued *metav1.Time, admitted, ended *metav1.MicroTime) {
 		if admitted == nil || queued == nil {
 			return
@@ -689,6 +693,10 @@ func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
 		}
 		for _, s := range slots {
 			bySlot[bedSlot{bed, s}] = append(bySlot[bedSlot{bed, s}], r)
+			grantsOf[bed] = append(grantsOf[bed], r.admitted)
+			if ended != nil {
+				endsOf[bed] = append(endsOf[bed], r.ended)
+			}
 		}
 	}
 	for i := range jobs {
@@ -700,12 +708,26 @@ func handOvers(jobs []v1alpha1.BatchJob) (p50, p99 time.Duration, n int) {
 			add(st.TestBed, st.Slots, st.QueuedAt, st.Phases.AdmittedAt, nil)
 		}
 	}
+	for bed := range grantsOf {
+		slices.SortFunc(grantsOf[bed], time.Time.Compare)
+		slices.SortFunc(endsOf[bed], time.Time.Compare)
+	}
+	// heldAt is how many of bed's slots were granted just before t: grants before t less
+	// ends before it.
+	heldAt := func(bed string, t time.Time) int {
+		before := func(ts []time.Time) int {
+			i, _ := slices.BinarySearchFunc(ts, t, time.Time.Compare)
+			return i
+		}
+		return before(grantsOf[bed]) - before(endsOf[bed])
+	}
 	var waits []time.Duration
-	for _, runs := range bySlot {
+	for at, runs := range bySlot {
 		slices.SortFunc(runs, func(a, b run) int { return a.admitted.Compare(b.admitted) })
 		for i := 1; i < len(runs); i++ {
 			prev, next := runs[i-1], runs[i]
-			if !prev.ended.IsZero() && next.queued.Before(prev.ended) && !next.admitted.Before(prev.ended) {
+			if !prev.ended.IsZero() && next.queued.Before(prev.ended) && !next.admitted.Before(prev.ended) &&
+				heldAt(at.bed, prev.ended) >= perBed {
 				waits = append(waits, next.admitted.Sub(prev.ended))
 			}
 		}
@@ -1052,7 +1074,10 @@ func envelopeTable(probes ...envelopeFigures) string {
 		return fmt.Sprintf("%.0f; %s / %s", f.decisions, sec(f.decisionP50), sec(f.decisionP99))
 	})
 	row("the same decisions' CPU time p50 / p99", "-", func(f envelopeFigures) string { return sec(f.decisionCPUP50) + " / " + sec(f.decisionCPUP99) })
-	row("a freed slot to its next grant: how many; p50 / p99", "", func(f envelopeFigures) string {
+	row("a slot freed in a full bed to its next grant: how many; p50 / p99", "", func(f envelopeFigures) string {
+		if f.handOvers == 0 {
+			return "none: the bed was never full"
+		}
 		return fmt.Sprintf("%d; %s / %s", f.handOvers, ms(f.handOverP50), ms(f.handOverP99))
 	})
 	row("Schedulings made to every job ended, or to the probe's stop: jobs ended", "", func(f envelopeFigures) string {
