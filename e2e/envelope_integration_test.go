@@ -406,7 +406,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 		require.Len(t, j.Status.History, 1, "%s ran once", j.Name)
 	}
 	require.GreaterOrEqual(t, done, to, "jobs ended")
-	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items, size.slots()/size.beds)
+	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items, perBed)
 
 	m := p.scrape(t, p.admission())
 	f.decisionP50 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.5)
