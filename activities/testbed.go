@@ -190,9 +190,10 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 }
 
 // A pass sends passWritesAtOnce writes (ghost creates or deletes, grant labels taken off) at
-// a time, and starts none after passWriteBudget: a new bed of 8,000 slots, made one ghost at a time, ran its first pass
-// past the activity's one-minute timeout. What a pass leaves is planned again by the next
-// one, which comes back soon since the pass wrote something (Settled is false).
+// a time, and starts none after passWriteBudget: a new bed of 8,000 slots, made one ghost at
+// a time, ran its first pass past the activity's one-minute timeout. What a pass leaves is
+// planned again by the next one, which comes back soon since the pass wrote something
+// (Settled is false).
 const (
 	passWritesAtOnce = 8
 	passWriteBudget  = 20 * time.Second
@@ -226,13 +227,9 @@ func writeEach[T any](ctx context.Context, items []T, until time.Time, write fun
 // conflicts and keeps it, and the next pass decides on it anew. A job gone needs nothing.
 func (a *Activities) forgetGrants(ctx context.Context, bed string, jobs []*v1alpha1.BatchJob, until time.Time) error {
 	_, err := writeEach(ctx, jobs, until, func(ctx context.Context, j *v1alpha1.BatchJob) error {
-		if j.Labels[v1alpha1.GrantedTestBedLabel] != bed {
-			return nil
-		}
-		job := j.DeepCopy()
-		base := j.DeepCopy()
+		job := j.DeepCopy() // j is the reader's: the patch only reads it
 		delete(job.Labels, v1alpha1.GrantedTestBedLabel)
-		err := a.Client.Patch(ctx, job, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		err := a.Client.Patch(ctx, job, client.MergeFromWithOptions(j, client.MergeFromWithOptimisticLock{}))
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("take the grant of testbed %s off batch job %s: %w", bed, j.Name, err)
 		}

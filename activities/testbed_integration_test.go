@@ -658,7 +658,6 @@ func TestReconcileTestBed_TakesTheGrantOffARunThatEnded(t *testing.T) {
 	settle(t, a, bedInput)
 	require.Equal(t, "bed", granted("stale"))
 	require.Equal(t, 1, countGhosts(ghosts(t, cl, "bed")), "slots 0, 2 and 3 are held, slot 1 has its ghost back")
-	require.Equal(t, "bed", granted("stale"))
 }
 
 // jobsCopy is a worker's copy of the BatchJobs that holds them as they are now and never
