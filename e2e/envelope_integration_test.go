@@ -47,10 +47,11 @@ import (
 )
 
 // envelopeSize is one probe of the scale envelope: nodes x slotsPerNode slots in beds test
-// beds (0 or 1: one), jobs that run jobFor each, over queues leaf queues (five teams), in
-// schedulings Schedulings, QueueBased and SlotBased in turn, Scheduling i on bed i%beds.
+// beds (0 or 1: one), jobs of jobSlots slots (executors) that run jobFor each, over queues
+// leaf queues (five teams), in schedulings Schedulings, QueueBased and SlotBased in turn,
+// Scheduling i on bed i%beds.
 type envelopeSize struct {
-	nodes, slotsPerNode, jobs, queues, schedulings, beds int
+	nodes, slotsPerNode, jobs, jobSlots, queues, schedulings, beds int
 	// measure is how many jobs' ends the probe follows: all of them when 0 or jobs. The
 	// cost is taken over the middle half of those ends, when the bed runs at its pace
 	// rather than filling or draining; with fewer than jobs, the probe stops at the last end
@@ -83,17 +84,18 @@ func (s envelopeSize) window() (from, to int) {
 	return m / 4, m * 3 / 4
 }
 
-// envelopeSizeFromEnv is the envelope's size: 1,000 nodes of 8 slots, 10,000 jobs over 50
-// queues in 10 Schedulings, unless SLOTPLANE_ENVELOPE_NODES, _SLOTS_PER_NODE, _JOBS,
-// _QUEUES, _SCHEDULINGS or _JOB_SECONDS say otherwise; the same nodes are probed again as 10
-// beds unless _BEDS says how many (1: not again); _MEASURE stops each probe of them after
-// so many jobs' ends (envelopeSize.measure). Unless told, a job runs a third of a
-// second per slot, at least 30 s: this machine starts and ends about three jobs a second, so
-// shorter jobs on a large bed measure a backlog rather than the platform.
+// envelopeSizeFromEnv is the envelope's size: 1,000 nodes of 8 slots, 10,000 jobs of one
+// slot over 50 queues in 10 Schedulings, unless SLOTPLANE_ENVELOPE_NODES, _SLOTS_PER_NODE,
+// _JOBS, _JOB_SLOTS, _QUEUES, _SCHEDULINGS or _JOB_SECONDS say otherwise; the same nodes
+// are probed again as 10 beds unless _BEDS says how many (1: not again); _MEASURE stops each
+// probe of them after so many jobs' ends (envelopeSize.measure). Unless told, a job runs a
+// third of a second per job the bed holds at once, at least 30 s: this machine starts and
+// ends about three jobs a second, so shorter jobs on a large bed measure a backlog rather
+// than the platform.
 func envelopeSizeFromEnv(t *testing.T) envelopeSize {
-	s := envelopeSize{nodes: 1000, slotsPerNode: 8, jobs: 10_000, queues: 50, schedulings: 10, beds: 10}
+	s := envelopeSize{nodes: 1000, slotsPerNode: 8, jobs: 10_000, jobSlots: 1, queues: 50, schedulings: 10, beds: 10}
 	seconds := 0
-	for name, v := range map[string]*int{"NODES": &s.nodes, "SLOTS_PER_NODE": &s.slotsPerNode, "JOBS": &s.jobs, "QUEUES": &s.queues,
+	for name, v := range map[string]*int{"NODES": &s.nodes, "SLOTS_PER_NODE": &s.slotsPerNode, "JOBS": &s.jobs, "JOB_SLOTS": &s.jobSlots, "QUEUES": &s.queues,
 		"SCHEDULINGS": &s.schedulings, "JOB_SECONDS": &seconds, "BEDS": &s.beds, "MEASURE": &s.measure} {
 		if e := os.Getenv("SLOTPLANE_ENVELOPE_" + name); e != "" {
 			n, err := strconv.Atoi(e)
@@ -108,8 +110,10 @@ func envelopeSizeFromEnv(t *testing.T) envelopeSize {
 		require.True(t, n >= -20 && n <= 19, "SLOTPLANE_ENVELOPE_ADMISSION_NICE is a niceness, -20 to 19: %d", n)
 		s.admissionNice = n
 	}
+	require.LessOrEqual(t, s.jobSlots*max(1, s.beds), s.slots(), "SLOTPLANE_ENVELOPE_JOB_SLOTS: a job fits in each bed")
+	require.LessOrEqual(t, s.jobSlots, 8, "SLOTPLANE_ENVELOPE_JOB_SLOTS: a job fits in the 8-slot bed")
 	if seconds == 0 {
-		seconds = max(30, s.slots()/3)
+		seconds = max(30, s.slots()/s.jobSlots/3)
 	}
 	s.jobFor = time.Duration(seconds) * time.Second
 	s.queues = max(5, s.queues/5*5)
@@ -131,6 +135,8 @@ type envelopeFigures struct {
 	// handOver is a freed slot's wait for its next grant, in a full bed while jobs waited.
 	handOverP50, handOverP99 time.Duration
 	handOvers                int
+	// fullest is the most slots one bed had granted at once.
+	fullest int
 	// elapsed is the Schedulings' creation to every job's end, or to the probe's stop when
 	// it stopped before; ended is how many jobs had ended then.
 	elapsed time.Duration
@@ -201,8 +207,10 @@ func TestE2E_ScaleEnvelope(t *testing.T) {
 		t.Skip("the scale envelope runs on its own: make test-scale")
 	}
 	size := envelopeSizeFromEnv(t)
-	sizes := []envelopeSize{{nodes: 4, slotsPerNode: 2, jobs: 48, queues: size.queues, schedulings: 2, jobFor: min(size.jobFor, 30*time.Second),
-		admissionNice: size.admissionNice}}
+	// The 8-slot bed runs 8/jobSlots jobs at once: at least 24 jobs, so that its window
+	// holds a dozen.
+	sizes := []envelopeSize{{nodes: 4, slotsPerNode: 2, jobs: max(24, 48/size.jobSlots), jobSlots: size.jobSlots, queues: size.queues, schedulings: 2,
+		jobFor: min(size.jobFor, 30*time.Second), admissionNice: size.admissionNice}}
 	if split := size.beds; split > 1 {
 		require.Zero(t, size.nodes%split, "SLOTPLANE_ENVELOPE_BEDS divides the nodes")
 		require.GreaterOrEqual(t, size.schedulings, split, "at least a Scheduling per bed")
@@ -321,10 +329,12 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 			req.Mode = v1alpha1.SlotBased
 		}
 		for i := s; i < size.jobs; i += size.schedulings {
-			j := v1alpha1.SchedulingJob{Name: names[i], Replication: 1}
+			j := v1alpha1.SchedulingJob{Name: names[i], Replication: int32(size.jobSlots)}
 			if req.Mode == v1alpha1.SlotBased {
 				// Job i is the (i/beds)th of its bed's: spread over the bed's slots.
-				j.SlotIDs = []int32{int32(i / len(p.beds) % perBed)}
+				for k := range size.jobSlots {
+					j.SlotIDs = append(j.SlotIDs, int32((i/len(p.beds)*size.jobSlots+k)%perBed))
+				}
 			}
 			req.Jobs = append(req.Jobs, j)
 		}
@@ -407,6 +417,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	}
 	require.GreaterOrEqual(t, done, to, "jobs ended")
 	f.handOverP50, f.handOverP99, f.handOvers = handOvers(jobs.Items, perBed)
+	f.fullest = fullest(jobs.Items)
 
 	m := p.scrape(t, p.admission())
 	f.decisionP50 = histogramQuantile(m["slotplane_admission_decision_seconds"], 0.5)
@@ -742,6 +753,45 @@ func handOvers(jobs []v1alpha1.BatchJob, perBed int) (p50, p99 time.Duration, n 
 	return at(0.5), at(0.99), len(waits)
 }
 
+// fullest is the most slots one bed had granted at once, over each job's ended runs and
+// its current one.
+func fullest(jobs []v1alpha1.BatchJob) int {
+	type change struct {
+		at    time.Time
+		slots int
+	}
+	byBed := map[string][]change{}
+	add := func(bed string, slots []int32, admitted, ended *metav1.MicroTime) {
+		if admitted == nil {
+			return
+		}
+		byBed[bed] = append(byBed[bed], change{admitted.Time, len(slots)})
+		if ended != nil {
+			byBed[bed] = append(byBed[bed], change{ended.Time, -len(slots)})
+		}
+	}
+	for i := range jobs {
+		st := &jobs[i].Status
+		for _, r := range st.History {
+			add(r.TestBed, r.Slots, r.AdmittedAt, r.EndedAt)
+		}
+		if st.Phases != nil && !st.State.Ended() {
+			add(st.TestBed, st.Slots, st.Phases.AdmittedAt, nil)
+		}
+	}
+	most := 0
+	for _, changes := range byBed {
+		// At the same instant an end comes first: its slots are free for a grant then.
+		slices.SortFunc(changes, func(a, b change) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.slots, b.slots)) })
+		held := 0
+		for _, c := range changes {
+			held += c.slots
+			most = max(most, held)
+		}
+	}
+	return most
+}
+
 // histogramQuantile is the upper bound of the bucket that holds the q-quantile of a
 // histogram family's series, all added up (seconds; +Inf past the last bucket; 0 when
 // empty).
@@ -1061,7 +1111,7 @@ func envelopeTable(probes ...envelopeFigures) string {
 		if z.partial() {
 			stop = fmt.Sprintf(", stopped after %d ends", f.ended)
 		}
-		fmt.Fprintf(&b, " %d slots (%d nodes)%s, %d jobs of %s%s |", z.slots(), z.nodes, beds, z.jobs, z.jobFor, stop)
+		fmt.Fprintf(&b, " %d slots (%d nodes)%s, %d jobs of %d slots and %s%s |", z.slots(), z.nodes, beds, z.jobs, z.jobSlots, z.jobFor, stop)
 	}
 	b.WriteString(" target or limit |\n|" + strings.Repeat(" --- |", len(probes)+2) + "\n")
 	row("jobs each bed lets start at once (slotplane.max-starting-apps)", "", func(f envelopeFigures) string {
@@ -1074,6 +1124,9 @@ func envelopeTable(probes ...envelopeFigures) string {
 		return fmt.Sprintf("%.0f; %s / %s", f.decisions, sec(f.decisionP50), sec(f.decisionP99))
 	})
 	row("the same decisions' CPU time p50 / p99", "-", func(f envelopeFigures) string { return sec(f.decisionCPUP50) + " / " + sec(f.decisionCPUP99) })
+	row("the fullest bed at its fullest: slots granted at once, of its slots", "", func(f envelopeFigures) string {
+		return fmt.Sprintf("%d of %d", f.fullest, f.size.slots()/max(1, f.size.beds))
+	})
 	row("a slot freed in a full bed to its next grant: how many; p50 / p99", "", func(f envelopeFigures) string {
 		if f.handOvers == 0 {
 			return "none: the bed was never full"
