@@ -154,8 +154,11 @@ type envelopeFigures struct {
 	// own node, and kwok's cost grows with the pods of all nodes. The test process counts:
 	// it runs the Temporal server and the operators' stand-in, besides its feeds. cpuBy is
 	// the machine's by process (the floor not taken off), the largest first.
-	cpuPerJob    time.Duration
-	cpuBy        []processCPU
+	cpuPerJob time.Duration
+	cpuBy     []processCPU
+	// workCost is the median CPU time of a fixed piece of work (workCost) taken every 5 s
+	// of the window: the machine's speed in it, to tell a slower hour from a higher cost.
+	workCost     time.Duration
 	floor        float64
 	writesPerJob float64
 	// admissionTask is the longest workflow task of Admission (started to completed, as
@@ -355,6 +358,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	pressureFrom, pressureErr := cpuPressure()
 	endedFrom, startedFrom := ledger.endedCount(), ledger.seenRunningCount()
 	profiled := startProfiles(t, p, size.fileName())
+	gauged := gaugeSpeed(5 * time.Second)
 	require.Eventually(t, func() bool { return ledger.endedCount() >= to }, within, 100*time.Millisecond,
 		"%d jobs ended (%d did)", to, ledger.endedCount())
 	cpuTo, err := sampleCPU()
@@ -366,6 +370,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	if pressureTo, err := cpuPressure(); err == nil && pressureErr == nil {
 		f.pressure = (pressureTo - pressureFrom).Seconds() / cpuTo.at.Sub(cpuFrom.at).Seconds()
 	}
+	f.workCost = gauged()
 	writes := apiWriteCounts(t, audit, cpuFrom.at)
 	profiled()
 	f.windowEnds, f.windowStarts, f.windowTook = ledger.endedCount()-endedFrom, ledger.seenRunningCount()-startedFrom, cpuTo.at.Sub(cpuFrom.at)
@@ -1142,6 +1147,22 @@ func envelopeTable(probes ...envelopeFigures) string {
 	row("the platform at rest (its floor)", "", func(f envelopeFigures) string { return fmt.Sprintf("%.2f cores", f.floor) })
 	row("CPU per job in the window, the machine less kwok (the nodes' kubelets), less the floor", "at most 1.5x", func(f envelopeFigures) string {
 		return against(f, ms(f.cpuPerJob), func(f envelopeFigures) float64 { return float64(f.cpuPerJob) })
+	})
+	row("the machine's speed in the window: the CPU time of a fixed piece of work (hashing 20 MiB, the median of one every 5 s)", "", func(f envelopeFigures) string {
+		return against(f, fmt.Sprintf("%.1f ms", float64(f.workCost)/float64(time.Millisecond)), func(f envelopeFigures) float64 { return float64(f.workCost) })
+	})
+	// atBaseSpeed is f's CPU per job had its window run at the first column's speed.
+	atBaseSpeed := func(f envelopeFigures) float64 {
+		if f.workCost == 0 || base.workCost == 0 {
+			return 0
+		}
+		return float64(f.cpuPerJob) * float64(base.workCost) / float64(f.workCost)
+	}
+	row("the same CPU per job at the first column's speed", "at most 1.5x", func(f envelopeFigures) string {
+		if atBaseSpeed(f) == 0 {
+			return "-"
+		}
+		return against(f, ms(time.Duration(atBaseSpeed(f))), atBaseSpeed)
 	})
 	row("the same by process, the floor not taken off (e2e.test: Temporal, the operators' stand-in, the test's feeds)", "", func(f envelopeFigures) string {
 		parts := make([]string, len(f.cpuBy))
