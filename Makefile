@@ -142,9 +142,9 @@ test-long: tools
 # The scale envelope: a bed of 1,000 nodes of 8 slots and 10,000 jobs over 50 queues in 10
 # Schedulings of both modes, the same nodes as 10 beds, and the 8-slot bed with the same
 # mix, and a table of what each cost and how far each object grew (docs/scale.md).
-# SCALE_NODES, SCALE_SLOTS_PER_NODE, SCALE_JOBS, SCALE_QUEUES, SCALE_SCHEDULINGS,
-# SCALE_JOB_SECONDS and SCALE_BEDS (1: no split) size it; the jobs run a third of a second
-# per slot (at least 30 s) unless told. SCALE_MEASURE stops each large probe after so many
+# SCALE_NODES, SCALE_SLOTS_PER_NODE, SCALE_JOBS, SCALE_JOB_SLOTS (each job's executors),
+# SCALE_QUEUES, SCALE_SCHEDULINGS, SCALE_JOB_SECONDS and SCALE_BEDS (1: no split) size it;
+# the jobs run a third of a second per job the bed holds at once (at least 30 s) unless told. SCALE_MEASURE stops each large probe after so many
 # jobs' ends; SCALE_PROFILE names a directory for CPU profiles of every process and the
 # history of Admission's run with the longest task; SCALE_ADMISSION_NICE runs Admission's
 # worker at that niceness (0: as every other process). Not in CI:
@@ -152,6 +152,7 @@ test-long: tools
 SCALE_NODES ?= 1000
 SCALE_SLOTS_PER_NODE ?= 8
 SCALE_JOBS ?= 10000
+SCALE_JOB_SLOTS ?= 1
 SCALE_QUEUES ?= 50
 SCALE_SCHEDULINGS ?= 10
 SCALE_JOB_SECONDS ?=
@@ -162,7 +163,7 @@ SCALE_ADMISSION_NICE ?= 0
 .PHONY: test-scale
 test-scale: tools
 	SLOTPLANE_ENVELOPE=1 SLOTPLANE_ENVELOPE_NODES=$(SCALE_NODES) SLOTPLANE_ENVELOPE_SLOTS_PER_NODE=$(SCALE_SLOTS_PER_NODE) \
-	  SLOTPLANE_ENVELOPE_JOBS=$(SCALE_JOBS) SLOTPLANE_ENVELOPE_QUEUES=$(SCALE_QUEUES) SLOTPLANE_ENVELOPE_SCHEDULINGS=$(SCALE_SCHEDULINGS) \
+	  SLOTPLANE_ENVELOPE_JOBS=$(SCALE_JOBS) SLOTPLANE_ENVELOPE_JOB_SLOTS=$(SCALE_JOB_SLOTS) SLOTPLANE_ENVELOPE_QUEUES=$(SCALE_QUEUES) SLOTPLANE_ENVELOPE_SCHEDULINGS=$(SCALE_SCHEDULINGS) \
 	  SLOTPLANE_ENVELOPE_JOB_SECONDS=$(SCALE_JOB_SECONDS) SLOTPLANE_ENVELOPE_BEDS=$(SCALE_BEDS) \
 	  SLOTPLANE_ENVELOPE_MEASURE=$(SCALE_MEASURE) SLOTPLANE_ENVELOPE_PROFILE=$(SCALE_PROFILE) \
 	  SLOTPLANE_ENVELOPE_ADMISSION_NICE=$(SCALE_ADMISSION_NICE) $(GO) test -tags integration -count=1 -timeout 300m -v -run TestE2E_ScaleEnvelope ./e2e/
