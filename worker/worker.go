@@ -107,14 +107,7 @@ func New(c client.Client, acts *activities.Activities, queues []string) sdkworke
 	}
 	var g group
 	for i, queue := range queues {
-		pollers := Pollers
-		if queue == workflows.AdmissionTaskQueue {
-			pollers = AdmissionPollers
-		}
-		w := sdkworker.New(c, queue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: pollers, MaxConcurrentActivityTaskPollers: pollers,
-			StickyScheduleToStartTimeout: StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
-			DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID(),
-			Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}})
+		w := sdkworker.New(c, queue, options(queue, acts))
 		if queue == workflows.AdmissionTaskQueue {
 			w.RegisterWorkflow(workflows.AdmissionWorkflow)
 		} else {
@@ -131,6 +124,29 @@ func New(c client.Client, acts *activities.Activities, queues []string) sdkworke
 	}
 	return &g
 }
+
+// options are the SDK worker's options for queue.
+func options(queue string, acts *activities.Activities) sdkworker.Options {
+	pollers := Pollers
+	if queue == workflows.AdmissionTaskQueue {
+		pollers = AdmissionPollers
+	}
+	return sdkworker.Options{MaxConcurrentWorkflowTaskPollers: pollers, MaxConcurrentActivityTaskPollers: pollers,
+		MaxConcurrentActivityExecutionSize: ActivitySlots,
+		StickyScheduleToStartTimeout:       StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
+		DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID(),
+		Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}}
+}
+
+// ActivitySlots is how many activities a worker runs at once on each task queue. Every job
+// that starts or runs holds one for as long as it does: its wait for its pods' placement or
+// for its end (activities.WaitPlaced, WaitFinished), a goroutine parked on the worker's
+// watch that heartbeats. When the slots run out, every other activity of the queue (a
+// bed's reconcile, a Scheduling's claims) waits for a job to end: at the SDK's default of
+// 1,000, a bed of 8,000 slots that ran 2,000 jobs of 4 slots kept its ghosts and slot
+// states as they were for as long as those jobs ran. The bound is ten times the jobs 8,000
+// slots run at once; a worker past it shows temporal_worker_task_slots_available at 0.
+const ActivitySlots = 100_000
 
 // AdmissionPollers is how many long polls the worker keeps open on AdmissionTaskQueue for
 // workflow tasks, and as many for activity tasks. A bed's Admission runs one task at a time,
