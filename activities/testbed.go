@@ -183,7 +183,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		return res, err
 	}
 	res.Settled = !res.InProgress && res.Created == 0 && res.Deleted == 0 && res.HandingOver == 0
-	if err := a.writeStatus(ctx, &tb, have, layout, observed, res); err != nil {
+	if err := a.writeStatus(ctx, &tb, have, layout, observed, &res); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -782,38 +782,39 @@ func (a *Activities) ghostPod(tb *v1alpha1.TestBed, s slots.Slot, requests corev
 }
 
 // writeStatus writes the layout and occupation to the bed's slot slices (only the slices
-// that change), then the counts and the Ready condition to the TestBed status. The extender
-// writes reservations into the same slices, so each write is optimistic: on a conflict, the
-// fresh slices are merged again.
-//
-// observed must be listed after the slices were read (have). A conflict means a slice changed
-// since, most likely a reservation for a pod created after that list; synced against the
-// old list, the reservation would look like a pod that is gone, and be released while the
-// pod is being placed into it. So each retry reads the TestBed and its slices and then lists
-// the pods again, in that order, and every pod a slice names has had its chance to be listed.
-func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, have []v1alpha1.SlotSlice, layout []slots.Slot, observed []slots.ObservedPod, res ReconcileTestBedResult) error {
+// that change), then the counts and the Ready condition to the TestBed status. observed
+// must be listed after the slices were read (have): a slot a slice reserves for a pod
+// created after the pods were listed would look like one whose pod is gone, and be
+// released while the pod is being placed into it. The extender writes reservations into
+// the same slices, so each slice's write is optimistic, and a slice it changed meanwhile is
+// left for the next pass, which reads it again before it lists the pods: the pass is then
+// not settled (res.Settled), and the next comes soon. Nothing is read again here: while a
+// large bed fills, the extender writes its slices faster than a pass can read them all and
+// list every pod of the bed again.
+func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, have []v1alpha1.SlotSlice, layout []slots.Slot, observed []slots.ObservedPod, res *ReconcileTestBedResult) error {
 	key := client.ObjectKeyFromObject(tb)
 	running := func(p slots.ObservedPod) bool { return p.NodeName != "" && !p.Terminating && !p.Finished }
+	want := slots.Statuses(layout, slotslices.Slots(have))
+	slots.SyncOccupation(want, observed, running)
+	w, err := slotslices.Write(ctx, a.Client, tb, have, want)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("write status of testbed %s: %w", key, err)
+	}
+	if w.Conflicts > 0 {
+		res.Settled = false
+	}
 	first := true
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
+			// Another writer's condition (the bridge's QueuesConfigured): read it, keep it.
 			if err := a.Client.Get(ctx, key, tb); err != nil {
-				return err
-			}
-			var err error
-			if have, err = slotslices.List(ctx, a.Client, tb); err != nil {
-				return err
-			}
-			if _, observed, err = a.slotPods(ctx, tb); err != nil {
 				return err
 			}
 		}
 		first = false
-		want := slots.Statuses(layout, slotslices.Slots(have))
-		slots.SyncOccupation(want, observed, running)
-		if _, err := slotslices.Write(ctx, a.Client, tb, have, want); err != nil {
-			return err
-		}
 		// From the status read: the conditions of other writers (the bridge's
 		// QueuesConfigured) stay as they are; this pass owns Ready only.
 		st := tb.Status.DeepCopy()
@@ -830,6 +831,9 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, have
 			cond.Message = fmt.Sprintf("created %d and deleted %d ghost pods", res.Created, res.Deleted)
 			if res.HandingOver > 0 {
 				cond.Message += fmt.Sprintf("; %d freed slots wait a moment for their next job before they get their ghosts", res.HandingOver)
+			}
+			if w.Conflicts > 0 {
+				cond.Message += fmt.Sprintf("; %d slot slices changed while the pass wrote them, and are written at the next", w.Conflicts)
 			}
 		default:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "GhostsInPlace", "every free slot holds its ghost pod"

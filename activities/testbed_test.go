@@ -160,10 +160,12 @@ func TestReconcileTestBed_OnlyAProvenSlotClaimIsAdopted(t *testing.T) {
 }
 
 // The extender reserves a slot for a pod created after the pass listed the pods, and its
-// write of the slot's slice makes the pass's write of that slice conflict. The retry must
-// list the pods again: with the old list the new pod looks gone, and its reservation would
-// be released while the scheduler is placing the pod into it.
-func TestReconcileTestBed_SliceRetryListsThePodsAgain(t *testing.T) {
+// write of the slot's slice makes the pass's write of that slice conflict. The pass leaves
+// that slice as the extender wrote it and says it is not settled; the next pass reads the
+// slice and then lists the pods, the new one among them. Synced against the old list, the
+// new pod would look gone, and its reservation would be released while the scheduler is
+// placing the pod into it.
+func TestReconcileTestBed_ASliceChangedMeanwhileWaitsForTheNextPass(t *testing.T) {
 	// Slot 0 shows a holder that is gone, so the pass has the slice to write: it frees it.
 	held := fakeSlots()
 	require.NoError(t, slots.Reserve(&held[0], slots.Pod{Name: "gone", UID: "u-gone"}))
@@ -193,10 +195,21 @@ func TestReconcileTestBed_SliceRetryListsThePodsAgain(t *testing.T) {
 	}
 	cl := fakeClient(funcs, append(objs, fakeBed())...)
 	a := &Activities{Client: cl}
-	_, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
+	res, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 	require.NoError(t, err)
-	require.Equal(t, 3, updates, "the pass's first write of the slice must have conflicted")
+	require.Equal(t, 2, updates, "the extender's write, and the pass's, which conflicted")
+	require.False(t, res.Settled, "a pass that left a slice is not settled")
+	ready := meta.FindStatusCondition(readBed(t, cl).Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	require.Contains(t, ready.Message, "1 slot slices changed while the pass wrote them")
 	got := readSlots(t, cl)
+	require.Equal(t, types.UID("u-gone"), got[0].PodUID, "the slice as the extender left it: %+v", got[0])
+	require.Equal(t, types.UID("u-late"), got[1].PodUID)
+
+	_, err = a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
+	require.NoError(t, err)
+	require.Equal(t, 3, updates, "the next pass wrote the slice")
+	got = readSlots(t, cl)
 	require.Equal(t, v1alpha1.SlotFree, got[0].State, "the gone holder's slot: %+v", got[0])
 	slot1 := got[1]
 	require.Equal(t, v1alpha1.SlotReserved, slot1.State, "the reservation was released: %+v", slot1)

@@ -74,14 +74,18 @@ func Split(statuses []v1alpha1.SlotStatus) map[int32][]v1alpha1.SlotStatus {
 	return out
 }
 
-// Writes counts what Write did.
-type Writes struct{ Created, Updated, Deleted int }
+// Writes counts what Write did. Conflicts are the slices of have it left as they are,
+// since another writer changed them after have was read.
+type Writes struct{ Created, Updated, Deleted, Conflicts int }
 
 // Write makes tb's slices hold want: it updates each slice of have (tb's slices, as List
 // read them) whose slots differ, on that slice's resourceVersion, creates the slices want
-// needs and have lacks, and deletes those want no longer needs. A conflict is returned as
-// it is (apierrors.IsConflict): the caller reads again and decides again. The slices left
-// changed are those written before the error.
+// needs and have lacks, and deletes those want no longer needs. A slice that another
+// writer changed since have was read is left as it is and counted in Conflicts: want was
+// decided on what that writer changed, and the caller decides that slice again on a new
+// read, while the other slices are written. Writing all or none would not get through
+// while the extender writes a slice a second, as it does while a large bed fills. The
+// slices left changed by another error are those written before it.
 func Write(ctx context.Context, c client.Client, tb *v1alpha1.TestBed, have []v1alpha1.SlotSlice, want []v1alpha1.SlotStatus) (Writes, error) {
 	var w Writes
 	groups := Split(want)
@@ -93,6 +97,10 @@ func Write(ctx context.Context, c client.Client, tb *v1alpha1.TestBed, have []v1
 		if !keep {
 			uid, rv := s.UID, s.ResourceVersion
 			err := c.Delete(ctx, s, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+			if apierrors.IsConflict(err) {
+				w.Conflicts++
+				continue
+			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				return w, fmt.Errorf("delete slot slice %s: %w", s.Name, err)
 			}
@@ -104,7 +112,10 @@ func Write(ctx context.Context, c client.Client, tb *v1alpha1.TestBed, have []v1
 		}
 		updated := s.DeepCopy()
 		updated.Slots = group
-		if err := c.Update(ctx, updated); err != nil {
+		if err := c.Update(ctx, updated); apierrors.IsConflict(err) {
+			w.Conflicts++
+			continue
+		} else if err != nil {
 			return w, fmt.Errorf("write slot slice %s: %w", s.Name, err)
 		}
 		*s = *updated
