@@ -91,6 +91,12 @@ func envelopeAdmitter(tb testing.TB, n int) *Admitter { return envelopeAdmitterW
 
 // envelopeAdmitterWith is envelopeAdmitter, on envelopeQueuesWith(limits).
 func envelopeAdmitterWith(tb testing.TB, n int, limits bool) *Admitter {
+	return envelopeAdmitterOf(tb, n, limits, 0)
+}
+
+// envelopeAdmitterOf is envelopeAdmitterWith, with every odd job SlotBased on slot i mod
+// pinned of a bed (0: none), as the probe's SlotBased Schedulings ask.
+func envelopeAdmitterOf(tb testing.TB, n int, limits bool, pinned int) *Admitter {
 	// Without the bound on starting jobs: a decision may grant every slot, the most work.
 	files := ConfigFiles{Allocations: []byte(envelopeQueuesWith(limits)), HasAllocations: true, Settings: []byte(settingsFile(PropMaxStartingApps, "0")), HasSettings: true}
 	u := ReadConfigFiles(Config{}, files, "v1")
@@ -101,6 +107,9 @@ func envelopeAdmitterWith(tb testing.TB, n int, limits bool) *Admitter {
 	for i, r := range scaleRequests(n) {
 		r.Queue = fmt.Sprintf("root.team%d.q%d", i%5, (i/5)%10)
 		r.User = fmt.Sprintf("user-%d", i%20)
+		if pinned > 0 && i%2 == 1 {
+			r.SlotIDs = []int32{int32(i % pinned)}
+		}
 		if g := a.Request(r); g != nil {
 			tb.Fatalf("refused: %s", g.Refused)
 		}
@@ -133,13 +142,16 @@ func BenchmarkAdmitterDecide_OneFreedOf8000With10000Waiting(b *testing.B) {
 // waiting. One Admitter throughout: the picture of the queues is kept from one decision to
 // the next, and the lists are compacted now and then, as they are live. With running-
 // application limits in the file, a change counts what the waiting jobs demand again.
+// In a full bed, half the jobs SlotBased: the waiting ones' slots are all held, as in the
+// probe with the bed full.
 func BenchmarkAdmitter_EndRequestDecide_8000Held10000Waiting(b *testing.B) {
-	b.Run("limits", func(b *testing.B) { endRequestDecide(b, true) })
-	b.Run("no-limits", func(b *testing.B) { endRequestDecide(b, false) })
+	b.Run("limits", func(b *testing.B) { endRequestDecide(b, true, 0) })
+	b.Run("no-limits", func(b *testing.B) { endRequestDecide(b, false, 0) })
+	b.Run("half-slot-based", func(b *testing.B) { endRequestDecide(b, false, 8000) })
 }
 
-func endRequestDecide(b *testing.B, limits bool) {
-	a := envelopeAdmitterWith(b, 18000, limits)
+func endRequestDecide(b *testing.B, limits bool, pinned int) {
+	a := envelopeAdmitterOf(b, 18000, limits, pinned)
 	a.Decide(t0, bed(8000))
 	full := heldBed(a, 8000) // no slot shows free: the ended job's is handed on
 	more := scaleRequests(18000 + 20000)[18000:]
