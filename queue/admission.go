@@ -155,9 +155,11 @@ type snapshot struct {
 	gone []bool
 	// runningAsking counts the running applications that ask for more (Pending).
 	runningAsking int
-	// roomFor, when set, says why application i cannot start for a reason of room outside
-	// the queues ("" if none): App.NoRoom, asked when it matters.
-	roomFor func(i int) string
+	// roomFor, when set, says whether application i has room outside the queues, and if
+	// not, why (formatted only when reasons are asked for): App.NoRoom, asked when it
+	// matters.
+	roomFor    func(i int) bool
+	roomForWhy func(i int) string
 }
 
 // leafSums is what the applications of one queue add up to, before the roll-up.
@@ -475,8 +477,11 @@ func (s *snapshot) blocked(leaf *Queue, a *App, i int) (string, blockKind) {
 		return a.NoRoom, blockedByRoom
 	}
 	if s.roomFor != nil {
-		if why := s.roomFor(i); why != "" {
-			return why, blockedByRoom
+		if !s.roomFor(i) {
+			if !s.reasons {
+				return "", blockedByRoom
+			}
+			return s.roomForWhy(i), blockedByRoom
 		}
 	}
 	if !ask.Fits(s.free) {

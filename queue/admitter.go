@@ -829,13 +829,11 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 // roomFor tells the chooser, from the slots free now, why a SlotBased job cannot start: its
 // named slots are not all free.
 func (a *Admitter) roomFor(chooser *Chooser, refs []entryRef, avail *[]int32) {
-	chooser.RoomFor(func(i int) string {
-		if e := a.at(refs[i]); !refs[i].running && e.slotBased() {
-			if missing := missing(e.Request.SlotIDs, *avail); len(missing) > 0 {
-				return fmt.Sprintf("its slots %v are not free", missing)
-			}
-		}
-		return ""
+	chooser.RoomFor(func(i int) bool {
+		e := a.at(refs[i])
+		return refs[i].running || !e.slotBased() || hasAll(*avail, e.Request.SlotIDs)
+	}, func(i int) string {
+		return fmt.Sprintf("its slots %v are not free", missing(a.at(refs[i]).Request.SlotIDs, *avail))
 	})
 }
 
@@ -1714,6 +1712,16 @@ func missing(want, have []int32) []int32 {
 		}
 	}
 	return out
+}
+
+// hasAll: every one of want is in sorted.
+func hasAll(sorted, want []int32) bool {
+	for _, w := range want {
+		if !has(sorted, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // has: p is in sorted.

@@ -334,6 +334,26 @@ func TestAdmitter_FairLeafIsFirstThatFits(t *testing.T) {
 	}
 }
 
+// A SlotBased job whose slots are taken waits, says which of them, and lets a later job
+// of its fair leaf have the free slot; once its slots free, it goes.
+func TestAdmitter_SlotBasedJobSaysWhichOfItsSlotsAreTaken(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"/></allocations>`)
+	pinned := req("pinned", "q", 2)
+	pinned.SlotIDs = []int32{1, 2}
+	a.Request(pinned)
+	a.Request(req("any", "q", 1))
+	if got := granted(a.Decide(t0, bed(4, 0, 2, 3))); !slices.Equal(got, []string{"any:[1]"}) {
+		t.Fatalf("grants %v", got)
+	}
+	if w := a.Waiting(); len(w) != 1 || w[0].Reason != "its slots [1 2] are not free" {
+		t.Fatalf("the pinned job's reason: %+v", w)
+	}
+	a.Ended(key("any"))
+	if got := granted(a.Decide(t0.Add(time.Second), bed(4, 0, 3))); !slices.Equal(got, []string{"pinned:[1 2]"}) {
+		t.Fatalf("grants once its slots free %v", got)
+	}
+}
+
 // A configuration the queues cannot be built from (a parse result without a root) panics in
 // Configure and leaves the Admitter as it was: the old configuration and queues decide on.
 func TestAdmitter_ConfigureThatPanicsChangesNothing(t *testing.T) {

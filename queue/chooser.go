@@ -68,10 +68,12 @@ func (ch *Chooser) Choose(reasons bool) Choice {
 	return c
 }
 
-// RoomFor sets why application i (an index into the cluster's applications) cannot start
-// for a reason of room outside the queues, asked whenever it could be chosen: App.NoRoom
-// for room that changes between choices.
-func (ch *Chooser) RoomFor(f func(i int) string) { ch.s.roomFor = f }
+// RoomFor sets whether application i (an index into the cluster's applications) has room
+// outside the queues (fits), asked whenever it could be chosen, and why not, asked only when
+// reasons are: App.NoRoom for room that changes between choices.
+func (ch *Chooser) RoomFor(fits func(i int) bool, why func(i int) string) {
+	ch.s.roomFor, ch.s.roomForWhy = fits, why
+}
 
 // App is application i as the chooser sees it now.
 func (ch *Chooser) App(i int) App { return ch.s.c.Apps[i] }
