@@ -144,8 +144,8 @@ test-long: tools
 # mix, and a table of what each cost and how far each object grew (docs/scale.md).
 # SCALE_NODES, SCALE_SLOTS_PER_NODE, SCALE_JOBS, SCALE_JOB_SLOTS (each job's executors),
 # SCALE_QUEUES, SCALE_SCHEDULINGS, SCALE_JOB_SECONDS and SCALE_BEDS (1: no split) size it;
-# the jobs run a third of a second per job the bed holds at once (at least 30 s) unless told. SCALE_MEASURE stops each large probe after so many
-# jobs' ends; SCALE_PROFILE names a directory for CPU profiles of every process and the
+# the jobs run a third of a second per job the bed holds at once (at least 30 s) unless
+# told. SCALE_MEASURE stops each large probe after so many jobs' ends; SCALE_PROFILE names a directory for CPU profiles of every process and the
 # history of Admission's run with the longest task; SCALE_ADMISSION_NICE runs Admission's
 # worker at that niceness (0: as every other process). Not in CI:
 # hours on 2 cores at the full size.

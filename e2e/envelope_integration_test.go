@@ -715,15 +715,7 @@ func handOvers(jobs []v1alpha1.BatchJob, perBed int) (p50, p99 time.Duration, n 
 			}
 		}
 	}
-	for i := range jobs {
-		st := &jobs[i].Status
-		for _, r := range st.History {
-			add(r.TestBed, r.Slots, r.QueuedAt, r.AdmittedAt, r.EndedAt)
-		}
-		if st.Phases != nil && !st.State.Ended() {
-			add(st.TestBed, st.Slots, st.QueuedAt, st.Phases.AdmittedAt, nil)
-		}
-	}
+	eachRun(jobs, add)
 	for bed := range grantsOf {
 		slices.SortFunc(grantsOf[bed], time.Time.Compare)
 		slices.SortFunc(endsOf[bed], time.Time.Compare)
@@ -758,6 +750,20 @@ func handOvers(jobs []v1alpha1.BatchJob, perBed int) (p50, p99 time.Duration, n 
 	return at(0.5), at(0.99), len(waits)
 }
 
+// eachRun calls f with each job's ended runs (its history) and its current one (ended
+// nil).
+func eachRun(jobs []v1alpha1.BatchJob, f func(bed string, slots []int32, queued *metav1.Time, admitted, ended *metav1.MicroTime)) {
+	for i := range jobs {
+		st := &jobs[i].Status
+		for _, r := range st.History {
+			f(r.TestBed, r.Slots, r.QueuedAt, r.AdmittedAt, r.EndedAt)
+		}
+		if st.Phases != nil && !st.State.Ended() {
+			f(st.TestBed, st.Slots, st.QueuedAt, st.Phases.AdmittedAt, nil)
+		}
+	}
+}
+
 // fullest is the most slots one bed had granted at once, over each job's ended runs and
 // its current one.
 func fullest(jobs []v1alpha1.BatchJob) int {
@@ -775,15 +781,9 @@ func fullest(jobs []v1alpha1.BatchJob) int {
 			byBed[bed] = append(byBed[bed], change{ended.Time, -len(slots)})
 		}
 	}
-	for i := range jobs {
-		st := &jobs[i].Status
-		for _, r := range st.History {
-			add(r.TestBed, r.Slots, r.AdmittedAt, r.EndedAt)
-		}
-		if st.Phases != nil && !st.State.Ended() {
-			add(st.TestBed, st.Slots, st.Phases.AdmittedAt, nil)
-		}
-	}
+	eachRun(jobs, func(bed string, slots []int32, _ *metav1.Time, admitted, ended *metav1.MicroTime) {
+		add(bed, slots, admitted, ended)
+	})
 	most := 0
 	for _, changes := range byBed {
 		// At the same instant an end comes first: its slots are free for a grant then.
