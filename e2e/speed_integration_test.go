@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"slotplane/internal/threadcpu"
 )
 
 // The machine's speed moves from hour to hour (its host's other load on the shared
@@ -28,19 +28,11 @@ var hashed = make([]byte, 1<<20)
 // workCost is the thread CPU time of the fixed work; ok is false where the clock cannot be
 // read.
 func workCost() (time.Duration, bool) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var from, to unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &from) != nil {
-		return 0, false
-	}
-	for range 20 {
-		sha256.Sum256(hashed)
-	}
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &to) != nil {
-		return 0, false
-	}
-	return time.Duration(to.Nano() - from.Nano()), true
+	return threadcpu.Of(func() {
+		for range 20 {
+			sha256.Sum256(hashed)
+		}
+	})
 }
 
 // medianWorkCost is the median of n workCosts (0 where the clock cannot be read).

@@ -12,6 +12,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/threadcpu"
 	"slotplane/queue"
 )
 
@@ -643,7 +644,7 @@ func (a *admission) decideOnce(ctx workflow.Context, bed queue.Bed) (d queue.Dec
 		// nothing. Its CPU time tells the decision's own cost from the time its worker waited
 		// for a core.
 		began := time.Now() //workflowcheck:ignore
-		cpu, cpuKnown := onThreadCPU(func() {
+		cpu, cpuKnown := threadcpu.Of(func() {
 			failed = guard("decide", func() error { d = a.core.Decide(at, bed); return nil })
 		})
 		took := time.Since(began) //workflowcheck:ignore

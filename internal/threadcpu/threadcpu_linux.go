@@ -1,6 +1,6 @@
 //go:build linux
 
-package workflows
+package threadcpu
 
 import (
 	"runtime"
@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// onThreadCPU runs f on one OS thread and returns the CPU time the thread spent in it: the
+// Of runs f on one OS thread and returns the CPU time the thread spent in it: the
 // work f did, without the time the process waited for a core. ok is false where the clock
 // cannot be read.
-func onThreadCPU(f func()) (took time.Duration, ok bool) {
+func Of(f func()) (took time.Duration, ok bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var from, to unix.Timespec
