@@ -65,6 +65,9 @@ type Choice struct {
 	Reserve bool
 	// Refusals say why the applications passed over wait.
 	Refusals []Refusal
+	// holding are the applications passed over that hold their own room (Room.HoldOwn),
+	// when reasons are asked for: they gave their reasons themselves.
+	holding []int
 }
 
 // Choose is Next with strict leaves (Cluster.Reserve): in a strict leaf the first
@@ -155,11 +158,11 @@ type snapshot struct {
 	gone []bool
 	// runningAsking counts the running applications that ask for more (Pending).
 	runningAsking int
-	// roomFor, when set, says whether application i has room outside the queues, and if
-	// not, why (formatted only when reasons are asked for): App.NoRoom, asked when it
-	// matters.
-	roomFor    func(i int) bool
-	roomForWhy func(i int) string
+	// room, when set, is the room outside the queues (Chooser.RoomFor).
+	room *Room
+	// stale: what the applications ask for changed during a choice (Chooser.StopAsking
+	// from Room.HoldOwn), which is to start again.
+	stale bool
 }
 
 // leafSums is what the applications of one queue add up to, before the roll-up.
@@ -300,6 +303,14 @@ func (s *snapshot) pickInLeaf(q *Queue, ch *Choice) bool {
 		case !strict || kind == blockedByCount:
 			s.refuse(ch, i, why)
 			continue
+		case kind == blockedByRoom && s.room != nil && s.room.HoldOwn(i):
+			if s.reasons {
+				ch.holding = append(ch.holding, i)
+			}
+			if s.stale {
+				return false
+			}
+			continue // it holds its own room; the rest of the leaf goes on
 		case kind == blockedByRoom:
 			ch.App, ch.Index, ch.Reserve = *a, i, true
 		default:
@@ -476,13 +487,11 @@ func (s *snapshot) blocked(leaf *Queue, a *App, i int) (string, blockKind) {
 	if a.NoRoom != "" {
 		return a.NoRoom, blockedByRoom
 	}
-	if s.roomFor != nil {
-		if !s.roomFor(i) {
-			if !s.reasons {
-				return "", blockedByRoom
-			}
-			return s.roomForWhy(i), blockedByRoom
+	if s.room != nil && !s.room.Fits(i) {
+		if !s.reasons {
+			return "", blockedByRoom
 		}
+		return s.room.Why(i), blockedByRoom
 	}
 	if !ask.Fits(s.free) {
 		return s.say("not enough free resources (%s free, needs %s)", s.free, ask), blockedByRoom

@@ -762,7 +762,7 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 	}
 	p := a.pictureFor(now, bed, avail)
 	chooser, refs := p.chooser, p.refs
-	a.roomFor(chooser, refs, &avail)
+	a.roomFor(chooser, refs, &avail, skip)
 	slot := a.st.Slot
 	full := false // a waiting job was passed by for the bound on starting jobs
 	for {
@@ -786,12 +786,6 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 		i := ch.Index
 		e, running := a.at(refs[i]), refs[i].running
 		if ch.Reserve {
-			if !running && e.slotBased() {
-				avail = reserveOwnSlots(e, avail)
-				skip[ch.App.ID] = true
-				p.skip(i)
-				continue
-			}
 			k := e.Request.JobKey
 			a.st.Reserved = &k
 			a.tidy() // a compaction moves the entries: find the head again
@@ -827,13 +821,34 @@ func (a *Admitter) grantInTurn(now time.Time, bed Bed, avail []int32, skip map[s
 }
 
 // roomFor tells the chooser, from the slots free now, why a SlotBased job cannot start: its
-// named slots are not all free.
-func (a *Admitter) roomFor(chooser *Chooser, refs []entryRef, avail *[]int32) {
-	chooser.RoomFor(func(i int) bool {
-		e := a.at(refs[i])
-		return refs[i].running || !e.slotBased() || hasAll(*avail, e.Request.SlotIDs)
-	}, func(i int) string {
-		return fmt.Sprintf("its slots %v are not free", missing(a.at(refs[i]).Request.SlotIDs, *avail))
+// named slots are not all free. At the head of a strict leaf such a job holds its own free
+// slots (reserveOwnSlots) and the jobs behind it go on; skip, when given, notes it. Without
+// skip the choices are made for their reasons (giveReasons), and the head gives its own;
+// a decision leaves the reasons to giveReasons.
+func (a *Admitter) roomFor(chooser *Chooser, refs []entryRef, avail *[]int32, skip map[string]bool) {
+	chooser.RoomFor(&Room{
+		Fits: func(i int) bool {
+			e := a.at(refs[i])
+			return refs[i].running || !e.slotBased() || hasAll(*avail, e.Request.SlotIDs)
+		},
+		Why: func(i int) string {
+			return fmt.Sprintf("its slots %v are not free", missing(a.at(refs[i]).Request.SlotIDs, *avail))
+		},
+		HoldOwn: func(i int) bool {
+			e := a.at(refs[i])
+			if refs[i].running || !e.slotBased() {
+				return false
+			}
+			*avail = reserveOwnSlots(e, *avail, skip == nil)
+			chooser.SetFree(times(a.st.Slot, int64(len(*avail))))
+			if len(*avail) == 0 {
+				chooser.StopAsking() // as a choice with no slot free does
+			}
+			if skip != nil {
+				skip[e.ID] = true
+			}
+			return true
+		},
 	})
 }
 
@@ -997,29 +1012,27 @@ func (a *Admitter) giveReasons() {
 	c, refs := a.clusterRefs(x.now, Bed{Exists: true, Positions: x.positions}, avail, nil, true)
 	c.Reserve = true
 	chooser := a.tree.NewChooser(c)
-	a.roomFor(chooser, refs, &avail)
-	for {
-		chooser.SetFree(times(a.st.Slot, int64(len(avail))))
-		ch := chooser.Choose(true)
-		a.noteRefusals(ch.Refusals, refs)
-		if !ch.OK || !ch.Reserve || refs[ch.Index].running {
-			return
-		}
-		e := a.at(refs[ch.Index])
-		if !e.slotBased() {
-			a.heldUp(ch, chooser, refs)
-			return
-		}
-		avail = reserveOwnSlots(e, avail)
-		chooser.Skip(ch.Index)
+	a.roomFor(chooser, refs, &avail, nil)
+	chooser.SetFree(times(a.st.Slot, int64(len(avail))))
+	ch := chooser.Choose(true)
+	a.noteRefusals(ch.Refusals, refs)
+	if ch.OK && ch.Reserve && !refs[ch.Index].running {
+		a.heldUp(ch, chooser, refs)
 	}
 }
 
-// reserveOwnSlots has the SlotBased head e of a strict leaf hold its own slots, saying so,
-// and returns the free slots without them: the others may use the rest.
-func reserveOwnSlots(e *Entry, avail []int32) []int32 {
-	e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
-	return slices.DeleteFunc(avail, func(p int32) bool { return slices.Contains(e.Request.SlotIDs, p) })
+// reserveOwnSlots has the SlotBased head e of a strict leaf hold its own slots, saying so
+// if say, and returns the free slots (sorted) without them: the others may use the rest.
+func reserveOwnSlots(e *Entry, avail []int32, say bool) []int32 {
+	if say {
+		e.Reason = fmt.Sprintf("first in the strict order of queue %s: reserves its slots %v as they free up", e.Queue, e.Request.SlotIDs)
+	}
+	for _, p := range e.Request.SlotIDs {
+		if k, ok := slices.BinarySearch(avail, p); ok {
+			avail = slices.Delete(avail, k, k+1)
+		}
+	}
+	return avail
 }
 
 // heldUp gives the waiting jobs that the choice of a reserving head passed by unseen (their
@@ -1030,6 +1043,9 @@ func (a *Admitter) heldUp(ch Choice, chooser *Chooser, refs []entryRef) {
 	seen[ch.Index] = true
 	for _, r := range ch.Refusals {
 		seen[r.at] = true
+	}
+	for _, i := range ch.holding {
+		seen[i] = true
 	}
 	why := fmt.Sprintf("the free slots are held for %s, first in the strict order of queue %s", ch.App.ID, ch.App.Queue)
 	// Jobs outside the picture (skipped, or never fitting) keep the reason they have.

@@ -407,6 +407,41 @@ func TestAdmitter_SlotBasedHeadReservesItsSlots(t *testing.T) {
 	mustCheck(t, a, bed(4))
 }
 
+// SlotBased heads of a strict leaf whose slots are taken each hold their own slots, one
+// after the other, and the job behind them takes the rest: a job that does not fit then
+// holds the free slots, and the queues after it wait for it. Every job says why it waits.
+func TestAdmitter_SlotBasedHeadsHoldTheirSlotsAndTheLeafGoesOn(t *testing.T) {
+	a := admitterWith(t, `<allocations>
+  <queue name="a"><schedulingPolicy>fifo</schedulingPolicy></queue><queue name="b"/><queue name="c"/></allocations>`)
+	a.Request(req("holder", "c", 2))
+	a.Decide(t0, bed(6)) // holder takes slots 0 and 1
+	for i, p := range []int32{0, 1} {
+		pinned := req(fmt.Sprintf("pinned%d", i), "a", 1)
+		pinned.SlotIDs = []int32{p}
+		a.Request(pinned)
+	}
+	a.Request(req("next", "a", 1))
+	a.Request(req("big", "a", 4))
+	a.Request(req("other", "b", 1))
+	a.Request(req("another", "b", 1))
+	// Queue a, at no usage, goes first; then b, which has used less once next runs; then a.
+	if got := granted(a.Decide(t0, heldBed(a, 6))); !slices.Equal(got, []string{"next:[2]", "other:[3]"}) {
+		t.Fatalf("grants %v", got)
+	}
+	want := map[string]string{
+		"pinned0": "first in the strict order of queue root.a: reserves its slots [0] as they free up",
+		"pinned1": "first in the strict order of queue root.a: reserves its slots [1] as they free up",
+		"big":     "first in the strict order of queue root.a: the 2 free slots are held for it until it fits (needs 4)",
+		"another": "the free slots are held for s/uid-s/big#1, first in the strict order of queue root.a",
+	}
+	for _, e := range a.Waiting() {
+		if e.Reason != want[e.Request.Job] {
+			t.Errorf("%s waits because %q, not %q", e.Request.Job, e.Reason, want[e.Request.Job])
+		}
+	}
+	mustCheck(t, a, bed(6))
+}
+
 // A limit (maxRunningApps) makes a job not runnable: it never holds up the strict leaf.
 func TestAdmitter_AppLimitsDoNotHoldUpTheLeaf(t *testing.T) {
 	a := admitterWith(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue>

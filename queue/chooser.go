@@ -46,7 +46,6 @@ func (t *Tree) NewChooser(c Cluster) *Chooser {
 // Choose is Tree.Choose on the cluster as it stands; reasons false leaves Refusals out.
 func (ch *Chooser) Choose(reasons bool) Choice {
 	s := ch.s
-	ch.share()
 	s.reasons = reasons
 	var c Choice
 	var walk func(q *Queue) bool
@@ -58,22 +57,42 @@ func (ch *Chooser) Choose(reasons bool) Choice {
 			if s.waiting[child.Path] == 0 {
 				continue
 			}
-			if walk(child) {
-				return true
+			if walk(child) || s.stale {
+				return !s.stale
 			}
 		}
 		return false
 	}
-	c.OK = walk(s.t.root)
-	return c
+	for {
+		ch.share()
+		c = Choice{}
+		c.OK = walk(s.t.root)
+		if !s.stale {
+			return c
+		}
+		// An application holding its own room changed what the others ask for
+		// (StopAsking): the choice starts again on the new picture.
+		s.stale = false
+	}
 }
 
-// RoomFor sets whether application i (an index into the cluster's applications) has room
-// outside the queues (fits), asked whenever it could be chosen, and why not, asked only when
-// reasons are: App.NoRoom for room that changes between choices.
-func (ch *Chooser) RoomFor(fits func(i int) bool, why func(i int) string) {
-	ch.s.roomFor, ch.s.roomForWhy = fits, why
+// Room is the room some applications need outside the queues (a SlotBased job's own
+// slots), which changes between choices: App.NoRoom, asked when it matters.
+type Room struct {
+	// Fits: application i has room; asked whenever it could be chosen.
+	Fits func(i int) bool
+	// Why application i has no room; asked only when reasons are.
+	Why func(i int) string
+	// HoldOwn is asked of an application without room at the head of a strict leaf. true:
+	// it holds only room that is its own (it has set the free room left, SetFree, and
+	// given its reason; StopAsking if none is left), and the applications behind it go on;
+	// false:
+	// it holds up the leaf, and the choice reserves for it (Choice.Reserve).
+	HoldOwn func(i int) bool
 }
+
+// RoomFor sets the room outside the queues (nil: the free room is all there is).
+func (ch *Chooser) RoomFor(r *Room) { ch.s.room = r }
 
 // App is application i as the chooser sees it now.
 func (ch *Chooser) App(i int) App { return ch.s.c.Apps[i] }
@@ -160,7 +179,7 @@ func (ch *Chooser) StopAsking() {
 		}
 	}
 	if changed {
-		ch.run, ch.redemand = nil, true
+		ch.run, ch.redemand, s.stale = nil, true, true
 	}
 }
 
