@@ -141,6 +141,11 @@ func (a *admission) historyFull(ctx workflow.Context) bool {
 	return info.GetCurrentHistorySize() >= historyBytesPerRun || info.GetContinueAsNewSuggested()
 }
 
+// windDownSteps bounds the steps a run takes past its bounds while the queues' writer
+// finishes its batch, which takes a few seconds: a writer that cannot write (its activity
+// retries until it is cancelled) must not keep the run from handing over.
+const windDownSteps = 20
+
 // updatesPerRun bounds the updates one run takes before it continues as new: half of the
 // Temporal server's default limit on the updates of one run (history.maxTotalUpdates, 2,000),
 // past which it refuses more.
@@ -177,13 +182,16 @@ const DefaultAdmissionWorkPerRun = 100_000
 
 // admissionWork counts what a replay of Admission's run costs, in units of about a
 // microsecond here: the carried state unpacked and indexed at its start, each request and
-// each key taken in, and each decision, applied from its recorded outcome (decideOnce):
-// its grants and assignments, its read of the slots, and a fixed part for its events.
+// each key taken in, the keys of each check of the holds, and each decision, applied from
+// its recorded outcome (decideOnce): its grants and assignments, its read of the slots, and
+// a fixed part for its events.
 const (
 	workPerCarriedEntry = 2
 	workPerRequest      = 4
 	workPerKey          = 1
 	workPerDecision     = 64
+	// keysPerWork: the keys a check of the holds packs (queue.PackKeys) in a unit.
+	keysPerWork = 3
 )
 
 // AdmissionWorkflow holds the queues of one test bed. Schedulings send it their jobs; it
@@ -236,7 +244,22 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	a.work = workPerCarriedEntry * a.core.Entries()
 	// Every run takes at least one step: a state whose unpacking alone passes the bound
 	// still makes progress.
-	for step := 0; step < in.StepsPerRun && (step == 0 || a.work < in.WorkPerRun && a.updates < updatesPerRun && !a.historyFull(ctx)); step++ {
+	//
+	// The server refuses a continue-as-new when an event came in during its task, and the
+	// next task replays the whole run. So once the run is over its bounds it winds down: the
+	// queues' writer starts no new batch, and the steps go on until its batch is written
+	// (windDownSteps at most, then it is cancelled). The rest goes to the next run.
+	for step, windDown := 0, 0; step < in.StepsPerRun; step++ {
+		if step > 0 && (a.work >= in.WorkPerRun || a.updates >= updatesPerRun || a.historyFull(ctx)) {
+			a.handingOver = true
+			if !a.recordingBusy {
+				break
+			}
+			if windDown++; windDown > windDownSteps {
+				a.stopRecording()
+				break
+			}
+		}
 		gone, err := a.step(ctx)
 		if err != nil || gone {
 			return err
@@ -244,14 +267,22 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	}
 	// Hand over: every message taken in is acted on first (the inbox is lost with this run),
 	// and no handler may be half done. What comes after this task is sent again to the next
-	// run by its client.
-	for len(a.inbox) > 0 || !workflow.AllHandlersFinished(ctx) {
-		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+	// run by its client. The resync timer is cancelled in the very task that continues as
+	// new: the cancel drops the timer's firing if it came during the task.
+	a.handingOver = true
+	if a.recordingBusy {
+		a.stopRecording()
+	}
+	for len(a.inbox) > 0 || !workflow.AllHandlersFinished(ctx) || a.recordingBusy {
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && !a.recordingBusy }); err != nil {
 			return err
 		}
 		if _, err := a.drain(ctx); err != nil {
 			return err
 		}
+	}
+	if a.stopResync != nil {
+		a.stopResync()
 	}
 	next := a.in
 	packed, err := a.core.Pack()
@@ -283,8 +314,14 @@ type admission struct {
 	// status; recording is the batch being written, recordingBusy says a writer runs.
 	unrecorded, recording []activities.QueuePlacement
 	recordingBusy         bool
-	// resync is the running resync timer (KeptResyncTimerChange; nil: none yet, or it fired).
-	resync workflow.Future
+	// resync is the running resync timer (KeptResyncTimerChange; nil: none yet, or it fired),
+	// and stopResync cancels it.
+	resync     workflow.Future
+	stopResync workflow.CancelFunc
+	// handingOver: the run is about to continue as new; the queues' writer starts no new
+	// batch (recordQueues), and stopRecording cancels the batch it writes.
+	handingOver   bool
+	stopRecording workflow.CancelFunc
 	// batchGrants: each Scheduling gets the answers of a step in one signal
 	// (BatchedGrantsChange).
 	batchGrants bool
@@ -418,7 +455,9 @@ func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	}
 	if changeVersion(ctx, KeptResyncTimerChange) >= 1 {
 		if a.resync == nil {
-			a.resync = workflow.NewTimer(ctx, a.in.Resync)
+			var resyncCtx workflow.Context
+			resyncCtx, a.stopResync = workflow.WithCancel(ctx)
+			a.resync = workflow.NewTimer(resyncCtx, a.in.Resync)
 		}
 		sel.AddFuture(a.resync, func(workflow.Future) { resync, a.resync = true, nil })
 	} else {
@@ -547,6 +586,7 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	a.work += len(keys) / keysPerWork
 	var unheld activities.UnheldKeys
 	if err := workflow.ExecuteActivity(ctx, acts.CheckHolds, activities.CheckHoldsInput{Namespace: a.in.Namespace, Keys: keys}).Get(ctx, &unheld); err != nil {
 		return err

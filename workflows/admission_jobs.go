@@ -129,9 +129,10 @@ func (a *admission) placed(rs []AdmissionRequest, before map[queue.JobKey]string
 }
 
 // recordQueues writes the noted placements to the jobs' statuses in the background, a
-// batch at a time until none is left, without holding up a decision. A batch that fails
-// (the activity retries until it is cancelled) is noted again; a batch in flight at a
-// continue-as-new is handed over with the rest, and written twice, which changes nothing.
+// batch at a time until none is left or the run hands over, without holding up a decision.
+// A batch that fails (the activity retries until it is cancelled) is noted again, and goes
+// to the next run with the rest; so does a batch cancelled at the hand-over, which may be
+// written twice, which changes nothing.
 func (a *admission) recordQueues(ctx workflow.Context) {
 	if len(a.unrecorded) == 0 || a.recordingBusy {
 		return
@@ -141,9 +142,15 @@ func (a *admission) recordQueues(ctx workflow.Context) {
 		return
 	}
 	a.recordingBusy = true
+	ctx, a.stopRecording = workflow.WithCancel(ctx)
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		defer func() { a.recordingBusy = false }()
-		for len(a.unrecorded) > 0 {
+		defer func() {
+			a.recordingBusy = false
+			if a.handingOver {
+				a.arrived.SendAsync(true) // the loop winds down: it may hand over now
+			}
+		}()
+		for len(a.unrecorded) > 0 && !a.handingOver {
 			n := min(len(a.unrecorded), recordBatch)
 			a.recording, a.unrecorded = a.unrecorded[:n:n], a.unrecorded[n:]
 			in := activities.RecordQueuesInput{Namespace: a.in.Namespace, Placements: a.recording}
