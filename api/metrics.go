@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 
 // apiMetrics are the API's own: requests by route and answer, their latency, and the change
 // feed's connections and changes. Routes are the patterns (/api/v1/jobs/:name), never the
-// paths a client sent, so a hostile client cannot grow the series.
+// paths a client sent, and methods a fixed set (methodLabel), so a hostile client cannot
+// grow the series.
 type apiMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -41,8 +43,19 @@ func (m *apiMetrics) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(c.Writer.Status())).Inc()
-	m.latency.WithLabelValues(c.Request.Method, route).Observe(time.Since(start).Seconds())
+	method := methodLabel(c.Request.Method)
+	m.requests.WithLabelValues(method, route, strconv.Itoa(c.Writer.Status())).Inc()
+	m.latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+}
+
+// methodLabel is the method a request is counted under: the standard HTTP methods by name,
+// any other as "other", so that a client cannot add series by inventing methods.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 // connections and lastSeq read a hub that may be nil (an API without the feed).

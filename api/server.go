@@ -11,11 +11,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	temporal "go.temporal.io/sdk/client"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -67,7 +69,18 @@ type server struct {
 	// stopping closes when the server stops: the feed's connections, hijacked from the
 	// HTTP server, end on it.
 	stopping chan struct{}
+	// requestLines bounds the request lines written above debug (logRequests): a client
+	// that sends bad requests cannot flood the log. dropped counts those left out.
+	requestLines *rate.Limiter
+	dropped      atomic.Int64
 }
+
+// The request lines written above debug: requestLinesBurst at once, then requestLinesRate a
+// second.
+const (
+	requestLinesRate  = 10
+	requestLinesBurst = 100
+)
 
 // New returns the API's handler.
 func New(o Options) (http.Handler, error) {
@@ -88,7 +101,7 @@ func newServer(o Options) (*server, http.Handler, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	s := &server{Options: o, stopping: make(chan struct{})}
+	s := &server{Options: o, stopping: make(chan struct{}), requestLines: rate.NewLimiter(requestLinesRate, requestLinesBurst)}
 	if o.Informers != nil {
 		s.hub = newHub(o.Log)
 		if o.FeedConnections > 0 {
@@ -167,8 +180,21 @@ func (s *server) logRequests(c *gin.Context) {
 	} else if c.Writer.Status() >= 400 {
 		level = slog.LevelInfo
 	}
-	s.Log.Log(c.Request.Context(), level, "api request", "method", c.Request.Method, "path", c.Request.URL.Path,
-		"status", c.Writer.Status(), "user", userOf(c).Name, "duration", time.Since(start))
+	ctx := c.Request.Context()
+	if !s.Log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []any{"method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(), "user", userOf(c).Name, "duration", time.Since(start)}
+	if level > slog.LevelDebug {
+		if !s.requestLines.Allow() {
+			s.dropped.Add(1)
+			return
+		}
+		if n := s.dropped.Swap(0); n > 0 {
+			attrs = append(attrs, "dropped_before", n)
+		}
+	}
+	s.Log.Log(ctx, level, "api request", attrs...)
 }
 
 // recoverJSON answers a panic with a JSON 500 and keeps the process up.
