@@ -256,8 +256,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 				break
 			}
 			if windDown++; windDown > windDownSteps {
-				a.stopRecording()
-				break
+				break // the hand-over cancels the writer's batch
 			}
 		}
 		gone, err := a.step(ctx)

@@ -235,10 +235,7 @@ func failedTasks(t *testing.T, c client.Client, id string) (n int, causes []stri
 	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = '%s'", id)})
 	require.NoError(t, err)
 	for _, e := range resp.Executions {
-		it := c.GetWorkflowHistory(context.Background(), id, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			require.NoError(t, err)
+		for _, ev := range runEvents(t, c, id, e.GetExecution().GetRunId()) {
 			if f := ev.GetWorkflowTaskFailedEventAttributes(); f != nil {
 				n++
 				causes = append(causes, f.GetCause().String())
@@ -412,14 +409,7 @@ func (a *admissionStandIn) LoadAllocationFile(_ context.Context, ref activities.
 // saveHistory writes one run's history into testdata, for the replay tests.
 func saveHistory(t *testing.T, c client.Client, id, runID, file string) {
 	t.Helper()
-	var events []*historypb.HistoryEvent
-	iter := c.GetWorkflowHistory(context.Background(), id, runID, false, 0)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		events = append(events, ev)
-	}
-	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: runEvents(t, c, id, runID)})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(data, '\n'), 0o644))
 }
