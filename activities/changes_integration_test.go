@@ -388,7 +388,7 @@ func TestWaitFinished_TakesUnwatchedTaskManagersFromTheSchedulersEvents(t *testi
 	require.NoError(t, live.Create(ctx, testobjects.BatchJob("stream").Flink().Obj()))
 	since := time.Now()
 	made, err := (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "stream"},
-		Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+		Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1, GrantedAt: grantedAt()}})
 	require.NoError(t, err)
 	ref := made.ApplicationRef
 	require.Equal(t, flinkv1beta1.FlinkDeploymentKind, ref.Kind)
@@ -485,7 +485,7 @@ func runApplication(ctx context.Context, t *testing.T, live client.Client, seen 
 	var ref v1alpha1.ApplicationRef
 	seen("the application", func() {
 		made, err := (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
-			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+			Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1, GrantedAt: grantedAt()}})
 		require.NoError(t, err)
 		ref = made.ApplicationRef
 	})

@@ -401,11 +401,8 @@ func (a *Activities) RequestCreation(ctx context.Context, in RequestCreationInpu
 	if err := a.writeRequest(ctx, in); err != nil {
 		return err
 	}
-	// A request of a Scheduling run from before grants cleared ghosts has no GrantedAt.
-	if in.Request.GrantedAt != nil {
-		if err := a.ClearGhosts(ctx, TestBedRef{Namespace: in.Namespace, Name: in.Request.TestBed}, in.Request.Slots); err != nil {
-			return err
-		}
+	if err := a.ClearGhosts(ctx, TestBedRef{Namespace: in.Namespace, Name: in.Request.TestBed}, in.Request.Slots); err != nil {
+		return err
 	}
 	if in.Nudge == nil {
 		return nil

@@ -84,7 +84,7 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 	require.NoError(t, err)
 	_, err = a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "them", Names: []string{"theirs"}})
 	require.NoError(t, err)
-	req := v1alpha1.CreationRequest{Scheduling: "me", TestBed: "bed", Slots: []int32{1}, Run: 1}
+	req := v1alpha1.CreationRequest{Scheduling: "me", TestBed: "bed", Slots: []int32{1}, Run: 1, GrantedAt: grantedAt()}
 	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "mine", Request: req}))
 	var requested v1alpha1.BatchJob
 	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "mine"}, &requested))
@@ -357,7 +357,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 
 	in := activities.CreateApplicationInput{
 		Job:     activities.JobKey{Namespace: "default", Name: "wordcount"},
-		Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 0}, Run: 3},
+		Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 0}, Run: 3, GrantedAt: grantedAt()},
 	}
 	before := time.Now()
 	ref, err := a.CreateApplication(ctx, in)
@@ -390,7 +390,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	// slots) is not written on the job: the Scheduling gives it back and asks again.
 	_, err = a.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "nightly", Names: []string{"wordcount"}})
 	require.NoError(t, err)
-	lost := v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{0, 2}, Run: 4}
+	lost := v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{0, 2}, Run: 4, GrantedAt: grantedAt()}
 	err = a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: lost})
 	require.True(t, activities.IsSlotsGone(err), "a request naming slot 2 of a bed of two: %v", err)
 	require.ErrorContains(t, err, "no longer has slot 2")
@@ -615,7 +615,7 @@ func TestRequestCreation_FromTheWorkersCopy(t *testing.T) {
 	a := &activities.Activities{Client: counted, Changes: copied}
 	request := func(job string, slot int32) error {
 		return a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: job,
-			Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{slot}, Run: 1}})
+			Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{slot}, Run: 1, GrantedAt: grantedAt()}})
 	}
 	written := func(job string) *v1alpha1.BatchJob {
 		var j v1alpha1.BatchJob

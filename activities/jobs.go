@@ -99,9 +99,27 @@ func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation,
 			obs.Kill = &k
 		}
 	}
-	if req, err := v1alpha1.CreationRequestOf(job.Annotations); err != nil {
+	req, err := v1alpha1.CreationRequestOf(job.Annotations)
+	switch {
+	case err != nil:
 		obs.BadRequest = err.Error()
-	} else {
+	case req != nil && req.Scheduling == obs.Holder && req.SchedulingUID != "":
+		// A request of a Scheduling deleted and made again under its name is the old one's:
+		// the new Scheduling asks afresh.
+		sched := &metav1.PartialObjectMetadata{}
+		sched.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Scheduling"))
+		err := fromWatchCache(ctx, a.Client, types.NamespacedName{Namespace: in.Namespace, Name: req.Scheduling}, sched)
+		switch {
+		case apierrors.IsNotFound(err):
+			obs.BadRequest = fmt.Sprintf("the creation request is of scheduling %s, which is gone", req.Scheduling)
+		case err != nil:
+			return JobObservation{}, fmt.Errorf("get scheduling %s/%s: %w", in.Namespace, req.Scheduling, err)
+		case string(sched.UID) != req.SchedulingUID:
+			obs.BadRequest = fmt.Sprintf("the creation request is of an earlier scheduling named %s (uid %s, not %s)", req.Scheduling, req.SchedulingUID, sched.UID)
+		default:
+			obs.Request = req
+		}
+	default:
 		obs.Request = req
 	}
 	return obs, nil

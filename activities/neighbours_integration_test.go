@@ -80,7 +80,7 @@ func TestWaitFinished_RecordsTheNodesAndTheNeighbours(t *testing.T) {
 		require.NoError(t, live.Status().Update(ctx, job))
 	}
 	made, err := (&activities.Activities{Client: live}).CreateApplication(ctx, activities.CreateApplicationInput{Job: activities.JobKey{Namespace: "default", Name: "etl"},
-		Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1}})
+		Request: v1alpha1.CreationRequest{Scheduling: "s", TestBed: "bed", Slots: []int32{0}, Run: 1, GrantedAt: grantedAt()}})
 	require.NoError(t, err)
 	ref := made.ApplicationRef
 	var app sparkv1beta2.SparkApplication

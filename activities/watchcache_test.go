@@ -144,7 +144,7 @@ func TestWriteRequest_ALaggingCacheDecidesNothingAgainstIt(t *testing.T) {
 	ctx := context.Background()
 	held := testobjects.BatchJob("wordcount").Namespace("ns").Obj()
 	held.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}
-	in := RequestCreationInput{Namespace: "ns", Job: "wordcount", Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{2}, Run: 1}}
+	in := RequestCreationInput{Namespace: "ns", Job: "wordcount", Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{2}, Run: 1, GrantedAt: &metav1.MicroTime{Time: time.Now()}}}
 
 	// current is what etcd holds of name, with its resourceVersion.
 	current := func(cl client.Client, obj client.Object) client.Object {
@@ -204,7 +204,7 @@ func TestWriteRequest_ALaggingCacheDecidesNothingAgainstIt(t *testing.T) {
 func TestCreateApplication_ASlotMissingFromTheCacheIsLookedForInEtcd(t *testing.T) {
 	ctx := context.Background()
 	job := testobjects.BatchJob("wordcount").Namespace("ns").Obj()
-	in := CreateApplicationInput{Job: JobKey{Namespace: "ns", Name: "wordcount"}, Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{2}, Run: 1}}
+	in := CreateApplicationInput{Job: JobKey{Namespace: "ns", Name: "wordcount"}, Request: v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{2}, Run: 1, GrantedAt: &metav1.MicroTime{Time: time.Now()}}}
 
 	lagging := func() map[string]client.Object {
 		tb, sl := bedWithSlots(1)

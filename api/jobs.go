@@ -130,11 +130,6 @@ func keyOf(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
 }
 
-// reservedKeys are the labels and annotations slotplane's components write to talk to each
-// other: a request may not set them.
-var reservedKeys = []string{v1alpha1.ActiveSchedulingLabel, v1alpha1.CreationRequestAnnotation, v1alpha1.GrantedTestBedLabel, v1alpha1.AssignedSlotsAnnotation,
-	v1alpha1.BatchJobLabel, v1alpha1.SuspendedOutcomeAnnotation, v1alpha1.KillAnnotation}
-
 func validateJobRequest(r *JobRequest) []FieldError {
 	var errs []FieldError
 	add := func(field, format string, args ...any) {
@@ -154,7 +149,7 @@ func validateJobRequest(r *JobRequest) []FieldError {
 	}{{"labels", r.Labels}, {"annotations", r.Annotations}} {
 		for k := range m.keys {
 			switch {
-			case slices.Contains(reservedKeys, k):
+			case v1alpha1.IsSlotplanesOwn(k):
 				add(m.field+"["+k+"]", "is slotplane's own and cannot be set")
 			case strings.HasPrefix(k, v1alpha1.SchedulerDataPrefix):
 				add(m.field+"["+k+"]", "is scheduler data: set it in schedulerData, without the prefix")

@@ -96,7 +96,7 @@ func TestEndedRunsBed_TheBedOfTheRequest(t *testing.T) {
 		}
 		return j
 	}
-	got := endedRunsBed(context.Background(), job(`{"scheduling":"nightly","testBed":"bed","slots":[3]}`))
+	got := endedRunsBed(context.Background(), job(`{"scheduling":"nightly","testBed":"bed","slots":[3],"run":1,"grantedAt":"2026-12-05T00:00:00.000000Z"}`))
 	want := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "default", Name: "bed"}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)

@@ -17,7 +17,8 @@ var SchedulerConfig []byte
 
 // AdmissionPolicies is deploy/admission-policies.yaml: the ValidatingAdmissionPolicies that
 // let a BatchJob or a Scheduling name only its maker as its user, unless the maker may
-// submit for others.
+// submit for others, keep a spec its user's, and keep slotplane's own labels and
+// annotations slotplane's.
 //
 //go:embed admission-policies.yaml
 var AdmissionPolicies []byte

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -252,4 +253,171 @@ func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *tes
 
 	unghost := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"false"}}}`, v1alpha1.GhostLabel)
 	require.ErrorContains(t, mallory.Patch(ctx, pod("ghost", nil, nil), client.RawPatch(types.MergePatchType, unghost)), "is the worker's")
+}
+
+// slotplane's own keys on BatchJobs, Schedulings and TestBeds (claims, creation requests,
+// kills, assigned slots) are written by its service accounts alone, and a spec by its user
+// or whoever may submit for that user (the admission policies slotplane-own-keys and
+// slotplane-owner-changes-spec): a tenant with the README's Role, which grants update on
+// BatchJobs, can neither forge a kill or a grant nor rewrite another user's job, while
+// labels of its own, the stand-in operators' notes and scheduler data within their bounds
+// pass.
+func TestAdmissionPolicy_SlotplanesKeysAreItsOwnAndSpecsTheirUsers(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := c.Client()
+	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "slotplane-user"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs", "schedulings", "testbeds"}, Verbs: []string{"get", "create", "update", "patch"}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "submit-for-anyone"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"users", "groups"}, Verbs: []string{"submit-as"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	const workerSA, apiSA = "system:serviceaccount:slotplane-system:slotplane-worker", "system:serviceaccount:slotplane-system:slotplane-api"
+	bind := func(name, role string, users ...string) {
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+		for _, u := range users {
+			b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+		}
+		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	bind("users", "slotplane-user", "mallory", "alice", "scheduler", workerSA, apiSA)
+	bind("submitters", "submit-for-anyone", "scheduler", apiSA)
+	as := func(user string) client.Client {
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		cl, err := kubeclient.Live(cfg)
+		require.NoError(t, err)
+		return cl
+	}
+	mallory, alice, scheduler, worker, api := as("mallory"), as("alice"), as("scheduler"), as(workerSA), as(apiSA)
+	job := func(name, user string) *v1alpha1.BatchJob {
+		return &v1alpha1.BatchJob{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, User: user,
+				Application: v1alpha1.Application{Image: "registry.example/a:1", MainApplicationFile: "local:///a.jar"}},
+		}
+	}
+	// change reads key as c sees it, applies f, and writes it back: a kubectl edit.
+	change := func(c client.Client, obj client.Object, f func()) error {
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+		f()
+		return c.Update(ctx, obj)
+	}
+	setAnnotation := func(obj client.Object, k, v string) {
+		a := obj.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[k] = v
+		obj.SetAnnotations(a)
+	}
+	setLabel := func(obj client.Object, k, v string) {
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[k] = v
+		obj.SetLabels(l)
+	}
+
+	alices := job("alices", "alice")
+	require.NoError(t, alice.Create(ctx, alices))
+	kill := `{"scheduling":"nightly","by":"root-admin","as":"an administrator of root","at":"2026-12-05T00:00:00Z"}`
+	require.Eventually(t, func() bool { // the policy is in force a moment after it is type-checked
+		probe := alices.DeepCopy()
+		setAnnotation(probe, v1alpha1.KillAnnotation, kill)
+		err := mallory.Update(ctx, probe, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "slotplane's own keys are written by slotplane alone")
+	}, 30*time.Second, 200*time.Millisecond, "a forged kill is refused")
+
+	// A forged kill, claim, grant or assigned slots on another user's job, and a new image.
+	request := `{"scheduling":"nightly","testBed":"bed","slots":[0,1,2,3,4,5,6,7],"run":1,"grantedAt":"2026-12-05T00:00:00.000000Z"}`
+	for key, f := range map[string]func(){
+		v1alpha1.KillAnnotation:            func() { setAnnotation(alices, v1alpha1.KillAnnotation, kill) },
+		v1alpha1.CreationRequestAnnotation: func() { setAnnotation(alices, v1alpha1.CreationRequestAnnotation, request) },
+		v1alpha1.AssignedSlotsAnnotation:   func() { setAnnotation(alices, v1alpha1.AssignedSlotsAnnotation, "0,1") },
+		v1alpha1.ActiveSchedulingLabel:     func() { setLabel(alices, v1alpha1.ActiveSchedulingLabel, "mine") },
+		v1alpha1.GrantedTestBedLabel:       func() { setLabel(alices, v1alpha1.GrantedTestBedLabel, "bed") },
+	} {
+		err := change(mallory, alices, f)
+		require.ErrorContains(t, err, "mallory may not set, change or remove "+key, key)
+		require.True(t, apierrors.IsForbidden(err), "%v", err)
+	}
+	err = change(mallory, alices, func() { alices.Spec.Application.Image = "evil/miner:1" })
+	require.ErrorContains(t, err, "spec: mallory may not change a BatchJob of user alice")
+	require.NoError(t, alice.Get(ctx, client.ObjectKeyFromObject(alices), alices))
+	require.Equal(t, "registry.example/a:1", alices.Spec.Application.Image)
+	require.Empty(t, alices.Annotations)
+
+	// Its user, and a scheduler that may submit for it, change the spec; a label of one's
+	// own and scheduler data within bounds pass for anyone who may update.
+	require.NoError(t, change(alice, alices, func() { alices.Spec.Application.Image = "registry.example/a:2" }))
+	require.NoError(t, change(scheduler, alices, func() { alices.Spec.Application.Image = "registry.example/a:3" }))
+	require.NoError(t, change(mallory, alices, func() {
+		setLabel(alices, "team", "a")
+		setAnnotation(alices, v1alpha1.SchedulerDataPrefix+"estimate", "90s")
+	}))
+
+	// slotplane's worker writes its keys, and no tenant removes or changes them after it.
+	require.NoError(t, change(worker, alices, func() {
+		setLabel(alices, v1alpha1.ActiveSchedulingLabel, "nightly")
+		setAnnotation(alices, v1alpha1.CreationRequestAnnotation, request)
+	}))
+	require.ErrorContains(t, change(alice, alices, func() { delete(alices.Labels, v1alpha1.ActiveSchedulingLabel) }), "alice may not set, change or remove "+v1alpha1.ActiveSchedulingLabel)
+	require.ErrorContains(t, change(alice, alices, func() {
+		setAnnotation(alices, v1alpha1.CreationRequestAnnotation, strings.Replace(request, `"run":1`, `"run":2`, 1))
+	}),
+		"alice may not set, change or remove "+v1alpha1.CreationRequestAnnotation)
+	require.NoError(t, change(alice, alices, func() { setLabel(alices, "other", "x") }), "an update that leaves slotplane's keys as they are")
+
+	// At creation too: a job made with a claim or a grant of its own is refused; the
+	// stand-in operators' notes and scheduler data are the user's.
+	forged := job("forged", "mallory")
+	forged.Labels = map[string]string{v1alpha1.ActiveSchedulingLabel: "mine"}
+	forged.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: request}
+	err = mallory.Create(ctx, forged)
+	require.ErrorContains(t, err, "mallory may not set, change or remove "+v1alpha1.ActiveSchedulingLabel+", "+v1alpha1.CreationRequestAnnotation)
+	own := job("own", "mallory")
+	own.Annotations = map[string]string{"slotplane.io/sim-duration": "20s", v1alpha1.SchedulerDataPrefix + "estimate": "1m"}
+	require.NoError(t, mallory.Create(ctx, own))
+
+	// Scheduler data stays within its bounds: 64 notes (the job has one), 64 KiB of names
+	// and values.
+	err = change(mallory, own, func() {
+		for i := range 65 {
+			setAnnotation(own, fmt.Sprintf("%sn%02d", v1alpha1.SchedulerDataPrefix, i), "x")
+		}
+	})
+	require.ErrorContains(t, err, "at most 64 notes of 64 KiB together; this has 66 notes")
+	err = change(mallory, own, func() { setAnnotation(own, v1alpha1.SchedulerDataPrefix+"big", strings.Repeat("x", 64<<10)) })
+	require.ErrorContains(t, err, "at most 64 notes of 64 KiB together")
+
+	// A job without a user is anyone's to run, so its spec is changed only by whoever may
+	// submit for anyone; the REST API's service account may.
+	nobodys := job("nobodys", "")
+	require.NoError(t, mallory.Create(ctx, nobodys))
+	require.ErrorContains(t, change(mallory, nobodys, func() { nobodys.Spec.Queue = "root.other" }), "spec: mallory may not change a BatchJob without a user")
+	require.NoError(t, change(api, nobodys, func() { nobodys.Spec.Queue = "root.other" }))
+
+	// A Scheduling's spec is its user's too, and a TestBed's claim label is slotplane's.
+	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, User: "alice",
+			Jobs: []v1alpha1.SchedulingJob{{Name: "alices", Replication: 1}}}}
+	require.NoError(t, alice.Create(ctx, sched))
+	err = change(mallory, sched, func() { sched.Spec.Jobs = append(sched.Spec.Jobs, v1alpha1.SchedulingJob{Name: "own", Replication: 1}) })
+	require.ErrorContains(t, err, "spec: mallory may not change a Scheduling of user alice")
+	require.ErrorContains(t, change(mallory, sched, func() { setAnnotation(sched, v1alpha1.ExtendRefusedAnnotation, "1: no") }), v1alpha1.ExtendRefusedAnnotation)
+	require.NoError(t, change(alice, sched, func() { sched.Spec.Jobs = append(sched.Spec.Jobs, v1alpha1.SchedulingJob{Name: "own", Replication: 1}) }))
+	bed := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"}, Spec: v1alpha1.TestBedSpec{NodeLabel: "slotplane.io/node", SlotsPerNode: 1,
+		ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}
+	require.NoError(t, alice.Create(ctx, bed))
+	require.ErrorContains(t, change(mallory, bed, func() { setLabel(bed, v1alpha1.ActiveSchedulingLabel, "nightly") }), v1alpha1.ActiveSchedulingLabel)
 }

@@ -14,10 +14,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
@@ -156,6 +158,113 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		require.Len(t, j.Status.Slots, int(p.slots))
 		require.Contains(t, j.Status.Slots, int32(0), "slot 0 went to the job Admission granted it to")
 		require.NoError(t, p.kube.Delete(ctx, squatter, client.GracePeriodSeconds(0)))
+		p.waitSlotsFree(t, time.Minute)
+	})
+
+	t.Run("a tenant with kubectl", func(t *testing.T) {
+		// mallory holds the README's Role for external schedulers, and may create pods, as
+		// every driver's service account may; alice's job runs meanwhile.
+		cs := p.cluster.Client()
+		_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"schedulings"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+				{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+				{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"testbeds"}, Verbs: []string{"get", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create"}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "mallory-is-a-tenant"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tenant"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		cfg := rest.CopyConfig(p.config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "mallory", Groups: []string{"analysts"}}
+		mallory, err := client.New(cfg, client.Options{Scheme: p.kube.Scheme()})
+		require.NoError(t, err)
+
+		_, err = p.api.CreateJob(ctx, api.JobRequest{Name: "alices", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+			Application: app, DriverResources: driver, Annotations: map[string]string{appsim.SimDurationAnnotation: "20s"}})
+		require.NoError(t, err)
+		_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "alices", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+			Jobs: []v1alpha1.SchedulingJob{{Name: "alices", Replication: 2}}})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			j, err := p.api.GetJob(ctx, "alices")
+			return err == nil && j.Status.State == v1alpha1.JobRunning
+		}, 2*time.Minute, 250*time.Millisecond, "alice's job never ran")
+
+		// A forged kill in an administrator's name, and a rewritten image: both refused by the
+		// API server once the policies are in force (a moment after the platform starts).
+		edit := func(f func(*v1alpha1.BatchJob), opts ...client.UpdateOption) error {
+			var job v1alpha1.BatchJob
+			require.NoError(t, mallory.Get(ctx, client.ObjectKey{Namespace: "default", Name: "alices"}, &job))
+			f(&job)
+			return mallory.Update(ctx, &job, opts...)
+		}
+		kill := `{"scheduling":"alices","by":"root-admin","as":"an administrator of root","at":"2026-12-05T00:00:00Z"}`
+		forgeKill := func(j *v1alpha1.BatchJob) { j.Annotations[v1alpha1.KillAnnotation] = kill }
+		require.Eventually(t, func() bool { return apierrors.IsForbidden(edit(forgeKill, client.DryRunAll)) },
+			30*time.Second, 200*time.Millisecond, "a forged kill is not refused")
+		err = edit(forgeKill)
+		require.True(t, apierrors.IsForbidden(err), "a forged kill: %v", err)
+		err = edit(func(j *v1alpha1.BatchJob) { j.Spec.Application.Image = "evil/miner:1" })
+		require.True(t, apierrors.IsForbidden(err), "a rewritten image: %v", err)
+
+		// A job of mallory's own made with a claim and a grant of its own: refused.
+		forged := &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: "mallorys", Namespace: "default",
+			Labels:      map[string]string{v1alpha1.ActiveSchedulingLabel: "alices", v1alpha1.GrantedTestBedLabel: "bed"},
+			Annotations: map[string]string{v1alpha1.CreationRequestAnnotation: `{"scheduling":"alices","testBed":"bed","slots":[0,1,2,3,4,5,6,7],"run":1,"grantedAt":"2026-12-05T00:00:00.000000Z"}`}},
+			Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, User: "mallory", Application: app, DriverResources: driver}}
+		require.True(t, apierrors.IsForbidden(mallory.Create(ctx, forged)))
+		forged.Labels, forged.Annotations = nil, nil
+		require.NoError(t, mallory.Create(ctx, forged), "the same job without slotplane's keys")
+
+		// Pods that ask the slot-scheduler for every slot of the bed, as a driver could:
+		// one of no job, one of mallory's job (no grant), one of alice's running job (its
+		// granted slots are taken by its own executors). None is placed, and no ghost goes.
+		all := make([]string, p.slots)
+		for i := range all {
+			all[i] = strconv.Itoa(i)
+		}
+		slotReq := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
+			corev1.ResourceName(v1alpha1.SlotResource): resource.MustParse("1")}
+		squatters := map[string]string{"squat-none": "", "squat-own": "mallorys", "squat-alices": "alices"}
+		for name, job := range squatters {
+			labels := map[string]string{v1alpha1.TestBedLabel: "bed"}
+			if job != "" {
+				labels[v1alpha1.BatchJobLabel] = job
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels,
+				Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: strings.Join(all, ",")}},
+				Spec: corev1.PodSpec{SchedulerName: v1alpha1.SlotSchedulerName, PriorityClassName: v1alpha1.BatchPriorityClass,
+					Tolerations: []corev1.Toleration{{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists}},
+					Containers:  []corev1.Container{{Name: "c", Image: "registry.example/x:1", Resources: corev1.ResourceRequirements{Requests: slotReq, Limits: slotReq}}}}}
+			require.NoError(t, mallory.Create(ctx, pod))
+		}
+		time.Sleep(5 * time.Second) // several scheduling attempts of each
+		for name := range squatters {
+			var pod corev1.Pod
+			require.NoError(t, p.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &pod))
+			require.Empty(t, pod.Spec.NodeName, "pod %s was placed", name)
+			require.NoError(t, p.kube.Delete(ctx, &pod, client.GracePeriodSeconds(0)))
+		}
+		total, free := p.bedSlots(ctx)
+		require.Equal(t, total-2, free, "only alice's two slots are taken")
+		j, err := p.api.GetJob(ctx, "alices")
+		require.NoError(t, err)
+		require.Equal(t, v1alpha1.JobRunning, j.Status.State, "alice's job was touched: %s", j.Status.Message)
+		require.Equal(t, "registry.example/job:1", j.Application.Image)
+		require.Eventually(t, func() bool {
+			s, err := p.api.GetScheduling(ctx, "alices")
+			return err == nil && s.Status.State == v1alpha1.SchedulingCompleted
+		}, 2*time.Minute, 250*time.Millisecond, "alice's Scheduling did not complete")
+		j, err = p.api.GetJob(ctx, "alices")
+		require.NoError(t, err)
+		require.Equal(t, v1alpha1.JobCompleted, j.Status.State)
 		p.waitSlotsFree(t, time.Minute)
 	})
 

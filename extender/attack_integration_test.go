@@ -159,8 +159,13 @@ func TestAttack_RandomTestBedLabelsStayBounded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 10_000))
 	var pods []*corev1.Pod
 	for i := range realPods {
-		p := parkedPod(fmt.Sprintf("random-%d", i), "0")
-		p.Labels[v1alpha1.TestBedLabel] = fmt.Sprintf("bed-%x", rng.Uint64())
+		// Each pod's job is granted a slot in the pod's bed: the calls get past the grant
+		// check to the test bed's.
+		name, bed := fmt.Sprintf("random-%d", i), fmt.Sprintf("bed-%x", rng.Uint64())
+		require.NoError(t, grant(ctx, e.client, name, bed, 1))
+		p := parkedPod(name, "0")
+		p.Labels[v1alpha1.TestBedLabel] = bed
+		p.Labels[v1alpha1.BatchJobLabel] = name
 		require.NoError(t, e.client.Create(ctx, p))
 		pods = append(pods, p)
 	}

@@ -108,6 +108,9 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 		if err := cl.Create(ctx, tb); err != nil {
 			b.Fatal(err)
 		}
+		if err := grantAll(ctx, cl, "bed", total); err != nil {
+			b.Fatal(err)
+		}
 		acts := &activities.Activities{Client: cl}
 		settleStart := time.Now()
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {

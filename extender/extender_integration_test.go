@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,8 +108,44 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 		}},
 	}
 	require.NoError(t, cl.Create(context.Background(), tb))
+	require.NoError(t, grantAll(context.Background(), cl, "bed", 64))
 	e.settle(t)
 	return e
+}
+
+// grantedJob is the BatchJob of every pod slotPod makes.
+const grantedJob = "granted"
+
+// grantAll makes the BatchJob grantedJob, granted slots 0 to n-1 of test bed bed, as a
+// Scheduling's creation request does: the extender gives a pod only slots granted to its job.
+func grantAll(ctx context.Context, cl client.Client, bed string, n int) error {
+	return grant(ctx, cl, grantedJob, bed, n)
+}
+
+// grant makes the BatchJob job, granted slots 0 to n-1 of test bed bed by the Scheduling
+// "s". The grant is long past the bed's grantedSlotTimeout: the test bed's pass keeps the
+// grant, and gives each slot no pod of the job holds its ghost, which the tests' pods evict.
+func grant(ctx context.Context, cl client.Client, job, bed string, n int) error {
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	at := metav1.NewMicroTime(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
+	raw, err := json.Marshal(v1alpha1.CreationRequest{Scheduling: "s", TestBed: bed, Slots: ids, Run: 1, GrantedAt: &at})
+	if err != nil {
+		return err
+	}
+	err = cl.Create(ctx, &v1alpha1.BatchJob{
+		ObjectMeta: metav1.ObjectMeta{Name: job, Namespace: "default",
+			Labels:      map[string]string{v1alpha1.ActiveSchedulingLabel: "s", v1alpha1.GrantedTestBedLabel: bed},
+			Annotations: map[string]string{v1alpha1.CreationRequestAnnotation: string(raw)}},
+		Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark,
+			Application: v1alpha1.Application{Image: "registry.example/a:1", MainApplicationFile: "local:///a.jar"}},
+	})
+	if apierrors.IsAlreadyExists(err) {
+		return nil // a benchmark's earlier round made it
+	}
+	return err
 }
 
 func (e *env) startExtender(t *testing.T) {
@@ -185,7 +222,7 @@ func slotPod(name, slotIDs string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "default",
-			Labels:      map[string]string{v1alpha1.TestBedLabel: "bed"},
+			Labels:      map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.BatchJobLabel: grantedJob},
 			Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: slotIDs},
 		},
 		Spec: corev1.PodSpec{
@@ -320,7 +357,8 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 		"no slot ids":        {"filter", filterOf(podJSON(func(p *corev1.Pod) { p.Annotations = nil })), "has no slotplane.io/slot-ids annotation"},
 		"invalid slot ids":   {"filter", filterOf(podJSON(func(p *corev1.Pod) { p.Annotations[v1alpha1.SlotIDsAnnotation] = "3,x" })), `"x" is not a slot position`},
 		"slot the bed lacks": {"preempt", `{"Pod":` + podJSON(func(p *corev1.Pod) { p.Annotations[v1alpha1.SlotIDsAnnotation] = "42" }) + `}`, "the test bed has no slot [42]"},
-		"unknown test bed":   {"filter", filterOf(podJSON(func(p *corev1.Pod) { p.Labels[v1alpha1.TestBedLabel] = "nope" })), "test bed default/nope does not exist"},
+		"unknown test bed":   {"filter", filterOf(podJSON(func(p *corev1.Pod) { p.Labels[v1alpha1.TestBedLabel] = "nope" })), "holds no grant in test bed nope"},
+		"no batch job":       {"filter", filterOf(podJSON(func(p *corev1.Pod) { delete(p.Labels, v1alpha1.BatchJobLabel) })), "names no batch job"},
 		"no test bed label":  {"preempt", `{"Pod":` + podJSON(func(p *corev1.Pod) { p.Labels = nil }) + `}`, "has no slotplane.io/testbed label"},
 	}
 	for name, tc := range cases {
@@ -336,16 +374,12 @@ func TestExtender_BadInputGetsAClearAnswer(t *testing.T) {
 			require.Contains(t, e.logs.String(), strings.ReplaceAll(tc.want, `"`, `\"`), "no log line for the failure")
 		})
 	}
-	// A BatchJob whose slot record is broken: its pods are refused with the reason.
-	broken := &v1alpha1.BatchJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: "default", Annotations: map[string]string{v1alpha1.AssignedSlotsAnnotation: "3,x"}},
-		Spec: v1alpha1.BatchJobSpec{
-			Framework:       v1alpha1.FrameworkSpark,
-			Application:     v1alpha1.Application{Image: "registry.example/broken:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
-			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-		},
-	}
-	require.NoError(t, e.client.Create(context.Background(), broken))
+	// A granted BatchJob whose slot record is broken: its pods are refused with the reason.
+	require.NoError(t, grant(context.Background(), e.client, "broken", "bed", 8))
+	broken := &v1alpha1.BatchJob{}
+	require.NoError(t, e.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "broken"}, broken))
+	broken.Annotations[v1alpha1.AssignedSlotsAnnotation] = "3,x"
+	require.NoError(t, e.client.Update(context.Background(), broken))
 	body := filterOf(podJSON(func(p *corev1.Pod) { p.Labels[v1alpha1.BatchJobLabel] = "broken" }))
 	require.Eventually(t, func() bool {
 		resp, err := e.https.Post(e.extender.URL+"filter", "application/json", strings.NewReader(body))

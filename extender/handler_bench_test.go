@@ -53,7 +53,7 @@ func (m *memoryCache) addPod(p *corev1.Pod) {
 func (m *memoryCache) addJob(j *v1alpha1.BatchJob) {
 	meta := batchJobMeta()
 	j.ObjectMeta.DeepCopyInto(&meta.ObjectMeta)
-	stored, _ := assignedSlotsView(meta)
+	stored, _ := grantView(meta)
 	m.jobs[client.ObjectKeyFromObject(j)] = stored.(*metav1.PartialObjectMetadata)
 }
 
@@ -378,7 +378,7 @@ func bigBatchJob() *v1alpha1.BatchJob {
 	})
 	job := &v1alpha1.BatchJob{
 		ObjectMeta: metav1.ObjectMeta{Name: benchJob, Namespace: "default", UID: "job-uid", ResourceVersion: "48000",
-			Labels: map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly"}},
+			Labels: map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly", v1alpha1.GrantedTestBedLabel: "bed"}},
 		Spec: v1alpha1.BatchJobSpec{
 			Framework: v1alpha1.FrameworkSpark,
 			Application: v1alpha1.Application{
@@ -392,7 +392,9 @@ func bigBatchJob() *v1alpha1.BatchJob {
 		Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Scheduling: "nightly", TestBed: "bed", Slots: benchJobSlots(), Run: 1},
 	}
 	applied, _ := json.Marshal(job)
-	job.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(applied)}
+	granted := metav1.NewMicroTime(time.Unix(1_780_000_000, 0))
+	request, _ := json.Marshal(v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "sched-uid", TestBed: "bed", Slots: benchJobSlots(), Run: 1, GrantedAt: &granted})
+	job.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(applied), v1alpha1.CreationRequestAnnotation: string(request)}
 	return job
 }
 

@@ -75,6 +75,11 @@ var ErrNotThePod = errors.New("the request does not name a live pod")
 // ErrUnknownTestBed: the pod names a test bed that does not exist (or was just deleted).
 var ErrUnknownTestBed = errors.New("unknown test bed")
 
+// ErrNoGrant: the pod's BatchJob holds no grant in the pod's test bed, or the pod names no
+// BatchJob. It is an error, not a "no slot" answer: the scheduler then tries the pod again
+// within seconds, and a grant the extender's cache has not seen yet is seen by then.
+var ErrNoGrant = errors.New("no grant")
+
 const (
 	// flushRetry is the pause after a slice write that failed for another reason than a
 	// conflict (the API server is away): the reservations stay pending and are written later.
@@ -243,40 +248,91 @@ func (r *Reserver) LivePod(ctx context.Context, key types.NamespacedName, uid ty
 	return pod, nil
 }
 
-// Assigned narrows a request to the slots its BatchJob holds now, when Admission changed
-// them after the application was made (AssignedSlotsAnnotation): a preempted job's pods,
-// asked for again by Spark or Flink, must not take back the slots it lost. A pod of no
-// BatchJob, or of one without the annotation, keeps its own list.
-func (r *Reserver) Assigned(ctx context.Context, pod *corev1.Pod, req SlotRequest) (SlotRequest, error) {
+// Granted narrows a request to the slots Admission granted the pod's BatchJob in the pod's
+// test bed: the slots of the job's creation request there, or, once preemption took some
+// back, those it holds now (AssignedSlotsAnnotation; a preempted job's pods, asked for again
+// by Spark or Flink, must not take back the slots they lost). A pod's own slot ids only
+// narrow that further. A pod of no BatchJob, of a job that holds no grant in the pod's bed, or
+// whose ids name none of the granted slots gets no slot: naming the bed and some slot ids is
+// not a grant. Only slotplane writes the job's request and labels (the admission policy
+// slotplane-own-keys).
+func (r *Reserver) Granted(ctx context.Context, pod *corev1.Pod, req SlotRequest) (SlotRequest, error) {
+	noSlot := func(format string, args ...any) (SlotRequest, error) {
+		why := fmt.Sprintf(format, args...)
+		return req, &slots.NoSlotError{Reason: why, Nodes: map[string]string{}, OtherNodes: why}
+	}
 	name := pod.Labels[v1alpha1.BatchJobLabel]
 	if name == "" {
-		return req, nil
+		return req, fmt.Errorf("%w: pod %s/%s names no batch job (label %s): slots go only to a batch job's granted run", ErrNoGrant, pod.Namespace, pod.Name, v1alpha1.BatchJobLabel)
 	}
 	job := batchJobMeta()
 	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			return req, nil
+			return req, fmt.Errorf("%w: the batch job %s/%s of pod %s does not exist", ErrNoGrant, pod.Namespace, name, pod.Name)
 		}
 		return req, fmt.Errorf("get batch job %s/%s: %w", pod.Namespace, name, err)
 	}
-	v, ok := job.Annotations[v1alpha1.AssignedSlotsAnnotation]
-	if !ok {
-		return req, nil
+	bed := req.TestBed.Name
+	grant, err := v1alpha1.CreationRequestOf(job.Annotations)
+	switch {
+	case err != nil:
+		return req, fmt.Errorf("%w: the batch job %s/%s of pod %s holds no grant: %w", ErrNoGrant, pod.Namespace, name, pod.Name, err)
+	case grant == nil || grant.TestBed != bed || job.Labels[v1alpha1.GrantedTestBedLabel] != bed:
+		return req, fmt.Errorf("%w: the batch job %s/%s of pod %s holds no grant in test bed %s", ErrNoGrant, pod.Namespace, name, pod.Name, bed)
 	}
-	if strings.TrimSpace(v) == "" {
-		why := fmt.Sprintf("its batch job %s holds no slot now (preempted)", name)
-		return req, &slots.NoSlotError{Reason: why, Nodes: map[string]string{}, OtherNodes: why}
+	granted := grant.Slots
+	if v, ok := job.Annotations[v1alpha1.AssignedSlotsAnnotation]; ok {
+		if strings.TrimSpace(v) == "" {
+			return noSlot("its batch job %s holds no slot now (preempted)", name)
+		}
+		assigned, err := slots.ParseSlotIDs(v)
+		if err != nil {
+			return req, fmt.Errorf("%w: batch job %s/%s: %s: %w", ErrBadPod, pod.Namespace, name, v1alpha1.AssignedSlotsAnnotation, err)
+		}
+		granted = assigned
 	}
-	assigned, err := slots.ParseSlotIDs(v)
-	if err != nil {
-		return req, fmt.Errorf("%w: batch job %s/%s: %s: %w", ErrBadPod, pod.Namespace, name, v1alpha1.AssignedSlotsAnnotation, err)
+	allowed := intersect(req.Allowed, granted)
+	if len(allowed) == 0 {
+		return noSlot("none of the pod's slots %s is among the slots %s granted to its batch job %s", shortList(req.Allowed), shortList(granted), name)
 	}
-	req.Allowed = assigned
+	req.Allowed = allowed
 	return req, nil
 }
 
-// batchJobMeta is what a BatchJob is read as: its metadata alone. Assigned reads one
-// annotation of it, and a whole BatchJob (its wrapped Spark or Flink spec, kubectl's
+// intersect is the ids of want that are in of, in want's order. Both lists are a job's
+// slots (thousands at most), and every placement call makes one: a set past a few dozen.
+func intersect(want, of []int32) []int32 {
+	out := make([]int32, 0, len(want))
+	if len(want)*len(of) <= 1024 {
+		for _, id := range want {
+			if slices.Contains(of, id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	set := make(map[int32]struct{}, len(of))
+	for _, id := range of {
+		set[id] = struct{}{}
+	}
+	for _, id := range want {
+		if _, ok := set[id]; ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// shortList writes slot ids for a message: all of a few, else how many.
+func shortList(ids []int32) string {
+	if len(ids) > 16 {
+		return fmt.Sprintf("(%d slots)", len(ids))
+	}
+	return "[" + slots.FormatSlotIDs(ids) + "]"
+}
+
+// batchJobMeta is what a BatchJob is read as: its metadata alone. Granted reads a label and
+// two annotations of it, and a whole BatchJob (its wrapped Spark or Flink spec, kubectl's
 // last-applied copy of all of it) would be copied out of the cache on every call.
 func batchJobMeta() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}

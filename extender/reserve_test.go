@@ -2,6 +2,7 @@ package extender
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,43 +80,75 @@ func TestReserve_SeedsOnlyProvenClaims(t *testing.T) {
 	require.True(t, got.Held, "the proven pod's reservation was not taken back")
 }
 
-// A pod's slots are narrowed to those its BatchJob holds now, read from the job's metadata
-// alone (the cache keeps nothing else of BatchJobs).
-func TestAssigned_ReadsTheSlotsAJobHoldsNowFromItsMetadata(t *testing.T) {
-	job := func(name string, annotations map[string]string) *v1alpha1.BatchJob {
-		return &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations}}
+// A pod gets only slots granted to its BatchJob's run in its own bed, read from the job's
+// metadata alone (the cache keeps nothing else of BatchJobs): the creation request's slots,
+// or what preemption left of them, narrowed by the pod's own ids.
+func TestGranted_GivesOnlyTheSlotsGrantedToThePodsJob(t *testing.T) {
+	granted := metav1.NewMicroTime(time.Now())
+	request := func(bed string, ids ...int32) string {
+		raw, err := json.Marshal(v1alpha1.CreationRequest{Scheduling: "s", TestBed: bed, Slots: ids, Run: 1, GrantedAt: &granted})
+		require.NoError(t, err)
+		return string(raw)
+	}
+	job := func(name, bed string, annotations map[string]string) *v1alpha1.BatchJob {
+		j := &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations}}
+		if bed != "" {
+			j.Labels = map[string]string{v1alpha1.GrantedTestBedLabel: bed}
+		}
+		return j
 	}
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(
-		job("preempted", map[string]string{v1alpha1.AssignedSlotsAnnotation: "7,5"}),
-		job("lost-all", map[string]string{v1alpha1.AssignedSlotsAnnotation: " "}),
-		job("untouched", map[string]string{"other": "x"}),
+		job("granted", "bed", map[string]string{v1alpha1.CreationRequestAnnotation: request("bed", 1, 3, 5, 7)}),
+		job("granted-some", "bed", map[string]string{v1alpha1.CreationRequestAnnotation: request("bed", 3, 4)}),
+		job("preempted", "bed", map[string]string{v1alpha1.CreationRequestAnnotation: request("bed", 1, 3, 5, 7), v1alpha1.AssignedSlotsAnnotation: "7,5"}),
+		job("lost-all", "bed", map[string]string{v1alpha1.CreationRequestAnnotation: request("bed", 1, 3, 5, 7), v1alpha1.AssignedSlotsAnnotation: " "}),
+		job("other-bed", "other", map[string]string{v1alpha1.CreationRequestAnnotation: request("other", 1, 3, 5, 7)}),
+		job("label-only", "bed", nil),
+		job("no-grant", "", map[string]string{"other": "x"}),
+		job("ungranted-request", "bed", map[string]string{v1alpha1.CreationRequestAnnotation: `{"scheduling":"s","testBed":"bed","slots":[1,3],"run":1}`}),
+		job("other-grants", "", map[string]string{v1alpha1.CreationRequestAnnotation: request("bed", 0, 2)}),
 	).Build()
 	r := &Reserver{Cache: cl}
-	own := SlotRequest{Allowed: []int32{1, 3, 5, 7}}
+	own := SlotRequest{TestBed: types.NamespacedName{Namespace: "default", Name: "bed"}, Allowed: []int32{7, 1, 3, 5}}
 	cases := map[string]struct {
-		job        string
-		want       []int32
-		wantNoSlot bool
+		job             string
+		want            []int32
+		noSlot, noGrant string
 	}{
-		"no batch job label":       {"", []int32{1, 3, 5, 7}, false},
-		"a job that is not there":  {"gone", []int32{1, 3, 5, 7}, false},
-		"a job never preempted":    {"untouched", []int32{1, 3, 5, 7}, false},
-		"a job preempted in part":  {"preempted", []int32{7, 5}, false},
-		"a job preempted entirely": {"lost-all", nil, true},
+		"a job granted the pod's slots": {job: "granted", want: []int32{7, 1, 3, 5}},
+		"a job granted some of them":    {job: "granted-some", want: []int32{3}},
+		"a job preempted in part":       {job: "preempted", want: []int32{7, 5}},
+		"a job preempted entirely":      {job: "lost-all", noSlot: "holds no slot now"},
+		"no batch job label":            {job: "", noGrant: "names no batch job"},
+		"a job that is not there":       {job: "gone", noGrant: "does not exist"},
+		"a grant in another bed":        {job: "other-bed", noGrant: "holds no grant in test bed bed"},
+		"a granted label alone":         {job: "label-only", noGrant: "holds no grant in test bed bed"},
+		"no grant at all":               {job: "no-grant", noGrant: "holds no grant"},
+		"a request with no grant time":  {job: "ungranted-request", noGrant: "no grantedAt"},
+		"a request without the label":   {job: "other-grants", noGrant: "holds no grant in test bed bed"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pod := claimedPod("exec", "u1", map[string]string{v1alpha1.BatchJobLabel: tc.job}, nil)
-			got, err := r.Assigned(context.Background(), pod, own)
-			if tc.wantNoSlot {
-				_, ok := errors.AsType[*slots.NoSlotError](err)
+			got, err := r.Granted(context.Background(), pod, own)
+			if tc.noGrant != "" {
+				require.ErrorIs(t, err, ErrNoGrant)
+				require.ErrorContains(t, err, tc.noGrant)
+				return
+			}
+			if tc.noSlot != "" {
+				e, ok := errors.AsType[*slots.NoSlotError](err)
 				require.True(t, ok, "want no slot, got %v", err)
+				require.Contains(t, e.Reason, tc.noSlot)
 				return
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got.Allowed)
 		})
 	}
+	pod := claimedPod("exec", "u1", map[string]string{v1alpha1.BatchJobLabel: "granted-some"}, nil)
+	_, err := r.Granted(context.Background(), pod, SlotRequest{TestBed: own.TestBed, Allowed: []int32{0, 1}})
+	require.ErrorContains(t, err, "none of the pod's slots [0,1] is among the slots [3,4] granted to its batch job granted-some")
 }
 
 // holderBed is the 2x2 test bed, and its slice, with slot 1 occupied by the pod "holder".

@@ -176,7 +176,7 @@ func serveOptions(opts []Option) (options, error) {
 }
 
 // newInformers makes the extender's cache, not started yet. It keeps of pods and BatchJobs
-// only what the extender reads (slotPodView, assignedSlotsView), and does not copy
+// only what the extender reads (slotPodView, grantView), and does not copy
 // TestBeds on reads.
 func newInformers(cfg *rest.Config) (cache.Cache, error) {
 	cacheOpts := kubeclient.CacheOptions()
@@ -192,7 +192,7 @@ func newInformers(cfg *rest.Config) (cache.Cache, error) {
 			cacheOpts.ByObject[obj] = byObject
 		}
 	}
-	cacheOpts.ByObject[batchJobMeta()] = cache.ByObject{Transform: assignedSlotsView}
+	cacheOpts.ByObject[batchJobMeta()] = cache.ByObject{Transform: grantView}
 	informers, err := cache.New(cfg, cacheOpts)
 	if err != nil {
 		return nil, fmt.Errorf("extender informers: %w", err)
@@ -213,15 +213,24 @@ func slotPodView(obj any) (any, error) {
 	return obj, nil
 }
 
-// assignedSlotsView narrows a BatchJob's metadata, before the cache stores it, to its
-// identity and the one annotation the extender reads (Reserver.Assigned).
-func assignedSlotsView(obj any) (any, error) {
+// grantView narrows a BatchJob's metadata, before the cache stores it, to its identity and
+// what Reserver.Granted reads: the granted test bed label, the creation request and the
+// assigned slots.
+func grantView(obj any) (any, error) {
 	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		v, assigned := m.Annotations[v1alpha1.AssignedSlotsAnnotation]
-		m.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
-		if assigned {
-			m.Annotations = map[string]string{v1alpha1.AssignedSlotsAnnotation: v}
+		kept := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+		if v, ok := m.Labels[v1alpha1.GrantedTestBedLabel]; ok {
+			kept.Labels = map[string]string{v1alpha1.GrantedTestBedLabel: v}
 		}
+		for _, k := range []string{v1alpha1.CreationRequestAnnotation, v1alpha1.AssignedSlotsAnnotation} {
+			if v, ok := m.Annotations[k]; ok {
+				if kept.Annotations == nil {
+					kept.Annotations = map[string]string{}
+				}
+				kept.Annotations[k] = v
+			}
+		}
+		m.ObjectMeta = kept
 	}
 	return obj, nil
 }

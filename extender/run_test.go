@@ -262,9 +262,10 @@ func TestCacheViews_KeepWhatTheExtenderReads(t *testing.T) {
 	job.ObjectMeta.DeepCopyInto(&meta.ObjectMeta)
 	wantMeta := batchJobMeta()
 	wantMeta.ObjectMeta = metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, UID: job.UID, ResourceVersion: job.ResourceVersion,
-		Annotations: map[string]string{v1alpha1.AssignedSlotsAnnotation: "1,2"}}
+		Labels:      map[string]string{v1alpha1.GrantedTestBedLabel: "bed"},
+		Annotations: map[string]string{v1alpha1.AssignedSlotsAnnotation: "1,2", v1alpha1.CreationRequestAnnotation: job.Annotations[v1alpha1.CreationRequestAnnotation]}}
 	for range 2 {
-		got, err := assignedSlotsView(meta)
+		got, err := grantView(meta)
 		require.NoError(t, err)
 		require.Equal(t, wantMeta, got)
 	}

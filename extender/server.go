@@ -44,7 +44,7 @@ func NewHandler(r *Reserver, log *slog.Logger, ready func() bool) *Handler {
 		mux:      http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotplane_extender_requests_total",
-			Help: "Extender calls by verb and result (placed, held, bound, no_slot, bad_request, not_the_pod, unknown_testbed, error).",
+			Help: "Extender calls by verb and result (placed, held, bound, no_slot, bad_request, not_the_pod, unknown_testbed, no_grant, error).",
 		}, []string{"verb", "result"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "slotplane_extender_request_seconds",
@@ -265,7 +265,7 @@ func (h *Handler) request(ctx context.Context, named *callPod) (*corev1.Pod, Slo
 	if err != nil {
 		return nil, SlotRequest{}, err
 	}
-	req, err = h.reserver.Assigned(ctx, pod, req)
+	req, err = h.reserver.Granted(ctx, pod, req)
 	return pod, req, err
 }
 
@@ -362,6 +362,8 @@ func resultOf(err error) string {
 		return "not_the_pod"
 	case errors.Is(err, ErrUnknownTestBed):
 		return "unknown_testbed"
+	case errors.Is(err, ErrNoGrant):
+		return "no_grant"
 	}
 	return "error"
 }

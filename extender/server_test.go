@@ -38,9 +38,33 @@ type podBuilder struct{ pod corev1.Pod }
 func makePod(name string) *podBuilder {
 	return &podBuilder{pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "default", UID: types.UID("uid-" + name),
-		Labels:      map[string]string{v1alpha1.TestBedLabel: "bed"},
+		Labels:      map[string]string{v1alpha1.TestBedLabel: "bed", v1alpha1.BatchJobLabel: "job"},
 		Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: "0,1,2,3"},
 	}}}
+}
+
+func (b *podBuilder) Job(name string) *podBuilder {
+	b.pod.Labels[v1alpha1.BatchJobLabel] = name
+	return b
+}
+
+// grantedJob is the BatchJob "job" of every pod makePod makes, granted slots 0 to 63 of
+// test bed bed.
+func grantedJob(bed string) *v1alpha1.BatchJob {
+	return grantedJobNamed("job", bed)
+}
+
+// grantedJobNamed is a BatchJob granted slots 0 to 63 of test bed bed.
+func grantedJobNamed(name, bed string) *v1alpha1.BatchJob {
+	ids := make([]int32, 64)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	at := metav1.NewMicroTime(time.Now())
+	raw, _ := json.Marshal(v1alpha1.CreationRequest{Scheduling: "s", TestBed: bed, Slots: ids, Run: 1, GrantedAt: &at})
+	return &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+		Labels:      map[string]string{v1alpha1.GrantedTestBedLabel: bed},
+		Annotations: map[string]string{v1alpha1.CreationRequestAnnotation: string(raw)}}}
 }
 
 func (b *podBuilder) UID(uid types.UID) *podBuilder { b.pod.UID = uid; return b }
@@ -94,6 +118,10 @@ func newInterceptedHandler(t testing.TB, funcs interceptor.Funcs, objs ...client
 			return nil
 		}).
 		WithObjects(objs...)
+	// Pods of the job "job" are granted slots of bed, unless the test has a job of its own.
+	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.BatchJob); return ok }) {
+		b = b.WithObjects(grantedJob("bed"))
+	}
 	// A test bed given without slices gets testSlots.
 	if slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.TestBed); return ok }) &&
 		!slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.SlotSlice); return ok }) {
@@ -344,12 +372,15 @@ func TestHandler_RefusesAnIncompleteBinding(t *testing.T) {
 // behind, however many there are; a deleted test bed takes its state and flusher along.
 func TestHandler_UnknownTestBedsCostNothingThatStays(t *testing.T) {
 	const pods = 10_000
-	objs := []client.Object{testBed()}
+	objs := []client.Object{testBed(), grantedJob("bed")}
 	rng := rand.New(rand.NewPCG(14, 14))
 	named := make([]*corev1.Pod, pods)
 	for i := range named {
-		named[i] = makePod("p" + strconv.Itoa(i)).Bed(fmt.Sprintf("bed-%x", rng.Uint64())).Obj()
-		objs = append(objs, named[i])
+		// Each pod's job holds a grant in the pod's bed: the calls get past the grant check
+		// to the test bed's.
+		bed, job := fmt.Sprintf("bed-%x", rng.Uint64()), "job-"+strconv.Itoa(i)
+		named[i] = makePod("p" + strconv.Itoa(i)).Bed(bed).Job(job).Obj()
+		objs = append(objs, named[i], grantedJobNamed(job, bed))
 	}
 	h, r, cl := newTestHandler(t, objs...)
 

@@ -55,7 +55,8 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 	acts := &activities.Activities{Client: cl, Temporal: tc}
 	_, err = acts.ClaimJobs(ctx, activities.ClaimInput{Namespace: "default", Scheduling: "nightly", Names: []string{"wordcount"}})
 	require.NoError(t, err)
-	req := v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 0}, Run: 1}
+	granted := metav1.NewMicroTime(time.Now())
+	req := v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{1, 0}, Run: 1, GrantedAt: &granted}
 	require.NoError(t, acts.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: req}))
 
 	lost := startLosingWorker(t, tc, "job-lost", "CreateApplication", workflows.BatchJobWorkflow, acts)

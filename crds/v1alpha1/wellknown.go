@@ -57,6 +57,16 @@ func IsReservedKey(key string) bool {
 	return found && (prefix == GroupName || strings.HasSuffix(prefix, "."+GroupName))
 }
 
+// IsSlotplanesOwn reports whether a label or annotation key of a BatchJob, a Scheduling or a
+// TestBed is one that only slotplane's components write: a key under slotplane.io/, save the
+// stand-in operators' notes (slotplane.io/sim-*) that users set on the local platform.
+// Scheduler data (SchedulerDataPrefix) is not: schedulers write it. The admission policy
+// slotplane-own-keys (deploy/admission-policies.yaml) holds the same rule for kubectl.
+func IsSlotplanesOwn(key string) bool {
+	rest, ok := strings.CutPrefix(key, GroupName+"/")
+	return ok && !strings.HasPrefix(rest, "sim-")
+}
+
 // The protocol between a Scheduling and the BatchJobs it runs (on the BatchJob, and on the
 // TestBed a Scheduling holds). Labels make a claim visible to kubectl and selectable; the
 // claim is written with optimistic concurrency, so two Schedulings never both hold a job.
@@ -110,14 +120,13 @@ type CreationRequest struct {
 	Run int32 `json:"run"`
 	// SchedulingUID is the UID of the requesting Scheduling: with the other fields it names
 	// the run in its test bed's Admission, which the job's workflow tells directly when the
-	// run ends. Absent in requests written before it existed.
+	// run ends.
 	SchedulingUID string `json:"schedulingUID,omitempty"`
 	// GrantedAt is when the Scheduling took Admission's grant of the slots. A slot granted
 	// longer than its test bed's grantedSlotTimeout ago that no pod of the job holds gets its
-	// ghost back. Absent in requests written before it existed: those never time out.
+	// ghost back. Every request has it: one without is no request.
 	GrantedAt *metav1.MicroTime `json:"grantedAt,omitempty"`
-	// Queue is the leaf queue Admission placed the job in, as the grant said. Absent in
-	// requests written before it existed.
+	// Queue is the leaf queue Admission placed the job in, as the grant said.
 	Queue string `json:"queue,omitempty"`
 	// QuietStart: Admission needs no word of the run's start (its queue is not StateAware),
 	// as the grant said. Absent, the job's workflow tells Admission when the run starts.
@@ -125,8 +134,9 @@ type CreationRequest struct {
 }
 
 // CreationRequestOf reads the creation request among a BatchJob's annotations: nil when
-// there is none, an error that names the annotation when it holds no CreationRequest. Every
-// reader of the annotation goes through it, so they agree on what a request is.
+// there is none, an error that names the annotation when it holds no whole CreationRequest
+// (a Scheduling, a test bed, a run, slots and the moment of their grant). Every reader of
+// the annotation goes through it, so they agree on what a request is.
 func CreationRequestOf(annotations map[string]string) (*CreationRequest, error) {
 	raw := annotations[CreationRequestAnnotation]
 	if raw == "" {
@@ -135,6 +145,18 @@ func CreationRequestOf(annotations map[string]string) (*CreationRequest, error) 
 	var req CreationRequest
 	if err := json.Unmarshal([]byte(raw), &req); err != nil {
 		return nil, fmt.Errorf("annotation %s is not a creation request: %w", CreationRequestAnnotation, err)
+	}
+	var missing []string
+	for _, f := range []struct {
+		name string
+		none bool
+	}{{"scheduling", req.Scheduling == ""}, {"testBed", req.TestBed == ""}, {"run", req.Run < 1}, {"slots", len(req.Slots) == 0}, {"grantedAt", req.GrantedAt == nil}} {
+		if f.none {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("annotation %s is not a whole creation request: it has no %s", CreationRequestAnnotation, strings.Join(missing, ", "))
 	}
 	return &req, nil
 }
