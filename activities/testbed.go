@@ -422,7 +422,7 @@ func (a *Activities) layout(tb *v1alpha1.TestBed, current []v1alpha1.SlotStatus,
 		if n.DeletionTimestamp != nil {
 			continue
 		}
-		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n)})
+		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n), Taint: untoleratedTaint(&n)})
 		inBed[n.Name] = true
 	}
 	// graceLeft is how long a slot whose node left keeps its grace (0: none, or over).
@@ -558,7 +558,7 @@ func holdOf(j *v1alpha1.BatchJob, bed string, timeout time.Duration, now time.Ti
 			h.slots = ids
 		}
 	}
-	if req.GrantedAt != nil && !(thisRun && st.State == v1alpha1.JobRunning) {
+	if !(thisRun && st.State == v1alpha1.JobRunning) {
 		left := req.GrantedAt.Add(timeout).Sub(now)
 		h.unclaimed = left <= 0
 		h.dueIn = left
@@ -619,6 +619,17 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// untoleratedTaint is the key of a taint on n that keeps ghosts off it (NoSchedule or
+// NoExecute, other than the test bed taint they tolerate), or "".
+func untoleratedTaint(n *corev1.Node) string {
+	for _, t := range n.Spec.Taints {
+		if t.Key != v1alpha1.TestBedTaint && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) {
+			return t.Key
+		}
+	}
+	return ""
 }
 
 // slotPods lists the pods of the test bed, keyed by uid, and their model.
@@ -752,7 +763,7 @@ func (a *Activities) ghostPod(tb *v1alpha1.TestBed, s slots.Slot, requests corev
 		name = name[:240]
 	}
 	name += "-" + hex.EncodeToString(sum[:])[:8]
-	zero := int64(0)
+	zero, nobody, no, yes := int64(0), int64(65535), false, true
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -768,10 +779,18 @@ func (a *Activities) ghostPod(tb *v1alpha1.TestBed, s slots.Slot, requests corev
 			PriorityClassName:             v1alpha1.GhostPriorityClass,
 			TerminationGracePeriodSeconds: &zero,
 			Tolerations:                   []corev1.Toleration{{Key: v1alpha1.TestBedTaint, Operator: corev1.TolerationOpExists}},
+			// A ghost needs nothing: no token, no root, no capability. It passes the
+			// restricted Pod Security Standard, so test beds may live in namespaces that
+			// enforce it.
+			AutomountServiceAccountToken: &no,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &nobody, RunAsGroup: &nobody,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name:      "ghost",
 				Image:     image,
 				Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 		},
 	}

@@ -122,6 +122,11 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 	cl, a, tb := newBed(t, 4)
 	ctx := context.Background()
 	in := bedInput
+	// The bed's namespace enforces the restricted Pod Security Standard: ghosts pass it.
+	var ns corev1.Namespace
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Name: in.Namespace}, &ns))
+	ns.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	require.NoError(t, cl.Update(ctx, &ns))
 
 	// 4 nodes x 2 slots: 8 ghosts Running, 8 free slots.
 	settle(t, a, in)
@@ -625,7 +630,7 @@ func TestReconcileTestBed_TakesTheGrantOffARunThatEnded(t *testing.T) {
 	endRunNow(t, cl, "ended", 1)
 	grantSlot(t, cl, a, "again", 2)
 	endRunNow(t, cl, "again", 2)
-	again := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{2}, Run: 2}
+	again := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{2}, Run: 2, GrantedAt: grantedAt()}
 	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "again", Request: again}))
 	for _, job := range []string{"running", "ended", "again"} {
 		require.Equal(t, "bed", granted(job), job)
@@ -648,7 +653,7 @@ func TestReconcileTestBed_TakesTheGrantOffARunThatEnded(t *testing.T) {
 	endRunNow(t, cl, "stale", 3)
 	time.Sleep(activities.HandOverGrace)
 	a.Changes = jobsCopy(t, cl)
-	next := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{3}, Run: 2}
+	next := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{3}, Run: 2, GrantedAt: grantedAt()}
 	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "stale", Request: next}))
 	occupySlot(t, cl, tb, "stale-exec", 3)
 	res, err := a.ReconcileTestBed(ctx, bedInput)

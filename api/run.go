@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,8 +72,12 @@ func Serve(o Options, l net.Listener) (*Server, error) {
 			}
 		}
 	}
+	scheme := "http://"
+	if o.TLS != nil {
+		l, scheme = tls.NewListener(l, o.TLS), "https://"
+	}
 	s := &Server{
-		URL:       "http://" + l.Addr().String(),
+		URL:       scheme + l.Addr().String(),
 		http:      httpServer(h),
 		done:      make(chan error, 1),
 		srv:       srv,

@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ type Options struct {
 	// Client reads and writes slotplane's objects. A cached client serves reads from its
 	// informers; the API writes with optimistic concurrency either way.
 	Client client.Client
+	// TLS, when set, makes Start and Serve serve HTTPS: callers send bearer tokens, which
+	// must not cross a network in the clear.
+	TLS *tls.Config
 	// Temporal starts and cancels the Schedulings' workflows.
 	Temporal temporal.Client
 	// Namespace is where objects live when a request names none (default "default").

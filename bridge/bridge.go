@@ -18,11 +18,13 @@ import (
 
 	"github.com/go-logr/logr"
 	temporal "go.temporal.io/sdk/client"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -56,6 +58,10 @@ type TestBedSignaller struct {
 
 	mu   sync.Mutex
 	sent map[types.NamespacedName]time.Time
+	// known holds the test beds seen to exist. Only the deletion of one of them concerns the
+	// other beds: a pod naming a bed that never existed (any pod may carry any bed label)
+	// signals nothing.
+	known map[types.NamespacedName]bool
 }
 
 // DefaultSignalEvery is TestBedSignaller's SignalEvery: half the workflow's debounce, so a
@@ -89,6 +95,26 @@ func (s *TestBedSignaller) forget(bed types.NamespacedName) {
 	delete(s.sent, bed)
 }
 
+// seen records that bed exists.
+func (s *TestBedSignaller) seen(bed types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil {
+		s.known = map[types.NamespacedName]bool{}
+	}
+	s.known[bed] = true
+}
+
+// gone forgets bed, and says whether it was seen to exist.
+func (s *TestBedSignaller) gone(bed types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sent, bed)
+	was := s.known[bed]
+	delete(s.known, bed)
+	return was
+}
+
 var _ reconcile.Reconciler = (*TestBedSignaller)(nil)
 
 // Reconcile signals the workflow of one test bed, starting it if the TestBed exists and no
@@ -100,8 +126,10 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 	if apierrors.IsNotFound(err) {
 		// Tell a running workflow, so it notices at once and ends; nothing to start. The
 		// other beds hear it too: one that shares the deleted bed's nodeLabel owns its
-		// nodes now.
-		s.forget(req.NamespacedName)
+		// nodes now. A bed never seen is only a pod's label.
+		if !s.gone(req.NamespacedName) {
+			return reconcile.Result{}, nil
+		}
 		if err := signalIfRunning(ctx, s.Temporal, id, workflows.TestBedChangedSignal); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -119,6 +147,7 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	s.seen(req.NamespacedName)
 	if wait, ok := s.due(req.NamespacedName); !ok {
 		// The work queue brings the bed back then, and merges every change until.
 		return reconcile.Result{RequeueAfter: wait}, nil
@@ -170,9 +199,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if err != nil {
 		return nil, fmt.Errorf("bridge manager: %w", err)
 	}
-	// Tests run more than one bridge in a process; the controllers keep their names.
-	skip := true
-	ctrlOpts := controller.Options{SkipNameValidation: &skip}
+	ctrlOpts := controllerOptions
 	if err := addTestBedBridge(mgr, tc, ctrlOpts); err != nil {
 		return nil, err
 	}
@@ -230,7 +257,7 @@ func managerOptions(opts Options) (ctrl.Options, error) {
 
 // addTestBedBridge adds the controller that tells TestBed workflows of changes to their test
 // bed, to any node, to their test bed's pods, and of the end of a run in their slots.
-func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) error {
+func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() controller.Options) error {
 	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc}
 	// A node change may reshape any test bed: all of them are told.
 	allBeds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -250,7 +277,7 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("testbed-bridge").
-		WithOptions(ctrlOpts).
+		WithOptions(ctrlOpts()).
 		For(&v1alpha1.TestBed{}).
 		Watches(&corev1.Node{}, allBeds).
 		Watches(&corev1.Pod{}, podsBed).
@@ -262,14 +289,29 @@ func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.
 	return nil
 }
 
+// MaxRetryDelay is the longest a bridge controller waits before it tries an object again
+// after a failure. controller-runtime's default grows to 1,000 s: after a Temporal outage of
+// a few minutes, objects would wait a quarter of an hour for their workflows.
+const MaxRetryDelay = 30 * time.Second
+
+// controllerOptions are each controller's options, with a rate limiter of its own: retries
+// back off from 5 ms to MaxRetryDelay, all of them at 10 a second (bursts of 100).
+func controllerOptions() controller.Options {
+	skip := true // tests run more than one bridge in a process; the controllers keep their names
+	return controller.Options{SkipNameValidation: &skip, RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)}
+}
+
 // addSignallers adds the controllers of the other workflows: a BatchJob's (signalled,
 // started if needed), a Scheduling's (started, told of edits, cancelled), and Admission's
 // (told of freed slots and of a changed allocation file, which also sets the test beds'
 // QueuesConfigured condition), and the watch on the test beds' workflows (WorkflowHealth).
-func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options, opts Options) error {
+func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() controller.Options, opts Options) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("batchjob-bridge").
-		WithOptions(ctrlOpts).
+		WithOptions(ctrlOpts()).
 		For(&v1alpha1.BatchJob{}, builder.WithPredicates(jobChanges())).
 		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {
@@ -277,7 +319,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-bridge").
-		WithOptions(ctrlOpts).
+		WithOptions(ctrlOpts()).
 		For(&v1alpha1.Scheduling{}).
 		Complete(&SchedulingStarter{Client: mgr.GetClient(), Temporal: tc})
 	if err != nil {
@@ -285,7 +327,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("admission-queues-bridge").
-		WithOptions(ctrlOpts).
+		WithOptions(ctrlOpts()).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(queuesConfigMaps())).
 		Watches(&v1alpha1.TestBed{}, handler.EnqueueRequestsFromMapFunc(bedsQueuesFile), builder.WithPredicates(created())).
 		Complete(&QueuesSignaller{Client: mgr.GetClient(), Temporal: tc})
@@ -294,7 +336,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("workflow-health").
-		WithOptions(ctrlOpts).
+		WithOptions(ctrlOpts()).
 		For(&v1alpha1.TestBed{}, builder.WithPredicates(created())).
 		Complete(&WorkflowHealth{Client: mgr.GetClient(), Temporal: tc, Log: opts.Log, CheckEvery: opts.WorkflowCheckEvery})
 	if err != nil {
@@ -306,7 +348,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Opt
 // addJobPolicyBridge adds the cache of the job-policy ConfigMaps and the controller that
 // nudges a namespace's BatchJob workflows when its policy changes; the cache is returned for
 // the spec webhook.
-func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, ctrlOpts controller.Options) (cache.Cache, error) {
+func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() controller.Options) (cache.Cache, error) {
 	// The job-policy ConfigMaps come through a cache of their own: the manager's holds only
 	// the allocation files (one name per field selector), and RBAC names each ConfigMap.
 	policies, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: map[client.Object]cache.ByObject{
@@ -320,7 +362,7 @@ func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, 
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("job-policy-bridge").
-		WithOptions(ctrlOpts).
+		WithOptions(ctrlOpts()).
 		WatchesRawSource(source.Kind(policies, &corev1.ConfigMap{}, &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{})).
 		Complete(&JobPolicySignaller{Reader: mgr.GetClient(), Temporal: tc})
 	if err != nil {

@@ -255,8 +255,10 @@ func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
 			}},
 		}
 	}
-	err := cl.Create(ctx, bed("default", "everywhere", "kubernetes.io/hostname"))
-	require.ErrorContains(t, err, "nodeLabel must mark the test bed's nodes only")
+	for _, label := range []string{"kubernetes.io/hostname", "node-role.kubernetes.io/control-plane", "topology.kubernetes.io/zone", "k8s.io/x"} {
+		err := cl.Create(ctx, bed("default", "everywhere", label))
+		require.ErrorContains(t, err, "nodeLabel must be a key of your own", label)
+	}
 
 	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}))
 	first := bed("default", "bed", testcluster.DefaultNodeLabel)

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -64,11 +65,48 @@ func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
 	require.Equal(t, 3, signalled[idA])
 }
 
-// signalCounter is a Temporal client that counts the signal-with-starts it is asked for.
+// A pod may carry any test bed label: one naming a bed that never existed signals no
+// workflow, while the deletion of a bed that existed tells it and every other bed.
+func TestTestBedSignaller_APodOfAnUnknownBedSignalsNothing(t *testing.T) {
+	bed := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}}
+	other := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default"}}
+	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(bed, other).Build()
+	tc := &signalCounter{signalled: map[string]int{}, ifRunning: map[string]int{}}
+	s := &TestBedSignaller{Reader: cl, Temporal: tc}
+	reconcileBed := func(name string) {
+		t.Helper()
+		_, err := s.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}})
+		require.NoError(t, err)
+	}
+	reconcileBed("a")
+	reconcileBed("b")
+	for i := range 1000 {
+		reconcileBed(fmt.Sprintf("bed-%d", i))
+	}
+	require.Empty(t, tc.ifRunning, "beds that never existed signalled workflows")
+	require.Len(t, tc.signalled, 2)
+
+	require.NoError(t, cl.Delete(context.Background(), bed))
+	reconcileBed("a")
+	require.Equal(t, map[string]int{workflows.TestBedWorkflowID("default", "a"): 1, workflows.TestBedWorkflowID("default", "b"): 1}, tc.ifRunning)
+	reconcileBed("a") // a pod of the deleted bed, later: the bed is unknown now
+	require.Equal(t, 1, tc.ifRunning[workflows.TestBedWorkflowID("default", "b")])
+}
+
+// signalCounter is a Temporal client that counts the signal-with-starts it is asked for, and
+// the signals of running workflows.
 type signalCounter struct {
 	temporal.Client
 	signalled map[string]int
+	ifRunning map[string]int
 	fail      bool
+}
+
+func (c *signalCounter) SignalWorkflow(_ context.Context, id, _, signal string, _ any) error {
+	if signal == workflows.TestBedChangedSignal {
+		c.ifRunning[id]++
+	}
+	return nil
 }
 
 func (c *signalCounter) SignalWithStartWorkflow(_ context.Context, id, signal string, _ any, _ temporal.StartWorkflowOptions, _ any, _ ...any) (temporal.WorkflowRun, error) {
@@ -79,4 +117,17 @@ func (c *signalCounter) SignalWithStartWorkflow(_ context.Context, id, signal st
 		c.signalled[id]++
 	}
 	return nil, nil
+}
+
+// A controller whose object fails again and again (Temporal away) tries it again at least
+// every MaxRetryDelay, and each controller counts its own failures.
+func TestControllerOptions_RetryWithinMaxRetryDelay(t *testing.T) {
+	opts := controllerOptions()
+	obj := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "bed"}}
+	var last time.Duration
+	for range 40 {
+		last = opts.RateLimiter.When(obj)
+	}
+	require.Equal(t, MaxRetryDelay, last)
+	require.Less(t, controllerOptions().RateLimiter.When(obj), time.Second, "another controller's failures counted")
 }

@@ -214,7 +214,8 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			{component: "admission", verb: "get", resource: "secrets", namespace: userNS},
 			{component: "api", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap},
 			{component: "api", verb: "delete", resource: "pods", namespace: userNS},
-			{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
+			{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
+			{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS},
 			{component: "api", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS},
 
 			{component: "slot-scheduler", verb: "create", resource: "pods", subresource: "binding", namespace: userNS, allowed: true},
@@ -381,7 +382,8 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		_, err = cs.RbacV1().Roles(bedNS).Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "testbed-reader"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"testbeds"}, Verbs: []string{"get"}}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"testbeds"}, Verbs: []string{"get"}},
+				{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs"}, Verbs: []string{"get", "update"}}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		_, err = cs.RbacV1().RoleBindings(bedNS).Create(ctx, &rbacv1.RoleBinding{
@@ -419,6 +421,22 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 			"alice cannot read the test bed through the API")
 		code, body := get("/schedulings")
 		require.Equal(t, http.StatusForbidden, code, "alice listing Schedulings: %v", body)
+
+		// Scheduler data is written by the API with its own role's update on BatchJobs,
+		// under the admission policies.
+		require.NoError(t, admin.Create(ctx, testobjects.BatchJob("noted").Namespace(bedNS).Obj()))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, s.URL+"/api/v1/jobs/noted/scheduler-data?namespace="+bedNS, strings.NewReader(`{"estimate":"90s"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		patched, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", patched)
+		var noted v1alpha1.BatchJob
+		require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "noted"}, &noted))
+		require.Equal(t, "90s", noted.Annotations[v1alpha1.SchedulerDataPrefix+"estimate"])
 	})
 }
 

@@ -87,7 +87,9 @@ type Job struct {
 	// creation. A creation time is kept to the second, so jobs made within one second are
 	// told apart by the order the kit first saw them in, which is the feed's, and so their
 	// creations' order; a submitter that makes many jobs a second (an experiment) gives each
-	// its exact arrival.
+	// its exact arrival. Scheduler data is any updater's to write, so the note counts only
+	// from ArrivalSlack before the job's creation to the end of its creation's second: no
+	// one moves a job ahead of jobs made more than that much earlier.
 	Arrival time.Time
 	// Replicas is how many slots the job asks for: its scheduler data "replicas" (the
 	// submitter's word, ReplicasNote), else 1.
@@ -103,15 +105,24 @@ const ReplicasNote = "replicas"
 // arrival, in RFC 3339 with fractions of a second.
 const ArrivalNote = "arrival"
 
-// arrivalOf is a job's ArrivalNote, else its creation time (zero when it has neither).
+// ArrivalSlack is how long before its job's creation an ArrivalNote may say the job arrived:
+// a submitter takes its note, then creates the job, retrying for some seconds when the API
+// is busy.
+const ArrivalSlack = 10 * time.Second
+
+// arrivalOf is a job's ArrivalNote when it falls from ArrivalSlack before the job's creation
+// to the end of its creation's second, else its creation time (zero when it has neither).
 func arrivalOf(j apitypes.Job) time.Time {
-	if t, err := time.Parse(time.RFC3339Nano, j.SchedulerData[ArrivalNote]); err == nil {
+	t, err := time.Parse(time.RFC3339Nano, j.SchedulerData[ArrivalNote])
+	switch {
+	case j.CreatedAt == nil && err == nil:
+		return t
+	case j.CreatedAt == nil:
+		return time.Time{}
+	case err == nil && !t.Before(j.CreatedAt.Add(-ArrivalSlack)) && t.Before(j.CreatedAt.Add(time.Second)):
 		return t
 	}
-	if j.CreatedAt != nil {
-		return j.CreatedAt.Time
-	}
-	return time.Time{}
+	return j.CreatedAt.Time
 }
 
 // replicasOf reads a job's ReplicasNote, 1 when it is missing or not a count.

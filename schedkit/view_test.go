@@ -168,7 +168,7 @@ func TestCheck_DropsWhatTheViewDoesNotAllow(t *testing.T) {
 
 // Creation times are kept to the second: jobs made in one second wait in the order the kit
 // first saw them (the feed's, which is their creation's), not by name; a submitter's exact
-// arrival note comes first.
+// arrival note orders them, and one from well before the job's creation counts for nothing.
 func TestView_ArrivalOrderWithinASecond(t *testing.T) {
 	w := newWorld()
 	setBed(w, 2)
@@ -179,12 +179,18 @@ func TestView_ArrivalOrderWithinASecond(t *testing.T) {
 	if diff := cmp.Diff([]string{"zed", "amy", "mid"}, names(w.view(epoch, nil).Waiting)); diff != "" {
 		t.Errorf("within a second (-want +got)\n%s", diff)
 	}
-	noted := same("mid")
-	noted.SchedulerData = map[string]string{ArrivalNote: epoch.Add(-time.Millisecond).Format(time.RFC3339Nano)}
-	w.jobChanged(noted)
+	note := func(name string, at time.Time) {
+		j := same(name)
+		j.SchedulerData = map[string]string{ArrivalNote: at.Format(time.RFC3339Nano)}
+		w.jobChanged(j)
+	}
+	note("zed", epoch.Add(500*time.Millisecond))
+	note("mid", epoch.Add(100*time.Millisecond))
 	w.jobChanged(apiJob("bad-note", 0, func(j *apitypes.Job) { j.SchedulerData = map[string]string{ArrivalNote: "yesterday"} }))
-	if diff := cmp.Diff([]string{"mid", "zed", "amy", "bad-note"}, names(w.view(epoch, nil).Waiting)); diff != "" {
-		t.Errorf("with an arrival note (-want +got)\n%s", diff)
+	note("early", epoch.Add(-time.Hour))       // long before its creation: a rewritten note, not believed
+	note("retried", epoch.Add(-2*time.Second)) // noted, then created after retries
+	if diff := cmp.Diff([]string{"retried", "amy", "bad-note", "early", "mid", "zed"}, names(w.view(epoch, nil).Waiting)); diff != "" {
+		t.Errorf("with arrival notes (-want +got)\n%s", diff)
 	}
 }
 

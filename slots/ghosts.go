@@ -117,7 +117,7 @@ func RequestsKey(r corev1.ResourceList) string {
 func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []ObservedPod) Plan {
 	skipped := map[string]bool{}
 	for _, s := range layout {
-		if s.Unready {
+		if s.Unready || s.Taint != "" {
 			skipped[s.NodeName] = true
 		}
 	}
@@ -132,7 +132,7 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 	reqKey := RequestsKey(ghostRequests)
 	want := make(map[ghostKey]Slot, len(layout))
 	for _, s := range layout {
-		if node, ok := taken[s.Position]; (ok && node == s.NodeName) || s.Unready {
+		if node, ok := taken[s.Position]; (ok && node == s.NodeName) || s.Unready || s.Taint != "" {
 			continue
 		}
 		if s.Leaving {

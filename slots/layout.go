@@ -22,6 +22,10 @@ type Node struct {
 	// Unready: the node's Ready condition is not True (a lost kubelet). Its slots keep
 	// their positions, but the ghost reconciler leaves them alone (PlanGhosts).
 	Unready bool
+	// Taint is the key of a NoSchedule or NoExecute taint on the node that ghosts do not
+	// tolerate (a cordon, a control plane's): its slots are left alone as an unready node's.
+	// Ghosts are bound to their node directly, past the scheduler's taint checks.
+	Taint string
 }
 
 // Slot is one slot of the layout.
@@ -34,6 +38,8 @@ type Slot struct {
 	NodeID         string
 	// Unready: the slot's node is not Ready.
 	Unready bool
+	// Taint: the slot's node has a taint ghosts do not tolerate (Node.Taint).
+	Taint string
 	// Assigned: a running job holds the slot (Admission gave it), whether or not one of its
 	// pods is there now. Not set by Layout: the caller knows the jobs.
 	Assigned bool
@@ -67,6 +73,7 @@ func Layout(nodes []Node, slotsPerNode int32) []Slot {
 				NodeName:       n.Name,
 				NodeID:         n.ID,
 				Unready:        n.Unready,
+				Taint:          n.Taint,
 			})
 		}
 	}
@@ -107,7 +114,7 @@ func Relayout(previous []v1alpha1.SlotStatus, nodes []Node, slotsPerNode int32, 
 		n, in := byName[p.NodeName]
 		switch {
 		case in && p.PositionOnNode < slotsPerNode && !kept[place{p.NodeName, p.PositionOnNode}]:
-			s.NodeID, s.Unready = n.ID, n.Unready
+			s.NodeID, s.Unready, s.Taint = n.ID, n.Unready, n.Taint
 			kept[place{p.NodeName, p.PositionOnNode}] = true
 		case held(p):
 			s.Leaving = true
@@ -137,6 +144,8 @@ func (s Slot) Unavailable() string {
 		return "the node left the test bed; the slot stays while a job holds it or a grant may still name it"
 	case s.Unready:
 		return "the node is not Ready"
+	case s.Taint != "":
+		return "the node has the taint " + s.Taint + ", which ghosts do not tolerate"
 	}
 	return ""
 }

@@ -638,6 +638,24 @@ func TestPlanGhosts_SkipsNodesThatAreNotReady(t *testing.T) {
 	}
 }
 
+// A node with a taint ghosts do not tolerate (a cordon) gets no new ghost, bound past the
+// taint by its node name, and its slots go to no new job, with the reason.
+func TestPlanGhosts_SkipsNodesWithATaintGhostsDoNotTolerate(t *testing.T) {
+	ns := nodes("0", "1")
+	ns[0].Taint = "node.kubernetes.io/unschedulable"
+	layout := Layout(ns, 2)
+	plan := PlanGhosts(layout, slotSize, nil)
+	if !slices.Equal(plan.SkippedNodes, []string{"node-0"}) {
+		t.Errorf("skipped %v; want node-0", plan.SkippedNodes)
+	}
+	if got := positions(plan.Create); !slices.Equal(got, []int32{1, 3}) {
+		t.Errorf("created %v; want node-1's slots 1 and 3", got)
+	}
+	if got := layout[0].Unavailable(); !strings.Contains(got, "taint node.kubernetes.io/unschedulable") {
+		t.Errorf("slot 0 unavailable for %q", got)
+	}
+}
+
 // A slot a running job holds has no ghost while the job's pod is away: none is made, and one
 // still there goes (a pod of the job placed by room alone would otherwise sit beside it).
 func TestPlanGhosts_AssignedSlotsHaveNoGhost(t *testing.T) {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"testing"
 
 	"slotplane/activities"
@@ -13,12 +14,25 @@ import (
 func TestOptions_HoldTheWaitsOfTenTimesTheEnvelope(t *testing.T) {
 	const envelopeJobs = 8_000
 	for _, queue := range Queues {
-		o := options(queue, &activities.Activities{})
+		o := options(queue, &activities.Activities{}, nil)
 		if o.MaxConcurrentActivityExecutionSize <= 10*envelopeJobs {
 			t.Errorf("%s: %d activities at once, want more than %d", queue, o.MaxConcurrentActivityExecutionSize, 10*envelopeJobs)
 		}
 	}
-	if o := options(workflows.AdmissionTaskQueue, &activities.Activities{}); o.MaxConcurrentWorkflowTaskPollers != AdmissionPollers {
+	if o := options(workflows.AdmissionTaskQueue, &activities.Activities{}, nil); o.MaxConcurrentWorkflowTaskPollers != AdmissionPollers {
 		t.Errorf("Admission's queue: %d workflow pollers, want %d", o.MaxConcurrentWorkflowTaskPollers, AdmissionPollers)
+	}
+}
+
+// A task queue's worker that stops for good tells the process, which ends.
+func TestOptions_AFatalErrorReachesTheProcess(t *testing.T) {
+	var got error
+	o := options(workflows.TaskQueue, &activities.Activities{}, func(err error) { got = err })
+	if o.OnFatalError == nil {
+		t.Fatal("no OnFatalError")
+	}
+	o.OnFatalError(errors.New("namespace default is not found"))
+	if got == nil || got.Error() != "namespace default is not found" {
+		t.Errorf("onFatal got %v", got)
 	}
 }

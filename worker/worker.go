@@ -93,6 +93,13 @@ func Polls(queues []string, queue string) bool {
 // send Admission's messages as updates (workflows.AdmissionUpdates) unless told which. What
 // is registered on the worker returned is registered on its first queue alone.
 func New(c client.Client, acts *activities.Activities, queues []string) sdkworker.Worker {
+	return NewStopping(c, acts, queues, nil)
+}
+
+// NewStopping is New with onFatal called when a task queue's worker stops for good (the SDK's
+// OnFatalError: its namespace is gone, its credentials are refused). The SDK's worker then
+// polls no more while the process lives on, so the process should end and be restarted.
+func NewStopping(c client.Client, acts *activities.Activities, queues []string, onFatal func(error)) sdkworker.Worker {
 	if acts.Temporal == nil {
 		acts.Temporal = c
 	}
@@ -107,7 +114,7 @@ func New(c client.Client, acts *activities.Activities, queues []string) sdkworke
 	}
 	var g group
 	for i, queue := range queues {
-		w := sdkworker.New(c, queue, options(queue, acts))
+		w := sdkworker.New(c, queue, options(queue, acts, onFatal))
 		if queue == workflows.AdmissionTaskQueue {
 			w.RegisterWorkflow(workflows.AdmissionWorkflow)
 		} else {
@@ -126,7 +133,7 @@ func New(c client.Client, acts *activities.Activities, queues []string) sdkworke
 }
 
 // options are the SDK worker's options for queue.
-func options(queue string, acts *activities.Activities) sdkworker.Options {
+func options(queue string, acts *activities.Activities, onFatal func(error)) sdkworker.Options {
 	pollers := Pollers
 	if queue == workflows.AdmissionTaskQueue {
 		pollers = AdmissionPollers
@@ -135,7 +142,7 @@ func options(queue string, acts *activities.Activities) sdkworker.Options {
 		MaxConcurrentActivityExecutionSize: ActivitySlots,
 		StickyScheduleToStartTimeout:       StickyTimeout, MaxHeartbeatThrottleInterval: HeartbeatThrottle, Identity: Identity,
 		DeadlockDetectionTimeout: workflows.TaskTimeout, BuildID: BuildID(),
-		Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}}
+		Interceptors: []interceptor.WorkerInterceptor{workflows.CopiesInterceptor(acts.Changes)}, OnFatalError: onFatal}
 }
 
 // ActivitySlots is how many activities a worker runs at once on each task queue. Every job

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
+	"slotplane/extender"
 	"slotplane/internal/kubeclient"
 )
 
@@ -43,10 +45,25 @@ func runAPI(ctx context.Context, args []string) error {
 	origins := fs.String("allowed-origins", envOr("SLOTPLANE_API_ALLOWED_ORIGINS", ""), "comma-separated browser origins (https://host:port), besides the API's own, that may open the websocket feed")
 	feedConns := fs.Int("feed-connections", api.DefaultFeedConnections, "most change feed connections open at once; more are answered 429")
 	feedUserConns := fs.Int("feed-connections-per-user", api.DefaultFeedConnectionsPerUser, "most change feed connections one user may have open")
+	certFile := fs.String("tls-cert-file", envOr("SLOTPLANE_API_TLS_CERT", ""), "PEM certificate to serve HTTPS with (reloaded when it changes); without it the API speaks plain HTTP, for a TLS proxy in front")
+	keyFile := fs.String("tls-key-file", envOr("SLOTPLANE_API_TLS_KEY", ""), "PEM key of -tls-cert-file")
+	audiences := fs.String("token-audiences", envOr("SLOTPLANE_API_TOKEN_AUDIENCES", ""), "with -auth="+authKubernetes+", comma-separated audiences a token must be issued for "+
+		"(kubectl create token --audience); empty takes the API server's own, so any token of the cluster works")
 	metricsAddr := metricsFlag(fs)
 	pprofAddr := pprofFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var serveTLS *tls.Config
+	if *certFile != "" || *keyFile != "" {
+		c, err := extender.ServerTLS(*certFile, *keyFile, "")
+		if err != nil {
+			return fmt.Errorf("-tls-cert-file and -tls-key-file: %w", err)
+		}
+		serveTLS = c
+	}
+	if *audiences != "" && *mode != authKubernetes {
+		return fmt.Errorf("-token-audiences is for -auth=%s: the token file's tokens have none", authKubernetes)
 	}
 	// Check the flags and read the token file before dialling anything.
 	var static api.StaticTokens
@@ -83,8 +100,8 @@ func runAPI(ctx context.Context, args []string) error {
 	}
 	// Config: the change feed watches the cluster with informers of its own.
 	o := api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Config: cfg, AllowedOrigins: splitList(*origins),
-		FeedConnections: *feedConns, FeedConnectionsPerUser: *feedUserConns, Metrics: reg}
-	o.Auth, o.Authorizer = apiAuth(*mode, static, cl)
+		FeedConnections: *feedConns, FeedConnectionsPerUser: *feedUserConns, Metrics: reg, TLS: serveTLS}
+	o.Auth, o.Authorizer = apiAuth(*mode, static, cl, splitList(*audiences))
 	s, err := api.Start(o, *listen)
 	if err != nil {
 		return err
@@ -110,9 +127,9 @@ func runAPI(ctx context.Context, args []string) error {
 // tokens with what each line's options allow, or the cluster's reviews made with the command's live
 // client (whose identity needs create on tokenreviews and subjectaccessreviews, as the
 // ClusterRole system:auth-delegator grants).
-func apiAuth(mode string, static api.StaticTokens, cl ctrlclient.Client) (api.Authenticator, api.Authorizer) {
+func apiAuth(mode string, static api.StaticTokens, cl ctrlclient.Client, audiences []string) (api.Authenticator, api.Authorizer) {
 	if mode == authKubernetes {
-		return &api.KubeTokens{Client: cl}, &api.KubeAccess{Client: cl}
+		return &api.KubeTokens{Client: cl, Audiences: audiences}, &api.KubeAccess{Client: cl}
 	}
 	return static, api.TokenScopes{}
 }

@@ -15,6 +15,9 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
+	// The image has no CA bundle of its own: the binary carries Mozilla's roots, which Go
+	// uses where the system has none (TLS to Temporal without -temporal-tls-ca).
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )

@@ -88,7 +88,7 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		kubeconfig: fs.String("kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account"),
 		temporal:   fs.String("temporal-address", envOr("SLOTPLANE_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port"),
 		namespace:  fs.String("temporal-namespace", envOr("SLOTPLANE_TEMPORAL_NAMESPACE", worker.DefaultNamespace), "Temporal namespace"),
-		tlsCA:      fs.String("temporal-tls-ca", envOr("SLOTPLANE_TEMPORAL_TLS_CA", ""), "PEM file of the CA that signed the Temporal frontend's certificate (default: the system's roots); turns TLS on"),
+		tlsCA:      fs.String("temporal-tls-ca", envOr("SLOTPLANE_TEMPORAL_TLS_CA", ""), "PEM file of the CA that signed the Temporal frontend's certificate (default: the system's roots, or the binary's own copy of Mozilla's where the system has none, as in the image); turns TLS on"),
 		tlsCert:    fs.String("temporal-tls-cert", envOr("SLOTPLANE_TEMPORAL_TLS_CERT", ""), "PEM client certificate for mutual TLS with Temporal (with -temporal-tls-key)"),
 		tlsKey:     fs.String("temporal-tls-key", envOr("SLOTPLANE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert"),
 		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
@@ -237,7 +237,15 @@ func runWorker(ctx context.Context, args []string) error {
 	if err := serveMetrics(ctx, *metricsAddr, reg); err != nil {
 		return err
 	}
-	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes}, queues)
+	// A task queue's worker that stops for good ends the process, to be restarted: it would
+	// otherwise poll no more while looking alive.
+	fatal := make(chan error, 1)
+	w := worker.NewStopping(tc, &activities.Activities{Client: cl, Changes: changes}, queues, func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -247,7 +255,12 @@ func runWorker(ctx context.Context, args []string) error {
 		defer cancel()
 		worker.TakeOver(tctx, tc.WorkflowService(), *conn.namespace, cl, queues, slog.Default())
 	}()
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-fatal:
+		w.Stop()
+		return fmt.Errorf("the Temporal worker stopped: %w", err)
+	}
 	w.Stop()
 	return nil
 }

@@ -17,7 +17,7 @@ type TestBedSpec struct {
 	// has no slots while it exists (condition Ready, reason NodeLabelTaken).
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="nodeLabel must be a valid label key, such as slotplane.io/node or testbed"
-	// +kubebuilder:validation:XValidation:rule="!(self in ['kubernetes.io/hostname', 'kubernetes.io/os', 'kubernetes.io/arch']) && !self.startsWith('topology.kubernetes.io/') && !self.startsWith('beta.kubernetes.io/') && !self.startsWith('failure-domain.beta.kubernetes.io/') && !self.startsWith('node.kubernetes.io/')",message="nodeLabel must mark the test bed's nodes only: kubernetes.io/hostname, os and arch, and the topology, node.kubernetes.io and beta labels are on every node"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([^/]*\\\\.)?(kubernetes|k8s)\\\\.io/')",message="nodeLabel must be a key of your own that marks the test bed's nodes only: keys under kubernetes.io and k8s.io (hostname, topology, node-role) are Kubernetes', on every node or on the control plane"
 	NodeLabel string `json:"nodeLabel"`
 
 	// SlotsPerNode is the number of slots on every labelled node.
