@@ -175,7 +175,8 @@ type Options struct {
 	// controller-runtime's global logger (which the command line sets).
 	Log *slog.Logger
 	// WorkflowCheckEvery is how often each test bed's workflows are checked for a failing
-	// task (WorkflowHealth; default 30 s).
+	// task (WorkflowHealth), and the test beds and jobs for a workflow that is not running
+	// (WorkflowKeeper); default 30 s.
 	WorkflowCheckEvery time.Duration
 }
 
@@ -205,6 +206,9 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	}
 	if err := addSignallers(mgr, tc, ctrlOpts, opts); err != nil {
 		return nil, err
+	}
+	if err := mgr.Add(&WorkflowKeeper{Reader: mgr.GetClient(), Temporal: tc, Log: opts.Log, Every: opts.WorkflowCheckEvery}); err != nil {
+		return nil, fmt.Errorf("bridge workflow keeper: %w", err)
 	}
 	policies, err := addJobPolicyBridge(cfg, mgr, tc, ctrlOpts)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testcluster"
+	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 	"slotplane/internal/testtemporal"
 	"slotplane/worker"
@@ -287,4 +289,50 @@ func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
 		cond := meta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionReady)
 		return tb.Status.Total == 4 && cond != nil && cond.Reason == "GhostsInPlace"
 	}, 30*time.Second, 100*time.Millisecond, "the later bed did not take the nodes over")
+}
+
+// A TestBed's or BatchJob's workflow terminated (from the Web UI, as an operator would) is
+// started again by the bridge's keeper within a check or two, and its fresh run goes on from
+// the cluster: the bed keeps its ghosts, the job its state.
+func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
+	t.Parallel()
+	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Second})
+	ctx := context.Background()
+	tb := &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}},
+	}
+	require.NoError(t, cl.Create(ctx, tb))
+	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
+	waitBed(t, cl, 4, 4)
+	ids := []string{workflows.TestBedWorkflowID("default", "bed"), workflows.BatchJobWorkflowID("default", "wordcount")}
+	runOf := func(id string) (string, bool) {
+		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return "", false
+		}
+		info := d.GetWorkflowExecutionInfo()
+		return info.GetExecution().GetRunId(), info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}
+	before := map[string]string{}
+	for _, id := range ids {
+		require.Eventually(t, func() bool { run, ok := runOf(id); before[id] = run; return ok }, 30*time.Second, 100*time.Millisecond, "%s never ran", id)
+		require.NoError(t, tc.TerminateWorkflow(ctx, id, "", "an operator, from the Web UI"))
+	}
+	for _, id := range ids {
+		require.Eventually(t, func() bool { run, ok := runOf(id); return ok && run != before[id] }, 30*time.Second, 200*time.Millisecond,
+			"%s was not started again", id)
+	}
+	// The fresh runs go on: the job is Ready, and a ghost deleted by hand comes back.
+	require.Eventually(t, func() bool {
+		var j v1alpha1.BatchJob
+		return cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "wordcount"}, &j) == nil && j.Status.State == v1alpha1.JobReady
+	}, 30*time.Second, 200*time.Millisecond)
+	ghosts := ghostsByNode(t, cl)["node-00"]
+	require.NotEmpty(t, ghosts)
+	require.NoError(t, cl.Delete(ctx, &ghosts[0]))
+	waitBed(t, cl, 4, 4)
 }

@@ -272,6 +272,7 @@ func runBridge(ctx context.Context, args []string) error {
 	health := fs.String("health-listen", envOr("SLOTPLANE_HEALTH_LISTEN", ":8081"), "/healthz and /readyz address; 0 turns them off")
 	hook := fs.String("webhook-listen", envOr("SLOTPLANE_WEBHOOK_LISTEN", ""), "address of the HTTPS admission webhook that checks BatchJobs' wrapped specs ("+bridge.SpecWebhookPath+"); empty turns it off")
 	hookCerts := fs.String("webhook-cert-dir", envOr("SLOTPLANE_WEBHOOK_CERT_DIR", ""), "directory with the webhook's tls.crt and tls.key (reloaded when they change)")
+	checkEvery := fs.Duration("workflow-check-every", 30*time.Second, "how often the test beds' workflows are checked for a failing task, and the test beds and jobs for a workflow that is not running (started again)")
 	pprofAddr := pprofFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -290,7 +291,7 @@ func runBridge(ctx context.Context, args []string) error {
 	}
 	defer tc.Close()
 	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metricsAddr, HealthAddr: *health,
-		Webhook: bridge.WebhookOptions{Addr: *hook, CertDir: *hookCerts}})
+		Webhook: bridge.WebhookOptions{Addr: *hook, CertDir: *hookCerts}, WorkflowCheckEvery: *checkEvery})
 	if err != nil {
 		return err
 	}

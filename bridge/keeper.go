@@ -1,0 +1,152 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/workflowservice/v1"
+	temporal "go.temporal.io/sdk/client"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"slotplane/crds/v1alpha1"
+	"slotplane/workflows"
+)
+
+// WorkflowKeeper starts again the workflow of each TestBed and BatchJob that has none
+// running. Both run for as long as their object exists, and are started by the object's
+// changes: one terminated (from Temporal's Web UI, say) or failed would otherwise wait for
+// the object's next change, a bed keeping its ghosts as they were and a running job its
+// slots after its application ended. A fresh run rebuilds from the cluster: the bed's
+// workflow from its nodes and pods, a job's from its claim, creation request and
+// application (CreateApplication finds the application a lost run made).
+//
+// Every Every, it lists the running workflows of each kind from Temporal's visibility (one
+// paged query per kind, not one call per object) and signal-with-starts the missing ones,
+// as a change of their object does. Visibility lags the workflows by a moment, so a
+// workflow started or continued just before may be signalled once more: a look that finds
+// nothing new.
+type WorkflowKeeper struct {
+	// Reader lists the TestBeds and BatchJobs (the manager's cache).
+	Reader   client.Reader
+	Temporal temporal.Client
+	Log      *slog.Logger
+	// Every is how often it looks (default 30 s).
+	Every time.Duration
+}
+
+// workflowsRestarted counts the workflows the keeper started again, by kind.
+var workflowsRestarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "slotplane_workflows_restarted_total",
+	Help: "Workflows the bridge started again because their object had none running (testbed, batchjob).",
+}, []string{"workflow"})
+
+func init() { ctrlmetrics.Registry.MustRegister(workflowsRestarted) }
+
+// NeedLeaderElection: one bridge replica keeps the workflows.
+func (k *WorkflowKeeper) NeedLeaderElection() bool { return true }
+
+// Start looks every Every until ctx ends. A pass that fails is logged and tried at the next.
+func (k *WorkflowKeeper) Start(ctx context.Context) error {
+	every := k.Every
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := k.Pass(ctx); err != nil && ctx.Err() == nil {
+			k.logger().Warn("could not check that every test bed and job has its workflow; trying again at the next pass", "err", err)
+		}
+	}
+}
+
+func (k *WorkflowKeeper) logger() *slog.Logger {
+	if k.Log != nil {
+		return k.Log
+	}
+	return slog.Default()
+}
+
+// Pass starts the missing workflows once, and says how many it started.
+func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
+	started := 0
+	var beds v1alpha1.TestBedList
+	if err := k.Reader.List(ctx, &beds, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, fmt.Errorf("list test beds: %w", err)
+	}
+	running, err := k.running(ctx, "TestBedWorkflow")
+	if err != nil {
+		return 0, err
+	}
+	for _, b := range beds.Items {
+		id := workflows.TestBedWorkflowID(b.Namespace, b.Name)
+		if b.DeletionTimestamp != nil || running[id] {
+			continue
+		}
+		_, err := k.Temporal.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
+			temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
+			workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: b.Namespace, Name: b.Name})
+		if err != nil {
+			return started, fmt.Errorf("signal-with-start %s: %w", id, err)
+		}
+		started++
+		workflowsRestarted.WithLabelValues("testbed").Inc()
+		k.logger().Warn("a test bed had no workflow running; started it again", "testbed", b.Namespace+"/"+b.Name)
+	}
+
+	// The cache's own objects, not copies: only their names are read.
+	var jobs v1alpha1.BatchJobList
+	if err := k.Reader.List(ctx, &jobs, client.UnsafeDisableDeepCopy); err != nil {
+		return started, fmt.Errorf("list batch jobs: %w", err)
+	}
+	if running, err = k.running(ctx, "BatchJobWorkflow"); err != nil {
+		return started, err
+	}
+	for _, j := range jobs.Items {
+		id := workflows.BatchJobWorkflowID(j.Namespace, j.Name)
+		if j.DeletionTimestamp != nil || running[id] {
+			continue
+		}
+		_, err := k.Temporal.SignalWithStartWorkflow(ctx, id, workflows.BatchJobChangedSignal, nil,
+			temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
+			workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: j.Namespace, Name: j.Name})
+		if err != nil {
+			return started, fmt.Errorf("signal-with-start %s: %w", id, err)
+		}
+		started++
+		workflowsRestarted.WithLabelValues("batchjob").Inc()
+		k.logger().Warn("a batch job had no workflow running; started it again", "job", j.Namespace+"/"+j.Name)
+	}
+	return started, nil
+}
+
+// running lists the ids of the running workflows of a type, from visibility.
+func (k *WorkflowKeeper) running(ctx context.Context, workflowType string) (map[string]bool, error) {
+	out := map[string]bool{}
+	req := &workflowservice.ListWorkflowExecutionsRequest{
+		Query:    fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflowType),
+		PageSize: 1000,
+	}
+	for {
+		resp, err := k.Temporal.ListWorkflow(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("list running %s workflows: %w", workflowType, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			out[e.GetExecution().GetWorkflowId()] = true
+		}
+		if len(resp.GetNextPageToken()) == 0 {
+			return out, nil
+		}
+		req.NextPageToken = resp.GetNextPageToken()
+	}
+}
