@@ -192,10 +192,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "alices", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 			Jobs: []v1alpha1.SchedulingJob{{Name: "alices", Replication: 2}}})
 		require.NoError(t, err)
-		require.Eventually(t, func() bool {
-			j, err := p.api.GetJob(ctx, "alices")
-			return err == nil && j.Status.State == v1alpha1.JobRunning
-		}, 2*time.Minute, 250*time.Millisecond, "alice's job never ran")
+		p.waitJob(t, "alices", v1alpha1.JobRunning, 2*time.Minute)
 
 		// A forged kill in an administrator's name, and a rewritten image: both refused by the
 		// API server once the policies are in force (a moment after the platform starts).
@@ -258,10 +255,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, v1alpha1.JobRunning, j.Status.State, "alice's job was touched: %s", j.Status.Message)
 		require.Equal(t, "registry.example/job:1", j.Application.Image)
-		require.Eventually(t, func() bool {
-			s, err := p.api.GetScheduling(ctx, "alices")
-			return err == nil && s.Status.State == v1alpha1.SchedulingCompleted
-		}, 2*time.Minute, 250*time.Millisecond, "alice's Scheduling did not complete")
+		p.waitScheduling(t, "alices", v1alpha1.SchedulingCompleted, 2*time.Minute)
 		j, err = p.api.GetJob(ctx, "alices")
 		require.NoError(t, err)
 		require.Equal(t, v1alpha1.JobCompleted, j.Status.State)

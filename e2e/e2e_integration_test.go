@@ -473,7 +473,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr, "-metrics-listen", metricsAt["extender"],
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
-		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["bridge"],
+		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["bridge"], "-workflow-check-every", "2s",
 			"-health-listen", "127.0.0.1:"+strconv.Itoa(ports[2]), "-webhook-listen", dp.WebhookAddr, "-webhook-cert-dir", dp.WebhookCerts.Dir)},
 		"api": {name: "api", args: append(slices.Clone(conn), "-listen", apiAddr, "-token-file", tokens, "-metrics-listen", metricsAt["api"])},
 	}}
@@ -543,6 +543,24 @@ func (p *e2ePlatform) bedSlots(ctx context.Context) (total, free int32) {
 		free += tb.Status.Free
 	}
 	return total, free
+}
+
+// waitJob waits until the API shows the job in state.
+func (p *e2ePlatform) waitJob(t *testing.T, name string, state v1alpha1.BatchJobState, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		j, err := p.api.GetJob(context.Background(), name)
+		return err == nil && j.Status.State == state
+	}, within, 250*time.Millisecond, "job %s never %s", name, state)
+}
+
+// waitScheduling waits until the API shows the Scheduling in state.
+func (p *e2ePlatform) waitScheduling(t *testing.T, name string, state v1alpha1.SchedulingState, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s, err := p.api.GetScheduling(context.Background(), name)
+		return err == nil && s.Status.State == state
+	}, within, 250*time.Millisecond, "scheduling %s never %s", name, state)
 }
 
 // waitSlotsFree waits until every slot is free with its ghost running again.

@@ -1,0 +1,71 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"slotplane/api"
+	"slotplane/crds/v1alpha1"
+	"slotplane/internal/appsim"
+	"slotplane/workflows"
+)
+
+// An operator terminates, through the Temporal client as the Web UI does, the workflow of a
+// running job and that of its test bed. The bridge starts both again; the job's fresh run
+// finds its application and goes on: the job ends Completed once, its Scheduling completes,
+// and every slot is free with its ghost again.
+func TestE2E_TerminatedJobAndTestBedWorkflowsComeBack(t *testing.T) {
+	t.Parallel() // no timing it asserts on
+	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
+	ctx := context.Background()
+	_, err := p.api.CreateJob(ctx, api.JobRequest{Name: "steady", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+		DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+		Annotations:     map[string]string{appsim.SimDurationAnnotation: "20s"}})
+	require.NoError(t, err)
+	_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "steady", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+		Jobs: []v1alpha1.SchedulingJob{{Name: "steady", Replication: 2}}})
+	require.NoError(t, err)
+	p.waitJob(t, "steady", v1alpha1.JobRunning, 2*time.Minute)
+
+	ids := []string{workflows.BatchJobWorkflowID("default", "steady"), workflows.TestBedWorkflowID("default", "bed")}
+	before := map[string]string{}
+	for _, id := range ids {
+		d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+		require.NoError(t, err)
+		before[id] = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		require.NoError(t, p.temporal.TerminateWorkflow(ctx, id, "", "an operator, from the Web UI"))
+	}
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil {
+				return false
+			}
+			info := d.GetWorkflowExecutionInfo()
+			return info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && info.GetExecution().GetRunId() != before[id]
+		}, 30*time.Second, 250*time.Millisecond, "%s did not come back", id)
+	}
+
+	p.waitScheduling(t, "steady", v1alpha1.SchedulingCompleted, 2*time.Minute)
+	j, err := p.api.GetJob(ctx, "steady")
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.JobCompleted, j.Status.State, "%s", j.Status.Message)
+	require.EqualValues(t, 1, j.Status.Run, "the job ran more than once")
+	ended := 0
+	for _, h := range j.Status.History {
+		if h.Outcome != "" {
+			ended++
+		}
+	}
+	require.LessOrEqual(t, ended, 1, "the run ended more than once: %+v", j.Status.History)
+	p.waitSlotsFree(t, time.Minute)
+}
