@@ -336,3 +336,36 @@ func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
 	require.NoError(t, cl.Delete(ctx, &ghosts[0]))
 	waitBed(t, cl, 4, 4)
 }
+
+// A Scheduling whose finalizer an operator removes by hand, and which is then deleted, does
+// not leave its workflow running and its job claimed: the keeper cancels the workflow, which
+// releases the job.
+func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
+	t.Parallel()
+	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Second})
+	ctx := context.Background()
+	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
+	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "wordcount", Replication: 1}}}}
+	require.NoError(t, cl.Create(ctx, sched))
+	held := func() bool {
+		var j v1alpha1.BatchJob
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "wordcount"}, &j))
+		return j.Labels[v1alpha1.ActiveSchedulingLabel] == "nightly"
+	}
+	require.Eventually(t, held, 30*time.Second, 100*time.Millisecond, "the scheduling never claimed its job")
+
+	// The finalizer goes by hand, then the object.
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(sched), sched))
+	sched.Finalizers = nil
+	require.NoError(t, cl.Update(ctx, sched))
+	require.NoError(t, cl.Delete(ctx, sched))
+
+	id := workflows.SchedulingWorkflowID("default", "nightly")
+	require.Eventually(t, func() bool {
+		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, 30*time.Second, 200*time.Millisecond, "the gone scheduling's workflow runs on")
+	require.Eventually(t, func() bool { return !held() }, 30*time.Second, 200*time.Millisecond, "the job stays claimed")
+}

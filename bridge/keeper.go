@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/workflowservice/v1"
 	temporal "go.temporal.io/sdk/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -29,9 +30,15 @@ import (
 // as a change of their object does. Visibility lags the workflows by a moment, so a
 // workflow started or continued just before may be signalled once more: a look that finds
 // nothing new.
+//
+// A running Scheduling workflow whose Scheduling is gone (its finalizer removed by hand) is
+// cancelled: it releases the jobs it claimed and tells Admission, as on a deletion. The
+// absence is read live, not from the cache: a Scheduling is made before its workflow.
 type WorkflowKeeper struct {
-	// Reader lists the TestBeds and BatchJobs (the manager's cache).
-	Reader   client.Reader
+	// Reader lists the TestBeds, BatchJobs and Schedulings (the manager's cache).
+	Reader client.Reader
+	// Live reads a Scheduling the cache does not have (the manager's API reader).
+	Live     client.Reader
 	Temporal temporal.Client
 	Log      *slog.Logger
 	// Every is how often it looks (default 30 s).
@@ -44,7 +51,14 @@ var workflowsRestarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Workflows the bridge started again because their object had none running (testbed, batchjob).",
 }, []string{"workflow"})
 
-func init() { ctrlmetrics.Registry.MustRegister(workflowsRestarted) }
+// workflowsCancelled counts the workflows the keeper cancelled because their object was
+// gone, by kind.
+var workflowsCancelled = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "slotplane_workflows_cancelled_total",
+	Help: "Workflows the bridge cancelled because their object was gone while they ran (scheduling).",
+}, []string{"workflow"})
+
+func init() { ctrlmetrics.Registry.MustRegister(workflowsRestarted, workflowsCancelled) }
 
 // NeedLeaderElection: one bridge replica keeps the workflows.
 func (k *WorkflowKeeper) NeedLeaderElection() bool { return true }
@@ -126,7 +140,41 @@ func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
 		workflowsRestarted.WithLabelValues("batchjob").Inc()
 		k.logger().Warn("a batch job had no workflow running; started it again", "job", j.Namespace+"/"+j.Name)
 	}
+	if err := k.cancelOrphans(ctx); err != nil {
+		return started, err
+	}
 	return started, nil
+}
+
+// cancelOrphans cancels the running Scheduling workflows whose Scheduling is gone.
+func (k *WorkflowKeeper) cancelOrphans(ctx context.Context) error {
+	running, err := k.running(ctx, "SchedulingWorkflow")
+	if err != nil {
+		return err
+	}
+	var scheds v1alpha1.SchedulingList
+	if err := k.Reader.List(ctx, &scheds, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("list schedulings: %w", err)
+	}
+	for _, sc := range scheds.Items {
+		delete(running, workflows.SchedulingWorkflowID(sc.Namespace, sc.Name))
+	}
+	for id := range running {
+		key, ok := workflows.SchedulingOfWorkflowID(id)
+		if !ok || k.Live == nil {
+			continue
+		}
+		err := k.Live.Get(ctx, key, &v1alpha1.Scheduling{})
+		if !apierrors.IsNotFound(err) {
+			continue // there after all (the cache lags), or unknown: the next pass looks again
+		}
+		if err := k.Temporal.CancelWorkflow(ctx, id, ""); err != nil {
+			return fmt.Errorf("cancel %s: %w", id, err)
+		}
+		workflowsCancelled.WithLabelValues("scheduling").Inc()
+		k.logger().Warn("a scheduling is gone but its workflow ran on; cancelled it, which releases its jobs", "scheduling", key.String())
+	}
+	return nil
 }
 
 // running lists the ids of the running workflows of a type, from visibility.

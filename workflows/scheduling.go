@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"go.temporal.io/sdk/temporal"
@@ -27,6 +28,17 @@ const ExtendUpdate = "extend"
 // start it under this id, so a second start is a no-op.
 func SchedulingWorkflowID(namespace, name string) string {
 	return fmt.Sprintf("scheduling/%s/%s", namespace, name)
+}
+
+// SchedulingOfWorkflowID is the Scheduling a SchedulingWorkflowID names (false: it names
+// none).
+func SchedulingOfWorkflowID(id string) (types.NamespacedName, bool) {
+	rest, ok := strings.CutPrefix(id, "scheduling/")
+	ns, name, found := strings.Cut(rest, "/")
+	if !ok || !found || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
 }
 
 // SchedulingInput names the Scheduling; the rest is optional (zero takes the default).
