@@ -152,14 +152,23 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 		// The work queue brings the bed back then, and merges every change until.
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	_, err = s.Temporal.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
-		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
-		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: req.Namespace, Name: req.Name})
-	if err != nil {
+	if err := nudgeTestBed(ctx, s.Temporal, req.NamespacedName); err != nil {
 		s.forget(req.NamespacedName)
-		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)
+		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// nudgeTestBed signals a test bed's workflow that its bed changed, starting it if none runs.
+func nudgeTestBed(ctx context.Context, tc temporal.Client, bed types.NamespacedName) error {
+	id := workflows.TestBedWorkflowID(bed.Namespace, bed.Name)
+	_, err := tc.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
+		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
+		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: bed.Namespace, Name: bed.Name})
+	if err != nil {
+		return fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	return nil
 }
 
 // Options configure the bridge's manager.

@@ -77,12 +77,7 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 	cl, tc := startBridge(t, c)
 	ctx := context.Background()
 
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}},
-	}
+	tb := bedOn("default", "bed", testcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, tb))
 	waitBed(t, cl, 8, 8)
 
@@ -124,12 +119,7 @@ func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
 	frozen.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}
 	frozen.Status.Capacity = frozen.Status.Allocatable
 	require.NoError(t, cl.Status().Update(ctx, frozen))
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}},
-	}
+	tb := bedOn("default", "bed", testcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, tb))
 	require.Eventually(t, func() bool {
 		g := ghostsByNode(t, cl)
@@ -249,25 +239,17 @@ func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
-	bed := func(ns, name, label string) *v1alpha1.TestBed {
-		return &v1alpha1.TestBed{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1alpha1.TestBedSpec{NodeLabel: label, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-			}},
-		}
-	}
 	for _, label := range []string{"kubernetes.io/hostname", "node-role.kubernetes.io/control-plane", "topology.kubernetes.io/zone", "k8s.io/x"} {
-		err := cl.Create(ctx, bed("default", "everywhere", label))
+		err := cl.Create(ctx, bedOn("default", "everywhere", label))
 		require.ErrorContains(t, err, "nodeLabel must be a key of your own", label)
 	}
 
 	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}))
-	first := bed("default", "bed", testcluster.DefaultNodeLabel)
+	first := bedOn("default", "bed", testcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, first))
 	waitBed(t, cl, 4, 4)
 	time.Sleep(1100 * time.Millisecond) // creation times are in seconds
-	require.NoError(t, cl.Create(ctx, bed("team-b", "late", testcluster.DefaultNodeLabel)))
+	require.NoError(t, cl.Create(ctx, bedOn("team-b", "late", testcluster.DefaultNodeLabel)))
 	late := func() *v1alpha1.TestBed {
 		var tb v1alpha1.TestBed
 		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "late"}, &tb))
@@ -299,12 +281,7 @@ func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Second})
 	ctx := context.Background()
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}},
-	}
+	tb := bedOn("default", "bed", testcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, tb))
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
 	waitBed(t, cl, 4, 4)
@@ -368,4 +345,14 @@ func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
 		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, 30*time.Second, 200*time.Millisecond, "the gone scheduling's workflow runs on")
 	require.Eventually(t, func() bool { return !held() }, 30*time.Second, 200*time.Millisecond, "the job stays claimed")
+}
+
+// bedOn is a test bed of two slots of 1 cpu and 1 GiB on each node labelled label.
+func bedOn(namespace, name, label string) *v1alpha1.TestBed {
+	return &v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1alpha1.TestBedSpec{NodeLabel: label, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}},
+	}
 }

@@ -44,13 +44,19 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	_, err = s.Temporal.SignalWithStartWorkflow(ctx, id, workflows.BatchJobChangedSignal, nil,
+	return reconcile.Result{}, nudgeBatchJob(ctx, s.Temporal, req.NamespacedName)
+}
+
+// nudgeBatchJob signals a BatchJob's workflow that its job changed, starting it if none runs.
+func nudgeBatchJob(ctx context.Context, tc temporal.Client, job types.NamespacedName) error {
+	id := workflows.BatchJobWorkflowID(job.Namespace, job.Name)
+	_, err := tc.SignalWithStartWorkflow(ctx, id, workflows.BatchJobChangedSignal, nil,
 		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
-		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: req.Namespace, Name: req.Name})
+		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: job.Namespace, Name: job.Name})
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("signal-with-start %s: %w", id, err)
+		return fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
-	return reconcile.Result{}, nil
+	return nil
 }
 
 // endedRunsBed maps a BatchJob whose run just ended (runEnds) to the test bed of its

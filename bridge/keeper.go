@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	temporal "go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -92,53 +93,48 @@ func (k *WorkflowKeeper) logger() *slog.Logger {
 
 // Pass starts the missing workflows once, and says how many it started.
 func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
-	started := 0
+	// The cache's own objects, not copies: only their names are read.
 	var beds v1alpha1.TestBedList
 	if err := k.Reader.List(ctx, &beds, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, fmt.Errorf("list test beds: %w", err)
 	}
-	running, err := k.running(ctx, "TestBedWorkflow")
-	if err != nil {
-		return 0, err
-	}
-	for _, b := range beds.Items {
-		id := workflows.TestBedWorkflowID(b.Namespace, b.Name)
-		if b.DeletionTimestamp != nil || running[id] {
-			continue
-		}
-		_, err := k.Temporal.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
-			temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
-			workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: b.Namespace, Name: b.Name})
-		if err != nil {
-			return started, fmt.Errorf("signal-with-start %s: %w", id, err)
-		}
-		started++
-		workflowsRestarted.WithLabelValues("testbed").Inc()
-		k.logger().Warn("a test bed had no workflow running; started it again", "testbed", b.Namespace+"/"+b.Name)
-	}
-
-	// The cache's own objects, not copies: only their names are read.
 	var jobs v1alpha1.BatchJobList
 	if err := k.Reader.List(ctx, &jobs, client.UnsafeDisableDeepCopy); err != nil {
-		return started, fmt.Errorf("list batch jobs: %w", err)
+		return 0, fmt.Errorf("list batch jobs: %w", err)
 	}
-	if running, err = k.running(ctx, "BatchJobWorkflow"); err != nil {
-		return started, err
+	bedKeys, jobKeys := make([]client.Object, len(beds.Items)), make([]client.Object, len(jobs.Items))
+	for i := range beds.Items {
+		bedKeys[i] = &beds.Items[i]
 	}
-	for _, j := range jobs.Items {
-		id := workflows.BatchJobWorkflowID(j.Namespace, j.Name)
-		if j.DeletionTimestamp != nil || running[id] {
-			continue
-		}
-		_, err := k.Temporal.SignalWithStartWorkflow(ctx, id, workflows.BatchJobChangedSignal, nil,
-			temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
-			workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: j.Namespace, Name: j.Name})
+	for i := range jobs.Items {
+		jobKeys[i] = &jobs.Items[i]
+	}
+	started := 0
+	for _, kind := range []struct {
+		label, workflowType string
+		objects             []client.Object
+		id                  func(namespace, name string) string
+		nudge               func(context.Context, temporal.Client, types.NamespacedName) error
+	}{
+		{"testbed", "TestBedWorkflow", bedKeys, workflows.TestBedWorkflowID, nudgeTestBed},
+		{"batchjob", "BatchJobWorkflow", jobKeys, workflows.BatchJobWorkflowID, nudgeBatchJob},
+	} {
+		running, err := k.running(ctx, kind.workflowType)
 		if err != nil {
-			return started, fmt.Errorf("signal-with-start %s: %w", id, err)
+			return started, err
 		}
-		started++
-		workflowsRestarted.WithLabelValues("batchjob").Inc()
-		k.logger().Warn("a batch job had no workflow running; started it again", "job", j.Namespace+"/"+j.Name)
+		for _, o := range kind.objects {
+			if o.GetDeletionTimestamp() != nil || running[kind.id(o.GetNamespace(), o.GetName())] {
+				continue
+			}
+			key := client.ObjectKeyFromObject(o)
+			if err := kind.nudge(ctx, k.Temporal, key); err != nil {
+				return started, err
+			}
+			started++
+			workflowsRestarted.WithLabelValues(kind.label).Inc()
+			k.logger().Warn("an object had no workflow running; started it again", "kind", kind.label, "object", key.String())
+		}
 	}
 	if err := k.cancelOrphans(ctx); err != nil {
 		return started, err

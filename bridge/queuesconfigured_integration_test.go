@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,12 +28,7 @@ func TestQueuesConfigured_ConditionFollowsTheFile(t *testing.T) {
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
 	newBed := func(name string) {
-		require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-			}},
-		}))
+		require.NoError(t, cl.Create(ctx, bedOn("default", name, testcluster.DefaultNodeLabel)))
 	}
 	condition := func(bed string) *metav1.Condition {
 		var tb v1alpha1.TestBed

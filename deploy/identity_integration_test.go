@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,34 +37,10 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 	cs := c.Client()
 	// mallory and the external scheduler may write BatchJobs; only the scheduler may submit
 	// for others, through slotplane's own verb.
-	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "batchjob-writer"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs", "schedulings"}, Verbs: []string{"create", "update", "get"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "submit-for-anyone"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"users", "groups"}, Verbs: []string{"submit-as"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	bind := func(name, role string, users ...string) {
-		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
-		for _, u := range users {
-			b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
-		}
-		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	bind("writers", "batchjob-writer", "mallory", "scheduler")
-	bind("submitters", "submit-for-anyone", "scheduler")
-	as := func(user string, groups ...string) client.Client {
-		cfg := rest.CopyConfig(c.Config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-		cl, err := kubeclient.Live(cfg)
-		require.NoError(t, err)
-		return cl
-	}
-	mallory, scheduler := as("mallory", "analysts"), as("scheduler")
+	grant(ctx, t, cs, "batchjob-writer", []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs", "schedulings"}, Verbs: []string{"create", "update", "get"}}},
+		"mallory", "scheduler")
+	grant(ctx, t, cs, "submit-for-anyone", submitForAnyone, "scheduler")
+	mallory, scheduler := impersonated(t, c, "mallory", "analysts"), impersonated(t, c, "scheduler")
 	job := func(name, user string, groups ...string) *v1alpha1.BatchJob {
 		return &v1alpha1.BatchJob{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -78,7 +55,7 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 		err := mallory.Create(ctx, job("as-alice", "alice"), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "may not create a job for user alice")
 	}, 30*time.Second, 200*time.Millisecond, "a job for another user is refused")
-	err = mallory.Create(ctx, job("as-alice", "alice"))
+	err := mallory.Create(ctx, job("as-alice", "alice"))
 	require.ErrorContains(t, err, "spec.user: mallory may not create a job for user alice")
 	err = mallory.Create(ctx, job("as-admin", "mallory", "analysts", "admins"))
 	require.ErrorContains(t, err, "spec.groups: mallory may name only its own groups")
@@ -123,28 +100,10 @@ func TestAdmissionPolicy_TheExtenderDeletesOnlyGhosts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()
-	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-deleter"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	const extenderSA = "system:serviceaccount:slotplane-system:slotplane-extender"
-	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-deleters"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-deleter"},
-		Subjects: []rbacv1.Subject{
-			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: extenderSA},
-			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "operator"},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	as := func(user string) client.Client {
-		cfg := rest.CopyConfig(c.Config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-		cl, err := kubeclient.Live(cfg)
-		require.NoError(t, err)
-		return cl
-	}
+	grant(ctx, t, cs, "pod-deleter", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}}},
+		extenderSA, "operator")
+	as := func(user string) client.Client { return impersonated(t, c, user) }
 	admin, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	pod := func(name string, labels map[string]string) *corev1.Pod {
@@ -175,27 +134,11 @@ func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *tes
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()
-	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "update", "patch"}},
-			{APIGroups: []string{""}, Resources: []string{"pods/binding"}, Verbs: []string{"create"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	const extenderSA, workerSA = "system:serviceaccount:slotplane-system:slotplane-extender", "system:serviceaccount:slotplane-system:slotplane-worker"
-	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-writers"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-writer"}}
-	for _, u := range []string{extenderSA, workerSA, "mallory"} {
-		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
-	}
-	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
-	require.NoError(t, err)
-	as := func(user string) client.Client {
-		cfg := rest.CopyConfig(c.Config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-		cl, err := kubeclient.Live(cfg)
-		require.NoError(t, err)
-		return cl
-	}
-	mallory, extender, worker := as("mallory"), as(extenderSA), as(workerSA)
+	grant(ctx, t, cs, "pod-writer", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/binding"}, Verbs: []string{"create"}}},
+		extenderSA, workerSA, "mallory")
+	mallory, extender, worker := impersonated(t, c, "mallory"), impersonated(t, c, extenderSA), impersonated(t, c, workerSA)
 	pod := func(name string, labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels, Annotations: annotations},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/a:1"}}}}
@@ -267,36 +210,12 @@ func TestAdmissionPolicy_SlotplanesKeysAreItsOwnAndSpecsTheirUsers(t *testing.T)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()
-	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "slotplane-user"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs", "schedulings", "testbeds"}, Verbs: []string{"get", "create", "update", "patch"}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "submit-for-anyone"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"users", "groups"}, Verbs: []string{"submit-as"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	const workerSA, apiSA = "system:serviceaccount:slotplane-system:slotplane-worker", "system:serviceaccount:slotplane-system:slotplane-api"
-	bind := func(name, role string, users ...string) {
-		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
-		for _, u := range users {
-			b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
-		}
-		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	bind("users", "slotplane-user", "mallory", "alice", "scheduler", workerSA, apiSA)
-	bind("submitters", "submit-for-anyone", "scheduler", apiSA)
-	as := func(user string) client.Client {
-		cfg := rest.CopyConfig(c.Config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-		cl, err := kubeclient.Live(cfg)
-		require.NoError(t, err)
-		return cl
-	}
+	grant(ctx, t, cs, "slotplane-user", []rbacv1.PolicyRule{
+		{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs", "schedulings", "testbeds"}, Verbs: []string{"get", "create", "update", "patch"}},
+	}, "mallory", "alice", "scheduler", workerSA, apiSA)
+	grant(ctx, t, cs, "submit-for-anyone", submitForAnyone, "scheduler", apiSA)
+	as := func(user string) client.Client { return impersonated(t, c, user) }
 	mallory, alice, scheduler, worker, api := as("mallory"), as("alice"), as("scheduler"), as(workerSA), as(apiSA)
 	job := func(name, user string) *v1alpha1.BatchJob {
 		return &v1alpha1.BatchJob{
@@ -351,7 +270,7 @@ func TestAdmissionPolicy_SlotplanesKeysAreItsOwnAndSpecsTheirUsers(t *testing.T)
 		require.ErrorContains(t, err, "mallory may not set, change or remove "+key, key)
 		require.True(t, apierrors.IsForbidden(err), "%v", err)
 	}
-	err = change(mallory, alices, func() { alices.Spec.Application.Image = "evil/miner:1" })
+	err := change(mallory, alices, func() { alices.Spec.Application.Image = "evil/miner:1" })
 	require.ErrorContains(t, err, "spec: mallory may not change a BatchJob of user alice")
 	require.NoError(t, alice.Get(ctx, client.ObjectKeyFromObject(alices), alices))
 	require.Equal(t, "registry.example/a:1", alices.Spec.Application.Image)
@@ -420,4 +339,30 @@ func TestAdmissionPolicy_SlotplanesKeysAreItsOwnAndSpecsTheirUsers(t *testing.T)
 		ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}
 	require.NoError(t, alice.Create(ctx, bed))
 	require.ErrorContains(t, change(mallory, bed, func() { setLabel(bed, v1alpha1.ActiveSchedulingLabel, "nightly") }), v1alpha1.ActiveSchedulingLabel)
+}
+
+// submitForAnyone is slotplane's own verb submit-as on every user and group.
+var submitForAnyone = []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"users", "groups"}, Verbs: []string{"submit-as"}}}
+
+// grant makes the ClusterRole role of rules and binds it to each user.
+func grant(ctx context.Context, t *testing.T, cs kubernetes.Interface, role string, rules []rbacv1.PolicyRule, users ...string) {
+	t.Helper()
+	_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+	for _, u := range users {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+	}
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// impersonated is a client of c's API server acting as user, of groups.
+func impersonated(t *testing.T, c *testcluster.Cluster, user string, groups ...string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	cl, err := kubeclient.Live(cfg)
+	require.NoError(t, err)
+	return cl
 }
