@@ -4,7 +4,10 @@ package activities_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -506,11 +509,12 @@ func TestCheckHolds(t *testing.T) {
 		k("held", uid), k("free", uid), k("gone", uid), k("ended", uid), k("held", "an-older-uid"),
 	}})
 	require.NoError(t, err)
+	require.Empty(t, got.Found, "no test bed asked about")
 	why := map[string]string{}
-	for _, u := range got {
+	for _, u := range got.Unheld {
 		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why()
 	}
-	require.Len(t, got, 4, "%v", why)
+	require.Len(t, got.Unheld, 4, "%v", why)
 	require.Contains(t, why["free/"+uid], "no longer held")
 	require.Contains(t, why["gone/"+uid], "deleted")
 	require.Contains(t, why["ended/"+uid], "ended Completed")
@@ -531,7 +535,7 @@ func TestCheckHolds(t *testing.T) {
 	keys := []queue.JobKey{k("held", uid), k("free", uid), k("gone", uid), k("ended", uid), k("held", "an-older-uid")}
 	fromCopy, err := copying(snapshot...).CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: keys})
 	require.NoError(t, err)
-	require.ElementsMatch(t, got, fromCopy)
+	require.ElementsMatch(t, got.Unheld, fromCopy.Unheld)
 	require.Equal(t, 4, counted.readsOf("BatchJob"), "no list of the jobs from etcd: one read of each key the copy finds unheld")
 	require.Equal(t, 1, counted.readsOf("Scheduling"))
 
@@ -548,10 +552,10 @@ func TestCheckHolds(t *testing.T) {
 	lagging, err := copying(snapshot...).CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: keys})
 	require.NoError(t, err)
 	why = map[string]string{}
-	for _, u := range lagging {
+	for _, u := range lagging.Unheld {
 		why[u.Key.Job+"/"+u.Key.SchedulingUID] = u.Why()
 	}
-	require.Len(t, lagging, 2, "only the gone job and the older Scheduling's key: %v", why)
+	require.Len(t, lagging.Unheld, 2, "only the gone job and the older Scheduling's key: %v", why)
 	require.Contains(t, why["gone/"+uid], "deleted")
 	require.Contains(t, why["held/an-older-uid"], "made again")
 
@@ -559,9 +563,94 @@ func TestCheckHolds(t *testing.T) {
 	require.NoError(t, cl.Delete(ctx, free))
 	lacking, err := copying().CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: []queue.JobKey{k("free", uid), k("held", uid)}})
 	require.NoError(t, err)
-	require.Len(t, lacking, 1)
-	require.Equal(t, "free", lacking[0].Key.Job)
-	require.Contains(t, lacking[0].Why(), "deleted")
+	require.Len(t, lacking.Unheld, 1)
+	require.Equal(t, "free", lacking.Unheld[0].Key.Job)
+	require.Contains(t, lacking.Unheld[0].Why(), "deleted")
+}
+
+// CheckHolds, asked about a test bed, finds the runs granted in it that the keys lack: jobs
+// held by a live Scheduling whose creation request names the bed and whose run has not
+// ended. A run of another bed, of an earlier Scheduling of the name, of no holder, one the
+// keys name, and one that ended are not found; nor is one the worker's copy still shows but
+// etcd shows released.
+func TestCheckHolds_FindsTheGrantsInUseItLacks(t *testing.T) {
+	t.Parallel()
+	c := testcluster.New(t, testcluster.Options{})
+	cl := newClient(t, c)
+	a := &activities.Activities{Client: cl}
+	ctx := context.Background()
+	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
+		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "running", Replication: 1}}}}
+	require.NoError(t, cl.Create(ctx, sched))
+	uid := string(sched.UID)
+	granted := metav1.NewMicroTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	put := func(name, holder, bed, reqUID string, slots []int32, st *v1alpha1.BatchJobStatus, assigned string) {
+		job := testobjects.BatchJob(name).Obj()
+		job.Spec.User, job.Spec.Queue = "alice", "etl"
+		job.Labels = map[string]string{}
+		if holder != "" {
+			job.Labels[v1alpha1.ActiveSchedulingLabel] = holder
+		}
+		body, err := json.Marshal(v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: reqUID, TestBed: bed, Slots: slots, Run: 1,
+			GrantedAt: &granted, Queue: "root.etl"})
+		require.NoError(t, err)
+		job.Annotations = map[string]string{v1alpha1.CreationRequestAnnotation: string(body)}
+		if assigned != "" {
+			job.Annotations[v1alpha1.AssignedSlotsAnnotation] = assigned
+		}
+		require.NoError(t, cl.Create(ctx, job))
+		if st != nil {
+			job.Status = *st
+			require.NoError(t, cl.Status().Update(ctx, job))
+		}
+	}
+	running := &v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Scheduling: "nightly", Run: 1}
+	put("running", "nightly", "bed", uid, []int32{0, 1, 2}, running, "1,2")
+	put("requested", "nightly", "bed", uid, []int32{3}, &v1alpha1.BatchJobStatus{State: v1alpha1.JobInQueue, Scheduling: "nightly"}, "")
+	put("known", "nightly", "bed", uid, []int32{4}, running, "")
+	put("ended", "nightly", "bed", uid, []int32{5}, &v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", Run: 1}, "")
+	put("other-bed", "nightly", "bed-2", uid, []int32{0}, running, "")
+	put("remade", "nightly", "bed", "an-older-uid", []int32{6}, running, "")
+	put("unheld", "", "bed", uid, []int32{7}, nil, "")
+	known := queue.JobKey{Scheduling: "nightly", SchedulingUID: uid, Job: "known", Run: 1}
+
+	got, err := a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", TestBed: "bed", Keys: []queue.JobKey{known}})
+	require.NoError(t, err)
+	require.Empty(t, got.Unheld)
+	found := map[string]activities.FoundGrant{}
+	for _, f := range got.Found {
+		found[f.Key.Job] = f
+	}
+	require.ElementsMatch(t, []string{"running", "requested"}, slices.Collect(maps.Keys(found)))
+	r := found["running"]
+	require.Equal(t, queue.JobKey{Scheduling: "nightly", SchedulingUID: uid, Job: "running", Run: 1}, r.Key)
+	require.Equal(t, []int32{1, 2}, r.Granted.Slots, "what preemption left")
+	require.Equal(t, v1alpha1.JobRunning, r.Granted.State)
+	require.Equal(t, "root.etl", r.Granted.Request.Queue)
+	require.True(t, granted.Time.Equal(r.Granted.Request.GrantedAt.Time))
+	require.Equal(t, "alice", r.Job.User)
+	require.Equal(t, "etl", r.Job.Queue)
+	require.Empty(t, found["requested"].Granted.State, "its run has not started")
+	require.Equal(t, []int32{3}, found["requested"].Granted.Slots)
+
+	// The worker's copy still shows "requested" held; etcd shows it released.
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
+	snapshot := make([]client.Object, len(jobs.Items))
+	for i := range jobs.Items {
+		snapshot[i] = &jobs.Items[i]
+	}
+	released := &v1alpha1.BatchJob{}
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "requested"}, released))
+	delete(released.Labels, v1alpha1.ActiveSchedulingLabel)
+	delete(released.Annotations, v1alpha1.CreationRequestAnnotation)
+	require.NoError(t, cl.Update(ctx, released))
+	copying := &activities.Activities{Client: cl, Changes: activities.ChangesCopying(
+		fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(), v1alpha1.GroupVersion.WithKind("BatchJob"))}
+	fromCopy, err := copying.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", TestBed: "bed", Keys: []queue.JobKey{known}})
+	require.NoError(t, err)
+	require.Len(t, fromCopy.Found, 1)
+	require.Equal(t, "running", fromCopy.Found[0].Key.Job)
 }
 
 // cacheHas waits until the API server's watch cache holds obj as last written (its

@@ -106,7 +106,27 @@ func readAllocationFiles(ctx context.Context, r client.Reader, in AllocationFile
 // CheckHoldsInput lists the admission keys one test bed's Admission holds.
 type CheckHoldsInput struct {
 	Namespace string
-	Keys      JobKeys
+	// TestBed, when set, asks also for the runs granted in it that Keys lack (HoldsCheck.Found).
+	TestBed string `json:",omitempty"`
+	Keys    JobKeys
+}
+
+// HoldsCheck is CheckHolds' answer: the keys nobody holds any more, and the granted runs the
+// keys lack.
+type HoldsCheck struct {
+	Unheld UnheldKeys   `json:",omitempty"`
+	Found  []FoundGrant `json:",omitempty"`
+}
+
+// FoundGrant is a run granted in the test bed that its Admission does not hold: its job is
+// held by a live Scheduling whose creation request names the bed, and the run has not ended.
+// An Admission whose workflow started anew learns its grants from them; one that runs learns
+// a grant it made and lost (its run ended after the grant went out, before its task was
+// recorded).
+type FoundGrant struct {
+	Key     queue.JobKey
+	Job     JobInfo
+	Granted GrantedRun
 }
 
 // JobKeys are admission keys as they pass to an activity: packed (queue.PackKeys), for a
@@ -216,9 +236,9 @@ func (u *UnheldKeys) UnmarshalJSON(data []byte) error {
 // the worker's copy when it has synced, and only a key the copy finds unheld is checked
 // again against the job in etcd (a copy that lags behind a new claim must not release a
 // held job); the Schedulings are read as their metadata, without their statuses.
-func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (UnheldKeys, error) {
-	if len(in.Keys) == 0 {
-		return nil, nil
+func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (HoldsCheck, error) {
+	if len(in.Keys) == 0 && in.TestBed == "" {
+		return HoldsCheck{}, nil
 	}
 	var r client.Reader = a.Client
 	fromCopy := false
@@ -227,7 +247,7 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (Unheld
 	}
 	var jobs v1alpha1.BatchJobList
 	if err := r.List(ctx, &jobs, client.InNamespace(in.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list batchjobs of %s: %w", in.Namespace, err)
+		return HoldsCheck{}, fmt.Errorf("list batchjobs of %s: %w", in.Namespace, err)
 	}
 	byName := make(map[string]*v1alpha1.BatchJob, len(jobs.Items))
 	for i := range jobs.Items {
@@ -236,14 +256,16 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (Unheld
 	schedulings := &metav1.PartialObjectMetadataList{}
 	schedulings.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("SchedulingList"))
 	if err := a.Client.List(ctx, schedulings, client.InNamespace(in.Namespace)); err != nil {
-		return nil, fmt.Errorf("list schedulings of %s: %w", in.Namespace, err)
+		return HoldsCheck{}, fmt.Errorf("list schedulings of %s: %w", in.Namespace, err)
 	}
 	uids := make(map[string]string, len(schedulings.Items))
 	for _, s := range schedulings.Items {
 		uids[s.Name] = string(s.UID)
 	}
-	var out UnheldKeys
+	var out HoldsCheck
+	known := make(map[queue.JobKey]bool, len(in.Keys))
 	for _, k := range in.Keys {
+		known[k] = true
 		why := unheldWhy(k, byName[k.Job], uids)
 		if why != "" && fromCopy {
 			// The copy's word is checked against etcd's before anything is released.
@@ -253,16 +275,50 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (Unheld
 			case apierrors.IsNotFound(err):
 				why = unheldWhy(k, nil, uids)
 			case err != nil:
-				return nil, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, k.Job, err)
+				return HoldsCheck{}, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, k.Job, err)
 			default:
 				why = unheldWhy(k, &live, uids)
 			}
 		}
 		if why != "" {
-			out = append(out, Unheld{Key: k, Reason: why})
+			out.Unheld = append(out.Unheld, Unheld{Key: k, Reason: why})
+		}
+	}
+	if in.TestBed == "" {
+		return out, nil
+	}
+	for i := range jobs.Items {
+		f, ok := foundGrant(&jobs.Items[i], in.TestBed, uids, known)
+		if ok && fromCopy {
+			// A grant the copy shows may have been released since: etcd has the last word.
+			var live v1alpha1.BatchJob
+			err := a.Client.Get(ctx, client.ObjectKeyFromObject(&jobs.Items[i]), &live)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return HoldsCheck{}, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, jobs.Items[i].Name, err)
+			}
+			f, ok = foundGrant(&live, in.TestBed, uids, known)
+			ok = ok && err == nil
+		}
+		if ok {
+			out.Found = append(out.Found, f)
 		}
 	}
 	return out, nil
+}
+
+// foundGrant is job's granted run in bed, if it has one the keys lack (see FoundGrant).
+func foundGrant(job *v1alpha1.BatchJob, bed string, uids map[string]string, known map[queue.JobKey]bool) (FoundGrant, bool) {
+	g := grantedRun(job)
+	if g == nil || g.Request.TestBed != bed || g.State.Ended() || uids[g.Request.Scheduling] != g.Request.SchedulingUID {
+		return FoundGrant{}, false
+	}
+	k := queue.JobKey{Scheduling: g.Request.Scheduling, SchedulingUID: g.Request.SchedulingUID, Job: job.Name, Run: g.Request.Run}
+	if known[k] {
+		return FoundGrant{}, false
+	}
+	info := jobInfo(job)
+	info.Granted = nil
+	return FoundGrant{Key: k, Job: info, Granted: *g}, true
 }
 
 // unheldWhy says why nobody holds k any more (an Unheld reason), given its job (nil:

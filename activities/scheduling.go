@@ -24,6 +24,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/slotslices"
+	"slotplane/slots"
 )
 
 // SchedulingKey names a Scheduling.
@@ -383,6 +384,53 @@ type JobInfo struct {
 	// Scheduling that holds the job: what a write of its placement would not change. Empty
 	// when the status speaks of another Scheduling's run, or of none.
 	Shown string `json:",omitempty"`
+	// Granted is the job's run that the Scheduling holding it was granted, as the job shows
+	// it (nil: no creation request of its holder is on it). A Scheduling whose workflow
+	// started anew takes up its jobs' runs from it.
+	Granted *GrantedRun `json:",omitempty"`
+}
+
+// GrantedRun is a job's granted run as the job shows it: the creation request its
+// Scheduling wrote, the slots the run holds (the request's, or what preemption left), and
+// how far the run got by the job's status. State is empty while the status speaks of no
+// start of this run yet (the job's workflow has not taken the request up).
+type GrantedRun struct {
+	Request                            v1alpha1.CreationRequest
+	Slots                              []int32
+	State                              v1alpha1.BatchJobState `json:",omitempty"`
+	Message                            string                 `json:",omitempty"`
+	SubmittedAt, RunningAt, FinishedAt time.Time              `json:",omitzero"`
+}
+
+// grantedRun is the run of job its holder was granted, if the job shows one.
+func grantedRun(job *v1alpha1.BatchJob) *GrantedRun {
+	holder := job.Labels[v1alpha1.ActiveSchedulingLabel]
+	if holder == "" {
+		return nil
+	}
+	req, err := v1alpha1.CreationRequestOf(job.Annotations)
+	if err != nil || req == nil || req.Scheduling != holder || req.SchedulingUID == "" {
+		return nil
+	}
+	g := &GrantedRun{Request: *req, Slots: req.Slots}
+	if v, ok := job.Annotations[v1alpha1.AssignedSlotsAnnotation]; ok {
+		if ids, err := slots.ParseSlotIDs(v); err == nil {
+			g.Slots = ids
+		}
+	}
+	st := &job.Status
+	if st.Scheduling == holder && st.Run == req.Run && st.State != v1alpha1.JobReady && st.State != v1alpha1.JobInQueue && st.State != "" {
+		g.State, g.Message = st.State, st.Message
+		for _, t := range []struct {
+			to   *time.Time
+			from *metav1.Time
+		}{{&g.SubmittedAt, st.SubmittedAt}, {&g.RunningAt, st.RunningAt}, {&g.FinishedAt, st.FinishedAt}} {
+			if t.from != nil {
+				*t.to = t.from.Time
+			}
+		}
+	}
+	return g
 }
 
 // ReadJobsInput names jobs of one namespace.
@@ -466,6 +514,7 @@ func jobInfo(job *v1alpha1.BatchJob) JobInfo {
 	if holder := job.Labels[v1alpha1.ActiveSchedulingLabel]; holder != "" && job.Status.Scheduling == holder {
 		info.Shown = job.Status.Queue
 	}
+	info.Granted = grantedRun(job)
 	return info
 }
 

@@ -321,7 +321,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		w, err := workerCS.CoreV1().ConfigMaps("").Watch(ctx, byName)
 		require.NoError(t, err)
 		w.Stop()
-		_, err = a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: bedNS, Keys: []queue.JobKey{{Scheduling: "nightly", Job: "j", Run: 1}}})
+		_, err = a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: bedNS, TestBed: "bed", Keys: []queue.JobKey{{Scheduling: "nightly", Job: "j", Run: 1}}})
 		require.NoError(t, err)
 		// A claim patches the job's label and writes its status; Admission patches the
 		// queue into the status; a starting worker lists what a dead one may have held.

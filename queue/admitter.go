@@ -445,6 +445,43 @@ func (a *Admitter) release(k JobKey, handOver bool) bool {
 	return true
 }
 
+// Restore takes in a grant the cluster shows in use that the Admitter does not hold: a job
+// whose creation request, written by its live Scheduling, names slots of this bed, learnt
+// after the Admitter's own record of it was lost (its workflow ended and started anew). The
+// job goes to Running in the leaf its request names (placed again when that leaf cannot be
+// made), holding slots from grantedAt; started: it left Starting (StateAware). It reports
+// whether it took the grant in: a key the Admitter holds already, granted or waiting, is
+// left as it is.
+func (a *Admitter) Restore(r Request, leaf string, slots []int32, grantedAt time.Time, started bool) bool {
+	if _, ok := a.find(r.JobKey); ok || len(slots) == 0 {
+		return false
+	}
+	if q, err := a.tree.Ensure(leaf); leaf == "" || err != nil || !q.Leaf() {
+		leaf = "root.default"
+		if p, err := a.st.Config.Allocations.PlaceJob(r.Queue, r.User, r.Groups); err == nil {
+			leaf = p.Queue
+		}
+		if _, err := a.tree.Ensure(leaf); err != nil {
+			return false
+		}
+	}
+	r.SlotIDs, r.Groups = slices.Clone(r.SlotIDs), slices.Clone(r.Groups)
+	a.st.Next++
+	a.st.Granted++
+	e := Entry{ID: r.JobKey.String(), Request: r, Queue: FullPath(leaf), Order: a.st.Next, Slots: slices.Clone(slots), GrantedAt: grantedAt,
+		Grant: a.st.Granted, State: Starting, StartingSince: grantedAt}
+	if started {
+		e.State = Running
+	}
+	a.st.Running = append(a.st.Running, e)
+	if a.keys != nil {
+		a.keys[r.JobKey] = entryRef{running: true, i: len(a.st.Running) - 1}
+	}
+	// The slots it holds and the room it takes are in no picture made before.
+	a.pic, a.explain = nil, nil
+	return true
+}
+
 // Started marks a granted job Running for StateAware: it left Starting.
 func (a *Admitter) Started(k JobKey) {
 	if ref, ok := a.find(k); ok && ref.running {

@@ -157,6 +157,51 @@ func TestAdmitter_GrantsAreNumbered(t *testing.T) {
 	}
 }
 
+// A grant restored from the cluster holds its slots as a grant the Admitter made would: a
+// waiting job gets only the other slots, a repeat of the job's request gets the restored
+// grant back, a second restore of the key changes nothing, and the grant's queue is the one
+// recorded (placed again when it names a parent queue). A release frees the slots.
+func TestAdmitter_RestoredGrantHoldsItsSlots(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"/><queue name="p"><queue name="c"/></queue></allocations>`)
+	if !a.Restore(req("old", "q", 2), "root.q", []int32{1, 2}, t0, true) {
+		t.Fatal("the restore was not taken")
+	}
+	if a.Restore(req("old", "q", 2), "root.q", []int32{3}, t0, true) {
+		t.Fatal("a second restore of a held key was taken")
+	}
+	if !a.Restore(req("parent", "q", 1), "root.p", []int32{0}, t0, false) {
+		t.Fatal("a restore naming a parent queue was not taken")
+	}
+	a.Request(req("new", "q", 2))
+	d := a.Decide(t0, bed(5)) // the bed's status may not show the restored slots taken yet
+	if got := granted(d); !slices.Equal(got, []string{"new:[3 4]"}) {
+		t.Fatalf("grants %v", got)
+	}
+	g := a.Request(req("old", "q", 2))
+	if g == nil || !slices.Equal(g.Slots, []int32{1, 2}) || g.Seq == 0 {
+		t.Fatalf("a repeat of the restored job's request: %+v", g)
+	}
+	queues := map[string]string{}
+	states := map[string]AppState{}
+	for _, e := range a.Running() {
+		queues[e.Request.Job], states[e.Request.Job] = e.Queue, e.State
+	}
+	if queues["old"] != "root.q" || queues["parent"] != "root.q" {
+		t.Fatalf("queues %v", queues)
+	}
+	if states["old"] != Running || states["parent"] != Starting {
+		t.Fatalf("states %v", states)
+	}
+	a = restored(t, a)
+	if !a.Release(key("old")) {
+		t.Fatal("the restored grant was not known after a continue-as-new")
+	}
+	a.Request(req("next", "q", 2))
+	if got := granted(a.Decide(t0, heldBed(a, 5))); !slices.Equal(got, []string{"next:[1 2]"}) {
+		t.Fatalf("after the release: %v", got)
+	}
+}
+
 // A request that gives back the grant the job holds releases it and queues the job again
 // (it is granted anew, with a new number); one that names a grant the job no longer holds
 // is a repeat, answered with the grant it holds.

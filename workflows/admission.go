@@ -241,6 +241,13 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 	if err := a.loadConfig(ctx, false); err != nil {
 		return err
 	}
+	if len(in.Carried) == 0 {
+		// A fresh run: the grants in use are the cluster's to tell, before any decision
+		// could grant their slots again.
+		if err := a.checkHolds(ctx); err != nil {
+			return err
+		}
+	}
 	a.work = workPerCarriedEntry * a.core.Entries()
 	// Every run takes at least one step: a state whose unpacking alone passes the bound
 	// still makes progress.
@@ -579,23 +586,44 @@ func (a *admission) loadConfig(ctx workflow.Context, fresh bool) error {
 	return nil
 }
 
-// checkHolds releases the keys no Scheduling holds any more.
+// checkHolds compares the keys with the cluster: it releases the keys no Scheduling holds any
+// more, and takes in the runs granted in the bed that no key names (a fresh run's grants,
+// which its predecessor's end lost, or a grant of this run that went out before a lost task
+// recorded it), so that no granted slot is granted again.
 func (a *admission) checkHolds(ctx workflow.Context) error {
 	keys := a.core.Keys()
-	if len(keys) == 0 {
-		return nil
-	}
 	a.work += len(keys) / keysPerWork
-	var unheld activities.UnheldKeys
-	if err := workflow.ExecuteActivity(ctx, acts.CheckHolds, activities.CheckHoldsInput{Namespace: a.in.Namespace, Keys: keys}).Get(ctx, &unheld); err != nil {
+	var check activities.HoldsCheck
+	in := activities.CheckHoldsInput{Namespace: a.in.Namespace, TestBed: a.in.TestBed, Keys: keys}
+	if err := workflow.ExecuteActivity(ctx, acts.CheckHolds, in).Get(ctx, &check); err != nil {
 		return err
 	}
-	for _, u := range unheld {
+	for _, u := range check.Unheld {
 		if a.core.Release(u.Key) {
 			workflow.GetLogger(ctx).Warn("released a job nobody holds", "key", u.Key.String(), "why", u.Why())
 		}
 	}
+	for _, f := range check.Found {
+		r := AdmissionRequest{JobKey: f.Key, Queue: f.Job.Queue, User: f.Job.User, Groups: f.Job.Groups, Slots: int32(len(f.Granted.Slots)),
+			Driver: driverOf(f.Job), Expected: f.Job.Expected}
+		// A quiet start is never told: its grant starts Running, as Admission made it.
+		started := f.Granted.State == v1alpha1.JobRunning || f.Granted.Request.QuietStart
+		if a.core.Restore(r, f.Granted.Request.Queue, f.Granted.Slots, f.Granted.Request.GrantedAt.Time, started) {
+			a.work += workPerRequest
+			workflow.GetLogger(ctx).Warn("took in a grant held in the cluster", "key", f.Key.String(), "slots", f.Granted.Slots)
+		}
+	}
 	return nil
+}
+
+// driverOf is the admission size of a job's driver or JobManager (the apps package's default
+// when the job gives none).
+func driverOf(info activities.JobInfo) queue.Resources {
+	driver := toResources(info.Driver)
+	if driver.IsZero() {
+		driver = queue.MBVCores(1024, 1)
+	}
+	return driver
 }
 
 // decide reads the slots, runs the Admitter and carries out its decision. gone: the test bed

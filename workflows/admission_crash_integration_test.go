@@ -72,8 +72,8 @@ func (b *shiftingBed) LoadAllocationFile(context.Context, activities.AllocationF
 	return nil, nil
 }
 
-func (b *shiftingBed) CheckHolds(context.Context, activities.CheckHoldsInput) (activities.UnheldKeys, error) {
-	return nil, nil
+func (b *shiftingBed) CheckHolds(context.Context, activities.CheckHoldsInput) (activities.HoldsCheck, error) {
+	return activities.HoldsCheck{}, nil
 }
 
 func (b *shiftingBed) AssignSlots(context.Context, activities.AssignSlotsInput) error { return nil }

@@ -18,8 +18,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/activities"
+	"slotplane/crds/v1alpha1"
 	"slotplane/metrics"
 	"slotplane/queue"
 )
@@ -50,6 +52,9 @@ type admissionWorld struct {
 	gone map[string]bool
 	// unheld says why nobody holds a key any more ("": held).
 	unheld func(queue.JobKey) string
+	// inUse are runs granted in the bed as the jobs show them: CheckHolds finds those the
+	// workflow does not hold.
+	inUse  []activities.FoundGrant
 	grants []AdmissionGrant
 	at     []time.Time // when each grant was sent (the test clock)
 	// signals are the grant signals as sent: the workflow each went to, and its grants.
@@ -96,11 +101,20 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 		}
 		return u, nil
 	})
-	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckHoldsInput) (activities.UnheldKeys, error) {
-		var out activities.UnheldKeys
+	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckHoldsInput) (activities.HoldsCheck, error) {
+		var out activities.HoldsCheck
+		known := map[queue.JobKey]bool{}
 		for _, k := range in.Keys {
+			known[k] = true
 			if w.unheld != nil && w.unheld(k) != "" {
-				out = append(out, activities.Unheld{Key: k, Reason: w.unheld(k)})
+				out.Unheld = append(out.Unheld, activities.Unheld{Key: k, Reason: w.unheld(k)})
+			}
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, f := range w.inUse {
+			if !known[f.Key] && in.TestBed != "" {
+				out.Found = append(out.Found, f)
 			}
 		}
 		return out, nil
@@ -215,6 +229,44 @@ func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
 		running = append(running, e.Request.Scheduling+"/"+e.Request.Job)
 	}
 	require.ElementsMatch(t, []string{"s1/a", "s2/b", "s1/c"}, running, "the grants of the Scheduling that does not run are released")
+}
+
+// A fresh Admission (its predecessor's state lost) takes in the grants its bed's jobs show
+// before it decides anything: a waiting job gets only the other slots, a repeat of a
+// restored job's request gets its grant back, and once the restored job ends its slots go
+// to the next.
+func TestAdmissionWorkflow_AFreshRunTakesInTheGrantsInUse(t *testing.T) {
+	granted := metav1.NewMicroTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	w := &admissionWorld{inUse: []activities.FoundGrant{{
+		Key: jk("s", "old"),
+		Job: activities.JobInfo{Name: "old", Exists: true, User: "u"},
+		Granted: activities.GrantedRun{Request: v1alpha1.CreationRequest{Scheduling: "s", SchedulingUID: "uid-s", TestBed: "bed", Run: 1,
+			Slots: []int32{0, 1, 2}, GrantedAt: &granted, Queue: "root.default"}, Slots: []int32{0, 1, 2}, State: v1alpha1.JobRunning},
+	}}}
+	env := newAdmissionEnv(t, w, 4)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{{JobKey: jk("s", "new"), User: "u", Slots: 2}})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		require.Empty(t, w.grants, "slots 0-2 are in use: the new job waits")
+		w.mu.Unlock()
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{{JobKey: jk("s", "old"), User: "u", Slots: 3}})
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		require.Len(t, w.grants, 1)
+		require.Equal(t, "old", w.grants[0].Job, "a repeat of the restored job's request gets its grant")
+		require.Equal(t, []int32{0, 1, 2}, w.grants[0].Slots)
+		w.inUse = nil // the run ends: the job no longer shows it
+		w.mu.Unlock()
+		env.UpdateWorkflowNoRejection(activities.BatchUpdate, "", t, map[string][]AdmissionKey{AdmissionEndedUpdate: {jk("s", "old")}})
+	}, 20*time.Second)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 6})
+
+	require.Len(t, w.grants, 2, "%+v", w.grants)
+	require.Equal(t, "new", w.grants[1].Job)
+	require.Len(t, w.grants[1].Slots, 2)
 }
 
 // unboundedStarts are settings without a bound on the jobs starting at once: one decision
@@ -958,7 +1010,7 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 			SlotSize: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}, nil
 	})
 	env.OnActivity(acts.LoadAllocationFile, mock.Anything, mock.Anything).Return(nil, nil)
-	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(nil, nil)
+	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(activities.HoldsCheck{}, nil)
 	env.OnActivity(acts.RecordQueues, mock.Anything, mock.Anything).Return(nil)
 	onSignals(env, map[string]func(string, any) error{AdmittedSignal: func(_ string, arg any) error {
 		w.grants = append(w.grants, arg.(AdmissionGrant))

@@ -170,8 +170,8 @@ func withCopies(c workflows.Copies) sdkworker.Options {
 
 // CheckHolds finds nothing: the test proves the protocol itself loses nothing, without the
 // safety net of the claims check.
-func (w *protocolWorld) CheckHolds(context.Context, activities.CheckHoldsInput) (activities.UnheldKeys, error) {
-	return nil, nil
+func (w *protocolWorld) CheckHolds(context.Context, activities.CheckHoldsInput) (activities.HoldsCheck, error) {
+	return activities.HoldsCheck{}, nil
 }
 
 func (w *protocolWorld) AssignSlots(context.Context, activities.AssignSlotsInput) error { return nil }

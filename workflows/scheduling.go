@@ -949,12 +949,8 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 		if q == "" {
 			q = s.spec.Queue
 		}
-		driver := toResources(info.Driver)
-		if driver.IsZero() {
-			driver = queue.MBVCores(1024, 1) // the apps package's default driver
-		}
 		reqs = append(reqs, AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
-			Driver: driver, Expected: info.Expected, GaveBack: e.GaveBack, Shown: info.Shown})
+			Driver: driverOf(info), Expected: info.Expected, GaveBack: e.GaveBack, Shown: info.Shown})
 	}
 	nudge := func(signal string, arg any) activities.SignalWithStart {
 		return activities.SignalWithStart{
