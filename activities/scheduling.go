@@ -43,6 +43,9 @@ type SchedulingObservation struct {
 	// UID tells this Scheduling apart from a later one of the same name.
 	UID  string
 	Spec v1alpha1.SchedulingSpec
+	// Status is the status as last written, without its job list: a run that starts anew
+	// (its predecessor was terminated) takes it up.
+	Status v1alpha1.SchedulingStatus
 }
 
 // ReadScheduling reads a Scheduling's spec.
@@ -54,7 +57,8 @@ func (a *Activities) ReadScheduling(ctx context.Context, in SchedulingKey) (Sche
 		}
 		return SchedulingObservation{}, fmt.Errorf("get scheduling %s: %w", in.nn(), err)
 	}
-	return SchedulingObservation{Exists: true, UID: string(s.UID), Spec: s.Spec}, nil
+	s.Status.Jobs = nil
+	return SchedulingObservation{Exists: true, UID: string(s.UID), Spec: s.Spec, Status: s.Status}, nil
 }
 
 // TestBedSlots is the slot picture a Scheduling decides on.

@@ -76,11 +76,11 @@ type SchedulingState struct {
 	AskedAt time.Time `json:",omitzero"`
 }
 
-// reaskEvery is how often at most a new run of a Scheduling asks Admission again for every
-// job that still waits. Admission keeps the requests it has across its own runs and takes a
-// repeat as the same request, answering with a grant it holds already; the repeat is for an
-// Admission that lost them (its workflow ended and started anew), which jobs then wait for
-// up to this long. Each such round reads every waiting job (a List) and sends them all: at
+// reaskEvery is how often a Scheduling asks Admission again for every job that still waits:
+// a timer while jobs wait, and at the start of a run that comes this long after the last
+// asking. Admission keeps the requests it has across its own runs and takes a repeat as the
+// same request, answering with a grant it holds already; the repeat is for an Admission that
+// lost them (its workflow ended and started anew), which jobs then wait for up to this long. Each such round reads every waiting job (a List) and sends them all: at
 // 8,000 slots, ten Schedulings asking every 15 s sent Admission some 600 requests a second
 // it held already, three quarters of its history.
 const reaskEvery = 5 * time.Minute
@@ -226,8 +226,10 @@ type scheduler struct {
 	// write that StatusPaceChange put off is due.
 	wroteAt time.Time
 	owed    workflow.Future
-	// askedAt is when a run last asked Admission for every waiting job (reaskEvery).
+	// askedAt is when a run last asked Admission for every waiting job (reaskEvery); reask,
+	// while not nil, fires when it asks again.
 	askedAt time.Time
+	reask   workflow.Future
 }
 
 // GiveBackInTheRequestChange is the version marker of a give-back that is one message: the
@@ -315,6 +317,11 @@ func (s *scheduler) run(ctx workflow.Context) error {
 	for _, j := range obs.Spec.Jobs {
 		s.entries = append(s.entries, &TrackedJob{Job: j})
 	}
+	if obs.Status.State != "" {
+		// The Scheduling ran before, in a run that ended without handing over (terminated):
+		// this run takes up its status and its jobs' runs.
+		return s.resume(ctx, obs.Status)
+	}
 	if err := s.setState(ctx, v1alpha1.SchedulingAcquiring, "claiming the jobs"); err != nil {
 		return err
 	}
@@ -328,6 +335,78 @@ func (s *scheduler) run(ctx workflow.Context) error {
 		return err
 	}
 	return s.schedule(ctx)
+}
+
+// resume takes up a Scheduling whose last run ended without handing over: its status as
+// written, and its jobs' runs as the jobs show them. A job whose creation request is this
+// Scheduling's (by its UID) was granted: it is started, or ended, as its status says, and
+// Admission holds its grant (or takes it in from the job). The others wait, and are asked
+// for again. An ended Scheduling only holds its jobs, as it did.
+func (s *scheduler) resume(ctx workflow.Context, was v1alpha1.SchedulingStatus) error {
+	s.status = was
+	if s.status.StartedAt == nil {
+		s.status.StartedAt = now(ctx)
+	}
+	ended := was.State == v1alpha1.SchedulingCompleted || was.State == v1alpha1.SchedulingFailed || was.State == v1alpha1.SchedulingCancelled
+	if !ended {
+		if ok, err := s.acquireJobs(ctx); err != nil || !ok {
+			return err
+		}
+	}
+	idle, err := s.takeUpRuns(ctx)
+	if err != nil {
+		return err
+	}
+	if ended {
+		return nil
+	}
+	if was.State == v1alpha1.SchedulingAcquiring {
+		if err := s.checkTestBed(ctx); err != nil {
+			return err
+		}
+		if err := s.setState(ctx, v1alpha1.SchedulingScheduling, "starting jobs as their slots come free"); err != nil {
+			return err
+		}
+	}
+	// A request written whose nudge was lost with the last run: the job's workflow looks.
+	if err := s.nudge(ctx, idle); err != nil {
+		return err
+	}
+	return s.schedule(ctx)
+}
+
+// takeUpRuns sets each entry from its job's run of this Scheduling, read from etcd: a run
+// that ended while no run of this workflow was there to hear it is seen ended here. idle are
+// the granted jobs whose status shows no start of their run yet.
+func (s *scheduler) takeUpRuns(ctx workflow.Context) (idle []string, err error) {
+	for part := range slices.Chunk(s.entries, batch) {
+		names := make([]string, len(part))
+		for i, e := range part {
+			names[i] = e.Job.Name
+		}
+		var infos []activities.JobInfo
+		if err := quick(ctx, acts.ReadJobs, activities.ReadJobsInput{Namespace: s.key.Namespace, Names: names}).Get(ctx, &infos); err != nil {
+			return nil, err
+		}
+		for i, e := range part {
+			g := infos[i].Granted
+			if g == nil || g.Request.SchedulingUID != s.uid || g.Request.Run != 1 || g.Request.Scheduling != s.key.Name {
+				continue
+			}
+			e.Run, e.Slots = 1, g.Slots
+			if at := g.Request.GrantedAt; at != nil {
+				e.RequestedAt = at.Time
+			}
+			if g.State == "" {
+				idle = append(idle, e.Job.Name)
+				continue
+			}
+			e.State, e.Message = g.State, v1alpha1.ClipMessage(g.Message)
+			e.SubmittedAt, e.RunningAt, e.FinishedAt = g.SubmittedAt, g.RunningAt, g.FinishedAt
+		}
+	}
+	s.askedAt = time.Time{} // every job that waits is asked for again
+	return idle, nil
 }
 
 // schedule runs the queue until every job ended, then writes the final status.
@@ -1052,9 +1131,23 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 		// A put-off status write is due: the loop turns and writes it.
 		sel.AddFuture(s.owed, func(workflow.Future) { s.owed, statusDue = nil, true })
 	}
+	waiting := s.waitingEntries()
+	if s.reask == nil && len(waiting) > 0 {
+		// One timer across the steps, made again only once it fired.
+		s.reask = workflow.NewTimer(ctx, max(time.Second, s.askedAt.Add(reaskEvery).Sub(workflow.Now(ctx))))
+	}
+	reasked := false
+	if s.reask != nil {
+		sel.AddFuture(s.reask, func(workflow.Future) { s.reask, reasked = nil, true })
+	}
 	sel.Select(ctx)
 	if statusDue {
 		return true, nil
+	}
+	if reasked {
+		// Jobs waited reaskEvery: ask again, for an Admission that lost them.
+		s.askedAt = workflow.Now(ctx)
+		return false, s.requestAdmission(ctx, s.waitingEntries())
 	}
 	if changeVersion(ctx, BatchedMessagesChange) == workflow.DefaultVersion {
 		if progress != nil {

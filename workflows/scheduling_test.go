@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"go.temporal.io/sdk/temporal"
-	"k8s.io/utils/ptr"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +12,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
@@ -73,6 +74,10 @@ type fakeAdmission struct {
 	// request written (the caller holds mu).
 	batched  bool
 	onCreate func(job string)
+	// was is the status the Scheduling object shows at the start (a run before this one
+	// wrote it), shown the runs its jobs show (activities.JobInfo.Granted).
+	was   v1alpha1.SchedulingStatus
+	shown map[string]*activities.GrantedRun
 }
 
 func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(activities.ClaimInput) activities.ClaimResult) (*testsuite.TestWorkflowEnvironment, *fakeAdmission, *[]v1alpha1.SchedulingStatus) {
@@ -82,7 +87,9 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 	env.RegisterActivity(&activities.Activities{})
 	f := &fakeAdmission{env: env, runFor: map[string]time.Duration{}, free: []int32{0, 1, 2, 3}, held: map[string][]int32{}, grants: map[string]AdmissionGrant{}}
 	var statuses []v1alpha1.SchedulingStatus
-	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, UID: "uid-nightly", Spec: spec}, nil)
+	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(func(context.Context, activities.SchedulingKey) (activities.SchedulingObservation, error) {
+		return activities.SchedulingObservation{Exists: true, UID: "uid-nightly", Spec: spec, Status: f.was}, nil
+	})
 	env.OnActivity(acts.ReadSlots, mock.Anything, mock.Anything).Return(activities.TestBedSlots{Exists: true}, nil)
 	env.OnActivity(acts.ClaimJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
 		return claim(in), nil
@@ -90,7 +97,7 @@ func newSchedulingEnv(t *testing.T, spec v1alpha1.SchedulingSpec, claim func(act
 	env.OnActivity(acts.ReadJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReadJobsInput) ([]activities.JobInfo, error) {
 		infos := make([]activities.JobInfo, len(in.Names))
 		for i, n := range in.Names {
-			infos[i] = activities.JobInfo{Name: n, Exists: true, User: "u"}
+			infos[i] = activities.JobInfo{Name: n, Exists: true, User: "u", Granted: f.shown[n]}
 		}
 		return infos, nil
 	})
@@ -355,6 +362,88 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 	require.Equal(t, []int32{0}, jobStatus(*completed, "c").Slots, "the first slot a freed")
 }
 
+// A Scheduling whose workflow starts anew (the last run was terminated) takes up its status
+// and its jobs' runs as the jobs show them: a job that ended counts as ended, a running one
+// as running until it reports its end, a granted one that never started is nudged, and only
+// the job that waits is asked for again. A run of an earlier Scheduling of the name (another
+// UID) is not this one's: its job waits too.
+func TestSchedulingWorkflow_AFreshRunTakesUpItsJobsRuns(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 1}, {Name: "b", Replication: 2}, {Name: "c", Replication: 1}, {Name: "d", Replication: 1}, {Name: "e", Replication: 1},
+	}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	started := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	f.was = v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling, StartedAt: &metav1.Time{Time: started}, Message: "starting jobs"}
+	granted := metav1.NewMicroTime(started.Add(time.Minute))
+	run := func(uid string, slots []int32, st v1alpha1.BatchJobState) *activities.GrantedRun {
+		return &activities.GrantedRun{Request: v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: uid, TestBed: "bed", Run: 1, Slots: slots, GrantedAt: &granted},
+			Slots: slots, State: st, FinishedAt: map[bool]time.Time{true: started.Add(2 * time.Minute)}[st.Ended()]}
+	}
+	f.shown = map[string]*activities.GrantedRun{
+		"a": run("uid-nightly", []int32{3}, v1alpha1.JobCompleted),
+		"b": run("uid-nightly", []int32{0, 1}, v1alpha1.JobRunning),
+		"c": run("uid-nightly", []int32{2}, ""),
+		"e": run("an-older-uid", []int32{3}, v1alpha1.JobCompleted),
+	}
+	f.free = nil // b and c hold 0-2; a's slot 3 is not free until Admission hears of its end
+	f.held = map[string][]int32{"b": {0, 1}, "c": {2}}
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.ElementsMatch(t, []string{"d", "e"}, f.requested, "only the jobs that wait are asked for")
+		require.Empty(t, f.created, "no run is asked for again")
+		require.Contains(t, f.jobNudges, BatchJobWorkflowID("ns", "c"), "c's request is taken up")
+		f.held = map[string][]int32{}
+		f.free = []int32{0, 1, 2, 3}
+		f.grant()
+	}, 5*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "c", Run: 1, State: v1alpha1.JobRunning})
+		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "b", Run: 1, State: v1alpha1.JobCompleted})
+		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "c", Run: 1, State: v1alpha1.JobFailed, Message: "exit 1"})
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.NoError(t, env.GetWorkflowError())
+	requireCreatedInWaves(t, f.created, []string{"d", "e"})
+	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+	require.NotNil(t, completed, "%+v", *statuses)
+	require.Equal(t, int32(5), completed.FinishedJobs)
+	require.Contains(t, completed.Message, "1 failed")
+	require.True(t, completed.StartedAt.Time.Equal(started), "the start is the first run's")
+	require.Equal(t, v1alpha1.JobCompleted, jobStatus(*completed, "a").State)
+	require.Equal(t, []int32{3}, jobStatus(*completed, "a").Slots)
+	require.Equal(t, v1alpha1.JobFailed, jobStatus(*completed, "c").State)
+	require.NotEmpty(t, (*statuses)[0].Jobs, "the first write is whole")
+	require.Equal(t, v1alpha1.SchedulingScheduling, (*statuses)[0].State, "no Acquiring again")
+}
+
+// A job that waits is asked for again every reaskEvery: an Admission that lost its request
+// (its workflow ended and started anew) grants it at the next asking, not never.
+func TestSchedulingWorkflow_AJobThatWaitsIsAskedForAgain(t *testing.T) {
+	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
+		{Name: "a", Replication: 4}, {Name: "b", Replication: 4},
+	}}
+	env, f, statuses := newSchedulingEnv(t, spec, claimAll)
+	f.runFor = map[string]time.Duration{"a": 2 * time.Minute, "b": time.Minute}
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.Equal(t, []string{"a", "b"}, f.requested)
+		f.waiting = nil // Admission lost b's request
+	}, time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []string{"a", "b", "b"}, f.requested)
+	require.Equal(t, []string{"a", "b"}, f.created)
+	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
+	require.NotNil(t, completed)
+	require.Equal(t, reaskEvery, jobStatus(*completed, "b").WaitTime.Duration, "b is granted when it is asked for again")
+}
+
 // Grants that come in batches (AdmittedBatchSignal) run the queue as single ones do: the
 // jobs of one batch start together, and a stale key in a batch is given back.
 func TestSchedulingWorkflow_GrantsInBatchesRunTheQueue(t *testing.T) {
@@ -534,7 +623,8 @@ func TestSchedulingWorkflow_ExtendSendsTheNewJobsToAdmission(t *testing.T) {
 	require.ErrorContains(t, refused, "job long is queued already and cannot be removed")
 	require.NoError(t, accepted)
 	require.Equal(t, 2, queued)
-	require.Equal(t, []string{"long", "late"}, f.requested)
+	require.Equal(t, []string{"long", "late", "late", "late"}, f.requested,
+		"late is asked for when the extension adds it, and again every reaskEvery while it waits (at 5 and 10 minutes)")
 	require.Equal(t, []string{"long", "late"}, f.created)
 	completed := lastWithState(*statuses, v1alpha1.SchedulingCompleted)
 	require.NotNil(t, completed)
@@ -593,7 +683,7 @@ func TestSchedulingWorkflow_ExtendRefusesWhatTheSchemaRefuses(t *testing.T) {
 	}
 	require.NoError(t, accepted)
 	require.Equal(t, 2, queued)
-	require.Equal(t, []string{"long", "late"}, f.requested, "no refused list reached Admission")
+	require.Equal(t, []string{"long", "late", "late", "late"}, f.requested, "no refused list reached Admission (late waits 10 minutes: asked again twice)")
 }
 
 // The API and the bridge may pass on the same edit at once: two extends in flight with the
@@ -875,7 +965,7 @@ func TestSchedulingWorkflow_StatusWritesSendOnlyWhatChanged(t *testing.T) {
 func TestSchedulingWorkflow_ARunSoonAfterTheLastAsksNothingAgain(t *testing.T) {
 	spec, f, in := firstRunOfOneStep(t)
 	env2, f2, statuses := nextRunEnv(t, spec, f, claimAll)
-	env2.SetStartTime(in.Carried.AskedAt.Add(reaskEvery - time.Second))
+	env2.SetStartTime(in.Carried.AskedAt.Add(reaskEvery - time.Minute))
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobCompleted})
 	}, 5*time.Second)
@@ -894,7 +984,9 @@ func TestSchedulingWorkflow_ARunCarriedFromBeforeAsksAndWritesAtOnce(t *testing.
 	env2, f2, _ := nextRunEnv(t, spec, f, claimAll)
 	env2.SetStartTime(f.wroteAt[len(f.wroteAt)-1].Add(100 * time.Millisecond))
 	runNext(t, env2, in)
-	require.Equal(t, []string{"b"}, f2.requested, "the waiting job is asked for again")
+	require.NotEmpty(t, f2.requested)
+	require.Equal(t, slices.Repeat([]string{"b"}, int(time.Hour/reaskEvery)), f2.requested,
+		"the waiting job is asked for again at the start, then every reaskEvery while it waits the hour")
 	require.NotEmpty(t, f2.writes)
 	require.Less(t, f2.wroteAt[0].Sub(f.wroteAt[len(f.wroteAt)-1]), statusPace, "the first write waited for a pace it knew nothing of")
 	require.False(t, f2.writes[0].Delta)
