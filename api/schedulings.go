@@ -233,7 +233,7 @@ func (s *server) createScheduling(c *gin.Context) {
 		fail(c, fromKube(fmt.Sprintf("create scheduling %s/%s", ns, req.Name), err))
 		return
 	}
-	if _, err := lifecycle.StartScheduling(ctx, s.Temporal, ns, req.Name); err != nil {
+	if _, err := lifecycle.StartScheduling(ctx, s.Temporal, sched); err != nil {
 		// Without its workflow the object would only wait for the bridge: take it back, so
 		// the answer "nothing was created" holds.
 		s.Log.Error("start a scheduling's workflow; removing the scheduling", "scheduling", ns+"/"+req.Name, "err", err)

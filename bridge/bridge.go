@@ -216,7 +216,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if err := addSignallers(mgr, tc, ctrlOpts, opts); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&WorkflowKeeper{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Temporal: tc, Log: opts.Log, Every: opts.WorkflowCheckEvery}); err != nil {
+	if err := mgr.Add(&WorkflowKeeper{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Temporal: tc, Log: opts.Log, Every: opts.WorkflowCheckEvery}); err != nil {
 		return nil, fmt.Errorf("bridge workflow keeper: %w", err)
 	}
 	policies, err := addJobPolicyBridge(cfg, mgr, tc, ctrlOpts)

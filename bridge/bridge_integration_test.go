@@ -347,6 +347,72 @@ func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
 	require.Eventually(t, func() bool { return !held() }, 30*time.Second, 200*time.Millisecond, "the job stays claimed")
 }
 
+// A Scheduling deleted without its workflow's clean-up (its finalizer removed by hand) and
+// made again at once under its name does not take over the old object's run: the old run is
+// terminated and the new object gets a run of its own, which holds the job.
+func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testing.T) {
+	t.Parallel()
+	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Hour}) // the keeper stays out of it
+	ctx := context.Background()
+	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
+	makeOne := func() *v1alpha1.Scheduling {
+		s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
+			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "wordcount", Replication: 1}}}}
+		require.NoError(t, cl.Create(ctx, s))
+		return s
+	}
+	old := makeOne()
+	id := workflows.SchedulingWorkflowID("default", "nightly")
+	uidOf := func() (string, string, enumspb.WorkflowExecutionStatus) {
+		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return "", "", 0
+		}
+		info := d.GetWorkflowExecutionInfo()
+		return workflows.SchedulingUIDOf(info.GetMemo()), info.GetExecution().GetRunId(), info.GetStatus()
+	}
+	var oldRun string
+	require.Eventually(t, func() bool {
+		uid, run, st := uidOf()
+		oldRun = run
+		return uid == string(old.UID) && st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, 30*time.Second, 100*time.Millisecond, "the first scheduling's workflow never ran with its uid")
+	require.Eventually(t, func() bool {
+		return schedulingState(t, cl) == v1alpha1.SchedulingScheduling
+	}, 30*time.Second, 100*time.Millisecond)
+
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(old), old))
+	old.Finalizers = nil
+	require.NoError(t, cl.Update(ctx, old))
+	require.NoError(t, cl.Delete(ctx, old))
+	renewed := makeOne()
+	require.NotEqual(t, old.UID, renewed.UID)
+
+	require.Eventually(t, func() bool {
+		uid, run, st := uidOf()
+		return uid == string(renewed.UID) && run != oldRun && st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, 30*time.Second, 100*time.Millisecond, "the new scheduling has no workflow of its own")
+	d, err := tc.DescribeWorkflowExecution(ctx, id, oldRun)
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, d.GetWorkflowExecutionInfo().GetStatus(), "the old run was not ended")
+	require.Eventually(t, func() bool {
+		return schedulingState(t, cl) == v1alpha1.SchedulingScheduling
+	}, 30*time.Second, 100*time.Millisecond)
+	var j v1alpha1.BatchJob
+	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "wordcount"}, &j))
+	require.Equal(t, "nightly", j.Labels[v1alpha1.ActiveSchedulingLabel], "the new scheduling holds the job")
+}
+
+// schedulingState is the state of Scheduling default/nightly ("" when it cannot be read).
+func schedulingState(t *testing.T, cl client.Client) v1alpha1.SchedulingState {
+	var s v1alpha1.Scheduling
+	if cl.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "nightly"}, &s) != nil {
+		return ""
+	}
+	return s.Status.State
+}
+
 // bedOn is a test bed of two slots of 1 cpu and 1 GiB on each node labelled label.
 func bedOn(namespace, name, label string) *v1alpha1.TestBed {
 	return &v1alpha1.TestBed{

@@ -156,7 +156,7 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 		}
 	}
 	// The API may have started it already: the same id is the same workflow.
-	run, err := lifecycle.StartScheduling(ctx, s.Temporal, req.Namespace, req.Name)
+	run, err := lifecycle.StartScheduling(ctx, s.Temporal, &sched)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

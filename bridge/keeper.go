@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	temporal "go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,31 +17,38 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/lifecycle"
 	"slotplane/workflows"
 )
 
-// WorkflowKeeper starts again the workflow of each TestBed and BatchJob that has none
-// running. Both run for as long as their object exists, and are started by the object's
-// changes: one terminated (from Temporal's Web UI, say) or failed would otherwise wait for
-// the object's next change, a bed keeping its ghosts as they were and a running job its
-// slots after its application ended. A fresh run rebuilds from the cluster: the bed's
-// workflow from its nodes and pods, a job's from its claim, creation request and
-// application (CreateApplication finds the application a lost run made).
+// WorkflowKeeper starts again the workflow of each object that has none running. TestBed,
+// BatchJob and Scheduling workflows run for as long as their object exists, and an Admission
+// workflow while its bed has a Scheduling that has not ended; all are started by changes and
+// messages. One terminated (from Temporal's Web UI, say) or failed would otherwise wait for
+// the next change: a bed keeping its ghosts as they were, a running job its slots after its
+// application ended, a Scheduling its queue, an Admission its grants. A fresh run rebuilds
+// from the cluster: the bed's workflow from its nodes and pods, a job's from its claim,
+// creation request and application, a Scheduling's from its status and its jobs' runs, an
+// Admission's from the creation requests in its bed.
 //
 // Every Every, it lists the running workflows of each kind from Temporal's visibility (one
-// paged query per kind, not one call per object) and signal-with-starts the missing ones,
-// as a change of their object does. Visibility lags the workflows by a moment, so a
-// workflow started or continued just before may be signalled once more: a look that finds
-// nothing new.
+// paged query per kind, not one call per object) and starts the missing ones, as a change of
+// their object does. Visibility lags the workflows by a moment, so a workflow started or
+// continued just before may be signalled once more: a look that finds nothing new.
 //
 // A running Scheduling workflow whose Scheduling is gone (its finalizer removed by hand) is
 // cancelled: it releases the jobs it claimed and tells Admission, as on a deletion. The
-// absence is read live, not from the cache: a Scheduling is made before its workflow.
+// absence is read live, not from the cache: a Scheduling is made before its workflow. One
+// that runs for an earlier object of the name is terminated and the new object's started
+// (lifecycle.StartScheduling); a deleted Scheduling whose workflow is gone gets it back, and
+// cancelled, so that its jobs are released (lifecycle.CancelScheduling).
 type WorkflowKeeper struct {
 	// Reader lists the TestBeds, BatchJobs and Schedulings (the manager's cache).
 	Reader client.Reader
 	// Live reads a Scheduling the cache does not have (the manager's API reader).
-	Live     client.Reader
+	Live client.Reader
+	// Client removes the finalizer of a deleted Scheduling that never ran.
+	Client   client.Client
 	Temporal temporal.Client
 	Log      *slog.Logger
 	// Every is how often it looks (default 30 s).
@@ -49,7 +58,7 @@ type WorkflowKeeper struct {
 // workflowsRestarted counts the workflows the keeper started again, by kind.
 var workflowsRestarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "slotplane_workflows_restarted_total",
-	Help: "Workflows the bridge started again because their object had none running (testbed, batchjob).",
+	Help: "Workflows the bridge started again because their object had none running (testbed, batchjob, scheduling, admission).",
 }, []string{"workflow"})
 
 // workflowsCancelled counts the workflows the keeper cancelled because their object was
@@ -102,6 +111,10 @@ func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
 	if err := k.Reader.List(ctx, &jobs, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, fmt.Errorf("list batch jobs: %w", err)
 	}
+	var scheds v1alpha1.SchedulingList
+	if err := k.Reader.List(ctx, &scheds, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, fmt.Errorf("list schedulings: %w", err)
+	}
 	bedKeys, jobKeys := make([]client.Object, len(beds.Items)), make([]client.Object, len(jobs.Items))
 	for i := range beds.Items {
 		bedKeys[i] = &beds.Items[i]
@@ -110,6 +123,11 @@ func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
 		jobKeys[i] = &jobs.Items[i]
 	}
 	started := 0
+	restarted := func(kind string, key types.NamespacedName) {
+		started++
+		workflowsRestarted.WithLabelValues(kind).Inc()
+		k.logger().Warn("an object had no workflow running; started it again", "kind", kind, "object", key.String())
+	}
 	for _, kind := range []struct {
 		label, workflowType string
 		objects             []client.Object
@@ -131,30 +149,90 @@ func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
 			if err := kind.nudge(ctx, k.Temporal, key); err != nil {
 				return started, err
 			}
-			started++
-			workflowsRestarted.WithLabelValues(kind.label).Inc()
-			k.logger().Warn("an object had no workflow running; started it again", "kind", kind.label, "object", key.String())
+			restarted(kind.label, key)
 		}
 	}
-	if err := k.cancelOrphans(ctx); err != nil {
+	if err := k.keepSchedulings(ctx, scheds.Items, restarted); err != nil {
+		return started, err
+	}
+	if err := k.keepAdmissions(ctx, beds.Items, scheds.Items, restarted); err != nil {
 		return started, err
 	}
 	return started, nil
 }
 
-// cancelOrphans cancels the running Scheduling workflows whose Scheduling is gone.
-func (k *WorkflowKeeper) cancelOrphans(ctx context.Context) error {
-	running, err := k.running(ctx, "SchedulingWorkflow")
+// keepSchedulings starts the workflow of each Scheduling that has none running, or one of an
+// earlier object of its name; it cancels the workflows of Schedulings that are gone, and
+// brings back (to cancel) those of deleted Schedulings that still hold their jobs.
+func (k *WorkflowKeeper) keepSchedulings(ctx context.Context, scheds []v1alpha1.Scheduling, restarted func(string, types.NamespacedName)) error {
+	running, err := k.runningUIDs(ctx, "SchedulingWorkflow")
 	if err != nil {
 		return err
 	}
-	var scheds v1alpha1.SchedulingList
-	if err := k.Reader.List(ctx, &scheds, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list schedulings: %w", err)
+	for i := range scheds {
+		sc := &scheds[i]
+		id := workflows.SchedulingWorkflowID(sc.Namespace, sc.Name)
+		uid, runs := running[id]
+		delete(running, id)
+		if runs && (uid == "" || uid == string(sc.UID)) {
+			continue
+		}
+		key := client.ObjectKeyFromObject(sc)
+		// The cache's object is shared: the steps below take a copy.
+		own := sc.DeepCopy()
+		if sc.DeletionTimestamp != nil {
+			if err := lifecycle.CancelScheduling(ctx, k.Client, k.Temporal, own); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := lifecycle.StartScheduling(ctx, k.Temporal, own); err != nil {
+			return err
+		}
+		restarted("scheduling", key)
 	}
-	for _, sc := range scheds.Items {
-		delete(running, workflows.SchedulingWorkflowID(sc.Namespace, sc.Name))
+	return k.cancelOrphans(ctx, running)
+}
+
+// keepAdmissions starts the Admission workflow of each test bed that a Scheduling which has
+// not ended names, when none runs: it takes up the grants in use at once, rather than when a
+// Scheduling next asks (reaskEvery).
+func (k *WorkflowKeeper) keepAdmissions(ctx context.Context, beds []v1alpha1.TestBed, scheds []v1alpha1.Scheduling, restarted func(string, types.NamespacedName)) error {
+	wanted := map[types.NamespacedName]bool{}
+	for i := range scheds {
+		switch sc := &scheds[i]; sc.Status.State {
+		case v1alpha1.SchedulingCompleted, v1alpha1.SchedulingFailed, v1alpha1.SchedulingCancelled:
+		default:
+			wanted[types.NamespacedName{Namespace: sc.Namespace, Name: sc.Spec.TestBed}] = true
+		}
 	}
+	if len(wanted) == 0 {
+		return nil
+	}
+	running, err := k.running(ctx, "AdmissionWorkflow")
+	if err != nil {
+		return err
+	}
+	for i := range beds {
+		key := client.ObjectKeyFromObject(&beds[i])
+		id := workflows.AdmissionWorkflowID(key.Namespace, key.Name)
+		if beds[i].DeletionTimestamp != nil || !wanted[key] || running[id] {
+			continue
+		}
+		_, err := k.Temporal.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
+			ID: id, TaskQueue: workflows.AdmissionTaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		}, workflows.AdmissionWorkflow, workflows.AdmissionInput{Namespace: key.Namespace, TestBed: key.Name, StepsPerRun: lifecycle.Steps.Admission})
+		if err != nil {
+			return fmt.Errorf("start %s: %w", id, err)
+		}
+		restarted("admission", key)
+	}
+	return nil
+}
+
+// cancelOrphans cancels the running Scheduling workflows (ids) whose Scheduling is gone.
+func (k *WorkflowKeeper) cancelOrphans(ctx context.Context, running map[string]string) error {
 	for id := range running {
 		key, ok := workflows.SchedulingOfWorkflowID(id)
 		if !ok || k.Live == nil {
@@ -176,6 +254,21 @@ func (k *WorkflowKeeper) cancelOrphans(ctx context.Context) error {
 // running lists the ids of the running workflows of a type, from visibility.
 func (k *WorkflowKeeper) running(ctx context.Context, workflowType string) (map[string]bool, error) {
 	out := map[string]bool{}
+	err := k.eachRunning(ctx, workflowType, func(e *workflowpb.WorkflowExecutionInfo) { out[e.GetExecution().GetWorkflowId()] = true })
+	return out, err
+}
+
+// runningUIDs lists the running Scheduling workflows with the UID each runs for ("": its
+// memo has none yet).
+func (k *WorkflowKeeper) runningUIDs(ctx context.Context, workflowType string) (map[string]string, error) {
+	out := map[string]string{}
+	err := k.eachRunning(ctx, workflowType, func(e *workflowpb.WorkflowExecutionInfo) {
+		out[e.GetExecution().GetWorkflowId()] = workflows.SchedulingUIDOf(e.GetMemo())
+	})
+	return out, err
+}
+
+func (k *WorkflowKeeper) eachRunning(ctx context.Context, workflowType string, each func(*workflowpb.WorkflowExecutionInfo)) error {
 	req := &workflowservice.ListWorkflowExecutionsRequest{
 		Query:    fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflowType),
 		PageSize: 1000,
@@ -183,13 +276,13 @@ func (k *WorkflowKeeper) running(ctx context.Context, workflowType string) (map[
 	for {
 		resp, err := k.Temporal.ListWorkflow(ctx, req)
 		if err != nil {
-			return nil, fmt.Errorf("list running %s workflows: %w", workflowType, err)
+			return fmt.Errorf("list running %s workflows: %w", workflowType, err)
 		}
 		for _, e := range resp.GetExecutions() {
-			out[e.GetExecution().GetWorkflowId()] = true
+			each(e)
 		}
 		if len(resp.GetNextPageToken()) == 0 {
-			return out, nil
+			return nil
 		}
 		req.NextPageToken = resp.GetNextPageToken()
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -41,10 +43,31 @@ func SchedulingOfWorkflowID(id string) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: ns, Name: name}, true
 }
 
+// SchedulingUIDMemo is the memo field that holds the UID of the Scheduling a workflow runs
+// for: a front door tells by it a run of an earlier object of the name.
+const SchedulingUIDMemo = "scheduling-uid"
+
+// SchedulingUIDOf reads SchedulingUIDMemo from a workflow's memo ("": none).
+func SchedulingUIDOf(memo *commonpb.Memo) string {
+	p, ok := memo.GetFields()[SchedulingUIDMemo]
+	if !ok {
+		return ""
+	}
+	var uid string
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &uid); err != nil {
+		return ""
+	}
+	return uid
+}
+
 // SchedulingInput names the Scheduling; the rest is optional (zero takes the default).
 type SchedulingInput struct {
 	Namespace string
 	Name      string
+	// UID is the object's the workflow runs for (empty: whichever has the name when the
+	// run starts). A run that finds another object under the name ends at once, touching
+	// nothing.
+	UID string `json:",omitempty"`
 	// StepsPerRun: after this many decisions (each a few history events) the workflow
 	// continues as new, carrying its queue over (default 500). It also does when Temporal
 	// suggests it (a large history).
@@ -301,9 +324,19 @@ func paceFor(ctx workflow.Context, n int) time.Duration {
 	return max(statusPace, time.Duration(n)*time.Second/time.Duration(per))
 }
 
+// markUID puts the Scheduling's UID in the run's memo (a continue-as-new does not carry
+// memos over), where front doors read it.
+func (s *scheduler) markUID(ctx workflow.Context) error {
+	return workflow.UpsertMemo(ctx, map[string]any{SchedulingUIDMemo: s.uid})
+}
+
 func (s *scheduler) run(ctx workflow.Context) error {
 	if s.entries != nil {
-		return s.schedule(ctx) // carried over: acquired already
+		// Carried over: acquired already.
+		if err := s.markUID(ctx); err != nil {
+			return err
+		}
+		return s.schedule(ctx)
 	}
 	var obs activities.SchedulingObservation
 	if err := quick(ctx, acts.ReadScheduling, s.key).Get(ctx, &obs); err != nil {
@@ -313,7 +346,15 @@ func (s *scheduler) run(ctx workflow.Context) error {
 		s.status.State, s.status.Message = v1alpha1.SchedulingFailed, "the Scheduling does not exist"
 		return nil
 	}
+	if s.in.UID != "" && obs.UID != s.in.UID {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("scheduling %s/%s is another object now (uid %s, not %s): this run is not its",
+			s.key.Namespace, s.key.Name, obs.UID, s.in.UID), "SchedulingRemade", nil)
+	}
 	s.spec, s.uid = obs.Spec, obs.UID
+	s.in.UID = obs.UID
+	if err := s.markUID(ctx); err != nil {
+		return err
+	}
 	for _, j := range obs.Spec.Jobs {
 		s.entries = append(s.entries, &TrackedJob{Job: j})
 	}

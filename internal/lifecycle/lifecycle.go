@@ -29,17 +29,31 @@ type StepsPerRun struct {
 // that workflows continue as new many times.
 var Steps StepsPerRun
 
-// StartScheduling starts the Scheduling's workflow under SchedulingWorkflowID, the id every
-// front door uses. A workflow already running under it is used, not a second one started, so
-// the API and the bridge (kubectl) never start the same Scheduling twice; a Scheduling
-// deleted and created again under its name gets a new run.
-func StartScheduling(ctx context.Context, tc temporal.Client, namespace, name string) (temporal.WorkflowRun, error) {
-	id := workflows.SchedulingWorkflowID(namespace, name)
+// StartScheduling starts the workflow of sched under SchedulingWorkflowID, the id every front
+// door uses. A workflow already running under it for this object is used, not a second one
+// started, so the API and the bridge (kubectl) never start the same Scheduling twice. One
+// running for an earlier object of the name (deleted without its workflow's clean-up: its
+// finalizer removed by hand) is terminated first: the new object never takes over an old
+// object's run. The new run finds the jobs the old one claimed held under the name, and
+// their requests of the old UID, which it does not take as its own.
+func StartScheduling(ctx context.Context, tc temporal.Client, sched *v1alpha1.Scheduling) (temporal.WorkflowRun, error) {
+	id := workflows.SchedulingWorkflowID(sched.Namespace, sched.Name)
+	uid := string(sched.UID)
+	if running, was, err := runningUID(ctx, tc, id); err != nil {
+		return nil, err
+	} else if running && was != "" && was != uid {
+		err := tc.TerminateWorkflow(ctx, id, "", fmt.Sprintf("its Scheduling (uid %s) is gone; a new one of the name (uid %s) starts its own run", was, uid))
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			return nil, fmt.Errorf("terminate %s of an earlier scheduling: %w", id, err)
+		}
+	}
 	run, err := tc.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: namespace, Name: name,
+		Memo:                     map[string]any{workflows.SchedulingUIDMemo: uid},
+	}, workflows.SchedulingWorkflow, workflows.SchedulingInput{Namespace: sched.Namespace, Name: sched.Name, UID: uid,
 		StepsPerRun: Steps.Scheduling, AdmissionStepsPerRun: Steps.Admission})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
@@ -47,28 +61,52 @@ func StartScheduling(ctx context.Context, tc temporal.Client, namespace, name st
 	return run, nil
 }
 
+// runningUID says whether the workflow id runs, and the UID of the Scheduling it runs for
+// (its memo; "" when it has none).
+func runningUID(ctx context.Context, tc temporal.Client, id string) (bool, string, error) {
+	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("describe %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return false, "", nil
+	}
+	return true, workflows.SchedulingUIDOf(info.GetMemo()), nil
+}
+
 // CancelScheduling is what follows the deletion of a Scheduling: its running workflow is
-// asked to release everything and removes the finalizer when done. Without a running
-// workflow there is nothing to release, and the finalizer goes now.
+// asked to release everything and removes the finalizer when done. A Scheduling that never
+// ran (no status) has nothing to release, and the finalizer goes now. One whose workflow is
+// not running although it ran (terminated) gets its workflow started again, which takes up
+// its jobs, and cancelled, which releases them.
 func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Client, sched *v1alpha1.Scheduling) error {
 	if !controllerutil.ContainsFinalizer(sched, v1alpha1.SchedulingFinalizer) {
 		return nil
 	}
 	id := workflows.SchedulingWorkflowID(sched.Namespace, sched.Name)
-	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
-	var notFound *serviceerror.NotFound
-	running := err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
-	if err != nil && !errors.As(err, &notFound) {
-		return fmt.Errorf("describe %s: %w", id, err)
+	running, was, err := runningUID(ctx, tc, id)
+	if err != nil {
+		return err
 	}
-	if running {
-		if err := tc.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &notFound) {
-			return fmt.Errorf("cancel %s: %w", id, err)
+	if !running || (was != "" && was != string(sched.UID)) {
+		if sched.Status.State == "" {
+			controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer)
+			return client.IgnoreNotFound(kube.Update(ctx, sched))
 		}
-		return nil
+		if _, err := StartScheduling(ctx, tc, sched); err != nil {
+			return err
+		}
 	}
-	controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer)
-	return client.IgnoreNotFound(kube.Update(ctx, sched))
+	var notFound *serviceerror.NotFound
+	if err := tc.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("cancel %s: %w", id, err)
+	}
+	return nil
 }
 
 // RefusedError is the workflow's refusal of an extension (a job list its schema refuses, a
