@@ -23,8 +23,7 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	r.RegisterWorkflow(workflows.SchedulingWorkflow)
 	r.RegisterWorkflow(workflows.AdmissionWorkflow)
 	for _, file := range []string{"testbed-v1.json", "batchjob.json",
-		"batchjob-baseline.json", "scheduling-baseline.json",
-		"batchjob-baseline2.json", "scheduling-baseline2.json",
+		"batchjob-baseline.json", "batchjob-baseline2.json",
 		"batchjob-baseline3.json", "scheduling-baseline3.json", "admission-baseline3.json"} {
 		t.Run(file, func(t *testing.T) {
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
@@ -47,11 +46,9 @@ func TestReplay_IncompatibleHistoryFails(t *testing.T) {
 // rules.
 func TestReplay_ABaselineRunRecordsOneMarker(t *testing.T) {
 	for file, want := range map[string][]string{
-		"batchjob-baseline.json":   {workflows.BaselineChange},
-		"scheduling-baseline.json": {workflows.BaselineChange},
+		"batchjob-baseline.json": {workflows.BaselineChange},
 		// The second baseline takes those in (and QuietSubmitChange, StatusPaceSlowerChange).
-		"batchjob-baseline2.json":   {workflows.Baseline2Change},
-		"scheduling-baseline2.json": {workflows.Baseline2Change},
+		"batchjob-baseline2.json": {workflows.Baseline2Change},
 		// The third takes that one in (and FirstWaitInTaskChange).
 		"batchjob-baseline3.json":   {workflows.Baseline3Change},
 		"scheduling-baseline3.json": {workflows.Baseline3Change},
