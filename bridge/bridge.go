@@ -8,6 +8,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -187,6 +188,9 @@ type Options struct {
 	// task (WorkflowHealth), and the test beds and jobs for a workflow that is not running
 	// (WorkflowKeeper); default 30 s.
 	WorkflowCheckEvery time.Duration
+	// KeepEvery, when set, is the keeper's own pace in place of WorkflowCheckEvery (a test
+	// that watches a workflow stay ended keeps the keeper away).
+	KeepEvery time.Duration
 }
 
 // WebhookOptions say where the bridge serves its admission webhook: Addr (host:port), and
@@ -216,7 +220,7 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if err := addSignallers(mgr, tc, ctrlOpts, opts); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&WorkflowKeeper{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Temporal: tc, Log: opts.Log, Every: opts.WorkflowCheckEvery}); err != nil {
+	if err := mgr.Add(&WorkflowKeeper{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Temporal: tc, Log: opts.Log, Every: cmp.Or(opts.KeepEvery, opts.WorkflowCheckEvery)}); err != nil {
 		return nil, fmt.Errorf("bridge workflow keeper: %w", err)
 	}
 	policies, err := addJobPolicyBridge(cfg, mgr, tc, ctrlOpts)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -402,6 +403,12 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 	var j v1alpha1.BatchJob
 	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "wordcount"}, &j))
 	require.Equal(t, "nightly", j.Labels[v1alpha1.ActiveSchedulingLabel], "the new scheduling holds the job")
+	// The keeper reads the UID from visibility's list, as it lists the running workflows.
+	require.Eventually(t, func() bool {
+		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "WorkflowType = 'SchedulingWorkflow' AND ExecutionStatus = 'Running'"})
+		return err == nil && len(resp.GetExecutions()) == 1 && workflows.SchedulingUIDOf(resp.GetExecutions()[0].GetMemo()) == string(renewed.UID)
+	}, 30*time.Second, 200*time.Millisecond, "visibility does not list the run with its uid")
 }
 
 // schedulingState is the state of Scheduling default/nightly ("" when it cannot be read).

@@ -32,7 +32,8 @@ import (
 func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	t.Parallel()
 	c := testcluster.New(t, testcluster.Options{Nodes: 2})
-	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond})
+	// The keeper stays away: it would start the terminated workflows below again.
+	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond, KeepEvery: time.Hour})
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "sick", Namespace: "default"},

@@ -103,9 +103,10 @@ type SchedulingState struct {
 // a timer while jobs wait, and at the start of a run that comes this long after the last
 // asking. Admission keeps the requests it has across its own runs and takes a repeat as the
 // same request, answering with a grant it holds already; the repeat is for an Admission that
-// lost them (its workflow ended and started anew), which jobs then wait for up to this long. Each such round reads every waiting job (a List) and sends them all: at
-// 8,000 slots, ten Schedulings asking every 15 s sent Admission some 600 requests a second
-// it held already, three quarters of its history.
+// lost them (its workflow ended and started anew), which jobs then wait for up to this long.
+// Each such round reads every waiting job (a List) and sends them all: at 8,000 slots, ten
+// Schedulings asking every 15 s sent Admission some 600 requests a second it held already,
+// three quarters of its history.
 const reaskEvery = 5 * time.Minute
 
 // SchedulingOutput is the final status.
@@ -1029,6 +1030,11 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 	return len(s.entries), nil
 }
 
+// anyWaiting: a job is not yet started.
+func (s *scheduler) anyWaiting() bool {
+	return slices.ContainsFunc(s.entries, func(e *TrackedJob) bool { return e.Run == 0 && !e.done() })
+}
+
 // waitingEntries are the jobs not yet started.
 func (s *scheduler) waitingEntries() []*TrackedJob {
 	var out []*TrackedJob
@@ -1172,8 +1178,7 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 		// A put-off status write is due: the loop turns and writes it.
 		sel.AddFuture(s.owed, func(workflow.Future) { s.owed, statusDue = nil, true })
 	}
-	waiting := s.waitingEntries()
-	if s.reask == nil && len(waiting) > 0 {
+	if s.reask == nil && s.anyWaiting() {
 		// One timer across the steps, made again only once it fired.
 		s.reask = workflow.NewTimer(ctx, max(time.Second, s.askedAt.Add(reaskEvery).Sub(workflow.Now(ctx))))
 	}
