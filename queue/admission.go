@@ -28,8 +28,6 @@ type Cluster struct {
 	// Free, when set, is the free room: less than Total minus the running applications'
 	// usage when some room is set aside (slots being vacated, reserved slots).
 	Free *Resources
-	// Rules is the version of the decision rules (AdmitterState.Rules; 0 is the latest).
-	Rules int
 }
 
 // Refusal says why a waiting application cannot start now. It waits; it never fails.

@@ -67,8 +67,8 @@ type Entry struct {
 	GrantedAt time.Time
 	Grant     int64
 	// State is a granted job's start-up state for StateAware leaves: Starting from the grant
-	// (its driver is being started), Running once its job's workflow says so. From
-	// RulesQuietStart, a job granted in another leaf is Running from its grant.
+	// (its driver is being started), Running once its job's workflow says so. Without a
+	// bound on starting jobs, a job granted in another leaf is Running from its grant.
 	State         AppState
 	StartingSince time.Time
 	// Preempted counts the slots preemption took back from the job. A job with fewer slots
@@ -99,8 +99,8 @@ type Grant struct {
 	// Scheduling that gave a grant back and asked again can tell a late copy of the old one
 	// from the new one.
 	Seq int64
-	// QuietStart: the job need not tell Admission when its run leaves Starting
-	// (RulesQuietStart). Absent, it tells, as before the field.
+	// QuietStart: the job need not tell Admission when its run leaves Starting (its entry
+	// counts as Running already). False: it tells.
 	QuietStart bool `json:",omitempty"`
 }
 
@@ -181,50 +181,17 @@ type AdmitterState struct {
 	Reclaimed    []int32
 	PreemptedFor *JobKey
 	// Handed are slots of a job whose run ended (Ended) that the bed's status does not show
-	// free yet: with RulesHandOver they may be granted at once, so a freed slot does not wait
-	// for the status to catch up. A slot leaves the list once the status shows it free, or
-	// once it is granted again. A withdrawn job's slots (Release) are not handed on: its pods
-	// still run until they are deleted.
+	// free yet: they may be granted at once, so a freed slot does not wait for the status to
+	// catch up. A slot leaves the list once the status shows it free, or once it is granted
+	// again. A withdrawn job's slots (Release) are not handed on: its pods still run until
+	// they are deleted.
 	Handed []int32
 	// Reserved is the waiting job the free slots are held for (strict order), if any.
 	Reserved *JobKey
 	// Total and Slot are the test bed's size and slot size at the last decision (zero before
 	// the first): what a move is checked against.
 	Total, Slot Resources
-	// Rules is the version of the decision rules (RulesOriginal up to RulesLatest; 0 is the
-	// latest). A running Admission workflow decides by the rules its history was made with
-	// (workflow.GetVersion) and takes up new ones when it continues as new.
-	Rules int
 }
-
-// The versions of the decision rules. A rule change that decides differently gets the next
-// number, and the old rule stays while a version below it may run.
-const (
-	// RulesOriginal: the rules as the Admitter first shipped (workflow.DefaultVersion).
-	RulesOriginal = -1
-	// RulesMaxMinPreemption: preemption may take a queue below its fair share by less than
-	// a slot when that raises the lowest part of the two (PlanPreemption).
-	RulesMaxMinPreemption = 1
-	// RulesRoomForTheHead: preemption acts for a head the free slots cannot start. The
-	// utilization threshold counts such slots as used (roomToSpareBelow), the starvation
-	// clocks run whatever the utilization, and a queue at its fair share (not only above
-	// it) may give a slot when that raises the lower part of the two (PlanPreemption).
-	RulesRoomForTheHead = 2
-	// RulesHandOver: the slots of a released job may be granted in the same decision, before
-	// the test bed's status shows them free (Handed).
-	RulesHandOver = 3
-	// RulesNoFreshVictims: preemption takes no slot from a job granted in the same decision.
-	// Before it, a job could be granted slots and lose some of them in one decision: its
-	// Scheduling was told of the grant, and Admission revoked part of it at once.
-	RulesNoFreshVictims = 4
-	// RulesQuietStart: a job granted in a leaf that is not StateAware counts as Running from
-	// its grant, and the grant says so (Grant.QuietStart): its job's workflow does not tell
-	// of the run's start, which only a StateAware leaf needs to hear. Before it, every job
-	// sent Admission a message at its start, and Admission took a turn for it, a decision
-	// over every waiting job included.
-	RulesQuietStart = 5
-	RulesLatest     = RulesQuietStart
-)
 
 // Admitter is the whole admission core of one test bed, pure and deterministic: requests
 // wait in their queues, Decide grants slots as the policies allow, and the caller carries
@@ -268,9 +235,6 @@ func NewAdmitter(st AdmitterState) *Admitter {
 		def := DefaultConfig()
 		def.RejectedVersion, def.Rejected = st.Config.RejectedVersion, st.Config.Rejected
 		st.Config = def
-	}
-	if st.Rules == 0 {
-		st.Rules = RulesLatest
 	}
 	a := &Admitter{st: st}
 	a.buildTree()
@@ -419,9 +383,8 @@ func (a *Admitter) Request(r Request) *Grant {
 func (a *Admitter) Release(k JobKey) bool { return a.release(k, false) }
 
 // Ended releases a granted job whose run is over (its status says so, its pods are ending):
-// from RulesHandOver on, its slots may be granted in the same decision (Handed). Otherwise it
-// is Release.
-func (a *Admitter) Ended(k JobKey) bool { return a.release(k, a.st.Rules >= RulesHandOver) }
+// its slots may be granted in the same decision (Handed). Otherwise it is Release.
+func (a *Admitter) Ended(k JobKey) bool { return a.release(k, true) }
 
 func (a *Admitter) release(k JobKey, handOver bool) bool {
 	ref, ok := a.find(k)
@@ -1134,7 +1097,9 @@ func (a *Admitter) grant(now time.Time, e *Entry, avail []int32, d *Decision) []
 	}
 	a.st.Granted++
 	g.Reason, g.State, g.StartingSince, g.GrantedAt, g.Grant = "", Starting, now, now, a.st.Granted
-	if q := a.tree.Queue(g.Queue); a.st.Rules >= RulesQuietStart && a.maxStarting() == 0 && q != nil && a.tree.Policy(q) != PolicyStateAware {
+	// Only a StateAware leaf, or the bound on starting jobs, needs to hear of a start: any
+	// other grant is Running at once, and its job's workflow does not tell (QuietStart).
+	if q := a.tree.Queue(g.Queue); a.maxStarting() == 0 && q != nil && a.tree.Policy(q) != PolicyStateAware {
 		g.State = Running
 	}
 	if a.room > 0 {
@@ -1197,11 +1162,11 @@ func (a *Admitter) startingFull() {
 	}
 }
 
-// quietStart says whether a granted entry's job need not tell of its start (RulesQuietStart):
-// it counts as Running already, from its grant in a leaf that is not StateAware, or from
-// the start it told.
+// quietStart says whether a granted entry's job need not tell of its start: it counts as
+// Running already, from its grant in a leaf that is not StateAware, or from the start it
+// told.
 func (a *Admitter) quietStart(e *Entry) bool {
-	return a.st.Rules >= RulesQuietStart && e.State == Running
+	return e.State == Running
 }
 
 // cluster is the picture the policies decide on: running jobs, and waiting ones not in skip.
@@ -1381,9 +1346,9 @@ func (a *Admitter) backfill(now time.Time, bed Bed, head *Entry, avail []int32, 
 
 // preempt takes executors' slots back for queues starved past their timeouts, when the
 // allocation file turns preemption on and the test bed is used at least its threshold: from
-// jobs of queues above their fair share, the newest job and its newest slots first. It takes
-// what the starving queue's first waiting job needs beyond the free slots, in one step; the
-// slots taken back are then held for that queue (they are not given back to their victims
+// jobs of queues at or above their fair share, the newest job and its newest slots first. It
+// takes what the starving queue's first waiting job needs beyond the free slots, in one step;
+// the slots taken back are then held for that queue (they are not given back to their victims
 // while they free up). No more is taken while slots taken earlier are still being vacated.
 // SlotBased jobs are victims only when the settings say so (slotplane.preemption.slot-based).
 func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
@@ -1398,28 +1363,25 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	}
 	a.compact() // the picture, the heads and the victims are read from the lists as they are
 	c, executors := a.preemptionCluster(now, pre)
-	heldRoomIsUsed := a.st.Rules >= RulesRoomForTheHead
+	// The clocks run whatever the utilization (as in Hadoop 3); the threshold is applied
+	// below, once it is known what the free slots can do.
 	starvedBy := pre
-	if heldRoomIsUsed {
-		// The clocks run whatever the utilization (as in Hadoop 3); the threshold is
-		// applied below, once it is known what the free slots can do.
-		starvedBy.UtilizationThreshold = 0
-	}
+	starvedBy.UtilizationThreshold = 0
 	starving := a.tree.Starved(c, starvedBy, &a.st.Starvation)
 	if len(starving) == 0 {
 		return
 	}
-	head, starving := a.preemptFor(now, bed, starving, avail, heldRoomIsUsed)
+	head, starving := a.preemptFor(now, bed, starving, avail)
 	if head == nil {
 		return
 	}
-	if heldRoomIsUsed && !a.roomToSpareBelow(pre.UtilizationThreshold, head, avail) {
+	if !a.roomToSpareBelow(pre.UtilizationThreshold, head, avail) {
 		return
 	}
-	if a.st.Rules >= RulesNoFreshVictims {
-		for _, g := range d.Grants {
-			delete(executors, g.JobKey.String())
-		}
+	// A job granted in this decision is no victim: its Scheduling is being told of the
+	// grant, which a revocation would contradict at once.
+	for _, g := range d.Grants {
+		delete(executors, g.JobKey.String())
 	}
 	victims := a.tree.PlanPreemption(c, starving, a.st.Slot, executors)
 	a.takeBack(victims, starving, head, d)
@@ -1429,7 +1391,7 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 // what it asked for and every waiting one; and the executors of each running job that may
 // be taken (those of SlotBased jobs only when pre.SlotBased).
 func (a *Admitter) preemptionCluster(now time.Time, pre Preemption) (Cluster, map[string]int) {
-	c := Cluster{Total: a.st.Total, Now: now, Rules: a.st.Rules}
+	c := Cluster{Total: a.st.Total, Now: now}
 	executors := map[string]int{}
 	for i := range a.st.Running {
 		e := &a.st.Running[i]
@@ -1450,33 +1412,25 @@ func (a *Admitter) preemptionCluster(now time.Time, pre Preemption) (Cluster, ma
 // slots for, and sets how much that queue is to get.
 //
 // One starving queue at a time, the first whose first waiting job no limit holds back:
-// what that job needs beyond what is free is taken in one step (at least what the queue is
-// owed), so it starts as soon as the slots are vacated. Slots taken for a job that a limit
-// keeps waiting would only sit idle, so when no queue's head is admissible there is none
-// (under the rules before RulesRoomForTheHead, the head of the last starving queue came
-// back with all the starving queues).
-func (a *Admitter) preemptFor(now time.Time, bed Bed, starving []Starving, avail []int32, heldRoomIsUsed bool) (*Entry, []Starving) {
-	var head *Entry
+// what that job needs beyond what is free is taken in one step, so it starts as soon as the
+// slots are vacated (what the queue is owed, when the free slots are enough for it). Slots
+// taken for a job that a limit keeps waiting would only sit idle, so when no queue's head
+// is admissible there is none.
+func (a *Admitter) preemptFor(now time.Time, bed Bed, starving []Starving, avail []int32) (*Entry, []Starving) {
 	for _, s := range starving {
-		if head = a.headOf(s.Queue); head != nil && a.admissible(now, bed, head) {
+		if head := a.headOf(s.Queue); head != nil && a.admissible(now, bed, head) {
 			short := head.wanted() - int64(len(avail))
-			switch need := times(a.st.Slot, max(short, 0)); {
-			case heldRoomIsUsed && short > 0:
+			if short > 0 {
 				// Just what the head lacks: queues at their share may give now, and the
 				// queue's next job gets its own turn.
-				s.Amount = Resources{MemoryBytes: need.MemoryBytes}
-			case need.MemoryBytes > s.Amount.MemoryBytes:
-				s.Amount = Resources{MemoryBytes: need.MemoryBytes}
+				s.Amount = Resources{MemoryBytes: times(a.st.Slot, short).MemoryBytes}
 			}
 			return head, []Starving{s}
 		}
 	}
-	if heldRoomIsUsed {
-		// No starving queue has a head that only room holds back: slots taken now would sit
-		// idle. (The rules before RulesRoomForTheHead went on for the last queue's head.)
-		return nil, nil
-	}
-	return head, starving
+	// No starving queue has a head that only room holds back: slots taken now would sit
+	// idle.
+	return nil, nil
 }
 
 // takeBack takes back the victims' newest slots for head: they become the victims' Revoke

@@ -43,14 +43,6 @@ func admitterWithSettings(t *testing.T, file, settings string) *Admitter {
 	return NewAdmitter(AdmitterState{Config: Config{}.Apply(*u)})
 }
 
-// admitterWithRules is admitterWithSettings deciding by the given version of the rules.
-func admitterWithRules(t *testing.T, file, settings string, rules int) *Admitter {
-	t.Helper()
-	st := admitterWithSettings(t, file, settings).State()
-	st.Rules = rules
-	return NewAdmitter(st)
-}
-
 func key(job string) JobKey { return JobKey{Scheduling: "s", SchedulingUID: "uid-s", Job: job, Run: 1} }
 
 func req(job, queue string, slots int32) Request {
@@ -670,7 +662,7 @@ func TestAdmitter_RandomSequencesKeepTheInvariants(t *testing.T) {
 		// are vacated a step later).
 		vacating := map[int32]bool{}
 		// lagging: slots of released jobs that the bed's status does not show free yet (their
-		// pods are going); the Admitter may hand them on (RulesHandOver).
+		// pods are going); the Admitter may hand them on.
 		lagging := map[int32]bool{}
 		released := map[JobKey]bool{}
 		var keys []JobKey
@@ -824,143 +816,117 @@ func BenchmarkAdmitterDecide_10000Waiting200Queues8000Slots(b *testing.B) {
 
 // Free slots too few for a strict head are no room to spare: preemption takes what the head
 // lacks, although the bed is used below the utilization threshold, and from a queue at its
-// fair share. The rules before RulesRoomForTheHead let the free slots sit idle for as long
-// as the other queue's job runs.
+// fair share: the free slots do not sit idle for as long as the other queue's job runs.
 func TestAdmitter_PreemptsForAHeadTheFreeSlotsCannotStart(t *testing.T) {
 	file := `<allocations>
   <defaultFairSharePreemptionTimeout>60</defaultFairSharePreemptionTimeout>
   <queue name="a"><schedulingPolicy>fifo</schedulingPolicy></queue>
   <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
 </allocations>`
-	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
-		a := admitterWithRules(t, file, preemptionOn, rules)
-		a.Request(req("b1", "b", 3))
-		a.Decide(t0, bed(8))
-		a.Request(req("a1", "a", 6))
-		if d := a.Decide(t0, heldBed(a, 8)); len(d.Grants)+len(d.Assignments) != 0 {
-			t.Fatalf("rules %d: a1 needs 6 of the 5 free slots: %+v", rules, d)
-		}
-		d := a.Decide(t0.Add(61*time.Second), heldBed(a, 8))
-		if rules < RulesRoomForTheHead {
-			if len(d.Assignments) != 0 {
-				t.Fatalf("rules %d preempted below the utilization threshold: %+v", rules, d.Assignments)
-			}
-			continue
-		}
-		if len(d.Assignments) != 1 || d.Assignments[0].Job != "b1" || len(d.Assignments[0].Revoke) != 1 {
-			t.Fatalf("want one slot of b1 taken for a1 (5 free + 1), got %+v", d.Assignments)
-		}
-		revoked := d.Assignments[0].Revoke[0]
-		free := bed(8, slices.DeleteFunc([]int32{0, 1, 2}, func(p int32) bool { return p == revoked })...)
-		d = a.Decide(t0.Add(70*time.Second), free)
-		if got := granted(d); len(got) != 1 || !strings.HasPrefix(got[0], "a1:") || len(d.Grants[0].Slots) != 6 {
-			t.Fatalf("after vacating: grants %v", got)
-		}
-		mustCheck(t, a, bed(8))
+	a := admitterWithSettings(t, file, preemptionOn)
+	a.Request(req("b1", "b", 3))
+	a.Decide(t0, bed(8))
+	a.Request(req("a1", "a", 6))
+	if d := a.Decide(t0, heldBed(a, 8)); len(d.Grants)+len(d.Assignments) != 0 {
+		t.Fatalf("a1 needs 6 of the 5 free slots: %+v", d)
 	}
+	d := a.Decide(t0.Add(61*time.Second), heldBed(a, 8))
+	if len(d.Assignments) != 1 || d.Assignments[0].Job != "b1" || len(d.Assignments[0].Revoke) != 1 {
+		t.Fatalf("want one slot of b1 taken for a1 (5 free + 1), got %+v", d.Assignments)
+	}
+	revoked := d.Assignments[0].Revoke[0]
+	free := bed(8, slices.DeleteFunc([]int32{0, 1, 2}, func(p int32) bool { return p == revoked })...)
+	d = a.Decide(t0.Add(70*time.Second), free)
+	if got := granted(d); len(got) != 1 || !strings.HasPrefix(got[0], "a1:") || len(d.Grants[0].Slots) != 6 {
+		t.Fatalf("after vacating: grants %v", got)
+	}
+	mustCheck(t, a, bed(8))
 }
 
 // A starving queue whose head its own policy holds back (a StateAware leaf with a job still
-// starting) gets no slots taken for it: they would sit idle. The rules before
-// RulesRoomForTheHead took them for that head anyway.
+// starting) gets no slots taken for it: they would sit idle.
 func TestAdmitter_NoPreemptionForAHeadItsQueueHoldsBack(t *testing.T) {
 	file := `<allocations>
   <defaultFairSharePreemptionTimeout>60</defaultFairSharePreemptionTimeout>
   <queue name="a"><schedulingPolicy>stateaware</schedulingPolicy></queue>
   <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
 </allocations>`
-	for _, rules := range []int{RulesLatest, RulesMaxMinPreemption} {
-		a := admitterWithRules(t, file, preemptionOn, rules)
-		a.Request(req("a0", "a", 1)) // granted, and Starting for good: it never says it started
-		a.Decide(t0, bed(8))
-		a.Request(req("b1", "b", 7))
-		a.Decide(t0, heldBed(a, 8))
-		a.Request(req("a1", "a", 2))
-		a.Decide(t0, heldBed(a, 8))
-		d := a.Decide(t0.Add(90*time.Second), heldBed(a, 8))
-		if took := len(d.Assignments) > 0; took != (rules < RulesRoomForTheHead) {
-			t.Fatalf("rules %d: assignments %+v", rules, d.Assignments)
-		}
-		mustCheck(t, a, bed(8))
+	a := admitterWithSettings(t, file, preemptionOn)
+	a.Request(req("a0", "a", 1)) // granted, and Starting for good: it never says it started
+	a.Decide(t0, bed(8))
+	a.Request(req("b1", "b", 7))
+	a.Decide(t0, heldBed(a, 8))
+	a.Request(req("a1", "a", 2))
+	a.Decide(t0, heldBed(a, 8))
+	if d := a.Decide(t0.Add(90*time.Second), heldBed(a, 8)); len(d.Assignments) > 0 {
+		t.Fatalf("assignments %+v", d.Assignments)
 	}
+	mustCheck(t, a, bed(8))
 }
 
 // A job's end hands its slots to the next job in the same decision, before the bed's status
-// shows them free (its pods are still going); the rules before RulesHandOver wait for the
-// status. A handed slot whose node is no longer available is not handed on.
+// shows them free (its pods are still going). A handed slot whose node is no longer
+// available is not handed on.
 func TestAdmitter_HandsAReleasedJobsSlotsOnAtOnce(t *testing.T) {
 	const file = `<allocations><queue name="q"/></allocations>`
-	for _, rules := range []int{RulesRoomForTheHead, RulesHandOver} {
-		a := admitterWithRules(t, file, "", rules)
-		a.Request(req("first", "q", 3))
-		a.Request(req("next", "q", 2))
-		if got := granted(a.Decide(t0, bed(3))); !slices.Equal(got, []string{"first:[0 1 2]"}) {
-			t.Fatalf("rules %d: grants %v", rules, got)
-		}
-		a.Ended(key("first"))
-		// The status still shows the first job's pods in all three slots, and slot 1's node
-		// went away meanwhile.
-		lagging := bed(3, 0, 1, 2)
-		lagging.Unavailable = []int32{1}
-		a = restored(t, a) // a continue-as-new between the release and the decision
-		got := granted(a.Decide(t0.Add(time.Second), lagging))
-		mustCheck(t, a, lagging)
-		want := []string{"next:[0 2]"}
-		if rules < RulesHandOver {
-			want = nil
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("rules %d: grants after the release %v, want %v", rules, got, want)
-		}
-		if rules >= RulesHandOver && len(a.State().Handed) != 0 {
-			t.Fatalf("slots granted again or gone are still handed on: %v", a.State().Handed)
-		}
+	a := admitterWith(t, file)
+	a.Request(req("first", "q", 3))
+	a.Request(req("next", "q", 2))
+	if got := granted(a.Decide(t0, bed(3))); !slices.Equal(got, []string{"first:[0 1 2]"}) {
+		t.Fatalf("grants %v", got)
+	}
+	a.Ended(key("first"))
+	// The status still shows the first job's pods in all three slots, and slot 1's node
+	// went away meanwhile.
+	lagging := bed(3, 0, 1, 2)
+	lagging.Unavailable = []int32{1}
+	a = restored(t, a) // a continue-as-new between the release and the decision
+	got := granted(a.Decide(t0.Add(time.Second), lagging))
+	mustCheck(t, a, lagging)
+	if want := []string{"next:[0 2]"}; !slices.Equal(got, want) {
+		t.Fatalf("grants after the release %v, want %v", got, want)
+	}
+	if len(a.State().Handed) != 0 {
+		t.Fatalf("slots granted again or gone are still handed on: %v", a.State().Handed)
 	}
 }
 
-// Without a bound on starting jobs, from RulesQuietStart, a job granted in a leaf that is not
-// StateAware is Running from its grant, which says so (QuietStart), and so does a repeat of it; a StateAware leaf's grant
-// is Starting and waits for the job's word, after which its repeats are quiet too. Under
-// the rules before, every grant waits for the word.
+// Without a bound on starting jobs, a job granted in a leaf that is not StateAware is
+// Running from its grant, which says so (QuietStart), and so does a repeat of it; a
+// StateAware leaf's grant is Starting and waits for the job's word, after which its repeats
+// are quiet too.
 func TestAdmitter_OnlyAStateAwareLeafWaitsToHearOfAStart(t *testing.T) {
 	const file = `<allocations><queue name="plain"/><queue name="aware"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`
-	for _, rules := range []int{RulesNoFreshVictims, RulesQuietStart} {
-		a := admitterWithRules(t, file, settingsFile(PropMaxStartingApps, "0"), rules)
-		a.Request(req("plain-job", "plain", 1))
-		a.Request(req("aware-job", "aware", 1))
-		d := a.Decide(t0, bed(4))
-		quiet := map[string]bool{}
-		for _, g := range d.Grants {
-			quiet[g.Job] = g.QuietStart
-		}
-		if len(quiet) != 2 {
-			t.Fatalf("rules %d: grants %v", rules, granted(d))
-		}
-		latest := rules >= RulesQuietStart
-		if quiet["plain-job"] != latest || quiet["aware-job"] {
-			t.Fatalf("rules %d: quiet starts %v", rules, quiet)
-		}
-		states := map[string]AppState{}
-		for _, e := range restored(t, a).Running() {
-			states[e.Request.Job] = e.State
-		}
-		wantPlain := Starting
-		if latest {
-			wantPlain = Running
-		}
-		if states["plain-job"] != wantPlain || states["aware-job"] != Starting {
-			t.Fatalf("rules %d: states %v", rules, states)
-		}
-		if g := a.Request(req("plain-job", "plain", 1)); g == nil || g.QuietStart != latest {
-			t.Fatalf("rules %d: the repeat of the plain grant: %+v", rules, g)
-		}
-		if g := a.Request(req("aware-job", "aware", 1)); g == nil || g.QuietStart {
-			t.Fatalf("rules %d: the repeat of the StateAware grant before its start: %+v", rules, g)
-		}
-		a.Started(key("aware-job"))
-		if g := a.Request(req("aware-job", "aware", 1)); g == nil || g.QuietStart != latest {
-			t.Fatalf("rules %d: the repeat of the StateAware grant after its start: %+v", rules, g)
-		}
+	a := admitterWithSettings(t, file, settingsFile(PropMaxStartingApps, "0"))
+	a.Request(req("plain-job", "plain", 1))
+	a.Request(req("aware-job", "aware", 1))
+	d := a.Decide(t0, bed(4))
+	quiet := map[string]bool{}
+	for _, g := range d.Grants {
+		quiet[g.Job] = g.QuietStart
+	}
+	if len(quiet) != 2 {
+		t.Fatalf("grants %v", granted(d))
+	}
+	if !quiet["plain-job"] || quiet["aware-job"] {
+		t.Fatalf("quiet starts %v", quiet)
+	}
+	states := map[string]AppState{}
+	for _, e := range restored(t, a).Running() {
+		states[e.Request.Job] = e.State
+	}
+	if states["plain-job"] != Running || states["aware-job"] != Starting {
+		t.Fatalf("states %v", states)
+	}
+	if g := a.Request(req("plain-job", "plain", 1)); g == nil || !g.QuietStart {
+		t.Fatalf("the repeat of the plain grant: %+v", g)
+	}
+	if g := a.Request(req("aware-job", "aware", 1)); g == nil || g.QuietStart {
+		t.Fatalf("the repeat of the StateAware grant before its start: %+v", g)
+	}
+	a.Started(key("aware-job"))
+	if g := a.Request(req("aware-job", "aware", 1)); g == nil || !g.QuietStart {
+		t.Fatalf("the repeat of the StateAware grant after its start: %+v", g)
 	}
 }
 

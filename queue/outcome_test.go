@@ -59,8 +59,8 @@ func stateText(a *Admitter) string {
 		st.Waiting[i].Reason = ""
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "next %d granted %d reserved %v preemptedFor %v reclaimed %v handed %v total %v slot %v rules %d\n",
-		st.Next, st.Granted, st.Reserved, st.PreemptedFor, st.Reclaimed, st.Handed, st.Total, st.Slot, st.Rules)
+	fmt.Fprintf(&sb, "next %d granted %d reserved %v preemptedFor %v reclaimed %v handed %v total %v slot %v\n",
+		st.Next, st.Granted, st.Reserved, st.PreemptedFor, st.Reclaimed, st.Handed, st.Total, st.Slot)
 	fmt.Fprintf(&sb, "starvation %v %v\n", st.Starvation.MinShareSince, st.Starvation.FairShareSince)
 	for _, l := range [][]Entry{st.Waiting, st.Running} {
 		for _, e := range l {

@@ -40,7 +40,7 @@ func (a *Admitter) Pack() ([]byte, error) {
 func packRaw(st AdmitterState) ([]byte, error) {
 	h := packedHeader{V: packVersion, Config: st.Config, Next: st.Next, Granted: st.Granted, Starvation: st.Starvation,
 		Reclaimed: st.Reclaimed, Handed: st.Handed, PreemptedFor: st.PreemptedFor, Reserved: st.Reserved,
-		Total: st.Total, Slot: st.Slot, Rules: st.Rules}
+		Total: st.Total, Slot: st.Slot}
 	strs := &interner{at: map[string]int32{}}
 	strs.index("") // 0 is the empty string (and no groups)
 	waiting, running := packEntries(st.Waiting, strs), packEntries(st.Running, strs)
@@ -127,7 +127,7 @@ func unpackRaw(raw []byte) (AdmitterState, error) {
 		return AdmitterState{}, fmt.Errorf("the carried admission state is of form %d; this build reads form %d", h.V, packVersion)
 	}
 	st := AdmitterState{Config: h.Config, Next: h.Next, Granted: h.Granted, Starvation: h.Starvation, Reclaimed: h.Reclaimed, Handed: h.Handed,
-		PreemptedFor: h.PreemptedFor, Reserved: h.Reserved, Total: h.Total, Slot: h.Slot, Rules: h.Rules}
+		PreemptedFor: h.PreemptedFor, Reserved: h.Reserved, Total: h.Total, Slot: h.Slot}
 	st.Waiting = r.entries(h.Waiting, h.Strings)
 	st.Running = r.entries(h.Running, h.Strings)
 	if r.err == nil && r.off != len(r.b) {
@@ -139,8 +139,8 @@ func unpackRaw(raw []byte) (AdmitterState, error) {
 	return st, nil
 }
 
-// packVersion is the form PackState writes.
-const packVersion = 1
+// packVersion is the form PackState writes, and the only one UnpackState reads.
+const packVersion = 2
 
 // maxUnpacked bounds what UnpackState inflates (a state of a million jobs is well below).
 const maxUnpacked = 1 << 30
@@ -158,7 +158,6 @@ type packedHeader struct {
 	Reclaimed, Handed      []int32
 	PreemptedFor, Reserved *JobKey
 	Total, Slot            Resources
-	Rules                  int
 	Strings                []string
 	Waiting, Running       int
 }

@@ -2,10 +2,12 @@ package queue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,6 +73,35 @@ func TestUnpackState_Damaged(t *testing.T) {
 		c := append([]byte(nil), b...)
 		c[rng.IntN(len(c))] ^= byte(1 + rng.IntN(255))
 		_, _ = UnpackState(c) // must not panic
+	}
+}
+
+// A state packed in another form is refused with an error naming both forms, never read as
+// this form.
+func TestUnpackState_OtherFormRefused(t *testing.T) {
+	b, err := PackState(envelopeAdmitter(t, 20).State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := inflate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, w := binary.Uvarint(raw)
+	var head map[string]any
+	if err := json.Unmarshal(raw[w:w+int(n)], &head); err != nil {
+		t.Fatal(err)
+	}
+	head["V"] = 1
+	h, _ := json.Marshal(head)
+	old := append(binary.AppendUvarint(nil, uint64(len(h))), h...)
+	old, err = deflate(append(old, raw[w+int(n):]...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = UnpackState(old)
+	if err == nil || !strings.Contains(err.Error(), "form 1") || !strings.Contains(err.Error(), fmt.Sprintf("form %d", packVersion)) {
+		t.Fatalf("a form-1 state: %v", err)
 	}
 }
 

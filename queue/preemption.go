@@ -191,10 +191,7 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 		if q := t.Queue(path); q.Leaf() {
 			usage[path] = s.usage[path].MemoryBytes
 			floor[path] = t.MinResources(q).Min(demand[path]).MemoryBytes
-			over[path] = usage[path] > s.share[path].MemoryBytes
-			if c.Rules == 0 || c.Rules >= RulesRoomForTheHead {
-				over[path] = usage[path] >= s.share[path].MemoryBytes && usage[path] > 0
-			}
+			over[path] = usage[path] >= s.share[path].MemoryBytes && usage[path] > 0
 		}
 	}
 	// part is a queue's usage over its share; a queue with no share and some usage is
@@ -211,9 +208,6 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 	}
 	movable := func(victim, to string) bool {
 		after := usage[victim] - slot.MemoryBytes
-		if c.Rules != 0 && c.Rules < RulesMaxMinPreemption {
-			return victim != to && after >= s.share[victim].MemoryBytes
-		}
 		return victim != to && after >= floor[victim] && part(victim, after) > part(to, usage[to])
 	}
 	var candidates []App

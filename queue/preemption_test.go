@@ -105,12 +105,6 @@ func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOne(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
-	// An Admission workflow whose history began before this rule keeps the old one.
-	old := c
-	old.Rules = RulesOriginal
-	if got := tr.PlanPreemption(old, starving, slots(1), map[string]int{"b1": 4, "c1": 4}); len(got) != 0 {
-		t.Errorf("the original rules took %+v", got)
-	}
 	// Owed more, it still gets one slot: a second would leave b with 3 of its 3.5, a smaller
 	// part than a's whole one.
 	starving[0].Amount = slots(3)
@@ -121,8 +115,7 @@ func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOne(t *testing.T) {
 }
 
 // A queue at its fair share gives a slot to a queue holding a smaller part of its own, and
-// only one: a second would leave it a smaller part than the starving queue then holds. The
-// rules before RulesRoomForTheHead never take a queue at its share.
+// only one: a second would leave it a smaller part than the starving queue then holds.
 func TestPlanPreemption_QueueAtItsShareGivesOneSlot(t *testing.T) {
 	tr := tree(t, `<allocations><queue name="a"><weight>3</weight></queue><queue name="b"/></allocations>`)
 	apps := []App{
@@ -134,13 +127,6 @@ func TestPlanPreemption_QueueAtItsShareGivesOneSlot(t *testing.T) {
 	got := tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 2})
 	if diff := cmp.Diff([]Victim{{App: "b1", Executors: 1, For: "root.a"}}, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
-	}
-	for _, rules := range []int{RulesOriginal, RulesMaxMinPreemption} {
-		old := c
-		old.Rules = rules
-		if got := tr.PlanPreemption(old, starving, slots(1), map[string]int{"b1": 2}); len(got) != 0 {
-			t.Errorf("rules %d took %+v from a queue at its share", rules, got)
-		}
 	}
 	// Nor is a queue that holds nothing (at its share of nothing) ever a victim.
 	idle := []App{{ID: "b1", Queue: "root.b", Order: 1, Running: true}, {ID: "a1", Queue: "root.a", Order: 2, Demand: slots(6)}}

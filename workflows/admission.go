@@ -32,7 +32,7 @@ const (
 	// withdrawn, or its grant was not wanted.
 	AdmissionReleaseUpdate = "admission-release"
 	// AdmissionEndedUpdate carries an AdmissionKey: the job's run is over and its status
-	// says so. Its slots may go to the next job at once (queue.RulesHandOver).
+	// says so. Its slots may go to the next job at once (queue.Admitter.Ended).
 	AdmissionEndedUpdate = "admission-ended"
 	// AdmissionStartedUpdate carries an AdmissionKey naming a granted job that left
 	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
@@ -42,10 +42,9 @@ const (
 	AdmissionSlotsUpdate = "admission-slots"
 	// AdmissionConfigUpdate tells the workflow its allocation file may have changed.
 	AdmissionConfigUpdate = "admission-config"
-	// AdmittedSignal carries an AdmissionGrant back to the Scheduling.
-	AdmittedSignal = "admitted"
 	// AdmittedBatchSignal carries the answers of one step to one Scheduling, in the order
-	// Admission made them ([]AdmissionGrant; BatchedGrantsChange).
+	// Admission made them ([]AdmissionGrant): the signals to one workflow go one after
+	// another, so one per grant would start the jobs of one step a workflow task apart.
 	AdmittedBatchSignal = "admitted-batch"
 	// QueuesQuery answers an AdmissionReport; its argument, ReportOptions, says how many
 	// jobs it lists (none given: queue.DefaultReportJobs of each list).
@@ -56,32 +55,6 @@ const (
 	AdmissionMoveUpdate = "move"
 	// DefaultQueuesConfigMap holds a test bed's allocation file (key fair-scheduler.xml).
 	DefaultQueuesConfigMap = v1alpha1.QueuesConfigMap
-	// AdmissionRulesChange is the version marker of the admission core's decision rules
-	// (queue.RulesLatest): a run decides by the rules its history began with.
-	AdmissionRulesChange = "admission-rules"
-	// UpdateIntervalChange is the version marker of an Admission that decides again when a
-	// starving queue's preemption timeout runs out, at most once per update interval
-	// (yarn.scheduler.fair.update-interval-ms), instead of at the next message or resync.
-	UpdateIntervalChange = "update-interval"
-	// CommitBeforeTellingChange is the version marker of an Admission that ends its workflow
-	// task between a decision and the messages that carry it out (see decide): version 1
-	// with a timer, version 2 by sending the first of them from an activity.
-	CommitBeforeTellingChange = "commit-before-telling"
-	// KeptResyncTimerChange is the version marker of an Admission whose resync timer runs
-	// across its steps and is made again only once it fired. Each step used to start a timer
-	// of Resync and cancel it when a message came first: two history events and a timer task
-	// on the server per step, and, while messages came more often than every Resync, no
-	// resync at all, so the keys were never checked against the claims under load. (After
-	// the baseline: a change ID of its own.)
-	KeptResyncTimerChange = "kept-resync-timer"
-	// BatchedGrantsChange is the version marker of an Admission that sends each Scheduling
-	// the answers of one step in one signal (AdmittedBatchSignal), where it sent one signal
-	// per grant. The signals to one workflow go one after another, and the Scheduling took
-	// the first of eight grants on its own, then the other seven a workflow task later: the
-	// first wave's jobs began their starts 60 ms apart, and each signal was a history event,
-	// a write and a wake-up of the Scheduling more. (After the baseline: a change ID of its
-	// own, asked once per run.)
-	BatchedGrantsChange = "batched-grants"
 )
 
 // The messages and the report are the admission core's own types.
@@ -207,7 +180,6 @@ const (
 // activity that answers only when it changed; a bad file leaves the last good one in force.
 // The workflow ends when its test bed is deleted, refusing what still waits.
 func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
-	ctx = withBaseline(ctx) // first: see BaselineChange
 	ctx = withActivityDefaults(ctx)
 	if in.ConfigMap == "" {
 		in.ConfigMap = DefaultQueuesConfigMap
@@ -230,10 +202,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 			panic(err)
 		}
 	}
-	// The decision rules this run's history is made with; a new run takes the latest.
-	st.Rules = int(workflow.GetVersion(ctx, AdmissionRulesChange, workflow.DefaultVersion, queue.RulesLatest))
-	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded,
-		batchGrants: changeVersion(ctx, BatchedGrantsChange) >= 1}
+	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded}
 	a.in.Unrecorded = nil
 	if err := a.listen(ctx); err != nil {
 		return err
@@ -320,17 +289,14 @@ type admission struct {
 	// status; recording is the batch being written, recordingBusy says a writer runs.
 	unrecorded, recording []activities.QueuePlacement
 	recordingBusy         bool
-	// resync is the running resync timer (KeptResyncTimerChange; nil: none yet, or it fired),
-	// and stopResync cancels it.
+	// resync is the running resync timer (nil: none yet, or it fired), and stopResync
+	// cancels it.
 	resync     workflow.Future
 	stopResync workflow.CancelFunc
 	// handingOver: the run is about to continue as new; the queues' writer starts no new
 	// batch (recordQueues), and stopRecording cancels the batch it writes.
 	handingOver   bool
 	stopRecording workflow.CancelFunc
-	// batchGrants: each Scheduling gets the answers of a step in one signal
-	// (BatchedGrantsChange).
-	batchGrants bool
 }
 
 // listen registers the workflow's message handlers, its queues query and its move update.
@@ -448,8 +414,9 @@ func (a *admission) step(ctx workflow.Context) (gone bool, err error) {
 
 // wait blocks until a message or a move arrives, a starving queue's preemption timeout runs
 // out (queue.Admitter.NextCheck), or the resync timer fires (resync), then cancels the
-// step's timers and empties moved. The resync timer runs on across steps
-// (KeptResyncTimerChange): a resync comes every Resync however busy the queues are.
+// step's timers and empties moved. The resync timer runs on across steps, made again only
+// once it fired: a resync comes every Resync however busy the queues are, and a step costs
+// no timer of its own.
 func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	if len(a.inbox) > 0 {
 		return false
@@ -459,19 +426,15 @@ func (a *admission) wait(ctx workflow.Context) (resync bool) {
 	for _, ch := range []workflow.ReceiveChannel{a.arrived, a.moved} {
 		sel.AddReceive(ch, func(workflow.ReceiveChannel, bool) {})
 	}
-	if changeVersion(ctx, KeptResyncTimerChange) >= 1 {
-		if a.resync == nil {
-			var resyncCtx workflow.Context
-			resyncCtx, a.stopResync = workflow.WithCancel(ctx)
-			a.resync = workflow.NewTimer(resyncCtx, a.in.Resync)
-		}
-		sel.AddFuture(a.resync, func(workflow.Future) { resync, a.resync = true, nil })
-	} else {
-		sel.AddFuture(workflow.NewTimer(timerCtx, a.in.Resync), func(workflow.Future) { resync = true })
+	if a.resync == nil {
+		var resyncCtx workflow.Context
+		resyncCtx, a.stopResync = workflow.WithCancel(ctx)
+		a.resync = workflow.NewTimer(resyncCtx, a.in.Resync)
 	}
-	if d, ok := a.core.NextCheck(workflow.Now(ctx)); ok && d < a.in.Resync &&
-		changeVersion(ctx, UpdateIntervalChange) >= 1 {
-		// A starving queue's timeout runs out before the resync: decide again then.
+	sel.AddFuture(a.resync, func(workflow.Future) { resync, a.resync = true, nil })
+	if d, ok := a.core.NextCheck(workflow.Now(ctx)); ok && d < a.in.Resync {
+		// A starving queue's timeout runs out before the resync: decide again then, at most
+		// once per update interval (yarn.scheduler.fair.update-interval-ms).
 		sel.AddFuture(workflow.NewTimer(timerCtx, d), func(workflow.Future) {})
 	}
 	sel.Select(ctx)
@@ -512,7 +475,7 @@ func (a *admission) takeRequests(ctx workflow.Context, rs []AdmissionRequest) {
 	for i, r := range rs {
 		keys[i] = r.JobKey
 	}
-	before := a.queuesBefore(ctx, keys)
+	before := a.queuesBefore(keys)
 	var answers []AdmissionGrant
 	for _, r := range rs {
 		if g := a.request(r); g != nil {
@@ -650,19 +613,8 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 	// out but before that would decide again on a new read of the slots, perhaps
 	// differently, while the Schedulings keep the first grants: a slot granted twice. So the
 	// first message that carries a decision out goes through an activity, which the server
-	// schedules only once the task has completed, with the read in the history. (Version 1
-	// ended the task with a 1 ms timer, which the server fired half a second later on
-	// average: a job's end waited that long for the next grant.)
-	commit := workflow.DefaultVersion
-	if len(d.Grants) > 0 || len(d.Assignments) > 0 {
-		commit = changeVersion(ctx, CommitBeforeTellingChange)
-	}
-	if commit == 1 {
-		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
-			return false, err
-		}
-	}
-	viaServer := commit >= 2
+	// schedules only once the task has completed, with the read in the history.
+	viaServer := len(d.Grants) > 0 || len(d.Assignments) > 0
 	a.tellAllVia(ctx, d.Grants, viaServer)
 	if len(d.Grants) > 0 {
 		viaServer = false
@@ -754,15 +706,15 @@ func (a *admission) decideOnce(ctx workflow.Context, bed queue.Bed) (d queue.Dec
 // within what one Temporal payload may carry.
 const grantsPerSignal = 200
 
-// tellAll sends grants or refusals to their Schedulings, all in one local activity from
-// ClientSignalsChange on. A Scheduling that does not run cannot take its grant: the key is
-// released, so its slots are not held for nobody.
+// tellAll sends grants or refusals to their Schedulings, in one local activity. A
+// Scheduling that does not run cannot take its grant: the key is released, so its slots are
+// not held for nobody.
 func (a *admission) tellAll(ctx workflow.Context, gs []AdmissionGrant) {
 	a.tellAllVia(ctx, gs, false)
 }
 
-// tellAllVia is tellAll; viaServer sends the signals from an activity instead of a local
-// activity (CommitBeforeTellingChange).
+// tellAllVia is tellAll; viaServer sends the first signals from an activity instead of a
+// local activity, which commits the decision first (see decide).
 func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaServer bool) {
 	if len(gs) == 0 {
 		return
@@ -772,34 +724,21 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 			metricsFor(ctx, a.in.Namespace, a.in.TestBed, "").Counter(metricRejected).Inc(1)
 		}
 	}
-	if !clientSignals(ctx) {
-		for _, g := range gs {
-			a.tell(ctx, g)
-		}
-		return
-	}
 	// groups[i] are the grants that signals[i] carries.
 	var signals []activities.Signal
 	var groups [][]AdmissionGrant
-	if a.batchGrants {
-		at := map[string]int{} // each Scheduling's open group
-		for _, g := range gs {
-			i, ok := at[g.Scheduling]
-			if !ok || len(groups[i]) == grantsPerSignal {
-				i = len(groups)
-				at[g.Scheduling] = i
-				groups = append(groups, nil)
-			}
-			groups[i] = append(groups[i], g)
+	at := map[string]int{} // each Scheduling's open group
+	for _, g := range gs {
+		i, ok := at[g.Scheduling]
+		if !ok || len(groups[i]) == grantsPerSignal {
+			i = len(groups)
+			at[g.Scheduling] = i
+			groups = append(groups, nil)
 		}
-		for _, group := range groups {
-			signals = append(signals, activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, group[0].Scheduling), Name: AdmittedBatchSignal, Arg: group})
-		}
-	} else {
-		for _, g := range gs {
-			signals = append(signals, activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, g.Scheduling), Name: AdmittedSignal, Arg: g})
-			groups = append(groups, []AdmissionGrant{g})
-		}
+		groups[i] = append(groups[i], g)
+	}
+	for _, group := range groups {
+		signals = append(signals, activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, group[0].Scheduling), Name: AdmittedBatchSignal, Arg: group})
 	}
 	// The signals go in calls of at most grantsPerCall grants, side by side: a decision that
 	// fills a bed of thousands of slots would not fit one payload.
@@ -846,16 +785,6 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 // grantsPerCall bounds the grants one SignalWorkflows call carries: about 170 bytes each,
 // a call stays near 200 KB, a tenth of Temporal's payload limit.
 const grantsPerCall = 1200
-
-// tell sends a grant or refusal to its Scheduling. A Scheduling that is gone cannot take it:
-// the key is released, so its slots are not held for nobody.
-func (a *admission) tell(ctx workflow.Context, g AdmissionGrant) {
-	err := workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(a.in.Namespace, g.Scheduling), "", AdmittedSignal, g).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Warn("tell a scheduling of its job", "key", g.JobKey.String(), "err", err)
-		a.core.Release(g.JobKey)
-	}
-}
 
 // guard runs one step of the admission core and turns a panic into an error, so that one bad
 // message cannot fail the workflow task again and again and stop a test bed's admission.

@@ -48,7 +48,7 @@ func (b *shiftingBed) SignalWorkflows(_ context.Context, in activities.SignalWor
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range in.Signals {
-		if s.Name != workflows.AdmittedSignal && s.Name != workflows.AdmittedBatchSignal {
+		if s.Name != workflows.AdmittedBatchSignal {
 			continue
 		}
 		raw, err := json.Marshal(s.Arg)

@@ -22,14 +22,6 @@ const (
 	// after any end, and its Scheduling goes on with its other jobs. A refusal has the move's
 	// error types (MoveForbidden, MoveNotFound, MoveNotReady).
 	AdmissionKillUpdate = "kill"
-	// RecordQueuesChange is the version marker of an Admission that writes each job's queue
-	// to its status (placement's choice, then any move).
-	RecordQueuesChange = "record-queues"
-	// RecordNewQueuesChange is the version marker of an Admission that writes a job's queue
-	// only when its request placed it anew: before, every request sent again (a Scheduling
-	// asks again for all its waiting jobs at each continue-as-new) wrote the job's queue
-	// again, some 850 writes at once in a 1,000-job run.
-	RecordNewQueuesChange = "record-new-queues"
 )
 
 type (
@@ -79,11 +71,9 @@ func (a *admission) listenForKills(ctx workflow.Context) error {
 }
 
 // queuesBefore are the queues the core holds the jobs of keys in before their requests are
-// taken (nil before RecordNewQueuesChange, or when it holds none of them).
-func (a *admission) queuesBefore(ctx workflow.Context, keys []queue.JobKey) map[queue.JobKey]string {
-	if changeVersion(ctx, RecordNewQueuesChange) == workflow.DefaultVersion {
-		return nil
-	}
+// taken (nil when it holds none of them): a request sent again (a Scheduling asks again for
+// its waiting jobs) writes no queue that did not change.
+func (a *admission) queuesBefore(keys []queue.JobKey) map[queue.JobKey]string {
 	return a.core.QueuesOf(keys)
 }
 
@@ -135,10 +125,6 @@ func (a *admission) placed(rs []AdmissionRequest, before map[queue.JobKey]string
 // written twice, which changes nothing.
 func (a *admission) recordQueues(ctx workflow.Context) {
 	if len(a.unrecorded) == 0 || a.recordingBusy {
-		return
-	}
-	if changeVersion(ctx, RecordQueuesChange) == workflow.DefaultVersion {
-		a.unrecorded = nil
 		return
 	}
 	a.recordingBusy = true

@@ -98,15 +98,15 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 	})
 
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "b"), Refused: `user "u" may not submit to queue root.analytics`})
-		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "a"), Queue: "root.analytics", Slots: []int32{4, 7}})
+		env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{AdmissionGrant{JobKey: jk("nightly", "b"), Refused: `user "u" may not submit to queue root.analytics`}})
+		env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{AdmissionGrant{JobKey: jk("nightly", "a"), Queue: "root.analytics", Slots: []int32{4, 7}}})
 		// A repeat of a's grant changes nothing; a grant of an older Scheduling of the same
 		// name, and one for a job that is not waiting, are given back.
-		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "a"), Queue: "root.analytics", Slots: []int32{4, 7}})
+		env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{AdmissionGrant{JobKey: jk("nightly", "a"), Queue: "root.analytics", Slots: []int32{4, 7}}})
 		stale := jk("nightly", "a")
 		stale.SchedulingUID = "uid-of-an-older-nightly"
-		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: stale, Queue: "root.analytics", Slots: []int32{1}})
-		env.SignalWorkflow(AdmittedSignal, AdmissionGrant{JobKey: jk("nightly", "b"), Queue: "root.analytics", Slots: []int32{2}})
+		env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{AdmissionGrant{JobKey: stale, Queue: "root.analytics", Slots: []int32{1}}})
+		env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{AdmissionGrant{JobKey: jk("nightly", "b"), Queue: "root.analytics", Slots: []int32{2}}})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(JobProgressSignal, JobProgress{Job: "a", Run: 1, State: v1alpha1.JobSubmitted, Started: true})

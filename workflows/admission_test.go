@@ -158,7 +158,6 @@ func newAdmissionEnv(t *testing.T, w *admissionWorld, nSlots int, m ...*metrics.
 		return nil
 	}
 	onSignalsCounting(env, map[string]func(string, any) error{
-		AdmittedSignal:      func(id string, arg any) error { return deliver(id, arg.(AdmissionGrant)) },
 		AdmittedBatchSignal: func(id string, arg any) error { return deliver(id, arg.([]AdmissionGrant)...) },
 	}, &w.calls)
 	return env
@@ -431,7 +430,7 @@ func TestToResources_Exact(t *testing.T) {
 	}
 }
 
-// The requests come one to a signal, or in a batch (BatchedRequestsChange): the same
+// The requests come one to a signal, or in a batch: the same
 // answers, in the same order.
 func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
 	for _, batched := range []bool{false, true} {
@@ -1012,8 +1011,8 @@ func TestAdmissionWorkflow_EndsWhenTheTestBedIsDeleted(t *testing.T) {
 	env.OnActivity(acts.LoadAllocationFile, mock.Anything, mock.Anything).Return(nil, nil)
 	env.OnActivity(acts.CheckHolds, mock.Anything, mock.Anything).Return(activities.HoldsCheck{}, nil)
 	env.OnActivity(acts.RecordQueues, mock.Anything, mock.Anything).Return(nil)
-	onSignals(env, map[string]func(string, any) error{AdmittedSignal: func(_ string, arg any) error {
-		w.grants = append(w.grants, arg.(AdmissionGrant))
+	onSignals(env, map[string]func(string, any) error{AdmittedBatchSignal: func(_ string, arg any) error {
+		w.grants = append(w.grants, arg.([]AdmissionGrant)...)
 		return nil
 	}})
 	env.RegisterDelayedCallback(func() {

@@ -74,7 +74,6 @@ type JobProgress struct {
 // after a restart completes the job without the states in between. It runs until the
 // BatchJob is deleted, continuing as new to keep its history short.
 func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
-	ctx = withBaseline(ctx) // first: see BaselineChange
 	perRun := in.StepsPerRun
 	if perRun <= 0 {
 		perRun = 200
@@ -87,9 +86,9 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 	if in.Last != nil {
 		j.status = *in.Last
 	}
-	if changeVersion(ctx, StartNudgesChange) >= 1 {
-		j.dropNudges() // the nudges the run started with are answered by its first look
-	}
+	// The nudges the run started with (a signal-with-start: the bridge's at the job's
+	// creation, a Scheduling's at a claim or grant) are answered by its first look.
+	j.dropNudges()
 	// A run ends after perRun observations, or earlier once Temporal suggests it (its history
 	// grew large: each observation records the job's whole status), after one at least.
 	for step := 0; step < perRun && (step == 0 || !workflow.GetInfo(ctx).GetContinueAsNewSuggested()); step++ {
@@ -122,7 +121,7 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 		switch {
 		case obs.Holder == "":
 			err = j.toReady(ctx, specChanged)
-		case j.kills(ctx, obs):
+		case j.kills(obs):
 			err = j.kill(ctx, obs)
 		case obs.Request == nil || obs.Request.Scheduling != obs.Holder:
 			err = j.toInQueue(ctx, obs.Holder, obs.BadRequest, specChanged)
@@ -141,13 +140,6 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 	return workflow.NewContinueAsNewError(ctx, BatchJobWorkflow, next)
 }
 
-// StartNudgesChange is the version marker of a job's workflow that drops the nudges it
-// started with (a signal-with-start: the bridge's at the job's creation, a Scheduling's at
-// a claim or grant) before its first look at the job: that look comes after them, so it
-// sees what they were sent for. They used to wake the workflow again at once, for a second
-// look, a read of the job from etcd per new job that found nothing new.
-const StartNudgesChange = "start-nudges"
-
 // tellLost tells the Scheduling of st that the job's run will not go on, unless it ended.
 func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, why string) {
 	if st.Scheduling == "" || st.State.Ended() || st.State == v1alpha1.JobReady {
@@ -156,11 +148,7 @@ func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, w
 	p := JobProgress{Job: j.key.Name, Run: st.Run, State: v1alpha1.JobFailed, Message: why, FinishedAt: workflow.Now(ctx)}
 	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
 	to := SchedulingWorkflowID(j.key.Namespace, st.Scheduling)
-	if clientSignals(ctx) {
-		_ = sendSignals(ctx, []activities.Signal{{WorkflowID: to, Name: JobProgressSignal, Arg: p}}).Get(ctx, nil)
-		return
-	}
-	_ = workflow.SignalExternalWorkflow(ctx, to, "", JobProgressSignal, p).Get(ctx, nil)
+	_ = sendSignals(ctx, []activities.Signal{{WorkflowID: to, Name: JobProgressSignal, Arg: p}}).Get(ctx, nil)
 }
 
 type jobRunner struct {
@@ -311,11 +299,7 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 			ph.ApplicationCreatedAt = &metav1.MicroTime{Time: at.UTC()}
 		}
 	}
-	if changeVersion(ctx, QuietSubmitChange) >= 1 {
-		r.submitHeld = true // said by waitStarted if the pods take a while, else with Running
-	} else if err := r.report(ctx, v1alpha1.JobSubmitted, submittedMessage); err != nil {
-		return err
-	}
+	r.submitHeld = true // said by waitStarted if the pods take a while, else with Running
 	// The waits also learn what the worker's watch saw of the run's slot pods since the
 	// application was made: a wait taken up late still finds the placements of a short run.
 	key := activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app, Replicas: len(req.Slots),
@@ -354,35 +338,23 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 	if err := j.finish(ctx, app, finished, r, req); err != nil {
 		return err
 	}
-	if changeVersion(ctx, RestAfterEndChange) >= 1 {
-		j.waitChange(ctx)
-	}
+	// Once the end is reported, the next look waits for a nudge: what could change the job
+	// meanwhile (a release, a new request, an edit of its spec, its deletion) comes with one,
+	// from its Scheduling or the bridge.
+	j.waitChange(ctx)
 	return nil
 }
-
-// RestAfterEndChange is the version marker of a job's workflow that, once it reported its
-// run's end, waits to be nudged before it looks at the job again. It looked at once, in the
-// task that reported the end: a read of the job from etcd per run that found what the
-// workflow had just written. What could change the job meanwhile (a release, a new
-// request, an edit of its spec, its deletion) comes with a nudge, from its Scheduling or
-// the bridge, and a nudge that came during the run's last task wakes the workflow at once.
-const RestAfterEndChange = "rest-after-end"
 
 // submittedMessage is the message of a run whose application is made and whose pods are
 // being placed.
 const submittedMessage = "the application is created; its pods are being placed"
 
-// QuietSubmitChange is the version marker of a job's workflow that holds back the Submitted
-// report of a new application (submittedMessage) for up to submitQuiet: a run whose pods
-// are all placed by then goes from InQueue to Running in one report, where it made two a
-// quarter of a second apart in the long run (a status write, a signal and a turn of its
-// Scheduling less per job). The status's phases keep the application's creation time
-// either way. A run that leaves its wait for any other reason says Submitted first, so the
-// status names the application before the job is looked at again. (After the baselines: a
-// change ID of its own, in Baseline2Change.)
-const QuietSubmitChange = "quiet-submit"
-
-// submitQuiet is how long a new application's Submitted report is held back.
+// submitQuiet is how long a new application's Submitted report (submittedMessage) is held
+// back: a run whose pods are all placed by then goes from InQueue to Running in one report
+// (a status write, a signal and a turn of its Scheduling less per job). The status's phases
+// keep the application's creation time either way. A run that leaves its wait for any other
+// reason says Submitted first, so the status names the application before the job is
+// looked at again.
 const submitQuiet = time.Second
 
 // sayHeldSubmit makes the Submitted report that was held back, if it was not made yet, and
@@ -445,7 +417,7 @@ type runReport struct {
 	// progress is what the Scheduling last heard (Started stays once set).
 	progress JobProgress
 	// submitHeld: the Submitted report of the run's new application is held back
-	// (QuietSubmitChange); any report makes it moot.
+	// (submitQuiet); any report makes it moot.
 	submitHeld bool
 }
 
@@ -455,42 +427,25 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 	j := r.j
 	r.submitHeld = false
 	j.status.State, j.status.Message = st, msg
-	if changeVersion(ctx, DirectReleaseChange) >= 1 {
-		r.setProgress(st, msg)
-		to := SchedulingWorkflowID(j.key.Namespace, r.holder)
-		if clientSignals(ctx) {
-			// The status first: Admission may give the slots of an ended run to the next job
-			// the moment it hears, and no reader may then see this one still running there.
-			if err := j.write(ctx); err != nil {
-				return err
-			}
-			r.tellAdmission(st)
-			signals := append(r.also, activities.Signal{WorkflowID: to, Name: JobProgressSignal, Arg: r.progress})
-			r.also = nil
-			_ = sendSignals(ctx, signals).Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
-			return nil
-		}
-		// The Scheduling hears while the status is written, not after.
-		told := workflow.SignalExternalWorkflow(ctx, to, "", JobProgressSignal, r.progress)
-		err := j.write(ctx)
-		_ = told.Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
-		return err
-	}
+	r.setProgress(st, msg)
+	// The status first: Admission may give the slots of an ended run to the next job the
+	// moment it hears, and no reader may then see this one still running there.
 	if err := j.write(ctx); err != nil {
 		return err
 	}
-	r.setProgress(st, msg)
-	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
-	_ = workflow.SignalExternalWorkflow(ctx, SchedulingWorkflowID(j.key.Namespace, r.holder), "", JobProgressSignal, r.progress).Get(ctx, nil)
+	r.tellAdmission(st)
+	signals := append(r.also, activities.Signal{WorkflowID: SchedulingWorkflowID(j.key.Namespace, r.holder), Name: JobProgressSignal, Arg: r.progress})
+	r.also = nil
+	_ = sendSignals(ctx, signals).Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
 	return nil
 }
 
 // tellAdmission adds to the signals sent with a report what Admission must hear of it that
 // the job can tell itself: the run's start, once (its end is added by finish and kill). The
 // report says AdmissionTold when all of it goes: the Scheduling then sends Admission nothing
-// for it, where it used to send each start and end again, a signal and a turn of Admission
-// per job. A report whose news does not all go (no creation request, an end without the
-// job's own release) leaves the telling to the Scheduling, as before. A start the grant
+// for it (a signal and a turn of Admission less per job). A report whose news does not all
+// go (no creation request, an end without the job's own release) leaves the telling to the
+// Scheduling. A start the grant
 // said Admission needs no word of (CreationRequest.QuietStart) counts as told.
 func (r *runReport) tellAdmission(st v1alpha1.BatchJobState) {
 	startNews := r.progress.Started || st == v1alpha1.JobRunning
@@ -510,11 +465,6 @@ func (r *runReport) setProgress(st v1alpha1.BatchJobState, msg string) {
 	r.progress.State, r.progress.Message = st, msg
 	r.progress.SubmittedAt, r.progress.RunningAt, r.progress.FinishedAt = timeOf(j.status.SubmittedAt), timeOf(j.status.RunningAt), timeOf(j.status.FinishedAt)
 }
-
-// DirectReleaseChange is the version marker of a job's workflow that tells Admission itself
-// when its run ends (the Scheduling's message follows). Without ClientSignalsChange it also
-// signalled its Scheduling while writing the status; with it, the status is written first.
-const DirectReleaseChange = "direct-release"
 
 // createApp creates the request's application; created is false when there is none to
 // follow: the job is invalid (the run fails and is reported) or no longer held (it is
@@ -542,8 +492,9 @@ func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest
 // waitStarted waits until the application leaves Starting (StateAware), for the queues to
 // hear: its first executor holds its slot, or the starting timeout passed. still is false
 // when the claim or the request changed meanwhile. allPlaced says the wait saw every
-// executor placed already (from OneStartReportChange on): then the start is not reported on
-// its own but with Running, which follows at once, and placed is what the wait saw.
+// executor placed already: then the start is not reported on its own but with Running,
+// which follows at once (a status write, a signal and a turn of the Scheduling less per
+// job), and placed is what the wait saw.
 func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, holder string, req v1alpha1.CreationRequest, r *runReport) (placed activities.AppProgress, allPlaced, still bool, err error) {
 	first := key
 	first.Enough = 1
@@ -553,7 +504,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	}
 	var started activities.AppProgress
 	var timedOut, inTask bool
-	if r.submitHeld && changeVersion(ctx, FirstWaitInTaskChange) >= 1 {
+	if r.submitHeld {
 		started, inTask = j.firstWaitInTask(ctx, first)
 	}
 	if !inTask {
@@ -578,8 +529,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 			timedOut = true
 		}
 	}
-	if !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed >= key.Replicas &&
-		changeVersion(ctx, OneStartReportChange) >= 1 {
+	if !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed >= key.Replicas {
 		r.progress.Started = true
 		return started, true, true, nil
 	}
@@ -597,24 +547,19 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	return started, false, true, nil
 }
 
-// FirstWaitInTaskChange is the version marker of a job's workflow that waits the first
-// second of a new application's placement (submitQuiet) in the workflow task that made the
-// application, as a local activity, instead of in an activity of its own. Most runs have
-// every pod placed within that second: the task then goes on to report Running and
-// schedules the wait for the end, and the run takes one workflow task and one activity
-// less (the server's CPU for a hop is much of a job's cost; docs/benchmarks.md). A run
-// whose pods take longer says Submitted and waits on in an activity, as before.
+// firstWaitInTask runs the first wait (key.Within bounds it: submitQuiet) as a local
+// activity in the workflow task that made the application; ok is false when it failed, and
+// the caller waits in an activity instead. It is tried once: a wait only reads, and the
+// activity is the retry. Most runs have every pod placed within that second: the task then
+// goes on to report Running and schedules the wait for the end, a workflow task and an
+// activity less per run. A run whose pods take longer says Submitted and waits on in an
+// activity.
 //
 // A nudge that comes during that second waits for the task to end, as any message that
 // comes during a task does: the job then looks at itself again, and a claim or request
-// that changed meanwhile ends the run's waits as before. A worker lost during the second
-// loses the task; the next worker makes the task again after TaskTimeout, and finds the
-// application made (CreateApplication is idempotent).
-const FirstWaitInTaskChange = "first-wait-in-task"
-
-// firstWaitInTask runs the first wait (key.Within bounds it) as a local activity in the
-// current workflow task; ok is false when it failed, and the caller waits in an activity
-// instead. It is tried once: a wait only reads, and the activity is the retry.
+// that changed meanwhile ends the run's waits. A worker lost during the second loses the
+// task; the next worker makes the task again after TaskTimeout, and finds the application
+// made (CreateApplication is idempotent).
 func (j *jobRunner) firstWaitInTask(ctx workflow.Context, key activities.AppKey) (_ activities.AppProgress, ok bool) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: key.Within + firstWaitMargin,
@@ -634,16 +579,10 @@ func (j *jobRunner) firstWaitInTask(ctx workflow.Context, key activities.AppKey)
 // heartbeats, as any long local activity is, at the cost of a workflow task each.
 const firstWaitMargin = 500 * time.Millisecond
 
-// OneStartReportChange is the version marker of a job's workflow that reports a start whose
-// executors were all placed by the first wait once, with Running, instead of a Submitted
-// report ("the first executor holds its slot") and a Running one right after it: a status
-// write, a signal and a turn of the Scheduling less per job.
-const OneStartReportChange = "one-start-report"
-
 // finish ends the run as the application ended: Completed if it succeeded, Failed if it
 // failed or was deleted.
 func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, finished activities.AppProgress, r *runReport, req v1alpha1.CreationRequest) error {
-	if req.SchedulingUID != "" && changeVersion(ctx, DirectReleaseChange) >= 1 {
+	if req.SchedulingUID != "" {
 		// The job tells Admission of its end itself, ahead of the Scheduling's own message (a
 		// repeat Admission ignores), with the final report, once the status says the run ended.
 		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}

@@ -10,15 +10,10 @@ import (
 	"slotplane/queue"
 )
 
-// KillChange is the version marker of a job's workflow that carries out kills
-// (v1alpha1.KillAnnotation, written by Admission's kill update).
-const KillChange = "kill"
-
-// kills says whether this run carries out the kill obs names: one of the holder's run, in a
-// history that knows of kills.
-func (j *jobRunner) kills(ctx workflow.Context, obs activities.JobObservation) bool {
-	return killsHolders(obs, obs.Holder) &&
-		changeVersion(ctx, KillChange) >= 1
+// kills says whether this run carries out the kill obs names (v1alpha1.KillAnnotation,
+// written by Admission's kill update): one of the holder's run.
+func (j *jobRunner) kills(obs activities.JobObservation) bool {
+	return killsHolders(obs, obs.Holder)
 }
 
 // kill ends the holder's run of the job as the kill asks: the application (if any) is

@@ -253,7 +253,7 @@ func (c *callsCounted) looks() int {
 }
 
 // A run whose pods are all placed within the quiet second waits for them in the task that
-// made its application (FirstWaitInTaskChange): no activity waits for its placement.
+// made its application (firstWaitInTask): no activity waits for its placement.
 func TestBatchJobWorkflow_AStartPlacedWithinTheQuietSecondIsWaitedInTheTask(t *testing.T) {
 	oneSlot := *request
 	oneSlot.Slots = []int32{4}
@@ -548,7 +548,7 @@ func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testi
 }
 
 // A job whose run ended is looked at again only when nudged: the task that reports the end
-// does not read the job back (RestAfterEndChange). A release that comes then is seen.
+// does not read the job back. A release that comes then is seen.
 func TestBatchJobWorkflow_AfterItsEndTheJobIsLookedAtWhenNudged(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)

@@ -372,7 +372,7 @@ func TestRecordAdmissionHistory(t *testing.T) {
 // its decisions were recorded as side effects (decideOnce) cannot replay on the code that
 // records them, and no cluster runs that code: they were removed rather than kept on a
 // version branch.
-const admissionHistory = "admission-baseline3.json"
+const admissionHistory = "admission.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.
 type allocationStandIn struct {

@@ -9,27 +9,18 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// LocalActivitiesChange is the version marker of the short cluster calls (a read, a status
-// write, a creation request) made as local activities: run by the worker that runs the
-// workflow, their results recorded with the workflow task. An activity costs the Temporal
-// server three history events, a trip through matching and a second workflow task; on the
-// local platform, where every write goes through one SQLite connection, those writes were
-// what a job waited for between its grant and its running pods. Histories from before run
-// them as activities.
-const LocalActivitiesChange = "local-activities"
-
 // quickTimeout bounds one attempt of a local activity. A local activity longer than the
 // workflow task timeout (TaskTimeout) holds the task open with heartbeats, so the calls made this
 // way are those that take milliseconds; the long ones (claims of a whole Scheduling, a
 // reconcile pass, the waits) stay activities.
 const quickTimeout = 30 * time.Second
 
-// quick runs a short cluster call: a local activity from LocalActivitiesChange on, an
-// activity (with the context's activity options) in histories from before.
+// quick runs a short cluster call (a read, a status write, a creation request) as a local
+// activity: run by the worker that runs the workflow, its result recorded with the workflow
+// task. An activity costs the Temporal server three history events, a trip through matching
+// and a second workflow task, which is what a job would wait for between its grant and its
+// running pods.
 func quick(ctx workflow.Context, activity any, args ...any) workflow.Future {
-	if changeVersion(ctx, LocalActivitiesChange) == workflow.DefaultVersion {
-		return workflow.ExecuteActivity(ctx, activity, args...)
-	}
 	return workflow.ExecuteLocalActivity(withQuickOptions(ctx), activity, args...)
 }
 
@@ -51,7 +42,7 @@ func withQuickOptions(ctx workflow.Context) workflow.Context {
 }
 
 // commitTimeout bounds one attempt of the activity by which Admission commits a decision
-// before telling it (CommitBeforeTellingChange): a signal or a slot assignment, which takes
+// before telling it (see decide): a signal or a slot assignment, which takes
 // milliseconds. The server learns of a worker lost during an attempt only when the attempt
 // times out: with the activities' default of a minute, each kill of the worker in the long
 // run held up every grant for up to a minute. An attempt that runs out on a live worker is
@@ -76,21 +67,12 @@ func commitActivity(ctx workflow.Context, activity any, args ...any) workflow.Fu
 	return workflow.ExecuteActivity(withCommitOptions(ctx), activity, args...)
 }
 
-// ClientSignalsChange is the version marker of signals between slotplane's workflows sent
-// through the Temporal client (the SignalWorkflows local activity) instead of
-// SignalExternalWorkflow. The server delivers an external signal with the sender's lock held
-// while it waits for the target's, for at most 3 s; a Scheduling and its Admission, which
-// signal each other, then waited on each other until that ran out, and the delivery was
-// retried 3 s or more later. A job's grant reached its Scheduling seconds late that way.
-const ClientSignalsChange = "client-signals"
-
-// clientSignals says whether this run sends its signals through the client.
-func clientSignals(ctx workflow.Context) bool {
-	return changeVersion(ctx, ClientSignalsChange) >= 1
-}
-
-// sendSignals sends the signals, in order, through the client; the result
-// (activities.SignalWorkflowsResult) names those whose workflow does not run.
+// sendSignals sends the signals, in order, through the Temporal client; the result
+// (activities.SignalWorkflowsResult) names those whose workflow does not run. Workflows
+// signal each other this way, not with SignalExternalWorkflow: the server delivers an
+// external signal with the sender's lock held while it waits for the target's, and a
+// Scheduling and its Admission, which signal each other, would wait on each other for up to
+// 3 s.
 func sendSignals(ctx workflow.Context, signals []activities.Signal) workflow.Future {
 	return workflow.ExecuteLocalActivity(withQuickOptions(ctx), acts.SignalWorkflows, activities.SignalWorkflowsInput{Signals: signals})
 }

@@ -64,7 +64,7 @@ func TestRecordHistories(t *testing.T) {
 		saveHistory(t, c, file, run.GetRunID(), file+".json")
 	}
 
-	record(t, "testbed-v1", "record-v1", workflows.TestBedWorkflow, 2500*time.Millisecond)
+	record(t, "testbed", "record-testbed", workflows.TestBedWorkflow, 2500*time.Millisecond)
 	// A workflow that sleeps before its first pass: the replay of its history by the real
 	// code must fail with a nondeterminism error.
 	record(t, "testbed-incompatible", "record-bad", func(ctx workflow.Context, in workflows.TestBedInput) (workflows.TestBedOutput, error) {

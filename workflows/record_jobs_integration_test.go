@@ -136,7 +136,7 @@ func (s *schedulingStandIn) grant(ctx context.Context, req workflows.AdmissionRe
 	}
 	s.taken[req.Job] = slots
 	s.mu.Unlock()
-	return s.c.SignalWorkflow(ctx, s.id, "", workflows.AdmittedSignal, workflows.AdmissionGrant{JobKey: req.JobKey, Queue: "root.default", Slots: slots})
+	return s.c.SignalWorkflow(ctx, s.id, "", workflows.AdmittedBatchSignal, []workflows.AdmissionGrant{{JobKey: req.JobKey, Queue: "root.default", Slots: slots}})
 }
 
 func (s *schedulingStandIn) used(p int32) bool {
@@ -211,10 +211,6 @@ func (s *schedulingStandIn) WriteSchedulingStatus(_ context.Context, in activiti
 
 // TestRecordJobHistories records a BatchJobWorkflow and a SchedulingWorkflow run on the
 // embedded server with stand-in activities (SLOTPLANE_RECORD=1, `make record-histories`).
-// batchjob.json and scheduling.json, recorded before BaselineChange, and the -baseline.json
-// files, recorded with it, and the -baseline2.json files stay as they are, so the paths of
-// runs with an older baseline or none keep being replayed; a new recording is of
-// Baseline3Change.
 func TestRecordJobHistories(t *testing.T) {
 	if os.Getenv("SLOTPLANE_RECORD") != "1" {
 		t.Skip("set SLOTPLANE_RECORD=1 to re-record workflow histories")
@@ -239,7 +235,7 @@ func TestRecordJobHistories(t *testing.T) {
 		job.mu.Unlock()
 		require.NoError(t, c.SignalWorkflow(ctx, id, "", workflows.BatchJobChangedSignal, nil))
 		require.NoError(t, run.Get(ctx, nil))
-		saveHistory(t, c, id, run.GetRunID(), "batchjob-baseline3.json")
+		saveHistory(t, c, id, run.GetRunID(), "batchjob.json")
 	})
 
 	t.Run("scheduling", func(t *testing.T) {
@@ -258,6 +254,6 @@ func TestRecordJobHistories(t *testing.T) {
 		var out workflows.SchedulingOutput
 		require.NoError(t, run.Get(ctx, &out))
 		require.Equal(t, v1alpha1.SchedulingCompleted, out.Status.State)
-		saveHistory(t, c, id, run.GetRunID(), "scheduling-baseline3.json")
+		saveHistory(t, c, id, run.GetRunID(), "scheduling.json")
 	})
 }

@@ -88,14 +88,13 @@ type SchedulingState struct {
 	// UID is the Scheduling object's: it is part of every admission key.
 	UID string
 	// WrittenTop and WroteAt are the status as the last run last wrote it (without its jobs)
-	// and when: the next run paces its first write from them (StatusPaceChange) instead of
-	// writing the whole status at its start. A Scheduling that continues as new more often
-	// than its pace wrote its whole status, some 300 KB at 1,000 jobs, at every start.
-	// Absent (a run from before), the first write goes at once.
+	// and when: the next run paces its first write from them (statusPace) instead of writing
+	// the whole status, some 300 KB at 1,000 jobs, at its start. Absent, the first write goes
+	// at once.
 	WrittenTop *v1alpha1.SchedulingStatus `json:",omitempty"`
 	WroteAt    time.Time                  `json:",omitzero"`
 	// AskedAt is when a run last asked Admission again for every waiting job. A run asks at
-	// its start only when reaskEvery has passed since; absent (a run from before), it asks.
+	// its start only when reaskEvery has passed since; absent, it asks.
 	AskedAt time.Time `json:",omitzero"`
 }
 
@@ -147,7 +146,6 @@ func (e *TrackedJob) done() bool {
 // stays, holding its jobs, until it is cancelled (the Scheduling is deleted): then it tells
 // Admission and releases the jobs (their applications are deleted).
 func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOutput, error) {
-	ctx = withBaseline(ctx) // first: see BaselineChange
 	ctx = withActivityDefaults(ctx)
 	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal), in: in}
 	if in.StepsPerRun <= 0 {
@@ -231,23 +229,22 @@ type scheduler struct {
 	progress workflow.ReceiveChannel
 	// changed: an Update appended jobs.
 	changed bool
-	// grants receives Admission's answers one by one (AdmittedSignal), batches the answers
-	// of one Admission step each (AdmittedBatchSignal, BatchedGrantsChange).
-	grants, batches workflow.ReceiveChannel
-	in              SchedulingInput
+	// batches receives Admission's answers, those of one Admission step each
+	// (AdmittedBatchSignal).
+	batches workflow.ReceiveChannel
+	in      SchedulingInput
 	// uid is the Scheduling object's UID.
 	uid string
 	// extending lets one extend at a time claim and append: both front doors pass an edit on
 	// through lifecycle.ExtendScheduling, and may do so at once.
 	extending workflow.Mutex
 	// written is each job's status as this run last wrote it (nil before its first write):
-	// later writes send only what changed (StatusDeltasChange). writtenTop is the rest of
-	// the status as last written (BatchedMessagesChange: a write that changes nothing is
-	// skipped).
+	// later writes send only what changed. writtenTop is the rest of the status as last
+	// written (a write that changes nothing is skipped).
 	written    map[string]v1alpha1.SchedulingJobStatus
 	writtenTop *v1alpha1.SchedulingStatus
 	// wroteAt is when this run last wrote the status; owed, while not nil, fires when a
-	// write that StatusPaceChange put off is due.
+	// write that statusPace put off is due.
 	wroteAt time.Time
 	owed    workflow.Future
 	// askedAt is when a run last asked Admission for every waiting job (reaskEvery); reask,
@@ -256,73 +253,25 @@ type scheduler struct {
 	reask   workflow.Future
 }
 
-// GiveBackInTheRequestChange is the version marker of a give-back that is one message: the
-// job's new request names the grant it gives back (AdmissionRequest.GaveBack). Before it,
-// a release went first and the request after it, but Admission takes a turn's requests
-// before its releases: both in one turn re-sent the old grant, which the Scheduling
-// ignored, then released the job, which waited for nothing after that.
-const GiveBackInTheRequestChange = "give-back-in-the-request"
-
-// BatchedMessagesChange is the version marker of the loop that takes every message waiting
-// at once: all grants start together (their creation requests written side by side, one
-// nudge for all), every job's progress is applied, Admission's signals are sent side by
-// side, and the status is written once for all of it, or not at all when nothing changed.
-// A burst of a hundred messages cost a hundred status writes and two hundred activities in
-// a row before it, and the last job of the burst waited for all of them.
-const BatchedMessagesChange = "batched-messages"
-
-// StatusDeltasChange is the version marker of status writes that send only the jobs whose
-// status changed: a 1000-job Scheduling no longer puts its whole status into its history at
-// every step.
-const StatusDeltasChange = "status-deltas"
-
-// StatusPaceChange is the version marker of status writes paced to one per statusPace
-// while only the jobs' progress changed: a write that comes sooner is put off until a
-// timer says it is due, and what changed meanwhile goes with it. A change of the state,
-// the message, the job count or a condition is written at once. Each write puts the whole
-// object through the API server and to every watcher, so a 1,000-job Scheduling whose
-// jobs end eight a second cost twenty writes of some 300 KB a second before it.
-const StatusPaceChange = "status-pace"
-
 // statusPace is the least time between two writes of a Scheduling's status that carry only
-// its jobs' progress (the Job controller of Kubernetes batches its status the same way).
-// Each job's own status, on its BatchJob, is written as it changes.
+// its jobs' progress (the Job controller of Kubernetes batches its status the same way): a
+// write that comes sooner is put off until a timer says it is due, and what changed
+// meanwhile goes with it. A change of the state, the message, the job count or a condition
+// is written at once. Each write puts the whole object through the API server and to every
+// watcher. Each job's own status, on its BatchJob, is written as it changes.
 const statusPace = time.Second
 
-// StatusPaceBySizeChange is the version marker of a status pace that grows with the
-// Scheduling (paceFor): what a write costs the API server, etcd and every watcher grows
-// with the number of jobs the status lists, and the long run's 1,000-job Scheduling wrote
-// some 300 KB every second.
-const StatusPaceBySizeChange = "status-pace-by-size"
-
-// StatusPaceSlowerChange is the version marker of a status pace by size of paceEntries
-// entries a second, down from paceEntriesBefore. Measured on the API server alone, one
-// write of a 1,000-job Scheduling's status costs it 290-390 ms of CPU (decoding, schema
-// validation, managed fields, encoding for etcd and for each watcher), about 0.3 ms per
-// entry: at 250 entries a second that was a tenth of a core, and about 5% of all the CPU
-// the long run spent per job.
-const StatusPaceSlowerChange = "status-pace-slower"
-
 // paceEntries is how many jobs' entries a Scheduling's status writes carry a second at
-// most, from StatusPaceSlowerChange on: up to 100 jobs the pace is statusPace, a 1,000-job
-// Scheduling's is 10 s. The jobs' own statuses, on their BatchJobs, are not paced.
+// most: up to 100 jobs the pace is statusPace, a 1,000-job Scheduling's is 10 s. Measured
+// on the API server alone, one write of a 1,000-job Scheduling's status costs it 290-390 ms
+// of CPU (decoding, schema validation, managed fields, encoding for etcd and for each
+// watcher), about 0.3 ms per entry.
 const paceEntries = 100
-
-// paceEntriesBefore is paceEntries from StatusPaceBySizeChange until StatusPaceSlowerChange:
-// a 1,000-job Scheduling's pace was 4 s.
-const paceEntriesBefore = 250
 
 // paceFor is the least time between two writes that carry only progress, for a Scheduling
 // of n jobs.
-func paceFor(ctx workflow.Context, n int) time.Duration {
-	if changeVersion(ctx, StatusPaceBySizeChange) == workflow.DefaultVersion {
-		return statusPace
-	}
-	per := paceEntriesBefore
-	if changeVersion(ctx, StatusPaceSlowerChange) >= 1 {
-		per = paceEntries
-	}
-	return max(statusPace, time.Duration(n)*time.Second/time.Duration(per))
+func paceFor(n int) time.Duration {
+	return max(statusPace, time.Duration(n)*time.Second/time.Duration(paceEntries))
 }
 
 // markUID puts the Scheduling's UID in the run's memo (a continue-as-new does not carry
@@ -460,7 +409,6 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 		return err
 	}
 	steps := 0
-	s.grants = workflow.GetSignalChannel(ctx, AdmittedSignal)
 	s.batches = workflow.GetSignalChannel(ctx, AdmittedBatchSignal)
 	if s.askedAt.IsZero() || workflow.Now(ctx).Sub(s.askedAt) >= reaskEvery {
 		if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
@@ -561,17 +509,15 @@ func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
 	for _, e := range s.entries {
 		e.State = v1alpha1.JobInQueue
 	}
-	return true, s.nudge(ctx, unqueued(ctx, names, jobs))
+	return true, s.nudge(ctx, unqueued(names, jobs))
 }
 
-// ClaimQueuesChange is the version marker of a Scheduling that nudges only the claimed jobs
-// whose InQueue status the claim did not write itself (ClaimResult.Queued): a thousand
-// resting jobs cost their workflows nothing until each job's creation request comes.
-const ClaimQueuesChange = "claim-queues"
-
-// unqueued are the claimed jobs of names whose workflows must be nudged to show the claim.
-func unqueued(ctx workflow.Context, names []string, claim activities.ClaimResult) []string {
-	if len(claim.Queued) == 0 || changeVersion(ctx, ClaimQueuesChange) == workflow.DefaultVersion {
+// unqueued are the claimed jobs of names whose workflows must be nudged to show the claim:
+// those whose InQueue status the claim did not write itself (ClaimResult.Queued). A
+// thousand resting jobs cost their workflows nothing until each job's creation request
+// comes.
+func unqueued(names []string, claim activities.ClaimResult) []string {
+	if len(claim.Queued) == 0 {
 		return names
 	}
 	queued := make(map[string]bool, len(claim.Queued))
@@ -625,46 +571,9 @@ func awaitFuture(ctx workflow.Context, cond func() bool) workflow.Future {
 // as it would have been in this run (a job's end is told to Admission, a grant starts its
 // job or is given back): a signal left in a channel would be lost with this run.
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
-	if changeVersion(ctx, GrantsBeforeTheirProgressChange) >= 1 {
-		for s.progress.Len() > 0 || s.grants.Len() > 0 || s.batches.Len() > 0 {
-			if err := s.takeWaiting(ctx, nil, nil, true); err != nil {
-				return err
-			}
-		}
-		next := s.in
-		next.Carried = s.carry()
-		return workflow.NewContinueAsNewError(ctx, SchedulingWorkflow, next)
-	}
-	for {
-		took := false
-		for s.progress.Len() > 0 {
-			s.receiveProgress(ctx)
-			took = true
-		}
-		for {
-			var g AdmissionGrant // fresh each time: a reused value would share its slices
-			if !s.grants.ReceiveAsync(&g) {
-				break
-			}
-			if err := s.handleGrant(ctx, g); err != nil {
-				return err
-			}
-			took = true
-		}
-		for {
-			var gs []AdmissionGrant
-			if !s.batches.ReceiveAsync(&gs) {
-				break
-			}
-			for _, g := range gs {
-				if err := s.handleGrant(ctx, g); err != nil {
-					return err
-				}
-			}
-			took = true
-		}
-		if !took {
-			break
+	for s.progress.Len() > 0 || s.batches.Len() > 0 {
+		if err := s.takeWaiting(ctx, nil, nil); err != nil {
+			return err
 		}
 	}
 	next := s.in
@@ -682,13 +591,6 @@ func (s *scheduler) carry() *SchedulingState {
 		c.Entries = append(c.Entries, *e)
 	}
 	return c
-}
-
-// receiveProgress takes one progress signal and applies it to its entry.
-func (s *scheduler) receiveProgress(ctx workflow.Context) {
-	var p JobProgress
-	s.progress.Receive(ctx, &p)
-	s.tellAdmissionAll(ctx, s.onProgress(ctx, p))
 }
 
 // onProgress applies one job's progress and returns what Admission must hear of it.
@@ -709,14 +611,10 @@ func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []tell {
 	}
 	if p.State.Ended() && !p.AdmissionTold {
 		// The job's status says it ended before its workflow reports it: Admission may hand
-		// its slots on at once (client signals only: an older history sent a release).
-		signal := AdmissionReleaseUpdate
-		if clientSignals(ctx) {
-			signal = AdmissionEndedUpdate
-		}
+		// its slots on at once.
 		for _, e := range s.entries {
 			if e.Job.Name == p.Job && e.Run == p.Run {
-				out = append(out, tell{signal, s.admissionKey(e)})
+				out = append(out, tell{AdmissionEndedUpdate, s.admissionKey(e)})
 			}
 		}
 	}
@@ -759,14 +657,6 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 func (s *scheduler) jobNudge(name string) activities.SignalWithStart {
 	return jobNudge(s.key.Namespace, name)
 }
-
-// NudgeBeforeGhostsChange is the version marker of a grant whose creation request nudges the
-// job's workflow itself, once the request is written and before the slots' ghosts are
-// deleted (RequestCreationInput.Nudge): the job makes its application while the ghosts go,
-// instead of after the whole request and a separate nudge. The executors, made after the
-// driver, find their slots empty as before; one that came first would take the preemption
-// path, which stays for that.
-const NudgeBeforeGhostsChange = "nudge-before-ghosts"
 
 // batch is how many jobs one cluster activity handles. Each job costs the activity one or
 // two requests to the API server: at the worker's default of 100 a second, a batch takes a
@@ -876,10 +766,9 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 		}
 		st.Jobs = append(st.Jobs, js)
 	}
+	// Only the jobs whose status changed go, so that a 1,000-job Scheduling does not put its
+	// whole status into its history at every step.
 	full := activities.WriteSchedulingStatusInput{Scheduling: s.key, Status: *st}
-	if changeVersion(ctx, StatusDeltasChange) == workflow.DefaultVersion {
-		return workflow.ExecuteActivity(ctx, acts.WriteSchedulingStatus, full).Get(ctx, nil)
-	}
 	in := full
 	if s.written != nil {
 		in.Delta, in.Status.Jobs = true, nil
@@ -891,13 +780,11 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 	}
 	top := *st
 	top.Jobs = nil
-	if in.Delta && len(in.Status.Jobs) == 0 && s.writtenTop != nil && sameTop(*s.writtenTop, top) &&
-		changeVersion(ctx, BatchedMessagesChange) >= 1 {
+	if in.Delta && len(in.Status.Jobs) == 0 && s.writtenTop != nil && sameTop(*s.writtenTop, top) {
 		return nil // nothing changed since the last write
 	}
-	if s.writtenTop != nil && sameTop(countless(*s.writtenTop), countless(top)) &&
-		changeVersion(ctx, StatusPaceChange) >= 1 {
-		if due := s.wroteAt.Add(paceFor(ctx, len(s.entries))).Sub(workflow.Now(ctx)); due > 0 {
+	if s.writtenTop != nil && sameTop(countless(*s.writtenTop), countless(top)) {
+		if due := s.wroteAt.Add(paceFor(len(s.entries))).Sub(workflow.Now(ctx)); due > 0 {
 			if s.owed == nil {
 				s.owed = workflow.NewTimer(ctx, due)
 			}
@@ -923,7 +810,7 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 	return nil
 }
 
-// countless is a status without its job counts (StatusPaceChange).
+// countless is a status without its job counts (statusPace).
 func countless(st v1alpha1.SchedulingStatus) v1alpha1.SchedulingStatus {
 	st.RunningJobs, st.FinishedJobs = 0, 0
 	return st
@@ -1020,7 +907,7 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 		s.entries = append(s.entries, e)
 		fresh = append(fresh, e)
 	}
-	if err := s.nudge(ctx, unqueued(ctx, names, claim)); err != nil {
+	if err := s.nudge(ctx, unqueued(names, claim)); err != nil {
 		return len(s.entries), err
 	}
 	if err := s.requestAdmission(ctx, fresh); err != nil {
@@ -1085,24 +972,13 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 			Signal: signal, SignalArg: arg, TaskQueue: AdmissionTaskQueue,
 		}
 	}
+	// A batch to a message: the server delivers the messages to one workflow one at a time.
 	var nudges []activities.SignalWithStart
-	if len(reqs) > 0 && changeVersion(ctx, BatchedRequestsChange) >= 1 {
-		for part := range slices.Chunk(reqs, batch) {
-			nudges = append(nudges, nudge(AdmissionRequestsUpdate, part))
-		}
-		return sendNudges(ctx, nudges)
-	}
-	for _, r := range reqs {
-		nudges = append(nudges, nudge(AdmissionRequestUpdate, r))
+	for part := range slices.Chunk(reqs, batch) {
+		nudges = append(nudges, nudge(AdmissionRequestsUpdate, part))
 	}
 	return sendNudges(ctx, nudges)
 }
-
-// BatchedRequestsChange is the version marker of a Scheduling that sends its requests to
-// Admission a batch to a message (AdmissionRequestsUpdate), not one message each. The server
-// delivers the signals to one workflow one at a time: a 500-job Scheduling waited 13 s
-// between taking its jobs and its first job running, most of it in 500 signals.
-const BatchedRequestsChange = "batched-requests"
 
 // admissionKey is the key of an entry's run in Admission: a job runs once per Scheduling.
 func (s *scheduler) admissionKey(e *TrackedJob) queue.JobKey {
@@ -1148,27 +1024,17 @@ func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 }
 
 // waitForAdmission waits for a grant, a job's progress or an extension, and acts on it;
-// statusDue: nothing came but the time of a put-off status write (StatusPaceChange).
+// statusDue: nothing came but the time of a put-off status write (statusPace).
 func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err error) {
-	ordered := changeVersion(ctx, GrantsBeforeTheirProgressChange) >= 1
 	var grants []AdmissionGrant
 	var progress *JobProgress
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(s.grants, func(c workflow.ReceiveChannel, _ bool) {
-		var g AdmissionGrant
-		c.Receive(ctx, &g)
-		grants = append(grants, g)
-	})
 	sel.AddReceive(s.batches, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, &grants)
 	})
 	sel.AddReceive(s.progress, func(c workflow.ReceiveChannel, _ bool) {
-		if !ordered {
-			s.receiveProgress(ctx)
-			return
-		}
 		var p JobProgress
 		c.Receive(ctx, &p)
 		progress = &p
@@ -1195,34 +1061,17 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 		s.askedAt = workflow.Now(ctx)
 		return false, s.requestAdmission(ctx, s.waitingEntries())
 	}
-	if changeVersion(ctx, BatchedMessagesChange) == workflow.DefaultVersion {
-		if progress != nil {
-			s.tellAdmissionAll(ctx, s.onProgress(ctx, *progress))
-		}
-		for _, g := range grants {
-			if err := s.handleGrant(ctx, g); err != nil {
-				return false, err
-			}
-		}
-		return false, nil
-	}
-	return false, s.takeWaiting(ctx, grants, progress, ordered)
+	return false, s.takeWaiting(ctx, grants, progress)
 }
 
-// GrantsBeforeTheirProgressChange is the version marker of a loop that takes a grant before
-// the progress of the run it starts, when both wait at once. That happens when a worker is
-// lost after it carried out a grant (the job's request written, its workflow nudged) but
-// before its task was recorded: the job runs and reports while the grant waits to be taken
-// again, and the next task gets both. Progress went first and was dropped, as it named a run
-// the entry did not have yet: the job ended, and its Scheduling waited for it forever (the
-// long run with worker kills saw it).
-const GrantsBeforeTheirProgressChange = "grants-before-their-progress"
-
 // takeWaiting handles, after the message or messages that woke the loop (grants, progress),
-// every message waiting: progress is applied (Admission's signals sent side by side), and
-// the grants start their jobs together. ordered (GrantsBeforeTheirProgressChange): the
-// progress of a run that a grant among them starts is applied after the grants.
-func (s *scheduler) takeWaiting(ctx workflow.Context, grants []AdmissionGrant, progress *JobProgress, ordered bool) error {
+// every message waiting: progress is applied (Admission's signals sent side by side), the
+// grants start their jobs together, and the status is written once for all of it. The
+// progress of a run that a grant among them starts is applied after the grants: both wait
+// at once when a worker was lost after it carried out a grant (the job's request written,
+// its workflow nudged) but before its task was recorded, and progress taken first would
+// name a run the entry does not have yet, and be dropped.
+func (s *scheduler) takeWaiting(ctx workflow.Context, grants []AdmissionGrant, progress *JobProgress) error {
 	var ps []JobProgress
 	if progress != nil {
 		ps = append(ps, *progress)
@@ -1235,13 +1084,6 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grants []AdmissionGrant, p
 		ps = append(ps, p)
 	}
 	for {
-		var g AdmissionGrant
-		if !s.grants.ReceiveAsync(&g) {
-			break
-		}
-		grants = append(grants, g)
-	}
-	for {
 		var gs []AdmissionGrant // fresh each time: a reused value would share its slices
 		if !s.batches.ReceiveAsync(&gs) {
 			break
@@ -1251,7 +1093,7 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grants []AdmissionGrant, p
 	var tells []tell
 	var later []JobProgress
 	for _, p := range ps {
-		if ordered && slices.ContainsFunc(grants, func(g AdmissionGrant) bool { return g.Job == p.Job && g.Run == p.Run }) {
+		if slices.ContainsFunc(grants, func(g AdmissionGrant) bool { return g.Job == p.Job && g.Run == p.Run }) {
 			later = append(later, p)
 			continue
 		}
@@ -1267,8 +1109,9 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grants []AdmissionGrant, p
 	return err
 }
 
-// handleGrants is handleGrant for many grants at once: their creation requests are written
-// side by side, and one nudge starts every job whose request was written.
+// handleGrants starts the jobs the grants name, or fails those refused; a grant nobody
+// wants (a stale key, a job that ended or left) is given back, and a repeat of a grant
+// taken already changes nothing. The creation requests are written side by side.
 func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) error {
 	type pending struct {
 		e *TrackedJob
@@ -1276,21 +1119,18 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		f workflow.Future
 	}
 	var started []pending
-	early := len(grants) > 0 && changeVersion(ctx, NudgeBeforeGhostsChange) >= 1
 	for _, g := range grants {
 		e, req, ok := s.takeGrant(ctx, g)
 		if !ok {
 			continue
 		}
-		in := activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}
-		if early {
-			n := s.jobNudge(e.Job.Name)
-			in.Nudge, in.TaskQueue = &n, TaskQueue
-		}
+		// The request nudges the job's workflow itself, once it is written and the slots'
+		// ghosts are gone (RequestCreation).
+		n := s.jobNudge(e.Job.Name)
+		in := activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req, Nudge: &n, TaskQueue: TaskQueue}
 		f := quick(ctx, acts.RequestCreation, in)
 		started = append(started, pending{e: e, g: g, f: f})
 	}
-	var nudge []string
 	var gone []*TrackedJob
 	var firstErr error
 	for _, p := range started {
@@ -1308,18 +1148,12 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 			}
 		default:
 			p.e.Message = v1alpha1.ClipMessage("admitted to queue " + p.g.Queue)
-			if !early {
-				nudge = append(nudge, p.e.Job.Name)
-			}
 		}
 	}
 	if err := s.askAgain(ctx, gone); err != nil {
 		return err
 	}
-	if firstErr != nil {
-		return firstErr
-	}
-	return s.nudge(ctx, nudge)
+	return firstErr
 }
 
 // giveBack undoes the taking of a grant whose slots left the test bed before the job's
@@ -1336,19 +1170,9 @@ func (s *scheduler) giveBack(e *TrackedJob, why error) {
 }
 
 // askAgain asks for the jobs again (they join the end of their queues); each request names
-// the grant its job gave back, which Admission releases (GiveBackInTheRequestChange).
+// the grant its job gave back (AdmissionRequest.GaveBack), which Admission releases: one
+// message does both, so no order of a release and a request can lose the job.
 func (s *scheduler) askAgain(ctx workflow.Context, jobs []*TrackedJob) error {
-	if len(jobs) == 0 {
-		return nil
-	}
-	if changeVersion(ctx, GiveBackInTheRequestChange) >= 1 {
-		return s.requestAdmission(ctx, jobs)
-	}
-	tells := make([]tell, len(jobs))
-	for i, e := range jobs {
-		tells[i] = tell{AdmissionReleaseUpdate, s.admissionKey(e)}
-	}
-	s.tellAdmissionAll(ctx, tells)
 	return s.requestAdmission(ctx, jobs)
 }
 
@@ -1392,29 +1216,4 @@ func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJ
 		req.SchedulingUID = k.SchedulingUID
 	}
 	return e, req, true
-}
-
-// handleGrant starts the job a grant names, or fails it when refused. A grant nobody wants
-// (a stale key, a job that ended or left) is given back, so its slots are not held for
-// nobody; a repeat of a grant taken already changes nothing.
-func (s *scheduler) handleGrant(ctx workflow.Context, g AdmissionGrant) error {
-	e, req, ok := s.takeGrant(ctx, g)
-	if !ok {
-		return nil
-	}
-	err := quick(ctx, acts.RequestCreation, activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req}).Get(ctx, nil)
-	if activities.IsNotHeld(err) {
-		e.State, e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
-		s.releaseAdmission(ctx, e)
-		return nil
-	}
-	if activities.IsSlotsGone(err) {
-		s.giveBack(e, err)
-		return s.askAgain(ctx, []*TrackedJob{e})
-	}
-	if err != nil {
-		return err
-	}
-	e.Message = v1alpha1.ClipMessage("admitted to queue " + g.Queue)
-	return s.nudge(ctx, []string{e.Job.Name})
 }

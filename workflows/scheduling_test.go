@@ -57,7 +57,7 @@ type fakeAdmission struct {
 	// gaveBack: every job whose request gave back the grant it held.
 	gaveBack []string
 	// jobNudges and requestNudges: the job workflows nudged on their own, and by their
-	// creation requests (NudgeBeforeGhostsChange).
+	// creation requests.
 	jobNudges, requestNudges []string
 	grants                   map[string]AdmissionGrant
 	// jobsTellAdmission: the jobs' reports say AdmissionTold, and Admission hears their
@@ -70,7 +70,7 @@ type fakeAdmission struct {
 	quietStart    bool
 	quietRequests []string
 	// batched: the grants of one turn come in one signal (AdmittedBatchSignal), as Admission
-	// sends them from BatchedGrantsChange on; onCreate, when set, runs for each creation
+	// sends them; onCreate, when set, runs for each creation
 	// request written (the caller holds mu).
 	batched  bool
 	onCreate func(job string)
@@ -233,7 +233,7 @@ func (f *fakeAdmission) grant() {
 		}
 		reports := f.reportsWithGrant
 		f.env.RegisterDelayedCallback(func() {
-			f.env.SignalWorkflow(AdmittedSignal, g)
+			f.env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{g})
 			if reports {
 				f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: g.Job, Run: g.Run, State: v1alpha1.JobRunning})
 				f.env.SignalWorkflow(JobProgressSignal, JobProgress{Job: g.Job, Run: g.Run, State: v1alpha1.JobCompleted})
@@ -265,7 +265,7 @@ func (f *fakeAdmission) requestCreation(_ context.Context, in activities.Request
 	if slices.ContainsFunc(in.Request.Slots, func(p int32) bool { return f.gone[p] }) {
 		f.slotsGone++
 		late := f.grants[AdmissionKey{Scheduling: in.Request.Scheduling, SchedulingUID: in.Request.SchedulingUID, Job: in.Job, Run: 1}.String()]
-		f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(AdmittedSignal, late) }, 0)
+		f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(AdmittedBatchSignal, []AdmissionGrant{late}) }, 0)
 		return temporal.NewNonRetryableApplicationError("test bed bed no longer has slot 1", activities.ErrSlotsGone, nil)
 	}
 	f.created = append(f.created, in.Job)

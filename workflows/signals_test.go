@@ -18,9 +18,7 @@ import (
 
 // onSignals answers the SignalWorkflows local activity, by which the workflows signal each
 // other: deliver[name] gets each signal of that name, in order (others are dropped), and an
-// error from it means the target workflow does not run. A batch of grants
-// (AdmittedBatchSignal) goes to deliver[AdmittedSignal] grant by grant when deliver has no
-// handler of batches.
+// error from it means the target workflow does not run.
 func onSignals(env *testsuite.TestWorkflowEnvironment, deliver map[string]func(id string, arg any) error) {
 	onSignalsCounting(env, deliver, nil)
 }
@@ -39,8 +37,6 @@ func onSignalsCounting(env *testsuite.TestWorkflowEnvironment, deliver map[strin
 					switch arg := typedArg(s.Name, s.Arg).(type) {
 					case []AdmissionGrant:
 						n += len(arg)
-					case AdmissionGrant:
-						n++
 					}
 				}
 				mu.Lock()
@@ -49,18 +45,7 @@ func onSignalsCounting(env *testsuite.TestWorkflowEnvironment, deliver map[strin
 			}
 			for i, s := range in.Signals {
 				arg := typedArg(s.Name, s.Arg)
-				f := deliver[s.Name]
-				if one := deliver[AdmittedSignal]; f == nil && s.Name == AdmittedBatchSignal && one != nil {
-					f = func(id string, arg any) error {
-						for _, g := range arg.([]AdmissionGrant) {
-							if err := one(id, g); err != nil {
-								return err
-							}
-						}
-						return nil
-					}
-				}
-				if f != nil {
+				if f := deliver[s.Name]; f != nil {
 					if err := f(s.WorkflowID, arg); err != nil {
 						out.NotRunning = append(out.NotRunning, i)
 					}
@@ -80,8 +65,6 @@ func typedArg(signal string, arg any) any {
 	}
 	var into any
 	switch signal {
-	case AdmittedSignal:
-		into = &AdmissionGrant{}
 	case AdmittedBatchSignal:
 		into = &[]AdmissionGrant{}
 	case AdmissionReleaseUpdate, AdmissionEndedUpdate, AdmissionStartedUpdate:

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	temporalclient "go.temporal.io/sdk/client"
@@ -34,6 +35,7 @@ import (
 	"slotplane/internal/testcluster"
 	"slotplane/metrics"
 	"slotplane/worker"
+	"slotplane/workflows"
 )
 
 // Options shape a platform. The zero value is a control plane without nodes, Temporal in
@@ -122,6 +124,8 @@ func Start(ctx context.Context, opts Options) (_ *Platform, err error) {
 		}
 		p.tempDir = true
 	} else if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return nil, err
+	} else if err := checkHistoryForm(p.Dir); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -371,4 +375,36 @@ func (p *Platform) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// historyFormFile, in a kept Dir, names the form of the workflows in its Temporal database
+// (workflows.HistoryForm).
+const historyFormFile = "workflows-form"
+
+// ErrOtherHistoryForm: the kept Dir's Temporal database holds workflows of another form than
+// this build's, whose histories this build cannot replay.
+var ErrOtherHistoryForm = errors.New("the state folder holds workflows of another build")
+
+// checkHistoryForm refuses a kept dir whose Temporal database was made by workflows of
+// another form: their runs would fail on this build with nondeterminism errors, over and
+// over. A dir without a database takes this build's form.
+func checkHistoryForm(dir string) error {
+	formPath := filepath.Join(dir, historyFormFile)
+	_, dbErr := os.Stat(filepath.Join(dir, "temporal.db"))
+	if errors.Is(dbErr, os.ErrNotExist) {
+		return os.WriteFile(formPath, []byte(workflows.HistoryForm+"\n"), 0o600)
+	}
+	raw, err := os.ReadFile(formPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if have := strings.TrimSpace(string(raw)); have != workflows.HistoryForm {
+		if have == "" {
+			have = "unknown (older than the check)"
+		}
+		return fmt.Errorf("%w: its workflows are of form %s, this build's are of form %s, and their histories would not replay. "+
+			"Start anew with `slotplane dev -reset` (it deletes %s), or keep the folder and give another with -state-dir",
+			ErrOtherHistoryForm, have, workflows.HistoryForm, dir)
+	}
+	return nil
 }
