@@ -201,7 +201,7 @@ func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *tes
 // slotplane's own keys on BatchJobs, Schedulings and TestBeds (claims, creation requests,
 // kills, assigned slots) are written by its service accounts alone, and a spec by its user
 // or whoever may submit for that user (the admission policies slotplane-own-keys and
-// slotplane-owner-changes-spec): a tenant with the README's Role, which grants update on
+// slotplane-owner-changes-spec): a tenant with the Role docs/operations.md gives, which grants update on
 // BatchJobs, can neither forge a kill or a grant nor rewrite another user's job, while
 // labels of its own, the stand-in operators' notes and scheduler data within their bounds
 // pass.

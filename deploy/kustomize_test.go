@@ -915,7 +915,7 @@ func renderOverlay(t testing.TB, rest func(base string) string) *rendered {
 	return render(t, dir)
 }
 
-// An overlay as README.md shows it: another image tag, another Temporal address, and the API
+// An overlay as docs/operations.md shows it: another image tag, another Temporal address, and the API
 // on a token file from a Secret (components/api-tokens).
 func TestKustomize_OverlaySetsImageTemporalAndTokenFile(t *testing.T) {
 	r := renderOverlay(t, func(base string) string {

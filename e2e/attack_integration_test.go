@@ -162,7 +162,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 	})
 
 	t.Run("a tenant with kubectl", func(t *testing.T) {
-		// mallory holds the README's Role for external schedulers, and may create pods, as
+		// mallory holds the Role docs/operations.md gives external schedulers, and may create pods, as
 		// every driver's service account may; alice's job runs meanwhile.
 		cs := p.cluster.Client()
 		_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{

@@ -113,7 +113,7 @@ func run(ctx context.Context, out, repository, version, source, goTool string) e
 	fmt.Printf(`
 Push it to your registry with skopeo, which keeps the digest:
    skopeo copy oci-archive:%[1]s docker://registry.example.com/slotplane:%[2]s
-Then run it from an overlay of deploy/ (README.md, "Deploying to a real cluster"):
+Then run it from an overlay of deploy/ (docs/operations.md, "Deploying"):
    images:
    - name: %[3]s
      newName: registry.example.com/slotplane
