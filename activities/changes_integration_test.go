@@ -30,8 +30,8 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/queue"
 	"slotplane/slots"
@@ -41,7 +41,7 @@ import (
 // another job's pods.
 func TestWatchChanges_WakesTheJobsWaiters(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
@@ -144,7 +144,7 @@ func (c *countingClient) readsOf(kind string) int {
 // and again after a pod's label moves it to another job.
 func TestWatchChanges_FindsAJobsPodsByIndex(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	live := newClient(t, c)
@@ -236,7 +236,7 @@ func TestWaitFinished_ReadsTheWorkersCopy(t *testing.T) {
 // and the write still lands.
 func TestWriteJobStatus_ReadsTheWorkersCopy(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cl, err := kubeclient.Live(c.Config)
@@ -539,16 +539,16 @@ func watchedJob(t *testing.T) (context.Context, client.Client, *activities.Chang
 }
 
 // watchedJobIn is watchedJob that also gives the cluster.
-func watchedJobIn(t *testing.T) (*testcluster.Cluster, context.Context, client.Client, *activities.Changes, func(what string, change func())) {
+func watchedJobIn(t *testing.T) (*localcluster.Cluster, context.Context, client.Client, *activities.Changes, func(what string, change func())) {
 	t.Helper()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	live := newClient(t, c)
 	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
 	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
 	require.NoError(t, live.Create(ctx, tb))
 	require.NoError(t, slotslices.Put(ctx, live, tb, []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}))
 	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
@@ -573,12 +573,12 @@ func watchedJobIn(t *testing.T) (*testcluster.Cluster, context.Context, client.C
 // worker of Admission alone (WatchCopies) does the same, and keeps no copy of the jobs' pods.
 func TestWatchChanges_WakesAdmissionOnceTheCopyShowsTheFreedSlot(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	t.Run("WatchChanges", func(t *testing.T) { wakesAdmission(t, c, "bed", activities.WatchChanges, true) })
 	t.Run("WatchCopies", func(t *testing.T) { wakesAdmission(t, c, "admitted", activities.WatchCopies, false) })
 }
 
-func wakesAdmission(t *testing.T, c *testcluster.Cluster, name string,
+func wakesAdmission(t *testing.T, c *localcluster.Cluster, name string,
 	watch func(context.Context, *rest.Config, *slog.Logger, activities.SlotsWake) (*activities.Changes, error), pods bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -618,7 +618,7 @@ func wakesAdmission(t *testing.T, c *testcluster.Cluster, name string,
 	require.Equal(t, pods, activities.Copies(ch, corev1.SchemeGroupVersion.WithKind("Pod")), "a copy of the jobs' pods")
 
 	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
 	require.NoError(t, live.Create(ctx, tb))
 	statuses := func(states ...v1alpha1.SlotState) []v1alpha1.SlotStatus {
 		out := make([]v1alpha1.SlotStatus, len(states))

@@ -26,8 +26,8 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/jobapp"
 	"slotplane/queue"
@@ -38,7 +38,7 @@ import (
 // back only what the releasing Scheduling holds, creation request included.
 func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -115,7 +115,7 @@ func TestClaims_RacingSchedulingsNeverShareAJob(t *testing.T) {
 // claim; once the picture is true again, it is.
 func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -190,7 +190,7 @@ func TestClaimJobs_QueuesTheJobsThatRest(t *testing.T) {
 // good file, which the claim cannot know), and Admission writes where it differs.
 func TestClaimJobs_ShowsTheQueueThePlacementRulesChoose(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -277,7 +277,7 @@ func TestClaimJobs_ShowsTheQueueThePlacementRulesChoose(t *testing.T) {
 // API server.
 func TestClaimJobs_FromTheWorkersCopy(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	ctx := context.Background()
 	wrapped := &runtime.RawExtension{Raw: []byte(`{"sparkConf":{"spark.sql.shuffle.partitions":"8"}}`)}
@@ -348,7 +348,7 @@ func TestClaimJobs_FromTheWorkersCopy(t *testing.T) {
 // server stores it as built, and a second call (a retry) returns the same application.
 func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -427,7 +427,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 // the defaults, not an error.
 func TestLoadAllocationFile(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -483,7 +483,7 @@ func TestLoadAllocationFile(t *testing.T) {
 // CheckHolds names the admission keys nobody holds any more, and why; held ones pass.
 func TestCheckHolds(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -575,7 +575,7 @@ func TestCheckHolds(t *testing.T) {
 // etcd shows released.
 func TestCheckHolds_FindsTheGrantsInUseItLacks(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -676,7 +676,7 @@ func cacheHas(t *testing.T, cl client.Client, obj client.Object) {
 // read again from etcd before the request is refused.
 func TestRequestCreation_FromTheWorkersCopy(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	ctx := context.Background()
 	tb := bedOfTwoFreeSlots(t, cl)
@@ -746,7 +746,7 @@ func bedOfTwoFreeSlots(t *testing.T, cl client.Client) *v1alpha1.TestBed {
 	ctx := context.Background()
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
 	}
 	require.NoError(t, cl.Create(ctx, tb))
 	require.NoError(t, slotslices.Put(ctx, cl, tb, []v1alpha1.SlotStatus{

@@ -16,8 +16,8 @@ import (
 	"slotplane/activities"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 )
 
@@ -27,13 +27,13 @@ import (
 // neighbour. The worker's copy and the API server's watch cache give the same answer.
 func TestWaitFinished_RecordsTheNodesAndTheNeighbours(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	live := newClient(t, c)
 
 	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("1")}}
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("1")}}
 	require.NoError(t, live.Create(ctx, tb))
 	require.NoError(t, slotslices.Put(ctx, live, tb, []v1alpha1.SlotStatus{
 		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotOccupied},

@@ -13,7 +13,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/testobjects"
 )
 
@@ -22,7 +22,7 @@ import (
 // gone is no error.
 func TestRecordQueues_WritesOnlyWhileTheSchedulingHoldsTheJob(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
@@ -70,7 +70,7 @@ func TestRecordQueues_WritesOnlyWhileTheSchedulingHoldsTheJob(t *testing.T) {
 // that is gone is ErrRunOver, and writes nothing. A new claim of the job removes the kill.
 func TestKillJob_WritesTheKillOfAHeldRunOnly(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()

@@ -14,7 +14,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/testobjects"
 )
 
@@ -24,7 +24,7 @@ import (
 // existed.
 func TestReadJobs_OneListAnswersAsGetsDo(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx := context.Background()
 	plain, err := client.NewWithWatch(c.Config, client.Options{Scheme: kubeclient.Scheme()})
 	require.NoError(t, err)

@@ -21,13 +21,13 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/slots"
 )
 
-func newClient(t *testing.T, c *testcluster.Cluster) client.Client {
+func newClient(t *testing.T, c *localcluster.Cluster) client.Client {
 	t.Helper()
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
@@ -108,10 +108,10 @@ var bedInput = activities.TestBedRef{Namespace: "default", Name: "bed"}
 // per node; the ghosts are not made yet.
 func newBed(t *testing.T, nodes int) (client.Client, *activities.Activities, *v1alpha1.TestBed) {
 	t.Helper()
-	cl := newClient(t, testcluster.New(t, testcluster.Options{Nodes: nodes}))
+	cl := newClient(t, localcluster.New(t, localcluster.Options{Nodes: nodes}))
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: bedInput.Name, Namespace: bedInput.Namespace},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
 	}
 	require.NoError(t, cl.Create(context.Background(), tb))
 	return cl, &activities.Activities{Client: cl}, tb
@@ -371,9 +371,9 @@ func setNodeLabel(t *testing.T, cl client.Client, name string, value *string) {
 	var node corev1.Node
 	require.NoError(t, cl.Get(context.Background(), client.ObjectKey{Name: name}, &node))
 	if value == nil {
-		delete(node.Labels, testcluster.DefaultNodeLabel)
+		delete(node.Labels, localcluster.DefaultNodeLabel)
 	} else {
-		node.Labels[testcluster.DefaultNodeLabel] = *value
+		node.Labels[localcluster.DefaultNodeLabel] = *value
 	}
 	require.NoError(t, cl.Update(context.Background(), &node))
 }
@@ -471,13 +471,13 @@ func TestRequestCreation_TheJobIsNudgedOnceItsGhostsAreGone(t *testing.T) {
 // lists no job from the API server, and one with no slot held empty reads none.
 func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	c := localcluster.New(t, localcluster.Options{Nodes: 2})
 	cl := newClient(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: bedInput.Name, Namespace: bedInput.Namespace},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
 	}))
 	plain := &activities.Activities{Client: cl}
 	settle(t, plain, bedInput)

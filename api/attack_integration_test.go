@@ -26,14 +26,14 @@ import (
 	"slotplane/api"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // attackAPI is the API on a real API server, with its change feed, and a Temporal client
 // that never connects: the attacks here need no workflow.
-func attackAPI(t *testing.T, o api.Options) (*api.Server, *testcluster.Cluster) {
+func attackAPI(t *testing.T, o api.Options) (*api.Server, *localcluster.Cluster) {
 	t.Helper()
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	tc, err := temporal.NewLazyClient(temporal.Options{HostPort: "127.0.0.1:1"})

@@ -19,7 +19,7 @@ import (
 	"slotplane/api"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // TokenReview and SubjectAccessReview against a real API server (RBAC, service account
@@ -27,7 +27,7 @@ import (
 // and what the account may do follows its RoleBindings, directly and through the HTTP API.
 func TestKubeAuth_ServiceAccountAndRBAC(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()

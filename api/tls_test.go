@@ -12,13 +12,13 @@ import (
 
 	"slotplane/extender"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // With a certificate the API serves HTTPS only: a caller that trusts the certificate's CA is
 // served, and a plain HTTP request, which would carry its token in the clear, is not.
 func TestServe_WithACertificateSpeaksHTTPSOnly(t *testing.T) {
-	certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
 	conf, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, "")
 	require.NoError(t, err)

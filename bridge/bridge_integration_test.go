@@ -24,7 +24,7 @@ import (
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 	"slotplane/internal/testtemporal"
@@ -34,13 +34,13 @@ import (
 
 // startBridge runs, for the test, what keeps test beds in shape on cluster c: Temporal, a
 // worker with its watches (which wake Admission when slots free) and the bridge. It returns clients of the cluster and of Temporal.
-func startBridge(t *testing.T, c *testcluster.Cluster) (client.Client, temporalclient.Client) {
+func startBridge(t *testing.T, c *localcluster.Cluster) (client.Client, temporalclient.Client) {
 	t.Helper()
 	return startBridgeWith(t, c, bridge.Options{})
 }
 
 // startBridgeWith is startBridge with the bridge's options.
-func startBridgeWith(t *testing.T, c *testcluster.Cluster, opts bridge.Options) (client.Client, temporalclient.Client) {
+func startBridgeWith(t *testing.T, c *localcluster.Cluster, opts bridge.Options) (client.Client, temporalclient.Client) {
 	t.Helper()
 	_, tc := testtemporal.Start(t)
 	mgr, err := bridge.New(c.Config, tc, opts)
@@ -74,18 +74,18 @@ func startBridgeWith(t *testing.T, c *testcluster.Cluster, opts bridge.Options) 
 // runs the passes, and ghosts follow the nodes as they are relabelled.
 func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 4})
+	c := localcluster.New(t, localcluster.Options{Nodes: 4})
 	cl, tc := startBridge(t, c)
 	ctx := context.Background()
 
-	tb := bedOn("default", "bed", testcluster.DefaultNodeLabel)
+	tb := bedOn("default", "bed", localcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, tb))
 	waitBed(t, cl, 8, 8)
 
 	// Unlabel a node: the node watch signals the workflow, which reshapes the bed.
 	var node corev1.Node
 	require.NoError(t, cl.Get(ctx, client.ObjectKey{Name: "node-02"}, &node))
-	delete(node.Labels, testcluster.DefaultNodeLabel)
+	delete(node.Labels, localcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Update(ctx, &node))
 	waitBed(t, cl, 6, 6)
 
@@ -104,23 +104,23 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 // only: the other nodes' ghosts are still made again.
 func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	c := localcluster.New(t, localcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
 
 	// A node no kubelet serves (kwok manages only the nodes it marks), as a lost node is:
 	// it never reports Ready, its pods never start, and a deleted one stays Terminating.
-	lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lost", Labels: map[string]string{testcluster.DefaultNodeLabel: "lost"}}}
+	lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lost", Labels: map[string]string{localcluster.DefaultNodeLabel: "lost"}}}
 	require.NoError(t, cl.Create(ctx, lost))
 	// A node that says it is Ready but runs nothing either: a pod deleted there stays
 	// Terminating (kwok, which ends pods at once whatever their finalizers, leaves it alone).
-	frozen := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "frozen", Labels: map[string]string{testcluster.DefaultNodeLabel: "frozen"}}}
+	frozen := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "frozen", Labels: map[string]string{localcluster.DefaultNodeLabel: "frozen"}}}
 	require.NoError(t, cl.Create(ctx, frozen))
 	frozen.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
 	frozen.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}
 	frozen.Status.Capacity = frozen.Status.Allocatable
 	require.NoError(t, cl.Status().Update(ctx, frozen))
-	tb := bedOn("default", "bed", testcluster.DefaultNodeLabel)
+	tb := bedOn("default", "bed", localcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, tb))
 	require.Eventually(t, func() bool {
 		g := ghostsByNode(t, cl)
@@ -237,7 +237,7 @@ func waitBed(t *testing.T, cl client.Client, total, ghosts int) {
 // once the older one is deleted. A label every node carries is refused outright.
 func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	c := localcluster.New(t, localcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
 	for _, label := range []string{"kubernetes.io/hostname", "node-role.kubernetes.io/control-plane", "topology.kubernetes.io/zone", "k8s.io/x"} {
@@ -246,11 +246,11 @@ func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
 	}
 
 	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}))
-	first := bedOn("default", "bed", testcluster.DefaultNodeLabel)
+	first := bedOn("default", "bed", localcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, first))
 	waitBed(t, cl, 4, 4)
 	time.Sleep(1100 * time.Millisecond) // creation times are in seconds
-	require.NoError(t, cl.Create(ctx, bedOn("team-b", "late", testcluster.DefaultNodeLabel)))
+	require.NoError(t, cl.Create(ctx, bedOn("team-b", "late", localcluster.DefaultNodeLabel)))
 	late := func() *v1alpha1.TestBed {
 		var tb v1alpha1.TestBed
 		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "late"}, &tb))
@@ -279,10 +279,10 @@ func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
 // the cluster: the bed keeps its ghosts, the job its state.
 func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	c := localcluster.New(t, localcluster.Options{Nodes: 2})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Second})
 	ctx := context.Background()
-	tb := bedOn("default", "bed", testcluster.DefaultNodeLabel)
+	tb := bedOn("default", "bed", localcluster.DefaultNodeLabel)
 	require.NoError(t, cl.Create(ctx, tb))
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
 	waitBed(t, cl, 4, 4)
@@ -320,7 +320,7 @@ func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
 // releases the job.
 func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Second})
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
@@ -353,7 +353,7 @@ func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
 // terminated and the new object gets a run of its own, which holds the job.
 func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Hour}) // the keeper stays out of it
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))

@@ -17,14 +17,14 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 )
 
 // platform is everything `slotplane dev` runs, started for one test.
 type platform struct {
-	cluster  *testcluster.Cluster
+	cluster  *localcluster.Cluster
 	client   client.Client
 	temporal temporalclient.Client
 	restart  func() // stops the worker and starts a new one

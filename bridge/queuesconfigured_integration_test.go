@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // Every test bed of a namespace says, in its QueuesConfigured condition, what became of the
@@ -24,11 +24,11 @@ import (
 // lives beside the Ready condition the test bed's workflow writes.
 func TestQueuesConfigured_ConditionFollowsTheFile(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	c := localcluster.New(t, localcluster.Options{Nodes: 2})
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
 	newBed := func(name string) {
-		require.NoError(t, cl.Create(ctx, bedOn("default", name, testcluster.DefaultNodeLabel)))
+		require.NoError(t, cl.Create(ctx, bedOn("default", name, localcluster.DefaultNodeLabel)))
 	}
 	condition := func(bed string) *metav1.Condition {
 		var tb v1alpha1.TestBed

@@ -19,7 +19,7 @@ import (
 
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/workflows"
 )
 
@@ -31,13 +31,13 @@ import (
 // ended in failure while the Scheduling had not.
 func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 2})
+	c := localcluster.New(t, localcluster.Options{Nodes: 2})
 	// The keeper stays away: it would start the terminated workflows below again.
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond, KeepEvery: time.Hour})
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "sick", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: corev1.ResourceList{
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
 	}))
 	healthy := func() *metav1.Condition {

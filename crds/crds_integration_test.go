@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // The valid objects of every kind the project installs: each must be accepted as written.
@@ -265,7 +265,7 @@ spec: {framework: spark, application: {image: "", mainApplicationFile: a.jar}}
 }
 
 func TestCRDs_OnTheRealAPIServer(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	ctx := context.Background()
 	cl, err := client.New(c.Config, client.Options{})
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // agreement is one object sent to both judges: the Go rules of crds/v1alpha1 and the real
@@ -325,7 +325,7 @@ func TestValidation_GoAgreesWithTheAPIServer(t *testing.T) {
 		require.True(t, broken[rule], "no object of the table breaks the rule %s", rule)
 	}
 
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	cl, err := client.New(c.Config, client.Options{Scheme: scheme})

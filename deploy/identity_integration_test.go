@@ -22,7 +22,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/slots"
 )
 
@@ -31,7 +31,7 @@ import (
 // slotplane-batchjob-identity and slotplane-scheduling-identity). Who may create BatchJobs therefore cannot walk around the
 // queue ACLs, and a claim label written later is no change of identity.
 func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()
@@ -96,7 +96,7 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 // path), but the admission policy slotplane-extender-deletes-ghosts holds it to ghosts: an
 // executor, or any other pod, is refused, while anyone else's deletes are not its concern.
 func TestAdmissionPolicy_TheExtenderDeletesOnlyGhosts(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()
@@ -130,7 +130,7 @@ func TestAdmissionPolicy_TheExtenderDeletesOnlyGhosts(t *testing.T) {
 // test bed's namespace can forge neither, at creation, after it, or in a binding, while
 // other changes to the same pods, and other bindings, pass.
 func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()
@@ -206,7 +206,7 @@ func TestAdmissionPolicy_OnlyTheExtenderClaimsAndOnlyTheWorkerMakesGhosts(t *tes
 // labels of its own, the stand-in operators' notes and scheduler data within their bounds
 // pass.
 func TestAdmissionPolicy_SlotplanesKeysAreItsOwnAndSpecsTheirUsers(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := c.Client()
@@ -358,7 +358,7 @@ func grant(ctx context.Context, t *testing.T, cs kubernetes.Interface, role stri
 }
 
 // impersonated is a client of c's API server acting as user, of groups.
-func impersonated(t *testing.T, c *testcluster.Cluster, user string, groups ...string) client.Client {
+func impersonated(t *testing.T, c *localcluster.Cluster, user string, groups ...string) client.Client {
 	t.Helper()
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}

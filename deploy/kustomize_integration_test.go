@@ -45,7 +45,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/queue"
 	"slotplane/worker"
@@ -65,7 +65,7 @@ func serviceAccountUser(namespace, name string) string {
 // more, as its ServiceAccount.
 func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 	// One node, for the worker's ghost pods below.
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	r := render(t, baseDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -93,7 +93,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		}
 		opts := metav1.PatchOptions{FieldManager: fieldOwner, FieldValidation: metav1.FieldValidationStrict}
 		if o.Kind == "ValidatingAdmissionPolicy" || o.Kind == "ValidatingAdmissionPolicyBinding" {
-			// testcluster created them (a plain create, whose manager owns matchConstraints
+			// localcluster created them (a plain create, whose manager owns matchConstraints
 			// whole): take them over, as kubectl apply --server-side --force-conflicts would.
 			force := true
 			opts.Force = &force
@@ -112,7 +112,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		}
 	}
 	t.Run("every object applies in a dry run", func(t *testing.T) {
-		// The CRDs and PriorityClasses exist already (testcluster installs them): the apply
+		// The CRDs and PriorityClasses exist already (localcluster installs them): the apply
 		// takes them over where the values agree.
 		for _, o := range r.objects {
 			require.NoError(t, apply(o, true), "%s", o)
@@ -297,7 +297,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 	const bedNS, bedName = "default", "bed"
 	bed := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Namespace: bedNS, Name: bedName},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
 		}},
 	}
@@ -343,7 +343,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 	})
 
 	t.Run("extender syncs its informers and reads a pod it has not seen", func(t *testing.T) {
-		certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+		certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 		require.NoError(t, err)
 		serverTLS, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
 		require.NoError(t, err)
@@ -454,9 +454,9 @@ func lazyTemporal(t *testing.T) temporal.Client {
 // release apart from the library the other tests render with) names the image make image
 // builds for every component, and leaves the scheduler's alone.
 func TestKustomize_KubectlRendersTheImageMakeImageBuilds(t *testing.T) {
-	kubeBin := os.Getenv(testcluster.EnvKubeBin)
+	kubeBin := os.Getenv(localcluster.EnvKubeBin)
 	if kubeBin == "" {
-		t.Fatalf("%s is not set: make tools builds kubectl, and the Makefile sets it", testcluster.EnvKubeBin)
+		t.Fatalf("%s is not set: make tools builds kubectl, and the Makefile sets it", localcluster.EnvKubeBin)
 	}
 	out, err := exec.Command(filepath.Join(kubeBin, "kubectl"), "kustomize", baseDir).Output()
 	require.NoError(t, err, "kubectl kustomize %s", baseDir)

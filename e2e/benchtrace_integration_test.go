@@ -25,7 +25,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/testplatform"
 	"slotplane/slots"
 	"slotplane/workflows"
@@ -35,7 +35,7 @@ import (
 // time went: every change of the two jobs' pods, applications and BatchJobs as a watch saw
 // it, with the history events of the four workflows involved, in one timeline; and the API
 // server's requests during the bench by verb and resource, and also by component when
-// testcluster.EnvAuditLog names a file for the API server's audit log.
+// localcluster.EnvAuditLog names a file for the API server's audit log.
 const TraceEnv = "SLOTPLANE_BENCH_TRACE"
 
 // benchTrace records what watches of the default namespace see, with the time they saw it.
@@ -243,18 +243,18 @@ func (t *benchTrace) apiRequests(b *testing.B) {
 	}
 	fmt.Print("Since the cluster started: ", sums.since(nil, 20))
 	if file := t.p.Cluster.AuditLog; file != "" {
-		fmt.Print("The same by component, from the audit log (", testcluster.EnvAuditLog, "):\n", auditTable(file, 30))
+		fmt.Print("The same by component, from the audit log (", localcluster.EnvAuditLog, "):\n", auditTable(file, 30))
 	}
 }
 
 // auditTable renders the requests of an audit log by component, verb and resource, the n
 // most made first.
 func auditTable(file string, n int) string {
-	counts, err := testcluster.ReadAudit(file, time.Time{})
+	counts, err := localcluster.ReadAudit(file, time.Time{})
 	if err != nil {
 		return fmt.Sprintf("  %v\n", err)
 	}
-	keys := slices.SortedFunc(maps.Keys(counts), func(a, b testcluster.AuditKey) int {
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b localcluster.AuditKey) int {
 		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a.String(), b.String()))
 	})
 	var out strings.Builder
@@ -270,7 +270,7 @@ func auditTable(file string, n int) string {
 type requestSums map[string]struct{ count, seconds float64 }
 
 // apiServerRequests reads the API server's request counts since it started.
-func apiServerRequests(c *testcluster.Cluster) (requestSums, error) {
+func apiServerRequests(c *localcluster.Cluster) (requestSums, error) {
 	raw, err := c.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		return nil, err
@@ -445,11 +445,11 @@ func (t *benchTrace) serverWork(b *testing.B, what string, jobs int) {
 }
 
 // apiServerProfile starts a CPU profile of the API server for d when
-// testcluster.EnvAPIServerProfile names a file (its /debug/pprof/profile, read with the
+// localcluster.EnvAPIServerProfile names a file (its /debug/pprof/profile, read with the
 // test's admin credentials); the function it returns waits for the profile and writes it
 // there. `go tool pprof` reads it with the kube-apiserver binary the run used.
 func apiServerProfile(b *testing.B, p *testplatform.Platform, d time.Duration) (wait func()) {
-	file := os.Getenv(testcluster.EnvAPIServerProfile)
+	file := os.Getenv(localcluster.EnvAPIServerProfile)
 	if file == "" {
 		return func() {}
 	}

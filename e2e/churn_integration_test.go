@@ -24,8 +24,8 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 	"slotplane/slots"
 )
 
@@ -185,7 +185,7 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 		defer func() { // the bed whole again, for the checks after
 			var n corev1.Node
 			if out != "" && p.kube.Get(context.Background(), client.ObjectKey{Name: out}, &n) == nil {
-				n.Labels[testcluster.DefaultNodeLabel] = strings.TrimPrefix(out, "node-")
+				n.Labels[localcluster.DefaultNodeLabel] = strings.TrimPrefix(out, "node-")
 				if err := p.kube.Update(context.Background(), &n); err != nil {
 					t.Errorf("give %s its label back: %v", out, err)
 				}
@@ -214,9 +214,9 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 					continue
 				}
 				if out == "" {
-					delete(n.Labels, testcluster.DefaultNodeLabel)
+					delete(n.Labels, localcluster.DefaultNodeLabel)
 				} else {
-					n.Labels[testcluster.DefaultNodeLabel] = strings.TrimPrefix(name, "node-")
+					n.Labels[localcluster.DefaultNodeLabel] = strings.TrimPrefix(name, "node-")
 				}
 				if p.kube.Update(ctx, &n) == nil {
 					if out == "" {

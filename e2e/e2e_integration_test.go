@@ -43,7 +43,7 @@ import (
 	"slotplane/internal/appsim"
 	"slotplane/internal/devplatform"
 	"slotplane/internal/freeport"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/workflows"
 )
 
@@ -312,7 +312,7 @@ type e2ePlatform struct {
 	// temporal reaches the platform's Temporal server (histories, for diagnosis).
 	temporal temporalclient.Client
 	// cluster is the platform's API server (its metrics, for diagnosis).
-	cluster *testcluster.Cluster
+	cluster *localcluster.Cluster
 	// metricsAt is each component's Prometheus endpoint, host:port; pprofAt its Go
 	// profiles (/debug/pprof/).
 	metricsAt, pprofAt map[string]string
@@ -399,7 +399,7 @@ func (s bedShape) bedNames() []string {
 // nodeLabel is the node label of bed i.
 func (s bedShape) nodeLabel(i int) string {
 	if s.beds <= 1 {
-		return testcluster.DefaultNodeLabel
+		return localcluster.DefaultNodeLabel
 	}
 	return fmt.Sprintf("e2e.test/bed-%d", i)
 }
@@ -501,7 +501,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	if len(p.beds) > 1 {
 		require.Zero(t, shape.nodeCount()%len(p.beds), "the nodes split evenly into the beds")
 		var nodes corev1.NodeList
-		require.NoError(t, p.kube.List(ctx, &nodes, client.HasLabels{testcluster.DefaultNodeLabel}))
+		require.NoError(t, p.kube.List(ctx, &nodes, client.HasLabels{localcluster.DefaultNodeLabel}))
 		slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 		for i := range nodes.Items {
 			n := &nodes.Items[i]

@@ -41,7 +41,7 @@ import (
 	"slotplane/apiclient"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
@@ -246,9 +246,9 @@ func TestE2E_ScaleEnvelope(t *testing.T) {
 // probeEnvelope runs one probe on a platform of its own and returns its figures.
 func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	audit := filepath.Join(t.TempDir(), "audit.log")
-	t.Setenv(testcluster.EnvAuditLog, audit)
+	t.Setenv(localcluster.EnvAuditLog, audit)
 	if os.Getenv(envEnvelopeProfile) != "" {
-		t.Setenv(testcluster.EnvAPIServerProfile, "on") // its /debug/pprof
+		t.Setenv(localcluster.EnvAPIServerProfile, "on") // its /debug/pprof
 	}
 	slots := size.slots()
 	f := envelopeFigures{size: size, objects: map[string]int{}, histories: map[string][2]int{}, feed: map[string]int{}, memory: map[string]uint64{}}
@@ -544,13 +544,13 @@ func fillPlainPods(t *testing.T, p *e2ePlatform, n int) time.Duration {
 // since a time, by its audit log: all of them, and by verb, resource and client.
 type auditWrites struct {
 	total int
-	by    map[testcluster.AuditKey]int
+	by    map[localcluster.AuditKey]int
 }
 
 func apiWriteCounts(t *testing.T, audit string, since time.Time) auditWrites {
-	counts, err := testcluster.ReadAudit(audit, since)
+	counts, err := localcluster.ReadAudit(audit, since)
 	require.NoError(t, err)
-	w := auditWrites{by: map[testcluster.AuditKey]int{}}
+	w := auditWrites{by: map[localcluster.AuditKey]int{}}
 	for k, c := range counts {
 		switch k.Verb {
 		case "create", "update", "patch", "delete", "deletecollection":
@@ -564,7 +564,7 @@ func apiWriteCounts(t *testing.T, audit string, since time.Time) auditWrites {
 // log prints the writes per job, the most frequent first.
 func (w auditWrites) log(t *testing.T, jobs float64) {
 	keys := slices.Collect(maps.Keys(w.by))
-	slices.SortFunc(keys, func(a, b testcluster.AuditKey) int { return cmp.Compare(w.by[b], w.by[a]) })
+	slices.SortFunc(keys, func(a, b localcluster.AuditKey) int { return cmp.Compare(w.by[b], w.by[a]) })
 	t.Logf("API writes per job: %.1f", float64(w.total)/jobs)
 	for _, k := range keys[:min(len(keys), 16)] {
 		t.Logf("  %-8s %-28s %-24s %d %5.2f", k.Verb, k.Resource, k.Agent, k.Code, float64(w.by[k])/jobs)

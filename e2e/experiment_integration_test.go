@@ -22,11 +22,11 @@ import (
 	"slotplane/apiclient"
 	"slotplane/crds/v1alpha1"
 	"slotplane/examples"
-	"slotplane/examples/schedulers/sjf"
 	"slotplane/experiment"
 	"slotplane/internal/testbrowser"
 	"slotplane/queue"
 	"slotplane/schedkit"
+	"slotplane/schedkit/sjf"
 )
 
 // An experiment of forty short jobs with each example scheduler, run as a user runs it

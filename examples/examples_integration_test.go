@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // Every example is accepted by the real API server with slotplane's CRDs (schema, CEL
 // rules), as `kubectl apply -f examples/` would send it.
 func TestExamples_ApplyOnTheRealAPIServer(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{})
+	c := localcluster.New(t, localcluster.Options{})
 	for _, file := range []string{"testbed.yaml", "batchjobs.yaml", "scheduling-queue.yaml", "scheduling-slots.yaml"} {
 		out, err := exec.Command(c.Kubectl(), "--kubeconfig", c.Kubeconfig, "apply", "--dry-run=server", "-f", file).CombinedOutput()
 		require.NoError(t, err, "%s: %s", file, out)

@@ -29,8 +29,8 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 )
 
 // The extender's cases of the attack suite (issue 14): whoever reaches it, with whatever
@@ -316,7 +316,7 @@ func TestAttack_OnlyTheSchedulersCertificateGetsIn(t *testing.T) {
 
 	scheduler, err := e.cluster.ExtenderCerts.ClientTLS()
 	require.NoError(t, err)
-	strangers, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	strangers, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
 	stranger, err := strangers.ClientTLS()
 	require.NoError(t, err)

@@ -33,7 +33,7 @@ import (
 	"slotplane/extender"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // BenchmarkEndToEnd_500SlotPods schedules 500 pods on 100 fake nodes, three times in one
@@ -51,7 +51,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 		b.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	c := testcluster.New(b, testcluster.Options{
+	c := localcluster.New(b, localcluster.Options{
 		Nodes:       nodes,
 		ExtenderURL: "https://" + addr + "/",
 		NodeResources: corev1.ResourceList{
@@ -101,7 +101,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 
 		tb := &v1alpha1.TestBed{
 			ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-			Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: perNode, ResourcesPerSlot: corev1.ResourceList{
+			Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: perNode, ResourcesPerSlot: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
 			}},
 		}

@@ -31,14 +31,14 @@ import (
 	"slotplane/extender"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 )
 
 // env is a local control plane whose scheduler calls a real extender, and a 4 x 2 test bed
 // with its ghosts in place: node-0 holds slots 0,4; node-1 1,5; node-2 2,6; node-3 3,7.
 type env struct {
-	cluster  *testcluster.Cluster
+	cluster  *localcluster.Cluster
 	client   client.Client
 	acts     *activities.Activities
 	extender *extender.Server
@@ -71,7 +71,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) *env {
+func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*localcluster.Options)) *env {
 	t.Helper()
 	ports, err := freeport.Get(1)
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 	held, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = held.Close() })
-	opts := testcluster.Options{
+	opts := localcluster.Options{
 		Nodes:       4,
 		ExtenderURL: "https://" + addr + "/",
 		NodeResources: corev1.ResourceList{
@@ -91,7 +91,7 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 	for _, tweak := range tweaks {
 		tweak(&opts)
 	}
-	c := testcluster.New(t, opts)
+	c := localcluster.New(t, opts)
 	cl, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
 	e := &env{cluster: c, client: cl, acts: &activities.Activities{Client: cl}, addr: addr, held: held, logs: &syncBuffer{}}
@@ -103,7 +103,7 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*testcluster.Options)) 
 
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
 		}},
 	}
@@ -432,7 +432,7 @@ func TestExtender_DedicatedNodesKeepOrdinaryPodsOutOfSlots(t *testing.T) {
 	})
 
 	t.Run("dedicated nodes: it waits, slot pods still land", func(t *testing.T) {
-		e := newEnv(t, "4", func(o *testcluster.Options) { o.DedicateNodes = true })
+		e := newEnv(t, "4", func(o *localcluster.Options) { o.DedicateNodes = true })
 		before := ghostsBySlot(t, e)
 		require.Len(t, before, 8, "ghosts tolerate the taint")
 		require.NoError(t, e.client.Create(ctx, ordinary("squatter")))

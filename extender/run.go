@@ -75,9 +75,6 @@ func WithTLS(c *tls.Config) Option { return func(o *options) { o.tls = c } }
 // reach the extender.
 func WithPlainHTTP() Option { return func(o *options) { o.plain = true } }
 
-// WithLimits replaces DefaultLimits.
-func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
-
 // Start serves the extender on addr (host:port; port 0 picks a free one). Its informers
 // watch TestBeds and the pods of test beds (nothing else), and it answers only after they
 // have synced, so a restarted extender never decides on an empty picture. It serves HTTPS

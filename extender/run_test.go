@@ -19,7 +19,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // startTestServer serves h as Serve does (httpServer, serveOn) on a loopback port.
@@ -44,9 +44,9 @@ func okHandler() http.Handler {
 // With TLS and a client CA: the scheduler's certificate gets through; plain HTTP, no
 // certificate or one of another CA do not, and /healthz stays open for probes.
 func TestServer_TLSLetsOnlyTheSchedulersCertificateIn(t *testing.T) {
-	certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
-	strangers, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	strangers, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
 	conf, err := ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func TestServer_TLSLetsOnlyTheSchedulersCertificateIn(t *testing.T) {
 // A renewed certificate is served without a restart; a broken file leaves the last good one.
 func TestServerTLS_ReloadsARenewedCertificate(t *testing.T) {
 	dir := t.TempDir()
-	first, err := testcluster.NewExtenderCerts(dir, "127.0.0.1")
+	first, err := localcluster.NewExtenderCerts(dir, "127.0.0.1")
 	require.NoError(t, err)
 	conf, err := ServerTLS(first.CertFile, first.KeyFile, "")
 	require.NoError(t, err)
@@ -110,7 +110,7 @@ func TestServerTLS_ReloadsARenewedCertificate(t *testing.T) {
 		return string(c.Certificate[0])
 	}
 	before := serial()
-	second, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	second, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
 	later := time.Now().Add(time.Minute)
 	for _, f := range [][2]string{{second.CertFile, first.CertFile}, {second.KeyFile, first.KeyFile}} {
@@ -135,7 +135,7 @@ func TestServerTLS_ReloadsARenewedCertificate(t *testing.T) {
 // A client that sends its request a byte at a time (slow loris) is cut off once the header
 // timeout has passed, in plain HTTP and in the TLS handshake alike.
 func TestServer_SlowLorisIsCutOff(t *testing.T) {
-	certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
 	conf, err := ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
 	require.NoError(t, err)
@@ -182,7 +182,7 @@ func TestServer_SlowLorisIsCutOff(t *testing.T) {
 // server on loopback, on a kept-alive connection as kube-scheduler's: plain HTTP against
 // mutual TLS, to show what TLS costs a call once the handshake is behind it.
 func BenchmarkServer_Filter(b *testing.B) {
-	certs, err := testcluster.NewExtenderCerts(b.TempDir(), "127.0.0.1")
+	certs, err := localcluster.NewExtenderCerts(b.TempDir(), "127.0.0.1")
 	if err != nil {
 		b.Fatal(err)
 	}

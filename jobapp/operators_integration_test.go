@@ -19,7 +19,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // warnings records what the API server warns of.
@@ -47,7 +47,7 @@ func (w *warnings) take() []string {
 // read back unchanged (the schema pruned nothing). The CRDs are the ones the local platform
 // installs, whose shape TestOperatorCRDsMatchTheReleasedOnes holds to the released ones.
 func TestOperatorsAcceptWhatSlotplaneWrites(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 1})
+	c := localcluster.New(t, localcluster.Options{Nodes: 1})
 	cfg := rest.CopyConfig(c.Config)
 	warned := &warnings{}
 	cfg.WarningHandler = warned

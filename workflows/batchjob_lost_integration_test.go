@@ -21,8 +21,8 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
-	"slotplane/internal/testcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testtemporal"
 	"slotplane/workflows"
@@ -34,7 +34,7 @@ import (
 // executors' placements (AppKey.Since), is the moment the first attempt asked for it, not
 // the later attempt's clock. Exactly one application exists.
 func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentItAsked(t *testing.T) {
-	cluster := testcluster.New(t, testcluster.Options{})
+	cluster := localcluster.New(t, localcluster.Options{})
 	cl, err := kubeclient.Live(cluster.Config)
 	require.NoError(t, err)
 	_, tc := testtemporal.Start(t)
@@ -43,7 +43,7 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 
 	bed := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: 2,
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2,
 			ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")}},
 	}
 	require.NoError(t, cl.Create(ctx, bed))

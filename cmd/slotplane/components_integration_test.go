@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"slotplane/internal/freeport"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/testtemporal"
 )
 
@@ -22,12 +22,12 @@ import (
 // own processes), keep a test bed's ghosts in place and stop on SIGTERM.
 func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	t.Parallel()
-	c := testcluster.New(t, testcluster.Options{Nodes: 3})
+	c := localcluster.New(t, localcluster.Options{Nodes: 3})
 	srv, _ := testtemporal.Start(t)
 	ports, err := freeport.Get(5)
 	require.NoError(t, err)
 	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}
-	certs, err := testcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
 	require.NoError(t, err)
 	// The worker talks to the real Temporal server uncompressed (the default), the bridge
 	// with gzip: the bed's ghosts come only if both reach it.

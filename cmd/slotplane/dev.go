@@ -19,7 +19,7 @@ import (
 	"slotplane/api"
 	"slotplane/internal/cli"
 	"slotplane/internal/devplatform"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 	"slotplane/metrics"
 )
 
@@ -41,7 +41,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	fs.BoolVar(&f.reset, "reset", false, "delete the state folder first and start from an empty platform")
 	fs.IntVar(&f.nodes, "nodes", 4, "number of fake test bed nodes, labelled with -node-label (env SLOTPLANE_NODES)")
 	fs.IntVar(&f.plainNodes, "plain-nodes", 2, "number of fake nodes outside the test bed, where drivers and JobManagers run (env SLOTPLANE_PLAIN_NODES)")
-	fs.StringVar(&f.nodeLabel, "node-label", envOr("SLOTPLANE_NODE_LABEL", testcluster.DefaultNodeLabel), "label key put on every fake node")
+	fs.StringVar(&f.nodeLabel, "node-label", envOr("SLOTPLANE_NODE_LABEL", localcluster.DefaultNodeLabel), "label key put on every fake node")
 	fs.IntVar(&f.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port (env SLOTPLANE_TEMPORAL_PORT)")
 	fs.IntVar(&f.uiPort, "ui-port", 8233, "Temporal Web UI port (env SLOTPLANE_UI_PORT)")
 	fs.IntVar(&f.api, "api-port", 8088, "REST API port (env SLOTPLANE_API_PORT)")

@@ -16,7 +16,7 @@
 //
 // How long an application runs is simulated. The application's slotplane.io/sim-duration
 // annotation goes onto its driver or JobManager pod, and kwok (the fake kubelet, configured by
-// internal/testcluster) ends that pod after that long, Failed if slotplane.io/sim-outcome is
+// internal/localcluster) ends that pod after that long, Failed if slotplane.io/sim-outcome is
 // Failed. slotplane's own code never knows whether this or a real operator runs, and this
 // package must never be needed by it: only the local platform and tests start it.
 //
@@ -52,7 +52,7 @@ import (
 )
 
 // Annotations of an application that say how its simulated run goes. The kwok pod stages in
-// internal/testcluster/kwok-stages.yaml spell the same keys and value.
+// internal/localcluster/kwok-stages.yaml spell the same keys and value.
 const (
 	// SimDurationAnnotation is how long the driver or JobManager runs, as a Go duration
 	// ("20s", "1m30s"). Without it the application runs until it is deleted.

@@ -25,7 +25,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/internal/appsim"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 const (
@@ -38,7 +38,7 @@ const (
 // env is one local cluster with the stand-in running on it.
 type env struct {
 	cl      client.WithWatch
-	cluster *testcluster.Cluster
+	cluster *localcluster.Cluster
 	mu      sync.Mutex
 	sim     *appsim.Sim
 }
@@ -46,7 +46,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	// Two nodes that also offer the slot resource, so that executors and TaskManagers carrying
 	// it are placed without the extender.
-	c := testcluster.New(t, testcluster.Options{Nodes: 2, NodeResources: corev1.ResourceList{
+	c := localcluster.New(t, localcluster.Options{Nodes: 2, NodeResources: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
 		corev1.ResourcePods: resource.MustParse("110"), slotRes: resource.MustParse("100"),
 	}})

@@ -24,12 +24,12 @@ import (
 	"slotplane/apiclient"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/examples/schedulers/fifo"
-	"slotplane/examples/schedulers/sjf"
 	"slotplane/experiment"
 	"slotplane/internal/appsim"
 	"slotplane/queue"
 	"slotplane/schedkit"
+	"slotplane/schedkit/fifo"
+	"slotplane/schedkit/sjf"
 )
 
 // Schedulers are the schedulers `slotplane experiment` has built in, by name: the two

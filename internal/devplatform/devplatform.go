@@ -1,5 +1,5 @@
 // Package devplatform starts the whole of slotplane on one machine: a real control plane with
-// the slot scheduler and kwok nodes (testcluster), the embedded Temporal server, the Spark and
+// the slot scheduler and kwok nodes (localcluster), the embedded Temporal server, the Spark and
 // Flink operators' stand-in, and slotplane's extender, worker, bridge (with its spec webhook)
 // and, when asked, the REST API, in this process. `slotplane dev` and the integration tests
 // start it here; the end-to-end tests, which run slotplane's components as processes of the
@@ -31,8 +31,8 @@ import (
 	"slotplane/internal/appsim"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/localcluster"
 	"slotplane/internal/temporalserver"
-	"slotplane/internal/testcluster"
 	"slotplane/metrics"
 	"slotplane/worker"
 	"slotplane/workflows"
@@ -44,9 +44,9 @@ type Options struct {
 	// Dir keeps the cluster's data, Temporal's database and the logs across starts. Empty
 	// means a temporary folder with Temporal in memory, removed by Stop unless KeepDir.
 	Dir string
-	// Nodes test bed nodes labelled NodeLabel (default testcluster.DefaultNodeLabel), and
+	// Nodes test bed nodes labelled NodeLabel (default localcluster.DefaultNodeLabel), and
 	// PlainNodes outside every bed; NodeResources is each node's capacity (nil:
-	// testcluster's default).
+	// localcluster's default).
 	Nodes, PlainNodes int
 	NodeLabel         string
 	NodeResources     corev1.ResourceList
@@ -77,7 +77,7 @@ const Steps = 6
 // Platform is what Start started. Stop stops all of it.
 type Platform struct {
 	Dir     string
-	Cluster *testcluster.Cluster
+	Cluster *localcluster.Cluster
 	// TemporalServer is the embedded server; Temporal a client of its namespace.
 	TemporalServer *temporalserver.Server
 	Temporal       temporalclient.Client
@@ -89,7 +89,7 @@ type Platform struct {
 	Extender     *extender.Server
 	// WebhookAddr and WebhookCerts: where the API server calls the bridge's spec webhook.
 	WebhookAddr  string
-	WebhookCerts *testcluster.WebhookCerts
+	WebhookCerts *localcluster.WebhookCerts
 	// API is the REST API when Options.API was set.
 	API *api.Server
 	// MetricsURL is where its caller serves Options.Metrics, for the banner.
@@ -215,7 +215,7 @@ func (p *Platform) startTemporal(ctx context.Context) error {
 
 func (p *Platform) startCluster(ctx context.Context) error {
 	p.step(fmt.Sprintf("control plane: etcd, kube-apiserver, kube-scheduler, %d+%d kwok nodes", p.opts.Nodes, p.opts.PlainNodes))
-	c, err := testcluster.Start(ctx, testcluster.Options{
+	c, err := localcluster.Start(ctx, localcluster.Options{
 		Nodes: p.opts.Nodes, PlainNodes: p.opts.PlainNodes, NodeLabel: p.opts.NodeLabel, NodeResources: p.opts.NodeResources,
 		Dir: filepath.Join(p.Dir, "cluster"), ExtenderURL: "https://" + p.ExtenderAddr + "/",
 		// The test bed's nodes are dedicated, as slotplane asks of a cluster, whenever drivers
@@ -233,7 +233,7 @@ func (p *Platform) startCluster(ctx context.Context) error {
 	}
 	// The bridge serves the spec check of BatchJobs (kubectl's door), over TLS; the API
 	// server calls it from now on, and lets a job through while it does not answer.
-	if p.WebhookCerts, err = testcluster.NewWebhookCerts(c.Dir, "bridge-webhook"); err != nil {
+	if p.WebhookCerts, err = localcluster.NewWebhookCerts(c.Dir, "bridge-webhook"); err != nil {
 		return err
 	}
 	port, err := freeport.Get(1)
@@ -241,7 +241,7 @@ func (p *Platform) startCluster(ctx context.Context) error {
 		return err
 	}
 	p.WebhookAddr = "127.0.0.1:" + strconv.Itoa(port[0])
-	return testcluster.RegisterWebhook(ctx, c.Client(), bridge.SpecWebhookConfiguration(p.WebhookCerts.ClientConfig(port[0], bridge.SpecWebhookPath)))
+	return localcluster.RegisterWebhook(ctx, c.Client(), bridge.SpecWebhookConfiguration(p.WebhookCerts.ClientConfig(port[0], bridge.SpecWebhookPath)))
 }
 
 func (p *Platform) startExtender(ctx context.Context) error {

@@ -73,7 +73,7 @@ func Live(cfg *rest.Config) (client.Client, error) {
 
 // The request rates of every slotplane process that talks to the API server: the worker,
 // bridge, API and extender in a cluster (their -kube-qps and -kube-burst flags), and the same
-// components on the local platform and in tests (testcluster's Config), so benchmarks run at
+// components on the local platform and in tests (localcluster's Config), so benchmarks run at
 // the rates a cluster sees.
 //
 // client-go's own default, 5 requests/s with a burst of 10, is far too slow, and so was the

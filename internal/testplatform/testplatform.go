@@ -22,12 +22,12 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/devplatform"
-	"slotplane/internal/testcluster"
+	"slotplane/internal/localcluster"
 )
 
 // Platform is what Start started; the test's cleanup stops all of it.
 type Platform struct {
-	Cluster  *testcluster.Cluster
+	Cluster  *localcluster.Cluster
 	Client   client.Client
 	Temporal temporalclient.Client
 	// Metrics holds the metrics of the components that run in the test's process (the
@@ -83,7 +83,7 @@ func Start(t testing.TB, bed Bed) *Platform {
 	}
 	tb := &v1alpha1.TestBed{
 		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: testcluster.DefaultNodeLabel, SlotsPerNode: bed.SlotsPerNode, ResourcesPerSlot: corev1.ResourceList{
+		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: bed.SlotsPerNode, ResourcesPerSlot: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse(bed.CPU), corev1.ResourceMemory: resource.MustParse(bed.Memory),
 		}},
 	}

@@ -1,5 +1,5 @@
 // Command kube-scheduler is the upstream scheduler, built from a pinned module version for the
-// local control plane (internal/testcluster).
+// local control plane (internal/localcluster).
 package main
 
 import (

@@ -1,4 +1,4 @@
-// Package testcluster starts a real Kubernetes control plane on loopback for tests and for
+// Package localcluster starts a real Kubernetes control plane on loopback for tests and for
 // `slotplane dev`: etcd, kube-apiserver, kube-scheduler (with a slot-scheduler profile and,
 // optionally, slotplane's extender, called over mutual TLS with certificates made for each
 // start: ExtenderCerts) and kwok, which plays the kubelet of N labelled fake nodes. It installs slotplane's CRDs, the operator CRDs slotplane creates, and slotplane's
@@ -6,7 +6,7 @@
 //
 // The binaries are built by `make tools` from pinned module versions (tools/kube) into a
 // cache outside the work tree, and found there by FindTools.
-package testcluster
+package localcluster
 
 import (
 	"cmp"

@@ -1,6 +1,6 @@
 //go:build integration
 
-package testcluster
+package localcluster
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package testcluster
+package localcluster
 
 import (
 	"crypto/ecdsa"
@@ -45,7 +45,7 @@ func newPKI(dir string) (*pki, error) {
 	now := time.Now()
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "slotplane-testcluster-ca"},
+		Subject:               pkix.Name{CommonName: "slotplane-localcluster-ca"},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(7 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -115,7 +115,7 @@ func exist(paths ...string) bool {
 func mustPool(caPEM []byte) *x509.CertPool {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		panic("testcluster: generated CA does not parse")
+		panic("localcluster: generated CA does not parse")
 	}
 	return pool
 }

@@ -1,4 +1,4 @@
-package testcluster
+package localcluster
 
 import (
 	"context"
