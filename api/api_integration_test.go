@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
@@ -93,16 +94,16 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 
 	t.Run("tokens", func(t *testing.T) {
 		c := client{t: t, base: c.base}
-		var e api.Error
+		var e apitypes.Error
 		require.Equal(t, http.StatusOK, c.do("GET", "/healthz", "", nil, nil), "health needs no token")
 		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "", nil, &e))
-		require.Equal(t, api.Error{Code: api.CodeUnauthorized, Message: "no bearer token: send the header Authorization: Bearer <token> (a browser's websocket: the subprotocol bearer.<token>)"}, e)
+		require.Equal(t, apitypes.Error{Code: apitypes.CodeUnauthorized, Message: "no bearer token: send the header Authorization: Bearer <token> (a browser's websocket: the subprotocol bearer.<token>)"}, e)
 		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "Bearer wrong", nil, &e))
 		require.Equal(t, "the bearer token is not known", e.Message)
 		require.Equal(t, http.StatusUnauthorized, c.do("GET", "/schedulings", "Basic YWxpY2U6eA==", nil, &e))
 		require.Contains(t, e.Message, "not of the form Bearer <token>")
 		require.Equal(t, http.StatusUnauthorized, c.do("POST", "/schedulings", "", `{"name":"x"}`, &e), "no write without a token")
-		var who api.User
+		var who apitypes.User
 		require.Equal(t, http.StatusOK, c.call("GET", "/whoami", nil, &who))
 		require.Equal(t, "alice", who.Name)
 	})
@@ -124,32 +125,32 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 			field  string
 			text   string
 		}{
-			"malformed json":   {body: `{"name": [`, status: 400, code: api.CodeBadRequest, text: "not valid JSON"},
-			"empty body":       {body: ``, status: 400, code: api.CodeBadRequest, text: "the body is empty"},
-			"unknown field":    {body: with(func(m map[string]any) { m["replicas"] = 3 }), status: 400, code: api.CodeBadRequest, text: `unknown field "replicas"`},
-			"two values":       {body: `{"name":"a"} {"name":"b"}`, status: 400, code: api.CodeBadRequest, text: "more than one JSON value"},
-			"a 10 MiB body":    {body: `{"name":"` + strings.Repeat("x", 10<<20) + `"}`, status: 413, code: api.CodeTooLarge, text: "over 1048576 bytes"},
-			"invalid name":     {body: with(func(m map[string]any) { m["name"] = "Nightly_Run" }), status: 422, code: api.CodeInvalid, field: "name"},
-			"no jobs":          {body: with(func(m map[string]any) { m["jobs"] = []any{} }), status: 422, code: api.CodeInvalid, field: "jobs"},
-			"bad mode":         {body: with(func(m map[string]any) { m["mode"] = "Fastest" }), status: 422, code: api.CodeInvalid, field: "mode"},
-			"bad queue":        {body: with(func(m map[string]any) { m["queue"] = "root..a" }), status: 422, code: api.CodeInvalid, field: "queue"},
-			"zero replication": {body: with(func(m map[string]any) { m["jobs"] = []map[string]any{{"name": "etl"}} }), status: 422, code: api.CodeInvalid, field: "jobs[0].replication"},
+			"malformed json":   {body: `{"name": [`, status: 400, code: apitypes.CodeBadRequest, text: "not valid JSON"},
+			"empty body":       {body: ``, status: 400, code: apitypes.CodeBadRequest, text: "the body is empty"},
+			"unknown field":    {body: with(func(m map[string]any) { m["replicas"] = 3 }), status: 400, code: apitypes.CodeBadRequest, text: `unknown field "replicas"`},
+			"two values":       {body: `{"name":"a"} {"name":"b"}`, status: 400, code: apitypes.CodeBadRequest, text: "more than one JSON value"},
+			"a 10 MiB body":    {body: `{"name":"` + strings.Repeat("x", 10<<20) + `"}`, status: 413, code: apitypes.CodeTooLarge, text: "over 1048576 bytes"},
+			"invalid name":     {body: with(func(m map[string]any) { m["name"] = "Nightly_Run" }), status: 422, code: apitypes.CodeInvalid, field: "name"},
+			"no jobs":          {body: with(func(m map[string]any) { m["jobs"] = []any{} }), status: 422, code: apitypes.CodeInvalid, field: "jobs"},
+			"bad mode":         {body: with(func(m map[string]any) { m["mode"] = "Fastest" }), status: 422, code: apitypes.CodeInvalid, field: "mode"},
+			"bad queue":        {body: with(func(m map[string]any) { m["queue"] = "root..a" }), status: 422, code: apitypes.CodeInvalid, field: "queue"},
+			"zero replication": {body: with(func(m map[string]any) { m["jobs"] = []map[string]any{{"name": "etl"}} }), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].replication"},
 			"a job twice": {body: with(func(m map[string]any) {
 				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "etl", "replication": 1}}
-			}), status: 422, code: api.CodeInvalid, field: "jobs[1].name", text: "listed already"},
-			"slot-based without slots": {body: with(func(m map[string]any) { m["mode"] = "SlotBased" }), status: 422, code: api.CodeInvalid, field: "jobs[0].slotIDs"},
+			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[1].name", text: "listed already"},
+			"slot-based without slots": {body: with(func(m map[string]any) { m["mode"] = "SlotBased" }), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs"},
 			"queue-based with slots": {body: with(func(m map[string]any) {
 				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1, "slotIDs": []int{0}}}
-			}), status: 422, code: api.CodeInvalid, field: "jobs[0].slotIDs"},
+			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs"},
 			"a slot the bed lacks": {body: with(func(m map[string]any) {
 				m["mode"] = "SlotBased"
 				m["jobs"] = []map[string]any{{"name": "etl", "replication": 2, "slotIDs": []int{1, 42}}}
-			}), status: 422, code: api.CodeInvalid, field: "jobs[0].slotIDs[1]", text: "has no slot 42"},
-			"missing test bed": {body: with(func(m map[string]any) { m["testBed"] = "nope" }), status: 422, code: api.CodeInvalid, field: "testBed", text: "test bed nope does not exist"},
+			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs[1]", text: "has no slot 42"},
+			"missing test bed": {body: with(func(m map[string]any) { m["testBed"] = "nope" }), status: 422, code: apitypes.CodeInvalid, field: "testBed", text: "test bed nope does not exist"},
 			"missing job": {body: with(func(m map[string]any) {
 				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "ghost", "replication": 1}}
-			}), status: 422, code: api.CodeInvalid, field: "jobs[1].name", text: "batch job ghost does not exist"},
-			"bad namespace": {body: good(), path: "/schedulings?namespace=Not_A_Namespace", status: 422, code: api.CodeInvalid, field: "namespace"},
+			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[1].name", text: "batch job ghost does not exist"},
+			"bad namespace": {body: good(), path: "/schedulings?namespace=Not_A_Namespace", status: 422, code: apitypes.CodeInvalid, field: "namespace"},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
@@ -158,7 +159,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 				if path == "" {
 					path = "/schedulings"
 				}
-				var e api.Error
+				var e apitypes.Error
 				require.Equal(t, tc.status, c.call("POST", path, tc.body, &e))
 				require.Equal(t, tc.code, e.Code)
 				require.NotEmpty(t, e.Message)
@@ -171,7 +172,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 				}
 			})
 		}
-		var list struct{ Items []api.Scheduling }
+		var list struct{ Items []apitypes.Scheduling }
 		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings", nil, &list))
 		require.Empty(t, list.Items, "no bad request created a scheduling")
 		var sl v1alpha1.SchedulingList
@@ -181,7 +182,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 
 	t.Run("reads", func(t *testing.T) {
 		c := client{t: t, base: c.base}
-		var e api.Error
+		var e apitypes.Error
 		require.Equal(t, http.StatusNotFound, c.call("GET", "/schedulings/nope", nil, &e))
 		require.Equal(t, "scheduling nope does not exist in namespace default", e.Message)
 		require.Equal(t, http.StatusNotFound, c.call("GET", "/jobs/nope", nil, &e))
@@ -190,17 +191,17 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 		require.Equal(t, "state", e.Fields[0].Field)
 		require.Equal(t, http.StatusNotFound, c.call("GET", "/nothing-here", nil, &e))
 		require.Equal(t, http.StatusMethodNotAllowed, c.call("PUT", "/healthz", nil, &e))
-		var tb api.TestBed
+		var tb apitypes.TestBed
 		require.Equal(t, http.StatusOK, c.call("GET", "/testbeds/bed", nil, &tb))
 		require.Len(t, tb.Status.Slots, 8)
 		require.NotEmpty(t, tb.ResourceVersion)
-		var jobs struct{ Items []api.Job }
+		var jobs struct{ Items []apitypes.Job }
 		require.Equal(t, http.StatusOK, c.call("GET", "/jobs?state=Ready", nil, &jobs))
 		require.Len(t, jobs.Items, 2)
 	})
 
 	// A good one: created, its workflow running at once, its job run to the end.
-	var created api.Scheduling
+	var created apitypes.Scheduling
 	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", good(), &created))
 	require.Equal(t, "nightly", created.Name)
 	require.Equal(t, "default", created.Namespace)
@@ -209,16 +210,16 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	require.NoError(t, err, "the workflow runs as soon as the API answers")
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
 	firstRun := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	var e api.Error
+	var e apitypes.Error
 	require.Equal(t, http.StatusConflict, c.call("POST", "/schedulings", good(), &e), "a second create of the same name")
-	require.Equal(t, api.CodeConflict, e.Code)
+	require.Equal(t, apitypes.CodeConflict, e.Code)
 
-	var got api.Scheduling
+	var got apitypes.Scheduling
 	require.Eventually(t, func() bool {
 		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/nightly", nil, &got))
 		return got.Status.State == v1alpha1.SchedulingCompleted
 	}, 90*time.Second, 250*time.Millisecond, "the scheduling never completed")
-	var jobs struct{ Items []api.Job }
+	var jobs struct{ Items []apitypes.Job }
 	require.Equal(t, http.StatusOK, c.call("GET", "/jobs?scheduling=nightly&state=Completed", nil, &jobs))
 	require.Len(t, jobs.Items, 1)
 	require.Equal(t, "etl", jobs.Items[0].Name)
@@ -239,7 +240,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 
 	// The queues, and moving the running job from a to b.
 	running := func(path string) int {
-		var report api.QueueTree
+		var report apitypes.QueueTree
 		require.Equal(t, http.StatusOK, c.call("GET", "/testbeds/bed/queues", nil, &report))
 		for _, q := range report.Queues {
 			if q.Path == path {
@@ -256,22 +257,22 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, c.call("POST", "/jobs/report/move", `{"queue":"nope"}`, &e))
 	require.Contains(t, e.Message, "queue nope does not exist")
 	require.Equal(t, http.StatusForbidden, c.do("POST", "/jobs/report/move", "Bearer mallory-token", `{"queue":"b"}`, &e))
-	require.Equal(t, api.CodeForbidden, e.Code)
+	require.Equal(t, apitypes.CodeForbidden, e.Code)
 	require.Contains(t, e.Message, `user "mallory" may not move job report`)
 	require.Equal(t, http.StatusConflict, c.call("POST", "/jobs/etl/move", `{"queue":"b"}`, &e), "etl ended: it is in no queue")
-	var moved api.MoveResult
+	var moved apitypes.MoveResult
 	require.Equal(t, http.StatusOK, c.call("POST", "/jobs/report/move", `{"queue":"b"}`, &moved))
-	require.Equal(t, api.MoveResult{Job: "report", From: "root.a", To: "root.b"}, moved)
+	require.Equal(t, apitypes.MoveResult{Job: "report", From: "root.a", To: "root.b"}, moved)
 	require.Eventually(t, func() bool { return running("root.b") == 1 && running("root.a") == 0 }, 30*time.Second, 250*time.Millisecond)
 
-	var deleted api.Scheduling
+	var deleted apitypes.Scheduling
 	require.Equal(t, http.StatusConflict, c.call("DELETE", "/schedulings/long?resourceVersion=1", nil, &e), "a stale resourceVersion deletes nothing")
 	require.Equal(t, http.StatusAccepted, c.call("DELETE", "/schedulings/long", nil, &deleted))
 	require.True(t, deleted.Deleting)
 	require.Eventually(t, func() bool {
 		return c.call("GET", "/schedulings/long", nil, &e) == http.StatusNotFound
 	}, 60*time.Second, 250*time.Millisecond, "the cancelled scheduling never went away")
-	var job api.Job
+	var job apitypes.Job
 	require.Equal(t, http.StatusOK, c.call("GET", "/jobs/report", nil, &job))
 	require.Empty(t, job.Scheduling, "the job was released")
 

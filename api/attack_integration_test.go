@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/localcluster"
@@ -97,7 +98,7 @@ func TestAttack_APISlowLorisIsCutOff(t *testing.T) {
 		}()
 	}
 	c := client{t: t, base: srv.URL + "/api/v1"}
-	var list api.JobList
+	var list apitypes.JobList
 	require.Equal(t, http.StatusOK, c.call("GET", "/jobs", nil, &list), "an honest client is served while the lorises hang on")
 	for range lorises {
 		r := <-results
@@ -143,7 +144,7 @@ func TestAttack_ResourceVersionStormStaysBounded(t *testing.T) {
 		_, resp, err := websocket.DefaultDialer.Dial(watchURL(srv.URL, "kinds=jobs&resourceVersion="+bogus), header)
 		require.Error(t, err)
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, bogus)
-		var e api.Error
+		var e apitypes.Error
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
 		require.Equal(t, "resourceVersion", e.Fields[0].Field)
 		resp.Body.Close()
@@ -171,7 +172,7 @@ func TestAttack_ResourceVersionStormStaysBounded(t *testing.T) {
 					errs <- err
 					return
 				}
-				if ev.Type != api.Resync || len(ev.Items) != 200 {
+				if ev.Type != apitypes.Resync || len(ev.Items) != 200 {
 					errs <- fmt.Errorf("first message %s with %d items, want a RESYNC of 200", ev.Type, len(ev.Items))
 				}
 			}()
@@ -218,10 +219,10 @@ func TestAttack_ConnectionFloodIsRefusedPastTheCaps(t *testing.T) {
 		require.Error(t, err)
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 		require.NotEmpty(t, resp.Header.Get("Retry-After"))
-		var e api.Error
+		var e apitypes.Error
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
 		resp.Body.Close()
-		require.Equal(t, api.CodeTooManyRequests, e.Code)
+		require.Equal(t, apitypes.CodeTooManyRequests, e.Code)
 		require.Contains(t, e.Message, want)
 	}
 	var open []*websocket.Conn
@@ -247,7 +248,7 @@ func TestAttack_ConnectionFloodIsRefusedPastTheCaps(t *testing.T) {
 	for _, conn := range open {
 		var ev feedEvent
 		require.NoError(t, conn.ReadJSON(&ev))
-		require.Equal(t, api.Resync, ev.Type)
+		require.Equal(t, apitypes.Resync, ev.Type)
 	}
 	require.NoError(t, cl.Create(ctx, &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: "flood", Namespace: "default"},
 		Spec: v1alpha1.BatchJobSpec{Framework: v1alpha1.FrameworkSpark, Application: v1alpha1.Application{Image: "i", MainApplicationFile: "local:///a.jar"}}}))
@@ -255,7 +256,7 @@ func TestAttack_ConnectionFloodIsRefusedPastTheCaps(t *testing.T) {
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		var ev feedEvent
 		require.NoError(t, conn.ReadJSON(&ev))
-		require.Equal(t, api.Added, ev.Type)
+		require.Equal(t, apitypes.Added, ev.Type)
 	}
 
 	// A closed connection makes room (its release is counted when its handler returns).

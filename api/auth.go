@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -32,7 +33,7 @@ func allows(list []string, name string) bool {
 type TokenScopes struct{}
 
 // Authorize implements Authorizer.
-func (TokenScopes) Authorize(_ context.Context, u User, a Action) (bool, string, error) {
+func (TokenScopes) Authorize(_ context.Context, u apitypes.User, a Action) (bool, string, error) {
 	sc := u.Scope
 	if sc == nil {
 		return false, "the token has no scope", nil
@@ -98,7 +99,7 @@ func (a Action) String() string {
 // Authorizer decides whether a user may do an action. A refusal carries the reason the
 // 403 shows; an error means it could not decide (503).
 type Authorizer interface {
-	Authorize(ctx context.Context, u User, a Action) (allowed bool, reason string, err error)
+	Authorize(ctx context.Context, u apitypes.User, a Action) (allowed bool, reason string, err error)
 }
 
 // AllowAll lets every authenticated user do everything: the local platform's choice, where
@@ -106,7 +107,9 @@ type Authorizer interface {
 type AllowAll struct{}
 
 // Authorize implements Authorizer.
-func (AllowAll) Authorize(context.Context, User, Action) (bool, string, error) { return true, "", nil }
+func (AllowAll) Authorize(context.Context, apitypes.User, Action) (bool, string, error) {
+	return true, "", nil
+}
 
 // authorize lets the request through if the Authorizer allows the action on the object the
 // path names (the namespace is the request's).
@@ -116,13 +119,13 @@ func authorize(z Authorizer, verb, resource, subresource string) gin.HandlerFunc
 		ok, reason, err := z.Authorize(c.Request.Context(), userOf(c), a)
 		switch {
 		case err != nil:
-			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable})
+			fail(c, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable})
 		case !ok:
 			msg := fmt.Sprintf("user %s may not %s", userOf(c).Name, a)
 			if reason != "" {
 				msg += ": " + reason
 			}
-			fail(c, &Error{Code: CodeForbidden, Message: msg, Status: http.StatusForbidden})
+			fail(c, &apitypes.Error{Code: apitypes.CodeForbidden, Message: msg, Status: http.StatusForbidden})
 		default:
 			c.Next()
 		}
@@ -132,7 +135,7 @@ func authorize(z Authorizer, verb, resource, subresource string) gin.HandlerFunc
 // Authenticator tells who holds a bearer token. ErrUnknownToken means nobody does; any other
 // error means it could not be checked (the answer is then 503, not 401).
 type Authenticator interface {
-	Authenticate(ctx context.Context, token string) (User, error)
+	Authenticate(ctx context.Context, token string) (apitypes.User, error)
 }
 
 // ErrUnknownToken is an Authenticator's answer for a token it did not issue.
@@ -140,18 +143,18 @@ var ErrUnknownToken = errors.New("the bearer token is not known")
 
 // StaticTokens authenticates a fixed set of tokens: `slotplane dev` prints its generated
 // one. Tokens are compared in constant time.
-type StaticTokens map[string]User
+type StaticTokens map[string]apitypes.User
 
 // Authenticate implements Authenticator.
-func (s StaticTokens) Authenticate(_ context.Context, token string) (User, error) {
-	found, user := false, User{}
+func (s StaticTokens) Authenticate(_ context.Context, token string) (apitypes.User, error) {
+	found, user := false, apitypes.User{}
 	for t, u := range s {
 		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
 			found, user = true, u
 		}
 	}
 	if !found {
-		return User{}, ErrUnknownToken
+		return apitypes.User{}, ErrUnknownToken
 	}
 	return user, nil
 }
@@ -181,17 +184,17 @@ func authenticate(a Authenticator) gin.HandlerFunc {
 			if h != "" {
 				msg = "the Authorization header is not of the form Bearer <token>"
 			}
-			fail(c, &Error{Code: CodeUnauthorized, Message: msg, Status: http.StatusUnauthorized})
+			fail(c, &apitypes.Error{Code: apitypes.CodeUnauthorized, Message: msg, Status: http.StatusUnauthorized})
 			return
 		}
 		user, err := a.Authenticate(c.Request.Context(), strings.TrimSpace(token))
 		switch {
 		case errors.Is(err, ErrUnknownToken):
 			c.Header("WWW-Authenticate", `Bearer realm="slotplane", error="invalid_token"`)
-			fail(c, &Error{Code: CodeUnauthorized, Message: err.Error(), Status: http.StatusUnauthorized})
+			fail(c, &apitypes.Error{Code: apitypes.CodeUnauthorized, Message: err.Error(), Status: http.StatusUnauthorized})
 			return
 		case err != nil:
-			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the bearer token: " + err.Error(), Status: http.StatusServiceUnavailable})
+			fail(c, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not check the bearer token: " + err.Error(), Status: http.StatusServiceUnavailable})
 			return
 		}
 		c.Set(userKey, user)
@@ -200,9 +203,9 @@ func authenticate(a Authenticator) gin.HandlerFunc {
 }
 
 // userOf is the authenticated user of a request.
-func userOf(c *gin.Context) User {
+func userOf(c *gin.Context) apitypes.User {
 	u, _ := c.Get(userKey)
-	user, _ := u.(User)
+	user, _ := u.(apitypes.User)
 	return user
 }
 
@@ -235,7 +238,7 @@ func ParseTokens(r io.Reader) (StaticTokens, error) {
 		if _, dup := out[token]; dup {
 			return nil, fmt.Errorf("token file line %d: the token is listed twice", line)
 		}
-		u := User{Name: strings.TrimSpace(rec[1]), Scope: &TokenScope{Namespaces: []string{"*"}}}
+		u := apitypes.User{Name: strings.TrimSpace(rec[1]), Scope: &apitypes.TokenScope{Namespaces: []string{"*"}}}
 		for _, g := range rec[2:] {
 			g = strings.TrimSpace(g)
 			key, value, isOption := strings.Cut(g, "=")

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"slotplane/apitypes"
 )
 
 func TestParseTokens(t *testing.T) {
 	got, err := ParseTokens(strings.NewReader("# people\nt1,alice,analysts,ops\n\n t2 , bob\n"))
 	require.NoError(t, err)
-	all := &TokenScope{Namespaces: []string{"*"}}
+	all := &apitypes.TokenScope{Namespaces: []string{"*"}}
 	require.Equal(t, StaticTokens{"t1": {Name: "alice", Groups: []string{"analysts", "ops"}, Scope: all}, "t2": {Name: "bob", Scope: all}}, got)
 	u, err := got.Authenticate(context.Background(), "t1")
 	require.NoError(t, err)
@@ -48,7 +50,7 @@ func TestTokenScopes(t *testing.T) {
 			"scheduler,sched,namespaces=*,act-as=*,act-as-groups=analysts\n" +
 			"narrow,helper,act-as=carol\n"))
 	require.NoError(t, err)
-	user := func(token string) User {
+	user := func(token string) apitypes.User {
 		u, err := tokens.Authenticate(context.Background(), token)
 		require.NoError(t, err)
 		return u
@@ -86,6 +88,6 @@ func TestTokenScopes(t *testing.T) {
 			}
 		})
 	}
-	ok, _, _ := TokenScopes{}.Authorize(context.Background(), User{Name: "kube-user"}, job("x"))
+	ok, _, _ := TokenScopes{}.Authorize(context.Background(), apitypes.User{Name: "kube-user"}, job("x"))
 	require.False(t, ok, "a user without a scope may do nothing")
 }

@@ -4,20 +4,22 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"slotplane/apitypes"
 )
 
 // mayClaim refuses (403) a Scheduling that would run another user's job unless the caller
 // may submit for that user: running a job runs it as its user, for the queue ACLs and the
 // user limits, so claiming it takes the same right as creating it for them (impersonate on
 // users, runAs). A job without a user, or the caller's own, needs nothing more.
-func (s *server) mayClaim(ctx context.Context, caller User, field string, i int, job, owner string) *Error {
+func (s *server) mayClaim(ctx context.Context, caller apitypes.User, field string, i int, job, owner string) *apitypes.Error {
 	if owner == "" || owner == caller.Name {
 		return nil
 	}
 	a := Action{Group: "", Verb: "impersonate", Resource: "users", Name: owner}
 	ok, reason, err := s.Authorizer.Authorize(ctx, caller, a)
 	if err != nil {
-		return &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
+		return &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
 	if ok {
 		return nil
@@ -26,7 +28,7 @@ func (s *server) mayClaim(ctx context.Context, caller User, field string, i int,
 	if reason != "" {
 		msg += ": " + reason
 	}
-	return &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: fmt.Sprintf("%s[%d].name", field, i), Message: "not allowed for " + caller.Name}}, Status: http.StatusForbidden}
+	return &apitypes.Error{Code: apitypes.CodeForbidden, Message: msg, Fields: []apitypes.FieldError{{Field: fmt.Sprintf("%s[%d].name", field, i), Message: "not allowed for " + caller.Name}}, Status: http.StatusForbidden}
 }
 
 // schedulingUser is whom a new Scheduling runs as (spec.user and groups): its caller, or no
@@ -35,14 +37,14 @@ func (s *server) mayClaim(ctx context.Context, caller User, field string, i int,
 // token file's users, and the worker asks the cluster: a Scheduling of a token user then
 // runs that user's jobs and those the cluster lets it submit for, so only act-as=* tokens
 // run other users' jobs.
-func (s *server) schedulingUser(ctx context.Context, caller User) (User, error) {
+func (s *server) schedulingUser(ctx context.Context, caller apitypes.User) (apitypes.User, error) {
 	a := Action{Group: "", Verb: "impersonate", Resource: "users"} // no name: every user
 	ok, _, err := s.Authorizer.Authorize(ctx, caller, a)
 	if err != nil {
-		return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
+		return apitypes.User{}, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
 	if ok {
-		return User{}, nil
+		return apitypes.User{}, nil
 	}
-	return User{Name: caller.Name, Groups: caller.Groups}, nil
+	return apitypes.User{Name: caller.Name, Groups: caller.Groups}, nil
 }

@@ -21,6 +21,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testbrowser"
 	"slotplane/internal/testobjects"
@@ -111,7 +112,7 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 		require.NoError(t, p.Client.Create(context.Background(), j))
 		jobs = append(jobs, map[string]any{"name": j.Name, "replication": n})
 	}
-	var created api.Scheduling
+	var created apitypes.Scheduling
 	require.Equal(t, 201, c.call("POST", "/schedulings", map[string]any{"name": "show", "testBed": "bed", "mode": "QueueBased", "queue": "teams.etl", "jobs": jobs}, &created))
 
 	// Sample the page as the Scheduling runs: the slots must be seen taken, then free again.
@@ -217,7 +218,7 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"show-0": 3, "show-1": 3, "show-2": 2}, perJob)
 	for _, j := range created.Jobs {
-		var job api.Job
+		var job apitypes.Job
 		require.Equal(t, 200, c.call("GET", "/jobs/"+j.Name, nil, &job))
 		require.Len(t, job.Status.History, 1)
 		for _, b := range bars {
@@ -251,7 +252,7 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	click, stopClick := context.WithTimeout(ctx, 10*time.Second)
 	defer stopClick()
 	require.NoError(t, chromedp.Do(click, chromedp.Click(chromedp.CSS(row+" button.kill"))))
-	var killed api.Job
+	var killed apitypes.Job
 	var said string // what the page says of the kill, for a failure's message
 	if !assert.Eventually(t, func() bool {
 		said, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#job-action').textContent`))

@@ -17,17 +17,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
 // feedKinds maps the ?kinds= words to kinds and to the resources an Authorizer is asked
 // to allow watching.
 var feedKinds = map[string]struct{ kind, resource string }{
-	"schedulings": {KindScheduling, "schedulings"},
-	"jobs":        {KindBatchJob, "batchjobs"},
-	"testbeds":    {KindTestBed, "testbeds"},
+	"schedulings": {apitypes.KindScheduling, "schedulings"},
+	"jobs":        {apitypes.KindBatchJob, "batchjobs"},
+	"testbeds":    {apitypes.KindTestBed, "testbeds"},
 	// The slots are part of a test bed: who may watch test beds may watch their slices.
-	"slotslices": {KindSlotSlice, "testbeds"},
+	"slotslices": {apitypes.KindSlotSlice, "testbeds"},
 }
 
 // record is an event as the hub keeps it: encoded once, sent to every client as is.
@@ -129,16 +130,16 @@ func (h *hub) watch(ctx context.Context, informers cache.Informers) error {
 	for _, k := range []struct {
 		obj  client.Object
 		kind string
-	}{{&v1alpha1.Scheduling{}, KindScheduling}, {&v1alpha1.BatchJob{}, KindBatchJob}, {&v1alpha1.TestBed{}, KindTestBed}, {&v1alpha1.SlotSlice{}, KindSlotSlice}} {
+	}{{&v1alpha1.Scheduling{}, apitypes.KindScheduling}, {&v1alpha1.BatchJob{}, apitypes.KindBatchJob}, {&v1alpha1.TestBed{}, apitypes.KindTestBed}, {&v1alpha1.SlotSlice{}, apitypes.KindSlotSlice}} {
 		inf, err := informers.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("informer for %s: %w", k.kind, err)
 		}
 		kind := k.kind
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
-			AddFunc:    func(obj any, initial bool) { h.observe(kind, Added, obj, initial) },
-			UpdateFunc: func(_, obj any) { h.observe(kind, Modified, obj, false) },
-			DeleteFunc: func(obj any) { h.observe(kind, Deleted, obj, false) },
+			AddFunc:    func(obj any, initial bool) { h.observe(kind, apitypes.Added, obj, initial) },
+			UpdateFunc: func(_, obj any) { h.observe(kind, apitypes.Modified, obj, false) },
+			DeleteFunc: func(obj any) { h.observe(kind, apitypes.Deleted, obj, false) },
 		})
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", kind, err)
@@ -173,7 +174,7 @@ func view(obj client.Object) any {
 	return nil
 }
 
-func (h *hub) observe(kind string, typ EventType, o any, initial bool) {
+func (h *hub) observe(kind string, typ apitypes.EventType, o any, initial bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
@@ -181,7 +182,7 @@ func (h *hub) observe(kind string, typ EventType, o any, initial bool) {
 	if !ok {
 		return
 	}
-	data, err := json.Marshal(Event{Type: typ, Kind: kind, ResourceVersion: obj.GetResourceVersion(), Object: view(obj)})
+	data, err := json.Marshal(apitypes.Event{Type: typ, Kind: kind, ResourceVersion: obj.GetResourceVersion(), Object: view(obj)})
 	if err != nil {
 		h.log.Error("feed: encode an event", "kind", kind, "name", obj.GetName(), "err", err)
 		return
@@ -192,7 +193,7 @@ func (h *hub) observe(kind string, typ EventType, o any, initial bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	inNamespace := h.state[rec.namespace]
-	if typ == Deleted {
+	if typ == apitypes.Deleted {
 		delete(inNamespace, key)
 		if len(inNamespace) == 0 {
 			delete(h.state, rec.namespace)
@@ -371,7 +372,7 @@ func (h *hub) encode(snap *snapshot) []byte {
 	slices.SortFunc(snap.items, func(a, b *record) int { // a stable order: by kind, then name
 		return cmp.Or(strings.Compare(a.kind, b.kind), strings.Compare(a.name, b.name))
 	})
-	head, _ := json.Marshal(Event{Type: Resync, ResourceVersion: snap.rv, Reason: snap.reason})
+	head, _ := json.Marshal(apitypes.Event{Type: apitypes.Resync, ResourceVersion: snap.rv, Reason: snap.reason})
 	size := len(head) + 16
 	for _, r := range snap.items {
 		size += len(r.data) + 1

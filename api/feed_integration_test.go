@@ -21,19 +21,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
 )
 
-// feedEvent is api.Event with the object kept raw.
+// feedEvent is apitypes.Event with the object kept raw.
 type feedEvent struct {
-	Type            api.EventType     `json:"type"`
-	Kind            string            `json:"kind"`
-	ResourceVersion string            `json:"resourceVersion"`
-	Object          json.RawMessage   `json:"object"`
-	Items           []json.RawMessage `json:"items"`
-	Reason          string            `json:"reason"`
+	Type            apitypes.EventType `json:"type"`
+	Kind            string             `json:"kind"`
+	ResourceVersion string             `json:"resourceVersion"`
+	Object          json.RawMessage    `json:"object"`
+	Items           []json.RawMessage  `json:"items"`
+	Reason          string             `json:"reason"`
 }
 
 // named is what every object of the feed has, with the states the test follows.
@@ -71,7 +72,7 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	header := http.Header{"Authorization": {"Bearer " + token}}
 
 	// Refusals are JSON, before any upgrade.
-	var e api.Error
+	var e apitypes.Error
 	require.Equal(t, http.StatusBadRequest, c.call("GET", "/watch", nil, &e), "a plain GET")
 	require.Contains(t, e.Message, "websocket")
 	require.Equal(t, http.StatusUnprocessableEntity, c.call("GET", "/watch?kinds=pods", nil, &e))
@@ -84,12 +85,12 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token")
 	// A browser offers the token as a subprotocol, and its own origin is fine.
 	conn, resp, err := websocket.DefaultDialer.Dial(watchURL(srv.URL, "kinds=testbeds"), http.Header{
-		"Origin": {srv.URL}, "Sec-WebSocket-Protocol": {api.Subprotocol + ", bearer." + token}})
+		"Origin": {srv.URL}, "Sec-WebSocket-Protocol": {apitypes.Subprotocol + ", bearer." + token}})
 	require.NoError(t, err)
-	require.Equal(t, api.Subprotocol, resp.Header.Get("Sec-WebSocket-Protocol"))
+	require.Equal(t, apitypes.Subprotocol, resp.Header.Get("Sec-WebSocket-Protocol"))
 	var first feedEvent
 	require.NoError(t, conn.ReadJSON(&first))
-	require.Equal(t, api.Resync, first.Type)
+	require.Equal(t, apitypes.Resync, first.Type)
 	require.Len(t, first.Items, 1, "the test bed")
 	conn.Close()
 
@@ -119,7 +120,7 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 					return
 				}
 				r.events = append(r.events, ev)
-				if ev.Kind == api.KindScheduling && ev.Type == api.Modified && ev.named(t).Status.State == string(v1alpha1.SchedulingCompleted) {
+				if ev.Kind == apitypes.KindScheduling && ev.Type == apitypes.Modified && ev.named(t).Status.State == string(v1alpha1.SchedulingCompleted) {
 					r.end = time.Now()
 					return
 				}
@@ -147,13 +148,13 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 		require.NoError(t, p.Client.Create(ctx, j))
 		names[i] = map[string]any{"name": j.Name, "replication": 1}
 	}
-	var created api.Scheduling
+	var created apitypes.Scheduling
 	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", map[string]any{"name": "wave", "testBed": "bed", "mode": "QueueBased", "jobs": names}, &created))
 	wg.Wait()
 
 	want := readers[0].events
 	require.NoError(t, readers[0].err)
-	require.Equal(t, api.Resync, want[0].Type)
+	require.Equal(t, apitypes.Resync, want[0].Type)
 	require.Empty(t, want[0].Items, "no job existed when the clients came")
 	bytes := 0
 	for _, ev := range want {
@@ -166,14 +167,14 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	last := map[string]int{}
 	completed := map[string]bool{}
 	for _, ev := range want[1:] {
-		require.NotEqual(t, api.Resync, ev.Type, "a reading client never falls behind here")
+		require.NotEqual(t, apitypes.Resync, ev.Type, "a reading client never falls behind here")
 		n := ev.named(t)
 		rv, err := strconv.Atoi(ev.ResourceVersion)
 		require.NoError(t, err)
 		key := ev.Kind + "/" + n.Name
 		require.Greater(t, rv, last[key], "%s out of order", key)
 		last[key] = rv
-		if ev.Kind == api.KindBatchJob && n.Status.State == string(v1alpha1.JobCompleted) {
+		if ev.Kind == apitypes.KindBatchJob && n.Status.State == string(v1alpha1.JobCompleted) {
 			completed[n.Name] = true
 		}
 	}
@@ -213,13 +214,13 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 			break
 		}
 		got = append(got, ev)
-		if len(got) > 1 && ev.Type == api.Resync {
+		if len(got) > 1 && ev.Type == apitypes.Resync {
 			break
 		}
 	}
 	t.Logf("the stalled client read %d events, then %v", len(got), readErr)
 	require.NotEmpty(t, got)
-	resynced := len(got) > 1 && got[len(got)-1].Type == api.Resync
+	resynced := len(got) > 1 && got[len(got)-1].Type == apitypes.Resync
 	prefix := got
 	if resynced {
 		prefix = got[:len(got)-1]
@@ -231,7 +232,7 @@ func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	// Its first event is its own opening RESYNC, empty like the others'. That marker carries
 	// the feed's newest resourceVersion when the client came, which a test bed's status
 	// write between the readers' connections and this one may have moved on.
-	require.Equal(t, api.Resync, prefix[0].Type)
+	require.Equal(t, apitypes.Resync, prefix[0].Type)
 	require.Empty(t, prefix[0].Items)
 	for k := 1; k < len(prefix); k++ {
 		require.Equal(t, want[k].ResourceVersion, prefix[k].ResourceVersion, "event %d", k)

@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -19,19 +20,19 @@ func job(ns, name, rv string) *v1alpha1.BatchJob {
 }
 
 func newClient(h *hub, ns string) *feedClient {
-	return &feedClient{namespace: ns, kinds: map[string]bool{KindBatchJob: true, KindScheduling: true}, max: h.queueSize, wake: make(chan struct{}, 1)}
+	return &feedClient{namespace: ns, kinds: map[string]bool{apitypes.KindBatchJob: true, apitypes.KindScheduling: true}, max: h.queueSize, wake: make(chan struct{}, 1)}
 }
 
-func decodeAll(t *testing.T, batch [][]byte) []Event {
+func decodeAll(t *testing.T, batch [][]byte) []apitypes.Event {
 	t.Helper()
-	out := make([]Event, len(batch))
+	out := make([]apitypes.Event, len(batch))
 	for i, b := range batch {
 		require.NoError(t, json.Unmarshal(b, &out[i]))
 	}
 	return out
 }
 
-func rvs(evs []Event) []string {
+func rvs(evs []apitypes.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = string(e.Type) + "@" + e.ResourceVersion
@@ -42,24 +43,24 @@ func rvs(evs []Event) []string {
 func TestHub_ResumesFromAChangeItHasAndResyncsOtherwise(t *testing.T) {
 	h := newHub(slog.Default())
 	// The initial list is the picture, not changes: nobody resumes from it.
-	h.observe(KindBatchJob, Added, job("ns", "a", "1"), true)
-	h.observe(KindBatchJob, Added, job("other", "x", "2"), true)
+	h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", "a", "1"), true)
+	h.observe(apitypes.KindBatchJob, apitypes.Added, job("other", "x", "2"), true)
 
 	c := newClient(h, "ns")
 	first := h.subscribe(c, "")
-	var resync Event
+	var resync apitypes.Event
 	require.NoError(t, json.Unmarshal(first, &resync))
-	require.Equal(t, Resync, resync.Type)
+	require.Equal(t, apitypes.Resync, resync.Type)
 	require.Empty(t, resync.ResourceVersion, "no change seen yet")
 	require.Len(t, resync.Items, 1, "only the client's namespace")
 	require.Equal(t, "1", resync.Items[0].ResourceVersion)
 
-	h.observe(KindBatchJob, Modified, job("ns", "a", "3"), false)
-	h.observe(KindBatchJob, Modified, job("ns", "a", "3"), false) // a relist repeats it: no change
-	h.observe(KindBatchJob, Added, job("other", "y", "4"), false)
-	h.observe(KindBatchJob, Added, job("ns", "b", "5"), false)
-	h.observe(KindBatchJob, Deleted, toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: job("ns", "a", "6")}, false)
-	h.observe(KindTestBed, Added, &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bed", ResourceVersion: "7"}}, false)
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", "3"), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", "3"), false) // a relist repeats it: no change
+	h.observe(apitypes.KindBatchJob, apitypes.Added, job("other", "y", "4"), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", "b", "5"), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Deleted, toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: job("ns", "a", "6")}, false)
+	h.observe(apitypes.KindTestBed, apitypes.Added, &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bed", ResourceVersion: "7"}}, false)
 	batch, lost := c.take()
 	require.False(t, lost)
 	require.Equal(t, []string{"MODIFIED@3", "ADDED@5", "DELETED@6"}, rvs(decodeAll(t, batch)), "its namespace and kinds, in order, once each")
@@ -75,7 +76,7 @@ func TestHub_ResumesFromAChangeItHasAndResyncsOtherwise(t *testing.T) {
 	c3 := newClient(h, "ns")
 	first = h.subscribe(c3, "2")
 	require.NoError(t, json.Unmarshal(first, &resync))
-	require.Equal(t, Resync, resync.Type)
+	require.Equal(t, apitypes.Resync, resync.Type)
 	require.Contains(t, resync.Reason, "not among the changes this server keeps")
 	require.Equal(t, "7", resync.ResourceVersion)
 	require.Len(t, resync.Items, 1)
@@ -89,7 +90,7 @@ func TestHub_ASlowClientGetsAResyncAndNeverHoldsTheOthers(t *testing.T) {
 	h.subscribe(slow, "")
 	h.subscribe(fast, "")
 	for i := 1; i <= 25; i++ {
-		h.observe(KindBatchJob, Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i)), false)
+		h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i)), false)
 		if i%5 == 0 { // the fast client keeps up
 			batch, lost := fast.take()
 			require.False(t, lost)
@@ -101,11 +102,11 @@ func TestHub_ASlowClientGetsAResyncAndNeverHoldsTheOthers(t *testing.T) {
 	require.Empty(t, batch, "what overflowed is dropped: the RESYNC covers it")
 	require.LessOrEqual(t, len(slow.queue), 10)
 
-	var resync Event
+	var resync apitypes.Event
 	require.NoError(t, json.Unmarshal(h.resync(slow, "behind"), &resync))
 	require.Equal(t, "25", resync.ResourceVersion)
 	require.Len(t, resync.Items, 25)
-	h.observe(KindBatchJob, Modified, job("ns", "j01", "26"), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "j01", "26"), false)
 	batch, lost = slow.take()
 	require.False(t, lost)
 	require.Equal(t, []string{"MODIFIED@26"}, rvs(decodeAll(t, batch)), "after the RESYNC, changes one by one again")
@@ -115,7 +116,7 @@ func TestHub_HistoryIsBounded(t *testing.T) {
 	h := newHub(slog.Default())
 	h.historySize = 100
 	for i := 1; i <= 1000; i++ {
-		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+		h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", fmt.Sprint(i)), false)
 	}
 	require.Len(t, h.history, 100)
 	require.Len(t, h.bySeqRV, 100)
@@ -131,7 +132,7 @@ func TestHub_HistoryIsBoundedByBytesToo(t *testing.T) {
 	one := len(mustEvent(t, job("ns", "a", "1")))
 	h.historyMaxBytes = 10 * one
 	for i := 1; i <= 100; i++ {
-		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+		h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", fmt.Sprint(i)), false)
 	}
 	require.LessOrEqual(t, h.historyBytes, 10*one+10) // resourceVersions grow by a digit or two
 	require.GreaterOrEqual(t, len(h.history), 8)
@@ -145,7 +146,7 @@ func TestHub_HistoryIsBoundedByBytesToo(t *testing.T) {
 
 	// One change larger than the bound stays (the newest always does), alone.
 	h.historyMaxBytes = 1
-	h.observe(KindBatchJob, Modified, job("ns", "a", "101"), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", "101"), false)
 	require.Len(t, h.history, 1)
 }
 
@@ -155,12 +156,12 @@ func TestHub_AClientQueueIsBoundedByBytes(t *testing.T) {
 	c.maxBytes = 3 * len(mustEvent(t, job("ns", "a", "10")))
 	h.subscribe(c, "")
 	for i := 10; i < 13; i++ {
-		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+		h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", fmt.Sprint(i)), false)
 	}
 	_, lost := c.take()
 	require.False(t, lost, "three fit")
 	for i := 13; i < 17; i++ {
-		h.observe(KindBatchJob, Modified, job("ns", "a", fmt.Sprint(i)), false)
+		h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", fmt.Sprint(i)), false)
 	}
 	batch, lost := c.take()
 	require.True(t, lost, "four do not")
@@ -172,7 +173,7 @@ func TestHub_AClientQueueIsBoundedByBytes(t *testing.T) {
 func TestHub_AResyncStormIsBuiltOnce(t *testing.T) {
 	h := newHub(slog.Default())
 	for i := range 50 {
-		h.observe(KindBatchJob, Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i+1)), false)
+		h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i+1)), false)
 	}
 	first := h.subscribe(newClient(h, "ns"), "999999")
 	for range 100 {
@@ -180,12 +181,12 @@ func TestHub_AResyncStormIsBuiltOnce(t *testing.T) {
 		require.Same(t, &first[0], &again[0], "built again")
 	}
 	other := newClient(h, "ns")
-	other.kinds = map[string]bool{KindScheduling: true}
+	other.kinds = map[string]bool{apitypes.KindScheduling: true}
 	require.NotEqual(t, first, h.subscribe(other, "123"), "other kinds, another RESYNC")
 
-	h.observe(KindBatchJob, Modified, job("ns", "j00", "51"), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "j00", "51"), false)
 	after := h.subscribe(newClient(h, "ns"), "123")
-	var resync Event
+	var resync apitypes.Event
 	require.NoError(t, json.Unmarshal(after, &resync))
 	require.Equal(t, "51", resync.ResourceVersion, "a change since: built anew")
 }
@@ -194,14 +195,14 @@ func TestHub_AResyncStormIsBuiltOnce(t *testing.T) {
 // reaches the client after it, and is neither lost nor inside it.
 func TestHub_AChangeDuringAResyncIsQueuedAfterIt(t *testing.T) {
 	h := newHub(slog.Default())
-	h.observe(KindBatchJob, Added, job("ns", "a", "1"), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", "a", "1"), false)
 	c := newClient(h, "ns")
 	h.mu.Lock()
 	h.clients[c] = struct{}{}
 	snap := h.snapshotLocked(c, "test")
 	h.mu.Unlock()
-	h.observe(KindBatchJob, Modified, job("ns", "a", "2"), false) // while the RESYNC is being built
-	var resync Event
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", "2"), false) // while the RESYNC is being built
+	var resync apitypes.Event
 	require.NoError(t, json.Unmarshal(h.encode(snap), &resync))
 	require.Equal(t, "1", resync.ResourceVersion)
 	require.Len(t, resync.Items, 1)
@@ -234,7 +235,7 @@ func TestHub_ConnectionCaps(t *testing.T) {
 
 func mustEvent(t *testing.T, obj client.Object) []byte {
 	t.Helper()
-	data, err := json.Marshal(Event{Type: Modified, Kind: KindBatchJob, ResourceVersion: obj.GetResourceVersion(), Object: view(obj)})
+	data, err := json.Marshal(apitypes.Event{Type: apitypes.Modified, Kind: apitypes.KindBatchJob, ResourceVersion: obj.GetResourceVersion(), Object: view(obj)})
 	require.NoError(t, err)
 	return data
 }

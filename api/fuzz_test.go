@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"slotplane/apitypes"
 )
 
 // fuzzRoutes are the routes that decode what a client sends: bodies, queries and path
@@ -60,11 +62,11 @@ func FuzzAPIRequests(f *testing.F) {
 		if w.Code < 300 {
 			return
 		}
-		var e Error
+		var e apitypes.Error
 		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Code == "" || e.Message == "" {
 			t.Fatalf("%s %s?%s answered %d without the API's error: %q", r.method, r.path, query, w.Code, w.Body.String())
 		}
-		if e.Code == CodeInternal || (w.Code >= 500 && w.Code != http.StatusServiceUnavailable) {
+		if e.Code == apitypes.CodeInternal || (w.Code >= 500 && w.Code != http.StatusServiceUnavailable) {
 			t.Fatalf("%s %s?%s answered %d %s: %s", r.method, r.path, query, w.Code, e.Code, e.Message)
 		}
 	})

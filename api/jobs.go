@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/slotslices"
 	"slotplane/queue"
@@ -20,12 +21,12 @@ import (
 
 // jobOf shows a BatchJob. Its Scheduling is the one whose claim it carries now (the claim
 // label): the status's scheduling is written after the claim is, and lags a release.
-func jobOf(j *v1alpha1.BatchJob) Job {
+func jobOf(j *v1alpha1.BatchJob) apitypes.Job {
 	var created *metav1.Time
 	if !j.CreationTimestamp.IsZero() {
 		created = &j.CreationTimestamp
 	}
-	return Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreatedAt: created, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
+	return apitypes.Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreatedAt: created, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
 		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, SuspendedOutcome: j.Spec.SuspendedOutcome, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel],
 		SchedulerData: v1alpha1.SchedulerData(j.Annotations), Status: j.Status}
 }
@@ -41,7 +42,7 @@ func (s *server) listJobs(c *gin.Context) {
 		for i, st := range jobStates {
 			names[i] = string(st)
 		}
-		fail(c, invalid(FieldError{Field: "state", Message: fmt.Sprintf("%q is not a job state (%s)", state, strings.Join(names, ", "))}))
+		fail(c, invalid(apitypes.FieldError{Field: "state", Message: fmt.Sprintf("%q is not a job state (%s)", state, strings.Join(names, ", "))}))
 		return
 	}
 	pg, perr := pageOf(c)
@@ -55,7 +56,7 @@ func (s *server) listJobs(c *gin.Context) {
 		fail(c, fromKube("list batch jobs", err))
 		return
 	}
-	out := []Job{}
+	out := []apitypes.Job{}
 	for i := range list.Items {
 		j := jobOf(&list.Items[i])
 		st := j.Status.State
@@ -67,9 +68,9 @@ func (s *server) listJobs(c *gin.Context) {
 		}
 		out = append(out, j)
 	}
-	slices.SortFunc(out, func(a, b Job) int { return strings.Compare(a.Name, b.Name) })
-	out, next := cut(out, pg, func(j Job) string { return j.Name })
-	c.JSON(http.StatusOK, JobList{Items: out, ResourceVersion: list.ResourceVersion, Continue: next})
+	slices.SortFunc(out, func(a, b apitypes.Job) int { return strings.Compare(a.Name, b.Name) })
+	out, next := cut(out, pg, func(j apitypes.Job) string { return j.Name })
+	c.JSON(http.StatusOK, apitypes.JobList{Items: out, ResourceVersion: list.ResourceVersion, Continue: next})
 }
 
 // sameQueue compares queue paths with "root." optional on either side.
@@ -92,7 +93,7 @@ func (s *server) get(c *gin.Context, what string, obj client.Object) error {
 	key := client.ObjectKey{Namespace: namespaceOf(c), Name: c.Param("name")}
 	err := s.Client.Get(c.Request.Context(), key, obj)
 	if err != nil {
-		if e := fromKube("get "+what, err); e.Code != CodeNotFound {
+		if e := fromKube("get "+what, err); e.Code != apitypes.CodeNotFound {
 			return e
 		}
 		return notFound("%s %s does not exist in namespace %s", what, key.Name, key.Namespace)
@@ -118,22 +119,22 @@ func (s *server) getTestBed(c *gin.Context) {
 }
 
 // testBedOf is a test bed without its slots.
-func testBedOf(tb *v1alpha1.TestBed) TestBed {
-	return TestBed{Name: tb.Name, Namespace: tb.Namespace, ResourceVersion: tb.ResourceVersion, Spec: tb.Spec, Status: TestBedStatus{TestBedStatus: tb.Status}}
+func testBedOf(tb *v1alpha1.TestBed) apitypes.TestBed {
+	return apitypes.TestBed{Name: tb.Name, Namespace: tb.Namespace, ResourceVersion: tb.ResourceVersion, Spec: tb.Spec, Status: apitypes.TestBedStatus{TestBedStatus: tb.Status}}
 }
 
-func slotSliceOf(s *v1alpha1.SlotSlice) SlotSlice {
-	return SlotSlice{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.TestBed, Index: s.Index, Slots: s.Slots}
+func slotSliceOf(s *v1alpha1.SlotSlice) apitypes.SlotSlice {
+	return apitypes.SlotSlice{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.TestBed, Index: s.Index, Slots: s.Slots}
 }
 
 func keyOf(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
 }
 
-func validateJobRequest(r *JobRequest) []FieldError {
-	var errs []FieldError
+func validateJobRequest(r *apitypes.JobRequest) []apitypes.FieldError {
+	var errs []apitypes.FieldError
 	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+		errs = append(errs, apitypes.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
 	errs = appendIf(errs, checkName("name", r.Name))
 	if r.Framework != v1alpha1.FrameworkSpark && r.Framework != v1alpha1.FrameworkFlink {
@@ -159,14 +160,14 @@ func validateJobRequest(r *JobRequest) []FieldError {
 	for _, e := range v1alpha1.ValidateSchedulerData(r.SchedulerData, field.NewPath("schedulerData")) {
 		add(e.Field, "%s", e.ErrorBody())
 	}
-	slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+	slices.SortFunc(errs, func(a, b apitypes.FieldError) int { return strings.Compare(a.Field, b.Field) })
 	return errs
 }
 
 // createJob makes a BatchJob for the caller. The cluster's schema checks the rest of the
 // spec; its complaints come back as field errors on the request's paths.
 func (s *server) createJob(c *gin.Context) {
-	var req JobRequest
+	var req apitypes.JobRequest
 	if err := decode(c, &req); err != nil {
 		fail(c, err)
 		return
@@ -220,21 +221,21 @@ func (s *server) createJob(c *gin.Context) {
 // runAs is who a submitted job runs as: the caller, or the user and groups the request names
 // if the caller may impersonate them (Kubernetes' verb "impersonate" on users and groups,
 // which RBAC grants to trusted submitters such as an external scheduler).
-func (s *server) runAs(c *gin.Context, name string, groups []string) (User, error) {
+func (s *server) runAs(c *gin.Context, name string, groups []string) (apitypes.User, error) {
 	caller := userOf(c)
 	if name == "" || name == caller.Name {
 		if groups == nil {
-			return User{Name: caller.Name, Groups: caller.Groups}, nil
+			return apitypes.User{Name: caller.Name, Groups: caller.Groups}, nil
 		}
 		name = caller.Name
 	}
 	if len(name) > 253 || strings.ContainsAny(name, ",\n\t") {
-		return User{}, invalid(FieldError{Field: "user", Message: fmt.Sprintf("%q is not a user name", name)})
+		return apitypes.User{}, invalid(apitypes.FieldError{Field: "user", Message: fmt.Sprintf("%q is not a user name", name)})
 	}
 	checks := []Action{{Group: "", Verb: "impersonate", Resource: "users", Name: name}}
 	for i, g := range groups {
 		if g == "" || strings.ContainsAny(g, ",\n") {
-			return User{}, invalid(FieldError{Field: fmt.Sprintf("groups[%d]", i), Message: fmt.Sprintf("%q is not a group name", g)})
+			return apitypes.User{}, invalid(apitypes.FieldError{Field: fmt.Sprintf("groups[%d]", i), Message: fmt.Sprintf("%q is not a group name", g)})
 		}
 		checks = append(checks, Action{Group: "", Verb: "impersonate", Resource: "groups", Name: g})
 	}
@@ -247,7 +248,7 @@ func (s *server) runAs(c *gin.Context, name string, groups []string) (User, erro
 		}
 		ok, reason, err := s.Authorizer.Authorize(c.Request.Context(), caller, a)
 		if err != nil {
-			return User{}, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
+			return apitypes.User{}, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable}
 		}
 		if !ok {
 			field := "user"
@@ -258,10 +259,10 @@ func (s *server) runAs(c *gin.Context, name string, groups []string) (User, erro
 			if reason != "" {
 				msg += ": " + reason
 			}
-			return User{}, &Error{Code: CodeForbidden, Message: msg, Fields: []FieldError{{Field: field, Message: "not allowed for " + caller.Name}}, Status: http.StatusForbidden}
+			return apitypes.User{}, &apitypes.Error{Code: apitypes.CodeForbidden, Message: msg, Fields: []apitypes.FieldError{{Field: field, Message: "not allowed for " + caller.Name}}, Status: http.StatusForbidden}
 		}
 	}
-	return User{Name: name, Groups: groups}, nil
+	return apitypes.User{Name: name, Groups: groups}, nil
 }
 
 // patchSchedulerData changes a job's scheduler data as a merge patch: values set, nulls
@@ -269,13 +270,13 @@ func (s *server) runAs(c *gin.Context, name string, groups []string) (User, erro
 // write is conditional on the job read, so two schedulers' patches never pass each other's
 // checks unseen (a conflict is retried here, on the job as it is then).
 func (s *server) patchSchedulerData(c *gin.Context) {
-	var patch SchedulerDataPatch
+	var patch apitypes.SchedulerDataPatch
 	if err := decode(c, &patch); err != nil {
 		fail(c, err)
 		return
 	}
 	if len(patch) == 0 {
-		fail(c, invalid(FieldError{Field: "", Message: "the patch names no scheduler data"}))
+		fail(c, invalid(apitypes.FieldError{Field: "", Message: "the patch names no scheduler data"}))
 		return
 	}
 	var job v1alpha1.BatchJob
@@ -296,19 +297,19 @@ func (s *server) patchSchedulerData(c *gin.Context) {
 			}
 		}
 		// A name being removed is checked too: a malformed one can name no annotation.
-		var errs []FieldError
+		var errs []apitypes.FieldError
 		for _, e := range v1alpha1.ValidateSchedulerData(data, field.NewPath("schedulerData")) {
-			errs = append(errs, FieldError{Field: e.Field, Message: e.ErrorBody()})
+			errs = append(errs, apitypes.FieldError{Field: e.Field, Message: e.ErrorBody()})
 		}
 		for name, v := range patch {
 			if v == nil {
 				for _, e := range v1alpha1.ValidateSchedulerData(map[string]string{name: ""}, field.NewPath("schedulerData")) {
-					errs = append(errs, FieldError{Field: e.Field, Message: e.ErrorBody()})
+					errs = append(errs, apitypes.FieldError{Field: e.Field, Message: e.ErrorBody()})
 				}
 			}
 		}
 		if len(errs) > 0 {
-			slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+			slices.SortFunc(errs, func(a, b apitypes.FieldError) int { return strings.Compare(a.Field, b.Field) })
 			return invalid(errs...)
 		}
 		for k := range job.Annotations {
@@ -325,7 +326,7 @@ func (s *server) patchSchedulerData(c *gin.Context) {
 		return s.Client.Update(c.Request.Context(), &job)
 	})
 	if err != nil {
-		var e *Error
+		var e *apitypes.Error
 		if !errors.As(err, &e) {
 			e = fromKube(fmt.Sprintf("update the scheduler data of batch job %s/%s", job.Namespace, job.Name), err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"slotplane/apitypes"
 	"slotplane/workflows"
 )
 
@@ -22,7 +23,7 @@ const maxKillReason = 1024
 func (s *server) killJob(c *gin.Context) {
 	reason := c.Query("reason")
 	if len(reason) > maxKillReason || !utf8.ValidString(reason) || containsControl(reason) {
-		fail(c, invalid(FieldError{Field: "reason", Message: fmt.Sprintf("must be printable text of at most %d bytes", maxKillReason)}))
+		fail(c, invalid(apitypes.FieldError{Field: "reason", Message: fmt.Sprintf("must be printable text of at most %d bytes", maxKillReason)}))
 		return
 	}
 	job, sched, bed, ok := s.heldJob(c, "so it has no run to kill")
@@ -30,7 +31,7 @@ func (s *server) killJob(c *gin.Context) {
 		return
 	}
 	if st := job.Status; st.Scheduling == sched && st.State.Ended() {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s ended %s already in scheduling %s", job.Name, st.State, sched), Status: http.StatusConflict})
+		fail(c, &apitypes.Error{Code: apitypes.CodeConflict, Message: fmt.Sprintf("batch job %s ended %s already in scheduling %s", job.Name, st.State, sched), Status: http.StatusConflict})
 		return
 	}
 	user := userOf(c)
@@ -40,7 +41,7 @@ func (s *server) killJob(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, KillResult{Job: killed.Job, Scheduling: killed.Scheduling, Queue: killed.Queue, As: killed.As, Running: killed.Running})
+	c.JSON(http.StatusAccepted, apitypes.KillResult{Job: killed.Job, Scheduling: killed.Scheduling, Queue: killed.Queue, As: killed.As, Running: killed.Running})
 }
 
 // containsControl: s has a control character (a line break would forge a log line).

@@ -12,6 +12,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/apitypes"
 )
 
 // DefaultReviewTTL is how long KubeTokens and KubeAccess remember a cluster's answer when
@@ -51,17 +53,17 @@ type KubeTokens struct {
 
 // tokenAnswer is one TokenReview's outcome: the user, or an error wrapping ErrUnknownToken.
 type tokenAnswer struct {
-	user User
+	user apitypes.User
 	err  error
 }
 
 // Authenticate implements Authenticator. A token the cluster does not accept gives an error
 // that wraps ErrUnknownToken (with the review's explanation, if it gave one); a review
 // that could not be made gives any other error.
-func (k *KubeTokens) Authenticate(ctx context.Context, token string) (User, error) {
+func (k *KubeTokens) Authenticate(ctx context.Context, token string) (apitypes.User, error) {
 	if token == "" {
 		// The API server refuses a review of an empty token as invalid; it is simply unknown.
-		return User{}, ErrUnknownToken
+		return apitypes.User{}, ErrUnknownToken
 	}
 	k.once.Do(func() { k.cache = newReviewCache[[sha256.Size]byte, tokenAnswer](maxCachedReviews) })
 	key := sha256.Sum256([]byte(token))
@@ -70,7 +72,7 @@ func (k *KubeTokens) Authenticate(ctx context.Context, token string) (User, erro
 	}
 	a, err := k.review(ctx, token)
 	if err != nil {
-		return User{}, err // not cached: the next request asks again
+		return apitypes.User{}, err // not cached: the next request asks again
 	}
 	k.cache.put(key, a, ttlOr(k.TTL))
 	return a.user, a.err
@@ -94,7 +96,7 @@ func (k *KubeTokens) review(ctx context.Context, token string) (tokenAnswer, err
 	if len(k.Audiences) > 0 && !slices.ContainsFunc(st.Audiences, func(a string) bool { return slices.Contains(k.Audiences, a) }) {
 		return tokenAnswer{err: fmt.Errorf("%w: the token is not issued for the audiences %v", ErrUnknownToken, k.Audiences)}, nil
 	}
-	u := User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
+	u := apitypes.User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
 	if len(st.User.Extra) > 0 {
 		u.Extra = make(map[string][]string, len(st.User.Extra))
 		for key, v := range st.User.Extra {
@@ -135,10 +137,10 @@ type accessAnswer struct {
 // Authorize implements Authorizer. A denial's reason is the cluster's, or, when the
 // cluster gives none (RBAC gives none), a sentence naming the rule that is missing. An
 // error means the review could not be made.
-func (k *KubeAccess) Authorize(ctx context.Context, u User, a Action) (bool, string, error) {
+func (k *KubeAccess) Authorize(ctx context.Context, u apitypes.User, a Action) (bool, string, error) {
 	k.once.Do(func() { k.cache = newReviewCache[string, accessAnswer](maxCachedReviews) })
 	key, err := json.Marshal(struct {
-		U User
+		U apitypes.User
 		A Action
 	}{u, a})
 	if err != nil {
@@ -160,7 +162,7 @@ func (k *KubeAccess) Authorize(ctx context.Context, u User, a Action) (bool, str
 }
 
 // review asks the API server whether u may do a.
-func (k *KubeAccess) review(ctx context.Context, u User, a Action) (accessAnswer, error) {
+func (k *KubeAccess) review(ctx context.Context, u apitypes.User, a Action) (accessAnswer, error) {
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		ResourceAttributes: &authzv1.ResourceAttributes{
 			Namespace:   a.Namespace,

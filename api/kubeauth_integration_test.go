@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/localcluster"
@@ -53,7 +54,7 @@ func TestKubeAuth_ServiceAccountAndRBAC(t *testing.T) {
 	// With a long cache for denials, to show it hides a new RoleBinding until it expires.
 	cachedAccess := &api.KubeAccess{Client: cl, DeniedTTL: time.Hour}
 
-	var user api.User
+	var user apitypes.User
 	t.Run("authenticate", func(t *testing.T) {
 		user, err = tokens.Authenticate(ctx, token)
 		require.NoError(t, err)
@@ -89,12 +90,12 @@ func TestKubeAuth_ServiceAccountAndRBAC(t *testing.T) {
 			require.Contains(t, reason, "no RBAC rule allows it")
 		}
 		hc := client{t: t, base: base}
-		var e api.Error
+		var e apitypes.Error
 		require.Equal(t, http.StatusForbidden, hc.do("GET", "/schedulings", bearer, nil, &e))
-		require.Equal(t, api.CodeForbidden, e.Code)
+		require.Equal(t, apitypes.CodeForbidden, e.Code)
 		require.Contains(t, e.Message, "may not list schedulings in namespace "+ns)
 		require.Equal(t, http.StatusUnauthorized, hc.do("GET", "/schedulings", "Bearer garbage", nil, &e))
-		require.Equal(t, api.CodeUnauthorized, e.Code)
+		require.Equal(t, apitypes.CodeUnauthorized, e.Code)
 	})
 
 	_, err = cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
@@ -130,21 +131,21 @@ func TestKubeAuth_ServiceAccountAndRBAC(t *testing.T) {
 
 		hc := client{t: t, base: base}
 		var body struct {
-			Items []api.Scheduling `json:"items"`
+			Items []apitypes.Scheduling `json:"items"`
 		}
 		require.Equal(t, http.StatusOK, hc.do("GET", "/schedulings", bearer, nil, &body))
 		require.Empty(t, body.Items)
 
-		var e api.Error
+		var e apitypes.Error
 		require.Equal(t, http.StatusForbidden, hc.do("GET", "/schedulings?namespace="+other, bearer, nil, &e))
-		require.Equal(t, api.CodeForbidden, e.Code)
+		require.Equal(t, apitypes.CodeForbidden, e.Code)
 		require.Equal(t, http.StatusForbidden, hc.do("POST", "/schedulings", bearer, `{"name":"x"}`, &e), "list does not allow create")
-		require.Equal(t, api.CodeForbidden, e.Code)
+		require.Equal(t, apitypes.CodeForbidden, e.Code)
 		require.Contains(t, e.Message, "may not create schedulings")
 		require.Equal(t, http.StatusForbidden, hc.do("GET", "/jobs", bearer, nil, &e))
 		require.Contains(t, e.Message, "may not list batchjobs")
 		require.Equal(t, http.StatusUnauthorized, hc.do("GET", "/schedulings", "Bearer garbage", nil, &e))
-		require.Equal(t, api.CodeUnauthorized, e.Code)
+		require.Equal(t, apitypes.CodeUnauthorized, e.Code)
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -137,7 +138,7 @@ func TestKubeTokens(t *testing.T) {
 	for range 3 {
 		u, err := k.Authenticate(ctx, "good")
 		require.NoError(t, err)
-		require.Equal(t, User{Name: "system:serviceaccount:ns:bot", UID: "uid-1", Groups: []string{"system:serviceaccounts", "system:authenticated"},
+		require.Equal(t, apitypes.User{Name: "system:serviceaccount:ns:bot", UID: "uid-1", Groups: []string{"system:serviceaccounts", "system:authenticated"},
 			Extra: map[string][]string{"authentication.kubernetes.io/pod-name": {"p"}}}, u)
 	}
 	require.EqualValues(t, 1, rc.calls.Load(), "one review for a token used three times")
@@ -222,7 +223,7 @@ func TestKubeAccess(t *testing.T) {
 		return nil
 	}}
 	k := &KubeAccess{Client: rc}
-	alice := User{Name: "alice", UID: "u1", Groups: []string{"analysts"}, Extra: map[string][]string{"scopes": {"a", "b"}}}
+	alice := apitypes.User{Name: "alice", UID: "u1", Groups: []string{"analysts"}, Extra: map[string][]string{"scopes": {"a", "b"}}}
 	list := Action{Group: v1alpha1.GroupName, Verb: "list", Resource: "schedulings", Namespace: "team"}
 
 	for range 3 {
@@ -248,7 +249,7 @@ func TestKubeAccess(t *testing.T) {
 	require.Equal(t, &authzv1.ResourceAttributes{Namespace: "team", Verb: "update", Group: "slotplane.io", Resource: "batchjobs", Subresource: "move", Name: "etl"}, last.ResourceAttributes)
 
 	// Another user, or the same one in other groups, is another question.
-	_, _, err := k.Authorize(ctx, User{Name: "alice"}, list)
+	_, _, err := k.Authorize(ctx, apitypes.User{Name: "alice"}, list)
 	require.NoError(t, err)
 	require.EqualValues(t, 3, rc.calls.Load())
 
@@ -313,9 +314,9 @@ func TestKubeAuth_Answers(t *testing.T) {
 		status int
 		code   string
 	}{
-		"flaky":   {http.StatusServiceUnavailable, CodeUnavailable},
-		"garbage": {http.StatusUnauthorized, CodeUnauthorized},
-		"good":    {http.StatusForbidden, CodeForbidden},
+		"flaky":   {http.StatusServiceUnavailable, apitypes.CodeUnavailable},
+		"garbage": {http.StatusUnauthorized, apitypes.CodeUnauthorized},
+		"good":    {http.StatusForbidden, apitypes.CodeForbidden},
 	} {
 		t.Run(token, func(t *testing.T) {
 			rec := httptest.NewRecorder()
@@ -323,7 +324,7 @@ func TestKubeAuth_Answers(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+token)
 			h.ServeHTTP(rec, req)
 			require.Equal(t, want.status, rec.Code, rec.Body.String())
-			var e Error
+			var e apitypes.Error
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))
 			require.Equal(t, want.code, e.Code)
 			if token == "good" {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"slotplane/apitypes"
 )
 
 // operation documents one route of the API for its OpenAPI document. The document is built
@@ -55,39 +57,39 @@ func operations() []operation {
 	return []operation{
 		{method: "GET", path: "/healthz", summary: "Health; no token needed", public: true, status: 200, answer: map[string]string{}},
 		{method: "GET", path: "/openapi.json", summary: "This document", public: true, status: 200, answer: map[string]any{}},
-		{method: "GET", path: "/whoami", summary: "The user and groups the token stands for", status: 200, answer: User{}, errors: []int{401, 503}},
+		{method: "GET", path: "/whoami", summary: "The user and groups the token stands for", status: 200, answer: apitypes.User{}, errors: []int{401, 503}},
 		{method: "POST", path: "/schedulings", summary: "Create a Scheduling and start its workflow", query: []param{namespaceParam},
-			body: SchedulingRequest{}, status: 201, answer: Scheduling{}, errors: with(400, 409, 413, 422), permission: "create schedulings"},
+			body: apitypes.SchedulingRequest{}, status: 201, answer: apitypes.Scheduling{}, errors: with(400, 409, 413, 422), permission: "create schedulings"},
 		{method: "GET", path: "/schedulings", summary: "List Schedulings, by name, a page at a time", query: append([]param{namespaceParam}, pageParams...),
-			status: 200, answer: SchedulingList{}, errors: with(422), permission: "list schedulings"},
+			status: 200, answer: apitypes.SchedulingList{}, errors: with(422), permission: "list schedulings"},
 		{method: "GET", path: "/schedulings/:name", summary: "Get a Scheduling", query: []param{namespaceParam},
-			status: 200, answer: Scheduling{}, errors: with(404, 422), permission: "get schedulings"},
+			status: 200, answer: apitypes.Scheduling{}, errors: with(404, 422), permission: "get schedulings"},
 		{method: "PATCH", path: "/schedulings/:name", summary: "Append jobs to a running Scheduling", query: []param{namespaceParam},
-			body: SchedulingPatch{}, status: 200, answer: Scheduling{}, accepted: true, errors: with(400, 404, 409, 413, 422), permission: "update schedulings"},
+			body: apitypes.SchedulingPatch{}, status: 200, answer: apitypes.Scheduling{}, accepted: true, errors: with(400, 404, 409, 413, 422), permission: "update schedulings"},
 		{method: "DELETE", path: "/schedulings/:name", summary: "Cancel a Scheduling: its jobs are released and the object goes",
-			query: []param{namespaceParam, {"resourceVersion", "delete only this version"}}, status: 202, answer: Scheduling{}, errors: with(404, 409, 422), permission: "delete schedulings"},
+			query: []param{namespaceParam, {"resourceVersion", "delete only this version"}}, status: 202, answer: apitypes.Scheduling{}, errors: with(404, 409, 422), permission: "delete schedulings"},
 		{method: "POST", path: "/jobs", summary: "Create a BatchJob that runs as the caller", query: []param{namespaceParam},
-			body: JobRequest{}, status: 201, answer: Job{}, errors: with(400, 409, 413, 422), permission: "create batchjobs"},
+			body: apitypes.JobRequest{}, status: 201, answer: apitypes.Job{}, errors: with(400, 409, 413, 422), permission: "create batchjobs"},
 		{method: "GET", path: "/jobs", summary: "List BatchJobs, by name, a page at a time",
 			query:  append([]param{namespaceParam, {"state", "only jobs in this state"}, {"queue", "only jobs of this queue"}, {"scheduling", "only jobs this Scheduling holds"}}, pageParams...),
-			status: 200, answer: JobList{}, errors: with(422), permission: "list batchjobs"},
+			status: 200, answer: apitypes.JobList{}, errors: with(422), permission: "list batchjobs"},
 		{method: "GET", path: "/jobs/:name", summary: "Get a BatchJob", query: []param{namespaceParam},
-			status: 200, answer: Job{}, errors: with(404, 422), permission: "get batchjobs"},
+			status: 200, answer: apitypes.Job{}, errors: with(404, 422), permission: "get batchjobs"},
 		{method: "POST", path: "/jobs/:name/move", summary: "Move a queued or running job to another queue, as the caller", query: []param{namespaceParam},
-			body: MoveRequest{}, status: 200, answer: MoveResult{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
+			body: apitypes.MoveRequest{}, status: 200, answer: apitypes.MoveResult{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
 		{method: "DELETE", path: "/jobs/:name/run", summary: "Kill a job's run, as the caller (its user, or an administrator of its queue): the job ends Failed, reason Killed",
-			query: []param{namespaceParam, {"reason", "why, for the job's status message"}}, status: 202, answer: KillResult{}, errors: with(403, 404, 409, 422), permission: "update batchjobs"},
+			query: []param{namespaceParam, {"reason", "why, for the job's status message"}}, status: 202, answer: apitypes.KillResult{}, errors: with(403, 404, 409, 422), permission: "update batchjobs"},
 		{method: "PATCH", path: "/jobs/:name/scheduler-data", summary: "Set or remove notes of external schedulers on a BatchJob (a merge patch: null removes)", query: []param{namespaceParam},
-			body: SchedulerDataPatch{}, status: 200, answer: Job{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
+			body: apitypes.SchedulerDataPatch{}, status: 200, answer: apitypes.Job{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
 		{method: "GET", path: "/testbeds/:name", summary: "Get a test bed and its slots", query: []param{namespaceParam},
-			status: 200, answer: TestBed{}, errors: with(404, 422), permission: "get testbeds"},
+			status: 200, answer: apitypes.TestBed{}, errors: with(404, 422), permission: "get testbeds"},
 		{method: "GET", path: "/testbeds/:name/queues", summary: "A test bed's queues, parents included: shares, usage, jobs, pending demand, why each waiting job waits, and warnings about the allocation file; or, with ?format=yarn, YARN's scheduler answer",
 			query: []param{namespaceParam, {"format", "yarn: the queues as the YARN ResourceManager answers GET /ws/v1/cluster/scheduler for the Fair Scheduler (memory in MB, cpu in vCores)"},
 				{"limit", "how many waiting and how many running jobs to list, the first in submission order: 0 to 10000, 0 for none (default 500)"}},
-			status: 200, answer: QueueTree{}, otherAnswer: YARNScheduler{}, errors: with(404, 422), permission: "get testbeds"},
+			status: 200, answer: apitypes.QueueTree{}, otherAnswer: apitypes.YARNScheduler{}, errors: with(404, 422), permission: "get testbeds"},
 		{method: "GET", path: "/watch", summary: "The change feed: a websocket of Event messages, the first a RESYNC",
 			query:  []param{namespaceParam, {"kinds", "comma-separated: schedulings, jobs, testbeds (default all)"}, {"resourceVersion", "resume after this event"}},
-			status: 101, answer: Event{}, errors: with(400, 422, 429), permission: "watch (each kind asked for)"},
+			status: 101, answer: apitypes.Event{}, errors: with(400, 422, 429), permission: "watch (each kind asked for)"},
 	}
 }
 
@@ -212,7 +214,7 @@ var (
 
 func buildOpenAPI() []byte {
 	s := &schemas{defs: map[string]any{}, names: map[string]reflect.Type{}}
-	errorRef := s.of(reflect.TypeFor[Error]())
+	errorRef := s.of(reflect.TypeFor[apitypes.Error]())
 	paths := map[string]map[string]any{}
 	for _, op := range operations() {
 		path := "/api/v1" + ginParam.ReplaceAllString(op.path, "{$1}")

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"slotplane/apitypes"
 )
 
 // Lists come a page at a time, as Kubernetes' do: ?limit= items at most, and a continue
@@ -27,12 +29,12 @@ type page struct {
 	limit int
 }
 
-func pageOf(c *gin.Context) (page, *Error) {
+func pageOf(c *gin.Context) (page, *apitypes.Error) {
 	p := page{limit: defaultPageSize}
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxPageSize {
-			return p, invalid(FieldError{Field: "limit", Message: fmt.Sprintf("%.20q is not a number from 1 to %d", v, maxPageSize)})
+			return p, invalid(apitypes.FieldError{Field: "limit", Message: fmt.Sprintf("%.20q is not a number from 1 to %d", v, maxPageSize)})
 		}
 		p.limit = n
 	}
@@ -40,7 +42,7 @@ func pageOf(c *gin.Context) (page, *Error) {
 		raw, err := base64.RawURLEncoding.DecodeString(v)
 		name, ok := strings.CutPrefix(string(raw), continuePrefix)
 		if err != nil || !ok || name == "" || len(name) > 253 {
-			return p, invalid(FieldError{Field: "continue", Message: "not a continue token of this API: pass the one the previous page gave"})
+			return p, invalid(apitypes.FieldError{Field: "continue", Message: "not a continue token of this API: pass the one the previous page gave"})
 		}
 		p.after = name
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 )
@@ -44,7 +45,7 @@ func TestLists_ComeInPages(t *testing.T) {
 	for {
 		code, body := get("/api/v1/jobs?limit=3&continue=" + next)
 		require.Equal(t, http.StatusOK, code, string(body))
-		var l JobList
+		var l apitypes.JobList
 		require.NoError(t, json.Unmarshal(body, &l))
 		require.LessOrEqual(t, len(l.Items), 3)
 		for _, j := range l.Items {
@@ -64,13 +65,13 @@ func TestLists_ComeInPages(t *testing.T) {
 
 	code, body := get("/api/v1/schedulings?limit=5")
 	require.Equal(t, http.StatusOK, code)
-	var sl SchedulingList
+	var sl apitypes.SchedulingList
 	require.NoError(t, json.Unmarshal(body, &sl))
 	require.Len(t, sl.Items, 5)
 	require.NotEmpty(t, sl.Continue)
 	code, body = get("/api/v1/schedulings?continue=" + sl.Continue)
 	require.Equal(t, http.StatusOK, code)
-	var last SchedulingList
+	var last apitypes.SchedulingList
 	require.NoError(t, json.Unmarshal(body, &last))
 	require.Len(t, last.Items, 2)
 	require.Empty(t, last.Continue, "the last page")
@@ -78,9 +79,9 @@ func TestLists_ComeInPages(t *testing.T) {
 	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "continue=!!!", "continue=bm90LW91cnM"} {
 		code, body := get("/api/v1/jobs?" + bad)
 		require.Equal(t, http.StatusUnprocessableEntity, code, bad)
-		var e Error
+		var e apitypes.Error
 		require.NoError(t, json.Unmarshal(body, &e), bad)
-		require.Equal(t, CodeInvalid, e.Code, bad)
+		require.Equal(t, apitypes.CodeInvalid, e.Code, bad)
 		require.NotEmpty(t, e.Fields, bad)
 	}
 }

@@ -33,7 +33,7 @@ const (
 func (s *server) getQueues(c *gin.Context) {
 	format := c.Query("format")
 	if format != queuesFormatDefault && format != queuesFormatYARN {
-		fail(c, invalid(FieldError{Field: "format", Message: fmt.Sprintf("%q is not a form of the answer: leave it out, or yarn for the ResourceManager's scheduler answer", format)}))
+		fail(c, invalid(apitypes.FieldError{Field: "format", Message: fmt.Sprintf("%q is not a form of the answer: leave it out, or yarn for the ResourceManager's scheduler answer", format)}))
 		return
 	}
 	opts := workflows.ReportOptions{Jobs: -1}
@@ -77,7 +77,7 @@ func queuesLimit(v string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > maxQueuesLimit {
-		return 0, invalid(FieldError{Field: "limit", Message: fmt.Sprintf("%q is not a number of jobs from 0 to %d", v, maxQueuesLimit)})
+		return 0, invalid(apitypes.FieldError{Field: "limit", Message: fmt.Sprintf("%q is not a number of jobs from 0 to %d", v, maxQueuesLimit)})
 	}
 	if n == 0 {
 		return -1, nil
@@ -85,12 +85,12 @@ func queuesLimit(v string) (int, error) {
 	return n, nil
 }
 
-func resourcesOf(r queue.Resources) Resources {
-	return Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}
+func resourcesOf(r queue.Resources) apitypes.Resources {
+	return apitypes.Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}
 }
 
-func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
-	out := QueueTree{TestBed: bed, ConfigVersion: r.ConfigVersion, ConfigError: r.ConfigError, Queues: []Queue{}, Waiting: []QueuedJob{}, Running: []QueuedJob{},
+func queueTreeOf(bed string, r *workflows.AdmissionReport) apitypes.QueueTree {
+	out := apitypes.QueueTree{TestBed: bed, ConfigVersion: r.ConfigVersion, ConfigError: r.ConfigError, Queues: []apitypes.Queue{}, Waiting: []apitypes.QueuedJob{}, Running: []apitypes.QueuedJob{},
 		Warnings: slices.Clone(r.Warnings), MoreWaiting: r.MoreWaiting, MoreRunning: r.MoreRunning}
 	for _, i := range r.Ignored {
 		out.Ignored = append(out.Ignored, i.String())
@@ -101,12 +101,12 @@ func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
 		}
 	}
 	for _, q := range r.Queues {
-		out.Queues = append(out.Queues, Queue{Path: q.Path, Leaf: q.Leaf, SteadyShare: resourcesOf(q.SteadyShare), FairShare: resourcesOf(q.FairShare),
+		out.Queues = append(out.Queues, apitypes.Queue{Path: q.Path, Leaf: q.Leaf, SteadyShare: resourcesOf(q.SteadyShare), FairShare: resourcesOf(q.FairShare),
 			Usage: resourcesOf(q.Usage), Demand: resourcesOf(q.Demand), PendingDemand: resourcesOf(q.PendingDemand),
 			MinResources: resourcesOf(q.MinResources), MaxResources: resourcesOf(q.MaxResources), RunningJobs: q.RunningJobs, WaitingJobs: q.WaitingJobs})
 	}
-	entry := func(e workflows.AdmissionEntry) QueuedJob {
-		return QueuedJob{Job: e.Request.Job, Scheduling: e.Request.Scheduling, Queue: e.Queue, User: e.Request.User, Slots: e.Request.Slots,
+	entry := func(e workflows.AdmissionEntry) apitypes.QueuedJob {
+		return apitypes.QueuedJob{Job: e.Request.Job, Scheduling: e.Request.Scheduling, Queue: e.Queue, User: e.Request.User, Slots: e.Request.Slots,
 			SlotIDs: e.Request.SlotIDs, Granted: e.Slots, State: string(e.State), Reason: e.Reason, Preempted: e.Preempted}
 	}
 	for _, e := range r.Waiting {
@@ -125,7 +125,7 @@ func queueTreeOf(bed string, r *workflows.AdmissionReport) QueueTree {
 // yarnSchedulerOf is the queue picture in the shape of the YARN ResourceManager's scheduler
 // answer for the Fair Scheduler: the tree from root, each queue with its children. The
 // report lists every queue depth first, a parent before its children.
-func yarnSchedulerOf(r *workflows.AdmissionReport) YARNScheduler {
+func yarnSchedulerOf(r *workflows.AdmissionReport) apitypes.YARNScheduler {
 	var cluster queue.Resources
 	for _, q := range r.Queues {
 		if q.Path == "root" {
@@ -172,7 +172,7 @@ func yarnSchedulerOf(r *workflows.AdmissionReport) YARNScheduler {
 	if nodes["root"] != nil {
 		root = build("root")
 	}
-	return YARNScheduler{Scheduler: apitypes.YARNSchedulerWrapper{SchedulerInfo: apitypes.YARNSchedulerInfo{Type: "fairScheduler", RootQueue: root}}}
+	return apitypes.YARNScheduler{Scheduler: apitypes.YARNSchedulerWrapper{SchedulerInfo: apitypes.YARNSchedulerInfo{Type: "fairScheduler", RootQueue: root}}}
 }
 
 // yarnResources is an exact amount in YARN's units, whole MB and whole vcores, each rounded
@@ -186,13 +186,13 @@ func yarnResources(r queue.Resources) apitypes.YARNResources {
 // Admission workflow's move update checks the caller's right (the job's user, or an
 // administrator of its queue), the target, and its limits.
 func (s *server) moveJob(c *gin.Context) {
-	var req MoveRequest
+	var req apitypes.MoveRequest
 	if err := decode(c, &req); err != nil {
 		fail(c, err)
 		return
 	}
 	if req.Queue == "" || !queuePath.MatchString(req.Queue) {
-		fail(c, invalid(FieldError{Field: "queue", Message: fmt.Sprintf("%q is not a queue path such as root.analytics", req.Queue)}))
+		fail(c, invalid(apitypes.FieldError{Field: "queue", Message: fmt.Sprintf("%q is not a queue path such as root.analytics", req.Queue)}))
 		return
 	}
 	job, sched, bed, ok := s.heldJob(c, "so in no queue")
@@ -206,7 +206,7 @@ func (s *server) moveJob(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, MoveResult{Job: moved.Job, From: moved.From, To: moved.To})
+	c.JSON(http.StatusOK, apitypes.MoveResult{Job: moved.Job, From: moved.From, To: moved.To})
 }
 
 // heldJob reads the request's BatchJob, the Scheduling that holds it and that Scheduling's
@@ -225,7 +225,7 @@ func (s *server) heldJob(c *gin.Context, none string) (job v1alpha1.BatchJob, sc
 		}
 	}
 	if scheduling == "" || bed == "" {
-		fail(c, &Error{Code: CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling, %s", job.Name, none), Status: http.StatusConflict})
+		fail(c, &apitypes.Error{Code: apitypes.CodeConflict, Message: fmt.Sprintf("batch job %s is in no Scheduling, %s", job.Name, none), Status: http.StatusConflict})
 		return job, "", "", false
 	}
 	return job, scheduling, bed, true
@@ -234,7 +234,7 @@ func (s *server) heldJob(c *gin.Context, none string) (job v1alpha1.BatchJob, sc
 // updateAdmission sends an update to a test bed's Admission workflow as the caller's request
 // and decodes its answer into out, waiting for it; a refusal or a missing workflow comes back
 // as the error to answer (temporalError).
-func (s *server) updateAdmission(c *gin.Context, namespace, bed, update string, arg, out any) *Error {
+func (s *server) updateAdmission(c *gin.Context, namespace, bed, update string, arg, out any) *apitypes.Error {
 	handle, err := s.Temporal.UpdateWorkflow(c.Request.Context(), temporalclient.UpdateWorkflowOptions{
 		WorkflowID: workflows.AdmissionWorkflowID(namespace, bed), UpdateName: update,
 		Args: []any{arg}, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
@@ -250,23 +250,23 @@ func (s *server) updateAdmission(c *gin.Context, namespace, bed, update string, 
 
 // temporalError maps a failed query or update: a missing workflow is a 404 saying
 // missing; a rejected move keeps its reason under the status its kind calls for.
-func temporalError(err error, missing string) *Error {
+func temporalError(err error, missing string) *apitypes.Error {
 	var nf *serviceerror.NotFound
 	var app *temporal.ApplicationError
 	switch {
 	case errors.As(err, &nf):
 		return notFound("%s", missing)
 	case errors.As(err, &app):
-		status, code := http.StatusUnprocessableEntity, CodeInvalid
+		status, code := http.StatusUnprocessableEntity, apitypes.CodeInvalid
 		switch app.Type() {
 		case workflows.MoveForbidden:
-			status, code = http.StatusForbidden, CodeForbidden
+			status, code = http.StatusForbidden, apitypes.CodeForbidden
 		case workflows.MoveNotFound:
-			status, code = http.StatusConflict, CodeConflict
+			status, code = http.StatusConflict, apitypes.CodeConflict
 		case workflows.MoveNotReady:
-			status, code = http.StatusServiceUnavailable, CodeUnavailable
+			status, code = http.StatusServiceUnavailable, apitypes.CodeUnavailable
 		}
-		return &Error{Code: code, Message: app.Message(), Status: status}
+		return &apitypes.Error{Code: code, Message: app.Message(), Status: status}
 	}
-	return &Error{Code: CodeUnavailable, Message: "Temporal: " + err.Error(), Status: http.StatusServiceUnavailable}
+	return &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "Temporal: " + err.Error(), Status: http.StatusServiceUnavailable}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"slotplane/apitypes"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
@@ -18,7 +19,7 @@ func TestQueueTree_CarriesExactAmounts(t *testing.T) {
 		{Path: "root.team", Leaf: true, Usage: usage, FairShare: queue.MBVCores(8192, 8)},
 	}})
 	q := tree.Queues[0]
-	require.Equal(t, Resources{MemoryBytes: 536870912, MilliCores: 250}, q.Usage)
+	require.Equal(t, apitypes.Resources{MemoryBytes: 536870912, MilliCores: 250}, q.Usage)
 	require.Equal(t, queue.MBVCores(8192, 8), queue.Resources{MemoryBytes: q.FairShare.MemoryBytes, MilliCores: q.FairShare.MilliCores})
 
 	raw, err := json.Marshal(q.Usage)

@@ -20,13 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/lifecycle"
 	"slotplane/internal/slotslices"
 )
 
-func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
-	return Scheduling{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.Spec.TestBed, Mode: s.Spec.Mode,
+func schedulingOf(s *v1alpha1.Scheduling) apitypes.Scheduling {
+	return apitypes.Scheduling{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, TestBed: s.Spec.TestBed, Mode: s.Spec.Mode,
 		Queue: s.Spec.Queue, Jobs: s.Spec.Jobs, TTLSecondsAfterFinished: s.Spec.TTLSecondsAfterFinished, Deleting: s.DeletionTimestamp != nil, Status: s.Status}
 }
 
@@ -34,18 +35,18 @@ func schedulingOf(s *v1alpha1.Scheduling) Scheduling {
 var queuePath = regexp.MustCompile(v1alpha1.QueuePathPattern)
 
 // checkName: an object's name, required, a DNS subdomain as Kubernetes wants it.
-func checkName(field, name string) *FieldError {
+func checkName(field, name string) *apitypes.FieldError {
 	if name == "" {
-		return &FieldError{Field: field, Message: "is required"}
+		return &apitypes.FieldError{Field: field, Message: "is required"}
 	}
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return &FieldError{Field: field, Message: fmt.Sprintf("%q is not a valid name: %s", name, strings.Join(msgs, "; "))}
+		return &apitypes.FieldError{Field: field, Message: fmt.Sprintf("%q is not a valid name: %s", name, strings.Join(msgs, "; "))}
 	}
 	return nil
 }
 
 // checkQueue: a queue path, optional, by the rule of the BatchJob and Scheduling schemas.
-func checkQueue(name, queue string) *FieldError {
+func checkQueue(name, queue string) *apitypes.FieldError {
 	if errs := fieldErrors(v1alpha1.ValidateQueue(queue, field.NewPath(name))); len(errs) > 0 {
 		return &errs[0]
 	}
@@ -54,16 +55,16 @@ func checkQueue(name, queue string) *FieldError {
 
 // fieldErrors turns crds/v1alpha1's errors about a spec into the API's, on the request's
 // paths: the object's spec.jobs[0] is the request's jobs[0].
-func fieldErrors(errs field.ErrorList) []FieldError {
-	out := make([]FieldError, 0, len(errs))
+func fieldErrors(errs field.ErrorList) []apitypes.FieldError {
+	out := make([]apitypes.FieldError, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, FieldError{Field: strings.TrimPrefix(e.Field, "spec."), Message: e.ErrorBody()})
+		out = append(out, apitypes.FieldError{Field: strings.TrimPrefix(e.Field, "spec."), Message: e.ErrorBody()})
 	}
 	return out
 }
 
 // appendIf appends the errors found.
-func appendIf(errs []FieldError, found ...*FieldError) []FieldError {
+func appendIf(errs []apitypes.FieldError, found ...*apitypes.FieldError) []apitypes.FieldError {
 	for _, e := range found {
 		if e != nil {
 			errs = append(errs, *e)
@@ -77,11 +78,11 @@ const extendWait = 20 * time.Second
 
 // validateSchedulingRequest checks what can be checked without the cluster: the name, and
 // the spec by the Scheduling's own rules (crds/v1alpha1), which the API server applies too.
-func validateSchedulingRequest(r *SchedulingRequest) []FieldError {
+func validateSchedulingRequest(r *apitypes.SchedulingRequest) []apitypes.FieldError {
 	errs := appendIf(nil, checkName("name", r.Name))
 	spec := v1alpha1.SchedulingSpec{TestBed: r.TestBed, Mode: r.Mode, Queue: r.Queue, Jobs: r.Jobs, TTLSecondsAfterFinished: r.TTLSecondsAfterFinished}
 	specErrs := fieldErrors(v1alpha1.ValidateSchedulingSpec(&spec, field.NewPath("spec")))
-	if !slices.ContainsFunc(specErrs, func(e FieldError) bool { return e.Field == "testBed" }) {
+	if !slices.ContainsFunc(specErrs, func(e apitypes.FieldError) bool { return e.Field == "testBed" }) {
 		// The schema takes any test bed name it can store; the API reads the test bed, so
 		// the name must also be one Kubernetes can look up.
 		errs = appendIf(errs, checkName("testBed", r.TestBed))
@@ -91,10 +92,10 @@ func validateSchedulingRequest(r *SchedulingRequest) []FieldError {
 
 // validateAppend checks what can be checked without the cluster of jobs to append to sched:
 // the list they make with its jobs must be one the schema accepts.
-func validateAppend(sched *v1alpha1.Scheduling, jobs []v1alpha1.SchedulingJob) []FieldError {
+func validateAppend(sched *v1alpha1.Scheduling, jobs []v1alpha1.SchedulingJob) []apitypes.FieldError {
 	if len(jobs) == 0 {
 		// Appending nothing would change nothing: the request is a mistake.
-		return []FieldError{{Field: "append", Message: "at least one job is required"}}
+		return []apitypes.FieldError{{Field: "append", Message: "at least one job is required"}}
 	}
 	return fieldErrors(v1alpha1.ValidateAppendedSchedulingJobs(sched.Spec.Mode, sched.Spec.Jobs, jobs, field.NewPath("append")))
 }
@@ -102,12 +103,12 @@ func validateAppend(sched *v1alpha1.Scheduling, jobs []v1alpha1.SchedulingJob) [
 // checkCluster checks the request against the cluster: the test bed, its slots and the jobs
 // must exist, and the caller must be allowed to run each job (mayClaim). field names the
 // request's list of jobs.
-func (s *server) checkCluster(ctx context.Context, caller User, ns, field string, r *SchedulingRequest) ([]FieldError, error) {
-	var errs []FieldError
+func (s *server) checkCluster(ctx context.Context, caller apitypes.User, ns, field string, r *apitypes.SchedulingRequest) ([]apitypes.FieldError, error) {
+	var errs []apitypes.FieldError
 	var tb v1alpha1.TestBed
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.TestBed}, &tb); err != nil {
-		if e := fromKube("get test bed", err); e.Code == CodeNotFound {
-			errs = append(errs, FieldError{Field: "testBed", Message: fmt.Sprintf("test bed %s does not exist in namespace %s", r.TestBed, ns)})
+		if e := fromKube("get test bed", err); e.Code == apitypes.CodeNotFound {
+			errs = append(errs, apitypes.FieldError{Field: "testBed", Message: fmt.Sprintf("test bed %s does not exist in namespace %s", r.TestBed, ns)})
 		} else {
 			return nil, e
 		}
@@ -128,7 +129,7 @@ func (s *server) checkCluster(ctx context.Context, caller User, ns, field string
 	}
 	for i, j := range r.Jobs {
 		if owner[j.Name] == nil {
-			errs = append(errs, FieldError{Field: fmt.Sprintf("%s[%d].name", field, i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
+			errs = append(errs, apitypes.FieldError{Field: fmt.Sprintf("%s[%d].name", field, i), Message: fmt.Sprintf("batch job %s does not exist in namespace %s", j.Name, ns)})
 		} else if e := s.mayClaim(ctx, caller, field, i, j.Name, *owner[j.Name]); e != nil {
 			return nil, e
 		}
@@ -137,7 +138,7 @@ func (s *server) checkCluster(ctx context.Context, caller User, ns, field string
 		}
 		for k, id := range j.SlotIDs {
 			if !positions[id] {
-				errs = append(errs, FieldError{Field: fmt.Sprintf("%s[%d].slotIDs[%d]", field, i, k), Message: fmt.Sprintf("test bed %s has no slot %d (it has %d)", r.TestBed, id, len(positions))})
+				errs = append(errs, apitypes.FieldError{Field: fmt.Sprintf("%s[%d].slotIDs[%d]", field, i, k), Message: fmt.Sprintf("test bed %s has no slot %d (it has %d)", r.TestBed, id, len(positions))})
 			}
 		}
 	}
@@ -200,7 +201,7 @@ const liveJobReads = 50
 // createScheduling makes the Scheduling object and starts its workflow at once (the bridge,
 // seeing the object, finds that workflow running and starts nothing).
 func (s *server) createScheduling(c *gin.Context) {
-	var req SchedulingRequest
+	var req apitypes.SchedulingRequest
 	if err := decode(c, &req); err != nil {
 		fail(c, err)
 		return
@@ -241,7 +242,7 @@ func (s *server) createScheduling(c *gin.Context) {
 			_ = s.Client.Update(context.WithoutCancel(ctx), sched)
 		}
 		_ = s.Client.Delete(context.WithoutCancel(ctx), sched)
-		fail(c, &Error{Code: CodeUnavailable, Message: "the scheduling's workflow could not be started, so nothing was created: " + err.Error(), Status: http.StatusServiceUnavailable})
+		fail(c, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "the scheduling's workflow could not be started, so nothing was created: " + err.Error(), Status: http.StatusServiceUnavailable})
 		return
 	}
 	c.Header("Location", "/api/v1/schedulings/"+req.Name+"?namespace="+ns)
@@ -262,11 +263,11 @@ func (s *server) listSchedulings(c *gin.Context) {
 	items := list.Items
 	slices.SortFunc(items, func(a, b v1alpha1.Scheduling) int { return strings.Compare(a.Name, b.Name) })
 	items, next := cut(items, pg, func(x v1alpha1.Scheduling) string { return x.Name })
-	out := make([]Scheduling, 0, len(items))
+	out := make([]apitypes.Scheduling, 0, len(items))
 	for i := range items {
 		out = append(out, schedulingOf(&items[i]))
 	}
-	c.JSON(http.StatusOK, SchedulingList{Items: out, ResourceVersion: list.ResourceVersion, Continue: next})
+	c.JSON(http.StatusOK, apitypes.SchedulingList{Items: out, ResourceVersion: list.ResourceVersion, Continue: next})
 }
 
 func (s *server) getScheduling(c *gin.Context) {
@@ -309,7 +310,7 @@ func (s *server) deleteScheduling(c *gin.Context) {
 	err = s.Client.Get(ctx, client.ObjectKeyFromObject(sched), sched)
 	if err == nil {
 		err = lifecycle.CancelScheduling(ctx, s.Client, s.Temporal, sched)
-	} else if fromKube("", err).Code == CodeNotFound {
+	} else if fromKube("", err).Code == apitypes.CodeNotFound {
 		err = nil
 	}
 	if err != nil {
@@ -326,7 +327,7 @@ func (s *server) deleteScheduling(c *gin.Context) {
 // refuses (a job another Scheduling holds, or the Scheduling stopped taking jobs meanwhile),
 // the job list is put back as it was and the answer says why.
 func (s *server) extendScheduling(c *gin.Context) {
-	var req SchedulingPatch
+	var req apitypes.SchedulingPatch
 	if err := decode(c, &req); err != nil {
 		fail(c, err)
 		return
@@ -354,7 +355,7 @@ func (s *server) extendScheduling(c *gin.Context) {
 
 // conflictf is a 409 with its message.
 func conflictf(format string, args ...any) error {
-	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), Status: http.StatusConflict}
+	return &apitypes.Error{Code: apitypes.CodeConflict, Message: fmt.Sprintf(format, args...), Status: http.StatusConflict}
 }
 
 // extendable: the Scheduling takes more jobs now, at the version the caller read (if it
@@ -378,10 +379,10 @@ func (s *server) checkExtension(c *gin.Context, sched *v1alpha1.Scheduling, jobs
 	errs := validateAppend(sched, jobs)
 	if len(errs) == 0 {
 		var err error
-		req := &SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: jobs}
+		req := &apitypes.SchedulingRequest{TestBed: sched.Spec.TestBed, Jobs: jobs}
 		errs, err = s.checkCluster(c.Request.Context(), userOf(c), sched.Namespace, "append", req)
 		if err == nil && len(errs) == 0 && sched.Spec.User != "" && sched.Spec.User != userOf(c).Name {
-			errs, err = s.checkCluster(c.Request.Context(), User{Name: sched.Spec.User, Groups: sched.Spec.Groups}, sched.Namespace, "append", req)
+			errs, err = s.checkCluster(c.Request.Context(), apitypes.User{Name: sched.Spec.User, Groups: sched.Spec.Groups}, sched.Namespace, "append", req)
 		}
 		if err != nil {
 			return err
@@ -396,7 +397,7 @@ func (s *server) checkExtension(c *gin.Context, sched *v1alpha1.Scheduling, jobs
 // writeExtension writes the longer job list, optimistically. Without a version named by the
 // caller, a conflict with the workflow's status writes takes the latest object, as long as
 // its job list and state are the ones checked.
-func (s *server) writeExtension(ctx context.Context, sched *v1alpha1.Scheduling, req SchedulingPatch) (*v1alpha1.Scheduling, error) {
+func (s *server) writeExtension(ctx context.Context, sched *v1alpha1.Scheduling, req apitypes.SchedulingPatch) (*v1alpha1.Scheduling, error) {
 	before := sched.Spec.Jobs
 	sched.Spec.Jobs = append(slices.Clone(before), req.Append...)
 	for attempt := 1; ; attempt++ {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 )
@@ -78,9 +79,9 @@ func TestSchedulingJobs_RefusedWithTheirFields(t *testing.T) {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			require.Equal(t, http.StatusUnprocessableEntity, rec.Code, rec.Body.String())
-			var e Error
+			var e apitypes.Error
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))
-			require.Equal(t, CodeInvalid, e.Code)
+			require.Equal(t, apitypes.CodeInvalid, e.Code)
 			var fields []string
 			for _, f := range e.Fields {
 				fields = append(fields, f.Field)

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"slotplane/apitypes"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -127,10 +129,10 @@ func newServer(o Options) (*server, http.Handler, error) {
 	}
 	r.Use(s.recoverJSON)
 	r.NoRoute(func(c *gin.Context) {
-		fail(c, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route %s %s", c.Request.Method, c.Request.URL.Path), Status: http.StatusNotFound})
+		fail(c, &apitypes.Error{Code: apitypes.CodeNotFound, Message: fmt.Sprintf("no route %s %s", c.Request.Method, c.Request.URL.Path), Status: http.StatusNotFound})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		fail(c, &Error{Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path), Status: http.StatusMethodNotAllowed})
+		fail(c, &apitypes.Error{Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path), Status: http.StatusMethodNotAllowed})
 	})
 
 	serveDashboard(r)
@@ -166,7 +168,7 @@ const namespaceKey = "slotplane.namespace"
 func (s *server) namespace(c *gin.Context) {
 	ns := c.DefaultQuery("namespace", s.Namespace)
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		fail(c, invalid(FieldError{Field: "namespace", Message: fmt.Sprintf("%q is not a namespace name: %s", ns, errs[0])}))
+		fail(c, invalid(apitypes.FieldError{Field: "namespace", Message: fmt.Sprintf("%q is not a namespace name: %s", ns, errs[0])}))
 		return
 	}
 	c.Set(namespaceKey, ns)
@@ -206,7 +208,7 @@ func (s *server) recoverJSON(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.Log.Error("api handler panicked", "path", c.Request.URL.Path, "panic", v)
-			fail(c, &Error{Code: CodeInternal, Message: "internal error", Status: http.StatusInternalServerError})
+			fail(c, &apitypes.Error{Code: apitypes.CodeInternal, Message: "internal error", Status: http.StatusInternalServerError})
 		}
 	}()
 	c.Next()
@@ -225,11 +227,11 @@ func decode(c *gin.Context, v any) error {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), Status: http.StatusRequestEntityTooLarge}
+		return &apitypes.Error{Code: apitypes.CodeTooLarge, Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), Status: http.StatusRequestEntityTooLarge}
 	case errors.Is(err, io.EOF):
-		return &Error{Code: CodeBadRequest, Message: "the body is empty; a JSON object is expected", Status: http.StatusBadRequest}
+		return &apitypes.Error{Code: apitypes.CodeBadRequest, Message: "the body is empty; a JSON object is expected", Status: http.StatusBadRequest}
 	case err != nil:
-		return &Error{Code: CodeBadRequest, Message: "the body is not valid JSON for this request: " + err.Error(), Status: http.StatusBadRequest}
+		return &apitypes.Error{Code: apitypes.CodeBadRequest, Message: "the body is not valid JSON for this request: " + err.Error(), Status: http.StatusBadRequest}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"slotplane/activities"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/jobapp"
 )
@@ -19,16 +20,16 @@ func (s *server) checkWrappedSpec(ctx context.Context, namespace string, spec *v
 	}
 	policy, err := activities.ReadJobPolicy(ctx, s.Client, namespace)
 	if err != nil {
-		return &Error{Code: CodeUnavailable, Message: "could not read the namespace's policy on wrapped specs: " + err.Error(), Status: http.StatusServiceUnavailable}
+		return &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not read the namespace's policy on wrapped specs: " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
 	refused := jobapp.CheckSpec(spec, policy)
 	if len(refused) == 0 {
 		return nil
 	}
-	fields := make([]FieldError, len(refused))
+	fields := make([]apitypes.FieldError, len(refused))
 	for i, r := range refused {
 		// The request names the wrapped specs at its top level; the BatchJob under spec.
-		fields[i] = FieldError{Field: strings.TrimPrefix(r.Path, "spec."), Message: r.Reason}
+		fields[i] = apitypes.FieldError{Field: strings.TrimPrefix(r.Path, "spec."), Message: r.Reason}
 	}
 	return invalid(fields...)
 }

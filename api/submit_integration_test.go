@@ -19,6 +19,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/api"
+	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
@@ -35,7 +36,7 @@ func sparkJob(name, queue, runFor string) map[string]any {
 	}
 }
 
-func statusOf(s api.Scheduling, job string) v1alpha1.SchedulingJobStatus {
+func statusOf(s apitypes.Scheduling, job string) v1alpha1.SchedulingJobStatus {
 	for _, j := range s.Status.Jobs {
 		if j.Name == job {
 			return j
@@ -74,7 +75,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 
 	t.Run("submitting jobs", func(t *testing.T) {
 		c := client{t: t, base: c.base}
-		var job api.Job
+		var job apitypes.Job
 		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", sparkJob("first", "analytics", "20s"), &job))
 		require.Equal(t, "alice", job.User)
 		require.Equal(t, []string{"analysts"}, job.Groups, "the caller's groups, for the ACLs")
@@ -83,7 +84,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		second["schedulerData"] = map[string]string{"estimate": "1s", "placement": "pack"}
 		require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", second, &job))
 		require.Equal(t, map[string]string{"estimate": "1s", "placement": "pack"}, job.SchedulerData)
-		var bobs api.Job
+		var bobs apitypes.Job
 		require.Equal(t, http.StatusCreated, asBob("POST", "/jobs", sparkJob("bobs", "analytics", "1s"), &bobs))
 		require.Equal(t, "bob", bobs.User)
 		require.Empty(t, bobs.Groups)
@@ -91,7 +92,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		// A trusted submitter (an external scheduler) submits for a user of its choosing.
 		forCarol := sparkJob("carols", "open", "1s")
 		forCarol["user"], forCarol["groups"] = "carol", []string{"analysts"}
-		var carols api.Job
+		var carols apitypes.Job
 		require.Equal(t, http.StatusCreated, c.do("POST", "/jobs", "Bearer scheduler-token", forCarol, &carols))
 		require.Equal(t, "carol", carols.User)
 		require.Equal(t, []string{"analysts"}, carols.Groups)
@@ -136,7 +137,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
-				var e api.Error
+				var e apitypes.Error
 				require.Equal(t, tc.status, c.call("POST", "/jobs", tc.body, &e), "%+v", e)
 				if tc.field != "" {
 					require.NotEmpty(t, e.Fields, e.Message)
@@ -151,7 +152,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 	})
 
 	// "held" belongs to another Scheduling, which runs a while.
-	var s api.Scheduling
+	var s apitypes.Scheduling
 	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", map[string]any{"name": "other", "testBed": "bed", "mode": "QueueBased",
 		"jobs": []map[string]any{{"name": "held", "replication": 1}}}, &s))
 	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", map[string]any{"name": "grow", "testBed": "bed", "mode": "QueueBased",
@@ -163,7 +164,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 
 	t.Run("bad extensions change nothing", func(t *testing.T) {
 		c := client{t: t, base: c.base}
-		var e api.Error
+		var e apitypes.Error
 		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, &s))
 		cases := map[string]struct {
 			body   any
@@ -202,7 +203,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 	})
 
 	// Bob cannot run alice's job in a Scheduling of his own: nothing is created.
-	var refused api.Error
+	var refused apitypes.Error
 	require.Equal(t, http.StatusForbidden, asBob("POST", "/schedulings", map[string]any{"name": "bobs-run", "testBed": "bed", "mode": "QueueBased",
 		"jobs": []map[string]any{{"name": "second", "replication": 1}}}, &refused))
 	require.Contains(t, refused.Message, "bob may not run batch job second of user alice")
@@ -216,14 +217,14 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 	var grow v1alpha1.Scheduling
 	require.NoError(t, p.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "grow"}, &grow))
 	require.Equal(t, "alice", grow.Spec.User, "a Scheduling runs as its caller")
-	var extended api.Scheduling
+	var extended apitypes.Scheduling
 	require.Equal(t, http.StatusOK, c.call("PATCH", "/schedulings/grow", map[string]any{"resourceVersion": s.ResourceVersion,
 		"append": []map[string]any{{"name": "second", "replication": 1}}}, &extended))
-	var why api.Error
+	var why apitypes.Error
 	require.Equal(t, http.StatusForbidden, c.do("PATCH", "/schedulings/grow", "Bearer scheduler-token", map[string]any{
 		"append": []map[string]any{{"name": "bobs", "replication": 1}}}, &why), "%+v", why)
 	require.Contains(t, why.Message, "alice may not run batch job bobs of user bob")
-	var forBob api.Scheduling
+	var forBob apitypes.Scheduling
 	require.Equal(t, http.StatusCreated, c.do("POST", "/schedulings", "Bearer scheduler-token", map[string]any{"name": "for-bob", "testBed": "bed", "mode": "QueueBased",
 		"jobs": []map[string]any{{"name": "bobs", "replication": 1}}}, &forBob))
 	var fb v1alpha1.Scheduling
@@ -243,7 +244,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 	require.Equal(t, v1alpha1.JobFailed, statusOf(forBob, "bobs").State)
 	require.Equal(t, `not admitted: user "bob" may not submit to queue root.analytics (aclSubmitApps)`, statusOf(forBob, "bobs").Message)
 
-	var e api.Error
+	var e apitypes.Error
 	require.Equal(t, http.StatusConflict, c.call("PATCH", "/schedulings/grow", map[string]any{"append": []map[string]any{{"name": "held", "replication": 1}}}, &e))
 	require.Contains(t, e.Message, "is Completed and takes no more jobs")
 
@@ -251,7 +252,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		c := client{t: t, base: c.base}
 		// What the scheduler wrote before the run is there after it, untouched, and the run
 		// is in the history; the application never carried the notes.
-		var job api.Job
+		var job apitypes.Job
 		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/second", nil, &job))
 		require.Equal(t, map[string]string{"estimate": "1s", "placement": "pack"}, job.SchedulerData)
 		require.Len(t, job.Status.History, 1)
@@ -272,7 +273,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 
 		// A merge patch: set, change, remove; the rest stays.
 		one, gone := "3s", (*string)(nil)
-		var patched api.Job // a fresh one: decoding into job would keep its old map entries
+		var patched apitypes.Job // a fresh one: decoding into job would keep its old map entries
 		require.Equal(t, http.StatusOK, c.call("PATCH", "/jobs/second/scheduler-data", map[string]*string{"estimate": &one, "placement": gone, "runs": &one}, &patched))
 		require.Equal(t, map[string]string{"estimate": "3s", "runs": "3s"}, patched.SchedulerData)
 		var stored v1alpha1.BatchJob
@@ -303,7 +304,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
-				var e api.Error
+				var e apitypes.Error
 				require.Equal(t, tc.status, c.call("PATCH", tc.path, tc.body, &e), "%+v", e)
 				if tc.field != "" {
 					require.NotEmpty(t, e.Fields, e.Message)
@@ -311,7 +312,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 				}
 			})
 		}
-		var after api.Job
+		var after apitypes.Job
 		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/second", nil, &after))
 		require.Equal(t, map[string]string{"estimate": "3s", "runs": "3s"}, after.SchedulerData, "no refused patch changed anything")
 	})
@@ -320,7 +321,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 // impersonators allows everything, except impersonation to all but the trusted users.
 type impersonators []string
 
-func (z impersonators) Authorize(_ context.Context, u api.User, a api.Action) (bool, string, error) {
+func (z impersonators) Authorize(_ context.Context, u apitypes.User, a api.Action) (bool, string, error) {
 	if a.Verb == "impersonate" {
 		return slices.Contains(z, u.Name), "", nil
 	}

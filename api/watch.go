@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
 
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -62,7 +63,7 @@ func (s *server) originAllowed(r *http.Request) bool {
 // ?resourceVersion= if given. Each message is one Event as JSON text.
 func (s *server) watch(c *gin.Context) {
 	if s.hub == nil {
-		fail(c, &Error{Code: CodeUnavailable, Message: "this server has no change feed: it was started without a cluster to watch", Status: http.StatusServiceUnavailable})
+		fail(c, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "this server has no change feed: it was started without a cluster to watch", Status: http.StatusServiceUnavailable})
 		return
 	}
 	kinds := map[string]bool{}
@@ -71,7 +72,7 @@ func (s *server) watch(c *gin.Context) {
 	for _, w := range words {
 		k, ok := feedKinds[strings.TrimSpace(w)]
 		if !ok {
-			fail(c, invalid(FieldError{Field: "kinds", Message: fmt.Sprintf("%q is not a kind the feed carries (schedulings, jobs, testbeds, slotslices)", w)}))
+			fail(c, invalid(apitypes.FieldError{Field: "kinds", Message: fmt.Sprintf("%q is not a kind the feed carries (schedulings, jobs, testbeds, slotslices)", w)}))
 			return
 		}
 		kinds[k.kind] = true
@@ -81,40 +82,40 @@ func (s *server) watch(c *gin.Context) {
 		a := Action{Group: v1alpha1.GroupName, Verb: "watch", Resource: res, Namespace: namespaceOf(c)}
 		ok, reason, err := s.Authorizer.Authorize(c.Request.Context(), userOf(c), a)
 		if err != nil {
-			fail(c, &Error{Code: CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable})
+			fail(c, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not check the permission to " + a.String() + ": " + err.Error(), Status: http.StatusServiceUnavailable})
 			return
 		}
 		if !ok {
-			fail(c, &Error{Code: CodeForbidden, Message: strings.TrimSuffix(fmt.Sprintf("user %s may not %s: %s", userOf(c).Name, a, reason), ": "), Status: http.StatusForbidden})
+			fail(c, &apitypes.Error{Code: apitypes.CodeForbidden, Message: strings.TrimSuffix(fmt.Sprintf("user %s may not %s: %s", userOf(c).Name, a, reason), ": "), Status: http.StatusForbidden})
 			return
 		}
 	}
 	if !websocket.IsWebSocketUpgrade(c.Request) {
-		fail(c, &Error{Code: CodeBadRequest, Message: "the change feed is a websocket: send an Upgrade: websocket request", Status: http.StatusBadRequest})
+		fail(c, &apitypes.Error{Code: apitypes.CodeBadRequest, Message: "the change feed is a websocket: send an Upgrade: websocket request", Status: http.StatusBadRequest})
 		return
 	}
 	if !s.originAllowed(c.Request) {
-		fail(c, &Error{Code: CodeForbidden, Message: fmt.Sprintf("origin %s may not open the change feed (allowed: this server's own, and %v)", c.GetHeader("Origin"), s.AllowedOrigins), Status: http.StatusForbidden})
+		fail(c, &apitypes.Error{Code: apitypes.CodeForbidden, Message: fmt.Sprintf("origin %s may not open the change feed (allowed: this server's own, and %v)", c.GetHeader("Origin"), s.AllowedOrigins), Status: http.StatusForbidden})
 		return
 	}
 	if !s.hub.ready() {
-		fail(c, &Error{Code: CodeUnavailable, Message: "the change feed is still reading the cluster; try again shortly", Status: http.StatusServiceUnavailable})
+		fail(c, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "the change feed is still reading the cluster; try again shortly", Status: http.StatusServiceUnavailable})
 		return
 	}
 	from := c.Query("resourceVersion")
 	if from != "" && !decimal(from) {
-		fail(c, invalid(FieldError{Field: "resourceVersion", Message: fmt.Sprintf("%.40q is not a resourceVersion: those the feed sends are decimal numbers", from)}))
+		fail(c, invalid(apitypes.FieldError{Field: "resourceVersion", Message: fmt.Sprintf("%.40q is not a resourceVersion: those the feed sends are decimal numbers", from)}))
 		return
 	}
 	release, refused := s.hub.admit(userOf(c).Name)
 	if refused != "" {
 		c.Header("Retry-After", "10")
-		fail(c, &Error{Code: CodeTooManyRequests, Message: refused + "; try again later", Status: http.StatusTooManyRequests})
+		fail(c, &apitypes.Error{Code: apitypes.CodeTooManyRequests, Message: refused + "; try again later", Status: http.StatusTooManyRequests})
 		return
 	}
 	defer release()
 	up := websocket.Upgrader{
-		Subprotocols: []string{Subprotocol},
+		Subprotocols: []string{apitypes.Subprotocol},
 		CheckOrigin:  func(*http.Request) bool { return true }, // checked above, with a JSON answer
 	}
 	conn, err := up.Upgrade(c.Writer, c.Request, nil)

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"slotplane/api"
 	"slotplane/apiclient"
+	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
@@ -55,11 +55,11 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 	rssBefore := p.parts["api"].rssKiB(t)
 
 	t.Run("a plain token submits as another user", func(t *testing.T) {
-		_, err := p.api.CreateJob(ctx, api.JobRequest{Name: "as-bob", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: "as-bob", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application: app, DriverResources: driver, User: "bob"})
 		require.Equal(t, 403, statusOf(err), "%v", err)
 		require.ErrorContains(t, err, "bob")
-		_, err = p.api.CreateJob(ctx, api.JobRequest{Name: "as-admins", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err = p.api.CreateJob(ctx, apitypes.JobRequest{Name: "as-admins", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application: app, DriverResources: driver, Groups: []string{"admins"}})
 		require.Equal(t, 403, statusOf(err), "%v", err)
 		require.False(t, jobExists("as-bob"))
@@ -69,7 +69,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 	t.Run("privileged fields in a wrapped spec", func(t *testing.T) {
 		spec := `{"driver":{"serviceAccount":"cluster-admin","hostNetwork":true,"secrets":[{"name":"db","path":"/s","secretType":"Generic"}]},` +
 			`"sparkConf":{"spark.kubernetes.authenticate.driver.serviceAccountName":"cluster-admin"}}`
-		_, err := p.api.CreateJob(ctx, api.JobRequest{Name: "privileged", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: "privileged", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application: app, DriverResources: driver, SparkApplication: &runtime.RawExtension{Raw: []byte(spec)}})
 		require.Equal(t, 422, statusOf(err), "%v", err)
 		var se *apiclient.StatusError
@@ -97,7 +97,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		for i := range jobs {
 			jobs[i] = v1alpha1.SchedulingJob{Name: fmt.Sprintf("j-%04d", i), Replication: 1}
 		}
-		_, err := p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "huge", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: jobs})
+		_, err := p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "huge", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: jobs})
 		require.Equal(t, 422, statusOf(err), "%v", err)
 		require.ErrorContains(t, err, strconv.Itoa(v1alpha1.MaxSchedulingJobs))
 		// kubectl meets the same limit in the CRD's schema.
@@ -124,7 +124,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		require.NoError(t, p.kube.Create(ctx, squatter))
 		// A job whose executors carry slotplane keys of their own: they are stripped.
 		forged := `{"executor":{"labels":{"slotplane.io/slot-id":"0","team":"a"},"annotations":{"slotplane.io/slot-claim":"0/x"}}}`
-		_, err = p.api.CreateJob(ctx, api.JobRequest{Name: "forger", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err = p.api.CreateJob(ctx, apitypes.JobRequest{Name: "forger", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application: app, DriverResources: driver, SparkApplication: &runtime.RawExtension{Raw: []byte(forged)},
 			Annotations: map[string]string{appsim.SimDurationAnnotation: "2s"}})
 		require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		require.Equal(t, p.slots, tb.Status.Free)
 
 		// The job still runs on every slot, slot 0 included, through Admission's grant.
-		_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "forgery", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+		_, err = p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "forgery", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 			Jobs: []v1alpha1.SchedulingJob{{Name: "forger", Replication: p.slots}}})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
@@ -186,10 +186,10 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		mallory, err := client.New(cfg, client.Options{Scheme: p.kube.Scheme()})
 		require.NoError(t, err)
 
-		_, err = p.api.CreateJob(ctx, api.JobRequest{Name: "alices", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err = p.api.CreateJob(ctx, apitypes.JobRequest{Name: "alices", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application: app, DriverResources: driver, Annotations: map[string]string{appsim.SimDurationAnnotation: "20s"}})
 		require.NoError(t, err)
-		_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "alices", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+		_, err = p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "alices", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 			Jobs: []v1alpha1.SchedulingJob{{Name: "alices", Replication: 2}}})
 		require.NoError(t, err)
 		p.waitJob(t, "alices", v1alpha1.JobRunning, 2*time.Minute)
@@ -269,7 +269,7 @@ func TestAttack_HostileUserOnThePlatform(t *testing.T) {
 		jobs[i] = v1alpha1.SchedulingJob{Name: fmt.Sprintf("j-%04d", i), Replication: 1}
 	}
 	for i := range 300 {
-		_, err := p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: fmt.Sprintf("huge-%d", i), TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: jobs})
+		_, err := p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: fmt.Sprintf("huge-%d", i), TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: jobs})
 		require.Equal(t, 422, statusOf(err), "%v", err)
 	}
 	rssAfter := p.parts["api"].rssKiB(t)

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
@@ -163,14 +163,14 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 	names := make([]string, jobs)
 	for i := range names {
 		names[i] = fmt.Sprintf("churn-%02d", i)
-		_, err := p.api.CreateJob(ctx, api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     map[string]string{appsim.SimDurationAnnotation: "2s"}})
 		require.NoError(t, err, names[i])
 		entries = append(entries, v1alpha1.SchedulingJob{Name: names[i], Replication: executors})
 	}
-	_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "churn", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
+	_, err = p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "churn", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
 	require.NoError(t, err)
 
 	// The churn, until the Scheduling ends.

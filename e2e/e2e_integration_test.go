@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"slotplane/api"
 	"slotplane/apiclient"
+	"slotplane/apitypes"
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
@@ -593,7 +593,7 @@ type slotLedger struct {
 	holder      map[bedSlot]string
 	running     map[string]bool
 	ended       map[string]bool
-	schedulings map[string]api.Scheduling
+	schedulings map[string]apitypes.Scheduling
 	violations  []string
 }
 
@@ -605,17 +605,17 @@ type bedSlot struct {
 
 // followFeed reads the watch's events into a new ledger until the watch closes.
 func followFeed(w *apiclient.Watcher) *slotLedger {
-	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]api.Scheduling{}}
+	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]apitypes.Scheduling{}}
 	go func() {
 		for ev := range w.Events() {
 			switch ev.Kind {
-			case api.KindScheduling:
+			case apitypes.KindScheduling:
 				if s, err := ev.Scheduling(); err == nil {
 					l.mu.Lock()
 					l.schedulings[s.Name] = s
 					l.mu.Unlock()
 				}
-			case api.KindBatchJob:
+			case apitypes.KindBatchJob:
 				if j, err := ev.Job(); err == nil {
 					l.see(j)
 				}
@@ -638,7 +638,7 @@ func (l *slotLedger) schedulingState(name string) v1alpha1.SchedulingState {
 	return l.schedulings[name].Status.State
 }
 
-func (l *slotLedger) see(j api.Job) {
+func (l *slotLedger) see(j apitypes.Job) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch j.Status.State {
@@ -735,7 +735,7 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	}
 	for name, p := range jobs {
 		queue := "root." + name[:1]
-		_, err := c.CreateJob(ctx, api.JobRequest{Name: name, Framework: p.framework, Queue: queue,
+		_, err := c.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: p.framework, Queue: queue,
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     map[string]string{appsim.SimDurationAnnotation: p.runFor}})
@@ -749,10 +749,10 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	ledger := followFeed(w)
 
 	pinned := map[string][]int32{"b-train": {0, 1, 2}, "b-score": {2, 3}, "b-export": {7}}
-	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "queued", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.a",
+	_, err = c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "queued", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.a",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "a-etl", Replication: 3}, {Name: "a-stream", Replication: 2}, {Name: "a-report", Replication: 4}}})
 	require.NoError(t, err)
-	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "pinned", TestBed: "bed", Mode: v1alpha1.SlotBased, Queue: "root.b",
+	_, err = c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "pinned", TestBed: "bed", Mode: v1alpha1.SlotBased, Queue: "root.b",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "b-train", Replication: 3, SlotIDs: pinned["b-train"]},
 			{Name: "b-score", Replication: 2, SlotIDs: pinned["b-score"]}, {Name: "b-export", Replication: 1, SlotIDs: pinned["b-export"]}}})
 	require.NoError(t, err)

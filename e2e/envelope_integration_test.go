@@ -37,8 +37,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"slotplane/api"
 	"slotplane/apiclient"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
 	"slotplane/internal/localcluster"
@@ -327,7 +327,7 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	started := time.Now()
 	var schedulings []string
 	for s := range size.schedulings {
-		req := api.SchedulingRequest{Name: fmt.Sprintf("envelope-%d", s), TestBed: p.beds[s%len(p.beds)], Mode: v1alpha1.QueueBased}
+		req := apitypes.SchedulingRequest{Name: fmt.Sprintf("envelope-%d", s), TestBed: p.beds[s%len(p.beds)], Mode: v1alpha1.QueueBased}
 		if s%2 == 1 {
 			req.Mode = v1alpha1.SlotBased
 		}
@@ -455,7 +455,7 @@ func makeSimJobs(t *testing.T, c *apiclient.Client, n int, prefix string, queueO
 		made.Go(func() {
 			for i := range next {
 				names[i] = fmt.Sprintf("%s-%05d", prefix, i)
-				_, err := c.CreateJob(context.Background(), api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: queueOf(i),
+				_, err := c.CreateJob(context.Background(), apitypes.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: queueOf(i),
 					Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 					DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 					Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor.String()}})

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"slotplane/api"
 	"slotplane/apiclient"
+	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/examples"
@@ -50,17 +50,17 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 		if name == "crash" {
 			annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeFailed
 		}
-		_, err := alice.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.analytics.adhoc",
+		_, err := alice.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.analytics.adhoc",
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     annotations})
 		require.NoError(t, err, name)
 	}
-	_, err = alice.CreateScheduling(ctx, api.SchedulingRequest{Name: "etl", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
+	_, err = alice.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "etl", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "hog", Replication: p.slots}, {Name: "next", Replication: 2}, {Name: "crash", Replication: 1}}})
 	require.NoError(t, err)
 
-	var hog api.Job
+	var hog apitypes.Job
 	require.Eventually(t, func() bool {
 		hog, err = alice.GetJob(ctx, "hog")
 		return err == nil && hog.Status.State == v1alpha1.JobRunning
@@ -74,7 +74,7 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	// A move is written to the job, and kubectl shows it.
 	moved, err := alice.MoveJob(ctx, "next", "root.analytics.daily")
 	require.NoError(t, err)
-	require.Equal(t, api.MoveResult{Job: "next", From: "root.analytics.adhoc", To: "root.analytics.daily"}, moved)
+	require.Equal(t, apitypes.MoveResult{Job: "next", From: "root.analytics.adhoc", To: "root.analytics.daily"}, moved)
 	require.Eventually(t, func() bool {
 		out := kubectl(t, p, "get", "batchjobs", "-n", "default")
 		return queueColumn(out, "next") == "root.analytics.daily" && queueColumn(out, "hog") == "root.analytics.adhoc"
@@ -101,7 +101,7 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 
 	killed, err := p.as(t, opsToken).KillJob(ctx, "hog", "it holds the whole bed")
 	require.NoError(t, err)
-	require.Equal(t, api.KillResult{Job: "hog", Scheduling: "etl", Queue: "root.analytics.adhoc", As: "an administrator of root.analytics.adhoc", Running: true}, killed)
+	require.Equal(t, apitypes.KillResult{Job: "hog", Scheduling: "etl", Queue: "root.analytics.adhoc", As: "an administrator of root.analytics.adhoc", Running: true}, killed)
 	require.Eventually(t, func() bool {
 		hog, err = alice.GetJob(ctx, "hog")
 		return err == nil && hog.Status.State == v1alpha1.JobFailed

@@ -21,8 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"slotplane/api"
 	"slotplane/apiclient"
+	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
@@ -70,7 +70,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	var entries []v1alpha1.SchedulingJob
 	for i := range names {
 		names[i] = fmt.Sprintf("job-%04d", i)
-		_, err := c.CreateJob(ctx, api.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err := c.CreateJob(ctx, apitypes.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     map[string]string{appsim.SimDurationAnnotation: "1s"}})
@@ -87,7 +87,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	cpuFrom, err := sampleCPU()
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "long", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
+	_, err = c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "long", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch", Jobs: entries})
 	require.NoError(t, err)
 
 	// The rate of each hundred jobs, to see whether it falls as the Scheduling grows.

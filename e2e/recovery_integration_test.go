@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
 	"slotplane/workflows"
@@ -26,12 +26,12 @@ func TestE2E_TerminatedJobAndTestBedWorkflowsComeBack(t *testing.T) {
 	t.Parallel() // no timing it asserts on
 	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
 	ctx := context.Background()
-	_, err := p.api.CreateJob(ctx, api.JobRequest{Name: "steady", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+	_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: "steady", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 		Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 		DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 		Annotations:     map[string]string{appsim.SimDurationAnnotation: "20s"}})
 	require.NoError(t, err)
-	_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "steady", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+	_, err = p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "steady", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "steady", Replication: 2}}})
 	require.NoError(t, err)
 	p.waitJob(t, "steady", v1alpha1.JobRunning, 2*time.Minute)
@@ -82,13 +82,13 @@ func TestE2E_TerminatedSchedulingAndAdmissionWorkflowsComeBack(t *testing.T) {
 	ctx := context.Background()
 	runs := map[string]string{"first": "25s", "second": "30s", "third": "4s"}
 	for _, name := range []string{"first", "second", "third"} {
-		_, err := p.api.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     map[string]string{appsim.SimDurationAnnotation: runs[name]}})
 		require.NoError(t, err)
 	}
-	_, err := p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "nightly", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+	_, err := p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "nightly", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "first", Replication: 4}, {Name: "second", Replication: 4}, {Name: "third", Replication: 4}}})
 	require.NoError(t, err)
 	p.waitJob(t, "first", v1alpha1.JobRunning, 2*time.Minute)
@@ -146,7 +146,7 @@ func TestE2E_TerminatedSchedulingAndAdmissionWorkflowsComeBack(t *testing.T) {
 		return err != nil
 	}, time.Minute, 250*time.Millisecond, "the scheduling was never deleted")
 	p.waitJob(t, "third", v1alpha1.JobReady, time.Minute)
-	_, err = p.api.CreateScheduling(ctx, api.SchedulingRequest{Name: "nightly", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+	_, err = p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "nightly", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "third", Replication: 2}}})
 	require.NoError(t, err)
 	p.waitScheduling(t, "nightly", v1alpha1.SchedulingCompleted, 2*time.Minute)

@@ -14,8 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
-	"slotplane/api"
 	"slotplane/apiclient"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/workflows"
 )
@@ -87,7 +87,7 @@ func TestE2E_ScaleStep(t *testing.T) {
 		for i := s; i < size.jobs; i += size.schedulings {
 			entries = append(entries, v1alpha1.SchedulingJob{Name: names[i], Replication: 1})
 		}
-		_, err := c.CreateScheduling(ctx, api.SchedulingRequest{Name: fmt.Sprintf("scale-%d", s), TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: entries})
+		_, err := c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: fmt.Sprintf("scale-%d", s), TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: entries})
 		require.NoError(t, err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"slotplane/apiclient"
+	"slotplane/apitypes"
 	"testing"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"slotplane/api"
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	"slotplane/crds/v1alpha1"
 	"slotplane/examples"
@@ -38,7 +38,7 @@ func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
 	c := p.api
 	ctx := context.Background()
 	for name, outcome := range map[string]v1alpha1.RunOutcome{"clicks": "", "fraud": v1alpha1.RunFailed} {
-		_, err := c.CreateJob(ctx, api.JobRequest{Name: name, Framework: v1alpha1.FrameworkFlink, Queue: "root.analytics.adhoc", SuspendedOutcome: outcome,
+		_, err := c.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkFlink, Queue: "root.analytics.adhoc", SuspendedOutcome: outcome,
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Stream", MainApplicationFile: "local:///opt/flink/usrlib/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("1Gi")}})
 		require.NoError(t, err, name)
@@ -46,7 +46,7 @@ func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, outcome, j.SuspendedOutcome, "the API shows the job's suspendedOutcome")
 	}
-	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "streams", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
+	_, err = c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "streams", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.analytics.adhoc",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "clicks", Replication: 2}, {Name: "fraud", Replication: 2}}, TTLSecondsAfterFinished: ptr.To[int32](20)})
 	require.NoError(t, err)
 
@@ -75,7 +75,7 @@ func TestE2E_ASuspendedFlinkDeploymentEndsItsJobAsConfigured(t *testing.T) {
 		require.NoError(t, p.kube.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"job":{"state":"suspended"}}}`))))
 	}
 
-	var s api.Scheduling
+	var s apitypes.Scheduling
 	require.Eventually(t, func() bool {
 		s, err = c.GetScheduling(ctx, "streams")
 		return err == nil && s.Status.State == v1alpha1.SchedulingCompleted

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
 )
@@ -74,13 +74,13 @@ func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
 	c := p.api
 	ctx := context.Background()
 	for _, j := range append([]traceJob{gate}, jobs...) {
-		_, err := c.CreateJob(ctx, api.JobRequest{Name: j.name, Framework: v1alpha1.FrameworkSpark, Queue: j.queue,
+		_, err := c.CreateJob(ctx, apitypes.JobRequest{Name: j.name, Framework: v1alpha1.FrameworkSpark, Queue: j.queue,
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Annotations:     map[string]string{appsim.SimDurationAnnotation: j.runtime.String()}})
 		require.NoError(t, err, j.name)
 	}
-	_, err := c.CreateScheduling(ctx, api.SchedulingRequest{Name: "gate", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.gate",
+	_, err := c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "gate", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.gate",
 		Jobs: []v1alpha1.SchedulingJob{{Name: gate.name, Replication: int32(gate.slots)}}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -92,7 +92,7 @@ func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
 	for _, j := range jobs {
 		entries = append(entries, v1alpha1.SchedulingJob{Name: j.name, Replication: int32(j.slots)})
 	}
-	_, err = c.CreateScheduling(ctx, api.SchedulingRequest{Name: "trace", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.a", Jobs: entries})
+	_, err = c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "trace", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.a", Jobs: entries})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		q, err := c.Queues(ctx, "bed")
@@ -115,7 +115,7 @@ func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
 	require.NotContains(t, []v1alpha1.BatchJobState{v1alpha1.JobCompleted, v1alpha1.JobFailed}, gateJob.Status.State,
 		"the gate job ended before every job was waiting: the live run would not start from the simulator's state")
 
-	var s api.Scheduling
+	var s apitypes.Scheduling
 	require.Eventually(t, func() bool {
 		s, err = c.GetScheduling(ctx, "trace")
 		return err == nil && (s.Status.State == v1alpha1.SchedulingCompleted || s.Status.State == v1alpha1.SchedulingFailed)

@@ -7,16 +7,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 )
 
 // kill and move call their routes as the token's user, say what happened, and pass the
 // API's refusal on as its message.
 func TestKillAndMove(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("DELETE /jobs/hog/run", 202, api.KillResult{Job: "hog", Scheduling: "etl", Queue: "root.etl", As: "an administrator of root.etl", Running: true})
-	f.on("POST /jobs/next/move", 200, api.MoveResult{Job: "next", From: "root.etl", To: "root.adhoc"})
-	f.on("DELETE /jobs/other/run", 403, api.Error{Code: api.CodeForbidden, Message: `user "bob" may not kill job other: it is neither the job's user ("alice") nor may it administer queue root.etl (aclAdministerApps)`})
+	f.on("DELETE /jobs/hog/run", 202, apitypes.KillResult{Job: "hog", Scheduling: "etl", Queue: "root.etl", As: "an administrator of root.etl", Running: true})
+	f.on("POST /jobs/next/move", 200, apitypes.MoveResult{Job: "next", From: "root.etl", To: "root.adhoc"})
+	f.on("DELETE /jobs/other/run", 403, apitypes.Error{Code: apitypes.CodeForbidden, Message: `user "bob" may not kill job other: it is neither the job's user ("alice") nor may it administer queue root.etl (aclAdministerApps)`})
 	ctx := context.Background()
 
 	var out bytes.Buffer

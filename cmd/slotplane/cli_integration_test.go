@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/internal/testplatform"
 )
 
@@ -142,7 +143,7 @@ func TestCLI_SubmitWatchAndGet(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`(?m)^root\.a\s`), queues, "the jobs' queue")
 
 	// -o json is the API's answer, as the client decodes it.
-	var list api.JobList
+	var list apitypes.JobList
 	require.NoError(t, json.Unmarshal([]byte(get("jobs", "-o", "json", "-scheduling", "cli-run")), &list))
 	require.Len(t, list.Items, 2)
 

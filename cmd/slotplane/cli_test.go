@@ -17,7 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
-	"slotplane/api"
+	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -54,7 +54,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := f.answers[r.Method+" "+rec.path]
 	f.mu.Unlock()
 	if h == nil {
-		writeJSON(w, 404, api.Error{Code: api.CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
+		writeJSON(w, 404, apitypes.Error{Code: apitypes.CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 		return
 	}
 	h(w, r)
@@ -209,8 +209,8 @@ func TestSubmit_StopsAtTheFirstRefusal(t *testing.T) {
 	f.answers["POST /jobs"] = func(w http.ResponseWriter, r *http.Request) {
 		calls++
 		if calls == 2 {
-			writeJSON(w, 403, api.Error{Code: api.CodeForbidden, Message: "jobs submitted through the API run as their submitter: dev may not submit as bob",
-				Fields: []api.FieldError{{Field: "user", Message: "must be empty or dev"}}})
+			writeJSON(w, 403, apitypes.Error{Code: apitypes.CodeForbidden, Message: "jobs submitted through the API run as their submitter: dev may not submit as bob",
+				Fields: []apitypes.FieldError{{Field: "user", Message: "must be empty or dev"}}})
 			return
 		}
 		echo(201)(w, r)
@@ -226,8 +226,8 @@ func TestSubmit_StopsAtTheFirstRefusal(t *testing.T) {
 
 	// A 422 with several fields lists each.
 	f.answers["POST /schedulings"] = func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 422, api.Error{Code: api.CodeInvalid, Message: "the request is invalid in 2 fields; the first: jobs[0].name: batch job wordcount does not exist in namespace default",
-			Fields: []api.FieldError{{Field: "jobs[0].name", Message: "batch job wordcount does not exist in namespace default"}, {Field: "testBed", Message: "test bed bed does not exist in namespace default"}}})
+		writeJSON(w, 422, apitypes.Error{Code: apitypes.CodeInvalid, Message: "the request is invalid in 2 fields; the first: jobs[0].name: batch job wordcount does not exist in namespace default",
+			Fields: []apitypes.FieldError{{Field: "jobs[0].name", Message: "batch job wordcount does not exist in namespace default"}, {Field: "testBed", Message: "test bed bed does not exist in namespace default"}}})
 	}
 	err = submitCommand(context.Background(), apiArgs(f, "-f", "../../examples/scheduling-queue.yaml"), nil, io.Discard)
 	require.ErrorContains(t, err, "document 1 (Scheduling nightly): the request is invalid in 2 fields")
@@ -237,7 +237,7 @@ func TestSubmit_StopsAtTheFirstRefusal(t *testing.T) {
 
 func TestExplain_ATokenNobodyIssuedAndADeadServer(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("GET /jobs", 401, api.Error{Code: api.CodeUnauthorized, Message: "the bearer token is not known"})
+	f.on("GET /jobs", 401, apitypes.Error{Code: apitypes.CodeUnauthorized, Message: "the bearer token is not known"})
 	err := getCommand(context.Background(), apiArgs(f), io.Discard)
 	require.ErrorContains(t, err, "want what to get", "no kind given")
 	err = getCommand(context.Background(), apiArgs(f, "jobs"), io.Discard)
@@ -249,35 +249,37 @@ func TestExplain_ATokenNobodyIssuedAndADeadServer(t *testing.T) {
 }
 
 // gib is n GiB of memory and m millicores, as the API carries them.
-func gib(n, m int64) api.Resources { return api.Resources{MemoryBytes: n << 30, MilliCores: m} }
+func gib(n, m int64) apitypes.Resources {
+	return apitypes.Resources{MemoryBytes: n << 30, MilliCores: m}
+}
 
 func TestGet_Tables(t *testing.T) {
 	f := newFakeAPI(t)
-	running := api.Job{Name: "wordcount", Framework: "spark", Queue: "root.analytics", User: "alice", Scheduling: "nightly",
+	running := apitypes.Job{Name: "wordcount", Framework: "spark", Queue: "root.analytics", User: "alice", Scheduling: "nightly",
 		Status: v1alpha1.BatchJobStatus{State: v1alpha1.JobRunning, Scheduling: "nightly", Slots: []int32{0, 1}}}
-	ready := api.Job{Name: "clicks", Framework: "flink"}
-	f.on("GET /jobs", 200, api.JobList{Items: []api.Job{ready, running}, ResourceVersion: "5"})
+	ready := apitypes.Job{Name: "clicks", Framework: "flink"}
+	f.on("GET /jobs", 200, apitypes.JobList{Items: []apitypes.Job{ready, running}, ResourceVersion: "5"})
 	f.on("GET /jobs/clicks", 200, ready)
-	f.on("GET /schedulings", 200, api.SchedulingList{Items: []api.Scheduling{
+	f.on("GET /schedulings", 200, apitypes.SchedulingList{Items: []apitypes.Scheduling{
 		{Name: "nightly", Mode: v1alpha1.QueueBased, TestBed: "bed", Jobs: make([]v1alpha1.SchedulingJob, 3),
 			Status: v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling, TotalJobs: 3, FinishedJobs: 1, RunningJobs: 1}},
 		{Name: "new", Mode: v1alpha1.SlotBased, TestBed: "bed", Jobs: make([]v1alpha1.SchedulingJob, 2), Deleting: true},
 	}})
-	f.on("GET /testbeds/bed", 200, api.TestBed{Name: "bed", Status: api.TestBedStatus{
+	f.on("GET /testbeds/bed", 200, apitypes.TestBed{Name: "bed", Status: apitypes.TestBedStatus{
 		TestBedStatus: v1alpha1.TestBedStatus{Nodes: 2, Total: 3, Free: 1, Occupied: 2},
 		Slots: []v1alpha1.SlotStatus{
 			{Position: 0, NodeName: "node-00", State: v1alpha1.SlotOccupied, PodName: "wordcount-exec-1"},
 			{Position: 1, NodeName: "node-01", State: v1alpha1.SlotOccupied, PodName: "wordcount-exec-2"},
 			{Position: 2, NodeName: "node-00", State: v1alpha1.SlotFree, PodName: "ghost-2"},
 		}}})
-	f.on("GET /testbeds/bed/queues", 200, api.QueueTree{TestBed: "bed",
-		Queues: []api.Queue{
+	f.on("GET /testbeds/bed/queues", 200, apitypes.QueueTree{TestBed: "bed",
+		Queues: []apitypes.Queue{
 			{Path: "root", SteadyShare: gib(24, 6000), FairShare: gib(24, 6000), Usage: gib(16, 4000), RunningJobs: 1, WaitingJobs: 1},
 			// A share that is not whole shows its fraction.
-			{Path: "root.analytics", Leaf: true, SteadyShare: gib(24, 6000), FairShare: api.Resources{MemoryBytes: 12<<30 + 1<<19, MilliCores: 2500}, Usage: gib(16, 4000), RunningJobs: 1, WaitingJobs: 1},
+			{Path: "root.analytics", Leaf: true, SteadyShare: gib(24, 6000), FairShare: apitypes.Resources{MemoryBytes: 12<<30 + 1<<19, MilliCores: 2500}, Usage: gib(16, 4000), RunningJobs: 1, WaitingJobs: 1},
 		},
-		Waiting:     []api.QueuedJob{{Job: "report", Scheduling: "nightly", Queue: "root.analytics", Slots: 4, Reason: "needs 4 slots, 1 free"}},
-		Running:     []api.QueuedJob{{Job: "wordcount", Scheduling: "nightly", Queue: "root.analytics", Slots: 2, Granted: []int32{0, 1}, State: "Running"}},
+		Waiting:     []apitypes.QueuedJob{{Job: "report", Scheduling: "nightly", Queue: "root.analytics", Slots: 4, Reason: "needs 4 slots, 1 free"}},
+		Running:     []apitypes.QueuedJob{{Job: "wordcount", Scheduling: "nightly", Queue: "root.analytics", Slots: 2, Granted: []int32{0, 1}, State: "Running"}},
 		MoreWaiting: 1200, // the API lists the first jobs of a long queue and counts the rest
 	})
 	get := func(args ...string) string {
@@ -328,11 +330,11 @@ wordcount    nightly     root.analytics  0,1    Running
 `, get("queues"))
 
 	// -o json is the API's answer.
-	var list api.JobList
+	var list apitypes.JobList
 	require.NoError(t, json.Unmarshal([]byte(get("jobs", "-o", "json")), &list))
 	require.Equal(t, "5", list.ResourceVersion)
 	require.Len(t, list.Items, 2)
-	var tree api.QueueTree
+	var tree apitypes.QueueTree
 	require.NoError(t, json.Unmarshal([]byte(get("-o", "json", "queues")), &tree))
 	require.Equal(t, "report", tree.Waiting[0].Job)
 
@@ -365,7 +367,7 @@ func newFeed(t *testing.T, f *fakeAPI, scripts ...func(conn *websocket.Conn, fro
 		fd.mu.Lock()
 		if len(fd.scripts) == 0 {
 			fd.mu.Unlock()
-			writeJSON(w, 503, api.Error{Code: api.CodeUnavailable, Message: "no more scripts"})
+			writeJSON(w, 503, apitypes.Error{Code: apitypes.CodeUnavailable, Message: "no more scripts"})
 			return
 		}
 		script := fd.scripts[0]
@@ -374,7 +376,7 @@ func newFeed(t *testing.T, f *fakeAPI, scripts ...func(conn *websocket.Conn, fro
 		fd.froms = append(fd.froms, from)
 		fd.mu.Unlock()
 		if k := r.URL.Query().Get("kinds"); k != "schedulings" {
-			writeJSON(w, 422, api.Error{Code: api.CodeInvalid, Message: "the test expects kinds=schedulings, not " + k})
+			writeJSON(w, 422, apitypes.Error{Code: apitypes.CodeInvalid, Message: "the test expects kinds=schedulings, not " + k})
 			return
 		}
 		conn, err := up.Upgrade(w, r, nil)
@@ -387,12 +389,12 @@ func newFeed(t *testing.T, f *fakeAPI, scripts ...func(conn *websocket.Conn, fro
 	return fd
 }
 
-func schedEvent(typ api.EventType, rv string, s api.Scheduling) map[string]any {
-	return map[string]any{"type": typ, "kind": api.KindScheduling, "resourceVersion": rv, "object": s}
+func schedEvent(typ apitypes.EventType, rv string, s apitypes.Scheduling) map[string]any {
+	return map[string]any{"type": typ, "kind": apitypes.KindScheduling, "resourceVersion": rv, "object": s}
 }
 
-func sched(name string, state v1alpha1.SchedulingState, finished, running int32) api.Scheduling {
-	return api.Scheduling{Name: name, Mode: v1alpha1.QueueBased, TestBed: "bed", Jobs: make([]v1alpha1.SchedulingJob, 2),
+func sched(name string, state v1alpha1.SchedulingState, finished, running int32) apitypes.Scheduling {
+	return apitypes.Scheduling{Name: name, Mode: v1alpha1.QueueBased, TestBed: "bed", Jobs: make([]v1alpha1.SchedulingJob, 2),
 		Status: v1alpha1.SchedulingStatus{State: state, TotalJobs: 2, FinishedJobs: finished, RunningJobs: running}}
 }
 
@@ -415,14 +417,14 @@ func TestWatch_FollowsUntilEveryScheduleEnds(t *testing.T) {
 	f := newFakeAPI(t)
 	newFeed(t, f, func(conn *websocket.Conn, from string) {
 		send(conn,
-			map[string]any{"type": api.Resync, "resourceVersion": "10", "items": []any{
-				schedEvent(api.Added, "9", sched("nightly", v1alpha1.SchedulingScheduling, 0, 2)),
-				schedEvent(api.Added, "8", sched("other", v1alpha1.SchedulingScheduling, 0, 1)),
+			map[string]any{"type": apitypes.Resync, "resourceVersion": "10", "items": []any{
+				schedEvent(apitypes.Added, "9", sched("nightly", v1alpha1.SchedulingScheduling, 0, 2)),
+				schedEvent(apitypes.Added, "8", sched("other", v1alpha1.SchedulingScheduling, 0, 1)),
 			}},
-			schedEvent(api.Modified, "11", sched("other", v1alpha1.SchedulingScheduling, 1, 1)), // not watched
-			schedEvent(api.Modified, "12", sched("nightly", v1alpha1.SchedulingScheduling, 1, 1)),
-			schedEvent(api.Modified, "13", sched("nightly", v1alpha1.SchedulingScheduling, 1, 1)), // nothing to show changed
-			schedEvent(api.Modified, "14", sched("nightly", v1alpha1.SchedulingCompleted, 2, 0)),
+			schedEvent(apitypes.Modified, "11", sched("other", v1alpha1.SchedulingScheduling, 1, 1)), // not watched
+			schedEvent(apitypes.Modified, "12", sched("nightly", v1alpha1.SchedulingScheduling, 1, 1)),
+			schedEvent(apitypes.Modified, "13", sched("nightly", v1alpha1.SchedulingScheduling, 1, 1)), // nothing to show changed
+			schedEvent(apitypes.Modified, "14", sched("nightly", v1alpha1.SchedulingCompleted, 2, 0)),
 		)
 		wait(conn)
 	})
@@ -445,19 +447,19 @@ func TestWatch_AllSchedulingsAcrossAReconnect(t *testing.T) {
 	fd := newFeed(t, f,
 		func(conn *websocket.Conn, from string) {
 			send(conn,
-				map[string]any{"type": api.Resync, "resourceVersion": "", "items": []any{
-					schedEvent(api.Added, "5", sched("a", v1alpha1.SchedulingScheduling, 0, 1)),
-					schedEvent(api.Added, "6", sched("b", v1alpha1.SchedulingCompleted, 2, 0)),
+				map[string]any{"type": apitypes.Resync, "resourceVersion": "", "items": []any{
+					schedEvent(apitypes.Added, "5", sched("a", v1alpha1.SchedulingScheduling, 0, 1)),
+					schedEvent(apitypes.Added, "6", sched("b", v1alpha1.SchedulingCompleted, 2, 0)),
 				}},
-				schedEvent(api.Modified, "11", sched("a", v1alpha1.SchedulingScheduling, 1, 1)),
+				schedEvent(apitypes.Modified, "11", sched("a", v1alpha1.SchedulingScheduling, 1, 1)),
 			)
 			// then the connection drops
 		},
 		func(conn *websocket.Conn, from string) {
 			send(conn,
-				schedEvent(api.Added, "12", sched("c", v1alpha1.SchedulingAcquiring, 0, 0)),
-				schedEvent(api.Modified, "13", sched("a", v1alpha1.SchedulingCompleted, 2, 0)),
-				map[string]any{"type": api.Deleted, "kind": api.KindScheduling, "resourceVersion": "14", "object": sched("c", v1alpha1.SchedulingAcquiring, 0, 0)},
+				schedEvent(apitypes.Added, "12", sched("c", v1alpha1.SchedulingAcquiring, 0, 0)),
+				schedEvent(apitypes.Modified, "13", sched("a", v1alpha1.SchedulingCompleted, 2, 0)),
+				map[string]any{"type": apitypes.Deleted, "kind": apitypes.KindScheduling, "resourceVersion": "14", "object": sched("c", v1alpha1.SchedulingAcquiring, 0, 0)},
 			)
 			wait(conn)
 		},
@@ -478,16 +480,16 @@ func TestWatch_GivesUpAndRefusals(t *testing.T) {
 	// -retry-for 0: a lost feed is an error at once.
 	f := newFakeAPI(t)
 	newFeed(t, f, func(conn *websocket.Conn, from string) {
-		send(conn, map[string]any{"type": api.Resync, "items": []any{schedEvent(api.Added, "5", sched("a", v1alpha1.SchedulingScheduling, 0, 1))}})
+		send(conn, map[string]any{"type": apitypes.Resync, "items": []any{schedEvent(apitypes.Added, "5", sched("a", v1alpha1.SchedulingScheduling, 0, 1))}})
 	})
 	err := watchCommand(context.Background(), apiArgs(f, "-retry-for", "0"), io.Discard)
 	require.ErrorContains(t, err, "lost the change feed")
 
 	// A name that exists nowhere: the API says so, the command fails.
 	f = newFakeAPI(t)
-	f.on("GET /schedulings/typo", 404, api.Error{Code: api.CodeNotFound, Message: "scheduling typo does not exist in namespace default"})
+	f.on("GET /schedulings/typo", 404, apitypes.Error{Code: apitypes.CodeNotFound, Message: "scheduling typo does not exist in namespace default"})
 	newFeed(t, f, func(conn *websocket.Conn, from string) {
-		send(conn, map[string]any{"type": api.Resync, "items": []any{}})
+		send(conn, map[string]any{"type": apitypes.Resync, "items": []any{}})
 		wait(conn)
 	})
 	err = watchCommand(context.Background(), apiArgs(f, "typo"), io.Discard)
@@ -497,8 +499,8 @@ func TestWatch_GivesUpAndRefusals(t *testing.T) {
 	f = newFakeAPI(t)
 	f.on("GET /schedulings/young", 200, sched("young", v1alpha1.SchedulingAcquiring, 0, 0))
 	newFeed(t, f, func(conn *websocket.Conn, from string) {
-		send(conn, map[string]any{"type": api.Resync, "items": []any{}},
-			schedEvent(api.Added, "20", sched("young", v1alpha1.SchedulingCompleted, 2, 0)))
+		send(conn, map[string]any{"type": apitypes.Resync, "items": []any{}},
+			schedEvent(apitypes.Added, "20", sched("young", v1alpha1.SchedulingCompleted, 2, 0)))
 		wait(conn)
 	})
 	var out bytes.Buffer
@@ -508,7 +510,7 @@ func TestWatch_GivesUpAndRefusals(t *testing.T) {
 	// Nothing to watch: done at once.
 	f = newFakeAPI(t)
 	newFeed(t, f, func(conn *websocket.Conn, from string) {
-		send(conn, map[string]any{"type": api.Resync, "items": []any{}})
+		send(conn, map[string]any{"type": apitypes.Resync, "items": []any{}})
 		wait(conn)
 	})
 	out.Reset()
@@ -517,14 +519,14 @@ func TestWatch_GivesUpAndRefusals(t *testing.T) {
 
 	// A refused connection is not retried.
 	f = newFakeAPI(t)
-	f.on("GET /watch", 401, api.Error{Code: api.CodeUnauthorized, Message: "the bearer token is not known"})
+	f.on("GET /watch", 401, apitypes.Error{Code: apitypes.CodeUnauthorized, Message: "the bearer token is not known"})
 	err = watchCommand(context.Background(), apiArgs(f), io.Discard)
 	require.ErrorContains(t, err, "the bearer token is not known")
 
 	// Cancelled: the context's error, promptly.
 	f = newFakeAPI(t)
 	newFeed(t, f, func(conn *websocket.Conn, from string) {
-		send(conn, map[string]any{"type": api.Resync, "items": []any{schedEvent(api.Added, "5", sched("a", v1alpha1.SchedulingScheduling, 0, 1))}})
+		send(conn, map[string]any{"type": apitypes.Resync, "items": []any{schedEvent(apitypes.Added, "5", sched("a", v1alpha1.SchedulingScheduling, 0, 1))}})
 		wait(conn)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
