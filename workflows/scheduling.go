@@ -19,6 +19,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/queue"
+	"slotplane/workflows/statusplan"
 )
 
 // ExtendUpdate is the Temporal Update that appends jobs to a running Scheduling's queue. Its
@@ -88,7 +89,7 @@ type SchedulingState struct {
 	// UID is the Scheduling object's: it is part of every admission key.
 	UID string
 	// WrittenTop and WroteAt are the status as the last run last wrote it (without its jobs)
-	// and when: the next run paces its first write from them (statusPace) instead of writing
+	// and when: the next run paces its first write from them (statusplan) instead of writing
 	// the whole status, some 300 KB at 1,000 jobs, at its start. Absent, the first write goes
 	// at once.
 	WrittenTop *v1alpha1.SchedulingStatus `json:",omitempty"`
@@ -153,7 +154,7 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 	}
 	if c := in.Carried; c != nil {
 		s.spec, s.status, s.uid = c.Spec, c.Status, c.UID
-		s.writtenTop, s.wroteAt, s.askedAt = c.WrittenTop, c.WroteAt, c.AskedAt
+		s.out.Top, s.out.At, s.askedAt = c.WrittenTop, c.WroteAt, c.AskedAt
 		for i := range c.Entries {
 			s.entries = append(s.entries, &c.Entries[i])
 		}
@@ -238,40 +239,14 @@ type scheduler struct {
 	// extending lets one extend at a time claim and append: both front doors pass an edit on
 	// through lifecycle.ExtendScheduling, and may do so at once.
 	extending workflow.Mutex
-	// written is each job's status as this run last wrote it (nil before its first write):
-	// later writes send only what changed. writtenTop is the rest of the status as last
-	// written (a write that changes nothing is skipped).
-	written    map[string]v1alpha1.SchedulingJobStatus
-	writtenTop *v1alpha1.SchedulingStatus
-	// wroteAt is when this run last wrote the status; owed, while not nil, fires when a
-	// write that statusPace put off is due.
-	wroteAt time.Time
-	owed    workflow.Future
+	// out is what this run last wrote of the status (statusplan), and owed, while not nil,
+	// fires when a write the pace put off is due.
+	out  statusplan.Written
+	owed workflow.Future
 	// askedAt is when a run last asked Admission for every waiting job (reaskEvery); reask,
 	// while not nil, fires when it asks again.
 	askedAt time.Time
 	reask   workflow.Future
-}
-
-// statusPace is the least time between two writes of a Scheduling's status that carry only
-// its jobs' progress (the Job controller of Kubernetes batches its status the same way): a
-// write that comes sooner is put off until a timer says it is due, and what changed
-// meanwhile goes with it. A change of the state, the message, the job count or a condition
-// is written at once. Each write puts the whole object through the API server and to every
-// watcher. Each job's own status, on its BatchJob, is written as it changes.
-const statusPace = time.Second
-
-// paceEntries is how many jobs' entries a Scheduling's status writes carry a second at
-// most: up to 100 jobs the pace is statusPace, a 1,000-job Scheduling's is 10 s. Measured
-// on the API server alone, one write of a 1,000-job Scheduling's status costs it 290-390 ms
-// of CPU (decoding, schema validation, managed fields, encoding for etcd and for each
-// watcher), about 0.3 ms per entry.
-const paceEntries = 100
-
-// paceFor is the least time between two writes that carry only progress, for a Scheduling
-// of n jobs.
-func paceFor(n int) time.Duration {
-	return max(statusPace, time.Duration(n)*time.Second/time.Duration(paceEntries))
 }
 
 // markUID puts the Scheduling's UID in the run's memo (a continue-as-new does not carry
@@ -585,7 +560,7 @@ func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 // rendered from them at every write: carrying them three times would cost a Scheduling at
 // its limits 2 MB, one Temporal payload's whole allowance (TestSchedulingSizesFit).
 func (s *scheduler) carry() *SchedulingState {
-	c := &SchedulingState{Spec: s.spec, Status: s.status, UID: s.uid, WrittenTop: s.writtenTop, WroteAt: s.wroteAt, AskedAt: s.askedAt}
+	c := &SchedulingState{Spec: s.spec, Status: s.status, UID: s.uid, WrittenTop: s.out.Top, WroteAt: s.out.At, AskedAt: s.askedAt}
 	c.Spec.Jobs, c.Status.Jobs = nil, nil
 	for _, e := range s.entries {
 		c.Entries = append(c.Entries, *e)
@@ -746,51 +721,27 @@ func (s *scheduler) setState(ctx workflow.Context, state v1alpha1.SchedulingStat
 
 // writeStatus renders the entries into the status and writes it.
 func (s *scheduler) writeStatus(ctx workflow.Context) error {
-	st := &s.status
-	st.Jobs = st.Jobs[:0]
-	st.TotalJobs, st.RunningJobs, st.FinishedJobs = int32(len(s.entries)), 0, 0
-	start := timeOf(st.StartedAt)
-	for _, e := range s.entries {
-		js := v1alpha1.SchedulingJobStatus{Name: e.Job.Name, State: e.State, Slots: e.Slots, Message: e.Message}
-		if !e.RequestedAt.IsZero() {
-			js.WaitTime = &metav1.Duration{Duration: e.RequestedAt.Sub(start).Truncate(time.Second)}
-		}
-		if !e.FinishedAt.IsZero() && !e.SubmittedAt.IsZero() {
-			js.RunTime = &metav1.Duration{Duration: e.FinishedAt.Sub(e.SubmittedAt).Truncate(time.Second)}
-		}
-		switch {
-		case e.done():
-			st.FinishedJobs++
-		case e.State == v1alpha1.JobRunning:
-			st.RunningJobs++
-		}
-		st.Jobs = append(st.Jobs, js)
+	jobs := make([]statusplan.Job, len(s.entries))
+	for i, e := range s.entries {
+		jobs[i] = statusplan.Job{Name: e.Job.Name, State: e.State, Slots: e.Slots, Message: e.Message,
+			RequestedAt: e.RequestedAt, SubmittedAt: e.SubmittedAt, FinishedAt: e.FinishedAt, Done: e.done()}
 	}
-	// Only the jobs whose status changed go, so that a 1,000-job Scheduling does not put its
-	// whole status into its history at every step.
-	full := activities.WriteSchedulingStatusInput{Scheduling: s.key, Status: *st}
+	statusplan.Render(&s.status, jobs)
+	plan := s.out.Plan(s.status, workflow.Now(ctx))
+	switch {
+	case plan.Skip:
+		return nil
+	case plan.Due > 0:
+		if s.owed == nil {
+			s.owed = workflow.NewTimer(ctx, plan.Due)
+		}
+		return nil
+	}
+	// Only the jobs whose entries changed go, so that a 1,000-job Scheduling does not put
+	// its whole status into its history at every step.
+	full := activities.WriteSchedulingStatusInput{Scheduling: s.key, Status: s.status}
 	in := full
-	if s.written != nil {
-		in.Delta, in.Status.Jobs = true, nil
-		for _, js := range st.Jobs {
-			if old, ok := s.written[js.Name]; !ok || !sameJobStatus(old, js) {
-				in.Status.Jobs = append(in.Status.Jobs, js)
-			}
-		}
-	}
-	top := *st
-	top.Jobs = nil
-	if in.Delta && len(in.Status.Jobs) == 0 && s.writtenTop != nil && sameTop(*s.writtenTop, top) {
-		return nil // nothing changed since the last write
-	}
-	if s.writtenTop != nil && sameTop(countless(*s.writtenTop), countless(top)) {
-		if due := s.wroteAt.Add(paceFor(len(s.entries))).Sub(workflow.Now(ctx)); due > 0 {
-			if s.owed == nil {
-				s.owed = workflow.NewTimer(ctx, due)
-			}
-			return nil
-		}
-	}
+	in.Delta, in.Status.Jobs = plan.Delta, plan.Jobs
 	err := quick(ctx, acts.WriteSchedulingStatus, in).Get(ctx, nil)
 	var app *temporal.ApplicationError
 	if in.Delta && errors.As(err, &app) && app.Type() == activities.ErrStatusOutOfStep {
@@ -800,50 +751,8 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.written == nil {
-		s.written = make(map[string]v1alpha1.SchedulingJobStatus, len(st.Jobs))
-	}
-	for _, js := range in.Status.Jobs {
-		s.written[js.Name] = js
-	}
-	s.writtenTop, s.wroteAt = &top, workflow.Now(ctx)
+	s.out.Wrote(s.status, in.Status.Jobs, workflow.Now(ctx))
 	return nil
-}
-
-// countless is a status without its job counts (statusPace).
-func countless(st v1alpha1.SchedulingStatus) v1alpha1.SchedulingStatus {
-	st.RunningJobs, st.FinishedJobs = 0, 0
-	return st
-}
-
-// sameTop says whether two statuses are equal but for their job lists.
-func sameTop(a, b v1alpha1.SchedulingStatus) bool {
-	eqTime := func(x, y *metav1.Time) bool { return (x == nil) == (y == nil) && (x == nil || x.Equal(y)) }
-	if a.State != b.State || a.Message != b.Message || a.TotalJobs != b.TotalJobs || a.RunningJobs != b.RunningJobs ||
-		a.FinishedJobs != b.FinishedJobs || a.ObservedGeneration != b.ObservedGeneration ||
-		!eqTime(a.StartedAt, b.StartedAt) || !eqTime(a.FinishedAt, b.FinishedAt) || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
-			x.ObservedGeneration != y.ObservedGeneration || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameJobStatus says whether two renderings of a job's status are equal.
-func sameJobStatus(a, b v1alpha1.SchedulingJobStatus) bool {
-	dur := func(d *metav1.Duration) time.Duration {
-		if d == nil {
-			return -1
-		}
-		return d.Duration
-	}
-	return a.Name == b.Name && a.State == b.State && a.Message == b.Message && slices.Equal(a.Slots, b.Slots) &&
-		dur(a.WaitTime) == dur(b.WaitTime) && dur(a.RunTime) == dur(b.RunTime)
 }
 
 // validateExtend refuses an extension that could not run: it changes nothing. jobs is the
@@ -1024,7 +933,7 @@ func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 }
 
 // waitForAdmission waits for a grant, a job's progress or an extension, and acts on it;
-// statusDue: nothing came but the time of a put-off status write (statusPace).
+// statusDue: nothing came but the time of a put-off status write (statusplan).
 func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err error) {
 	var grants []AdmissionGrant
 	var progress *JobProgress

@@ -19,6 +19,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/workflows/statusplan"
 )
 
 // fakeAdmission stands in for everything around one Scheduling workflow: the BatchJobs
@@ -551,7 +552,7 @@ func TestSchedulingWorkflow_AGrantWhoseSlotLeftTheBedIsAskedForAgain(t *testing.
 	f.runFor = map[string]time.Duration{"a": 10 * time.Second}
 	f.gone = map[int32]bool{1: true}
 	// Grants take longer than the pace of status writes, so one says the job waits again.
-	f.grantAfter = 3 * statusPace
+	f.grantAfter = 3 * statusplan.Pace
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
 
@@ -841,7 +842,7 @@ func TestSchedulingWorkflow_ProgressThatComesWithItsGrantCounts(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, f.admissionReleases, "each job's end reached Admission")
 }
 
-// While only the jobs' progress changes, status writes come at most one per statusPace, and
+// While only the jobs' progress changes, status writes come at most one per statusplan.Pace, and
 // a change nothing follows is still written; a change of the state is written at once.
 func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	var jobs []v1alpha1.SchedulingJob
@@ -859,7 +860,7 @@ func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
 	require.NoError(t, env.GetWorkflowError())
 
-	require.Positive(t, requireProgressPaced(t, f, statusPace))
+	require.Positive(t, requireProgressPaced(t, f, statusplan.Pace))
 	require.Less(t, len(f.writes), 15, "41 jobs' starts and ends took %d writes", len(f.writes))
 
 	last := (*statuses)[len(*statuses)-1]
@@ -876,7 +877,7 @@ func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	}
 }
 
-// A Scheduling of more than paceEntries jobs writes its progress less often, in proportion
+// A Scheduling of more than statusplan.EntriesPerSecond jobs writes its progress less often, in proportion
 // to its size: 600 jobs, a write at most every 6 s.
 func TestSchedulingWorkflow_ABigSchedulingsStatusIsPacedByItsSize(t *testing.T) {
 	var jobs []v1alpha1.SchedulingJob
@@ -892,7 +893,7 @@ func TestSchedulingWorkflow_ABigSchedulingsStatusIsPacedByItsSize(t *testing.T) 
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
 	require.NoError(t, env.GetWorkflowError())
 
-	progressOnly := requireProgressPaced(t, f, 600*time.Second/paceEntries)
+	progressOnly := requireProgressPaced(t, f, 600*time.Second/statusplan.EntriesPerSecond)
 	require.Greater(t, progressOnly, 5)
 	require.Less(t, progressOnly, 15, "60 s of progress at one write per 6 s")
 }
@@ -988,7 +989,7 @@ func TestSchedulingWorkflow_ARunCarriedFromBeforeAsksAndWritesAtOnce(t *testing.
 	require.Equal(t, slices.Repeat([]string{"b"}, int(time.Hour/reaskEvery)), f2.requested,
 		"the waiting job is asked for again at the start, then every reaskEvery while it waits the hour")
 	require.NotEmpty(t, f2.writes)
-	require.Less(t, f2.wroteAt[0].Sub(f.wroteAt[len(f.wroteAt)-1]), statusPace, "the first write waited for a pace it knew nothing of")
+	require.Less(t, f2.wroteAt[0].Sub(f.wroteAt[len(f.wroteAt)-1]), statusplan.Pace, "the first write waited for a pace it knew nothing of")
 	require.False(t, f2.writes[0].Delta)
 }
 
@@ -1009,7 +1010,7 @@ func TestSchedulingWorkflow_TheNextRunPacesItsFirstWrite(t *testing.T) {
 	env2.SetStartTime(in.Carried.WroteAt.Add(100 * time.Millisecond))
 	runNext(t, env2, in)
 	require.NotEmpty(t, f2.writes)
-	require.GreaterOrEqual(t, f2.wroteAt[0].Sub(in.Carried.WroteAt), statusPace, "the next run wrote at its start")
+	require.GreaterOrEqual(t, f2.wroteAt[0].Sub(in.Carried.WroteAt), statusplan.Pace, "the next run wrote at its start")
 	require.False(t, f2.writes[0].Delta, "the next run's first write is whole")
 	require.Len(t, f2.writes[0].Status.Jobs, 2)
 	require.Equal(t, in.Carried.Entries[0].Slots, jobStatus(f2.writes[0].Status, "a").Slots, "and has the grant the last run put off writing")
