@@ -50,7 +50,7 @@ type ReconcileTestBedResult struct {
 	// TakenBy names the older test bed (namespace/name) whose nodeLabel this one shares: the
 	// nodes are that bed's, and this one has no slots until it is gone.
 	TakenBy string
-	// HandingOver counts the freed slots whose ghost waits for the next pass (HandOverGrace):
+	// HandingOver counts the freed slots whose ghost waits for the next pass (slots.HandOverGrace):
 	// their job's pods left since the last pass, and Admission may be handing them to the
 	// next job.
 	HandingOver int
@@ -105,7 +105,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 	}
 	requests := GhostRequests(tb.Spec.ResourcesPerSlot)
 	plan := slots.PlanGhosts(layout, requests, observed)
-	handingOver, handOverDue := holdBackFreed(&plan, current, g.freed)
+	handingOver, handOverDue := slots.HoldBackFreed(&plan, current, g.freed)
 	readLate := false
 	if fromCopy {
 		// The worker's copy of the jobs may lag: a grant not in it yet would get a ghost or
@@ -113,8 +113,8 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		// keep a freed slot without one (a slot held with no pod of its job in it: a run
 		// that ended, or a grant whose pods are on their way). A pass that changes anything,
 		// or would leave such a slot be, decides on the API server's word.
-		confirm := len(plan.Create) > 0 || len(plan.Delete) > 0 || moved(layout, current)
-		if empty := heldEmpty(layout, observed); !confirm && len(empty) > 0 {
+		confirm := len(plan.Create) > 0 || len(plan.Delete) > 0 || slots.Moved(layout, current)
+		if empty := slots.HeldEmpty(layout, observed); !confirm && len(empty) > 0 {
 			// In a busy bed nearly every pass finds a slot held empty (a grant's pods on their
 			// way), and listing every job of the namespace from etcd for it was 16% of the
 			// worker's CPU in the 1,000-job run. The API server's word on such slots is their
@@ -126,7 +126,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 			}
 			confirm = !held
 			if held {
-				handingOver, handOverDue = handingOver+freed, sooner(handOverDue, freedDue)
+				handingOver, handOverDue = handingOver+freed, slots.Sooner(handOverDue, freedDue)
 			}
 		}
 		if confirm {
@@ -134,11 +134,11 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 				return ReconcileTestBedResult{}, err
 			}
 			plan = slots.PlanGhosts(layout, requests, observed)
-			handingOver, handOverDue = holdBackFreed(&plan, current, g.freed)
+			handingOver, handOverDue = slots.HoldBackFreed(&plan, current, g.freed)
 			readLate = true
 		}
 	}
-	recheck := sooner(g.recheck, handOverDue)
+	recheck := slots.Sooner(g.recheck, handOverDue)
 
 	// What the plan holds back is left out of Delete and Create, so the rest of the bed is
 	// reconciled even while a pod somewhere is stuck.
@@ -238,42 +238,6 @@ func (a *Activities) forgetGrants(ctx context.Context, bed string, jobs []*v1alp
 	return err
 }
 
-// HandOverGrace is how long a freed slot waits for its next job before it gets its ghost
-// back. A job's end reaches Admission straight from the job, and Admission grants the freed
-// slot in the same step when a job waits for it (0.2 s at the median of the long run): a
-// ghost made in between is only deleted again by the grant, two pod writes and a scheduler
-// cycle for nothing, and the pass that made it read every job from etcd to be sure of it.
-// A slot not granted within the grace gets its ghost at the pass after.
-const HandOverGrace = time.Second
-
-// holdBackFreed takes out of plan's ghosts to create those of freed slots that may be on their
-// way to a next job: slots whose run ended less than HandOverGrace ago (freed, by slot: the
-// grace left), and slots the bed's last status shows held by a job's pod, reserved or
-// occupied (the pod left since the last pass; a run whose end the pass does not know of yet,
-// such as a pod deleted while it waited). It returns how many it held back, and when the
-// first of them is due (ReconcileTestBed comes back then).
-func holdBackFreed(plan *slots.Plan, last []v1alpha1.SlotStatus, freed map[int32]time.Duration) (int, time.Duration) {
-	wait := map[int32]time.Duration{}
-	for p, left := range freed {
-		wait[p] = left
-	}
-	for _, s := range last {
-		if _, ok := wait[s.Position]; !ok && (s.State == v1alpha1.SlotReserved || s.State == v1alpha1.SlotOccupied) {
-			wait[s.Position] = HandOverGrace
-		}
-	}
-	var due time.Duration
-	n := len(plan.Create)
-	plan.Create = slices.DeleteFunc(plan.Create, func(s slots.Slot) bool {
-		left, ok := wait[s.Position]
-		if ok {
-			due = sooner(due, left)
-		}
-		return ok
-	})
-	return n - len(plan.Create), due
-}
-
 // layoutWithGrants lays out the bed's slots over nodes (layout) and marks those that jobs
 // hold (assignedSlots). The jobs come from the worker's copy when mayCopy and the copy has synced
 // (fromCopy), else from the API server; either way only the jobs labelled with the bed. The
@@ -298,31 +262,14 @@ func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed,
 		p := layout[i].Position
 		layout[i].Assigned = g.assigned[p] && !g.unclaimed[p]
 	}
-	g.recheck = sooner(g.recheck, leaving)
+	g.recheck = slots.Sooner(g.recheck, leaving)
 	return layout, g, fromCopy, nil
-}
-
-// heldEmpty lists the slots of layout held for a job (Assigned) with no live pod in them.
-func heldEmpty(layout []slots.Slot, observed []slots.ObservedPod) []int32 {
-	filled := map[int32]bool{}
-	for _, p := range observed {
-		if !p.Ghost && !p.Finished && p.Slot >= 0 {
-			filled[p.Slot] = true
-		}
-	}
-	var out []int32
-	for _, s := range layout {
-		if s.Assigned && !filled[s.Position] {
-			out = append(out, s.Position)
-		}
-	}
-	return out
 }
 
 // stillClaimed says whether every slot of positions is still claimed, on etcd's word, by one
 // of the jobs holders credits with it: one read of each of those jobs.
 //
-// A slot whose holder's run, on etcd's word, ended less than HandOverGrace ago counts as
+// A slot whose holder's run, on etcd's word, ended less than slots.HandOverGrace ago counts as
 // claimed too (freed counts them; freedDue is when the first such grace ends). The copy has
 // not seen that end yet, and a pass that read every job would leave the slot as this one
 // does: without a ghost while its next job may be on its way (a freed slot's hand-over).
@@ -334,7 +281,7 @@ func (a *Activities) stillClaimed(ctx context.Context, tb *v1alpha1.TestBed, pos
 	now := time.Now()
 	type claim struct {
 		slots []int32 // the slots the job claims now; nil when none
-		freed []int32 // the slots its run left less than HandOverGrace ago
+		freed []int32 // the slots its run left less than slots.HandOverGrace ago
 		left  time.Duration
 	}
 	claims := map[string]claim{}
@@ -349,10 +296,10 @@ func (a *Activities) stillClaimed(ctx context.Context, tb *v1alpha1.TestBed, pos
 					return false, 0, 0, fmt.Errorf("get batch job %s/%s: %w", tb.Namespace, name, err)
 				}
 				if err == nil {
-					if h := holdOf(&j, tb.Name, timeout, now); h.holds && !h.unclaimed {
-						c.slots = h.slots
+					if h := slots.HoldOf(&j, tb.Name, timeout, now); h.Holds && !h.Unclaimed {
+						c.slots = h.Slots
 					} else {
-						c.freed, c.left = freedRecently(&j, tb.Name, now)
+						c.freed, c.left = slots.FreedRecently(&j, tb.Name, now)
 					}
 				}
 				claims[name] = c
@@ -364,7 +311,7 @@ func (a *Activities) stillClaimed(ctx context.Context, tb *v1alpha1.TestBed, pos
 			if c.left > 0 && slices.Contains(c.freed, p) {
 				claimed = true
 				freed++
-				freedDue = sooner(freedDue, c.left)
+				freedDue = slots.Sooner(freedDue, c.left)
 				break
 			}
 		}
@@ -373,25 +320,6 @@ func (a *Activities) stillClaimed(ctx context.Context, tb *v1alpha1.TestBed, pos
 		}
 	}
 	return true, freed, freedDue, nil
-}
-
-// moved says whether layout drops a slot of the bed's status or puts it elsewhere (added
-// slots move none).
-func moved(layout []slots.Slot, previous []v1alpha1.SlotStatus) bool {
-	type place struct {
-		position, onNode int32
-		node             string
-	}
-	now := make(map[place]bool, len(layout))
-	for _, s := range layout {
-		now[place{s.Position, s.PositionOnNode, s.NodeName}] = true
-	}
-	for _, s := range previous {
-		if !now[place{s.Position, s.PositionOnNode, s.NodeName}] {
-			return true
-		}
-	}
-	return false
 }
 
 // LeavingGrace is how long a slot whose node left the test bed stays, unavailable, when no
@@ -440,7 +368,7 @@ func (a *Activities) layout(tb *v1alpha1.TestBed, current []v1alpha1.SlotStatus,
 	}
 	out = slots.Relayout(current, in, tb.Spec.SlotsPerNode, held)
 	for _, s := range current {
-		recheck = sooner(recheck, graceLeft(s))
+		recheck = slots.Sooner(recheck, graceLeft(s))
 	}
 	for i := range out {
 		if out[i].Leaving && out[i].LeavingSince.IsZero() {
@@ -448,14 +376,6 @@ func (a *Activities) layout(tb *v1alpha1.TestBed, current []v1alpha1.SlotStatus,
 		}
 	}
 	return out, recheck
-}
-
-// sooner is the earlier of two due times, where 0 means none.
-func sooner(a, b time.Duration) time.Duration {
-	if b > 0 && (a <= 0 || b < a) {
-		return b
-	}
-	return a
 }
 
 // grants are the bed's slots that jobs hold while they run (assigned): the slots of each
@@ -472,7 +392,7 @@ type grants struct {
 	recheck             time.Duration
 	// holders names the jobs that claim each claimed slot.
 	holders map[int32][]string
-	// freed are the slots of runs that ended less than HandOverGrace ago, with the grace
+	// freed are the slots of runs that ended less than slots.HandOverGrace ago, with the grace
 	// left.
 	freed map[int32]time.Duration
 	// done are the jobs labelled with the bed (GrantedTestBedLabel) that hold nothing of it
@@ -497,9 +417,9 @@ func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v
 	out := grants{assigned: map[int32]bool{}, unclaimed: map[int32]bool{}, holders: map[int32][]string{}, freed: map[int32]time.Duration{}}
 	claimed := map[int32]bool{}
 	for i := range jobs.Items {
-		h := holdOf(&jobs.Items[i], tb.Name, timeout, now)
-		if !h.holds {
-			if ps, left := freedRecently(&jobs.Items[i], tb.Name, now); left > 0 {
+		h := slots.HoldOf(&jobs.Items[i], tb.Name, timeout, now)
+		if !h.Holds {
+			if ps, left := slots.FreedRecently(&jobs.Items[i], tb.Name, now); left > 0 {
 				for _, p := range ps {
 					out.freed[p] = max(out.freed[p], left)
 				}
@@ -508,10 +428,10 @@ func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v
 			}
 			continue
 		}
-		out.recheck = sooner(out.recheck, h.dueIn)
-		for _, p := range h.slots {
+		out.recheck = slots.Sooner(out.recheck, h.DueIn)
+		for _, p := range h.Slots {
 			out.assigned[p] = true
-			if h.unclaimed {
+			if h.Unclaimed {
 				out.unclaimed[p] = true
 			} else {
 				claimed[p] = true
@@ -524,65 +444,6 @@ func (a *Activities) assignedSlotsIn(ctx context.Context, r client.Reader, tb *v
 		delete(out.unclaimed, p)
 	}
 	return out, nil
-}
-
-// hold is what one job holds of a test bed (holdOf).
-type hold struct {
-	holds bool
-	slots []int32
-	// unclaimed: the job's pods have not all come within the bed's grantedSlotTimeout.
-	unclaimed bool
-	// dueIn, when positive, is when that timeout ends.
-	dueIn time.Duration
-}
-
-// holdOf is what job j holds of test bed bed: the slots of its creation request for the bed
-// (or, once preemption took some back, of its assigned-slots annotation) while it is in an
-// active Scheduling and its status does not say that run ended.
-func holdOf(j *v1alpha1.BatchJob, bed string, timeout time.Duration, now time.Time) hold {
-	if j.Labels[v1alpha1.ActiveSchedulingLabel] == "" {
-		return hold{}
-	}
-	req, err := v1alpha1.CreationRequestOf(j.Annotations)
-	if err != nil || req == nil || req.TestBed != bed {
-		return hold{}
-	}
-	st := j.Status
-	thisRun := st.Run == req.Run && st.Scheduling == req.Scheduling
-	if thisRun && st.State.Ended() {
-		return hold{}
-	}
-	h := hold{holds: true, slots: req.Slots}
-	if v, ok := j.Annotations[v1alpha1.AssignedSlotsAnnotation]; ok {
-		if ids, err := slots.ParseSlotIDs(v); err == nil {
-			h.slots = ids
-		}
-	}
-	if !(thisRun && st.State == v1alpha1.JobRunning) {
-		left := req.GrantedAt.Add(timeout).Sub(now)
-		h.unclaimed = left <= 0
-		h.dueIn = left
-	}
-	return h
-}
-
-// freedRecently gives the slots of bed that job j's run left, and how much of HandOverGrace
-// is left since it ended (none: 0).
-func freedRecently(j *v1alpha1.BatchJob, bed string, now time.Time) ([]int32, time.Duration) {
-	st := &j.Status
-	if st.TestBed != bed || !st.State.Ended() || len(st.Slots) == 0 {
-		return nil, 0
-	}
-	var ended time.Time
-	switch {
-	case st.Phases != nil && st.Phases.EndedAt != nil:
-		ended = st.Phases.EndedAt.Time
-	case st.FinishedAt != nil:
-		ended = st.FinishedAt.Time
-	default:
-		return nil, 0
-	}
-	return st.Slots, min(HandOverGrace, ended.Add(HandOverGrace).Sub(now))
 }
 
 // nodeLabelOwner names the test bed, of any namespace, that owns the nodes tb's nodeLabel

@@ -286,56 +286,6 @@ func TestReconcileTestBed_KeepsConditionsItDoesNotOwn(t *testing.T) {
 	require.Equal(t, "Accepted", meta.FindStatusCondition(readBed(t, cl).Status.Conditions, queuesConfigured).Reason)
 }
 
-// The slots freed less than HandOverGrace ago, and those the last status shows held by a
-// job's pod, wait for their next job, and the pass is due back when the first one's grace
-// ends; a free slot without a ghost otherwise (a new slot, or one whose ghost went) gets its
-// ghost at once.
-func TestHoldBackFreed_OnlySlotsOnTheirWayToANextJob(t *testing.T) {
-	plan := slots.Plan{Create: []slots.Slot{{Position: 0}, {Position: 1}, {Position: 2}, {Position: 3}, {Position: 4}}}
-	last := []v1alpha1.SlotStatus{
-		{Position: 0, State: v1alpha1.SlotFree},
-		{Position: 1, State: v1alpha1.SlotReserved, PodName: "exec-1"},
-		{Position: 2, State: v1alpha1.SlotOccupied, PodName: "exec-2"},
-	}
-	n, due := holdBackFreed(&plan, last, map[int32]time.Duration{3: 300 * time.Millisecond, 7: 100 * time.Millisecond})
-	require.Equal(t, 3, n)
-	require.Equal(t, 300*time.Millisecond, due, "slot 7 is not to be created: it decides nothing")
-	var kept []int32
-	for _, s := range plan.Create {
-		kept = append(kept, s.Position)
-	}
-	require.Equal(t, []int32{0, 4}, kept)
-	n, due = holdBackFreed(&plan, last, nil)
-	require.Zero(t, n)
-	require.Zero(t, due)
-
-	plan = slots.Plan{Create: []slots.Slot{{Position: 1}}}
-	n, due = holdBackFreed(&plan, last, nil)
-	require.Equal(t, 1, n)
-	require.Equal(t, HandOverGrace, due)
-}
-
-// A run's slots count as freed for HandOverGrace after its end was seen, in its own bed only.
-func TestFreedRecently(t *testing.T) {
-	now := time.Now()
-	ended := func(ago time.Duration, bed string, state v1alpha1.BatchJobState) *v1alpha1.BatchJob {
-		at := metav1.NewMicroTime(now.Add(-ago))
-		return &v1alpha1.BatchJob{Status: v1alpha1.BatchJobStatus{State: state, TestBed: bed, Slots: []int32{2, 5},
-			Phases: &v1alpha1.RunPhases{EndedAt: &at}}}
-	}
-	ps, left := freedRecently(ended(400*time.Millisecond, "bed", v1alpha1.JobCompleted), "bed", now)
-	require.Equal(t, []int32{2, 5}, ps)
-	require.Equal(t, HandOverGrace-400*time.Millisecond, left)
-	_, left = freedRecently(ended(2*HandOverGrace, "bed", v1alpha1.JobFailed), "bed", now)
-	require.LessOrEqual(t, left, time.Duration(0), "the grace is over")
-	_, left = freedRecently(ended(0, "other", v1alpha1.JobCompleted), "bed", now)
-	require.Zero(t, left)
-	_, left = freedRecently(ended(0, "bed", v1alpha1.JobRunning), "bed", now)
-	require.Zero(t, left)
-	_, left = freedRecently(ended(-time.Hour, "bed", v1alpha1.JobCompleted), "bed", now)
-	require.Equal(t, HandOverGrace, left, "an end stamped ahead of this clock waits no longer than the grace")
-}
-
 // A pass's writes go passWritesAtOnce at a time, all of them within the budget; none
 // starts after it; the first error is returned and the writes not yet started are not sent.
 func TestWriteEach_AtOnceWithinTheBudget(t *testing.T) {
