@@ -32,8 +32,20 @@ type Activities struct {
 	// run to take it in; an update that comes in then is retried by the client on the new
 	// run instead.
 	Updates map[string]bool
+	// Clock, when set, is the time the activities decide by (what a job holds of a bed, a
+	// freed slot's grace, an application's creation time); nil is the wall clock. Deadlines
+	// of the activities' own waits and writes stay on the wall clock.
+	Clock func() time.Time
 
 	batches signalBatches
+}
+
+// now is the time the activities decide by (Clock).
+func (a *Activities) now() time.Time {
+	if a.Clock != nil {
+		return a.Clock()
+	}
+	return time.Now()
 }
 
 func (a *Activities) leavingGrace() time.Duration {

@@ -201,7 +201,7 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 	if notes == nil {
 		notes = map[string]string{}
 	}
-	notes[v1alpha1.CreatedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	notes[v1alpha1.CreatedAtAnnotation] = a.now().UTC().Format(time.RFC3339Nano)
 	obj.SetAnnotations(notes)
 	err = a.Client.Create(ctx, obj)
 	if apierrors.IsAlreadyExists(err) {
@@ -312,7 +312,7 @@ func (a *Activities) WaitFinished(ctx context.Context, in AppKey) (AppProgress, 
 	}
 	end := p.EndedAt
 	if end.IsZero() {
-		end = time.Now()
+		end = a.now()
 	}
 	place, err := a.findPlace(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.Job}, end)
 	if err != nil {

@@ -161,7 +161,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		// grants again: the window left is this read to the create, not the whole pass. A
 		// plan made on a read after the pods' (readLate) with no delete since has that
 		// window already.
-		now, err := a.assignedSlots(ctx, &tb, time.Now())
+		now, err := a.assignedSlots(ctx, &tb, a.now())
 		if err != nil {
 			return res, err
 		}
@@ -247,7 +247,7 @@ func (a *Activities) forgetGrants(ctx context.Context, bed string, jobs []*v1alp
 // reading a thousand jobs from etcd twice a pass was a twelfth of the API server's work in the
 // long run; the copy costs it nothing.
 func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed, current []v1alpha1.SlotStatus, nodes []corev1.Node, mayCopy bool) (layout []slots.Slot, g grants, fromCopy bool, err error) {
-	now := time.Now()
+	now := a.now()
 	if r := a.Changes.reader(v1alpha1.GroupVersion.WithKind("BatchJob")); mayCopy && r != nil {
 		fromCopy = true
 		g, err = a.assignedSlotsIn(ctx, r, tb, now)
@@ -278,7 +278,7 @@ func (a *Activities) layoutWithGrants(ctx context.Context, tb *v1alpha1.TestBed,
 // at freedDue, when the copy has the end.
 func (a *Activities) stillClaimed(ctx context.Context, tb *v1alpha1.TestBed, positions []int32, holders map[int32][]string) (held bool, freed int, freedDue time.Duration, err error) {
 	timeout := tb.Spec.GrantedSlotTimeoutOrDefault()
-	now := time.Now()
+	now := a.now()
 	type claim struct {
 		slots []int32 // the slots the job claims now; nil when none
 		freed []int32 // the slots its run left less than slots.HandOverGrace ago
@@ -501,7 +501,7 @@ func (a *Activities) slotPods(ctx context.Context, tb *v1alpha1.TestBed) (map[ty
 	}
 	byUID := make(map[types.UID]corev1.Pod, len(list.Items))
 	observed := make([]slots.ObservedPod, 0, len(list.Items))
-	now := time.Now()
+	now := a.now()
 	for _, p := range list.Items {
 		byUID[p.UID] = p
 		o := ObservePod(&p)

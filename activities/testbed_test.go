@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -332,4 +333,34 @@ func TestWriteEach_AtOnceWithinTheBudget(t *testing.T) {
 	require.EqualError(t, err, "refused")
 	require.Less(t, n, 100)
 	require.Less(t, sent.Load(), int64(100), "the writes after an error are not sent")
+}
+
+// A pass decides by the activities' clock (Activities.Clock): a slot granted to a job whose
+// pods have not come stays without a ghost until the bed's grantedSlotTimeout has passed on
+// that clock, and gets its ghost at the first pass after.
+func TestReconcileTestBed_DecidesByTheInjectedClock(t *testing.T) {
+	granted := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	at := metav1.NewMicroTime(granted)
+	req, err := json.Marshal(v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid-1", TestBed: "bed", Slots: []int32{3}, Run: 1, GrantedAt: &at})
+	require.NoError(t, err)
+	job := &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default",
+		Labels:      map[string]string{v1alpha1.ActiveSchedulingLabel: "nightly", v1alpha1.GrantedTestBedLabel: "bed"},
+		Annotations: map[string]string{v1alpha1.CreationRequestAnnotation: string(req)}}}
+	timeout := v1alpha1.DefaultGrantedSlotTimeout
+	for _, c := range []struct {
+		name       string
+		now        time.Time
+		wantGhosts []string
+	}{
+		{"within the timeout", granted.Add(timeout / 2), []string{"node-00/0", "node-00/1", "node-01/0"}},
+		{"past the timeout", granted.Add(timeout + time.Second), []string{"node-00/0", "node-00/1", "node-01/0", "node-01/1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := fakeClient(nil, fakeBed(), job.DeepCopy())
+			a := &Activities{Client: cl, Clock: func() time.Time { return c.now }}
+			_, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
+			require.NoError(t, err)
+			require.Equal(t, c.wantGhosts, ghostPlaces(t, cl))
+		})
+	}
 }
