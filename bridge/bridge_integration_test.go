@@ -78,7 +78,7 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 	cl, tc := startBridge(t, c)
 	ctx := context.Background()
 
-	tb := bedOn("default", "bed", localcluster.DefaultNodeLabel)
+	tb := testobjects.TestBed("bed").Namespace("default").NodeLabel(localcluster.DefaultNodeLabel).Obj()
 	require.NoError(t, cl.Create(ctx, tb))
 	waitBed(t, cl, 8, 8)
 
@@ -120,7 +120,7 @@ func TestBridge_PodStuckTerminatingHoldsBackOnlyItsNode(t *testing.T) {
 	frozen.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}
 	frozen.Status.Capacity = frozen.Status.Allocatable
 	require.NoError(t, cl.Status().Update(ctx, frozen))
-	tb := bedOn("default", "bed", localcluster.DefaultNodeLabel)
+	tb := testobjects.TestBed("bed").Namespace("default").NodeLabel(localcluster.DefaultNodeLabel).Obj()
 	require.NoError(t, cl.Create(ctx, tb))
 	require.Eventually(t, func() bool {
 		g := ghostsByNode(t, cl)
@@ -241,16 +241,16 @@ func TestBridge_TwoBedsOnOneLabel(t *testing.T) {
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
 	for _, label := range []string{"kubernetes.io/hostname", "node-role.kubernetes.io/control-plane", "topology.kubernetes.io/zone", "k8s.io/x"} {
-		err := cl.Create(ctx, bedOn("default", "everywhere", label))
+		err := cl.Create(ctx, testobjects.TestBed("everywhere").Namespace("default").NodeLabel(label).Obj())
 		require.ErrorContains(t, err, "nodeLabel must be a key of your own", label)
 	}
 
 	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}))
-	first := bedOn("default", "bed", localcluster.DefaultNodeLabel)
+	first := testobjects.TestBed("bed").Namespace("default").NodeLabel(localcluster.DefaultNodeLabel).Obj()
 	require.NoError(t, cl.Create(ctx, first))
 	waitBed(t, cl, 4, 4)
 	time.Sleep(1100 * time.Millisecond) // creation times are in seconds
-	require.NoError(t, cl.Create(ctx, bedOn("team-b", "late", localcluster.DefaultNodeLabel)))
+	require.NoError(t, cl.Create(ctx, testobjects.TestBed("late").Namespace("team-b").NodeLabel(localcluster.DefaultNodeLabel).Obj()))
 	late := func() *v1alpha1.TestBed {
 		var tb v1alpha1.TestBed
 		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "late"}, &tb))
@@ -282,7 +282,7 @@ func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
 	c := localcluster.New(t, localcluster.Options{Nodes: 2})
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Second})
 	ctx := context.Background()
-	tb := bedOn("default", "bed", localcluster.DefaultNodeLabel)
+	tb := testobjects.TestBed("bed").Namespace("default").NodeLabel(localcluster.DefaultNodeLabel).Obj()
 	require.NoError(t, cl.Create(ctx, tb))
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
 	waitBed(t, cl, 4, 4)
@@ -324,8 +324,7 @@ func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: time.Second})
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
-	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "wordcount", Replication: 1}}}}
+	sched := testobjects.Scheduling("nightly").Job("wordcount", 1).Obj()
 	require.NoError(t, cl.Create(ctx, sched))
 	held := func() bool {
 		var j v1alpha1.BatchJob
@@ -358,8 +357,7 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
 	makeOne := func() *v1alpha1.Scheduling {
-		s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
-			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "wordcount", Replication: 1}}}}
+		s := testobjects.Scheduling("nightly").Job("wordcount", 1).Obj()
 		require.NoError(t, cl.Create(ctx, s))
 		return s
 	}
@@ -418,14 +416,4 @@ func schedulingState(t *testing.T, cl client.Client) v1alpha1.SchedulingState {
 		return ""
 	}
 	return s.Status.State
-}
-
-// bedOn is a test bed of two slots of 1 cpu and 1 GiB on each node labelled label.
-func bedOn(namespace, name, label string) *v1alpha1.TestBed {
-	return &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: label, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}},
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/localcluster"
+	"slotplane/internal/testobjects"
 )
 
 // Every test bed of a namespace says, in its QueuesConfigured condition, what became of the
@@ -28,7 +29,7 @@ func TestQueuesConfigured_ConditionFollowsTheFile(t *testing.T) {
 	cl, _ := startBridge(t, c)
 	ctx := context.Background()
 	newBed := func(name string) {
-		require.NoError(t, cl.Create(ctx, bedOn("default", name, localcluster.DefaultNodeLabel)))
+		require.NoError(t, cl.Create(ctx, testobjects.TestBed(name).NodeLabel(localcluster.DefaultNodeLabel).Obj()))
 	}
 	condition := func(bed string) *metav1.Condition {
 		var tb v1alpha1.TestBed

@@ -20,6 +20,7 @@ import (
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/localcluster"
+	"slotplane/internal/testobjects"
 	"slotplane/workflows"
 )
 
@@ -94,8 +95,7 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	sid := workflows.SchedulingWorkflowID("default", "stuck")
 	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: sid, TaskQueue: workflows.TaskQueue}, "NoSuchWorkflow")
 	require.NoError(t, err)
-	require.NoError(t, cl.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "sick", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "j", Replication: 1}}}}))
+	require.NoError(t, cl.Create(ctx, testobjects.Scheduling("stuck").TestBed("sick").Job("j", 1).Obj()))
 	stuck := waitFor(metav1.ConditionFalse)
 	require.Contains(t, stuck.Message, sid)
 	require.Contains(t, stuck.Message, "NoSuchWorkflow")
@@ -115,8 +115,7 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	did := workflows.SchedulingWorkflowID("default", "dead")
 	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: did, TaskQueue: workflows.TaskQueue}, "NoSuchWorkflow")
 	require.NoError(t, err)
-	require.NoError(t, cl.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "dead", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "sick", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "j", Replication: 1}}}}))
+	require.NoError(t, cl.Create(ctx, testobjects.Scheduling("dead").TestBed("sick").Job("j", 1).Obj()))
 	require.Contains(t, waitFor(metav1.ConditionFalse).Message, did)
 	require.NoError(t, tc.TerminateWorkflow(ctx, did, "", "an operator's mistake"))
 	var dead *metav1.Condition

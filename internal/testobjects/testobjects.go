@@ -110,3 +110,81 @@ func (w *BatchJobWrapper) SuspendedOutcome(o v1alpha1.RunOutcome) *BatchJobWrapp
 	w.job.Spec.SuspendedOutcome = o
 	return w
 }
+
+// TestBedWrapper builds a TestBed.
+type TestBedWrapper struct{ bed v1alpha1.TestBed }
+
+// TestBed is a test bed in Namespace on the nodes labelled slotplane.io/node, two slots of 1
+// CPU and 1 GiB on each.
+func TestBed(name string) *TestBedWrapper {
+	return &TestBedWrapper{bed: v1alpha1.TestBed{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
+		Spec:       v1alpha1.TestBedSpec{NodeLabel: "slotplane.io/node", SlotsPerNode: 2, ResourcesPerSlot: resources("1", "1Gi")},
+	}}
+}
+
+// Obj is the TestBed built so far (a copy).
+func (w *TestBedWrapper) Obj() *v1alpha1.TestBed { return w.bed.DeepCopy() }
+
+// Namespace puts the bed in ns.
+func (w *TestBedWrapper) Namespace(ns string) *TestBedWrapper {
+	w.bed.Namespace = ns
+	return w
+}
+
+// NodeLabel puts the bed on the nodes that carry label.
+func (w *TestBedWrapper) NodeLabel(label string) *TestBedWrapper {
+	w.bed.Spec.NodeLabel = label
+	return w
+}
+
+// Slots gives each node perNode slots of cpu and memory.
+func (w *TestBedWrapper) Slots(perNode int32, cpu, memory string) *TestBedWrapper {
+	w.bed.Spec.SlotsPerNode, w.bed.Spec.ResourcesPerSlot = perNode, resources(cpu, memory)
+	return w
+}
+
+// SchedulingWrapper builds a Scheduling.
+type SchedulingWrapper struct{ s v1alpha1.Scheduling }
+
+// Scheduling is a QueueBased Scheduling in Namespace on the test bed "bed", with no jobs.
+func Scheduling(name string) *SchedulingWrapper {
+	return &SchedulingWrapper{s: v1alpha1.Scheduling{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
+		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased},
+	}}
+}
+
+// Obj is the Scheduling built so far (a copy).
+func (w *SchedulingWrapper) Obj() *v1alpha1.Scheduling { return w.s.DeepCopy() }
+
+// Namespace puts the Scheduling in ns.
+func (w *SchedulingWrapper) Namespace(ns string) *SchedulingWrapper {
+	w.s.Namespace = ns
+	return w
+}
+
+// TestBed names its test bed.
+func (w *SchedulingWrapper) TestBed(bed string) *SchedulingWrapper {
+	w.s.Spec.TestBed = bed
+	return w
+}
+
+// Queue names the queue its jobs ask for unless they name one.
+func (w *SchedulingWrapper) Queue(q string) *SchedulingWrapper {
+	w.s.Spec.Queue = q
+	return w
+}
+
+// Job appends a job of replication slots (QueueBased).
+func (w *SchedulingWrapper) Job(name string, replication int32) *SchedulingWrapper {
+	w.s.Spec.Jobs = append(w.s.Spec.Jobs, v1alpha1.SchedulingJob{Name: name, Replication: replication})
+	return w
+}
+
+// SlotJob makes the Scheduling SlotBased and appends a job in the slots ids.
+func (w *SchedulingWrapper) SlotJob(name string, ids ...int32) *SchedulingWrapper {
+	w.s.Spec.Mode = v1alpha1.SlotBased
+	w.s.Spec.Jobs = append(w.s.Spec.Jobs, v1alpha1.SchedulingJob{Name: name, Replication: int32(len(ids)), SlotIDs: ids})
+	return w
+}
