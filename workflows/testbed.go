@@ -1,7 +1,8 @@
 // Package workflows holds slotplane's Temporal workflows. They only orchestrate: decisions
-// come from the pure packages (slots, queue), and everything that touches the cluster is an
-// activity. Workflow code is deterministic: workflow.Now/Sleep/Go/Selector, no map ranging,
-// no I/O; every change to a running workflow's logic goes behind workflow.GetVersion.
+// come from the pure packages (slots, queue, workflows/statusplan), and everything that
+// touches the cluster is an activity. Workflow code is deterministic:
+// workflow.Now/Sleep/Go/Selector, no map ranging, no I/O. A change to its logic that would
+// break a recorded history changes HistoryForm and records the histories again.
 package workflows
 
 import (
