@@ -521,16 +521,10 @@ func TestCheckHolds(t *testing.T) {
 	require.Contains(t, why["held/an-older-uid"], "made again")
 
 	// From the worker's copy: the same answers while it agrees with etcd.
-	var jobs v1alpha1.BatchJobList
-	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
-	snapshot := make([]client.Object, len(jobs.Items))
-	for i := range jobs.Items {
-		snapshot[i] = &jobs.Items[i]
-	}
+	snapshot := jobsOf(t, cl)
 	counted := &countingClient{Client: cl}
 	copying := func(objs ...client.Object) *activities.Activities {
-		return &activities.Activities{Client: counted, Changes: activities.ChangesCopying(
-			fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).Build(), v1alpha1.GroupVersion.WithKind("BatchJob"))}
+		return &activities.Activities{Client: counted, Changes: copyingJobs(objs...)}
 	}
 	keys := []queue.JobKey{k("held", uid), k("free", uid), k("gone", uid), k("ended", uid), k("held", "an-older-uid")}
 	fromCopy, err := copying(snapshot...).CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", Keys: keys})
@@ -634,23 +628,35 @@ func TestCheckHolds_FindsTheGrantsInUseItLacks(t *testing.T) {
 	require.Equal(t, []int32{3}, found["requested"].Granted.Slots)
 
 	// The worker's copy still shows "requested" held; etcd shows it released.
-	var jobs v1alpha1.BatchJobList
-	require.NoError(t, cl.List(ctx, &jobs, client.InNamespace("default")))
-	snapshot := make([]client.Object, len(jobs.Items))
-	for i := range jobs.Items {
-		snapshot[i] = &jobs.Items[i]
-	}
+	snapshot := jobsOf(t, cl)
 	released := &v1alpha1.BatchJob{}
 	require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "requested"}, released))
 	delete(released.Labels, v1alpha1.ActiveSchedulingLabel)
 	delete(released.Annotations, v1alpha1.CreationRequestAnnotation)
 	require.NoError(t, cl.Update(ctx, released))
-	copying := &activities.Activities{Client: cl, Changes: activities.ChangesCopying(
-		fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(snapshot...).Build(), v1alpha1.GroupVersion.WithKind("BatchJob"))}
+	copying := &activities.Activities{Client: cl, Changes: copyingJobs(snapshot...)}
 	fromCopy, err := copying.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: "default", TestBed: "bed", Keys: []queue.JobKey{known}})
 	require.NoError(t, err)
 	require.Len(t, fromCopy.Found, 1)
 	require.Equal(t, "running", fromCopy.Found[0].Key.Job)
+}
+
+// jobsOf are the BatchJobs of namespace default as etcd has them now, for a worker's copy.
+func jobsOf(t *testing.T, cl client.Client) []client.Object {
+	t.Helper()
+	var jobs v1alpha1.BatchJobList
+	require.NoError(t, cl.List(context.Background(), &jobs, client.InNamespace("default")))
+	out := make([]client.Object, len(jobs.Items))
+	for i := range jobs.Items {
+		out[i] = &jobs.Items[i]
+	}
+	return out
+}
+
+// copyingJobs is a worker's copy of BatchJobs that holds objs, and lags as they do.
+func copyingJobs(objs ...client.Object) *activities.Changes {
+	return activities.ChangesCopying(fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).Build(),
+		v1alpha1.GroupVersion.WithKind("BatchJob"))
 }
 
 // cacheHas waits until the API server's watch cache holds obj as last written (its

@@ -285,11 +285,8 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (HoldsC
 	if in.TestBed == "" {
 		return out, nil
 	}
-	known := make(map[queue.JobKey]bool, len(in.Keys))
-	for _, k := range in.Keys {
-		known[k] = true
-	}
-	for _, f := range lackingGrants(jobs.Items, in.TestBed, uids, in.Keys) {
+	held := indexKeys(in.Keys)
+	for _, f := range held.lacking(jobs.Items, in.TestBed, uids) {
 		if fromCopy {
 			// A grant the copy shows may have been released since: etcd has the last word.
 			var live v1alpha1.BatchJob
@@ -301,7 +298,7 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (HoldsC
 				return HoldsCheck{}, fmt.Errorf("get batchjob %s/%s: %w", in.Namespace, f.Key.Job, err)
 			}
 			var ok bool
-			if f, ok = foundGrant(&live, in.TestBed, uids, known); !ok {
+			if f, ok = held.foundGrant(&live, in.TestBed, uids); !ok {
 				continue
 			}
 		}
@@ -310,22 +307,31 @@ func (a *Activities) CheckHolds(ctx context.Context, in CheckHoldsInput) (HoldsC
 	return out, nil
 }
 
-// lackingGrants are the runs granted in bed, among jobs, that keys lack (see FoundGrant). A
+// heldKeys index the keys an Admission holds: by key, and by (Scheduling, job).
+type heldKeys struct {
+	known  map[queue.JobKey]bool
+	heldBy map[[2]string]bool
+}
+
+func indexKeys(keys []queue.JobKey) heldKeys {
+	h := heldKeys{known: make(map[queue.JobKey]bool, len(keys)), heldBy: make(map[[2]string]bool, len(keys))}
+	for _, k := range keys {
+		h.known[k] = true
+		h.heldBy[[2]string{k.Scheduling, k.Job}] = true
+	}
+	return h
+}
+
+// lacking are the runs granted in bed, among jobs, that the keys lack (see FoundGrant). A
 // job whose holder has a key for it is passed over without reading its creation request:
 // the read is most of the scan's cost, and a bed's jobs are nearly all known.
-func lackingGrants(jobs []v1alpha1.BatchJob, bed string, uids map[string]string, keys []queue.JobKey) []FoundGrant {
-	known := make(map[queue.JobKey]bool, len(keys))
-	heldBy := make(map[[2]string]bool, len(keys))
-	for _, k := range keys {
-		known[k] = true
-		heldBy[[2]string{k.Scheduling, k.Job}] = true
-	}
+func (h heldKeys) lacking(jobs []v1alpha1.BatchJob, bed string, uids map[string]string) []FoundGrant {
 	var out []FoundGrant
 	for i := range jobs {
-		if heldBy[[2]string{jobs[i].Labels[v1alpha1.ActiveSchedulingLabel], jobs[i].Name}] {
+		if h.heldBy[[2]string{jobs[i].Labels[v1alpha1.ActiveSchedulingLabel], jobs[i].Name}] {
 			continue
 		}
-		if f, ok := foundGrant(&jobs[i], bed, uids, known); ok {
+		if f, ok := h.foundGrant(&jobs[i], bed, uids); ok {
 			out = append(out, f)
 		}
 	}
@@ -333,13 +339,13 @@ func lackingGrants(jobs []v1alpha1.BatchJob, bed string, uids map[string]string,
 }
 
 // foundGrant is job's granted run in bed, if it has one the keys lack (see FoundGrant).
-func foundGrant(job *v1alpha1.BatchJob, bed string, uids map[string]string, known map[queue.JobKey]bool) (FoundGrant, bool) {
+func (h heldKeys) foundGrant(job *v1alpha1.BatchJob, bed string, uids map[string]string) (FoundGrant, bool) {
 	g := grantedRun(job)
 	if g == nil || g.Request.TestBed != bed || g.State.Ended() || uids[g.Request.Scheduling] != g.Request.SchedulingUID {
 		return FoundGrant{}, false
 	}
 	k := queue.JobKey{Scheduling: g.Request.Scheduling, SchedulingUID: g.Request.SchedulingUID, Job: job.Name, Run: g.Request.Run}
-	if known[k] {
+	if h.known[k] {
 		return FoundGrant{}, false
 	}
 	info := jobInfo(job)

@@ -236,7 +236,7 @@ func BenchmarkCheckHolds_ScanAgainstKeys(b *testing.B) {
 	})
 	b.Run("scan", func(b *testing.B) {
 		for b.Loop() {
-			if found := lackingGrants(jobs, "bed", uids, keys); len(found) > 0 {
+			if found := indexKeys(keys).lacking(jobs, "bed", uids); len(found) > 0 {
 				b.Fatal("a known grant was found")
 			}
 		}
@@ -244,7 +244,7 @@ func BenchmarkCheckHolds_ScanAgainstKeys(b *testing.B) {
 	// The same scan when Admission lost every grant (a fresh run's): each request is read.
 	b.Run("scan-all-lacking", func(b *testing.B) {
 		for b.Loop() {
-			if found := lackingGrants(jobs, "bed", uids, nil); len(found) != n {
+			if found := indexKeys(nil).lacking(jobs, "bed", uids); len(found) != n {
 				b.Fatalf("found %d of %d", len(found), n)
 			}
 		}

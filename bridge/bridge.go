@@ -162,10 +162,15 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 
 // nudgeTestBed signals a test bed's workflow that its bed changed, starting it if none runs.
 func nudgeTestBed(ctx context.Context, tc temporal.Client, bed types.NamespacedName) error {
-	id := workflows.TestBedWorkflowID(bed.Namespace, bed.Name)
-	_, err := tc.SignalWithStartWorkflow(ctx, id, workflows.TestBedChangedSignal, nil,
-		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
+	return signalWithStart(ctx, tc, workflows.TestBedWorkflowID(bed.Namespace, bed.Name), workflows.TestBedChangedSignal,
 		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: bed.Namespace, Name: bed.Name})
+}
+
+// signalWithStart sends signal to workflow id on slotplane's task queue, starting wf with
+// input when it does not run.
+func signalWithStart(ctx context.Context, tc temporal.Client, id, signal string, wf, input any) error {
+	_, err := tc.SignalWithStartWorkflow(ctx, id, signal, nil,
+		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout}, wf, input)
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", id, err)
 	}

@@ -49,14 +49,8 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 
 // nudgeBatchJob signals a BatchJob's workflow that its job changed, starting it if none runs.
 func nudgeBatchJob(ctx context.Context, tc temporal.Client, job types.NamespacedName) error {
-	id := workflows.BatchJobWorkflowID(job.Namespace, job.Name)
-	_, err := tc.SignalWithStartWorkflow(ctx, id, workflows.BatchJobChangedSignal, nil,
-		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout},
+	return signalWithStart(ctx, tc, workflows.BatchJobWorkflowID(job.Namespace, job.Name), workflows.BatchJobChangedSignal,
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: job.Namespace, Name: job.Name})
-	if err != nil {
-		return fmt.Errorf("signal-with-start %s: %w", id, err)
-	}
-	return nil
 }
 
 // endedRunsBed maps a BatchJob whose run just ended (runEnds) to the test bed of its

@@ -26,34 +26,13 @@ func TestE2E_TerminatedJobAndTestBedWorkflowsComeBack(t *testing.T) {
 	t.Parallel() // no timing it asserts on
 	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
 	ctx := context.Background()
-	_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: "steady", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
-		Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
-		DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-		Annotations:     map[string]string{appsim.SimDurationAnnotation: "20s"}})
-	require.NoError(t, err)
-	_, err = p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "steady", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
+	p.createBatchJob(t, "steady", "20s")
+	_, err := p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "steady", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "steady", Replication: 2}}})
 	require.NoError(t, err)
 	p.waitJob(t, "steady", v1alpha1.JobRunning, 2*time.Minute)
 
-	ids := []string{workflows.BatchJobWorkflowID("default", "steady"), workflows.TestBedWorkflowID("default", "bed")}
-	before := map[string]string{}
-	for _, id := range ids {
-		d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
-		require.NoError(t, err)
-		before[id] = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-		require.NoError(t, p.temporal.TerminateWorkflow(ctx, id, "", "an operator, from the Web UI"))
-	}
-	for _, id := range ids {
-		require.Eventually(t, func() bool {
-			d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
-			if err != nil {
-				return false
-			}
-			info := d.GetWorkflowExecutionInfo()
-			return info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && info.GetExecution().GetRunId() != before[id]
-		}, 30*time.Second, 250*time.Millisecond, "%s did not come back", id)
-	}
+	p.terminateAndAwaitNewRuns(t, workflows.BatchJobWorkflowID("default", "steady"), workflows.TestBedWorkflowID("default", "bed"))
 
 	p.waitScheduling(t, "steady", v1alpha1.SchedulingCompleted, 2*time.Minute)
 	j, err := p.api.GetJob(ctx, "steady")
@@ -80,14 +59,9 @@ func TestE2E_TerminatedSchedulingAndAdmissionWorkflowsComeBack(t *testing.T) {
 	t.Parallel() // no timing it asserts on
 	p := startE2E(t, `<allocations><queue name="batch"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`)
 	ctx := context.Background()
-	runs := map[string]string{"first": "25s", "second": "30s", "third": "4s"}
-	for _, name := range []string{"first", "second", "third"} {
-		_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
-			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
-			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Annotations:     map[string]string{appsim.SimDurationAnnotation: runs[name]}})
-		require.NoError(t, err)
-	}
+	p.createBatchJob(t, "first", "25s")
+	p.createBatchJob(t, "second", "30s")
+	p.createBatchJob(t, "third", "4s")
 	_, err := p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "nightly", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "first", Replication: 4}, {Name: "second", Replication: 4}, {Name: "third", Replication: 4}}})
 	require.NoError(t, err)
@@ -97,24 +71,7 @@ func TestE2E_TerminatedSchedulingAndAdmissionWorkflowsComeBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1alpha1.JobInQueue, third.Status.State, "third waits: the bed is full")
 
-	ids := []string{workflows.SchedulingWorkflowID("default", "nightly"), workflows.AdmissionWorkflowID("default", "bed")}
-	before := map[string]string{}
-	for _, id := range ids {
-		d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
-		require.NoError(t, err)
-		before[id] = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-		require.NoError(t, p.temporal.TerminateWorkflow(ctx, id, "", "an operator, from the Web UI"))
-	}
-	for _, id := range ids {
-		require.Eventually(t, func() bool {
-			d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
-			if err != nil {
-				return false
-			}
-			info := d.GetWorkflowExecutionInfo()
-			return info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && info.GetExecution().GetRunId() != before[id]
-		}, 30*time.Second, 250*time.Millisecond, "%s did not come back", id)
-	}
+	p.terminateAndAwaitNewRuns(t, workflows.SchedulingWorkflowID("default", "nightly"), workflows.AdmissionWorkflowID("default", "bed"))
 
 	p.waitScheduling(t, "nightly", v1alpha1.SchedulingCompleted, 3*time.Minute)
 	ended := map[string]v1alpha1.BatchJobStatus{}
@@ -155,4 +112,39 @@ func TestE2E_TerminatedSchedulingAndAdmissionWorkflowsComeBack(t *testing.T) {
 	require.Equal(t, v1alpha1.JobCompleted, again.Status.State, again.Status.Message)
 	require.Len(t, again.Status.Slots, 2, "the run of the new Scheduling, not the old one's")
 	p.waitSlotsFree(t, time.Minute)
+}
+
+// createBatchJob submits, through the API, a Spark job in root.batch with a small driver
+// that the operators' stand-in runs for runFor.
+func (p *e2ePlatform) createBatchJob(t *testing.T, name, runFor string) {
+	t.Helper()
+	_, err := p.api.CreateJob(context.Background(), apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
+		Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
+		DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+		Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor}})
+	require.NoError(t, err)
+}
+
+// terminateAndAwaitNewRuns terminates the workflows ids through the Temporal client, as an
+// operator does from the Web UI, and waits until each runs again in a new run.
+func (p *e2ePlatform) terminateAndAwaitNewRuns(t *testing.T, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	before := map[string]string{}
+	for _, id := range ids {
+		d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+		require.NoError(t, err)
+		before[id] = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		require.NoError(t, p.temporal.TerminateWorkflow(ctx, id, "", "an operator, from the Web UI"))
+	}
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil {
+				return false
+			}
+			info := d.GetWorkflowExecutionInfo()
+			return info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && info.GetExecution().GetRunId() != before[id]
+		}, 30*time.Second, 250*time.Millisecond, "%s did not come back", id)
+	}
 }
