@@ -781,6 +781,18 @@ func TestKustomize_NetworkPoliciesSelectExistingPods(t *testing.T) {
 	}
 }
 
+// The workers, which run the workflows, roll by stopping the old build first: two builds
+// never replay the same runs (docs/operations.md, "Upgrades"). The others roll as usual.
+func TestKustomize_WorkersRollOneBuildAtATime(t *testing.T) {
+	r := render(t, baseDir)
+	for _, component := range []string{"worker", "admission"} {
+		d := r.deployment(t, component)
+		if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+			t.Errorf("the %s Deployment rolls by %q, want Recreate", component, d.Spec.Strategy.Type)
+		}
+	}
+}
+
 // Every component serves its metrics on port 8080, says so to annotation-based discovery, and
 // lets in only a Prometheus in a namespace labelled slotplane.io/metrics=allowed there.
 func TestKustomize_EveryComponentCanBeScraped(t *testing.T) {

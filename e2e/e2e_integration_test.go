@@ -74,9 +74,10 @@ func TestMain(m *testing.M) {
 type component struct {
 	t    *testing.T
 	name string
-	// command is the binary's subcommand it runs ("": name).
-	command string
-	args    []string
+	// command is the binary's subcommand it runs ("": name); bin the binary ("": the one
+	// TestMain built).
+	command, bin string
+	args         []string
 	// nice, when not 0, is the niceness the process runs at (nice(1)): a higher weight
 	// for the kernel's scheduler, as a CPU request gives a pod on a busy node.
 	nice int
@@ -87,9 +88,9 @@ type component struct {
 
 func (c *component) start() {
 	c.t.Helper()
-	bin, args := binary, append([]string{cmp.Or(c.command, c.name)}, c.args...)
+	bin, args := cmp.Or(c.bin, binary), append([]string{cmp.Or(c.command, c.name)}, c.args...)
 	if c.nice != 0 {
-		bin, args = "nice", append([]string{"-n", strconv.Itoa(c.nice), binary}, args...)
+		bin, args = "nice", append([]string{"-n", strconv.Itoa(c.nice), bin}, args...)
 	}
 	cmd, err := startChild(filepath.Join(c.logs, c.name+".log"), bin, args...)
 	require.NoError(c.t, err, c.name)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -256,31 +257,39 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 func logEventsPerJob(t *testing.T, p *e2ePlatform, id string, jobs int) {
 	counts := map[string]int{}
 	runs := 0
-	for run := ""; ; {
-		runs++
-		it := p.temporal.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		previous := ""
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Logf("history of %s: %v", id, err)
-				return
-			}
-			counts[describeEvent(ev)]++
-			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
-				previous = a.GetContinuedExecutionRunId()
-			}
+	eachRunEvent(t, p, id, func(ev *historypb.HistoryEvent) {
+		counts[describeEvent(ev)]++
+		if ev.GetWorkflowExecutionStartedEventAttributes() != nil {
+			runs++
 		}
-		if previous == "" {
-			break
-		}
-		run = previous
-	}
+	})
 	kinds := slices.Sorted(maps.Keys(counts))
 	slices.SortStableFunc(kinds, func(a, b string) int { return counts[b] - counts[a] })
 	t.Logf("%s: events per job over %d runs", id, runs)
 	for _, k := range kinds {
 		t.Logf("  %8.2f %s", float64(counts[k])/float64(jobs), k)
+	}
+}
+
+// eachRunEvent calls fn with every event of every run of a workflow's chain of
+// continue-as-new, the latest run first.
+func eachRunEvent(t *testing.T, p *e2ePlatform, id string, fn func(*historypb.HistoryEvent)) {
+	t.Helper()
+	for run := ""; ; {
+		it := p.temporal.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		previous := ""
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err, "history of %s", id)
+			fn(ev)
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				previous = a.GetContinuedExecutionRunId()
+			}
+		}
+		if previous == "" {
+			return
+		}
+		run = previous
 	}
 }
 

@@ -5,5 +5,7 @@ package workflows
 // removed or reordered). Until the first release such changes are made directly, with no
 // version marker, and the histories under testdata are recorded again; a store of
 // workflows made by another form (the local platform's, kept across starts) cannot run on
-// this build, and `slotplane dev` refuses it with a way to start anew.
+// this build, and `slotplane dev` refuses it with a way to start anew. From v0.1.0 on,
+// changes ship behind patches and the form changes only in a release that drops an
+// upgrade path.
 const HistoryForm = "2026-12-06"

@@ -2,7 +2,9 @@
 // come from the pure packages (slots, queue, workflows/statusplan), and everything that
 // touches the cluster is an activity. Workflow code is deterministic:
 // workflow.Now/Sleep/Go/Selector, no map ranging, no I/O. A change to its logic that would
-// break a recorded history changes HistoryForm and records the histories again.
+// break a recorded history changes HistoryForm and records the histories again until the
+// first release; from v0.1.0 on it ships behind a patch (workflow.GetVersion), as
+// docs/operations.md says under "Upgrades".
 package workflows
 
 import (
