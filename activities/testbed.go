@@ -116,7 +116,7 @@ func (a *Activities) ReconcileTestBed(ctx context.Context, in TestBedRef) (Recon
 		confirm := len(plan.Create) > 0 || len(plan.Delete) > 0 || slots.Moved(layout, current)
 		if empty := slots.HeldEmpty(layout, observed); !confirm && len(empty) > 0 {
 			// In a busy bed nearly every pass finds a slot held empty (a grant's pods on their
-			// way), and listing every job of the namespace from etcd for it was 16% of the
+			// way), and listing every job of the namespace from etcd for it would be 16% of the
 			// worker's CPU in the 1,000-job run. The API server's word on such slots is their
 			// holders' word: when each slot's holder, read from etcd, still claims it, the
 			// copy was right about them. Only when one does not is the whole list read.

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/slotslices"
@@ -99,4 +100,38 @@ func readBedFrom(ctx context.Context, get func(context.Context, types.Namespaced
 		}
 	}
 	return b, nil
+}
+
+// readCopy reads an object from the worker's copy (Changes) when it has one of that kind,
+// else from the API server's watch cache. One the copy lacks, such as one created a moment
+// ago, is read from etcd before it counts as gone. A job's application is read this way, and
+// a job before a write of its status or its creation request (copyForUpdate).
+func (a *Activities) readCopy(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, a.Client.Scheme())
+	if err != nil {
+		return err
+	}
+	if r := a.Changes.reader(gvk); r != nil {
+		if err := r.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+			return err
+		}
+		return a.Client.Get(ctx, key, obj)
+	}
+	return fromWatchCache(ctx, a.Client, key, obj)
+}
+
+// copyForUpdate is getForUpdate for a write that sends none of what the worker's copy
+// leaves out: its first attempt reads the copy when there is one (readCopy: no request at
+// all), a retry after a conflict reads etcd. The copy lacks a job's wrapped spec and the
+// managed fields. A write of the status subresource neither sends nor changes them (the
+// API server keeps the stored spec and metadata, and the stored managed fields when the
+// request has none; a job's workflow writes its status three times a run), and neither
+// does a patch of the annotations (a creation request). A copy that lags fails the write
+// on its resourceVersion, and the retry reads etcd.
+func (a *Activities) copyForUpdate(ctx context.Context, key types.NamespacedName, obj client.Object, attempt *int) error {
+	*attempt++
+	if *attempt == 1 {
+		return a.readCopy(ctx, key, obj)
+	}
+	return a.Client.Get(ctx, key, obj)
 }

@@ -230,8 +230,8 @@ func TestAttack_RandomTestBedLabelsStayBounded(t *testing.T) {
 	require.Equal(t, 1, e.extender.TestBeds(), "state was kept for test beds that do not exist")
 	require.Contains(t, e.metrics(t), "slotplane_extender_testbeds 1")
 	// Measured on the platform: goroutines move by a handful (HTTP keep-alive connections
-	// of this test's client), the heap by a few MiB of informer and client buffers. Before,
-	// every unknown bed kept a state and a flusher: thousands of goroutines.
+	// of this test's client), the heap by a few MiB of informer and client buffers. A state
+	// and a flusher per unknown bed would be thousands of goroutines.
 	require.LessOrEqual(t, goroutinesAfter, goroutines+3*workers, "goroutines grew with the random test beds")
 	require.Less(t, int64(heapAfter)-int64(heap), int64(16<<20), "the heap grew with the random test beds")
 

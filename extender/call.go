@@ -19,8 +19,8 @@ import (
 // of the pod only its identity is kept; of the nodes, only their names.
 //
 // The body is read by callReader, not by encoding/json. Decoding a /filter call into
-// extenderv1.ExtenderArgs was 84% of its cost; encoding/json into these narrow types still
-// scans the body twice and makes a string per node name, about 160 µs of a 16 KB call,
+// extenderv1.ExtenderArgs would be 84% of its cost; encoding/json into these narrow types
+// still scans the body twice and makes a string per node name, about 160 µs of a 16 KB call,
 // more than the whole call may take. callReader checks the whole body in one pass and takes
 // the names as substrings of one copy of it. It keeps encoding/json's meaning of what it
 // reads (key names matched as encoding/json matches them to these fields, strings with

@@ -92,10 +92,10 @@ type Allocations struct {
 	DefaultFairSharePreemptionThreshold *float64
 	Placement                           []Rule
 	// Settings are the scheduler-wide settings, the properties of yarn-site.xml
-	// (ParseSettings); a file read alone has DefaultSettings. They are embedded so that they
-	// marshal as the fields Preemption and StateAware did when they were elements of this
-	// file: recorded workflow histories, and the states running workflows carry, read the
-	// same (UnmarshalJSON gives the settings added since their defaults).
+	// (ParseSettings); a file read alone has DefaultSettings. They are embedded so that
+	// Preemption and StateAware marshal as fields of Allocations itself, where recorded
+	// workflow histories and the states running workflows carry have them: those read the
+	// same (UnmarshalJSON gives each setting they lack its default).
 	Settings
 	// Ignored lists what the file, and the settings, say that has no meaning for slots, each
 	// with why: the Fair Scheduler accepts it, so a YARN file loads, and slotplane says it

@@ -325,9 +325,9 @@ func TestParseConfig_SettingsJoinTheFile(t *testing.T) {
 	}
 }
 
-// Allocations encoded before the settings they now carry existed (a recorded workflow
-// history, the state a running workflow carries) decode with those settings at their
-// defaults; what they did carry (preemption, StateAware) decodes as it was.
+// Allocations whose encoding lacks some of the settings (as a recorded workflow history, or
+// the state a running workflow carries, may) decode with the missing settings at their
+// defaults; what the encoding does carry (preemption, StateAware) decodes as it was.
 func TestAllocations_JSONFromBeforeTheSettingsTakesTheirDefaults(t *testing.T) {
 	old := `{"Root":{"Name":"root","Path":"root","Weight":1,"Line":1},"UserMaxApps":{},"QueueMaxAMShareDefault":0.5,
 	  "DefaultQueueSchedulingPolicy":"fair","Placement":null,

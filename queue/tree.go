@@ -352,9 +352,9 @@ func (t *Tree) eachLimit(user string, leaf *Queue, f func(q *Queue)) {
 // demand is Demand with each application's queue looked up already (nil: unknown), less the
 // applications that are gone (nil: none); run, when given, is filled with which ones count.
 // Sums per leaf, then one walk of the tree: a decision over ten thousand applications must
-// not walk up the hierarchy for each. The
-// sums and counts are slices by queue number: a map step per application was most of a
-// decision's cost under running-application limits, where every change counts again.
+// not walk up the hierarchy for each. The sums and counts are slices by queue number: a map
+// step per application would be most of a decision's cost under running-application
+// limits, where every change counts again.
 func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool, run *runnability) map[string]Resources {
 	perLeaf := make([]Resources, len(t.queues))
 	count := make([]int, len(t.queues))
