@@ -65,6 +65,43 @@ type LostClaim struct {
 // Complete is true when every object was claimed.
 func (r ClaimResult) Complete() bool { return len(r.Lost) == 0 && len(r.Missing) == 0 }
 
+// Unqueued are the claimed jobs of names whose workflows must be nudged to show the claim:
+// those whose InQueue status the claim did not write itself (Queued). A thousand resting
+// jobs cost their workflows nothing until each job's creation request comes.
+func (r ClaimResult) Unqueued(names []string) []string {
+	if len(r.Queued) == 0 {
+		return names
+	}
+	queued := make(map[string]bool, len(r.Queued))
+	for _, n := range r.Queued {
+		queued[n] = true
+	}
+	var out []string
+	for _, n := range names {
+		if !queued[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Loss says which jobs kept a claim from completing, and that the Scheduling released the
+// ones it got.
+func (r ClaimResult) Loss() string {
+	var parts []string
+	for _, l := range r.Lost {
+		if l.Forbidden != "" {
+			parts = append(parts, fmt.Sprintf("job %s may not be run by this scheduling: %s", l.Name, l.Forbidden))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("job %s is held by scheduling %s", l.Name, l.Holder))
+	}
+	for _, m := range r.Missing {
+		parts = append(parts, fmt.Sprintf("job %s does not exist", m))
+	}
+	return strings.Join(parts, "; ") + "; released everything"
+}
+
 // ClaimJobs puts the Scheduling's active-scheduling label on each BatchJob that no other
 // Scheduling holds. Each label is written with optimistic concurrency, so of two Schedulings
 // racing for a job exactly one wins; the caller releases everything when it lost any.

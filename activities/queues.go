@@ -371,3 +371,26 @@ func unheldWhy(k queue.JobKey, job *v1alpha1.BatchJob, uids map[string]string) s
 	}
 	return ""
 }
+
+// QueueResources reads a Kubernetes resource list as the queues' resources, exactly: memory
+// in bytes and cpu in millicores (a driver of 250m counts as a quarter of a vcore, not a
+// whole one).
+func QueueResources(l corev1.ResourceList) queue.Resources {
+	var r queue.Resources
+	if m, ok := l[corev1.ResourceMemory]; ok {
+		r.MemoryBytes = m.Value()
+	}
+	if c, ok := l[corev1.ResourceCPU]; ok {
+		r.MilliCores = c.MilliValue()
+	}
+	return r
+}
+
+// DriverSize is the admission size of the job's driver or JobManager: its resources, or the
+// application builder's default of 1 GiB and one core when the job gives none.
+func (i JobInfo) DriverSize() queue.Resources {
+	if r := QueueResources(i.Driver); !r.IsZero() {
+		return r
+	}
+	return queue.MBVCores(1024, 1)
+}

@@ -1,11 +1,10 @@
-package workflows
+package jobplan
 
 import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 )
 
@@ -13,10 +12,16 @@ import (
 // own copy: the status it observes may come from a watch cache a moment old, and a record
 // taken from there could lose the run that just ended.
 
-// recordRun adds the status's current run to the history as ended with outcome; where comes
-// from the run's last wait (its nodes and neighbours; empty when there was none). A run
-// already recorded, or no run at all, adds nothing.
-func recordRun(st *v1alpha1.BatchJobStatus, outcome v1alpha1.RunOutcome, msg string, where activities.AppProgress) {
+// Where is where a run ran, as its last wait saw it: its nodes, and the other jobs on them
+// (SharedWith, up to a bound; SharedWithMore beyond it).
+type Where struct {
+	Nodes, SharedWith []string
+	SharedWithMore    int
+}
+
+// RecordRun adds the status's current run to the history as ended with outcome; where is
+// empty when the run had no wait. A run already recorded, or no run at all, adds nothing.
+func RecordRun(st *v1alpha1.BatchJobStatus, outcome v1alpha1.RunOutcome, msg string, where Where) {
 	if st.Run == 0 || st.Scheduling == "" {
 		return
 	}
@@ -81,10 +86,10 @@ func recordBytes(r v1alpha1.RunRecord) int {
 	return n
 }
 
-// releasedRun records the status's current run as released at the time now, if its
+// ReleasedRun records the status's current run as released at the time now, if its
 // application was created and the run did not end: the job is let go of, or a new run
 // replaces it. It reports whether it recorded one.
-func releasedRun(st *v1alpha1.BatchJobStatus, now time.Time, why string) bool {
+func ReleasedRun(st *v1alpha1.BatchJobStatus, now time.Time, why string) bool {
 	if st.Run == 0 || st.State.Ended() || st.Phases == nil || st.Phases.ApplicationCreatedAt == nil {
 		return false
 	}
@@ -94,7 +99,7 @@ func releasedRun(st *v1alpha1.BatchJobStatus, now time.Time, why string) bool {
 	}
 	cp := *st
 	cp.Phases = &ended
-	recordRun(&cp, v1alpha1.RunReleased, why, activities.AppProgress{})
+	RecordRun(&cp, v1alpha1.RunReleased, why, Where{})
 	st.History = cp.History
 	return true
 }

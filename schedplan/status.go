@@ -1,9 +1,8 @@
-// Package statusplan decides what a Scheduling's workflow writes of its status, and when:
-// each job's entry rendered from what the workflow tracks, only the entries that changed
-// since the last write, nothing when nothing changed, and progress paced by the
-// Scheduling's size. It is pure (times come in as arguments), so the workflow stays
-// deterministic and the rules have table tests.
-package statusplan
+// What a Scheduling's workflow writes of its status, and when: each job's entry rendered
+// from the queue, only the entries that changed since the last write, nothing when nothing
+// changed, and progress paced by the Scheduling's size.
+
+package schedplan
 
 import (
 	"slices"
@@ -35,21 +34,10 @@ func PaceFor(n int) time.Duration {
 	return max(Pace, time.Duration(n)*time.Second/time.Duration(EntriesPerSecond))
 }
 
-// Job is what a job's status entry shows of it. Done: its run ended (it counts as
-// finished).
-type Job struct {
-	Name                                 string
-	State                                v1alpha1.BatchJobState
-	Slots                                []int32
-	Message                              string
-	RequestedAt, SubmittedAt, FinishedAt time.Time
-	Done                                 bool
-}
-
 // Render sets st's job list and counts from jobs, in order. A job's wait runs from the
 // Scheduling's start to its request, its run time from its submission to its end, both to
 // the second.
-func Render(st *v1alpha1.SchedulingStatus, jobs []Job) {
+func Render(st *v1alpha1.SchedulingStatus, jobs Jobs) {
 	st.Jobs = st.Jobs[:0]
 	st.TotalJobs, st.RunningJobs, st.FinishedJobs = int32(len(jobs)), 0, 0
 	var start time.Time
@@ -57,7 +45,7 @@ func Render(st *v1alpha1.SchedulingStatus, jobs []Job) {
 		start = st.StartedAt.Time
 	}
 	for _, j := range jobs {
-		js := v1alpha1.SchedulingJobStatus{Name: j.Name, State: j.State, Slots: j.Slots, Message: j.Message}
+		js := v1alpha1.SchedulingJobStatus{Name: j.Job.Name, State: j.State, Slots: j.Slots, Message: j.Message}
 		if !j.RequestedAt.IsZero() {
 			js.WaitTime = &metav1.Duration{Duration: j.RequestedAt.Sub(start).Truncate(time.Second)}
 		}
@@ -65,7 +53,7 @@ func Render(st *v1alpha1.SchedulingStatus, jobs []Job) {
 			js.RunTime = &metav1.Duration{Duration: j.FinishedAt.Sub(j.SubmittedAt).Truncate(time.Second)}
 		}
 		switch {
-		case j.Done:
+		case j.Done():
 			st.FinishedJobs++
 		case j.State == v1alpha1.JobRunning:
 			st.RunningJobs++

@@ -1,4 +1,4 @@
-package statusplan
+package schedplan
 
 import (
 	"fmt"
@@ -18,11 +18,11 @@ var t0 = time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 // finished, running ones as running.
 func TestRender_EntriesAndCounts(t *testing.T) {
 	st := v1alpha1.SchedulingStatus{StartedAt: &metav1.Time{Time: t0}}
-	Render(&st, []Job{
-		{Name: "a", State: v1alpha1.JobCompleted, Slots: []int32{0}, RequestedAt: t0.Add(1500 * time.Millisecond),
-			SubmittedAt: t0.Add(2 * time.Second), FinishedAt: t0.Add(12900 * time.Millisecond), Done: true},
-		{Name: "b", State: v1alpha1.JobRunning, Slots: []int32{1, 2}, RequestedAt: t0.Add(3 * time.Second), SubmittedAt: t0.Add(4 * time.Second)},
-		{Name: "c", State: v1alpha1.JobInQueue},
+	Render(&st, Jobs{
+		{Job: named("a"), State: v1alpha1.JobCompleted, Slots: []int32{0}, RequestedAt: t0.Add(1500 * time.Millisecond),
+			SubmittedAt: t0.Add(2 * time.Second), FinishedAt: t0.Add(12900 * time.Millisecond)},
+		{Job: named("b"), State: v1alpha1.JobRunning, Slots: []int32{1, 2}, RequestedAt: t0.Add(3 * time.Second), SubmittedAt: t0.Add(4 * time.Second)},
+		{Job: named("c"), State: v1alpha1.JobInQueue},
 	})
 	require.Equal(t, int32(3), st.TotalJobs)
 	require.Equal(t, int32(1), st.RunningJobs)
@@ -32,7 +32,7 @@ func TestRender_EntriesAndCounts(t *testing.T) {
 	require.Equal(t, 10*time.Second, st.Jobs[0].RunTime.Duration)
 	require.Nil(t, st.Jobs[1].RunTime, "not ended")
 	require.Nil(t, st.Jobs[2].WaitTime, "not requested")
-	Render(&st, []Job{{Name: "a", State: v1alpha1.JobCompleted, Done: true}})
+	Render(&st, Jobs{{Job: named("a"), State: v1alpha1.JobCompleted}})
 	require.Len(t, st.Jobs, 1, "a render replaces the list")
 }
 
@@ -40,14 +40,14 @@ func TestRender_EntriesAndCounts(t *testing.T) {
 // that changes nothing; puts off one that changes only progress until the pace is due, and
 // writes at once a change of the state, the message, the count or a condition.
 func TestWritten_Plan(t *testing.T) {
-	jobs := func(states ...v1alpha1.BatchJobState) []Job {
-		var out []Job
+	jobs := func(states ...v1alpha1.BatchJobState) Jobs {
+		var out Jobs
 		for i, s := range states {
-			out = append(out, Job{Name: fmt.Sprintf("j%d", i), State: s, Done: s.Ended()})
+			out = append(out, &Job{Job: named(fmt.Sprintf("j%d", i)), State: s})
 		}
 		return out
 	}
-	status := func(state v1alpha1.SchedulingState, js []Job) v1alpha1.SchedulingStatus {
+	status := func(state v1alpha1.SchedulingState, js Jobs) v1alpha1.SchedulingStatus {
 		st := v1alpha1.SchedulingStatus{State: state, StartedAt: &metav1.Time{Time: t0}}
 		Render(&st, js)
 		return st
@@ -99,7 +99,7 @@ func TestWritten_Plan(t *testing.T) {
 // status whole, but paces it from the last write when only progress differs.
 func TestWritten_ACarriedWriteIsPacedButWhole(t *testing.T) {
 	st := v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling, StartedAt: &metav1.Time{Time: t0}}
-	Render(&st, []Job{{Name: "a", State: v1alpha1.JobRunning}})
+	Render(&st, Jobs{{Job: named("a"), State: v1alpha1.JobRunning}})
 	top := st
 	top.Jobs = nil
 	w := Written{Top: &top, At: t0}
@@ -114,4 +114,9 @@ func TestPaceFor(t *testing.T) {
 	for n, want := range map[int]time.Duration{0: Pace, 100: Pace, 250: 2500 * time.Millisecond, 1000: 10 * time.Second} {
 		require.Equal(t, want, PaceFor(n), "%d jobs", n)
 	}
+}
+
+// named is a queue entry of the job name.
+func named(name string) v1alpha1.SchedulingJob {
+	return v1alpha1.SchedulingJob{Name: name, Replication: 1}
 }

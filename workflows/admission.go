@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -568,7 +566,7 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 	}
 	for _, f := range check.Found {
 		r := AdmissionRequest{JobKey: f.Key, Queue: f.Job.Queue, User: f.Job.User, Groups: f.Job.Groups, Slots: int32(len(f.Granted.Slots)),
-			Driver: driverOf(f.Job), Expected: f.Job.Expected}
+			Driver: f.Job.DriverSize(), Expected: f.Job.Expected}
 		// A quiet start is never told: its grant starts Running, as Admission made it.
 		started := f.Granted.State == v1alpha1.JobRunning || f.Granted.Request.QuietStart
 		if a.core.Restore(r, f.Granted.Request.Queue, f.Granted.Slots, f.Granted.Request.GrantedAt.Time, started) {
@@ -577,16 +575,6 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 		}
 	}
 	return nil
-}
-
-// driverOf is the admission size of a job's driver or JobManager (the apps package's default
-// when the job gives none).
-func driverOf(info activities.JobInfo) queue.Resources {
-	driver := toResources(info.Driver)
-	if driver.IsZero() {
-		driver = queue.MBVCores(1024, 1)
-	}
-	return driver
 }
 
 // decide reads the slots, runs the Admitter and carries out its decision. gone: the test bed
@@ -601,7 +589,7 @@ func (a *admission) decide(ctx workflow.Context) (gone bool, err error) {
 		return true, nil
 	}
 	a.seenBed = a.seenBed || slots.Exists
-	bed := queue.Bed{Exists: slots.Exists, Positions: slots.Positions, Free: slots.Free, Unavailable: slots.Unavailable, SlotSize: toResources(slots.SlotSize)}
+	bed := queue.Bed{Exists: slots.Exists, Positions: slots.Positions, Free: slots.Free, Unavailable: slots.Unavailable, SlotSize: activities.QueueResources(slots.SlotSize)}
 	d, failed := a.decideOnce(ctx, bed)
 	a.work += workPerDecision + len(d.Grants) + len(d.Assignments) + (len(slots.Positions)+len(slots.Free)+len(slots.Unavailable))/16
 	if failed != nil {
@@ -804,17 +792,4 @@ func moveError(err error) error {
 		return temporal.NewApplicationError(me.Msg, me.Kind)
 	}
 	return err
-}
-
-// toResources reads a Kubernetes resource list as queue resources, exactly: memory in bytes
-// and cpu in millicores (a driver of 250m counts as a quarter of a vcore, not a whole one).
-func toResources(l corev1.ResourceList) queue.Resources {
-	var r queue.Resources
-	if m, ok := l[corev1.ResourceMemory]; ok {
-		r.MemoryBytes = m.Value()
-	}
-	if c, ok := l[corev1.ResourceCPU]; ok {
-		r.MilliCores = c.MilliValue()
-	}
-	return r
 }

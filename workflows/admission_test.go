@@ -405,33 +405,7 @@ func TestAdmissionWorkflow_WeightsSplitTheSlots(t *testing.T) {
 
 // A user over the queue's ACL is refused for good; a release frees slots for the next job;
 // a broken allocation file leaves the last good one in force and says why.
-// Kubernetes amounts reach the queues exactly, not rounded up to whole MiB and vcores.
-func TestToResources_Exact(t *testing.T) {
-	cases := map[string]struct {
-		cpu, memory string
-		want        queue.Resources
-	}{
-		"a small driver":   {"250m", "512Mi", queue.Resources{MemoryBytes: 512 << 20, MilliCores: 250}},
-		"a slot":           {"1", "1Gi", queue.MBVCores(1024, 1)},
-		"decimal units":    {"1.5", "100M", queue.Resources{MemoryBytes: 100_000_000, MilliCores: 1500}},
-		"neither resource": {"", "", queue.Resources{}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			l := corev1.ResourceList{}
-			if tc.cpu != "" {
-				l[corev1.ResourceCPU] = resource.MustParse(tc.cpu)
-			}
-			if tc.memory != "" {
-				l[corev1.ResourceMemory] = resource.MustParse(tc.memory)
-			}
-			require.Equal(t, tc.want, toResources(l))
-		})
-	}
-}
-
-// The requests come one to a signal, or in a batch: the same
-// answers, in the same order.
+// The requests come one to a signal, or in a batch: the same answers, in the same order.
 func TestAdmissionWorkflow_ACLReleaseAndBadFile(t *testing.T) {
 	for _, batched := range []bool{false, true} {
 		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) { aclReleaseAndBadFile(t, batched) })

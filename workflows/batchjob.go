@@ -16,6 +16,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/jobapp"
+	"slotplane/jobplan"
 	"slotplane/queue"
 )
 
@@ -159,7 +160,7 @@ type jobRunner struct {
 
 // released records the current run as released, if it had begun, and counts its end.
 func (j *jobRunner) released(ctx workflow.Context, why string) {
-	if releasedRun(&j.status, workflow.Now(ctx), why) {
+	if jobplan.ReleasedRun(&j.status, workflow.Now(ctx), why) {
 		j.countEnd(ctx, v1alpha1.RunReleased)
 	}
 }
@@ -477,7 +478,7 @@ func (j *jobRunner) createApp(ctx workflow.Context, req v1alpha1.CreationRequest
 			if ph := j.phases(); ph.EndedAt == nil {
 				ph.EndedAt = nowMicro(ctx)
 			}
-			recordRun(&j.status, v1alpha1.RunFailed, appErr.Error(), activities.AppProgress{})
+			jobplan.RecordRun(&j.status, v1alpha1.RunFailed, appErr.Error(), jobplan.Where{})
 			j.countEnd(ctx, v1alpha1.RunFailed)
 			return app, false, r.report(ctx, v1alpha1.JobFailed, appErr.Error())
 		}
@@ -595,30 +596,15 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 			ph.EndedAt = &metav1.MicroTime{Time: finished.EndedAt.UTC()}
 		}
 	}
-	state, outcome := v1alpha1.JobFailed, v1alpha1.RunFailed
-	var msg string
-	switch {
-	case finished.Gone:
-		msg = fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name)
-	case finished.Outcome.Suspended:
-		msg = fmt.Sprintf("the application was suspended (%s)", finished.Outcome.State)
-		if finished.Outcome.Succeeded {
-			state, outcome = v1alpha1.JobCompleted, v1alpha1.RunCompleted
-		} else {
-			msg += ", and the job's suspendedOutcome is Failed"
-		}
-	case finished.Outcome.Succeeded:
-		state, outcome = v1alpha1.JobCompleted, v1alpha1.RunCompleted
-		msg = fmt.Sprintf("the application ended %s", finished.Outcome.State)
-	default:
-		msg = fmt.Sprintf("the application ended %s", finished.Outcome.State)
-		if finished.Outcome.Message != "" {
-			msg += ": " + finished.Outcome.Message
-		}
-	}
-	recordRun(&j.status, outcome, msg, finished)
+	state, outcome, msg := jobplan.End(app, finished.Gone, finished.Outcome)
+	jobplan.RecordRun(&j.status, outcome, msg, whereOf(finished))
 	j.countEnd(ctx, outcome)
 	return r.report(ctx, state, msg)
+}
+
+// whereOf is where the run ran, as its last wait saw it.
+func whereOf(p activities.AppProgress) jobplan.Where {
+	return jobplan.Where{Nodes: p.Nodes, SharedWith: p.SharedWith, SharedWithMore: p.SharedWithMore}
 }
 
 // waitApp runs a waiting activity with its heartbeat timeout; a nudge in between re-observes
@@ -699,27 +685,10 @@ func (j *jobRunner) phases() *v1alpha1.RunPhases {
 	return j.status.Phases
 }
 
-// notePlaced takes the driver's and the executors' times from a wait: the first time each
-// was seen stays, and executors placed since the last wait are added. The run is running
-// from the moment its last executor was seen placed.
+// notePlaced takes the driver's and the executors' times from a wait (jobplan.NotePlaced).
 func (j *jobRunner) notePlaced(p activities.AppProgress, replicas int) {
-	ph := j.phases()
-	if ph.DriverRunningAt == nil && !p.DriverRunningAt.IsZero() {
-		ph.DriverRunningAt = &metav1.MicroTime{Time: p.DriverRunningAt.UTC()}
-	}
-	for _, t := range p.PlacedAt[min(len(ph.ExecutorsPlacedAt), len(p.PlacedAt)):] {
-		if len(ph.ExecutorsPlacedAt) < maxPlacedTimes {
-			ph.ExecutorsPlacedAt = append(ph.ExecutorsPlacedAt, metav1.MicroTime{Time: t.UTC()})
-		}
-	}
-	if ph.RunningAt == nil && replicas > 0 && len(ph.ExecutorsPlacedAt) >= replicas {
-		at := ph.ExecutorsPlacedAt[replicas-1]
-		ph.RunningAt = &at
-	}
+	jobplan.NotePlaced(j.phases(), p.DriverRunningAt, p.PlacedAt, replicas)
 }
-
-// maxPlacedTimes is the schema's bound on status.phases.executorsPlacedAt.
-const maxPlacedTimes = 4096
 
 func nowMicro(ctx workflow.Context) *metav1.MicroTime {
 	t := metav1.NewMicroTime(workflow.Now(ctx).UTC())

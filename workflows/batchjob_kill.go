@@ -7,6 +7,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/jobplan"
 	"slotplane/queue"
 )
 
@@ -59,7 +60,7 @@ func (j *jobRunner) kill(ctx workflow.Context, obs activities.JobObservation) er
 		if ph := j.phases(); ph.EndedAt == nil {
 			ph.EndedAt = nowMicro(ctx)
 		}
-		recordRun(&j.status, v1alpha1.RunFailed, msg, activities.AppProgress{})
+		jobplan.RecordRun(&j.status, v1alpha1.RunFailed, msg, jobplan.Where{})
 		j.countEnd(ctx, v1alpha1.RunFailed)
 		if req.SchedulingUID != "" {
 			key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}

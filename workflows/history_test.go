@@ -122,45 +122,6 @@ func TestBatchJobWorkflow_AnInvalidJobsRunIsRecordedFailed(t *testing.T) {
 	require.Contains(t, h[0].Message, "has no slot 9")
 }
 
-// The history keeps the newest MaxRunHistory runs, and fewer when their lists are large;
-// the newest stays whatever its size; a run is recorded once.
-func TestHistory_KeepsTheNewestWithinItsBounds(t *testing.T) {
-	at := func(i int) *metav1.MicroTime {
-		t := metav1.NewMicroTime(time.Date(2026, 11, 25, 0, i, 0, 0, time.UTC))
-		return &t
-	}
-	st := v1alpha1.BatchJobStatus{Scheduling: "s", TestBed: "bed", State: v1alpha1.JobRunning}
-	for i := 1; i <= 25; i++ {
-		st.Run, st.Phases = int32(i), &v1alpha1.RunPhases{AdmittedAt: at(i), ApplicationCreatedAt: at(i), EndedAt: at(i + 1)}
-		recordRun(&st, v1alpha1.RunCompleted, "done", activities.AppProgress{})
-		recordRun(&st, v1alpha1.RunCompleted, "done", activities.AppProgress{})
-	}
-	require.Len(t, st.History, v1alpha1.MaxRunHistory)
-	require.Equal(t, int32(6), st.History[0].Run)
-	require.Equal(t, int32(25), st.History[len(st.History)-1].Run)
-
-	// Runs of a thousand slots on long node names: the bytes bound keeps fewer.
-	var nodes []string
-	for i := range 1000 {
-		nodes = append(nodes, fmt.Sprintf("a-rather-long-node-name-of-the-test-bed-%04d.cluster.example", i))
-	}
-	big := activities.AppProgress{Nodes: nodes}
-	for i := 26; i <= 40; i++ {
-		st.Run, st.Phases = int32(i), &v1alpha1.RunPhases{AdmittedAt: at(i), EndedAt: at(i + 1)}
-		recordRun(&st, v1alpha1.RunCompleted, "done", big)
-	}
-	require.Less(t, len(st.History), v1alpha1.MaxRunHistory)
-	require.Equal(t, int32(40), st.History[len(st.History)-1].Run)
-	size := 0
-	for _, r := range st.History {
-		size += recordBytes(r)
-	}
-	require.LessOrEqual(t, size, v1alpha1.MaxHistoryBytes)
-
-	// A record alone over the bound stays.
-	require.Len(t, trimHistory([]v1alpha1.RunRecord{{Nodes: make([]string, 5000)}, {Nodes: []string{string(make([]byte, v1alpha1.MaxHistoryBytes))}}}), 1)
-}
-
 func errInvalid(msg string) error {
 	return temporal.NewNonRetryableApplicationError(msg, activities.ErrInvalidJob, nil)
 }

@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -19,7 +18,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/queue"
-	"slotplane/workflows/statusplan"
+	"slotplane/schedplan"
 )
 
 // ExtendUpdate is the Temporal Update that appends jobs to a running Scheduling's queue. Its
@@ -84,7 +83,7 @@ type SchedulingInput struct {
 // and Status come without their job lists: Entries hold the jobs.
 type SchedulingState struct {
 	Spec    v1alpha1.SchedulingSpec
-	Entries []TrackedJob
+	Entries []schedplan.Job
 	Status  v1alpha1.SchedulingStatus
 	// UID is the Scheduling object's: it is part of every admission key.
 	UID string
@@ -112,32 +111,6 @@ const reaskEvery = 5 * time.Minute
 // SchedulingOutput is the final status.
 type SchedulingOutput struct {
 	Status v1alpha1.SchedulingStatus
-}
-
-// TrackedJob is one job of the queue as the workflow tracks it.
-type TrackedJob struct {
-	Job v1alpha1.SchedulingJob
-	// State: "" (waiting), then the job's states as it reports them.
-	State   v1alpha1.BatchJobState
-	Slots   []int32
-	Run     int32
-	Message string
-	// RequestedAt is when the Scheduling asked for the application.
-	RequestedAt, SubmittedAt, RunningAt, FinishedAt time.Time
-	// Started: Admission heard that the job left Starting (StateAware).
-	Started bool
-	// Grant is the number of the grant the job took (AdmissionGrant.Seq); GaveBack that of
-	// the last grant it gave back because its slots had left the test bed. A grant numbered
-	// GaveBack or less that comes later is a late copy of one given back.
-	Grant, GaveBack int64
-}
-
-func (e *TrackedJob) active() bool {
-	return e.Run > 0 && e.State != v1alpha1.JobCompleted && e.State != v1alpha1.JobFailed
-}
-
-func (e *TrackedJob) done() bool {
-	return e.State.Ended()
 }
 
 // SchedulingWorkflow runs a Scheduling: it claims every job (releasing all of them when
@@ -169,7 +142,7 @@ func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOut
 		return SchedulingOutput{Status: s.status}, err
 	}
 	if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
-		if len(s.entries) > 0 && s.allDone() {
+		if len(s.entries) > 0 && s.entries.AllDone() {
 			// Cancelled while writing the end: the queue did complete.
 			return s.cleanUp(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended; the jobs are released", len(s.entries)))
 		}
@@ -225,7 +198,7 @@ func withActivityDefaults(ctx workflow.Context) workflow.Context {
 type scheduler struct {
 	key      activities.SchedulingKey
 	spec     v1alpha1.SchedulingSpec
-	entries  []*TrackedJob
+	entries  schedplan.Jobs
 	status   v1alpha1.SchedulingStatus
 	progress workflow.ReceiveChannel
 	// changed: an Update appended jobs.
@@ -241,7 +214,7 @@ type scheduler struct {
 	extending workflow.Mutex
 	// out is what this run last wrote of the status (statusplan), and owed, while not nil,
 	// fires when a write the pace put off is due.
-	out  statusplan.Written
+	out  schedplan.Written
 	owed workflow.Future
 	// askedAt is when a run last asked Admission for every waiting job (reaskEvery); reask,
 	// while not nil, fires when it asks again.
@@ -281,7 +254,7 @@ func (s *scheduler) run(ctx workflow.Context) error {
 		return err
 	}
 	for _, j := range obs.Spec.Jobs {
-		s.entries = append(s.entries, &TrackedJob{Job: j})
+		s.entries = append(s.entries, &schedplan.Job{Job: j})
 	}
 	if obs.Status.State != "" {
 		// The Scheduling ran before, in a run that ended without handing over (terminated):
@@ -386,7 +359,7 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 	steps := 0
 	s.batches = workflow.GetSignalChannel(ctx, AdmittedBatchSignal)
 	if s.askedAt.IsZero() || workflow.Now(ctx).Sub(s.askedAt) >= reaskEvery {
-		if err := s.requestAdmission(ctx, s.waitingEntries()); err != nil {
+		if err := s.requestAdmission(ctx, s.entries.Waiting()); err != nil {
 			return err
 		}
 		s.askedAt = workflow.Now(ctx)
@@ -401,7 +374,7 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 			if err := s.writeStatus(ctx); err != nil {
 				return err
 			}
-			if s.allDone() {
+			if s.entries.AllDone() {
 				break
 			}
 			due, err := s.waitForAdmission(ctx)
@@ -421,18 +394,12 @@ func (s *scheduler) schedule(ctx workflow.Context) error {
 		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 			return err
 		}
-		if s.allDone() {
+		if s.entries.AllDone() {
 			break
 		}
 	}
-	failed := 0
-	for _, e := range s.entries {
-		if e.State == v1alpha1.JobFailed {
-			failed++
-		}
-	}
 	s.status.FinishedAt = now(ctx)
-	return s.setState(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended, %d failed", len(s.entries), failed))
+	return s.setState(ctx, v1alpha1.SchedulingCompleted, fmt.Sprintf("all %d jobs ended, %d failed", len(s.entries), s.entries.Failed()))
 }
 
 // checkTestBed sets the TestBedFound condition: a Scheduling naming a test bed that does not
@@ -468,7 +435,7 @@ func (s *scheduler) setCondition(ctx workflow.Context, status metav1.ConditionSt
 
 // acquireJobs claims every job, or none (the deadlock rule).
 func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
-	names := s.jobNames()
+	names := s.entries.Names()
 	jobs, err := s.claim(ctx, names)
 	if err != nil {
 		return false, err
@@ -479,57 +446,12 @@ func (s *scheduler) acquireJobs(ctx workflow.Context) (bool, error) {
 		if err := s.release(ctx, jobs.Claimed); err != nil {
 			return false, err
 		}
-		return false, s.setState(ctx, v1alpha1.SchedulingFailed, describeLoss("job", jobs))
+		return false, s.setState(ctx, v1alpha1.SchedulingFailed, jobs.Loss())
 	}
 	for _, e := range s.entries {
 		e.State = v1alpha1.JobInQueue
 	}
-	return true, s.nudge(ctx, unqueued(names, jobs))
-}
-
-// unqueued are the claimed jobs of names whose workflows must be nudged to show the claim:
-// those whose InQueue status the claim did not write itself (ClaimResult.Queued). A
-// thousand resting jobs cost their workflows nothing until each job's creation request
-// comes.
-func unqueued(names []string, claim activities.ClaimResult) []string {
-	if len(claim.Queued) == 0 {
-		return names
-	}
-	queued := make(map[string]bool, len(claim.Queued))
-	for _, n := range claim.Queued {
-		queued[n] = true
-	}
-	var out []string
-	for _, n := range names {
-		if !queued[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func describeLoss(what string, r activities.ClaimResult) string {
-	var parts []string
-	for _, l := range r.Lost {
-		if l.Forbidden != "" {
-			parts = append(parts, fmt.Sprintf("%s %s may not be run by this scheduling: %s", what, l.Name, l.Forbidden))
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s %s is held by scheduling %s", what, l.Name, l.Holder))
-	}
-	for _, m := range r.Missing {
-		parts = append(parts, fmt.Sprintf("%s %s does not exist", what, m))
-	}
-	return strings.Join(parts, "; ") + "; released everything"
-}
-
-func (s *scheduler) allDone() bool {
-	for _, e := range s.entries {
-		if !e.done() {
-			return false
-		}
-	}
-	return true
+	return true, s.nudge(ctx, jobs.Unqueued(names))
 }
 
 // awaitFuture is a future that becomes ready when cond holds, or when ctx is cancelled.
@@ -598,23 +520,10 @@ func (s *scheduler) onProgress(ctx workflow.Context, p JobProgress) []tell {
 
 func (s *scheduler) apply(p JobProgress) {
 	for _, e := range s.entries {
-		if e.Job.Name != p.Job || e.Run != p.Run {
-			continue
+		if e.Job.Name == p.Job && e.Run == p.Run {
+			e.Apply(schedplan.Report{State: p.State, Message: p.Message, SubmittedAt: p.SubmittedAt, RunningAt: p.RunningAt, FinishedAt: p.FinishedAt})
 		}
-		if e.done() {
-			return // a late or repeated report
-		}
-		e.State, e.Message = p.State, v1alpha1.ClipMessage(p.Message)
-		e.SubmittedAt, e.RunningAt, e.FinishedAt = p.SubmittedAt, p.RunningAt, p.FinishedAt
 	}
-}
-
-func (s *scheduler) jobNames() []string {
-	names := make([]string, len(s.entries))
-	for i, e := range s.entries {
-		names[i] = e.Job.Name
-	}
-	return names
 }
 
 func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
@@ -697,11 +606,11 @@ func (s *scheduler) release(ctx workflow.Context, jobs []string) error {
 func (s *scheduler) cleanUp(ctx workflow.Context, state v1alpha1.SchedulingState, msg string) (SchedulingOutput, error) {
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
 	for _, e := range s.entries {
-		if !e.done() {
+		if !e.Done() {
 			s.releaseAdmission(ctx, e)
 		}
 	}
-	if err := s.release(ctx, s.jobNames()); err != nil {
+	if err := s.release(ctx, s.entries.Names()); err != nil {
 		return SchedulingOutput{Status: s.status}, err
 	}
 	if s.status.FinishedAt == nil {
@@ -721,12 +630,7 @@ func (s *scheduler) setState(ctx workflow.Context, state v1alpha1.SchedulingStat
 
 // writeStatus renders the entries into the status and writes it.
 func (s *scheduler) writeStatus(ctx workflow.Context) error {
-	jobs := make([]statusplan.Job, len(s.entries))
-	for i, e := range s.entries {
-		jobs[i] = statusplan.Job{Name: e.Job.Name, State: e.State, Slots: e.Slots, Message: e.Message,
-			RequestedAt: e.RequestedAt, SubmittedAt: e.SubmittedAt, FinishedAt: e.FinishedAt, Done: e.done()}
-	}
-	statusplan.Render(&s.status, jobs)
+	schedplan.Render(&s.status, s.entries)
 	plan := s.out.Plan(s.status, workflow.Now(ctx))
 	switch {
 	case plan.Skip:
@@ -755,26 +659,9 @@ func (s *scheduler) writeStatus(ctx workflow.Context) error {
 	return nil
 }
 
-// validateExtend refuses an extension that could not run: it changes nothing. jobs is the
-// Scheduling's whole new list, which must pass the rules of its schema (crds/v1alpha1, the
-// same the API checks; a pure function, so safe in a workflow) and keep every queued job.
+// validateExtend refuses an extension that could not run: it changes nothing.
 func (s *scheduler) validateExtend(jobs []v1alpha1.SchedulingJob) error {
-	if errs := v1alpha1.ValidateSchedulingJobs(s.spec.Mode, jobs, field.NewPath("spec", "jobs")); len(errs) > 0 {
-		return errs.ToAggregate()
-	}
-	seen := make(map[string]bool, len(jobs))
-	for _, j := range jobs {
-		seen[j.Name] = true
-	}
-	for _, e := range s.entries {
-		if !seen[e.Job.Name] {
-			return fmt.Errorf("job %s is queued already and cannot be removed", e.Job.Name)
-		}
-	}
-	if s.status.State != v1alpha1.SchedulingScheduling && s.status.State != v1alpha1.SchedulingAcquiring {
-		return fmt.Errorf("the scheduling is %s and takes no more jobs", s.status.State)
-	}
-	return nil
+	return s.entries.ValidateExtend(s.spec.Mode, s.status.State, jobs)
 }
 
 // extend claims the new jobs of the list and appends them; it returns the queue length.
@@ -787,12 +674,7 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 		return len(s.entries), err
 	}
 	defer s.extending.Unlock()
-	var added []v1alpha1.SchedulingJob
-	for _, j := range jobs {
-		if !slices.ContainsFunc(s.entries, func(e *TrackedJob) bool { return e.Job.Name == j.Name }) {
-			added = append(added, j)
-		}
-	}
+	added := s.entries.Added(jobs)
 	if len(added) == 0 {
 		return len(s.entries), nil
 	}
@@ -808,15 +690,15 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 		if err := s.releaseClaims(ctx, claim.Claimed); err != nil {
 			return len(s.entries), err
 		}
-		return len(s.entries), temporal.NewApplicationError(describeLoss("job", claim), "ExtendRefused")
+		return len(s.entries), temporal.NewApplicationError(claim.Loss(), "ExtendRefused")
 	}
-	var fresh []*TrackedJob
+	var fresh schedplan.Jobs
 	for _, j := range added {
-		e := &TrackedJob{Job: j, State: v1alpha1.JobInQueue}
+		e := &schedplan.Job{Job: j, State: v1alpha1.JobInQueue}
 		s.entries = append(s.entries, e)
 		fresh = append(fresh, e)
 	}
-	if err := s.nudge(ctx, unqueued(names, claim)); err != nil {
+	if err := s.nudge(ctx, claim.Unqueued(names)); err != nil {
 		return len(s.entries), err
 	}
 	if err := s.requestAdmission(ctx, fresh); err != nil {
@@ -826,25 +708,9 @@ func (s *scheduler) extend(ctx workflow.Context, jobs []v1alpha1.SchedulingJob) 
 	return len(s.entries), nil
 }
 
-// anyWaiting: a job is not yet started.
-func (s *scheduler) anyWaiting() bool {
-	return slices.ContainsFunc(s.entries, func(e *TrackedJob) bool { return e.Run == 0 && !e.done() })
-}
-
-// waitingEntries are the jobs not yet started.
-func (s *scheduler) waitingEntries() []*TrackedJob {
-	var out []*TrackedJob
-	for _, e := range s.entries {
-		if e.Run == 0 && !e.done() {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // requestAdmission sends the jobs to the test bed's Admission workflow (starting it if it
 // does not run), in queue order: the order is their submission order there.
-func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob) error {
+func (s *scheduler) requestAdmission(ctx workflow.Context, entries schedplan.Jobs) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -872,7 +738,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 			q = s.spec.Queue
 		}
 		reqs = append(reqs, AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
-			Driver: driverOf(info), Expected: info.Expected, GaveBack: e.GaveBack, Shown: info.Shown})
+			Driver: info.DriverSize(), Expected: info.Expected, GaveBack: e.GaveBack, Shown: info.Shown})
 	}
 	nudge := func(signal string, arg any) activities.SignalWithStart {
 		return activities.SignalWithStart{
@@ -890,18 +756,18 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries []*TrackedJob
 }
 
 // admissionKey is the key of an entry's run in Admission: a job runs once per Scheduling.
-func (s *scheduler) admissionKey(e *TrackedJob) queue.JobKey {
+func (s *scheduler) admissionKey(e *schedplan.Job) queue.JobKey {
 	return queue.JobKey{Scheduling: s.key.Name, SchedulingUID: s.uid, Job: e.Job.Name, Run: 1}
 }
 
 // releaseAdmission tells Admission a job no longer needs its slots, or withdraws it.
-func (s *scheduler) releaseAdmission(ctx workflow.Context, e *TrackedJob) {
+func (s *scheduler) releaseAdmission(ctx workflow.Context, e *schedplan.Job) {
 	s.tellAdmission(ctx, AdmissionReleaseUpdate, e)
 }
 
 // tellAdmission sends Admission a signal about one job. Admission may be gone (its test bed
 // was deleted); then nobody needs to hear it.
-func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *TrackedJob) {
+func (s *scheduler) tellAdmission(ctx workflow.Context, signal string, e *schedplan.Job) {
 	s.tellAdmissionKey(ctx, signal, s.admissionKey(e))
 }
 
@@ -953,7 +819,7 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 		// A put-off status write is due: the loop turns and writes it.
 		sel.AddFuture(s.owed, func(workflow.Future) { s.owed, statusDue = nil, true })
 	}
-	if s.reask == nil && s.anyWaiting() {
+	if s.reask == nil && s.entries.AnyWaiting() {
 		// One timer across the steps, made again only once it fired.
 		s.reask = workflow.NewTimer(ctx, max(time.Second, s.askedAt.Add(reaskEvery).Sub(workflow.Now(ctx))))
 	}
@@ -968,7 +834,7 @@ func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err 
 	if reasked {
 		// Jobs waited reaskEvery: ask again, for an Admission that lost them.
 		s.askedAt = workflow.Now(ctx)
-		return false, s.requestAdmission(ctx, s.waitingEntries())
+		return false, s.requestAdmission(ctx, s.entries.Waiting())
 	}
 	return false, s.takeWaiting(ctx, grants, progress)
 }
@@ -1023,7 +889,7 @@ func (s *scheduler) takeWaiting(ctx workflow.Context, grants []AdmissionGrant, p
 // taken already changes nothing. The creation requests are written side by side.
 func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) error {
 	type pending struct {
-		e *TrackedJob
+		e *schedplan.Job
 		g AdmissionGrant
 		f workflow.Future
 	}
@@ -1040,7 +906,7 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		f := quick(ctx, acts.RequestCreation, in)
 		started = append(started, pending{e: e, g: g, f: f})
 	}
-	var gone []*TrackedJob
+	var gone schedplan.Jobs
 	var firstErr error
 	for _, p := range started {
 		err := p.f.Get(ctx, nil)
@@ -1049,7 +915,7 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 			p.e.State, p.e.Message = v1alpha1.JobFailed, "the job was released or taken by another Scheduling"
 			s.releaseAdmission(ctx, p.e)
 		case activities.IsSlotsGone(err):
-			s.giveBack(p.e, err)
+			giveBack(p.e, err)
 			gone = append(gone, p.e)
 		case err != nil:
 			if firstErr == nil {
@@ -1065,56 +931,39 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 	return firstErr
 }
 
-// giveBack undoes the taking of a grant whose slots left the test bed before the job's
-// request was written (nothing was written): the job waits again. askAgain tells Admission.
-func (s *scheduler) giveBack(e *TrackedJob, why error) {
-	e.GaveBack = e.Grant
-	e.Run, e.Slots, e.RequestedAt, e.Grant = 0, nil, time.Time{}, 0
+// giveBack undoes the taking of a grant whose slots left the test bed: the job waits again,
+// and askAgain tells Admission.
+func giveBack(e *schedplan.Job, why error) {
 	msg := why.Error()
 	var app *temporal.ApplicationError
 	if errors.As(why, &app) {
 		msg = app.Message()
 	}
-	e.Message = v1alpha1.ClipMessage("waiting again: " + msg)
+	e.GiveBack(msg)
 }
 
 // askAgain asks for the jobs again (they join the end of their queues); each request names
 // the grant its job gave back (AdmissionRequest.GaveBack), which Admission releases: one
 // message does both, so no order of a release and a request can lose the job.
-func (s *scheduler) askAgain(ctx workflow.Context, jobs []*TrackedJob) error {
+func (s *scheduler) askAgain(ctx workflow.Context, jobs schedplan.Jobs) error {
 	return s.requestAdmission(ctx, jobs)
 }
 
 // takeGrant applies a grant to the job it names and returns the creation request to write
 // (ok), or, for a refusal, fails the job; a grant nobody wants is given back.
-func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*TrackedJob, v1alpha1.CreationRequest, bool) {
-	var e *TrackedJob
-	for _, cand := range s.entries {
-		if cand.Job.Name == g.Job {
-			e = cand
-		}
-	}
-	current := e != nil && g.JobKey == s.admissionKey(e)
-	switch {
-	case current && e.Run == 0 && !e.done() && g.Seq != 0 && g.Seq <= e.GaveBack:
-		// A late copy of a grant the job gave back: Admission has released it and holds
-		// the job's new request, which nothing here may touch.
+func (s *scheduler) takeGrant(ctx workflow.Context, g AdmissionGrant) (*schedplan.Job, v1alpha1.CreationRequest, bool) {
+	e := s.entries.Find(g.Job)
+	switch schedplan.Judge(e, schedplan.Grant{Current: e != nil && g.JobKey == s.admissionKey(e), Seq: g.Seq, Refused: g.Refused != ""}) {
+	case schedplan.Ignore:
 		return nil, v1alpha1.CreationRequest{}, false
-	case current && e.Run == 0 && !e.done():
-		// The job waits for this grant.
-	case current && e.active():
-		return nil, v1alpha1.CreationRequest{}, false // a repeat of the grant it runs on
-	case g.Refused != "":
-		return nil, v1alpha1.CreationRequest{}, false // a refusal of something that does not wait: nothing is held
-	default:
+	case schedplan.Release:
 		s.tellAdmissionKey(ctx, AdmissionReleaseUpdate, g.JobKey)
 		return nil, v1alpha1.CreationRequest{}, false
-	}
-	if g.Refused != "" {
-		e.State, e.Message, e.FinishedAt = v1alpha1.JobFailed, v1alpha1.ClipMessage("not admitted: "+g.Refused), workflow.Now(ctx)
+	case schedplan.Refuse:
+		e.Fail("not admitted: "+g.Refused, workflow.Now(ctx))
 		return nil, v1alpha1.CreationRequest{}, false
 	}
-	e.Run, e.Slots, e.RequestedAt, e.Grant = 1, g.Slots, workflow.Now(ctx), g.Seq
+	e.Take(g.Slots, g.Seq, workflow.Now(ctx))
 	if len(s.status.Conditions) > 0 {
 		s.setCondition(ctx, metav1.ConditionTrue, "TestBedExists", fmt.Sprintf("test bed %s exists", s.spec.TestBed))
 	}

@@ -19,7 +19,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/workflows/statusplan"
+	"slotplane/schedplan"
 )
 
 // fakeAdmission stands in for everything around one Scheduling workflow: the BatchJobs
@@ -552,7 +552,7 @@ func TestSchedulingWorkflow_AGrantWhoseSlotLeftTheBedIsAskedForAgain(t *testing.
 	f.runFor = map[string]time.Duration{"a": 10 * time.Second}
 	f.gone = map[int32]bool{1: true}
 	// Grants take longer than the pace of status writes, so one says the job waits again.
-	f.grantAfter = 3 * statusplan.Pace
+	f.grantAfter = 3 * schedplan.Pace
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly"})
 
@@ -842,7 +842,7 @@ func TestSchedulingWorkflow_ProgressThatComesWithItsGrantCounts(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, f.admissionReleases, "each job's end reached Admission")
 }
 
-// While only the jobs' progress changes, status writes come at most one per statusplan.Pace, and
+// While only the jobs' progress changes, status writes come at most one per schedplan.Pace, and
 // a change nothing follows is still written; a change of the state is written at once.
 func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	var jobs []v1alpha1.SchedulingJob
@@ -860,7 +860,7 @@ func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
 	require.NoError(t, env.GetWorkflowError())
 
-	require.Positive(t, requireProgressPaced(t, f, statusplan.Pace))
+	require.Positive(t, requireProgressPaced(t, f, schedplan.Pace))
 	require.Less(t, len(f.writes), 15, "41 jobs' starts and ends took %d writes", len(f.writes))
 
 	last := (*statuses)[len(*statuses)-1]
@@ -877,7 +877,7 @@ func TestSchedulingWorkflow_StatusWritesArePaced(t *testing.T) {
 	}
 }
 
-// A Scheduling of more than statusplan.EntriesPerSecond jobs writes its progress less often, in proportion
+// A Scheduling of more than schedplan.EntriesPerSecond jobs writes its progress less often, in proportion
 // to its size: 600 jobs, a write at most every 6 s.
 func TestSchedulingWorkflow_ABigSchedulingsStatusIsPacedByItsSize(t *testing.T) {
 	var jobs []v1alpha1.SchedulingJob
@@ -893,7 +893,7 @@ func TestSchedulingWorkflow_ABigSchedulingsStatusIsPacedByItsSize(t *testing.T) 
 	env.ExecuteWorkflow(SchedulingWorkflow, SchedulingInput{Namespace: "ns", Name: "nightly", StepsPerRun: 100000})
 	require.NoError(t, env.GetWorkflowError())
 
-	progressOnly := requireProgressPaced(t, f, 600*time.Second/statusplan.EntriesPerSecond)
+	progressOnly := requireProgressPaced(t, f, 600*time.Second/schedplan.EntriesPerSecond)
 	require.Greater(t, progressOnly, 5)
 	require.Less(t, progressOnly, 15, "60 s of progress at one write per 6 s")
 }
@@ -989,7 +989,7 @@ func TestSchedulingWorkflow_ARunCarriedFromBeforeAsksAndWritesAtOnce(t *testing.
 	require.Equal(t, slices.Repeat([]string{"b"}, int(time.Hour/reaskEvery)), f2.requested,
 		"the waiting job is asked for again at the start, then every reaskEvery while it waits the hour")
 	require.NotEmpty(t, f2.writes)
-	require.Less(t, f2.wroteAt[0].Sub(f.wroteAt[len(f.wroteAt)-1]), statusplan.Pace, "the first write waited for a pace it knew nothing of")
+	require.Less(t, f2.wroteAt[0].Sub(f.wroteAt[len(f.wroteAt)-1]), schedplan.Pace, "the first write waited for a pace it knew nothing of")
 	require.False(t, f2.writes[0].Delta)
 }
 
@@ -1010,7 +1010,7 @@ func TestSchedulingWorkflow_TheNextRunPacesItsFirstWrite(t *testing.T) {
 	env2.SetStartTime(in.Carried.WroteAt.Add(100 * time.Millisecond))
 	runNext(t, env2, in)
 	require.NotEmpty(t, f2.writes)
-	require.GreaterOrEqual(t, f2.wroteAt[0].Sub(in.Carried.WroteAt), statusplan.Pace, "the next run wrote at its start")
+	require.GreaterOrEqual(t, f2.wroteAt[0].Sub(in.Carried.WroteAt), schedplan.Pace, "the next run wrote at its start")
 	require.False(t, f2.writes[0].Delta, "the next run's first write is whole")
 	require.Len(t, f2.writes[0].Status.Jobs, 2)
 	require.Equal(t, in.Carried.Entries[0].Slots, jobStatus(f2.writes[0].Status, "a").Slots, "and has the grant the last run put off writing")

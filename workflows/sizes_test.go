@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/schedplan"
 )
 
 // A Scheduling at every limit at once (the most jobs, the longest names, the most slots with
@@ -21,7 +22,7 @@ func TestSchedulingSizesFit(t *testing.T) {
 	n := v1alpha1.MaxSchedulingJobs
 	perJob := v1alpha1.MaxSchedulingSlots / n
 	spec := v1alpha1.SchedulingSpec{TestBed: strings.Repeat("b", 253), Mode: v1alpha1.SlotBased, Queue: strings.Repeat("q", 255)}
-	var entries []TrackedJob
+	var entries []schedplan.Job
 	status := v1alpha1.SchedulingStatus{State: v1alpha1.SchedulingScheduling, Message: strings.Repeat("m", 1024)}
 	at := time.Date(2026, 11, 23, 23, 59, 59, 999999999, time.UTC)
 	long := strings.Repeat("x", 2*v1alpha1.MaxJobMessage) // clipped, as every message is
@@ -35,7 +36,7 @@ func TestSchedulingSizesFit(t *testing.T) {
 		}
 		job := v1alpha1.SchedulingJob{Name: name, Replication: int32(len(ids)), SlotIDs: ids}
 		spec.Jobs = append(spec.Jobs, job)
-		entries = append(entries, TrackedJob{Job: job, State: v1alpha1.JobRunning, Slots: ids, Run: 99, Message: v1alpha1.ClipMessage(long),
+		entries = append(entries, schedplan.Job{Job: job, State: v1alpha1.JobRunning, Slots: ids, Run: 99, Message: v1alpha1.ClipMessage(long),
 			RequestedAt: at, SubmittedAt: at, RunningAt: at, FinishedAt: at, Started: true})
 		status.Jobs = append(status.Jobs, v1alpha1.SchedulingJobStatus{Name: name, State: v1alpha1.JobRunning, Slots: ids,
 			Message: v1alpha1.ClipMessage(long), WaitTime: &metav1.Duration{Duration: 99 * time.Hour}, RunTime: &metav1.Duration{Duration: 99 * time.Hour}})
