@@ -28,7 +28,7 @@
 // a slot its slice shows free is pending again. A reservation that /filter made in memory
 // and a restart lost is made again when the pod is bound, on the node the scheduler chose. One extender process decides for
 // a test bed at a time; a second one would not see the first's pending reservations (see
-// docs/architecture.md).
+// docs/extender.md).
 //
 // # What a request may not do
 //

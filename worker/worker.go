@@ -217,8 +217,8 @@ func stopAll(ws []sdkworker.Worker) {
 // from, as Go stamped them. Given one, the SDK does not make its default, an MD5 of the
 // whole executable, which for slotplane's binary (250 MB, the embedded Temporal server and
 // its UI included) costs about 0.4 s of CPU at every start, before the worker polls: a
-// worker that restarts after a crash, on a machine its jobs keep busy, took that long
-// longer to take up their tasks. The build ID is only a label here: slotplane does not use
+// worker that restarts after a crash, on a machine its jobs keep busy, would take that
+// long longer to take up their tasks. The build ID is only a label here: slotplane does not use
 // Temporal's worker versioning, whose deployment versions the SDK offers instead of this
 // field but which do not spare the hash. A binary built without version control stamps
 // (go build -buildvcs=false) is "slotplane (devel)".

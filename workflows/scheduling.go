@@ -88,7 +88,7 @@ type SchedulingState struct {
 	// UID is the Scheduling object's: it is part of every admission key.
 	UID string
 	// WrittenTop and WroteAt are the status as the last run last wrote it (without its jobs)
-	// and when: the next run paces its first write from them (statusplan) instead of writing
+	// and when: the next run paces its first write from them (schedplan) instead of writing
 	// the whole status, some 300 KB at 1,000 jobs, at its start. Absent, the first write goes
 	// at once.
 	WrittenTop *v1alpha1.SchedulingStatus `json:",omitempty"`
@@ -212,7 +212,7 @@ type scheduler struct {
 	// extending lets one extend at a time claim and append: both front doors pass an edit on
 	// through lifecycle.ExtendScheduling, and may do so at once.
 	extending workflow.Mutex
-	// out is what this run last wrote of the status (statusplan), and owed, while not nil,
+	// out is what this run last wrote of the status (schedplan), and owed, while not nil,
 	// fires when a write the pace put off is due.
 	out  schedplan.Written
 	owed workflow.Future
@@ -799,7 +799,7 @@ func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 }
 
 // waitForAdmission waits for a grant, a job's progress or an extension, and acts on it;
-// statusDue: nothing came but the time of a put-off status write (statusplan).
+// statusDue: nothing came but the time of a put-off status write (schedplan).
 func (s *scheduler) waitForAdmission(ctx workflow.Context) (statusDue bool, err error) {
 	var grants []AdmissionGrant
 	var progress *JobProgress

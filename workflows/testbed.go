@@ -1,5 +1,5 @@
 // Package workflows holds slotplane's Temporal workflows. They only orchestrate: decisions
-// come from the pure packages (slots, queue, workflows/statusplan), and everything that
+// come from the pure packages (slots, queue, schedplan, jobplan), and everything that
 // touches the cluster is an activity. Workflow code is deterministic:
 // workflow.Now/Sleep/Go/Selector, no map ranging, no I/O. A change to its logic that would
 // break a recorded history changes HistoryForm and records the histories again until the
