@@ -23,6 +23,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/examples"
 	"slotplane/experiment"
+	"slotplane/internal/samples"
 	"slotplane/internal/testbrowser"
 	"slotplane/queue"
 	"slotplane/schedkit"
@@ -40,7 +41,7 @@ func TestE2E_ExperimentsWithTheExampleSchedulers(t *testing.T) {
 	// wait may come after the run ended; the worker's watch remembers the placements it
 	// then records (activities.Changes.NotePod).
 	t.Parallel()
-	queues, err := examples.Files.ReadFile("dev-queues.xml")
+	queues, err := samples.Files.ReadFile(samples.DevQueues)
 	require.NoError(t, err)
 	p := startE2E(t, string(queues))
 	trace, err := filepath.Abs("../examples/traces/short.csv")

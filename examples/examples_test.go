@@ -1,7 +1,6 @@
 package examples_test
 
 import (
-	"strings"
 	"testing"
 
 	"slotplane/examples"
@@ -62,9 +61,8 @@ func TestExamples_Hadoop3AllocationFile(t *testing.T) {
 	}
 }
 
-// The example settings load with their allocation files: yarn-site.xml turns preemption on
-// for fair-scheduler.xml, as the file's comment says; dev-yarn-site.xml, which `slotplane
-// dev` puts next to dev-queues.xml, spells out the defaults.
+// The example settings load with their allocation file: yarn-site.xml turns preemption on
+// for fair-scheduler.xml, as the file's comment says.
 func TestExamples_Settings(t *testing.T) {
 	read := func(file string) []byte {
 		t.Helper()
@@ -80,17 +78,5 @@ func TestExamples_Settings(t *testing.T) {
 	}
 	if !a.Preemption.Enabled || a.Preemption.UtilizationThreshold != 0.8 || len(a.Ignored) != 0 {
 		t.Errorf("fair-scheduler.xml with yarn-site.xml: %+v, ignored %v", a.Settings, a.Ignored)
-	}
-	dev, err := queue.ParseConfig(queue.ConfigFiles{Allocations: read("dev-queues.xml"), HasAllocations: true, Settings: read("dev-yarn-site.xml"), HasSettings: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dev.Settings != queue.DefaultSettings() {
-		t.Errorf("dev-yarn-site.xml: %+v, want the defaults", dev.Settings)
-	}
-	for _, p := range dev.Properties() {
-		if !strings.Contains(string(read("dev-yarn-site.xml")), "<name>"+p.Name+"</name>") {
-			t.Errorf("dev-yarn-site.xml does not spell out %s", p.Name)
-		}
 	}
 }

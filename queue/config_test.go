@@ -56,7 +56,7 @@ func TestConfig_KeepsTheLastGoodFile(t *testing.T) {
 // A parsed file survives JSON (how Temporal carries it from the activity into the workflow
 // and across continue-as-new) unchanged, for every example file.
 func TestConfig_SurvivesJSON(t *testing.T) {
-	for _, f := range []string{"../examples/fair-scheduler.xml", "../examples/dev-queues.xml"} {
+	for _, f := range []string{"../examples/fair-scheduler.xml", "../internal/samples/dev-queues.xml"} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

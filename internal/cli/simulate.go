@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"slotplane/examples"
 	"slotplane/experiment"
 	"slotplane/internal/cli/render"
+	"slotplane/internal/samples"
 	"slotplane/queue"
 )
 
@@ -127,7 +127,7 @@ func readAllocations(path, settingsPath string) (string, *queue.Allocations, err
 	f := queue.ConfigFiles{HasAllocations: true, HasSettings: path == "" || settingsPath != ""}
 	var err error
 	if path == "" {
-		f.Allocations, err = examples.Files.ReadFile(DefaultAllocations)
+		f.Allocations, err = samples.Files.ReadFile(DefaultAllocations)
 	} else {
 		name = path
 		f.Allocations, err = os.ReadFile(path)
@@ -142,7 +142,7 @@ func readAllocations(path, settingsPath string) (string, *queue.Allocations, err
 		name += ", settings " + settingsPath
 	case path == "":
 		settingsName = "examples/" + DefaultSettings + " (embedded)"
-		f.Settings, err = examples.Files.ReadFile(DefaultSettings)
+		f.Settings, err = samples.Files.ReadFile(DefaultSettings)
 	}
 	if err != nil {
 		return "", nil, err

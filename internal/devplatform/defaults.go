@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/examples"
+	"slotplane/internal/samples"
 	"slotplane/queue"
 )
 
@@ -25,11 +25,11 @@ func CreateDefaults(ctx context.Context, cl client.Client, stateDir, nodeLabel s
 	if _, err := os.Stat(marker); err == nil {
 		return nil
 	}
-	queues, err := examples.Files.ReadFile("dev-queues.xml")
+	queues, err := samples.Files.ReadFile(samples.DevQueues)
 	if err != nil {
 		return err
 	}
-	settings, err := examples.Files.ReadFile("dev-yarn-site.xml")
+	settings, err := samples.Files.ReadFile(samples.DevSettings)
 	if err != nil {
 		return err
 	}
