@@ -30,8 +30,7 @@ type CreatedApplication struct {
 	v1alpha1.ApplicationRef
 	// CreatedAt is when slotplane asked for the application (v1alpha1.CreatedAtAnnotation),
 	// also when an earlier attempt did: the job's workflow retries this on a worker that
-	// came back from a kill, seconds later. Zero when the application does not say (made by
-	// a worker from before the annotation).
+	// came back from a kill, seconds later. Zero when the application does not say.
 	CreatedAt time.Time `json:"createdAt,omitzero"`
 }
 

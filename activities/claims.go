@@ -45,7 +45,7 @@ type ClaimResult struct {
 	Claimed []string
 	// Queued are the claimed jobs whose status says InQueue for this Scheduling already:
 	// the claim wrote it, as the job's workflow would have (ClaimJobs). Their workflows need
-	// no nudge; the other claimed jobs' do. A result from before the field has none.
+	// no nudge; the other claimed jobs' do. Empty, every claimed job's workflow is nudged.
 	Queued []string `json:",omitempty"`
 	// Lost are objects another Scheduling holds.
 	Lost []LostClaim
@@ -401,8 +401,8 @@ type RequestCreationInput struct {
 	Request   v1alpha1.CreationRequest
 	// Nudge, when set, is sent (signal-with-start, on TaskQueue) once the request is written
 	// and the granted slots' ghosts are gone, so the job's workflow makes its application
-	// without waiting for the Scheduling's next task. An input from before the field has
-	// none: its Scheduling nudges after.
+	// without waiting for the Scheduling's next task. Without it, the Scheduling nudges
+	// after.
 	Nudge     *SignalWithStart `json:",omitempty"`
 	TaskQueue string           `json:",omitempty"`
 }

@@ -443,8 +443,7 @@ type ReadJobsInput struct {
 	Names     []string
 	// Scheduling, when set, is the Scheduling that claimed the jobs: ReadJobs then reads
 	// them with one List of the jobs it holds, and only a name the list lacks with a Get of
-	// its own. Empty reads each name with a Get: an activity scheduled before the field
-	// existed, and retried from its recorded input, still runs as it did.
+	// its own. Empty reads each name with a Get.
 	Scheduling string
 }
 

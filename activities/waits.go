@@ -30,7 +30,7 @@ type AppKey struct {
 	// Enough is how many placed executors WaitPlaced waits for; 0 means all Replicas.
 	Enough int
 	// Within, when positive, bounds a wait: once that long has passed, it answers with what
-	// it has seen so far, done or not. A worker from before the field waits on.
+	// it has seen so far, done or not. Zero waits on.
 	Within time.Duration `json:",omitempty"`
 	// Scheduling and Since name the run whose slot pods the worker's watch remembers placed
 	// (Changes.NotePod): those of Scheduling placed since Since, the application's creation.
@@ -38,7 +38,7 @@ type AppKey struct {
 	// Since is the workflow's clock, the watch's times the worker's: a worker whose clock
 	// lags the Temporal server's by more than a run's start takes (a tenth of a second or
 	// more) loses the memory, and its waits keep the times they see, as a wait without Since
-	// does. A workflow from before the fields gives none: its wait knows only what it sees.
+	// does. Without them, a wait knows only what it sees.
 	Scheduling string    `json:",omitempty"`
 	Since      time.Time `json:",omitzero"`
 	// Known is how many placement times the run has already. A wait of a run that has them

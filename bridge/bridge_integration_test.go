@@ -24,6 +24,7 @@ import (
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/lifecycle"
 	"slotplane/internal/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/internal/testplatform"
@@ -369,7 +370,7 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 			return "", "", 0
 		}
 		info := d.GetWorkflowExecutionInfo()
-		return workflows.SchedulingUIDOf(info.GetMemo()), info.GetExecution().GetRunId(), info.GetStatus()
+		return lifecycle.UIDOf(info.GetMemo()), info.GetExecution().GetRunId(), info.GetStatus()
 	}
 	var oldRun string
 	require.Eventually(t, func() bool {
@@ -405,7 +406,7 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 	require.Eventually(t, func() bool {
 		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query: "WorkflowType = 'SchedulingWorkflow' AND ExecutionStatus = 'Running'"})
-		return err == nil && len(resp.GetExecutions()) == 1 && workflows.SchedulingUIDOf(resp.GetExecutions()[0].GetMemo()) == string(renewed.UID)
+		return err == nil && len(resp.GetExecutions()) == 1 && lifecycle.UIDOf(resp.GetExecutions()[0].GetMemo()) == string(renewed.UID)
 	}, 30*time.Second, 200*time.Millisecond, "visibility does not list the run with its uid")
 }
 

@@ -234,7 +234,7 @@ func (k *WorkflowKeeper) keepAdmissions(ctx context.Context, beds []v1alpha1.Tes
 // cancelOrphans cancels the running Scheduling workflows (ids) whose Scheduling is gone.
 func (k *WorkflowKeeper) cancelOrphans(ctx context.Context, running map[string]string) error {
 	for id := range running {
-		key, ok := workflows.SchedulingOfWorkflowID(id)
+		key, ok := lifecycle.SchedulingOf(id)
 		if !ok || k.Live == nil {
 			continue
 		}
@@ -263,7 +263,7 @@ func (k *WorkflowKeeper) running(ctx context.Context, workflowType string) (map[
 func (k *WorkflowKeeper) runningUIDs(ctx context.Context, workflowType string) (map[string]string, error) {
 	out := map[string]string{}
 	err := k.eachRunning(ctx, workflowType, func(e *workflowpb.WorkflowExecutionInfo) {
-		out[e.GetExecution().GetWorkflowId()] = workflows.SchedulingUIDOf(e.GetMemo())
+		out[e.GetExecution().GetWorkflowId()] = lifecycle.UIDOf(e.GetMemo())
 	})
 	return out, err
 }

@@ -47,3 +47,42 @@ func (a *Admitter) QueuesOf(keys []JobKey) map[JobKey]string {
 	}
 	return out
 }
+
+// Placed is the queue the core put a job's run in.
+type Placed struct {
+	Key   JobKey
+	Queue string
+}
+
+// ToShow are the queues the core put the jobs of rs in, just taken in, that their statuses
+// are to show. A job is left out when its status shows its queue already: it held that
+// queue before its request (before, from QueuesOf: a Scheduling asks again for every job
+// still waiting, whose queues are written already), or its request says the status shows
+// it (Request.Shown: the claim wrote the queue the job asked for, and placement kept it).
+// A job whose earlier placement is still to be written (pending) is kept all the same, so
+// the last write is this one.
+func (a *Admitter) ToShow(rs []Request, before map[JobKey]string, pending func(JobKey) bool) []Placed {
+	if len(rs) == 0 {
+		return nil
+	}
+	keys := make([]JobKey, len(rs))
+	for i, r := range rs {
+		keys[i] = r.JobKey
+	}
+	queues := a.QueuesOf(keys)
+	var out []Placed
+	for _, r := range rs {
+		q, ok := queues[r.JobKey]
+		if !ok {
+			continue
+		}
+		if was, held := before[r.JobKey]; held && was == q {
+			continue
+		}
+		if r.Shown == q && !pending(r.JobKey) {
+			continue
+		}
+		out = append(out, Placed{Key: r.JobKey, Queue: q})
+	}
+	return out
+}

@@ -57,3 +57,30 @@ func TestAdmitter_CheckKill(t *testing.T) {
 		t.Fatalf("QueuesOf: %v", got)
 	}
 }
+
+// The queues to show are those of the jobs just placed whose statuses do not show them yet:
+// not a job that held its queue before its request, not one whose status shows it, unless an
+// earlier placement of the job is still to be written; nothing for a job not placed.
+func TestAdmitter_ToShow(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="a"/><queue name="b"/></allocations>`)
+	first := []Request{req("moved", "a", 1), req("again", "a", 1), req("shown", "a", 1), req("owed", "a", 1), req("fresh", "b", 1)}
+	first[2].Shown, first[3].Shown = "root.a", "root.a"
+	before := map[JobKey]string{key("again"): "root.a", key("moved"): "root.b"}
+	for _, r := range first {
+		a.Request(r)
+	}
+	pending := func(k JobKey) bool { return k == key("owed") }
+	got := a.ToShow(append(first, req("ghost", "a", 1)), before, pending)
+	want := []Placed{{key("moved"), "root.a"}, {key("owed"), "root.a"}, {key("fresh"), "root.b"}}
+	if len(got) != len(want) {
+		t.Fatalf("ToShow: %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ToShow[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if a.ToShow(nil, nil, pending) != nil {
+		t.Error("nothing taken in, nothing to show")
+	}
+}

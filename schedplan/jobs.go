@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"slotplane/crds/v1alpha1"
@@ -48,11 +49,13 @@ func (j *Job) Fail(msg string, at time.Time) {
 	j.State, j.Message, j.FinishedAt = v1alpha1.JobFailed, v1alpha1.ClipMessage(msg), at
 }
 
-// Report is what a job's workflow tells of its run.
+// Report is what a job's workflow tells of its run. Started: the application left
+// StateAware's Starting state.
 type Report struct {
 	State                              v1alpha1.BatchJobState
 	Message                            string
 	SubmittedAt, RunningAt, FinishedAt time.Time
+	Started                            bool
 }
 
 // Apply takes the report of the job's run; a late or repeated report of a job that ended
@@ -67,6 +70,29 @@ func (j *Job) Apply(r Report) {
 
 // Jobs is a Scheduling's queue, in order.
 type Jobs []*Job
+
+// Heard applies a report of run of the job name, and says what Admission must hear of it
+// from the Scheduling: which runs left Starting (once per run: a run that is Running left
+// it too), and which ended, so that their slots can go on at once. told: the job's workflow
+// told Admission itself, with the report, and the Scheduling tells nothing.
+func (q Jobs) Heard(name string, run int32, r Report, told bool) (leftStarting, ended Jobs) {
+	for _, j := range q {
+		if j.Job.Name != name || j.Run != run {
+			continue
+		}
+		j.Apply(r)
+		if (r.Started || r.State == v1alpha1.JobRunning) && !j.Started {
+			j.Started = true
+			if !told {
+				leftStarting = append(leftStarting, j)
+			}
+		}
+		if r.State.Ended() && !told {
+			ended = append(ended, j)
+		}
+	}
+	return leftStarting, ended
+}
 
 // AllDone: every job ended.
 func (q Jobs) AllDone() bool {
@@ -194,6 +220,42 @@ func Judge(j *Job, g Grant) Verdict {
 		return Ignore // a refusal of something that does not wait: nothing is held
 	}
 	return Release
+}
+
+// Resume takes up run 1 of the job from what the cluster shows of it: the slots of its
+// grant, granted at grantedAt, and the run's state as its status shows it (r.State ""
+// when the run has not started). It says whether the run started.
+func (j *Job) Resume(slots []int32, grantedAt *metav1.MicroTime, r Report) (started bool) {
+	j.Run, j.Slots = 1, slots
+	if grantedAt != nil {
+		j.RequestedAt = grantedAt.Time
+	}
+	if r.State == "" {
+		return false
+	}
+	j.Apply(r)
+	return true
+}
+
+// TestBedFound sets the Scheduling's TestBedFound condition: whether its test bed exists
+// (the jobs wait for it otherwise), at the time now, which becomes the transition time
+// when the status changes.
+func TestBedFound(st *v1alpha1.SchedulingStatus, bed string, exists bool, now time.Time) {
+	c := metav1.Condition{Type: v1alpha1.ConditionTestBedFound, Status: metav1.ConditionTrue, Reason: "TestBedExists",
+		Message: fmt.Sprintf("test bed %s exists", bed), LastTransitionTime: metav1.NewTime(now.UTC().Truncate(time.Second))}
+	if !exists {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "TestBedMissing", fmt.Sprintf("test bed %s does not exist; the jobs wait for it", bed)
+	}
+	for i, old := range st.Conditions {
+		if old.Type == c.Type {
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
 }
 
 // Take starts the job on its grant: run 1 in the slots, asked for at the time at.

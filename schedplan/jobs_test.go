@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
 )
@@ -126,4 +127,79 @@ func TestJobs_ValidateExtend(t *testing.T) {
 			require.ErrorContains(t, err, c.want)
 		})
 	}
+}
+
+// Admission hears once that a run left Starting (a run reported Running left it too), and
+// hears of its end; nothing when the job's workflow told it itself, or when the report is of
+// another run.
+func TestJobs_Heard(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		r             Report
+		run           int32
+		told          bool
+		started, ends int
+	}{
+		{"left Starting", Report{State: v1alpha1.JobSubmitted, Started: true}, 1, false, 1, 0},
+		{"Running says it left Starting", Report{State: v1alpha1.JobRunning}, 1, false, 1, 0},
+		{"still starting", Report{State: v1alpha1.JobSubmitted}, 1, false, 0, 0},
+		{"ended at once", Report{State: v1alpha1.JobCompleted}, 1, false, 0, 1},
+		{"the job's workflow told", Report{State: v1alpha1.JobRunning, Started: true}, 1, true, 0, 0},
+		{"the job's workflow told the end", Report{State: v1alpha1.JobFailed}, 1, true, 0, 0},
+		{"another run", Report{State: v1alpha1.JobRunning, Started: true}, 2, false, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := Jobs{{Job: named("a"), Run: 1, State: v1alpha1.JobSubmitted}, {Job: named("b"), Run: 1}}
+			started, ended := q.Heard("a", c.run, c.r, c.told)
+			require.Len(t, started, c.started)
+			require.Len(t, ended, c.ends)
+			if c.run == 1 {
+				require.Equal(t, c.r.State, q[0].State, "the report is applied")
+				require.Equal(t, c.r.Started || c.r.State == v1alpha1.JobRunning, q[0].Started)
+			}
+		})
+	}
+	// Once per run: the next report of a run that left Starting tells nothing more.
+	q := Jobs{{Job: named("a"), Run: 1}}
+	started, _ := q.Heard("a", 1, Report{State: v1alpha1.JobSubmitted, Started: true}, false)
+	require.Len(t, started, 1)
+	started, _ = q.Heard("a", 1, Report{State: v1alpha1.JobRunning}, false)
+	require.Empty(t, started)
+}
+
+// A run taken up from the cluster: granted but not started waits for its start; started,
+// it has its status's state and times.
+func TestJob_Resume(t *testing.T) {
+	granted := metav1.NewMicroTime(time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC))
+	idle := &Job{Job: named("a"), State: v1alpha1.JobInQueue}
+	require.False(t, idle.Resume([]int32{1}, &granted, Report{}))
+	require.Equal(t, int32(1), idle.Run)
+	require.Equal(t, []int32{1}, idle.Slots)
+	require.True(t, idle.RequestedAt.Equal(granted.Time))
+	require.Equal(t, v1alpha1.JobInQueue, idle.State)
+
+	ran := &Job{Job: named("b"), State: v1alpha1.JobInQueue}
+	require.True(t, ran.Resume([]int32{2, 3}, nil, Report{State: v1alpha1.JobCompleted, Message: "done", FinishedAt: granted.Add(time.Minute)}))
+	require.True(t, ran.Done())
+	require.True(t, ran.RequestedAt.IsZero(), "no grant time known")
+	require.Equal(t, granted.Add(time.Minute), ran.FinishedAt)
+}
+
+// TestBedFound says whether the bed exists; its transition time moves only when the
+// status does.
+func TestTestBedFound(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 4, 0, 0, 500, time.UTC)
+	st := &v1alpha1.SchedulingStatus{}
+	TestBedFound(st, "bed", false, t0)
+	require.Len(t, st.Conditions, 1)
+	require.Equal(t, metav1.ConditionFalse, st.Conditions[0].Status)
+	require.Equal(t, "test bed bed does not exist; the jobs wait for it", st.Conditions[0].Message)
+	require.True(t, st.Conditions[0].LastTransitionTime.Time.Equal(t0.Truncate(time.Second)))
+	TestBedFound(st, "bed", false, t0.Add(time.Hour))
+	require.True(t, st.Conditions[0].LastTransitionTime.Time.Equal(t0.Truncate(time.Second)), "no change, no transition")
+	TestBedFound(st, "bed", true, t0.Add(2*time.Hour))
+	require.Len(t, st.Conditions, 1)
+	require.Equal(t, metav1.ConditionTrue, st.Conditions[0].Status)
+	require.Equal(t, "TestBedExists", st.Conditions[0].Reason)
+	require.True(t, st.Conditions[0].LastTransitionTime.Time.Equal(t0.Add(2*time.Hour).Truncate(time.Second)))
 }

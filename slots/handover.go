@@ -87,6 +87,17 @@ func Sooner(a, b time.Duration) time.Duration {
 	return a
 }
 
+// NextPass is how long a test bed's workflow waits before its next pass: resync when the
+// bed is settled, retry when the last pass changed something or found the cluster in
+// progress, and recheckIn (0: none) when a grant's timeout runs out sooner.
+func NextPass(settled bool, recheckIn, resync, retry time.Duration) time.Duration {
+	wait := resync
+	if !settled {
+		wait = retry
+	}
+	return Sooner(wait, recheckIn)
+}
+
 // Hold is what one job holds of a test bed (HoldOf).
 type Hold struct {
 	Holds bool

@@ -59,3 +59,23 @@ func TestFreedRecently(t *testing.T) {
 	_, left = FreedRecently(ended(-time.Hour, "bed", v1alpha1.JobCompleted), "bed", now)
 	require.Equal(t, HandOverGrace, left, "an end stamped ahead of this clock waits no longer than the grace")
 }
+
+// A settled bed waits the resync, one in progress the retry, and a grant's timeout that
+// runs out sooner cuts either short.
+func TestNextPass(t *testing.T) {
+	for _, c := range []struct {
+		settled   bool
+		recheckIn time.Duration
+		want      time.Duration
+	}{
+		{true, 0, 30 * time.Second},
+		{false, 0, 2 * time.Second},
+		{true, 5 * time.Second, 5 * time.Second},
+		{false, 5 * time.Second, 2 * time.Second},
+		{false, time.Second, time.Second},
+	} {
+		if got := NextPass(c.settled, c.recheckIn, 30*time.Second, 2*time.Second); got != c.want {
+			t.Errorf("NextPass(%v, %s) = %s, want %s", c.settled, c.recheckIn, got, c.want)
+		}
+	}
+}

@@ -77,44 +77,22 @@ func (a *admission) queuesBefore(keys []queue.JobKey) map[queue.JobKey]string {
 	return a.core.QueuesOf(keys)
 }
 
-// placed notes where the core put the jobs of the requests rs, to be written to their
-// statuses. A job is not noted when its status shows that queue already: its queue is the
-// one it had before its request (before, from queuesBefore; a Scheduling asks again for
-// every job still waiting each time it continues as new, and those jobs' queues are
-// written already), or the request says the status shows it (Shown: the claim wrote the
-// queue the job asked for, and placement kept it). A job with a placement still to be
-// written is noted all the same, so the last write is this one.
+// placed notes the queues the core put the jobs of the requests rs in, to be written to
+// their statuses (queue.Admitter.ToShow): those the statuses do not show yet, and those of
+// jobs whose last placement is still to be written.
 func (a *admission) placed(rs []AdmissionRequest, before map[queue.JobKey]string) {
-	if len(rs) == 0 {
-		return
-	}
-	keys := make([]queue.JobKey, len(rs))
-	for i, r := range rs {
-		keys[i] = r.JobKey
-	}
-	queues := a.core.QueuesOf(keys)
 	var pending map[string]bool // scheduling/job of the placements not yet written
-	for _, r := range rs {
-		k := r.JobKey
-		q, ok := queues[k]
-		if !ok {
-			continue
-		}
-		if was, held := before[k]; held && was == q {
-			continue
-		}
-		if r.Shown == q {
-			if pending == nil {
-				pending = map[string]bool{}
-				for _, p := range a.pendingQueues() {
-					pending[p.Scheduling+"/"+p.Job] = true
-				}
-			}
-			if !pending[k.Scheduling+"/"+k.Job] {
-				continue
+	isPending := func(k queue.JobKey) bool {
+		if pending == nil {
+			pending = map[string]bool{}
+			for _, p := range a.pendingQueues() {
+				pending[p.Scheduling+"/"+p.Job] = true
 			}
 		}
-		a.unrecorded = append(a.unrecorded, activities.QueuePlacement{Scheduling: k.Scheduling, Job: k.Job, Queue: q})
+		return pending[k.Scheduling+"/"+k.Job]
+	}
+	for _, p := range a.core.ToShow(rs, before, isPending) {
+		a.unrecorded = append(a.unrecorded, activities.QueuePlacement{Scheduling: p.Key.Scheduling, Job: p.Key.Job, Queue: p.Queue})
 	}
 }
 

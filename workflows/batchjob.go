@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"go.temporal.io/sdk/temporal"
@@ -58,8 +56,8 @@ type JobProgress struct {
 	Started bool
 	// AdmissionTold: what Admission must hear of this report (the run left Starting, the
 	// run ended) went to Admission from the job's own workflow, in the same activity as this
-	// report: the Scheduling passes none of it on. The reports of workflows from before leave
-	// it false, and the Scheduling tells Admission as it did.
+	// report: the Scheduling passes none of it on. False leaves the telling to the
+	// Scheduling.
 	AdmissionTold bool `json:",omitempty"`
 }
 
@@ -199,42 +197,11 @@ func (j *jobRunner) deleteApp(ctx workflow.Context, app v1alpha1.ApplicationRef)
 	return quick(ctx, acts.DeleteApplication, activities.AppKey{Namespace: j.key.Namespace, Job: j.key.Name, App: app}).Get(ctx, nil)
 }
 
-// specCondition sets the SpecAllowed condition from the job's refused fields, and says
-// whether it changed. A job whose spec was never refused carries no such condition.
+// specCondition sets the SpecAllowed condition from the job's refused fields
+// (jobplan.SpecCondition), and says whether it changed.
 func (j *jobRunner) specCondition(ctx workflow.Context, refused []string) bool {
-	old := meta.FindStatusCondition(j.status.Conditions, v1alpha1.ConditionSpecAllowed)
-	want := metav1.Condition{Type: v1alpha1.ConditionSpecAllowed, LastTransitionTime: metav1.NewTime(workflow.Now(ctx)), ObservedGeneration: j.status.ObservedGeneration}
-	switch {
-	case len(refused) > 0:
-		want.Status, want.Reason = metav1.ConditionFalse, v1alpha1.ReasonSpecRefused
-		want.Message = "the wrapped spec sets what it may not: " + strings.Join(refused, "; ")
-		if len(want.Message) > maxConditionMessage {
-			want.Message = want.Message[:maxConditionMessage-3] + "..."
-		}
-	case old != nil && old.Status != metav1.ConditionTrue:
-		want.Status, want.Reason = metav1.ConditionTrue, v1alpha1.ReasonSpecAllowed
-		want.Message = "the wrapped spec keeps to the namespace's policy"
-	default:
-		return false
-	}
-	if old != nil && old.Status == want.Status && old.Reason == want.Reason && old.Message == want.Message {
-		return false
-	}
-	// meta.SetStatusCondition would do, but reads the clock when a time is missing, which
-	// workflow code must not be seen to do.
-	if old == nil {
-		j.status.Conditions = append(j.status.Conditions, want)
-	} else {
-		if old.Status == want.Status {
-			want.LastTransitionTime = old.LastTransitionTime
-		}
-		*old = want
-	}
-	return true
+	return jobplan.SpecCondition(&j.status, refused, workflow.Now(ctx))
 }
-
-// maxConditionMessage keeps a condition's message within what the API server accepts.
-const maxConditionMessage = 32768
 
 func (j *jobRunner) toReady(ctx workflow.Context, specChanged bool) error {
 	if j.status.State != v1alpha1.JobReady || j.status.Scheduling != "" || j.status.Application != nil || specChanged {
@@ -446,8 +413,8 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 // report says AdmissionTold when all of it goes: the Scheduling then sends Admission nothing
 // for it (a signal and a turn of Admission less per job). A report whose news does not all
 // go (no creation request, an end without the job's own release) leaves the telling to the
-// Scheduling. A start the grant
-// said Admission needs no word of (CreationRequest.QuietStart) counts as told.
+// Scheduling. A start the grant said Admission needs no word of (CreationRequest.QuietStart)
+// counts as told.
 func (r *runReport) tellAdmission(st v1alpha1.BatchJobState) {
 	startNews := r.progress.Started || st == v1alpha1.JobRunning
 	if req := r.req; startNews && !r.startTold && req != nil && req.SchedulingUID != "" {

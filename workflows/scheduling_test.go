@@ -1080,15 +1080,3 @@ func TestSchedulingWorkflow_TimeToLiveAfterItEnded(t *testing.T) {
 		})
 	}
 }
-
-func TestSchedulingOfWorkflowID(t *testing.T) {
-	key, ok := SchedulingOfWorkflowID(SchedulingWorkflowID("team-a", "nightly"))
-	if !ok || key.Namespace != "team-a" || key.Name != "nightly" {
-		t.Errorf("got %v, %v", key, ok)
-	}
-	for _, id := range []string{"batchjob/team-a/x", "scheduling/team-a", "scheduling//x", "scheduling/a/b/c"} {
-		if _, ok := SchedulingOfWorkflowID(id); ok {
-			t.Errorf("%q names a scheduling", id)
-		}
-	}
-}

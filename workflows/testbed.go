@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
+	"slotplane/slots"
 )
 
 // TaskQueue is the task queue of the test beds', Schedulings' and jobs' workflows and their
@@ -118,14 +119,7 @@ func TestBedWorkflow(ctx workflow.Context, in TestBedInput) (TestBedOutput, erro
 			logger.Info("test bed gone; workflow ends", "testbed", in.Namespace+"/"+in.Name)
 			return out, nil
 		}
-		wait := resync
-		if !res.Settled {
-			wait = retry
-		}
-		if res.RecheckIn > 0 && res.RecheckIn < wait {
-			// A grant's timeout ends first (zero in histories from before it existed).
-			wait = res.RecheckIn
-		}
+		wait := slots.NextPass(res.Settled, res.RecheckIn, resync, retry)
 		if out.Passes >= perRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			// Changes that arrived meanwhile are not lost: the next run starts with a pass.
 			next := TestBedInput{Namespace: in.Namespace, Name: in.Name, Resync: resync, Retry: retry, Debounce: debounce, PassesPerRun: perRun}

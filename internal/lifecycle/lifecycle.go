@@ -76,7 +76,7 @@ func runningUID(ctx context.Context, tc temporal.Client, id string) (bool, strin
 	if info.GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return false, "", nil
 	}
-	return true, workflows.SchedulingUIDOf(info.GetMemo()), nil
+	return true, UIDOf(info.GetMemo()), nil
 }
 
 // CancelScheduling is what follows the deletion of a Scheduling: its running workflow is

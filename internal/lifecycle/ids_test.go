@@ -1,0 +1,41 @@
+package lifecycle
+
+import (
+	"testing"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+
+	"slotplane/workflows"
+)
+
+func TestSchedulingOf(t *testing.T) {
+	key, ok := SchedulingOf(workflows.SchedulingWorkflowID("team-a", "nightly"))
+	if !ok || key.Namespace != "team-a" || key.Name != "nightly" {
+		t.Errorf("got %v, %v", key, ok)
+	}
+	for _, id := range []string{"batchjob/team-a/x", "scheduling/team-a", "scheduling//x", "scheduling/a/b/c"} {
+		if _, ok := SchedulingOf(id); ok {
+			t.Errorf("%q names a scheduling", id)
+		}
+	}
+}
+
+// The UID comes from the memo the workflow writes; a memo without it, or one that does not
+// decode, gives none.
+func TestUIDOf(t *testing.T) {
+	p, err := converter.GetDefaultDataConverter().ToPayload("0f1e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := UIDOf(&commonpb.Memo{Fields: map[string]*commonpb.Payload{workflows.SchedulingUIDMemo: p}}); got != "0f1e" {
+		t.Errorf("UIDOf = %q", got)
+	}
+	if got := UIDOf(nil); got != "" {
+		t.Errorf("no memo: %q", got)
+	}
+	bad := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte("{")}
+	if got := UIDOf(&commonpb.Memo{Fields: map[string]*commonpb.Payload{workflows.SchedulingUIDMemo: bad}}); got != "" {
+		t.Errorf("a memo that does not decode: %q", got)
+	}
+}
