@@ -350,10 +350,11 @@ func TestRecordAdmissionHistory(t *testing.T) {
 	}
 	_, err = activities.Update(ctx, c, id, workflows.AdmissionRequestUpdate, workflows.AdmissionRequest{JobKey: key("sa", "big"), Queue: "a", User: "u", Slots: 8})
 	require.NoError(t, err)
-	time.Sleep(300 * time.Millisecond)
+	require.Eventually(t, func() bool { return runningJobs(ctx, c, id) == 1 }, 30*time.Second, 50*time.Millisecond, "big never ran")
 	_, err = activities.Update(ctx, c, id, workflows.AdmissionRequestUpdate, workflows.AdmissionRequest{JobKey: key("sb", "small"), Queue: "b", User: "u", Slots: 4})
 	require.NoError(t, err)
-	time.Sleep(2500 * time.Millisecond) // past b's timeout: preemption
+	// b starves past its timeout, and a's job gives back slots.
+	require.Eventually(t, func() bool { return stand.revoked.Load() > 0 }, 30*time.Second, 50*time.Millisecond, "nothing was preempted")
 	file.set("2", `<allocations><queue name="a"/><queue name="b"/></allocations>`)
 	_, err = activities.Update(ctx, c, id, workflows.AdmissionConfigUpdate, nil)
 	require.NoError(t, err)
@@ -368,10 +369,20 @@ func TestRecordAdmissionHistory(t *testing.T) {
 	require.NoError(t, c.TerminateWorkflow(ctx, id, "", "recorded"))
 }
 
-// admissionHistory is the file the recording writes. Admission's histories recorded before
-// its decisions were recorded as side effects (decideOnce) cannot replay on the code that
-// records them, and no cluster runs that code: they were removed rather than kept on a
-// version branch.
+// runningJobs is how many jobs the Admission workflow id says run (-1: no answer).
+func runningJobs(ctx context.Context, c client.Client, id string) int {
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueuesQuery)
+	if err != nil {
+		return -1
+	}
+	var r workflows.AdmissionReport
+	if v.Get(&r) != nil {
+		return -1
+	}
+	return len(r.Running)
+}
+
+// admissionHistory is the file the recording writes.
 const admissionHistory = "admission.json"
 
 // allocationStandIn is an allocation file that changes when the test says so.

@@ -188,7 +188,8 @@ func (s *schedulingStandIn) RequestCreation(_ context.Context, in activities.Req
 	s.mu.Lock()
 	s.taken[in.Job] = in.Request.Slots
 	s.mu.Unlock()
-	// The first version waits for placement before it decides again; admission does not.
+	// The job runs for a while as a stand-in application would: Running after 100 ms, ended
+	// 200 ms later.
 	go func() {
 		ctx := context.Background()
 		time.Sleep(100 * time.Millisecond)
