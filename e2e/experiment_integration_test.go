@@ -28,6 +28,8 @@ import (
 	"slotplane/queue"
 	"slotplane/schedkit"
 	"slotplane/schedkit/sjf"
+	"slotplane/simulation/replay"
+	"slotplane/simulation/tracefile"
 )
 
 // An experiment of forty short jobs with each example scheduler, run as a user runs it
@@ -263,13 +265,13 @@ func TestE2E_BurstExperimentAgainstItsPrediction(t *testing.T) {
 	require.NoError(t, err)
 	tf, err := os.Open(trace)
 	require.NoError(t, err)
-	traceJobs, err := queue.ParseTrace(tf)
+	traceJobs, err := tracefile.Parse(tf)
 	tf.Close()
 	require.NoError(t, err)
-	replay, err := queue.Replay(alloc, traceJobs, queue.ReplayOptions{Slots: 8, SlotSize: queue.Resources{MemoryBytes: 8 << 30, MilliCores: 2000}})
+	replayed, err := replay.Run(alloc, traceJobs, replay.Options{Slots: 8, SlotSize: queue.Resources{MemoryBytes: 8 << 30, MilliCores: 2000}})
 	require.NoError(t, err)
 	aclRefused := map[string]bool{}
-	for _, o := range replay.Outcomes {
+	for _, o := range replayed.Outcomes {
 		if o.Refused != "" {
 			aclRefused[o.Name] = true
 		}

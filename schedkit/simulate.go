@@ -13,19 +13,8 @@ import (
 
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/simulation"
 )
-
-// SimJob is one job of a simulated workload.
-type SimJob struct {
-	Name, User, Queue string
-	// Arrival is when the job is submitted, from the simulation's start.
-	Arrival time.Duration
-	// Replicas is how many slots the job asks for. It reaches the scheduler the way a live
-	// submitter says it: as the job's ReplicasNote in its scheduler data.
-	Replicas int32
-	// Runtime is how long the job works once running.
-	Runtime time.Duration
-}
 
 // SimBed is the simulated test bed: Nodes nodes named node-00, node-01, ... with
 // SlotsPerNode slots each. Positions go round-robin across the nodes in node order, as the
@@ -82,26 +71,30 @@ var simDefaultEpoch = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
 const simDefaultLimit = 7 * 24 * time.Hour
 
 // Simulate runs s over a workload in virtual time and answers what became of each job, in
-// the order of jobs.
+// the order of jobs. A job asks for its Executors as slots; they reach the scheduler the way
+// a live submitter says it, as the job's ReplicasNote in its scheduler data. Its Submit is
+// its arrival, and it runs for its Runtime once running. The simulation reads no other
+// field: the driver and the groups are the queues' matter.
 //
-// The clock jumps from event to event: a job's arrival, its run starting (after StartUp)
-// and its end. At each instant the ends come first (their slots are freed and the job is
-// Completed, with its run in Status.History), then the starts, the grants of waiting
-// QueueBased placements and the arrivals; then s decides on a view built by the same code
-// the live kit uses, and is asked again at the same instant, as the live kit does once
-// the feed shows its placements, until it places nothing. As live, s is asked only when some
-// job waits, and every job of the workload is its to place (there is no Select).
+// The clock is the event loop of package simulation, which the queues' replay runs on too.
+// It jumps from event to event: a job's arrival, its run starting (after StartUp) and its
+// end. At each instant the ends come first (their slots are freed and the job is Completed,
+// with its run in Status.History), then the starts, the grants of waiting QueueBased
+// placements and the arrivals; then s decides on a view built by the same code the live kit
+// uses, and is asked again at the same instant, as the live kit does once the feed shows its
+// placements, until it places nothing. As live, s is asked only when some job waits, and
+// every job of the workload is its to place (there is no Select).
 //
 // A placement with Slots starts in them at once. One without waits for the queue in a
 // single first-in, first-out line and is granted the lowest-numbered free slots once enough
 // are free; a placement asking for more slots than the bed has is passed over, so it does
 // not hold up the line. The test bed's own queue policies (shares, preemption, backfill) are
-// not simulated here: queue.Replay does that.
+// not simulated here: package simulation/replay does that.
 //
 // The simulation stops when every job has ended, when nothing is left that could happen
 // (the jobs still waiting stay unreached), or at the Limit. Given a deterministic s, the
 // same input gives the same answer. It fails on bad input (ErrBadSimInput).
-func Simulate(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) ([]SimRun, error) {
+func Simulate(s Scheduler, jobs []simulation.Job, bed SimBed, o SimOptions) ([]SimRun, error) {
 	if err := validateSim(s, jobs, bed, o); err != nil {
 		return nil, err
 	}
@@ -114,10 +107,14 @@ func Simulate(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) ([]SimRun, e
 	if bed.Name == "" {
 		bed.Name = "simulation"
 	}
-	return newSimulation(s, jobs, bed, o).run()
+	sim := newSimulator(s, jobs, bed, o)
+	if _, err := simulation.Run(sim, jobs, simulation.Clock{Limit: o.Limit}); err != nil {
+		return nil, err
+	}
+	return sim.out, nil
 }
 
-func validateSim(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) error {
+func validateSim(s Scheduler, jobs []simulation.Job, bed SimBed, o SimOptions) error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadSimInput}, args...)...))
@@ -147,16 +144,16 @@ func validateSim(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) error {
 			bad("job %q is given twice", j.Name)
 		}
 		seen[j.Name] = true
-		if j.Arrival < 0 {
-			bad("job %q arrives at %v, before the start", j.Name, j.Arrival)
+		if j.Submit < 0 {
+			bad("job %q arrives at %v, before the start", j.Name, j.Submit)
 		}
 		if j.Runtime < 0 {
 			bad("job %q has a negative runtime %v", j.Name, j.Runtime)
 		}
 		// Above MaxReplication the kit would read the note as 1: refuse it rather than
 		// simulate another workload than the one given.
-		if j.Replicas < 1 || j.Replicas > v1alpha1.MaxReplication {
-			bad("job %q asks for %d slots (1 to %d)", j.Name, j.Replicas, v1alpha1.MaxReplication)
+		if j.Executors < 1 || j.Executors > v1alpha1.MaxReplication {
+			bad("job %q asks for %d slots (1 to %d)", j.Name, j.Executors, v1alpha1.MaxReplication)
 		}
 	}
 	return errors.Join(errs...)
@@ -166,18 +163,20 @@ func validateSim(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) error {
 type simPhase int
 
 const (
-	simNotArrived simPhase = iota
-	simWaiting             // arrived, not placed
-	simQueued              // placed without slots, waiting for the queue's grant
-	simStarting            // holds its slots, not running yet
+	simNotArrived simPhase = iota // the loop submits it at its time
+	simWaiting                    // arrived, not placed
+	simQueued                     // placed without slots, waiting for the queue's grant
+	simStarting                   // holds its slots, not running yet
 	simRunning
 	simEnded
 )
 
-type simulation struct {
+// simulator is the kit's side of a simulation, the loop's Model: the scheduler, the world it
+// sees, and the slots' bookkeeping. Jobs arrive from the loop; the scheduler places them.
+type simulator struct {
 	s   Scheduler
 	o   SimOptions
-	in  []SimJob
+	in  []simulation.Job
 	out []SimRun
 	w   *world
 	// index finds a job of in by name; nodes is each slot position's node.
@@ -197,15 +196,15 @@ type simulation struct {
 	revision int
 }
 
-func newSimulation(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) *simulation {
+func newSimulator(s Scheduler, jobs []simulation.Job, bed SimBed, o SimOptions) *simulator {
 	n := len(jobs)
-	sim := &simulation{s: s, o: o, in: jobs, out: make([]SimRun, n), w: newWorld(),
+	sim := &simulator{s: s, o: o, in: jobs, out: make([]SimRun, n), w: newWorld(),
 		phase: make([]simPhase, n), placedAt: make([]time.Duration, n), runningAt: make([]time.Duration, n),
 		endsAt: make([]time.Duration, n), width: make([]int32, n)}
 	sim.index = make(map[string]int, n)
 	for i, j := range jobs {
 		sim.index[j.Name] = i
-		sim.out[i] = SimRun{Job: j.Name, Arrival: j.Arrival, Admitted: -1, Running: -1, Ended: -1}
+		sim.out[i] = SimRun{Job: j.Name, Arrival: j.Submit, Admitted: -1, Running: -1, Ended: -1}
 	}
 	tb := &apitypes.TestBed{Name: bed.Name}
 	total := bed.Nodes * bed.SlotsPerNode
@@ -225,29 +224,14 @@ func newSimulation(s Scheduler, jobs []SimJob, bed SimBed, o SimOptions) *simula
 	return sim
 }
 
-func (sim *simulation) run() ([]SimRun, error) {
-	for {
-		t, ok := sim.next()
-		if !ok || t > sim.o.Limit {
-			return sim.out, nil
-		}
-		sim.advance(t)
-		if err := sim.decide(t); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// next is the time of the earliest event still to come; none when nothing can happen any
-// more. It may be the current time: a run placed now may start, or end, now.
-func (sim *simulation) next() (time.Duration, bool) {
+// Next is the time of the earliest start or end still to come; none when no run is under
+// way. It may be now: a run placed now may start, or end, now.
+func (sim *simulator) Next(time.Duration) (time.Duration, bool) {
 	var t time.Duration
 	found := false
 	for i := range sim.in {
 		var at time.Duration
 		switch sim.phase[i] {
-		case simNotArrived:
-			at = sim.in[i].Arrival
 		case simStarting:
 			at = sim.runningAt[i]
 		case simRunning:
@@ -262,29 +246,31 @@ func (sim *simulation) next() (time.Duration, bool) {
 	return t, found
 }
 
-// advance applies the events of instant t, ends first, so that their slots are free for
-// what follows.
-func (sim *simulation) advance(t time.Duration) {
+// End ends the runs due at t, so that their slots are free for what follows.
+func (sim *simulator) End(t time.Duration) {
 	for i := range sim.in {
 		if sim.phase[i] == simRunning && sim.endsAt[i] == t {
 			sim.end(i, t)
 		}
 	}
+}
+
+// Start starts the runs whose hand-over is over at t, then grants the waiting QueueBased
+// placements the slots that are free.
+func (sim *simulator) Start(t time.Duration) {
 	for i := range sim.in {
 		if sim.phase[i] == simStarting && sim.runningAt[i] == t {
 			sim.start(i, t)
 		}
 	}
 	sim.grant(t)
-	for i, j := range sim.in {
-		if sim.phase[i] == simNotArrived && j.Arrival == t {
-			sim.arrive(i, t)
-		}
-	}
 }
 
-// decide asks the scheduler until it places nothing more at instant t.
-func (sim *simulation) decide(t time.Duration) error {
+// Elapse does nothing: the kit's simulation answers times, not averages over them.
+func (sim *simulator) Elapse(_, _ time.Duration) {}
+
+// Decide asks the scheduler until it places nothing more at instant t.
+func (sim *simulator) Decide(t time.Duration) error {
 	// Each round that goes on placed a waiting job, and placed jobs wait no more, so there
 	// are at most as many rounds as jobs: more means the simulation lost track of one.
 	for round := 0; round <= len(sim.in); round++ {
@@ -306,7 +292,7 @@ func (sim *simulation) decide(t time.Duration) error {
 
 // apply carries out checked placements in the live kit's order: every placement's notes,
 // then the placements into named slots, then those for the queue.
-func (sim *simulation) apply(ps []Placement, t time.Duration) []Placement {
+func (sim *simulator) apply(ps []Placement, t time.Duration) []Placement {
 	for _, p := range ps {
 		if len(p.Notes) == 0 {
 			continue
@@ -348,21 +334,21 @@ func (sim *simulation) apply(ps []Placement, t time.Duration) []Placement {
 	return append(slotted, queued...)
 }
 
-// arrive submits a job: it waits, Ready, as a live submission does.
-func (sim *simulation) arrive(i int, t time.Duration) {
+// Arrive submits a job: it waits, Ready, as a live submission does.
+func (sim *simulator) Arrive(i int, t time.Duration) {
 	j := sim.in[i]
 	sim.phase[i] = simWaiting
 	sim.changed(apitypes.Job{
 		Name: j.Name, User: j.User, Queue: j.Queue,
 		CreatedAt:     &metav1.Time{Time: sim.at(t)},
-		SchedulerData: map[string]string{ReplicasNote: strconv.Itoa(int(j.Replicas))},
+		SchedulerData: map[string]string{ReplicasNote: strconv.Itoa(j.Executors)},
 		Status:        v1alpha1.BatchJobStatus{State: v1alpha1.JobReady},
 	})
 }
 
 // claim is the Scheduling taking the job: it leaves the waiting jobs for good. The kit
 // tracks it as its own placement until the run ends, as it does live.
-func (sim *simulation) claim(i int, p Placement, t time.Duration) {
+func (sim *simulator) claim(i int, p Placement, t time.Duration) {
 	sim.placedAt[i], sim.width[i] = t, p.Replicas
 	sim.w.placed[p.Job] = &placement{slots: slices.Clone(p.Slots)}
 	j := sim.w.jobs[p.Job]
@@ -375,7 +361,7 @@ func (sim *simulation) claim(i int, p Placement, t time.Duration) {
 
 // grant gives the waiting QueueBased placements their slots, first placed first: one that
 // does not fit yet holds up those behind it, one that never can does not.
-func (sim *simulation) grant(t time.Duration) {
+func (sim *simulator) grant(t time.Duration) {
 	var free []int32
 	for p, h := range sim.holder {
 		if h == "" {
@@ -401,7 +387,7 @@ func (sim *simulation) grant(t time.Duration) {
 
 // admit gives a claimed job its slots: its application is made at once and runs StartUp
 // later.
-func (sim *simulation) admit(i int, slots []int32, t time.Duration) {
+func (sim *simulator) admit(i int, slots []int32, t time.Duration) {
 	name := sim.in[i].Name
 	var nodes []string
 	for _, p := range slots {
@@ -431,7 +417,7 @@ func (sim *simulation) admit(i int, slots []int32, t time.Duration) {
 	}
 }
 
-func (sim *simulation) start(i int, t time.Duration) {
+func (sim *simulator) start(i int, t time.Duration) {
 	sim.phase[i] = simRunning
 	sim.out[i].Running = t
 	j := sim.w.jobs[sim.in[i].Name]
@@ -445,7 +431,7 @@ func (sim *simulation) start(i int, t time.Duration) {
 
 // end completes a run: its slots are free and its record joins the job's history, where
 // later views show it.
-func (sim *simulation) end(i int, t time.Duration) {
+func (sim *simulator) end(i int, t time.Duration) {
 	sim.phase[i] = simEnded
 	r := &sim.out[i]
 	r.Ended = t
@@ -477,14 +463,14 @@ func (sim *simulation) end(i int, t time.Duration) {
 }
 
 // changed hands the job's new state to the world as the feed would.
-func (sim *simulation) changed(j apitypes.Job) {
+func (sim *simulator) changed(j apitypes.Job) {
 	sim.revision++
 	j.ResourceVersion = strconv.Itoa(sim.revision)
 	sim.w.jobChanged(j)
 }
 
-func (sim *simulation) at(d time.Duration) time.Time { return sim.o.Epoch.Add(d) }
+func (sim *simulator) at(d time.Duration) time.Time { return sim.o.Epoch.Add(d) }
 
-func (sim *simulation) micro(d time.Duration) *metav1.MicroTime {
+func (sim *simulator) micro(d time.Duration) *metav1.MicroTime {
 	return &metav1.MicroTime{Time: sim.at(d)}
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/simulation"
 )
 
 // simFIFO is a toy strict first-in, first-out scheduler: the oldest waiting jobs go into the
@@ -44,8 +45,8 @@ var simQueueAll = SchedulerFunc(func(v *View) []Placement {
 	return out
 })
 
-func simJob(name string, arrival time.Duration, replicas int32, runtime time.Duration) SimJob {
-	return SimJob{Name: name, User: "u-" + name, Queue: "root.q", Arrival: arrival, Replicas: replicas, Runtime: runtime}
+func simJob(name string, arrival time.Duration, replicas int, runtime time.Duration) simulation.Job {
+	return simulation.Job{Name: name, User: "u-" + name, Queue: "root.q", Submit: arrival, Executors: replicas, Runtime: runtime}
 }
 
 // simRan is a run that got its slots; simNever one that did not.
@@ -61,7 +62,7 @@ func TestSimulate_RunsTheSchedulerInVirtualTime(t *testing.T) {
 	const mn, sec = time.Minute, time.Second
 	// Five jobs on two nodes of two slots: c (3 slots) cannot start when b frees two, and d
 	// waits behind it although one slot would do.
-	five := []SimJob{
+	five := []simulation.Job{
 		simJob("a", 0, 2, 10*mn),
 		simJob("b", 1*mn, 2, 5*mn),
 		simJob("c", 2*mn, 3, 4*mn),
@@ -72,7 +73,7 @@ func TestSimulate_RunsTheSchedulerInVirtualTime(t *testing.T) {
 	oneByThree := SimBed{Name: "lab", Nodes: 1, SlotsPerNode: 3}
 	cases := map[string]struct {
 		s    Scheduler
-		jobs []SimJob
+		jobs []simulation.Job
 		bed  SimBed
 		o    SimOptions
 		want []SimRun
@@ -109,12 +110,12 @@ func TestSimulate_RunsTheSchedulerInVirtualTime(t *testing.T) {
 		},
 		"a job larger than the bed is never placed, and what waits behind it stays unreached": {
 			s: simFIFO, bed: twoByTwo,
-			jobs: []SimJob{simJob("huge", 0, 5, 1*mn), simJob("small", 1*mn, 1, 1*mn)},
+			jobs: []simulation.Job{simJob("huge", 0, 5, 1*mn), simJob("small", 1*mn, 1, 1*mn)},
 			want: []SimRun{simNever("huge", 0), simNever("small", 1*mn)},
 		},
 		"a run of no length frees its slots for the same instant": {
 			s: simFIFO, bed: SimBed{Nodes: 1, SlotsPerNode: 1},
-			jobs: []SimJob{simJob("a", 0, 1, 0), simJob("b", 0, 1, 1*mn)},
+			jobs: []simulation.Job{simJob("a", 0, 1, 0), simJob("b", 0, 1, 1*mn)},
 			want: []SimRun{
 				simRan("a", 0, 0, 0, 0, []int32{0}, "node-00"),
 				simRan("b", 0, 0, 0, 1*mn, []int32{0}, "node-00"),
@@ -122,7 +123,7 @@ func TestSimulate_RunsTheSchedulerInVirtualTime(t *testing.T) {
 		},
 		"queue-based placements wait in line for enough free slots": {
 			s: simQueueAll, bed: oneByThree,
-			jobs: []SimJob{simJob("a", 0, 2, 10*mn), simJob("b", 1*mn, 2, 5*mn), simJob("c", 2*mn, 1, 1*mn)},
+			jobs: []simulation.Job{simJob("a", 0, 2, 10*mn), simJob("b", 1*mn, 2, 5*mn), simJob("c", 2*mn, 1, 1*mn)},
 			want: []SimRun{
 				simRan("a", 0, 0, 0, 10*mn, []int32{0, 1}, "node-00"),
 				// c fits in slot 2 from its arrival, but b was placed first.
@@ -132,7 +133,7 @@ func TestSimulate_RunsTheSchedulerInVirtualTime(t *testing.T) {
 		},
 		"a queue-based placement larger than the bed does not hold up the line": {
 			s: simQueueAll, bed: oneByThree,
-			jobs: []SimJob{simJob("huge", 0, 4, 1*mn), simJob("small", 1*mn, 1, 1*mn)},
+			jobs: []simulation.Job{simJob("huge", 0, 4, 1*mn), simJob("small", 1*mn, 1, 1*mn)},
 			want: []SimRun{simNever("huge", 0), simRan("small", 1*mn, 1*mn, 1*mn, 2*mn, []int32{0}, "node-00")},
 		},
 	}
@@ -167,7 +168,7 @@ func TestSimulate_LaterViewsShowRunsAsTheyHappen(t *testing.T) {
 		last = v
 		return simFIFO(v)
 	})
-	jobs := []SimJob{simJob("a", 0, 4, 5*mn), simJob("b", 30*sec, 1, 1*mn)}
+	jobs := []simulation.Job{simJob("a", 0, 4, 5*mn), simJob("b", 30*sec, 1, 1*mn)}
 	runs, err := Simulate(recording, jobs, SimBed{Name: "lab", Nodes: 2, SlotsPerNode: 2}, SimOptions{StartUp: 1 * mn, Epoch: start})
 	if err != nil {
 		t.Fatalf("Simulate: %v", err)
@@ -221,7 +222,7 @@ func TestSimulate_NotesReachLaterViews(t *testing.T) {
 		}
 		return ps
 	})
-	jobs := []SimJob{simJob("a", 0, 2, 1*mn), simJob("b", 30*sec, 2, 1*mn)}
+	jobs := []simulation.Job{simJob("a", 0, 2, 1*mn), simJob("b", 30*sec, 2, 1*mn)}
 	if _, err := Simulate(noting, jobs, SimBed{Nodes: 1, SlotsPerNode: 2}, SimOptions{}); err != nil {
 		t.Fatalf("Simulate: %v", err)
 	}
@@ -260,7 +261,7 @@ func TestSimulate_RefusedPlacementLeavesTheJobWaiting(t *testing.T) {
 			refusals = append(refusals, fmt.Sprintf("%v: %v", v.Now.Sub(simDefaultEpoch), err))
 		}
 	}}
-	jobs := []SimJob{simJob("a", 0, 1, 1*mn), simJob("b", 30*sec, 1, 1*mn)}
+	jobs := []simulation.Job{simJob("a", 0, 1, 1*mn), simJob("b", 30*sec, 1, 1*mn)}
 	runs, err := Simulate(slotZero, jobs, SimBed{Nodes: 1, SlotsPerNode: 2}, o)
 	if err != nil {
 		t.Fatalf("Simulate: %v", err)
@@ -283,27 +284,27 @@ func TestSimulate_RefusesBadInput(t *testing.T) {
 	bed := SimBed{Nodes: 1, SlotsPerNode: 1}
 	cases := map[string]struct {
 		s    Scheduler
-		jobs []SimJob
+		jobs []simulation.Job
 		bed  SimBed
 		o    SimOptions
 		want string
 	}{
-		"no scheduler":         {jobs: []SimJob{ok}, bed: bed, want: "no scheduler"},
-		"a job given twice":    {s: simFIFO, jobs: []SimJob{ok, ok}, bed: bed, want: `job "a" is given twice`},
-		"a job without a name": {s: simFIFO, jobs: []SimJob{{Replicas: 1}}, bed: bed, want: "job 0 has no name"},
-		"a bed without nodes":  {s: simFIFO, jobs: []SimJob{ok}, bed: SimBed{SlotsPerNode: 2}, want: "the test bed has no slots"},
-		"nodes without slots":  {s: simFIFO, jobs: []SimJob{ok}, bed: SimBed{Nodes: 2}, want: "the test bed has no slots"},
+		"no scheduler":         {jobs: []simulation.Job{ok}, bed: bed, want: "no scheduler"},
+		"a job given twice":    {s: simFIFO, jobs: []simulation.Job{ok, ok}, bed: bed, want: `job "a" is given twice`},
+		"a job without a name": {s: simFIFO, jobs: []simulation.Job{{Executors: 1}}, bed: bed, want: "job 0 has no name"},
+		"a bed without nodes":  {s: simFIFO, jobs: []simulation.Job{ok}, bed: SimBed{SlotsPerNode: 2}, want: "the test bed has no slots"},
+		"nodes without slots":  {s: simFIFO, jobs: []simulation.Job{ok}, bed: SimBed{Nodes: 2}, want: "the test bed has no slots"},
 		"more slots than int32 positions": {
-			s: simFIFO, jobs: []SimJob{ok}, bed: SimBed{Nodes: 1 << 16, SlotsPerNode: 1 << 16}, want: "more slots than positions can number",
+			s: simFIFO, jobs: []simulation.Job{ok}, bed: SimBed{Nodes: 1 << 16, SlotsPerNode: 1 << 16}, want: "more slots than positions can number",
 		},
-		"an arrival before the start": {s: simFIFO, jobs: []SimJob{simJob("a", -time.Second, 1, time.Minute)}, bed: bed, want: "before the start"},
-		"a negative runtime":          {s: simFIFO, jobs: []SimJob{simJob("a", 0, 1, -time.Second)}, bed: bed, want: "negative runtime"},
-		"no replicas":                 {s: simFIFO, jobs: []SimJob{simJob("a", 0, 0, time.Minute)}, bed: bed, want: "asks for 0 slots"},
+		"an arrival before the start": {s: simFIFO, jobs: []simulation.Job{simJob("a", -time.Second, 1, time.Minute)}, bed: bed, want: "before the start"},
+		"a negative runtime":          {s: simFIFO, jobs: []simulation.Job{simJob("a", 0, 1, -time.Second)}, bed: bed, want: "negative runtime"},
+		"no replicas":                 {s: simFIFO, jobs: []simulation.Job{simJob("a", 0, 0, time.Minute)}, bed: bed, want: "asks for 0 slots"},
 		"more replicas than a job may have": {
-			s: simFIFO, jobs: []SimJob{simJob("a", 0, v1alpha1.MaxReplication+1, time.Minute)}, bed: bed, want: "asks for 1025 slots",
+			s: simFIFO, jobs: []simulation.Job{simJob("a", 0, v1alpha1.MaxReplication+1, time.Minute)}, bed: bed, want: "asks for 1025 slots",
 		},
-		"a negative start-up": {s: simFIFO, jobs: []SimJob{ok}, bed: bed, o: SimOptions{StartUp: -time.Second}, want: "negative start-up"},
-		"a negative limit":    {s: simFIFO, jobs: []SimJob{ok}, bed: bed, o: SimOptions{Limit: -time.Second}, want: "negative limit"},
+		"a negative start-up": {s: simFIFO, jobs: []simulation.Job{ok}, bed: bed, o: SimOptions{StartUp: -time.Second}, want: "negative start-up"},
+		"a negative limit":    {s: simFIFO, jobs: []simulation.Job{ok}, bed: bed, o: SimOptions{Limit: -time.Second}, want: "negative limit"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -322,15 +323,15 @@ func TestSimulate_RefusesBadInput(t *testing.T) {
 // slots, arriving over half an hour, placed by a scheduler that sends odd counts to the
 // queue and gives even ones the highest free slots, first fit, so both kinds of placement
 // meet and later jobs overtake.
-func simWorkload() (Scheduler, []SimJob, SimBed, SimOptions) {
+func simWorkload() (Scheduler, []simulation.Job, SimBed, SimOptions) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	var jobs []SimJob
+	var jobs []simulation.Job
 	for i := range 60 {
-		jobs = append(jobs, SimJob{
+		jobs = append(jobs, simulation.Job{
 			Name: fmt.Sprintf("job-%02d", i), User: fmt.Sprintf("user-%d", i%3),
-			Arrival:  time.Duration(rng.IntN(1800)) * time.Second,
-			Replicas: int32(1 + rng.IntN(6)),
-			Runtime:  time.Duration(60+rng.IntN(1200)) * time.Second,
+			Submit:    time.Duration(rng.IntN(1800)) * time.Second,
+			Executors: 1 + rng.IntN(6),
+			Runtime:   time.Duration(60+rng.IntN(1200)) * time.Second,
 		})
 	}
 	mixed := SchedulerFunc(func(v *View) []Placement {
@@ -387,8 +388,8 @@ func TestSimulate_NoSlotHeldByTwoRunsAtOnce(t *testing.T) {
 		if r.Ended < 0 || r.Admitted < r.Arrival {
 			t.Errorf("%s: arrived %v, admitted %v, ended %v; want it to end after it arrived", r.Job, r.Arrival, r.Admitted, r.Ended)
 		}
-		if len(r.Slots) != int(jobs[i].Replicas) {
-			t.Errorf("%s held %d slots, asked for %d", r.Job, len(r.Slots), jobs[i].Replicas)
+		if len(r.Slots) != jobs[i].Executors {
+			t.Errorf("%s held %d slots, asked for %d", r.Job, len(r.Slots), jobs[i].Executors)
 		}
 		for _, q := range runs[i+1:] {
 			// Holding is [Admitted, Ended): a slot freed at an instant may be taken at it.

@@ -42,7 +42,7 @@ func TestQueues_Hadoop3FileListsWhatItIgnores(t *testing.T) {
 
 // The -deadlock table prints each variant's replay as `slotplane simulate` sums it up, and
 // the deadlock's reason under the row that stopped. The figures are worked out in
-// queue.TestDriverDeadlock_OnlyPlainFIFODriverFirstDeadlocks.
+// replay.TestDriverDeadlock_OnlyPlainFIFODriverFirstDeadlocks.
 func TestQueues_DeadlockTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, queuesCommand([]string{"-deadlock"}, &out))

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"slotplane/internal/cli"
-	"slotplane/queue"
+	"slotplane/simulation/replay"
 )
 
 // runSimulate replays a workload trace through the queues of an allocation file on a test
@@ -28,7 +28,7 @@ func simulateCommand(args []string, out io.Writer) error {
 	nodes := fs.Int("nodes", 4, "test bed nodes")
 	perNode := fs.Int("slots-per-node", 2, "slots on each node")
 	slotSize := fs.String("slot-size", "8192 mb, 2 vcores", "what one slot (one executor) holds")
-	mode := fs.String("mode", string(queue.ReplayGang), "gang (slotplane's Admission: all of a job's slots at once) or driver-first (YARN's way: the driver, then executors one by one)")
+	mode := fs.String("mode", string(replay.Gang), "gang (slotplane's Admission: all of a job's slots at once) or driver-first (YARN's way: the driver, then executors one by one)")
 	startUp := fs.Duration("startup", 10*time.Second, "how long a driver starts up before its executors work")
 	format := fs.String("o", "text", "output: text or json")
 	listJobs := fs.Bool("jobs", false, "also list every job's start, finish and wait (text output)")
@@ -41,6 +41,6 @@ func simulateCommand(args []string, out io.Writer) error {
 	}
 	return cli.Simulate(cli.SimulateOptions{
 		Trace: *tracePath, Allocations: *allocPath, Settings: *settingsPath, Nodes: *nodes, SlotsPerNode: *perNode, SlotSize: *slotSize,
-		Mode: queue.ReplayMode(*mode), StartUp: *startUp, Format: *format, ListJobs: *listJobs, Scheduler: *scheduler,
+		Mode: replay.Mode(*mode), StartUp: *startUp, Format: *format, ListJobs: *listJobs, Scheduler: *scheduler,
 	}, out)
 }

@@ -30,6 +30,8 @@ import (
 	"slotplane/schedkit"
 	"slotplane/schedkit/fifo"
 	"slotplane/schedkit/sjf"
+	"slotplane/simulation"
+	"slotplane/simulation/replay"
 )
 
 // Schedulers are the schedulers `slotplane experiment` has built in, by name: the two
@@ -191,15 +193,9 @@ func Experiment(ctx context.Context, conn Connection, o ExperimentOptions, out i
 	return res, files, nil
 }
 
-// traceRun is a trace job as the experiment runs it.
-type traceRun struct {
-	queue.TraceJob
-	batchJob string
-}
-
 // scaleTrace scales the trace's times and leaves out what cannot run: jobs larger than the
 // bed (they would wait forever) are named in left.
-func scaleTrace(trace []queue.TraceJob, scale float64, slots int) (jobs []queue.TraceJob, left []string) {
+func scaleTrace(trace []simulation.Job, scale float64, slots int) (jobs []simulation.Job, left []string) {
 	for _, j := range trace {
 		if j.Executors > slots {
 			left = append(left, fmt.Sprintf("%s: %d executors, the test bed has %d slots", j.Name, j.Executors, slots))
@@ -209,7 +205,7 @@ func scaleTrace(trace []queue.TraceJob, scale float64, slots int) (jobs []queue.
 		j.Runtime = max(time.Duration(float64(j.Runtime)*scale).Round(time.Millisecond), time.Millisecond)
 		jobs = append(jobs, j)
 	}
-	slices.SortStableFunc(jobs, func(a, b queue.TraceJob) int { return cmp.Compare(a.Submit, b.Submit) })
+	slices.SortStableFunc(jobs, func(a, b simulation.Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	return jobs, left
 }
 
@@ -260,7 +256,7 @@ func startScheduler(ctx context.Context, c *apiclient.Client, conn Connection, o
 
 // submitTrace creates each job at its submit time after start, and answers when each was
 // submitted. A name an earlier experiment took is refused before anything is made.
-func submitTrace(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jobs []queue.TraceJob, start time.Time) (map[string]time.Time, error) {
+func submitTrace(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jobs []simulation.Job, start time.Time) (map[string]time.Time, error) {
 	for _, j := range jobs {
 		name := jobName(o.Name, j.Name)
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
@@ -322,7 +318,7 @@ func retryAPI(ctx context.Context, f func() error) error {
 // state) or was refused by its queue before it ran (its Scheduling says so: the job never
 // got slots), the timeout passes, or the scheduler stops. It answers the jobs as last seen,
 // and the refused ones with the reason.
-func waitEnded(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jobs []queue.TraceJob, timeout time.Duration, schedDone <-chan error) (map[string]apitypes.Job, map[string]string, error) {
+func waitEnded(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jobs []simulation.Job, timeout time.Duration, schedDone <-chan error) (map[string]apitypes.Job, map[string]string, error) {
 	deadline := time.After(timeout)
 	seen, refused := map[string]apitypes.Job{}, map[string]string{}
 	for {
@@ -374,7 +370,7 @@ func waitEnded(ctx context.Context, c *apiclient.Client, o ExperimentOptions, jo
 
 // measuredRuns are every run of every job, from the jobs' run histories, in the trace's
 // order; a job that never ran is one run that reached nothing.
-func measuredRuns(jobs []queue.TraceJob, submitted map[string]time.Time, final map[string]apitypes.Job, refused map[string]string, start time.Time, name string) []experiment.Run {
+func measuredRuns(jobs []simulation.Job, submitted map[string]time.Time, final map[string]apitypes.Job, refused map[string]string, start time.Time, name string) []experiment.Run {
 	var runs []experiment.Run
 	for _, tj := range jobs {
 		j := final[jobName(name, tj.Name)]
@@ -411,9 +407,9 @@ func since(start time.Time, t *metav1.MicroTime) time.Duration {
 }
 
 // predict simulates the trace with the experiment's policy: a built-in scheduler's own
-// Decide in schedkit's virtual time, or for "queues" the test bed's queues in queue.Replay.
+// Decide in schedkit's virtual time, or for "queues" the test bed's queues in replay.Run.
 // An external scheduler cannot be simulated from here: the reason says so.
-func predict(o ExperimentOptions, jobs []queue.TraceJob, bed apitypes.TestBed) (*experiment.Prediction, string) {
+func predict(o ExperimentOptions, jobs []simulation.Job, bed apitypes.TestBed) (*experiment.Prediction, string) {
 	nodes, perNode := int(bed.Status.Nodes), int(bed.Spec.SlotsPerNode)
 	if nodes*perNode != len(bed.Status.Slots) {
 		return nil, fmt.Sprintf("the test bed's %d slots are not %d nodes of %d slots: the simulators model whole nodes", len(bed.Status.Slots), nodes, perNode)
@@ -427,11 +423,11 @@ func predict(o ExperimentOptions, jobs []queue.TraceJob, bed apitypes.TestBed) (
 			return nil, fmt.Sprintf("the allocation file cannot be read: %v", err)
 		}
 		slot := queue.Resources{MemoryBytes: bed.Spec.ResourcesPerSlot.Memory().Value(), MilliCores: bed.Spec.ResourcesPerSlot.Cpu().MilliValue()}
-		res, err := queue.Replay(a, jobs, queue.ReplayOptions{Slots: len(bed.Status.Slots), SlotSize: slot, StartUp: o.StartUp})
+		res, err := replay.Run(a, jobs, replay.Options{Slots: len(bed.Status.Slots), SlotSize: slot, StartUp: o.StartUp})
 		if err != nil {
 			return nil, fmt.Sprintf("the replay failed: %v", err)
 		}
-		p.Policy = "the test bed's queues (queue.Replay of " + alloc + ")"
+		p.Policy = "the test bed's queues (replay.Run of " + alloc + ")"
 		for i, out := range res.Outcomes {
 			r := experiment.Run{Job: out.Name, User: out.User, Queue: out.Queue, Attempt: 1, Arrival: out.Submit, Width: jobs[i].Executors,
 				Admitted: experiment.NotReached, Running: experiment.NotReached, Ended: experiment.NotReached}
@@ -521,14 +517,13 @@ func printFigures(out io.Writer, r *experiment.Result, files ExperimentFiles) {
 // schedulerPrediction runs a built-in scheduler's own Decide on the jobs in schedkit's
 // virtual time, on a bed of whole nodes; the jobs are named as the experiment named (or
 // would name) their BatchJobs, so that the scheduler sees the same names.
-func schedulerPrediction(scheduler, experimentName string, jobs []queue.TraceJob, bed string, nodes, perNode int, startUp time.Duration) (*experiment.Prediction, error) {
-	sim := make([]schedkit.SimJob, 0, len(jobs))
+func schedulerPrediction(scheduler, experimentName string, jobs []simulation.Job, bed string, nodes, perNode int, startUp time.Duration) (*experiment.Prediction, error) {
+	sim := make([]simulation.Job, 0, len(jobs))
 	for _, j := range jobs {
-		name := j.Name
 		if experimentName != "" {
-			name = jobName(experimentName, j.Name)
+			j.Name = jobName(experimentName, j.Name)
 		}
-		sim = append(sim, schedkit.SimJob{Name: name, User: j.User, Queue: j.Queue, Arrival: j.Submit, Replicas: int32(j.Executors), Runtime: j.Runtime})
+		sim = append(sim, j)
 	}
 	runs, err := schedkit.Simulate(Schedulers[scheduler](), sim, schedkit.SimBed{Name: bed, Nodes: nodes, SlotsPerNode: perNode}, schedkit.SimOptions{StartUp: startUp})
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/experiment"
-	"slotplane/queue"
+	"slotplane/simulation"
 )
 
 func goodExperiment() ExperimentOptions {
@@ -57,7 +57,7 @@ func TestExperiment_RefusesBadOptions(t *testing.T) {
 // The trace's times scale; a job larger than the bed is left out and named; the jobs come in
 // submit order.
 func TestScaleTrace(t *testing.T) {
-	jobs, left := scaleTrace([]queue.TraceJob{
+	jobs, left := scaleTrace([]simulation.Job{
 		{Name: "b", Submit: 20 * time.Second, Executors: 2, Runtime: time.Minute},
 		{Name: "a", Submit: 10 * time.Second, Executors: 8, Runtime: 30 * time.Second},
 		{Name: "huge", Submit: 0, Executors: 9, Runtime: time.Minute},
@@ -76,7 +76,7 @@ func TestScaleTrace(t *testing.T) {
 func TestMeasuredRuns(t *testing.T) {
 	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) *metav1.MicroTime { t := metav1.NewMicroTime(start.Add(d)); return &t }
-	trace := []queue.TraceJob{{Name: "a", User: "ann", Queue: "root.q", Runtime: 3 * time.Second}, {Name: "b", User: "ben", Queue: "root.q"}}
+	trace := []simulation.Job{{Name: "a", User: "ann", Queue: "root.q", Runtime: 3 * time.Second}, {Name: "b", User: "ben", Queue: "root.q"}}
 	final := map[string]apitypes.Job{
 		"e-a": {Name: "e-a", Queue: "root.q", Status: v1alpha1.BatchJobStatus{History: []v1alpha1.RunRecord{
 			{Run: 1, Scheduling: "e-slots-1", Slots: []int32{1}, Nodes: []string{"n1"}, AdmittedAt: at(time.Second), RunningAt: at(2 * time.Second), EndedAt: at(5 * time.Second), Outcome: v1alpha1.RunReleased},
@@ -109,9 +109,9 @@ func testBedOf(nodes, perNode int) apitypes.TestBed {
 // replay of the allocation file; an external scheduler, or a bed of uneven nodes, has no
 // prediction, and says why.
 func TestPredict(t *testing.T) {
-	jobs := []queue.TraceJob{
-		{Name: "a", User: "ann", Queue: "root.analytics", Executors: 8, Runtime: 10 * time.Second, Driver: queue.Resources{MemoryBytes: 512 << 20, MilliCores: 1000}},
-		{Name: "b", User: "ben", Queue: "root.analytics", Submit: time.Second, Executors: 2, Runtime: 10 * time.Second, Driver: queue.Resources{MemoryBytes: 512 << 20, MilliCores: 1000}},
+	jobs := []simulation.Job{
+		{Name: "a", User: "ann", Queue: "root.analytics", Executors: 8, Runtime: 10 * time.Second, Driver: apitypes.Resources{MemoryBytes: 512 << 20, MilliCores: 1000}},
+		{Name: "b", User: "ben", Queue: "root.analytics", Submit: time.Second, Executors: 2, Runtime: 10 * time.Second, Driver: apitypes.Resources{MemoryBytes: 512 << 20, MilliCores: 1000}},
 	}
 	o := goodExperiment()
 	o.StartUp = time.Second
@@ -128,7 +128,7 @@ func TestPredict(t *testing.T) {
 	o.Scheduler, o.Allocations = "queues", alloc
 	p, why = predict(o, jobs, testBedOf(4, 2))
 	require.Empty(t, why)
-	require.Contains(t, p.Policy, "queue.Replay")
+	require.Contains(t, p.Policy, "replay.Run")
 	require.Equal(t, 11*time.Second, p.Jobs["b"].Admitted)
 	require.Equal(t, 22*time.Second, p.Jobs["b"].Ended)
 

@@ -9,6 +9,7 @@ import (
 
 	"slotplane/internal/cli/render"
 	"slotplane/queue"
+	"slotplane/simulation/replay"
 )
 
 // QueuesOptions are what Queues checks: an allocation file, what its queues share, and
@@ -76,12 +77,12 @@ func Queues(o QueuesOptions, out io.Writer) error {
 	return nil
 }
 
-// Deadlock replays queue.DriverDeadlockJobs under every queue set-up of
-// queue.DriverDeadlockVariants and prints each outcome as simulate sums it up, with why a
+// Deadlock replays replay.DriverDeadlockJobs under every queue set-up of
+// replay.DriverDeadlockVariants and prints each outcome as simulate sums it up, with why a
 // replay stopped, if it did.
 func Deadlock(out io.Writer) error {
 	var replays []render.DeadlockReplay
-	for _, v := range queue.DriverDeadlockVariants {
+	for _, v := range replay.DriverDeadlockVariants {
 		r, err := v.Run()
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.Name, err)

@@ -12,6 +12,9 @@ import (
 	"slotplane/internal/cli/render"
 	"slotplane/internal/samples"
 	"slotplane/queue"
+	"slotplane/simulation"
+	"slotplane/simulation/replay"
+	"slotplane/simulation/tracefile"
 )
 
 // DefaultAllocations is the example allocation file, embedded in the binary, that Simulate
@@ -33,7 +36,7 @@ type SimulateOptions struct {
 	Nodes, SlotsPerNode int
 	SlotSize            string
 	// Mode is how slots are granted: gang or driver-first.
-	Mode queue.ReplayMode
+	Mode replay.Mode
 	// StartUp is how long a driver starts up before its executors work.
 	StartUp time.Duration
 	// Format is the report's: text or json. ListJobs adds every job's times to the text.
@@ -58,7 +61,7 @@ func (o SimulateOptions) check() error {
 		return fmt.Errorf("-o must be text or json, got %q", o.Format)
 	case o.Scheduler != "" && (Schedulers[o.Scheduler] == nil || o.Scheduler == "queues"):
 		return fmt.Errorf("-scheduler %q is not a built-in scheduler to simulate (fifo, sjf; the queues are the default)", o.Scheduler)
-	case o.Scheduler != "" && o.Mode != queue.ReplayGang && o.Mode != "":
+	case o.Scheduler != "" && o.Mode != replay.Gang && o.Mode != "":
 		return errors.New("-mode is the queues' replay's; a scheduler places whole jobs")
 	}
 	return nil
@@ -87,7 +90,7 @@ func Simulate(o SimulateOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := queue.Replay(alloc, jobs, queue.ReplayOptions{
+	res, err := replay.Run(alloc, jobs, replay.Options{
 		Slots: o.Nodes * o.SlotsPerNode, SlotSize: slot, Mode: o.Mode, StartUp: o.StartUp,
 	})
 	if err != nil {
@@ -101,7 +104,7 @@ func Simulate(o SimulateOptions, out io.Writer) error {
 }
 
 // readTrace reads and parses the trace at path ("-": stdin), naming the file in errors.
-func readTrace(path string) ([]queue.TraceJob, error) {
+func readTrace(path string) ([]simulation.Job, error) {
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -111,7 +114,7 @@ func readTrace(path string) ([]queue.TraceJob, error) {
 		defer f.Close()
 		r = f
 	}
-	jobs, err := queue.ParseTrace(r)
+	jobs, err := tracefile.Parse(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -159,7 +162,7 @@ func readAllocations(path, settingsPath string) (string, *queue.Allocations, err
 
 // simulateScheduler runs a built-in scheduler on the trace in virtual time and prints the
 // experiment's figures of the runs it predicts (the text), or the runs themselves (json).
-func simulateScheduler(o SimulateOptions, trace []queue.TraceJob, out io.Writer) error {
+func simulateScheduler(o SimulateOptions, trace []simulation.Job, out io.Writer) error {
 	slots := o.Nodes * o.SlotsPerNode
 	jobs, left := scaleTrace(trace, 1, slots)
 	p, err := schedulerPrediction(o.Scheduler, "", jobs, "simulation", o.Nodes, o.SlotsPerNode, o.StartUp)

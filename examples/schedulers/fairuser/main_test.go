@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"slotplane/schedkit"
+	"slotplane/simulation"
 )
 
 // In virtual time, two users' jobs share the bed: while ann holds slots, ben's job goes first.
 func TestFairUser_TheUserHoldingLeastGoesNext(t *testing.T) {
-	jobs := []schedkit.SimJob{
-		{Name: "ann-1", User: "ann", Arrival: 0, Replicas: 2, Runtime: 10 * time.Second},
-		{Name: "ann-2", User: "ann", Arrival: time.Second, Replicas: 2, Runtime: 10 * time.Second},
-		{Name: "ben-1", User: "ben", Arrival: 2 * time.Second, Replicas: 2, Runtime: 10 * time.Second},
-		{Name: "ann-3", User: "ann", Arrival: 3 * time.Second, Replicas: 2, Runtime: 10 * time.Second},
+	jobs := []simulation.Job{
+		{Name: "ann-1", User: "ann", Submit: 0, Executors: 2, Runtime: 10 * time.Second},
+		{Name: "ann-2", User: "ann", Submit: time.Second, Executors: 2, Runtime: 10 * time.Second},
+		{Name: "ben-1", User: "ben", Submit: 2 * time.Second, Executors: 2, Runtime: 10 * time.Second},
+		{Name: "ann-3", User: "ann", Submit: 3 * time.Second, Executors: 2, Runtime: 10 * time.Second},
 	}
 	runs, err := schedkit.Simulate(fairUser{}, jobs, schedkit.SimBed{Nodes: 2, SlotsPerNode: 2}, schedkit.SimOptions{})
 	if err != nil {

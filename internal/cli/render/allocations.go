@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"slotplane/queue"
+	"slotplane/simulation/replay"
 )
 
 // Allocations prints the queue tree of an allocation file: a row per queue, indented by
@@ -113,10 +114,10 @@ func Placement(out io.Writer, user string, p queue.Placement, err error, allowed
 
 // DeadlockReplay is the replay of the driver deadlock's jobs under one queue set-up.
 type DeadlockReplay struct {
-	// Setup names the queue set-up (queue.DeadlockVariant's name).
+	// Setup names the queue set-up (replay.DeadlockVariant's name).
 	Setup string
 	// Result is what the replay found.
-	Result queue.ReplayResult
+	Result replay.Result
 }
 
 // Deadlock prints a row per replay with its summary line, and under a replay that

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"slotplane/queue"
+	"slotplane/simulation/replay"
 )
 
 // SimulationRun is a finished replay and what it ran on, as the simulate reports name them.
@@ -17,12 +17,12 @@ type SimulationRun struct {
 	// Nodes and SlotsPerNode are the test bed's shape.
 	Nodes, SlotsPerNode int
 	// Result is what the replay found.
-	Result queue.ReplayResult
+	Result replay.Result
 }
 
 // ReplaySummary is a replay in one line: the jobs' outcomes, the makespan, utilization,
 // fairness, preemptions if simulated, and the longest wait at the head of a queue.
-func ReplaySummary(r queue.ReplayResult) string {
+func ReplaySummary(r replay.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d jobs: %d done, %d refused, %d unfinished; makespan %s; slot utilization %.1f%%; fairness (Jain) %.3f",
 		r.Jobs, r.Done, r.Refused, r.Unfinished, roundDuration(r.Makespan), r.SlotUtilization*100, r.Fairness)
@@ -48,7 +48,7 @@ func Simulation(out io.Writer, run SimulationRun, listJobs bool) error {
 	if err := simulationQueues(out, run.Result); err != nil {
 		return err
 	}
-	var refused, unfinished []queue.JobOutcome
+	var refused, unfinished []replay.JobOutcome
 	for _, o := range run.Result.Outcomes {
 		switch {
 		case o.Refused != "":
@@ -58,12 +58,12 @@ func Simulation(out io.Writer, run SimulationRun, listJobs bool) error {
 		}
 	}
 	if len(refused) > 0 {
-		if err := outcomeList(out, "refused", "REASON", refused, func(o queue.JobOutcome) string { return o.Refused }); err != nil {
+		if err := outcomeList(out, "refused", "REASON", refused, func(o replay.JobOutcome) string { return o.Refused }); err != nil {
 			return err
 		}
 	}
 	if len(unfinished) > 0 {
-		if err := outcomeList(out, "unfinished", "WHY", unfinished, func(o queue.JobOutcome) string { return o.Waiting }); err != nil {
+		if err := outcomeList(out, "unfinished", "WHY", unfinished, func(o replay.JobOutcome) string { return o.Waiting }); err != nil {
 			return err
 		}
 	}
@@ -77,7 +77,7 @@ func Simulation(out io.Writer, run SimulationRun, listJobs bool) error {
 func simulationHeader(out io.Writer, run SimulationRun) {
 	r := run.Result
 	modeText := "gang: a job starts when all its slots are granted at once; drivers run outside the slots"
-	if r.Mode == queue.ReplayDriverFirst {
+	if r.Mode == replay.DriverFirst {
 		modeText = "driver-first: the driver first, then executors one at a time, from the same pool"
 	}
 	fmt.Fprintf(out, "trace:       %s (%d jobs)\n", run.Trace, r.Jobs)
@@ -98,7 +98,7 @@ const simulationLegend = "\nSLOT SHARE is the queue's average part of the slots 
 
 // simulationQueues prints a row per queue, with the preemption columns when preemption was
 // simulated, and the legend under it.
-func simulationQueues(out io.Writer, r queue.ReplayResult) error {
+func simulationQueues(out io.Writer, r replay.Result) error {
 	w := newTabWriter(out)
 	head := "QUEUE\tDONE\tREFUSED\tUNFINISHED\tMEAN WAIT\tP50\tP95\tMAX WAIT\tAVG SLOTS\tSLOT SHARE\tSTEADY SHARE\tUSE/FAIR\tUSE/FAIR (ROOM)"
 	if r.Preemption == "simulated" {
@@ -122,7 +122,7 @@ func simulationQueues(out io.Writer, r queue.ReplayResult) error {
 }
 
 // outcomeList prints jobs under a title, each with the why column's text.
-func outcomeList(out io.Writer, title, why string, jobs []queue.JobOutcome, text func(queue.JobOutcome) string) error {
+func outcomeList(out io.Writer, title, why string, jobs []replay.JobOutcome, text func(replay.JobOutcome) string) error {
 	fmt.Fprintf(out, "\n%s:\n", title)
 	w := newTabWriter(out)
 	fmt.Fprintf(w, "  JOB\tUSER\tQUEUE\t%s\n", why)
@@ -134,7 +134,7 @@ func outcomeList(out io.Writer, title, why string, jobs []queue.JobOutcome, text
 
 // jobTimes lists every job that was not refused with its submit, start and finish times,
 // its wait and the slots preempted from it.
-func jobTimes(out io.Writer, outcomes []queue.JobOutcome) error {
+func jobTimes(out io.Writer, outcomes []replay.JobOutcome) error {
 	fmt.Fprintln(out, "\njobs:")
 	w := newTabWriter(out)
 	fmt.Fprintln(w, "  JOB\tQUEUE\tSUBMIT\tSTART\tFINISH\tWAIT\tPREEMPTED")

@@ -3,10 +3,10 @@ package render
 import (
 	"time"
 
-	"slotplane/queue"
+	"slotplane/simulation/replay"
 )
 
-// SimulationReport is the JSON report of a replay. Its figures are queue.ReplayResult's,
+// SimulationReport is the JSON report of a replay. Its figures are replay.Result's,
 // with times in seconds and resources in the allocation file's form.
 type SimulationReport struct {
 	Trace           string  `json:"trace"`
@@ -100,7 +100,7 @@ func simulationReport(run SimulationRun) SimulationReport {
 }
 
 // simulatedJob is one job's outcome in seconds.
-func simulatedJob(o queue.JobOutcome) SimulatedJob {
+func simulatedJob(o replay.JobOutcome) SimulatedJob {
 	seconds := func(d time.Duration) *float64 { s := d.Seconds(); return &s }
 	j := SimulatedJob{Name: o.Name, User: o.User, Queue: o.Queue, SubmitSeconds: o.Submit.Seconds(), PreemptedSlots: o.Preempted, Refused: o.Refused, Waiting: o.Waiting}
 	if o.Started {

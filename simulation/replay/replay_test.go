@@ -1,8 +1,7 @@
-package queue
+package replay
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -10,33 +9,56 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"slotplane/apitypes"
+	"slotplane/queue"
+	"slotplane/simulation"
+	"slotplane/simulation/tracefile"
 )
 
-// parseTrace reads a trace written in a test.
-func parseTrace(t testing.TB, text string) []TraceJob {
+// parseConfig parses an allocation file and its settings ("": the defaults).
+func parseConfig(t testing.TB, file, settings string) *queue.Allocations {
 	t.Helper()
-	jobs, err := ParseTrace(strings.NewReader(text))
+	a, err := queue.ParseConfig(queue.ConfigFiles{Allocations: []byte(file), HasAllocations: true, Settings: []byte(settings), HasSettings: settings != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// preemptionOn is the settings (a yarn-site.xml) that turn preemption on.
+var preemptionOn = "<configuration>\n<property><name>" + queue.PropPreemption + "</name><value>true</value></property>\n</configuration>\n"
+
+// driver is a driver of mb and vcores, as a trace writes it.
+func driver(mb, vcores int64) apitypes.Resources {
+	return apitypes.Resources(queue.MBVCores(mb, vcores))
+}
+
+// parseTrace reads a trace written in a test.
+func parseTrace(t testing.TB, text string) []simulation.Job {
+	t.Helper()
+	jobs, err := tracefile.Parse(strings.NewReader(text))
 	require.NoError(t, err)
 	return jobs
 }
 
 // replayFile replays a trace against an allocation file, the settings at their defaults.
-func replayFile(t testing.TB, file, trace string, opts ReplayOptions) ReplayResult {
+func replayFile(t testing.TB, file, trace string, opts Options) Result {
 	t.Helper()
 	return replayWith(t, file, "", trace, opts)
 }
 
 // replayWith replays a trace against an allocation file and settings ("": the defaults).
-func replayWith(t testing.TB, file, settings, trace string, opts ReplayOptions) ReplayResult {
+func replayWith(t testing.TB, file, settings, trace string, opts Options) Result {
 	t.Helper()
 	a := parseConfig(t, file, settings)
-	res, err := Replay(a, parseTrace(t, trace), opts)
+	res, err := Run(a, parseTrace(t, trace), opts)
 	require.NoError(t, err)
 	return res
 }
 
 // outcome finds a job's outcome by name.
-func outcome(t testing.TB, r ReplayResult, name string) JobOutcome {
+func outcome(t testing.TB, r Result, name string) JobOutcome {
 	t.Helper()
 	for _, o := range r.Outcomes {
 		if o.Name == name {
@@ -48,7 +70,7 @@ func outcome(t testing.TB, r ReplayResult, name string) JobOutcome {
 }
 
 // queueOutcome finds a queue's row by path.
-func queueOutcome(t testing.TB, r ReplayResult, path string) QueueOutcome {
+func queueOutcome(t testing.TB, r Result, path string) QueueOutcome {
 	t.Helper()
 	for _, q := range r.Queues {
 		if q.Queue == path {
@@ -60,72 +82,7 @@ func queueOutcome(t testing.TB, r ReplayResult, path string) QueueOutcome {
 }
 
 // slot8 is the example test bed's slot: 8 GiB and 2 vcores.
-var slot8 = MBVCores(8192, 2)
-
-func TestParseTrace_BothDriverFormsCommentsAndGroups(t *testing.T) {
-	jobs := parseTrace(t, "\uFEFF# a comment line\n"+
-		"submit,name,queue,user,groups,driver,executors,runtime\n"+
-		"0s,etl-1,analytics.daily,alice,analysts;staff,\"1024 mb, 1 vcores\",4,10m\n"+
-		"\n"+
-		"90s, etl-2 ,,bob,,\"2 vcores, 2048 mb\",1,1h30m\n")
-	require.Equal(t, []TraceJob{
-		{Line: 3, Submit: 0, Name: "etl-1", Queue: "analytics.daily", User: "alice", Groups: []string{"analysts", "staff"},
-			Driver: MBVCores(1024, 1), Executors: 4, Runtime: 10 * time.Minute},
-		{Line: 5, Submit: 90 * time.Second, Name: "etl-2", User: "bob", Driver: MBVCores(2048, 2), Executors: 1, Runtime: 90 * time.Minute},
-	}, jobs)
-
-	// The driver as two numeric columns, the columns in another order, names in any case.
-	jobs = parseTrace(t, "Name,Submit,User,Queue,Groups,Driver_MB,Driver_VCores,Executors,Runtime\nj,1m,u,q,g,512,1,2,30s\n")
-	require.Equal(t, MBVCores(512, 1), jobs[0].Driver)
-	require.Equal(t, time.Minute, jobs[0].Submit)
-	require.Equal(t, []string{"g"}, jobs[0].Groups)
-
-	var out bytes.Buffer
-	require.NoError(t, WriteTrace(&out, jobs))
-	require.Equal(t, "submit,name,queue,user,groups,driver,executors,runtime\n1m0s,j,q,u,g,\"512 mb, 1 vcores\",2,30s\n", out.String())
-
-	// The format has whole mb and vcores only: a driver of 250m is not written as 1 vcore.
-	jobs[0].Driver = Resources{MemoryBytes: 512 << 20, MilliCores: 250}
-	err := WriteTrace(&out, jobs)
-	require.ErrorContains(t, err, "job j: a trace holds whole mb and vcores, the driver is 512 mb, 0.25 vcores")
-}
-
-// Every bad line names its line and, when one is to blame, its column.
-func TestParseTrace_BadLinesNameLineAndColumn(t *testing.T) {
-	const header = "submit,name,queue,user,groups,driver,executors,runtime\n"
-	const good = "0s,a,q,u,,\"1 mb, 1 vcores\",1,1s\n"
-	cases := map[string]struct{ text, want string }{
-		"empty":            {"", "trace line 1: the trace is empty"},
-		"unknown column":   {"submit,name,queue,user,groups,driver,executors,runtime,colour\n", "trace line 1, column 9 (colour): unknown column"},
-		"twice":            {"submit,name,queue,user,groups,driver,executors,runtime,name\n", "trace line 1, column 9 (name): the column is given twice"},
-		"missing column":   {"submit,name,queue,user,driver,executors,runtime\n", "trace line 1: the header lacks the column groups"},
-		"both drivers":     {"submit,name,queue,user,groups,driver,driver_mb,driver_vcores,executors,runtime\n", "either as driver or as driver_mb"},
-		"half a driver":    {"submit,name,queue,user,groups,driver_mb,executors,runtime\n", "driver_mb and driver_vcores go together"},
-		"field count":      {header + good + "0s,b,q,u\n", "trace line 3: 4 fields, the header has 8"},
-		"bad submit":       {header + good + "soon,b,q,u,,\"1 mb, 1 vcores\",1,1s\n", `trace line 3, column 1 (submit): "soon" is not a Go duration`},
-		"negative submit":  {header + "-1s,b,q,u,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 1 (submit): -1s is outside"},
-		"no name":          {header + "0s, ,q,u,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 2 (name): empty"},
-		"duplicate name":   {header + good + "\n# c\n5s,a,q,u,,\"1 mb, 1 vcores\",1,1s\n", `trace line 5, column 2 (name): job "a" is already on line 2`},
-		"no user":          {header + "0s,b,q,,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 4 (user): empty"},
-		"bad driver":       {header + "0s,b,q,u,,1 GB,1,1s\n", "trace line 2, column 6 (driver): resources must look like"},
-		"bad driver_mb":    {"submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n0s,b,q,u,,lots,1,1,1s\n", "trace line 2, column 6 (driver_mb)"},
-		"huge driver":      {header + "0s,b,q,u,,\"16777217 mb, 1 vcores\",1,1s\n", "trace line 2, column 6 (driver): 16777217 mb, 1 vcores is larger than any node"},
-		"huge driver_mb":   {"submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n0s,b,q,u,,16777217,1,1,1s\n", "is not a whole number in [0, 16777216]"},
-		"zero executors":   {header + "0s,b,q,u,,\"1 mb, 1 vcores\",0,1s\n", `trace line 2, column 7 (executors): "0" is not a whole number in [1, 10000]`},
-		"zero runtime":     {header + "0s,b,q,u,,\"1 mb, 1 vcores\",1,0s\n", "trace line 2, column 8 (runtime): 0s is outside"},
-		"control":          {header + "0s,b\x01,q,u,,\"1 mb, 1 vcores\",1,1s\n", "trace line 2, column 2 (name)"},
-		"bad quoting":      {header + "0s,b\"c,q,u,,x,1,1s\n", "trace line 2: not valid CSV"},
-		"multi-line field": {header + "0s,\"b\nc\",q,u,,x,1,1s\n", "trace line 2, column 2 (name)"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := ParseTrace(strings.NewReader(tc.text))
-			var te *TraceError
-			require.True(t, errors.As(err, &te), "%v", err)
-			require.Contains(t, err.Error(), tc.want)
-		})
-	}
-}
+var slot8 = queue.MBVCores(8192, 2)
 
 // fifoFile is one FIFO queue without an AM limit.
 const fifoFile = `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue>
@@ -138,7 +95,7 @@ func TestReplay_FIFOOrder(t *testing.T) {
 0s,c,q,u,,"1024 mb, 1 vcores",1,1m
 0s,a,q,u,,"1024 mb, 1 vcores",1,1m
 0s,b,q,u,,"1024 mb, 1 vcores",1,1m
-`, ReplayOptions{Slots: 1, SlotSize: slot8})
+`, Options{Slots: 1, SlotSize: slot8})
 	require.Empty(t, r.Stopped)
 	require.Equal(t, 3, r.Done)
 	require.Equal(t, 0*time.Minute, outcome(t, r, "c").Start)
@@ -163,11 +120,11 @@ func TestReplay_FIFOOrder(t *testing.T) {
 `
 	strict := `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue>
   <queuePlacementPolicy><rule name="specified" create="false"/><rule name="reject"/></queuePlacementPolicy></allocations>`
-	r = replayFile(t, strict, trace, ReplayOptions{Slots: 1, SlotSize: slot8})
+	r = replayFile(t, strict, trace, Options{Slots: 1, SlotSize: slot8})
 	require.Equal(t, 1, r.Refused)
 	require.Equal(t, 2*time.Minute, r.End)
 	require.InDelta(t, 1.0, r.SlotUtilization, 1e-9)
-	r = replayFile(t, fifoFile, trace, ReplayOptions{Slots: 1, SlotSize: slot8, Limit: 90 * time.Second})
+	r = replayFile(t, fifoFile, trace, Options{Slots: 1, SlotSize: slot8, Limit: 90 * time.Second})
 	require.Equal(t, "stopped at the limit of 1m30s", r.Stopped)
 	require.Equal(t, 1, r.Done)
 	require.Equal(t, 1, r.Unfinished)
@@ -194,7 +151,7 @@ func TestReplay_GangKeepsTheStrictOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy>` + tc.knobs + `</queue></allocations>`
-			r := replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
+			r := replayFile(t, file, trace, Options{Slots: 4, SlotSize: slot8})
 			require.Equal(t, tc.small, outcome(t, r, "small").Start)
 			require.Equal(t, time.Minute, outcome(t, r, "big-2").Start, "big-2 starts when big-1 ends, whatever passed it")
 			require.Equal(t, tc.headWait, r.MaxHeadWait)
@@ -217,7 +174,7 @@ func TestReplay_WeightSplit(t *testing.T) {
   <queue name="gold"><weight>2</weight></queue>
   <queue name="silver"><weight>1</weight></queue>
   <queueMaxAMShareDefault>-1</queueMaxAMShareDefault>
-</allocations>`, trace.String(), ReplayOptions{Slots: 12, SlotSize: slot8})
+</allocations>`, trace.String(), Options{Slots: 12, SlotSize: slot8})
 	require.Equal(t, 24, r.Done)
 	require.Equal(t, 2*time.Minute, r.Makespan)
 	gold, silver := queueOutcome(t, r, "root.gold"), queueOutcome(t, r, "root.silver")
@@ -242,7 +199,7 @@ func TestReplay_MaxRunningApps(t *testing.T) {
 0s,b,q,u,,"1024 mb, 1 vcores",1,1m
 0s,c,q,u,,"1024 mb, 1 vcores",1,1m
 0s,d,q,u,,"1024 mb, 1 vcores",1,1m
-`, ReplayOptions{Slots: 10, SlotSize: slot8})
+`, Options{Slots: 10, SlotSize: slot8})
 	for name, start := range map[string]time.Duration{"a": 0, "b": 0, "c": time.Minute, "d": time.Minute} {
 		require.Equal(t, start, outcome(t, r, name).Start, name)
 	}
@@ -259,7 +216,7 @@ func TestReplay_ACLRefusal(t *testing.T) {
 0s,by-bob,team,bob,,"1024 mb, 1 vcores",1,1m
 0s,by-alice,team,alice,others,"1024 mb, 1 vcores",1,1m
 0s,by-carol,team,carol,others;team,"1024 mb, 1 vcores",1,1m
-`, ReplayOptions{Slots: 4, SlotSize: slot8})
+`, Options{Slots: 4, SlotSize: slot8})
 	require.Equal(t, 2, r.Done)
 	require.Equal(t, 1, r.Refused)
 	require.Equal(t, `user "alice" may not submit to queue root.team (aclSubmitApps)`, outcome(t, r, "by-alice").Refused)
@@ -278,7 +235,7 @@ func TestReplay_UnknownQueueUnderCreateFalse(t *testing.T) {
 0s,known,team,u,,"1024 mb, 1 vcores",1,1m
 0s,unknown,nope,u,,"1024 mb, 1 vcores",1,1m
 0s,none,,u,,"1024 mb, 1 vcores",1,1m
-`, ReplayOptions{Slots: 4, SlotSize: slot8})
+`, Options{Slots: 4, SlotSize: slot8})
 	require.Equal(t, 1, r.Done)
 	require.Equal(t, "the queue placement policy rejected the application: the reject rule", outcome(t, r, "unknown").Refused)
 	require.Equal(t, 1, queueOutcome(t, r, "root.nope").Refused)
@@ -297,16 +254,16 @@ func TestReplay_DriverDeadlockBothModes(t *testing.T) {
 		fmt.Fprintf(&trace, "0s,spark-%02d,spark,etl,,\"8192 mb, 2 vcores\",2,1m\n", i)
 	}
 	file := `<allocations><queue name="spark"><schedulingPolicy>fifo</schedulingPolicy><maxAMShare>-1.0</maxAMShare></queue></allocations>`
-	opts := ReplayOptions{Slots: 12, SlotSize: MBVCores(4096, 1), StartUp: 10 * time.Second}
+	opts := Options{Slots: 12, SlotSize: queue.MBVCores(4096, 1), StartUp: 10 * time.Second}
 
-	opts.Mode = ReplayDriverFirst
+	opts.Mode = DriverFirst
 	r := replayFile(t, file, trace.String(), opts)
 	require.Zero(t, r.Done)
 	require.Equal(t, 10, r.Unfinished)
 	require.Equal(t, "deadlock: nothing granted or finished after 0s; 6 drivers hold 0 executors and wait for more, 4 jobs wait to start", r.Stopped)
 	require.Zero(t, r.SlotUtilization)
 
-	opts.Mode = ReplayGang
+	opts.Mode = Gang
 	r = replayFile(t, file, trace.String(), opts)
 	require.Empty(t, r.Stopped)
 	require.Equal(t, 10, r.Done)
@@ -322,7 +279,7 @@ func TestReplay_StateAwareDripFeed(t *testing.T) {
 0s,a,q,u,,"1024 mb, 1 vcores",1,1m
 0s,b,q,u,,"1024 mb, 1 vcores",1,1m
 0s,c,q,u,,"1024 mb, 1 vcores",1,1m
-`, ReplayOptions{Slots: 10, SlotSize: slot8, StartUp: 10 * time.Second})
+`, Options{Slots: 10, SlotSize: slot8, StartUp: 10 * time.Second})
 	require.Equal(t, time.Duration(0), outcome(t, r, "a").Start)
 	require.Equal(t, 10*time.Second, outcome(t, r, "b").Start)
 	require.Equal(t, 20*time.Second, outcome(t, r, "c").Start)
@@ -343,7 +300,7 @@ func TestReplay_Preemption(t *testing.T) {
 0s,hog,a,u,,"1024 mb, 1 vcores",4,100s
 10s,late,b,v,,"1024 mb, 1 vcores",2,30s
 `
-	r := replayWith(t, file, preemptionOn, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
+	r := replayWith(t, file, preemptionOn, trace, Options{Slots: 4, SlotSize: slot8})
 	require.Equal(t, "simulated", r.Preemption)
 	require.Equal(t, 2, r.PreemptedSlots)
 	require.Equal(t, 2, outcome(t, r, "hog").Preempted)
@@ -356,53 +313,53 @@ func TestReplay_Preemption(t *testing.T) {
 	require.Equal(t, 2, queueOutcome(t, r, "root.a").LostToOther)
 
 	// Without preemption the late job waits for the hog.
-	r = replayWith(t, file, preemptionOn, trace, ReplayOptions{Slots: 4, SlotSize: slot8, NoPreemption: true})
+	r = replayWith(t, file, preemptionOn, trace, Options{Slots: 4, SlotSize: slot8, NoPreemption: true})
 	require.Zero(t, r.PreemptedSlots)
 	require.Equal(t, 100*time.Second, outcome(t, r, "late").Start)
 	require.Contains(t, r.Preemption, "left out")
 
 	// Without the settings' switch there is none to simulate.
-	r = replayFile(t, file, trace, ReplayOptions{Slots: 4, SlotSize: slot8})
-	require.Equal(t, "off in the settings ("+PropPreemption+")", r.Preemption)
+	r = replayFile(t, file, trace, Options{Slots: 4, SlotSize: slot8})
+	require.Equal(t, "off in the settings ("+queue.PropPreemption+")", r.Preemption)
 	require.Zero(t, r.PreemptedSlots)
 }
 
 func TestReplay_BadOptions(t *testing.T) {
-	a, err := ParseAllocations([]byte(fifoFile))
+	a, err := queue.ParseAllocations([]byte(fifoFile))
 	require.NoError(t, err)
-	for _, opts := range []ReplayOptions{
+	for _, opts := range []Options{
 		{Slots: 0, SlotSize: slot8},
 		{Slots: 1},
 		{Slots: 1, SlotSize: slot8, Mode: "eager"},
 		{Slots: 1, SlotSize: slot8, StartUp: -time.Second},
 	} {
-		_, err := Replay(a, nil, opts)
+		_, err := Run(a, nil, opts)
 		require.Error(t, err, "%+v", opts)
 	}
 	// Jobs made in code must keep the trace's rules.
-	ok := TraceJob{Name: "a", Queue: "q", User: "u", Executors: 1, Runtime: time.Minute}
-	for _, jobs := range [][]TraceJob{
+	ok := simulation.Job{Name: "a", Queue: "q", User: "u", Executors: 1, Runtime: time.Minute}
+	for _, jobs := range [][]simulation.Job{
 		{ok, ok},
 		{{Name: "b", Queue: "q", User: "u", Executors: 0, Runtime: time.Minute}},
 		{{Name: "c", Queue: "q", User: "u", Executors: 1}},
 	} {
-		_, err := Replay(a, jobs, ReplayOptions{Slots: 1, SlotSize: slot8})
+		_, err := Run(a, jobs, Options{Slots: 1, SlotSize: slot8})
 		require.Error(t, err, "%+v", jobs)
 	}
 }
 
 // randomTrace makes a deterministic trace of n jobs over four queues and six users.
-func randomTrace(n int, seed uint64) []TraceJob {
+func randomTrace(n int, seed uint64) []simulation.Job {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	queues := []string{"etl", "adhoc", "ml", ""}
 	users := []string{"ann", "bo", "cy", "di", "ed", "flo"}
-	jobs := make([]TraceJob, n)
+	jobs := make([]simulation.Job, n)
 	at := time.Duration(0)
 	for i := range jobs {
 		at += time.Duration(rng.IntN(60)) * time.Second
-		jobs[i] = TraceJob{
+		jobs[i] = simulation.Job{
 			Submit: at, Name: fmt.Sprintf("job-%05d", i), Queue: queues[rng.IntN(len(queues))], User: users[rng.IntN(len(users))],
-			Driver: MBVCores(1024*int64(1+rng.IntN(4)), int64(1+rng.IntN(2))), Executors: 1 + rng.IntN(6),
+			Driver: driver(1024*int64(1+rng.IntN(4)), int64(1+rng.IntN(2))), Executors: 1 + rng.IntN(6),
 			Runtime: time.Duration(1+rng.IntN(20)) * time.Minute,
 		}
 	}
@@ -425,8 +382,8 @@ const randomFile = `<allocations>
 func TestReplay_Deterministic(t *testing.T) {
 	jobs := randomTrace(300, 7)
 	var text bytes.Buffer
-	require.NoError(t, WriteTrace(&text, jobs))
-	opts := ReplayOptions{Slots: 24, SlotSize: slot8, StartUp: 10 * time.Second}
+	require.NoError(t, tracefile.Write(&text, jobs))
+	opts := Options{Slots: 24, SlotSize: slot8, StartUp: 10 * time.Second}
 	first := replayWith(t, randomFile, preemptionOn, text.String(), opts)
 	require.Equal(t, 300, first.Jobs)
 	require.Positive(t, first.Done)
@@ -434,55 +391,12 @@ func TestReplay_Deterministic(t *testing.T) {
 	for range 3 {
 		require.Equal(t, first, replayWith(t, randomFile, preemptionOn, text.String(), opts))
 	}
-	opts.Mode = ReplayDriverFirst
+	opts.Mode = DriverFirst
 	df := replayWith(t, randomFile, preemptionOn, text.String(), opts)
 	require.Equal(t, df, replayWith(t, randomFile, preemptionOn, text.String(), opts))
 	t.Logf("gang: %d done, makespan %s, utilization %.3f, fairness %.3f, %d slots preempted",
 		first.Done, first.Makespan, first.SlotUtilization, first.Fairness, first.PreemptedSlots)
 	t.Logf("driver-first: %d done, makespan %s, utilization %.3f, %s", df.Done, df.Makespan, df.SlotUtilization, df.Stopped)
-}
-
-func FuzzParseTrace(f *testing.F) {
-	f.Add("submit,name,queue,user,groups,driver,executors,runtime\n0s,a,q,u,g1;g2,\"1024 mb, 1 vcores\",2,1m\n")
-	f.Add("submit,name,queue,user,groups,driver_mb,driver_vcores,executors,runtime\n#x\n1h,b,,u,,512,1,1,1s\n")
-	f.Add("submit,name\n\"unterminated\n")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, text string) {
-		jobs, err := ParseTrace(strings.NewReader(text))
-		if err != nil {
-			var te *TraceError
-			if !errors.As(err, &te) || te.Line < 1 {
-				t.Fatalf("error %v is not a TraceError with a line", err)
-			}
-			return
-		}
-		names := map[string]bool{}
-		for _, j := range jobs {
-			if j.Name == "" || j.User == "" || names[j.Name] || j.Executors < 1 || j.Runtime <= 0 || j.Submit < 0 || j.Line < 2 {
-				t.Fatalf("parsed a job that breaks the format's rules: %+v", j)
-			}
-			names[j.Name] = true
-		}
-		// What parses survives being written and read again.
-		var out bytes.Buffer
-		if err := WriteTrace(&out, jobs); err != nil {
-			t.Fatal(err)
-		}
-		again, err := ParseTrace(&out)
-		if err != nil {
-			t.Fatalf("the written trace does not parse: %v\n%s", err, out.String())
-		}
-		if len(again) != len(jobs) {
-			t.Fatalf("%d jobs, %d after writing", len(jobs), len(again))
-		}
-		for i := range jobs {
-			a, b := jobs[i], again[i]
-			a.Line, b.Line = 0, 0
-			if fmt.Sprint(a) != fmt.Sprint(b) {
-				t.Fatalf("job %d changed: %+v, then %+v", i, a, b)
-			}
-		}
-	})
 }
 
 // 10,000 jobs (about 80 hours of submissions, some 80% of the bed's capacity) on 96 slots,
@@ -491,10 +405,10 @@ func BenchmarkReplayTrace_10000Jobs(b *testing.B) {
 	a := parseConfig(b, randomFile, preemptionOn)
 	jobs := randomTrace(10000, 11)
 	var err error
-	opts := ReplayOptions{Slots: 96, SlotSize: slot8, StartUp: 10 * time.Second}
-	var r ReplayResult
+	opts := Options{Slots: 96, SlotSize: slot8, StartUp: 10 * time.Second}
+	var r Result
 	for b.Loop() {
-		if r, err = Replay(a, jobs, opts); err != nil {
+		if r, err = Run(a, jobs, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,8 +1,12 @@
-package queue
+package replay
 
 import (
 	"fmt"
 	"time"
+
+	"slotplane/apitypes"
+	"slotplane/queue"
+	"slotplane/simulation"
 )
 
 // DriverDeadlockJobs is the seeds' deadlock as a trace: 10 Spark jobs submitted at once into
@@ -13,15 +17,15 @@ import (
 // it gets them with its grant and works once the start-up is over). Driver-first, the
 // drivers come from the same 12 slots' worth, so three jobs fit with their executors. In gang
 // mode the drivers run outside the slots, as slotplane runs them, so six jobs fit.
-func DriverDeadlockJobs() ([]TraceJob, ReplayOptions) {
-	jobs := make([]TraceJob, 10)
+func DriverDeadlockJobs() ([]simulation.Job, Options) {
+	jobs := make([]simulation.Job, 10)
 	for i := range jobs {
-		jobs[i] = TraceJob{
+		jobs[i] = simulation.Job{
 			Name: fmt.Sprintf("spark-%02d", i), Queue: "root.spark", User: "etl",
-			Driver: MBVCores(8192, 2), Executors: 2, Runtime: time.Minute,
+			Driver: apitypes.Resources(queue.MBVCores(8192, 2)), Executors: 2, Runtime: time.Minute,
 		}
 	}
-	return jobs, ReplayOptions{Slots: 12, SlotSize: MBVCores(4096, 1), StartUp: 10 * time.Second, Limit: time.Hour}
+	return jobs, Options{Slots: 12, SlotSize: queue.MBVCores(4096, 1), StartUp: 10 * time.Second, Limit: time.Hour}
 }
 
 // DeadlockVariant is one queue set-up for DriverDeadlockJobs.
@@ -29,29 +33,29 @@ type DeadlockVariant struct {
 	Name string
 	// Policy and MaxAMShare configure root.spark.
 	Policy, MaxAMShare string
-	// Mode is how the replay grants: ReplayDriverFirst (YARN's and YuniKorn's way) or
-	// ReplayGang (slotplane's Admission).
-	Mode ReplayMode
+	// Mode is how the replay grants: DriverFirst (YARN's and YuniKorn's way) or Gang
+	// (slotplane's Admission).
+	Mode Mode
 }
 
 // DriverDeadlockVariants: driver-first under plain FIFO without an AM limit (it deadlocks),
 // StateAware, and FIFO with maxAMShare 0.5; then FIFO under slotplane's gang grants.
 var DriverDeadlockVariants = []DeadlockVariant{
-	{Name: "fifo, no AM limit", Policy: "fifo", MaxAMShare: "-1.0", Mode: ReplayDriverFirst},
-	{Name: "stateaware", Policy: "stateaware", MaxAMShare: "-1.0", Mode: ReplayDriverFirst},
-	{Name: "fifo, maxAMShare 0.5", Policy: "fifo", MaxAMShare: "0.5", Mode: ReplayDriverFirst},
-	{Name: "fifo, gang (slotplane)", Policy: "fifo", MaxAMShare: "-1.0", Mode: ReplayGang},
+	{Name: "fifo, no AM limit", Policy: "fifo", MaxAMShare: "-1.0", Mode: DriverFirst},
+	{Name: "stateaware", Policy: "stateaware", MaxAMShare: "-1.0", Mode: DriverFirst},
+	{Name: "fifo, maxAMShare 0.5", Policy: "fifo", MaxAMShare: "0.5", Mode: DriverFirst},
+	{Name: "fifo, gang (slotplane)", Policy: "fifo", MaxAMShare: "-1.0", Mode: Gang},
 }
 
 // Run replays DriverDeadlockJobs under the variant.
-func (v DeadlockVariant) Run() (ReplayResult, error) {
-	a, err := ParseAllocations(fmt.Appendf(nil, `<allocations>
+func (v DeadlockVariant) Run() (Result, error) {
+	a, err := queue.ParseAllocations(fmt.Appendf(nil, `<allocations>
   <queue name="spark"><schedulingPolicy>%s</schedulingPolicy><maxAMShare>%s</maxAMShare></queue>
 </allocations>`, v.Policy, v.MaxAMShare))
 	if err != nil {
-		return ReplayResult{}, err
+		return Result{}, err
 	}
 	jobs, opts := DriverDeadlockJobs()
 	opts.Mode = v.Mode
-	return Replay(a, jobs, opts)
+	return Run(a, jobs, opts)
 }

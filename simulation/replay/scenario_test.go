@@ -1,4 +1,4 @@
-package queue
+package replay
 
 import (
 	"strings"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
+
+	"slotplane/queue"
 )
 
 // The seeds' driver deadlock on Replay, worked out by hand. The pool is 12 slots of 4 GB and
@@ -16,7 +18,7 @@ import (
 func TestDriverDeadlock_OnlyPlainFIFODriverFirstDeadlocks(t *testing.T) {
 	s := time.Second
 	cases := map[string]struct {
-		mode     ReplayMode
+		mode     Mode
 		done     int
 		makespan time.Duration
 		// starts are when each job held all its executors (spark-00 first); nil when none did.
@@ -28,7 +30,7 @@ func TestDriverDeadlock_OnlyPlainFIFODriverFirstDeadlocks(t *testing.T) {
 		// Six drivers take all 48 GB and 12 vcores at 0 s. At 10 s they ask for executors
 		// and none is free; nothing was granted after 0 s.
 		"fifo, no AM limit": {
-			mode:    ReplayDriverFirst,
+			mode:    DriverFirst,
 			stopped: "deadlock: nothing granted or finished after 0s; 6 drivers hold 0 executors and wait for more, 4 jobs wait to start",
 		},
 		// One Starting job at a time: each driver waits for the previous one's executors, so
@@ -37,20 +39,20 @@ func TestDriverDeadlock_OnlyPlainFIFODriverFirstDeadlocks(t *testing.T) {
 		// (spark-09) gets its driver at 210 s and ends at 280 s. Executors hold
 		// 10 x 2 x 60 = 1200 of 12 x 280 = 3360 slot-seconds.
 		"stateaware": {
-			mode: ReplayDriverFirst, done: 10, makespan: 280 * s, utilization: 1200.0 / 3360,
+			mode: DriverFirst, done: 10, makespan: 280 * s, utilization: 1200.0 / 3360,
 			starts: []time.Duration{10 * s, 20 * s, 30 * s, 80 * s, 90 * s, 100 * s, 150 * s, 160 * s, 170 * s, 220 * s},
 		},
 		// Half of 48 GB and 12 vcores is three drivers, so three jobs at a time, in rounds of
 		// 70 s: 3, 3, 3, 1. Same slot-seconds and makespan as StateAware.
 		"fifo, maxAMShare 0.5": {
-			mode: ReplayDriverFirst, done: 10, makespan: 280 * s, utilization: 1200.0 / 3360,
+			mode: DriverFirst, done: 10, makespan: 280 * s, utilization: 1200.0 / 3360,
 			starts: []time.Duration{10 * s, 10 * s, 10 * s, 80 * s, 80 * s, 80 * s, 150 * s, 150 * s, 150 * s, 220 * s},
 		},
 		// Drivers outside the slots: six jobs of two slots at 0 s, four more at 70 s; a gang
 		// starts when granted and holds its slots through its start-up, so 10 x 2 x 70 =
 		// 1400 of 12 x 140 = 1680 slot-seconds.
 		"fifo, gang (slotplane)": {
-			mode: ReplayGang, done: 10, makespan: 140 * s, utilization: 1400.0 / 1680,
+			mode: Gang, done: 10, makespan: 140 * s, utilization: 1400.0 / 1680,
 			starts: []time.Duration{0, 0, 0, 0, 0, 0, 70 * s, 70 * s, 70 * s, 70 * s},
 		},
 	}
@@ -87,12 +89,12 @@ func TestDriverDeadlock_DriversHoldThePool(t *testing.T) {
 	r, err := DriverDeadlockVariants[0].Run()
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Second, r.End)
-	require.Equal(t, MBVCores(49152, 12), r.Total)
-	held, waiting := Resources{}, 0
+	require.Equal(t, queue.MBVCores(49152, 12), r.Total)
+	held, waiting := queue.Resources{}, 0
 	for _, o := range r.Outcomes {
 		switch o.Waiting {
 		case "holds 0 of its 2 executors":
-			held = held.Add(MBVCores(8192, 2))
+			held = held.Add(queue.MBVCores(8192, 2))
 		case "not enough free resources (0 mb, 0 vcores free, needs 8192 mb, 2 vcores)":
 			waiting++
 		default:
@@ -112,12 +114,12 @@ func TestDriverDeadlock_StateAwareFallbackLetsTheNextDriverIn(t *testing.T) {
 		`submit,name,queue,user,groups,driver,executors,runtime
 0s,a,spark,u,,"1024 mb, 1 vcores",1,1m
 0s,b,spark,u,,"1024 mb, 1 vcores",1,1m
-`, ReplayOptions{Slots: 8, SlotSize: MBVCores(1024, 1), Mode: ReplayDriverFirst, StartUp: 10 * time.Minute})
+`, Options{Slots: 8, SlotSize: queue.MBVCores(1024, 1), Mode: DriverFirst, StartUp: 10 * time.Minute})
 	require.Empty(t, r.Stopped)
 	require.Equal(t, 10*time.Minute, outcome(t, r, "a").Start)
 	require.Equal(t, 11*time.Minute, outcome(t, r, "a").Finish)
-	require.Equal(t, StartingTimeout+10*time.Minute, outcome(t, r, "b").Start)
-	require.Equal(t, StartingTimeout+11*time.Minute, outcome(t, r, "b").Finish)
+	require.Equal(t, queue.StartingTimeout+10*time.Minute, outcome(t, r, "b").Start)
+	require.Equal(t, queue.StartingTimeout+11*time.Minute, outcome(t, r, "b").Finish)
 }
 
 func BenchmarkDriverDeadlock_StateAware(b *testing.B) {
