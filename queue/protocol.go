@@ -97,8 +97,14 @@ func (a *Admitter) Request(r Request) *Grant {
 	if !alloc.Allowed(Submit, p.Queue, r.User, r.Groups) {
 		return refuse(fmt.Sprintf("user %q may not submit to queue %s (aclSubmitApps)", r.User, p.Queue))
 	}
+	queues := len(a.tree.queues)
 	if _, err := a.tree.Ensure(p.Queue); err != nil {
 		return refuse(err.Error())
+	}
+	if len(a.tree.queues) != queues {
+		// Placement made a queue: the kept picture counted the queues it knew, and is made
+		// again at the next decision.
+		a.pic = nil
 	}
 	r.SlotIDs, r.Groups = slices.Clone(r.SlotIDs), slices.Clone(r.Groups)
 	a.st.Next++

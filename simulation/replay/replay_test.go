@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -414,4 +415,18 @@ func BenchmarkReplayTrace_10000Jobs(b *testing.B) {
 	}
 	b.ReportMetric(float64(r.Done), "jobs-done")
 	b.ReportMetric(r.Makespan.Hours(), "makespan-h")
+}
+
+// A placement rule that makes a queue per user, under running-application limits, makes
+// queues while the Admitter keeps the picture of its last decision: the example Hadoop 3
+// file on the mixed day replays to its end. Two jobs are refused at submission, and admin's
+// three compactions wait for good: each user's queue may take a tenth of the bed
+// (maxChildResources), less than one of them needs.
+func TestRun_PlacementMakesQueuesUnderAppLimits(t *testing.T) {
+	file, err := os.ReadFile("../../examples/fair-scheduler-hadoop3.xml")
+	require.NoError(t, err)
+	trace, err := os.ReadFile("../../examples/traces/mixed-day.csv")
+	require.NoError(t, err)
+	res := replayFile(t, string(file), string(trace), Options{Slots: 8, SlotSize: queue.MBVCores(8192, 2)})
+	require.Equal(t, []int{104, 99, 2, 3}, []int{res.Jobs, res.Done, res.Refused, res.Unfinished})
 }
