@@ -65,13 +65,6 @@ func machineBusy() (time.Duration, error) {
 	return busy, nil
 }
 
-// own is the CPU the test process itself used between from and to: its feeds, its
-// clients, its checks; not the platform's.
-func own(from, to cpuUse) time.Duration {
-	self := os.Getpid()
-	return to.procs[self].used - from.procs[self].used
-}
-
 // sampleCPU reads /proc; a process that ends while it reads is skipped.
 func sampleCPU() (cpuUse, error) {
 	u := cpuUse{at: time.Now(), procs: map[int]procCPU{}}

@@ -128,7 +128,7 @@ func TestPackState_SizesFit(t *testing.T) {
 }
 
 // envelopeState is the state of a bed whose slots are each held by a one-slot job, with
-// more waiting: jobs of twenty users in 20 groups each, in the 50 leaves of envelopeQueues,
+// more waiting: jobs of twenty users in 20 groups each, in the 50 leaves of envelopeQueuesWith,
 // from twelve Schedulings, named with a random suffix, as a decision on the empty bed
 // leaves them.
 func envelopeState(held, waiting int) AdmitterState {

@@ -61,12 +61,9 @@ func BenchmarkAdmitterRequest_1000Into4000(b *testing.B) {
 	})
 }
 
-// envelopeQueues is an allocation file of 50 leaves under 5 parents, as the scale envelope
-// uses: parents weighted and fair, leaves fifo, fair and drf in turn, every tenth leaf with
-// a running-application limit.
-func envelopeQueues() string { return envelopeQueuesWith(true) }
-
-// envelopeQueuesWith is envelopeQueues, without its running-application limits if !limits.
+// envelopeQueuesWith is an allocation file of 50 leaves under 5 parents, as the scale
+// envelope uses: parents weighted and fair, leaves fifo, fair and drf in turn, every tenth
+// leaf with a running-application limit if limits.
 func envelopeQueuesWith(limits bool) string {
 	var sb strings.Builder
 	sb.WriteString("<allocations>")
@@ -85,7 +82,7 @@ func envelopeQueuesWith(limits bool) string {
 	return sb.String()
 }
 
-// envelopeAdmitter holds n one-slot jobs waiting in the 50 leaves of envelopeQueues, of 20
+// envelopeAdmitter holds n one-slot jobs waiting in the 50 leaves of envelopeQueuesWith, of 20
 // users.
 func envelopeAdmitter(tb testing.TB, n int) *Admitter { return envelopeAdmitterWith(tb, n, true) }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"slotplane/activities"
@@ -170,21 +169,6 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 		return nil, nil, fmt.Errorf("dial temporal at %s: %w", *c.temporal, err)
 	}
 	return cfg, tc, nil
-}
-
-// dialLive is dial plus a live Kubernetes client (no cache), for commands that read the
-// API server directly. The caller closes the Temporal client.
-func (c connections) dialLive() (client.Client, ctrlclient.Client, error) {
-	cfg, tc, err := c.dial()
-	if err != nil {
-		return nil, nil, err
-	}
-	cl, err := kubeclient.Live(cfg)
-	if err != nil {
-		tc.Close()
-		return nil, nil, err
-	}
-	return tc, cl, nil
 }
 
 func runWorker(ctx context.Context, args []string) error {
