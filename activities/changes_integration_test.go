@@ -547,8 +547,7 @@ func watchedJobIn(t *testing.T) (*localcluster.Cluster, context.Context, client.
 	live := newClient(t, c)
 	ch, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+	tb := testobjects.TestBed("bed").Slots(1, "1", "2Gi").Obj()
 	require.NoError(t, live.Create(ctx, tb))
 	require.NoError(t, slotslices.Put(ctx, live, tb, []v1alpha1.SlotStatus{{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree}}))
 	require.NoError(t, live.Create(ctx, testobjects.BatchJob("etl").Obj()))
@@ -617,8 +616,7 @@ func wakesAdmission(t *testing.T, c *localcluster.Cluster, name string,
 	ready.Done()
 	require.Equal(t, pods, activities.Copies(ch, corev1.SchemeGroupVersion.WithKind("Pod")), "a copy of the jobs' pods")
 
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: slotSize("1")}}
+	tb := testobjects.TestBed(name).Slots(1, "1", "2Gi").Obj()
 	require.NoError(t, live.Create(ctx, tb))
 	statuses := func(states ...v1alpha1.SlotState) []v1alpha1.SlotStatus {
 		out := make([]v1alpha1.SlotStatus, len(states))

@@ -487,8 +487,7 @@ func TestCheckHolds(t *testing.T) {
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
-	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "held", Replication: 1}}}}
+	sched := testobjects.Scheduling("nightly").Job("held", 1).Obj()
 	require.NoError(t, cl.Create(ctx, sched))
 	for _, name := range []string{"held", "free", "ended"} {
 		job := testobjects.BatchJob(name).Obj()
@@ -573,8 +572,7 @@ func TestCheckHolds_FindsTheGrantsInUseItLacks(t *testing.T) {
 	cl := newClient(t, c)
 	a := &activities.Activities{Client: cl}
 	ctx := context.Background()
-	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "running", Replication: 1}}}}
+	sched := testobjects.Scheduling("nightly").Job("running", 1).Obj()
 	require.NoError(t, cl.Create(ctx, sched))
 	uid := string(sched.UID)
 	granted := metav1.NewMicroTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
@@ -750,10 +748,7 @@ func TestRequestCreation_FromTheWorkersCopy(t *testing.T) {
 func bedOfTwoFreeSlots(t *testing.T, cl client.Client) *v1alpha1.TestBed {
 	t.Helper()
 	ctx := context.Background()
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
-	}
+	tb := testobjects.TestBed("bed").Slots(2, "2", "2Gi").Obj()
 	require.NoError(t, cl.Create(ctx, tb))
 	require.NoError(t, slotslices.Put(ctx, cl, tb, []v1alpha1.SlotStatus{
 		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotFree},

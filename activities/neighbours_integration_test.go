@@ -32,8 +32,7 @@ func TestWaitFinished_RecordsTheNodesAndTheNeighbours(t *testing.T) {
 	defer cancel()
 	live := newClient(t, c)
 
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("1")}}
+	tb := testobjects.TestBed("bed").Slots(2, "1", "2Gi").Obj()
 	require.NoError(t, live.Create(ctx, tb))
 	require.NoError(t, slotslices.Put(ctx, live, tb, []v1alpha1.SlotStatus{
 		{Position: 0, NodeName: "node-00", NodeID: "00", State: v1alpha1.SlotOccupied},

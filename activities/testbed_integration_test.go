@@ -109,10 +109,7 @@ var bedInput = activities.TestBedRef{Namespace: "default", Name: "bed"}
 func newBed(t *testing.T, nodes int) (client.Client, *activities.Activities, *v1alpha1.TestBed) {
 	t.Helper()
 	cl := newClient(t, localcluster.New(t, localcluster.Options{Nodes: nodes}))
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: bedInput.Name, Namespace: bedInput.Namespace},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
-	}
+	tb := testobjects.TestBed(bedInput.Name).Namespace(bedInput.Namespace).Slots(2, "2", "2Gi").Obj()
 	require.NoError(t, cl.Create(context.Background(), tb))
 	return cl, &activities.Activities{Client: cl}, tb
 }
@@ -475,10 +472,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	cl := newClient(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: bedInput.Name, Namespace: bedInput.Namespace},
-		Spec:       v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: slotSize("2")},
-	}))
+	require.NoError(t, cl.Create(ctx, testobjects.TestBed(bedInput.Name).Namespace(bedInput.Namespace).Slots(2, "2", "2Gi").Obj()))
 	plain := &activities.Activities{Client: cl}
 	settle(t, plain, bedInput)
 	waitGhostsRunning(t, cl, "bed", 4)

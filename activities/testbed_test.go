@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,11 +23,14 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/slotslices"
+	"slotplane/internal/testobjects"
 	"slotplane/slots"
 )
 
 // These tests run one reconcile pass against controller-runtime's fake client. The bed is
-// two nodes of two slots: node-00 holds slots 0 and 2, node-01 holds slots 1 and 3.
+// testobjects.TestBed("bed") with UID bed-uid and generation 1, as an earlier pass left it:
+// two nodes labelled nodeLabel, of two slots each; node-00 holds slots 0 and 2, node-01
+// holds slots 1 and 3.
 
 const nodeLabel = "slotplane.io/node"
 
@@ -39,17 +41,7 @@ func fakeNode(name, id string) *corev1.Node {
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 }
 
-// fakeBed is the TestBed as an earlier pass left it; fakeClient adds its slot slices.
-func fakeBed() *v1alpha1.TestBed {
-	return &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: bedKey.Name, Namespace: bedKey.Namespace, UID: "bed-uid", Generation: 1},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: nodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}},
-	}
-}
-
-// fakeSlots are fakeBed's slots as an earlier pass left them: laid out, all free.
+// fakeSlots are the bed's slots as an earlier pass left them: laid out, all free.
 func fakeSlots() []v1alpha1.SlotStatus {
 	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
 	return slots.Statuses(layout, nil)
@@ -69,11 +61,11 @@ func withClaim(p *corev1.Pod, slot int32, uid types.UID) *corev1.Pod {
 	return p
 }
 
-// fakeClient holds objs, the bed's nodes, and fakeSlots in fakeBed's slices unless objs
+// fakeClient holds objs, the bed's nodes, and fakeSlots in the bed's slices unless objs
 // hold slices of their own.
 func fakeClient(funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.SlotSlice); return ok }) {
-		for _, s := range slotslices.Build(fakeBed(), fakeSlots()) {
+		for _, s := range slotslices.Build(testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj(), fakeSlots()) {
 			objs = append(objs, &s)
 		}
 	}
@@ -140,7 +132,7 @@ func TestReconcileTestBed_OnlyAProvenSlotClaimIsAdopted(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cl := fakeClient(nil, fakeBed(), tc.pod)
+			cl := fakeClient(nil, testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj(), tc.pod)
 			a := &Activities{Client: cl}
 			res, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 			require.NoError(t, err)
@@ -171,7 +163,7 @@ func TestReconcileTestBed_ASliceChangedMeanwhileWaitsForTheNextPass(t *testing.T
 	held := fakeSlots()
 	require.NoError(t, slots.Reserve(&held[0], slots.Pod{Name: "gone", UID: "u-gone"}))
 	var objs []client.Object
-	for _, s := range slotslices.Build(fakeBed(), held) {
+	for _, s := range slotslices.Build(testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj(), held) {
 		objs = append(objs, &s)
 	}
 	updates := 0
@@ -194,7 +186,7 @@ func TestReconcileTestBed_ASliceChangedMeanwhileWaitsForTheNextPass(t *testing.T
 			return cl.Update(ctx, obj, opts...)
 		},
 	}
-	cl := fakeClient(funcs, append(objs, fakeBed())...)
+	cl := fakeClient(funcs, append(objs, testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj())...)
 	a := &Activities{Client: cl}
 	res, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 	require.NoError(t, err)
@@ -223,7 +215,7 @@ func TestReconcileTestBed_TerminatingPodHoldsBackOnlyItsNode(t *testing.T) {
 	stuck := withClaim(slotPod("stuck", "u-stuck", "node-00"), 0, "u-stuck")
 	stuck.Finalizers = []string{"example.com/hold"}
 	stuck.DeletionTimestamp = &metav1.Time{Time: metav1.Now().Time}
-	cl := fakeClient(nil, fakeBed(), stuck)
+	cl := fakeClient(nil, testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj(), stuck)
 	a := &Activities{Client: cl}
 
 	res, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
@@ -255,7 +247,7 @@ func TestReconcileTestBed_KeepsConditionsItDoesNotOwn(t *testing.T) {
 	queues := func(reason string) metav1.Condition {
 		return metav1.Condition{Type: queuesConfigured, Status: metav1.ConditionTrue, Reason: reason, Message: "the allocation file loads", LastTransitionTime: metav1.Now()}
 	}
-	bed := fakeBed()
+	bed := testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj()
 	bed.Status.Conditions = []metav1.Condition{queues("OpenACLs")}
 	updates := 0
 	funcs := &interceptor.Funcs{
@@ -356,7 +348,7 @@ func TestReconcileTestBed_DecidesByTheInjectedClock(t *testing.T) {
 		{"past the timeout", granted.Add(timeout + time.Second), []string{"node-00/0", "node-00/1", "node-01/0", "node-01/1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl := fakeClient(nil, fakeBed(), job.DeepCopy())
+			cl := fakeClient(nil, testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj(), job.DeepCopy())
 			a := &Activities{Client: cl, Clock: func() time.Time { return c.now }}
 			_, err := a.ReconcileTestBed(context.Background(), TestBedRef(bedKey))
 			require.NoError(t, err)

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +58,7 @@ type cacheReads struct{ cached, fresh int }
 // A copy the cache does not have yet is asked of etcd: "not found" decides too much (a test
 // bed taken for deleted) to trust a lag with it.
 func TestFromWatchCache_AMissingCopyIsAskedOfEtcd(t *testing.T) {
-	bed := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "ns"}}
+	bed := testobjects.TestBed("bed").Namespace("ns").Obj()
 	cl, reads := laggingCache(nil, bed)
 	var got v1alpha1.TestBed
 	require.NoError(t, fromWatchCache(context.Background(), cl, client.ObjectKeyFromObject(bed), &got))
@@ -99,7 +97,7 @@ func TestWriteJobStatus_AStaleCopyIsRetriedFromEtcd(t *testing.T) {
 func TestWriteSchedulingStatus_ADeltaIsFittedToEtcdBeforeItIsOutOfStep(t *testing.T) {
 	ctx := context.Background()
 	stale := map[string]client.Object{}
-	s := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"}}
+	s := testobjects.Scheduling("nightly").Namespace("ns").Obj()
 	cl, reads := laggingCache(stale, s)
 	a := &Activities{Client: cl}
 	key := SchedulingKey{Namespace: "ns", Name: "nightly"}
@@ -122,8 +120,7 @@ func TestWriteSchedulingStatus_ADeltaIsFittedToEtcdBeforeItIsOutOfStep(t *testin
 // bedWithSlots is a test bed and its slot slice, which has a slot at each position, on
 // node-<position>.
 func bedWithSlots(positions ...int32) (*v1alpha1.TestBed, *v1alpha1.SlotSlice) {
-	tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "ns", UID: "bed-uid"},
-		Spec: v1alpha1.TestBedSpec{ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}
+	tb := testobjects.TestBed("bed").Namespace("ns").UID("bed-uid").Slots(2, "1", "2Gi").Obj()
 	sl := slotslices.New(tb, 0)
 	for _, p := range positions {
 		sl.Slots = append(sl.Slots, v1alpha1.SlotStatus{Position: p, NodeName: fmt.Sprintf("node-%d", p), State: v1alpha1.SlotFree})

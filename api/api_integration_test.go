@@ -116,69 +116,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 		edit(m)
 		return m
 	}
-	t.Run("bad input creates nothing", func(t *testing.T) {
-		cases := map[string]struct {
-			body   any
-			path   string
-			status int
-			code   string
-			field  string
-			text   string
-		}{
-			"malformed json":   {body: `{"name": [`, status: 400, code: apitypes.CodeBadRequest, text: "not valid JSON"},
-			"empty body":       {body: ``, status: 400, code: apitypes.CodeBadRequest, text: "the body is empty"},
-			"unknown field":    {body: with(func(m map[string]any) { m["replicas"] = 3 }), status: 400, code: apitypes.CodeBadRequest, text: `unknown field "replicas"`},
-			"two values":       {body: `{"name":"a"} {"name":"b"}`, status: 400, code: apitypes.CodeBadRequest, text: "more than one JSON value"},
-			"a 10 MiB body":    {body: `{"name":"` + strings.Repeat("x", 10<<20) + `"}`, status: 413, code: apitypes.CodeTooLarge, text: "over 1048576 bytes"},
-			"invalid name":     {body: with(func(m map[string]any) { m["name"] = "Nightly_Run" }), status: 422, code: apitypes.CodeInvalid, field: "name"},
-			"no jobs":          {body: with(func(m map[string]any) { m["jobs"] = []any{} }), status: 422, code: apitypes.CodeInvalid, field: "jobs"},
-			"bad mode":         {body: with(func(m map[string]any) { m["mode"] = "Fastest" }), status: 422, code: apitypes.CodeInvalid, field: "mode"},
-			"bad queue":        {body: with(func(m map[string]any) { m["queue"] = "root..a" }), status: 422, code: apitypes.CodeInvalid, field: "queue"},
-			"zero replication": {body: with(func(m map[string]any) { m["jobs"] = []map[string]any{{"name": "etl"}} }), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].replication"},
-			"a job twice": {body: with(func(m map[string]any) {
-				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "etl", "replication": 1}}
-			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[1].name", text: "listed already"},
-			"slot-based without slots": {body: with(func(m map[string]any) { m["mode"] = "SlotBased" }), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs"},
-			"queue-based with slots": {body: with(func(m map[string]any) {
-				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1, "slotIDs": []int{0}}}
-			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs"},
-			"a slot the bed lacks": {body: with(func(m map[string]any) {
-				m["mode"] = "SlotBased"
-				m["jobs"] = []map[string]any{{"name": "etl", "replication": 2, "slotIDs": []int{1, 42}}}
-			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs[1]", text: "has no slot 42"},
-			"missing test bed": {body: with(func(m map[string]any) { m["testBed"] = "nope" }), status: 422, code: apitypes.CodeInvalid, field: "testBed", text: "test bed nope does not exist"},
-			"missing job": {body: with(func(m map[string]any) {
-				m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "ghost", "replication": 1}}
-			}), status: 422, code: apitypes.CodeInvalid, field: "jobs[1].name", text: "batch job ghost does not exist"},
-			"bad namespace": {body: good(), path: "/schedulings?namespace=Not_A_Namespace", status: 422, code: apitypes.CodeInvalid, field: "namespace"},
-		}
-		for name, tc := range cases {
-			t.Run(name, func(t *testing.T) {
-				c := client{t: t, base: c.base}
-				path := tc.path
-				if path == "" {
-					path = "/schedulings"
-				}
-				var e apitypes.Error
-				require.Equal(t, tc.status, c.call("POST", path, tc.body, &e))
-				require.Equal(t, tc.code, e.Code)
-				require.NotEmpty(t, e.Message)
-				if tc.field != "" {
-					require.NotEmpty(t, e.Fields, e.Message)
-					require.Equal(t, tc.field, e.Fields[0].Field, e.Message)
-				}
-				if tc.text != "" {
-					require.Contains(t, e.Message, tc.text)
-				}
-			})
-		}
-		var list struct{ Items []apitypes.Scheduling }
-		require.Equal(t, http.StatusOK, c.call("GET", "/schedulings", nil, &list))
-		require.Empty(t, list.Items, "no bad request created a scheduling")
-		var sl v1alpha1.SchedulingList
-		require.NoError(t, p.Client.List(ctx, &sl))
-		require.Empty(t, sl.Items)
-	})
+	t.Run("bad input creates nothing", func(t *testing.T) { badInputCreatesNothing(t, p, client{t: t, base: c.base}, good, with) })
 
 	t.Run("reads", func(t *testing.T) {
 		c := client{t: t, base: c.base}
@@ -200,18 +138,104 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 		require.Len(t, jobs.Items, 2)
 	})
 
+	// Each step below goes on from what the one before it left: the first to fail ends the
+	// test.
+	step := func(name string, f func(t *testing.T, c client)) {
+		if !t.Run(name, func(t *testing.T) { f(t, client{t: t, base: c.base}) }) {
+			t.FailNow()
+		}
+	}
+	var firstRun string
+	step("a Scheduling made through the API runs its job to the end", func(t *testing.T, c client) { firstRun = runsAScheduling(t, p, c, good()) })
+	step("a running job moves between queues", func(t *testing.T, c client) { movesARunningJob(t, c) })
+	step("a cancelled Scheduling releases its job and goes", func(t *testing.T, c client) { cancelsASchedulingThatRuns(t, c) })
+	step("deleting an ended Scheduling ends its workflow", func(t *testing.T, c client) { deletesAnEndedScheduling(t, p, c, firstRun) })
+}
+
+// badInputCreatesNothing posts bad requests for Schedulings, most of them good's body as
+// with edits it: each is a clear JSON error, and none makes a Scheduling.
+func badInputCreatesNothing(t *testing.T, p *testplatform.Platform, c client, good func() map[string]any, with func(edit func(m map[string]any)) map[string]any) {
+	ctx := context.Background()
+	cases := map[string]struct {
+		body   any
+		path   string
+		status int
+		code   string
+		field  string
+		text   string
+	}{
+		"malformed json":   {body: `{"name": [`, status: 400, code: apitypes.CodeBadRequest, text: "not valid JSON"},
+		"empty body":       {body: ``, status: 400, code: apitypes.CodeBadRequest, text: "the body is empty"},
+		"unknown field":    {body: with(func(m map[string]any) { m["replicas"] = 3 }), status: 400, code: apitypes.CodeBadRequest, text: `unknown field "replicas"`},
+		"two values":       {body: `{"name":"a"} {"name":"b"}`, status: 400, code: apitypes.CodeBadRequest, text: "more than one JSON value"},
+		"a 10 MiB body":    {body: `{"name":"` + strings.Repeat("x", 10<<20) + `"}`, status: 413, code: apitypes.CodeTooLarge, text: "over 1048576 bytes"},
+		"invalid name":     {body: with(func(m map[string]any) { m["name"] = "Nightly_Run" }), status: 422, code: apitypes.CodeInvalid, field: "name"},
+		"no jobs":          {body: with(func(m map[string]any) { m["jobs"] = []any{} }), status: 422, code: apitypes.CodeInvalid, field: "jobs"},
+		"bad mode":         {body: with(func(m map[string]any) { m["mode"] = "Fastest" }), status: 422, code: apitypes.CodeInvalid, field: "mode"},
+		"bad queue":        {body: with(func(m map[string]any) { m["queue"] = "root..a" }), status: 422, code: apitypes.CodeInvalid, field: "queue"},
+		"zero replication": {body: with(func(m map[string]any) { m["jobs"] = []map[string]any{{"name": "etl"}} }), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].replication"},
+		"a job twice": {body: with(func(m map[string]any) {
+			m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "etl", "replication": 1}}
+		}), status: 422, code: apitypes.CodeInvalid, field: "jobs[1].name", text: "listed already"},
+		"slot-based without slots": {body: with(func(m map[string]any) { m["mode"] = "SlotBased" }), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs"},
+		"queue-based with slots": {body: with(func(m map[string]any) {
+			m["jobs"] = []map[string]any{{"name": "etl", "replication": 1, "slotIDs": []int{0}}}
+		}), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs"},
+		"a slot the bed lacks": {body: with(func(m map[string]any) {
+			m["mode"] = "SlotBased"
+			m["jobs"] = []map[string]any{{"name": "etl", "replication": 2, "slotIDs": []int{1, 42}}}
+		}), status: 422, code: apitypes.CodeInvalid, field: "jobs[0].slotIDs[1]", text: "has no slot 42"},
+		"missing test bed": {body: with(func(m map[string]any) { m["testBed"] = "nope" }), status: 422, code: apitypes.CodeInvalid, field: "testBed", text: "test bed nope does not exist"},
+		"missing job": {body: with(func(m map[string]any) {
+			m["jobs"] = []map[string]any{{"name": "etl", "replication": 1}, {"name": "ghost", "replication": 1}}
+		}), status: 422, code: apitypes.CodeInvalid, field: "jobs[1].name", text: "batch job ghost does not exist"},
+		"bad namespace": {body: good(), path: "/schedulings?namespace=Not_A_Namespace", status: 422, code: apitypes.CodeInvalid, field: "namespace"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := client{t: t, base: c.base}
+			path := tc.path
+			if path == "" {
+				path = "/schedulings"
+			}
+			var e apitypes.Error
+			require.Equal(t, tc.status, c.call("POST", path, tc.body, &e))
+			require.Equal(t, tc.code, e.Code)
+			require.NotEmpty(t, e.Message)
+			if tc.field != "" {
+				require.NotEmpty(t, e.Fields, e.Message)
+				require.Equal(t, tc.field, e.Fields[0].Field, e.Message)
+			}
+			if tc.text != "" {
+				require.Contains(t, e.Message, tc.text)
+			}
+		})
+	}
+	var list struct{ Items []apitypes.Scheduling }
+	require.Equal(t, http.StatusOK, c.call("GET", "/schedulings", nil, &list))
+	require.Empty(t, list.Items, "no bad request created a scheduling")
+	var sl v1alpha1.SchedulingList
+	require.NoError(t, p.Client.List(ctx, &sl))
+	require.Empty(t, sl.Items)
+}
+
+// runsAScheduling creates the Scheduling good, named nightly: its workflow runs as soon as
+// the API answers, its job runs to the end, and the bridge starts no second run. It returns
+// the workflow's run.
+func runsAScheduling(t *testing.T, p *testplatform.Platform, c client, good map[string]any) (firstRun string) {
+	ctx := context.Background()
 	// A good one: created, its workflow running at once, its job run to the end.
 	var created apitypes.Scheduling
-	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", good(), &created))
+	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", good, &created))
 	require.Equal(t, "nightly", created.Name)
 	require.Equal(t, "default", created.Namespace)
 	require.NotEmpty(t, created.ResourceVersion)
 	desc, err := p.Temporal.DescribeWorkflowExecution(ctx, workflows.SchedulingWorkflowID("default", "nightly"), "")
 	require.NoError(t, err, "the workflow runs as soon as the API answers")
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
-	firstRun := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	firstRun = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	var e apitypes.Error
-	require.Equal(t, http.StatusConflict, c.call("POST", "/schedulings", good(), &e), "a second create of the same name")
+	require.Equal(t, http.StatusConflict, c.call("POST", "/schedulings", good, &e), "a second create of the same name")
 	require.Equal(t, apitypes.CodeConflict, e.Code)
 
 	var got apitypes.Scheduling
@@ -229,20 +253,27 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	desc, err = p.Temporal.DescribeWorkflowExecution(ctx, workflows.SchedulingWorkflowID("default", "nightly"), "")
 	require.NoError(t, err)
 	require.Equal(t, firstRun, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the latest run is the API's")
+	return firstRun
+}
 
-	// Cancel a running one: 202, then the workflow releases the job and the object goes.
+// movesARunningJob runs job report in the Scheduling long, in queue a, and moves it to
+// queue b; bad moves are refused.
+func movesARunningJob(t *testing.T, c client) {
+	// A running one, which the next step cancels.
 	long := map[string]any{"name": "long", "testBed": "bed", "mode": "QueueBased", "queue": "a", "jobs": []map[string]any{{"name": "report", "replication": 2}}}
+	var created apitypes.Scheduling
+	var report apitypes.Job
 	require.Equal(t, http.StatusCreated, c.call("POST", "/schedulings", long, &created))
 	require.Eventually(t, func() bool {
-		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/report", nil, &jobs.Items[0]))
-		return jobs.Items[0].Status.State == v1alpha1.JobRunning
+		require.Equal(t, http.StatusOK, c.call("GET", "/jobs/report", nil, &report))
+		return report.Status.State == v1alpha1.JobRunning
 	}, 60*time.Second, 250*time.Millisecond)
 
 	// The queues, and moving the running job from a to b.
 	running := func(path string) int {
-		var report apitypes.QueueTree
-		require.Equal(t, http.StatusOK, c.call("GET", "/testbeds/bed/queues", nil, &report))
-		for _, q := range report.Queues {
+		var tree apitypes.QueueTree
+		require.Equal(t, http.StatusOK, c.call("GET", "/testbeds/bed/queues", nil, &tree))
+		for _, q := range tree.Queues {
 			if q.Path == path {
 				return q.RunningJobs
 			}
@@ -250,6 +281,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 		return -1
 	}
 	require.Eventually(t, func() bool { return running("root.a") == 1 }, 30*time.Second, 250*time.Millisecond)
+	var e apitypes.Error
 	require.Equal(t, http.StatusNotFound, c.call("GET", "/testbeds/nope/queues", nil, &e))
 	require.Equal(t, http.StatusUnprocessableEntity, c.call("POST", "/jobs/report/move", `{"queue":""}`, &e))
 	require.Equal(t, "queue", e.Fields[0].Field)
@@ -264,7 +296,13 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.call("POST", "/jobs/report/move", `{"queue":"b"}`, &moved))
 	require.Equal(t, apitypes.MoveResult{Job: "report", From: "root.a", To: "root.b"}, moved)
 	require.Eventually(t, func() bool { return running("root.b") == 1 && running("root.a") == 0 }, 30*time.Second, 250*time.Millisecond)
+}
 
+// cancelsASchedulingThatRuns deletes the running Scheduling long: the workflow releases its
+// job and the object goes.
+func cancelsASchedulingThatRuns(t *testing.T, c client) {
+	// Cancel a running one: 202, then the workflow releases the job and the object goes.
+	var e apitypes.Error
 	var deleted apitypes.Scheduling
 	require.Equal(t, http.StatusConflict, c.call("DELETE", "/schedulings/long?resourceVersion=1", nil, &e), "a stale resourceVersion deletes nothing")
 	require.Equal(t, http.StatusAccepted, c.call("DELETE", "/schedulings/long", nil, &deleted))
@@ -275,14 +313,21 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	var job apitypes.Job
 	require.Equal(t, http.StatusOK, c.call("GET", "/jobs/report", nil, &job))
 	require.Empty(t, job.Scheduling, "the job was released")
+}
 
+// deletesAnEndedScheduling deletes the Scheduling nightly, which has ended: its workflow's
+// run firstRun ends, and the object goes.
+func deletesAnEndedScheduling(t *testing.T, p *testplatform.Platform, c client, firstRun string) {
+	ctx := context.Background()
 	// Deleting the ended one ends its workflow too.
+	var deleted apitypes.Scheduling
 	require.Equal(t, http.StatusAccepted, c.call("DELETE", "/schedulings/nightly", nil, &deleted))
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_ = p.Temporal.GetWorkflow(waitCtx, workflows.SchedulingWorkflowID("default", "nightly"), firstRun).Get(waitCtx, nil)
 	require.NoError(t, waitCtx.Err(), "the workflow did not end after the deletion")
 	require.Eventually(t, func() bool {
+		var e apitypes.Error
 		return c.call("GET", "/schedulings/nightly", nil, &e) == http.StatusNotFound
 	}, 30*time.Second, 250*time.Millisecond)
 }

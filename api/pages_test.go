@@ -15,6 +15,7 @@ import (
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/testobjects"
 )
 
 // Lists come in pages of ?limit= items, by name, each with the token of the next; the
@@ -24,7 +25,7 @@ func TestLists_ComeInPages(t *testing.T) {
 	b := fake.NewClientBuilder().WithScheme(kubeclient.Scheme())
 	for i := range 7 {
 		b = b.WithObjects(&v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%d", 6-i), Namespace: "default"}})
-		b = b.WithObjects(&v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i), Namespace: "default"}})
+		b = b.WithObjects(testobjects.Scheduling(fmt.Sprintf("s-%d", i)).Obj())
 	}
 	cl := b.Build()
 	tc, err := temporal.NewLazyClient(temporal.Options{HostPort: "127.0.0.1:1"})

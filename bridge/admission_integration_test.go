@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/testobjects"
 	"slotplane/workflows"
 )
 
@@ -27,8 +28,7 @@ func TestAdmission_DeletedJobAndDeletedTestBedEndCleanly(t *testing.T) {
 	t.Run("a BatchJob deleted mid-run", func(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, queuedJob("doomed", "ann", "10m")))
 		require.NoError(t, p.client.Create(ctx, queuedJob("next", "ann", "3s")))
-		require.NoError(t, p.client.Create(ctx, queueScheduling("deleting", "team",
-			v1alpha1.SchedulingJob{Name: "doomed", Replication: 8}, v1alpha1.SchedulingJob{Name: "next", Replication: 8})))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("deleting").Queue("team").Job("doomed", 8).Job("next", 8).Obj()))
 		require.Eventually(t, func() bool { return p.batchJob(t, "doomed").Status.State == v1alpha1.JobRunning }, 2*time.Minute, 250*time.Millisecond)
 		require.NoError(t, p.client.Delete(ctx, &v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: "doomed", Namespace: "default"}}))
 
@@ -46,8 +46,7 @@ func TestAdmission_DeletedJobAndDeletedTestBedEndCleanly(t *testing.T) {
 	t.Run("a test bed deleted while a job waits", func(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, queuedJob("blocker", "ann", "10s")))
 		require.NoError(t, p.client.Create(ctx, queuedJob("waiter", "ann", "1s")))
-		require.NoError(t, p.client.Create(ctx, queueScheduling("orphaned", "team",
-			v1alpha1.SchedulingJob{Name: "blocker", Replication: 8}, v1alpha1.SchedulingJob{Name: "waiter", Replication: 1})))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("orphaned").Queue("team").Job("blocker", 8).Job("waiter", 1).Obj()))
 		require.Eventually(t, func() bool { return p.batchJob(t, "blocker").Status.State == v1alpha1.JobRunning }, 2*time.Minute, 250*time.Millisecond)
 		require.NoError(t, p.client.Delete(ctx, &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"}}))
 

@@ -9,13 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	temporal "go.temporal.io/sdk/client"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/testobjects"
 	"slotplane/workflows"
 )
 
@@ -23,10 +22,7 @@ import (
 // when SignalEvery has passed; another bed is told at once; a signal that fails is tried
 // again at the next change, not held back.
 func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
-	bed := func(name string) *v1alpha1.TestBed {
-		return &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
-	}
-	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(bed("a"), bed("b")).Build()
+	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(testobjects.TestBed("a").Obj(), testobjects.TestBed("b").Obj()).Build()
 	tc := &signalCounter{signalled: map[string]int{}}
 	signalled := tc.signalled
 	const every = 200 * time.Millisecond
@@ -68,8 +64,8 @@ func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
 // A pod may carry any test bed label: one naming a bed that never existed signals no
 // workflow, while the deletion of a bed that existed tells it and every other bed.
 func TestTestBedSignaller_APodOfAnUnknownBedSignalsNothing(t *testing.T) {
-	bed := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}}
-	other := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default"}}
+	bed := testobjects.TestBed("a").Obj()
+	other := testobjects.TestBed("b").Obj()
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(bed, other).Build()
 	tc := &signalCounter{signalled: map[string]int{}, ifRunning: map[string]int{}}
 	s := &TestBedSignaller{Reader: cl, Temporal: tc}

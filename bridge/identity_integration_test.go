@@ -30,11 +30,7 @@ func TestIdentity_ASchedulingRunsOthersJobsOnlyWithTheRight(t *testing.T) {
 	mine.Spec.User = "mallory"
 	require.NoError(t, p.client.Create(ctx, mine))
 	run := func(name string) *v1alpha1.Scheduling {
-		s := &v1alpha1.Scheduling{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, User: "mallory", Groups: []string{"analysts"},
-				Jobs: []v1alpha1.SchedulingJob{{Name: "mine", Replication: 1}, {Name: "alices", Replication: 1}}},
-		}
+		s := testobjects.Scheduling(name).User("mallory").Groups("analysts").Job("mine", 1).Job("alices", 1).Obj()
 		require.NoError(t, p.client.Create(ctx, s))
 		return s
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,12 +95,7 @@ func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
 	} {
 		require.NoError(t, p.client.Create(ctx, j))
 	}
-	queue := &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
-			{Name: "wordcount", Replication: 3}, {Name: "clicks", Replication: 2}, {Name: "report", Replication: 4},
-		}},
-	}
+	queue := testobjects.Scheduling("nightly").Job("wordcount", 3).Job("clicks", 2).Job("report", 4).Obj()
 	require.NoError(t, p.client.Create(ctx, queue))
 
 	// The first two fit in 8 slots together; report (4) waits for one of them.
@@ -141,14 +135,7 @@ func TestLifecycle_SchedulingsRunSparkAndFlinkJobsInTheirSlots(t *testing.T) {
 	require.NotContains(t, p.batchJob(t, "wordcount").Labels, v1alpha1.ActiveSchedulingLabel)
 
 	// SlotBased: every job names its slots; clicks waits for slot 3, which wordcount holds.
-	slotted := &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinned", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.SlotBased, Jobs: []v1alpha1.SchedulingJob{
-			{Name: "wordcount", Replication: 2, SlotIDs: []int32{3, 6}},
-			{Name: "clicks", Replication: 1, SlotIDs: []int32{3}},
-			{Name: "report", Replication: 2, SlotIDs: []int32{0, 1}},
-		}},
-	}
+	slotted := testobjects.Scheduling("pinned").SlotJob("wordcount", 3, 6).SlotJob("clicks", 3).SlotJob("report", 0, 1).Obj()
 	require.NoError(t, p.client.Create(ctx, slotted))
 	pinned := p.waitScheduling(t, "pinned", v1alpha1.SchedulingCompleted, 3*time.Minute)
 	require.Equal(t, []int32{3, 6}, jobStatusOf(pinned, "wordcount").Slots)
@@ -166,19 +153,11 @@ func TestLifecycle_ASecondSchedulingCannotTakeAHeldJob(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, p.client.Create(ctx, testobjects.BatchJob("long").RunFor("10m").Obj()))
 	require.NoError(t, p.client.Create(ctx, testobjects.BatchJob("other").RunFor("1s").Obj()))
-	first := &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
-		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "long", Replication: 1}}},
-	}
+	first := testobjects.Scheduling("first").Job("long", 1).Obj()
 	require.NoError(t, p.client.Create(ctx, first))
 	require.Eventually(t, func() bool { return p.batchJob(t, "long").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
 
-	second := &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
-			{Name: "other", Replication: 1}, {Name: "long", Replication: 1},
-		}},
-	}
+	second := testobjects.Scheduling("second").Job("other", 1).Job("long", 1).Obj()
 	require.NoError(t, p.client.Create(ctx, second))
 	failed := p.waitScheduling(t, "second", v1alpha1.SchedulingFailed, time.Minute)
 	require.Contains(t, failed.Status.Message, "job long is held by scheduling first")
@@ -213,10 +192,8 @@ func TestLifecycle_KubectlEditExtendsARunningScheduling(t *testing.T) {
 	one := func(name string) []v1alpha1.SchedulingJob {
 		return []v1alpha1.SchedulingJob{{Name: name, Replication: 1}}
 	}
-	require.NoError(t, p.client.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: one("held")}}))
-	require.NoError(t, p.client.Create(ctx, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: one("head")}}))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("holder").Job("held", 1).Obj()))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("grow").Job("head", 1).Obj()))
 	require.Eventually(t, func() bool {
 		return p.batchJob(t, "head").Status.State == v1alpha1.JobRunning && p.batchJob(t, "held").Status.State == v1alpha1.JobRunning
 	}, time.Minute, 250*time.Millisecond)

@@ -55,13 +55,6 @@ func queuedJob(name, user, runFor string) *v1alpha1.BatchJob {
 	return j
 }
 
-func queueScheduling(name, queue string, jobs ...v1alpha1.SchedulingJob) *v1alpha1.Scheduling {
-	return &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: queue, Jobs: jobs},
-	}
-}
-
 // queues asks the test bed's Admission workflow for its queue picture.
 func (p *platform) queues(t *testing.T) workflows.AdmissionReport {
 	t.Helper()
@@ -134,8 +127,7 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 		pods := watchPods(t, p, "app1", "app2")
 		require.NoError(t, p.client.Create(ctx, queuedJob("app1", "ann", "6s")))
 		require.NoError(t, p.client.Create(ctx, queuedJob("app2", "ann", "3s")))
-		require.NoError(t, p.client.Create(ctx, queueScheduling("stateaware", "apps",
-			v1alpha1.SchedulingJob{Name: "app1", Replication: 2}, v1alpha1.SchedulingJob{Name: "app2", Replication: 1})))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("stateaware").Queue("apps").Job("app1", 2).Job("app2", 1).Obj()))
 		p.waitScheduling(t, "stateaware", v1alpha1.SchedulingCompleted, 2*time.Minute)
 		require.Eventually(t, func() bool { return len(pods.seen()) >= 5 }, 10*time.Second, 100*time.Millisecond)
 		ev := pods.seen()
@@ -155,8 +147,7 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 	t.Run("user over maxRunningApps waits", func(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, queuedJob("alice-1", "alice", "8s")))
 		require.NoError(t, p.client.Create(ctx, queuedJob("alice-2", "alice", "2s")))
-		require.NoError(t, p.client.Create(ctx, queueScheduling("alice", "team",
-			v1alpha1.SchedulingJob{Name: "alice-1", Replication: 1}, v1alpha1.SchedulingJob{Name: "alice-2", Replication: 1})))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("alice").Queue("team").Job("alice-1", 1).Job("alice-2", 1).Obj()))
 		require.Eventually(t, func() bool { return p.batchJob(t, "alice-1").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
 		require.Equal(t, v1alpha1.JobInQueue, p.batchJob(t, "alice-2").Status.State, "12 slots are free, but alice runs her one application")
 		r := p.queues(t)
@@ -178,8 +169,7 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 		allowed.Spec.Queue = "secure"
 		require.NoError(t, p.client.Create(ctx, intruder))
 		require.NoError(t, p.client.Create(ctx, allowed))
-		require.NoError(t, p.client.Create(ctx, queueScheduling("secure", "",
-			v1alpha1.SchedulingJob{Name: "intrusion", Replication: 1}, v1alpha1.SchedulingJob{Name: "audit", Replication: 1})))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("secure").Job("intrusion", 1).Job("audit", 1).Obj()))
 		s := p.waitScheduling(t, "secure", v1alpha1.SchedulingCompleted, 2*time.Minute)
 		refused := jobStatusOf(s, "intrusion")
 		require.Equal(t, v1alpha1.JobFailed, refused.State)
@@ -194,9 +184,9 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 	// deleted once they have.
 	t.Run("weights 2 and 1 split 12 slots 8 and 4", func(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, queuedJob("blocker", "ops", "10m")))
-		require.NoError(t, p.client.Create(ctx, queueScheduling("blocker", "team", v1alpha1.SchedulingJob{Name: "blocker", Replication: 12})))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("blocker").Queue("team").Job("blocker", 12).Obj()))
 		require.Eventually(t, func() bool { return p.batchJob(t, "blocker").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
-		var gold, silver []v1alpha1.SchedulingJob
+		gold, silver := testobjects.Scheduling("gold").Queue("gold"), testobjects.Scheduling("silver").Queue("silver")
 		for i := range 10 {
 			for _, team := range []string{"gold", "silver"} {
 				if team == "silver" && i >= 6 {
@@ -204,16 +194,15 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 				}
 				name := fmt.Sprintf("%s-%d", team, i)
 				require.NoError(t, p.client.Create(ctx, queuedJob(name, "u-"+team, "10m")))
-				j := v1alpha1.SchedulingJob{Name: name, Replication: 1}
 				if team == "gold" {
-					gold = append(gold, j)
+					gold.Job(name, 1)
 				} else {
-					silver = append(silver, j)
+					silver.Job(name, 1)
 				}
 			}
 		}
-		require.NoError(t, p.client.Create(ctx, queueScheduling("gold", "gold", gold...)))
-		require.NoError(t, p.client.Create(ctx, queueScheduling("silver", "silver", silver...)))
+		require.NoError(t, p.client.Create(ctx, gold.Obj()))
+		require.NoError(t, p.client.Create(ctx, silver.Obj()))
 		running := func(prefix string) int {
 			var list v1alpha1.BatchJobList
 			require.NoError(t, p.client.List(ctx, &list))
@@ -289,11 +278,11 @@ func TestQueues_PreemptionOnTheRealPlatform(t *testing.T) {
 		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: preemptionQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
 	}))
 	require.NoError(t, p.client.Create(ctx, queuedJob("hog", "ops", "10m")))
-	require.NoError(t, p.client.Create(ctx, queueScheduling("hog", "batch", v1alpha1.SchedulingJob{Name: "hog", Replication: 12})))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("hog").Queue("batch").Job("hog", 12).Obj()))
 	require.Eventually(t, func() bool { return p.batchJob(t, "hog").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
 
 	require.NoError(t, p.client.Create(ctx, queuedJob("urgent", "oncall", "15s")))
-	require.NoError(t, p.client.Create(ctx, queueScheduling("urgent", "urgent", v1alpha1.SchedulingJob{Name: "urgent", Replication: 6})))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("urgent").Queue("urgent").Job("urgent", 6).Obj()))
 	var kept []int32
 	require.Eventually(t, func() bool {
 		if p.batchJob(t, "urgent").Status.State != v1alpha1.JobRunning {

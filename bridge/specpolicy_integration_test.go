@@ -81,12 +81,7 @@ func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "the webhook refuses the edit: %v", err)
 	require.ErrorContains(t, err, "spec.sparkApplication.volumes")
 
-	run := &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
-			{Name: "sneaky", Replication: 1}, {Name: "plain", Replication: 1},
-		}},
-	}
+	run := testobjects.Scheduling("first").Job("sneaky", 1).Job("plain", 1).Obj()
 	require.NoError(t, p.client.Create(ctx, run))
 	p.waitScheduling(t, "first", v1alpha1.SchedulingCompleted, 2*time.Minute)
 	got := p.batchJob(t, "sneaky")
@@ -106,10 +101,7 @@ func TestSpecPolicy_RefusedFieldsNeverReachAnApplication(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue
 	}, time.Minute, 250*time.Millisecond, "the job is marked allowed")
 
-	again := &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "default"},
-		Spec:       v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{{Name: "sneaky", Replication: 1}}},
-	}
+	again := testobjects.Scheduling("second").Job("sneaky", 1).Obj()
 	require.NoError(t, p.client.Create(ctx, again))
 	p.waitScheduling(t, "second", v1alpha1.SchedulingCompleted, 2*time.Minute)
 	require.Equal(t, v1alpha1.JobCompleted, p.batchJob(t, "sneaky").Status.State, p.batchJob(t, "sneaky").Status.Message)

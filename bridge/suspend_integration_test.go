@@ -38,12 +38,8 @@ func TestLifecycle_ASuspendedApplicationEndsItsJobAsConfigured(t *testing.T) {
 	} {
 		require.NoError(t, p.client.Create(ctx, j))
 	}
-	s := &v1alpha1.Scheduling{}
-	s.Name, s.Namespace = "stops", "default"
-	s.Spec = v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Jobs: []v1alpha1.SchedulingJob{
-		{Name: "stream", Replication: 1}, {Name: "stream-strict", Replication: 1}, {Name: "etl", Replication: 2},
-		{Name: "wobbly", Replication: 2}, {Name: "wobbly-stream", Replication: 2},
-	}}
+	s := testobjects.Scheduling("stops").Job("stream", 1).Job("stream-strict", 1).Job("etl", 2).
+		Job("wobbly", 2).Job("wobbly-stream", 2).Obj()
 	require.NoError(t, p.client.Create(ctx, s))
 
 	running := func(names ...string) bool {

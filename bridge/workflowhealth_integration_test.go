@@ -10,9 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	temporalclient "go.temporal.io/sdk/client"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -36,11 +34,7 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	// The keeper stays away: it would start the terminated workflows below again.
 	cl, tc := startBridgeWith(t, c, bridge.Options{WorkflowCheckEvery: 500 * time.Millisecond, KeepEvery: time.Hour})
 	ctx := context.Background()
-	require.NoError(t, cl.Create(ctx, &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "sick", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 1, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
-	}))
+	require.NoError(t, cl.Create(ctx, testobjects.TestBed("sick").Slots(1, "1", "1Gi").Obj()))
 	healthy := func() *metav1.Condition {
 		var tb v1alpha1.TestBed
 		require.NoError(t, cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sick"}, &tb))

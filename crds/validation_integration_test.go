@@ -22,6 +22,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/localcluster"
+	"slotplane/internal/testobjects"
 )
 
 // agreement is one object sent to both judges: the Go rules of crds/v1alpha1 and the real
@@ -55,11 +56,7 @@ var markerRules = []string{
 }
 
 func schedulingCase(edit func(*v1alpha1.Scheduling)) *v1alpha1.Scheduling {
-	s := &v1alpha1.Scheduling{
-		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased,
-			Jobs: []v1alpha1.SchedulingJob{{Name: "etl", Replication: 2}, {Name: "report", Replication: 1}}},
-	}
+	s := testobjects.Scheduling("nightly").Job("etl", 2).Job("report", 1).Obj()
 	if edit != nil {
 		edit(s)
 	}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +22,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/localcluster"
+	"slotplane/internal/testobjects"
 	"slotplane/slots"
 )
 
@@ -67,22 +67,19 @@ func TestAdmissionPolicy_BatchJobUserIsItsMaker(t *testing.T) {
 	require.NoError(t, scheduler.Create(ctx, job("for-alice", "alice", "admins")), "a submitter with submit-as")
 
 	// A Scheduling runs as its user: the same rule, and no user only for those who may
-	// submit for anyone.
-	sched := func(name, user string, groups ...string) *v1alpha1.Scheduling {
-		return &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, User: user, Groups: groups,
-				Jobs: []v1alpha1.SchedulingJob{{Name: "own", Replication: 1}}}}
-	}
-	// That policy is another object, in force on its own moment: probed the same way.
+	// submit for anyone. That policy is another object, in force on its own moment: probed
+	// the same way.
 	require.Eventually(t, func() bool {
-		err := mallory.Create(ctx, sched("no-user", ""), client.DryRunAll)
+		err := mallory.Create(ctx, testobjects.Scheduling("no-user").Job("own", 1).Obj(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "spec.user: set it to mallory")
 	}, 30*time.Second, 200*time.Millisecond, "a scheduling without a user is refused")
-	require.ErrorContains(t, mallory.Create(ctx, sched("no-user", "")), "spec.user: set it to mallory")
-	require.ErrorContains(t, mallory.Create(ctx, sched("as-alice", "alice")), "mallory may not run a scheduling as user alice")
-	require.ErrorContains(t, mallory.Create(ctx, sched("as-admins", "mallory", "admins")), "spec.groups")
-	require.NoError(t, mallory.Create(ctx, sched("mine", "mallory", "analysts")))
-	require.NoError(t, scheduler.Create(ctx, sched("anyones", "")), "a submitter for anyone may leave the user out")
+	require.ErrorContains(t, mallory.Create(ctx, testobjects.Scheduling("no-user").Job("own", 1).Obj()), "spec.user: set it to mallory")
+	asAlice := testobjects.Scheduling("as-alice").User("alice").Job("own", 1).Obj()
+	require.ErrorContains(t, mallory.Create(ctx, asAlice), "mallory may not run a scheduling as user alice")
+	asAdmins := testobjects.Scheduling("as-admins").User("mallory").Groups("admins").Job("own", 1).Obj()
+	require.ErrorContains(t, mallory.Create(ctx, asAdmins), "spec.groups")
+	require.NoError(t, mallory.Create(ctx, testobjects.Scheduling("mine").User("mallory").Groups("analysts").Job("own", 1).Obj()))
+	require.NoError(t, scheduler.Create(ctx, testobjects.Scheduling("anyones").Job("own", 1).Obj()), "a submitter for anyone may leave the user out")
 
 	// A later change of identity is checked like a creation; other changes pass.
 	require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(own), own))
@@ -327,16 +324,13 @@ func TestAdmissionPolicy_SlotplanesKeysAreItsOwnAndSpecsTheirUsers(t *testing.T)
 	require.NoError(t, change(api, nobodys, func() { nobodys.Spec.Queue = "root.other" }))
 
 	// A Scheduling's spec is its user's too, and a TestBed's claim label is slotplane's.
-	sched := &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
-		Spec: v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, User: "alice",
-			Jobs: []v1alpha1.SchedulingJob{{Name: "alices", Replication: 1}}}}
+	sched := testobjects.Scheduling("nightly").User("alice").Job("alices", 1).Obj()
 	require.NoError(t, alice.Create(ctx, sched))
 	err = change(mallory, sched, func() { sched.Spec.Jobs = append(sched.Spec.Jobs, v1alpha1.SchedulingJob{Name: "own", Replication: 1}) })
 	require.ErrorContains(t, err, "spec: mallory may not change a Scheduling of user alice")
 	require.ErrorContains(t, change(mallory, sched, func() { setAnnotation(sched, v1alpha1.ExtendRefusedAnnotation, "1: no") }), v1alpha1.ExtendRefusedAnnotation)
 	require.NoError(t, change(alice, sched, func() { sched.Spec.Jobs = append(sched.Spec.Jobs, v1alpha1.SchedulingJob{Name: "own", Replication: 1}) }))
-	bed := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"}, Spec: v1alpha1.TestBedSpec{NodeLabel: "slotplane.io/node", SlotsPerNode: 1,
-		ResourcesPerSlot: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}
+	bed := testobjects.TestBed("bed").Slots(1, "1", "1Gi").Obj()
 	require.NoError(t, alice.Create(ctx, bed))
 	require.ErrorContains(t, change(mallory, bed, func() { setLabel(bed, v1alpha1.ActiveSchedulingLabel, "nightly") }), v1alpha1.ActiveSchedulingLabel)
 }

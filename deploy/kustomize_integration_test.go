@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,16 +69,59 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 	r := render(t, baseDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cs := c.Client()
+	apply := serverSideApplier(ctx, t, c.Config)
 
-	dyn, err := dynamic.NewForConfig(c.Config)
+	// A dry run into a namespace that does not exist fails, so the Namespace is real.
+	for _, o := range r.objects {
+		if o.Kind == "Namespace" {
+			require.NoError(t, apply(o, false), "%s", o)
+		}
+	}
+	t.Run("every object applies in a dry run", func(t *testing.T) {
+		// The CRDs and PriorityClasses exist already (localcluster installs them): the apply
+		// takes them over where the values agree.
+		for _, o := range r.objects {
+			require.NoError(t, apply(o, true), "%s", o)
+		}
+	})
+
+	// The RBAC objects for real, to ask the API server about them.
+	rbacKinds := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true}
+	for _, o := range r.objects {
+		if rbacKinds[o.Kind] {
+			require.NoError(t, apply(o, false), "%s", o)
+		}
+	}
+	d := &deployed{ctx: ctx, cluster: c, cs: c.Client(), r: r, ns: r.deployment(t, "worker").Namespace}
+	t.Run("subject access reviews", d.subjectAccessReviews)
+
+	// What follows runs the components' own code with their ServiceAccounts' rights.
+	t.Run("bridge syncs its caches", d.bridgeSyncsItsCaches)
+
+	admin, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
-	disc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	d.admin = admin
+	require.NoError(t, admin.Create(ctx, testobjects.TestBed(bedName).Namespace(bedNS).Obj()))
+
+	t.Run("worker lays out a test bed and reads the queues", d.workerLaysOutTheBedAndReadsTheQueues)
+	t.Run("extender syncs its informers and reads a pod it has not seen", d.extenderReadsAPodItHasNotSeen)
+	t.Run("api checks tokens and access with the cluster", d.apiChecksTokensAndAccess)
+}
+
+// bedNS and bedName name the test bed TestKustomize_AppliesToARealAPIServer makes once the
+// RBAC objects are in place.
+const bedNS, bedName = "default", "bed"
+
+// serverSideApplier is `kubectl apply --server-side` of one object, with unknown fields
+// refused (a misspelt field would otherwise be dropped with a warning), or its dry run.
+func serverSideApplier(ctx context.Context, t *testing.T, cfg *rest.Config) func(o renderedObject, dryRun bool) error {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	require.NoError(t, err)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	// apply is `kubectl apply --server-side` of one object, with unknown fields refused
-	// (a misspelt field would otherwise be dropped with a warning).
-	apply := func(o renderedObject, dryRun bool) error {
+	return func(o renderedObject, dryRun bool) error {
 		gv, err := schema.ParseGroupVersion(o.APIVersion)
 		if err != nil {
 			return err
@@ -104,340 +147,373 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 		_, err = res.Patch(ctx, o.Name, types.ApplyPatchType, o.JSON, opts)
 		return err
 	}
+}
 
-	// A dry run into a namespace that does not exist fails, so the Namespace is real.
-	for _, o := range r.objects {
-		if o.Kind == "Namespace" {
-			require.NoError(t, apply(o, false), "%s", o)
+// deployed is the cluster TestKustomize_AppliesToARealAPIServer applied the render's RBAC
+// objects to, shared by its steps, which run in order.
+type deployed struct {
+	ctx     context.Context
+	cluster *localcluster.Cluster
+	cs      kubernetes.Interface
+	r       *rendered
+	// ns is the namespace the components run in.
+	ns string
+	// admin has the cluster's own rights; it is set before the steps that use it.
+	admin client.Client
+}
+
+// user is the user name of component's ServiceAccount.
+func (d *deployed) user(t *testing.T, component string) string {
+	return serviceAccountUser(d.ns, d.r.deployment(t, component).Spec.Template.Spec.ServiceAccountName)
+}
+
+// as is the cluster's config acting as component's ServiceAccount.
+func (d *deployed) as(t *testing.T, component string) *rest.Config {
+	cfg := rest.CopyConfig(d.cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: d.user(t, component), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + d.ns}}
+	return cfg
+}
+
+// accessCheck asks whether component's ServiceAccount may do verb on a resource, and says
+// the answer expected.
+type accessCheck struct {
+	component                                           string
+	verb, group, resource, subresource, namespace, name string
+	allowed                                             bool
+}
+
+// userNS is any namespace users run test beds in.
+const userNS = "team-a"
+
+// subjectAccessReviews asks the API server's authorizer every accessCheck of every
+// component.
+func (d *deployed) subjectAccessReviews(t *testing.T) {
+	checks := slices.Concat(workerAccess(), extenderAccess(), bridgeAccess(), apiAccess(), admissionAccess(), slotSchedulerAccess(d.ns))
+	review := func(ch accessCheck) (bool, error) {
+		sar, err := d.cs.AuthorizationV1().SubjectAccessReviews().Create(d.ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User:   d.user(t, ch.component),
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + d.ns, "system:authenticated"},
+			ResourceAttributes: &authzv1.ResourceAttributes{
+				Verb: ch.verb, Group: ch.group, Resource: ch.resource, Subresource: ch.subresource, Namespace: ch.namespace, Name: ch.name,
+			},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return sar.Status.Allowed, nil
+	}
+	// The API server's authorizer sees new bindings through its informers, a moment
+	// after they are created: allowances are waited for, denials asked after them.
+	for _, ch := range checks {
+		if ch.allowed {
+			require.Eventually(t, func() bool { ok, err := review(ch); return err == nil && ok }, 10*time.Second, 50*time.Millisecond,
+				"%s may not %s %s/%s %s", ch.component, ch.verb, ch.resource, ch.subresource, ch.name)
 		}
 	}
-	t.Run("every object applies in a dry run", func(t *testing.T) {
-		// The CRDs and PriorityClasses exist already (localcluster installs them): the apply
-		// takes them over where the values agree.
-		for _, o := range r.objects {
-			require.NoError(t, apply(o, true), "%s", o)
-		}
-	})
-
-	// The RBAC objects for real, to ask the API server about them.
-	rbacKinds := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true}
-	for _, o := range r.objects {
-		if rbacKinds[o.Kind] {
-			require.NoError(t, apply(o, false), "%s", o)
+	for _, ch := range checks {
+		if !ch.allowed {
+			ok, err := review(ch)
+			require.NoError(t, err)
+			require.False(t, ok, "%s may %s %s/%s %q in %q", ch.component, ch.verb, ch.resource, ch.subresource, ch.name, ch.namespace)
 		}
 	}
-	ns := r.deployment(t, "worker").Namespace
-	user := func(component string) string {
-		return serviceAccountUser(ns, r.deployment(t, component).Spec.Template.Spec.ServiceAccountName)
+}
+
+// workerAccess is what the worker may and may not do.
+func workerAccess() []accessCheck {
+	return []accessCheck{
+		{component: "worker", verb: "create", resource: "pods", namespace: userNS, allowed: true},
+		{component: "worker", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
+		{component: "worker", verb: "list", resource: "nodes", allowed: true},
+		{component: "worker", verb: "create", resource: "events", namespace: userNS, allowed: true},
+		{component: "worker", verb: "list", resource: "events", namespace: userNS, allowed: true},
+		{component: "worker", verb: "delete", resource: "events", namespace: userNS},
+		{component: "worker", verb: "create", group: "sparkoperator.k8s.io", resource: "sparkapplications", namespace: userNS, allowed: true},
+		{component: "worker", verb: "create", group: "flink.apache.org", resource: "flinkdeployments", namespace: userNS, allowed: true},
+		{component: "worker", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
+		{component: "worker", verb: "patch", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
+		{component: "worker", verb: "patch", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
+		{component: "worker", verb: "update", group: "slotplane.io", resource: "schedulings", subresource: "status", namespace: userNS, allowed: true},
+		{component: "worker", verb: "list", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
+		{component: "worker", verb: "list", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+		{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap, allowed: true},
+		{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.JobPolicyConfigMap, allowed: true},
+		{component: "worker", verb: "watch", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
+		{component: "worker", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
+		{component: "worker", verb: "list", resource: "configmaps"},
+		{component: "worker", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap},
+		{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: "someone-elses"},
+		{component: "worker", verb: "get", resource: "secrets", namespace: userNS},
+		{component: "worker", verb: "patch", resource: "pods", namespace: userNS},
+		{component: "worker", verb: "delete", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
+		{component: "worker", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
+		{component: "worker", verb: "list", group: "slotplane.io", resource: "testbeds", allowed: true},
+		{component: "worker", verb: "create", group: "slotplane.io", resource: "slotslices", namespace: userNS, allowed: true},
+		{component: "worker", verb: "deletecollection", group: "slotplane.io", resource: "slotslices", namespace: userNS, allowed: true},
+		{component: "worker", verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
+		{component: "worker", verb: "submit-as", group: "slotplane.io", resource: "users", name: "alice"},
 	}
+}
 
-	t.Run("subject access reviews", func(t *testing.T) {
-		type check struct {
-			component                                           string
-			verb, group, resource, subresource, namespace, name string
-			allowed                                             bool
-		}
-		const userNS = "team-a" // any namespace users run test beds in
-		checks := []check{
-			{component: "worker", verb: "create", resource: "pods", namespace: userNS, allowed: true},
-			{component: "worker", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
-			{component: "worker", verb: "list", resource: "nodes", allowed: true},
-			{component: "worker", verb: "create", resource: "events", namespace: userNS, allowed: true},
-			{component: "worker", verb: "list", resource: "events", namespace: userNS, allowed: true},
-			{component: "worker", verb: "delete", resource: "events", namespace: userNS},
-			{component: "worker", verb: "create", group: "sparkoperator.k8s.io", resource: "sparkapplications", namespace: userNS, allowed: true},
-			{component: "worker", verb: "create", group: "flink.apache.org", resource: "flinkdeployments", namespace: userNS, allowed: true},
-			{component: "worker", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
-			{component: "worker", verb: "patch", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
-			{component: "worker", verb: "patch", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
-			{component: "worker", verb: "update", group: "slotplane.io", resource: "schedulings", subresource: "status", namespace: userNS, allowed: true},
-			{component: "worker", verb: "list", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
-			{component: "worker", verb: "list", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
-			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap, allowed: true},
-			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.JobPolicyConfigMap, allowed: true},
-			{component: "worker", verb: "watch", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
-			{component: "worker", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
-			{component: "worker", verb: "list", resource: "configmaps"},
-			{component: "worker", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap},
-			{component: "worker", verb: "get", resource: "configmaps", namespace: userNS, name: "someone-elses"},
-			{component: "worker", verb: "get", resource: "secrets", namespace: userNS},
-			{component: "worker", verb: "patch", resource: "pods", namespace: userNS},
-			{component: "worker", verb: "delete", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
-			{component: "worker", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
-			{component: "worker", verb: "list", group: "slotplane.io", resource: "testbeds", allowed: true},
-			{component: "worker", verb: "create", group: "slotplane.io", resource: "slotslices", namespace: userNS, allowed: true},
-			{component: "worker", verb: "deletecollection", group: "slotplane.io", resource: "slotslices", namespace: userNS, allowed: true},
-			{component: "worker", verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
-
-			{component: "extender", verb: "update", group: "slotplane.io", resource: "slotslices", namespace: userNS, allowed: true},
-			{component: "extender", verb: "watch", group: "slotplane.io", resource: "slotslices", allowed: true},
-			{component: "extender", verb: "create", group: "slotplane.io", resource: "slotslices", namespace: userNS},
-			{component: "extender", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS},
-			{component: "extender", verb: "patch", resource: "pods", namespace: userNS, allowed: true},
-			{component: "extender", verb: "get", resource: "pods", namespace: userNS, allowed: true},
-			{component: "extender", verb: "watch", resource: "pods", allowed: true},
-			{component: "extender", verb: "list", group: "slotplane.io", resource: "batchjobs", allowed: true},
-			{component: "extender", verb: "create", resource: "pods", namespace: userNS},
-			// ghosts only: the admission policy slotplane-extender-deletes-ghosts narrows it
-			{component: "extender", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
-			{component: "extender", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
-
-			{component: "bridge", verb: "update", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
-			{component: "bridge", verb: "patch", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
-			{component: "bridge", verb: "watch", resource: "nodes", allowed: true},
-			{component: "bridge", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
-			{component: "bridge", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap, allowed: true},
-			{component: "bridge", verb: "list", resource: "configmaps"},
-			{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
-			{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS, allowed: true},
-			{component: "bridge", verb: "create", resource: "pods", namespace: userNS},
-
-			{component: "api", verb: "create", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
-			{component: "api", verb: "delete", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
-			{component: "api", verb: "create", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
-			{component: "api", verb: "watch", group: "slotplane.io", resource: "testbeds", allowed: true},
-			{component: "api", verb: "watch", group: "slotplane.io", resource: "slotslices", allowed: true},
-			{component: "api", verb: "update", group: "slotplane.io", resource: "slotslices", namespace: userNS},
-			{component: "api", verb: "create", group: "authentication.k8s.io", resource: "tokenreviews", allowed: true},
-			{component: "api", verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
-			{component: "api", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.JobPolicyConfigMap, allowed: true},
-			{component: "api", verb: "submit-as", group: "slotplane.io", resource: "users", name: "alice", allowed: true},
-			{component: "api", verb: "impersonate", resource: "users", name: "alice"},
-			{component: "worker", verb: "submit-as", group: "slotplane.io", resource: "users", name: "alice"},
-			// Admission's worker: its copies, CheckHolds, RecordQueues, LoadAllocationFile.
-			{component: "admission", verb: "watch", group: "slotplane.io", resource: "slotslices", allowed: true},
-			{component: "admission", verb: "watch", group: "slotplane.io", resource: "batchjobs", allowed: true},
-			{component: "admission", verb: "list", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
-			{component: "admission", verb: "patch", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
-			{component: "admission", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap, allowed: true},
-			{component: "admission", verb: "get", resource: "configmaps", namespace: userNS, name: "someone-elses"},
-			{component: "admission", verb: "get", resource: "secrets", namespace: userNS},
-			{component: "api", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap},
-			{component: "api", verb: "delete", resource: "pods", namespace: userNS},
-			{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
-			{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS},
-			{component: "api", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS},
-
-			{component: "slot-scheduler", verb: "create", resource: "pods", subresource: "binding", namespace: userNS, allowed: true},
-			{component: "slot-scheduler", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
-			{component: "slot-scheduler", verb: "get", resource: "persistentvolumeclaims", namespace: userNS, allowed: true},
-			{component: "slot-scheduler", verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: ns, allowed: true},
-			{component: "slot-scheduler", verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "slot-scheduler", allowed: true},
-			{component: "slot-scheduler", verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "someone-elses"},
-			{component: "slot-scheduler", verb: "get", resource: "secrets", namespace: userNS},
-			{component: "slot-scheduler", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
-		}
-		review := func(ch check) (bool, error) {
-			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-				User:   user(ch.component),
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-				ResourceAttributes: &authzv1.ResourceAttributes{
-					Verb: ch.verb, Group: ch.group, Resource: ch.resource, Subresource: ch.subresource, Namespace: ch.namespace, Name: ch.name,
-				},
-			}}, metav1.CreateOptions{})
-			if err != nil {
-				return false, err
-			}
-			return sar.Status.Allowed, nil
-		}
-		// The API server's authorizer sees new bindings through its informers, a moment
-		// after they are created: allowances are waited for, denials asked after them.
-		for _, ch := range checks {
-			if ch.allowed {
-				require.Eventually(t, func() bool { ok, err := review(ch); return err == nil && ok }, 10*time.Second, 50*time.Millisecond,
-					"%s may not %s %s/%s %s", ch.component, ch.verb, ch.resource, ch.subresource, ch.name)
-			}
-		}
-		for _, ch := range checks {
-			if !ch.allowed {
-				ok, err := review(ch)
-				require.NoError(t, err)
-				require.False(t, ok, "%s may %s %s/%s %q in %q", ch.component, ch.verb, ch.resource, ch.subresource, ch.name, ch.namespace)
-			}
-		}
-	})
-
-	// What follows runs the components' own code with their ServiceAccounts' rights.
-	as := func(component string) *rest.Config {
-		cfg := rest.CopyConfig(c.Config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user(component), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}
-		return cfg
+// extenderAccess is what the extender may and may not do.
+func extenderAccess() []accessCheck {
+	return []accessCheck{
+		{component: "extender", verb: "update", group: "slotplane.io", resource: "slotslices", namespace: userNS, allowed: true},
+		{component: "extender", verb: "watch", group: "slotplane.io", resource: "slotslices", allowed: true},
+		{component: "extender", verb: "create", group: "slotplane.io", resource: "slotslices", namespace: userNS},
+		{component: "extender", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS},
+		{component: "extender", verb: "patch", resource: "pods", namespace: userNS, allowed: true},
+		{component: "extender", verb: "get", resource: "pods", namespace: userNS, allowed: true},
+		{component: "extender", verb: "watch", resource: "pods", allowed: true},
+		{component: "extender", verb: "list", group: "slotplane.io", resource: "batchjobs", allowed: true},
+		{component: "extender", verb: "create", resource: "pods", namespace: userNS},
+		// ghosts only: the admission policy slotplane-extender-deletes-ghosts narrows it
+		{component: "extender", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
+		{component: "extender", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS},
 	}
-	t.Run("bridge syncs its caches", func(t *testing.T) {
-		// No Temporal here: it runs before any TestBed exists, so it has nothing to signal;
-		// only its watches are the point.
-		mgr, err := bridge.New(as("bridge"), lazyTemporal(t), bridge.Options{})
-		require.NoError(t, err)
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(runCtx) }()
-		syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
-		defer syncCancel()
-		// The caches the bridge's controllers watch, asked for by kind.
-		for _, obj := range []client.Object{&v1alpha1.TestBed{}, &v1alpha1.BatchJob{}, &v1alpha1.Scheduling{}, &corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}} {
-			inf, err := mgr.GetCache().GetInformer(syncCtx, obj)
-			require.NoError(t, err, "%T", obj)
-			require.Eventually(t, inf.HasSynced, 30*time.Second, 50*time.Millisecond, "%T", obj)
-		}
-		stop()
-		require.NoError(t, <-done)
+}
 
-		// The ConfigMap rule has a resourceName; a list with the name's field selector is
-		// what the cache sends, and nothing broader passes.
-		bridgeCS, err := kubernetes.NewForConfig(as("bridge"))
-		require.NoError(t, err)
-		_, err = bridgeCS.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap).String()})
-		require.NoError(t, err)
-		_, err = bridgeCS.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
-		require.True(t, apierrors.IsForbidden(err), "listing every ConfigMap: %v", err)
-	})
+// bridgeAccess is what the bridge may and may not do.
+func bridgeAccess() []accessCheck {
+	return []accessCheck{
+		{component: "bridge", verb: "update", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+		{component: "bridge", verb: "patch", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+		{component: "bridge", verb: "watch", resource: "nodes", allowed: true},
+		{component: "bridge", verb: "list", resource: "configmaps", name: v1alpha1.QueuesConfigMap, allowed: true},
+		{component: "bridge", verb: "watch", resource: "configmaps", name: v1alpha1.JobPolicyConfigMap, allowed: true},
+		{component: "bridge", verb: "list", resource: "configmaps"},
+		{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
+		{component: "bridge", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS, allowed: true},
+		{component: "bridge", verb: "create", resource: "pods", namespace: userNS},
+	}
+}
 
-	admin, err := kubeclient.Live(c.Config)
+// apiAccess is what the REST API may and may not do.
+func apiAccess() []accessCheck {
+	return []accessCheck{
+		{component: "api", verb: "create", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+		{component: "api", verb: "delete", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+		{component: "api", verb: "create", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
+		{component: "api", verb: "watch", group: "slotplane.io", resource: "testbeds", allowed: true},
+		{component: "api", verb: "watch", group: "slotplane.io", resource: "slotslices", allowed: true},
+		{component: "api", verb: "update", group: "slotplane.io", resource: "slotslices", namespace: userNS},
+		{component: "api", verb: "create", group: "authentication.k8s.io", resource: "tokenreviews", allowed: true},
+		{component: "api", verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
+		{component: "api", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.JobPolicyConfigMap, allowed: true},
+		{component: "api", verb: "submit-as", group: "slotplane.io", resource: "users", name: "alice", allowed: true},
+		{component: "api", verb: "impersonate", resource: "users", name: "alice"},
+		{component: "api", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap},
+		{component: "api", verb: "delete", resource: "pods", namespace: userNS},
+		{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", namespace: userNS, allowed: true},
+		{component: "api", verb: "update", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS},
+		{component: "api", verb: "update", group: "slotplane.io", resource: "testbeds", subresource: "status", namespace: userNS},
+	}
+}
+
+// admissionAccess is what Admission's worker may and may not do.
+func admissionAccess() []accessCheck {
+	return []accessCheck{
+		// Admission's worker: its copies, CheckHolds, RecordQueues, LoadAllocationFile.
+		{component: "admission", verb: "watch", group: "slotplane.io", resource: "slotslices", allowed: true},
+		{component: "admission", verb: "watch", group: "slotplane.io", resource: "batchjobs", allowed: true},
+		{component: "admission", verb: "list", group: "slotplane.io", resource: "schedulings", namespace: userNS, allowed: true},
+		{component: "admission", verb: "patch", group: "slotplane.io", resource: "batchjobs", subresource: "status", namespace: userNS, allowed: true},
+		{component: "admission", verb: "get", resource: "configmaps", namespace: userNS, name: v1alpha1.QueuesConfigMap, allowed: true},
+		{component: "admission", verb: "get", resource: "configmaps", namespace: userNS, name: "someone-elses"},
+		{component: "admission", verb: "get", resource: "secrets", namespace: userNS},
+	}
+}
+
+// slotSchedulerAccess is what the slot scheduler may and may not do; its leases are in ns.
+func slotSchedulerAccess(ns string) []accessCheck {
+	return []accessCheck{
+		{component: "slot-scheduler", verb: "create", resource: "pods", subresource: "binding", namespace: userNS, allowed: true},
+		{component: "slot-scheduler", verb: "delete", resource: "pods", namespace: userNS, allowed: true},
+		{component: "slot-scheduler", verb: "get", resource: "persistentvolumeclaims", namespace: userNS, allowed: true},
+		{component: "slot-scheduler", verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: ns, allowed: true},
+		{component: "slot-scheduler", verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "slot-scheduler", allowed: true},
+		{component: "slot-scheduler", verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "someone-elses"},
+		{component: "slot-scheduler", verb: "get", resource: "secrets", namespace: userNS},
+		{component: "slot-scheduler", verb: "update", group: "slotplane.io", resource: "testbeds", namespace: userNS},
+	}
+}
+
+// bridgeSyncsItsCaches starts the bridge as its ServiceAccount and waits for every cache its
+// controllers watch.
+func (d *deployed) bridgeSyncsItsCaches(t *testing.T) {
+	ctx := d.ctx
+	// No Temporal here: it runs before any TestBed exists, so it has nothing to signal;
+	// only its watches are the point.
+	mgr, err := bridge.New(d.as(t, "bridge"), lazyTemporal(t), bridge.Options{})
 	require.NoError(t, err)
-	const bedNS, bedName = "default", "bed"
-	bed := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Namespace: bedNS, Name: bedName},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}},
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	// The caches the bridge's controllers watch, asked for by kind.
+	for _, obj := range []client.Object{&v1alpha1.TestBed{}, &v1alpha1.BatchJob{}, &v1alpha1.Scheduling{}, &corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}} {
+		inf, err := mgr.GetCache().GetInformer(syncCtx, obj)
+		require.NoError(t, err, "%T", obj)
+		require.Eventually(t, inf.HasSynced, 30*time.Second, 50*time.Millisecond, "%T", obj)
 	}
-	require.NoError(t, admin.Create(ctx, bed))
+	stop()
+	require.NoError(t, <-done)
 
-	t.Run("worker lays out a test bed and reads the queues", func(t *testing.T) {
-		cl, err := kubeclient.Live(as("worker"))
-		require.NoError(t, err)
-		a := &activities.Activities{Client: cl}
-		res, err := a.ReconcileTestBed(ctx, activities.TestBedRef{Namespace: bedNS, Name: bedName})
-		require.NoError(t, err)
-		require.Equal(t, 2, res.Created, "one ghost pod per slot of the one node: %+v", res)
-		_, err = a.LoadAllocationFile(ctx, activities.AllocationFileRef{Namespace: bedNS, ConfigMap: v1alpha1.QueuesConfigMap})
-		require.NoError(t, err)
-		// The worker's copy of the allocation files lists and watches them by name.
-		workerCS, err := kubernetes.NewForConfig(as("worker"))
-		require.NoError(t, err)
-		byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap).String()}
-		_, err = workerCS.CoreV1().ConfigMaps("").List(ctx, byName)
-		require.NoError(t, err)
-		w, err := workerCS.CoreV1().ConfigMaps("").Watch(ctx, byName)
-		require.NoError(t, err)
-		w.Stop()
-		_, err = a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: bedNS, TestBed: "bed", Keys: []queue.JobKey{{Scheduling: "nightly", Job: "j", Run: 1}}})
-		require.NoError(t, err)
-		// A claim patches the job's label and writes its status; Admission patches the
-		// queue into the status; a starting worker lists what a dead one may have held.
-		for _, name := range []string{"claimed-1", "claimed-2"} {
-			require.NoError(t, admin.Create(ctx, testobjects.BatchJob(name).Namespace(bedNS).Obj()))
-		}
-		res2, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: bedNS, Scheduling: "nightly", Names: []string{"claimed-1", "claimed-2"}})
-		require.NoError(t, err)
-		require.Equal(t, []string{"claimed-1", "claimed-2"}, res2.Claimed)
-		require.Equal(t, []string{"claimed-1", "claimed-2"}, res2.Queued)
-		require.NoError(t, a.RecordQueues(ctx, activities.RecordQueuesInput{Namespace: bedNS,
-			Placements: []activities.QueuePlacement{{Scheduling: "nightly", Job: "claimed-1", Queue: "root.default"}}}))
-		var queued v1alpha1.BatchJob
-		require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "claimed-1"}, &queued))
-		require.Equal(t, "root.default", queued.Status.Queue)
-		ids, err := worker.ActiveWorkflows(ctx, cl, nil)
-		require.NoError(t, err)
-		require.Contains(t, ids, workflows.AdmissionWorkflowID(bedNS, bedName))
-	})
+	// The ConfigMap rule has a resourceName; a list with the name's field selector is
+	// what the cache sends, and nothing broader passes.
+	bridgeCS, err := kubernetes.NewForConfig(d.as(t, "bridge"))
+	require.NoError(t, err)
+	_, err = bridgeCS.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap).String()})
+	require.NoError(t, err)
+	_, err = bridgeCS.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing every ConfigMap: %v", err)
+}
 
-	t.Run("extender syncs its informers and reads a pod it has not seen", func(t *testing.T) {
-		certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
-		require.NoError(t, err)
-		serverTLS, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
-		require.NoError(t, err)
-		srv, err := extender.Start(ctx, as("extender"), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)), extender.WithTLS(serverTLS))
-		require.NoError(t, err)
-		defer func() { require.NoError(t, srv.Stop()) }()
-		// A pod outside its informer (no test bed label) is read live: allowed, and the
-		// answer says the UID does not match, not that the read was forbidden.
-		plain, err := cs.CoreV1().Pods(bedNS).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "plain", Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: "0"}},
-			Spec:       corev1.PodSpec{SchedulerName: "no-scheduler", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		plain.UID = "not-its-uid"
-		plain.Labels = map[string]string{v1alpha1.TestBedLabel: bedName}
-		body, err := json.Marshal(map[string]any{"Pod": plain, "NodeNames": []string{}})
-		require.NoError(t, err)
-		clientTLS, err := certs.ClientTLS()
-		require.NoError(t, err)
-		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
-		defer hc.CloseIdleConnections()
-		resp, err := hc.Post(srv.URL+"filter", "application/json", bytes.NewReader(body))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var answer struct{ Error string }
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer))
-		require.Contains(t, answer.Error, "the request names uid not-its-uid")
-	})
+// workerLaysOutTheBedAndReadsTheQueues runs the worker's activities as its ServiceAccount:
+// the test bed's ghosts, the queues, claims, and the workflows a dead worker may have held.
+func (d *deployed) workerLaysOutTheBedAndReadsTheQueues(t *testing.T) {
+	ctx := d.ctx
+	cl, err := kubeclient.Live(d.as(t, "worker"))
+	require.NoError(t, err)
+	a := &activities.Activities{Client: cl}
+	res, err := a.ReconcileTestBed(ctx, activities.TestBedRef{Namespace: bedNS, Name: bedName})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Created, "one ghost pod per slot of the one node: %+v", res)
+	_, err = a.LoadAllocationFile(ctx, activities.AllocationFileRef{Namespace: bedNS, ConfigMap: v1alpha1.QueuesConfigMap})
+	require.NoError(t, err)
+	// The worker's copy of the allocation files lists and watches them by name.
+	workerCS, err := kubernetes.NewForConfig(d.as(t, "worker"))
+	require.NoError(t, err)
+	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", v1alpha1.QueuesConfigMap).String()}
+	_, err = workerCS.CoreV1().ConfigMaps("").List(ctx, byName)
+	require.NoError(t, err)
+	w, err := workerCS.CoreV1().ConfigMaps("").Watch(ctx, byName)
+	require.NoError(t, err)
+	w.Stop()
+	_, err = a.CheckHolds(ctx, activities.CheckHoldsInput{Namespace: bedNS, TestBed: "bed", Keys: []queue.JobKey{{Scheduling: "nightly", Job: "j", Run: 1}}})
+	require.NoError(t, err)
+	// A claim patches the job's label and writes its status; Admission patches the
+	// queue into the status; a starting worker lists what a dead one may have held.
+	for _, name := range []string{"claimed-1", "claimed-2"} {
+		require.NoError(t, d.admin.Create(ctx, testobjects.BatchJob(name).Namespace(bedNS).Obj()))
+	}
+	res2, err := a.ClaimJobs(ctx, activities.ClaimInput{Namespace: bedNS, Scheduling: "nightly", Names: []string{"claimed-1", "claimed-2"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"claimed-1", "claimed-2"}, res2.Claimed)
+	require.Equal(t, []string{"claimed-1", "claimed-2"}, res2.Queued)
+	require.NoError(t, a.RecordQueues(ctx, activities.RecordQueuesInput{Namespace: bedNS,
+		Placements: []activities.QueuePlacement{{Scheduling: "nightly", Job: "claimed-1", Queue: "root.default"}}}))
+	var queued v1alpha1.BatchJob
+	require.NoError(t, d.admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "claimed-1"}, &queued))
+	require.Equal(t, "root.default", queued.Status.Queue)
+	ids, err := worker.ActiveWorkflows(ctx, cl, nil)
+	require.NoError(t, err)
+	require.Contains(t, ids, workflows.AdmissionWorkflowID(bedNS, bedName))
+}
 
-	t.Run("api checks tokens and access with the cluster", func(t *testing.T) {
-		// A user with a token and the right to read test beds in the bed's namespace.
-		const who = "alice"
-		_, err := cs.CoreV1().ServiceAccounts(bedNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: who}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		tr, err := cs.CoreV1().ServiceAccounts(bedNS).CreateToken(ctx, who, &authnv1.TokenRequest{}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		_, err = cs.RbacV1().Roles(bedNS).Create(ctx, &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: "testbed-reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"testbeds"}, Verbs: []string{"get"}},
-				{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs"}, Verbs: []string{"get", "update"}}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		_, err = cs.RbacV1().RoleBindings(bedNS).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "alice-reads-testbeds"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "testbed-reader"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: who, Namespace: bedNS}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
+// extenderReadsAPodItHasNotSeen starts the extender as its ServiceAccount and asks it to
+// filter a pod outside its informer.
+func (d *deployed) extenderReadsAPodItHasNotSeen(t *testing.T) {
+	ctx := d.ctx
+	certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
+	require.NoError(t, err)
+	serverTLS, err := extender.ServerTLS(certs.CertFile, certs.KeyFile, certs.ClientCAFile)
+	require.NoError(t, err)
+	srv, err := extender.Start(ctx, d.as(t, "extender"), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)), extender.WithTLS(serverTLS))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.Stop()) }()
+	// A pod outside its informer (no test bed label) is read live: allowed, and the
+	// answer says the UID does not match, not that the read was forbidden.
+	plain, err := d.cs.CoreV1().Pods(bedNS).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain", Annotations: map[string]string{v1alpha1.SlotIDsAnnotation: "0"}},
+		Spec:       corev1.PodSpec{SchedulerName: "no-scheduler", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	plain.UID = "not-its-uid"
+	plain.Labels = map[string]string{v1alpha1.TestBedLabel: bedName}
+	body, err := json.Marshal(map[string]any{"Pod": plain, "NodeNames": []string{}})
+	require.NoError(t, err)
+	clientTLS, err := certs.ClientTLS()
+	require.NoError(t, err)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Post(srv.URL+"filter", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var answer struct{ Error string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer))
+	require.Contains(t, answer.Error, "the request names uid not-its-uid")
+}
 
-		// The API as `slotplane api -auth=kubernetes` builds it, as its ServiceAccount.
-		cfg := as("api")
-		cl, err := kubeclient.Live(cfg)
-		require.NoError(t, err)
-		s, err := api.Start(api.Options{
-			Client: cl, Temporal: lazyTemporal(t), Namespace: bedNS, Config: cfg,
-			Auth: &api.KubeTokens{Client: cl, TTL: -1}, Authorizer: &api.KubeAccess{Client: cl, AllowedTTL: -1, DeniedTTL: -1},
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		}, "127.0.0.1:0")
-		require.NoError(t, err)
-		defer func() { require.NoError(t, s.Stop()) }()
+// apiChecksTokensAndAccess starts the REST API as its ServiceAccount, with the cluster
+// checking tokens and access: a user reads only what RBAC grants it, and the API writes
+// scheduler data with its own role's rights.
+func (d *deployed) apiChecksTokensAndAccess(t *testing.T) {
+	ctx := d.ctx
+	// A user with a token and the right to read test beds in the bed's namespace.
+	const who = "alice"
+	_, err := d.cs.CoreV1().ServiceAccounts(bedNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: who}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tr, err := d.cs.CoreV1().ServiceAccounts(bedNS).CreateToken(ctx, who, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = d.cs.RbacV1().Roles(bedNS).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "testbed-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"testbeds"}, Verbs: []string{"get"}},
+			{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"batchjobs"}, Verbs: []string{"get", "update"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = d.cs.RbacV1().RoleBindings(bedNS).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice-reads-testbeds"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "testbed-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: who, Namespace: bedNS}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 
-		get := func(path string) (int, map[string]any) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1"+path, nil)
-			require.NoError(t, err)
-			req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			var body map[string]any
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			return resp.StatusCode, body
-		}
-		// The RoleBinding reaches the API server's authorizer a moment after its creation.
-		require.Eventually(t, func() bool { code, _ := get("/testbeds/" + bedName); return code == http.StatusOK }, 10*time.Second, 100*time.Millisecond,
-			"alice cannot read the test bed through the API")
-		code, body := get("/schedulings")
-		require.Equal(t, http.StatusForbidden, code, "alice listing Schedulings: %v", body)
+	// The API as `slotplane api -auth=kubernetes` builds it, as its ServiceAccount.
+	cfg := d.as(t, "api")
+	cl, err := kubeclient.Live(cfg)
+	require.NoError(t, err)
+	s, err := api.Start(api.Options{
+		Client: cl, Temporal: lazyTemporal(t), Namespace: bedNS, Config: cfg,
+		Auth: &api.KubeTokens{Client: cl, TTL: -1}, Authorizer: &api.KubeAccess{Client: cl, AllowedTTL: -1, DeniedTTL: -1},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Stop()) }()
 
-		// Scheduler data is written by the API with its own role's update on BatchJobs,
-		// under the admission policies.
-		require.NoError(t, admin.Create(ctx, testobjects.BatchJob("noted").Namespace(bedNS).Obj()))
-		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, s.URL+"/api/v1/jobs/noted/scheduler-data?namespace="+bedNS, strings.NewReader(`{"estimate":"90s"}`))
+	get := func(path string) (int, map[string]any) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1"+path, nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
-		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		patched, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", patched)
-		var noted v1alpha1.BatchJob
-		require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "noted"}, &noted))
-		require.Equal(t, "90s", noted.Annotations[v1alpha1.SchedulerDataPrefix+"estimate"])
-	})
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	// The RoleBinding reaches the API server's authorizer a moment after its creation.
+	require.Eventually(t, func() bool { code, _ := get("/testbeds/" + bedName); return code == http.StatusOK }, 10*time.Second, 100*time.Millisecond,
+		"alice cannot read the test bed through the API")
+	code, body := get("/schedulings")
+	require.Equal(t, http.StatusForbidden, code, "alice listing Schedulings: %v", body)
+
+	// Scheduler data is written by the API with its own role's update on BatchJobs,
+	// under the admission policies.
+	require.NoError(t, d.admin.Create(ctx, testobjects.BatchJob("noted").Namespace(bedNS).Obj()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, s.URL+"/api/v1/jobs/noted/scheduler-data?namespace="+bedNS, strings.NewReader(`{"estimate":"90s"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	patched, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", patched)
+	var noted v1alpha1.BatchJob
+	require.NoError(t, d.admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "noted"}, &noted))
+	require.Equal(t, "90s", noted.Annotations[v1alpha1.SchedulerDataPrefix+"estimate"])
 }
 
 // lazyTemporal is a Temporal client that connects only when used; nothing here uses it

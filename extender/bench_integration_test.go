@@ -19,7 +19,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -34,6 +33,7 @@ import (
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/localcluster"
+	"slotplane/internal/testobjects"
 )
 
 // BenchmarkEndToEnd_500SlotPods schedules 500 pods on 100 fake nodes, three times in one
@@ -99,12 +99,7 @@ func BenchmarkEndToEnd_500SlotPods(b *testing.B) {
 		b.ReportMetric(plainRate, "plain-pods/s")
 		deleteAll(b, cl)
 
-		tb := &v1alpha1.TestBed{
-			ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-			Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: perNode, ResourcesPerSlot: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-			}},
-		}
+		tb := testobjects.TestBed("bed").Slots(perNode, "1", "1Gi").Obj()
 		if err := cl.Create(ctx, tb); err != nil {
 			b.Fatal(err)
 		}

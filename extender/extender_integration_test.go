@@ -33,6 +33,7 @@ import (
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/localcluster"
 	"slotplane/internal/slotslices"
+	"slotplane/internal/testobjects"
 )
 
 // env is a local control plane whose scheduler calls a real extender, and a 4 x 2 test bed
@@ -101,12 +102,7 @@ func newEnv(t *testing.T, nodeCPU string, tweaks ...func(*localcluster.Options))
 	t.Cleanup(e.https.CloseIdleConnections)
 	e.startExtender(t)
 
-	tb := &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default"},
-		Spec: v1alpha1.TestBedSpec{NodeLabel: localcluster.DefaultNodeLabel, SlotsPerNode: 2, ResourcesPerSlot: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
-		}},
-	}
+	tb := testobjects.TestBed("bed").Slots(2, "2", "4Gi").Obj()
 	require.NoError(t, cl.Create(context.Background(), tb))
 	require.NoError(t, grantAll(context.Background(), cl, "bed", 64))
 	e.settle(t)

@@ -14,6 +14,8 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"slotplane/internal/testobjects"
 )
 
 // FuzzExtenderArgs feeds arbitrary bodies to /filter and /preempt. Whatever comes in, the
@@ -53,7 +55,7 @@ func FuzzExtenderArgs(f *testing.F) {
 			writes.Add(1)
 			return c.Delete(ctx, obj, opts...)
 		},
-	}, testBed(), live)
+	}, testobjects.TestBed("bed").UID("bed-uid").Obj(), live)
 	f.Fuzz(func(t *testing.T, preempt bool, body []byte) {
 		path := "/filter"
 		if preempt {
@@ -110,7 +112,7 @@ func FuzzBindArgs(f *testing.F) {
 				}
 				return err
 			},
-		}, testBed(), live.DeepCopy())
+		}, testobjects.TestBed("bed").UID("bed-uid").Obj(), live.DeepCopy())
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bind", strings.NewReader(body)))
 		if bound.Load() != 0 {

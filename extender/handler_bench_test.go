@@ -26,6 +26,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/slotslices"
+	"slotplane/internal/testobjects"
 	"slotplane/slots"
 )
 
@@ -201,9 +202,8 @@ func benchBed() (*memoryCache, []string) {
 	}
 	last := &statuses[len(statuses)-1]
 	_ = slots.Reserve(last, slots.Pod{Name: "held", UID: "held"})
-	m.bed = &v1alpha1.TestBed{
-		ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed", ResourceVersion: "1"},
-	}
+	m.bed = testobjects.TestBed("bed").UID("bed").Obj()
+	m.bed.ResourceVersion = "1"
 	m.slices = slotslices.Build(m.bed, statuses)
 	for i := range m.slices {
 		m.slices[i].ResourceVersion = "1"

@@ -25,6 +25,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/slotslices"
+	"slotplane/internal/testobjects"
 	"slotplane/slots"
 )
 
@@ -62,7 +63,7 @@ func TestReserve_SeedsOnlyProvenClaims(t *testing.T) {
 	forged := claimedPod("forged", "u-forged", bedLabels, map[string]string{v1alpha1.SlotClaimAnnotation: "1/u-someone"})
 	proven := claimedPod("proven", "u-proven", bedLabels, map[string]string{v1alpha1.SlotClaimAnnotation: slots.SlotClaim(3, "u-proven")})
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
-		WithStatusSubresource(&v1alpha1.TestBed{}).WithObjects(withSlots(testBed(), testSlots())...).WithObjects(forged, proven).Build()
+		WithStatusSubresource(&v1alpha1.TestBed{}).WithObjects(withSlots(testobjects.TestBed("bed").UID("bed-uid").Obj(), testSlots())...).WithObjects(forged, proven).Build()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := NewReserver(ctx, cl, cl, slog.New(slog.DiscardHandler))
@@ -155,7 +156,7 @@ func TestGranted_GivesOnlyTheSlotsGrantedToThePodsJob(t *testing.T) {
 func holderBed() []client.Object {
 	s := testSlots()
 	s[1].State, s[1].PodName, s[1].PodUID = v1alpha1.SlotOccupied, "holder", "u-holder"
-	return withSlots(testBed(), s)
+	return withSlots(testobjects.TestBed("bed").UID("bed-uid").Obj(), s)
 }
 
 func holderPod(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
@@ -168,7 +169,7 @@ func holderPod(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
 // statusOf is slot 1 of the test bed as the API server has it.
 func statusOf(t *testing.T, cl client.Client) v1alpha1.SlotStatus {
 	t.Helper()
-	got, err := slotslices.Read(context.Background(), cl, testBed())
+	got, err := slotslices.Read(context.Background(), cl, testobjects.TestBed("bed").UID("bed-uid").Obj())
 	require.NoError(t, err)
 	return got[1]
 }
@@ -329,7 +330,7 @@ func TestFlush_WritesOnlyTheSliceOfTheSlot(t *testing.T) {
 	var mu sync.Mutex
 	written := map[string]int{}
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
-		WithObjects(withSlots(testBed(), slots.Statuses(slots.Layout(in, 2), nil))...).
+		WithObjects(withSlots(testobjects.TestBed("bed").UID("bed-uid").Obj(), slots.Statuses(slots.Layout(in, 2), nil))...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 				mu.Lock()
@@ -346,7 +347,7 @@ func TestFlush_WritesOnlyTheSliceOfTheSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 250, got.Slot.Position)
 	require.Eventually(t, func() bool {
-		s, err := slotslices.Read(ctx, cl, testBed())
+		s, err := slotslices.Read(ctx, cl, testobjects.TestBed("bed").UID("bed-uid").Obj())
 		require.NoError(t, err)
 		return s[250].State == v1alpha1.SlotReserved && s[250].PodUID == "u-exec"
 	}, 5*time.Second, 5*time.Millisecond, "the reservation was not written")
@@ -361,11 +362,11 @@ func TestFlush_TheBedIsDeletedDuringTheWrite(t *testing.T) {
 	var armed atomic.Bool
 	var r *Reserver
 	cl := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).
-		WithObjects(withSlots(testBed(), testSlots())...).
+		WithObjects(withSlots(testobjects.TestBed("bed").UID("bed-uid").Obj(), testSlots())...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 				if armed.Load() {
-					r.TestBedDeleted(testBed())
+					r.TestBedDeleted(testobjects.TestBed("bed").UID("bed-uid").Obj())
 				}
 				return c.Update(ctx, obj, opts...)
 			},

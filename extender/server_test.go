@@ -29,6 +29,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/slotslices"
+	"slotplane/internal/testobjects"
 	"slotplane/slots"
 )
 
@@ -79,12 +80,8 @@ func (b *podBuilder) SlotIDs(ids string) *podBuilder {
 func (b *podBuilder) Node(name string) *podBuilder { b.pod.Spec.NodeName = name; return b }
 func (b *podBuilder) Obj() *corev1.Pod             { return b.pod.DeepCopy() }
 
-// testBed is a 2-node, 2-slots-a-node bed "bed": node-00 holds slots 0 and 2, node-01 1 and 3.
-func testBed() *v1alpha1.TestBed {
-	return &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "default", UID: "bed-uid"}}
-}
-
-// testSlots are testBed's slots: two nodes of two slots, all free.
+// testSlots are the slots of the bed "bed" the tests here use: two nodes of two slots, all
+// free; node-00 holds slots 0 and 2, node-01 1 and 3.
 func testSlots() []v1alpha1.SlotStatus {
 	layout := slots.Layout([]slots.Node{{Name: "node-00", ID: "00"}, {Name: "node-01", ID: "01"}}, 2)
 	return slots.Statuses(layout, nil)
@@ -125,7 +122,7 @@ func newInterceptedHandler(t testing.TB, funcs interceptor.Funcs, objs ...client
 	// A test bed given without slices gets testSlots.
 	if slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.TestBed); return ok }) &&
 		!slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1alpha1.SlotSlice); return ok }) {
-		b = b.WithObjects(withSlots(testBed(), testSlots())[1:]...)
+		b = b.WithObjects(withSlots(testobjects.TestBed("bed").UID("bed-uid").Obj(), testSlots())[1:]...)
 	}
 	if funcs.SubResourceCreate == nil {
 		funcs.SubResourceCreate = fakeBinding
@@ -198,7 +195,7 @@ func TestHandler_RefusesARequestForAPodThatIsNotTheLiveOne(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h, r, cl := newTestHandler(t, testBed(), live.DeepCopy(), makePod("bound").Node("node-01").Obj(), deleting.DeepCopy())
+			h, r, cl := newTestHandler(t, testobjects.TestBed("bed").UID("bed-uid").Obj(), live.DeepCopy(), makePod("bound").Node("node-01").Obj(), deleting.DeepCopy())
 			for _, verb := range []string{"/filter", "/preempt", "/bind"} {
 				var body any = filterArgs(tc.named)
 				switch verb {
@@ -225,7 +222,7 @@ func TestHandler_RefusesARequestForAPodThatIsNotTheLiveOne(t *testing.T) {
 // request makes up for a real pod count for nothing.
 func TestHandler_DecidesOnTheClusterCopyOfThePod(t *testing.T) {
 	pod := makePod("exec").SlotIDs("3").Obj()
-	h, _, cl := newTestHandler(t, testBed(), pod.DeepCopy())
+	h, _, cl := newTestHandler(t, testobjects.TestBed("bed").UID("bed-uid").Obj(), pod.DeepCopy())
 	forged := makePod("exec").SlotIDs("0").Bed("other").Obj()
 
 	code, out := call(t, h, "/filter", filterArgs(forged))
@@ -259,7 +256,7 @@ func TestHandler_BindsThePodIntoTheSlotFilterReserved(t *testing.T) {
 			writes = append(writes, sub+" "+obj.GetName())
 			return fakeBinding(ctx, cl, sub, obj, subResource, opts...)
 		},
-	}, testBed(), pod.DeepCopy())
+	}, testobjects.TestBed("bed").UID("bed-uid").Obj(), pod.DeepCopy())
 
 	_, out := call(t, h, "/filter", filterArgs(pod))
 	require.Equal(t, []any{"node-01"}, out["NodeNames"])
@@ -281,7 +278,7 @@ func TestHandler_BindsThePodIntoTheSlotFilterReserved(t *testing.T) {
 func TestHandler_BindWithoutAReservationTakesAFreeSlotOfTheNodeOrFails(t *testing.T) {
 	t.Run("a free slot on the node", func(t *testing.T) {
 		pod := makePod("exec").SlotIDs("3").Obj()
-		h, _, cl := newTestHandler(t, testBed(), pod.DeepCopy())
+		h, _, cl := newTestHandler(t, testobjects.TestBed("bed").UID("bed-uid").Obj(), pod.DeepCopy())
 		_, out := call(t, h, "/bind", bindArgs(pod, "node-01"))
 		require.Empty(t, out["Error"])
 		var got corev1.Pod
@@ -309,7 +306,7 @@ func TestHandler_BindWithoutAReservationTakesAFreeSlotOfTheNodeOrFails(t *testin
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pod := makePod("exec").SlotIDs("3").Obj()
-			h, _, cl := newTestHandler(t, append(withSlots(testBed(), tc.slots()), pod.DeepCopy(), makePod("other").Node("node-01").Obj())...)
+			h, _, cl := newTestHandler(t, append(withSlots(testobjects.TestBed("bed").UID("bed-uid").Obj(), tc.slots()), pod.DeepCopy(), makePod("other").Node("node-01").Obj())...)
 			_, out := call(t, h, "/bind", bindArgs(pod, tc.node))
 			require.Contains(t, out["Error"], "slot")
 			require.Equal(t, 1.0, counted(t, h.requests.WithLabelValues("bind", "no_slot")))
@@ -334,7 +331,7 @@ func TestHandler_AFailedBindingKeepsTheSlotForThePod(t *testing.T) {
 			}
 			return fakeBinding(ctx, cl, sub, obj, subResource, opts...)
 		},
-	}, testBed(), pod.DeepCopy(), makePod("rival").SlotIDs("3").Obj())
+	}, testobjects.TestBed("bed").UID("bed-uid").Obj(), pod.DeepCopy(), makePod("rival").SlotIDs("3").Obj())
 
 	_, out := call(t, h, "/filter", filterArgs(pod))
 	require.Equal(t, []any{"node-01"}, out["NodeNames"])
@@ -354,7 +351,7 @@ func TestHandler_AFailedBindingKeepsTheSlotForThePod(t *testing.T) {
 // A /bind body must name the pod and the node in full.
 func TestHandler_RefusesAnIncompleteBinding(t *testing.T) {
 	pod := makePod("exec").Obj()
-	h, r, _ := newTestHandler(t, testBed(), pod.DeepCopy())
+	h, r, _ := newTestHandler(t, testobjects.TestBed("bed").UID("bed-uid").Obj(), pod.DeepCopy())
 	for name, body := range map[string]any{
 		"no node":     bindArgs(pod, ""),
 		"no uid":      extenderv1.ExtenderBindingArgs{PodName: "exec", PodNamespace: "default", Node: "node-00"},
@@ -372,7 +369,7 @@ func TestHandler_RefusesAnIncompleteBinding(t *testing.T) {
 // behind, however many there are; a deleted test bed takes its state and flusher along.
 func TestHandler_UnknownTestBedsCostNothingThatStays(t *testing.T) {
 	const pods = 10_000
-	objs := []client.Object{testBed(), grantedJob("bed")}
+	objs := []client.Object{testobjects.TestBed("bed").UID("bed-uid").Obj(), grantedJob("bed")}
 	rng := rand.New(rand.NewPCG(14, 14))
 	named := make([]*corev1.Pod, pods)
 	for i := range named {
@@ -421,7 +418,7 @@ func TestHandler_UnknownTestBedsCostNothingThatStays(t *testing.T) {
 	require.LessOrEqual(t, goroutinesAfter, goroutines+5, "goroutines grew with the unknown test beds")
 	require.Less(t, int64(heapAfter)-int64(heap), int64(2<<20), "the heap grew with the unknown test beds")
 
-	r.TestBedDeleted(testBed())
+	r.TestBedDeleted(testobjects.TestBed("bed").UID("bed-uid").Obj())
 	goroutinesGone, _ := settle()
 	require.Zero(t, r.Beds())
 	require.Less(t, goroutinesGone, goroutinesAfter, "the deleted bed's flusher still runs")
@@ -430,11 +427,10 @@ func TestHandler_UnknownTestBedsCostNothingThatStays(t *testing.T) {
 // A TestBed deleted and created again keeps the state the new one has, when the deletion of
 // the old one is seen late.
 func TestReserver_ALateDeletionKeepsTheNewTestBedsState(t *testing.T) {
-	h, r, _ := newTestHandler(t, testBed(), makePod("exec").Obj())
+	h, r, _ := newTestHandler(t, testobjects.TestBed("bed").UID("bed-uid").Obj(), makePod("exec").Obj())
 	_, out := call(t, h, "/filter", filterArgs(makePod("exec").Obj()))
 	require.Empty(t, out["Error"])
-	old := testBed()
-	old.UID = "an-older-bed"
+	old := testobjects.TestBed("bed").UID("an-older-bed").Obj()
 	r.TestBedDeleted(old)
 	require.Equal(t, 1, r.Beds())
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -33,11 +32,13 @@ func TestActiveWorkflows(t *testing.T) {
 		return j
 	}
 	scheduling := func(ns, name string, st v1alpha1.SchedulingState) client.Object {
-		return &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Status: v1alpha1.SchedulingStatus{State: st}}
+		s := testobjects.Scheduling(name).Namespace(ns).Obj()
+		s.Status.State = st
+		return s
 	}
 	objs := []client.Object{
-		&v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bed"}},
-		&v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "other"}},
+		testobjects.TestBed("bed").Namespace("a").Obj(),
+		testobjects.TestBed("other").Namespace("b").Obj(),
 		scheduling("a", "acquiring", v1alpha1.SchedulingAcquiring),
 		scheduling("b", "scheduling", v1alpha1.SchedulingScheduling),
 		scheduling("a", "new", ""),

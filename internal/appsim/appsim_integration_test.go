@@ -265,285 +265,347 @@ func flinkState(o any) string {
 	return string(o.(*flinkv1beta1.FlinkDeployment).Status.JobStatus.State)
 }
 
+// The stand-in plays the Spark and Flink operators on one cluster: the common paths, the
+// failures, the detours and suspensions run side by side, and a restart of the stand-in
+// mid-run comes after them, alone.
 func TestAppsim_PlaysTheOperators(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 
 	t.Run("operators", func(t *testing.T) {
-		t.Run("SparkRunsDriverThenExecutorsAndCompletes", func(t *testing.T) {
-			t.Parallel()
-			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "wc", sparkState)
-			app := sparkApp("wc", "3s", "", 2)
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool {
-				return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 && len(running(e.pods(t, app.UID, appsim.RoleDriver))) == 1
-			}, waitFor, tick, "driver and two executors run")
-			require.Equal(t, sparkv1beta2.ApplicationStateRunning, e.spark(t, "wc").Status.AppState.State)
-
-			driver := e.pods(t, app.UID, appsim.RoleDriver)[0]
-			execs := e.pods(t, app.UID, appsim.RoleExecutor)
-			require.Equal(t, "wc-driver", driver.Name)
-			require.Equal(t, []string{"wc-exec-1", "wc-exec-2"}, running(execs))
-			st := e.spark(t, "wc").Status
-			assert.Equal(t, "wc-driver", st.DriverInfo.PodName)
-			assert.Equal(t, st.SparkApplicationID, driver.Labels["spark-app-selector"])
-			assert.Equal(t, "driver", driver.Labels["spark-role"])
-			assert.Equal(t, "wc", driver.Labels["sparkoperator.k8s.io/app-name"])
-			assert.Equal(t, "3s", driver.Annotations[appsim.SimDurationAnnotation])
-			assert.Equal(t, "1408Mi", quantity(&driver, corev1.ResourceMemory), "1g plus the 384 MiB floor")
-			for _, ex := range execs {
-				assert.Equal(t, "executor", ex.Labels["spark-role"])
-				assert.Equal(t, st.SparkApplicationID, ex.Labels["spark-app-selector"])
-				assert.Equal(t, "a", ex.Labels["team"])
-				assert.Equal(t, driver.UID, ex.OwnerReferences[0].UID)
-				assert.Equal(t, "slot-scheduler", ex.Spec.SchedulerName)
-				assert.Equal(t, "896Mi", quantity(&ex, corev1.ResourceMemory), "512m plus the 384 MiB floor")
-				assert.Equal(t, "1", quantity(&ex, corev1.ResourceCPU))
-				assert.Equal(t, "1", quantity(&ex, slotRes))
-				assert.Empty(t, ex.Annotations[appsim.SimDurationAnnotation])
-			}
-
-			require.Eventually(t, func() bool {
-				return e.spark(t, "wc").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
-			}, waitFor, tick, "completes after its simulated run")
-			require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
-			st = e.spark(t, "wc").Status
-			assert.Equal(t, map[string]sparkv1beta2.ExecutorState{"wc-exec-1": "COMPLETED", "wc-exec-2": "COMPLETED"}, st.ExecutorState)
-			assert.False(t, st.TerminationTime.IsZero())
-			assert.Equal(t, int32(1), st.SubmissionAttempts)
-			want := []string{"SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}
-			assert.Equal(t, want, states.settled(len(want)), "the operator's states, in its order")
-			assert.Equal(t, corev1.PodSucceeded, e.pods(t, app.UID, appsim.RoleDriver)[0].Status.Phase, "the driver stays as the run's record")
-		})
-
-		t.Run("SparkRunFails", func(t *testing.T) {
-			t.Parallel()
-			app := sparkApp("broken", "1s", appsim.SimOutcomeFailed, 1)
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool {
-				return e.spark(t, "broken").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
-			}, waitFor, tick)
-			assert.Contains(t, e.spark(t, "broken").Status.AppState.ErrorMessage, "ExitCode: 1")
-			require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
-		})
-
-		t.Run("SparkRefusesAnUnreadableRunTime", func(t *testing.T) {
-			t.Parallel()
-			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "typo", sparkState)
-			app := sparkApp("typo", "3 seconds", "", 1)
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool {
-				return e.spark(t, "typo").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
-			}, waitFor, tick)
-			requireStates(t, states, []string{"SUBMISSION_FAILED", "FAILED"}, "with restart policy Never a failed submission is FAILED next")
-			assert.Contains(t, e.spark(t, "typo").Status.AppState.ErrorMessage, appsim.SimDurationAnnotation)
-			assert.Empty(t, e.pods(t, app.UID, appsim.RoleDriver))
-		})
-
-		t.Run("SparkFailsWhenItsDriverIsDeleted", func(t *testing.T) {
-			t.Parallel()
-			app := sparkApp("orphaned", "1h", "", 1)
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 1 }, waitFor, tick)
-			require.NoError(t, e.cl.Delete(ctx, &e.pods(t, app.UID, appsim.RoleDriver)[0]))
-			require.Eventually(t, func() bool {
-				st := e.spark(t, "orphaned").Status.AppState
-				return st.State == sparkv1beta2.ApplicationStateFailed && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
-			}, waitFor, tick, "the application fails and its executors go")
-			assert.Contains(t, e.spark(t, "orphaned").Status.AppState.ErrorMessage, "driver pod orphaned-driver not found")
-		})
-
-		t.Run("SparkKeepsEndedExecutorsWhenTold", func(t *testing.T) {
-			t.Parallel()
-			app := sparkApp("kept", "2s", "", 1)
-			app.Spec.Executor.DeleteOnTermination = new(false)
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool {
-				execs := e.pods(t, app.UID, appsim.RoleExecutor)
-				return e.spark(t, "kept").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted &&
-					len(execs) == 1 && execs[0].Status.Phase == corev1.PodSucceeded
-			}, waitFor, tick, "the executor ends with the driver and stays")
-		})
-
-		t.Run("FlinkRunsJobManagerThenTaskManagersAndFinishes", func(t *testing.T) {
-			t.Parallel()
-			states := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "clicks", flinkState)
-			dep := flinkDep("clicks", "3s", 2, "2g")
-			require.NoError(t, e.cl.Create(ctx, dep))
-			require.Eventually(t, func() bool {
-				return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobRunning &&
-					len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 2
-			}, waitFor, tick, "job runs with two TaskManagers")
-			assert.Equal(t, []string{"clicks-taskmanager-1-1", "clicks-taskmanager-1-2"}, running(e.pods(t, dep.UID, appsim.RoleTaskManager)))
-			for _, tm := range e.pods(t, dep.UID, appsim.RoleTaskManager) {
-				assert.Equal(t, "2Gi", quantity(&tm, corev1.ResourceMemory))
-				assert.Equal(t, "1", quantity(&tm, slotRes))
-				assert.Equal(t, "taskmanager", tm.Labels["component"])
-			}
-			st := e.flink(t, "clicks").Status
-			assert.Equal(t, flinkv1beta1.JobManagerDeploymentReady, st.JobManagerDeploymentStatus)
-			assert.Equal(t, flinkv1beta1.LifecycleStateStable, st.LifecycleState)
-			assert.NotEmpty(t, st.JobStatus.JobID)
-			assert.NotEmpty(t, st.JobStatus.StartTime)
-
-			require.Eventually(t, func() bool {
-				return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobFinished
-			}, waitFor, tick, "finishes after its simulated run")
-			require.Eventually(t, func() bool { return len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0 }, waitFor, tick, "TaskManagers deleted")
-			want := []string{"RECONCILING", "RUNNING", "FINISHED"}
-			assert.Equal(t, want, states.settled(len(want)))
-		})
-
-		t.Run("FlinkFailsWhenItCannotDeploy", func(t *testing.T) {
-			t.Parallel()
-			dep := &flinkv1beta1.FlinkDeployment{
-				ObjectMeta: metav1.ObjectMeta{Name: "sizeless", Namespace: ns},
-				Spec:       flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", Job: &flinkv1beta1.JobSpec{Parallelism: 1}},
-			}
-			require.NoError(t, e.cl.Create(ctx, dep))
-			require.Eventually(t, func() bool {
-				return e.flink(t, "sizeless").Status.JobStatus.State == flinkv1beta1.FlinkJobFailed
-			}, waitFor, tick)
-			st := e.flink(t, "sizeless").Status
-			assert.Equal(t, flinkv1beta1.JobManagerDeploymentError, st.JobManagerDeploymentStatus)
-			assert.Contains(t, st.Error, "memory")
-			assert.Empty(t, e.pods(t, dep.UID, appsim.RoleJobManager))
-		})
-
-		t.Run("FlinkFailsWhenItsJobManagerIsDeleted", func(t *testing.T) {
-			t.Parallel()
-			cpu := 0.5
-			dep := &flinkv1beta1.FlinkDeployment{
-				ObjectMeta: metav1.ObjectMeta{Name: "headless", Namespace: ns},
-				Spec: flinkv1beta1.FlinkDeploymentSpec{
-					Image:       "flink:1.20",
-					JobManager:  &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}},
-					TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}},
-				},
-			}
-			require.NoError(t, e.cl.Create(ctx, dep))
-			require.Eventually(t, func() bool { return len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 1 }, waitFor, tick)
-			require.NoError(t, e.cl.Delete(ctx, &e.pods(t, dep.UID, appsim.RoleJobManager)[0]))
-			require.Eventually(t, func() bool {
-				return e.flink(t, "headless").Status.JobStatus.State == flinkv1beta1.FlinkJobFailed &&
-					len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
-			}, waitFor, tick, "the job fails and its TaskManagers go")
-			assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "headless").Status.JobManagerDeploymentStatus)
-		})
+		t.Run("SparkRunsDriverThenExecutorsAndCompletes", e.sparkRunsDriverThenExecutorsAndCompletes)
+		t.Run("SparkRunFails", e.sparkRunFails)
+		t.Run("SparkRefusesAnUnreadableRunTime", e.sparkRefusesAnUnreadableRunTime)
+		t.Run("SparkFailsWhenItsDriverIsDeleted", e.sparkFailsWhenItsDriverIsDeleted)
+		t.Run("SparkKeepsEndedExecutorsWhenTold", e.sparkKeepsEndedExecutorsWhenTold)
+		t.Run("FlinkRunsJobManagerThenTaskManagersAndFinishes", e.flinkRunsJobManagerThenTaskManagersAndFinishes)
+		t.Run("FlinkFailsWhenItCannotDeploy", e.flinkFailsWhenItCannotDeploy)
+		t.Run("FlinkFailsWhenItsJobManagerIsDeleted", e.flinkFailsWhenItsJobManagerIsDeleted)
 
 		// The states the operators publish besides the common path, asked for by annotation or
 		// reached by suspending the application.
-		t.Run("SparkDetoursThroughTheStatesAskedFor", func(t *testing.T) {
-			t.Parallel()
-			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "detour", sparkState)
-			app := sparkApp("detour", "5s", "", 1)
-			app.Annotations[appsim.SimDetourAnnotation] = "UNKNOWN,PENDING_RERUN,INVALIDATING"
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool {
-				return e.spark(t, "detour").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
-			}, waitFor, tick)
-			want := []string{"SUBMITTED", "RUNNING", "UNKNOWN", "PENDING_RERUN", "INVALIDATING", "RUNNING", "SUCCEEDING", "COMPLETED"}
-			assert.Equal(t, want, states.settled(len(want)))
-		})
-
-		t.Run("SparkSuspends", func(t *testing.T) {
-			t.Parallel()
-			states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "paused", sparkState)
-			app := sparkApp("paused", "1h", "", 2)
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
-			require.NoError(t, e.cl.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))))
-			require.Eventually(t, func() bool {
-				return e.spark(t, "paused").Status.AppState.State == sparkv1beta2.ApplicationStateSuspended &&
-					len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
-			}, waitFor, tick, "suspended, with no pods")
-			want := []string{"SUBMITTED", "RUNNING", "SUSPENDING", "SUSPENDED"}
-			assert.Equal(t, want, states.settled(len(want)))
-		})
-
-		t.Run("FlinkDetoursAndSuspends", func(t *testing.T) {
-			t.Parallel()
-			jobs := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "stream", flinkState)
-			lifecycles := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "stream", func(o any) string {
-				return string(o.(*flinkv1beta1.FlinkDeployment).Status.LifecycleState)
-			})
-			dep := flinkDep("stream", "1h", 1, "1g")
-			dep.Annotations[appsim.SimDetourAnnotation] = "job=RESTARTING,lifecycle=UPGRADING,job=FAILING"
-			require.NoError(t, e.cl.Create(ctx, dep))
-			requireStates(t, jobs, []string{"RECONCILING", "RUNNING", "RESTARTING", "RUNNING", "FAILING", "RUNNING"}, "the job's detour")
-			require.NoError(t, e.cl.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"job":{"state":"suspended"}}}`))))
-			require.Eventually(t, func() bool {
-				d := e.flink(t, "stream")
-				return d.Status.JobStatus.State == flinkv1beta1.FlinkJobSuspended && d.Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended &&
-					len(e.pods(t, dep.UID, appsim.RoleJobManager)) == 0 && len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
-			}, waitFor, tick, "suspended, with no pods")
-			want := []string{"DEPLOYED", "STABLE", "UPGRADING", "STABLE", "SUSPENDED"}
-			assert.Equal(t, want, lifecycles.settled(len(want)))
-			assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "stream").Status.JobManagerDeploymentStatus)
-		})
-
-		t.Run("FlinkEndsSuspendedWhenAsked", func(t *testing.T) {
-			t.Parallel()
-			dep := flinkDep("nightly-stop", "2s", 1, "1g")
-			dep.Annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeSuspended
-			require.NoError(t, e.cl.Create(ctx, dep))
-			require.Eventually(t, func() bool {
-				return e.flink(t, "nightly-stop").Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended
-			}, waitFor, tick)
-			assert.Equal(t, flinkv1beta1.FlinkJobSuspended, e.flink(t, "nightly-stop").Status.JobStatus.State)
-		})
-
-		t.Run("DeletingARunningApplicationDeletesItsPods", func(t *testing.T) {
-			t.Parallel()
-			app := sparkApp("forever", "1h", "", 2)
-			require.NoError(t, e.cl.Create(ctx, app))
-			require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
-			require.NoError(t, e.cl.Delete(ctx, app))
-			require.Eventually(t, func() bool {
-				err := e.cl.Get(ctx, client.ObjectKeyFromObject(app), &sparkv1beta2.SparkApplication{})
-				return apierrors.IsNotFound(err) && len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 &&
-					len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
-			}, waitFor, tick, "the pods go, then the application")
-		})
+		t.Run("SparkDetoursThroughTheStatesAskedFor", e.sparkDetoursThroughTheStatesAskedFor)
+		t.Run("SparkSuspends", e.sparkSuspends)
+		t.Run("FlinkDetoursAndSuspends", e.flinkDetoursAndSuspends)
+		t.Run("FlinkEndsSuspendedWhenAsked", e.flinkEndsSuspendedWhenAsked)
+		t.Run("DeletingARunningApplicationDeletesItsPods", e.deletingARunningApplicationDeletesItsPods)
 	})
 
-	t.Run("RestartMidRunDuplicatesNothing", func(t *testing.T) {
-		app := sparkApp("again", "4s", "", 2)
-		seen := map[types.UID]string{}
-		var seenMu sync.Mutex
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		w, err := e.cl.Watch(wctx, &corev1.PodList{}, client.InNamespace(ns))
-		require.NoError(t, err)
-		go func() {
-			for ev := range w.ResultChan() {
-				if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Annotations[appsim.AppAnnotation] == "again" {
-					seenMu.Lock()
-					seen[pod.UID] = pod.Name
-					seenMu.Unlock()
-				}
+	t.Run("RestartMidRunDuplicatesNothing", e.restartMidRunDuplicatesNothing)
+}
+
+// sparkRunsDriverThenExecutorsAndCompletes checks that a SparkApplication gets its driver,
+// then its executors, labelled and sized as the operator makes them, and completes through the
+// operator's states, its executors deleted and its driver kept.
+func (e *env) sparkRunsDriverThenExecutorsAndCompletes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "wc", sparkState)
+	app := sparkApp("wc", "3s", "", 2)
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool {
+		return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 && len(running(e.pods(t, app.UID, appsim.RoleDriver))) == 1
+	}, waitFor, tick, "driver and two executors run")
+	require.Equal(t, sparkv1beta2.ApplicationStateRunning, e.spark(t, "wc").Status.AppState.State)
+
+	driver := e.pods(t, app.UID, appsim.RoleDriver)[0]
+	execs := e.pods(t, app.UID, appsim.RoleExecutor)
+	require.Equal(t, "wc-driver", driver.Name)
+	require.Equal(t, []string{"wc-exec-1", "wc-exec-2"}, running(execs))
+	st := e.spark(t, "wc").Status
+	assert.Equal(t, "wc-driver", st.DriverInfo.PodName)
+	assert.Equal(t, st.SparkApplicationID, driver.Labels["spark-app-selector"])
+	assert.Equal(t, "driver", driver.Labels["spark-role"])
+	assert.Equal(t, "wc", driver.Labels["sparkoperator.k8s.io/app-name"])
+	assert.Equal(t, "3s", driver.Annotations[appsim.SimDurationAnnotation])
+	assert.Equal(t, "1408Mi", quantity(&driver, corev1.ResourceMemory), "1g plus the 384 MiB floor")
+	for _, ex := range execs {
+		assert.Equal(t, "executor", ex.Labels["spark-role"])
+		assert.Equal(t, st.SparkApplicationID, ex.Labels["spark-app-selector"])
+		assert.Equal(t, "a", ex.Labels["team"])
+		assert.Equal(t, driver.UID, ex.OwnerReferences[0].UID)
+		assert.Equal(t, "slot-scheduler", ex.Spec.SchedulerName)
+		assert.Equal(t, "896Mi", quantity(&ex, corev1.ResourceMemory), "512m plus the 384 MiB floor")
+		assert.Equal(t, "1", quantity(&ex, corev1.ResourceCPU))
+		assert.Equal(t, "1", quantity(&ex, slotRes))
+		assert.Empty(t, ex.Annotations[appsim.SimDurationAnnotation])
+	}
+
+	require.Eventually(t, func() bool {
+		return e.spark(t, "wc").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
+	}, waitFor, tick, "completes after its simulated run")
+	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
+	st = e.spark(t, "wc").Status
+	assert.Equal(t, map[string]sparkv1beta2.ExecutorState{"wc-exec-1": "COMPLETED", "wc-exec-2": "COMPLETED"}, st.ExecutorState)
+	assert.False(t, st.TerminationTime.IsZero())
+	assert.Equal(t, int32(1), st.SubmissionAttempts)
+	want := []string{"SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}
+	assert.Equal(t, want, states.settled(len(want)), "the operator's states, in its order")
+	assert.Equal(t, corev1.PodSucceeded, e.pods(t, app.UID, appsim.RoleDriver)[0].Status.Phase, "the driver stays as the run's record")
+}
+
+// sparkRunFails checks that a SparkApplication told to fail ends Failed with the driver's exit
+// code, its executors deleted.
+func (e *env) sparkRunFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	app := sparkApp("broken", "1s", appsim.SimOutcomeFailed, 1)
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool {
+		return e.spark(t, "broken").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
+	}, waitFor, tick)
+	assert.Contains(t, e.spark(t, "broken").Status.AppState.ErrorMessage, "ExitCode: 1")
+	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
+}
+
+// sparkRefusesAnUnreadableRunTime checks that a SparkApplication whose run time does not parse
+// fails its submission and gets no driver.
+func (e *env) sparkRefusesAnUnreadableRunTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "typo", sparkState)
+	app := sparkApp("typo", "3 seconds", "", 1)
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool {
+		return e.spark(t, "typo").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
+	}, waitFor, tick)
+	requireStates(t, states, []string{"SUBMISSION_FAILED", "FAILED"}, "with restart policy Never a failed submission is FAILED next")
+	assert.Contains(t, e.spark(t, "typo").Status.AppState.ErrorMessage, appsim.SimDurationAnnotation)
+	assert.Empty(t, e.pods(t, app.UID, appsim.RoleDriver))
+}
+
+// sparkFailsWhenItsDriverIsDeleted checks that a SparkApplication whose driver is deleted mid-
+// run fails, and its executors go.
+func (e *env) sparkFailsWhenItsDriverIsDeleted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	app := sparkApp("orphaned", "1h", "", 1)
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 1 }, waitFor, tick)
+	require.NoError(t, e.cl.Delete(ctx, &e.pods(t, app.UID, appsim.RoleDriver)[0]))
+	require.Eventually(t, func() bool {
+		st := e.spark(t, "orphaned").Status.AppState
+		return st.State == sparkv1beta2.ApplicationStateFailed && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+	}, waitFor, tick, "the application fails and its executors go")
+	assert.Contains(t, e.spark(t, "orphaned").Status.AppState.ErrorMessage, "driver pod orphaned-driver not found")
+}
+
+// sparkKeepsEndedExecutorsWhenTold checks that a SparkApplication whose executors are not to
+// be deleted on termination keeps its ended executor.
+func (e *env) sparkKeepsEndedExecutorsWhenTold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	app := sparkApp("kept", "2s", "", 1)
+	app.Spec.Executor.DeleteOnTermination = new(false)
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool {
+		execs := e.pods(t, app.UID, appsim.RoleExecutor)
+		return e.spark(t, "kept").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted &&
+			len(execs) == 1 && execs[0].Status.Phase == corev1.PodSucceeded
+	}, waitFor, tick, "the executor ends with the driver and stays")
+}
+
+// flinkRunsJobManagerThenTaskManagersAndFinishes checks that a FlinkDeployment gets its
+// TaskManagers, sized and labelled as the operator makes them, runs with a ready JobManager
+// and finishes through the operator's states.
+func (e *env) flinkRunsJobManagerThenTaskManagersAndFinishes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	states := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "clicks", flinkState)
+	dep := flinkDep("clicks", "3s", 2, "2g")
+	require.NoError(t, e.cl.Create(ctx, dep))
+	require.Eventually(t, func() bool {
+		return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobRunning &&
+			len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 2
+	}, waitFor, tick, "job runs with two TaskManagers")
+	assert.Equal(t, []string{"clicks-taskmanager-1-1", "clicks-taskmanager-1-2"}, running(e.pods(t, dep.UID, appsim.RoleTaskManager)))
+	for _, tm := range e.pods(t, dep.UID, appsim.RoleTaskManager) {
+		assert.Equal(t, "2Gi", quantity(&tm, corev1.ResourceMemory))
+		assert.Equal(t, "1", quantity(&tm, slotRes))
+		assert.Equal(t, "taskmanager", tm.Labels["component"])
+	}
+	st := e.flink(t, "clicks").Status
+	assert.Equal(t, flinkv1beta1.JobManagerDeploymentReady, st.JobManagerDeploymentStatus)
+	assert.Equal(t, flinkv1beta1.LifecycleStateStable, st.LifecycleState)
+	assert.NotEmpty(t, st.JobStatus.JobID)
+	assert.NotEmpty(t, st.JobStatus.StartTime)
+
+	require.Eventually(t, func() bool {
+		return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobFinished
+	}, waitFor, tick, "finishes after its simulated run")
+	require.Eventually(t, func() bool { return len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0 }, waitFor, tick, "TaskManagers deleted")
+	want := []string{"RECONCILING", "RUNNING", "FINISHED"}
+	assert.Equal(t, want, states.settled(len(want)))
+}
+
+// flinkFailsWhenItCannotDeploy checks that a FlinkDeployment with no memory for its JobManager
+// fails without a pod.
+func (e *env) flinkFailsWhenItCannotDeploy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dep := &flinkv1beta1.FlinkDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "sizeless", Namespace: ns},
+		Spec:       flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", Job: &flinkv1beta1.JobSpec{Parallelism: 1}},
+	}
+	require.NoError(t, e.cl.Create(ctx, dep))
+	require.Eventually(t, func() bool {
+		return e.flink(t, "sizeless").Status.JobStatus.State == flinkv1beta1.FlinkJobFailed
+	}, waitFor, tick)
+	st := e.flink(t, "sizeless").Status
+	assert.Equal(t, flinkv1beta1.JobManagerDeploymentError, st.JobManagerDeploymentStatus)
+	assert.Contains(t, st.Error, "memory")
+	assert.Empty(t, e.pods(t, dep.UID, appsim.RoleJobManager))
+}
+
+// flinkFailsWhenItsJobManagerIsDeleted checks that a FlinkDeployment whose JobManager is
+// deleted mid-run fails, and its TaskManagers go.
+func (e *env) flinkFailsWhenItsJobManagerIsDeleted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cpu := 0.5
+	dep := &flinkv1beta1.FlinkDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "headless", Namespace: ns},
+		Spec: flinkv1beta1.FlinkDeploymentSpec{
+			Image:       "flink:1.20",
+			JobManager:  &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}},
+			TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1g"}},
+		},
+	}
+	require.NoError(t, e.cl.Create(ctx, dep))
+	require.Eventually(t, func() bool { return len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 1 }, waitFor, tick)
+	require.NoError(t, e.cl.Delete(ctx, &e.pods(t, dep.UID, appsim.RoleJobManager)[0]))
+	require.Eventually(t, func() bool {
+		return e.flink(t, "headless").Status.JobStatus.State == flinkv1beta1.FlinkJobFailed &&
+			len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
+	}, waitFor, tick, "the job fails and its TaskManagers go")
+	assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "headless").Status.JobManagerDeploymentStatus)
+}
+
+// sparkDetoursThroughTheStatesAskedFor checks that a SparkApplication passes through the
+// states its detour annotation names, and completes.
+func (e *env) sparkDetoursThroughTheStatesAskedFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "detour", sparkState)
+	app := sparkApp("detour", "5s", "", 1)
+	app.Annotations[appsim.SimDetourAnnotation] = "UNKNOWN,PENDING_RERUN,INVALIDATING"
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool {
+		return e.spark(t, "detour").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
+	}, waitFor, tick)
+	want := []string{"SUBMITTED", "RUNNING", "UNKNOWN", "PENDING_RERUN", "INVALIDATING", "RUNNING", "SUCCEEDING", "COMPLETED"}
+	assert.Equal(t, want, states.settled(len(want)))
+}
+
+// sparkSuspends checks that a running SparkApplication that is suspended ends Suspended with
+// no pods.
+func (e *env) sparkSuspends(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "paused", sparkState)
+	app := sparkApp("paused", "1h", "", 2)
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+	require.NoError(t, e.cl.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))))
+	require.Eventually(t, func() bool {
+		return e.spark(t, "paused").Status.AppState.State == sparkv1beta2.ApplicationStateSuspended &&
+			len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+	}, waitFor, tick, "suspended, with no pods")
+	want := []string{"SUBMITTED", "RUNNING", "SUSPENDING", "SUSPENDED"}
+	assert.Equal(t, want, states.settled(len(want)))
+}
+
+// flinkDetoursAndSuspends checks that a FlinkDeployment passes through the job and lifecycle
+// states its detour annotation names, and a suspended one ends with no pods.
+func (e *env) flinkDetoursAndSuspends(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	jobs := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "stream", flinkState)
+	lifecycles := watchStates(t, e.cl, &flinkv1beta1.FlinkDeploymentList{}, "stream", func(o any) string {
+		return string(o.(*flinkv1beta1.FlinkDeployment).Status.LifecycleState)
+	})
+	dep := flinkDep("stream", "1h", 1, "1g")
+	dep.Annotations[appsim.SimDetourAnnotation] = "job=RESTARTING,lifecycle=UPGRADING,job=FAILING"
+	require.NoError(t, e.cl.Create(ctx, dep))
+	requireStates(t, jobs, []string{"RECONCILING", "RUNNING", "RESTARTING", "RUNNING", "FAILING", "RUNNING"}, "the job's detour")
+	require.NoError(t, e.cl.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"job":{"state":"suspended"}}}`))))
+	require.Eventually(t, func() bool {
+		d := e.flink(t, "stream")
+		return d.Status.JobStatus.State == flinkv1beta1.FlinkJobSuspended && d.Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended &&
+			len(e.pods(t, dep.UID, appsim.RoleJobManager)) == 0 && len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
+	}, waitFor, tick, "suspended, with no pods")
+	want := []string{"DEPLOYED", "STABLE", "UPGRADING", "STABLE", "SUSPENDED"}
+	assert.Equal(t, want, lifecycles.settled(len(want)))
+	assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "stream").Status.JobManagerDeploymentStatus)
+}
+
+// flinkEndsSuspendedWhenAsked checks that a FlinkDeployment told to end suspended does.
+func (e *env) flinkEndsSuspendedWhenAsked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dep := flinkDep("nightly-stop", "2s", 1, "1g")
+	dep.Annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeSuspended
+	require.NoError(t, e.cl.Create(ctx, dep))
+	require.Eventually(t, func() bool {
+		return e.flink(t, "nightly-stop").Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended
+	}, waitFor, tick)
+	assert.Equal(t, flinkv1beta1.FlinkJobSuspended, e.flink(t, "nightly-stop").Status.JobStatus.State)
+}
+
+// deletingARunningApplicationDeletesItsPods checks that a running SparkApplication that is
+// deleted goes after its pods.
+func (e *env) deletingARunningApplicationDeletesItsPods(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	app := sparkApp("forever", "1h", "", 2)
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+	require.NoError(t, e.cl.Delete(ctx, app))
+	require.Eventually(t, func() bool {
+		err := e.cl.Get(ctx, client.ObjectKeyFromObject(app), &sparkv1beta2.SparkApplication{})
+		return apierrors.IsNotFound(err) && len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 &&
+			len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+	}, waitFor, tick, "the pods go, then the application")
+}
+
+// restartMidRunDuplicatesNothing checks that a stand-in restarted mid-run completes the run
+// without making any of its pods twice.
+func (e *env) restartMidRunDuplicatesNothing(t *testing.T) {
+	ctx := context.Background()
+	app := sparkApp("again", "4s", "", 2)
+	seen := map[types.UID]string{}
+	var seenMu sync.Mutex
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := e.cl.Watch(wctx, &corev1.PodList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	go func() {
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Annotations[appsim.AppAnnotation] == "again" {
+				seenMu.Lock()
+				seen[pod.UID] = pod.Name
+				seenMu.Unlock()
 			}
-		}()
-
-		require.NoError(t, e.cl.Create(ctx, app))
-		require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
-		e.restart(t)
-		require.Eventually(t, func() bool {
-			return e.spark(t, "again").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
-		}, waitFor, tick, "the run completes after the restart")
-		require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick)
-
-		st := e.spark(t, "again").Status
-		assert.Equal(t, int32(1), st.SubmissionAttempts)
-		seenMu.Lock()
-		defer seenMu.Unlock()
-		var names []string
-		for _, name := range seen {
-			names = append(names, name)
 		}
-		slices.Sort(names)
-		assert.Equal(t, []string{"again-driver", "again-exec-1", "again-exec-2"}, names, "one pod each, none made twice")
-	})
+	}()
+
+	require.NoError(t, e.cl.Create(ctx, app))
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+	e.restart(t)
+	require.Eventually(t, func() bool {
+		return e.spark(t, "again").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
+	}, waitFor, tick, "the run completes after the restart")
+	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick)
+
+	st := e.spark(t, "again").Status
+	assert.Equal(t, int32(1), st.SubmissionAttempts)
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	var names []string
+	for _, name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	assert.Equal(t, []string{"again-driver", "again-exec-1", "again-exec-2"}, names, "one pod each, none made twice")
 }
 
 func quantity(p *corev1.Pod, name corev1.ResourceName) string {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -15,11 +14,8 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/testobjects"
 )
-
-func bed(uid types.UID) *v1alpha1.TestBed {
-	return &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "bed", Namespace: "ns", UID: uid}}
-}
 
 // free is n free slots on nodes of 8, round-robin as a layout would put them.
 func free(n int) []v1alpha1.SlotStatus {
@@ -56,7 +52,7 @@ func counting(objs ...client.Object) (client.Client, map[string]int) {
 // and no other; a bed that shrinks loses the slices it no longer needs.
 func TestWrite_WritesOnlyTheSlicesThatChange(t *testing.T) {
 	ctx := context.Background()
-	tb := bed("u1")
+	tb := testobjects.TestBed("bed").Namespace("ns").UID("u1").Obj()
 	cl, writes := counting()
 	have, err := List(ctx, cl, tb)
 	require.NoError(t, err)
@@ -98,7 +94,7 @@ func TestWrite_WritesOnlyTheSlicesThatChange(t *testing.T) {
 // it and counted as a conflict; the other slices are written.
 func TestWrite_LeavesASliceChangedMeanwhileAndWritesTheOthers(t *testing.T) {
 	ctx := context.Background()
-	tb := bed("u1")
+	tb := testobjects.TestBed("bed").Namespace("ns").UID("u1").Obj()
 	cl, _ := counting()
 	require.NoError(t, Put(ctx, cl, tb, free(150)))
 	stale, err := List(ctx, cl, tb)
@@ -123,10 +119,10 @@ func TestWrite_LeavesASliceChangedMeanwhileAndWritesTheOthers(t *testing.T) {
 // as its slots, and its first write replaces them.
 func TestWrite_ReplacesTheSlicesOfAnEarlierBed(t *testing.T) {
 	ctx := context.Background()
-	old := bed("u-old")
+	old := testobjects.TestBed("bed").Namespace("ns").UID("u-old").Obj()
 	left := Build(old, []v1alpha1.SlotStatus{{Position: 0, NodeName: "gone", State: v1alpha1.SlotOccupied, PodName: "p", PodUID: "u-p"}})
 	cl, writes := counting(&left[0])
-	tb := bed("u-new")
+	tb := testobjects.TestBed("bed").Namespace("ns").UID("u-new").Obj()
 	have, err := List(ctx, cl, tb)
 	require.NoError(t, err)
 	require.Empty(t, have, "an earlier bed's slice is not this one's")
@@ -152,7 +148,7 @@ func TestSlotSliceSizesFit(t *testing.T) {
 			State: v1alpha1.SlotOccupied, PodName: fmt.Sprintf("nightly-etl-customer-aggregates-%06d-exec-%d", i, i%64),
 			PodUID: types.UID(fmt.Sprintf("%08x-1111-2222-3333-444455556666", i))}
 	}
-	tb := bed("u1")
+	tb := testobjects.TestBed("bed").Namespace("ns").UID("u1").Obj()
 	largest := 0
 	for _, s := range Build(tb, statuses) {
 		data, err := json.Marshal(s)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/appsim"
@@ -144,6 +145,18 @@ func (w *TestBedWrapper) Slots(perNode int32, cpu, memory string) *TestBedWrappe
 	return w
 }
 
+// UID sets the bed's UID, which a fake client keeps as given (an API server sets its own).
+func (w *TestBedWrapper) UID(uid types.UID) *TestBedWrapper {
+	w.bed.UID = uid
+	return w
+}
+
+// Generation sets the bed's generation, which a fake client keeps as given.
+func (w *TestBedWrapper) Generation(g int64) *TestBedWrapper {
+	w.bed.Generation = g
+	return w
+}
+
 // SchedulingWrapper builds a Scheduling.
 type SchedulingWrapper struct{ s v1alpha1.Scheduling }
 
@@ -173,6 +186,18 @@ func (w *SchedulingWrapper) TestBed(bed string) *SchedulingWrapper {
 // Queue names the queue its jobs ask for unless they name one.
 func (w *SchedulingWrapper) Queue(q string) *SchedulingWrapper {
 	w.s.Spec.Queue = q
+	return w
+}
+
+// User names the user it runs as.
+func (w *SchedulingWrapper) User(user string) *SchedulingWrapper {
+	w.s.Spec.User = user
+	return w
+}
+
+// Groups names the groups it runs with.
+func (w *SchedulingWrapper) Groups(groups ...string) *SchedulingWrapper {
+	w.s.Spec.Groups = groups
 	return w
 }
 
