@@ -27,7 +27,7 @@ KWOK := $(CACHE)/bin/kwok-$(KWOK_VERSION)
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 WORKFLOWCHECK := $(CACHE)/bin/workflowcheck-$(WORKFLOWCHECK_VERSION)
 
-# What the local control plane reads to find its binaries (internal/localcluster), and what
+# What the local control plane reads to find its binaries (internal/localplatform/localcluster), and what
 # the generated-files test runs.
 export SLOTPLANE_KUBE_BIN := $(KUBE_BIN)
 export SLOTPLANE_KWOK := $(KWOK)
@@ -79,7 +79,7 @@ demo: tools build
 # without this Makefile's environment (a plain `go build` looks in the cache instead).
 .PHONY: build
 build:
-	$(GO) build -ldflags "-X slotplane/internal/localcluster.builtKubeBin=$(KUBE_BIN) -X slotplane/internal/localcluster.builtKwok=$(KWOK)" \
+	$(GO) build -ldflags "-X slotplane/internal/localplatform/localcluster.builtKubeBin=$(KUBE_BIN) -X slotplane/internal/localplatform/localcluster.builtKwok=$(KWOK)" \
 	  -o bin/slotplane ./cmd/slotplane
 
 # The image is built in Go (hack/mkimage), so no Docker engine is needed. It holds the static

@@ -26,7 +26,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/slotslices"
 	"slotplane/internal/testobjects"
 	"slotplane/jobapp"

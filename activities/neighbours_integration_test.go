@@ -16,7 +16,7 @@ import (
 	"slotplane/activities"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/slotslices"
 	"slotplane/internal/testobjects"
 )

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"slotplane/activities"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 )
 
 // A batch of nudges reaches every workflow named, starting those not running, with the
@@ -20,7 +20,7 @@ import (
 // workflow arrive in the order given, as a Scheduling's request batches to Admission must.
 func TestNudgeWorkflows_EveryWorkflowOnce(t *testing.T) {
 	t.Parallel()
-	_, tc := testtemporal.Start(t)
+	_, tc := temporaltest.Start(t)
 	a := &activities.Activities{Temporal: tc}
 	in := activities.SignalWithStartInput{TaskQueue: "nobody-polls"}
 	for i := range 250 {
@@ -78,7 +78,7 @@ func TestNudgeWorkflows_EveryWorkflowOnce(t *testing.T) {
 // Schedulings start Admission on its own queue this way.
 func TestNudgeWorkflows_ANudgeMayNameItsTaskQueue(t *testing.T) {
 	t.Parallel()
-	_, tc := testtemporal.Start(t)
+	_, tc := temporaltest.Start(t)
 	a := &activities.Activities{Temporal: tc}
 	ctx := context.Background()
 	require.NoError(t, a.NudgeWorkflows(ctx, activities.SignalWithStartInput{TaskQueue: "batch-queue", Signals: []activities.SignalWithStart{

@@ -13,7 +13,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 )
 

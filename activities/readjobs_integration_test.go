@@ -14,7 +14,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 )
 

@@ -21,7 +21,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/slotslices"
 	"slotplane/internal/testobjects"
 	"slotplane/slots"

@@ -21,8 +21,8 @@ import (
 	"slotplane/api"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/testobjects"
-	"slotplane/internal/testplatform"
 	"slotplane/workflows"
 )
 
@@ -75,7 +75,7 @@ func (c client) call(method, path string, body any, out any) int {
 // listed, read and cancelled.
 func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 	t.Parallel()
-	p := testplatform.Start(t, testplatform.DefaultBed)
+	p := platformtest.Start(t, platformtest.DefaultBed)
 	h, err := api.New(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{token: {Name: "alice"}, "mallory-token": {Name: "mallory"}}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
@@ -154,7 +154,7 @@ func TestAPI_SchedulingsOnThePlatform(t *testing.T) {
 
 // badInputCreatesNothing posts bad requests for Schedulings, most of them good's body as
 // with edits it: each is a clear JSON error, and none makes a Scheduling.
-func badInputCreatesNothing(t *testing.T, p *testplatform.Platform, c client, good func() map[string]any, with func(edit func(m map[string]any)) map[string]any) {
+func badInputCreatesNothing(t *testing.T, p *platformtest.Platform, c client, good func() map[string]any, with func(edit func(m map[string]any)) map[string]any) {
 	ctx := context.Background()
 	cases := map[string]struct {
 		body   any
@@ -222,7 +222,7 @@ func badInputCreatesNothing(t *testing.T, p *testplatform.Platform, c client, go
 // runsAScheduling creates the Scheduling good, named nightly: its workflow runs as soon as
 // the API answers, its job runs to the end, and the bridge starts no second run. It returns
 // the workflow's run.
-func runsAScheduling(t *testing.T, p *testplatform.Platform, c client, good map[string]any) (firstRun string) {
+func runsAScheduling(t *testing.T, p *platformtest.Platform, c client, good map[string]any) (firstRun string) {
 	ctx := context.Background()
 	// A good one: created, its workflow running at once, its job run to the end.
 	var created apitypes.Scheduling
@@ -317,7 +317,7 @@ func cancelsASchedulingThatRuns(t *testing.T, c client) {
 
 // deletesAnEndedScheduling deletes the Scheduling nightly, which has ended: its workflow's
 // run firstRun ends, and the object goes.
-func deletesAnEndedScheduling(t *testing.T, p *testplatform.Platform, c client, firstRun string) {
+func deletesAnEndedScheduling(t *testing.T, p *platformtest.Platform, c client, firstRun string) {
 	ctx := context.Background()
 	// Deleting the ended one ends its workflow too.
 	var deleted apitypes.Scheduling

@@ -27,7 +27,7 @@ import (
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 )
 
 // attackAPI is the API on a real API server, with its change feed, and a Temporal client

@@ -23,9 +23,9 @@ import (
 	"slotplane/api"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/testbrowser"
 	"slotplane/internal/testobjects"
-	"slotplane/internal/testplatform"
 )
 
 type slotCounts struct {
@@ -60,7 +60,7 @@ const dashboardQueues = `<allocations>
 // test.
 func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 	t.Parallel()
-	p := testplatform.Start(t, testplatform.DefaultBed)
+	p := platformtest.Start(t, platformtest.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
 		Auth: api.StaticTokens{token: {Name: "alice"}}}, "127.0.0.1:0")
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestDashboard_ShowsSlotsChangingWhileASchedulingRuns(t *testing.T) {
 
 // dashboard is the API's dashboard, open in a headless Chromium, and the platform under it.
 type dashboard struct {
-	p   *testplatform.Platform
+	p   *platformtest.Platform
 	url string
 	// ctx is the browser's.
 	ctx context.Context

@@ -23,8 +23,8 @@ import (
 	"slotplane/api"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/testobjects"
-	"slotplane/internal/testplatform"
 )
 
 // feedEvent is apitypes.Event with the object kept raw.
@@ -61,7 +61,7 @@ func watchURL(base, query string) string {
 // client that never reads gets a RESYNC or is cut off, and does not hold the others back.
 func TestFeed_HundredClientsSeeEveryChangeInOrder(t *testing.T) {
 	t.Parallel()
-	p := testplatform.Start(t, testplatform.DefaultBed)
+	p := platformtest.Start(t, platformtest.DefaultBed)
 	// 101 connections of one user: over the default cap per user (100).
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
 		Auth: api.StaticTokens{token: {Name: "alice"}}, FeedConnectionsPerUser: 200}, "127.0.0.1:0")

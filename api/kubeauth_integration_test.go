@@ -20,7 +20,7 @@ import (
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 )
 
 // TokenReview and SubjectAccessReview against a real API server (RBAC, service account

@@ -22,8 +22,8 @@ import (
 	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
-	"slotplane/internal/testplatform"
+	"slotplane/internal/localplatform/platformtest"
+	"slotplane/internal/localplatform/standin"
 )
 
 // sparkJob is a POST /jobs body that runs for runFor in the operators' stand-in.
@@ -32,7 +32,7 @@ func sparkJob(name, queue, runFor string) map[string]any {
 		"name": name, "framework": "spark", "queue": queue,
 		"application":     map[string]any{"image": "registry.example/" + name + ":1", "mainClass": "org.example.Main", "mainApplicationFile": "local:///opt/app.jar"},
 		"driverResources": map[string]any{"cpu": "250m", "memory": "512Mi"},
-		"annotations":     map[string]any{appsim.SimDurationAnnotation: runFor},
+		"annotations":     map[string]any{standin.SimDurationAnnotation: runFor},
 	}
 }
 
@@ -50,7 +50,7 @@ func statusOf(s apitypes.Scheduling, job string) v1alpha1.SchedulingJobStatus {
 // changed, and puts its job list back when its workflow refuses.
 func TestAPI_SubmitAndExtend(t *testing.T) {
 	t.Parallel()
-	p := testplatform.Start(t, testplatform.DefaultBed)
+	p := platformtest.Start(t, platformtest.DefaultBed)
 	ctx := context.Background()
 	// Only the analysts group may submit to root.analytics.
 	require.NoError(t, p.Client.Create(ctx, &corev1.ConfigMap{
@@ -139,7 +139,7 @@ func TestAPI_SubmitAndExtend(t *testing.T) {
 
 // submittingJobs has alice, bob and a trusted submitter submit jobs, which run as their
 // submitters, and has alice's bad submissions refused with nothing made.
-func submittingJobs(t *testing.T, p *testplatform.Platform, c client, asBob func(method, path string, body, out any) int) {
+func submittingJobs(t *testing.T, p *platformtest.Platform, c client, asBob func(method, path string, body, out any) int) {
 	ctx := context.Background()
 	var job apitypes.Job
 	require.Equal(t, http.StatusCreated, c.call("POST", "/jobs", sparkJob("first", "analytics", "20s"), &job))
@@ -219,7 +219,7 @@ func submittingJobs(t *testing.T, p *testplatform.Platform, c client, asBob func
 
 // badExtensionsChangeNothing has alice append bad jobs to the running Scheduling grow, read
 // into s: each is refused, and grow's job list is as it was.
-func badExtensionsChangeNothing(t *testing.T, p *testplatform.Platform, c client, s *apitypes.Scheduling) {
+func badExtensionsChangeNothing(t *testing.T, p *platformtest.Platform, c client, s *apitypes.Scheduling) {
 	ctx := context.Background()
 	var e apitypes.Error
 	require.Equal(t, http.StatusOK, c.call("GET", "/schedulings/grow", nil, s))
@@ -261,7 +261,7 @@ func badExtensionsChangeNothing(t *testing.T, p *testplatform.Platform, c client
 
 // schedulerData reads the notes a scheduler wrote on job second before its run, merges a
 // patch into them, and has bad patches refused with nothing changed.
-func schedulerData(t *testing.T, p *testplatform.Platform, c client) {
+func schedulerData(t *testing.T, p *platformtest.Platform, c client) {
 	ctx := context.Background()
 	// What the scheduler wrote before the run is there after it, untouched, and the run
 	// is in the history; the application never carried the notes.

@@ -12,7 +12,7 @@ import (
 
 	"slotplane/extender"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 )
 
 // With a certificate the API serves HTTPS only: a caller that trusts the certificate's CA is

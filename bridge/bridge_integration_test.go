@@ -25,10 +25,10 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/lifecycle"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/platformtest"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/internal/testobjects"
-	"slotplane/internal/testplatform"
-	"slotplane/internal/testtemporal"
 	"slotplane/worker"
 	"slotplane/workflows"
 )
@@ -43,7 +43,7 @@ func startBridge(t *testing.T, c *localcluster.Cluster) (client.Client, temporal
 // startBridgeWith is startBridge with the bridge's options.
 func startBridgeWith(t *testing.T, c *localcluster.Cluster, opts bridge.Options) (client.Client, temporalclient.Client) {
 	t.Helper()
-	_, tc := testtemporal.Start(t)
+	_, tc := temporaltest.Start(t)
 	mgr, err := bridge.New(c.Config, tc, opts)
 	require.NoError(t, err)
 	cl, err := kubeclient.Live(c.Config)
@@ -230,7 +230,7 @@ func uids(pods []corev1.Pod) []types.UID {
 // waitBed waits until the bed has total slots, all free and Ready, with a running ghost each.
 func waitBed(t *testing.T, cl client.Client, total, ghosts int) {
 	t.Helper()
-	testplatform.WaitBed(t, cl, total, ghosts)
+	platformtest.WaitBed(t, cl, total, ghosts)
 }
 
 // Two test beds on one nodeLabel would put two ghosts, and two jobs, in every slot: the

@@ -16,9 +16,9 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/testobjects"
-	"slotplane/internal/testplatform"
 )
 
 // platform is everything `slotplane dev` runs, started for one test.
@@ -43,7 +43,7 @@ func startPlatform(t *testing.T) *platform {
 
 func startPlatformWith(t *testing.T, bed bedShape) *platform {
 	t.Helper()
-	p := testplatform.Start(t, testplatform.Bed{SlotsPerNode: bed.slotsPerNode, CPU: bed.cpu, Memory: bed.memory})
+	p := platformtest.Start(t, platformtest.Bed{SlotsPerNode: bed.slotsPerNode, CPU: bed.cpu, Memory: bed.memory})
 	return &platform{cluster: p.Cluster, client: p.Client, temporal: p.Temporal, restart: p.Restart}
 }
 

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/internal/testobjects"
 	"slotplane/slots"
 	"slotplane/workflows"
@@ -88,12 +88,12 @@ func watchPods(t *testing.T, p *platform, jobs ...string) *podEvents {
 			if !ok {
 				continue
 			}
-			job, role := pod.Labels[v1alpha1.BatchJobLabel], pod.Labels[appsim.RoleLabel]
+			job, role := pod.Labels[v1alpha1.BatchJobLabel], pod.Labels[standin.RoleLabel]
 			pe.mu.Lock()
 			switch {
-			case ev.Type == watch.Added && role == appsim.RoleDriver:
+			case ev.Type == watch.Added && role == standin.RoleDriver:
 				pe.events = append(pe.events, "D "+job)
-			case role == appsim.RoleExecutor && pod.Spec.NodeName != "" && !pe.bound[pod.Name]:
+			case role == standin.RoleExecutor && pod.Spec.NodeName != "" && !pe.bound[pod.Name]:
 				pe.bound[pod.Name] = true
 				pe.events = append(pe.events, "E "+job)
 			}
@@ -313,7 +313,7 @@ func TestQueues_PreemptionOnTheRealPlatform(t *testing.T) {
 		require.Equal(t, want, holders[0], "slot %s", slot)
 	}
 	var waiting corev1.PodList
-	require.NoError(t, p.client.List(ctx, &waiting, client.InNamespace("default"), client.MatchingLabels{v1alpha1.BatchJobLabel: "hog", appsim.RoleLabel: appsim.RoleExecutor}))
+	require.NoError(t, p.client.List(ctx, &waiting, client.InNamespace("default"), client.MatchingLabels{v1alpha1.BatchJobLabel: "hog", standin.RoleLabel: standin.RoleExecutor}))
 	pending := 0
 	for _, pod := range waiting.Items {
 		if pod.Status.Phase == corev1.PodPending {

@@ -16,7 +16,7 @@ import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/internal/testobjects"
 )
 
@@ -33,8 +33,8 @@ func TestLifecycle_ASuspendedApplicationEndsItsJobAsConfigured(t *testing.T) {
 		testobjects.BatchJob("stream").Flink().Obj(), // runs until stopped
 		testobjects.BatchJob("stream-strict").Flink().SuspendedOutcome(v1alpha1.RunFailed).Obj(),
 		testobjects.BatchJob("etl").Obj(),
-		testobjects.BatchJob("wobbly").RunFor("6s").Annotation(appsim.SimDetourAnnotation, "UNKNOWN,PENDING_RERUN,INVALIDATING").Obj(),
-		testobjects.BatchJob("wobbly-stream").Flink().RunFor("6s").Annotation(appsim.SimDetourAnnotation, "job=RESTARTING,lifecycle=UPGRADING,job=RECONCILING").Obj(),
+		testobjects.BatchJob("wobbly").RunFor("6s").Annotation(standin.SimDetourAnnotation, "UNKNOWN,PENDING_RERUN,INVALIDATING").Obj(),
+		testobjects.BatchJob("wobbly-stream").Flink().RunFor("6s").Annotation(standin.SimDetourAnnotation, "job=RESTARTING,lifecycle=UPGRADING,job=RECONCILING").Obj(),
 	} {
 		require.NoError(t, p.client.Create(ctx, j))
 	}

@@ -17,7 +17,7 @@ import (
 
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/workflows"
 )

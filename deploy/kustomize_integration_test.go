@@ -45,7 +45,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/queue"
 	"slotplane/worker"

@@ -26,7 +26,7 @@ import (
 	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 )
 
 // The attacks that need the whole platform, one subtest each: a hostile user with a plain
@@ -176,7 +176,7 @@ func (h *hostileUser) forgesSlotClaims(t *testing.T) {
 	forged := `{"executor":{"labels":{"slotplane.io/slot-id":"0","team":"a"},"annotations":{"slotplane.io/slot-claim":"0/x"}}}`
 	_, err = p.api.CreateJob(ctx, apitypes.JobRequest{Name: "forger", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 		Application: h.app, DriverResources: h.driver, SparkApplication: &runtime.RawExtension{Raw: []byte(forged)},
-		Annotations: map[string]string{appsim.SimDurationAnnotation: "2s"}})
+		Annotations: map[string]string{standin.SimDurationAnnotation: "2s"}})
 	require.NoError(t, err)
 	time.Sleep(3 * time.Second) // two ghost passes
 	tb, err = p.api.GetTestBed(ctx, "bed")
@@ -220,7 +220,7 @@ func (h *hostileUser) editsAsATenantWithKubectl(t *testing.T) {
 
 	// alice's job runs meanwhile.
 	_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: "alices", Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
-		Application: h.app, DriverResources: h.driver, Annotations: map[string]string{appsim.SimDurationAnnotation: "20s"}})
+		Application: h.app, DriverResources: h.driver, Annotations: map[string]string{standin.SimDurationAnnotation: "20s"}})
 	require.NoError(t, err)
 	_, err = p.api.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "alices", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.batch",
 		Jobs: []v1alpha1.SchedulingJob{{Name: "alices", Replication: 2}}})

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
-	"slotplane/internal/appsim"
-	"slotplane/internal/testplatform"
+	"slotplane/internal/localplatform/platformtest"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/jobapp"
 )
 
@@ -47,7 +47,7 @@ type bareRun struct {
 // sees one end (SUCCEEDING or COMPLETED, the end slotplane takes too). The pods go to the
 // plain nodes through the default profile: no slots, no ghosts, no queue. Everything is
 // seen through watches, as the worker sees it; the applications are deleted at the end.
-func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bareRun {
+func runBare(b *testing.B, p *platformtest.Platform, name string, n, at int) bareRun {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -89,10 +89,10 @@ func runBare(b *testing.B, p *testplatform.Platform, name string, n, at int) bar
 	// seeBound notes when an application's executor was first seen bound to a node.
 	seeBound := func(ev watch.Event) {
 		pod, isPod := ev.Object.(*corev1.Pod)
-		if !isPod || pod.Spec.NodeName == "" || pod.Labels[appsim.RoleLabel] != appsim.RoleExecutor {
+		if !isPod || pod.Spec.NodeName == "" || pod.Labels[standin.RoleLabel] != standin.RoleExecutor {
 			return
 		}
-		if app := pod.Annotations[appsim.AppAnnotation]; placed[app].IsZero() {
+		if app := pod.Annotations[standin.AppAnnotation]; placed[app].IsZero() {
 			placed[app] = time.Now()
 		}
 	}
@@ -170,7 +170,7 @@ func bareApp(name, run string) *sparkv1beta2.SparkApplication {
 	pod := sparkv1beta2.SparkPodSpec{Memory: "512m", Labels: labels}
 	return &sparkv1beta2.SparkApplication{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels,
-			Annotations: map[string]string{appsim.SimDurationAnnotation: "1s"}},
+			Annotations: map[string]string{standin.SimDurationAnnotation: "1s"}},
 		Spec: sparkv1beta2.SparkApplicationSpec{
 			Type: sparkv1beta2.SparkApplicationTypeScala, SparkVersion: "3.5.3", Image: "registry.example/bench:1",
 			MainClass: "org.example.Bench", MainApplicationFile: "local:///opt/bench.jar",

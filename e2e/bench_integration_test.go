@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
-	"slotplane/internal/devplatform"
-	"slotplane/internal/testplatform"
+	"slotplane/internal/localplatform"
+	"slotplane/internal/localplatform/platformtest"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/workflows"
 )
 
@@ -58,7 +58,7 @@ import (
 // the API server's requests (TraceEnv).
 // The bench watches rather than polls while it measures: it must not load the API server.
 func BenchmarkOrchestration_16JobsOn8Slots(b *testing.B) {
-	p := testplatform.Start(b, testplatform.DefaultBed)
+	p := platformtest.Start(b, platformtest.DefaultBed)
 	trace := startTrace(b, p)
 	for i := range b.N {
 		cpuFrom, cpuErr := sampleCPU()
@@ -147,7 +147,7 @@ type handOver struct{ prev, next *v1alpha1.BatchJob }
 // Scheduling on the platform's 8-slot bed and reads their phases. It starts once the bed is
 // quiet (settle); ahead: the jobs are made, and their workflows idle, before the Scheduling
 // is made.
-func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead bool, framework v1alpha1.Framework) orchestration {
+func runJobs(b *testing.B, p *platformtest.Platform, name string, n int, ahead bool, framework v1alpha1.Framework) orchestration {
 	b.Helper()
 	ctx := context.Background()
 	settle(b, p, nil)
@@ -155,7 +155,7 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead b
 	for k := range n {
 		jn := fmt.Sprintf("%s-%02d", name, k)
 		j := &v1alpha1.BatchJob{
-			ObjectMeta: metav1.ObjectMeta{Name: jn, Namespace: "default", Annotations: map[string]string{appsim.SimDurationAnnotation: "1s"}},
+			ObjectMeta: metav1.ObjectMeta{Name: jn, Namespace: "default", Annotations: map[string]string{standin.SimDurationAnnotation: "1s"}},
 			Spec: v1alpha1.BatchJobSpec{Framework: framework,
 				Application:     v1alpha1.Application{Image: "registry.example/bench:1", MainClass: "org.example.Bench", MainApplicationFile: "local:///opt/bench.jar"},
 				DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}},
@@ -234,14 +234,14 @@ func runJobs(b *testing.B, p *testplatform.Platform, name string, n int, ahead b
 // settle waits, before a run's clock starts, until the platform is quiet: the test bed is
 // Ready with every slot free (each holds its ghost again), and the workflows of jobs, if
 // any, run with no workflow task pending (made, and looked at once).
-func settle(b *testing.B, p *testplatform.Platform, jobs []v1alpha1.SchedulingJob) {
+func settle(b *testing.B, p *platformtest.Platform, jobs []v1alpha1.SchedulingJob) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	quiet := func() bool {
 		var tb v1alpha1.TestBed
 		if err := p.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &tb); err != nil ||
-			!devplatform.Ready(&tb) || tb.Status.Free != tb.Status.Total {
+			!localplatform.Ready(&tb) || tb.Status.Free != tb.Status.Total {
 			return false
 		}
 		for _, j := range jobs {
@@ -263,7 +263,7 @@ func settle(b *testing.B, p *testplatform.Platform, jobs []v1alpha1.SchedulingJo
 
 // waitCompleted watches the Scheduling until its status says Completed, and returns when
 // the watch saw it.
-func waitCompleted(ctx context.Context, p *testplatform.Platform, s *v1alpha1.Scheduling, limit time.Duration) (time.Time, error) {
+func waitCompleted(ctx context.Context, p *platformtest.Platform, s *v1alpha1.Scheduling, limit time.Duration) (time.Time, error) {
 	wc, err := client.NewWithWatch(p.Cluster.Config, client.Options{Scheme: p.Client.Scheme()})
 	if err != nil {
 		return time.Time{}, err

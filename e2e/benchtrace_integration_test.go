@@ -24,9 +24,9 @@ import (
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
-	"slotplane/internal/localcluster"
-	"slotplane/internal/testplatform"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/platformtest"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/slots"
 	"slotplane/workflows"
 )
@@ -40,7 +40,7 @@ const TraceEnv = "SLOTPLANE_BENCH_TRACE"
 
 // benchTrace records what watches of the default namespace see, with the time they saw it.
 type benchTrace struct {
-	p      *testplatform.Platform
+	p      *platformtest.Platform
 	mu     sync.Mutex
 	events []traceEvent
 	// latencies are the Temporal SDK's timers as temporalLatencies last read them.
@@ -62,7 +62,7 @@ type traceEvent struct {
 }
 
 // startTrace starts the watches when TraceEnv is set; nil otherwise.
-func startTrace(b *testing.B, p *testplatform.Platform) *benchTrace {
+func startTrace(b *testing.B, p *platformtest.Platform) *benchTrace {
 	if os.Getenv(TraceEnv) == "" {
 		return nil
 	}
@@ -92,7 +92,7 @@ func startTrace(b *testing.B, p *testplatform.Platform) *benchTrace {
 		if slot, ok := slots.ProvenSlot(pod); ok {
 			s += fmt.Sprintf(" slot=%d", slot)
 		}
-		if _, ok := pod.Annotations[appsim.WorkersRunningAnnotation]; ok {
+		if _, ok := pod.Annotations[standin.WorkersRunningAnnotation]; ok {
 			s += " workers-running"
 		}
 		if pod.DeletionTimestamp != nil {
@@ -448,7 +448,7 @@ func (t *benchTrace) serverWork(b *testing.B, what string, jobs int) {
 // localcluster.EnvAPIServerProfile names a file (its /debug/pprof/profile, read with the
 // test's admin credentials); the function it returns waits for the profile and writes it
 // there. `go tool pprof` reads it with the kube-apiserver binary the run used.
-func apiServerProfile(b *testing.B, p *testplatform.Platform, d time.Duration) (wait func()) {
+func apiServerProfile(b *testing.B, p *platformtest.Platform, d time.Duration) (wait func()) {
 	file := os.Getenv(localcluster.EnvAPIServerProfile)
 	if file == "" {
 		return func() {}

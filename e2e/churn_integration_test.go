@@ -23,8 +23,8 @@ import (
 	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/internal/slotslices"
 	"slotplane/slots"
 )
@@ -166,7 +166,7 @@ func TestE2E_ChurnNeverDoubleBooksASlot(t *testing.T) {
 		_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Annotations:     map[string]string{appsim.SimDurationAnnotation: "2s"}})
+			Annotations:     map[string]string{standin.SimDurationAnnotation: "2s"}})
 		require.NoError(t, err, names[i])
 		entries = append(entries, v1alpha1.SchedulingJob{Name: names[i], Replication: executors})
 	}

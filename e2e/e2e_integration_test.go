@@ -40,10 +40,10 @@ import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
-	"slotplane/internal/devplatform"
 	"slotplane/internal/freeport"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/workflows"
 )
 
@@ -444,7 +444,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	// them as processes of the binary, as a cluster would.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dp, err := devplatform.Start(ctx, devplatform.Options{InfraOnly: true, Nodes: shape.nodeCount(), PlainNodes: shape.plainNodeCount(),
+	dp, err := localplatform.Start(ctx, localplatform.Options{InfraOnly: true, Nodes: shape.nodeCount(), PlainNodes: shape.plainNodeCount(),
 		NodeResources: shape.nodeResources()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -739,7 +739,7 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 		_, err := c.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: p.framework, Queue: queue,
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Annotations:     map[string]string{appsim.SimDurationAnnotation: p.runFor}})
+			Annotations:     map[string]string{standin.SimDurationAnnotation: p.runFor}})
 		require.NoError(t, err, name)
 	}
 

@@ -40,8 +40,8 @@ import (
 	"slotplane/apiclient"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
@@ -458,7 +458,7 @@ func makeSimJobs(t *testing.T, c *apiclient.Client, n int, prefix string, queueO
 				_, err := c.CreateJob(context.Background(), apitypes.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: queueOf(i),
 					Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 					DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-					Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor.String()}})
+					Annotations:     map[string]string{standin.SimDurationAnnotation: runFor.String()}})
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", names[i], err)
 				}

@@ -22,7 +22,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/examples"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 )
 
 // A queue administrator kills a running job that holds every slot, as a YARN admin kills an
@@ -46,9 +46,9 @@ func TestE2E_AQueueAdminKillsARunningJobAndTheNextTakesItsSlots(t *testing.T) {
 	alice := p.api
 	// crash's driver fails after its second: the job fails with the driver's exit.
 	for name, runFor := range map[string]string{"hog": "10m", "next": "3s", "idle": "1s", "crash": "1s"} {
-		annotations := map[string]string{appsim.SimDurationAnnotation: runFor}
+		annotations := map[string]string{standin.SimDurationAnnotation: runFor}
 		if name == "crash" {
-			annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeFailed
+			annotations[standin.SimOutcomeAnnotation] = standin.SimOutcomeFailed
 		}
 		_, err := alice.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.analytics.adhoc",
 			Application:     v1alpha1.Application{Image: "registry.example/" + name + ":1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},

@@ -26,7 +26,7 @@ import (
 	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/jobapp"
 	"slotplane/workflows"
 )
@@ -74,7 +74,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		_, err := c.CreateJob(ctx, apitypes.JobRequest{Name: names[i], Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Annotations:     map[string]string{appsim.SimDurationAnnotation: "1s"}})
+			Annotations:     map[string]string{standin.SimDurationAnnotation: "1s"}})
 		require.NoError(t, err, names[i])
 		entries = append(entries, v1alpha1.SchedulingJob{Name: names[i], Replication: 1})
 	}

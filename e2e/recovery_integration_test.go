@@ -14,7 +14,7 @@ import (
 
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/workflows"
 )
 
@@ -121,7 +121,7 @@ func (p *e2ePlatform) createBatchJob(t *testing.T, name, runFor string) {
 	_, err := p.api.CreateJob(context.Background(), apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 		Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 		DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-		Annotations:     map[string]string{appsim.SimDurationAnnotation: runFor}})
+		Annotations:     map[string]string{standin.SimDurationAnnotation: runFor}})
 	require.NoError(t, err)
 }
 

@@ -19,7 +19,7 @@ import (
 
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 )
 
 // traceQueues is the allocation file of the trace test: two FIFO leaves of weights 2 and 1
@@ -77,7 +77,7 @@ func TestE2E_TraceStartsInTheSimulatorsOrder(t *testing.T) {
 		_, err := c.CreateJob(ctx, apitypes.JobRequest{Name: j.name, Framework: v1alpha1.FrameworkSpark, Queue: j.queue,
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Annotations:     map[string]string{appsim.SimDurationAnnotation: j.runtime.String()}})
+			Annotations:     map[string]string{standin.SimDurationAnnotation: j.runtime.String()}})
 		require.NoError(t, err, j.name)
 	}
 	_, err := c.CreateScheduling(ctx, apitypes.SchedulingRequest{Name: "gate", TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "root.gate",

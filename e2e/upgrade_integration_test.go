@@ -24,7 +24,7 @@ import (
 	"slotplane/apiclient"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/workflows"
 )
 
@@ -87,7 +87,7 @@ func TestE2E_AWorkerUpgradeMidRunEndsEveryJobOnce(t *testing.T) {
 		_, err := p.api.CreateJob(ctx, apitypes.JobRequest{Name: name, Framework: v1alpha1.FrameworkSpark, Queue: "root.batch",
 			Application:     v1alpha1.Application{Image: "registry.example/job:1", MainClass: "org.example.Main", MainApplicationFile: "local:///opt/app.jar"},
 			DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Annotations:     map[string]string{appsim.SimDurationAnnotation: "3s"}})
+			Annotations:     map[string]string{standin.SimDurationAnnotation: "3s"}})
 		require.NoError(t, err, name)
 		entries = append(entries, v1alpha1.SchedulingJob{Name: name, Replication: 1})
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 )
 
 // Every example is accepted by the real API server with slotplane's CRDs (schema, CEL

@@ -29,7 +29,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/slotslices"
 )
 

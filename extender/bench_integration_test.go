@@ -32,7 +32,7 @@ import (
 	"slotplane/extender"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"slotplane/crds/v1alpha1"
 
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
 )
 
 // startTestServer serves h as Serve does (httpServer, serveOn) on a loopback port.

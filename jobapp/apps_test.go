@@ -172,7 +172,7 @@ func TestNameLeavesRoomForPodNames(t *testing.T) {
 }
 
 // forged are keys a job might write to pass its pods off as placed by slotplane.
-const forged = `"slotplane.io/slot-id": "0", "slotplane.io/testbed": "other", "appsim.slotplane.io/role": "driver", "team": "a"`
+const forged = `"slotplane.io/slot-id": "0", "slotplane.io/testbed": "other", "standin.slotplane.io/role": "driver", "team": "a"`
 
 // A job's wrapped spec cannot put slotplane's keys on its pods; its own keys pass, and
 // slotplane's own values are the ones that stand.
@@ -237,7 +237,7 @@ func TestFlink_JobCannotWriteSlotplaneKeysOnItsPods(t *testing.T) {
 		"flinkConfiguration": {
 			"kubernetes.taskmanager.labels": "slotplane.io/slot-id:0, team:a",
 			"kubernetes.taskmanager.annotations": "slotplane.io/slot-claim:0/x",
-			"kubernetes.jobmanager.labels": "team:a,appsim.slotplane.io/role:taskmanager",
+			"kubernetes.jobmanager.labels": "team:a,standin.slotplane.io/role:taskmanager",
 			"state.backend.type": "hashmap"
 		},
 		"podTemplate": {"metadata": {"labels": {` + forged + `}, "annotations": {` + forged + `, "slotplane.io/slot-claim": "0/x"}}},

@@ -19,7 +19,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/worker"
 )
 
@@ -129,7 +129,7 @@ func workflowTasks(t *testing.T, c client.Client, id string) taskLog {
 // that such a loss (which a kill in production can cause too) costs seconds, and the test
 // tells it apart from the sticky wait it is about.
 func TestResetStickiness_ANewWorkerTakesADeadWorkersWorkflowsAtOnce(t *testing.T) {
-	srv, c := testtemporal.Start(t)
+	srv, c := temporaltest.Start(t)
 	ctx := context.Background()
 	const queue, sticky, taskTimeout = "sticky-test", 5 * time.Second, 2 * time.Second
 
@@ -225,7 +225,7 @@ func holding(ctx workflow.Context) (int32, error) {
 // task (sent to the dead worker's sticky queue: this test resets no stickiness) and once
 // took 20 s on a loaded machine.
 func TestRetryOrphans_ANewWorkerOnTheHostRetriesItsPredecessorsActivitiesAtOnce(t *testing.T) {
-	srv, c := testtemporal.Start(t)
+	srv, c := temporaltest.Start(t)
 	ctx := context.Background()
 	const mine, theirs = "orphans-mine", "orphans-theirs"
 	dead, other, next := "7@host-a@20261127T040000.000000", "7@host-b@20261127T040000.000000", "7@host-a@20261127T040100.000000"

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/worker"
 	"slotplane/workflows"
 )
@@ -26,7 +26,7 @@ func quick(workflow.Context) error { return nil }
 // besides), against an embedded Temporal server, and returns the run's history.
 func runOnWorker(t *testing.T, opts client.StartWorkflowOptions, wf func(workflow.Context) error) []*historypb.HistoryEvent {
 	t.Helper()
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 	w := worker.New(c, &activities.Activities{}, nil)
 	w.RegisterWorkflow(wf)
 	require.NoError(t, w.Start())

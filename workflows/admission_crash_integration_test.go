@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"slotplane/activities"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
@@ -155,7 +155,7 @@ func (f lostAfter) Get(ctx workflow.Context, v any) error {
 // would hold the job to slots 2 and 3 while the Scheduling runs it in 0 and 1 (the grant it
 // has), and would give 0 and 1 to the next job.
 func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing.T) {
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 	bed := &shiftingBed{}
 	lost := startLosingWorker(t, c, "admission-lost", "SignalWorkflows", workflows.AdmissionWorkflow, bed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

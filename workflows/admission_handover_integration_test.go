@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
@@ -72,7 +72,7 @@ func runEvents(t *testing.T, c client.Client, id, runID string) []*historypb.His
 // hand-over all the same (the task cancels the timer, which drops its firing), so no
 // worker replays the whole run for it.
 func TestAdmission_AResyncDuringTheHandOverDoesNotFailIt(t *testing.T) {
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 	const taskQueue = "admission-handover"
 	wk := sdkworker.New(c, taskQueue, sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&slowHandOver{hold: 3 * time.Second}}})
 	wk.RegisterWorkflow(workflows.AdmissionWorkflow)

@@ -21,10 +21,10 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/internal/slotslices"
 	"slotplane/internal/testobjects"
-	"slotplane/internal/testtemporal"
 	"slotplane/workflows"
 )
 
@@ -37,7 +37,7 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 	cluster := localcluster.New(t, localcluster.Options{})
 	cl, err := kubeclient.Live(cluster.Config)
 	require.NoError(t, err)
-	_, tc := testtemporal.Start(t)
+	_, tc := temporaltest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

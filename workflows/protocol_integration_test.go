@@ -27,7 +27,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
@@ -258,7 +258,7 @@ func runs(t *testing.T, c client.Client, id string) int {
 // starts once and completes once, no slot is given to two jobs at once, the Scheduling
 // completes, and Admission holds nothing at the end.
 func TestProtocol_ContinueAsNewWithMessagesInFlightLosesNothing(t *testing.T) {
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 	w := newProtocolWorld(c, 60, 4)
 	wk := sdkworker.New(c, "protocol", withCopies(&protocolCopies{w: w, missEvery: 3}))
 	wk.RegisterWorkflow(workflows.SchedulingWorkflow)
@@ -317,7 +317,7 @@ func TestRecordAdmissionHistory(t *testing.T) {
 	if os.Getenv("SLOTPLANE_RECORD") != "1" {
 		t.Skip("set SLOTPLANE_RECORD=1 to re-record workflow histories")
 	}
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	w := newProtocolWorld(c, 0, 8)

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/workflows"
 )
 
@@ -26,7 +26,7 @@ func TestRecordHistories(t *testing.T) {
 	if os.Getenv("SLOTPLANE_RECORD") != "1" {
 		t.Skip("set SLOTPLANE_RECORD=1 to re-record workflow histories")
 	}
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 
 	passes := 0
 	// A stand-in for the cluster: changed, in progress, settled, then the bed is gone.

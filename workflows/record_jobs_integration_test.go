@@ -16,7 +16,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/jobapp"
 	"slotplane/workflows"
 )
@@ -216,7 +216,7 @@ func TestRecordJobHistories(t *testing.T) {
 	if os.Getenv("SLOTPLANE_RECORD") != "1" {
 		t.Skip("set SLOTPLANE_RECORD=1 to re-record workflow histories")
 	}
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -15,7 +15,7 @@ import (
 
 	"slotplane/api"
 	"slotplane/apitypes"
-	"slotplane/internal/testplatform"
+	"slotplane/internal/localplatform/platformtest"
 )
 
 // cliObjects are two short jobs and a QueueBased Scheduling of them, as a user writes them
@@ -69,7 +69,7 @@ spec:
 // read the jobs, Schedulings, slots and queues back as tables.
 func TestCLI_SubmitWatchAndGet(t *testing.T) {
 	t.Parallel()
-	p := testplatform.Start(t, testplatform.DefaultBed)
+	p := platformtest.Start(t, platformtest.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Config: p.Cluster.Config,
 		Auth: api.StaticTokens{"cli-token": {Name: "alice", Groups: []string{"analysts"}}}}, "127.0.0.1:0")
 	require.NoError(t, err)

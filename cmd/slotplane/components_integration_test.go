@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"slotplane/internal/freeport"
-	"slotplane/internal/localcluster"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/temporaltest"
 )
 
 // The separate components, as a real cluster runs them (worker, bridge, extender as their
@@ -23,7 +23,7 @@ import (
 func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	t.Parallel()
 	c := localcluster.New(t, localcluster.Options{Nodes: 3})
-	srv, _ := testtemporal.Start(t)
+	srv, _ := temporaltest.Start(t)
 	ports, err := freeport.Get(5)
 	require.NoError(t, err)
 	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}

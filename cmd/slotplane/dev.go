@@ -18,8 +18,8 @@ import (
 
 	"slotplane/api"
 	"slotplane/internal/cli"
-	"slotplane/internal/devplatform"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform"
+	"slotplane/internal/localplatform/localcluster"
 	"slotplane/metrics"
 )
 
@@ -116,7 +116,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer restoreLogs()
 	started := time.Now()
-	steps := &startup{total: devplatform.Steps + 2}
+	steps := &startup{total: localplatform.Steps + 2}
 	// The API's port is taken at once: it was found free a moment ago, and the longer it
 	// waits, the likelier another process takes it.
 	apiListener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(f.api)))
@@ -129,7 +129,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	reg := metrics.NewRegistry("dev")
-	p, err := devplatform.Start(ctx, devplatform.Options{
+	p, err := localplatform.Start(ctx, localplatform.Options{
 		Dir: f.stateDir, Nodes: f.nodes, PlainNodes: f.plainNodes, NodeLabel: f.nodeLabel,
 		TemporalPort: f.temporalPort, UI: true, UIPort: f.uiPort,
 		API: apiListener, Auth: api.StaticTokens{token: {Name: "dev", Groups: []string{"developers"}}},
@@ -155,12 +155,12 @@ func runDev(ctx context.Context, args []string) error {
 	p.MetricsURL = "http://" + metricsAt.String() + "/metrics"
 	steps.begin("default test bed and queues")
 	if f.defaults {
-		if err := devplatform.CreateDefaults(ctx, p.Kube, f.stateDir, f.nodeLabel); err != nil {
+		if err := localplatform.CreateDefaults(ctx, p.Kube, f.stateDir, f.nodeLabel); err != nil {
 			return err
 		}
 	}
 	steps.begin("waiting for the test bed's ghosts")
-	if !devplatform.WaitBedsReady(ctx, p.Kube, 90*time.Second) {
+	if !localplatform.WaitBedsReady(ctx, p.Kube, 90*time.Second) {
 		fmt.Println("      (not all test beds are Ready yet; the dashboard shows them as they come)")
 	}
 	steps.end()
@@ -176,7 +176,7 @@ func runDev(ctx context.Context, args []string) error {
 }
 
 // printBanner says where everything is.
-func printBanner(f devFlags, p *devplatform.Platform, token, componentLog string, ready time.Duration) {
+func printBanner(f devFlags, p *localplatform.Platform, token, componentLog string, ready time.Duration) {
 	cluster, temporal, apiServer := p.Cluster, p.TemporalServer, p.API
 	fmt.Printf(`
 slotplane dev is up (ready in %.1fs)

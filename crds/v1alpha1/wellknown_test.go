@@ -10,7 +10,7 @@ func TestIsReservedKey(t *testing.T) {
 		GroupName + "/slot-id":       true,
 		SlotClaimAnnotation:          true,
 		TestBedLabel:                 true,
-		"appsim.slotplane.io/role":   true,
+		"standin.slotplane.io/role":  true,
 		"SlotPlane.IO/slot-id":       true,
 		"team":                       false,
 		"example.com/team":           false,
@@ -47,15 +47,15 @@ func TestCreationRequestOf(t *testing.T) {
 
 func TestIsSlotplanesOwn(t *testing.T) {
 	cases := map[string]bool{
-		ActiveSchedulingLabel:          true,
-		CreationRequestAnnotation:      true,
-		KillAnnotation:                 true,
-		GroupName + "/anything-new":    true,
-		GroupName + "/sim-duration":    false, // the stand-in operators' notes are the user's
-		SchedulerDataPrefix + "est":    false, // scheduler data is the schedulers'
-		"appsim." + GroupName + "/app": false,
-		"team":                         false,
-		"slotplane.io.example.com/x":   false,
+		ActiveSchedulingLabel:           true,
+		CreationRequestAnnotation:       true,
+		KillAnnotation:                  true,
+		GroupName + "/anything-new":     true,
+		GroupName + "/sim-duration":     false, // the stand-in operators' notes are the user's
+		SchedulerDataPrefix + "est":     false, // scheduler data is the schedulers'
+		"standin." + GroupName + "/app": false,
+		"team":                          false,
+		"slotplane.io.example.com/x":    false,
 	}
 	for key, want := range cases {
 		if got := IsSlotplanesOwn(key); got != want {

@@ -30,7 +30,7 @@ var runs = []run{
 	// One package at a time (-p 1): the next package's test binary is not built beside a
 	// benchmark that is running.
 	{"decision cores (slots, extender handlers, queues)", []string{"test", "-p", "1", "-run", "^$", "-bench", ".", "-benchmem", "./slots/", "./extender/", "./queue/", "./simulation/replay/"}},
-	{"the embedded Temporal server's CPU per hop of a workflow, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "ActivityHop", "-benchtime", "300x", "-count", "3", "-timeout", "10m", "./internal/temporalserver/"}},
+	{"the embedded Temporal server's CPU per hop of a workflow, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "ActivityHop", "-benchtime", "300x", "-count", "3", "-timeout", "10m", "./internal/localplatform/temporalserver/"}},
 	{"500 plain pods, 500 slot pods by preemption and 500 of granted slots on the real scheduler, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "EndToEnd", "-benchtime", "1x", "-count", "3", "-timeout", "30m", "./extender/"}},
 	{"16 and 64 one-second jobs through Schedulings on the real platform, three times", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "Orchestration", "-benchtime", "1x", "-count", "3", "-timeout", "30m", "./e2e/"}},
 	{"10 s of mixed API load on the real platform", []string{"test", "-tags", "integration", "-run", "^$", "-bench", "API_MixedLoad", "-benchtime", "1x", "-timeout", "10m", "./internal/loadgen/"}},

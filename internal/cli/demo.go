@@ -13,7 +13,7 @@ import (
 	"slotplane/apiclient"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 )
 
 // demoJob is one job of the demo: Spark or Flink, its queue, slots and run time.
@@ -61,7 +61,7 @@ func Demo(ctx context.Context, conn Connection, out io.Writer) error {
 			req := apitypes.JobRequest{Name: j.name, Framework: j.framework, Queue: j.queue,
 				Application:     v1alpha1.Application{Image: "registry.example/" + j.name + ":1", MainClass: "org.example.Demo", MainApplicationFile: "local:///opt/demo.jar"},
 				DriverResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-				Annotations:     map[string]string{appsim.SimDurationAnnotation: j.runFor}}
+				Annotations:     map[string]string{standin.SimDurationAnnotation: j.runFor}}
 			if j.framework == v1alpha1.FrameworkFlink {
 				req.Application.Version = "v1_20"
 			}

@@ -25,7 +25,7 @@ import (
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 	"slotplane/experiment"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 	"slotplane/queue"
 	"slotplane/schedkit"
 	"slotplane/schedkit/fifo"
@@ -112,7 +112,7 @@ func (o *ExperimentOptions) check() error {
 // (scaled) submit times, lets the scheduler place them, waits until they ended, and writes
 // every run as CSV, the simulator's prediction for the same trace and policy, and an HTML
 // report of both; it prints the figures. The stand-in operators of the local platform run
-// each job for its trace run time (appsim's sim-duration annotation).
+// each job for its trace run time (standin's sim-duration annotation).
 func Experiment(ctx context.Context, conn Connection, o ExperimentOptions, out io.Writer) (*experiment.Result, ExperimentFiles, error) {
 	var files ExperimentFiles
 	if err := o.check(); err != nil {
@@ -281,7 +281,7 @@ func submitTrace(ctx context.Context, c *apiclient.Client, o ExperimentOptions, 
 				corev1.ResourceCPU:    *resource.NewMilliQuantity(max(j.Driver.MilliCores, 100), resource.DecimalSI),
 				corev1.ResourceMemory: *resource.NewQuantity(max(j.Driver.MemoryBytes, 64<<20), resource.BinarySI)},
 			Labels:        map[string]string{schedkit.ExperimentLabel: o.Name},
-			Annotations:   map[string]string{appsim.SimDurationAnnotation: j.Runtime.String()},
+			Annotations:   map[string]string{standin.SimDurationAnnotation: j.Runtime.String()},
 			SchedulerData: map[string]string{schedkit.ReplicasNote: strconv.Itoa(j.Executors)},
 		}
 		if o.AsTraceUsers {

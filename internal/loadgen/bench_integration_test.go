@@ -10,14 +10,14 @@ import (
 
 	"slotplane/api"
 	"slotplane/internal/loadgen"
-	"slotplane/internal/testplatform"
+	"slotplane/internal/localplatform/platformtest"
 )
 
 // BenchmarkAPI_MixedLoad10s runs the load mix (80% reads, 20% BatchJob creations, 8
 // workers) for 10s against the API on the real platform and reports the latency
 // percentiles of all requests and the rate. Any failed request fails it.
 func BenchmarkAPI_MixedLoad10s(b *testing.B) {
-	p := testplatform.Start(b, testplatform.DefaultBed)
+	p := platformtest.Start(b, platformtest.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{"bench": {Name: "bench"}}}, "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"slotplane/api"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/loadgen"
-	"slotplane/internal/testplatform"
+	"slotplane/internal/localplatform/platformtest"
 )
 
 // A mixed load of reads and job creations on the real platform, bounded in time, answers
@@ -27,7 +27,7 @@ func TestLoad_MixedReadsAndWritesWithoutErrors(t *testing.T) {
 		d, err = time.ParseDuration(v)
 		require.NoError(t, err)
 	}
-	p := testplatform.Start(t, testplatform.DefaultBed)
+	p := platformtest.Start(t, platformtest.DefaultBed)
 	srv, err := api.Start(api.Options{Client: p.Client, Temporal: p.Temporal, Auth: api.StaticTokens{"load-token": {Name: "load"}}}, "127.0.0.1:0")
 	require.NoError(t, err)
 	defer func() { require.NoError(t, srv.Stop()) }()

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 )
 
 // Namespace is where the objects are made unless a test says otherwise.
@@ -52,9 +52,9 @@ func (w *BatchJobWrapper) Framework(f v1alpha1.Framework) *BatchJobWrapper {
 // Flink makes it a Flink job.
 func (w *BatchJobWrapper) Flink() *BatchJobWrapper { return w.Framework(v1alpha1.FrameworkFlink) }
 
-// RunFor is how long the operators' stand-in runs the job (appsim.SimDurationAnnotation).
+// RunFor is how long the operators' stand-in runs the job (standin.SimDurationAnnotation).
 func (w *BatchJobWrapper) RunFor(d string) *BatchJobWrapper {
-	return w.Annotation(appsim.SimDurationAnnotation, d)
+	return w.Annotation(standin.SimDurationAnnotation, d)
 }
 
 // Annotation sets one annotation.

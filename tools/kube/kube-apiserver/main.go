@@ -1,5 +1,5 @@
 // Command kube-apiserver is the upstream API server, built from a pinned module version so the
-// local control plane (internal/localcluster) needs nothing but the Go toolchain.
+// local control plane (internal/localplatform/localcluster) needs nothing but the Go toolchain.
 package main
 
 import (

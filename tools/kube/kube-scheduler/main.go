@@ -1,5 +1,5 @@
 // Command kube-scheduler is the upstream scheduler, built from a pinned module version for the
-// local control plane (internal/localcluster).
+// local control plane (internal/localplatform/localcluster).
 package main
 
 import (

@@ -1,4 +1,4 @@
-package devplatform
+package localplatform
 
 import (
 	"context"

@@ -13,8 +13,8 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"slotplane/internal/temporalserver"
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporalserver"
+	"slotplane/internal/localplatform/temporaltest"
 )
 
 // greetAfter sleeps on a durable timer, then runs an activity: the two primitives every
@@ -45,7 +45,7 @@ func runWorker(t *testing.T, c client.Client, queue string) {
 }
 
 func TestEmbeddedTemporal_RunsTimerAndActivity(t *testing.T) {
-	_, c := testtemporal.Start(t)
+	_, c := temporaltest.Start(t)
 	runWorker(t, c, "smoke")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

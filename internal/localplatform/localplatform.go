@@ -1,10 +1,10 @@
-// Package devplatform starts the whole of slotplane on one machine: a real control plane with
+// Package localplatform starts the whole of slotplane on one machine: a real control plane with
 // the slot scheduler and kwok nodes (localcluster), the embedded Temporal server, the Spark and
 // Flink operators' stand-in, and slotplane's extender, worker, bridge (with its spec webhook)
 // and, when asked, the REST API, in this process. `slotplane dev` and the integration tests
 // start it here; the end-to-end tests, which run slotplane's components as processes of the
 // binary, start the same platform without them (Options.InfraOnly).
-package devplatform
+package localplatform
 
 import (
 	"context"
@@ -28,11 +28,11 @@ import (
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
-	"slotplane/internal/appsim"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
-	"slotplane/internal/temporalserver"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/standin"
+	"slotplane/internal/localplatform/temporalserver"
 	"slotplane/metrics"
 	"slotplane/worker"
 	"slotplane/workflows"
@@ -269,7 +269,7 @@ func (p *Platform) startExtender(ctx context.Context) error {
 // here.
 func (p *Platform) startStandIn(ctx context.Context) error {
 	p.step("Spark and Flink operator stand-in")
-	sim, err := appsim.Start(ctx, kubeclient.ForComponent(p.Cluster.Config, "standin"), p.log, appsim.Options{})
+	sim, err := standin.Start(ctx, kubeclient.ForComponent(p.Cluster.Config, "standin"), p.log, standin.Options{})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 )
 
 // stage is the part of kwok's Stage API these tests read.
@@ -104,14 +104,14 @@ func TestKwokConfig_KeepsTheOptionsAndAddsEveryPodStage(t *testing.T) {
 	}
 }
 
-// The stages that end a simulated run read the annotations appsim writes, by the same keys.
+// The stages that end a simulated run read the annotations standin writes, by the same keys.
 func TestKwokStages_ReadAppsimsAnnotations(t *testing.T) {
 	_, stages := kwokDocuments(t)
-	duration := `.metadata.annotations["` + appsim.SimDurationAnnotation + `"]`
-	outcome := `.metadata.annotations["` + appsim.SimOutcomeAnnotation + `"]`
+	duration := `.metadata.annotations["` + standin.SimDurationAnnotation + `"]`
+	outcome := `.metadata.annotations["` + standin.SimOutcomeAnnotation + `"]`
 	wantSelects := map[string]string{
-		"slotplane-pod-succeed": outcome + " NotIn " + appsim.SimOutcomeFailed,
-		"slotplane-pod-fail":    outcome + " In " + appsim.SimOutcomeFailed,
+		"slotplane-pod-succeed": outcome + " NotIn " + standin.SimOutcomeFailed,
+		"slotplane-pod-fail":    outcome + " In " + standin.SimOutcomeFailed,
 	}
 	for name, outcomeRule := range wantSelects {
 		s := stages[name]
@@ -125,8 +125,8 @@ func TestKwokStages_ReadAppsimsAnnotations(t *testing.T) {
 	}
 	// No other simulation annotation hides in the file.
 	for _, key := range regexp.MustCompile(`slotplane\.io/sim-[a-z-]+`).FindAllString(kwokStages, -1) {
-		if key != appsim.SimDurationAnnotation && key != appsim.SimOutcomeAnnotation && key != appsim.WorkersRunningAnnotation {
-			t.Errorf("kwok-stages.yaml names %s, which appsim does not know", key)
+		if key != standin.SimDurationAnnotation && key != standin.SimOutcomeAnnotation && key != standin.WorkersRunningAnnotation {
+			t.Errorf("kwok-stages.yaml names %s, which standin does not know", key)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package appsim
+package standin
 
 import (
 	"context"
@@ -244,7 +244,7 @@ func (r *reconciler) behind(obj client.Object) bool {
 }
 
 // appPodsIndex indexes the cached pods by the application they belong to (AppUIDLabel).
-const appPodsIndex = "appsim.slotplane.io/app-uid"
+const appPodsIndex = "standin.slotplane.io/app-uid"
 
 // podsByRole lists the cached pods of the application with this UID, by role.
 func (r *reconciler) podsByRole(ctx context.Context, namespace string, uid types.UID) (map[string][]corev1.Pod, error) {

@@ -13,7 +13,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"slotplane/internal/testtemporal"
+	"slotplane/internal/localplatform/temporaltest"
 )
 
 // hops runs n activities one after the other, each with a local activity in the workflow
@@ -58,7 +58,7 @@ func cpuTime(b *testing.B) time.Duration {
 // core). The hops run one after another: the wall time per hop (ns/op) is mostly the
 // server's pacing of its task queues, not work.
 func BenchmarkEmbeddedTemporal_ActivityHop(b *testing.B) {
-	_, c := testtemporal.Start(b)
+	_, c := temporaltest.Start(b)
 	w := sdkworker.New(c, "hops", sdkworker.Options{})
 	w.RegisterWorkflow(hops)
 	w.RegisterActivity(step)

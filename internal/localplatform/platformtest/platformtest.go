@@ -1,8 +1,8 @@
-// Package testplatform starts, for one test, the local platform `slotplane dev` runs
-// (devplatform: a control plane with the slot scheduler and kwok nodes, the extender, the
+// Package platformtest starts, for one test, the local platform `slotplane dev` runs
+// (localplatform: a control plane with the slot scheduler and kwok nodes, the extender, the
 // operators' stand-in, the embedded Temporal server, a worker and the bridge) with a Ready
 // test bed "bed" in "default", and stops it when the test ends.
-package testplatform
+package platformtest
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/internal/devplatform"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform"
+	"slotplane/internal/localplatform/localcluster"
 )
 
 // Platform is what Start started; the test's cleanup stops all of it.
@@ -48,7 +48,7 @@ type Bed struct {
 // DefaultBed is 8 slots of 2 cpu and 8Gi.
 var DefaultBed = Bed{SlotsPerNode: 2, CPU: "2", Memory: "8Gi"}
 
-// Start starts the local platform (devplatform) with a test bed of the given shape and waits
+// Start starts the local platform (localplatform) with a test bed of the given shape and waits
 // until it is Ready.
 func Start(t testing.TB, bed Bed) *Platform {
 	t.Helper()
@@ -60,7 +60,7 @@ func Start(t testing.TB, bed Bed) *Platform {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	reg := prometheus.NewRegistry()
-	dp, err := devplatform.Start(ctx, devplatform.Options{
+	dp, err := localplatform.Start(ctx, localplatform.Options{
 		Nodes: 4, PlainNodes: 2, Metrics: reg,
 		NodeResources: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
@@ -103,9 +103,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 // that many running ghosts.
 func WaitBed(t testing.TB, cl client.Client, total, ghosts int) {
 	t.Helper()
-	var last devplatform.BedView
+	var last localplatform.BedView
 	require.Eventually(t, func() bool {
-		v, err := devplatform.ReadBed(context.Background(), cl, client.ObjectKey{Namespace: "default", Name: "bed"})
+		v, err := localplatform.ReadBed(context.Background(), cl, client.ObjectKey{Namespace: "default", Name: "bed"})
 		last = v
 		return err == nil && int(v.Total) == total && int(v.Free) == total && v.RunningGhosts == ghosts && v.Ghosts == ghosts && v.Ready
 	}, 60*time.Second, 100*time.Millisecond, "bed never reached %d slots / %d ghosts; last seen %+v", total, ghosts, &last)

@@ -1,12 +1,12 @@
-// Package testtemporal starts slotplane's embedded Temporal server (the real server on an
+// Package temporaltest starts slotplane's embedded Temporal server (the real server on an
 // in-memory SQLite database) for integration tests.
-package testtemporal
+package temporaltest
 
 import (
 	"context"
 	"os"
 	"path/filepath"
-	"slotplane/internal/temporalserver"
+	"slotplane/internal/localplatform/temporalserver"
 	"testing"
 	"time"
 

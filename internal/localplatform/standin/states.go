@@ -1,4 +1,4 @@
-package appsim
+package standin
 
 import (
 	"strings"

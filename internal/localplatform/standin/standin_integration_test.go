@@ -1,6 +1,6 @@
 //go:build integration
 
-package appsim_test
+package standin_test
 
 import (
 	"context"
@@ -23,9 +23,9 @@ import (
 
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
-	"slotplane/internal/appsim"
 	"slotplane/internal/kubeclient"
-	"slotplane/internal/localcluster"
+	"slotplane/internal/localplatform/localcluster"
+	"slotplane/internal/localplatform/standin"
 )
 
 const (
@@ -40,7 +40,7 @@ type env struct {
 	cl      client.WithWatch
 	cluster *localcluster.Cluster
 	mu      sync.Mutex
-	sim     *appsim.Sim
+	sim     *standin.Sim
 }
 
 func newEnv(t *testing.T) *env {
@@ -67,7 +67,7 @@ func (e *env) start(t *testing.T) {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	sim, err := appsim.Start(context.Background(), e.cluster.Config, log, appsim.Options{})
+	sim, err := standin.Start(context.Background(), e.cluster.Config, log, standin.Options{})
 	require.NoError(t, err)
 	e.mu.Lock()
 	e.sim = sim
@@ -85,7 +85,7 @@ func (e *env) restart(t *testing.T) {
 func (e *env) pods(t *testing.T, uid types.UID, role string) []corev1.Pod {
 	var list corev1.PodList
 	require.NoError(t, e.cl.List(context.Background(), &list, client.InNamespace(ns),
-		client.MatchingLabels{appsim.AppUIDLabel: string(uid), appsim.RoleLabel: role}))
+		client.MatchingLabels{standin.AppUIDLabel: string(uid), standin.RoleLabel: role}))
 	return list.Items
 }
 
@@ -208,7 +208,7 @@ func requireStates(t *testing.T, h *history, want []string, what string) {
 
 func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.SparkApplication {
 	app := &sparkv1beta2.SparkApplication{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{standin.SimDurationAnnotation: runFor}},
 		Spec: sparkv1beta2.SparkApplicationSpec{
 			Type: sparkv1beta2.SparkApplicationTypeScala, SparkVersion: "3.5.3", Image: "spark:3.5.3",
 			MainApplicationFile: "local:///opt/app.jar",
@@ -218,7 +218,7 @@ func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.Spark
 					Memory: "512m", SchedulerName: "slot-scheduler",
 					Labels: map[string]string{"team": "a"},
 					Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-						Name: appsim.SparkExecutorContainer,
+						Name: standin.SparkExecutorContainer,
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{slotRes: resource.MustParse("1")},
 							Limits:   corev1.ResourceList{slotRes: resource.MustParse("1")},
@@ -229,7 +229,7 @@ func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.Spark
 		},
 	}
 	if outcome != "" {
-		app.Annotations[appsim.SimOutcomeAnnotation] = outcome
+		app.Annotations[standin.SimOutcomeAnnotation] = outcome
 	}
 	return app
 }
@@ -239,14 +239,14 @@ func sparkApp(name, runFor, outcome string, executors int32) *sparkv1beta2.Spark
 func flinkDep(name, runFor string, taskManagers int32, memory string) *flinkv1beta1.FlinkDeployment {
 	cpu := 1.0
 	return &flinkv1beta1.FlinkDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{appsim.SimDurationAnnotation: runFor}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{standin.SimDurationAnnotation: runFor}},
 		Spec: flinkv1beta1.FlinkDeploymentSpec{
 			Image: "flink:1.20", Mode: flinkv1beta1.DeploymentModeNative,
 			JobManager: &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: "1024m"}},
 			TaskManager: &flinkv1beta1.TaskManagerSpec{
 				Resource: &flinkv1beta1.Resource{CPU: &cpu, Memory: memory}, Replicas: &taskManagers,
 				PodTemplate: &flinkv1beta1.PodTemplate{Spec: &corev1.PodSpec{Containers: []corev1.Container{{
-					Name: appsim.FlinkMainContainer,
+					Name: standin.FlinkMainContainer,
 					Resources: corev1.ResourceRequirements{
 						Requests: corev1.ResourceList{slotRes: resource.MustParse("1")},
 						Limits:   corev1.ResourceList{slotRes: resource.MustParse("1")},
@@ -303,12 +303,12 @@ func (e *env) sparkRunsDriverThenExecutorsAndCompletes(t *testing.T) {
 	app := sparkApp("wc", "3s", "", 2)
 	require.NoError(t, e.cl.Create(ctx, app))
 	require.Eventually(t, func() bool {
-		return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 && len(running(e.pods(t, app.UID, appsim.RoleDriver))) == 1
+		return len(running(e.pods(t, app.UID, standin.RoleExecutor))) == 2 && len(running(e.pods(t, app.UID, standin.RoleDriver))) == 1
 	}, waitFor, tick, "driver and two executors run")
 	require.Equal(t, sparkv1beta2.ApplicationStateRunning, e.spark(t, "wc").Status.AppState.State)
 
-	driver := e.pods(t, app.UID, appsim.RoleDriver)[0]
-	execs := e.pods(t, app.UID, appsim.RoleExecutor)
+	driver := e.pods(t, app.UID, standin.RoleDriver)[0]
+	execs := e.pods(t, app.UID, standin.RoleExecutor)
 	require.Equal(t, "wc-driver", driver.Name)
 	require.Equal(t, []string{"wc-exec-1", "wc-exec-2"}, running(execs))
 	st := e.spark(t, "wc").Status
@@ -316,7 +316,7 @@ func (e *env) sparkRunsDriverThenExecutorsAndCompletes(t *testing.T) {
 	assert.Equal(t, st.SparkApplicationID, driver.Labels["spark-app-selector"])
 	assert.Equal(t, "driver", driver.Labels["spark-role"])
 	assert.Equal(t, "wc", driver.Labels["sparkoperator.k8s.io/app-name"])
-	assert.Equal(t, "3s", driver.Annotations[appsim.SimDurationAnnotation])
+	assert.Equal(t, "3s", driver.Annotations[standin.SimDurationAnnotation])
 	assert.Equal(t, "1408Mi", quantity(&driver, corev1.ResourceMemory), "1g plus the 384 MiB floor")
 	for _, ex := range execs {
 		assert.Equal(t, "executor", ex.Labels["spark-role"])
@@ -327,20 +327,20 @@ func (e *env) sparkRunsDriverThenExecutorsAndCompletes(t *testing.T) {
 		assert.Equal(t, "896Mi", quantity(&ex, corev1.ResourceMemory), "512m plus the 384 MiB floor")
 		assert.Equal(t, "1", quantity(&ex, corev1.ResourceCPU))
 		assert.Equal(t, "1", quantity(&ex, slotRes))
-		assert.Empty(t, ex.Annotations[appsim.SimDurationAnnotation])
+		assert.Empty(t, ex.Annotations[standin.SimDurationAnnotation])
 	}
 
 	require.Eventually(t, func() bool {
 		return e.spark(t, "wc").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
 	}, waitFor, tick, "completes after its simulated run")
-	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
+	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, standin.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
 	st = e.spark(t, "wc").Status
 	assert.Equal(t, map[string]sparkv1beta2.ExecutorState{"wc-exec-1": "COMPLETED", "wc-exec-2": "COMPLETED"}, st.ExecutorState)
 	assert.False(t, st.TerminationTime.IsZero())
 	assert.Equal(t, int32(1), st.SubmissionAttempts)
 	want := []string{"SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}
 	assert.Equal(t, want, states.settled(len(want)), "the operator's states, in its order")
-	assert.Equal(t, corev1.PodSucceeded, e.pods(t, app.UID, appsim.RoleDriver)[0].Status.Phase, "the driver stays as the run's record")
+	assert.Equal(t, corev1.PodSucceeded, e.pods(t, app.UID, standin.RoleDriver)[0].Status.Phase, "the driver stays as the run's record")
 }
 
 // sparkRunFails checks that a SparkApplication told to fail ends Failed with the driver's exit
@@ -348,13 +348,13 @@ func (e *env) sparkRunsDriverThenExecutorsAndCompletes(t *testing.T) {
 func (e *env) sparkRunFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	app := sparkApp("broken", "1s", appsim.SimOutcomeFailed, 1)
+	app := sparkApp("broken", "1s", standin.SimOutcomeFailed, 1)
 	require.NoError(t, e.cl.Create(ctx, app))
 	require.Eventually(t, func() bool {
 		return e.spark(t, "broken").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
 	}, waitFor, tick)
 	assert.Contains(t, e.spark(t, "broken").Status.AppState.ErrorMessage, "ExitCode: 1")
-	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
+	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, standin.RoleExecutor)) == 0 }, waitFor, tick, "executors deleted")
 }
 
 // sparkRefusesAnUnreadableRunTime checks that a SparkApplication whose run time does not parse
@@ -369,8 +369,8 @@ func (e *env) sparkRefusesAnUnreadableRunTime(t *testing.T) {
 		return e.spark(t, "typo").Status.AppState.State == sparkv1beta2.ApplicationStateFailed
 	}, waitFor, tick)
 	requireStates(t, states, []string{"SUBMISSION_FAILED", "FAILED"}, "with restart policy Never a failed submission is FAILED next")
-	assert.Contains(t, e.spark(t, "typo").Status.AppState.ErrorMessage, appsim.SimDurationAnnotation)
-	assert.Empty(t, e.pods(t, app.UID, appsim.RoleDriver))
+	assert.Contains(t, e.spark(t, "typo").Status.AppState.ErrorMessage, standin.SimDurationAnnotation)
+	assert.Empty(t, e.pods(t, app.UID, standin.RoleDriver))
 }
 
 // sparkFailsWhenItsDriverIsDeleted checks that a SparkApplication whose driver is deleted mid-
@@ -380,11 +380,11 @@ func (e *env) sparkFailsWhenItsDriverIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	app := sparkApp("orphaned", "1h", "", 1)
 	require.NoError(t, e.cl.Create(ctx, app))
-	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 1 }, waitFor, tick)
-	require.NoError(t, e.cl.Delete(ctx, &e.pods(t, app.UID, appsim.RoleDriver)[0]))
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, standin.RoleExecutor))) == 1 }, waitFor, tick)
+	require.NoError(t, e.cl.Delete(ctx, &e.pods(t, app.UID, standin.RoleDriver)[0]))
 	require.Eventually(t, func() bool {
 		st := e.spark(t, "orphaned").Status.AppState
-		return st.State == sparkv1beta2.ApplicationStateFailed && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+		return st.State == sparkv1beta2.ApplicationStateFailed && len(e.pods(t, app.UID, standin.RoleExecutor)) == 0
 	}, waitFor, tick, "the application fails and its executors go")
 	assert.Contains(t, e.spark(t, "orphaned").Status.AppState.ErrorMessage, "driver pod orphaned-driver not found")
 }
@@ -398,7 +398,7 @@ func (e *env) sparkKeepsEndedExecutorsWhenTold(t *testing.T) {
 	app.Spec.Executor.DeleteOnTermination = new(false)
 	require.NoError(t, e.cl.Create(ctx, app))
 	require.Eventually(t, func() bool {
-		execs := e.pods(t, app.UID, appsim.RoleExecutor)
+		execs := e.pods(t, app.UID, standin.RoleExecutor)
 		return e.spark(t, "kept").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted &&
 			len(execs) == 1 && execs[0].Status.Phase == corev1.PodSucceeded
 	}, waitFor, tick, "the executor ends with the driver and stays")
@@ -415,10 +415,10 @@ func (e *env) flinkRunsJobManagerThenTaskManagersAndFinishes(t *testing.T) {
 	require.NoError(t, e.cl.Create(ctx, dep))
 	require.Eventually(t, func() bool {
 		return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobRunning &&
-			len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 2
+			len(running(e.pods(t, dep.UID, standin.RoleTaskManager))) == 2
 	}, waitFor, tick, "job runs with two TaskManagers")
-	assert.Equal(t, []string{"clicks-taskmanager-1-1", "clicks-taskmanager-1-2"}, running(e.pods(t, dep.UID, appsim.RoleTaskManager)))
-	for _, tm := range e.pods(t, dep.UID, appsim.RoleTaskManager) {
+	assert.Equal(t, []string{"clicks-taskmanager-1-1", "clicks-taskmanager-1-2"}, running(e.pods(t, dep.UID, standin.RoleTaskManager)))
+	for _, tm := range e.pods(t, dep.UID, standin.RoleTaskManager) {
 		assert.Equal(t, "2Gi", quantity(&tm, corev1.ResourceMemory))
 		assert.Equal(t, "1", quantity(&tm, slotRes))
 		assert.Equal(t, "taskmanager", tm.Labels["component"])
@@ -432,7 +432,7 @@ func (e *env) flinkRunsJobManagerThenTaskManagersAndFinishes(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return e.flink(t, "clicks").Status.JobStatus.State == flinkv1beta1.FlinkJobFinished
 	}, waitFor, tick, "finishes after its simulated run")
-	require.Eventually(t, func() bool { return len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0 }, waitFor, tick, "TaskManagers deleted")
+	require.Eventually(t, func() bool { return len(e.pods(t, dep.UID, standin.RoleTaskManager)) == 0 }, waitFor, tick, "TaskManagers deleted")
 	want := []string{"RECONCILING", "RUNNING", "FINISHED"}
 	assert.Equal(t, want, states.settled(len(want)))
 }
@@ -453,7 +453,7 @@ func (e *env) flinkFailsWhenItCannotDeploy(t *testing.T) {
 	st := e.flink(t, "sizeless").Status
 	assert.Equal(t, flinkv1beta1.JobManagerDeploymentError, st.JobManagerDeploymentStatus)
 	assert.Contains(t, st.Error, "memory")
-	assert.Empty(t, e.pods(t, dep.UID, appsim.RoleJobManager))
+	assert.Empty(t, e.pods(t, dep.UID, standin.RoleJobManager))
 }
 
 // flinkFailsWhenItsJobManagerIsDeleted checks that a FlinkDeployment whose JobManager is
@@ -471,11 +471,11 @@ func (e *env) flinkFailsWhenItsJobManagerIsDeleted(t *testing.T) {
 		},
 	}
 	require.NoError(t, e.cl.Create(ctx, dep))
-	require.Eventually(t, func() bool { return len(running(e.pods(t, dep.UID, appsim.RoleTaskManager))) == 1 }, waitFor, tick)
-	require.NoError(t, e.cl.Delete(ctx, &e.pods(t, dep.UID, appsim.RoleJobManager)[0]))
+	require.Eventually(t, func() bool { return len(running(e.pods(t, dep.UID, standin.RoleTaskManager))) == 1 }, waitFor, tick)
+	require.NoError(t, e.cl.Delete(ctx, &e.pods(t, dep.UID, standin.RoleJobManager)[0]))
 	require.Eventually(t, func() bool {
 		return e.flink(t, "headless").Status.JobStatus.State == flinkv1beta1.FlinkJobFailed &&
-			len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
+			len(e.pods(t, dep.UID, standin.RoleTaskManager)) == 0
 	}, waitFor, tick, "the job fails and its TaskManagers go")
 	assert.Equal(t, flinkv1beta1.JobManagerDeploymentMissing, e.flink(t, "headless").Status.JobManagerDeploymentStatus)
 }
@@ -487,7 +487,7 @@ func (e *env) sparkDetoursThroughTheStatesAskedFor(t *testing.T) {
 	ctx := context.Background()
 	states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "detour", sparkState)
 	app := sparkApp("detour", "5s", "", 1)
-	app.Annotations[appsim.SimDetourAnnotation] = "UNKNOWN,PENDING_RERUN,INVALIDATING"
+	app.Annotations[standin.SimDetourAnnotation] = "UNKNOWN,PENDING_RERUN,INVALIDATING"
 	require.NoError(t, e.cl.Create(ctx, app))
 	require.Eventually(t, func() bool {
 		return e.spark(t, "detour").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
@@ -504,11 +504,11 @@ func (e *env) sparkSuspends(t *testing.T) {
 	states := watchStates(t, e.cl, &sparkv1beta2.SparkApplicationList{}, "paused", sparkState)
 	app := sparkApp("paused", "1h", "", 2)
 	require.NoError(t, e.cl.Create(ctx, app))
-	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, standin.RoleExecutor))) == 2 }, waitFor, tick)
 	require.NoError(t, e.cl.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))))
 	require.Eventually(t, func() bool {
 		return e.spark(t, "paused").Status.AppState.State == sparkv1beta2.ApplicationStateSuspended &&
-			len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 && len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+			len(e.pods(t, app.UID, standin.RoleDriver)) == 0 && len(e.pods(t, app.UID, standin.RoleExecutor)) == 0
 	}, waitFor, tick, "suspended, with no pods")
 	want := []string{"SUBMITTED", "RUNNING", "SUSPENDING", "SUSPENDED"}
 	assert.Equal(t, want, states.settled(len(want)))
@@ -524,14 +524,14 @@ func (e *env) flinkDetoursAndSuspends(t *testing.T) {
 		return string(o.(*flinkv1beta1.FlinkDeployment).Status.LifecycleState)
 	})
 	dep := flinkDep("stream", "1h", 1, "1g")
-	dep.Annotations[appsim.SimDetourAnnotation] = "job=RESTARTING,lifecycle=UPGRADING,job=FAILING"
+	dep.Annotations[standin.SimDetourAnnotation] = "job=RESTARTING,lifecycle=UPGRADING,job=FAILING"
 	require.NoError(t, e.cl.Create(ctx, dep))
 	requireStates(t, jobs, []string{"RECONCILING", "RUNNING", "RESTARTING", "RUNNING", "FAILING", "RUNNING"}, "the job's detour")
 	require.NoError(t, e.cl.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"job":{"state":"suspended"}}}`))))
 	require.Eventually(t, func() bool {
 		d := e.flink(t, "stream")
 		return d.Status.JobStatus.State == flinkv1beta1.FlinkJobSuspended && d.Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended &&
-			len(e.pods(t, dep.UID, appsim.RoleJobManager)) == 0 && len(e.pods(t, dep.UID, appsim.RoleTaskManager)) == 0
+			len(e.pods(t, dep.UID, standin.RoleJobManager)) == 0 && len(e.pods(t, dep.UID, standin.RoleTaskManager)) == 0
 	}, waitFor, tick, "suspended, with no pods")
 	want := []string{"DEPLOYED", "STABLE", "UPGRADING", "STABLE", "SUSPENDED"}
 	assert.Equal(t, want, lifecycles.settled(len(want)))
@@ -543,7 +543,7 @@ func (e *env) flinkEndsSuspendedWhenAsked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dep := flinkDep("nightly-stop", "2s", 1, "1g")
-	dep.Annotations[appsim.SimOutcomeAnnotation] = appsim.SimOutcomeSuspended
+	dep.Annotations[standin.SimOutcomeAnnotation] = standin.SimOutcomeSuspended
 	require.NoError(t, e.cl.Create(ctx, dep))
 	require.Eventually(t, func() bool {
 		return e.flink(t, "nightly-stop").Status.LifecycleState == flinkv1beta1.LifecycleStateSuspended
@@ -558,12 +558,12 @@ func (e *env) deletingARunningApplicationDeletesItsPods(t *testing.T) {
 	ctx := context.Background()
 	app := sparkApp("forever", "1h", "", 2)
 	require.NoError(t, e.cl.Create(ctx, app))
-	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, standin.RoleExecutor))) == 2 }, waitFor, tick)
 	require.NoError(t, e.cl.Delete(ctx, app))
 	require.Eventually(t, func() bool {
 		err := e.cl.Get(ctx, client.ObjectKeyFromObject(app), &sparkv1beta2.SparkApplication{})
-		return apierrors.IsNotFound(err) && len(e.pods(t, app.UID, appsim.RoleDriver)) == 0 &&
-			len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0
+		return apierrors.IsNotFound(err) && len(e.pods(t, app.UID, standin.RoleDriver)) == 0 &&
+			len(e.pods(t, app.UID, standin.RoleExecutor)) == 0
 	}, waitFor, tick, "the pods go, then the application")
 }
 
@@ -580,7 +580,7 @@ func (e *env) restartMidRunDuplicatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	go func() {
 		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Annotations[appsim.AppAnnotation] == "again" {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Annotations[standin.AppAnnotation] == "again" {
 				seenMu.Lock()
 				seen[pod.UID] = pod.Name
 				seenMu.Unlock()
@@ -589,12 +589,12 @@ func (e *env) restartMidRunDuplicatesNothing(t *testing.T) {
 	}()
 
 	require.NoError(t, e.cl.Create(ctx, app))
-	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, appsim.RoleExecutor))) == 2 }, waitFor, tick)
+	require.Eventually(t, func() bool { return len(running(e.pods(t, app.UID, standin.RoleExecutor))) == 2 }, waitFor, tick)
 	e.restart(t)
 	require.Eventually(t, func() bool {
 		return e.spark(t, "again").Status.AppState.State == sparkv1beta2.ApplicationStateCompleted
 	}, waitFor, tick, "the run completes after the restart")
-	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, appsim.RoleExecutor)) == 0 }, waitFor, tick)
+	require.Eventually(t, func() bool { return len(e.pods(t, app.UID, standin.RoleExecutor)) == 0 }, waitFor, tick)
 
 	st := e.spark(t, "again").Status
 	assert.Equal(t, int32(1), st.SubmissionAttempts)

@@ -1,4 +1,4 @@
-// Package appsim stands in for the Spark and Flink operators on the local platform, where the
+// Package standin stands in for the Spark and Flink operators on the local platform, where the
 // real ones cannot run. On the fields slotplane uses it behaves like them:
 //
 //   - A SparkApplication gets a driver pod, then, once the driver runs, its executor pods. Its
@@ -16,13 +16,13 @@
 //
 // How long an application runs is simulated. The application's slotplane.io/sim-duration
 // annotation goes onto its driver or JobManager pod, and kwok (the fake kubelet, configured by
-// internal/localcluster) ends that pod after that long, Failed if slotplane.io/sim-outcome is
+// internal/localplatform/localcluster) ends that pod after that long, Failed if slotplane.io/sim-outcome is
 // Failed. slotplane's own code never knows whether this or a real operator runs, and this
 // package must never be needed by it: only the local platform and tests start it.
 //
 // There is no garbage collector on the local platform, so the stand-in deletes what it made:
 // an application carries the stand-in's finalizer until its pods are gone.
-package appsim
+package standin
 
 import (
 	"context"
@@ -52,7 +52,7 @@ import (
 )
 
 // Annotations of an application that say how its simulated run goes. The kwok pod stages in
-// internal/localcluster/kwok-stages.yaml spell the same keys and value.
+// internal/localplatform/localcluster/kwok-stages.yaml spell the same keys and value.
 const (
 	// SimDurationAnnotation is how long the driver or JobManager runs, as a Go duration
 	// ("20s", "1m30s"). Without it the application runs until it is deleted.
@@ -70,7 +70,7 @@ const (
 	WorkersRunningAnnotation = "slotplane.io/sim-workers-running"
 
 	// Finalizer lets the stand-in delete an application's pods before the application goes.
-	Finalizer = "appsim.slotplane.io/cleanup"
+	Finalizer = "standin.slotplane.io/cleanup"
 )
 
 // Labels and an annotation the stand-in puts on the pods it makes, besides the operators' own.
@@ -78,12 +78,12 @@ const (
 	// AppUIDLabel holds the UID of the application a pod belongs to. The stand-in's cache sees
 	// only pods carrying it, and a pod left over from an earlier application of the same name
 	// is told apart by it.
-	AppUIDLabel = "appsim.slotplane.io/app-uid"
+	AppUIDLabel = "standin.slotplane.io/app-uid"
 	// RoleLabel is RoleDriver, RoleExecutor, RoleJobManager or RoleTaskManager.
-	RoleLabel = "appsim.slotplane.io/role"
+	RoleLabel = "standin.slotplane.io/role"
 	// AppAnnotation names the application a pod belongs to (an annotation, because a name
 	// may be longer than a label value).
-	AppAnnotation = "appsim.slotplane.io/app"
+	AppAnnotation = "standin.slotplane.io/app"
 )
 
 // The values of RoleLabel.
@@ -128,7 +128,7 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options
 	}
 	ours, err := labels.NewRequirement(AppUIDLabel, selection.Exists, nil)
 	if err != nil {
-		return nil, fmt.Errorf("appsim pod selector: %w", err)
+		return nil, fmt.Errorf("standin pod selector: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 kubeclient.Scheme(),
@@ -142,14 +142,14 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options
 		}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("appsim manager: %w", err)
+		return nil, fmt.Errorf("standin manager: %w", err)
 	}
 	if opts.HealthAddr != "" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-			return nil, fmt.Errorf("appsim health check: %w", err)
+			return nil, fmt.Errorf("standin health check: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-			return nil, fmt.Errorf("appsim readiness check: %w", err)
+			return nil, fmt.Errorf("standin readiness check: %w", err)
 		}
 	}
 
@@ -160,7 +160,7 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options
 		return []string{o.GetLabels()[AppUIDLabel]}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("appsim pod index: %w", err)
+		return nil, fmt.Errorf("standin pod index: %w", err)
 	}
 	r := &reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), log: log, now: opts.Now}
 	// A process may start the stand-in again after Stop (tests do); the names stay the same.
@@ -169,17 +169,17 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options
 	// together waited up to 200 ms for the stand-in alone.
 	skip := true
 	copts := controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: Workers}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("appsim-spark").WithOptions(copts).
+	if err := ctrl.NewControllerManagedBy(mgr).Named("standin-spark").WithOptions(copts).
 		For(&sparkv1beta2.SparkApplication{}).
 		Watches(&corev1.Pod{}, podsOf(RoleDriver, RoleExecutor)).
 		Complete(reconcile.Func(r.spark)); err != nil {
-		return nil, fmt.Errorf("appsim spark controller: %w", err)
+		return nil, fmt.Errorf("standin spark controller: %w", err)
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("appsim-flink").WithOptions(copts).
+	if err := ctrl.NewControllerManagedBy(mgr).Named("standin-flink").WithOptions(copts).
 		For(&flinkv1beta1.FlinkDeployment{}).
 		Watches(&corev1.Pod{}, podsOf(RoleJobManager, RoleTaskManager)).
 		Complete(reconcile.Func(r.flink)); err != nil {
-		return nil, fmt.Errorf("appsim flink controller: %w", err)
+		return nil, fmt.Errorf("standin flink controller: %w", err)
 	}
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -195,11 +195,11 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger, opts Options
 		if !ok {
 			cancel()
 			<-s.done
-			return nil, errors.New("appsim caches did not sync within a minute (are the operator CRDs installed?)")
+			return nil, errors.New("standin caches did not sync within a minute (are the operator CRDs installed?)")
 		}
 	case err := <-s.done:
 		cancel()
-		return nil, fmt.Errorf("appsim manager stopped while starting: %w", err)
+		return nil, fmt.Errorf("standin manager stopped while starting: %w", err)
 	}
 	return s, nil
 }
@@ -210,7 +210,7 @@ func (s *Sim) Stop() error {
 	s.stopOnce.Do(func() {
 		s.cancel()
 		if err := <-s.done; err != nil {
-			s.stopErr = fmt.Errorf("appsim manager: %w", err)
+			s.stopErr = fmt.Errorf("standin manager: %w", err)
 		}
 	})
 	return s.stopErr

@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"slotplane/internal/appsim"
+	"slotplane/internal/localplatform/standin"
 )
 
 // kwok ends a pod annotated with a simulated run after that run, Succeeded or Failed as the
@@ -21,9 +21,9 @@ func TestKwok_EndsAPodAfterItsSimulatedRun(t *testing.T) {
 	c := New(t, Options{Nodes: 1})
 	ctx := context.Background()
 	pods := map[string]map[string]string{
-		"ends-well":     {appsim.SimDurationAnnotation: "2s"},
-		"ends-badly":    {appsim.SimDurationAnnotation: "2s", appsim.SimOutcomeAnnotation: appsim.SimOutcomeFailed},
-		"said-to-pass":  {appsim.SimDurationAnnotation: "1s", appsim.SimOutcomeAnnotation: appsim.SimOutcomeSucceeded},
+		"ends-well":     {standin.SimDurationAnnotation: "2s"},
+		"ends-badly":    {standin.SimDurationAnnotation: "2s", standin.SimOutcomeAnnotation: standin.SimOutcomeFailed},
+		"said-to-pass":  {standin.SimDurationAnnotation: "1s", standin.SimOutcomeAnnotation: standin.SimOutcomeSucceeded},
 		"runs-for-ever": nil,
 	}
 	for name, annotations := range pods {
