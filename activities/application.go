@@ -16,7 +16,7 @@ import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 // CreateApplicationInput is one run of a job.
@@ -44,7 +44,7 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 	// server's watch cache: the spec of a moment ago builds the same application.
 	var job v1alpha1.BatchJob
 	var bed *bedSlots
-	var policy jobapp.JobPolicy
+	var policy operatorapp.JobPolicy
 	var jobErr, bedErr, policyErr error
 	var reads sync.WaitGroup
 	reads.Go(func() { jobErr = fromWatchCache(ctx, a.Client, in.Job.nn(), &job) })
@@ -73,15 +73,15 @@ func (a *Activities) CreateApplication(ctx context.Context, in CreateApplication
 		return CreatedApplication{}, nonRetryable(ErrInvalidJob, "test bed %s has no slot %d", bed.tb.Name, missing)
 	}
 	var err error
-	run := jobapp.Run{Job: &job, Request: in.Request, SlotSize: bed.tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
+	run := operatorapp.Run{Job: &job, Request: in.Request, SlotSize: bed.tb.Spec.ResourcesPerSlot, Nodes: nodes, Policy: policy}
 	var obj client.Object
 	switch job.Spec.Framework {
 	case v1alpha1.FrameworkSpark:
-		obj, err = jobapp.Spark(run)
+		obj, err = operatorapp.Spark(run)
 	case v1alpha1.FrameworkFlink:
-		obj, err = jobapp.Flink(run)
+		obj, err = operatorapp.Flink(run)
 	default:
-		err = fmt.Errorf("%w: unknown framework %q", jobapp.ErrInvalid, job.Spec.Framework)
+		err = fmt.Errorf("%w: unknown framework %q", operatorapp.ErrInvalid, job.Spec.Framework)
 	}
 	if err != nil {
 		return CreatedApplication{}, nonRetryable(ErrInvalidJob, "%v", err)

@@ -29,7 +29,7 @@ import (
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/slotslices"
 	"slotplane/internal/testobjects"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 	"slotplane/queue"
 )
 
@@ -367,7 +367,7 @@ func TestCreateApplication_MakesTheRunsSparkApplicationOnce(t *testing.T) {
 	require.NoError(t, err)
 	after := time.Now()
 	require.Equal(t, "SparkApplication", ref.Kind)
-	require.Equal(t, jobapp.Name("wordcount", "nightly", 3), ref.Name)
+	require.Equal(t, operatorapp.Name("wordcount", "nightly", 3), ref.Name)
 	require.True(t, !ref.CreatedAt.Before(before) && !ref.CreatedAt.After(after), "asked for at %s, between %s and %s", ref.CreatedAt, before, after)
 	time.Sleep(50 * time.Millisecond)
 	again, err := a.CreateApplication(ctx, in)

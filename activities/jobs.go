@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 // JobKey names a BatchJob.
@@ -58,7 +58,7 @@ func (a *Activities) ObserveJob(ctx context.Context, in JobKey) (JobObservation,
 		if err != nil {
 			return JobObservation{}, err
 		}
-		for _, r := range jobapp.CheckSpec(&job.Spec, policy) {
+		for _, r := range operatorapp.CheckSpec(&job.Spec, policy) {
 			obs.Refused = append(obs.Refused, r.String())
 		}
 	}

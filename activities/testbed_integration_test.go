@@ -566,7 +566,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	grant("quick", 3)
 	waitGhostsRunning(t, cl, "bed", 2)
 	a.Changes = jobsCopy(t, cl)
-	ended := endRunNow(t, cl, "quick", 3)
+	endRunNow(t, cl, "quick", 3)
 	reads, lists = counted.readsOf("BatchJob"), counted.listsOf("BatchJob")
 	res, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
@@ -577,7 +577,7 @@ func TestReconcileTestBed_TheWorkersCopyOfTheJobsDecidesNothingAlone(t *testing.
 	require.False(t, res.Settled)
 	require.Positive(t, res.RecheckIn)
 	require.LessOrEqual(t, res.RecheckIn, slots.HandOverGrace)
-	time.Sleep(time.Until(ended.Add(slots.HandOverGrace)))
+	endRunAt(t, cl, "quick", 3, time.Now().Add(-slots.HandOverGrace)) // the grace passes
 	res, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Created, "the grace is over: the freed slot gets its ghost: %+v", res)
@@ -633,7 +633,7 @@ func TestReconcileTestBed_TakesTheGrantOffARunThatEnded(t *testing.T) {
 	_, err := a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
 	require.Equal(t, "bed", granted("ended"), "within the grace, the freed slot may be on its way to a next job")
-	time.Sleep(slots.HandOverGrace)
+	endRunAt(t, cl, "ended", 1, time.Now().Add(-slots.HandOverGrace))
 	_, err = a.ReconcileTestBed(ctx, bedInput)
 	require.NoError(t, err)
 	require.Empty(t, granted("ended"), "the grace is over")
@@ -644,8 +644,7 @@ func TestReconcileTestBed_TakesTheGrantOffARunThatEnded(t *testing.T) {
 	// pod is in slot 3 already, so the pass changes nothing): its write carries the copy's
 	// resourceVersion, and the new request keeps its label.
 	grantSlot(t, cl, a, "stale", 3)
-	endRunNow(t, cl, "stale", 3)
-	time.Sleep(slots.HandOverGrace)
+	endRunAt(t, cl, "stale", 3, time.Now().Add(-slots.HandOverGrace))
 	a.Changes = jobsCopy(t, cl)
 	next := v1alpha1.CreationRequest{Scheduling: "nightly", SchedulingUID: "uid", TestBed: "bed", Slots: []int32{3}, Run: 2, GrantedAt: grantedAt()}
 	require.NoError(t, a.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "stale", Request: next}))
@@ -690,9 +689,16 @@ func grantSlot(t *testing.T, cl client.Client, a *activities.Activities, job str
 // Completed now (phases.endedAt), and returns that moment.
 func endRunNow(t *testing.T, cl client.Client, job string, slot int32) time.Time {
 	t.Helper()
+	return endRunAt(t, cl, job, slot, time.Now())
+}
+
+// endRunAt is endRunNow with the run's end at the time at: a run that ended a hand-over's
+// grace ago is one whose grace is over.
+func endRunAt(t *testing.T, cl client.Client, job string, slot int32, at time.Time) time.Time {
+	t.Helper()
 	var j v1alpha1.BatchJob
 	require.NoError(t, cl.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: job}, &j))
-	ended := metav1.NewMicroTime(time.Now())
+	ended := metav1.NewMicroTime(at)
 	j.Status = v1alpha1.BatchJobStatus{State: v1alpha1.JobCompleted, Scheduling: "nightly", TestBed: "bed", Slots: []int32{slot}, Run: 1,
 		Phases: &v1alpha1.RunPhases{EndedAt: &ended}}
 	require.NoError(t, cl.Status().Update(context.Background(), &j))

@@ -16,7 +16,7 @@ import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 	"slotplane/slots"
 )
 
@@ -53,7 +53,7 @@ type AppProgress struct {
 	Gone bool
 	// Placed counts executors or TaskManagers that are bound to a node with a slot.
 	Placed  int
-	Outcome jobapp.Outcome
+	Outcome operatorapp.Outcome
 	// EndedAt is when a terminal outcome was first seen.
 	EndedAt time.Time
 	// DriverRunningAt is when the driver or JobManager was first seen running: by the
@@ -227,7 +227,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			}
 			return AppProgress{}, fmt.Errorf("get sparkapplication %s: %w", key, err)
 		}
-		p.Outcome = jobapp.SparkOutcome(&app)
+		p.Outcome = operatorapp.SparkOutcome(&app)
 		if p.Outcome.Terminal { // only an ended run's wait may need them (placedUnwatched)
 			for name, st := range app.Status.ExecutorState {
 				if st != sparkv1beta2.ExecutorStatePending {
@@ -244,7 +244,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			}
 			return AppProgress{}, fmt.Errorf("get flinkdeployment %s: %w", key, err)
 		}
-		p.Outcome = jobapp.FlinkOutcome(&dep)
+		p.Outcome = operatorapp.FlinkOutcome(&dep)
 		if p.Outcome.Terminal {
 			p.taskManagers = dep.Name // the cluster id Flink gives the operator's deployment
 		}

@@ -8,12 +8,12 @@ import (
 	"slotplane/activities"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 // checkWrappedSpec refuses, with 422 and one field error per refused path, a job whose
 // wrapped Spark or Flink spec sets what the namespace's policy does not allow
-// (jobapp.CheckSpec). The worker checks again when it creates the application.
+// (operatorapp.CheckSpec). The worker checks again when it creates the application.
 func (s *server) checkWrappedSpec(ctx context.Context, namespace string, spec *v1alpha1.BatchJobSpec) error {
 	if spec.SparkApplication == nil && spec.FlinkDeployment == nil {
 		return nil
@@ -22,7 +22,7 @@ func (s *server) checkWrappedSpec(ctx context.Context, namespace string, spec *v
 	if err != nil {
 		return &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "could not read the namespace's policy on wrapped specs: " + err.Error(), Status: http.StatusServiceUnavailable}
 	}
-	refused := jobapp.CheckSpec(spec, policy)
+	refused := operatorapp.CheckSpec(spec, policy)
 	if len(refused) == 0 {
 		return nil
 	}

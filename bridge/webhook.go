@@ -16,7 +16,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 // SpecWebhookPath is where the bridge serves the admission check of BatchJobs' wrapped
@@ -24,7 +24,7 @@ import (
 const SpecWebhookPath = "/validate-batchjob"
 
 // specWebhook refuses, at kubectl's door, a BatchJob whose wrapped sparkApplication or
-// flinkDeployment sets what the namespace's policy does not allow (jobapp.CheckSpec, the list
+// flinkDeployment sets what the namespace's policy does not allow (operatorapp.CheckSpec, the list
 // the REST API and the worker use too), with a 422 naming each field. An update is checked
 // only when it changes a wrapped spec, so a job written before the policy narrowed keeps
 // taking its claim labels and other edits. When the policy cannot be read, the job is let
@@ -59,7 +59,7 @@ func (w *specWebhook) Handle(ctx context.Context, req admission.Request) admissi
 		log.FromContext(ctx).Error(err, "read the job policy for the admission check", "namespace", req.Namespace)
 		return admission.Allowed("").WithWarnings("slotplane could not read the namespace's job policy; the job's spec is checked when it runs")
 	}
-	refused := jobapp.CheckSpec(&job.Spec, policy)
+	refused := operatorapp.CheckSpec(&job.Spec, policy)
 	if len(refused) == 0 {
 		return admission.Allowed("")
 	}
@@ -68,7 +68,7 @@ func (w *specWebhook) Handle(ctx context.Context, req admission.Request) admissi
 
 // refusal is a 422 with one cause per refused field, as the API server answers for its
 // own schema's rules.
-func refusal(refused []jobapp.SpecRefusal) admission.Response {
+func refusal(refused []operatorapp.SpecRefusal) admission.Response {
 	msgs := make([]string, len(refused))
 	causes := make([]metav1.StatusCause, len(refused))
 	for i, r := range refused {

@@ -17,7 +17,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/localplatform/standin"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 // bareLabel marks the applications (and, through the spec's labels, the pods) of one bare
@@ -112,7 +112,7 @@ func runBare(b *testing.B, p *platformtest.Platform, name string, n, at int) bar
 			if !isApp || ev.Type == watch.Deleted {
 				continue
 			}
-			out := jobapp.SparkOutcome(app)
+			out := operatorapp.SparkOutcome(app)
 			if _, done := ended[app.Name]; done || !out.Terminal {
 				continue
 			}

@@ -27,7 +27,7 @@ import (
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/localplatform/standin"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 	"slotplane/workflows"
 )
 
@@ -214,7 +214,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		require.Equal(t, 1, perJob[name], "%s has exactly one application", name)
 		for _, r := range j.Status.History {
 			runs = append(runs, r)
-			execs = append(execs, jobapp.Name(name, r.Scheduling, r.Run)+"-exec-1")
+			execs = append(execs, operatorapp.Name(name, r.Scheduling, r.Run)+"-exec-1")
 		}
 	}
 	logPhases(t, runs)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -53,18 +54,41 @@ func (e *env) post(t *testing.T, verb string, body any) (int, string) {
 // test bed's and its slot slices'.
 func (e *env) snapshot(t *testing.T) map[string]string {
 	t.Helper()
-	out := map[string]string{"testbed": e.testBed(t).ResourceVersion}
-	have, err := slotslices.List(context.Background(), e.client, e.testBed(t))
+	out, err := e.versions()
 	require.NoError(t, err)
+	return out
+}
+
+// versions is snapshot, with the error of a read that failed.
+func (e *env) versions() (map[string]string, error) {
+	ctx := context.Background()
+	var tb v1alpha1.TestBed
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &tb); err != nil {
+		return nil, err
+	}
+	out := map[string]string{"testbed": tb.ResourceVersion}
+	have, err := slotslices.List(ctx, e.client, &tb)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range have {
 		out["slice "+s.Name] = s.ResourceVersion
 	}
 	var pods corev1.PodList
-	require.NoError(t, e.client.List(context.Background(), &pods, client.InNamespace("default")))
+	if err := e.client.List(ctx, &pods, client.InNamespace("default")); err != nil {
+		return nil, err
+	}
 	for _, p := range pods.Items {
 		out["pod "+p.Name] = p.ResourceVersion
 	}
-	return out
+	return out, nil
+}
+
+// changedFrom: the pods, the test bed or its slot slices are not as in before (or cannot be
+// read). It calls no require, so that a condition of require.Never may call it.
+func (e *env) changedFrom(before map[string]string) bool {
+	now, err := e.versions()
+	return err != nil || !maps.Equal(before, now)
 }
 
 // A call naming a pod under a UID it does not have (made up, or that of a pod deleted and
@@ -117,9 +141,9 @@ func TestAttack_ACallNamingAnotherPodOrAFakeUIDChangesNothing(t *testing.T) {
 			}
 		})
 	}
-	// A flush would come within 250 ms of a reservation; give it four times that.
-	time.Sleep(time.Second)
-	require.Equal(t, before, e.snapshot(t), "a refused call changed a pod or the test bed")
+	// A flush would come within 250 ms of a reservation; nothing changes for four times that.
+	require.Never(t, func() bool { return e.changedFrom(before) }, time.Second, 100*time.Millisecond,
+		"a refused call changed a pod or the test bed")
 	require.EqualValues(t, 8, e.testBed(t).Status.Free)
 
 	// The writes themselves: a claim or a binding decided for the old pod is refused by the
@@ -376,8 +400,8 @@ func TestAttack_OnlyTheSchedulersCertificateGetsIn(t *testing.T) {
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	time.Sleep(time.Second)
-	require.Equal(t, before, e.snapshot(t), "a refused caller changed a pod or the test bed")
+	require.Never(t, func() bool { return e.changedFrom(before) }, time.Second, 100*time.Millisecond,
+		"a refused caller changed a pod or the test bed")
 	// The same call with the scheduler's certificate is the one that counts.
 	code, answer, err := call(e.extender.URL, scheduler, "filter")
 	require.NoError(t, err)

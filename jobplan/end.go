@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 // End is what a run's end means for its job: the job's state, the run's outcome and the
 // message that says why. app is the run's application; gone says it was deleted before it
 // ended, else o is how it ended.
-func End(app v1alpha1.ApplicationRef, gone bool, o jobapp.Outcome) (v1alpha1.BatchJobState, v1alpha1.RunOutcome, string) {
+func End(app v1alpha1.ApplicationRef, gone bool, o operatorapp.Outcome) (v1alpha1.BatchJobState, v1alpha1.RunOutcome, string) {
 	switch {
 	case gone:
 		return v1alpha1.JobFailed, v1alpha1.RunFailed, fmt.Sprintf("the %s %s was deleted", app.Kind, app.Name)

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 // A run's end: a deleted application fails the job; a suspension completes it unless the
@@ -17,20 +17,20 @@ func TestEnd(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		gone    bool
-		o       jobapp.Outcome
+		o       operatorapp.Outcome
 		state   v1alpha1.BatchJobState
 		outcome v1alpha1.RunOutcome
 		msg     string
 	}{
-		{"deleted", true, jobapp.Outcome{}, v1alpha1.JobFailed, v1alpha1.RunFailed, "the SparkApplication wordcount-1 was deleted"},
-		{"suspended, counted a success", false, jobapp.Outcome{State: "SUSPENDED", Terminal: true, Succeeded: true, Suspended: true},
+		{"deleted", true, operatorapp.Outcome{}, v1alpha1.JobFailed, v1alpha1.RunFailed, "the SparkApplication wordcount-1 was deleted"},
+		{"suspended, counted a success", false, operatorapp.Outcome{State: "SUSPENDED", Terminal: true, Succeeded: true, Suspended: true},
 			v1alpha1.JobCompleted, v1alpha1.RunCompleted, "the application was suspended (SUSPENDED)"},
-		{"suspended, counted a failure", false, jobapp.Outcome{State: "SUSPENDED", Terminal: true, Suspended: true},
+		{"suspended, counted a failure", false, operatorapp.Outcome{State: "SUSPENDED", Terminal: true, Suspended: true},
 			v1alpha1.JobFailed, v1alpha1.RunFailed, "the application was suspended (SUSPENDED), and the job's suspendedOutcome is Failed"},
-		{"completed", false, jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}, v1alpha1.JobCompleted, v1alpha1.RunCompleted, "the application ended COMPLETED"},
-		{"failed with the operator's words", false, jobapp.Outcome{State: "FAILED", Terminal: true, Message: "driver exited 1"},
+		{"completed", false, operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}, v1alpha1.JobCompleted, v1alpha1.RunCompleted, "the application ended COMPLETED"},
+		{"failed with the operator's words", false, operatorapp.Outcome{State: "FAILED", Terminal: true, Message: "driver exited 1"},
 			v1alpha1.JobFailed, v1alpha1.RunFailed, "the application ended FAILED: driver exited 1"},
-		{"failed without words", false, jobapp.Outcome{State: "FAILED", Terminal: true}, v1alpha1.JobFailed, v1alpha1.RunFailed, "the application ended FAILED"},
+		{"failed without words", false, operatorapp.Outcome{State: "FAILED", Terminal: true}, v1alpha1.JobFailed, v1alpha1.RunFailed, "the application ended FAILED"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			state, outcome, msg := End(app, c.gone, c.o)

@@ -13,8 +13,8 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
 	"slotplane/jobplan"
+	"slotplane/operatorapp"
 	"slotplane/queue"
 )
 
@@ -641,7 +641,7 @@ func (j *jobRunner) waitAppFor(ctx workflow.Context, activity any, heartbeatTime
 
 // sameRun: the status describes the application of this request.
 func sameRun(job string, st v1alpha1.BatchJobStatus, req v1alpha1.CreationRequest) bool {
-	return st.Application != nil && st.Application.Name == jobapp.Name(job, req.Scheduling, req.Run)
+	return st.Application != nil && st.Application.Name == operatorapp.Name(job, req.Scheduling, req.Run)
 }
 
 // phases are the current run's phase times, made when first needed.

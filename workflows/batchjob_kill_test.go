@@ -8,7 +8,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 )
 
 func killBy(scheduling string) *v1alpha1.KillRequest {
@@ -22,7 +22,7 @@ func TestBatchJobWorkflow_AKillEndsTheRunningJobKilled(t *testing.T) {
 	req := *request
 	req.SchedulingUID = "uid-nightly"
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	env.RegisterDelayedCallback(func() {
 		w.set(func(o *activities.JobObservation) { o.Kill = killBy("nightly") })
 		env.SignalWorkflow(BatchJobChangedSignal, nil)
@@ -39,7 +39,7 @@ func TestBatchJobWorkflow_AKillEndsTheRunningJobKilled(t *testing.T) {
 	require.NotNil(t, final.FinishedAt)
 	require.Len(t, final.History, 1)
 	require.Equal(t, v1alpha1.RunFailed, final.History[0].Outcome)
-	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted[:1], "the kill deletes the application")
+	require.Equal(t, []string{operatorapp.Name("wordcount", "nightly", 1)}, w.deleted[:1], "the kill deletes the application")
 	require.Len(t, w.reported, 3)
 	require.Equal(t, JobProgress{Job: "wordcount", Run: 1, State: v1alpha1.JobFailed, Message: final.Message,
 		SubmittedAt: final.SubmittedAt.Time, RunningAt: final.RunningAt.Time, FinishedAt: final.FinishedAt.Time, AdmissionTold: true}, w.reported[2],
@@ -53,7 +53,7 @@ func TestBatchJobWorkflow_AKillEndsTheRunningJobKilled(t *testing.T) {
 // end, so its slots go on.
 func TestBatchJobWorkflow_AKillOfAWaitingJobAlsoKillsAGrantThatCrossedIt(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Kill: killBy("nightly")}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	req := *request
 	req.SchedulingUID = "uid-nightly"
 	env.RegisterDelayedCallback(func() {

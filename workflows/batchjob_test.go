@@ -18,8 +18,8 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
 	"slotplane/metrics"
+	"slotplane/operatorapp"
 	"slotplane/queue"
 )
 
@@ -90,7 +90,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 	env := workflowEnv(BatchJobWorkflow, m...)
 	w.answerLooksAndWrites(env)
 	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CreateApplicationInput) (activities.CreatedApplication, error) {
-		return activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)},
+		return activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: operatorapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)},
 			CreatedAt: w.createdAt}, createErr
 	})
 	firstPlaced := placed
@@ -181,7 +181,7 @@ var request = &v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", S
 // its Scheduling each step; the job's deletion then removes the application and ends it.
 func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
@@ -191,7 +191,7 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	// the new application is not made, the first executor's is.
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
 	final := w.written[len(w.written)-1]
-	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), final.Application.Name)
+	require.Equal(t, operatorapp.Name("wordcount", "nightly", 1), final.Application.Name)
 	require.Equal(t, []int32{1, 2}, final.Slots)
 	require.Equal(t, 3*time.Second, final.RunningAt.Sub(final.SubmittedAt.Time))
 	require.Equal(t, 30*time.Second, final.FinishedAt.Sub(final.RunningAt.Time))
@@ -199,7 +199,7 @@ func TestBatchJobWorkflow_RunsTheRequestToCompletion(t *testing.T) {
 	require.True(t, w.reported[0].Started, "the first executor in its slot: the job left Starting")
 	require.Equal(t, "the first executor holds its slot", w.reported[0].Message)
 	require.Equal(t, v1alpha1.JobCompleted, w.reported[2].State)
-	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
+	require.Equal(t, []string{operatorapp.Name("wordcount", "nightly", 1)}, w.deleted, "the job's deletion takes the application along")
 }
 
 // A one-slot job whose executor is placed by the first wait: the start goes with Running, in
@@ -208,7 +208,7 @@ func TestBatchJobWorkflow_AStartWithEveryExecutorPlacedIsOneReport(t *testing.T)
 	oneSlot := *request
 	oneSlot.Slots = []int32{4}
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
@@ -216,7 +216,7 @@ func TestBatchJobWorkflow_AStartWithEveryExecutorPlacedIsOneReport(t *testing.T)
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w), "no Submitted between: held back, then moot")
 	final := w.written[len(w.written)-1]
 	require.Equal(t, time.Second, final.RunningAt.Sub(final.SubmittedAt.Time), "running when the first wait ended: the wait for all was not run")
-	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
+	require.Equal(t, operatorapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
 	require.NotNil(t, w.written[0].Phases.ApplicationCreatedAt, "the application's creation is in the phases all the same")
 	require.Len(t, w.reported, 2)
 	require.Equal(t, v1alpha1.JobRunning, w.reported[0].State)
@@ -258,7 +258,7 @@ func TestBatchJobWorkflow_AStartPlacedWithinTheQuietSecondIsWaitedInTheTask(t *t
 	oneSlot := *request
 	oneSlot.Slots = []int32{4}
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}, firstExecutor: 300 * time.Millisecond}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 1}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	calls := countCalls(env)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
@@ -274,7 +274,7 @@ func TestBatchJobWorkflow_AStartPlacedWithinTheQuietSecondIsWaitedInTheTask(t *t
 // Submitted, and waits on in activities as before.
 func TestBatchJobWorkflow_ASlowStartWaitsOnInAnActivity(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: 10 * time.Second}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	calls := countCalls(env)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
@@ -293,14 +293,14 @@ func TestBatchJobWorkflow_AFirstWaitThatFailsInTheTaskIsWaitedInAnActivity(t *te
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &oneSlot}}
 	env := workflowEnv(BatchJobWorkflow)
 	w.answerLooksAndWrites(env)
-	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name("wordcount", "nightly", 1)}}, nil)
+	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: operatorapp.Name("wordcount", "nightly", 1)}}, nil)
 	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ activities.AppKey) (activities.AppProgress, error) {
 		if activity.GetInfo(ctx).IsLocalActivity {
 			return activities.AppProgress{}, fmt.Errorf("the watch is not ready")
 		}
 		return activities.AppProgress{Placed: 1}, nil
 	})
-	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	env.OnActivity(acts.DeleteApplication, mock.Anything, mock.Anything).Return(nil)
 	onSignals(env, map[string]func(string, any) error{})
 	calls := countCalls(env)
@@ -317,7 +317,7 @@ func TestBatchJobWorkflow_AFirstWaitThatFailsInTheTaskIsWaitedInAnActivity(t *te
 // Running in between.
 func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	ended := activities.AppProgress{Outcome: jobapp.Outcome{State: "FAILED", Terminal: true, Message: "driver OOM"}}
+	ended := activities.AppProgress{Outcome: operatorapp.Outcome{State: "FAILED", Terminal: true, Message: "driver OOM"}}
 	env := newJobEnv(t, w, ended, ended, nil)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
@@ -331,14 +331,14 @@ func TestBatchJobWorkflow_AnEndedApplicationIsAJump(t *testing.T) {
 // deleted, and the job is Ready again.
 func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	releaseJobAfter(env, w, 10*time.Second)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobReady}, states(w))
-	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted)
+	require.Equal(t, []string{operatorapp.Name("wordcount", "nightly", 1)}, w.deleted)
 	require.Nil(t, w.written[2].Application)
 }
 
@@ -348,15 +348,15 @@ func TestBatchJobWorkflow_ReleaseSendsTheJobBackToReady(t *testing.T) {
 // forgotten.
 func TestBatchJobWorkflow_ARunLeftWhileItsSubmitIsHeldBackNamesItsApplication(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	releaseJobAfter(env, w, submitQuiet/2)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobReady}, states(w))
-	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
-	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w.deleted, "the released run's application is deleted")
+	require.Equal(t, operatorapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
+	require.Equal(t, []string{operatorapp.Name("wordcount", "nightly", 1)}, w.deleted, "the released run's application is deleted")
 }
 
 // A run whose pods are not placed within submitQuiet says Submitted then, with its driver's
@@ -364,14 +364,14 @@ func TestBatchJobWorkflow_ARunLeftWhileItsSubmitIsHeldBackNamesItsApplication(t 
 func TestBatchJobWorkflow_ASlowStartSaysSubmittedAfterTheQuietSecond(t *testing.T) {
 	driver := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: 10 * time.Second, driverSeen: driver}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []v1alpha1.BatchJobState{v1alpha1.JobSubmitted, v1alpha1.JobSubmitted, v1alpha1.JobRunning, v1alpha1.JobCompleted}, states(w))
 	require.Equal(t, submittedMessage, w.written[0].Message)
-	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
+	require.Equal(t, operatorapp.Name("wordcount", "nightly", 1), w.written[0].Application.Name)
 	require.True(t, w.written[0].Phases.DriverRunningAt.Time.Equal(driver), "the driver's start as the first wait saw it")
 	require.Equal(t, "the first executor holds its slot", w.written[1].Message)
 	require.True(t, w.written[3].Phases.DriverRunningAt.Time.Equal(driver))
@@ -399,7 +399,7 @@ func TestBatchJobWorkflow_InvalidJobFails(t *testing.T) {
 // started anyway (the seeds' fallback), and the wait for every executor goes on.
 func TestBatchJobWorkflow_StartingTimesOut(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}, firstExecutor: time.Hour}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	deleteJobAfter(env, w, 2*time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
@@ -430,7 +430,7 @@ func tellsAdmissionOfItsEnd(t *testing.T, quiet bool) {
 	placedAt := []time.Time{driver.Add(100 * time.Millisecond), driver.Add(250 * time.Millisecond)}
 	placed := activities.AppProgress{Placed: 2, DriverRunningAt: driver, PlacedAt: placedAt}
 	ended := time.Date(2026, 11, 25, 12, 0, 40, 0, time.UTC)
-	env := newJobEnv(t, w, placed, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}, EndedAt: ended}, nil)
+	env := newJobEnv(t, w, placed, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}, EndedAt: ended}, nil)
 	deleteJobAfter(env, w, time.Hour)
 	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
 
@@ -465,7 +465,7 @@ func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T)
 	granted := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	req := *request
 	req.SchedulingUID, req.GrantedAt = "uid-nightly", &granted
-	completed := activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}
+	completed := activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
 	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
 	env.RegisterDelayedCallback(func() {
@@ -478,7 +478,7 @@ func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T)
 	in := continuedWith[BatchJobInput](t, env)
 	require.NotNil(t, in.Last)
 	require.Equal(t, v1alpha1.JobCompleted, in.Last.State)
-	require.Equal(t, jobapp.Name("wordcount", "nightly", 1), in.Last.Application.Name)
+	require.Equal(t, operatorapp.Name("wordcount", "nightly", 1), in.Last.Application.Name)
 	require.Len(t, in.Last.History, 1, "the run's record goes across")
 	require.Len(t, w.admissionReleases, 1)
 	require.Equal(t, v1alpha1.JobCompleted, w.reported[len(w.reported)-1].State)
@@ -491,7 +491,7 @@ func TestBatchJobWorkflow_ContinueAsNewAfterTheEndEndsNothingTwice(t *testing.T)
 	require.Empty(t, w2.written, "the ended run is not written again, and no application is made")
 	require.Empty(t, w2.reported, "the Scheduling hears of the end once")
 	require.Empty(t, w2.admissionReleases, "Admission hears of the end once")
-	require.Equal(t, []string{jobapp.Name("wordcount", "nightly", 1)}, w2.deleted, "the deletion takes the application along")
+	require.Equal(t, []string{operatorapp.Name("wordcount", "nightly", 1)}, w2.deleted, "the deletion takes the application along")
 }
 
 // A run's application counts as created when CreateApplication says it was asked for: a
@@ -515,7 +515,7 @@ func TestBatchJobWorkflow_TheApplicationIsCreatedWhenItWasAskedFor(t *testing.T)
 			req := *request
 			req.SchedulingUID, req.GrantedAt = "uid-nightly", &granted
 			w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}, createdAt: tc.createdAt}
-			completed := activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}
+			completed := activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}
 			env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, completed, nil)
 			env.SetStartTime(start)
 			deleteJobAfter(env, w, time.Hour)
@@ -551,7 +551,7 @@ func TestBatchJobWorkflow_TheNudgeItStartedWithIsAnsweredByItsFirstLook(t *testi
 // does not read the job back. A release that comes then is seen.
 func TestBatchJobWorkflow_AfterItsEndTheJobIsLookedAtWhenNudged(t *testing.T) {
 	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: request}}
-	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env := newJobEnv(t, w, activities.AppProgress{Placed: 2}, activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
 	calls := countCalls(env)
 	env.RegisterDelayedCallback(func() {
 		require.Equal(t, 1, calls.looks(), "the first look only: the end is not read back")

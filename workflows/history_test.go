@@ -11,11 +11,11 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
-	"slotplane/jobapp"
 	"slotplane/metrics"
+	"slotplane/operatorapp"
 )
 
-var completed = activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true},
+var completed = activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true},
 	Nodes: []string{"node-a", "node-b"}, SharedWith: []string{"pagerank"}, SharedWithMore: 2}
 
 // Each ended run goes into the job's history with where it ran, whom it ran beside, its

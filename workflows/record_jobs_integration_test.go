@@ -17,7 +17,7 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/localplatform/temporaltest"
-	"slotplane/jobapp"
+	"slotplane/operatorapp"
 	"slotplane/workflows"
 )
 
@@ -35,14 +35,14 @@ func (s *jobStandIn) ObserveJob(context.Context, activities.JobKey) (activities.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gone {
-		return activities.JobObservation{Status: v1alpha1.BatchJobStatus{Application: &v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name("wordcount", "nightly", 1)}}}, nil
+		return activities.JobObservation{Status: v1alpha1.BatchJobStatus{Application: &v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: operatorapp.Name("wordcount", "nightly", 1)}}}, nil
 	}
 	return activities.JobObservation{Exists: true, Holder: "nightly", Status: s.written,
 		Request: &v1alpha1.CreationRequest{Scheduling: "nightly", TestBed: "bed", Slots: []int32{0, 1}, Run: 1}}, nil
 }
 
 func (s *jobStandIn) CreateApplication(_ context.Context, in activities.CreateApplicationInput) (activities.CreatedApplication, error) {
-	return activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: jobapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}}, nil
+	return activities.CreatedApplication{ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: operatorapp.Name(in.Job.Name, in.Request.Scheduling, in.Request.Run)}}, nil
 }
 
 func (s *jobStandIn) WaitPlaced(context.Context, activities.AppKey) (activities.AppProgress, error) {
@@ -52,7 +52,7 @@ func (s *jobStandIn) WaitPlaced(context.Context, activities.AppKey) (activities.
 
 func (s *jobStandIn) WaitFinished(context.Context, activities.AppKey) (activities.AppProgress, error) {
 	time.Sleep(100 * time.Millisecond)
-	return activities.AppProgress{Outcome: jobapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil
+	return activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil
 }
 
 func (s *jobStandIn) WriteJobStatus(_ context.Context, in activities.WriteJobStatusInput) error {

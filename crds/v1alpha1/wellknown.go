@@ -267,7 +267,7 @@ const (
 )
 
 // JobPolicyConfigMap is the ConfigMap, in a namespace, with which its admins widen what the
-// wrapped Spark and Flink specs of the namespace's BatchJobs may set (jobapp.ParseJobPolicy).
+// wrapped Spark and Flink specs of the namespace's BatchJobs may set (operatorapp.ParseJobPolicy).
 // Whoever may write ConfigMaps in the namespace decides it: grant that as carefully as the
 // rights it hands out (a service account, a secret).
 const JobPolicyConfigMap = "slotplane-job-policy"

@@ -1,6 +1,6 @@
 //go:build integration
 
-package jobapp
+package operatorapp
 
 import (
 	"context"

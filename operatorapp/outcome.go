@@ -1,4 +1,4 @@
-package jobapp
+package operatorapp
 
 import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
@@ -22,7 +22,7 @@ type Outcome struct {
 	Message string
 }
 
-// suspendedSucceeds reads the job's suspendedOutcome from the application (jobapp writes
+// suspendedSucceeds reads the job's suspendedOutcome from the application (operatorapp writes
 // it from the BatchJob): only Failed makes a suspension a failure.
 func suspendedSucceeds(annotations map[string]string) bool {
 	return annotations[v1alpha1.SuspendedOutcomeAnnotation] != string(v1alpha1.RunFailed)

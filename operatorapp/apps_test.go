@@ -1,4 +1,4 @@
-package jobapp
+package operatorapp
 
 import (
 	"errors"

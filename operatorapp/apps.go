@@ -1,4 +1,4 @@
-// Package jobapp builds the SparkApplication or FlinkDeployment of a BatchJob for one run: the
+// Package operatorapp builds the SparkApplication or FlinkDeployment of a BatchJob for one run: the
 // job's persistent part (image, entry point, arguments, dataset) plus what the Scheduling
 // decided (the slots, hence the replication, the executor size and the nodes). It is pure:
 // the activities create what it returns.
@@ -14,7 +14,7 @@
 // .annotations settings) lose every key slotplane owns (v1alpha1.IsReservedKey) before
 // slotplane adds its own: a job must not be able to write the test bed, job or slot record
 // that the extender and the ghost reconciler trust.
-package jobapp
+package operatorapp
 
 import (
 	"crypto/sha256"
