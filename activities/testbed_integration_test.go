@@ -169,8 +169,11 @@ func TestReconcileTestBed_GhostsFollowTheShapeOfTheBed(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, res.RecheckIn, "the pass says when the grace ends")
 	require.LessOrEqual(t, res.RecheckIn, 2*time.Second)
-	time.Sleep(res.RecheckIn + 100*time.Millisecond)
+	// The passes decide a moment after the grace ends (Activities.Clock).
+	past := res.RecheckIn + 100*time.Millisecond
+	a.Clock = func() time.Time { return time.Now().Add(past) }
 	settle(t, a, in)
+	a.Clock = nil
 	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	require.EqualValues(t, 6, tb.Status.Total)
 	require.EqualValues(t, 6, tb.Status.Free)
@@ -342,7 +345,7 @@ func TestReconcileTestBed_AFreedSlotWaitsForItsNextJob(t *testing.T) {
 		require.Zero(t, res.Created)
 		require.Positive(t, res.RecheckIn)
 		require.LessOrEqual(t, res.RecheckIn, slots.HandOverGrace-start.Sub(endedAt))
-		time.Sleep(res.RecheckIn)
+		endRunAt(t, cl, "brief", 0, time.Now().Add(-slots.HandOverGrace)) // the grace passes
 		res, err = a.ReconcileTestBed(ctx, bedInput)
 		require.NoError(t, err)
 	} else {
@@ -404,8 +407,11 @@ func TestReconcileTestBed_AGrantedSlotNobodyTakesGetsItsGhostBack(t *testing.T) 
 	require.LessOrEqual(t, res.RecheckIn, 3*time.Second)
 	require.Equal(t, 2, countGhosts(ghosts(t, cl, "bed")), "the granted slots' ghosts are gone")
 
-	time.Sleep(res.RecheckIn + 100*time.Millisecond)
+	// The pass decides a moment after the grant timed out (Activities.Clock).
+	past := res.RecheckIn + 100*time.Millisecond
+	a.Clock = func() time.Time { return time.Now().Add(past) }
 	res, err = a.ReconcileTestBed(ctx, bedInput)
+	a.Clock = nil
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Created, "the slot nobody took gets its ghost back, the running job's does not")
 	require.Zero(t, res.RecheckIn, "no grant is left to time out")
