@@ -69,8 +69,8 @@ type Stop struct {
 // give the same run.
 //
 // Run stops when nothing more can happen, before an event past c.Limit (after telling m the
-// time up to the limit elapsed), or once it has applied more than c.MaxEvents instants. It fails only when m's
-// Decide does.
+// time up to the limit elapsed), or once it has applied more than c.MaxEvents instants. It
+// fails only when m's Decide does.
 func Run(m Model, jobs []Job, c Clock) (Stop, error) {
 	order := make([]int, len(jobs))
 	for i := range order {
