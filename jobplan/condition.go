@@ -29,20 +29,7 @@ func SpecCondition(st *v1alpha1.BatchJobStatus, refused []string, now time.Time)
 	default:
 		return false
 	}
-	if old != nil && old.Status == want.Status && old.Reason == want.Reason && old.Message == want.Message {
-		return false
-	}
-	// meta.SetStatusCondition would do, but reads the clock when a time is missing, which
-	// code a workflow runs must not be seen to do.
-	if old == nil {
-		st.Conditions = append(st.Conditions, want)
-	} else {
-		if old.Status == want.Status {
-			want.LastTransitionTime = old.LastTransitionTime
-		}
-		*old = want
-	}
-	return true
+	return v1alpha1.SetCondition(&st.Conditions, want)
 }
 
 // maxConditionMessage keeps a condition's message within what the API server accepts.

@@ -246,16 +246,7 @@ func TestBedFound(st *v1alpha1.SchedulingStatus, bed string, exists bool, now ti
 	if !exists {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "TestBedMissing", fmt.Sprintf("test bed %s does not exist; the jobs wait for it", bed)
 	}
-	for i, old := range st.Conditions {
-		if old.Type == c.Type {
-			if old.Status == c.Status {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-			st.Conditions[i] = c
-			return
-		}
-	}
-	st.Conditions = append(st.Conditions, c)
+	v1alpha1.SetCondition(&st.Conditions, c)
 }
 
 // Take starts the job on its grant: run 1 in the slots, asked for at the time at.
