@@ -39,15 +39,13 @@ func TestDev_ComesUpAndStopsCleanly(t *testing.T) {
 	require.NoError(t, os.Chmod(state, 0o755)) // as an older slotplane left it
 	var tokens []string
 	for run := range 2 {
-		cmd, stdout, ports, banner := startDev(t, state, 3)
+		cmd, out, ports, banner := startDev(t, state, 3)
 		info, err := os.Stat(state)
 		require.NoError(t, err)
 		require.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the state folder holds keys and the API token: its owner's only")
 		exited := make(chan error, 1)
-		go func() {
-			_, _ = io.Copy(io.Discard, stdout)
-			exited <- cmd.Wait()
-		}()
+		out.discard()
+		go func() { exited <- cmd.Wait() }()
 
 		// Up to the banner the console holds the numbered steps only: the components log
 		// to slotplane.log in the state folder.
@@ -176,8 +174,10 @@ func TestDev_DemoCompletesAndResumes(t *testing.T) {
 	state := t.TempDir()
 	for run := range 2 {
 		// One reader for all of the output: the banner, then the demo's lines.
-		cmd, stdout, _ := launchDev(t, state, 4, "-demo")
-		out := readUntil(t, stdout, "The platform keeps running", 5*time.Minute)
+		cmd, console, _, banner := startDev(t, state, 4, "-demo")
+		rest, ended := console.until(t, "The platform keeps running", 5*time.Minute)
+		require.False(t, ended, "run %d: output ended before the demo did:\n%s", run, banner+rest)
+		out := banner + rest
 		t.Logf("run %d printed:\n%s", run, out)
 		if run == 0 {
 			require.Contains(t, out, "demo: submitting 6 jobs")
@@ -189,7 +189,7 @@ func TestDev_DemoCompletesAndResumes(t *testing.T) {
 		for _, name := range cli.DemoJobNames() {
 			require.Regexp(t, regexp.MustCompile(name+`\s+Completed`), out)
 		}
-		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+		console.discard()
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 		require.NoError(t, cmd.Wait(), "run %d: Ctrl-C ends dev cleanly", run)
 		require.Empty(t, processesUsing(state), "run %d: processes left behind", run)
@@ -234,16 +234,28 @@ func waitGhosts(t *testing.T, cs kubernetes.Interface, n int) []ghostID {
 type ghostID struct{ Name, UID string }
 
 // startDev runs `slotplane dev` on state with free ports and returns once it says it is up,
-// with its still-open stdout, the Temporal, UI and API ports, and what it printed until then.
-func startDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd, io.Reader, []int, string) {
+// with its console (still read), the Temporal, UI, API and metrics ports, and what it printed
+// until then. The test picks the ports and dev binds them later, so another test package can
+// take one in between: dev then exits saying the address is in use, and is started again on
+// other ports, as freeport.Retry does inside one process.
+func startDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd, *console, []int, string) {
 	t.Helper()
-	cmd, stdout, ports := launchDev(t, state, nodes, extra...)
-	banner := readUntil(t, stdout, "Press Ctrl-C", 2*time.Minute)
-	return cmd, stdout, ports, banner
+	for attempt := 1; ; attempt++ {
+		cmd, out, ports := launchDev(t, state, nodes, extra...)
+		banner, ended := out.until(t, "Press Ctrl-C", 2*time.Minute)
+		if !ended {
+			return cmd, out, ports, banner
+		}
+		_ = cmd.Wait()
+		if !freeport.InUse(banner) || attempt == freeport.Attempts {
+			t.Fatalf("output ended before the banner (attempt %d):\n%s", attempt, banner)
+		}
+		t.Logf("attempt %d lost a port to another process; starting on other ports:\n%s", attempt, banner)
+	}
 }
 
-// launchDev starts `slotplane dev` and returns at once, with its stdout unread.
-func launchDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd, io.Reader, []int) {
+// launchDev starts `slotplane dev` and returns at once, with its console unread.
+func launchDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cmd, *console, []int) {
 	t.Helper()
 	ports, err := freeport.Get(4)
 	require.NoError(t, err)
@@ -261,8 +273,55 @@ func launchDev(t *testing.T, state string, nodes int, extra ...string) (*exec.Cm
 	require.NoError(t, cmd.Start())
 	require.NoError(t, in.Close()) // the child holds its end
 	t.Cleanup(func() { _ = out.Close() })
-	var stdout io.Reader = out
-	return cmd, stdout, ports
+	return cmd, readConsole(out), ports
+}
+
+// console is dev's output, read line by line by one goroutine for the life of the process,
+// so a test can wait for one marker and then another without losing the lines between.
+type console struct {
+	lines chan string
+}
+
+func readConsole(r io.Reader) *console {
+	c := &console{lines: make(chan string, 64)}
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	return c
+}
+
+// until returns the lines up to and including the first that contains marker, or, with
+// ended set, every line until the output ended. It fails the test after timeout.
+func (c *console) until(t *testing.T, marker string, timeout time.Duration) (text string, ended bool) {
+	t.Helper()
+	var b strings.Builder
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				return b.String(), true
+			}
+			b.WriteString(line + "\n")
+			if strings.Contains(line, marker) {
+				return b.String(), false
+			}
+		case <-deadline:
+			t.Fatalf("no %q within %s:\n%s", marker, timeout, b.String())
+		}
+	}
+}
+
+// discard reads and drops the rest of the output, so the process never blocks on writing it.
+func (c *console) discard() {
+	go func() {
+		for range c.lines {
+		}
+	}()
 }
 
 // binary is the slotplane binary the tests run, built once by TestMain.
@@ -281,35 +340,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// readUntil reads lines from r until one contains marker, and returns all of them.
-func readUntil(t *testing.T, r io.Reader, marker string, timeout time.Duration) string {
-	t.Helper()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var b strings.Builder
-	deadline := time.After(timeout)
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("output ended before %q:\n%s", marker, b.String())
-			}
-			b.WriteString(line + "\n")
-			if strings.Contains(line, marker) {
-				return b.String()
-			}
-		case <-deadline:
-			t.Fatalf("no %q within %s:\n%s", marker, timeout, b.String())
-		}
-	}
 }
 
 // processesUsing lists the pids whose command line mentions path.
