@@ -50,7 +50,7 @@ func (s *server) getQueues(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := s.Temporal.QueryWorkflow(c.Request.Context(), workflows.AdmissionWorkflowID(tb.Namespace, tb.Name), "", workflows.QueuesQuery, opts)
+	v, err := s.Temporal.QueryWorkflow(c.Request.Context(), s.IDs.AdmissionID(tb.Namespace, tb.Name), "", workflows.QueuesQuery, opts)
 	var report workflows.AdmissionReport
 	if err == nil {
 		err = v.Get(&report)
@@ -236,7 +236,7 @@ func (s *server) heldJob(c *gin.Context, none string) (job v1alpha1.BatchJob, sc
 // as the error to answer (temporalError).
 func (s *server) updateAdmission(c *gin.Context, namespace, bed, update string, arg, out any) *apitypes.Error {
 	handle, err := s.Temporal.UpdateWorkflow(c.Request.Context(), temporalclient.UpdateWorkflowOptions{
-		WorkflowID: workflows.AdmissionWorkflowID(namespace, bed), UpdateName: update,
+		WorkflowID: s.IDs.AdmissionID(namespace, bed), UpdateName: update,
 		Args: []any{arg}, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {

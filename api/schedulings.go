@@ -234,7 +234,7 @@ func (s *server) createScheduling(c *gin.Context) {
 		fail(c, fromKube(fmt.Sprintf("create scheduling %s/%s", ns, req.Name), err))
 		return
 	}
-	if _, err := lifecycle.StartScheduling(ctx, s.Temporal, sched); err != nil {
+	if _, err := lifecycle.StartScheduling(ctx, s.Temporal, s.IDs, sched); err != nil {
 		// Without its workflow the object would only wait for the bridge: take it back, so
 		// the answer "nothing was created" holds.
 		s.Log.Error("start a scheduling's workflow; removing the scheduling", "scheduling", ns+"/"+req.Name, "err", err)
@@ -309,7 +309,7 @@ func (s *server) deleteScheduling(c *gin.Context) {
 	// held it, nothing to cancel). A failure is retried by the bridge, which sees the deletion.
 	err = s.Client.Get(ctx, client.ObjectKeyFromObject(sched), sched)
 	if err == nil {
-		err = lifecycle.CancelScheduling(ctx, s.Client, s.Temporal, sched)
+		err = lifecycle.CancelScheduling(ctx, s.Client, s.Temporal, s.IDs, sched)
 	} else if fromKube("", err).Code == apitypes.CodeNotFound {
 		err = nil
 	}
@@ -447,7 +447,7 @@ func (s *server) askExtension(c *gin.Context, sched *v1alpha1.Scheduling, before
 	ctx := c.Request.Context()
 	waitCtx, cancelWait := context.WithTimeout(ctx, extendWait)
 	defer cancelWait()
-	_, err := lifecycle.ExtendScheduling(waitCtx, s.Temporal, sched.Namespace, sched.Name, "", sched.Spec.Jobs)
+	_, err := lifecycle.ExtendScheduling(waitCtx, s.Temporal, s.IDs, sched.Namespace, sched.Name, "", sched.Spec.Jobs)
 	var refused *lifecycle.RefusedError
 	switch {
 	case err == nil:

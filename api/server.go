@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/apitypes"
+	"slotplane/workflows"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -40,6 +41,8 @@ type Options struct {
 	TLS *tls.Config
 	// Temporal starts and cancels the Schedulings' workflows.
 	Temporal temporal.Client
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
 	// Namespace is where objects live when a request names none (default "default").
 	Namespace string
 	// Auth checks bearer tokens.

@@ -32,6 +32,8 @@ type QueuesSignaller struct {
 	// test beds' status.
 	Client   client.Client
 	Temporal temporal.Client
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
 }
 
 var _ reconcile.Reconciler = (*QueuesSignaller)(nil)
@@ -70,7 +72,7 @@ func (s *QueuesSignaller) Reconcile(ctx context.Context, req reconcile.Request) 
 		case client.IgnoreNotFound(err) != nil:
 			return reconcile.Result{}, fmt.Errorf("write condition %s of test bed %s/%s: %w", v1alpha1.ConditionQueuesConfigured, b.Namespace, b.Name, err)
 		}
-		id := workflows.AdmissionWorkflowID(b.Namespace, b.Name)
+		id := s.IDs.AdmissionID(b.Namespace, b.Name)
 		if err := tellConfig(ctx, s.Temporal, id); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -120,6 +122,8 @@ func queuesConfigMaps() predicate.Funcs {
 type JobPolicySignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
 }
 
 var _ reconcile.Reconciler = (*JobPolicySignaller)(nil)
@@ -134,7 +138,7 @@ func (s *JobPolicySignaller) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, fmt.Errorf("list batch jobs of %s: %w", req.Namespace, err)
 	}
 	for _, j := range jobs.Items {
-		if err := signalIfRunning(ctx, s.Temporal, workflows.BatchJobWorkflowID(j.Namespace, j.Name), workflows.BatchJobChangedSignal); err != nil {
+		if err := signalIfRunning(ctx, s.Temporal, s.IDs.BatchJobID(j.Namespace, j.Name), workflows.BatchJobChangedSignal); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

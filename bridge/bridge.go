@@ -53,6 +53,8 @@ import (
 type TestBedSignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
 	// SignalEvery is the least time between two signals to one test bed's workflow (0:
 	// DefaultSignalEvery).
 	SignalEvery time.Duration
@@ -121,7 +123,7 @@ var _ reconcile.Reconciler = (*TestBedSignaller)(nil)
 // Reconcile signals the workflow of one test bed, starting it if the TestBed exists and no
 // workflow runs. The workflow id makes a second start a no-op.
 func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	id := workflows.TestBedWorkflowID(req.Namespace, req.Name)
+	id := s.IDs.TestBedID(req.Namespace, req.Name)
 	var tb v1alpha1.TestBed
 	err := s.Reader.Get(ctx, req.NamespacedName, &tb)
 	if apierrors.IsNotFound(err) {
@@ -139,7 +141,7 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 			return reconcile.Result{}, fmt.Errorf("list test beds: %w", err)
 		}
 		for _, b := range beds.Items {
-			if err := signalIfRunning(ctx, s.Temporal, workflows.TestBedWorkflowID(b.Namespace, b.Name), workflows.TestBedChangedSignal); err != nil {
+			if err := signalIfRunning(ctx, s.Temporal, s.IDs.TestBedID(b.Namespace, b.Name), workflows.TestBedChangedSignal); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -153,7 +155,7 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 		// The work queue brings the bed back then, and merges every change until.
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	if err := nudgeTestBed(ctx, s.Temporal, req.NamespacedName); err != nil {
+	if err := nudgeTestBed(ctx, s.Temporal, s.IDs, req.NamespacedName); err != nil {
 		s.forget(req.NamespacedName)
 		return reconcile.Result{}, err
 	}
@@ -161,16 +163,16 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // nudgeTestBed signals a test bed's workflow that its bed changed, starting it if none runs.
-func nudgeTestBed(ctx context.Context, tc temporal.Client, bed types.NamespacedName) error {
-	return signalWithStart(ctx, tc, workflows.TestBedWorkflowID(bed.Namespace, bed.Name), workflows.TestBedChangedSignal,
+func nudgeTestBed(ctx context.Context, tc temporal.Client, ids workflows.Installation, bed types.NamespacedName) error {
+	return signalWithStart(ctx, tc, ids.Queue(), ids.TestBedID(bed.Namespace, bed.Name), workflows.TestBedChangedSignal,
 		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: bed.Namespace, Name: bed.Name})
 }
 
-// signalWithStart sends signal to workflow id on slotplane's task queue, starting wf with
+// signalWithStart sends signal to workflow id, starting wf with it on queue
 // input when it does not run.
-func signalWithStart(ctx context.Context, tc temporal.Client, id, signal string, wf, input any) error {
+func signalWithStart(ctx context.Context, tc temporal.Client, queue, id, signal string, wf, input any) error {
 	_, err := tc.SignalWithStartWorkflow(ctx, id, signal, nil,
-		temporal.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout}, wf, input)
+		temporal.StartWorkflowOptions{ID: id, TaskQueue: queue, WorkflowTaskTimeout: workflows.TaskTimeout}, wf, input)
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
@@ -193,6 +195,8 @@ type Options struct {
 	// task (WorkflowHealth), and the test beds and jobs for a workflow that is not running
 	// (WorkflowKeeper); default 30 s.
 	WorkflowCheckEvery time.Duration
+	// Installation names the workflows and task queue the bridge starts and signals.
+	Installation workflows.Installation
 	// KeepEvery, when set, is the keeper's own pace in place of WorkflowCheckEvery (a test
 	// that watches a workflow stay ended keeps the keeper away).
 	KeepEvery time.Duration
@@ -219,16 +223,16 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 		return nil, fmt.Errorf("bridge manager: %w", err)
 	}
 	ctrlOpts := controllerOptions
-	if err := addTestBedBridge(mgr, tc, ctrlOpts); err != nil {
+	if err := addTestBedBridge(mgr, tc, opts.Installation, ctrlOpts); err != nil {
 		return nil, err
 	}
 	if err := addSignallers(mgr, tc, ctrlOpts, opts); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&WorkflowKeeper{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Temporal: tc, Log: opts.Log, Every: cmp.Or(opts.KeepEvery, opts.WorkflowCheckEvery)}); err != nil {
+	if err := mgr.Add(&WorkflowKeeper{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Temporal: tc, IDs: opts.Installation, Log: opts.Log, Every: cmp.Or(opts.KeepEvery, opts.WorkflowCheckEvery)}); err != nil {
 		return nil, fmt.Errorf("bridge workflow keeper: %w", err)
 	}
-	policies, err := addJobPolicyBridge(cfg, mgr, tc, ctrlOpts)
+	policies, err := addJobPolicyBridge(cfg, mgr, tc, opts.Installation, ctrlOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -279,8 +283,8 @@ func managerOptions(opts Options) (ctrl.Options, error) {
 
 // addTestBedBridge adds the controller that tells TestBed workflows of changes to their test
 // bed, to any node, to their test bed's pods, and of the end of a run in their slots.
-func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() controller.Options) error {
-	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc}
+func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ids workflows.Installation, ctrlOpts func() controller.Options) error {
+	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc, IDs: ids}
 	// A node change may reshape any test bed: all of them are told.
 	allBeds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var beds v1alpha1.TestBedList
@@ -335,7 +339,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() control
 		Named("batchjob-bridge").
 		WithOptions(ctrlOpts()).
 		For(&v1alpha1.BatchJob{}, builder.WithPredicates(jobChanges())).
-		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc})
+		Complete(&BatchJobSignaller{Reader: mgr.GetClient(), Temporal: tc, IDs: opts.Installation})
 	if err != nil {
 		return fmt.Errorf("batchjob bridge controller: %w", err)
 	}
@@ -343,7 +347,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() control
 		Named("scheduling-bridge").
 		WithOptions(ctrlOpts()).
 		For(&v1alpha1.Scheduling{}).
-		Complete(&SchedulingStarter{Client: mgr.GetClient(), Temporal: tc})
+		Complete(&SchedulingStarter{Client: mgr.GetClient(), Temporal: tc, IDs: opts.Installation})
 	if err != nil {
 		return fmt.Errorf("scheduling bridge controller: %w", err)
 	}
@@ -352,7 +356,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() control
 		WithOptions(ctrlOpts()).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(queuesConfigMaps())).
 		Watches(&v1alpha1.TestBed{}, handler.EnqueueRequestsFromMapFunc(bedsQueuesFile), builder.WithPredicates(created())).
-		Complete(&QueuesSignaller{Client: mgr.GetClient(), Temporal: tc})
+		Complete(&QueuesSignaller{Client: mgr.GetClient(), Temporal: tc, IDs: opts.Installation})
 	if err != nil {
 		return fmt.Errorf("admission queues bridge controller: %w", err)
 	}
@@ -360,7 +364,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() control
 		Named("workflow-health").
 		WithOptions(ctrlOpts()).
 		For(&v1alpha1.TestBed{}, builder.WithPredicates(created())).
-		Complete(&WorkflowHealth{Client: mgr.GetClient(), Temporal: tc, Log: opts.Log, CheckEvery: opts.WorkflowCheckEvery})
+		Complete(&WorkflowHealth{Client: mgr.GetClient(), Temporal: tc, IDs: opts.Installation, Log: opts.Log, CheckEvery: opts.WorkflowCheckEvery})
 	if err != nil {
 		return fmt.Errorf("workflow health controller: %w", err)
 	}
@@ -370,7 +374,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() control
 // addJobPolicyBridge adds the cache of the job-policy ConfigMaps and the controller that
 // nudges a namespace's BatchJob workflows when its policy changes; the cache is returned for
 // the spec webhook.
-func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() controller.Options) (cache.Cache, error) {
+func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, ids workflows.Installation, ctrlOpts func() controller.Options) (cache.Cache, error) {
 	// The job-policy ConfigMaps come through a cache of their own: the manager's holds only
 	// the allocation files (one name per field selector), and RBAC names each ConfigMap.
 	policies, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: map[client.Object]cache.ByObject{
@@ -386,7 +390,7 @@ func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, 
 		Named("job-policy-bridge").
 		WithOptions(ctrlOpts()).
 		WatchesRawSource(source.Kind(policies, &corev1.ConfigMap{}, &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{})).
-		Complete(&JobPolicySignaller{Reader: mgr.GetClient(), Temporal: tc})
+		Complete(&JobPolicySignaller{Reader: mgr.GetClient(), Temporal: tc, IDs: ids})
 	if err != nil {
 		return nil, fmt.Errorf("job policy bridge controller: %w", err)
 	}

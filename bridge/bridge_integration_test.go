@@ -53,13 +53,13 @@ func startBridgeWith(t *testing.T, c *localcluster.Cluster, opts bridge.Options)
 	// that wakes it and keeps no copy of the jobs' pods.
 	changes, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
-	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes}, []string{workflows.TaskQueue})
+	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes}, workflows.Default, []string{workflows.Default.Queue()})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	waker := &worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}
 	copies, err := activities.WatchCopies(ctx, c.Config, slog.Default(), waker.Wake)
 	require.NoError(t, err)
-	aw := worker.New(tc, &activities.Activities{Client: cl, Changes: copies}, []string{workflows.AdmissionTaskQueue})
+	aw := worker.New(tc, &activities.Activities{Client: cl, Changes: copies}, workflows.Default, []string{workflows.Default.AdmissionQueue()})
 	require.NoError(t, aw.Start())
 	t.Cleanup(aw.Stop)
 	mgrDone := make(chan error, 1)
@@ -92,7 +92,7 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 
 	// Deleting the TestBed ends its workflow.
 	require.NoError(t, cl.Delete(ctx, tb))
-	run := tc.GetWorkflow(ctx, workflows.TestBedWorkflowID("default", "bed"), "")
+	run := tc.GetWorkflow(ctx, workflows.Default.TestBedID("default", "bed"), "")
 	waitCtx, waitCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer waitCancel()
 	var out workflows.TestBedOutput
@@ -287,7 +287,7 @@ func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
 	require.NoError(t, cl.Create(ctx, tb))
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
 	waitBed(t, cl, 4, 4)
-	ids := []string{workflows.TestBedWorkflowID("default", "bed"), workflows.BatchJobWorkflowID("default", "wordcount")}
+	ids := []string{workflows.Default.TestBedID("default", "bed"), workflows.Default.BatchJobID("default", "wordcount")}
 	runOf := func(id string) (string, bool) {
 		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
 		if err != nil {
@@ -340,7 +340,7 @@ func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
 	require.NoError(t, cl.Update(ctx, sched))
 	require.NoError(t, cl.Delete(ctx, sched))
 
-	id := workflows.SchedulingWorkflowID("default", "nightly")
+	id := workflows.Default.SchedulingID("default", "nightly")
 	require.Eventually(t, func() bool {
 		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
 		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
@@ -363,7 +363,7 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 		return s
 	}
 	old := makeOne()
-	id := workflows.SchedulingWorkflowID("default", "nightly")
+	id := workflows.Default.SchedulingID("default", "nightly")
 	uidOf := func() (string, string, enumspb.WorkflowExecutionStatus) {
 		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
 		if err != nil {

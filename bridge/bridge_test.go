@@ -37,7 +37,7 @@ func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
 		}
 		return res
 	}
-	idA, idB := workflows.TestBedWorkflowID("default", "a"), workflows.TestBedWorkflowID("default", "b")
+	idA, idB := workflows.Default.TestBedID("default", "a"), workflows.Default.TestBedID("default", "b")
 
 	require.Zero(t, reconcileBed("a").RequeueAfter, "the first change is told at once")
 	for range 5 {
@@ -84,9 +84,9 @@ func TestTestBedSignaller_APodOfAnUnknownBedSignalsNothing(t *testing.T) {
 
 	require.NoError(t, cl.Delete(context.Background(), bed))
 	reconcileBed("a")
-	require.Equal(t, map[string]int{workflows.TestBedWorkflowID("default", "a"): 1, workflows.TestBedWorkflowID("default", "b"): 1}, tc.ifRunning)
+	require.Equal(t, map[string]int{workflows.Default.TestBedID("default", "a"): 1, workflows.Default.TestBedID("default", "b"): 1}, tc.ifRunning)
 	reconcileBed("a") // a pod of the deleted bed, later: the bed is unknown now
-	require.Equal(t, 1, tc.ifRunning[workflows.TestBedWorkflowID("default", "b")])
+	require.Equal(t, 1, tc.ifRunning[workflows.Default.TestBedID("default", "b")])
 }
 
 // signalCounter is a Temporal client that counts the signal-with-starts it is asked for, and

@@ -31,11 +31,13 @@ import (
 type BatchJobSignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
 }
 
 // Reconcile signals the job's workflow.
 func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	id := workflows.BatchJobWorkflowID(req.Namespace, req.Name)
+	id := s.IDs.BatchJobID(req.Namespace, req.Name)
 	var job v1alpha1.BatchJob
 	err := s.Reader.Get(ctx, req.NamespacedName, &job)
 	if apierrors.IsNotFound(err) {
@@ -44,12 +46,12 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, nudgeBatchJob(ctx, s.Temporal, req.NamespacedName)
+	return reconcile.Result{}, nudgeBatchJob(ctx, s.Temporal, s.IDs, req.NamespacedName)
 }
 
 // nudgeBatchJob signals a BatchJob's workflow that its job changed, starting it if none runs.
-func nudgeBatchJob(ctx context.Context, tc temporal.Client, job types.NamespacedName) error {
-	return signalWithStart(ctx, tc, workflows.BatchJobWorkflowID(job.Namespace, job.Name), workflows.BatchJobChangedSignal,
+func nudgeBatchJob(ctx context.Context, tc temporal.Client, ids workflows.Installation, job types.NamespacedName) error {
+	return signalWithStart(ctx, tc, ids.Queue(), ids.BatchJobID(job.Namespace, job.Name), workflows.BatchJobChangedSignal,
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: job.Namespace, Name: job.Name})
 }
 
@@ -133,6 +135,8 @@ func signalIfRunning(ctx context.Context, tc temporal.Client, id, signal string)
 type SchedulingStarter struct {
 	Client   client.Client
 	Temporal temporal.Client
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
 }
 
 // Reconcile brings the Scheduling's workflow in line with the object.
@@ -142,7 +146,7 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if sched.DeletionTimestamp != nil {
-		return reconcile.Result{}, lifecycle.CancelScheduling(ctx, s.Client, s.Temporal, &sched)
+		return reconcile.Result{}, lifecycle.CancelScheduling(ctx, s.Client, s.Temporal, s.IDs, &sched)
 	}
 	if controllerutil.AddFinalizer(&sched, v1alpha1.SchedulingFinalizer) {
 		if err := s.Client.Update(ctx, &sched); err != nil {
@@ -150,14 +154,14 @@ func (s *SchedulingStarter) Reconcile(ctx context.Context, req reconcile.Request
 		}
 	}
 	// The API may have started it already: the same id is the same workflow.
-	run, err := lifecycle.StartScheduling(ctx, s.Temporal, &sched)
+	run, err := lifecycle.StartScheduling(ctx, s.Temporal, s.IDs, &sched)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if sched.Generation > 1 && sched.Status.ObservedGeneration < sched.Generation && sched.Status.State == v1alpha1.SchedulingScheduling &&
 		!refusedAlready(&sched) {
 		// An edit of the job list: the workflow appends what is new, or refuses.
-		_, err := lifecycle.ExtendScheduling(ctx, s.Temporal, req.Namespace, req.Name, run.GetRunID(), sched.Spec.Jobs)
+		_, err := lifecycle.ExtendScheduling(ctx, s.Temporal, s.IDs, req.Namespace, req.Name, run.GetRunID(), sched.Spec.Jobs)
 		var refused *lifecycle.RefusedError
 		switch {
 		case errors.As(err, &refused):

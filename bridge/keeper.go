@@ -50,7 +50,9 @@ type WorkflowKeeper struct {
 	// Client removes the finalizer of a deleted Scheduling that never ran.
 	Client   client.Client
 	Temporal temporal.Client
-	Log      *slog.Logger
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
+	Log *slog.Logger
 	// Every is how often it looks (default 30 s).
 	Every time.Duration
 }
@@ -132,10 +134,10 @@ func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
 		label, workflowType string
 		objects             []client.Object
 		id                  func(namespace, name string) string
-		nudge               func(context.Context, temporal.Client, types.NamespacedName) error
+		nudge               func(context.Context, temporal.Client, workflows.Installation, types.NamespacedName) error
 	}{
-		{"testbed", "TestBedWorkflow", bedKeys, workflows.TestBedWorkflowID, nudgeTestBed},
-		{"batchjob", "BatchJobWorkflow", jobKeys, workflows.BatchJobWorkflowID, nudgeBatchJob},
+		{"testbed", "TestBedWorkflow", bedKeys, k.IDs.TestBedID, nudgeTestBed},
+		{"batchjob", "BatchJobWorkflow", jobKeys, k.IDs.BatchJobID, nudgeBatchJob},
 	} {
 		running, err := k.running(ctx, kind.workflowType)
 		if err != nil {
@@ -146,7 +148,7 @@ func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
 				continue
 			}
 			key := client.ObjectKeyFromObject(o)
-			if err := kind.nudge(ctx, k.Temporal, key); err != nil {
+			if err := kind.nudge(ctx, k.Temporal, k.IDs, key); err != nil {
 				return started, err
 			}
 			restarted(kind.label, key)
@@ -171,7 +173,7 @@ func (k *WorkflowKeeper) keepSchedulings(ctx context.Context, scheds []v1alpha1.
 	}
 	for i := range scheds {
 		sc := &scheds[i]
-		id := workflows.SchedulingWorkflowID(sc.Namespace, sc.Name)
+		id := k.IDs.SchedulingID(sc.Namespace, sc.Name)
 		uid, runs := running[id]
 		delete(running, id)
 		if runs && (uid == "" || uid == string(sc.UID)) {
@@ -181,12 +183,12 @@ func (k *WorkflowKeeper) keepSchedulings(ctx context.Context, scheds []v1alpha1.
 		// The cache's object is shared: the steps below take a copy.
 		own := sc.DeepCopy()
 		if sc.DeletionTimestamp != nil {
-			if err := lifecycle.CancelScheduling(ctx, k.Client, k.Temporal, own); err != nil {
+			if err := lifecycle.CancelScheduling(ctx, k.Client, k.Temporal, k.IDs, own); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := lifecycle.StartScheduling(ctx, k.Temporal, own); err != nil {
+		if _, err := lifecycle.StartScheduling(ctx, k.Temporal, k.IDs, own); err != nil {
 			return err
 		}
 		restarted("scheduling", key)
@@ -215,12 +217,12 @@ func (k *WorkflowKeeper) keepAdmissions(ctx context.Context, beds []v1alpha1.Tes
 	}
 	for i := range beds {
 		key := client.ObjectKeyFromObject(&beds[i])
-		id := workflows.AdmissionWorkflowID(key.Namespace, key.Name)
+		id := k.IDs.AdmissionID(key.Namespace, key.Name)
 		if beds[i].DeletionTimestamp != nil || !wanted[key] || running[id] {
 			continue
 		}
 		_, err := k.Temporal.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
-			ID: id, TaskQueue: workflows.AdmissionTaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout,
+			ID: id, TaskQueue: k.IDs.AdmissionQueue(), WorkflowTaskTimeout: workflows.TaskTimeout,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		}, workflows.AdmissionWorkflow, workflows.AdmissionInput{Namespace: key.Namespace, TestBed: key.Name, StepsPerRun: lifecycle.Steps.Admission})
 		if err != nil {
@@ -234,7 +236,7 @@ func (k *WorkflowKeeper) keepAdmissions(ctx context.Context, beds []v1alpha1.Tes
 // cancelOrphans cancels the running Scheduling workflows (ids) whose Scheduling is gone.
 func (k *WorkflowKeeper) cancelOrphans(ctx context.Context, running map[string]string) error {
 	for id := range running {
-		key, ok := lifecycle.SchedulingOf(id)
+		key, ok := lifecycle.SchedulingOf(k.IDs, id)
 		if !ok || k.Live == nil {
 			continue
 		}
@@ -268,11 +270,11 @@ func (k *WorkflowKeeper) runningUIDs(ctx context.Context, workflowType string) (
 	return out, err
 }
 
+// eachRunning calls each for every running workflow of the type in this installation: on
+// its task queue, with its id prefix. Another installation's workflows in the namespace are
+// not listed.
 func (k *WorkflowKeeper) eachRunning(ctx context.Context, workflowType string, each func(*workflowpb.WorkflowExecutionInfo)) error {
-	req := &workflowservice.ListWorkflowExecutionsRequest{
-		Query:    fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflowType),
-		PageSize: 1000,
-	}
+	req := &workflowservice.ListWorkflowExecutionsRequest{Query: runningQuery(k.IDs, workflowType), PageSize: 1000}
 	for {
 		resp, err := k.Temporal.ListWorkflow(ctx, req)
 		if err != nil {
@@ -286,4 +288,18 @@ func (k *WorkflowKeeper) eachRunning(ctx context.Context, workflowType string, e
 		}
 		req.NextPageToken = resp.GetNextPageToken()
 	}
+}
+
+// runningQuery is the visibility query for the running workflows of a type in the
+// installation ids. Its names hold no quote (workflows.Installation.Check).
+func runningQuery(ids workflows.Installation, workflowType string) string {
+	queue := ids.Queue()
+	if workflowType == "AdmissionWorkflow" {
+		queue = ids.AdmissionQueue()
+	}
+	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND TaskQueue = '%s'", workflowType, queue)
+	if ids.IDPrefix != "" {
+		q += fmt.Sprintf(" AND WorkflowId STARTS_WITH '%s'", ids.IDPrefix)
+	}
+	return q
 }

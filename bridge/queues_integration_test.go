@@ -58,7 +58,7 @@ func queuedJob(name, user, runFor string) *v1alpha1.BatchJob {
 // queues asks the test bed's Admission workflow for its queue picture.
 func (p *platform) queues(t *testing.T) workflows.AdmissionReport {
 	t.Helper()
-	v, err := p.temporal.QueryWorkflow(context.Background(), workflows.AdmissionWorkflowID("default", "bed"), "", workflows.QueuesQuery)
+	v, err := p.temporal.QueryWorkflow(context.Background(), workflows.Default.AdmissionID("default", "bed"), "", workflows.QueuesQuery)
 	require.NoError(t, err)
 	var r workflows.AdmissionReport
 	require.NoError(t, v.Get(&r))

@@ -37,7 +37,9 @@ type WorkflowHealth struct {
 	// Client reads the test beds (the manager's cache) and writes their status.
 	Client   client.Client
 	Temporal temporal.Client
-	Log      *slog.Logger
+	// IDs names the installation's workflows and task queue (zero: the default one).
+	IDs workflows.Installation
+	Log *slog.Logger
 	// CheckEvery is how often a test bed is looked at again (default 30 s).
 	CheckEvery time.Duration
 }
@@ -82,7 +84,7 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 	// The bed's own workflows, then those of the Schedulings that run jobs on it, or clean
 	// up after them.
 	type checked struct{ kind, id string }
-	list := []checked{{"admission", workflows.AdmissionWorkflowID(req.Namespace, req.Name)}, {"testbed", workflows.TestBedWorkflowID(req.Namespace, req.Name)}}
+	list := []checked{{"admission", h.IDs.AdmissionID(req.Namespace, req.Name)}, {"testbed", h.IDs.TestBedID(req.Namespace, req.Name)}}
 	var scheds v1alpha1.SchedulingList
 	if err := h.Client.List(ctx, &scheds, client.InNamespace(req.Namespace)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list schedulings of %s: %w", req.Namespace, err)
@@ -91,7 +93,7 @@ func (h *WorkflowHealth) Reconcile(ctx context.Context, req reconcile.Request) (
 		// An ended Scheduling's workflow only waits for its deletion, and has no task to
 		// fail until then: a bed that keeps its history of Schedulings costs no calls.
 		if sc.Spec.TestBed == req.Name && (!sc.Status.State.Ended() || sc.DeletionTimestamp != nil) {
-			list = append(list, checked{"scheduling", workflows.SchedulingWorkflowID(sc.Namespace, sc.Name)})
+			list = append(list, checked{"scheduling", h.IDs.SchedulingID(sc.Namespace, sc.Name)})
 		}
 	}
 	count := map[string]int{"admission": 0, "testbed": 0, "scheduling": 0}

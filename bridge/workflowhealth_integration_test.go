@@ -70,8 +70,8 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	}
 	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
 
-	id := workflows.AdmissionWorkflowID("default", "sick")
-	_, err := tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: id, TaskQueue: workflows.AdmissionTaskQueue}, workflows.AdmissionWorkflow,
+	id := workflows.Default.AdmissionID("default", "sick")
+	_, err := tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: id, TaskQueue: workflows.Default.AdmissionQueue()}, workflows.AdmissionWorkflow,
 		workflows.AdmissionInput{Namespace: "default", TestBed: "sick", Carried: []byte("not a packed state")})
 	require.NoError(t, err)
 	sick := waitFor(metav1.ConditionFalse)
@@ -86,8 +86,8 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 
 	// A Scheduling on the bed whose workflow no worker can run (a type this build does not
 	// have, as a worker of another build would meet) shows on the bed too.
-	sid := workflows.SchedulingWorkflowID("default", "stuck")
-	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: sid, TaskQueue: workflows.TaskQueue}, "NoSuchWorkflow")
+	sid := workflows.Default.SchedulingID("default", "stuck")
+	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: sid, TaskQueue: workflows.Default.Queue()}, "NoSuchWorkflow")
 	require.NoError(t, err)
 	require.NoError(t, cl.Create(ctx, testobjects.Scheduling("stuck").TestBed("sick").Job("j", 1).Obj()))
 	stuck := waitFor(metav1.ConditionFalse)
@@ -106,8 +106,8 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	// A Scheduling whose workflow ended in failure before the Scheduling did shows too:
 	// its jobs stay claimed with nobody to run them.
 	// (Its workflow runs before the Scheduling is made, so that the bridge starts none.)
-	did := workflows.SchedulingWorkflowID("default", "dead")
-	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: did, TaskQueue: workflows.TaskQueue}, "NoSuchWorkflow")
+	did := workflows.Default.SchedulingID("default", "dead")
+	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: did, TaskQueue: workflows.Default.Queue()}, "NoSuchWorkflow")
 	require.NoError(t, err)
 	require.NoError(t, cl.Create(ctx, testobjects.Scheduling("dead").TestBed("sick").Job("j", 1).Obj()))
 	require.Contains(t, waitFor(metav1.ConditionFalse).Message, did)

@@ -407,9 +407,9 @@ func (d *deployed) workerLaysOutTheBedAndReadsTheQueues(t *testing.T) {
 	var queued v1alpha1.BatchJob
 	require.NoError(t, d.admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "claimed-1"}, &queued))
 	require.Equal(t, "root.default", queued.Status.Queue)
-	ids, err := worker.ActiveWorkflows(ctx, cl, nil)
+	ids, err := worker.ActiveWorkflows(ctx, cl, workflows.Default, nil)
 	require.NoError(t, err)
-	require.Contains(t, ids, workflows.AdmissionWorkflowID(bedNS, bedName))
+	require.Contains(t, ids, workflows.Default.AdmissionID(bedNS, bedName))
 }
 
 // extenderReadsAPodItHasNotSeen starts the extender as its ServiceAccount and asks it to

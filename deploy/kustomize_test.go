@@ -640,8 +640,8 @@ func TestKustomize_ComponentsRunTheirSubcommandsWithTemporalAndProbes(t *testing
 		probePort  int32
 		extraFlags []string
 	}{
-		{component: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.TaskQueue}},
-		{component: "admission", subcommand: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.AdmissionTaskQueue}},
+		{component: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.Default.Queue()}},
+		{component: "admission", subcommand: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.Default.AdmissionQueue()}},
 		{component: "bridge", temporal: true},
 		{component: "api", temporal: true, probePath: "/api/v1/healthz", probePort: 8088, extraFlags: []string{"-auth=kubernetes"}},
 		{component: "extender", probePath: "/healthz", probePort: 8888},

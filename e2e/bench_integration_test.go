@@ -245,7 +245,7 @@ func settle(b *testing.B, p *platformtest.Platform, jobs []v1alpha1.SchedulingJo
 			return false
 		}
 		for _, j := range jobs {
-			d, err := p.Temporal.DescribeWorkflowExecution(ctx, workflows.BatchJobWorkflowID("default", j.Name), "")
+			d, err := p.Temporal.DescribeWorkflowExecution(ctx, workflows.Default.BatchJobID("default", j.Name), "")
 			if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || d.GetPendingWorkflowTask() != nil {
 				return false
 			}

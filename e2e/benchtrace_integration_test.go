@@ -135,8 +135,8 @@ func (t *benchTrace) slowestHandOver(b *testing.B, o orchestration, scheduling s
 	fmt.Printf("the slowest hand-over: %s ended at %s; %s admitted %+d ms, running %+d ms\n", h.prev.Name, ended.Format("15:04:05.000"),
 		h.next.Name, ph.AdmittedAt.Sub(ended).Milliseconds(), ph.RunningAt.Sub(ended).Milliseconds())
 	t.printTimeline(b, ended, ended.Add(-200*time.Millisecond), ph.RunningAt.Add(100*time.Millisecond), []string{h.prev.Name, h.next.Name},
-		workflows.BatchJobWorkflowID("default", h.prev.Name), workflows.AdmissionWorkflowID("default", "bed"),
-		workflows.SchedulingWorkflowID("default", scheduling), workflows.BatchJobWorkflowID("default", h.next.Name))
+		workflows.Default.BatchJobID("default", h.prev.Name), workflows.Default.AdmissionID("default", "bed"),
+		workflows.Default.SchedulingID("default", scheduling), workflows.Default.BatchJobID("default", h.next.Name))
 }
 
 // firstWave prints the timeline of the first job on the path of o's makespan, from the
@@ -150,8 +150,8 @@ func (t *benchTrace) firstWave(b *testing.B, o orchestration, scheduling string)
 	fmt.Printf("the first wave: %s created at %s; %s admitted %+d ms, running %+d ms\n", scheduling, o.start.Format("15:04:05.000"),
 		j.Name, ph.AdmittedAt.Sub(o.start).Milliseconds(), ph.RunningAt.Sub(o.start).Milliseconds())
 	t.printTimeline(b, o.start, o.start, ph.RunningAt.Add(100*time.Millisecond), []string{j.Name},
-		workflows.SchedulingWorkflowID("default", scheduling), workflows.AdmissionWorkflowID("default", "bed"), workflows.BatchJobWorkflowID("default", j.Name),
-		workflows.TestBedWorkflowID("default", "bed"))
+		workflows.Default.SchedulingID("default", scheduling), workflows.Default.AdmissionID("default", "bed"), workflows.Default.BatchJobID("default", j.Name),
+		workflows.Default.TestBedID("default", "bed"))
 }
 
 // ownSecond prints the timeline of the first wave's path job from its pods running to its
@@ -164,7 +164,7 @@ func (t *benchTrace) ownSecond(b *testing.B, o orchestration) {
 	ph := j.Status.Phases
 	fmt.Printf("the own second of %s: running at %s, ended %+d ms\n", j.Name, ph.RunningAt.Format("15:04:05.000"), ph.EndedAt.Sub(ph.RunningAt.Time).Milliseconds())
 	t.printTimeline(b, ph.RunningAt.Time, ph.RunningAt.Add(-50*time.Millisecond), ph.EndedAt.Add(100*time.Millisecond), []string{j.Name},
-		workflows.BatchJobWorkflowID("default", j.Name))
+		workflows.Default.BatchJobID("default", j.Name))
 }
 
 // printTimeline prints, in time order and in milliseconds from zero, the traced events

@@ -480,9 +480,9 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	}}
 	if shape.admissionApart {
 		metricsAt["admission"], pprofAt["admission"] = "127.0.0.1:"+strconv.Itoa(ports[10]), "127.0.0.1:"+strconv.Itoa(ports[11])
-		p.parts["worker"].args = append(p.parts["worker"].args, "-task-queues", workflows.TaskQueue)
+		p.parts["worker"].args = append(p.parts["worker"].args, "-task-queues", workflows.Default.Queue())
 		p.parts["admission"] = &component{name: "admission", command: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["admission"],
-			"-task-queues", workflows.AdmissionTaskQueue), nice: shape.admissionNice}
+			"-task-queues", workflows.Default.AdmissionQueue()), nice: shape.admissionNice}
 	}
 	for _, c := range p.parts {
 		c.t, c.logs = t, logs

@@ -981,8 +981,8 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 		}
 	}
 	for _, bed := range p.beds {
-		walk("Admission", workflows.AdmissionWorkflowID("default", bed))
-		walk("TestBed", workflows.TestBedWorkflowID("default", bed))
+		walk("Admission", workflows.Default.AdmissionID("default", bed))
+		walk("TestBed", workflows.Default.TestBedID("default", bed))
 	}
 	if dir := os.Getenv(envEnvelopeProfile); dir != "" && len(f.admissionLongestRun) > 0 {
 		// For a replay of it under a profile (BenchmarkReplay_AdmissionRun).
@@ -992,11 +992,11 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 		require.NoError(t, os.WriteFile(file, data, 0o644))
 	}
 	for _, s := range schedulings {
-		walk("Scheduling", workflows.SchedulingWorkflowID("default", s))
+		walk("Scheduling", workflows.Default.SchedulingID("default", s))
 	}
 	step := max(1, len(jobs)/100)
 	for i := 0; i < len(jobs); i += step {
-		walk("BatchJob", workflows.BatchJobWorkflowID("default", jobs[i]))
+		walk("BatchJob", workflows.Default.BatchJobID("default", jobs[i]))
 	}
 }
 

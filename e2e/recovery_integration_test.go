@@ -32,7 +32,7 @@ func TestE2E_TerminatedJobAndTestBedWorkflowsComeBack(t *testing.T) {
 	require.NoError(t, err)
 	p.waitJob(t, "steady", v1alpha1.JobRunning, 2*time.Minute)
 
-	p.terminateAndAwaitNewRuns(t, workflows.BatchJobWorkflowID("default", "steady"), workflows.TestBedWorkflowID("default", "bed"))
+	p.terminateAndAwaitNewRuns(t, workflows.Default.BatchJobID("default", "steady"), workflows.Default.TestBedID("default", "bed"))
 
 	p.waitScheduling(t, "steady", v1alpha1.SchedulingCompleted, 2*time.Minute)
 	j, err := p.api.GetJob(ctx, "steady")
@@ -71,7 +71,7 @@ func TestE2E_TerminatedSchedulingAndAdmissionWorkflowsComeBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1alpha1.JobInQueue, third.Status.State, "third waits: the bed is full")
 
-	p.terminateAndAwaitNewRuns(t, workflows.SchedulingWorkflowID("default", "nightly"), workflows.AdmissionWorkflowID("default", "bed"))
+	p.terminateAndAwaitNewRuns(t, workflows.Default.SchedulingID("default", "nightly"), workflows.Default.AdmissionID("default", "bed"))
 
 	p.waitScheduling(t, "nightly", v1alpha1.SchedulingCompleted, 3*time.Minute)
 	ended := map[string]v1alpha1.BatchJobStatus{}

@@ -61,7 +61,9 @@ type Collector struct {
 	// Beds lists the test beds (the worker's watched copies).
 	Beds     func(context.Context) ([]v1alpha1.TestBed, error)
 	Temporal client.Client
-	Log      *slog.Logger
+	// IDs names the installation's workflows (zero: the default one).
+	IDs workflows.Installation
+	Log *slog.Logger
 
 	errors prometheus.Counter
 	once   sync.Once
@@ -118,7 +120,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func (c *Collector) collectQueues(ctx context.Context, ch chan<- prometheus.Metric, ns, bed string) {
 	qctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
-	v, err := c.Temporal.QueryWorkflow(qctx, workflows.AdmissionWorkflowID(ns, bed), "", workflows.QueuesQuery, workflows.ReportOptions{Jobs: -1}) // the queues alone
+	v, err := c.Temporal.QueryWorkflow(qctx, c.IDs.AdmissionID(ns, bed), "", workflows.QueuesQuery, workflows.ReportOptions{Jobs: -1}) // the queues alone
 	var r workflows.AdmissionReport
 	if err == nil {
 		err = v.Get(&r)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"slotplane/activities"
-	"slotplane/workflows"
 )
 
 // Each job that starts or runs holds an activity slot for as long as it does (its wait), so
@@ -13,13 +12,13 @@ import (
 // as many one-slot jobs running at once) and still run a bed's reconcile beside them.
 func TestOptions_HoldTheWaitsOfTenTimesTheEnvelope(t *testing.T) {
 	const envelopeJobs = 8_000
-	for _, queue := range Queues {
-		o := options(queue, &activities.Activities{}, nil)
+	for _, admission := range []bool{false, true} {
+		o := options(admission, &activities.Activities{}, nil)
 		if o.MaxConcurrentActivityExecutionSize <= 10*envelopeJobs {
-			t.Errorf("%s: %d activities at once, want more than %d", queue, o.MaxConcurrentActivityExecutionSize, 10*envelopeJobs)
+			t.Errorf("admission %v: %d activities at once, want more than %d", admission, o.MaxConcurrentActivityExecutionSize, 10*envelopeJobs)
 		}
 	}
-	if o := options(workflows.AdmissionTaskQueue, &activities.Activities{}, nil); o.MaxConcurrentWorkflowTaskPollers != AdmissionPollers {
+	if o := options(true, &activities.Activities{}, nil); o.MaxConcurrentWorkflowTaskPollers != AdmissionPollers {
 		t.Errorf("Admission's queue: %d workflow pollers, want %d", o.MaxConcurrentWorkflowTaskPollers, AdmissionPollers)
 	}
 }
@@ -27,7 +26,7 @@ func TestOptions_HoldTheWaitsOfTenTimesTheEnvelope(t *testing.T) {
 // A task queue's worker that stops for good tells the process, which ends.
 func TestOptions_AFatalErrorReachesTheProcess(t *testing.T) {
 	var got error
-	o := options(workflows.TaskQueue, &activities.Activities{}, func(err error) { got = err })
+	o := options(false, &activities.Activities{}, func(err error) { got = err })
 	if o.OnFatalError == nil {
 		t.Fatal("no OnFatalError")
 	}

@@ -21,30 +21,30 @@ import (
 // that long once. In the long run a job whose end was seen by the new worker waited there
 // 2 s, after its wait's heartbeat timeout, and a kill cost 4 to 5 s of the whole bed.
 //
-// ActiveWorkflows names the workflows of queues (nil: all of Queues) that were likely busy
-// when a worker of those queues died: on workflows.TaskQueue, the test beds' TestBed
-// workflows, the Schedulings that still run, and the jobs with a run under way (a creation
-// request, an application, Submitted or Running); on workflows.AdmissionTaskQueue, the test
-// beds' Admission workflows. A new worker resets their stickiness (ResetStickiness) so that
+// ActiveWorkflows names the workflows of the installation ids on queues (nil: both of its
+// queues) that were likely busy when a worker of those queues died: on ids.Queue, the test
+// beds' TestBed workflows, the Schedulings that still run, and the jobs with a run under way
+// (a creation request, an application, Submitted or Running); on ids.AdmissionQueue, the
+// test beds' Admission workflows. A new worker resets their stickiness (ResetStickiness) so that
 // their next task goes to any worker at once; one still sticky to a live worker costs that
 // worker one replay of its history.
-func ActiveWorkflows(ctx context.Context, kube client.Reader, queues []string) ([]string, error) {
+func ActiveWorkflows(ctx context.Context, kube client.Reader, ids workflows.Installation, queues []string) ([]string, error) {
 	cached := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
-	var ids []string
+	var active []string
 	var beds v1alpha1.TestBedList
 	if err := kube.List(ctx, &beds, cached); err != nil {
 		return nil, fmt.Errorf("list test beds: %w", err)
 	}
 	for _, b := range beds.Items {
-		if Polls(queues, workflows.TaskQueue) {
-			ids = append(ids, workflows.TestBedWorkflowID(b.Namespace, b.Name))
+		if Polls(queues, ids.Queue()) {
+			active = append(active, ids.TestBedID(b.Namespace, b.Name))
 		}
-		if Polls(queues, workflows.AdmissionTaskQueue) {
-			ids = append(ids, workflows.AdmissionWorkflowID(b.Namespace, b.Name))
+		if Polls(queues, ids.AdmissionQueue()) {
+			active = append(active, ids.AdmissionID(b.Namespace, b.Name))
 		}
 	}
-	if !Polls(queues, workflows.TaskQueue) {
-		return ids, nil
+	if !Polls(queues, ids.Queue()) {
+		return active, nil
 	}
 	var schedulings v1alpha1.SchedulingList
 	if err := kube.List(ctx, &schedulings, cached); err != nil {
@@ -52,7 +52,7 @@ func ActiveWorkflows(ctx context.Context, kube client.Reader, queues []string) (
 	}
 	for _, s := range schedulings.Items {
 		if !s.Status.State.Ended() {
-			ids = append(ids, workflows.SchedulingWorkflowID(s.Namespace, s.Name))
+			active = append(active, ids.SchedulingID(s.Namespace, s.Name))
 		}
 	}
 	var jobs v1alpha1.BatchJobList
@@ -64,10 +64,10 @@ func ActiveWorkflows(ctx context.Context, kube client.Reader, queues []string) (
 		_, requested := j.Annotations[v1alpha1.CreationRequestAnnotation]
 		underWay := st.State == v1alpha1.JobSubmitted || st.State == v1alpha1.JobRunning || requested || st.Application != nil
 		if underWay && !st.State.Ended() {
-			ids = append(ids, workflows.BatchJobWorkflowID(j.Namespace, j.Name))
+			active = append(active, ids.BatchJobID(j.Namespace, j.Name))
 		}
 	}
-	return ids, nil
+	return active, nil
 }
 
 // ResetStickiness asks the Temporal server to send the next workflow task of each workflow
@@ -90,24 +90,24 @@ func ResetStickiness(ctx context.Context, svc workflowservice.WorkflowServiceCli
 	return n, nil
 }
 
-// TakeOver takes up, once, as a worker of queues (nil: all of Queues) starts, what a worker
+// TakeOver takes up, once, as a worker of queues (nil: both of ids') starts, what a worker
 // of the same queues that died before it may have left: it resets the stickiness of the
 // workflows that worker may have held (ActiveWorkflows), then ends the attempts of their
 // activities that a worker on this host had started (RetryOrphans), so that both go on at
 // once. A failure is only logged, since the server's timeouts do the same, later.
-func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, queues []string, log *slog.Logger) {
-	ids, err := ActiveWorkflows(ctx, kube, queues)
+func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, ids workflows.Installation, queues []string, log *slog.Logger) {
+	active, err := ActiveWorkflows(ctx, kube, ids, queues)
 	if err != nil {
 		log.Warn("could not find the workflows a dead worker may have held", "err", err)
 		return
 	}
-	n, err := ResetStickiness(ctx, svc, namespace, ids)
+	n, err := ResetStickiness(ctx, svc, namespace, active)
 	if err != nil {
-		log.Warn("could not reset the workflows' stickiness", "reset", n, "of", len(ids), "err", err)
+		log.Warn("could not reset the workflows' stickiness", "reset", n, "of", len(active), "err", err)
 	} else {
-		log.Info("workflows a dead worker may have held go to any worker", "reset", n, "of", len(ids))
+		log.Info("workflows a dead worker may have held go to any worker", "reset", n, "of", len(active))
 	}
-	ended, err := RetryOrphans(ctx, svc, namespace, Identity, ids)
+	ended, err := RetryOrphans(ctx, svc, namespace, Identity, active)
 	if err != nil {
 		log.Warn("could not retry the activities a dead worker had started", "retried", ended, "err", err)
 		return

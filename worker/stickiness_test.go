@@ -55,23 +55,23 @@ func TestActiveWorkflows(t *testing.T) {
 		job("b", "failed", v1alpha1.JobFailed, false, true),
 	}
 	kube := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).WithStatusSubresource().Build()
-	admissions := []string{workflows.AdmissionWorkflowID("a", "bed"), workflows.AdmissionWorkflowID("b", "other")}
+	admissions := []string{workflows.Default.AdmissionID("a", "bed"), workflows.Default.AdmissionID("b", "other")}
 	others := []string{
-		workflows.TestBedWorkflowID("a", "bed"), workflows.TestBedWorkflowID("b", "other"),
-		workflows.SchedulingWorkflowID("a", "acquiring"), workflows.SchedulingWorkflowID("b", "scheduling"), workflows.SchedulingWorkflowID("a", "new"),
-		workflows.BatchJobWorkflowID("a", "running"), workflows.BatchJobWorkflowID("b", "submitted"),
-		workflows.BatchJobWorkflowID("a", "granted"), workflows.BatchJobWorkflowID("a", "created"),
+		workflows.Default.TestBedID("a", "bed"), workflows.Default.TestBedID("b", "other"),
+		workflows.Default.SchedulingID("a", "acquiring"), workflows.Default.SchedulingID("b", "scheduling"), workflows.Default.SchedulingID("a", "new"),
+		workflows.Default.BatchJobID("a", "running"), workflows.Default.BatchJobID("b", "submitted"),
+		workflows.Default.BatchJobID("a", "granted"), workflows.Default.BatchJobID("a", "created"),
 	}
 	for _, c := range []struct {
 		queues []string
 		want   []string
 	}{
 		{nil, append(slices.Clone(admissions), others...)},
-		{Queues, append(slices.Clone(admissions), others...)},
-		{[]string{workflows.AdmissionTaskQueue}, admissions},
-		{[]string{workflows.TaskQueue}, others},
+		{workflows.Default.Queues(), append(slices.Clone(admissions), others...)},
+		{[]string{workflows.Default.AdmissionQueue()}, admissions},
+		{[]string{workflows.Default.Queue()}, others},
 	} {
-		ids, err := ActiveWorkflows(context.Background(), kube, c.queues)
+		ids, err := ActiveWorkflows(context.Background(), kube, workflows.Default, c.queues)
 		require.NoError(t, err)
 		require.ElementsMatch(t, c.want, ids, "a worker of %v", c.queues)
 	}
@@ -80,14 +80,14 @@ func TestActiveWorkflows(t *testing.T) {
 // A worker polls the task queues it is told, each once, and every one of them when told none.
 func TestParseQueues(t *testing.T) {
 	for list, want := range map[string][]string{
-		"":                               Queues,
-		" ":                              Queues,
-		"slotplane":                      {workflows.TaskQueue},
-		"slotplane-admission":            {workflows.AdmissionTaskQueue},
-		"slotplane-admission, slotplane": {workflows.AdmissionTaskQueue, workflows.TaskQueue},
-		"slotplane,slotplane-admission":  {workflows.TaskQueue, workflows.AdmissionTaskQueue},
+		"":                               workflows.Default.Queues(),
+		" ":                              workflows.Default.Queues(),
+		"slotplane":                      {workflows.Default.Queue()},
+		"slotplane-admission":            {workflows.Default.AdmissionQueue()},
+		"slotplane-admission, slotplane": {workflows.Default.AdmissionQueue(), workflows.Default.Queue()},
+		"slotplane,slotplane-admission":  {workflows.Default.Queue(), workflows.Default.AdmissionQueue()},
 	} {
-		got, err := ParseQueues(list)
+		got, err := ParseQueues(workflows.Default, list)
 		require.NoError(t, err, list)
 		require.Equal(t, want, got, list)
 	}
@@ -96,7 +96,14 @@ func TestParseQueues(t *testing.T) {
 		"admission":           `task queue "admission": a slotplane worker polls slotplane and slotplane-admission`,
 		"slotplane,":          `task queue "": a slotplane worker polls`,
 	} {
-		_, err := ParseQueues(list)
+		_, err := ParseQueues(workflows.Default, list)
 		require.ErrorContains(t, err, msg, list)
 	}
+	// Another installation's worker polls its own queues, never the default ones.
+	eu := workflows.Installation{TaskQueue: "eu"}
+	got, err := ParseQueues(eu, "eu-admission")
+	require.NoError(t, err)
+	require.Equal(t, []string{"eu-admission"}, got)
+	_, err = ParseQueues(eu, "slotplane")
+	require.ErrorContains(t, err, `task queue "slotplane": a slotplane worker polls eu and eu-admission`)
 }

@@ -26,7 +26,9 @@ const wakeTimeout = 10 * time.Second
 // signalled: it has no one waiting.
 type AdmissionWaker struct {
 	Temporal client.Client
-	Log      *slog.Logger
+	// IDs names the installation's workflows (zero: the default one).
+	IDs workflows.Installation
+	Log *slog.Logger
 	// Ctx ends the wake-ups; nil is context.Background.
 	Ctx context.Context
 
@@ -72,7 +74,7 @@ func (w *AdmissionWaker) send(bed types.NamespacedName) {
 func (w *AdmissionWaker) signal(ctx context.Context, bed types.NamespacedName) {
 	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
-	_, err := activities.Update(ctx, w.Temporal, workflows.AdmissionWorkflowID(bed.Namespace, bed.Name), workflows.AdmissionSlotsUpdate, nil)
+	_, err := activities.Update(ctx, w.Temporal, w.IDs.AdmissionID(bed.Namespace, bed.Name), workflows.AdmissionSlotsUpdate, nil)
 	if err != nil && w.Log != nil {
 		w.Log.Warn("could not tell a test bed's Admission that slots changed; it decides again at its resync", "testbed", bed.String(), "err", err)
 	}

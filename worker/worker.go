@@ -51,27 +51,27 @@ const (
 // when the server would have timed it out anyway. How long the tasks take is measured
 // (slotplane_admission_decision_seconds, the SDK's workflow task metrics), not enforced.
 
-// Queues are the task queues a slotplane worker may poll. workflows.TaskQueue runs the test
-// beds', Schedulings' and jobs' workflows and their activities; workflows.AdmissionTaskQueue
-// runs the beds' Admission workflows and theirs. A worker polls both unless told otherwise
-// (ParseQueues). A bed of thousands of slots is better served by a worker of
-// AdmissionTaskQueue alone: every grant of the bed waits on Admission's tasks, and in a
-// process of its own they wait neither for the CPU that thousands of job workflows share
-// nor for their heap's garbage collection.
-var Queues = []string{workflows.TaskQueue, workflows.AdmissionTaskQueue}
+// A slotplane worker polls the task queues of its installation (workflows.Installation):
+// Queue runs the test beds', Schedulings' and jobs' workflows and their activities;
+// AdmissionQueue runs the beds' Admission workflows and theirs. A worker polls both unless
+// told otherwise (ParseQueues). A bed of thousands of slots is better served by a worker of
+// AdmissionQueue alone: every grant of the bed waits on Admission's tasks, and in a process
+// of its own they wait neither for the CPU that thousands of job workflows share nor for
+// their heap's garbage collection.
 
-// ParseQueues reads a list of task queues to poll, separated by commas: each one of Queues,
-// none twice. The empty list is all of Queues.
-func ParseQueues(list string) ([]string, error) {
+// ParseQueues reads a list of task queues to poll, separated by commas: each one of the
+// installation's, none twice. The empty list is both.
+func ParseQueues(ids workflows.Installation, list string) ([]string, error) {
+	all := ids.Queues()
 	if strings.TrimSpace(list) == "" {
-		return slices.Clone(Queues), nil
+		return all, nil
 	}
 	var queues []string
 	for q := range strings.SplitSeq(list, ",") {
 		q = strings.TrimSpace(q)
 		switch {
-		case !slices.Contains(Queues, q):
-			return nil, fmt.Errorf("task queue %q: a slotplane worker polls %s", q, strings.Join(Queues, " and "))
+		case !slices.Contains(all, q):
+			return nil, fmt.Errorf("task queue %q: a slotplane worker polls %s", q, strings.Join(all, " and "))
 		case slices.Contains(queues, q):
 			return nil, fmt.Errorf("task queue %q is named twice", q)
 		}
@@ -80,26 +80,26 @@ func ParseQueues(list string) ([]string, error) {
 	return queues, nil
 }
 
-// Polls says whether a worker of queues (nil: all of Queues) polls queue.
+// Polls says whether a worker of queues (nil: all of its installation's) polls queue.
 func Polls(queues []string, queue string) bool {
 	return len(queues) == 0 || slices.Contains(queues, queue)
 }
 
-// New returns a worker of queues (nil: all of Queues), each with the workflows it runs and
-// every activity registered; the caller starts and stops it. It polls TaskQueue with Pollers
-// pollers and AdmissionTaskQueue with AdmissionPollers. The activities get c to
+// New returns a worker of the installation ids that polls queues (nil: both of ids), each with
+// the workflows it runs and every activity registered; the caller starts and stops it. It
+// polls ids.Queue with Pollers pollers and ids.AdmissionQueue with AdmissionPollers. The activities get c to
 // signal-with-start workflows, unless they carry a Temporal client already, send Admission's
 // job keys in batches (workflows.AdmissionBatched) unless told which messages to batch, and
 // send Admission's messages as updates (workflows.AdmissionUpdates) unless told which. What
 // is registered on the worker returned is registered on its first queue alone.
-func New(c client.Client, acts *activities.Activities, queues []string) sdkworker.Worker {
-	return NewStopping(c, acts, queues, nil)
+func New(c client.Client, acts *activities.Activities, ids workflows.Installation, queues []string) sdkworker.Worker {
+	return NewStopping(c, acts, ids, queues, nil)
 }
 
 // NewStopping is New with onFatal called when a task queue's worker stops for good (the SDK's
 // OnFatalError: its namespace is gone, its credentials are refused). The SDK's worker then
 // polls no more while the process lives on, so the process should end and be restarted.
-func NewStopping(c client.Client, acts *activities.Activities, queues []string, onFatal func(error)) sdkworker.Worker {
+func NewStopping(c client.Client, acts *activities.Activities, ids workflows.Installation, queues []string, onFatal func(error)) sdkworker.Worker {
 	if acts.Temporal == nil {
 		acts.Temporal = c
 	}
@@ -110,12 +110,13 @@ func NewStopping(c client.Client, acts *activities.Activities, queues []string, 
 		acts.Updates = workflows.AdmissionUpdates
 	}
 	if len(queues) == 0 {
-		queues = Queues
+		queues = ids.Queues()
 	}
 	var g group
 	for i, queue := range queues {
-		w := sdkworker.New(c, queue, options(queue, acts, onFatal))
-		if queue == workflows.AdmissionTaskQueue {
+		admission := queue == ids.AdmissionQueue()
+		w := sdkworker.New(c, queue, options(admission, acts, onFatal))
+		if admission {
 			w.RegisterWorkflow(workflows.AdmissionWorkflow)
 		} else {
 			w.RegisterWorkflow(workflows.TestBedWorkflow)
@@ -132,10 +133,10 @@ func NewStopping(c client.Client, acts *activities.Activities, queues []string, 
 	return &g
 }
 
-// options are the SDK worker's options for queue.
-func options(queue string, acts *activities.Activities, onFatal func(error)) sdkworker.Options {
+// options are the SDK worker's options for a task queue, the Admission queue or the other.
+func options(admission bool, acts *activities.Activities, onFatal func(error)) sdkworker.Options {
 	pollers := Pollers
-	if queue == workflows.AdmissionTaskQueue {
+	if admission {
 		pollers = AdmissionPollers
 	}
 	return sdkworker.Options{MaxConcurrentWorkflowTaskPollers: pollers, MaxConcurrentActivityTaskPollers: pollers,

@@ -86,11 +86,6 @@ const (
 	MoveInvalid   = queue.MoveInvalid
 )
 
-// AdmissionWorkflowID is the id of a test bed's Admission workflow.
-func AdmissionWorkflowID(namespace, testBed string) string {
-	return fmt.Sprintf("admission/%s/%s", namespace, testBed)
-}
-
 // AdmissionBatched are the messages to Admission a worker may send in one
 // activities.BatchUpdate, a map from the message's name to its keys: the keys of jobs
 // released, ended and started. A batch is taken in as each of them would be.
@@ -200,7 +195,8 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 			panic(err)
 		}
 	}
-	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded}
+	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded,
+		ids: installationOf(ctx, Default.AdmissionID(in.Namespace, in.TestBed), true)}
 	a.in.Unrecorded = nil
 	if err := a.listen(ctx); err != nil {
 		return err
@@ -269,6 +265,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 
 type admission struct {
 	in   AdmissionInput
+	ids  Installation
 	core *queue.Admitter
 	// seenBed: the test bed existed at some decision of this workflow's life; its absence
 	// afterwards means it was deleted.
@@ -726,7 +723,7 @@ func (a *admission) tellAllVia(ctx workflow.Context, gs []AdmissionGrant, viaSer
 		groups[i] = append(groups[i], g)
 	}
 	for _, group := range groups {
-		signals = append(signals, activities.Signal{WorkflowID: SchedulingWorkflowID(a.in.Namespace, group[0].Scheduling), Name: AdmittedBatchSignal, Arg: group})
+		signals = append(signals, activities.Signal{WorkflowID: a.ids.SchedulingID(a.in.Namespace, group[0].Scheduling), Name: AdmittedBatchSignal, Arg: group})
 	}
 	// The signals go in calls of at most grantsPerCall grants, side by side: a decision that
 	// fills a bed of thousands of slots would not fit one payload.

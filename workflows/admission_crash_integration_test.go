@@ -161,7 +161,7 @@ func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	id := workflows.AdmissionWorkflowID("ns", "bed")
+	id := workflows.Default.AdmissionID("ns", "bed")
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "admission-lost", WorkflowTaskTimeout: 2 * time.Second},
 		workflows.AdmissionWorkflow, workflows.AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour})
 	require.NoError(t, err)

@@ -83,7 +83,7 @@ func TestAdmission_AResyncDuringTheHandOverDoesNotFailIt(t *testing.T) {
 	defer cancel()
 
 	// One step a run (WorkPerRun 1): the run hands over once it has taken the request in.
-	id := workflows.AdmissionWorkflowID("ns", "bed")
+	id := workflows.Default.AdmissionID("ns", "bed")
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue},
 		workflows.AdmissionWorkflow, workflows.AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 2 * time.Second, WorkPerRun: 1})
 	require.NoError(t, err)

@@ -48,8 +48,8 @@ func (a *admission) listenForKills(ctx workflow.Context) error {
 			if err := guard("kill", func() (err error) { kb, err = a.core.CheckKill(k); return err }); err != nil {
 				return AdmissionKilled{}, moveError(err)
 			}
-			nudge := jobNudge(a.in.Namespace, k.Job)
-			in := activities.KillJobInput{Namespace: a.in.Namespace, Job: k.Job, TaskQueue: TaskQueue,
+			nudge := a.ids.jobNudge(a.in.Namespace, k.Job)
+			in := activities.KillJobInput{Namespace: a.in.Namespace, Job: k.Job, TaskQueue: a.ids.Queue(),
 				Kill:  v1alpha1.KillRequest{Scheduling: k.Scheduling, By: k.By, As: kb.As, Reason: k.Reason, At: metav1.NewTime(workflow.Now(ctx).UTC().Truncate(time.Second))},
 				Nudge: &nudge}
 			err := workflow.ExecuteActivity(withActivityDefaults(ctx), acts.KillJob, in).Get(ctx, nil)
@@ -139,9 +139,9 @@ func (a *admission) pendingQueues() []activities.QueuePlacement {
 }
 
 // jobNudge tells a job's workflow to look at its job again, starting it if needed.
-func jobNudge(namespace, name string) activities.SignalWithStart {
+func (in Installation) jobNudge(namespace, name string) activities.SignalWithStart {
 	return activities.SignalWithStart{
-		WorkflowID: BatchJobWorkflowID(namespace, name), WorkflowType: "BatchJobWorkflow",
+		WorkflowID: in.BatchJobID(namespace, name), WorkflowType: "BatchJobWorkflow",
 		Input: BatchJobInput{Namespace: namespace, Name: name}, Signal: BatchJobChangedSignal,
 	}
 }

@@ -221,7 +221,7 @@ func TestAdmissionWorkflow_KillChecksTheRightAndWritesTheKill(t *testing.T) {
 	for _, k := range w.kills {
 		require.Equal(t, "ns", k.Namespace)
 		require.NotNil(t, k.Nudge)
-		require.Equal(t, BatchJobWorkflowID("ns", k.Job), k.Nudge.WorkflowID)
+		require.Equal(t, Default.BatchJobID("ns", k.Job), k.Nudge.WorkflowID)
 		require.Equal(t, BatchJobChangedSignal, k.Nudge.Signal)
 		require.Equal(t, "s", k.Kill.Scheduling)
 		if k.Job == "running" {

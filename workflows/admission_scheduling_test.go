@@ -45,7 +45,7 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if n.WorkflowID == AdmissionWorkflowID("ns", "bed") {
+			if n.WorkflowID == Default.AdmissionID("ns", "bed") {
 				admissionNudges += len(reqs)
 			}
 		}
@@ -77,21 +77,21 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		AdmissionReleaseUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
+			require.Equal(t, Default.AdmissionID("ns", "bed"), id)
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		},
 		AdmissionEndedUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
+			require.Equal(t, Default.AdmissionID("ns", "bed"), id)
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		},
 		AdmissionStartedUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, AdmissionWorkflowID("ns", "bed"), id)
+			require.Equal(t, Default.AdmissionID("ns", "bed"), id)
 			started = append(started, arg.(AdmissionKey).Job)
 			return nil
 		},

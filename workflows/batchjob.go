@@ -25,11 +25,6 @@ const BatchJobChangedSignal = "batchjob-changed"
 // JobProgressSignal carries a JobProgress from a job's workflow to its Scheduling's.
 const JobProgressSignal = "job-progress"
 
-// BatchJobWorkflowID is the id of a job's workflow; one runs per BatchJob.
-func BatchJobWorkflowID(namespace, name string) string {
-	return fmt.Sprintf("batchjob/%s/%s", namespace, name)
-}
-
 // BatchJobInput names the job.
 type BatchJobInput struct {
 	Namespace string
@@ -81,7 +76,8 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
-	j := &jobRunner{key: activities.JobKey{Namespace: in.Namespace, Name: in.Name}, changed: workflow.GetSignalChannel(ctx, BatchJobChangedSignal)}
+	j := &jobRunner{key: activities.JobKey{Namespace: in.Namespace, Name: in.Name}, changed: workflow.GetSignalChannel(ctx, BatchJobChangedSignal),
+		ids: installationOf(ctx, Default.BatchJobID(in.Namespace, in.Name), false)}
 	if in.Last != nil {
 		j.status = *in.Last
 	}
@@ -146,12 +142,13 @@ func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, w
 	}
 	p := JobProgress{Job: j.key.Name, Run: st.Run, State: v1alpha1.JobFailed, Message: why, FinishedAt: workflow.Now(ctx)}
 	// The Scheduling may be gone (cancelled): then nobody needs to hear it.
-	to := SchedulingWorkflowID(j.key.Namespace, st.Scheduling)
+	to := j.ids.SchedulingID(j.key.Namespace, st.Scheduling)
 	_ = sendSignals(ctx, []activities.Signal{{WorkflowID: to, Name: JobProgressSignal, Arg: p}}).Get(ctx, nil)
 }
 
 type jobRunner struct {
 	key     activities.JobKey
+	ids     Installation
 	changed workflow.ReceiveChannel
 	status  v1alpha1.BatchJobStatus
 }
@@ -402,7 +399,7 @@ func (r *runReport) report(ctx workflow.Context, st v1alpha1.BatchJobState, msg 
 		return err
 	}
 	r.tellAdmission(st)
-	signals := append(r.also, activities.Signal{WorkflowID: SchedulingWorkflowID(j.key.Namespace, r.holder), Name: JobProgressSignal, Arg: r.progress})
+	signals := append(r.also, activities.Signal{WorkflowID: j.ids.SchedulingID(j.key.Namespace, r.holder), Name: JobProgressSignal, Arg: r.progress})
 	r.also = nil
 	_ = sendSignals(ctx, signals).Get(ctx, nil) // the Scheduling may be gone (cancelled): then nobody needs to hear it
 	return nil
@@ -420,7 +417,7 @@ func (r *runReport) tellAdmission(st v1alpha1.BatchJobState) {
 	if req := r.req; startNews && !r.startTold && req != nil && req.SchedulingUID != "" {
 		if !req.QuietStart {
 			key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: r.j.key.Name, Run: req.Run}
-			r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedUpdate, Arg: key})
+			r.also = append(r.also, activities.Signal{WorkflowID: r.j.ids.AdmissionID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedUpdate, Arg: key})
 		}
 		r.startTold = true
 	}
@@ -554,7 +551,7 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 		// The job tells Admission of its end itself, ahead of the Scheduling's own message (a
 		// repeat Admission ignores), with the final report, once the status says the run ended.
 		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
-		r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(j.key.Namespace, req.TestBed), Name: AdmissionEndedUpdate, Arg: k})
+		r.also = append(r.also, activities.Signal{WorkflowID: j.ids.AdmissionID(j.key.Namespace, req.TestBed), Name: AdmissionEndedUpdate, Arg: k})
 	}
 	j.status.FinishedAt = now(ctx)
 	if ph := j.phases(); ph.EndedAt == nil {

@@ -64,7 +64,7 @@ func (j *jobRunner) kill(ctx workflow.Context, obs activities.JobObservation) er
 		j.countEnd(ctx, v1alpha1.RunFailed)
 		if req.SchedulingUID != "" {
 			key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
-			r.also = append(r.also, activities.Signal{WorkflowID: AdmissionWorkflowID(j.key.Namespace, req.TestBed), Name: AdmissionEndedUpdate, Arg: key})
+			r.also = append(r.also, activities.Signal{WorkflowID: j.ids.AdmissionID(j.key.Namespace, req.TestBed), Name: AdmissionEndedUpdate, Arg: key})
 		}
 	}
 	return r.report(ctx, v1alpha1.JobFailed, v1alpha1.ClipMessage(msg))

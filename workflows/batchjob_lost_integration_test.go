@@ -60,7 +60,7 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 	require.NoError(t, acts.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: req}))
 
 	lost := startLosingWorker(t, tc, "job-lost", "CreateApplication", workflows.BatchJobWorkflow, acts)
-	id := workflows.BatchJobWorkflowID("default", "wordcount")
+	id := workflows.Default.BatchJobID("default", "wordcount")
 	_, err = tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "job-lost", WorkflowTaskTimeout: 2 * time.Second},
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: "default", Name: "wordcount"})
 	require.NoError(t, err)

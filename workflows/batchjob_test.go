@@ -125,7 +125,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		JobProgressSignal: func(id string, arg any) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if id == SchedulingWorkflowID("ns", "nightly") {
+			if id == Default.SchedulingID("ns", "nightly") {
 				w.reported = append(w.reported, arg.(JobProgress))
 			}
 			return nil
@@ -436,11 +436,11 @@ func tellsAdmissionOfItsEnd(t *testing.T, quiet bool) {
 
 	require.NoError(t, env.GetWorkflowError())
 	key := queue.JobKey{Scheduling: "nightly", SchedulingUID: "uid-nightly", Job: "wordcount", Run: 1}
-	require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionReleases)
+	require.Equal(t, []string{Default.AdmissionID("ns", "bed") + " " + key.String()}, w.admissionReleases)
 	if quiet {
 		require.Empty(t, w.admissionStarts, "Admission needs no word of the start")
 	} else {
-		require.Equal(t, []string{AdmissionWorkflowID("ns", "bed") + " " + key.String()}, w.admissionStarts, "the start too, once")
+		require.Equal(t, []string{Default.AdmissionID("ns", "bed") + " " + key.String()}, w.admissionStarts, "the start too, once")
 	}
 	require.True(t, slices.ContainsFunc(w.reported, func(p JobProgress) bool { return p.State == v1alpha1.JobRunning }), "%+v", w.reported)
 	for _, p := range w.reported {

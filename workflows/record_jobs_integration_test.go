@@ -227,7 +227,7 @@ func TestRecordJobHistories(t *testing.T) {
 		w.RegisterActivity(job)
 		require.NoError(t, w.Start())
 		defer w.Stop()
-		id := workflows.BatchJobWorkflowID("ns", "wordcount")
+		id := workflows.Default.BatchJobID("ns", "wordcount")
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "record-jobs"}, workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: "ns", Name: "wordcount"})
 		require.NoError(t, err)
 		<-job.done
@@ -240,7 +240,7 @@ func TestRecordJobHistories(t *testing.T) {
 	})
 
 	t.Run("scheduling", func(t *testing.T) {
-		id := workflows.SchedulingWorkflowID("ns", "nightly")
+		id := workflows.Default.SchedulingID("ns", "nightly")
 		sched := &schedulingStandIn{c: c, id: id, taken: map[string][]int32{}, completed: make(chan struct{})}
 		w := sdkworker.New(c, "record-scheduling", sdkworker.Options{})
 		w.RegisterWorkflow(workflows.SchedulingWorkflow)

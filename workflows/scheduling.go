@@ -19,12 +19,6 @@ import (
 // are kept as they are, new ones are validated, claimed and appended in order.
 const ExtendUpdate = "extend"
 
-// SchedulingWorkflowID is the id of a Scheduling's workflow; the API and the bridge both
-// start it under this id, so a second start is a no-op.
-func SchedulingWorkflowID(namespace, name string) string {
-	return fmt.Sprintf("scheduling/%s/%s", namespace, name)
-}
-
 // SchedulingUIDMemo is the memo field that holds the UID of the Scheduling a workflow runs
 // for: a front door tells by it a run of an earlier object of the name.
 const SchedulingUIDMemo = "scheduling-uid"
@@ -90,7 +84,8 @@ type SchedulingOutput struct {
 // Admission and releases the jobs (their applications are deleted).
 func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOutput, error) {
 	ctx = withActivityDefaults(ctx)
-	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal), in: in}
+	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal), in: in,
+		ids: installationOf(ctx, Default.SchedulingID(in.Namespace, in.Name), false)}
 	if in.StepsPerRun <= 0 {
 		s.in.StepsPerRun = 500
 	}
@@ -166,6 +161,7 @@ func withActivityDefaults(ctx workflow.Context) workflow.Context {
 
 type scheduler struct {
 	key      activities.SchedulingKey
+	ids      Installation
 	spec     v1alpha1.SchedulingSpec
 	entries  schedplan.Jobs
 	status   v1alpha1.SchedulingStatus
@@ -459,12 +455,12 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 	for _, name := range jobs {
 		nudges = append(nudges, s.jobNudge(name))
 	}
-	return sendNudges(ctx, nudges)
+	return s.sendNudges(ctx, nudges)
 }
 
 // jobNudge tells a job's workflow to look at its job again, starting it if needed.
 func (s *scheduler) jobNudge(name string) activities.SignalWithStart {
-	return jobNudge(s.key.Namespace, name)
+	return s.ids.jobNudge(s.key.Namespace, name)
 }
 
 // batch is how many jobs one cluster activity handles. Each job costs the activity one or
@@ -473,9 +469,9 @@ func (s *scheduler) jobNudge(name string) activities.SignalWithStart {
 const batch = 100
 
 // sendNudges signals (or starts) the workflows, a batch per activity, in order.
-func sendNudges(ctx workflow.Context, nudges []activities.SignalWithStart) error {
+func (s *scheduler) sendNudges(ctx workflow.Context, nudges []activities.SignalWithStart) error {
 	for part := range slices.Chunk(nudges, batch) {
-		if err := quick(ctx, acts.NudgeWorkflows, activities.SignalWithStartInput{TaskQueue: TaskQueue, Signals: part}).Get(ctx, nil); err != nil {
+		if err := quick(ctx, acts.NudgeWorkflows, activities.SignalWithStartInput{TaskQueue: s.ids.Queue(), Signals: part}).Get(ctx, nil); err != nil {
 			return err
 		}
 	}

@@ -53,9 +53,9 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries schedplan.Job
 	}
 	nudge := func(signal string, arg any) activities.SignalWithStart {
 		return activities.SignalWithStart{
-			WorkflowID: AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
+			WorkflowID: s.ids.AdmissionID(s.key.Namespace, s.spec.TestBed), WorkflowType: "AdmissionWorkflow",
 			Input:  AdmissionInput{Namespace: s.key.Namespace, TestBed: s.spec.TestBed, StepsPerRun: s.in.AdmissionStepsPerRun},
-			Signal: signal, SignalArg: arg, TaskQueue: AdmissionTaskQueue,
+			Signal: signal, SignalArg: arg, TaskQueue: s.ids.AdmissionQueue(),
 		}
 	}
 	// A batch to a message: the server delivers the messages to one workflow one at a time.
@@ -63,7 +63,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries schedplan.Job
 	for part := range slices.Chunk(reqs, batch) {
 		nudges = append(nudges, nudge(AdmissionRequestsUpdate, part))
 	}
-	return sendNudges(ctx, nudges)
+	return s.sendNudges(ctx, nudges)
 }
 
 // admissionKey is the key of an entry's run in Admission: a job runs once per Scheduling.
@@ -99,7 +99,7 @@ func (s *scheduler) tellAdmissionAll(ctx workflow.Context, ts []tell) {
 	if len(ts) == 0 {
 		return
 	}
-	id := AdmissionWorkflowID(s.key.Namespace, s.spec.TestBed)
+	id := s.ids.AdmissionID(s.key.Namespace, s.spec.TestBed)
 	signals := make([]activities.Signal, len(ts))
 	for i, t := range ts {
 		signals[i] = activities.Signal{WorkflowID: id, Name: t.signal, Arg: t.key}
@@ -213,7 +213,7 @@ func (s *scheduler) handleGrants(ctx workflow.Context, grants []AdmissionGrant) 
 		// The request nudges the job's workflow itself, once it is written and the slots'
 		// ghosts are gone (RequestCreation).
 		n := s.jobNudge(e.Job.Name)
-		in := activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req, Nudge: &n, TaskQueue: TaskQueue}
+		in := activities.RequestCreationInput{Namespace: s.key.Namespace, Job: e.Job.Name, Request: req, Nudge: &n, TaskQueue: s.ids.Queue()}
 		f := quick(ctx, acts.RequestCreation, in)
 		started = append(started, pending{e: e, g: g, f: f})
 	}

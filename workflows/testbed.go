@@ -8,7 +8,6 @@
 package workflows
 
 import (
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -17,17 +16,6 @@ import (
 	"slotplane/activities"
 	"slotplane/slots"
 )
-
-// TaskQueue is the task queue of the test beds', Schedulings' and jobs' workflows and their
-// activities.
-const TaskQueue = "slotplane"
-
-// AdmissionTaskQueue is the task queue of the beds' Admission workflows and the activities
-// they run. A worker keeps one sticky queue per task queue, so an Admission's next task does
-// not wait behind the tasks of thousands of job workflows, nor past the sticky timeout (then
-// the task is replayed from history); and a worker process may poll this queue alone
-// (slotplane worker -task-queues).
-const AdmissionTaskQueue = "slotplane-admission"
 
 // TaskTimeout is the workflow task timeout of every slotplane workflow, set when each is
 // started and kept across continue-as-new. It is Temporal's default, 10 s, and it trades two
@@ -46,11 +34,6 @@ const TaskTimeout = activities.WorkflowTaskTimeout
 // TestBedChangedSignal tells a TestBedWorkflow that its test bed, a node or one of its pods
 // changed. Its payload is ignored: a pass always reads the whole picture.
 const TestBedChangedSignal = "testbed-changed"
-
-// TestBedWorkflowID is the id of a test bed's workflow; one runs per test bed.
-func TestBedWorkflowID(namespace, name string) string {
-	return fmt.Sprintf("testbed/%s/%s", namespace, name)
-}
 
 // TestBedInput names the test bed. The timings are optional (zero takes the default) so
 // tests can shorten them.

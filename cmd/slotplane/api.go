@@ -99,7 +99,7 @@ func runAPI(ctx context.Context, args []string) error {
 		return err
 	}
 	// Config: the change feed watches the cluster with informers of its own.
-	o := api.Options{Client: cl, Temporal: tc, Namespace: *namespace, Config: cfg, AllowedOrigins: splitList(*origins),
+	o := api.Options{Client: cl, Temporal: tc, IDs: conn.installation(), Namespace: *namespace, Config: cfg, AllowedOrigins: splitList(*origins),
 		FeedConnections: *feedConns, FeedConnectionsPerUser: *feedUserConns, Metrics: reg, TLS: serveTLS}
 	o.Auth, o.Authorizer = apiAuth(*mode, static, cl, splitList(*audiences))
 	s, err := api.Start(o, *listen)

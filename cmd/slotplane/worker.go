@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +37,9 @@ type connections struct {
 	tlsCA, tlsCert, tlsKey, tlsServerName *string
 	// compression is the gRPC compression of requests to Temporal: gzip or none.
 	compression *string
+	// taskQueue and idPrefix name this installation's task queue and workflow ids
+	// (workflows.Installation).
+	taskQueue, idPrefix *string
 	// schedulingSteps and admissionSteps set lifecycle.Steps for the workflows this process
 	// starts.
 	schedulingSteps, admissionSteps *int
@@ -94,6 +96,10 @@ func connectionFlags(fs *flag.FlagSet) connections {
 			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
 		compression: fs.String("temporal-compression", envOr("SLOTPLANE_TEMPORAL_COMPRESSION", "none"),
 			"gRPC compression of requests to Temporal, and so of its answers: none (CPU saved on both ends, for a frontend in or near the cluster) or gzip (fewer bytes, for a frontend across a WAN)"),
+		taskQueue: fs.String("task-queue", envOr("SLOTPLANE_TASK_QUEUE", workflows.DefaultTaskQueue),
+			"this installation's task queue; its Admission workflows run on the same name with -admission after it. Two clusters that share a Temporal namespace each set their own, with -workflow-id-prefix"),
+		idPrefix: fs.String("workflow-id-prefix", envOr("SLOTPLANE_WORKFLOW_ID_PREFIX", ""),
+			"what starts every workflow id of this installation (e.g. eu-1/); two clusters that share a Temporal namespace each set their own"),
 		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
 		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
 		kubeRates:       kubeclient.RateFlags(fs),
@@ -146,7 +152,15 @@ func (c connections) kubeConfig() (*rest.Config, error) {
 	return kubeclient.Config(*c.kubeconfig, c.component, *c.kubeRates)
 }
 
+// installation is the installation the flags name.
+func (c connections) installation() workflows.Installation {
+	return workflows.Installation{TaskQueue: *c.taskQueue, IDPrefix: *c.idPrefix}
+}
+
 func (c connections) dial() (*rest.Config, client.Client, error) {
+	if err := c.installation().Check(); err != nil {
+		return nil, nil, fmt.Errorf("-task-queue or -workflow-id-prefix: %w", err)
+	}
 	if *c.schedulingSteps < 0 || *c.admissionSteps < 0 {
 		return nil, nil, errors.New("-scheduling-steps-per-run and -admission-steps-per-run must not be negative")
 	}
@@ -176,13 +190,14 @@ func runWorker(ctx context.Context, args []string) error {
 	conn := connectionFlags(fs)
 	metricsAddr := metricsFlag(fs)
 	pprofAddr := pprofFlag(fs)
-	queueList := fs.String("task-queues", envOr("SLOTPLANE_TASK_QUEUES", strings.Join(worker.Queues, ",")),
-		"the task queues to poll, separated by commas: "+workflows.TaskQueue+" (test beds, Schedulings, jobs) and "+workflows.AdmissionTaskQueue+
+	queueList := fs.String("task-queues", envOr("SLOTPLANE_TASK_QUEUES", ""),
+		"the task queues to poll, separated by commas (default: both): the installation's -task-queue (test beds, Schedulings, jobs) and the same name with -admission after it"+
 			" (the beds' Admission); a large bed runs a worker of each")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	queues, err := worker.ParseQueues(*queueList)
+	ids := conn.installation()
+	queues, err := worker.ParseQueues(ids, *queueList)
 	if err != nil {
 		return fmt.Errorf("-task-queues: %w", err)
 	}
@@ -202,12 +217,12 @@ func runWorker(ctx context.Context, args []string) error {
 	// The worker that runs Admission wakes it when slots free, and reports the queues. One
 	// without the jobs' workflows keeps no copy of their pods and applications.
 	var wake activities.SlotsWake
-	admission := worker.Polls(queues, workflows.AdmissionTaskQueue)
+	admission := worker.Polls(queues, ids.AdmissionQueue())
 	if admission {
-		wake = (&worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}).Wake
+		wake = (&worker.AdmissionWaker{Temporal: tc, IDs: ids, Log: slog.Default(), Ctx: ctx}).Wake
 	}
 	watch := activities.WatchChanges
-	if !worker.Polls(queues, workflows.TaskQueue) {
+	if !worker.Polls(queues, ids.Queue()) {
 		watch = activities.WatchCopies
 	}
 	changes, err := watch(ctx, cfg, slog.Default(), wake)
@@ -215,7 +230,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	if admission {
-		reg.MustRegister(&worker.Collector{Temporal: tc, Log: slog.Default(),
+		reg.MustRegister(&worker.Collector{Temporal: tc, IDs: ids, Log: slog.Default(),
 			Beds: func(ctx context.Context) ([]v1alpha1.TestBed, error) { return changes.TestBeds(ctx, cl) }})
 	}
 	if err := serveMetrics(ctx, *metricsAddr, reg); err != nil {
@@ -224,7 +239,7 @@ func runWorker(ctx context.Context, args []string) error {
 	// A task queue's worker that stops for good ends the process, to be restarted: it would
 	// otherwise poll no more while looking alive.
 	fatal := make(chan error, 1)
-	w := worker.NewStopping(tc, &activities.Activities{Client: cl, Changes: changes}, queues, func(err error) {
+	w := worker.NewStopping(tc, &activities.Activities{Client: cl, Changes: changes}, ids, queues, func(err error) {
 		select {
 		case fatal <- err:
 		default:
@@ -237,7 +252,7 @@ func runWorker(ctx context.Context, args []string) error {
 	go func() {
 		tctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		worker.TakeOver(tctx, tc.WorkflowService(), *conn.namespace, cl, queues, slog.Default())
+		worker.TakeOver(tctx, tc.WorkflowService(), *conn.namespace, cl, ids, queues, slog.Default())
 	}()
 	select {
 	case <-ctx.Done():
@@ -275,7 +290,7 @@ func runBridge(ctx context.Context, args []string) error {
 	}
 	defer tc.Close()
 	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metricsAddr, HealthAddr: *health,
-		Webhook: bridge.WebhookOptions{Addr: *hook, CertDir: *hookCerts}, WorkflowCheckEvery: *checkEvery})
+		Webhook: bridge.WebhookOptions{Addr: *hook, CertDir: *hookCerts}, WorkflowCheckEvery: *checkEvery, Installation: conn.installation()})
 	if err != nil {
 		return err
 	}

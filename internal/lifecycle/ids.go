@@ -10,10 +10,10 @@ import (
 	"slotplane/workflows"
 )
 
-// SchedulingOf is the Scheduling a workflow id names (workflows.SchedulingWorkflowID), and
-// false when it names none.
-func SchedulingOf(id string) (types.NamespacedName, bool) {
-	rest, ok := strings.CutPrefix(id, "scheduling/")
+// SchedulingOf is the Scheduling a workflow id of the installation ids names
+// (workflows.Installation.SchedulingID), and false when it names none.
+func SchedulingOf(ids workflows.Installation, id string) (types.NamespacedName, bool) {
+	rest, ok := strings.CutPrefix(id, ids.IDPrefix+"scheduling/")
 	ns, name, found := strings.Cut(rest, "/")
 	if !ok || !found || ns == "" || name == "" || strings.Contains(name, "/") {
 		return types.NamespacedName{}, false

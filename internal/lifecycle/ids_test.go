@@ -10,14 +10,24 @@ import (
 )
 
 func TestSchedulingOf(t *testing.T) {
-	key, ok := SchedulingOf(workflows.SchedulingWorkflowID("team-a", "nightly"))
-	if !ok || key.Namespace != "team-a" || key.Name != "nightly" {
-		t.Errorf("got %v, %v", key, ok)
-	}
-	for _, id := range []string{"batchjob/team-a/x", "scheduling/team-a", "scheduling//x", "scheduling/a/b/c"} {
-		if _, ok := SchedulingOf(id); ok {
-			t.Errorf("%q names a scheduling", id)
+	eu := workflows.Installation{TaskQueue: "eu", IDPrefix: "eu/"}
+	for _, ids := range []workflows.Installation{workflows.Default, eu} {
+		key, ok := SchedulingOf(ids, ids.SchedulingID("team-a", "nightly"))
+		if !ok || key.Namespace != "team-a" || key.Name != "nightly" {
+			t.Errorf("%+v: got %v, %v", ids, key, ok)
 		}
+		for _, id := range []string{"batchjob/team-a/x", "scheduling/team-a", "scheduling//x", "scheduling/a/b/c", ids.IDPrefix + "batchjob/a/b"} {
+			if _, ok := SchedulingOf(ids, id); ok {
+				t.Errorf("%+v: %q names a scheduling", ids, id)
+			}
+		}
+	}
+	// Another installation's Scheduling is not this one's.
+	if _, ok := SchedulingOf(eu, workflows.Default.SchedulingID("team-a", "nightly")); ok {
+		t.Error("the default installation's id names a Scheduling of eu/")
+	}
+	if _, ok := SchedulingOf(workflows.Default, eu.SchedulingID("team-a", "nightly")); ok {
+		t.Error("eu/'s id names a Scheduling of the default installation")
 	}
 }
 

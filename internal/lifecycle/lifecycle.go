@@ -29,15 +29,15 @@ type StepsPerRun struct {
 // that workflows continue as new many times.
 var Steps StepsPerRun
 
-// StartScheduling starts the workflow of sched under SchedulingWorkflowID, the id every front
+// StartScheduling starts the workflow of sched under the installation's SchedulingID, the id every front
 // door uses. A workflow already running under it for this object is used, not a second one
 // started, so the API and the bridge (kubectl) never start the same Scheduling twice. One
 // running for an earlier object of the name (deleted without its workflow's clean-up: its
 // finalizer removed by hand) is terminated first: the new object never takes over an old
 // object's run. The new run finds the jobs the old one claimed held under the name, and
 // their requests of the old UID, which it does not take as its own.
-func StartScheduling(ctx context.Context, tc temporal.Client, sched *v1alpha1.Scheduling) (temporal.WorkflowRun, error) {
-	id := workflows.SchedulingWorkflowID(sched.Namespace, sched.Name)
+func StartScheduling(ctx context.Context, tc temporal.Client, ids workflows.Installation, sched *v1alpha1.Scheduling) (temporal.WorkflowRun, error) {
+	id := ids.SchedulingID(sched.Namespace, sched.Name)
 	uid := string(sched.UID)
 	if running, was, err := runningUID(ctx, tc, id); err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func StartScheduling(ctx context.Context, tc temporal.Client, sched *v1alpha1.Sc
 		}
 	}
 	run, err := tc.ExecuteWorkflow(ctx, temporal.StartWorkflowOptions{
-		ID: id, TaskQueue: workflows.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout,
+		ID: id, TaskQueue: ids.Queue(), WorkflowTaskTimeout: workflows.TaskTimeout,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		Memo:                     map[string]any{workflows.SchedulingUIDMemo: uid},
@@ -84,11 +84,11 @@ func runningUID(ctx context.Context, tc temporal.Client, id string) (bool, strin
 // ran (no status) has nothing to release, and the finalizer goes now. One whose workflow is
 // not running although it ran (terminated) gets its workflow started again, which takes up
 // its jobs, and cancelled, which releases them.
-func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Client, sched *v1alpha1.Scheduling) error {
+func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Client, ids workflows.Installation, sched *v1alpha1.Scheduling) error {
 	if !controllerutil.ContainsFinalizer(sched, v1alpha1.SchedulingFinalizer) {
 		return nil
 	}
-	id := workflows.SchedulingWorkflowID(sched.Namespace, sched.Name)
+	id := ids.SchedulingID(sched.Namespace, sched.Name)
 	running, was, err := runningUID(ctx, tc, id)
 	if err != nil {
 		return err
@@ -98,7 +98,7 @@ func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Clien
 			controllerutil.RemoveFinalizer(sched, v1alpha1.SchedulingFinalizer)
 			return client.IgnoreNotFound(kube.Update(ctx, sched))
 		}
-		if _, err := StartScheduling(ctx, tc, sched); err != nil {
+		if _, err := StartScheduling(ctx, tc, ids, sched); err != nil {
 			return err
 		}
 	}
@@ -123,9 +123,9 @@ func (e *RefusedError) Error() string { return "the scheduling refused the job l
 // takes each job once, whichever asks first. A refusal is a *RefusedError with the
 // workflow's reason; any other error means the answer did not come (ctx's deadline, or
 // Temporal out of reach).
-func ExtendScheduling(ctx context.Context, tc temporal.Client, namespace, name, runID string, jobs []v1alpha1.SchedulingJob) (int, error) {
+func ExtendScheduling(ctx context.Context, tc temporal.Client, ids workflows.Installation, namespace, name, runID string, jobs []v1alpha1.SchedulingJob) (int, error) {
 	handle, err := tc.UpdateWorkflow(ctx, temporal.UpdateWorkflowOptions{
-		WorkflowID: workflows.SchedulingWorkflowID(namespace, name), RunID: runID, UpdateName: workflows.ExtendUpdate,
+		WorkflowID: ids.SchedulingID(namespace, name), RunID: runID, UpdateName: workflows.ExtendUpdate,
 		Args: []any{jobs}, WaitForStage: temporal.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	temporalclient "go.temporal.io/sdk/client"
@@ -54,6 +55,14 @@ type Options struct {
 	// UI serves the Web UI.
 	TemporalPort, UIPort int
 	UI                   bool
+	// Temporal, when set, is the Temporal client of the namespace the platform runs in, in
+	// place of an embedded server (TemporalServer stays nil): another platform's, or a
+	// standalone server. The caller closes it.
+	Temporal temporalclient.Client
+	// Installation names the platform's task queues and workflow ids in that namespace.
+	Installation workflows.Installation
+	// WorkflowCheckEvery is the bridge's pace of workflow checks (0: the bridge's default).
+	WorkflowCheckEvery time.Duration
 	// InfraOnly starts the control plane, Temporal and the operators' stand-in only, and
 	// registers the spec webhook: the caller runs the extender at ExtenderAddr and the
 	// bridge's webhook at WebhookAddr with WebhookCerts, and the worker and API as it likes.
@@ -187,6 +196,10 @@ func (p *Platform) listenForExtender() error {
 }
 
 func (p *Platform) startTemporal(ctx context.Context) error {
+	if p.opts.Temporal != nil {
+		p.Temporal = p.opts.Temporal
+		return nil
+	}
 	p.step("embedded Temporal server and Web UI")
 	o := temporalserver.Options{FrontendPort: p.opts.TemporalPort, UI: p.opts.UI, UIPort: p.opts.UIPort,
 		LogFile: filepath.Join(p.Dir, "temporal.log"), LogLevel: "warn"}
@@ -283,7 +296,7 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 	}
 	p.step("worker and bridge")
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	waker := &worker.AdmissionWaker{Temporal: p.Temporal, Log: p.log, Ctx: watchCtx}
+	waker := &worker.AdmissionWaker{Temporal: p.Temporal, IDs: p.opts.Installation, Log: p.log, Ctx: watchCtx}
 	changes, err := activities.WatchChanges(watchCtx, kubeclient.ForComponent(p.Cluster.Config, "worker"), p.log, waker.Wake)
 	if err != nil {
 		stopWatch()
@@ -292,10 +305,10 @@ func (p *Platform) startWorkerAndBridge(_ context.Context) error {
 	p.changes = changes
 	p.onStop("the worker's watches", func() error { stopWatch(); return nil })
 	if p.opts.Metrics != nil {
-		p.opts.Metrics.MustRegister(&worker.Collector{Temporal: p.Temporal, Log: p.log,
+		p.opts.Metrics.MustRegister(&worker.Collector{Temporal: p.Temporal, IDs: p.opts.Installation, Log: p.log,
 			Beds: func(ctx context.Context) ([]v1alpha1.TestBed, error) { return changes.TestBeds(ctx, p.Kube) }})
 	}
-	mgr, err := bridge.New(kubeclient.ForComponent(p.Cluster.Config, "bridge"), p.Temporal, bridge.Options{Log: p.log, Webhook: bridge.WebhookOptions{
+	mgr, err := bridge.New(kubeclient.ForComponent(p.Cluster.Config, "bridge"), p.Temporal, bridge.Options{Log: p.log, Installation: p.opts.Installation, WorkflowCheckEvery: p.opts.WorkflowCheckEvery, Webhook: bridge.WebhookOptions{
 		Addr: p.WebhookAddr, CertDir: p.WebhookCerts.Dir, CertName: p.WebhookCerts.CertName, KeyName: p.WebhookCerts.KeyName}})
 	if err != nil {
 		return err
@@ -323,7 +336,7 @@ func (p *Platform) StartWorker() error {
 	if err != nil {
 		return err
 	}
-	w := worker.New(p.Temporal, &activities.Activities{Client: wk, Changes: p.changes}, nil)
+	w := worker.New(p.Temporal, &activities.Activities{Client: wk, Changes: p.changes}, p.opts.Installation, nil)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -344,7 +357,7 @@ func (p *Platform) startAPI(_ context.Context) error {
 		return nil
 	}
 	p.step("REST API, change feed and dashboard")
-	o := api.Options{Client: p.Kube, Temporal: p.Temporal, Config: kubeclient.ForComponent(p.Cluster.Config, "api"), Auth: p.opts.Auth}
+	o := api.Options{Client: p.Kube, Temporal: p.Temporal, IDs: p.opts.Installation, Config: kubeclient.ForComponent(p.Cluster.Config, "api"), Auth: p.opts.Auth}
 	if p.opts.Metrics != nil {
 		o.Metrics = p.opts.Metrics
 	}
