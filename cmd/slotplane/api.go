@@ -54,6 +54,9 @@ func runAPI(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := conn.logs.apply(); err != nil {
+		return err
+	}
 	var serveTLS *tls.Config
 	if *certFile != "" || *keyFile != "" {
 		c, err := extender.ServerTLS(*certFile, *keyFile, "")

@@ -15,6 +15,7 @@ type extenderFlags struct {
 	addr, kubeconfig, certFile, keyFile, clientCA, metrics, pprof string
 	plain                                                         bool
 	rates                                                         kubeclient.Rates
+	logs                                                          logFlags
 }
 
 // parseExtenderFlags reads the flags (and their SLOTPLANE_* variables) and checks that they
@@ -31,6 +32,7 @@ func parseExtenderFlags(args []string) (extenderFlags, error) {
 	fs.BoolVar(&f.plain, "plain-http", false, "serve plain HTTP without TLS: anyone who reaches the port can then reserve slots and label pods")
 	pprofAddr := pprofFlag(fs)
 	rates := kubeclient.RateFlags(fs)
+	f.logs = addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -48,6 +50,9 @@ func parseExtenderFlags(args []string) (extenderFlags, error) {
 func runExtender(ctx context.Context, args []string) error {
 	f, err := parseExtenderFlags(args)
 	if err != nil {
+		return err
+	}
+	if err := f.logs.apply(); err != nil {
 		return err
 	}
 	var opt extender.Option

@@ -14,12 +14,9 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/go-logr/logr"
 	// The image has no CA bundle of its own: the binary carries Mozilla's roots, which Go
 	// uses where the system has none (TLS to Temporal without -temporal-tls-ca).
 	_ "golang.org/x/crypto/x509roots/fallback"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 type command struct {
@@ -45,11 +42,8 @@ var commands = []command{
 }
 
 func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	// controller-runtime, client-go (klog) and the Temporal SDK (worker.ClientLogger) log
-	// through slog too: one place, one level.
-	ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler()))
-	klog.SetSlogLogger(slog.Default())
+	// Text at info until a component's -log-format and -log-level say otherwise.
+	setLogger(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Asked for, the usage is the answer (stdout, exit 0); a missing command is an error.
 	if len(os.Args) >= 2 && (os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help") {
 		usage(os.Stdout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -124,4 +125,93 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A client certificate rotated on disk is the one the next connection presents; a rotation
+// caught half written (a key that does not match) keeps the last good pair.
+func TestTemporalTLS_ClientCertificateReloads(t *testing.T) {
+	dir := t.TempDir()
+	ca, caKey, caFile, _ := issue(t, dir, "temporal-ca", nil, nil, true)
+	_, _, srvCert, srvKey := issue(t, dir, "temporal.example", ca, caKey, false)
+	_, _, cliCert, cliKey := issue(t, dir, "worker-1", ca, caKey, false)
+	pair, err := tls.LoadX509KeyPair(srvCert, srvKey)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool})
+	require.NoError(t, err)
+	defer l.Close()
+	presented := make(chan string, 1)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			tc := conn.(*tls.Conn)
+			if tc.Handshake() == nil {
+				presented <- tc.ConnectionState().PeerCertificates[0].Subject.CommonName
+			}
+			_ = conn.Close()
+		}
+	}()
+	conf, err := parseConnections(t, "-temporal-tls-ca", caFile, "-temporal-tls-cert", cliCert, "-temporal-tls-key", cliKey,
+		"-temporal-tls-server-name", "temporal.example").temporalTLS()
+	require.NoError(t, err)
+	connect := func() string {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", l.Addr().String(), conf)
+		require.NoError(t, err)
+		defer conn.Close()
+		select {
+		case cn := <-presented:
+			return cn
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server saw no certificate")
+			return ""
+		}
+	}
+	require.Equal(t, "worker-1", connect())
+
+	// The new pair replaces the files, as a Secret's rotation does.
+	_, _, newCert, newKey := issue(t, t.TempDir(), "worker-2", ca, caKey, false)
+	replace := func(from, to string) {
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(to+".tmp", b, 0o600))
+		require.NoError(t, os.Rename(to+".tmp", to))
+	}
+	replace(newCert, cliCert)
+	require.Equal(t, "worker-1", connect(), "a certificate without its key yet: the last good pair")
+	replace(newKey, cliKey)
+	require.Equal(t, "worker-2", connect(), "the rotated pair")
+}
+
+// The API key is read from its file at every use and again after the file changes; an empty
+// or missing file is refused at the start.
+func TestTemporalAPIKey_ReadAgainWhenTheFileChanges(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "api-key")
+	require.NoError(t, os.WriteFile(file, []byte("key-one\n"), 0o600))
+	c := parseConnections(t, "-temporal-api-key-file", file)
+	conf, err := c.temporalTLS()
+	require.NoError(t, err)
+	require.NotNil(t, conf, "an API key travels over TLS only")
+	key, err := apiKey(file)
+	require.NoError(t, err)
+	got, err := key(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "key-one", got)
+	require.NoError(t, os.WriteFile(file, []byte("key-two-longer"), 0o600))
+	got, err = key(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "key-two-longer", got)
+	require.NoError(t, os.Remove(file))
+	got, err = key(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "key-two-longer", got, "a file gone for a moment keeps the last key")
+
+	_, err = parseConnections(t, "-temporal-api-key-file", file).credentials()
+	require.ErrorContains(t, err, "-temporal-api-key-file")
+	require.NoError(t, os.WriteFile(file, []byte(" \n"), 0o600))
+	_, err = parseConnections(t, "-temporal-api-key-file", file).credentials()
+	require.ErrorContains(t, err, "is empty")
 }

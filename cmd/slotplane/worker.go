@@ -35,6 +35,9 @@ type connections struct {
 	// TLS to an external Temporal cluster: a CA to trust, a client certificate and key for
 	// mutual TLS, and the server name to expect. Any of them turns TLS on.
 	tlsCA, tlsCert, tlsKey, tlsServerName *string
+	// apiKeyFile holds an API key sent as a bearer token on every request (Temporal Cloud's
+	// API keys, or a self-hosted cluster's JWT authorization); it turns TLS on.
+	apiKeyFile *string
 	// compression is the gRPC compression of requests to Temporal: gzip or none.
 	compression *string
 	// taskQueue and idPrefix name this installation's task queue and workflow ids
@@ -47,6 +50,8 @@ type connections struct {
 	kubeRates *kubeclient.Rates
 	// temporalMetrics, when set, records the Temporal client's (and its worker's) metrics.
 	temporalMetrics client.MetricsHandler
+	// logs are the component's -log-format and -log-level, applied by dial.
+	logs logFlags
 }
 
 // metricsFlag is -metrics-listen of the long-running components: where Prometheus scrapes
@@ -94,6 +99,8 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		tlsKey:     fs.String("temporal-tls-key", envOr("SLOTPLANE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert"),
 		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
 			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
+		apiKeyFile: fs.String("temporal-api-key-file", envOr("SLOTPLANE_TEMPORAL_API_KEY_FILE", ""),
+			"file holding a Temporal API key, sent as a bearer token on every request and read again when the file changes; turns TLS on"),
 		compression: fs.String("temporal-compression", envOr("SLOTPLANE_TEMPORAL_COMPRESSION", "none"),
 			"gRPC compression of requests to Temporal, and so of its answers: none (CPU saved on both ends, for a frontend in or near the cluster) or gzip (fewer bytes, for a frontend across a WAN)"),
 		taskQueue: fs.String("task-queue", envOr("SLOTPLANE_TASK_QUEUE", workflows.DefaultTaskQueue),
@@ -103,12 +110,26 @@ func connectionFlags(fs *flag.FlagSet) connections {
 		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
 		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
 		kubeRates:       kubeclient.RateFlags(fs),
+		logs:            addLogFlags(fs),
 	}
 }
 
-// temporalTLS is the TLS configuration the flags ask for, or nil for plain connections.
+// credentials are the API key credentials -temporal-api-key-file asks for, or nil.
+func (c connections) credentials() (client.Credentials, error) {
+	if *c.apiKeyFile == "" {
+		return nil, nil
+	}
+	key, err := apiKey(*c.apiKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return client.NewAPIKeyDynamicCredentials(key), nil
+}
+
+// temporalTLS is the TLS configuration the flags ask for, or nil for plain connections. The
+// client certificate is read again when its files change (clientCertificate).
 func (c connections) temporalTLS() (*tls.Config, error) {
-	if *c.tlsCA == "" && *c.tlsCert == "" && *c.tlsKey == "" && *c.tlsServerName == "" {
+	if *c.tlsCA == "" && *c.tlsCert == "" && *c.tlsKey == "" && *c.tlsServerName == "" && *c.apiKeyFile == "" {
 		return nil, nil
 	}
 	conf := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: *c.tlsServerName}
@@ -126,11 +147,11 @@ func (c connections) temporalTLS() (*tls.Config, error) {
 	case (*c.tlsCert == "") != (*c.tlsKey == ""):
 		return nil, errors.New("-temporal-tls-cert and -temporal-tls-key go together")
 	case *c.tlsCert != "":
-		pair, err := tls.LoadX509KeyPair(*c.tlsCert, *c.tlsKey)
+		get, err := clientCertificate(*c.tlsCert, *c.tlsKey)
 		if err != nil {
-			return nil, fmt.Errorf("temporal client certificate: %w", err)
+			return nil, err
 		}
-		conf.Certificates = []tls.Certificate{pair}
+		conf.GetClientCertificate = get
 	}
 	return conf, nil
 }
@@ -177,7 +198,11 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(),
+	creds, err := c.credentials()
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(), Credentials: creds,
 		ConnectionOptions: client.ConnectionOptions{TLS: tlsConf, GrpcCompression: compression}, MetricsHandler: c.temporalMetrics})
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial temporal at %s: %w", *c.temporal, err)
@@ -194,6 +219,9 @@ func runWorker(ctx context.Context, args []string) error {
 		"the task queues to poll, separated by commas (default: both): the installation's -task-queue (test beds, Schedulings, jobs) and the same name with -admission after it"+
 			" (the beds' Admission); a large bed runs a worker of each")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := conn.logs.apply(); err != nil {
 		return err
 	}
 	ids := conn.installation()
@@ -274,6 +302,9 @@ func runBridge(ctx context.Context, args []string) error {
 	checkEvery := fs.Duration("workflow-check-every", 30*time.Second, "how often the test beds' workflows are checked for a failing task, and the test beds and jobs for a workflow that is not running (started again)")
 	pprofAddr := pprofFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := conn.logs.apply(); err != nil {
 		return err
 	}
 	if _, err := serveProfiles(ctx, *pprofAddr); err != nil {
