@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"slotplane/apitypes"
+	"slotplane/internal/health"
 )
 
 // operation documents one route of the API for its OpenAPI document. The document is built
@@ -55,7 +56,9 @@ func operations() []operation {
 	std := []int{401, 403, 503}
 	with := func(codes ...int) []int { return append(slices.Clone(std), codes...) }
 	return []operation{
-		{method: "GET", path: "/healthz", summary: "Health; no token needed", public: true, status: 200, answer: map[string]string{}},
+		{method: "GET", path: "/healthz", summary: "Liveness; no token needed", public: true, status: 200, answer: map[string]string{}},
+		{method: "GET", path: "/readyz", summary: "Readiness: Temporal and the Kubernetes API server answer (503 with the failing ones when not); no token needed",
+			public: true, status: 200, answer: health.Report{}, errors: []int{503}},
 		{method: "GET", path: "/openapi.json", summary: "This document", public: true, status: 200, answer: map[string]any{}},
 		{method: "GET", path: "/whoami", summary: "The user and groups the token stands for", status: 200, answer: apitypes.User{}, errors: []int{401, 503}},
 		{method: "POST", path: "/schedulings", summary: "Create a Scheduling and start its workflow", query: []param{namespaceParam},

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/apitypes"
+	"slotplane/internal/health"
 	"slotplane/workflows"
 )
 
@@ -141,6 +142,11 @@ func newServer(o Options) (*server, http.Handler, error) {
 	serveDashboard(r)
 	v1 := r.Group("/api/v1")
 	v1.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	ready, err := s.readiness()
+	if err != nil {
+		return nil, nil, err
+	}
+	v1.GET("/readyz", gin.WrapH(health.Handler(ready...)))
 	v1.GET("/openapi.json", serveOpenAPI)
 	authed := v1.Group("", authenticate(o.Auth), s.namespace)
 	authed.GET("/whoami", func(c *gin.Context) { c.JSON(http.StatusOK, userOf(c)) })
@@ -245,4 +251,18 @@ func (s *server) reader() client.Reader {
 		return s.Reader
 	}
 	return s.Client
+}
+
+// readiness are the checks of /readyz: the API serves only while it reaches Temporal (which
+// starts, extends and cancels Schedulings) and the API server (which holds every object).
+func (s *server) readiness() ([]health.Check, error) {
+	checks := []health.Check{health.Temporal(s.Temporal)}
+	if s.Config != nil {
+		kube, err := health.KubeAPI(s.Config)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, kube)
+	}
+	return checks, nil
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/health"
 	"slotplane/internal/kubeclient"
 	"slotplane/workflows"
 )
@@ -222,6 +225,9 @@ func New(cfg *rest.Config, tc temporal.Client, opts Options) (ctrl.Manager, erro
 	if err != nil {
 		return nil, fmt.Errorf("bridge manager: %w", err)
 	}
+	if err := addProbes(mgr, cfg, tc, opts); err != nil {
+		return nil, err
+	}
 	ctrlOpts := controllerOptions
 	if err := addTestBedBridge(mgr, tc, opts.Installation, ctrlOpts); err != nil {
 		return nil, err
@@ -395,4 +401,28 @@ func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, 
 		return nil, fmt.Errorf("job policy bridge controller: %w", err)
 	}
 	return policies, nil
+}
+
+// addProbes answers the manager's /healthz while the process runs, and its /readyz while the
+// bridge reaches Temporal (which it signals) and the API server (which it watches), and its
+// webhook serves, when it has one.
+func addProbes(mgr ctrl.Manager, cfg *rest.Config, tc temporal.Client, opts Options) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("bridge liveness: %w", err)
+	}
+	kube, err := health.KubeAPI(cfg)
+	if err != nil {
+		return err
+	}
+	for _, c := range []health.Check{health.Temporal(tc), kube} {
+		if err := mgr.AddReadyzCheck(c.Name, func(req *http.Request) error { return health.Run(req.Context(), c).Error() }); err != nil {
+			return fmt.Errorf("bridge readiness: %w", err)
+		}
+	}
+	if opts.Webhook.Addr != "" {
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return fmt.Errorf("bridge readiness: %w", err)
+		}
+	}
+	return nil
 }

@@ -457,7 +457,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	cluster := dp.Cluster
 
 	// The components' own ports, taken now that the platform is up, just before they bind.
-	ports, err := freeport.Get(12)
+	ports, err := freeport.Get(14)
 	require.NoError(t, err)
 	apiAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	// Each component's Prometheus endpoint (the bridge's is ports[1]).
@@ -471,7 +471,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 		opsToken+",olga,admins\n"+bobToken+",bob,analysts\n"), 0o600))
 	conn := append([]string{"-kubeconfig", cluster.Kubeconfig, "-temporal-address", dp.TemporalServer.FrontendAddress}, extra...)
 	p := &e2ePlatform{slots: int32(shape.nodeCount()) * shape.slotsPerNode, beds: shape.bedNames(), temporal: dp.Temporal, cluster: cluster, metricsAt: metricsAt, pprofAt: pprofAt, parts: map[string]*component{
-		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"])},
+		"worker": {name: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["worker"], "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[12]))},
 		"extender": {name: "extender", args: []string{"-kubeconfig", cluster.Kubeconfig, "-listen", dp.ExtenderAddr, "-metrics-listen", metricsAt["extender"],
 			"-tls-cert-file", cluster.ExtenderCerts.CertFile, "-tls-key-file", cluster.ExtenderCerts.KeyFile, "-client-ca-file", cluster.ExtenderCerts.ClientCAFile}},
 		"bridge": {name: "bridge", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["bridge"], "-workflow-check-every", "2s",
@@ -481,7 +481,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	if shape.admissionApart {
 		metricsAt["admission"], pprofAt["admission"] = "127.0.0.1:"+strconv.Itoa(ports[10]), "127.0.0.1:"+strconv.Itoa(ports[11])
 		p.parts["worker"].args = append(p.parts["worker"].args, "-task-queues", workflows.Default.Queue())
-		p.parts["admission"] = &component{name: "admission", command: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["admission"],
+		p.parts["admission"] = &component{name: "admission", command: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["admission"], "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[13]),
 			"-task-queues", workflows.Default.AdmissionQueue()), nice: shape.admissionNice}
 	}
 	for _, c := range p.parts {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -24,7 +25,7 @@ func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	t.Parallel()
 	c := localcluster.New(t, localcluster.Options{Nodes: 3})
 	srv, _ := temporaltest.Start(t)
-	ports, err := freeport.Get(5)
+	ports, err := freeport.Get(6)
 	require.NoError(t, err)
 	conn := []string{"-kubeconfig", c.Kubeconfig, "-temporal-address", srv.FrontendAddress}
 	certs, err := localcluster.NewExtenderCerts(t.TempDir(), "127.0.0.1")
@@ -32,7 +33,7 @@ func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 	// The worker talks to the real Temporal server uncompressed (the default), the bridge
 	// with gzip: the bed's ghosts come only if both reach it.
 	procs := map[string][]string{
-		"worker": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[3])),
+		"worker": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[3]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[5])),
 		"bridge": append(append([]string{}, conn...), "-metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[0]), "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
 			"-temporal-compression", "gzip"),
 		"extender": {"-kubeconfig", c.Kubeconfig, "-listen", "127.0.0.1:" + strconv.Itoa(ports[2]),
@@ -58,6 +59,21 @@ func TestComponents_RunAsSeparateProcesses(t *testing.T) {
 		DoRaw(context.Background())
 	require.NoError(t, err)
 	waitGhosts(t, cs, 6)
+
+	// The worker and the bridge are live, and ready: they reach Temporal and the API server.
+	for _, probe := range []string{
+		"http://127.0.0.1:" + strconv.Itoa(ports[5]) + "/healthz", "http://127.0.0.1:" + strconv.Itoa(ports[5]) + "/readyz",
+		"http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/healthz", "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz",
+	} {
+		require.Eventually(t, func() bool {
+			resp, err := http.Get(probe)
+			if err != nil {
+				return false
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}, 30*time.Second, 100*time.Millisecond, probe)
+	}
 
 	for _, cmd := range cmds {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))

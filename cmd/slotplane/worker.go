@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ import (
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/health"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/lifecycle"
 	"slotplane/metrics"
@@ -215,6 +217,8 @@ func runWorker(ctx context.Context, args []string) error {
 	conn := connectionFlags(fs)
 	metricsAddr := metricsFlag(fs)
 	pprofAddr := pprofFlag(fs)
+	healthAddr := fs.String("health-listen", envOr("SLOTPLANE_HEALTH_LISTEN", ":8081"),
+		"/healthz (the worker polls) and /readyz (it reaches Temporal and the API server) address; 0 turns them off")
 	queueList := fs.String("task-queues", envOr("SLOTPLANE_TASK_QUEUES", ""),
 		"the task queues to poll, separated by commas (default: both): the installation's -task-queue (test beds, Schedulings, jobs) and the same name with -admission after it"+
 			" (the beds' Admission); a large bed runs a worker of each")
@@ -265,14 +269,24 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	// A task queue's worker that stops for good ends the process, to be restarted: it would
-	// otherwise poll no more while looking alive.
+	// otherwise poll no more while looking alive. Its liveness fails from that moment.
 	fatal := make(chan error, 1)
+	var stopped atomic.Pointer[error]
 	w := worker.NewStopping(tc, &activities.Activities{Client: cl, Changes: changes}, ids, queues, func(err error) {
+		stopped.CompareAndSwap(nil, &err)
 		select {
 		case fatal <- err:
 		default:
 		}
 	})
+	if err := serveHealth(ctx, *healthAddr, cfg, tc, func() error {
+		if err := stopped.Load(); err != nil {
+			return fmt.Errorf("the Temporal worker stopped: %w", *err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -327,4 +341,22 @@ func runBridge(ctx context.Context, args []string) error {
 	}
 	slog.Info("bridge watching", "temporal", *conn.temporal)
 	return mgr.Start(ctx)
+}
+
+// serveHealth serves a component's liveness (live) and readiness (it reaches Temporal and
+// the API server) on addr unless turned off ("0"); it stops with ctx.
+func serveHealth(ctx context.Context, addr string, cfg *rest.Config, tc client.Client, live func() error) error {
+	if metrics.Off(addr) {
+		return nil
+	}
+	kube, err := health.KubeAPI(cfg)
+	if err != nil {
+		return err
+	}
+	at, err := health.Serve(ctx, addr, live, health.Temporal(tc), kube)
+	if err != nil {
+		return err
+	}
+	slog.Info("health serving", "url", "http://"+at+"/healthz")
+	return nil
 }
