@@ -23,6 +23,13 @@ IMAGE_TAR := bin/slotplane-image.tar
 # the pins or the mains change.
 KUBE_KEY := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/*/main.go | sha256sum | cut -c1-16)
 KUBE_BIN := $(CACHE)/kube-$(KUBE_VERSION)-$(KUBE_KEY)
+# temporal-server and temporal-sql-tool come from tools/temporal, a module of its own pinning
+# go.temporal.io/server, for tests against a Temporal shaped as in production: its own process,
+# on PostgreSQL, over TLS (internal/localplatform/temporalcluster). The folder name changes
+# whenever the pins change.
+TEMPORAL_VERSION := v1.32.1
+TEMPORAL_KEY := $(shell cat tools/temporal/go.mod tools/temporal/go.sum | sha256sum | cut -c1-16)
+TEMPORAL_BIN := $(CACHE)/temporal-$(TEMPORAL_VERSION)-$(TEMPORAL_KEY)
 KWOK := $(CACHE)/bin/kwok-$(KWOK_VERSION)
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 WORKFLOWCHECK := $(CACHE)/bin/workflowcheck-$(WORKFLOWCHECK_VERSION)
@@ -30,6 +37,7 @@ WORKFLOWCHECK := $(CACHE)/bin/workflowcheck-$(WORKFLOWCHECK_VERSION)
 # What the local control plane reads to find its binaries (internal/localplatform/localcluster), and what
 # the generated-files test runs.
 export SLOTPLANE_KUBE_BIN := $(KUBE_BIN)
+export SLOTPLANE_TEMPORAL_BIN := $(TEMPORAL_BIN)
 export SLOTPLANE_KWOK := $(KWOK)
 export SLOTPLANE_CONTROLLER_GEN := $(CONTROLLER_GEN)
 export SLOTPLANE_CACHE := $(CACHE)
@@ -210,7 +218,7 @@ clean:
 	rm -rf bin
 
 .PHONY: tools
-tools: $(KUBE_BIN)/.built $(KWOK) $(CONTROLLER_GEN) $(WORKFLOWCHECK) chromium
+tools: $(KUBE_BIN)/.built $(TEMPORAL_BIN)/.built $(KWOK) $(CONTROLLER_GEN) $(WORKFLOWCHECK) chromium postgresql
 
 # The dashboard's test drives Debian's chromium package headless. It comes from the system's
 # apt sources: a Debian archive keeps only the current build of a package per release (older
@@ -223,6 +231,19 @@ chromium:
 	  $(SUDO) apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update >/dev/null && $(SUDO) apt-get install -y --no-install-recommends chromium >/dev/null; }; }
 
+# The production-shaped Temporal of the tests keeps its data in Debian's PostgreSQL 15
+# (internal/localplatform/temporalcluster runs its own server from the package's binaries); as
+# for chromium, the release is the pin.
+.PHONY: postgresql
+postgresql:
+	@test -x /usr/lib/postgresql/15/bin/postgres || { \
+	  echo ">> installing Debian's postgresql-15 package (for the production-shaped Temporal tests)"; \
+	  $(SUDO) apt-get install -y --no-install-recommends postgresql-15 >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update >/dev/null && $(SUDO) apt-get install -y --no-install-recommends postgresql-15 >/dev/null; }; }
+
+.PHONY: temporal-tools
+temporal-tools: $(TEMPORAL_BIN)/.built
+
 $(KUBE_BIN)/.built:
 	@echo ">> building kube-apiserver, kube-scheduler, etcd, kubectl ($(KUBE_VERSION)) into $(KUBE_BIN); the first time takes about 5 minutes"
 	@rm -rf $(KUBE_BIN).tmp && mkdir -p $(KUBE_BIN).tmp
@@ -230,6 +251,15 @@ $(KUBE_BIN)/.built:
 	  -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36" \
 	  -o $(KUBE_BIN).tmp/ ./kube-apiserver ./kube-scheduler ./etcd ./kubectl
 	@touch $(KUBE_BIN).tmp/.built && rm -rf $(KUBE_BIN) && mv $(KUBE_BIN).tmp $(KUBE_BIN)
+
+# Built without -trimpath, as go test builds the project: the server's packages the embedded
+# Temporal (internal/localplatform/temporalserver) compiled are then found in the Go build cache.
+$(TEMPORAL_BIN)/.built:
+	@echo ">> building temporal-server and temporal-sql-tool ($(TEMPORAL_VERSION)) into $(TEMPORAL_BIN); about 5 minutes on an empty Go build cache"
+	@rm -rf $(TEMPORAL_BIN).tmp && mkdir -p $(TEMPORAL_BIN).tmp
+	cd tools/temporal && $(GO) build -ldflags "-s -w" -o $(TEMPORAL_BIN).tmp/temporal-server go.temporal.io/server/cmd/server
+	cd tools/temporal && $(GO) build -ldflags "-s -w" -o $(TEMPORAL_BIN).tmp/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
+	@touch $(TEMPORAL_BIN).tmp/.built && rm -rf $(TEMPORAL_BIN) && mv $(TEMPORAL_BIN).tmp $(TEMPORAL_BIN)
 
 $(KWOK):
 	@echo ">> building kwok $(KWOK_VERSION); the first time takes about 2 minutes"
