@@ -64,11 +64,18 @@ type options struct {
 	tls    *tls.Config
 	plain  bool
 	limits Limits
+	held   func() bool
 }
 
 // WithTLS serves HTTPS with c (see ServerTLS). When c has ClientCAs, every path but
 // /healthz needs a client certificate that they signed.
 func WithTLS(c *tls.Config) Option { return func(o *options) { o.tls = c } }
+
+// WithLease makes the server decide only while held says its lease is held (lease.Elector's
+// Held): a replica that lost the lease, or paused past it, answers /filter, /preempt, /bind
+// and /healthz with 503 from that moment, and never places a pod beside the replica that
+// took over.
+func WithLease(held func() bool) Option { return func(o *options) { o.held = held } }
 
 // WithPlainHTTP serves plain HTTP. Anyone who reaches the port can then reserve slots and
 // bind pods with their claims: only for a network where nothing but the scheduler can
@@ -137,9 +144,13 @@ func Serve(ctx context.Context, cfg *rest.Config, l net.Listener, log *slog.Logg
 	}
 
 	h := NewHandler(reserver, log, func() bool { return true })
+	var served http.Handler = h
+	if o.held != nil {
+		served = leased(h, o.held)
+	}
 	s := &Server{
 		Metrics:  h.Metrics,
-		srv:      httpServer(h, o, log),
+		srv:      httpServer(served, o, log),
 		reserver: reserver,
 		cancel:   cancel,
 		done:     make(chan error, 1),
@@ -342,4 +353,20 @@ func (s *Server) Stop() error {
 	err := s.srv.Shutdown(ctx)
 	s.cancel()
 	return errors.Join(err, <-s.done)
+}
+
+// leased answers the decisions and /healthz with 503 while held says the lease is not held.
+func leased(next http.Handler, held func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/filter", "/preempt", "/bind", "/healthz":
+			if !held() {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_ = json.NewEncoder(w).Encode(struct{ Error string }{"this extender does not hold the lease: another one decides"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
