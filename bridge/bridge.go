@@ -200,9 +200,18 @@ type Options struct {
 	WorkflowCheckEvery time.Duration
 	// Installation names the workflows and task queue the bridge starts and signals.
 	Installation workflows.Installation
+	// Lease, when its Name is set, makes the bridge one of several replicas: only the one
+	// that holds the Lease reconciles and keeps workflows; every replica serves the webhook
+	// and the probes.
+	Lease LeaseOptions
 	// KeepEvery, when set, is the keeper's own pace in place of WorkflowCheckEvery (a test
 	// that watches a workflow stay ended keeps the keeper away).
 	KeepEvery time.Duration
+}
+
+// LeaseOptions name the Lease the bridge's replicas campaign for.
+type LeaseOptions struct {
+	Namespace, Name string
 }
 
 // WebhookOptions say where the bridge serves its admission webhook: Addr (host:port), and
@@ -271,6 +280,17 @@ func managerOptions(opts Options) (ctrl.Options, error) {
 	}
 	if opts.Log != nil {
 		mgrOpts.Logger = logr.FromSlogHandler(opts.Log.Handler())
+	}
+	if l := opts.Lease; l.Name != "" {
+		mgrOpts.LeaderElection, mgrOpts.LeaderElectionID, mgrOpts.LeaderElectionNamespace = true, l.Name, l.Namespace
+		mgrOpts.LeaderElectionResourceLock = "leases"
+		// A standby takes over 8 s after the last renewal; a leader stops once it could not
+		// renew for 5 s. The bridge's work is signals and starts that Temporal deduplicates,
+		// so a brief overlap costs nothing but a repeated signal.
+		duration, renew, retry := 8*time.Second, 5*time.Second, time.Second
+		mgrOpts.LeaseDuration, mgrOpts.RenewDeadline, mgrOpts.RetryPeriod = &duration, &renew, &retry
+		// Stopping (SIGTERM) gives the lease up: the standby takes over at once.
+		mgrOpts.LeaderElectionReleaseOnCancel = true
 	}
 	if opts.Webhook.Addr != "" {
 		host, port, err := net.SplitHostPort(opts.Webhook.Addr)

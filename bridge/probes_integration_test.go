@@ -52,3 +52,42 @@ func TestBridge_ReadyWhileItReachesTemporal(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, status("/readyz"), "ready without Temporal")
 	require.Equal(t, http.StatusOK, status("/healthz"))
 }
+
+// Two bridges share a Lease: one is elected and reconciles, the other waits, and takes over
+// at once when the first stops (it gives the lease up).
+func TestBridge_OneOfTwoReplicasLeads(t *testing.T) {
+	t.Parallel()
+	c := localcluster.New(t, localcluster.Options{})
+	_, tc := temporaltest.Start(t)
+	type replica struct {
+		mgr    interface{ Elected() <-chan struct{} }
+		cancel context.CancelFunc
+		done   chan error
+	}
+	start := func() *replica {
+		mgr, err := bridge.New(c.Config, tc, bridge.Options{Lease: bridge.LeaseOptions{Namespace: "default", Name: "bridge-test"}})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &replica{mgr: mgr, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- mgr.Start(ctx) }()
+		t.Cleanup(func() { cancel(); <-r.done })
+		return r
+	}
+	elected := func(r *replica) bool {
+		select {
+		case <-r.mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	}
+	a := start()
+	require.Eventually(t, func() bool { return elected(a) }, 30*time.Second, 50*time.Millisecond, "the first bridge was never elected")
+	b := start()
+	time.Sleep(3 * time.Second) // b campaigns while a renews
+	require.False(t, elected(b), "two bridges lead at once")
+	a.cancel()
+	require.NoError(t, <-a.done)
+	a.done <- nil // for the cleanup
+	require.Eventually(t, func() bool { return elected(b) }, 5*time.Second, 50*time.Millisecond, "b did not take over after a stopped")
+}

@@ -313,6 +313,7 @@ func runBridge(ctx context.Context, args []string) error {
 	health := fs.String("health-listen", envOr("SLOTPLANE_HEALTH_LISTEN", ":8081"), "/healthz and /readyz address; 0 turns them off")
 	hook := fs.String("webhook-listen", envOr("SLOTPLANE_WEBHOOK_LISTEN", ""), "address of the HTTPS admission webhook that checks BatchJobs' wrapped specs ("+bridge.SpecWebhookPath+"); empty turns it off")
 	hookCerts := fs.String("webhook-cert-dir", envOr("SLOTPLANE_WEBHOOK_CERT_DIR", ""), "directory with the webhook's tls.crt and tls.key (reloaded when they change)")
+	leaseFlags := addLeaseFlags(fs, "slotplane-bridge", "run as one of several replicas: only the one that holds the Lease reconciles; every one serves the webhook")
 	checkEvery := fs.Duration("workflow-check-every", 30*time.Second, "how often the test beds' workflows are checked for a failing task, and the test beds and jobs for a workflow that is not running (started again)")
 	pprofAddr := pprofFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -334,7 +335,14 @@ func runBridge(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metricsAddr, HealthAddr: *health,
+	var leaseOpts bridge.LeaseOptions
+	if *leaseFlags.elect {
+		if *leaseFlags.namespace == "" {
+			return errors.New("-leader-elect needs -lease-namespace outside a cluster")
+		}
+		leaseOpts = bridge.LeaseOptions{Namespace: *leaseFlags.namespace, Name: *leaseFlags.name}
+	}
+	mgr, err := bridge.New(cfg, tc, bridge.Options{MetricsAddr: *metricsAddr, HealthAddr: *health, Lease: leaseOpts,
 		Webhook: bridge.WebhookOptions{Addr: *hook, CertDir: *hookCerts}, WorkflowCheckEvery: *checkEvery, Installation: conn.installation()})
 	if err != nil {
 		return err
