@@ -88,6 +88,10 @@ type Options struct {
 	// KubeBinDir and Kwok locate the binaries; empty asks FindTools.
 	KubeBinDir string
 	Kwok       string
+	// Schedulers is how many kube-scheduler replicas run (0 and 1: one). Several elect
+	// their leader through the Lease SchedulerLease in kube-system, as a highly available
+	// control plane's do: one schedules, the others stand by.
+	Schedulers int
 	// AuditLog, when set, is a file the API server appends a line of JSON to for every
 	// request it answered: who asked (user and User-Agent), the verb, the object and the
 	// answer's code (audit level Metadata). Empty means the value of EnvAuditLog; both empty,
@@ -127,6 +131,14 @@ type Cluster struct {
 	removeDir bool
 	// kwok, to start it again if it dies at start-up.
 	kwok *process
+	// schedulers are the kube-scheduler replicas, each with its secure port.
+	schedulers []scheduler
+}
+
+// scheduler is one kube-scheduler replica.
+type scheduler struct {
+	proc *process
+	port int
 }
 
 // Start brings up the control plane and returns when the API server is ready, the CRDs are
@@ -228,8 +240,10 @@ func (c *Cluster) startControlPlane(ctx context.Context, extenderHost string) er
 	if err := InstallAdmissionPolicies(ctx, c.client, deploy.AdmissionPolicies); err != nil {
 		return err
 	}
-	if err := c.onFreePorts(1, func(ports []int) error { return c.startScheduler(ctx, ports[0]) }); err != nil {
-		return err
+	for i := range max(1, c.opts.Schedulers) {
+		if err := c.onFreePorts(1, func(ports []int) error { return c.startScheduler(ctx, i, ports[0]) }); err != nil {
+			return err
+		}
 	}
 	return c.startKwok()
 }
@@ -488,16 +502,21 @@ func (c *Cluster) writeKubeconfig(ca []byte) error {
 	return clientcmd.WriteToFile(*conf, c.Kubeconfig)
 }
 
-func (c *Cluster) startScheduler(ctx context.Context, port int) error {
+// startScheduler starts replica i of kube-scheduler on port.
+func (c *Cluster) startScheduler(ctx context.Context, i, port int) error {
 	configFile := filepath.Join(c.Dir, "kube-scheduler.yaml")
-	conf, err := SchedulerConfig(c.Kubeconfig, c.opts.ExtenderURL, c.ExtenderCerts)
+	conf, err := schedulerConfig(c.Kubeconfig, c.opts.ExtenderURL, c.ExtenderCerts, c.opts.Schedulers > 1)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(configFile, []byte(conf), 0o600); err != nil {
 		return err
 	}
-	p, err := c.start("kube-scheduler", filepath.Join(c.opts.KubeBinDir, "kube-scheduler"),
+	name := "kube-scheduler"
+	if i > 0 {
+		name += "-" + strconv.Itoa(i)
+	}
+	p, err := c.start(name, filepath.Join(c.opts.KubeBinDir, "kube-scheduler"),
 		"--config="+configFile,
 		"--authentication-kubeconfig="+c.Kubeconfig,
 		"--authorization-kubeconfig="+c.Kubeconfig,
@@ -512,6 +531,11 @@ func (c *Cluster) startScheduler(ctx context.Context, port int) error {
 	)
 	if err != nil {
 		return err
+	}
+	if i < len(c.schedulers) {
+		c.schedulers[i] = scheduler{proc: p, port: port}
+	} else {
+		c.schedulers = append(c.schedulers, scheduler{proc: p, port: port})
 	}
 	// The scheduler serves a self-signed certificate; only its readiness is read here.
 	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback health probe
@@ -545,13 +569,30 @@ func extenderHost(opts Options) (string, error) {
 // extenderURL (none when empty), called with certs when they are given: it checks the
 // extender's certificate against their CA and presents their client certificate.
 func SchedulerConfig(kubeconfig, extenderURL string, certs *ExtenderCerts) (string, error) {
+	return schedulerConfig(kubeconfig, extenderURL, certs, false)
+}
+
+// SchedulerLease is the Lease in kube-system through which several scheduler replicas
+// elect their leader (Options.Schedulers).
+const SchedulerLease = "slot-scheduler"
+
+// schedulerConfig is SchedulerConfig, with leader election through SchedulerLease when
+// elect is set: a standby takes over 8 s after the leader's last renewal.
+func schedulerConfig(kubeconfig, extenderURL string, certs *ExtenderCerts, elect bool) (string, error) {
 	var conf schedulerv1.KubeSchedulerConfiguration
 	if err := yaml.UnmarshalStrict(deploy.SchedulerConfig, &conf); err != nil {
 		return "", fmt.Errorf("deploy/kube-scheduler-config.yaml: %w", err)
 	}
 	conf.ClientConnection.Kubeconfig = kubeconfig
-	leaderElect := false
-	conf.LeaderElection.LeaderElect = &leaderElect
+	conf.LeaderElection.LeaderElect = &elect
+	if elect {
+		conf.LeaderElection.ResourceLock = "leases"
+		conf.LeaderElection.ResourceNamespace = "kube-system"
+		conf.LeaderElection.ResourceName = SchedulerLease
+		conf.LeaderElection.LeaseDuration = metav1.Duration{Duration: 8 * time.Second}
+		conf.LeaderElection.RenewDeadline = metav1.Duration{Duration: 5 * time.Second}
+		conf.LeaderElection.RetryPeriod = metav1.Duration{Duration: time.Second}
+	}
 	if extenderURL == "" {
 		conf.Extenders = nil
 	}

@@ -17,15 +17,35 @@ type process struct {
 	log  *os.File
 	done chan struct{} // closed when the process has exited
 	err  error         // its exit status, valid after done
+	// dir, bin and args start it again (again).
+	dir, bin string
+	args     []string
+	// logFrom is where in its log this start's output begins.
+	logFrom int64
 }
 
 func startProcess(dir, name, bin string, args ...string) (*process, error) {
+	return runProcess(dir, name, bin, os.O_TRUNC, args...)
+}
+
+// again starts the process anew, with the same arguments, its output appended to its log.
+func (p *process) again() (*process, error) {
+	return runProcess(p.dir, p.name, p.bin, os.O_APPEND, p.args...)
+}
+
+// runProcess starts bin, its output in <dir>/<name>.log, opened with logFlag (truncated or
+// appended to).
+func runProcess(dir, name, bin string, logFlag int, args ...string) (*process, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s binary: %w (run `make tools`, or set %s / %s)", name, err, EnvKubeBin, EnvKwok)
 	}
-	logFile, err := os.Create(filepath.Join(dir, name+".log"))
+	logFile, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|logFlag, 0o644)
 	if err != nil {
 		return nil, err
+	}
+	var logFrom int64
+	if info, err := logFile.Stat(); err == nil {
+		logFrom = info.Size()
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logFile
@@ -41,7 +61,7 @@ func startProcess(dir, name, bin string, args ...string) (*process, error) {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logFile, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, log: logFile, done: make(chan struct{}), dir: dir, bin: bin, args: args, logFrom: logFrom}
 	go func() {
 		p.err = cmd.Wait()
 		_ = logFile.Close()
