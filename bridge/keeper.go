@@ -274,7 +274,7 @@ func (k *WorkflowKeeper) runningUIDs(ctx context.Context, workflowType string) (
 // its task queue, with its id prefix. Another installation's workflows in the namespace are
 // not listed.
 func (k *WorkflowKeeper) eachRunning(ctx context.Context, workflowType string, each func(*workflowpb.WorkflowExecutionInfo)) error {
-	req := &workflowservice.ListWorkflowExecutionsRequest{Query: runningQuery(k.IDs, workflowType), PageSize: 1000}
+	req := &workflowservice.ListWorkflowExecutionsRequest{Query: workflows.RunningQuery(k.IDs, workflowType), PageSize: 1000}
 	for {
 		resp, err := k.Temporal.ListWorkflow(ctx, req)
 		if err != nil {
@@ -288,18 +288,4 @@ func (k *WorkflowKeeper) eachRunning(ctx context.Context, workflowType string, e
 		}
 		req.NextPageToken = resp.GetNextPageToken()
 	}
-}
-
-// runningQuery is the visibility query for the running workflows of a type in the
-// installation ids. Its names hold no quote (workflows.Installation.Check).
-func runningQuery(ids workflows.Installation, workflowType string) string {
-	queue := ids.Queue()
-	if workflowType == "AdmissionWorkflow" {
-		queue = ids.AdmissionQueue()
-	}
-	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND TaskQueue = '%s'", workflowType, queue)
-	if ids.IDPrefix != "" {
-		q += fmt.Sprintf(" AND WorkflowId STARTS_WITH '%s'", ids.IDPrefix)
-	}
-	return q
 }

@@ -110,3 +110,18 @@ func installationOf(ctx workflow.Context, own string, admission bool) Installati
 	}
 	return Installation{TaskQueue: queue, IDPrefix: prefix}
 }
+
+// RunningQuery is the visibility query for the running workflows of a type (its registered
+// name, e.g. "TestBedWorkflow") in the installation: on its task queue, under its id prefix.
+// Its names hold no quote (Check).
+func RunningQuery(in Installation, workflowType string) string {
+	queue := in.Queue()
+	if workflowType == "AdmissionWorkflow" {
+		queue = in.AdmissionQueue()
+	}
+	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND TaskQueue = '%s'", workflowType, queue)
+	if in.IDPrefix != "" {
+		q += fmt.Sprintf(" AND WorkflowId STARTS_WITH '%s'", in.IDPrefix)
+	}
+	return q
+}

@@ -112,3 +112,12 @@ func TestInstallationOf_ReadsTheRun(t *testing.T) {
 		require.Equal(t, want, got, c.id)
 	}
 }
+
+// The bridge's query names the installation's queue (the Admission queue for Admission),
+// and its prefix when it has one.
+func TestRunningQuery(t *testing.T) {
+	require.Equal(t, "WorkflowType = 'TestBedWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'slotplane'", RunningQuery(Default, "TestBedWorkflow"))
+	eu := Installation{TaskQueue: "eu", IDPrefix: "eu-1/"}
+	require.Equal(t, "WorkflowType = 'AdmissionWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'eu-admission' AND WorkflowId STARTS_WITH 'eu-1/'",
+		RunningQuery(eu, "AdmissionWorkflow"))
+}

@@ -30,6 +30,7 @@ var commands = []command{
 	{"worker", "run slotplane's workflows and activities against a Temporal server", runWorker},
 	{"bridge", "turn changes of TestBeds, nodes and slot pods into workflow signals", runBridge},
 	{"api", "serve the REST API for external schedulers (Schedulings, jobs, test beds)", runAPI},
+	{"temporal-namespace", "register the Temporal namespace slotplane runs in (or set its retention) and check its visibility store", runTemporalNamespace},
 	{"queues", "check an allocation file (fair-scheduler.xml): the queue tree, shares, placement and ACLs", runQueues},
 	{"simulate", "replay a workload trace (CSV) through an allocation file's queues in virtual time: waits, utilization, fairness", runSimulate},
 	{"experiment", "run a workload trace on the live test bed with a scheduler (built in or your own) and report it beside the simulator's prediction", runExperiment},
@@ -97,8 +98,12 @@ func (s *switchWriter) set(w io.Writer) {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: slotplane <command> [flags]\n\ncommands:")
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'slotplane <command> -h' for the flags of a command.")
 }

@@ -28,12 +28,10 @@ import (
 	"slotplane/workflows"
 )
 
-// connections are the flags every cluster-and-Temporal command shares.
-type connections struct {
-	// component is the command that runs (worker, bridge, api, ...): its requests to the API
-	// server say so (kubeclient.ForComponent).
-	component                       string
-	kubeconfig, temporal, namespace *string
+// temporalFlags are the flags of every command that talks to Temporal: where it is, how to
+// reach it, and the installation's names in its namespace.
+type temporalFlags struct {
+	temporal, namespace *string
 	// TLS to an external Temporal cluster: a CA to trust, a client certificate and key for
 	// mutual TLS, and the server name to expect. Any of them turns TLS on.
 	tlsCA, tlsCert, tlsKey, tlsServerName *string
@@ -45,14 +43,23 @@ type connections struct {
 	// taskQueue and idPrefix name this installation's task queue and workflow ids
 	// (workflows.Installation).
 	taskQueue, idPrefix *string
+	// temporalMetrics, when set, records the Temporal client's (and its worker's) metrics.
+	temporalMetrics client.MetricsHandler
+}
+
+// connections are the flags every cluster-and-Temporal command shares.
+type connections struct {
+	temporalFlags
+	// component is the command that runs (worker, bridge, api, ...): its requests to the API
+	// server say so (kubeclient.ForComponent).
+	component  string
+	kubeconfig *string
 	// schedulingSteps and admissionSteps set lifecycle.Steps for the workflows this process
 	// starts.
 	schedulingSteps, admissionSteps *int
 	// kubeRates bound this process's requests to the API server (-kube-qps, -kube-burst).
 	kubeRates *kubeclient.Rates
-	// temporalMetrics, when set, records the Temporal client's (and its worker's) metrics.
-	temporalMetrics client.MetricsHandler
-	// logs are the component's -log-format and -log-level, applied by dial.
+	// logs are the component's -log-format and -log-level, applied after parsing.
 	logs logFlags
 }
 
@@ -92,13 +99,23 @@ func temporalRegistry(component string, conn *connections) *prometheus.Registry 
 
 func connectionFlags(fs *flag.FlagSet) connections {
 	return connections{
-		component:  fs.Name(),
-		kubeconfig: fs.String("kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account"),
-		temporal:   fs.String("temporal-address", envOr("SLOTPLANE_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port"),
-		namespace:  fs.String("temporal-namespace", envOr("SLOTPLANE_TEMPORAL_NAMESPACE", worker.DefaultNamespace), "Temporal namespace"),
-		tlsCA:      fs.String("temporal-tls-ca", envOr("SLOTPLANE_TEMPORAL_TLS_CA", ""), "PEM file of the CA that signed the Temporal frontend's certificate (default: the system's roots, or the binary's own copy of Mozilla's where the system has none, as in the image); turns TLS on"),
-		tlsCert:    fs.String("temporal-tls-cert", envOr("SLOTPLANE_TEMPORAL_TLS_CERT", ""), "PEM client certificate for mutual TLS with Temporal (with -temporal-tls-key)"),
-		tlsKey:     fs.String("temporal-tls-key", envOr("SLOTPLANE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert"),
+		temporalFlags:   addTemporalFlags(fs),
+		component:       fs.Name(),
+		kubeconfig:      fs.String("kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account"),
+		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
+		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
+		kubeRates:       kubeclient.RateFlags(fs),
+		logs:            addLogFlags(fs),
+	}
+}
+
+func addTemporalFlags(fs *flag.FlagSet) temporalFlags {
+	return temporalFlags{
+		temporal:  fs.String("temporal-address", envOr("SLOTPLANE_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port"),
+		namespace: fs.String("temporal-namespace", envOr("SLOTPLANE_TEMPORAL_NAMESPACE", worker.DefaultNamespace), "Temporal namespace"),
+		tlsCA:     fs.String("temporal-tls-ca", envOr("SLOTPLANE_TEMPORAL_TLS_CA", ""), "PEM file of the CA that signed the Temporal frontend's certificate (default: the system's roots, or the binary's own copy of Mozilla's where the system has none, as in the image); turns TLS on"),
+		tlsCert:   fs.String("temporal-tls-cert", envOr("SLOTPLANE_TEMPORAL_TLS_CERT", ""), "PEM client certificate for mutual TLS with Temporal (with -temporal-tls-key)"),
+		tlsKey:    fs.String("temporal-tls-key", envOr("SLOTPLANE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert"),
 		tlsServerName: fs.String("temporal-tls-server-name", envOr("SLOTPLANE_TEMPORAL_TLS_SERVER_NAME", ""),
 			"the name the Temporal frontend's certificate must carry (default: the host of -temporal-address); turns TLS on"),
 		apiKeyFile: fs.String("temporal-api-key-file", envOr("SLOTPLANE_TEMPORAL_API_KEY_FILE", ""),
@@ -109,15 +126,11 @@ func connectionFlags(fs *flag.FlagSet) connections {
 			"this installation's task queue; its Admission workflows run on the same name with -admission after it. Two clusters that share a Temporal namespace each set their own, with -workflow-id-prefix"),
 		idPrefix: fs.String("workflow-id-prefix", envOr("SLOTPLANE_WORKFLOW_ID_PREFIX", ""),
 			"what starts every workflow id of this installation (e.g. eu-1/); two clusters that share a Temporal namespace each set their own"),
-		schedulingSteps: fs.Int("scheduling-steps-per-run", 0, "decisions of a Scheduling workflow before it continues as new (0: its default, 500)"),
-		admissionSteps:  fs.Int("admission-steps-per-run", 0, "decisions of an Admission workflow before it continues as new (0: its default, 300)"),
-		kubeRates:       kubeclient.RateFlags(fs),
-		logs:            addLogFlags(fs),
 	}
 }
 
 // credentials are the API key credentials -temporal-api-key-file asks for, or nil.
-func (c connections) credentials() (client.Credentials, error) {
+func (c temporalFlags) credentials() (client.Credentials, error) {
 	if *c.apiKeyFile == "" {
 		return nil, nil
 	}
@@ -130,7 +143,7 @@ func (c connections) credentials() (client.Credentials, error) {
 
 // temporalTLS is the TLS configuration the flags ask for, or nil for plain connections. The
 // client certificate is read again when its files change (clientCertificate).
-func (c connections) temporalTLS() (*tls.Config, error) {
+func (c temporalFlags) temporalTLS() (*tls.Config, error) {
 	if *c.tlsCA == "" && *c.tlsCert == "" && *c.tlsKey == "" && *c.tlsServerName == "" && *c.apiKeyFile == "" {
 		return nil, nil
 	}
@@ -160,7 +173,7 @@ func (c connections) temporalTLS() (*tls.Config, error) {
 
 // temporalCompression is the Temporal client's gRPC compression that -temporal-compression
 // names.
-func (c connections) temporalCompression() (client.GrpcCompression, error) {
+func (c temporalFlags) temporalCompression() (client.GrpcCompression, error) {
 	switch *c.compression {
 	case "none":
 		return &client.GrpcCompressionNone{}, nil
@@ -176,19 +189,39 @@ func (c connections) kubeConfig() (*rest.Config, error) {
 }
 
 // installation is the installation the flags name.
-func (c connections) installation() workflows.Installation {
+func (c temporalFlags) installation() workflows.Installation {
 	return workflows.Installation{TaskQueue: *c.taskQueue, IDPrefix: *c.idPrefix}
 }
 
-func (c connections) dial() (*rest.Config, client.Client, error) {
+// options are the Temporal client's options the flags ask for.
+func (c temporalFlags) options() (client.Options, error) {
 	if err := c.installation().Check(); err != nil {
-		return nil, nil, fmt.Errorf("-task-queue or -workflow-id-prefix: %w", err)
+		return client.Options{}, fmt.Errorf("-task-queue or -workflow-id-prefix: %w", err)
 	}
+	compression, err := c.temporalCompression()
+	if err != nil {
+		return client.Options{}, err
+	}
+	tlsConf, err := c.temporalTLS()
+	if err != nil {
+		return client.Options{}, err
+	}
+	creds, err := c.credentials()
+	if err != nil {
+		return client.Options{}, err
+	}
+	return client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(), Credentials: creds,
+		ConnectionOptions: client.ConnectionOptions{TLS: tlsConf, GrpcCompression: compression}, MetricsHandler: c.temporalMetrics}, nil
+}
+
+// dial is the configuration of this process's Kubernetes clients and its Temporal client.
+func (c connections) dial() (*rest.Config, client.Client, error) {
 	if *c.schedulingSteps < 0 || *c.admissionSteps < 0 {
 		return nil, nil, errors.New("-scheduling-steps-per-run and -admission-steps-per-run must not be negative")
 	}
 	lifecycle.Steps = lifecycle.StepsPerRun{Scheduling: *c.schedulingSteps, Admission: *c.admissionSteps}
-	compression, err := c.temporalCompression()
+	// Every flag is checked before anything connects.
+	opts, err := c.options()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,16 +229,7 @@ func (c connections) dial() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tlsConf, err := c.temporalTLS()
-	if err != nil {
-		return nil, nil, err
-	}
-	creds, err := c.credentials()
-	if err != nil {
-		return nil, nil, err
-	}
-	tc, err := client.Dial(client.Options{HostPort: *c.temporal, Namespace: *c.namespace, Logger: worker.ClientLogger(), Credentials: creds,
-		ConnectionOptions: client.ConnectionOptions{TLS: tlsConf, GrpcCompression: compression}, MetricsHandler: c.temporalMetrics})
+	tc, err := client.Dial(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial temporal at %s: %w", *c.temporal, err)
 	}
