@@ -26,6 +26,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +46,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
 	"slotplane/internal/kubeclient"
+	"slotplane/internal/lease"
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/queue"
@@ -64,8 +66,9 @@ func serviceAccountUser(namespace, name string) string {
 // The render applies to a real API server, and each component can do its work, and no
 // more, as its ServiceAccount.
 func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
-	// One node, for the worker's ghost pods below.
-	c := localcluster.New(t, localcluster.Options{Nodes: 1})
+	// One test bed node, for the worker's ghost pods below, and two plain nodes, over which
+	// the replicas spread.
+	c := localcluster.New(t, localcluster.Options{Nodes: 1, PlainNodes: 2})
 	r := render(t, baseDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -96,7 +99,8 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 	t.Run("subject access reviews", d.subjectAccessReviews)
 
 	// What follows runs the components' own code with their ServiceAccounts' rights.
-	t.Run("bridge syncs its caches", d.bridgeSyncsItsCaches)
+	t.Run("bridge syncs its caches and takes its lease", d.bridgeSyncsItsCachesAndTakesItsLease)
+	t.Run("extender takes its lease", d.extenderTakesItsLease)
 
 	admin, err := kubeclient.Live(c.Config)
 	require.NoError(t, err)
@@ -106,6 +110,7 @@ func TestKustomize_AppliesToARealAPIServer(t *testing.T) {
 	t.Run("worker lays out a test bed and reads the queues", d.workerLaysOutTheBedAndReadsTheQueues)
 	t.Run("extender syncs its informers and reads a pod it has not seen", d.extenderReadsAPodItHasNotSeen)
 	t.Run("api checks tokens and access with the cluster", d.apiChecksTokensAndAccess)
+	t.Run("replicas land on different nodes", d.replicasLandOnDifferentNodes)
 }
 
 // bedNS and bedName name the test bed TestKustomize_AppliesToARealAPIServer makes once the
@@ -188,7 +193,15 @@ const userNS = "team-a"
 // subjectAccessReviews asks the API server's authorizer every accessCheck of every
 // component.
 func (d *deployed) subjectAccessReviews(t *testing.T) {
-	checks := slices.Concat(workerAccess(), extenderAccess(), bridgeAccess(), apiAccess(), admissionAccess(), slotSchedulerAccess(d.ns))
+	checks := slices.Concat(workerAccess(), extenderAccess(), bridgeAccess(), apiAccess(), admissionAccess(), slotSchedulerAccess(d.ns),
+		leaseAccess(d.ns, "extender", d.leaseName(t, "extender")), leaseAccess(d.ns, "bridge", d.leaseName(t, "bridge")),
+		[]accessCheck{
+			// The bridge's leader election records Events on its Lease, in its namespace only.
+			{component: "bridge", verb: "create", resource: "events", namespace: d.ns, allowed: true},
+			{component: "bridge", verb: "patch", resource: "events", namespace: d.ns, allowed: true},
+			{component: "bridge", verb: "create", resource: "events", namespace: userNS},
+			{component: "extender", verb: "create", resource: "events", namespace: d.ns},
+		})
 	review := func(ch accessCheck) (bool, error) {
 		sar, err := d.cs.AuthorizationV1().SubjectAccessReviews().Create(d.ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			User:   d.user(t, ch.component),
@@ -338,13 +351,36 @@ func slotSchedulerAccess(ns string) []accessCheck {
 	}
 }
 
-// bridgeSyncsItsCaches starts the bridge as its ServiceAccount and waits for every cache its
-// controllers watch.
-func (d *deployed) bridgeSyncsItsCaches(t *testing.T) {
+// leaseName is the Lease that component's args name.
+func (d *deployed) leaseName(t *testing.T, component string) string {
+	name := flagValue(d.r.deployment(t, component).Spec.Template.Spec.Containers[0].Args, "-lease-name")
+	require.NotEmpty(t, name, "%s names no -lease-name", component)
+	return name
+}
+
+// leaseAccess is what component may do to Leases in ns: campaign for its own, named name, and
+// touch no other.
+func leaseAccess(ns, component, name string) []accessCheck {
+	return []accessCheck{
+		{component: component, verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: ns, allowed: true},
+		{component: component, verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: name, allowed: true},
+		{component: component, verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: name, allowed: true},
+		{component: component, verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "slot-scheduler"},
+		{component: component, verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system", name: "kube-scheduler"},
+		{component: component, verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: name},
+		{component: component, verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: userNS},
+	}
+}
+
+// bridgeSyncsItsCachesAndTakesItsLease starts the bridge as its ServiceAccount, with leader
+// election on the Lease its args name, waits for every cache its controllers watch, and for
+// the Lease.
+func (d *deployed) bridgeSyncsItsCachesAndTakesItsLease(t *testing.T) {
 	ctx := d.ctx
 	// No Temporal here: it runs before any TestBed exists, so it has nothing to signal;
-	// only its watches are the point.
-	mgr, err := bridge.New(d.as(t, "bridge"), lazyTemporal(t), bridge.Options{})
+	// only its watches and its Lease are the point.
+	name := d.leaseName(t, "bridge")
+	mgr, err := bridge.New(d.as(t, "bridge"), lazyTemporal(t), bridge.Options{Lease: bridge.LeaseOptions{Namespace: d.ns, Name: name}})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -357,6 +393,14 @@ func (d *deployed) bridgeSyncsItsCaches(t *testing.T) {
 		require.NoError(t, err, "%T", obj)
 		require.Eventually(t, inf.HasSynced, 30*time.Second, 50*time.Millisecond, "%T", obj)
 	}
+	select {
+	case <-mgr.Elected():
+	case <-syncCtx.Done():
+		t.Fatalf("the bridge did not take the Lease %s/%s", d.ns, name)
+	}
+	held, err := d.cs.CoordinationV1().Leases(d.ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, held.Spec.HolderIdentity, "the Lease names no holder")
 	stop()
 	require.NoError(t, <-done)
 
@@ -368,6 +412,25 @@ func (d *deployed) bridgeSyncsItsCaches(t *testing.T) {
 	require.NoError(t, err)
 	_, err = bridgeCS.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err), "listing every ConfigMap: %v", err)
+}
+
+// extenderTakesItsLease campaigns, as the extender's ServiceAccount, for the Lease its args
+// name, as slotplane extender -leader-elect does, until it holds it; then gives it up.
+func (d *deployed) extenderTakesItsLease(t *testing.T) {
+	name := d.leaseName(t, "extender")
+	e, err := lease.New(d.as(t, "extender"), lease.Options{Namespace: d.ns, Name: name})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(d.ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(ctx, func(ctx context.Context) error { <-ctx.Done(); return nil })
+	}()
+	require.Eventually(t, e.Held, 30*time.Second, 50*time.Millisecond, "the extender did not take the Lease %s/%s", d.ns, name)
+	stop()
+	require.NoError(t, <-done)
+	released, err := d.cs.CoordinationV1().Leases(d.ns).Get(d.ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Empty(t, released.Spec.HolderIdentity, "the extender did not give the Lease up")
 }
 
 // workerLaysOutTheBedAndReadsTheQueues runs the worker's activities as its ServiceAccount:
@@ -514,6 +577,68 @@ func (d *deployed) apiChecksTokensAndAccess(t *testing.T) {
 	var noted v1alpha1.BatchJob
 	require.NoError(t, d.admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "noted"}, &noted))
 	require.Equal(t, "90s", noted.Annotations[v1alpha1.SchedulerDataPrefix+"estimate"])
+}
+
+// replicasLandOnDifferentNodes schedules each component's two replicas (bare pods of its
+// Deployment's template, as its ReplicaSet would make them) with the cluster's scheduler, on
+// nodes that are all half full but one: by resources alone both would land on that one, as
+// two control pods without the anti-affinity show.
+func (d *deployed) replicasLandOnDifferentNodes(t *testing.T) {
+	ctx := d.ctx
+	nodes, err := d.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(nodes.Items), 3)
+	empty := nodes.Items[len(nodes.Items)-1].Name
+	for _, n := range nodes.Items {
+		if n.Name == empty {
+			continue
+		}
+		half := corev1.ResourceList{}
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			q := n.Status.Allocatable[res]
+			half[res] = *resource.NewMilliQuantity(q.MilliValue()/2, q.Format)
+		}
+		_, err := d.cs.CoreV1().Pods(bedNS).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "filler-" + n.Name},
+			Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "c", Image: "pause",
+				Resources: corev1.ResourceRequirements{Requests: half, Limits: half}}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	// place creates a pod of dep's template, waits until the scheduler binds it, and says
+	// where. A control pod has no anti-affinity, and labels no anti-affinity selects.
+	place := func(dep appsv1.Deployment, control bool) string {
+		spec := *dep.Spec.Template.Spec.DeepCopy()
+		podLabels := dep.Spec.Template.Labels
+		if control {
+			spec.Affinity = nil
+			podLabels = map[string]string{"app.kubernetes.io/component": "control"}
+		}
+		pod, err := d.cs.CoreV1().Pods(dep.Namespace).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: dep.Name + "-", Labels: podLabels},
+			Spec:       spec,
+		}, metav1.CreateOptions{})
+		require.NoError(t, err, "a pod of %s", dep.Name)
+		var node string
+		require.Eventually(t, func() bool {
+			got, err := d.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			node = got.Spec.NodeName
+			return err == nil && node != ""
+		}, 30*time.Second, 50*time.Millisecond, "pod %s of %s is not scheduled", pod.Name, dep.Name)
+		t.Cleanup(func() {
+			zero := int64(0)
+			_ = d.cs.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		})
+		return node
+	}
+	worker := d.r.deployment(t, "worker")
+	require.Equal(t, empty, place(worker, true), "the first control pod: on the emptiest node")
+	require.Equal(t, empty, place(worker, true), "the second control pod: beside the first, where the resources are")
+	for _, dep := range d.r.deployments {
+		first := place(dep, false)
+		require.Equal(t, empty, first, "the first replica of %s: on the emptiest node", dep.Name)
+		require.NotEqual(t, first, place(dep, false), "both replicas of %s on one node", dep.Name)
+	}
 }
 
 // lazyTemporal is a Temporal client that connects only when used; nothing here uses it

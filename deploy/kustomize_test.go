@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -57,6 +58,7 @@ type rendered struct {
 	roles               []rbacv1.Role
 	roleBindings        []rbacv1.RoleBinding
 	networkPolicies     []networkingv1.NetworkPolicy
+	disruptionBudgets   []policyv1.PodDisruptionBudget
 	priorityClasses     []schedulingv1.PriorityClass
 	crds                []apiextensionsv1.CustomResourceDefinition
 	admissionPolicies   []admissionv1.ValidatingAdmissionPolicy
@@ -119,6 +121,8 @@ func render(t testing.TB, dir string) *rendered {
 			decodeInto(t, o, &out.roleBindings)
 		case "NetworkPolicy":
 			decodeInto(t, o, &out.networkPolicies)
+		case "PodDisruptionBudget":
+			decodeInto(t, o, &out.disruptionBudgets)
 		case "PriorityClass":
 			decodeInto(t, o, &out.priorityClasses)
 		case "CustomResourceDefinition":
@@ -437,7 +441,7 @@ func TestKustomize_ExtenderServiceIsWhereTheSchedulerCallsIt(t *testing.T) {
 
 // The scheduler calls the extender over HTTPS and checks its certificate against a CA file
 // it mounts from the extender's Secret (that file only, never the key); the extender serves
-// that Secret's key pair and probes it over HTTPS. The base never asks for plain HTTP.
+// that Secret's key pair. The base never asks for plain HTTP on the port that decides.
 func TestKustomize_SchedulerCallsTheExtenderOverTLS(t *testing.T) {
 	r := render(t, baseDir)
 	conf := decodeSchedulerConfig(t, []byte(r.configMap(t, "slotplane-slot-scheduler-config").Data["config.yaml"]))
@@ -495,12 +499,6 @@ func TestKustomize_SchedulerCallsTheExtenderOverTLS(t *testing.T) {
 			t.Errorf("the extender's %s=%s is not %s of Secret %s (found %s %s)", flag, file, wantKey, caSecret, secret, key)
 		}
 	}
-	c := extender.Containers[0]
-	for kind, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
-			t.Errorf("the extender's %s probe is not HTTPS", kind)
-		}
-	}
 }
 
 // The render's CRDs are slotplane's own, as generated; the operators' subsets stay out.
@@ -556,35 +554,8 @@ func TestKustomize_SlotSchedulerIsTheLocalConfigurationAsASecondScheduler(t *tes
 	case le.ResourceNamespace != sched.Namespace:
 		t.Errorf("lease namespace %q, the scheduler runs in %q", le.ResourceNamespace, sched.Namespace)
 	}
-	// The Role bound to the scheduler's ServiceAccount covers its lease.
-	canLease := map[string]bool{}
-	for _, rb := range r.roleBindings {
-		if rb.Namespace != le.ResourceNamespace || !slices.ContainsFunc(rb.Subjects, func(s rbacv1.Subject) bool { return s.Name == sched.Spec.Template.Spec.ServiceAccountName }) {
-			continue
-		}
-		for _, ro := range r.roles {
-			if ro.Name != rb.RoleRef.Name || ro.Namespace != rb.Namespace {
-				continue
-			}
-			for _, rule := range ro.Rules {
-				if !slices.Contains(rule.APIGroups, "coordination.k8s.io") || !slices.Contains(rule.Resources, "leases") {
-					continue
-				}
-				for _, v := range rule.Verbs {
-					// A create names no object yet, so only a rule without resourceNames
-					// grants it.
-					if len(rule.ResourceNames) == 0 || (v != "create" && slices.Contains(rule.ResourceNames, le.ResourceName)) {
-						canLease[v] = true
-					}
-				}
-			}
-		}
-	}
-	for _, v := range []string{"create", "get", "update"} {
-		if !canLease[v] {
-			t.Errorf("the scheduler's Role does not grant %s on lease %s/%s", v, le.ResourceNamespace, le.ResourceName)
-		}
-	}
+	// The Role bound to the scheduler's ServiceAccount covers its lease, and no other.
+	checkLeaseGrants(t, "the slot-scheduler", r.grants(le.ResourceNamespace, sched.Spec.Template.Spec.ServiceAccountName, "coordination.k8s.io", "leases"), le.ResourceName)
 
 	// It reads the generated ConfigMap through its --config flag.
 	spec := sched.Spec.Template.Spec
@@ -616,9 +587,8 @@ func TestKustomize_SlotSchedulerIsTheLocalConfigurationAsASecondScheduler(t *tes
 }
 
 // The worker, the bridge and the API find Temporal through the ConfigMap and the optional TLS
-// Secret; the extender needs neither. Each runs its subcommand, with probes where it serves
-// HTTP.
-func TestKustomize_ComponentsRunTheirSubcommandsWithTemporalAndProbes(t *testing.T) {
+// and API key Secrets; the extender needs none of them. Each runs its subcommand.
+func TestKustomize_ComponentsRunTheirSubcommandsWithTemporal(t *testing.T) {
 	r := render(t, baseDir)
 	temporal := r.configMap(t, "slotplane-temporal")
 	for _, key := range []string{"SLOTPLANE_TEMPORAL_ADDRESS", "SLOTPLANE_TEMPORAL_NAMESPACE"} {
@@ -627,24 +597,30 @@ func TestKustomize_ComponentsRunTheirSubcommandsWithTemporalAndProbes(t *testing
 		}
 	}
 	for key, v := range temporal.Data {
-		// An empty TLS variable leaves TLS off; a set one would need the Secret.
-		if strings.HasPrefix(key, "SLOTPLANE_TEMPORAL_TLS_") && v != "" {
-			t.Errorf("the base turns Temporal TLS on (%s=%s): it is for overlays", key, v)
+		// An empty TLS or API key variable leaves it off; a set one would need the Secret.
+		if (strings.HasPrefix(key, "SLOTPLANE_TEMPORAL_TLS_") || key == "SLOTPLANE_TEMPORAL_API_KEY_FILE") && v != "" {
+			t.Errorf("the base turns Temporal TLS or an API key on (%s=%s): it is for overlays", key, v)
 		}
 	}
+	// The installation's names are there for an overlay to change, at the binary's defaults.
+	for key, want := range map[string]string{"SLOTPLANE_TASK_QUEUE": workflows.DefaultTaskQueue, "SLOTPLANE_WORKFLOW_ID_PREFIX": "", "SLOTPLANE_TEMPORAL_API_KEY_FILE": ""} {
+		if v, ok := temporal.Data[key]; !ok || v != want {
+			t.Errorf("ConfigMap %s: %s is %q (set: %v), want %q", temporal.Name, key, v, ok, want)
+		}
+	}
+	// Each optional Secret of Temporal's, and where it is mounted.
+	temporalSecrets := map[string]string{"slotplane-temporal-tls": "/etc/slotplane/temporal-tls", "slotplane-temporal-api-key": "/etc/slotplane/temporal-api-key"}
 	for _, tc := range []struct {
 		component  string
 		subcommand string // "": the component's name
 		temporal   bool
-		probePath  string // "" for no HTTP probes
-		probePort  int32
 		extraFlags []string
 	}{
 		{component: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.Default.Queue()}},
 		{component: "admission", subcommand: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.Default.AdmissionQueue()}},
 		{component: "bridge", temporal: true},
-		{component: "api", temporal: true, probePath: "/api/v1/healthz", probePort: 8088, extraFlags: []string{"-auth=kubernetes"}},
-		{component: "extender", probePath: "/healthz", probePort: 8888},
+		{component: "api", temporal: true, extraFlags: []string{"-auth=kubernetes"}},
+		{component: "extender"},
 	} {
 		d := r.deployment(t, tc.component)
 		spec := d.Spec.Template.Spec
@@ -653,48 +629,403 @@ func TestKustomize_ComponentsRunTheirSubcommandsWithTemporalAndProbes(t *testing
 		if subcommand == "" {
 			subcommand = tc.component
 		}
-		if len(c.Args) == 0 || c.Args[0] != subcommand {
-			t.Errorf("%s: args %v do not start with the subcommand", d.Name, c.Args)
+		args := r.expandedArgs(c)
+		if len(args) == 0 || args[0] != subcommand {
+			t.Errorf("%s: args %v do not start with the subcommand", d.Name, args)
 		}
 		for _, f := range tc.extraFlags {
-			if !slices.Contains(c.Args, f) {
-				t.Errorf("%s: args %v lack %s", d.Name, c.Args, f)
+			if !slices.Contains(args, f) {
+				t.Errorf("%s: args %v lack %s", d.Name, args, f)
 			}
 		}
 		usesConfigMap := slices.ContainsFunc(c.EnvFrom, func(e corev1.EnvFromSource) bool {
 			return e.ConfigMapRef != nil && e.ConfigMapRef.Name == temporal.Name
 		})
-		vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "slotplane-temporal-tls" })
-		if usesConfigMap != tc.temporal || (vi >= 0) != tc.temporal {
-			t.Errorf("%s: reads ConfigMap %s: %v, mounts the TLS Secret: %v; want both %v", d.Name, temporal.Name, usesConfigMap, vi >= 0, tc.temporal)
+		if usesConfigMap != tc.temporal {
+			t.Errorf("%s: reads ConfigMap %s: %v, want %v", d.Name, temporal.Name, usesConfigMap, tc.temporal)
 		}
-		if vi >= 0 {
-			if v := spec.Volumes[vi]; v.Secret.Optional == nil || !*v.Secret.Optional {
-				t.Errorf("%s: the TLS Secret must be optional, or the pod waits for it", d.Name)
+		for secret, dir := range temporalSecrets {
+			vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == secret })
+			if (vi >= 0) != tc.temporal {
+				t.Errorf("%s: mounts Secret %s: %v, want %v", d.Name, secret, vi >= 0, tc.temporal)
 			}
-			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
-				return m.Name == spec.Volumes[vi].Name && m.MountPath == "/etc/slotplane/temporal-tls" && m.ReadOnly
-			}) {
-				t.Errorf("%s: the TLS Secret is not mounted read-only at /etc/slotplane/temporal-tls", d.Name)
-			}
-		}
-		probes := map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe}
-		for kind, p := range probes {
-			if p == nil || p.HTTPGet == nil {
-				if tc.probePath != "" && kind != "startup" {
-					t.Errorf("%s: no HTTP %s probe", d.Name, kind)
-				}
-				if tc.probePath == "" && p != nil && p.HTTPGet != nil {
-					t.Errorf("%s: an HTTP %s probe on a component that serves none", d.Name, kind)
-				}
+			if vi < 0 {
 				continue
 			}
-			port, ok := containerPort(spec, p.HTTPGet.Port)
-			if tc.probePath == "" || p.HTTPGet.Path != tc.probePath || !ok || port != tc.probePort {
-				t.Errorf("%s: %s probe %s on port %s, want %s on %d", d.Name, kind, p.HTTPGet.Path, p.HTTPGet.Port.String(), tc.probePath, tc.probePort)
+			if v := spec.Volumes[vi]; v.Secret.Optional == nil || !*v.Secret.Optional {
+				t.Errorf("%s: Secret %s must be optional, or the pod waits for it", d.Name, secret)
+			}
+			// A directory, not a subPath: a rotated key or certificate reaches the pod.
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == spec.Volumes[vi].Name && m.MountPath == dir && m.ReadOnly && m.SubPath == ""
+			}) {
+				t.Errorf("%s: Secret %s is not mounted read-only at %s", d.Name, secret, dir)
 			}
 		}
 	}
+}
+
+// Overlays give the installation another task queue in the ConfigMap alone: the workers then
+// poll it and its Admission queue, as the bridge and the API that read the same ConfigMap
+// start their workflows there.
+func TestKustomize_WorkersPollTheConfigMapsTaskQueue(t *testing.T) {
+	base := render(t, baseDir)
+	overlay := renderOverlay(t, func(string) string {
+		return `configMapGenerator:
+- name: slotplane-temporal
+  behavior: merge
+  literals:
+  - SLOTPLANE_TASK_QUEUE=eu-1
+  - SLOTPLANE_WORKFLOW_ID_PREFIX=eu-1/
+`
+	})
+	for name, r := range map[string]*rendered{"base": base, "overlay": overlay} {
+		for component, queue := range map[string]func(workflows.Installation) string{
+			"worker":    workflows.Installation.Queue,
+			"admission": workflows.Installation.AdmissionQueue,
+		} {
+			c := r.deployment(t, component).Spec.Template.Spec.Containers[0]
+			env := r.containerEnv(c)
+			ids := workflows.Installation{TaskQueue: env["SLOTPLANE_TASK_QUEUE"], IDPrefix: env["SLOTPLANE_WORKFLOW_ID_PREFIX"]}
+			if got, want := flagValue(r.expandedArgs(c), "-task-queues"), queue(ids); got != want {
+				t.Errorf("%s: the %s polls %q, want %q, its installation's (%+v)", name, component, got, want, ids)
+			}
+		}
+	}
+	if got := overlay.configMap(t, "slotplane-temporal").Data["SLOTPLANE_TASK_QUEUE"]; got != "eu-1" {
+		t.Fatalf("the overlay's task queue is %q after the merge", got)
+	}
+}
+
+// Every component but the slot-scheduler's kube-scheduler is slotplane's binary, and every
+// one of its containers logs JSON lines.
+func TestKustomize_EverySlotplaneContainerLogsJSON(t *testing.T) {
+	r := render(t, baseDir)
+	for _, component := range slotplaneComponents {
+		for _, c := range r.deployment(t, component).Spec.Template.Spec.Containers {
+			if got := r.containerEnv(c)["SLOTPLANE_LOG_FORMAT"]; got != "json" {
+				t.Errorf("%s/%s: SLOTPLANE_LOG_FORMAT is %q, want json", component, c.Name, got)
+			}
+			if f := flagValue(c.Args, "-log-format"); f != "" {
+				t.Errorf("%s/%s: -log-format=%s in its args overrides the ConfigMap", component, c.Name, f)
+			}
+		}
+	}
+}
+
+// Each probe asks the path the binary serves for it, on the port the flag names: /healthz
+// for liveness (and startup), /readyz for readiness, on the plain-HTTP health port; the API
+// answers both under /api/v1 on its own port. The extender's readiness (the replica that
+// decides) is probed every second, so the Service follows a takeover within a second or two.
+func TestKustomize_ProbesAskWhatTheBinaryServes(t *testing.T) {
+	r := render(t, baseDir)
+	type probe struct{ path, portFlag string }
+	for component, want := range map[string]struct {
+		liveness, readiness probe
+		readinessPeriod     int32 // 0: any
+	}{
+		"worker":    {liveness: probe{"/healthz", "-health-listen"}, readiness: probe{"/readyz", "-health-listen"}},
+		"admission": {liveness: probe{"/healthz", "-health-listen"}, readiness: probe{"/readyz", "-health-listen"}},
+		"bridge":    {liveness: probe{"/healthz", "-health-listen"}, readiness: probe{"/readyz", "-health-listen"}},
+		"extender":  {liveness: probe{"/healthz", "-health-listen"}, readiness: probe{"/readyz", "-health-listen"}, readinessPeriod: 1},
+		"api":       {liveness: probe{"/api/v1/healthz", "-listen"}, readiness: probe{"/api/v1/readyz", "-listen"}},
+	} {
+		d := r.deployment(t, component)
+		spec := d.Spec.Template.Spec
+		c := spec.Containers[0]
+		args := r.expandedArgs(c)
+		check := func(kind string, p *corev1.Probe, want probe) {
+			if p == nil || p.HTTPGet == nil {
+				t.Errorf("%s: no HTTP %s probe", component, kind)
+				return
+			}
+			listen := flagValue(args, want.portFlag)
+			port, ok := containerPort(spec, p.HTTPGet.Port)
+			switch {
+			case listen == "":
+				t.Errorf("%s: args %v do not set %s: the probes' port would be the binary's default, unchecked", component, args, want.portFlag)
+			case p.HTTPGet.Path != want.path || !ok || ":"+strconv.Itoa(int(port)) != listen:
+				t.Errorf("%s: %s probe asks %s on port %s, want %s on %s (%s)", component, kind, p.HTTPGet.Path, p.HTTPGet.Port.String(), want.path, listen, want.portFlag)
+			case p.HTTPGet.Scheme != "" && p.HTTPGet.Scheme != corev1.URISchemeHTTP:
+				t.Errorf("%s: %s probe over %s; %s serves plain HTTP", component, kind, p.HTTPGet.Scheme, want.portFlag)
+			}
+		}
+		check("liveness", c.LivenessProbe, want.liveness)
+		check("readiness", c.ReadinessProbe, want.readiness)
+		if c.StartupProbe != nil {
+			check("startup", c.StartupProbe, want.liveness)
+		}
+		if want.readinessPeriod != 0 && c.ReadinessProbe != nil && c.ReadinessProbe.PeriodSeconds != want.readinessPeriod {
+			t.Errorf("%s: readiness probed every %d s, want %d", component, c.ReadinessProbe.PeriodSeconds, want.readinessPeriod)
+		}
+	}
+}
+
+// Every component runs two replicas or more, each preferring a node apart from the others of
+// its component: preferred, so that a one-node cluster still runs them all.
+func TestKustomize_ReplicasPreferDifferentNodes(t *testing.T) {
+	r := render(t, baseDir)
+	for _, d := range r.deployments {
+		if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+			t.Errorf("Deployment %s runs %v replicas, want 2 or more", d.Name, d.Spec.Replicas)
+		}
+		aff := d.Spec.Template.Spec.Affinity
+		if aff == nil || aff.PodAntiAffinity == nil {
+			t.Errorf("Deployment %s has no pod anti-affinity", d.Name)
+			continue
+		}
+		if len(aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			t.Errorf("Deployment %s requires its replicas apart: a one-node cluster would leave one pending", d.Name)
+		}
+		apart := slices.ContainsFunc(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, func(w corev1.WeightedPodAffinityTerm) bool {
+			term := w.PodAffinityTerm
+			if term.TopologyKey != corev1.LabelHostname || term.LabelSelector == nil || len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
+				return false
+			}
+			got := r.podsSelected(d.Namespace, *term.LabelSelector)
+			return len(got) == 1 && got[0].Name == d.Name
+		})
+		if !apart {
+			t.Errorf("Deployment %s: no preferred anti-affinity on %s that selects exactly its own pods: %+v", d.Name, corev1.LabelHostname, aff.PodAntiAffinity)
+		}
+	}
+}
+
+// A drain or a cluster upgrade evicts one replica of a component at a time, and never waits
+// on a replica that is not ready. The extender has no budget: its standby is never ready, so
+// one would refuse every eviction of the active replica.
+func TestKustomize_DisruptionBudgetsLetOneReplicaGoAtATime(t *testing.T) {
+	r := render(t, baseDir)
+	for _, d := range r.deployments {
+		component := d.Spec.Template.Labels["app.kubernetes.io/component"]
+		var budgets []policyv1.PodDisruptionBudget
+		for _, b := range r.disruptionBudgets {
+			sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+			if err != nil {
+				t.Errorf("PodDisruptionBudget %s: %v", b.Name, err)
+				continue
+			}
+			if b.Namespace == d.Namespace && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				budgets = append(budgets, b)
+			}
+		}
+		if component == "extender" {
+			if len(budgets) > 0 {
+				t.Errorf("a PodDisruptionBudget covers the extender, whose standby is never ready: a drain of the active one's node would hang")
+			}
+			continue
+		}
+		if len(budgets) != 1 {
+			t.Errorf("Deployment %s: %d PodDisruptionBudgets, want 1", d.Name, len(budgets))
+			continue
+		}
+		b := budgets[0]
+		if got := r.podsSelected(d.Namespace, *b.Spec.Selector); len(got) != 1 || got[0].Name != d.Name {
+			t.Errorf("PodDisruptionBudget %s selects the pods of more than %s", b.Name, d.Name)
+		}
+		if b.Spec.MinAvailable != nil || b.Spec.MaxUnavailable == nil || *b.Spec.MaxUnavailable != intstr.FromInt32(1) {
+			t.Errorf("PodDisruptionBudget %s: minAvailable %v, maxUnavailable %v; want maxUnavailable 1", b.Name, b.Spec.MinAvailable, b.Spec.MaxUnavailable)
+		}
+		if p := b.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+			t.Errorf("PodDisruptionBudget %s: unhealthyPodEvictionPolicy %v, want AlwaysAllow", b.Name, p)
+		}
+	}
+	for _, b := range r.disruptionBudgets {
+		if len(r.podsSelected(b.Namespace, *b.Spec.Selector)) == 0 {
+			t.Errorf("PodDisruptionBudget %s selects no pod of the render", b.Name)
+		}
+	}
+}
+
+// The extender and the bridge campaign for a Lease of their own in their namespace, and
+// their Role grants exactly that: create (which names no object), get and update of their
+// Lease alone; the bridge's lock also records Events.
+func TestKustomize_ExtenderAndBridgeElectOneThroughTheirOwnLease(t *testing.T) {
+	r := render(t, baseDir)
+	for _, component := range []string{"extender", "bridge"} {
+		d := r.deployment(t, component)
+		c := d.Spec.Template.Spec.Containers[0]
+		args := r.expandedArgs(c)
+		if !slices.Contains(args, "-leader-elect") && flagValue(args, "-leader-elect") != "true" {
+			t.Errorf("%s: args %v lack -leader-elect", component, args)
+		}
+		lease := flagValue(args, "-lease-name")
+		if lease == "" {
+			t.Errorf("%s: args %v name no -lease-name", component, args)
+			continue
+		}
+		if ns := flagValue(args, "-lease-namespace"); ns != "" && ns != d.Namespace {
+			t.Errorf("%s: its Lease is in %s, the pod in %s", component, ns, d.Namespace)
+		}
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+		}) {
+			t.Errorf("%s: POD_NAMESPACE is not the pod's namespace from the downward API", component)
+		}
+		grants := r.grants(d.Namespace, d.Spec.Template.Spec.ServiceAccountName, "coordination.k8s.io", "leases")
+		checkLeaseGrants(t, component, grants, lease)
+		events := r.grants(d.Namespace, d.Spec.Template.Spec.ServiceAccountName, "", "events")
+		for _, v := range []string{"create", "patch"} {
+			if _, ok := events[v]; (component == "bridge") != ok {
+				t.Errorf("%s: %s on Events in %s granted: %v, want %v", component, v, d.Namespace, ok, !ok)
+			}
+		}
+	}
+}
+
+// checkLeaseGrants fails unless grants give create on Leases and get and update on exactly
+// the Lease name, and nothing else on Leases.
+func checkLeaseGrants(t *testing.T, who string, grants map[string][]string, name string) {
+	t.Helper()
+	if names, ok := grants["create"]; !ok || names != nil {
+		t.Errorf("%s: create on Leases: granted %v on %v; want granted, a create names no Lease yet", who, ok, names)
+	}
+	for _, v := range []string{"get", "update"} {
+		if names, ok := grants[v]; !ok || !slices.Equal(names, []string{name}) {
+			t.Errorf("%s: %s on Leases: granted %v on %v (nil: all); want on %s alone", who, v, ok, names, name)
+		}
+	}
+	for v := range grants {
+		if !slices.Contains([]string{"create", "get", "update"}, v) {
+			t.Errorf("%s: %s on Leases, which leader election does not use", who, v)
+		}
+	}
+}
+
+// A rollout of the extender does not wait for a new replica to be ready: a standby never is
+// while the active one lives, so a rollout that kept one old replica available would never
+// end. The Lease, not the strategy, keeps two from deciding at once.
+func TestKustomize_ExtenderRollsWithoutWaitingForAStandby(t *testing.T) {
+	r := render(t, baseDir)
+	d := r.deployment(t, "extender")
+	s := d.Spec.Strategy
+	if s.Type != appsv1.RollingUpdateDeploymentStrategyType || s.RollingUpdate == nil || s.RollingUpdate.MaxUnavailable == nil {
+		t.Fatalf("the extender rolls by %+v, want RollingUpdate with maxUnavailable", s)
+	}
+	unavailable, err := intstr.GetScaledValueFromIntOrPercent(s.RollingUpdate.MaxUnavailable, int(*d.Spec.Replicas), false)
+	if err != nil || unavailable < int(*d.Spec.Replicas) {
+		t.Errorf("maxUnavailable %s keeps %d old replicas available until new ones are ready: the rollout would wait forever", s.RollingUpdate.MaxUnavailable.String(), int(*d.Spec.Replicas)-unavailable)
+	}
+}
+
+// The API's Service keeps a client on one replica, so a change feed client that reconnects
+// resumes against the process that numbered its events.
+func TestKustomize_APIServiceKeepsAClientOnOneReplica(t *testing.T) {
+	r := render(t, baseDir)
+	api := r.deployment(t, "api")
+	found := false
+	for _, svc := range r.services {
+		if svc.Namespace != api.Namespace || len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(api.Spec.Template.Labels)) {
+			continue
+		}
+		found = true
+		if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+			t.Errorf("Service %s: sessionAffinity %q, want ClientIP", svc.Name, svc.Spec.SessionAffinity)
+		}
+	}
+	if !found {
+		t.Errorf("no Service selects the API")
+	}
+}
+
+// grants is what the render's roles bound to a ServiceAccount allow on a resource in a
+// namespace: for each verb, the names it is limited to, or nil when it covers every object.
+func (r *rendered) grants(namespace, serviceAccount, group, resource string) map[string][]string {
+	bound := func(subjects []rbacv1.Subject) bool {
+		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && s.Namespace == namespace
+		})
+	}
+	var rules []rbacv1.PolicyRule
+	clusterRole := func(name string) {
+		for _, c := range r.clusterRoles {
+			if c.Name == name {
+				rules = append(rules, c.Rules...)
+			}
+		}
+	}
+	for _, b := range r.clusterRoleBindings {
+		if bound(b.Subjects) {
+			clusterRole(b.RoleRef.Name)
+		}
+	}
+	for _, b := range r.roleBindings {
+		if b.Namespace != namespace || !bound(b.Subjects) {
+			continue
+		}
+		if b.RoleRef.Kind == "ClusterRole" {
+			clusterRole(b.RoleRef.Name)
+			continue
+		}
+		for _, ro := range r.roles {
+			if ro.Name == b.RoleRef.Name && ro.Namespace == b.Namespace {
+				rules = append(rules, ro.Rules...)
+			}
+		}
+	}
+	out := map[string][]string{}
+	for _, rule := range rules {
+		if !slices.Contains(rule.APIGroups, group) || !slices.Contains(rule.Resources, resource) {
+			continue
+		}
+		for _, v := range rule.Verbs {
+			names, seen := out[v]
+			switch {
+			case len(rule.ResourceNames) == 0:
+				out[v] = nil
+			case !seen || names != nil:
+				out[v] = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(names), rule.ResourceNames...))))
+			}
+		}
+	}
+	return out
+}
+
+// containerEnv is a container's environment as the kubelet makes it from the render: the
+// ConfigMaps of envFrom, then env's literal values over them (a value from elsewhere, such
+// as the downward API, is left out).
+func (r *rendered) containerEnv(c corev1.Container) map[string]string {
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil {
+			continue
+		}
+		for _, cm := range r.configMaps {
+			if cm.Name == from.ConfigMapRef.Name {
+				for k, v := range cm.Data {
+					env[from.Prefix+k] = v
+				}
+			}
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		} else {
+			delete(env, e.Name)
+		}
+	}
+	return env
+}
+
+// envReference is a $(NAME) in a container's args, which the kubelet replaces with the
+// variable's value.
+var envReference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandedArgs are a container's args as the process gets them: each $(NAME) of a variable
+// of its environment replaced by the value, others left as they are (as the kubelet does).
+func (r *rendered) expandedArgs(c corev1.Container) []string {
+	env := r.containerEnv(c)
+	out := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		out[i] = envReference.ReplaceAllStringFunc(a, func(ref string) string {
+			if v, ok := env[ref[2:len(ref)-1]]; ok {
+				return v
+			}
+			return ref
+		})
+	}
+	return out
 }
 
 // Ingress is denied by default; the API is open to all on its port, the extender only to the
