@@ -65,6 +65,7 @@ help:
 	@echo "make test      lint, unit tests, integration tests, then end-to-end tests (test-unit, test-integration, test-e2e)"
 	@echo "make test-long the 1,000-job long run with the worker killed (not in make test)"
 	@echo "make test-scale the scale envelope: 8,000 slots, 10,000 jobs, and its table (not in make test)"
+	@echo "make test-prod the production shape (own Temporal on PostgreSQL, every component replicated) through nine faults (not in make test)"
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
 	@echo "make image     the container image of the binary as an OCI archive, $(IMAGE_TAR), without Docker"
@@ -146,6 +147,16 @@ test-e2e: tools
 .PHONY: test-long
 test-long: tools
 	SLOTPLANE_LONGRUN_JOBS=1000 $(GO) test -tags integration -count=1 -timeout 120m -v -run TestE2E_LongRunThroughWorkerKills ./e2e/
+
+# The production shape through faults: Temporal as a server of its own on PostgreSQL over
+# mutual TLS, its namespace set up by slotplane temporal-namespace, two replicas of every
+# slotplane component (leaders elected where one must decide), two kube-schedulers, and
+# nine faults during one long Scheduling; it prints each fault's gap in job ends and the
+# throughput against the embedded platform's (docs/operations.md). Not in make test: about
+# 10 minutes.
+.PHONY: test-prod
+test-prod: tools
+	SLOTPLANE_PROD=1 $(GO) test -tags integration -count=1 -timeout 60m -v -run TestE2E_ProductionShapeThroughFaults ./e2e/
 
 # The scale envelope: a bed of 1,000 nodes of 8 slots and 10,000 jobs over 50 queues in 10
 # Schedulings of both modes, the same nodes as 10 beds, and the 8-slot bed with the same

@@ -190,9 +190,13 @@ func (s *server) logRequests(c *gin.Context) {
 	start := time.Now()
 	c.Next()
 	level := slog.LevelDebug
-	if c.Writer.Status() >= 500 {
+	switch {
+	case c.FullPath() == "/api/v1/readyz":
+		// A probe that fails says so in its answer, every second while Temporal or the API
+		// server is away: not an error of the API's own.
+	case c.Writer.Status() >= 500:
 		level = slog.LevelError
-	} else if c.Writer.Status() >= 400 {
+	case c.Writer.Status() >= 400:
 		level = slog.LevelInfo
 	}
 	ctx := c.Request.Context()

@@ -491,10 +491,17 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 		t.Cleanup(c.stop)
 	}
 
-	// The operator's part, as kubectl would do it: the test bed and the queues.
 	p.config = cluster.Config
 	p.kube = dp.Kube
-	ctx = context.Background()
+	p.setUp(t, shape, queues, settings, apiAddr)
+	return p
+}
+
+// setUp is the operator's part, as kubectl would do it: the test bed and the queues. It
+// returns once the API at apiAddr shows every bed's slots free.
+func (p *e2ePlatform) setUp(t *testing.T, shape bedShape, queues, settings, apiAddr string) {
+	t.Helper()
+	ctx := context.Background()
 	require.NoError(t, p.kube.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
 		Data:       queuesData(queues, settings),
@@ -521,6 +528,7 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	}
 
 	// From here on, only the API.
+	var err error
 	p.api, err = apiclient.New("http://"+apiAddr, token)
 	require.NoError(t, err)
 	p.apiAddr = apiAddr
@@ -529,7 +537,6 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 		return total == p.slots && free == p.slots
 	}, 90*time.Second+time.Duration(p.slots)*25*time.Millisecond, 250*time.Millisecond, "the API never showed the test beds with all their slots free")
 	p.bedFilled = time.Since(bedCreated)
-	return p
 }
 
 // bedSlots adds up the slots of the test beds, and their free ones, as the API shows them
@@ -596,6 +603,8 @@ type slotLedger struct {
 	ended       map[string]bool
 	schedulings map[string]apitypes.Scheduling
 	violations  []string
+	// resyncs counts the RESYNCs taken in.
+	resyncs int
 }
 
 // bedSlot is a slot of a test bed.
@@ -609,21 +618,43 @@ func followFeed(w *apiclient.Watcher) *slotLedger {
 	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]apitypes.Scheduling{}}
 	go func() {
 		for ev := range w.Events() {
-			switch ev.Kind {
-			case apitypes.KindScheduling:
-				if s, err := ev.Scheduling(); err == nil {
-					l.mu.Lock()
-					l.schedulings[s.Name] = s
-					l.mu.Unlock()
-				}
-			case apitypes.KindBatchJob:
-				if j, err := ev.Job(); err == nil {
-					l.see(j)
-				}
+			if ev.Type == apitypes.Resync {
+				l.replace(ev.Items)
+				continue
 			}
+			l.apply(ev)
 		}
 	}()
 	return l
+}
+
+// apply takes in one change.
+func (l *slotLedger) apply(ev apiclient.Event) {
+	switch ev.Kind {
+	case apitypes.KindScheduling:
+		if s, err := ev.Scheduling(); err == nil {
+			l.mu.Lock()
+			l.schedulings[s.Name] = s
+			l.mu.Unlock()
+		}
+	case apitypes.KindBatchJob:
+		if j, err := ev.Job(); err == nil {
+			l.see(j)
+		}
+	}
+}
+
+// replace takes in a RESYNC, the whole picture at one moment (sent first, and again when
+// the feed lost changes): the slots held are those its running jobs hold, and no two of
+// them may hold one slot. Its items come in no order, so they are not taken as changes.
+func (l *slotLedger) replace(items []apiclient.Event) {
+	l.mu.Lock()
+	l.holder = map[bedSlot]string{}
+	l.resyncs++
+	l.mu.Unlock()
+	for _, ev := range items {
+		l.apply(ev)
+	}
 }
 
 // schedulingEnded: the feed showed the Scheduling Completed or Failed.

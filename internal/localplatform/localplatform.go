@@ -63,6 +63,8 @@ type Options struct {
 	Installation workflows.Installation
 	// WorkflowCheckEvery is the bridge's pace of workflow checks (0: the bridge's default).
 	WorkflowCheckEvery time.Duration
+	// Schedulers is how many kube-scheduler replicas run (localcluster.Options.Schedulers).
+	Schedulers int
 	// InfraOnly starts the control plane, Temporal and the operators' stand-in only, and
 	// registers the spec webhook: the caller runs the extender at ExtenderAddr and the
 	// bridge's webhook at WebhookAddr with WebhookCerts, and the worker and API as it likes.
@@ -229,7 +231,7 @@ func (p *Platform) startTemporal(ctx context.Context) error {
 func (p *Platform) startCluster(ctx context.Context) error {
 	p.step(fmt.Sprintf("control plane: etcd, kube-apiserver, kube-scheduler, %d+%d kwok nodes", p.opts.Nodes, p.opts.PlainNodes))
 	c, err := localcluster.Start(ctx, localcluster.Options{
-		Nodes: p.opts.Nodes, PlainNodes: p.opts.PlainNodes, NodeLabel: p.opts.NodeLabel, NodeResources: p.opts.NodeResources,
+		Nodes: p.opts.Nodes, PlainNodes: p.opts.PlainNodes, NodeLabel: p.opts.NodeLabel, NodeResources: p.opts.NodeResources, Schedulers: p.opts.Schedulers,
 		Dir: filepath.Join(p.Dir, "cluster"), ExtenderURL: "https://" + p.ExtenderAddr + "/",
 		// The test bed's nodes are dedicated, as slotplane asks of a cluster, whenever drivers
 		// and JobManagers have plain nodes to go to: a grant clears its slots' ghosts before

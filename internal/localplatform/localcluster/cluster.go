@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,8 +132,13 @@ type Cluster struct {
 	removeDir bool
 	// kwok, to start it again if it dies at start-up.
 	kwok *process
-	// schedulers are the kube-scheduler replicas, each with its secure port.
+	// schedulers are the kube-scheduler replicas, each with its secure port. mu guards
+	// their processes and procs, which the replicas' supervisors change.
 	schedulers []scheduler
+	mu         sync.Mutex
+	// closing ends the supervisors, which Close waits for.
+	closing     chan struct{}
+	supervisors sync.WaitGroup
 }
 
 // scheduler is one kube-scheduler replica.
@@ -198,7 +204,7 @@ func (opts Options) withDefaults() (Options, error) {
 // newCluster makes a cluster of nothing yet but its directory: opts.Dir, or a temporary one
 // removed on Close unless opts.KeepDir.
 func newCluster(opts Options) (*Cluster, error) {
-	c := &Cluster{opts: opts, Dir: opts.Dir}
+	c := &Cluster{opts: opts, Dir: opts.Dir, closing: make(chan struct{})}
 	if c.Dir == "" {
 		var err error
 		if c.Dir, err = os.MkdirTemp("", "slotplane-cluster-"); err != nil {
@@ -243,6 +249,9 @@ func (c *Cluster) startControlPlane(ctx context.Context, extenderHost string) er
 	for i := range max(1, c.opts.Schedulers) {
 		if err := c.onFreePorts(1, func(ports []int) error { return c.startScheduler(ctx, i, ports[0]) }); err != nil {
 			return err
+		}
+		if c.opts.Schedulers > 1 {
+			c.supervisors.Go(func() { c.superviseScheduler(i) })
 		}
 	}
 	return c.startKwok()
@@ -317,6 +326,8 @@ func (c *Cluster) Client() kubernetes.Interface { return c.client }
 // Close stops kwok, the scheduler, the API server and etcd, in that order, and removes the
 // folder if Start made it. It waits for every process to exit.
 func (c *Cluster) Close() error {
+	close(c.closing)
+	c.supervisors.Wait()
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if err := c.procs[i].stop(15 * time.Second); err != nil {
@@ -532,11 +543,13 @@ func (c *Cluster) startScheduler(ctx context.Context, i, port int) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	if i < len(c.schedulers) {
 		c.schedulers[i] = scheduler{proc: p, port: port}
 	} else {
 		c.schedulers = append(c.schedulers, scheduler{proc: p, port: port})
 	}
+	c.mu.Unlock()
 	// The scheduler serves a self-signed certificate; only its readiness is read here.
 	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback health probe
 	return c.waitHTTP(ctx, p, "https://127.0.0.1:"+strconv.Itoa(port)+"/readyz", tlsConf, "", "ok")

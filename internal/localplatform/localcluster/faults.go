@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +16,9 @@ import (
 // would (SIGKILL), keeps it down for d, starts it again on the same ports and data, and
 // returns once it is healthy again. Everything else keeps running through it.
 func (c *Cluster) Outage(ctx context.Context, name string, d time.Duration) error {
+	c.mu.Lock()
 	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == name })
+	c.mu.Unlock()
 	if i < 0 || (name != "etcd" && name != "kube-apiserver") {
 		return fmt.Errorf("no outage of %q: etcd or kube-apiserver", name)
 	}
@@ -33,7 +34,9 @@ func (c *Cluster) Outage(ctx context.Context, name string, d time.Duration) erro
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.procs[i] = p
+	c.mu.Unlock()
 	if name == "etcd" {
 		return c.waitHTTP(ctx, p, argValue(p.args, "--listen-client-urls=")+"/health", nil, "", `"health":"true"`)
 	}
@@ -50,14 +53,14 @@ func argValue(args []string, prefix string) string {
 	return ""
 }
 
-// Schedulers is how many kube-scheduler replicas the cluster runs.
-func (c *Cluster) Schedulers() int { return len(c.schedulers) }
-
 // SchedulerLeader is the index of the kube-scheduler replica that leads: the live one whose
 // log, since its last start, says it acquired the lease. A replica that acquired it leads
 // until it dies: kube-scheduler exits when it loses its lease.
 func (c *Cluster) SchedulerLeader() (int, error) {
-	for i, s := range c.schedulers {
+	c.mu.Lock()
+	schedulers := slices.Clone(c.schedulers)
+	c.mu.Unlock()
+	for i, s := range schedulers {
 		if ended, _ := s.proc.exited(); ended {
 			continue
 		}
@@ -72,23 +75,47 @@ func (c *Cluster) SchedulerLeader() (int, error) {
 	return -1, errors.New("no kube-scheduler leads")
 }
 
-// KillScheduler kills kube-scheduler replica i (SIGKILL), as a crash would.
+// KillScheduler kills kube-scheduler replica i (SIGKILL), as a crash would. Replicated
+// schedulers are supervised: the replica starts again schedulerRestartDelay later.
 func (c *Cluster) KillScheduler(i int) {
+	c.mu.Lock()
 	p := c.schedulers[i].proc
+	c.mu.Unlock()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
 }
 
-// StartScheduler starts kube-scheduler replica i again after KillScheduler, on its port,
-// and returns once it is ready (as a standby, when another replica leads).
-func (c *Cluster) StartScheduler(ctx context.Context, i int) error {
-	old := c.schedulers[i]
-	p, err := old.proc.again()
-	if err != nil {
-		return err
+// schedulerRestartDelay is how long a replicated scheduler that exited stays down: a
+// kubelet's first back-off. A scheduler exits when it loses its lease (the API server or
+// etcd out for longer than its renew deadline), as well as when it crashes.
+const schedulerRestartDelay = 2 * time.Second
+
+// superviseScheduler starts replica i again whenever it exits, as a kubelet does a static
+// pod's container, until the cluster closes.
+func (c *Cluster) superviseScheduler(i int) {
+	for {
+		c.mu.Lock()
+		p := c.schedulers[i].proc
+		c.mu.Unlock()
+		select {
+		case <-c.closing:
+			return
+		case <-p.done:
+		}
+		select {
+		case <-c.closing:
+			return
+		case <-time.After(schedulerRestartDelay):
+		}
+		next, err := p.again()
+		if err != nil {
+			continue // the binary is gone: nothing to start
+		}
+		c.mu.Lock()
+		if k := slices.Index(c.procs, p); k >= 0 {
+			c.procs[k] = next
+		}
+		c.schedulers[i].proc = next
+		c.mu.Unlock()
 	}
-	c.procs[slices.Index(c.procs, old.proc)] = p
-	c.schedulers[i].proc = p
-	return c.waitHTTP(ctx, p, "https://127.0.0.1:"+strconv.Itoa(old.port)+"/readyz",
-		&tls.Config{InsecureSkipVerify: true}, "", "ok") //nolint:gosec // loopback health probe
 }

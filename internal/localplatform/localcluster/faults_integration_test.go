@@ -31,7 +31,12 @@ func TestCluster_FaultsOfTheControlPlane(t *testing.T) {
 		return err == nil && next != leader
 	}, 20*time.Second, 200*time.Millisecond, "the standby scheduler never took over")
 	t.Logf("the standby scheduler leads %s after the leader's death", time.Since(killed).Round(100*time.Millisecond))
-	require.NoError(t, c.StartScheduler(ctx, leader))
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ended, _ := c.schedulers[leader].proc.exited()
+		return !ended
+	}, 10*time.Second, 100*time.Millisecond, "the killed scheduler was not started again")
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: "default"}, Data: map[string]string{"k": "v"}}
 	_, err := c.Client().CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
