@@ -65,6 +65,7 @@ help:
 	@echo "make test      lint, unit tests, integration tests, then end-to-end tests (test-unit, test-integration, test-e2e)"
 	@echo "make test-long the 1,000-job long run with the worker killed (not in make test)"
 	@echo "make test-scale the scale envelope: 8,000 slots, 10,000 jobs, and its table (not in make test)"
+	@echo "make run-prod  the production shape, kept up until Ctrl-C"
 	@echo "make test-prod the production shape (own Temporal on PostgreSQL, every component replicated) through nine faults (not in make test)"
 	@echo "make tools     build the pinned tools into $(CACHE)"
 	@echo "make generate  regenerate deepcopy code and CRD YAML"
@@ -157,6 +158,12 @@ test-long: tools
 .PHONY: test-prod
 test-prod: tools
 	SLOTPLANE_PROD=1 $(GO) test -tags integration -count=1 -timeout 60m -v -run TestE2E_ProductionShapeThroughFaults ./e2e/
+
+# The same production shape, kept up for trying it by hand until Ctrl-C; it prints where
+# each part is.
+.PHONY: run-prod
+run-prod: tools
+	SLOTPLANE_PROD_HOLD=1 $(GO) test -tags integration -count=1 -timeout 0 -v -run TestE2E_ProductionShapeByHand ./e2e/
 
 # The scale envelope: a bed of 1,000 nodes of 8 slots and 10,000 jobs over 50 queues in 10
 # Schedulings of both modes, the same nodes as 10 beds, and the 8-slot bed with the same

@@ -605,6 +605,14 @@ type slotLedger struct {
 	violations  []string
 	// resyncs counts the RESYNCs taken in.
 	resyncs int
+	// last is each job's state as last seen, and its object's resourceVersion: a violation
+	// says whether the feed brought the changes in the order they were written.
+	last map[string]seenJob
+}
+
+type seenJob struct {
+	state v1alpha1.BatchJobState
+	rv    string
 }
 
 // bedSlot is a slot of a test bed.
@@ -615,7 +623,8 @@ type bedSlot struct {
 
 // followFeed reads the watch's events into a new ledger until the watch closes.
 func followFeed(w *apiclient.Watcher) *slotLedger {
-	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]apitypes.Scheduling{}}
+	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]apitypes.Scheduling{},
+		last: map[string]seenJob{}}
 	go func() {
 		for ev := range w.Events() {
 			if ev.Type == apitypes.Resync {
@@ -673,13 +682,15 @@ func (l *slotLedger) schedulingState(name string) v1alpha1.SchedulingState {
 func (l *slotLedger) see(j apitypes.Job) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer func() { l.last[j.Name] = seenJob{state: j.Status.State, rv: j.ResourceVersion} }()
 	switch j.Status.State {
 	case v1alpha1.JobSubmitted, v1alpha1.JobRunning:
 		l.running[j.Name] = l.running[j.Name] || j.Status.State == v1alpha1.JobRunning
 		for _, s := range j.Status.Slots {
 			at := bedSlot{j.Status.TestBed, s}
 			if other := l.holder[at]; other != "" && other != j.Name {
-				l.violations = append(l.violations, fmt.Sprintf("slot %d of %s held by %s and %s", s, at.bed, other, j.Name))
+				l.violations = append(l.violations, fmt.Sprintf("slot %d of %s held by %s and %s (%s at resourceVersion %s; %s last seen %s at %s)",
+					s, at.bed, other, j.Name, j.Name, j.ResourceVersion, other, l.last[other].state, l.last[other].rv))
 			}
 			l.holder[at] = j.Name
 		}

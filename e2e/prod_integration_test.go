@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -424,9 +425,9 @@ func TestE2E_ProductionShapeThroughFaults(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go ends.follow(ledger, stop)
-	names, took := runOneSecondJobs(t, p.api, ledger, "rate", rateJobs, nil)
+	names, rateTook := runOneSecondJobs(t, p.api, ledger, "rate", rateJobs, nil)
 	rateEnded := time.Now()
-	production := float64(rateJobs) / took.Seconds()
+	production := float64(rateJobs) / rateTook.Seconds()
 	checkRan(t, p.e2ePlatform, p.api, "rate", names)
 	ratio := production / embedded
 	t.Logf("throughput of %d one-second jobs on 8 slots: embedded %.2f jobs/s, production shape %.2f jobs/s: %.2fx", rateJobs, embedded, production, ratio)
@@ -476,7 +477,7 @@ func TestE2E_ProductionShapeThroughFaults(t *testing.T) {
 		start, over time.Time // the fault began, and was over (the outage, the restart)
 	}
 	var recoveries []recovery
-	names, took = runOneSecondJobs(t, p.api, ledger, "faults", jobs, func() {
+	names, took := runOneSecondJobs(t, p.api, ledger, "faults", jobs, func() {
 		for _, f := range faults {
 			// Each fault hits a platform in full swing: 40 jobs end between two.
 			from := ledger.endedCount()
@@ -491,7 +492,7 @@ func TestE2E_ProductionShapeThroughFaults(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d one-second jobs on 8 slots through %d faults in %s (%.2f jobs/s):\n", jobs, len(faults), took.Round(time.Second), float64(jobs)/took.Seconds())
 	fmt.Fprintf(&b, "  %-36s %10s %20s\n", "fault", "fault took", "longest gap in ends")
-	fmt.Fprintf(&b, "  %-36s %10s %19.1fs\n", "none (the throughput run's second half)", "", ends.longestGap(rateEnded.Add(-took/2), rateEnded).Seconds())
+	fmt.Fprintf(&b, "  %-36s %10s %19.1fs\n", "none (the throughput run's second half)", "", ends.longestGap(rateEnded.Add(-rateTook/2), rateEnded).Seconds())
 	for i, r := range recoveries {
 		until := runEnded
 		if i+1 < len(recoveries) {
@@ -527,4 +528,26 @@ func envInt(t *testing.T, key string, def int) int {
 	n, err := strconv.Atoi(v)
 	require.NoError(t, err, key)
 	return n
+}
+
+// TestE2E_ProductionShapeByHand starts the production shape and keeps it up until Ctrl-C
+// (or SIGTERM), printing where each part is, for trying it by hand: `make run-prod`.
+func TestE2E_ProductionShapeByHand(t *testing.T) {
+	if os.Getenv("SLOTPLANE_PROD_HOLD") == "" {
+		t.Skip("make run-prod runs it")
+	}
+	p := startProduction(t, prodQueues)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tcl := p.temporalCluster
+	fmt.Printf(`the production shape is up; Ctrl-C stops it.
+  kubeconfig  %s
+  API         http://%s/api/v1  (token %s; two replicas behind it)
+  Temporal    %s  namespace %s, mutual TLS:
+              -temporal-tls-ca %s -temporal-tls-cert %s -temporal-tls-key %s -temporal-tls-server-name %s
+  PostgreSQL  %s
+  logs        the components': %s; Temporal's: %s
+`, p.cluster.Kubeconfig, p.apiAddr, token, tcl.FrontendAddress, prodNamespace, tcl.CAFile, tcl.ClientCertFile, tcl.ClientKeyFile, tcl.ServerName,
+		tcl.PostgresDSN, p.replicas["worker-0"].logs, tcl.Dir)
+	<-ctx.Done()
 }
