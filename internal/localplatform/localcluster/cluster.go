@@ -136,8 +136,9 @@ type Cluster struct {
 	// their processes and procs, which the replicas' supervisors change.
 	schedulers []scheduler
 	mu         sync.Mutex
-	// closing ends the supervisors, which Close waits for.
+	// closing ends the supervisors, which Close waits for; closeOnce lets Close run twice.
 	closing     chan struct{}
+	closeOnce   sync.Once
 	supervisors sync.WaitGroup
 }
 
@@ -326,7 +327,7 @@ func (c *Cluster) Client() kubernetes.Interface { return c.client }
 // Close stops kwok, the scheduler, the API server and etcd, in that order, and removes the
 // folder if Start made it. It waits for every process to exit.
 func (c *Cluster) Close() error {
-	close(c.closing)
+	c.closeOnce.Do(func() { close(c.closing) })
 	c.supervisors.Wait()
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
