@@ -33,16 +33,12 @@ func FindTools() (kubeBin, kwok string, err error) {
 	if kubeBin != "" && kwok != "" {
 		return kubeBin, kwok, nil
 	}
-	cache := os.Getenv(EnvCache)
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", "", fmt.Errorf("control plane binaries unknown: no home folder for the tool cache (%w); set %s and %s", err, EnvKubeBin, EnvKwok)
-		}
-		cache = filepath.Join(home, ".cache", "slotplane")
+	cache, err := ToolCache()
+	if err != nil {
+		return "", "", fmt.Errorf("control plane binaries unknown: %w; set %s and %s", err, EnvKubeBin, EnvKwok)
 	}
 	if kubeBin == "" {
-		kubeBin = newest(filepath.Join(cache, "kube-v*"), func(dir string) bool { return usable(filepath.Join(dir, ".built")) })
+		kubeBin = NewestBuild(filepath.Join(cache, "kube-v*"))
 	}
 	if kwok == "" {
 		kwok = newest(filepath.Join(cache, "bin", "kwok-v*"), usable)
@@ -51,6 +47,25 @@ func FindTools() (kubeBin, kwok string, err error) {
 		return "", "", fmt.Errorf("control plane binaries not found in %s: run `make tools` (or set %s and %s)", cache, EnvKubeBin, EnvKwok)
 	}
 	return kubeBin, kwok, nil
+}
+
+// ToolCache is the folder the Makefile builds its tools into: EnvCache, or
+// ~/.cache/slotplane.
+func ToolCache() (string, error) {
+	if cache := os.Getenv(EnvCache); cache != "" {
+		return cache, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home folder for the tool cache (%w)", err)
+	}
+	return filepath.Join(home, ".cache", "slotplane"), nil
+}
+
+// NewestBuild is the most recently changed folder matching pattern that holds a complete
+// build (its .built marker), "" when none: after a pin changes, the build of the new pins.
+func NewestBuild(pattern string) string {
+	return newest(pattern, func(dir string) bool { return usable(filepath.Join(dir, ".built")) })
 }
 
 // usable: path names an existing file.

@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+
+	"slotplane/internal/localplatform/localcluster"
 )
 
 const (
 	// EnvTemporalBin names the folder holding temporal-server and temporal-sql-tool, as
 	// `make temporal-tools` builds them; the Makefile exports it.
 	EnvTemporalBin = "SLOTPLANE_TEMPORAL_BIN"
-	// EnvCache names the folder the Makefile builds its tools into (its CACHE); empty means
-	// ~/.cache/slotplane, the Makefile's default.
-	EnvCache = "SLOTPLANE_CACHE"
 
 	// DefaultPostgresBin is where Debian's postgresql-15 package (`make postgresql`) puts
 	// initdb, postgres and pg_isready.
@@ -30,15 +28,11 @@ func FindTools() (string, error) {
 	if dir := os.Getenv(EnvTemporalBin); dir != "" {
 		return dir, checkTools(dir)
 	}
-	cache := os.Getenv(EnvCache)
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("temporal binaries unknown: no home folder for the tool cache (%w); set %s", err, EnvTemporalBin)
-		}
-		cache = filepath.Join(home, ".cache", "slotplane")
+	cache, err := localcluster.ToolCache()
+	if err != nil {
+		return "", fmt.Errorf("temporal binaries unknown: %w; set %s", err, EnvTemporalBin)
 	}
-	dir := newest(filepath.Join(cache, "temporal-v*"), func(dir string) bool { return isFile(filepath.Join(dir, ".built")) })
+	dir := localcluster.NewestBuild(filepath.Join(cache, "temporal-v*"))
 	if dir == "" {
 		return "", fmt.Errorf("temporal binaries not found in %s: run `make temporal-tools` (or set %s)", cache, EnvTemporalBin)
 	}
@@ -69,24 +63,4 @@ func checkPostgres(dir string) error {
 func isFile(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && info.Mode().IsRegular()
-}
-
-// newest is the most recently changed match of pattern that ok accepts ("" when none).
-func newest(pattern string, ok func(string) bool) string {
-	matches, err := filepath.Glob(pattern)
-	if err != nil {
-		return ""
-	}
-	var best string
-	var bestTime time.Time
-	for _, m := range matches {
-		info, err := os.Stat(m)
-		if err != nil || !ok(m) {
-			continue
-		}
-		if best == "" || info.ModTime().After(bestTime) {
-			best, bestTime = m, info.ModTime()
-		}
-	}
-	return best
 }
