@@ -13,12 +13,17 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/internal/kubeclient"
 )
 
 // feedKinds maps the ?kinds= words to kinds and to the resources an Authorizer is asked
@@ -64,9 +69,10 @@ type hub struct {
 	bySeqRV      map[string]uint64                // a change's resourceVersion -> its number, for the history
 	state        map[string]map[objectKey]*record // by namespace: each object's latest ADDED or MODIFIED
 	clients      map[*feedClient]struct{}
-	synced       []func() bool
-	conns        int            // feed connections admitted
-	userConns    map[string]int // the same, by user
+	kinds        int             // the kinds watched
+	listed       map[string]bool // the kinds whose first list is in
+	conns        int             // feed connections admitted
+	userConns    map[string]int  // the same, by user
 	resyncs      map[string][]byte
 	resyncsAt    uint64 // the change resyncs were built at; they go when another comes
 	resyncBytes  int    // their size, kept under historyMaxBytes
@@ -89,7 +95,7 @@ const (
 
 func newHub(log *slog.Logger) *hub {
 	return &hub{
-		log: log, bySeqRV: map[string]uint64{}, state: map[string]map[objectKey]*record{}, clients: map[*feedClient]struct{}{},
+		log: log, bySeqRV: map[string]uint64{}, state: map[string]map[objectKey]*record{}, clients: map[*feedClient]struct{}{}, listed: map[string]bool{},
 		userConns: map[string]int{}, resyncs: map[string][]byte{},
 		historySize: defaultHistorySize, historyMaxBytes: defaultHistoryBytes,
 		queueSize: defaultQueueSize, queueMaxBytes: defaultQueueBytes,
@@ -124,39 +130,75 @@ func (h *hub) admit(user string) (release func(), refused string) {
 	}, ""
 }
 
-// watch registers the hub with the informers of the four kinds. The informers' initial
-// lists fill the picture without being changes: nobody can resume from them.
-func (h *hub) watch(ctx context.Context, informers cache.Informers) error {
-	for _, k := range []struct {
-		obj  client.Object
-		kind string
-	}{{&v1alpha1.Scheduling{}, apitypes.KindScheduling}, {&v1alpha1.BatchJob{}, apitypes.KindBatchJob}, {&v1alpha1.TestBed{}, apitypes.KindTestBed}, {&v1alpha1.SlotSlice{}, apitypes.KindSlotSlice}} {
-		inf, err := informers.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return fmt.Errorf("informer for %s: %w", k.kind, err)
+// feedKindTypes are the kinds the feed carries, with the objects and lists their
+// reflectors read.
+var feedKindTypes = []struct {
+	kind, resource string
+	obj            func() client.Object
+	list           func() client.ObjectList
+}{
+	{apitypes.KindScheduling, "schedulings", func() client.Object { return &v1alpha1.Scheduling{} }, func() client.ObjectList { return &v1alpha1.SchedulingList{} }},
+	{apitypes.KindBatchJob, "batchjobs", func() client.Object { return &v1alpha1.BatchJob{} }, func() client.ObjectList { return &v1alpha1.BatchJobList{} }},
+	{apitypes.KindTestBed, "testbeds", func() client.Object { return &v1alpha1.TestBed{} }, func() client.ObjectList { return &v1alpha1.TestBedList{} }},
+	{apitypes.KindSlotSlice, "slotslices", func() client.Object { return &v1alpha1.SlotSlice{} }, func() client.ObjectList { return &v1alpha1.SlotSliceList{} }},
+}
+
+// watch fills the hub from the cluster until ctx ends: a reflector per kind, whose store
+// is the hub (feedStore). A reflector hands its watch's events over one by one, in the
+// order they were written, and a relist (after a watch it could not resume, such as an
+// API server restart) as one list: the hub turns that list into the changes it missed,
+// in the order they were written, instead of the list's order by name. An informer would
+// hand the same relist over object by object in the list's order, and the feed would show,
+// for a moment, a slot taken before its holder let it go.
+func (h *hub) watch(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kubeclient.Scheme()})
+	if err != nil {
+		return fmt.Errorf("a client for the feed: %w", err)
+	}
+	h.kinds = len(feedKindTypes)
+	for _, k := range feedKindTypes {
+		lw := &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (kruntime.Object, error) {
+				l := k.list()
+				return l, c.List(ctx, l, &client.ListOptions{Raw: &opts})
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return c.Watch(ctx, k.list(), &client.ListOptions{Raw: &opts})
+			},
 		}
-		kind := k.kind
-		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
-			AddFunc:    func(obj any, initial bool) { h.observe(kind, apitypes.Added, obj, initial) },
-			UpdateFunc: func(_, obj any) { h.observe(kind, apitypes.Modified, obj, false) },
-			DeleteFunc: func(obj any) { h.observe(kind, apitypes.Deleted, obj, false) },
-		})
-		if err != nil {
-			return fmt.Errorf("watch %s: %w", kind, err)
-		}
-		h.synced = append(h.synced, reg.HasSynced)
+		r := toolscache.NewReflectorWithOptions(lw, k.obj(), feedStore{h, k.kind}, toolscache.ReflectorOptions{Name: "change feed " + k.resource})
+		go r.RunWithContext(ctx)
 	}
 	return nil
 }
 
-// ready is whether every kind's initial list is in the picture.
+// feedStore is the hub as one kind's reflector's store. The reflector calls it from one
+// goroutine, so a kind's objects in the hub change only through it.
+type feedStore struct {
+	h    *hub
+	kind string
+}
+
+func (s feedStore) Add(obj any) error { s.h.observe(s.kind, apitypes.Added, obj, false); return nil }
+func (s feedStore) Update(obj any) error {
+	s.h.observe(s.kind, apitypes.Modified, obj, false)
+	return nil
+}
+func (s feedStore) Delete(obj any) error {
+	s.h.observe(s.kind, apitypes.Deleted, obj, false)
+	return nil
+}
+func (s feedStore) Resync() error { return nil }
+func (s feedStore) Replace(items []any, _ string) error {
+	s.h.replace(s.kind, items)
+	return nil
+}
+
+// ready is whether every kind's first list is in the picture.
 func (h *hub) ready() bool {
-	for _, s := range h.synced {
-		if !s() {
-			return false
-		}
-	}
-	return len(h.synced) > 0
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kinds > 0 && len(h.listed) == h.kinds
 }
 
 // view is how the API shows an object of the feed.
@@ -174,6 +216,8 @@ func view(obj client.Object) any {
 	return nil
 }
 
+// observe takes in one change of an object; initial says it is part of a first list,
+// the picture before any change.
 func (h *hub) observe(kind string, typ apitypes.EventType, o any, initial bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
@@ -182,16 +226,126 @@ func (h *hub) observe(kind string, typ apitypes.EventType, o any, initial bool) 
 	if !ok {
 		return
 	}
-	data, err := json.Marshal(apitypes.Event{Type: typ, Kind: kind, ResourceVersion: obj.GetResourceVersion(), Object: view(obj)})
+	rec, err := encodeRecord(kind, typ, obj)
 	if err != nil {
 		h.log.Error("feed: encode an event", "kind", kind, "name", obj.GetName(), "err", err)
 		return
 	}
-	rec := &record{rv: obj.GetResourceVersion(), kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(), data: data}
-	key := objectKey{kind, rec.namespace, rec.name}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.applyLocked(typ, rec, initial)
+}
+
+func encodeRecord(kind string, typ apitypes.EventType, obj client.Object) (*record, error) {
+	data, err := json.Marshal(apitypes.Event{Type: typ, Kind: kind, ResourceVersion: obj.GetResourceVersion(), Object: view(obj)})
+	if err != nil {
+		return nil, err
+	}
+	return &record{rv: obj.GetResourceVersion(), kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(), data: data}, nil
+}
+
+// replace takes in a kind's whole list. The first is the picture, not changes. A later one
+// (a relist) brings what the watch missed: the objects gone are sent deleted first, then
+// the objects changed or new, oldest change first. Each object shows only its latest
+// state, as a watch resumed after a compaction would, and never a state older than one
+// sent before it.
+func (h *hub) replace(kind string, items []any) {
+	h.mu.Lock()
+	first := !h.listed[kind]
+	had := map[objectKey]*record{}
+	for _, recs := range h.state {
+		for k, r := range recs {
+			if k.kind == kind {
+				had[k] = r
+			}
+		}
+	}
+	h.mu.Unlock()
+
+	type change struct {
+		typ apitypes.EventType
+		rec *record
+	}
+	var gone, changed []change
+	listed := make(map[objectKey]bool, len(items))
+	for _, o := range items {
+		obj, ok := o.(client.Object)
+		if !ok {
+			continue
+		}
+		key := objectKey{kind, obj.GetNamespace(), obj.GetName()}
+		listed[key] = true
+		prev := had[key]
+		if prev != nil && prev.rv == obj.GetResourceVersion() {
+			continue
+		}
+		typ := apitypes.Modified
+		if prev == nil {
+			typ = apitypes.Added
+		}
+		rec, err := encodeRecord(kind, typ, obj)
+		if err != nil {
+			h.log.Error("feed: encode an event", "kind", kind, "name", obj.GetName(), "err", err)
+			continue
+		}
+		changed = append(changed, change{typ, rec})
+	}
+	for key, prev := range had {
+		if listed[key] {
+			continue
+		}
+		rec, err := deletedRecord(prev)
+		if err != nil {
+			h.log.Error("feed: encode an event", "kind", kind, "name", key.name, "err", err)
+			continue
+		}
+		gone = append(gone, change{apitypes.Deleted, rec})
+	}
+	slices.SortFunc(gone, func(a, b change) int {
+		return cmp.Or(strings.Compare(a.rec.namespace, b.rec.namespace), strings.Compare(a.rec.name, b.rec.name))
+	})
+	// resourceVersions compare as numbers (Kubernetes 1.35 made that a promise); one that
+	// does not parse keeps its place in the list.
+	slices.SortStableFunc(changed, func(a, b change) int {
+		c, err := resourceversion.CompareResourceVersion(a.rec.rv, b.rec.rv)
+		if err != nil {
+			return 0
+		}
+		return c
+	})
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.listed[kind] = true
+	for _, c := range append(gone, changed...) {
+		h.applyLocked(c.typ, c.rec, first)
+	}
+	if n := len(gone) + len(changed); !first && n > 0 {
+		h.log.Info("feed: a relist brought changes the watch missed", "kind", kind, "deleted", len(gone), "changed", len(changed))
+	}
+}
+
+// deletedRecord is the DELETED event of an object last seen as prev.
+func deletedRecord(prev *record) (*record, error) {
+	var ev struct {
+		Kind            string          `json:"kind"`
+		ResourceVersion string          `json:"resourceVersion"`
+		Object          json.RawMessage `json:"object"`
+	}
+	if err := json.Unmarshal(prev.data, &ev); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(apitypes.Event{Type: apitypes.Deleted, Kind: ev.Kind, ResourceVersion: ev.ResourceVersion, Object: ev.Object})
+	if err != nil {
+		return nil, err
+	}
+	return &record{rv: prev.rv, kind: prev.kind, namespace: prev.namespace, name: prev.name, data: data}, nil
+}
+
+// applyLocked puts a change into the picture and, unless initial, into the history and
+// every client's queue that wants it.
+func (h *hub) applyLocked(typ apitypes.EventType, rec *record, initial bool) {
+	key := objectKey{rec.kind, rec.namespace, rec.name}
 	inNamespace := h.state[rec.namespace]
 	if typ == apitypes.Deleted {
 		delete(inNamespace, key)
@@ -199,7 +353,7 @@ func (h *hub) observe(kind string, typ apitypes.EventType, o any, initial bool) 
 			delete(h.state, rec.namespace)
 		}
 	} else {
-		// A relist or a periodic resync repeats an object unchanged: not a change.
+		// A periodic resync repeats an object unchanged: not a change.
 		if prev := inNamespace[key]; prev != nil && prev.rv == rec.rv {
 			return
 		}

@@ -239,3 +239,58 @@ func mustEvent(t *testing.T, obj client.Object) []byte {
 	require.NoError(t, err)
 	return data
 }
+
+// A relist hands the hub the whole list, ordered by name. The changes it brings go out
+// in the order they were written, the objects gone first: a client never sees a slot taken
+// before its holder let it go, and the unchanged objects are not sent again.
+func TestHub_ARelistSendsWhatTheWatchMissedInTheOrderItWasWritten(t *testing.T) {
+	h := newHub(slog.Default())
+	holding := func(name, rv string, state v1alpha1.BatchJobState, slots ...int32) *v1alpha1.BatchJob {
+		j := job("ns", name, rv)
+		j.Status.State, j.Status.Slots = state, slots
+		return j
+	}
+	h.replace(apitypes.KindBatchJob, []any{
+		holding("a", "1", v1alpha1.JobInQueue), holding("b", "2", v1alpha1.JobRunning, 3),
+		holding("c", "3", v1alpha1.JobRunning, 4), holding("d", "4", v1alpha1.JobRunning, 5),
+	})
+	c := newClient(h, "ns")
+	var first apitypes.Event
+	require.NoError(t, json.Unmarshal(h.subscribe(c, ""), &first))
+	require.Len(t, first.Items, 4, "the first list is the picture")
+	batch, _ := c.take()
+	require.Empty(t, batch, "and no change")
+
+	// While the watch was down: b ended (rv 10), a took its slot (rv 12), c was deleted,
+	// and the list, by name, puts a first.
+	h.replace(apitypes.KindBatchJob, []any{
+		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "10", v1alpha1.JobCompleted),
+		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
+	})
+	batch, lost := c.take()
+	require.False(t, lost)
+	evs := decodeAll(t, batch)
+	require.Equal(t, []string{"DELETED@3", "MODIFIED@10", "ADDED@11", "MODIFIED@12"}, rvs(evs))
+	raw, err := json.Marshal(evs[0].Object)
+	require.NoError(t, err)
+	var gone apitypes.Job
+	require.NoError(t, json.Unmarshal(raw, &gone))
+	require.Equal(t, "c", gone.Name, "the deleted object as last seen")
+	require.Equal(t, []int32{4}, gone.Status.Slots)
+
+	// The same list again, or a periodic resync, is no change.
+	h.replace(apitypes.KindBatchJob, []any{
+		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "10", v1alpha1.JobCompleted),
+		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
+	})
+	batch, _ = c.take()
+	require.Empty(t, batch)
+
+	// A client resuming from before the relist gets its changes from the history.
+	late := newClient(h, "ns")
+	require.NotNil(t, h.subscribe(late, "4"), "a RESYNC: rv 4 was never a change, the first list is not history")
+	late = newClient(h, "ns")
+	require.Nil(t, h.subscribe(late, "10"))
+	batch, _ = late.take()
+	require.Equal(t, []string{"ADDED@11", "MODIFIED@12"}, rvs(decodeAll(t, batch)))
+}

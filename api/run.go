@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"slotplane/crds/v1alpha1"
 	"slotplane/internal/kubeclient"
 )
 
@@ -41,33 +43,48 @@ func Start(o Options, addr string) (*Server, error) {
 
 // Serve is Start on a listener the caller opened (and which Stop closes).
 func Serve(o Options, l net.Listener) (*Server, error) {
-	var stopCache context.CancelFunc = func() {}
-	if o.Informers == nil && o.Config != nil {
+	ctx, stopCache := context.WithCancel(context.Background())
+	readerSynced := func(context.Context) bool { return true }
+	if o.Config != nil && o.Reader == nil {
 		c, err := cache.New(o.Config, cache.Options{Scheme: kubeclient.Scheme()})
 		if err != nil {
+			stopCache()
 			return nil, fmt.Errorf("api: informers: %w", err)
 		}
-		var ctx context.Context
-		ctx, stopCache = context.WithCancel(context.Background())
-		go func() { _ = c.Start(ctx) }()
-		o.Informers = c
-		if o.Reader == nil {
-			o.Reader = c
+		// The lists' kinds are read from the start: a first list does not wait for a sync.
+		for _, obj := range []client.Object{&v1alpha1.Scheduling{}, &v1alpha1.BatchJob{}} {
+			if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+				stopCache()
+				return nil, fmt.Errorf("api: informers: %w", err)
+			}
 		}
+		go func() { _ = c.Start(ctx) }()
+		o.Reader = c
+		readerSynced = c.WaitForCacheSync
 	}
-	srv, h, err := newServer(o)
+	srv, h, err := newServer(o, o.Config != nil)
 	if err != nil {
 		stopCache()
 		return nil, err
 	}
 	if srv.hub != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+		if err := srv.hub.watch(ctx, o.Config); err != nil {
+			stopCache()
+			return nil, fmt.Errorf("api: change feed: %w", err)
+		}
+	}
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !readerSynced(wait) {
+		stopCache()
+		return nil, errors.New("api: the informers did not read the cluster within a minute")
+	}
+	if srv.hub != nil {
 		for !srv.hub.ready() {
 			select {
-			case <-ctx.Done():
+			case <-wait.Done():
 				stopCache()
-				return nil, errors.New("api: the change feed's informers did not sync within a minute")
+				return nil, errors.New("api: the change feed did not read the cluster within a minute")
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

@@ -4,7 +4,6 @@
 package api
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -21,7 +20,6 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/apitypes"
@@ -50,16 +48,14 @@ type Options struct {
 	Auth Authenticator
 	// Authorizer decides what each user may do (default AllowAll).
 	Authorizer Authorizer
-	// Informers feed the websocket change feed (/api/v1/watch); without them the feed
-	// answers 503. Start makes them from Config.
-	Informers cache.Informers
 	// Reader serves the API's lists of Schedulings and BatchJobs when set: Serve sets it
-	// to the informers' cache it makes for the feed, so a list costs the API server
+	// to an informers' cache it makes from Config, so a list costs the API server
 	// nothing. A GET of one object, writes, and the reads a write decides on go to Client,
 	// so that a client reads what it has just written. A new Scheduling's check of its
 	// jobs reads Reader, and Client for the jobs Reader lacks (jobOwners).
 	Reader client.Reader
-	// Config is the cluster Start watches for the change feed when Informers is nil.
+	// Config is the cluster Start and Serve watch for the websocket change feed
+	// (/api/v1/watch); without it (and from New) the feed answers 503.
 	Config *rest.Config
 	// AllowedOrigins are the browser origins, besides the API's own, that may open the
 	// change feed (scheme://host:port).
@@ -94,11 +90,12 @@ const (
 
 // New returns the API's handler.
 func New(o Options) (http.Handler, error) {
-	_, h, err := newServer(o)
+	_, h, err := newServer(o, false)
 	return h, err
 }
 
-func newServer(o Options) (*server, http.Handler, error) {
+// newServer builds the API; with a feed, its hub, which the caller starts (hub.watch).
+func newServer(o Options, feed bool) (*server, http.Handler, error) {
 	if o.Client == nil || o.Temporal == nil || o.Auth == nil {
 		return nil, nil, errors.New("api: Client, Temporal and Auth are required")
 	}
@@ -112,16 +109,13 @@ func newServer(o Options) (*server, http.Handler, error) {
 		o.Log = slog.Default()
 	}
 	s := &server{Options: o, stopping: make(chan struct{}), requestLines: rate.NewLimiter(requestLinesRate, requestLinesBurst)}
-	if o.Informers != nil {
+	if feed {
 		s.hub = newHub(o.Log)
 		if o.FeedConnections > 0 {
 			s.hub.maxConns = o.FeedConnections
 		}
 		if o.FeedConnectionsPerUser > 0 {
 			s.hub.maxUserConns = o.FeedConnectionsPerUser
-		}
-		if err := s.hub.watch(context.Background(), o.Informers); err != nil {
-			return nil, nil, fmt.Errorf("api: change feed: %w", err)
 		}
 	}
 	gin.SetMode(gin.ReleaseMode)

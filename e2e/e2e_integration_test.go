@@ -608,6 +608,11 @@ type slotLedger struct {
 	// last is each job's state as last seen, and its object's resourceVersion: a violation
 	// says whether the feed brought the changes in the order they were written.
 	last map[string]seenJob
+	// trail is each job's states as the feed brought them, in order: a violation shows both
+	// jobs' trails.
+	trail map[string][]string
+	// involved are the jobs of the violations.
+	involved [][2]string
 }
 
 type seenJob struct {
@@ -624,7 +629,7 @@ type bedSlot struct {
 // followFeed reads the watch's events into a new ledger until the watch closes.
 func followFeed(w *apiclient.Watcher) *slotLedger {
 	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]apitypes.Scheduling{},
-		last: map[string]seenJob{}}
+		last: map[string]seenJob{}, trail: map[string][]string{}}
 	go func() {
 		for ev := range w.Events() {
 			if ev.Type == apitypes.Resync {
@@ -683,6 +688,7 @@ func (l *slotLedger) see(j apitypes.Job) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer func() { l.last[j.Name] = seenJob{state: j.Status.State, rv: j.ResourceVersion} }()
+	l.trail[j.Name] = append(l.trail[j.Name], fmt.Sprintf("%s@%s", j.Status.State, j.ResourceVersion))
 	switch j.Status.State {
 	case v1alpha1.JobSubmitted, v1alpha1.JobRunning:
 		l.running[j.Name] = l.running[j.Name] || j.Status.State == v1alpha1.JobRunning
@@ -691,6 +697,7 @@ func (l *slotLedger) see(j apitypes.Job) {
 			if other := l.holder[at]; other != "" && other != j.Name {
 				l.violations = append(l.violations, fmt.Sprintf("slot %d of %s held by %s and %s (%s at resourceVersion %s; %s last seen %s at %s)",
 					s, at.bed, other, j.Name, j.Name, j.ResourceVersion, other, l.last[other].state, l.last[other].rv))
+				l.involved = append(l.involved, [2]string{other, j.Name})
 			}
 			l.holder[at] = j.Name
 		}
@@ -747,6 +754,9 @@ func (l *slotLedger) check(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, v := range l.involved {
+		t.Logf("the feed's states of %s: %v; of %s: %v", v[0], l.trail[v[0]], v[1], l.trail[v[1]])
+	}
 	require.Empty(t, l.violations, "no slot is held by two jobs at once")
 }
 
