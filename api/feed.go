@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -61,6 +63,10 @@ type objectKey struct{ kind, namespace, name string }
 // asking from versions the server does not have costs one encoding.
 type hub struct {
 	log *slog.Logger
+	// id names this hub's feed in its RESYNCs: a client resumes only on the hub whose
+	// history it followed. Two API replicas watch the kinds apart, and interleave them in
+	// different orders; the same resourceVersion is not the same place in both.
+	id string
 
 	mu           sync.Mutex
 	seq          uint64                           // the last change's number
@@ -95,13 +101,20 @@ const (
 
 func newHub(log *slog.Logger) *hub {
 	return &hub{
-		log: log, bySeqRV: map[string]uint64{}, state: map[string]map[objectKey]*record{}, clients: map[*feedClient]struct{}{}, listed: map[string]bool{},
+		id: newFeedID(), log: log, bySeqRV: map[string]uint64{}, state: map[string]map[objectKey]*record{}, clients: map[*feedClient]struct{}{}, listed: map[string]bool{},
 		userConns: map[string]int{}, resyncs: map[string][]byte{},
 		historySize: defaultHistorySize, historyMaxBytes: defaultHistoryBytes,
 		queueSize: defaultQueueSize, queueMaxBytes: defaultQueueBytes,
 		maxConns: DefaultFeedConnections, maxUserConns: DefaultFeedConnectionsPerUser,
 		resyncSlots: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 	}
+}
+
+// newFeedID is a hub's random name.
+func newFeedID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b[:])
 }
 
 // admit counts a new feed connection of user, or says why it may not open: the caps keep
@@ -189,8 +202,8 @@ func (s feedStore) Delete(obj any) error {
 	return nil
 }
 func (s feedStore) Resync() error { return nil }
-func (s feedStore) Replace(items []any, _ string) error {
-	s.h.replace(s.kind, items)
+func (s feedStore) Replace(items []any, rv string) error {
+	s.h.replace(s.kind, items, rv)
 	return nil
 }
 
@@ -248,8 +261,8 @@ func encodeRecord(kind string, typ apitypes.EventType, obj client.Object) (*reco
 // (a relist) brings what the watch missed: the objects gone are sent deleted first, then
 // the objects changed or new, oldest change first. Each object shows only its latest
 // state, as a watch resumed after a compaction would, and never a state older than one
-// sent before it.
-func (h *hub) replace(kind string, items []any) {
+// sent before it. listRV is the list's resourceVersion ("" when unknown).
+func (h *hub) replace(kind string, items []any, listRV string) {
 	h.mu.Lock()
 	first := !h.listed[kind]
 	had := map[objectKey]*record{}
@@ -276,7 +289,7 @@ func (h *hub) replace(kind string, items []any) {
 		key := objectKey{kind, obj.GetNamespace(), obj.GetName()}
 		listed[key] = true
 		prev := had[key]
-		if prev != nil && prev.rv == obj.GetResourceVersion() {
+		if prev != nil && (prev.rv == obj.GetResourceVersion() || olderRV(obj.GetResourceVersion(), prev.rv)) {
 			continue
 		}
 		typ := apitypes.Modified
@@ -291,8 +304,8 @@ func (h *hub) replace(kind string, items []any) {
 		changed = append(changed, change{typ, rec})
 	}
 	for key, prev := range had {
-		if listed[key] {
-			continue
+		if listed[key] || olderRV(listRV, prev.rv) {
+			continue // listed, or changed after the list was read
 		}
 		rec, err := deletedRecord(prev)
 		if err != nil {
@@ -325,6 +338,13 @@ func (h *hub) replace(kind string, items []any) {
 	}
 }
 
+// olderRV says a is an older resourceVersion than b; versions that do not compare (one
+// empty, or not a number) are not older.
+func olderRV(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c < 0
+}
+
 // deletedRecord is the DELETED event of an object last seen as prev.
 func deletedRecord(prev *record) (*record, error) {
 	var ev struct {
@@ -353,8 +373,9 @@ func (h *hub) applyLocked(typ apitypes.EventType, rec *record, initial bool) {
 			delete(h.state, rec.namespace)
 		}
 	} else {
-		// A periodic resync repeats an object unchanged: not a change.
-		if prev := inNamespace[key]; prev != nil && prev.rv == rec.rv {
+		// A periodic resync repeats an object unchanged: not a change. An older state than
+		// the one sent is never sent after it.
+		if prev := inNamespace[key]; prev != nil && (prev.rv == rec.rv || olderRV(rec.rv, prev.rv)) {
 			return
 		}
 		if inNamespace == nil {
@@ -436,15 +457,18 @@ func (c *feedClient) take() (batch [][]byte, lost bool) {
 	return batch, c.lost
 }
 
-// subscribe adds a client. From a resourceVersion the hub still has in its history, the
-// changes after it are queued; otherwise the client's first message is a RESYNC, returned.
-func (h *hub) subscribe(c *feedClient, from string) []byte {
+// subscribe adds a client. From a resourceVersion the hub still has in its history, and
+// this hub's feed id, the changes after it are queued; otherwise the client's first
+// message is a RESYNC, returned.
+func (h *hub) subscribe(c *feedClient, feed, from string) []byte {
 	h.mu.Lock()
 	h.clients[c] = struct{}{}
 	var snap *snapshot
 	switch seq, ok := h.bySeqRV[from]; {
 	case from == "":
 		snap = h.snapshotLocked(c, "the current picture, before the changes that follow")
+	case feed != h.id:
+		snap = h.snapshotLocked(c, "the feed named is not this API replica's: each replica sends its changes in its own order")
 	case !ok:
 		snap = h.snapshotLocked(c, "the resourceVersion asked for is not among the changes this server keeps")
 	default:
@@ -526,7 +550,7 @@ func (h *hub) encode(snap *snapshot) []byte {
 	slices.SortFunc(snap.items, func(a, b *record) int { // a stable order: by kind, then name
 		return cmp.Or(strings.Compare(a.kind, b.kind), strings.Compare(a.name, b.name))
 	})
-	head, _ := json.Marshal(apitypes.Event{Type: apitypes.Resync, ResourceVersion: snap.rv, Reason: snap.reason})
+	head, _ := json.Marshal(apitypes.Event{Type: apitypes.Resync, ResourceVersion: snap.rv, Reason: snap.reason, Feed: h.id})
 	size := len(head) + 16
 	for _, r := range snap.items {
 		size += len(r.data) + 1

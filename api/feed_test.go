@@ -47,13 +47,14 @@ func TestHub_ResumesFromAChangeItHasAndResyncsOtherwise(t *testing.T) {
 	h.observe(apitypes.KindBatchJob, apitypes.Added, job("other", "x", "2"), true)
 
 	c := newClient(h, "ns")
-	first := h.subscribe(c, "")
+	first := h.subscribe(c, h.id, "")
 	var resync apitypes.Event
 	require.NoError(t, json.Unmarshal(first, &resync))
 	require.Equal(t, apitypes.Resync, resync.Type)
 	require.Empty(t, resync.ResourceVersion, "no change seen yet")
 	require.Len(t, resync.Items, 1, "only the client's namespace")
 	require.Equal(t, "1", resync.Items[0].ResourceVersion)
+	require.Equal(t, h.id, resync.Feed, "a RESYNC names its feed")
 
 	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", "3"), false)
 	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", "3"), false) // a relist repeats it: no change
@@ -67,14 +68,14 @@ func TestHub_ResumesFromAChangeItHasAndResyncsOtherwise(t *testing.T) {
 
 	// Resuming from a change the hub holds replays what came after it.
 	c2 := newClient(h, "ns")
-	require.Nil(t, h.subscribe(c2, "3"))
+	require.Nil(t, h.subscribe(c2, h.id, "3"))
 	batch, _ = c2.take()
 	require.Equal(t, []string{"ADDED@5", "DELETED@6"}, rvs(decodeAll(t, batch)))
 
 	// An unknown version (older than the history, or from before a restart) is a RESYNC of
 	// the picture now, whose version is the last change's.
 	c3 := newClient(h, "ns")
-	first = h.subscribe(c3, "2")
+	first = h.subscribe(c3, h.id, "2")
 	require.NoError(t, json.Unmarshal(first, &resync))
 	require.Equal(t, apitypes.Resync, resync.Type)
 	require.Contains(t, resync.Reason, "not among the changes this server keeps")
@@ -87,8 +88,8 @@ func TestHub_ASlowClientGetsAResyncAndNeverHoldsTheOthers(t *testing.T) {
 	h := newHub(slog.Default())
 	h.queueSize = 10
 	slow, fast := newClient(h, "ns"), newClient(h, "ns")
-	h.subscribe(slow, "")
-	h.subscribe(fast, "")
+	h.subscribe(slow, h.id, "")
+	h.subscribe(fast, h.id, "")
 	for i := 1; i <= 25; i++ {
 		h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i)), false)
 		if i%5 == 0 { // the fast client keeps up
@@ -121,10 +122,10 @@ func TestHub_HistoryIsBounded(t *testing.T) {
 	require.Len(t, h.history, 100)
 	require.Len(t, h.bySeqRV, 100)
 	c := newClient(h, "ns")
-	require.Nil(t, h.subscribe(c, "950"))
+	require.Nil(t, h.subscribe(c, h.id, "950"))
 	batch, _ := c.take()
 	require.Len(t, batch, 50)
-	require.NotNil(t, h.subscribe(newClient(h, "ns"), "900"), "900 has left the history")
+	require.NotNil(t, h.subscribe(newClient(h, "ns"), h.id, "900"), "900 has left the history")
 }
 
 func TestHub_HistoryIsBoundedByBytesToo(t *testing.T) {
@@ -154,7 +155,7 @@ func TestHub_AClientQueueIsBoundedByBytes(t *testing.T) {
 	h := newHub(slog.Default())
 	c := newClient(h, "ns")
 	c.maxBytes = 3 * len(mustEvent(t, job("ns", "a", "10")))
-	h.subscribe(c, "")
+	h.subscribe(c, h.id, "")
 	for i := 10; i < 13; i++ {
 		h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "a", fmt.Sprint(i)), false)
 	}
@@ -175,17 +176,17 @@ func TestHub_AResyncStormIsBuiltOnce(t *testing.T) {
 	for i := range 50 {
 		h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", fmt.Sprintf("j%02d", i), fmt.Sprint(i+1)), false)
 	}
-	first := h.subscribe(newClient(h, "ns"), "999999")
+	first := h.subscribe(newClient(h, "ns"), h.id, "999999")
 	for range 100 {
-		again := h.subscribe(newClient(h, "ns"), "123")
+		again := h.subscribe(newClient(h, "ns"), h.id, "123")
 		require.Same(t, &first[0], &again[0], "built again")
 	}
 	other := newClient(h, "ns")
 	other.kinds = map[string]bool{apitypes.KindScheduling: true}
-	require.NotEqual(t, first, h.subscribe(other, "123"), "other kinds, another RESYNC")
+	require.NotEqual(t, first, h.subscribe(other, h.id, "123"), "other kinds, another RESYNC")
 
 	h.observe(apitypes.KindBatchJob, apitypes.Modified, job("ns", "j00", "51"), false)
-	after := h.subscribe(newClient(h, "ns"), "123")
+	after := h.subscribe(newClient(h, "ns"), h.id, "123")
 	var resync apitypes.Event
 	require.NoError(t, json.Unmarshal(after, &resync))
 	require.Equal(t, "51", resync.ResourceVersion, "a change since: built anew")
@@ -253,10 +254,10 @@ func TestHub_ARelistSendsWhatTheWatchMissedInTheOrderItWasWritten(t *testing.T) 
 	h.replace(apitypes.KindBatchJob, []any{
 		holding("a", "1", v1alpha1.JobInQueue), holding("b", "2", v1alpha1.JobRunning, 3),
 		holding("c", "3", v1alpha1.JobRunning, 4), holding("d", "4", v1alpha1.JobRunning, 5),
-	})
+	}, "4")
 	c := newClient(h, "ns")
 	var first apitypes.Event
-	require.NoError(t, json.Unmarshal(h.subscribe(c, ""), &first))
+	require.NoError(t, json.Unmarshal(h.subscribe(c, h.id, ""), &first))
 	require.Len(t, first.Items, 4, "the first list is the picture")
 	batch, _ := c.take()
 	require.Empty(t, batch, "and no change")
@@ -266,7 +267,7 @@ func TestHub_ARelistSendsWhatTheWatchMissedInTheOrderItWasWritten(t *testing.T) 
 	h.replace(apitypes.KindBatchJob, []any{
 		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "10", v1alpha1.JobCompleted),
 		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
-	})
+	}, "12")
 	batch, lost := c.take()
 	require.False(t, lost)
 	evs := decodeAll(t, batch)
@@ -282,15 +283,47 @@ func TestHub_ARelistSendsWhatTheWatchMissedInTheOrderItWasWritten(t *testing.T) 
 	h.replace(apitypes.KindBatchJob, []any{
 		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "10", v1alpha1.JobCompleted),
 		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
-	})
+	}, "12")
 	batch, _ = c.take()
 	require.Empty(t, batch)
 
 	// A client resuming from before the relist gets its changes from the history.
 	late := newClient(h, "ns")
-	require.NotNil(t, h.subscribe(late, "4"), "a RESYNC: rv 4 was never a change, the first list is not history")
+	require.NotNil(t, h.subscribe(late, h.id, "4"), "a RESYNC: rv 4 was never a change, the first list is not history")
 	late = newClient(h, "ns")
-	require.Nil(t, h.subscribe(late, "10"))
+	require.Nil(t, h.subscribe(late, h.id, "10"))
 	batch, _ = late.take()
 	require.Equal(t, []string{"ADDED@11", "MODIFIED@12"}, rvs(decodeAll(t, batch)))
+
+	// No object's state goes back: a watch event or a list older than what was sent is
+	// not sent, and an object made after a list was read is not taken as deleted by it.
+	h.observe(apitypes.KindBatchJob, apitypes.Added, holding("f", "13", v1alpha1.JobInQueue), false)
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, holding("b", "9", v1alpha1.JobRunning, 3), false)
+	h.replace(apitypes.KindBatchJob, []any{
+		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "9", v1alpha1.JobRunning, 3),
+		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
+	}, "12")
+	batch, _ = c.take()
+	require.Equal(t, []string{"ADDED@13"}, rvs(decodeAll(t, batch)))
+}
+
+// Two API replicas watch the kinds apart and interleave them in their own orders: a
+// resourceVersion one sent is not the same place in the other's history. A client resumes
+// only on the feed whose RESYNC it took.
+func TestHub_ResumesOnlyOnItsOwnFeed(t *testing.T) {
+	a, b := newHub(slog.Default()), newHub(slog.Default())
+	require.NotEqual(t, a.id, b.id)
+	for _, h := range []*hub{a, b} {
+		h.observe(apitypes.KindBatchJob, apitypes.Added, job("ns", "j", "5"), false)
+		h.observe(apitypes.KindScheduling, apitypes.Added, &v1alpha1.Scheduling{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "6"}}, false)
+	}
+	require.Nil(t, a.subscribe(newClient(a, "ns"), a.id, "5"), "its own feed resumes")
+	for _, feed := range []string{a.id, ""} {
+		var ev apitypes.Event
+		require.NoError(t, json.Unmarshal(b.subscribe(newClient(b, "ns"), feed, "5"), &ev))
+		require.Equal(t, apitypes.Resync, ev.Type, "feed %q", feed)
+		require.Contains(t, ev.Reason, "not this API replica's")
+		require.Equal(t, b.id, ev.Feed)
+		require.Len(t, ev.Items, 2)
+	}
 }

@@ -91,7 +91,7 @@ func operations() []operation {
 				{"limit", "how many waiting and how many running jobs to list, the first in submission order: 0 to 10000, 0 for none (default 500)"}},
 			status: 200, answer: apitypes.QueueTree{}, otherAnswer: apitypes.YARNScheduler{}, errors: with(404, 422), permission: "get testbeds"},
 		{method: "GET", path: "/watch", summary: "The change feed: a websocket of Event messages, the first a RESYNC",
-			query:  []param{namespaceParam, {"kinds", "comma-separated: schedulings, jobs, testbeds (default all)"}, {"resourceVersion", "resume after this event"}},
+			query:  []param{namespaceParam, {"kinds", "comma-separated: schedulings, jobs, testbeds (default all)"}, {"resourceVersion", "resume after this event"}, {"feed", "the feed of the last RESYNC: only its API replica resumes"}},
 			status: 101, answer: apitypes.Event{}, errors: with(400, 422, 429), permission: "watch (each kind asked for)"},
 	}
 }

@@ -60,7 +60,7 @@ func (s *server) originAllowed(r *http.Request) bool {
 
 // watch serves the change feed: GET /api/v1/watch as a websocket, for the request's
 // namespace and the ?kinds= asked (schedulings, jobs, testbeds, slotslices; default all), from
-// ?resourceVersion= if given. Each message is one Event as JSON text.
+// ?resourceVersion= and ?feed= if given. Each message is one Event as JSON text.
 func (s *server) watch(c *gin.Context) {
 	if s.hub == nil {
 		fail(c, &apitypes.Error{Code: apitypes.CodeUnavailable, Message: "this server has no change feed: it was started without a cluster to watch", Status: http.StatusServiceUnavailable})
@@ -126,7 +126,7 @@ func (s *server) watch(c *gin.Context) {
 		_ = tc.SetWriteBuffer(socketBuffer)
 	}
 	fc := &feedClient{namespace: namespaceOf(c), kinds: kinds, max: s.hub.queueSize, maxBytes: s.hub.queueMaxBytes, wake: make(chan struct{}, 1)}
-	first := s.hub.subscribe(fc, from)
+	first := s.hub.subscribe(fc, c.Query("feed"), from)
 	defer s.hub.unsubscribe(fc)
 	s.serveFeed(c.Request.Context(), conn, fc, first)
 }

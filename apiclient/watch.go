@@ -40,6 +40,24 @@ type Event struct {
 	Object          json.RawMessage    `json:"object,omitempty"`
 	Items           []Event            `json:"items,omitempty"`
 	Reason          string             `json:"reason,omitempty"`
+	Feed            string             `json:"feed,omitempty"`
+}
+
+// Position is where a follower of the feed is: the feed (an API replica's) of the last
+// RESYNC it took, and the last resourceVersion. Watching from it resumes on the same
+// replica, and brings a RESYNC from any other.
+type Position struct {
+	Feed, ResourceVersion string
+}
+
+// Apply moves the position past ev.
+func (p *Position) Apply(ev Event) {
+	switch {
+	case ev.Type == apitypes.Resync:
+		p.Feed, p.ResourceVersion = ev.Feed, ev.ResourceVersion
+	case ev.ResourceVersion != "":
+		p.ResourceVersion = ev.ResourceVersion
+	}
 }
 
 // Name is the name of the event's object ("" for a RESYNC or an object without one).
@@ -98,20 +116,22 @@ type Watcher struct {
 }
 
 // Watch opens the change feed for the client's namespace: kinds picks what it carries
-// (WatchSchedulings, WatchJobs, WatchTestBeds, WatchSlotSlices; none means all), and fromResourceVersion,
+// (WatchSchedulings, WatchJobs, WatchTestBeds, WatchSlotSlices; none means all), and from,
 // if set, resumes after that event: the changes since are sent, or a RESYNC when the
-// server no longer has them. Without it the first event is a RESYNC of everything.
+// server no longer has them or is another replica. Without it the first event is a
+// RESYNC of everything.
 // A refused connection (a bad token, an unknown kind) is a *StatusError.
 //
 // The Watcher's goroutines end when the connection does, when ctx is cancelled, or on
 // Close: nothing is left behind, even when the events are not read.
-func (c *Client) Watch(ctx context.Context, kinds []string, fromResourceVersion string) (*Watcher, error) {
+func (c *Client) Watch(ctx context.Context, kinds []string, from Position) (*Watcher, error) {
 	q := url.Values{}
 	if len(kinds) > 0 {
 		q.Set("kinds", strings.Join(kinds, ","))
 	}
-	if fromResourceVersion != "" {
-		q.Set("resourceVersion", fromResourceVersion)
+	if from.ResourceVersion != "" {
+		q.Set("resourceVersion", from.ResourceVersion)
+		q.Set("feed", from.Feed)
 	}
 	u := c.endpoint("/watch", q)
 	httpPath := u.Path

@@ -79,13 +79,13 @@ func TestWatch_DecodesEventsAndReportsTheEnd(t *testing.T) {
 	})
 	c, err := New(f.url, "tok-1", WithNamespace("team-a"))
 	require.NoError(t, err)
-	w, err := c.Watch(context.Background(), []string{WatchSchedulings, WatchJobs, WatchTestBeds, WatchSlotSlices}, "7")
+	w, err := c.Watch(context.Background(), []string{WatchSchedulings, WatchJobs, WatchTestBeds, WatchSlotSlices}, Position{Feed: "f1", ResourceVersion: "7"})
 	require.NoError(t, err)
 	defer w.Close()
 
 	r := <-f.requests
 	require.Equal(t, "/api/v1/watch", r.URL.Path)
-	require.Equal(t, url.Values{"kinds": {"schedulings,jobs,testbeds,slotslices"}, "resourceVersion": {"7"}, "namespace": {"team-a"}}, r.URL.Query())
+	require.Equal(t, url.Values{"kinds": {"schedulings,jobs,testbeds,slotslices"}, "resourceVersion": {"7"}, "feed": {"f1"}, "namespace": {"team-a"}}, r.URL.Query())
 	require.Equal(t, []string{apitypes.Subprotocol}, websocket.Subprotocols(r))
 
 	first := next(t, w)
@@ -142,7 +142,7 @@ func TestWatch_RefusedIsAStatusError(t *testing.T) {
 	f := newFeedServer(t, func(*websocket.Conn) {})
 	c, err := New(f.url, "wrong")
 	require.NoError(t, err)
-	_, err = c.Watch(context.Background(), nil, "")
+	_, err = c.Watch(context.Background(), nil, Position{})
 	require.True(t, IsUnauthorized(err), "%v", err)
 	require.Contains(t, err.Error(), "the bearer token is not known")
 	r := <-f.requests
@@ -150,7 +150,7 @@ func TestWatch_RefusedIsAStatusError(t *testing.T) {
 
 	dead, err := New("http://127.0.0.1:1", "tok-1")
 	require.NoError(t, err)
-	_, err = dead.Watch(context.Background(), nil, "")
+	_, err = dead.Watch(context.Background(), nil, Position{})
 	require.ErrorContains(t, err, "open the change feed")
 	require.Zero(t, StatusOf(err))
 }
@@ -171,7 +171,7 @@ func TestWatch_EndsOnCancelAndCloseWithoutLeaks(t *testing.T) {
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.Watch(ctx, nil, "")
+	w, err := c.Watch(ctx, nil, Position{})
 	require.NoError(t, err)
 	next(t, w)
 	time.Sleep(50 * time.Millisecond) // the reader is now stuck on a send nobody takes
@@ -190,7 +190,7 @@ func TestWatch_EndsOnCancelAndCloseWithoutLeaks(t *testing.T) {
 		t.Fatal("the server's connection did not end")
 	}
 
-	w, err = c.Watch(context.Background(), nil, "")
+	w, err = c.Watch(context.Background(), nil, Position{})
 	require.NoError(t, err)
 	next(t, w)
 	done := make(chan struct{})

@@ -103,6 +103,10 @@ type Event struct {
 	Object          any       `json:"object,omitempty"`
 	Items           []Event   `json:"items,omitempty"`
 	Reason          string    `json:"reason,omitempty"`
+	// Feed names, on a RESYNC, the API replica's feed that sent it. A client names it with
+	// the resourceVersion it resumes from: each replica sends its changes in its own order,
+	// so only the same one can resume (another sends a RESYNC).
+	Feed string `json:"feed,omitempty"`
 }
 
 // Job is a BatchJob as the API shows it.

@@ -603,8 +603,8 @@ type slotLedger struct {
 	ended       map[string]bool
 	schedulings map[string]apitypes.Scheduling
 	violations  []string
-	// resyncs counts the RESYNCs taken in.
-	resyncs int
+	// resyncs counts the RESYNCs taken in, connections the feed's connections.
+	resyncs, connections int
 	// last is each job's state as last seen, and its object's resourceVersion: a violation
 	// says whether the feed brought the changes in the order they were written.
 	last map[string]seenJob
@@ -626,20 +626,58 @@ type bedSlot struct {
 	slot int32
 }
 
+func newLedger() *slotLedger {
+	return &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]apitypes.Scheduling{},
+		last: map[string]seenJob{}, trail: map[string][]string{}}
+}
+
 // followFeed reads the watch's events into a new ledger until the watch closes.
 func followFeed(w *apiclient.Watcher) *slotLedger {
-	l := &slotLedger{holder: map[bedSlot]string{}, running: map[string]bool{}, ended: map[string]bool{}, schedulings: map[string]apitypes.Scheduling{},
-		last: map[string]seenJob{}, trail: map[string][]string{}}
+	l := newLedger()
 	go func() {
 		for ev := range w.Events() {
-			if ev.Type == apitypes.Resync {
-				l.replace(ev.Items)
-				continue
-			}
-			l.apply(ev)
+			l.take(ev)
 		}
 	}()
 	return l
+}
+
+// followResuming is followFeed as a client of a replicated API follows the feed: through
+// its Service, each lost connection opened again from the last position (the same replica
+// resumes, any other sends a RESYNC), until ctx ends.
+func followResuming(ctx context.Context, c *apiclient.Client, kinds []string) *slotLedger {
+	l := newLedger()
+	go func() {
+		var at apiclient.Position
+		for ctx.Err() == nil {
+			w, err := c.Watch(ctx, kinds, at)
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			l.mu.Lock()
+			l.connections++
+			l.mu.Unlock()
+			for ev := range w.Events() {
+				at.Apply(ev)
+				l.take(ev)
+			}
+			_ = w.Close()
+		}
+	}()
+	return l
+}
+
+// take applies one message of the feed.
+func (l *slotLedger) take(ev apiclient.Event) {
+	if ev.Type == apitypes.Resync {
+		l.replace(ev.Items)
+		return
+	}
+	l.apply(ev)
 }
 
 // apply takes in one change.
@@ -796,7 +834,7 @@ func TestE2E_TwoQueuesBothModesThroughWorkerAndExtenderCrashes(t *testing.T) {
 	}
 
 	// Watch everything from the start.
-	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs, apiclient.WatchTestBeds}, "")
+	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs, apiclient.WatchTestBeds}, apiclient.Position{})
 	require.NoError(t, err)
 	defer w.Close()
 	ledger := followFeed(w)

@@ -288,11 +288,11 @@ func probeEnvelope(t *testing.T, size envelopeSize) envelopeFigures {
 	// the Schedulings would carry each whole Scheduling, its jobs' list included, at every
 	// change of one of them: the test's own CPU would grow with the square of the jobs per
 	// Scheduling.
-	w, err := c.Watch(ctx, []string{apiclient.WatchJobs}, "")
+	w, err := c.Watch(ctx, []string{apiclient.WatchJobs}, apiclient.Position{})
 	require.NoError(t, err)
 	defer w.Close()
 	ledger := followFeed(w)
-	sizes, err := c.Watch(ctx, nil, "")
+	sizes, err := c.Watch(ctx, nil, apiclient.Position{})
 	require.NoError(t, err)
 	defer sizes.Close()
 	var feedMu sync.Mutex

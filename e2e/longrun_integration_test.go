@@ -80,7 +80,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 	}
 
 	// The feed: who holds which slot while running, and how many jobs ended.
-	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs}, "")
+	w, err := c.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs}, apiclient.Position{})
 	require.NoError(t, err)
 	defer w.Close()
 	ledger := followFeed(w)

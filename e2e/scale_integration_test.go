@@ -67,7 +67,7 @@ func TestE2E_ScaleStep(t *testing.T) {
 	ctx := context.Background()
 	p.waitSlotsFree(t, 5*time.Minute)
 
-	w, err := c.Watch(ctx, []string{apiclient.WatchJobs}, "") // the Schedulings' states are not needed
+	w, err := c.Watch(ctx, []string{apiclient.WatchJobs}, apiclient.Position{}) // the Schedulings' states are not needed
 	require.NoError(t, err)
 	defer w.Close()
 	ledger := followFeed(w)

@@ -91,7 +91,7 @@ func TestE2E_AWorkerUpgradeMidRunEndsEveryJobOnce(t *testing.T) {
 		require.NoError(t, err, name)
 		entries = append(entries, v1alpha1.SchedulingJob{Name: name, Replication: 1})
 	}
-	w, err := p.api.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs}, "")
+	w, err := p.api.Watch(ctx, []string{apiclient.WatchSchedulings, apiclient.WatchJobs}, apiclient.Position{})
 	require.NoError(t, err)
 	defer w.Close()
 	ledger := followFeed(w)

@@ -68,7 +68,7 @@ type runner struct {
 	// closed are the kit's Schedulings that refused an extension: they take no more.
 	closed map[string]bool
 	// resume is where the feed resumes after a lost connection.
-	resume string
+	resume apiclient.Position
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -133,9 +133,7 @@ func (r *runner) follow(ctx context.Context, w *apiclient.Watcher) {
 
 // take applies one event to what the kit knows.
 func (r *runner) take(ev apiclient.Event) {
-	if ev.ResourceVersion != "" {
-		r.resume = ev.ResourceVersion
-	}
+	r.resume.Apply(ev)
 	if ev.Type == apitypes.Resync {
 		fresh := newWorld()
 		fresh.placed, fresh.refused, fresh.seen, fresh.nextSeen = r.w.placed, r.w.refused, r.w.seen, r.w.nextSeen

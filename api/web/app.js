@@ -5,7 +5,7 @@
 
 const params = new URLSearchParams(location.search);
 const namespace = params.get("namespace") || "";
-const state = { beds: new Map(), slices: new Map(), jobs: new Map(), schedulings: new Map(), queues: new Map(), rv: "" };
+const state = { beds: new Map(), slices: new Map(), jobs: new Map(), schedulings: new Map(), queues: new Map(), rv: "", feed: "" };
 let token = "";
 let drawPending = false;
 
@@ -85,7 +85,7 @@ $("#login").addEventListener("submit", (ev) => {
 function connect(attempt) {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const extra = { kinds: "testbeds,slotslices,jobs,schedulings" };
-  if (state.rv) extra.resourceVersion = state.rv;
+  if (state.rv) { extra.resourceVersion = state.rv; extra.feed = state.feed; }
   const ws = new WebSocket(scheme + "//" + location.host + "/api/v1/watch" + query(extra), ["slotplane.v1", "bearer." + token]);
   const conn = $("#connection");
   ws.onopen = () => { conn.textContent = "live"; conn.className = "conn up"; attempt = 0; };
@@ -106,7 +106,8 @@ function apply(ev) {
     const m = state[maps[ev.kind]];
     if (ev.type === "DELETED") m.delete(ev.object.name); else m.set(ev.object.name, ev.object);
   }
-  if (ev.resourceVersion) state.rv = ev.resourceVersion;
+  if (ev.type === "RESYNC") { state.feed = ev.feed; state.rv = ev.resourceVersion; }
+  else if (ev.resourceVersion) state.rv = ev.resourceVersion;
 }
 
 // pollQueues reads each test bed's queues every 2s (they are the Admission workflow's

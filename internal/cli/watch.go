@@ -49,9 +49,9 @@ type watch struct {
 	o       WatchOptions
 	p       *progress
 	v       *render.ProgressView
-	lastRV  string    // the resourceVersion of the last event: where a new connection resumes
-	lostAt  time.Time // when the feed was lost; zero while it is up
-	lostErr error     // why it was lost
+	at      apiclient.Position // the last event's: where a new connection resumes
+	lostAt  time.Time          // when the feed was lost; zero while it is up
+	lostErr error              // why it was lost
 }
 
 // run opens the feed and follows it, opening it again while it is lost and may come back.
@@ -62,7 +62,7 @@ func (w *watch) run(ctx context.Context) error {
 	}
 	wait := first
 	for {
-		feed, err := w.c.Watch(ctx, []string{apiclient.WatchSchedulings}, w.lastRV)
+		feed, err := w.c.Watch(ctx, []string{apiclient.WatchSchedulings}, w.at)
 		if err != nil {
 			if err := w.giveUp(ctx, err); err != nil {
 				return err
@@ -76,7 +76,7 @@ func (w *watch) run(ctx context.Context) error {
 			continue
 		}
 		if !w.lostAt.IsZero() {
-			w.v.Note(fmt.Sprintf("reconnected to the change feed, resuming after resourceVersion %s", cmp.Or(w.lastRV, "-")))
+			w.v.Note(fmt.Sprintf("reconnected to the change feed, resuming after resourceVersion %s", cmp.Or(w.at.ResourceVersion, "-")))
 			w.lostAt, wait = time.Time{}, first
 		}
 		done, err := w.follow(ctx, feed)
@@ -120,9 +120,7 @@ func (w *watch) giveUp(ctx context.Context, err error) error {
 func (w *watch) follow(ctx context.Context, feed *apiclient.Watcher) (bool, error) {
 	p := w.p
 	for ev := range feed.Events() {
-		if ev.ResourceVersion != "" {
-			w.lastRV = ev.ResourceVersion
-		}
+		w.at.Apply(ev)
 		switch ev.Type {
 		case apitypes.Resync:
 			var items []apitypes.Scheduling
