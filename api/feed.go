@@ -258,10 +258,12 @@ func encodeRecord(kind string, typ apitypes.EventType, obj client.Object) (*reco
 }
 
 // replace takes in a kind's whole list. The first is the picture, not changes. A later one
-// (a relist) brings what the watch missed: the objects gone are sent deleted first, then
-// the objects changed or new, oldest change first. Each object shows only its latest
-// state, as a watch resumed after a compaction would, and never a state older than one
-// sent before it. listRV is the list's resourceVersion ("" when unknown).
+// (a relist, after a watch that could not resume) is the kind at one moment, after changes
+// the watch missed: their order is lost, and an object shows only its latest state, so
+// they cannot be sent as a sequence (an object changed again after the list's other
+// changes would show its earlier change after theirs). The picture takes the list in, the
+// history is cut (no one resumes across the gap), and every client of the kind gets a
+// RESYNC. A list with no change is nothing. listRV is the list's resourceVersion.
 func (h *hub) replace(kind string, items []any, listRV string) {
 	h.mu.Lock()
 	first := !h.listed[kind]
@@ -275,11 +277,7 @@ func (h *hub) replace(kind string, items []any, listRV string) {
 	}
 	h.mu.Unlock()
 
-	type change struct {
-		typ apitypes.EventType
-		rec *record
-	}
-	var gone, changed []change
+	var changed, gone []*record
 	listed := make(map[objectKey]bool, len(items))
 	for _, o := range items {
 		obj, ok := o.(client.Object)
@@ -301,41 +299,36 @@ func (h *hub) replace(kind string, items []any, listRV string) {
 			h.log.Error("feed: encode an event", "kind", kind, "name", obj.GetName(), "err", err)
 			continue
 		}
-		changed = append(changed, change{typ, rec})
+		changed = append(changed, rec)
 	}
 	for key, prev := range had {
-		if listed[key] || olderRV(listRV, prev.rv) {
-			continue // listed, or changed after the list was read
+		if !listed[key] && !olderRV(listRV, prev.rv) { // not made after the list was read
+			gone = append(gone, prev)
 		}
-		rec, err := deletedRecord(prev)
-		if err != nil {
-			h.log.Error("feed: encode an event", "kind", kind, "name", key.name, "err", err)
-			continue
-		}
-		gone = append(gone, change{apitypes.Deleted, rec})
 	}
-	slices.SortFunc(gone, func(a, b change) int {
-		return cmp.Or(strings.Compare(a.rec.namespace, b.rec.namespace), strings.Compare(a.rec.name, b.rec.name))
-	})
-	// resourceVersions compare as numbers (Kubernetes 1.35 made that a promise); one that
-	// does not parse keeps its place in the list.
-	slices.SortStableFunc(changed, func(a, b change) int {
-		c, err := resourceversion.CompareResourceVersion(a.rec.rv, b.rec.rv)
-		if err != nil {
-			return 0
-		}
-		return c
-	})
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.listed[kind] = true
-	for _, c := range append(gone, changed...) {
-		h.applyLocked(c.typ, c.rec, first)
+	for _, r := range gone {
+		h.putLocked(apitypes.Deleted, r)
 	}
-	if n := len(gone) + len(changed); !first && n > 0 {
-		h.log.Info("feed: a relist brought changes the watch missed", "kind", kind, "deleted", len(gone), "changed", len(changed))
+	for _, r := range changed {
+		h.putLocked(apitypes.Added, r)
 	}
+	if first || len(changed)+len(gone) == 0 {
+		return
+	}
+	h.history, h.historyBytes = nil, 0
+	clear(h.bySeqRV)
+	h.seq++ // RESYNCs built before are not sent again
+	why := fmt.Sprintf("the API's watch of %s could not resume, and it read them again: %d changed, %d gone", strings.ToLower(kind)+"s", len(changed), len(gone))
+	for c := range h.clients {
+		if c.kinds[kind] {
+			c.lose(why)
+		}
+	}
+	h.log.Info("feed: a watch could not resume; its clients get a RESYNC", "kind", kind, "changed", len(changed), "gone", len(gone), "clients", len(h.clients))
 }
 
 // olderRV says a is an older resourceVersion than b; versions that do not compare (one
@@ -345,26 +338,8 @@ func olderRV(a, b string) bool {
 	return err == nil && c < 0
 }
 
-// deletedRecord is the DELETED event of an object last seen as prev.
-func deletedRecord(prev *record) (*record, error) {
-	var ev struct {
-		Kind            string          `json:"kind"`
-		ResourceVersion string          `json:"resourceVersion"`
-		Object          json.RawMessage `json:"object"`
-	}
-	if err := json.Unmarshal(prev.data, &ev); err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(apitypes.Event{Type: apitypes.Deleted, Kind: ev.Kind, ResourceVersion: ev.ResourceVersion, Object: ev.Object})
-	if err != nil {
-		return nil, err
-	}
-	return &record{rv: prev.rv, kind: prev.kind, namespace: prev.namespace, name: prev.name, data: data}, nil
-}
-
-// applyLocked puts a change into the picture and, unless initial, into the history and
-// every client's queue that wants it.
-func (h *hub) applyLocked(typ apitypes.EventType, rec *record, initial bool) {
+// putLocked puts a change into the picture, and says whether it was one.
+func (h *hub) putLocked(typ apitypes.EventType, rec *record) bool {
 	key := objectKey{rec.kind, rec.namespace, rec.name}
 	inNamespace := h.state[rec.namespace]
 	if typ == apitypes.Deleted {
@@ -372,19 +347,25 @@ func (h *hub) applyLocked(typ apitypes.EventType, rec *record, initial bool) {
 		if len(inNamespace) == 0 {
 			delete(h.state, rec.namespace)
 		}
-	} else {
-		// A periodic resync repeats an object unchanged: not a change. An older state than
-		// the one sent is never sent after it.
-		if prev := inNamespace[key]; prev != nil && (prev.rv == rec.rv || olderRV(rec.rv, prev.rv)) {
-			return
-		}
-		if inNamespace == nil {
-			inNamespace = map[objectKey]*record{}
-			h.state[rec.namespace] = inNamespace
-		}
-		inNamespace[key] = rec
+		return true
 	}
-	if initial {
+	// A periodic resync repeats an object unchanged: not a change. An older state than the
+	// one sent is never sent after it.
+	if prev := inNamespace[key]; prev != nil && (prev.rv == rec.rv || olderRV(rec.rv, prev.rv)) {
+		return false
+	}
+	if inNamespace == nil {
+		inNamespace = map[objectKey]*record{}
+		h.state[rec.namespace] = inNamespace
+	}
+	inNamespace[key] = rec
+	return true
+}
+
+// applyLocked puts a change into the picture and, unless initial, into the history and
+// every client's queue that wants it.
+func (h *hub) applyLocked(typ apitypes.EventType, rec *record, initial bool) {
+	if !h.putLocked(typ, rec) || initial {
 		return
 	}
 	h.seq++
@@ -422,7 +403,8 @@ type feedClient struct {
 	bytes    int // queued, encoded
 	max      int
 	maxBytes int
-	lost     bool          // the queue overflowed: the client must be sent a RESYNC
+	lost     bool          // the queue overflowed, or the hub lost changes: the client must be sent a RESYNC
+	why      string        // why, the RESYNC's reason
 	wake     chan struct{} // a send-side nudge, capacity 1
 }
 
@@ -438,9 +420,23 @@ func (c *feedClient) push(data []byte) {
 	case c.lost:
 	case len(c.queue) >= c.max || (c.maxBytes > 0 && c.bytes+len(data) > c.maxBytes):
 		c.queue, c.bytes, c.lost = nil, 0, true
+		c.why = fmt.Sprintf("the client fell more than %d changes or %d MiB behind", c.max, c.maxBytes>>20)
 	default:
 		c.queue = append(c.queue, data)
 		c.bytes += len(data)
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// lose drops the queue: a RESYNC is due instead, for why.
+func (c *feedClient) lose(why string) {
+	c.mu.Lock()
+	if !c.lost {
+		c.queue, c.bytes, c.lost, c.why = nil, 0, true, why
 	}
 	c.mu.Unlock()
 	select {
@@ -455,6 +451,13 @@ func (c *feedClient) take() (batch [][]byte, lost bool) {
 	defer c.mu.Unlock()
 	batch, c.queue, c.bytes = c.queue, nil, 0
 	return batch, c.lost
+}
+
+// lostWhy is why a RESYNC is due.
+func (c *feedClient) lostWhy() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.why
 }
 
 // subscribe adds a client. From a resourceVersion the hub still has in its history, and
@@ -515,7 +518,7 @@ type snapshot struct {
 
 func (h *hub) snapshotLocked(c *feedClient, reason string) *snapshot {
 	c.mu.Lock()
-	c.queue, c.bytes, c.lost = nil, 0, false
+	c.queue, c.bytes, c.lost, c.why = nil, 0, false, ""
 	c.mu.Unlock()
 	snap := &snapshot{reason: reason, seq: h.seq}
 	if n := len(h.history); n > 0 {

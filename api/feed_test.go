@@ -241,10 +241,11 @@ func mustEvent(t *testing.T, obj client.Object) []byte {
 	return data
 }
 
-// A relist hands the hub the whole list, ordered by name. The changes it brings go out
-// in the order they were written, the objects gone first: a client never sees a slot taken
-// before its holder let it go, and the unchanged objects are not sent again.
-func TestHub_ARelistSendsWhatTheWatchMissedInTheOrderItWasWritten(t *testing.T) {
+// A relist (after a watch that could not resume) is the kind at one moment: the changes
+// the watch missed lost their order, and each object shows its latest state only. They are
+// not sent as a sequence, which could show a slot taken before its holder let it go: every
+// client of the kind gets a RESYNC of the new picture, and no one resumes across the gap.
+func TestHub_ARelistIsSentAsAResync(t *testing.T) {
 	h := newHub(slog.Default())
 	holding := func(name, rv string, state v1alpha1.BatchJobState, slots ...int32) *v1alpha1.BatchJob {
 		j := job("ns", name, rv)
@@ -259,52 +260,56 @@ func TestHub_ARelistSendsWhatTheWatchMissedInTheOrderItWasWritten(t *testing.T) 
 	var first apitypes.Event
 	require.NoError(t, json.Unmarshal(h.subscribe(c, h.id, ""), &first))
 	require.Len(t, first.Items, 4, "the first list is the picture")
-	batch, _ := c.take()
-	require.Empty(t, batch, "and no change")
-
-	// While the watch was down: b ended (rv 10), a took its slot (rv 12), c was deleted,
-	// and the list, by name, puts a first.
-	h.replace(apitypes.KindBatchJob, []any{
-		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "10", v1alpha1.JobCompleted),
-		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
-	}, "12")
 	batch, lost := c.take()
+	require.Empty(t, batch, "and no change")
 	require.False(t, lost)
-	evs := decodeAll(t, batch)
-	require.Equal(t, []string{"DELETED@3", "MODIFIED@10", "ADDED@11", "MODIFIED@12"}, rvs(evs))
-	raw, err := json.Marshal(evs[0].Object)
-	require.NoError(t, err)
-	var gone apitypes.Job
-	require.NoError(t, json.Unmarshal(raw, &gone))
-	require.Equal(t, "c", gone.Name, "the deleted object as last seen")
-	require.Equal(t, []int32{4}, gone.Status.Slots)
+	h.observe(apitypes.KindBatchJob, apitypes.Modified, holding("d", "5", v1alpha1.JobRunning, 5), false)
+	testbeds := &feedClient{namespace: "ns", kinds: map[string]bool{apitypes.KindTestBed: true}, max: h.queueSize, wake: make(chan struct{}, 1)}
+	require.Nil(t, h.subscribe(testbeds, h.id, "5"))
 
-	// The same list again, or a periodic resync, is no change.
+	// While the watch was down: b ended (rv 10) and was written again (rv 13), a took its
+	// slot (rv 12), c was deleted, e was made (rv 11). The list shows b after a.
 	h.replace(apitypes.KindBatchJob, []any{
-		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "10", v1alpha1.JobCompleted),
-		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
-	}, "12")
-	batch, _ = c.take()
+		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "13", v1alpha1.JobCompleted),
+		holding("d", "5", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
+	}, "13")
+	batch, lost = c.take()
+	require.True(t, lost, "a RESYNC is due")
+	require.Empty(t, batch)
+	var resync apitypes.Event
+	require.NoError(t, json.Unmarshal(h.resync(c, c.lostWhy()), &resync))
+	require.Equal(t, apitypes.Resync, resync.Type)
+	require.Contains(t, resync.Reason, "could not resume")
+	require.Contains(t, resync.Reason, "3 changed, 1 gone")
+	var names []string
+	for _, it := range resync.Items {
+		names = append(names, it.ResourceVersion)
+	}
+	require.Equal(t, []string{"12", "13", "5", "11"}, names, "the list's picture, by name")
+	_, lost = testbeds.take()
+	require.False(t, lost, "a client of other kinds goes on")
+	require.NotNil(t, h.subscribe(newClient(h, "ns"), h.id, "5"), "no one resumes from before the relist")
+
+	// The same list again, or one with nothing new, is nothing.
+	h.replace(apitypes.KindBatchJob, []any{
+		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "13", v1alpha1.JobCompleted),
+		holding("d", "5", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
+	}, "13")
+	batch, lost = c.take()
+	require.False(t, lost)
 	require.Empty(t, batch)
 
-	// A client resuming from before the relist gets its changes from the history.
-	late := newClient(h, "ns")
-	require.NotNil(t, h.subscribe(late, h.id, "4"), "a RESYNC: rv 4 was never a change, the first list is not history")
-	late = newClient(h, "ns")
-	require.Nil(t, h.subscribe(late, h.id, "10"))
-	batch, _ = late.take()
-	require.Equal(t, []string{"ADDED@11", "MODIFIED@12"}, rvs(decodeAll(t, batch)))
-
-	// No object's state goes back: a watch event or a list older than what was sent is
-	// not sent, and an object made after a list was read is not taken as deleted by it.
-	h.observe(apitypes.KindBatchJob, apitypes.Added, holding("f", "13", v1alpha1.JobInQueue), false)
+	// No object's state goes back: a watch event or a list older than what was sent is not
+	// taken in, and an object made after a list was read is not taken as deleted by it.
+	h.observe(apitypes.KindBatchJob, apitypes.Added, holding("f", "14", v1alpha1.JobInQueue), false)
 	h.observe(apitypes.KindBatchJob, apitypes.Modified, holding("b", "9", v1alpha1.JobRunning, 3), false)
 	h.replace(apitypes.KindBatchJob, []any{
 		holding("a", "12", v1alpha1.JobSubmitted, 3), holding("b", "9", v1alpha1.JobRunning, 3),
-		holding("d", "4", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
-	}, "12")
-	batch, _ = c.take()
-	require.Equal(t, []string{"ADDED@13"}, rvs(decodeAll(t, batch)))
+		holding("d", "5", v1alpha1.JobRunning, 5), holding("e", "11", v1alpha1.JobInQueue),
+	}, "13")
+	batch, lost = c.take()
+	require.False(t, lost)
+	require.Equal(t, []string{"ADDED@14"}, rvs(decodeAll(t, batch)))
 }
 
 // Two API replicas watch the kinds apart and interleave them in their own orders: a

@@ -172,7 +172,7 @@ func (s *server) serveFeed(ctx context.Context, conn *websocket.Conn, fc *feedCl
 		case <-fc.wake:
 			batch, lost := fc.take()
 			if lost {
-				if !write(s.hub.resync(fc, fmt.Sprintf("the client fell more than %d changes or %d MiB behind", fc.max, fc.maxBytes>>20))) {
+				if !write(s.hub.resync(fc, fc.lostWhy())) {
 					return
 				}
 				continue
