@@ -62,6 +62,11 @@ type Options struct {
 	// MutualTLS makes the frontend require a client certificate signed by the cluster's CA
 	// (Cluster.ClientCertFile), as a deployment that authenticates its clients does.
 	MutualTLS bool
+	// Authorization makes the frontend check a JWT on every call, with the server's default
+	// claim mapper and authorizer, as a deployment behind an identity provider (or Temporal
+	// Cloud's API keys) does. The cluster signs the tokens (Token) and serves their keys;
+	// ClientOptions carry an admin's.
+	Authorization bool
 	// TemporalBin is the folder of temporal-server and temporal-sql-tool; empty asks
 	// FindTools.
 	TemporalBin string
@@ -103,6 +108,8 @@ type Cluster struct {
 	tlsConfig  *tls.Config
 	configFile string
 	pg         *postgres
+	issuer     *issuer // with Options.Authorization
+	adminToken string
 
 	mu      sync.Mutex // held while a server is started or stopped
 	server  *process
@@ -134,6 +141,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if err := c.useCertificates(certs); err != nil {
 		return nil, err
+	}
+	if opts.Authorization {
+		if c.issuer, err = newIssuer(); err != nil {
+			return nil, err
+		}
+		// A day outlives any test; a deployment's tokens expire and are replaced, which
+		// slotplane's -temporal-api-key-file follows.
+		if c.adminToken, err = c.issuer.token("temporalcluster", 24*time.Hour, systemAdmin); err != nil {
+			return nil, err
+		}
 	}
 	if c.pg, err = newPostgres(opts.PostgresBin, c.Dir); err != nil {
 		return nil, err
@@ -237,7 +254,11 @@ func (c *Cluster) startTemporalOnFreePorts(ctx context.Context, certs *pki) erro
 		ports["frontend"] = frontend
 		c.FrontendAddress = hostPort(frontend.grpc)
 		c.FrontendHTTPAddress = hostPort(frontend.http)
-		if err := writeServerConfig(c.configFile, c.pg.port, ports, certs, c.opts.MutualTLS); err != nil {
+		jwks := ""
+		if c.issuer != nil {
+			jwks = c.issuer.url
+		}
+		if err := writeServerConfig(c.configFile, c.pg.port, ports, certs, c.opts.MutualTLS, jwks); err != nil {
 			return err
 		}
 		return c.StartTemporal(ctx)
@@ -374,6 +395,9 @@ func (c *Cluster) Stop() error {
 	defer c.mu.Unlock()
 	c.stopped = true
 	err := c.stopTemporal()
+	if c.issuer != nil {
+		err = errors.Join(err, c.issuer.close())
+	}
 	if c.pg != nil {
 		if perr := c.pg.stop(); perr != nil {
 			err = errors.Join(err, fmt.Errorf("stop postgres: %w", perr))
@@ -396,12 +420,26 @@ func (c *Cluster) ClientTLS() *tls.Config { return c.tlsConfig.Clone() }
 // ClientOptions are the Temporal SDK's options for a client of the cluster's namespace over
 // TLS, logging through slog's default logger.
 func (c *Cluster) ClientOptions() client.Options {
-	return client.Options{
+	o := client.Options{
 		HostPort:          c.FrontendAddress,
 		Namespace:         c.Namespace,
 		ConnectionOptions: client.ConnectionOptions{TLS: c.ClientTLS()},
 		Logger:            sdklog.NewStructuredLogger(slog.Default()),
 	}
+	if c.adminToken != "" {
+		o.Credentials = client.NewAPIKeyStaticCredentials(c.adminToken)
+	}
+	return o
+}
+
+// Token is a JWT the frontend of a cluster with Options.Authorization accepts, for subject
+// with permissions ("namespace:role", role one of read, write, worker, admin), valid for
+// ttl (less than 0: expired already).
+func (c *Cluster) Token(subject string, ttl time.Duration, permissions ...string) (string, error) {
+	if c.issuer == nil {
+		return "", errors.New("the cluster was started without Options.Authorization")
+	}
+	return c.issuer.token(subject, ttl, permissions...)
 }
 
 // RegisterNamespace registers opts.Namespace with the frontend opts reaches, keeping closed

@@ -145,7 +145,7 @@ func TestWriteServerConfig_TheServerReadsEveryKey(t *testing.T) {
 		"frontend": {grpc: 17001, membership: 17002, http: 17009}, "history": {grpc: 17003, membership: 17004},
 		"matching": {grpc: 17005, membership: 17006}, "worker": {grpc: 17007, membership: 17008},
 	}
-	require.NoError(t, writeServerConfig(path, 16000, ports, certs, true))
+	require.NoError(t, writeServerConfig(path, 16000, ports, certs, true, "http://127.0.0.1:16100/jwks.json"))
 	conf, err := config.Load(config.WithConfigFile(path))
 	require.NoError(t, err)
 
@@ -173,6 +173,12 @@ func TestWriteServerConfig_TheServerReadsEveryKey(t *testing.T) {
 	require.True(t, tlsConf.Frontend.Server.RequireClientAuth)
 	require.Equal(t, []string{certs.caFile}, tlsConf.Frontend.Server.ClientCAFiles)
 	require.Equal(t, certs.clientCert, tlsConf.SystemWorker.CertFile)
+	auth := conf.Global.Authorization
+	require.Equal(t, []string{"http://127.0.0.1:16100/jwks.json"}, auth.JWTKeyProvider.KeySourceURIs)
+	require.Equal(t, time.Minute, auth.JWTKeyProvider.RefreshInterval)
+	require.Equal(t, "permissions", auth.PermissionsClaimName)
+	require.Equal(t, "default", auth.Authorizer)
+	require.Equal(t, "default", auth.ClaimMapper)
 	require.Equal(t, certs.clientKey, tlsConf.SystemWorker.KeyFile)
 	require.Equal(t, frontendServerName, tlsConf.SystemWorker.Client.ServerName)
 	require.Equal(t, []string{certs.caFile}, tlsConf.SystemWorker.Client.RootCAFiles)

@@ -45,8 +45,10 @@ type yamlMap = map[string]any
 // writeServerConfig writes the Temporal server's configuration to path: both stores on the
 // PostgreSQL at postgresPort, the services on ports, the frontend's gRPC and HTTP API over TLS
 // with the certificates of p (asking clients for theirs when mutualTLS), and archival off. It sets no
-// dynamic configuration, so the server runs on its defaults.
-func writeServerConfig(path string, postgresPort int, ports map[string]servicePorts, p *pki, mutualTLS bool) error {
+// dynamic configuration, so the server runs on its defaults. With jwks (the URL of a JWKS),
+// the frontend checks each call's JWT against its keys, with the default claim mapper and
+// authorizer.
+func writeServerConfig(path string, postgresPort int, ports map[string]servicePorts, p *pki, mutualTLS bool, jwks string) error {
 	store := func(database string, maxConns int) yamlMap {
 		return yamlMap{"sql": yamlMap{
 			"pluginName":      postgresPlugin,
@@ -121,6 +123,14 @@ func writeServerConfig(path string, postgresPort int, ports map[string]servicePo
 		},
 		"archival":          archivalOff,
 		"namespaceDefaults": yamlMap{"archival": archivalOff},
+	}
+	if jwks != "" {
+		conf["global"].(yamlMap)["authorization"] = yamlMap{
+			"jwtKeyProvider":       yamlMap{"keySourceURIs": []string{jwks}, "refreshInterval": "1m"},
+			"permissionsClaimName": "permissions",
+			"authorizer":           "default",
+			"claimMapper":          "default",
+		}
 	}
 	out, err := yaml.Marshal(conf)
 	if err != nil {
