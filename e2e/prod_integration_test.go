@@ -233,6 +233,31 @@ func (s *supervised) stop() {
 
 // leader is the replica of component (bridge, extender) that leads now, "" when none does:
 // the extender's readiness says so, the bridge's metric leader_election_master_status.
+// feedReplica is the API replica whose metrics count an open change feed connection: the
+// test's own feed is the only one.
+func (p *prodPlatform) feedReplica() string {
+	for i := range prodReplicas {
+		name := fmt.Sprintf("api-%d", i)
+		resp, err := http.Get("http://" + p.metricsAt[name] + "/metrics")
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		serves := false
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "slotplane_api_feed_connections "); ok && v != "0" {
+				serves = true
+			}
+		}
+		_ = resp.Body.Close()
+		if serves {
+			return name
+		}
+	}
+	return ""
+}
+
 func (p *prodPlatform) leader(component string) string {
 	for i := range prodReplicas {
 		name := fmt.Sprintf("%s-%d", component, i)
@@ -435,7 +460,15 @@ func TestE2E_ProductionShapeThroughFaults(t *testing.T) {
 	}
 	faults := []fault{
 		{"a worker killed", func() error { return restart("worker-0") }},
-		{"an API replica killed", func() error { return restart("api-0") }},
+		{"an API replica killed", func() error {
+			// The one the test's feed reads from: its reader opens the feed again through the
+			// balancer, on the other replica, which answers its resume with a RESYNC.
+			r := p.feedReplica()
+			if r == "" {
+				return fmt.Errorf("no API replica serves the test's feed")
+			}
+			return restart(r)
+		}},
 		{"the bridge's leader killed", func() error {
 			l := p.leader("bridge")
 			if l == "" {
@@ -507,6 +540,9 @@ func TestE2E_ProductionShapeThroughFaults(t *testing.T) {
 	fmt.Print(b.String())
 	checkRan(t, p.e2ePlatform, p.api, "faults", names)
 	ledger.check(t)
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	require.GreaterOrEqual(t, ledger.connections, 2, "the test's feed was opened again on the other API replica")
 }
 
 // envInt is the environment variable key as a number, def when unset.
