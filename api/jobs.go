@@ -102,6 +102,29 @@ func (s *server) get(c *gin.Context, what string, obj client.Object) error {
 }
 
 // getTestBed answers a test bed with all its slots, read from its slot slices.
+// listTestBeds lists the namespace's test beds by name, a page at a time, without their
+// slots.
+func (s *server) listTestBeds(c *gin.Context) {
+	pg, perr := pageOf(c)
+	if perr != nil {
+		fail(c, perr)
+		return
+	}
+	var list v1alpha1.TestBedList
+	if err := s.reader().List(c.Request.Context(), &list, client.InNamespace(namespaceOf(c))); err != nil {
+		fail(c, fromKube("list test beds", err))
+		return
+	}
+	items := list.Items
+	slices.SortFunc(items, func(a, b v1alpha1.TestBed) int { return strings.Compare(a.Name, b.Name) })
+	items, next := cut(items, pg, func(x v1alpha1.TestBed) string { return x.Name })
+	out := make([]apitypes.TestBed, 0, len(items))
+	for i := range items {
+		out = append(out, testBedOf(&items[i]))
+	}
+	c.JSON(http.StatusOK, apitypes.TestBedList{Items: out, ResourceVersion: list.ResourceVersion, Continue: next})
+}
+
 func (s *server) getTestBed(c *gin.Context) {
 	var tb v1alpha1.TestBed
 	if err := s.get(c, "test bed", &tb); err != nil {

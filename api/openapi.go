@@ -84,6 +84,8 @@ func operations() []operation {
 			query: []param{namespaceParam, {"reason", "why, for the job's status message"}}, status: 202, answer: apitypes.KillResult{}, errors: with(403, 404, 409, 422), permission: "update batchjobs"},
 		{method: "PATCH", path: "/jobs/:name/scheduler-data", summary: "Set or remove notes of external schedulers on a BatchJob (a merge patch: null removes)", query: []param{namespaceParam},
 			body: apitypes.SchedulerDataPatch{}, status: 200, answer: apitypes.Job{}, errors: with(400, 404, 409, 413, 422), permission: "update batchjobs"},
+		{method: "GET", path: "/testbeds", summary: "List test beds, with their counts and conditions but not their slots, by name", query: append([]param{namespaceParam}, pageParams...),
+			status: 200, answer: apitypes.TestBedList{}, errors: with(422), permission: "list testbeds"},
 		{method: "GET", path: "/testbeds/:name", summary: "Get a test bed and its slots", query: []param{namespaceParam},
 			status: 200, answer: apitypes.TestBed{}, errors: with(404, 422), permission: "get testbeds"},
 		{method: "GET", path: "/testbeds/:name/queues", summary: "A test bed's queues, parents included: shares, usage, jobs, pending demand, why each waiting job waits, and warnings about the allocation file; or, with ?format=yarn, YARN's scheduler answer",

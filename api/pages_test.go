@@ -26,7 +26,11 @@ func TestLists_ComeInPages(t *testing.T) {
 	for i := range 7 {
 		b = b.WithObjects(&v1alpha1.BatchJob{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%d", 6-i), Namespace: "default"}})
 		b = b.WithObjects(testobjects.Scheduling(fmt.Sprintf("s-%d", i)).Obj())
+		tb := &v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bed-%d", 6-i), Namespace: "default"}}
+		tb.Status.Total, tb.Status.Free = 8, int32(i)
+		b = b.WithObjects(tb)
 	}
+	b = b.WithObjects(&v1alpha1.TestBed{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "other"}})
 	cl := b.Build()
 	tc, err := temporal.NewLazyClient(temporal.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
@@ -76,6 +80,22 @@ func TestLists_ComeInPages(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &last))
 	require.Len(t, last.Items, 2)
 	require.Empty(t, last.Continue, "the last page")
+
+	var beds []string
+	for next := ""; ; {
+		code, body := get("/api/v1/testbeds?limit=4&continue=" + next)
+		require.Equal(t, http.StatusOK, code, string(body))
+		var l apitypes.TestBedList
+		require.NoError(t, json.Unmarshal(body, &l))
+		for _, tb := range l.Items {
+			beds = append(beds, tb.Name)
+			require.EqualValues(t, 8, tb.Status.Total, "the counts come with the bed")
+		}
+		if next = l.Continue; next == "" {
+			break
+		}
+	}
+	require.Equal(t, []string{"bed-0", "bed-1", "bed-2", "bed-3", "bed-4", "bed-5", "bed-6"}, beds, "the namespace's beds, by name")
 
 	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "continue=!!!", "continue=bm90LW91cnM"} {
 		code, body := get("/api/v1/jobs?" + bad)

@@ -52,7 +52,7 @@ func Serve(o Options, l net.Listener) (*Server, error) {
 			return nil, fmt.Errorf("api: informers: %w", err)
 		}
 		// The lists' kinds are read from the start: a first list does not wait for a sync.
-		for _, obj := range []client.Object{&v1alpha1.Scheduling{}, &v1alpha1.BatchJob{}} {
+		for _, obj := range []client.Object{&v1alpha1.Scheduling{}, &v1alpha1.BatchJob{}, &v1alpha1.TestBed{}} {
 			if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 				stopCache()
 				return nil, fmt.Errorf("api: informers: %w", err)

@@ -153,6 +153,7 @@ func newServer(o Options, feed bool) (*server, http.Handler, error) {
 	authed.POST("/jobs", can("create", "batchjobs"), s.createJob)
 	authed.GET("/jobs", can("list", "batchjobs"), s.listJobs)
 	authed.GET("/jobs/:name", can("get", "batchjobs"), s.getJob)
+	authed.GET("/testbeds", can("list", "testbeds"), s.listTestBeds)
 	authed.GET("/testbeds/:name", can("get", "testbeds"), s.getTestBed)
 	authed.GET("/testbeds/:name/queues", can("get", "testbeds"), s.getQueues)
 	// Moving is an update of the job; the queue's administer ACL is checked besides.

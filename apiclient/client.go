@@ -159,6 +159,30 @@ func (c *Client) ListSchedulingsPage(ctx context.Context, p Page) (apitypes.Sche
 	return l, c.do(ctx, http.MethodGet, "/schedulings", p.query(nil), nil, &l)
 }
 
+// ListTestBeds lists the namespace's test beds, sorted by name, without their slots. It
+// reads every page; ListTestBedsPage reads one.
+func (c *Client) ListTestBeds(ctx context.Context) (apitypes.TestBedList, error) {
+	var all apitypes.TestBedList
+	p := Page{}
+	for {
+		l, err := c.ListTestBedsPage(ctx, p)
+		if err != nil {
+			return all, err
+		}
+		all.Items, all.ResourceVersion = append(all.Items, l.Items...), l.ResourceVersion
+		if l.Continue == "" {
+			return all, nil
+		}
+		p.Continue = l.Continue
+	}
+}
+
+// ListTestBedsPage reads one page of the namespace's test beds, sorted by name.
+func (c *Client) ListTestBedsPage(ctx context.Context, p Page) (apitypes.TestBedList, error) {
+	var l apitypes.TestBedList
+	return l, c.do(ctx, http.MethodGet, "/testbeds", p.query(nil), nil, &l)
+}
+
 // GetScheduling reads one Scheduling.
 func (c *Client) GetScheduling(ctx context.Context, name string) (apitypes.Scheduling, error) {
 	var s apitypes.Scheduling

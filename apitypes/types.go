@@ -211,6 +211,15 @@ type SchedulingList struct {
 	Continue string `json:"continue,omitempty"`
 }
 
+// TestBedList is the answer of GET /testbeds: the beds with their counts and conditions,
+// without their slots (GET /testbeds/{name} has them).
+type TestBedList struct {
+	Items           []TestBed `json:"items"`
+	ResourceVersion string    `json:"resourceVersion"`
+	// Continue, when set, asks for the next page (?continue=); the last page has none.
+	Continue string `json:"continue,omitempty"`
+}
+
 // JobList is the answer of GET /jobs.
 type JobList struct {
 	Items           []Job  `json:"items"`

@@ -105,8 +105,8 @@ func getCommand(ctx context.Context, args []string, out io.Writer) error {
 	queue := fs.String("queue", "", "get jobs: only jobs of this queue")
 	sched := fs.String("scheduling", "", "get jobs: only jobs this Scheduling holds")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: slotplane get jobs|schedulings|slots|queues [NAME] [flags]\n\n"+
-			"NAME is a job or Scheduling; for slots and queues, the test bed.")
+		fmt.Fprintln(fs.Output(), "usage: slotplane get jobs|schedulings|beds|slots|queues [NAME] [flags]\n\n"+
+			"NAME is a job, Scheduling or test bed; for slots and queues, the test bed.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -114,7 +114,7 @@ func getCommand(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if len(pos) == 0 || len(pos) > 2 {
-		return errors.New("want what to get, and at most one name: slotplane get jobs|schedulings|slots|queues [NAME] [flags]")
+		return errors.New("want what to get, and at most one name: slotplane get jobs|schedulings|beds|slots|queues [NAME] [flags]")
 	}
 	if *output != "table" && *output != "json" {
 		return fmt.Errorf("-o %s: want table or json", *output)

@@ -137,6 +137,22 @@ func TestCLI_SubmitWatchAndGet(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(`(?m)^`+string(rune('0'+pos))+`\s+\S+\s+free\s+\S+\s+-\s*$`), slots)
 	}
 
+	// The bed: its counts, and Ready once every free slot holds its ghost again.
+	bedRow := regexp.MustCompile(`(?m)^bed\s+\S+\s+4\s+8\s+8\s+0\s+0\s+True\s*$`)
+	var beds string
+	require.Eventually(t, func() bool {
+		var b bytes.Buffer
+		require.NoError(t, getCommand(ctx, flags("beds"), &b))
+		beds = b.String()
+		return bedRow.MatchString(beds)
+	}, time.Minute, 500*time.Millisecond, "the bed is not shown whole and Ready: %s", beds)
+	require.Regexp(t, row("NAME", "LABEL", "NODES", "SLOTS", "FREE", "RESERVED", "OCCUPIED", "READY"), beds)
+	require.Regexp(t, bedRow, get("bed", "bed"))
+	var bedList apitypes.TestBedList
+	require.NoError(t, json.Unmarshal([]byte(get("testbeds", "-o", "json")), &bedList))
+	require.Len(t, bedList.Items, 1)
+	require.Empty(t, bedList.Items[0].Status.Slots, "a list carries the counts, not the slots")
+
 	queues := get("queues", "bed")
 	require.Regexp(t, row("PATH", "STEADY SHARE", "FAIR SHARE", "USAGE", "RUNNING", "PENDING"), queues)
 	require.Regexp(t, regexp.MustCompile(`(?m)^root\s+.*\s0\s+0\s*$`), queues, "nothing runs or waits any more")

@@ -18,7 +18,7 @@ import (
 
 // Query is what Get shows: a kind, perhaps one object of it, and for jobs a filter.
 type Query struct {
-	// What is the kind to show, as the user wrote it: jobs, schedulings, slots or queues,
+	// What is the kind to show, as the user wrote it: jobs, schedulings, beds, slots or queues,
 	// in any case, singular or plural, or a short form (bj, sched).
 	What string
 	// Name is one job or Scheduling to show; for slots and queues, the test bed, which
@@ -35,6 +35,7 @@ var (
 	jobWords        = []string{"jobs", "job", "batchjobs", "batchjob", "bj"}
 	schedulingWords = []string{"schedulings", "scheduling", "sched"}
 	slotWords       = []string{"slots", "slot"}
+	bedWords        = []string{"beds", "bed", "testbeds", "testbed", "tb"}
 	queueWords      = []string{"queues", "queue"}
 )
 
@@ -82,12 +83,14 @@ func (q Query) fetch(ctx context.Context, c *apiclient.Client, kind string) (fet
 		return func() (any, func(io.Writer) error, error) { return getJobs(ctx, c, q.Name, q.Jobs) }, nil
 	case slices.Contains(schedulingWords, kind):
 		return func() (any, func(io.Writer) error, error) { return getSchedulings(ctx, c, q.Name) }, nil
+	case slices.Contains(bedWords, kind):
+		return func() (any, func(io.Writer) error, error) { return getBeds(ctx, c, q.Name) }, nil
 	case slices.Contains(slotWords, kind):
 		return func() (any, func(io.Writer) error, error) { return getSlots(ctx, c, bed) }, nil
 	case slices.Contains(queueWords, kind):
 		return func() (any, func(io.Writer) error, error) { return getQueues(ctx, c, bed) }, nil
 	}
-	return nil, fmt.Errorf("cannot get %q: want jobs, schedulings, slots or queues", q.What)
+	return nil, fmt.Errorf("cannot get %q: want jobs, schedulings, beds, slots or queues", q.What)
 }
 
 // getJobs fetches one job, or the jobs the filter lets through.
@@ -120,6 +123,24 @@ func getSchedulings(ctx context.Context, c *apiclient.Client, name string) (any,
 		return nil, nil, err
 	}
 	return l, func(out io.Writer) error { return render.Schedulings(out, l.Items) }, nil
+}
+
+// getBeds fetches one test bed (its counts, not its slots: get slots shows them), or all of
+// the namespace's.
+func getBeds(ctx context.Context, c *apiclient.Client, name string) (any, func(io.Writer) error, error) {
+	if name != "" {
+		tb, err := c.GetTestBed(ctx, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		tb.Status.Slots = nil
+		return tb, func(out io.Writer) error { return render.TestBeds(out, []apitypes.TestBed{tb}) }, nil
+	}
+	l, err := c.ListTestBeds(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, func(out io.Writer) error { return render.TestBeds(out, l.Items) }, nil
 }
 
 // getSlots fetches a test bed's slots, each with the job whose pod holds it. The API names

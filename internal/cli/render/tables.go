@@ -5,6 +5,9 @@ import (
 	"io"
 	"strconv"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
 )
@@ -52,6 +55,30 @@ func Schedulings(out io.Writer, scheds []apitypes.Scheduling) error {
 	}
 	return table(out, rows)
 }
+
+// TestBeds prints test beds as a table, one row each, or "no test beds": their slot counts
+// and whether they are Ready (every free slot holds its ghost), with the reason when not.
+func TestBeds(out io.Writer, beds []apitypes.TestBed) error {
+	if len(beds) == 0 {
+		_, err := fmt.Fprintln(out, "no test beds")
+		return err
+	}
+	rows := [][]string{{"NAME", "LABEL", "NODES", "SLOTS", "FREE", "RESERVED", "OCCUPIED", "READY"}}
+	for _, tb := range beds {
+		ready := "-"
+		if c := apimeta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+			ready = string(c.Status)
+			if c.Status != metav1.ConditionTrue && c.Reason != "" {
+				ready += " (" + c.Reason + ")"
+			}
+		}
+		st := tb.Status
+		rows = append(rows, []string{tb.Name, tb.Spec.NodeLabel, itoa(st.Nodes), itoa(st.Total), itoa(st.Free), itoa(st.Reserved), itoa(st.Occupied), ready})
+	}
+	return table(out, rows)
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 // Slots prints a test bed's slots, each with the job that holds it (holders maps a slot's
 // position to its job; a free slot shows none), and below them the bed's counts.
