@@ -317,9 +317,9 @@ new      SlotBased   - (cancelling)  2     0         0        bed
 	require.Equal(t, get("slots"), get("slots", "bed"), "the test bed as NAME")
 	require.Equal(t, get("slots"), get("slots", "-testbed", "bed"))
 
-	require.Equal(t, `PATH            STEADY SHARE        FAIR SHARE              USAGE               RUNNING  PENDING
-root            24576 mb, 6 vcores  24576 mb, 6 vcores      16384 mb, 4 vcores  1        1
-root.analytics  24576 mb, 6 vcores  12288.5 mb, 2.5 vcores  16384 mb, 4 vcores  1        1
+	require.Equal(t, `PATH            STEADY SHARE        FAIR SHARE            USAGE               RUNNING  PENDING
+root            24576 mb, 6 vcores  24576 mb, 6 vcores    16384 mb, 4 vcores  1        1
+root.analytics  24576 mb, 6 vcores  12288 mb, 2.5 vcores  16384 mb, 4 vcores  1        1
 
 WAITING JOB  SCHEDULING  QUEUE           SLOTS  REASON
 report       nightly     root.analytics  4      needs 4 slots, 1 free

@@ -36,7 +36,7 @@ func Allocations(out io.Writer, tree *queue.Tree, total queue.Resources) error {
 		indent := strings.Repeat("  ", strings.Count(path, "."))
 		name := path[strings.LastIndex(path, ".")+1:]
 		fmt.Fprintf(w, "%s%s\t%s\t%g\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, name, kind, weight, tree.Policy(q),
-			tree.MinResources(q), tree.MaxResources(q, total), apps, am, shares[path])
+			tree.MinResources(q), tree.MaxResources(q, total), apps, am, shown(shares[path]))
 	}
 	return w.Flush()
 }

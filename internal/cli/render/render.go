@@ -48,10 +48,25 @@ func slotList(ids []int32) string {
 	return orDash(strings.Join(parts, ","))
 }
 
-// resources is an amount in the allocation file's form, with fractions where the amount is
-// not whole: "512 mb, 0.25 vcores".
+// resources is an amount as the tables print shares and usage: memory in whole MB, rounded
+// down as YARN's UI prints it, and vcores to two decimals, rounded down (a job may ask for
+// part of a core): "43690 mb, 5.33 vcores". A share is a division, and its exact value
+// ("43690.66666698455810546875 mb") says nothing more.
 func resources(r apitypes.Resources) string {
-	return queue.Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores}.String()
+	return shown(queue.Resources{MemoryBytes: r.MemoryBytes, MilliCores: r.MilliCores})
+}
+
+func shown(r queue.Resources) string {
+	if r.MemoryBytes < 0 || r.MilliCores < 0 {
+		return r.String() // no share or usage is below zero; shown exactly if one were
+	}
+	mb := strconv.FormatInt(r.MemoryBytes>>20, 10) // an mb is 2^20 bytes
+	hundredths := r.MilliCores / 10
+	cores := strconv.FormatInt(hundredths/100, 10)
+	if rest := hundredths % 100; rest != 0 {
+		cores += "." + strings.TrimRight(fmt.Sprintf("%02d", rest), "0")
+	}
+	return mb + " mb, " + cores + " vcores"
 }
 
 // totalJobs is a Scheduling's job count: its status's, or its spec's before the workflow
