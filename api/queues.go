@@ -95,6 +95,9 @@ func queueTreeOf(bed string, r *workflows.AdmissionReport) apitypes.QueueTree {
 	for _, i := range r.Ignored {
 		out.Ignored = append(out.Ignored, i.String())
 	}
+	for _, d := range r.Deprecated {
+		out.Deprecated = append(out.Deprecated, d.String())
+	}
 	if r.ConfigVersion != "" || r.ConfigError != "" || len(r.Queues) > 0 {
 		for _, p := range r.Settings.Properties() {
 			out.Settings = append(out.Settings, apitypes.Setting{Name: p.Name, Value: p.Value})

@@ -246,6 +246,10 @@ type QueueTree struct {
 	// Scheduler does, and does not act on, each with where and why ("line 13,
 	// <maxContainerAllocation> of root.etl: ...").
 	Ignored []string `json:"ignored,omitempty"`
+	// Deprecated lists the elements of the file in force read under an old name the Fair
+	// Scheduler still takes ("line 4, <schedulingMode> of root.etl: the old name of
+	// <schedulingPolicy>, read as it").
+	Deprecated []string `json:"deprecated,omitempty"`
 	// Warnings say where the file in force does not do what it seems to, such as root's
 	// ACLs leaving every queue open to every user, and what to set instead.
 	Warnings []string `json:"warnings,omitempty"`

@@ -48,6 +48,18 @@ func QueuesCondition(cm *corev1.ConfigMap) metav1.Condition {
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonQueuesAccepted
 		cond.Message = fmt.Sprintf("the queue configuration (%s) loads, and root's ACLs restrict who may submit to and administer its queues", where)
 	}
+	if err == nil {
+		var unknown []string
+		for _, i := range a.Ignored {
+			if i.Unknown {
+				unknown = append(unknown, fmt.Sprintf("line %d, <%s>", i.Line, i.Element))
+			}
+		}
+		if len(unknown) > 0 {
+			cond.Message += fmt.Sprintf(". It leaves out the elements it does not know, as the Fair Scheduler does (a typo of a known one?): %s",
+				strings.Join(unknown, "; "))
+		}
+	}
 	cond.Message = truncate(cond.Message, maxConditionMessage)
 	return cond
 }

@@ -73,10 +73,10 @@ func TestQueuesConfigured_ConditionFollowsTheFile(t *testing.T) {
 	require.NoError(t, cl.Update(ctx, cm))
 	waitReason("bed", v1alpha1.ReasonQueuesAccepted, metav1.ConditionTrue)
 
-	cm.Data[v1alpha1.QueuesConfigMapKey] = "<allocations>\n<queue name=\"secure\">\n<weigth>2</weigth>\n</queue>\n</allocations>\n"
+	cm.Data[v1alpha1.QueuesConfigMapKey] = "<allocations>\n<queue name=\"secure\">\n<weight>heavy</weight>\n</queue>\n</allocations>\n"
 	require.NoError(t, cl.Update(ctx, cm))
 	rejected := waitReason("bed", v1alpha1.ReasonQueuesRejected, metav1.ConditionFalse)
-	require.Contains(t, rejected.Message, "allocation file line 3, <weigth>: unknown element")
+	require.Contains(t, rejected.Message, "allocation file line 3, <weight>: \"heavy\" is not a non-negative number")
 
 	// A test bed made now learns of the file as it is.
 	newBed("late")

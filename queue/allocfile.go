@@ -99,8 +99,12 @@ type Allocations struct {
 	Settings
 	// Ignored lists what the file, and the settings, say that has no meaning for slots, each
 	// with why: the Fair Scheduler accepts it, so a YARN file loads, and slotplane says it
-	// does nothing.
+	// does nothing. Elements neither knows are among them (Ignored.Unknown): the Fair
+	// Scheduler loads a file without them too.
 	Ignored []Ignored
+	// Deprecated lists the elements read under an old name the Fair Scheduler still takes
+	// (schedulingMode for schedulingPolicy, say), each with the name it stands for.
+	Deprecated []Ignored `json:",omitempty"`
 }
 
 // UnmarshalJSON reads encoded Allocations; a setting the encoding does not mention takes
@@ -125,6 +129,9 @@ type Ignored struct {
 	// Property is set, instead of Element, for a property of the settings (yarn-site.xml).
 	Property string `json:",omitempty"`
 	Reason   string
+	// Unknown: neither the Fair Scheduler nor slotplane knows the element (a misspelt
+	// setting, often), and the file loads without it.
+	Unknown bool `json:",omitempty"`
 }
 
 func (i Ignored) String() string {
@@ -185,8 +192,11 @@ func ParseAllocations(data []byte) (*Allocations, error) {
 	if err := p.root(); err != nil {
 		return nil, err
 	}
-	if err := p.elements(p.topHandlers(a), p.unknownTop); err != nil {
+	if err := p.elements(p.topHandlers(a), p.unknownTop(a)); err != nil {
 		return nil, err
+	}
+	if a.DefaultFairSharePreemptionTimeout == nil {
+		a.DefaultFairSharePreemptionTimeout = p.oldFairSharePreemptionTimeout
 	}
 	if err := a.validate(); err != nil {
 		return nil, err
@@ -198,6 +208,9 @@ func ParseAllocations(data []byte) (*Allocations, error) {
 type parser struct {
 	dec  *xml.Decoder
 	line int
+	// oldFairSharePreemptionTimeout is a top-level fairSharePreemptionTimeout, the old name of
+	// defaultFairSharePreemptionTimeout: it holds unless the new name is set too, wherever.
+	oldFairSharePreemptionTimeout *time.Duration
 	// file is ConfigError.File for its mistakes; rootName the root element it expects.
 	file, rootName string
 }
@@ -289,7 +302,7 @@ type elementHandler func(s xml.StartElement) error
 
 // elements reads the child elements of the current element up to its end tag, giving each
 // to the handler of its name; an element no handler takes is the error unknown makes of its
-// name. The top level and queue elements are both read this way, each with its own table.
+// name, or, when unknown makes none, skipped whole. The top level and queue elements are both read this way, each with its own table.
 func (p *parser) elements(handlers map[string]elementHandler, unknown func(name string) error) error {
 	for {
 		tok, err := p.next()
@@ -302,7 +315,13 @@ func (p *parser) elements(handlers map[string]elementHandler, unknown func(name 
 		}
 		handle, ok := handlers[s.Name.Local]
 		if !ok {
-			return unknown(s.Name.Local)
+			if err := unknown(s.Name.Local); err != nil {
+				return err
+			}
+			if err := p.dec.Skip(); err != nil { // taken as unknown: its content goes unread
+				return p.errAt(p.pos(), "", "not well-formed XML: "+err.Error())
+			}
+			continue
 		}
 		if err := handle(s); err != nil {
 			return err
@@ -351,7 +370,9 @@ func (p *parser) topHandlers(a *Allocations) map[string]elementHandler {
 		"reservation-policy":                  ignore(p, a, "", whyNoReservations, p.text),
 		"reservation-planner":                 ignore(p, a, "", whyNoReservations, p.text),
 		"queueMaxAMShareDefault":              into(p.amShare, &a.QueueMaxAMShareDefault),
-		"defaultQueueSchedulingPolicy":        into(p.policy, &a.DefaultQueueSchedulingPolicy),
+		"defaultQueueSchedulingPolicy":        into(p.defaultPolicy, &a.DefaultQueueSchedulingPolicy),
+		"defaultQueueSchedulingMode":          renamed(p, a, "", "defaultQueueSchedulingPolicy", into(p.defaultPolicy, &a.DefaultQueueSchedulingPolicy)),
+		"fairSharePreemptionTimeout":          renamed(p, a, "", "defaultFairSharePreemptionTimeout", intoPtr(p.seconds, &p.oldFairSharePreemptionTimeout)),
 		"defaultFairSharePreemptionTimeout":   intoPtr(p.seconds, &a.DefaultFairSharePreemptionTimeout),
 		"defaultMinSharePreemptionTimeout":    intoPtr(p.seconds, &a.DefaultMinSharePreemptionTimeout),
 		"defaultFairSharePreemptionThreshold": intoPtr(p.fraction, &a.DefaultFairSharePreemptionThreshold),
@@ -370,12 +391,38 @@ var movedToSettings = map[string]string{
 	"stateAwareSlotBackedDoNotHold":          PropSlotBackedDoNotHold,
 }
 
-// unknownTop is the error of an element of <allocations> no handler takes.
-func (p *parser) unknownTop(name string) error {
-	if prop, ok := movedToSettings[name]; ok {
-		return p.errf(name, "this setting moved out of the allocation file: set the property %s in %s, the key next to it", prop, SettingsFile)
+// unknownTop takes an element of <allocations> no handler takes. The Fair Scheduler loads
+// the file without it, with a warning, and so does slotplane, listing it in a.Ignored; one of
+// slotplane's own former elements is refused with where its setting went.
+func (p *parser) unknownTop(a *Allocations) func(name string) error {
+	return func(name string) error {
+		if prop, ok := movedToSettings[name]; ok {
+			return p.errf(name, "this setting moved out of the allocation file: set the property %s in %s, the key next to it", prop, SettingsFile)
+		}
+		p.unknown(a, "", name, "not an element of <allocations>")
+		return nil
 	}
-	return p.errf(name, "unknown element (a typo of a known one?)")
+}
+
+// unknown lists an element no handler takes in a.Ignored: the Fair Scheduler ignores it
+// (warning only at the top level), and so does slotplane, saying so.
+func (p *parser) unknown(a *Allocations, queue, name, what string) {
+	a.Ignored = append(a.Ignored, Ignored{Line: p.line, Element: name, Queue: queue, Unknown: true,
+		Reason: what + " the Fair Scheduler or slotplane knows (a typo of a known one?): the file loads without it, as YARN loads it"})
+}
+
+// renamed is the handler of an element's old name, which the Fair Scheduler still takes:
+// read as the element it stands for (now), and listed in a.Deprecated.
+func renamed(p *parser, a *Allocations, queue, now string, read elementHandler) elementHandler {
+	return func(s xml.StartElement) error {
+		line := p.line
+		if err := read(s); err != nil {
+			return err
+		}
+		a.Deprecated = append(a.Deprecated, Ignored{Line: line, Element: s.Name.Local, Queue: queue,
+			Reason: fmt.Sprintf("the old name of <%s>, read as it", now)})
+		return nil
+	}
 }
 
 // Why the Fair Scheduler's settings that slotplane reads have no effect.
@@ -478,7 +525,8 @@ func (p *parser) childQueue(a *Allocations, parent *QueueConfig, s xml.StartElem
 // queueBody reads the elements of queue q's element (named element: queue or pool) into q.
 func (p *parser) queueBody(a *Allocations, q *QueueConfig, element string) error {
 	return p.elements(p.queueHandlers(a, q), func(name string) error {
-		return p.errf(name, "unknown element in <%s name=%q>", element, q.Name)
+		p.unknown(a, q.Path, name, fmt.Sprintf("not an element of <%s>", element))
+		return nil
 	})
 }
 
@@ -502,6 +550,7 @@ func (p *parser) queueHandlers(a *Allocations, q *QueueConfig) map[string]elemen
 		"maxAMShare":                   intoPtr(p.amShare, &q.MaxAMShare),
 		"weight":                       into(p.weight, &q.Weight),
 		"schedulingPolicy":             into(p.policy, &q.Policy),
+		"schedulingMode":               renamed(p, a, q.Path, "schedulingPolicy", into(p.policy, &q.Policy)),
 		"aclSubmitApps":                intoPtr(p.acl, &q.SubmitACL),
 		"aclAdministerApps":            intoPtr(p.acl, &q.AdministerACL),
 		"minSharePreemptionTimeout":    intoPtr(p.seconds, &q.MinSharePreemptionTimeout),
@@ -542,7 +591,8 @@ func (p *parser) user(a *Allocations, s xml.StartElement) error {
 	}
 	limit := -1 // no limit of its own unless given
 	err := p.elements(p.userHandlers(&limit), func(element string) error {
-		return p.errf(element, "a user element holds only maxRunningApps")
+		p.unknown(a, "", element, fmt.Sprintf("not an element of <user name=%q> (it holds maxRunningApps)", name))
+		return nil
 	})
 	if err != nil {
 		return err
@@ -652,6 +702,17 @@ func (p *parser) policy(name string) (Policy, error) {
 		return "", p.errf(name, "%q is not a policy slotplane knows (fifo, fair, drf, stateaware)", v)
 	}
 	return pol, nil
+}
+
+// defaultPolicy reads defaultQueueSchedulingPolicy (or its old name): any policy but fifo,
+// which the Fair Scheduler refuses there, since the default applies to parent queues too
+// and fifo orders applications, not queues. A leaf takes fifo in its own schedulingPolicy.
+func (p *parser) defaultPolicy(name string) (Policy, error) {
+	pol, err := p.policy(name)
+	if err == nil && pol == PolicyFIFO {
+		return "", p.errf(name, "the default policy cannot be fifo (the Fair Scheduler refuses it too): it applies to parent queues, and fifo orders applications, not queues; set fifo in the leaves' schedulingPolicy")
+	}
+	return pol, err
 }
 
 // ruleNames are the placement rules of the source.

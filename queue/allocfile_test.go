@@ -141,7 +141,7 @@ func TestParseAllocations_PoolsRootAndDefaults(t *testing.T) {
     <fairSharePreemptionTimeout>60</fairSharePreemptionTimeout>
     <pool name="etl"><schedulingPolicy>DRF</schedulingPolicy><maxAMShare>-1</maxAMShare></pool>
   </pool>
-  <defaultQueueSchedulingPolicy>fifo</defaultQueueSchedulingPolicy>
+  <defaultQueueSchedulingPolicy>drf</defaultQueueSchedulingPolicy>
   <defaultMinSharePreemptionTimeout>30</defaultMinSharePreemptionTimeout>
   <defaultFairSharePreemptionThreshold>0.8</defaultFairSharePreemptionThreshold>
   <queueMaxAppsDefault>7</queueMaxAppsDefault>
@@ -162,7 +162,7 @@ func TestParseAllocations_PoolsRootAndDefaults(t *testing.T) {
 	if etl == nil || etl.Policy != PolicyDRF || *etl.MaxAMShare != -1 {
 		t.Errorf("etl %+v", etl)
 	}
-	if a.DefaultQueueSchedulingPolicy != PolicyFIFO || *a.DefaultMinSharePreemptionTimeout != 30*time.Second || *a.DefaultFairSharePreemptionThreshold != 0.8 || *a.QueueMaxAppsDefault != 7 {
+	if a.DefaultQueueSchedulingPolicy != PolicyDRF || *a.DefaultMinSharePreemptionTimeout != 30*time.Second || *a.DefaultFairSharePreemptionThreshold != 0.8 || *a.QueueMaxAppsDefault != 7 {
 		t.Errorf("defaults %+v", a)
 	}
 }
@@ -175,7 +175,6 @@ func TestParseAllocations_ErrorsSayWhere(t *testing.T) {
 		element   string
 		msgSubstr string
 	}{
-		"misspelt limit":         {"<allocations>\n<queue name=\"a\">\n<maxRunningApp>3</maxRunningApp>\n</queue>\n</allocations>", 3, "maxRunningApp", "unknown element"},
 		"bad number":             {"<allocations>\n<queue name=\"a\">\n\n<maxRunningApps>three</maxRunningApps>\n</queue>\n</allocations>", 4, "maxRunningApps", `"three" is not a whole`},
 		"bad resources":          {"<allocations>\n<queue name=\"a\"><minResources>10 gb</minResources></queue>\n</allocations>", 2, "minResources", "resources must look like"},
 		"period in name":         {"<allocations>\n<queue name=\"a.b\"/>\n</allocations>", 2, "queue", "contains a period"},
@@ -191,7 +190,7 @@ func TestParseAllocations_ErrorsSayWhere(t *testing.T) {
 		"nested missing":         {"<allocations>\n<queuePlacementPolicy>\n<rule name=\"nestedUserQueue\"/>\n<rule name=\"reject\"/>\n</queuePlacementPolicy>\n</allocations>", 3, "rule", "needs the rule"},
 		"queue on wrong rule":    {"<allocations>\n<queuePlacementPolicy>\n<rule name=\"user\" queue=\"x\"/>\n</queuePlacementPolicy>\n</allocations>", 3, "rule", "only the default rule"},
 		"bad create":             {"<allocations>\n<queuePlacementPolicy>\n<rule name=\"user\" create=\"maybe\"/>\n</queuePlacementPolicy>\n</allocations>", 3, "rule", "not true or false"},
-		"user extra":             {"<allocations>\n<user name=\"bob\">\n<weight>2</weight>\n</user>\n</allocations>", 3, "weight", "only maxRunningApps"},
+		"fifo by default":        {"<allocations>\n<defaultQueueSchedulingMode>FIFO</defaultQueueSchedulingMode>\n</allocations>", 2, "defaultQueueSchedulingMode", "cannot be fifo"},
 		"wrong root":             {"<config/>", 1, "config", "must be <allocations>"},
 		"stray text":             {"<allocations>\n<queue name=\"a\">oops</queue>\n</allocations>", 2, "", "outside of any value element"},
 		"truncated":              {"<allocations>\n<queue name=\"a\">", 2, "", "unexpected EOF"},

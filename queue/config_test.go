@@ -33,7 +33,7 @@ func TestConfig_KeepsTheLastGoodFile(t *testing.T) {
 	if _, changed := load(c, "ignored: the same version", "v1"); changed {
 		t.Fatal("the version in force was read again")
 	}
-	c, _ = load(c, "<allocations>\n<queue name=\"b\"><wieght>2</wieght></queue>\n</allocations>", "v2")
+	c, _ = load(c, "<allocations>\n<queue name=\"b\"><weight>two</weight></queue>\n</allocations>", "v2")
 	if c.Version != "v1" || c.Allocations.Queue("a") == nil || c.RejectedVersion != "v2" || !strings.Contains(c.Rejected, "line 2") {
 		t.Fatalf("v2 must be rejected and v1 kept: %+v", c)
 	}

@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -130,11 +132,26 @@ func TestPlanPreemption_AllowPreemptionFromFalseProtects(t *testing.T) {
 	}
 }
 
-// Truly unknown elements are still errors, at the top level and in a queue.
-func TestParseAllocations_UnknownHadoop3LookalikesStayErrors(t *testing.T) {
+// Lookalikes of Hadoop 3's elements are not taken for them. An element nobody knows is left
+// out and listed as unknown, at the top level (where Hadoop warns) and in a queue (where it
+// says nothing); a known element with a value of the wrong form is an error.
+func TestParseAllocations_Hadoop3LookalikesAreNotTakenForThem(t *testing.T) {
+	for bad, element := range map[string]string{
+		"<allocations><reservation-agents>x</reservation-agents></allocations>":                       "reservation-agents",
+		`<allocations><queue name="a"><maxChildResource>25%</maxChildResource></queue></allocations>`: "maxChildResource",
+	} {
+		a, err := ParseAllocations([]byte(bad))
+		if err != nil {
+			t.Fatalf("%s: %v", bad, err)
+		}
+		if len(a.Ignored) != 1 || !a.Ignored[0].Unknown || a.Ignored[0].Element != element || a.Ignored[0].Line != 1 {
+			t.Errorf("%s: ignored %+v, want <%s> as unknown", bad, a.Ignored, element)
+		}
+		if q := a.Queue("a"); q != nil && q.MaxChildResourcesPercent != nil {
+			t.Errorf("%s: read as maxChildResources", bad)
+		}
+	}
 	for _, bad := range []string{
-		"<allocations><reservation-agents>x</reservation-agents></allocations>",
-		`<allocations><queue name="a"><maxChildResource>25%</maxChildResource></queue></allocations>`,
 		`<allocations><queue name="a"><minResources>50%</minResources></queue></allocations>`,
 		`<allocations><queue name="a"><maxResources>memory-mb=50%, vcores=2</maxResources></queue></allocations>`,
 		`<allocations><queue name="a"><aclSubmitReservations><x/></aclSubmitReservations></queue></allocations>`,
@@ -144,5 +161,61 @@ func TestParseAllocations_UnknownHadoop3LookalikesStayErrors(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%s: %v names no line", bad, err)
 		}
+	}
+}
+
+// A file in Hadoop 2's style, with the names Hadoop still takes for compatibility and
+// elements it does not know, loads as Hadoop loads it: the old names read as the new, the
+// unknown left out, each listed with its line.
+func TestParseAllocations_AHadoop2StyleFileLoadsWithWarnings(t *testing.T) {
+	a, err := ParseAllocations([]byte(`<?xml version="1.0"?>
+<allocations>
+  <pool name="etl">
+    <minResources>10000 mb, 2 vcores</minResources>
+    <schedulingMode>fair</schedulingMode>
+    <minSharePreemptionTimeout>60</minSharePreemptionTimeout>
+    <maxRunningApp>5</maxRunningApp>
+  </pool>
+  <pool name="adhoc">
+    <schedulingMode>fifo</schedulingMode>
+  </pool>
+  <user name="sample_user">
+    <maxRunningApps>30</maxRunningApps>
+    <weight>2</weight>
+  </user>
+  <userMaxAppsDefault>5</userMaxAppsDefault>
+  <defaultQueueSchedulingMode>drf</defaultQueueSchedulingMode>
+  <fairSharePreemptionTimeout>600</fairSharePreemptionTimeout>
+  <queueMaxAppsDefualt>10</queueMaxAppsDefualt>
+</allocations>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []any{a.Queue("etl").Policy, a.Queue("adhoc").Policy, a.DefaultQueueSchedulingPolicy, *a.DefaultFairSharePreemptionTimeout, a.UserMaxApps["sample_user"]}; !slices.Equal(got,
+		[]any{PolicyFair, PolicyFIFO, PolicyDRF, 10 * time.Minute, 30}) {
+		t.Errorf("read as %v", got)
+	}
+	if a.Queue("etl").MaxRunningApps != nil || a.QueueMaxAppsDefault != nil {
+		t.Error("a misspelt limit was taken for the limit")
+	}
+	var deprecated, unknown []string
+	for _, d := range a.Deprecated {
+		deprecated = append(deprecated, d.String())
+	}
+	for _, i := range a.Ignored {
+		if i.Unknown {
+			unknown = append(unknown, fmt.Sprintf("line %d, <%s> %s", i.Line, i.Element, i.Queue))
+		}
+	}
+	if want := []string{
+		"line 5, <schedulingMode> of root.etl: the old name of <schedulingPolicy>, read as it",
+		"line 10, <schedulingMode> of root.adhoc: the old name of <schedulingPolicy>, read as it",
+		"line 17, <defaultQueueSchedulingMode>: the old name of <defaultQueueSchedulingPolicy>, read as it",
+		"line 18, <fairSharePreemptionTimeout>: the old name of <defaultFairSharePreemptionTimeout>, read as it",
+	}; !slices.Equal(deprecated, want) {
+		t.Errorf("deprecated %q, want %q", deprecated, want)
+	}
+	if want := []string{"line 7, <maxRunningApp> root.etl", "line 14, <weight> ", "line 19, <queueMaxAppsDefualt> "}; !slices.Equal(unknown, want) {
+		t.Errorf("unknown %q, want %q", unknown, want)
 	}
 }

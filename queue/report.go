@@ -9,8 +9,11 @@ type Report struct {
 	// Warnings say, in words for people, where the file in force does not do what it seems
 	// to (Allocations.Warnings): that root's ACLs leave every queue open, say.
 	Warnings []string `json:",omitempty"`
-	// Ignored are the file's settings in force that slotplane reads and does not act on.
+	// Ignored are the file's settings in force that slotplane reads and does not act on, and
+	// the elements it does not know (Ignored.Unknown), which the file loaded without.
 	Ignored []Ignored `json:",omitempty"`
+	// Deprecated are the file's elements read under an old name (Allocations.Deprecated).
+	Deprecated []Ignored `json:",omitempty"`
 	// Settings are the settings in force (yarn-site.xml, or their defaults).
 	Settings Settings
 	Queues   []QueueReport
@@ -68,6 +71,7 @@ func (a *Admitter) Report(opts ReportOptions) Report {
 		MoreWaiting: len(a.st.Waiting) - len(listed), MoreRunning: len(a.st.Running) - len(listedRunning)}
 	if a.st.Config.Allocations != nil {
 		r.Ignored = slices.Clone(a.st.Config.Allocations.Ignored)
+		r.Deprecated = slices.Clone(a.st.Config.Allocations.Deprecated)
 		r.Settings = a.st.Config.Allocations.Settings
 		r.Warnings = a.st.Config.Allocations.Warnings()
 	}

@@ -320,7 +320,7 @@ func TestParseConfig_SettingsJoinTheFile(t *testing.T) {
 	if _, err := ParseConfig(configFiles(`<allocations/>`, settingsFile(PropPreemption, "on"))); err == nil || !strings.HasPrefix(err.Error(), "yarn-site.xml line 2, property "+PropPreemption) {
 		t.Errorf("bad settings: %v", err)
 	}
-	if _, err := ParseConfig(configFiles(`<allocations><x/></allocations>`, preemptionOn)); err == nil || !strings.HasPrefix(err.Error(), "allocation file line 1, <x>") {
+	if _, err := ParseConfig(configFiles(`<allocations><queue name="a"><weight>x</weight></queue></allocations>`, preemptionOn)); err == nil || !strings.HasPrefix(err.Error(), "allocation file line 1, <weight>") {
 		t.Errorf("bad file: %v", err)
 	}
 }

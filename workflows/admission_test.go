@@ -436,7 +436,7 @@ func aclReleaseAndBadFile(t *testing.T, batched bool) {
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		w.mu.Lock()
-		w.file = allocFile{Exists: true, Version: "2", Data: "<allocations>\n<queue name=\"a\"><maxRunningApp>1</maxRunningApp></queue>\n</allocations>"}
+		w.file = allocFile{Exists: true, Version: "2", Data: "<allocations>\n<queue name=\"a\"><maxRunningApps>one</maxRunningApps></queue>\n</allocations>"}
 		w.mu.Unlock()
 		env.UpdateWorkflowNoRejection(AdmissionConfigUpdate, "", t)
 		env.UpdateWorkflowNoRejection(AdmissionReleaseUpdate, "", t, jk("s", "first"))
@@ -450,7 +450,7 @@ func aclReleaseAndBadFile(t *testing.T, batched bool) {
 	require.Equal(t, "first", w.grants[1].Job)
 	require.Equal(t, "second", w.grants[2].Job, "second starts once first is released (maxRunningApps 1)")
 	require.Equal(t, "1", report.ConfigVersion, "the bad version 2 is not in force")
-	require.Contains(t, report.ConfigError, "line 2, <maxRunningApp>: unknown element")
+	require.Contains(t, report.ConfigError, "line 2, <maxRunningApps>: \"one\" is not a whole")
 	require.Equal(t, 1.0, counted(t, recorded, "slotplane_rejected_jobs_total", map[string]string{"namespace": "ns", "testbed": "bed"}),
 		"the refusal is counted once")
 }
@@ -884,7 +884,7 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 	require.Len(t, carried.Waiting, 1)
 	require.Len(t, w.grants, 1)
 
-	w2 := &admissionWorld{file: allocFile{Exists: true, Version: "2", Data: "<allocations><queue name=\"a\"><bad/></queue></allocations>"}}
+	w2 := &admissionWorld{file: allocFile{Exists: true, Version: "2", Data: "<allocations><queue name=\"a\"><weight>heavy</weight></queue></allocations>"}}
 	env2 := newAdmissionEnv(t, w2, 4)
 	env2.RegisterDelayedCallback(func() {
 		env2.UpdateWorkflowNoRejection(AdmissionReleaseUpdate, "", t, jk("s", "first"))
@@ -893,7 +893,7 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 	in.StepsPerRun = 10
 	env2.ExecuteWorkflow(AdmissionWorkflow, in)
 	require.Equal(t, "1", report.ConfigVersion, "the carried file stays in force")
-	require.Contains(t, report.ConfigError, "unknown element")
+	require.Contains(t, report.ConfigError, "is not a non-negative number")
 	require.Len(t, w2.grants, 1)
 	require.Equal(t, "second", w2.grants[0].Job, "the waiting job of the first run starts in the second")
 }

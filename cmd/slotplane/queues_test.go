@@ -58,14 +58,14 @@ func TestQueues_DeadlockTable(t *testing.T) {
 
 func TestQueues_BadInput(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.xml")
-	require.NoError(t, os.WriteFile(bad, []byte("<allocations>\n<queue name=\"a\">\n<weigth>2</weigth>\n</queue>\n</allocations>\n"), 0o644))
+	require.NoError(t, os.WriteFile(bad, []byte("<allocations>\n<queue name=\"a\">\n<weight>heavy</weight>\n</queue>\n</allocations>\n"), 0o644))
 	cases := map[string]struct {
 		args []string
 		want string
 	}{
 		"no file":      {nil, "-f names the allocation file"},
 		"missing file": {[]string{"-f", "/nonexistent.xml"}, "no such file"},
-		"misspelt":     {[]string{"-f", bad}, "allocation file line 3, <weigth>: unknown element"},
+		"misspelt":     {[]string{"-f", bad}, "allocation file line 3, <weight>: \"heavy\" is not a non-negative number"},
 		"bad capacity": {[]string{"-f", "../../examples/fair-scheduler.xml", "-capacity", "lots"}, "-capacity: resources must look like"},
 	}
 	for name, tc := range cases {

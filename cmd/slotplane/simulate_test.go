@@ -116,7 +116,7 @@ func TestSimulate_BadInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(badTrace, []byte("submit,name,queue,user,groups,driver,executors,runtime\n"+
 		"0s,a,q,u,,\"1024 mb, 1 vcores\",2,1m\n0s,b,q,u,,\"1024 mb, 1 vcores\",many,1m\n"), 0o644))
 	badFile := filepath.Join(dir, "bad.xml")
-	require.NoError(t, os.WriteFile(badFile, []byte("<allocations>\n<queue name=\"a\">\n<weigth>2</weigth>\n</queue>\n</allocations>\n"), 0o644))
+	require.NoError(t, os.WriteFile(badFile, []byte("<allocations>\n<queue name=\"a\">\n<weight>heavy</weight>\n</queue>\n</allocations>\n"), 0o644))
 	badSettings := filepath.Join(dir, "site.xml")
 	require.NoError(t, os.WriteFile(badSettings, []byte("<configuration>\n<property><name>yarn.scheduler.fair.preemption</name><value>yes</value></property>\n</configuration>\n"), 0o644))
 	good := "../../examples/traces/burst.csv"
@@ -128,7 +128,7 @@ func TestSimulate_BadInput(t *testing.T) {
 		"missing trace":    {[]string{"-trace", "/nonexistent.csv"}, "no such file"},
 		"bad trace":        {[]string{"-trace", badTrace}, `bad.csv: trace line 3, column 7 (executors): "many" is not a whole number`},
 		"missing file":     {[]string{"-trace", good, "-allocations", "/nonexistent.xml"}, "no such file"},
-		"bad file":         {[]string{"-trace", good, "-allocations", badFile}, "bad.xml: allocation file line 3, <weigth>: unknown element"},
+		"bad file":         {[]string{"-trace", good, "-allocations", badFile}, "bad.xml: allocation file line 3, <weight>: \"heavy\" is not a non-negative number"},
 		"bad settings":     {[]string{"-trace", good, "-settings", badSettings}, "site.xml: yarn-site.xml line 2, property yarn.scheduler.fair.preemption: \"yes\" is neither true nor false"},
 		"missing settings": {[]string{"-trace", good, "-settings", "/nonexistent-site.xml"}, "no such file"},
 		"bad mode":         {[]string{"-trace", good, "-mode", "eager"}, `replay mode "eager" is neither gang nor driver-first`},

@@ -41,15 +41,30 @@ func Allocations(out io.Writer, tree *queue.Tree, total queue.Resources) error {
 	return w.Flush()
 }
 
-// Ignored lists what the file sets that slotplane reads and does not act on, with why.
+// Ignored lists what the file sets that slotplane reads and does not act on, with why; the
+// elements neither it nor the Fair Scheduler knows, which the file loaded without; and the
+// elements read under an old name.
 func Ignored(out io.Writer, a *queue.Allocations) {
-	if len(a.Ignored) == 0 {
-		return
-	}
-	fmt.Fprintf(out, "\nignored: %d settings the Fair Scheduler takes that mean nothing for slots\n", len(a.Ignored))
+	var meaningless, unknown []queue.Ignored
 	for _, i := range a.Ignored {
-		fmt.Fprintf(out, "  %s\n", i)
+		if i.Unknown {
+			unknown = append(unknown, i)
+		} else {
+			meaningless = append(meaningless, i)
+		}
 	}
+	list := func(head string, items []queue.Ignored) {
+		if len(items) == 0 {
+			return
+		}
+		fmt.Fprintf(out, "\n"+head+"\n", len(items))
+		for _, i := range items {
+			fmt.Fprintf(out, "  %s\n", i)
+		}
+	}
+	list("unknown: %d elements, left out (the Fair Scheduler loads the file without them too)", unknown)
+	list("old names: %d elements the Fair Scheduler still takes under a name it replaced", a.Deprecated)
+	list("ignored: %d settings the Fair Scheduler takes that mean nothing for slots", meaningless)
 }
 
 // Warnings says where the file does not do what it seems to (Allocations.Warnings), such as
