@@ -450,7 +450,7 @@ func TestLoadAllocationFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, again, "the version held is not sent again")
 
-	cm.Data["fair-scheduler.xml"] = "<allocations>\n<queue name=\"a\"><wieght>2</wieght></queue>\n</allocations>"
+	cm.Data["fair-scheduler.xml"] = "<allocations>\n<queue name=\"a\"><weight>heavy</weight></queue>\n</allocations>"
 	require.NoError(t, cl.Update(ctx, cm))
 	bad, err := a.LoadAllocationFile(ctx, held)
 	require.NoError(t, err)
