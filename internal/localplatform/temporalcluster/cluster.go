@@ -66,6 +66,8 @@ type Options struct {
 	// claim mapper and authorizer, as a deployment behind an identity provider (or Temporal
 	// Cloud's API keys) does. The cluster signs the tokens (Token) and serves their keys;
 	// ClientOptions carry an admin's.
+	// The server then runs without its worker service (system workflows such as the
+	// scanners), which an authorizer refuses without the internal frontend.
 	Authorization bool
 	// TemporalBin is the folder of temporal-server and temporal-sql-tool; empty asks
 	// FindTools.
@@ -287,8 +289,20 @@ func (c *Cluster) startTemporal(ctx context.Context) error {
 	// --config-file is the server's current way to name one configuration file; --root,
 	// --config and --env name a folder of files and are deprecated. --allow-no-auth says
 	// that running without an authorizer is meant, which the server otherwise warns about.
+	args := []string{"--config-file", c.configFile, "--allow-no-auth", "start"}
+	if c.issuer != nil {
+		// The worker service's system workflows call the frontend without a token; behind an
+		// authorizer they need the internal frontend, which this cluster does not set up, and
+		// the service exits when refused. Its workflows (scanners, batch operations) are not
+		// what the tests of an authorizing frontend are about.
+		for _, svc := range services {
+			if svc != "worker" {
+				args = append(args, "--service", svc)
+			}
+		}
+	}
 	proc, err := startProcess("temporal", filepath.Join(c.Dir, "temporal.log"), c.Dir, nil,
-		filepath.Join(c.opts.TemporalBin, serverBinary), "--config-file", c.configFile, "--allow-no-auth", "start")
+		filepath.Join(c.opts.TemporalBin, serverBinary), args...)
 	if err != nil {
 		return err
 	}
