@@ -118,17 +118,27 @@ func (c *Client) CreateScheduling(ctx context.Context, r apitypes.SchedulingRequ
 // It reads every page; ListSchedulingsPage reads one.
 func (c *Client) ListSchedulings(ctx context.Context) (apitypes.SchedulingList, error) {
 	var all apitypes.SchedulingList
-	p := Page{}
-	for {
+	err := everyPage(func(p Page) (string, error) {
 		l, err := c.ListSchedulingsPage(ctx, p)
 		if err != nil {
-			return all, err
+			return "", err
 		}
 		all.Items, all.ResourceVersion = append(all.Items, l.Items...), l.ResourceVersion
-		if l.Continue == "" {
-			return all, nil
+		return l.Continue, nil
+	})
+	return all, err
+}
+
+// everyPage reads a list page by page: read takes in the page asked for and says the next
+// page's token, "" after the last.
+func everyPage(read func(p Page) (next string, err error)) error {
+	p := Page{}
+	for {
+		next, err := read(p)
+		if err != nil || next == "" {
+			return err
 		}
-		p.Continue = l.Continue
+		p.Continue = next
 	}
 }
 
@@ -163,18 +173,15 @@ func (c *Client) ListSchedulingsPage(ctx context.Context, p Page) (apitypes.Sche
 // reads every page; ListTestBedsPage reads one.
 func (c *Client) ListTestBeds(ctx context.Context) (apitypes.TestBedList, error) {
 	var all apitypes.TestBedList
-	p := Page{}
-	for {
+	err := everyPage(func(p Page) (string, error) {
 		l, err := c.ListTestBedsPage(ctx, p)
 		if err != nil {
-			return all, err
+			return "", err
 		}
 		all.Items, all.ResourceVersion = append(all.Items, l.Items...), l.ResourceVersion
-		if l.Continue == "" {
-			return all, nil
-		}
-		p.Continue = l.Continue
-	}
+		return l.Continue, nil
+	})
+	return all, err
 }
 
 // ListTestBedsPage reads one page of the namespace's test beds, sorted by name.
@@ -229,18 +236,15 @@ type JobFilter struct {
 // It reads every page; ListJobsPage reads one.
 func (c *Client) ListJobs(ctx context.Context, f JobFilter) (apitypes.JobList, error) {
 	var all apitypes.JobList
-	p := Page{}
-	for {
+	err := everyPage(func(p Page) (string, error) {
 		l, err := c.ListJobsPage(ctx, f, p)
 		if err != nil {
-			return all, err
+			return "", err
 		}
 		all.Items, all.ResourceVersion = append(all.Items, l.Items...), l.ResourceVersion
-		if l.Continue == "" {
-			return all, nil
-		}
-		p.Continue = l.Continue
-	}
+		return l.Continue, nil
+	})
+	return all, err
 }
 
 // ListJobsPage reads one page of the BatchJobs that match f, sorted by name; its Continue
