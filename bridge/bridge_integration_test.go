@@ -383,8 +383,9 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 		return schedulingState(t, cl) == v1alpha1.SchedulingScheduling
 	}, 30*time.Second, 100*time.Millisecond)
 
-	// The bridge may put its finalizer back between the update and the delete: the object
-	// goes once a delete finds none.
+	// The object goes without the bridge seeing a deletion, so that its workflow still runs
+	// when the new one starts. The bridge may put its finalizer back between the update and
+	// the delete: the delete holds only for the version the update wrote.
 	require.Eventually(t, func() bool {
 		var o v1alpha1.Scheduling
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(old), &o); apierrors.IsNotFound(err) {
@@ -394,10 +395,12 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 		}
 		o.Finalizers = nil
 		if cl.Update(ctx, &o) == nil {
-			_ = cl.Delete(ctx, &o)
+			_ = cl.Delete(ctx, &o, client.Preconditions{UID: &o.UID, ResourceVersion: &o.ResourceVersion})
 		}
 		return false
 	}, 30*time.Second, 100*time.Millisecond, "the first scheduling never went")
+	_, _, st := uidOf()
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, st, "the first scheduling's workflow ended with its object")
 	renewed := makeOne()
 	require.NotEqual(t, old.UID, renewed.UID)
 
