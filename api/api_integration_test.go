@@ -21,9 +21,9 @@ import (
 	"slotplane/api"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/testobjects"
-	"slotplane/workflows"
 )
 
 const token = "test-token"
@@ -230,7 +230,7 @@ func runsAScheduling(t *testing.T, p *platformtest.Platform, c client, good map[
 	require.Equal(t, "nightly", created.Name)
 	require.Equal(t, "default", created.Namespace)
 	require.NotEmpty(t, created.ResourceVersion)
-	desc, err := p.Temporal.DescribeWorkflowExecution(ctx, workflows.Default.SchedulingID("default", "nightly"), "")
+	desc, err := p.Temporal.DescribeWorkflowExecution(ctx, installation.Default.SchedulingID("default", "nightly"), "")
 	require.NoError(t, err, "the workflow runs as soon as the API answers")
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
 	firstRun = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
@@ -250,7 +250,7 @@ func runsAScheduling(t *testing.T, p *platformtest.Platform, c client, good map[
 	require.Len(t, jobs.Items[0].Status.Slots, 2)
 	// One run only: the bridge found the API's workflow and started none. An ended
 	// Scheduling's workflow holds its jobs until the Scheduling is deleted.
-	desc, err = p.Temporal.DescribeWorkflowExecution(ctx, workflows.Default.SchedulingID("default", "nightly"), "")
+	desc, err = p.Temporal.DescribeWorkflowExecution(ctx, installation.Default.SchedulingID("default", "nightly"), "")
 	require.NoError(t, err)
 	require.Equal(t, firstRun, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the latest run is the API's")
 	return firstRun
@@ -324,7 +324,7 @@ func deletesAnEndedScheduling(t *testing.T, p *platformtest.Platform, c client, 
 	require.Equal(t, http.StatusAccepted, c.call("DELETE", "/schedulings/nightly", nil, &deleted))
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_ = p.Temporal.GetWorkflow(waitCtx, workflows.Default.SchedulingID("default", "nightly"), firstRun).Get(waitCtx, nil)
+	_ = p.Temporal.GetWorkflow(waitCtx, installation.Default.SchedulingID("default", "nightly"), firstRun).Get(waitCtx, nil)
 	require.NoError(t, waitCtx.Err(), "the workflow did not end after the deletion")
 	require.Eventually(t, func() bool {
 		var e apitypes.Error

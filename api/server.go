@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/apitypes"
+	"slotplane/installation"
 	"slotplane/internal/health"
-	"slotplane/workflows"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -41,7 +41,7 @@ type Options struct {
 	// Temporal starts and cancels the Schedulings' workflows.
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 	// Namespace is where objects live when a request names none (default "default").
 	Namespace string
 	// Auth checks bearer tokens.

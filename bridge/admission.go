@@ -18,6 +18,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/workflows"
 )
 
@@ -33,7 +34,7 @@ type QueuesSignaller struct {
 	Client   client.Client
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 }
 
 var _ reconcile.Reconciler = (*QueuesSignaller)(nil)
@@ -123,7 +124,7 @@ type JobPolicySignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 }
 
 var _ reconcile.Reconciler = (*JobPolicySignaller)(nil)

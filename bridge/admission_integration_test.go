@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/testobjects"
-	"slotplane/workflows"
 )
 
 // On the real platform: a BatchJob deleted while it runs fails in its Scheduling, which
@@ -56,7 +56,7 @@ func TestAdmission_DeletedJobAndDeletedTestBedEndCleanly(t *testing.T) {
 		require.Contains(t, waiter.Message, "test bed bed was deleted")
 		require.Equal(t, v1alpha1.JobCompleted, jobStatusOf(s, "blocker").State, "the running job ran to its end")
 		require.Eventually(t, func() bool {
-			d, err := p.temporal.DescribeWorkflowExecution(ctx, workflows.Default.AdmissionID("default", "bed"), "")
+			d, err := p.temporal.DescribeWorkflowExecution(ctx, installation.Default.AdmissionID("default", "bed"), "")
 			return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		}, time.Minute, 250*time.Millisecond, "Admission ended with its test bed")
 	})

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/health"
 	"slotplane/internal/kubeclient"
 	"slotplane/workflows"
@@ -57,7 +58,7 @@ type TestBedSignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 	// SignalEvery is the least time between two signals to one test bed's workflow (0:
 	// DefaultSignalEvery).
 	SignalEvery time.Duration
@@ -166,7 +167,7 @@ func (s *TestBedSignaller) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // nudgeTestBed signals a test bed's workflow that its bed changed, starting it if none runs.
-func nudgeTestBed(ctx context.Context, tc temporal.Client, ids workflows.Installation, bed types.NamespacedName) error {
+func nudgeTestBed(ctx context.Context, tc temporal.Client, ids installation.Names, bed types.NamespacedName) error {
 	return signalWithStart(ctx, tc, ids.Queue(), ids.TestBedID(bed.Namespace, bed.Name), workflows.TestBedChangedSignal,
 		workflows.TestBedWorkflow, workflows.TestBedInput{Namespace: bed.Namespace, Name: bed.Name})
 }
@@ -199,7 +200,7 @@ type Options struct {
 	// (WorkflowKeeper); default 30 s.
 	WorkflowCheckEvery time.Duration
 	// Installation names the workflows and task queue the bridge starts and signals.
-	Installation workflows.Installation
+	Installation installation.Names
 	// Lease, when its Name is set, makes the bridge one of several replicas: only the one
 	// that holds the Lease reconciles and keeps workflows; every replica serves the webhook
 	// and the probes.
@@ -309,7 +310,7 @@ func managerOptions(opts Options) (ctrl.Options, error) {
 
 // addTestBedBridge adds the controller that tells TestBed workflows of changes to their test
 // bed, to any node, to their test bed's pods, and of the end of a run in their slots.
-func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ids workflows.Installation, ctrlOpts func() controller.Options) error {
+func addTestBedBridge(mgr ctrl.Manager, tc temporal.Client, ids installation.Names, ctrlOpts func() controller.Options) error {
 	signaller := &TestBedSignaller{Reader: mgr.GetClient(), Temporal: tc, IDs: ids}
 	// A node change may reshape any test bed: all of them are told.
 	allBeds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -400,7 +401,7 @@ func addSignallers(mgr ctrl.Manager, tc temporal.Client, ctrlOpts func() control
 // addJobPolicyBridge adds the cache of the job-policy ConfigMaps and the controller that
 // nudges a namespace's BatchJob workflows when its policy changes; the cache is returned for
 // the spec webhook.
-func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, ids workflows.Installation, ctrlOpts func() controller.Options) (cache.Cache, error) {
+func addJobPolicyBridge(cfg *rest.Config, mgr ctrl.Manager, tc temporal.Client, ids installation.Names, ctrlOpts func() controller.Options) (cache.Cache, error) {
 	// The job-policy ConfigMaps come through a cache of their own: the manager's holds only
 	// the allocation files (one name per field selector), and RBAC names each ConfigMap.
 	policies, err := cache.New(cfg, cache.Options{Scheme: kubeclient.Scheme(), ByObject: map[client.Object]cache.ByObject{

@@ -24,6 +24,7 @@ import (
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/lifecycle"
 	"slotplane/internal/localplatform/localcluster"
@@ -54,13 +55,13 @@ func startBridgeWith(t *testing.T, c *localcluster.Cluster, opts bridge.Options)
 	// that wakes it and keeps no copy of the jobs' pods.
 	changes, err := activities.WatchChanges(ctx, c.Config, slog.Default(), nil)
 	require.NoError(t, err)
-	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes}, workflows.Default, []string{workflows.Default.Queue()})
+	w := worker.New(tc, &activities.Activities{Client: cl, Changes: changes}, installation.Default, []string{installation.Default.Queue()})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	waker := &worker.AdmissionWaker{Temporal: tc, Log: slog.Default(), Ctx: ctx}
 	copies, err := activities.WatchCopies(ctx, c.Config, slog.Default(), waker.Wake)
 	require.NoError(t, err)
-	aw := worker.New(tc, &activities.Activities{Client: cl, Changes: copies}, workflows.Default, []string{workflows.Default.AdmissionQueue()})
+	aw := worker.New(tc, &activities.Activities{Client: cl, Changes: copies}, installation.Default, []string{installation.Default.AdmissionQueue()})
 	require.NoError(t, aw.Start())
 	t.Cleanup(aw.Stop)
 	mgrDone := make(chan error, 1)
@@ -93,7 +94,7 @@ func TestBridge_TestBedWorkflowKeepsGhostsInPlace(t *testing.T) {
 
 	// Deleting the TestBed ends its workflow.
 	require.NoError(t, cl.Delete(ctx, tb))
-	run := tc.GetWorkflow(ctx, workflows.Default.TestBedID("default", "bed"), "")
+	run := tc.GetWorkflow(ctx, installation.Default.TestBedID("default", "bed"), "")
 	waitCtx, waitCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer waitCancel()
 	var out workflows.TestBedOutput
@@ -288,7 +289,7 @@ func TestWorkflowKeeper_StartsAgainWhatWasTerminated(t *testing.T) {
 	require.NoError(t, cl.Create(ctx, tb))
 	require.NoError(t, cl.Create(ctx, testobjects.BatchJob("wordcount").Obj()))
 	waitBed(t, cl, 4, 4)
-	ids := []string{workflows.Default.TestBedID("default", "bed"), workflows.Default.BatchJobID("default", "wordcount")}
+	ids := []string{installation.Default.TestBedID("default", "bed"), installation.Default.BatchJobID("default", "wordcount")}
 	runOf := func(id string) (string, bool) {
 		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
 		if err != nil {
@@ -341,7 +342,7 @@ func TestWorkflowKeeper_CancelsTheWorkflowOfAGoneScheduling(t *testing.T) {
 	require.NoError(t, cl.Update(ctx, sched))
 	require.NoError(t, cl.Delete(ctx, sched))
 
-	id := workflows.Default.SchedulingID("default", "nightly")
+	id := installation.Default.SchedulingID("default", "nightly")
 	require.Eventually(t, func() bool {
 		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
 		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
@@ -364,7 +365,7 @@ func TestWorkflowKeeper_ANewSchedulingOfAGoneOnesNameRunsItsOwnWorkflow(t *testi
 		return s
 	}
 	old := makeOne()
-	id := workflows.Default.SchedulingID("default", "nightly")
+	id := installation.Default.SchedulingID("default", "nightly")
 	uidOf := func() (string, string, enumspb.WorkflowExecutionStatus) {
 		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"slotplane/installation"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testobjects"
 	"slotplane/workflows"
@@ -37,7 +38,7 @@ func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
 		}
 		return res
 	}
-	idA, idB := workflows.Default.TestBedID("default", "a"), workflows.Default.TestBedID("default", "b")
+	idA, idB := installation.Default.TestBedID("default", "a"), installation.Default.TestBedID("default", "b")
 
 	require.Zero(t, reconcileBed("a").RequeueAfter, "the first change is told at once")
 	for range 5 {
@@ -84,9 +85,9 @@ func TestTestBedSignaller_APodOfAnUnknownBedSignalsNothing(t *testing.T) {
 
 	require.NoError(t, cl.Delete(context.Background(), bed))
 	reconcileBed("a")
-	require.Equal(t, map[string]int{workflows.Default.TestBedID("default", "a"): 1, workflows.Default.TestBedID("default", "b"): 1}, tc.ifRunning)
+	require.Equal(t, map[string]int{installation.Default.TestBedID("default", "a"): 1, installation.Default.TestBedID("default", "b"): 1}, tc.ifRunning)
 	reconcileBed("a") // a pod of the deleted bed, later: the bed is unknown now
-	require.Equal(t, 1, tc.ifRunning[workflows.Default.TestBedID("default", "b")])
+	require.Equal(t, 1, tc.ifRunning[installation.Default.TestBedID("default", "b")])
 }
 
 // signalCounter is a Temporal client that counts the signal-with-starts it is asked for, and

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/lifecycle"
 	"slotplane/workflows"
 )
@@ -32,7 +33,7 @@ type BatchJobSignaller struct {
 	Reader   client.Reader
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 }
 
 // Reconcile signals the job's workflow.
@@ -50,7 +51,7 @@ func (s *BatchJobSignaller) Reconcile(ctx context.Context, req reconcile.Request
 }
 
 // nudgeBatchJob signals a BatchJob's workflow that its job changed, starting it if none runs.
-func nudgeBatchJob(ctx context.Context, tc temporal.Client, ids workflows.Installation, job types.NamespacedName) error {
+func nudgeBatchJob(ctx context.Context, tc temporal.Client, ids installation.Names, job types.NamespacedName) error {
 	return signalWithStart(ctx, tc, ids.Queue(), ids.BatchJobID(job.Namespace, job.Name), workflows.BatchJobChangedSignal,
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: job.Namespace, Name: job.Name})
 }
@@ -136,7 +137,7 @@ type SchedulingStarter struct {
 	Client   client.Client
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 }
 
 // Reconcile brings the Scheduling's workflow in line with the object.

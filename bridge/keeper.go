@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/lifecycle"
 	"slotplane/workflows"
 )
@@ -51,7 +52,7 @@ type WorkflowKeeper struct {
 	Client   client.Client
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 	Log *slog.Logger
 	// Every is how often it looks (default 30 s).
 	Every time.Duration
@@ -134,7 +135,7 @@ func (k *WorkflowKeeper) Pass(ctx context.Context) (int, error) {
 		label, workflowType string
 		objects             []client.Object
 		id                  func(namespace, name string) string
-		nudge               func(context.Context, temporal.Client, workflows.Installation, types.NamespacedName) error
+		nudge               func(context.Context, temporal.Client, installation.Names, types.NamespacedName) error
 	}{
 		{"testbed", "TestBedWorkflow", bedKeys, k.IDs.TestBedID, nudgeTestBed},
 		{"batchjob", "BatchJobWorkflow", jobKeys, k.IDs.BatchJobID, nudgeBatchJob},
@@ -274,7 +275,7 @@ func (k *WorkflowKeeper) runningUIDs(ctx context.Context, workflowType string) (
 // its task queue, with its id prefix. Another installation's workflows in the namespace are
 // not listed.
 func (k *WorkflowKeeper) eachRunning(ctx context.Context, workflowType string, each func(*workflowpb.WorkflowExecutionInfo)) error {
-	req := &workflowservice.ListWorkflowExecutionsRequest{Query: workflows.RunningQuery(k.IDs, workflowType), PageSize: 1000}
+	req := &workflowservice.ListWorkflowExecutionsRequest{Query: installation.RunningQuery(k.IDs, workflowType), PageSize: 1000}
 	for {
 		resp, err := k.Temporal.ListWorkflow(ctx, req)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/standin"
 	"slotplane/internal/testobjects"
 	"slotplane/slots"
@@ -58,7 +59,7 @@ func queuedJob(name, user, runFor string) *v1alpha1.BatchJob {
 // queues asks the test bed's Admission workflow for its queue picture.
 func (p *platform) queues(t *testing.T) workflows.AdmissionReport {
 	t.Helper()
-	v, err := p.temporal.QueryWorkflow(context.Background(), workflows.Default.AdmissionID("default", "bed"), "", workflows.QueuesQuery)
+	v, err := p.temporal.QueryWorkflow(context.Background(), installation.Default.AdmissionID("default", "bed"), "", workflows.QueuesQuery)
 	require.NoError(t, err)
 	var r workflows.AdmissionReport
 	require.NoError(t, v.Get(&r))

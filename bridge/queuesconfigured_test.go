@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/kubeclient"
 	"slotplane/queue"
 	"slotplane/workflows"
@@ -117,7 +118,7 @@ func TestQueuesSignaller_KeepsOtherWritersConditions(t *testing.T) {
 	told := &mocks.WorkflowUpdateHandle{}
 	told.On("Get", mock.Anything, nil).Return(nil)
 	tc.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o temporal.UpdateWorkflowOptions) bool {
-		return o.WorkflowID == workflows.Default.AdmissionID("default", "bed") && o.UpdateName == workflows.AdmissionConfigUpdate && len(o.Args) == 0
+		return o.WorkflowID == installation.Default.AdmissionID("default", "bed") && o.UpdateName == workflows.AdmissionConfigUpdate && len(o.Args) == 0
 	})).Return(told, nil)
 	s := &QueuesSignaller{Client: cl, Temporal: tc}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: v1alpha1.QueuesConfigMap}}

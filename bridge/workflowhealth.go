@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/workflows"
+	"slotplane/installation"
 )
 
 // WorkflowHealth watches the workflows that keep a test bed going, its Admission and
@@ -38,7 +38,7 @@ type WorkflowHealth struct {
 	Client   client.Client
 	Temporal temporal.Client
 	// IDs names the installation's workflows and task queue (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 	Log *slog.Logger
 	// CheckEvery is how often a test bed is looked at again (default 30 s).
 	CheckEvery time.Duration

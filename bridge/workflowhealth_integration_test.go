@@ -17,6 +17,7 @@ import (
 
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/workflows"
@@ -70,8 +71,8 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	}
 	require.Equal(t, v1alpha1.ReasonTasksComplete, waitFor(metav1.ConditionTrue).Reason)
 
-	id := workflows.Default.AdmissionID("default", "sick")
-	_, err := tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: id, TaskQueue: workflows.Default.AdmissionQueue()}, workflows.AdmissionWorkflow,
+	id := installation.Default.AdmissionID("default", "sick")
+	_, err := tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: id, TaskQueue: installation.Default.AdmissionQueue()}, workflows.AdmissionWorkflow,
 		workflows.AdmissionInput{Namespace: "default", TestBed: "sick", Carried: []byte("not a packed state")})
 	require.NoError(t, err)
 	sick := waitFor(metav1.ConditionFalse)
@@ -86,8 +87,8 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 
 	// A Scheduling on the bed whose workflow no worker can run (a type this build does not
 	// have, as a worker of another build would meet) shows on the bed too.
-	sid := workflows.Default.SchedulingID("default", "stuck")
-	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: sid, TaskQueue: workflows.Default.Queue()}, "NoSuchWorkflow")
+	sid := installation.Default.SchedulingID("default", "stuck")
+	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: sid, TaskQueue: installation.Default.Queue()}, "NoSuchWorkflow")
 	require.NoError(t, err)
 	require.NoError(t, cl.Create(ctx, testobjects.Scheduling("stuck").TestBed("sick").Job("j", 1).Obj()))
 	stuck := waitFor(metav1.ConditionFalse)
@@ -106,8 +107,8 @@ func TestWorkflowHealth_AFailingAdmissionShowsOnItsTestBed(t *testing.T) {
 	// A Scheduling whose workflow ended in failure before the Scheduling did shows too:
 	// its jobs stay claimed with nobody to run them.
 	// (Its workflow runs before the Scheduling is made, so that the bridge starts none.)
-	did := workflows.Default.SchedulingID("default", "dead")
-	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: did, TaskQueue: workflows.Default.Queue()}, "NoSuchWorkflow")
+	did := installation.Default.SchedulingID("default", "dead")
+	_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: did, TaskQueue: installation.Default.Queue()}, "NoSuchWorkflow")
 	require.NoError(t, err)
 	require.NoError(t, cl.Create(ctx, testobjects.Scheduling("dead").TestBed("sick").Job("j", 1).Obj()))
 	require.Contains(t, waitFor(metav1.ConditionFalse).Message, did)

@@ -45,13 +45,13 @@ import (
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
+	"slotplane/installation"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/lease"
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/testobjects"
 	"slotplane/queue"
 	"slotplane/worker"
-	"slotplane/workflows"
 )
 
 // fieldOwner is the field manager of every apply here, as `kubectl apply --server-side
@@ -470,9 +470,9 @@ func (d *deployed) workerLaysOutTheBedAndReadsTheQueues(t *testing.T) {
 	var queued v1alpha1.BatchJob
 	require.NoError(t, d.admin.Get(ctx, client.ObjectKey{Namespace: bedNS, Name: "claimed-1"}, &queued))
 	require.Equal(t, "root.default", queued.Status.Queue)
-	ids, err := worker.ActiveWorkflows(ctx, cl, workflows.Default, nil)
+	ids, err := worker.ActiveWorkflows(ctx, cl, installation.Default, nil)
 	require.NoError(t, err)
-	require.Contains(t, ids, workflows.Default.AdmissionID(bedNS, bedName))
+	require.Contains(t, ids, installation.Default.AdmissionID(bedNS, bedName))
 }
 
 // extenderReadsAPodItHasNotSeen starts the extender as its ServiceAccount and asks it to

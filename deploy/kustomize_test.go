@@ -32,7 +32,7 @@ import (
 	"slotplane/crds"
 	"slotplane/crds/v1alpha1"
 	"slotplane/deploy"
-	"slotplane/workflows"
+	"slotplane/installation"
 )
 
 // The base is this package's own folder.
@@ -603,7 +603,7 @@ func TestKustomize_ComponentsRunTheirSubcommandsWithTemporal(t *testing.T) {
 		}
 	}
 	// The installation's names are there for an overlay to change, at the binary's defaults.
-	for key, want := range map[string]string{"SLOTPLANE_TASK_QUEUE": workflows.DefaultTaskQueue, "SLOTPLANE_WORKFLOW_ID_PREFIX": "", "SLOTPLANE_TEMPORAL_API_KEY_FILE": ""} {
+	for key, want := range map[string]string{"SLOTPLANE_TASK_QUEUE": installation.DefaultTaskQueue, "SLOTPLANE_WORKFLOW_ID_PREFIX": "", "SLOTPLANE_TEMPORAL_API_KEY_FILE": ""} {
 		if v, ok := temporal.Data[key]; !ok || v != want {
 			t.Errorf("ConfigMap %s: %s is %q (set: %v), want %q", temporal.Name, key, v, ok, want)
 		}
@@ -616,8 +616,8 @@ func TestKustomize_ComponentsRunTheirSubcommandsWithTemporal(t *testing.T) {
 		temporal   bool
 		extraFlags []string
 	}{
-		{component: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.Default.Queue()}},
-		{component: "admission", subcommand: "worker", temporal: true, extraFlags: []string{"-task-queues=" + workflows.Default.AdmissionQueue()}},
+		{component: "worker", temporal: true, extraFlags: []string{"-task-queues=" + installation.Default.Queue()}},
+		{component: "admission", subcommand: "worker", temporal: true, extraFlags: []string{"-task-queues=" + installation.Default.AdmissionQueue()}},
 		{component: "bridge", temporal: true},
 		{component: "api", temporal: true, extraFlags: []string{"-auth=kubernetes"}},
 		{component: "extender"},
@@ -680,13 +680,13 @@ func TestKustomize_WorkersPollTheConfigMapsTaskQueue(t *testing.T) {
 `
 	})
 	for name, r := range map[string]*rendered{"base": base, "overlay": overlay} {
-		for component, queue := range map[string]func(workflows.Installation) string{
-			"worker":    workflows.Installation.Queue,
-			"admission": workflows.Installation.AdmissionQueue,
+		for component, queue := range map[string]func(installation.Names) string{
+			"worker":    installation.Names.Queue,
+			"admission": installation.Names.AdmissionQueue,
 		} {
 			c := r.deployment(t, component).Spec.Template.Spec.Containers[0]
 			env := r.containerEnv(c)
-			ids := workflows.Installation{TaskQueue: env["SLOTPLANE_TASK_QUEUE"], IDPrefix: env["SLOTPLANE_WORKFLOW_ID_PREFIX"]}
+			ids := installation.Names{TaskQueue: env["SLOTPLANE_TASK_QUEUE"], IDPrefix: env["SLOTPLANE_WORKFLOW_ID_PREFIX"]}
 			if got, want := flagValue(r.expandedArgs(c), "-task-queues"), queue(ids); got != want {
 				t.Errorf("%s: the %s polls %q, want %q, its installation's (%+v)", name, component, got, want, ids)
 			}

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform"
 	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/localplatform/standin"
-	"slotplane/workflows"
 )
 
 // BenchmarkOrchestration_16JobsOn8Slots measures what slotplane adds around each job, on the
@@ -245,7 +245,7 @@ func settle(b *testing.B, p *platformtest.Platform, jobs []v1alpha1.SchedulingJo
 			return false
 		}
 		for _, j := range jobs {
-			d, err := p.Temporal.DescribeWorkflowExecution(ctx, workflows.Default.BatchJobID("default", j.Name), "")
+			d, err := p.Temporal.DescribeWorkflowExecution(ctx, installation.Default.BatchJobID("default", j.Name), "")
 			if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || d.GetPendingWorkflowTask() != nil {
 				return false
 			}

@@ -24,11 +24,11 @@ import (
 
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/localplatform/standin"
 	"slotplane/slots"
-	"slotplane/workflows"
 )
 
 // TraceEnv, set to anything, makes the orchestration bench print where a slow hand-over's
@@ -135,8 +135,8 @@ func (t *benchTrace) slowestHandOver(b *testing.B, o orchestration, scheduling s
 	fmt.Printf("the slowest hand-over: %s ended at %s; %s admitted %+d ms, running %+d ms\n", h.prev.Name, ended.Format("15:04:05.000"),
 		h.next.Name, ph.AdmittedAt.Sub(ended).Milliseconds(), ph.RunningAt.Sub(ended).Milliseconds())
 	t.printTimeline(b, ended, ended.Add(-200*time.Millisecond), ph.RunningAt.Add(100*time.Millisecond), []string{h.prev.Name, h.next.Name},
-		workflows.Default.BatchJobID("default", h.prev.Name), workflows.Default.AdmissionID("default", "bed"),
-		workflows.Default.SchedulingID("default", scheduling), workflows.Default.BatchJobID("default", h.next.Name))
+		installation.Default.BatchJobID("default", h.prev.Name), installation.Default.AdmissionID("default", "bed"),
+		installation.Default.SchedulingID("default", scheduling), installation.Default.BatchJobID("default", h.next.Name))
 }
 
 // firstWave prints the timeline of the first job on the path of o's makespan, from the
@@ -150,8 +150,8 @@ func (t *benchTrace) firstWave(b *testing.B, o orchestration, scheduling string)
 	fmt.Printf("the first wave: %s created at %s; %s admitted %+d ms, running %+d ms\n", scheduling, o.start.Format("15:04:05.000"),
 		j.Name, ph.AdmittedAt.Sub(o.start).Milliseconds(), ph.RunningAt.Sub(o.start).Milliseconds())
 	t.printTimeline(b, o.start, o.start, ph.RunningAt.Add(100*time.Millisecond), []string{j.Name},
-		workflows.Default.SchedulingID("default", scheduling), workflows.Default.AdmissionID("default", "bed"), workflows.Default.BatchJobID("default", j.Name),
-		workflows.Default.TestBedID("default", "bed"))
+		installation.Default.SchedulingID("default", scheduling), installation.Default.AdmissionID("default", "bed"), installation.Default.BatchJobID("default", j.Name),
+		installation.Default.TestBedID("default", "bed"))
 }
 
 // ownSecond prints the timeline of the first wave's path job from its pods running to its
@@ -164,7 +164,7 @@ func (t *benchTrace) ownSecond(b *testing.B, o orchestration) {
 	ph := j.Status.Phases
 	fmt.Printf("the own second of %s: running at %s, ended %+d ms\n", j.Name, ph.RunningAt.Format("15:04:05.000"), ph.EndedAt.Sub(ph.RunningAt.Time).Milliseconds())
 	t.printTimeline(b, ph.RunningAt.Time, ph.RunningAt.Add(-50*time.Millisecond), ph.EndedAt.Add(100*time.Millisecond), []string{j.Name},
-		workflows.Default.BatchJobID("default", j.Name))
+		installation.Default.BatchJobID("default", j.Name))
 }
 
 // printTimeline prints, in time order and in milliseconds from zero, the traced events

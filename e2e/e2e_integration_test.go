@@ -40,11 +40,11 @@ import (
 	flinkv1beta1 "slotplane/crds/flink/v1beta1"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/freeport"
 	"slotplane/internal/localplatform"
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/localplatform/standin"
-	"slotplane/workflows"
 )
 
 // binary is the slotplane binary, built once by TestMain.
@@ -480,9 +480,9 @@ func startE2EFiles(t *testing.T, shape bedShape, queues, settings string, extra 
 	}}
 	if shape.admissionApart {
 		metricsAt["admission"], pprofAt["admission"] = "127.0.0.1:"+strconv.Itoa(ports[10]), "127.0.0.1:"+strconv.Itoa(ports[11])
-		p.parts["worker"].args = append(p.parts["worker"].args, "-task-queues", workflows.Default.Queue())
+		p.parts["worker"].args = append(p.parts["worker"].args, "-task-queues", installation.Default.Queue())
 		p.parts["admission"] = &component{name: "admission", command: "worker", args: append(slices.Clone(conn), "-metrics-listen", metricsAt["admission"], "-health-listen", "127.0.0.1:"+strconv.Itoa(ports[13]),
-			"-task-queues", workflows.Default.AdmissionQueue()), nice: shape.admissionNice}
+			"-task-queues", installation.Default.AdmissionQueue()), nice: shape.admissionNice}
 	}
 	for _, c := range p.parts {
 		c.t, c.logs = t, logs

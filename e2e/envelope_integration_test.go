@@ -40,10 +40,10 @@ import (
 	"slotplane/apiclient"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/localplatform/standin"
 	"slotplane/queue"
-	"slotplane/workflows"
 )
 
 // envelopeSize is one probe of the scale envelope: nodes x slotsPerNode slots in beds test
@@ -981,8 +981,8 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 		}
 	}
 	for _, bed := range p.beds {
-		walk("Admission", workflows.Default.AdmissionID("default", bed))
-		walk("TestBed", workflows.Default.TestBedID("default", bed))
+		walk("Admission", installation.Default.AdmissionID("default", bed))
+		walk("TestBed", installation.Default.TestBedID("default", bed))
 	}
 	if dir := os.Getenv(envEnvelopeProfile); dir != "" && len(f.admissionLongestRun) > 0 {
 		// For a replay of it under a profile (BenchmarkReplay_AdmissionRun).
@@ -992,11 +992,11 @@ func largestHistories(t *testing.T, p *e2ePlatform, f *envelopeFigures, scheduli
 		require.NoError(t, os.WriteFile(file, data, 0o644))
 	}
 	for _, s := range schedulings {
-		walk("Scheduling", workflows.Default.SchedulingID("default", s))
+		walk("Scheduling", installation.Default.SchedulingID("default", s))
 	}
 	step := max(1, len(jobs)/100)
 	for i := 0; i < len(jobs); i += step {
-		walk("BatchJob", workflows.Default.BatchJobID("default", jobs[i]))
+		walk("BatchJob", installation.Default.BatchJobID("default", jobs[i]))
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"slotplane/apitypes"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/standin"
 	"slotplane/operatorapp"
 	"slotplane/workflows"
@@ -139,7 +140,7 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 				dumpRequests()
 				if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" && n >= jobs/2 && n < jobs/2+100 {
 					// Half-way: the last 2 s of the Scheduling's and Admission's histories.
-					for _, id := range []string{workflows.Default.SchedulingID("default", "long"), workflows.Default.AdmissionID("default", "bed")} {
+					for _, id := range []string{installation.Default.SchedulingID("default", "long"), installation.Default.AdmissionID("default", "bed")} {
 						dumpHistoryWindow(t, p, id, time.Now().Add(-2*time.Second), time.Now())
 					}
 				}
@@ -180,9 +181,9 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 			}
 			t.Logf("the worker, killed after %d jobs, was back %.1f s later; %d more jobs ended %.1f s after the kill", ended, back.Seconds(), p.slots, time.Since(killed).Seconds())
 			if os.Getenv("SLOTPLANE_LONGRUN_DUMP") != "" {
-				dumpHistoryWindow(t, p, workflows.Default.AdmissionID("default", "bed"), killed.Add(-time.Second), time.Now())
+				dumpHistoryWindow(t, p, installation.Default.AdmissionID("default", "bed"), killed.Add(-time.Second), time.Now())
 				for _, job := range holders[:min(2, len(holders))] {
-					dumpHistoryWindow(t, p, workflows.Default.BatchJobID("default", job), killed.Add(-time.Second), time.Now())
+					dumpHistoryWindow(t, p, installation.Default.BatchJobID("default", job), killed.Add(-time.Second), time.Now())
 				}
 			}
 		})
@@ -227,20 +228,20 @@ func TestE2E_LongRunThroughWorkerKills(t *testing.T) {
 		job := names[len(names)/2]
 		j, err := c.GetJob(ctx, job)
 		require.NoError(t, err)
-		dumpHistory(t, p, workflows.Default.BatchJobID("default", job), j.Status.History[0].AdmittedAt.Time, 200)
+		dumpHistory(t, p, installation.Default.BatchJobID("default", job), j.Status.History[0].AdmittedAt.Time, 200)
 		// What the run cost Temporal per job: the Scheduling's, Admission's and the test
 		// bed's events over all their runs, and two jobs' own.
-		logEventsPerJob(t, p, workflows.Default.SchedulingID("default", "long"), jobs)
-		logEventsPerJob(t, p, workflows.Default.AdmissionID("default", "bed"), jobs)
-		logEventsPerJob(t, p, workflows.Default.TestBedID("default", "bed"), jobs)
-		logEventsPerJob(t, p, workflows.Default.BatchJobID("default", names[len(names)/3]), 1)
-		logEventsPerJob(t, p, workflows.Default.BatchJobID("default", job), 1)
+		logEventsPerJob(t, p, installation.Default.SchedulingID("default", "long"), jobs)
+		logEventsPerJob(t, p, installation.Default.AdmissionID("default", "bed"), jobs)
+		logEventsPerJob(t, p, installation.Default.TestBedID("default", "bed"), jobs)
+		logEventsPerJob(t, p, installation.Default.BatchJobID("default", names[len(names)/3]), 1)
+		logEventsPerJob(t, p, installation.Default.BatchJobID("default", job), 1)
 	}
 	ledger.check(t)
 	// A worker's death stalls a workflow for its task timeout: every workflow has slotplane's,
 	// in its last run too (continue-as-new keeps it).
-	for _, id := range []string{workflows.Default.SchedulingID("default", "long"), workflows.Default.AdmissionID("default", "bed"),
-		workflows.Default.BatchJobID("default", names[0])} {
+	for _, id := range []string{installation.Default.SchedulingID("default", "long"), installation.Default.AdmissionID("default", "bed"),
+		installation.Default.BatchJobID("default", names[0])} {
 		d, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
 		require.NoError(t, err, id)
 		require.Equal(t, workflows.TaskTimeout, d.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(), id)

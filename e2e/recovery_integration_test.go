@@ -14,8 +14,8 @@ import (
 
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/standin"
-	"slotplane/workflows"
 )
 
 // An operator terminates, through the Temporal client as the Web UI does, the workflow of a
@@ -32,7 +32,7 @@ func TestE2E_TerminatedJobAndTestBedWorkflowsComeBack(t *testing.T) {
 	require.NoError(t, err)
 	p.waitJob(t, "steady", v1alpha1.JobRunning, 2*time.Minute)
 
-	p.terminateAndAwaitNewRuns(t, workflows.Default.BatchJobID("default", "steady"), workflows.Default.TestBedID("default", "bed"))
+	p.terminateAndAwaitNewRuns(t, installation.Default.BatchJobID("default", "steady"), installation.Default.TestBedID("default", "bed"))
 
 	p.waitScheduling(t, "steady", v1alpha1.SchedulingCompleted, 2*time.Minute)
 	j, err := p.api.GetJob(ctx, "steady")
@@ -71,7 +71,7 @@ func TestE2E_TerminatedSchedulingAndAdmissionWorkflowsComeBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1alpha1.JobInQueue, third.Status.State, "third waits: the bed is full")
 
-	p.terminateAndAwaitNewRuns(t, workflows.Default.SchedulingID("default", "nightly"), workflows.Default.AdmissionID("default", "bed"))
+	p.terminateAndAwaitNewRuns(t, installation.Default.SchedulingID("default", "nightly"), installation.Default.AdmissionID("default", "bed"))
 
 	p.waitScheduling(t, "nightly", v1alpha1.SchedulingCompleted, 3*time.Minute)
 	ended := map[string]v1alpha1.BatchJobStatus{}

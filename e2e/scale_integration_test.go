@@ -17,7 +17,7 @@ import (
 	"slotplane/apiclient"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
-	"slotplane/workflows"
+	"slotplane/installation"
 )
 
 // scaleSize is the scale step's size: nodes of slots per node, and jobs over Schedulings.
@@ -160,7 +160,7 @@ func TestE2E_ScaleStep(t *testing.T) {
 // task timeout is a failure.
 func admissionTasks(t *testing.T, p *e2ePlatform) (runs int, failed []string, unhandled, stickyWaits int) {
 	t.Helper()
-	id := workflows.Default.AdmissionID("default", "bed")
+	id := installation.Default.AdmissionID("default", "bed")
 	for run := ""; ; {
 		runs++
 		it := p.temporal.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

@@ -24,8 +24,8 @@ import (
 	"slotplane/apiclient"
 	"slotplane/apitypes"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/standin"
-	"slotplane/workflows"
 )
 
 // upgradeChange is the change build B makes to the BatchJob workflow, under the upgrade
@@ -127,7 +127,7 @@ func TestE2E_AWorkerUpgradeMidRunEndsEveryJobOnce(t *testing.T) {
 		require.Equal(t, v1alpha1.JobCompleted, j.Status.State, "%s: %s", name, j.Status.Message)
 		require.Equal(t, int32(1), j.Status.Run, name)
 		require.Len(t, j.Status.History, 1, name)
-		path := readJobPath(t, p, workflows.Default.BatchJobID("default", name), pidB)
+		path := readJobPath(t, p, installation.Default.BatchJobID("default", name), pidB)
 		switch {
 		case strings.HasPrefix(path.began, pidA):
 			require.False(t, path.marked, "%s began its run on build A: B replays it on A's path", name)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/queue"
 	"slotplane/workflows"
 )
@@ -62,7 +63,7 @@ type Collector struct {
 	Beds     func(context.Context) ([]v1alpha1.TestBed, error)
 	Temporal client.Client
 	// IDs names the installation's workflows (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 	Log *slog.Logger
 
 	errors prometheus.Counter

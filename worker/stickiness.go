@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"slotplane/crds/v1alpha1"
-	"slotplane/workflows"
+	"slotplane/installation"
 )
 
 // A worker keeps the workflows it ran in its cache, and the Temporal server sends each one's
@@ -28,7 +28,7 @@ import (
 // test beds' Admission workflows. A new worker resets their stickiness (ResetStickiness) so that
 // their next task goes to any worker at once; one still sticky to a live worker costs that
 // worker one replay of its history.
-func ActiveWorkflows(ctx context.Context, kube client.Reader, ids workflows.Installation, queues []string) ([]string, error) {
+func ActiveWorkflows(ctx context.Context, kube client.Reader, ids installation.Names, queues []string) ([]string, error) {
 	cached := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 	var active []string
 	var beds v1alpha1.TestBedList
@@ -95,7 +95,7 @@ func ResetStickiness(ctx context.Context, svc workflowservice.WorkflowServiceCli
 // workflows that worker may have held (ActiveWorkflows), then ends the attempts of their
 // activities that a worker on this host had started (RetryOrphans), so that both go on at
 // once. A failure is only logged, since the server's timeouts do the same, later.
-func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, ids workflows.Installation, queues []string, log *slog.Logger) {
+func TakeOver(ctx context.Context, svc workflowservice.WorkflowServiceClient, namespace string, kube client.Reader, ids installation.Names, queues []string, log *slog.Logger) {
 	active, err := ActiveWorkflows(ctx, kube, ids, queues)
 	if err != nil {
 		log.Warn("could not find the workflows a dead worker may have held", "err", err)

@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/testobjects"
-	"slotplane/workflows"
 )
 
 // The workflows a dead worker may have held: every test bed's two (each on its own queue),
@@ -55,23 +55,23 @@ func TestActiveWorkflows(t *testing.T) {
 		job("b", "failed", v1alpha1.JobFailed, false, true),
 	}
 	kube := fake.NewClientBuilder().WithScheme(kubeclient.Scheme()).WithObjects(objs...).WithStatusSubresource().Build()
-	admissions := []string{workflows.Default.AdmissionID("a", "bed"), workflows.Default.AdmissionID("b", "other")}
+	admissions := []string{installation.Default.AdmissionID("a", "bed"), installation.Default.AdmissionID("b", "other")}
 	others := []string{
-		workflows.Default.TestBedID("a", "bed"), workflows.Default.TestBedID("b", "other"),
-		workflows.Default.SchedulingID("a", "acquiring"), workflows.Default.SchedulingID("b", "scheduling"), workflows.Default.SchedulingID("a", "new"),
-		workflows.Default.BatchJobID("a", "running"), workflows.Default.BatchJobID("b", "submitted"),
-		workflows.Default.BatchJobID("a", "granted"), workflows.Default.BatchJobID("a", "created"),
+		installation.Default.TestBedID("a", "bed"), installation.Default.TestBedID("b", "other"),
+		installation.Default.SchedulingID("a", "acquiring"), installation.Default.SchedulingID("b", "scheduling"), installation.Default.SchedulingID("a", "new"),
+		installation.Default.BatchJobID("a", "running"), installation.Default.BatchJobID("b", "submitted"),
+		installation.Default.BatchJobID("a", "granted"), installation.Default.BatchJobID("a", "created"),
 	}
 	for _, c := range []struct {
 		queues []string
 		want   []string
 	}{
 		{nil, append(slices.Clone(admissions), others...)},
-		{workflows.Default.Queues(), append(slices.Clone(admissions), others...)},
-		{[]string{workflows.Default.AdmissionQueue()}, admissions},
-		{[]string{workflows.Default.Queue()}, others},
+		{installation.Default.Queues(), append(slices.Clone(admissions), others...)},
+		{[]string{installation.Default.AdmissionQueue()}, admissions},
+		{[]string{installation.Default.Queue()}, others},
 	} {
-		ids, err := ActiveWorkflows(context.Background(), kube, workflows.Default, c.queues)
+		ids, err := ActiveWorkflows(context.Background(), kube, installation.Default, c.queues)
 		require.NoError(t, err)
 		require.ElementsMatch(t, c.want, ids, "a worker of %v", c.queues)
 	}
@@ -80,14 +80,14 @@ func TestActiveWorkflows(t *testing.T) {
 // A worker polls the task queues it is told, each once, and every one of them when told none.
 func TestParseQueues(t *testing.T) {
 	for list, want := range map[string][]string{
-		"":                               workflows.Default.Queues(),
-		" ":                              workflows.Default.Queues(),
-		"slotplane":                      {workflows.Default.Queue()},
-		"slotplane-admission":            {workflows.Default.AdmissionQueue()},
-		"slotplane-admission, slotplane": {workflows.Default.AdmissionQueue(), workflows.Default.Queue()},
-		"slotplane,slotplane-admission":  {workflows.Default.Queue(), workflows.Default.AdmissionQueue()},
+		"":                               installation.Default.Queues(),
+		" ":                              installation.Default.Queues(),
+		"slotplane":                      {installation.Default.Queue()},
+		"slotplane-admission":            {installation.Default.AdmissionQueue()},
+		"slotplane-admission, slotplane": {installation.Default.AdmissionQueue(), installation.Default.Queue()},
+		"slotplane,slotplane-admission":  {installation.Default.Queue(), installation.Default.AdmissionQueue()},
 	} {
-		got, err := ParseQueues(workflows.Default, list)
+		got, err := ParseQueues(installation.Default, list)
 		require.NoError(t, err, list)
 		require.Equal(t, want, got, list)
 	}
@@ -96,11 +96,11 @@ func TestParseQueues(t *testing.T) {
 		"admission":           `task queue "admission": a slotplane worker polls slotplane and slotplane-admission`,
 		"slotplane,":          `task queue "": a slotplane worker polls`,
 	} {
-		_, err := ParseQueues(workflows.Default, list)
+		_, err := ParseQueues(installation.Default, list)
 		require.ErrorContains(t, err, msg, list)
 	}
 	// Another installation's worker polls its own queues, never the default ones.
-	eu := workflows.Installation{TaskQueue: "eu"}
+	eu := installation.Names{TaskQueue: "eu"}
 	got, err := ParseQueues(eu, "eu-admission")
 	require.NoError(t, err)
 	require.Equal(t, []string{"eu-admission"}, got)

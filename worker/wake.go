@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"slotplane/activities"
+	"slotplane/installation"
 	"slotplane/workflows"
 )
 
@@ -27,7 +28,7 @@ const wakeTimeout = 10 * time.Second
 type AdmissionWaker struct {
 	Temporal client.Client
 	// IDs names the installation's workflows (zero: the default one).
-	IDs workflows.Installation
+	IDs installation.Names
 	Log *slog.Logger
 	// Ctx ends the wake-ups; nil is context.Background.
 	Ctx context.Context

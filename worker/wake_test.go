@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/types"
 
+	"slotplane/installation"
 	"slotplane/workflows"
 )
 
@@ -67,7 +68,7 @@ func TestAdmissionWaker_CoalescesAWaveAndLosesNoWake(t *testing.T) {
 	w := &AdmissionWaker{Temporal: g}
 	a := types.NamespacedName{Namespace: "ns", Name: "a"}
 	b := types.NamespacedName{Namespace: "ns", Name: "b"}
-	idA, idB := workflows.Default.AdmissionID("ns", "a"), workflows.Default.AdmissionID("ns", "b")
+	idA, idB := installation.Default.AdmissionID("ns", "a"), installation.Default.AdmissionID("ns", "b")
 
 	w.Wake(a) // on its way, held at the gate
 	for range 1000 {
@@ -100,5 +101,5 @@ func TestAdmissionWaker_ASignalThatFailsStopsNothing(t *testing.T) {
 	settled(t, w)
 	w.Wake(bed)
 	settled(t, w)
-	require.Equal(t, 3, g.count(workflows.Default.AdmissionID("ns", "a")))
+	require.Equal(t, 3, g.count(installation.Default.AdmissionID("ns", "a")))
 }

@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"slotplane/activities"
+	"slotplane/installation"
 	"slotplane/workflows"
 )
 
@@ -51,7 +52,7 @@ const (
 // when the server would have timed it out anyway. How long the tasks take is measured
 // (slotplane_admission_decision_seconds, the SDK's workflow task metrics), not enforced.
 
-// A slotplane worker polls the task queues of its installation (workflows.Installation):
+// A slotplane worker polls the task queues of its installation (installation.Names):
 // Queue runs the test beds', Schedulings' and jobs' workflows and their activities;
 // AdmissionQueue runs the beds' Admission workflows and theirs. A worker polls both unless
 // told otherwise (ParseQueues). A bed of thousands of slots is better served by a worker of
@@ -61,7 +62,7 @@ const (
 
 // ParseQueues reads a list of task queues to poll, separated by commas: each one of the
 // installation's, none twice. The empty list is both.
-func ParseQueues(ids workflows.Installation, list string) ([]string, error) {
+func ParseQueues(ids installation.Names, list string) ([]string, error) {
 	all := ids.Queues()
 	if strings.TrimSpace(list) == "" {
 		return all, nil
@@ -92,14 +93,14 @@ func Polls(queues []string, queue string) bool {
 // job keys in batches (workflows.AdmissionBatched) unless told which messages to batch, and
 // send Admission's messages as updates (workflows.AdmissionUpdates) unless told which. What
 // is registered on the worker returned is registered on its first queue alone.
-func New(c client.Client, acts *activities.Activities, ids workflows.Installation, queues []string) sdkworker.Worker {
+func New(c client.Client, acts *activities.Activities, ids installation.Names, queues []string) sdkworker.Worker {
 	return NewStopping(c, acts, ids, queues, nil)
 }
 
 // NewStopping is New with onFatal called when a task queue's worker stops for good (the SDK's
 // OnFatalError: its namespace is gone, its credentials are refused). The SDK's worker then
 // polls no more while the process lives on, so the process should end and be restarted.
-func NewStopping(c client.Client, acts *activities.Activities, ids workflows.Installation, queues []string, onFatal func(error)) sdkworker.Worker {
+func NewStopping(c client.Client, acts *activities.Activities, ids installation.Names, queues []string, onFatal func(error)) sdkworker.Worker {
 	if acts.Temporal == nil {
 		acts.Temporal = c
 	}

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/worker"
 	"slotplane/workflows"
@@ -27,7 +28,7 @@ func quick(workflow.Context) error { return nil }
 func runOnWorker(t *testing.T, opts client.StartWorkflowOptions, wf func(workflow.Context) error) []*historypb.HistoryEvent {
 	t.Helper()
 	_, c := temporaltest.Start(t)
-	w := worker.New(c, &activities.Activities{}, workflows.Default, nil)
+	w := worker.New(c, &activities.Activities{}, installation.Default, nil)
 	w.RegisterWorkflow(wf)
 	require.NoError(t, w.Start())
 	defer w.Stop()
@@ -53,7 +54,7 @@ func TestNew_TheWorkerNamesItsBuild(t *testing.T) {
 	require.True(t, strings.HasPrefix(id, "slotplane"), id)
 
 	completed := 0
-	for _, e := range runOnWorker(t, client.StartWorkflowOptions{ID: "quick", TaskQueue: workflows.Default.Queue()}, quick) {
+	for _, e := range runOnWorker(t, client.StartWorkflowOptions{ID: "quick", TaskQueue: installation.Default.Queue()}, quick) {
 		if a := e.GetWorkflowTaskCompletedEventAttributes(); a != nil {
 			completed++
 			require.Equal(t, id, a.GetWorkerVersion().GetBuildId(), "%v", a)
@@ -72,7 +73,7 @@ func stalled(workflow.Context) error {
 // The worker's deadlock detector has the task timeout as its bound: a task that passes a
 // second of wall time completes in its first attempt, with no failed workflow task.
 func TestNew_ASlowTaskIsNotADeadlock(t *testing.T) {
-	for _, e := range runOnWorker(t, client.StartWorkflowOptions{ID: "stalled", TaskQueue: workflows.Default.Queue(), WorkflowTaskTimeout: workflows.TaskTimeout}, stalled) {
+	for _, e := range runOnWorker(t, client.StartWorkflowOptions{ID: "stalled", TaskQueue: installation.Default.Queue(), WorkflowTaskTimeout: workflows.TaskTimeout}, stalled) {
 		require.Nil(t, e.GetWorkflowTaskFailedEventAttributes(), "a workflow task failed: %v", e)
 		require.Nil(t, e.GetWorkflowTaskTimedOutEventAttributes(), "a workflow task timed out: %v", e)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/threadcpu"
 	"slotplane/queue"
 )
@@ -196,7 +197,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 		}
 	}
 	a := &admission{in: in, core: queue.NewAdmitter(st), unrecorded: in.Unrecorded,
-		ids: installationOf(ctx, Default.AdmissionID(in.Namespace, in.TestBed), true)}
+		ids: installationOf(ctx, installation.Default.AdmissionID(in.Namespace, in.TestBed), true)}
 	a.in.Unrecorded = nil
 	if err := a.listen(ctx); err != nil {
 		return err
@@ -265,7 +266,7 @@ func AdmissionWorkflow(ctx workflow.Context, in AdmissionInput) error {
 
 type admission struct {
 	in   AdmissionInput
-	ids  Installation
+	ids  installation.Names
 	core *queue.Admitter
 	// seenBed: the test bed existed at some decision of this workflow's life; its absence
 	// afterwards means it was deleted.

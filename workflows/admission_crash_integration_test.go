@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"slotplane/activities"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/queue"
 	"slotplane/workflows"
@@ -161,7 +162,7 @@ func TestAdmission_AWorkerLostAfterItsGrantsWentOutGrantsTheSameSlots(t *testing
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	id := workflows.Default.AdmissionID("ns", "bed")
+	id := installation.Default.AdmissionID("ns", "bed")
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "admission-lost", WorkflowTaskTimeout: 2 * time.Second},
 		workflows.AdmissionWorkflow, workflows.AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour})
 	require.NoError(t, err)

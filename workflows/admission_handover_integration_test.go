@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"slotplane/activities"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/queue"
 	"slotplane/workflows"
@@ -83,7 +84,7 @@ func TestAdmission_AResyncDuringTheHandOverDoesNotFailIt(t *testing.T) {
 	defer cancel()
 
 	// One step a run (WorkPerRun 1): the run hands over once it has taken the request in.
-	id := workflows.Default.AdmissionID("ns", "bed")
+	id := installation.Default.AdmissionID("ns", "bed")
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue},
 		workflows.AdmissionWorkflow, workflows.AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: 2 * time.Second, WorkPerRun: 1})
 	require.NoError(t, err)

@@ -48,7 +48,7 @@ func (a *admission) listenForKills(ctx workflow.Context) error {
 			if err := guard("kill", func() (err error) { kb, err = a.core.CheckKill(k); return err }); err != nil {
 				return AdmissionKilled{}, moveError(err)
 			}
-			nudge := a.ids.jobNudge(a.in.Namespace, k.Job)
+			nudge := jobNudge(a.ids, a.in.Namespace, k.Job)
 			in := activities.KillJobInput{Namespace: a.in.Namespace, Job: k.Job, TaskQueue: a.ids.Queue(),
 				Kill:  v1alpha1.KillRequest{Scheduling: k.Scheduling, By: k.By, As: kb.As, Reason: k.Reason, At: metav1.NewTime(workflow.Now(ctx).UTC().Truncate(time.Second))},
 				Nudge: &nudge}
@@ -136,12 +136,4 @@ const recordBatch = 200
 // pendingQueues are the placements not yet known written, for the next run.
 func (a *admission) pendingQueues() []activities.QueuePlacement {
 	return append(append([]activities.QueuePlacement(nil), a.recording...), a.unrecorded...)
-}
-
-// jobNudge tells a job's workflow to look at its job again, starting it if needed.
-func (in Installation) jobNudge(namespace, name string) activities.SignalWithStart {
-	return activities.SignalWithStart{
-		WorkflowID: in.BatchJobID(namespace, name), WorkflowType: "BatchJobWorkflow",
-		Input: BatchJobInput{Namespace: namespace, Name: name}, Signal: BatchJobChangedSignal,
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"slotplane/activities"
+	"slotplane/installation"
 )
 
 const twoQueues = `<allocations>
@@ -221,7 +222,7 @@ func TestAdmissionWorkflow_KillChecksTheRightAndWritesTheKill(t *testing.T) {
 	for _, k := range w.kills {
 		require.Equal(t, "ns", k.Namespace)
 		require.NotNil(t, k.Nudge)
-		require.Equal(t, Default.BatchJobID("ns", k.Job), k.Nudge.WorkflowID)
+		require.Equal(t, installation.Default.BatchJobID("ns", k.Job), k.Nudge.WorkflowID)
 		require.Equal(t, BatchJobChangedSignal, k.Nudge.Signal)
 		require.Equal(t, "s", k.Kill.Scheduling)
 		if k.Job == "running" {

@@ -13,6 +13,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 )
 
 // With Admission, a Scheduling claims its jobs but not the test bed, sends each job to the
@@ -45,7 +46,7 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if n.WorkflowID == Default.AdmissionID("ns", "bed") {
+			if n.WorkflowID == installation.Default.AdmissionID("ns", "bed") {
 				admissionNudges += len(reqs)
 			}
 		}
@@ -77,21 +78,21 @@ func TestSchedulingWorkflow_WithAdmission(t *testing.T) {
 		AdmissionReleaseUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, Default.AdmissionID("ns", "bed"), id)
+			require.Equal(t, installation.Default.AdmissionID("ns", "bed"), id)
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		},
 		AdmissionEndedUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, Default.AdmissionID("ns", "bed"), id)
+			require.Equal(t, installation.Default.AdmissionID("ns", "bed"), id)
 			released = append(released, arg.(AdmissionKey).String())
 			return nil
 		},
 		AdmissionStartedUpdate: func(id string, arg any) error {
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, Default.AdmissionID("ns", "bed"), id)
+			require.Equal(t, installation.Default.AdmissionID("ns", "bed"), id)
 			started = append(started, arg.(AdmissionKey).Job)
 			return nil
 		},

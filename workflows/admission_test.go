@@ -22,6 +22,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/metrics"
 	"slotplane/queue"
 )
@@ -200,7 +201,7 @@ func (w *admissionWorld) slotsOf(queuePath string) int {
 // The answers of one step go to each Scheduling in one signal, in the order they were made;
 // a Scheduling that does not run has every grant of its signal released.
 func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
-	w := &admissionWorld{gone: map[string]bool{Default.SchedulingID("ns", "gone"): true}}
+	w := &admissionWorld{gone: map[string]bool{installation.Default.SchedulingID("ns", "gone"): true}}
 	env := newAdmissionEnv(t, w, 8)
 	env.RegisterDelayedCallback(func() {
 		var reqs []AdmissionRequest
@@ -219,7 +220,7 @@ func TestAdmissionWorkflow_EachSchedulingHearsAStepInOneSignal(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, Default.SchedulingID("ns", "s1"), w.signals[0].to)
+	require.Equal(t, installation.Default.SchedulingID("ns", "s1"), w.signals[0].to)
 	require.Equal(t, []string{"a", "c"}, names(w.signals[0].grants))
 	require.Equal(t, []string{"b"}, names(w.signals[1].grants))
 	require.Equal(t, []string{"d", "e"}, names(w.signals[2].grants))
@@ -337,7 +338,7 @@ func TestAdmissionWorkflow_ABigStepGoesInSeveralSignals(t *testing.T) {
 // A step that grants more jobs than one call may carry sends them in several calls, none
 // over grantsPerCall; a call whose Scheduling does not run releases its grants only.
 func TestAdmissionWorkflow_AStepThatFillsABigBedGoesInSeveralCalls(t *testing.T) {
-	w := &admissionWorld{file: unboundedStarts, gone: map[string]bool{Default.SchedulingID("ns", "gone"): true}}
+	w := &admissionWorld{file: unboundedStarts, gone: map[string]bool{installation.Default.SchedulingID("ns", "gone"): true}}
 	n := 2*grantsPerCall + 50
 	env := newAdmissionEnv(t, w, n)
 	env.RegisterDelayedCallback(func() {
@@ -901,7 +902,7 @@ func TestAdmissionWorkflow_ContinueAsNewCarriesStateAndConfig(t *testing.T) {
 // A grant its Scheduling cannot take (the workflow is gone) is released at once: the slots go
 // to the next job, not to nobody.
 func TestAdmissionWorkflow_UndeliverableGrantIsReleased(t *testing.T) {
-	w := &admissionWorld{gone: map[string]bool{Default.SchedulingID("ns", "gone"): true}}
+	w := &admissionWorld{gone: map[string]bool{installation.Default.SchedulingID("ns", "gone"): true}}
 	env := newAdmissionEnv(t, w, 2)
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflowNoRejection(AdmissionRequestUpdate, "", t, AdmissionRequest{JobKey: jk("gone", "lost"), User: "u", Slots: 2})

@@ -13,6 +13,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/jobplan"
 	"slotplane/operatorapp"
 	"slotplane/queue"
@@ -77,7 +78,7 @@ func BatchJobWorkflow(ctx workflow.Context, in BatchJobInput) error {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
 	j := &jobRunner{key: activities.JobKey{Namespace: in.Namespace, Name: in.Name}, changed: workflow.GetSignalChannel(ctx, BatchJobChangedSignal),
-		ids: installationOf(ctx, Default.BatchJobID(in.Namespace, in.Name), false)}
+		ids: installationOf(ctx, installation.Default.BatchJobID(in.Namespace, in.Name), false)}
 	if in.Last != nil {
 		j.status = *in.Last
 	}
@@ -148,7 +149,7 @@ func (j *jobRunner) tellLost(ctx workflow.Context, st v1alpha1.BatchJobStatus, w
 
 type jobRunner struct {
 	key     activities.JobKey
-	ids     Installation
+	ids     installation.Names
 	changed workflow.ReceiveChannel
 	status  v1alpha1.BatchJobStatus
 }

@@ -8,6 +8,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/operatorapp"
 )
 
@@ -44,7 +45,7 @@ func TestBatchJobWorkflow_AKillEndsTheRunningJobKilled(t *testing.T) {
 	require.Equal(t, JobProgress{Job: "wordcount", Run: 1, State: v1alpha1.JobFailed, Message: final.Message,
 		SubmittedAt: final.SubmittedAt.Time, RunningAt: final.RunningAt.Time, FinishedAt: final.FinishedAt.Time, AdmissionTold: true}, w.reported[2],
 		"Admission heard of the end from the job: the Scheduling need not tell it")
-	require.Equal(t, []string{Default.AdmissionID("ns", "bed") + " nightly/uid-nightly/wordcount#1"}, w.admissionReleases)
+	require.Equal(t, []string{installation.Default.AdmissionID("ns", "bed") + " nightly/uid-nightly/wordcount#1"}, w.admissionReleases)
 }
 
 // A kill of a job that still waits in its queue ends it Failed, reason Killed, with no run
@@ -74,7 +75,7 @@ func TestBatchJobWorkflow_AKillOfAWaitingJobAlsoKillsAGrantThatCrossedIt(t *test
 	require.Len(t, w.reported, 2)
 	require.Equal(t, int32(0), w.reported[0].Run)
 	require.Equal(t, int32(1), w.reported[1].Run)
-	require.Equal(t, []string{Default.AdmissionID("ns", "bed") + " nightly/uid-nightly/wordcount#1"}, w.admissionReleases)
+	require.Equal(t, []string{installation.Default.AdmissionID("ns", "bed") + " nightly/uid-nightly/wordcount#1"}, w.admissionReleases)
 }
 
 // A kill that names another Scheduling (an earlier holder's) does nothing, and a kill that

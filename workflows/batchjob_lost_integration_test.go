@@ -20,6 +20,7 @@ import (
 	"slotplane/activities"
 	sparkv1beta2 "slotplane/crds/spark/v1beta2"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/localplatform/localcluster"
 	"slotplane/internal/localplatform/temporaltest"
@@ -60,7 +61,7 @@ func TestBatchJobWorkflow_AWorkerLostAfterAskingForTheApplicationKeepsTheMomentI
 	require.NoError(t, acts.RequestCreation(ctx, activities.RequestCreationInput{Namespace: "default", Job: "wordcount", Request: req}))
 
 	lost := startLosingWorker(t, tc, "job-lost", "CreateApplication", workflows.BatchJobWorkflow, acts)
-	id := workflows.Default.BatchJobID("default", "wordcount")
+	id := installation.Default.BatchJobID("default", "wordcount")
 	_, err = tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "job-lost", WorkflowTaskTimeout: 2 * time.Second},
 		workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: "default", Name: "wordcount"})
 	require.NoError(t, err)

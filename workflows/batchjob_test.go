@@ -18,6 +18,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/metrics"
 	"slotplane/operatorapp"
 	"slotplane/queue"
@@ -125,7 +126,7 @@ func newJobEnv(t *testing.T, w *jobWorld, placed, finished activities.AppProgres
 		JobProgressSignal: func(id string, arg any) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if id == Default.SchedulingID("ns", "nightly") {
+			if id == installation.Default.SchedulingID("ns", "nightly") {
 				w.reported = append(w.reported, arg.(JobProgress))
 			}
 			return nil
@@ -436,11 +437,11 @@ func tellsAdmissionOfItsEnd(t *testing.T, quiet bool) {
 
 	require.NoError(t, env.GetWorkflowError())
 	key := queue.JobKey{Scheduling: "nightly", SchedulingUID: "uid-nightly", Job: "wordcount", Run: 1}
-	require.Equal(t, []string{Default.AdmissionID("ns", "bed") + " " + key.String()}, w.admissionReleases)
+	require.Equal(t, []string{installation.Default.AdmissionID("ns", "bed") + " " + key.String()}, w.admissionReleases)
 	if quiet {
 		require.Empty(t, w.admissionStarts, "Admission needs no word of the start")
 	} else {
-		require.Equal(t, []string{Default.AdmissionID("ns", "bed") + " " + key.String()}, w.admissionStarts, "the start too, once")
+		require.Equal(t, []string{installation.Default.AdmissionID("ns", "bed") + " " + key.String()}, w.admissionStarts, "the start too, once")
 	}
 	require.True(t, slices.ContainsFunc(w.reported, func(p JobProgress) bool { return p.State == v1alpha1.JobRunning }), "%+v", w.reported)
 	for _, p := range w.reported {

@@ -15,27 +15,8 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 )
-
-func TestInstallation_Names(t *testing.T) {
-	require.Equal(t, []string{"slotplane", "slotplane-admission"}, Default.Queues())
-	require.Equal(t, "scheduling/ns/nightly", Default.SchedulingID("ns", "nightly"))
-	eu := Installation{TaskQueue: "eu", IDPrefix: "eu-1/"}
-	require.Equal(t, []string{"eu", "eu-admission"}, eu.Queues())
-	require.Equal(t, "eu-1/testbed/ns/bed", eu.TestBedID("ns", "bed"))
-	require.Equal(t, "eu-1/admission/ns/bed", eu.AdmissionID("ns", "bed"))
-	require.Equal(t, "eu-1/batchjob/ns/a", eu.BatchJobID("ns", "a"))
-	require.NoError(t, eu.Check())
-	require.NoError(t, Default.Check())
-	for in, msg := range map[Installation]string{
-		{TaskQueue: "eu'; DROP"}:             `holds "'"`,
-		{IDPrefix: "a b/"}:                   `holds " "`,
-		{TaskQueue: "/_sys/x"}:               "starts with /",
-		{IDPrefix: strings.Repeat("x", 101)}: "at most 100",
-	} {
-		require.ErrorContains(t, in.Check(), msg, "%+v", in)
-	}
-}
 
 // A Scheduling that runs in an installation of its own names that installation's workflows
 // only, and starts them on its task queues: its Admission, its jobs' workflows.
@@ -44,7 +25,7 @@ func TestSchedulingWorkflow_StaysInItsInstallation(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SchedulingWorkflow)
 	env.RegisterActivity(&activities.Activities{})
-	eu := Installation{TaskQueue: "eu", IDPrefix: "eu-1/"}
+	eu := installation.Names{TaskQueue: "eu", IDPrefix: "eu-1/"}
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: eu.SchedulingID("ns", "nightly"), TaskQueue: eu.Queue()})
 	spec := v1alpha1.SchedulingSpec{TestBed: "bed", Mode: v1alpha1.QueueBased, Queue: "analytics", Jobs: []v1alpha1.SchedulingJob{{Name: "a", Replication: 1}}}
 	env.OnActivity(acts.ReadScheduling, mock.Anything, mock.Anything).Return(activities.SchedulingObservation{Exists: true, UID: "uid", Spec: spec}, nil)
@@ -84,40 +65,31 @@ func TestSchedulingWorkflow_StaysInItsInstallation(t *testing.T) {
 // Each kind of workflow reads its installation off its own run: the Admission from its
 // queue with the suffix off, every kind from the id its front door gave it.
 func TestInstallationOf_ReadsTheRun(t *testing.T) {
-	eu := Installation{TaskQueue: "eu", IDPrefix: "eu-1/"}
+	eu := installation.Names{TaskQueue: "eu", IDPrefix: "eu-1/"}
 	for _, c := range []struct {
 		id, queue string
 		own       string
 		admission bool
 	}{
-		{eu.AdmissionID("ns", "bed"), eu.AdmissionQueue(), Default.AdmissionID("ns", "bed"), true},
-		{eu.BatchJobID("ns", "a"), eu.Queue(), Default.BatchJobID("ns", "a"), false},
-		{Default.TestBedID("ns", "bed"), Default.Queue(), Default.TestBedID("ns", "bed"), false},
-		{Default.AdmissionID("ns", "bed"), Default.AdmissionQueue(), Default.AdmissionID("ns", "bed"), true},
+		{eu.AdmissionID("ns", "bed"), eu.AdmissionQueue(), installation.Default.AdmissionID("ns", "bed"), true},
+		{eu.BatchJobID("ns", "a"), eu.Queue(), installation.Default.BatchJobID("ns", "a"), false},
+		{installation.Default.TestBedID("ns", "bed"), installation.Default.Queue(), installation.Default.TestBedID("ns", "bed"), false},
+		{installation.Default.AdmissionID("ns", "bed"), installation.Default.AdmissionQueue(), installation.Default.AdmissionID("ns", "bed"), true},
 	} {
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestWorkflowEnvironment()
-		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (Installation, error) {
+		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (installation.Names, error) {
 			return installationOf(ctx, c.own, c.admission), nil
 		}, workflow.RegisterOptions{Name: "probe"})
 		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: c.id, TaskQueue: c.queue})
 		env.ExecuteWorkflow("probe")
 		require.NoError(t, env.GetWorkflowError())
-		var got Installation
+		var got installation.Names
 		require.NoError(t, env.GetWorkflowResult(&got))
 		want := eu
 		if !strings.HasPrefix(c.id, "eu-1/") {
-			want = Installation{TaskQueue: DefaultTaskQueue}
+			want = installation.Names{TaskQueue: installation.DefaultTaskQueue}
 		}
 		require.Equal(t, want, got, c.id)
 	}
-}
-
-// The bridge's query names the installation's queue (the Admission queue for Admission),
-// and its prefix when it has one.
-func TestRunningQuery(t *testing.T) {
-	require.Equal(t, "WorkflowType = 'TestBedWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'slotplane'", RunningQuery(Default, "TestBedWorkflow"))
-	eu := Installation{TaskQueue: "eu", IDPrefix: "eu-1/"}
-	require.Equal(t, "WorkflowType = 'AdmissionWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'eu-admission' AND WorkflowId STARTS_WITH 'eu-1/'",
-		RunningQuery(eu, "AdmissionWorkflow"))
 }

@@ -27,6 +27,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/queue"
 	"slotplane/workflows"
@@ -54,7 +55,7 @@ type protocolWorld struct {
 }
 
 func newProtocolWorld(c client.Client, jobs, slots int) *protocolWorld {
-	w := &protocolWorld{c: c, id: workflows.Default.SchedulingID("ns", "nightly"), slots: int32(slots), rng: rand.New(rand.NewPCG(1, 2)),
+	w := &protocolWorld{c: c, id: installation.Default.SchedulingID("ns", "nightly"), slots: int32(slots), rng: rand.New(rand.NewPCG(1, 2)),
 		holder: map[int32]string{}, requests: map[string]int{}, completed: map[string]int{}, done: make(chan struct{})}
 	for i := range jobs {
 		w.jobs = append(w.jobs, fmt.Sprintf("job-%03d", i))
@@ -279,7 +280,7 @@ func TestProtocol_ContinueAsNewWithMessagesInFlightLosesNothing(t *testing.T) {
 		t.Fatalf("the Scheduling did not complete: %d of %d jobs started, %d completed", len(w.requests), len(w.jobs), len(w.completed))
 	}
 
-	admission := workflows.Default.AdmissionID("ns", "bed")
+	admission := installation.Default.AdmissionID("ns", "bed")
 	require.Eventually(t, func() bool {
 		v, err := c.QueryWorkflow(ctx, admission, "", workflows.QueuesQuery)
 		if err != nil {
@@ -335,13 +336,13 @@ func TestRecordAdmissionHistory(t *testing.T) {
 	require.NoError(t, wk.Start())
 	defer wk.Stop()
 	for _, s := range []string{"sa", "sb"} {
-		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.Default.SchedulingID("ns", s), TaskQueue: "record-admission"}, "Sink")
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: installation.Default.SchedulingID("ns", s), TaskQueue: "record-admission"}, "Sink")
 		require.NoError(t, err)
 		defer func() {
-			_ = c.TerminateWorkflow(context.Background(), workflows.Default.SchedulingID("ns", s), "", "recorded")
+			_ = c.TerminateWorkflow(context.Background(), installation.Default.SchedulingID("ns", s), "", "recorded")
 		}()
 	}
-	id := workflows.Default.AdmissionID("ns", "bed")
+	id := installation.Default.AdmissionID("ns", "bed")
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "record-admission"}, workflows.AdmissionWorkflow,
 		workflows.AdmissionInput{Namespace: "ns", TestBed: "bed", StepsPerRun: 8, Resync: time.Second})
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform/temporaltest"
 	"slotplane/operatorapp"
 	"slotplane/workflows"
@@ -227,7 +228,7 @@ func TestRecordJobHistories(t *testing.T) {
 		w.RegisterActivity(job)
 		require.NoError(t, w.Start())
 		defer w.Stop()
-		id := workflows.Default.BatchJobID("ns", "wordcount")
+		id := installation.Default.BatchJobID("ns", "wordcount")
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "record-jobs"}, workflows.BatchJobWorkflow, workflows.BatchJobInput{Namespace: "ns", Name: "wordcount"})
 		require.NoError(t, err)
 		<-job.done
@@ -240,7 +241,7 @@ func TestRecordJobHistories(t *testing.T) {
 	})
 
 	t.Run("scheduling", func(t *testing.T) {
-		id := workflows.Default.SchedulingID("ns", "nightly")
+		id := installation.Default.SchedulingID("ns", "nightly")
 		sched := &schedulingStandIn{c: c, id: id, taken: map[string][]int32{}, completed: make(chan struct{})}
 		w := sdkworker.New(c, "record-scheduling", sdkworker.Options{})
 		w.RegisterWorkflow(workflows.SchedulingWorkflow)

@@ -11,6 +11,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/schedplan"
 )
 
@@ -85,7 +86,7 @@ type SchedulingOutput struct {
 func SchedulingWorkflow(ctx workflow.Context, in SchedulingInput) (SchedulingOutput, error) {
 	ctx = withActivityDefaults(ctx)
 	s := &scheduler{key: activities.SchedulingKey{Namespace: in.Namespace, Name: in.Name}, progress: workflow.GetSignalChannel(ctx, JobProgressSignal), in: in,
-		ids: installationOf(ctx, Default.SchedulingID(in.Namespace, in.Name), false)}
+		ids: installationOf(ctx, installation.Default.SchedulingID(in.Namespace, in.Name), false)}
 	if in.StepsPerRun <= 0 {
 		s.in.StepsPerRun = 500
 	}
@@ -161,7 +162,7 @@ func withActivityDefaults(ctx workflow.Context) workflow.Context {
 
 type scheduler struct {
 	key      activities.SchedulingKey
-	ids      Installation
+	ids      installation.Names
 	spec     v1alpha1.SchedulingSpec
 	entries  schedplan.Jobs
 	status   v1alpha1.SchedulingStatus
@@ -460,7 +461,7 @@ func (s *scheduler) nudge(ctx workflow.Context, jobs []string) error {
 
 // jobNudge tells a job's workflow to look at its job again, starting it if needed.
 func (s *scheduler) jobNudge(name string) activities.SignalWithStart {
-	return s.ids.jobNudge(s.key.Namespace, name)
+	return jobNudge(s.ids, s.key.Namespace, name)
 }
 
 // batch is how many jobs one cluster activity handles. Each job costs the activity one or

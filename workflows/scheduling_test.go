@@ -19,6 +19,7 @@ import (
 
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/schedplan"
 )
 
@@ -177,7 +178,7 @@ func (f *fakeAdmission) nudge(_ context.Context, in activities.SignalWithStartIn
 
 // inTestEnv is the installation of a workflow the SDK's test environment runs: on its own
 // task queue, under an id that is none of slotplane's (so without a prefix).
-var inTestEnv = Installation{TaskQueue: "default-test-taskqueue"}
+var inTestEnv = installation.Names{TaskQueue: "default-test-taskqueue"}
 
 // admissionRequestsIn reads the Admission requests a nudge carries: one, a batch, or none.
 // The payload crossed the data converter as a map: it is read back as requests.
@@ -350,7 +351,7 @@ func TestSchedulingWorkflow_QueueBasedRunsTheQueueAsGrantsCome(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{"a", "b", "c"}, f.requested, "every job is sent to Admission once, in queue order")
 	requireCreatedInWaves(t, f.created, []string{"a", "b"}, []string{"c"})
-	requireCreatedInWaves(t, f.requestNudges, []string{Default.BatchJobID("ns", "a"), Default.BatchJobID("ns", "b")}, []string{Default.BatchJobID("ns", "c")})
+	requireCreatedInWaves(t, f.requestNudges, []string{installation.Default.BatchJobID("ns", "a"), installation.Default.BatchJobID("ns", "b")}, []string{installation.Default.BatchJobID("ns", "c")})
 	require.Len(t, f.jobNudges, 6, "the jobs are nudged on their own when claimed and when released, not after their requests")
 	require.Equal(t, []string{"a", "c", "b"}, f.admissionReleases, "each job's end gives its slots back: a at 10 s, c at 15 s, b at 20 s")
 	require.ElementsMatch(t, []string{"started a", "started b", "started c", "ended a", "ended b", "ended c"}, f.fromScheduling,
@@ -397,7 +398,7 @@ func TestSchedulingWorkflow_AFreshRunTakesUpItsJobsRuns(t *testing.T) {
 		defer f.mu.Unlock()
 		require.ElementsMatch(t, []string{"d", "e"}, f.requested, "only the jobs that wait are asked for")
 		require.Empty(t, f.created, "no run is asked for again")
-		require.Contains(t, f.jobNudges, Default.BatchJobID("ns", "c"), "c's request is taken up")
+		require.Contains(t, f.jobNudges, installation.Default.BatchJobID("ns", "c"), "c's request is taken up")
 		f.held = map[string][]int32{}
 		f.free = []int32{0, 1, 2, 3}
 		f.grant()
@@ -541,7 +542,7 @@ func TestSchedulingWorkflow_JobsTheClaimQueuedAreNotNudged(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	require.ElementsMatch(t, []string{"a", "b", "c"}, f.created)
-	id := func(n string) string { return Default.BatchJobID("ns", n) }
+	id := func(n string) string { return installation.Default.BatchJobID("ns", n) }
 	require.NotEmpty(t, f.jobNudges)
 	require.Equal(t, id("b"), f.jobNudges[0], "b when claimed")
 	require.ElementsMatch(t, []string{id("a"), id("b"), id("c")}, f.jobNudges[1:], "all three when released")

@@ -20,12 +20,12 @@ import (
 	"slotplane/activities"
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/health"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/lifecycle"
 	"slotplane/metrics"
 	"slotplane/worker"
-	"slotplane/workflows"
 )
 
 // temporalFlags are the flags of every command that talks to Temporal: where it is, how to
@@ -41,7 +41,7 @@ type temporalFlags struct {
 	// compression is the gRPC compression of requests to Temporal: gzip or none.
 	compression *string
 	// taskQueue and idPrefix name this installation's task queue and workflow ids
-	// (workflows.Installation).
+	// (installation.Names).
 	taskQueue, idPrefix *string
 	// temporalMetrics, when set, records the Temporal client's (and its worker's) metrics.
 	temporalMetrics client.MetricsHandler
@@ -122,7 +122,7 @@ func addTemporalFlags(fs *flag.FlagSet) temporalFlags {
 			"file holding a Temporal API key, sent as a bearer token on every request and read again when the file changes; turns TLS on"),
 		compression: fs.String("temporal-compression", envOr("SLOTPLANE_TEMPORAL_COMPRESSION", "none"),
 			"gRPC compression of requests to Temporal, and so of its answers: none (CPU saved on both ends, for a frontend in or near the cluster) or gzip (fewer bytes, for a frontend across a WAN)"),
-		taskQueue: fs.String("task-queue", envOr("SLOTPLANE_TASK_QUEUE", workflows.DefaultTaskQueue),
+		taskQueue: fs.String("task-queue", envOr("SLOTPLANE_TASK_QUEUE", installation.DefaultTaskQueue),
 			"this installation's task queue; its Admission workflows run on the same name with -admission after it. Two clusters that share a Temporal namespace each set their own, with -workflow-id-prefix"),
 		idPrefix: fs.String("workflow-id-prefix", envOr("SLOTPLANE_WORKFLOW_ID_PREFIX", ""),
 			"what starts every workflow id of this installation (e.g. eu-1/); two clusters that share a Temporal namespace each set their own"),
@@ -189,8 +189,8 @@ func (c connections) kubeConfig() (*rest.Config, error) {
 }
 
 // installation is the installation the flags name.
-func (c temporalFlags) installation() workflows.Installation {
-	return workflows.Installation{TaskQueue: *c.taskQueue, IDPrefix: *c.idPrefix}
+func (c temporalFlags) installation() installation.Names {
+	return installation.Names{TaskQueue: *c.taskQueue, IDPrefix: *c.idPrefix}
 }
 
 // options are the Temporal client's options the flags ask for.

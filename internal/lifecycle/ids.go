@@ -7,12 +7,13 @@ import (
 	"go.temporal.io/sdk/converter"
 	"k8s.io/apimachinery/pkg/types"
 
+	"slotplane/installation"
 	"slotplane/workflows"
 )
 
 // SchedulingOf is the Scheduling a workflow id of the installation ids names
-// (workflows.Installation.SchedulingID), and false when it names none.
-func SchedulingOf(ids workflows.Installation, id string) (types.NamespacedName, bool) {
+// (installation.Names.SchedulingID), and false when it names none.
+func SchedulingOf(ids installation.Names, id string) (types.NamespacedName, bool) {
 	rest, ok := strings.CutPrefix(id, ids.IDPrefix+"scheduling/")
 	ns, name, found := strings.Cut(rest, "/")
 	if !ok || !found || ns == "" || name == "" || strings.Contains(name, "/") {

@@ -6,12 +6,13 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 
+	"slotplane/installation"
 	"slotplane/workflows"
 )
 
 func TestSchedulingOf(t *testing.T) {
-	eu := workflows.Installation{TaskQueue: "eu", IDPrefix: "eu/"}
-	for _, ids := range []workflows.Installation{workflows.Default, eu} {
+	eu := installation.Names{TaskQueue: "eu", IDPrefix: "eu/"}
+	for _, ids := range []installation.Names{installation.Default, eu} {
 		key, ok := SchedulingOf(ids, ids.SchedulingID("team-a", "nightly"))
 		if !ok || key.Namespace != "team-a" || key.Name != "nightly" {
 			t.Errorf("%+v: got %v, %v", ids, key, ok)
@@ -23,10 +24,10 @@ func TestSchedulingOf(t *testing.T) {
 		}
 	}
 	// Another installation's Scheduling is not this one's.
-	if _, ok := SchedulingOf(eu, workflows.Default.SchedulingID("team-a", "nightly")); ok {
+	if _, ok := SchedulingOf(eu, installation.Default.SchedulingID("team-a", "nightly")); ok {
 		t.Error("the default installation's id names a Scheduling of eu/")
 	}
-	if _, ok := SchedulingOf(workflows.Default, eu.SchedulingID("team-a", "nightly")); ok {
+	if _, ok := SchedulingOf(installation.Default, eu.SchedulingID("team-a", "nightly")); ok {
 		t.Error("eu/'s id names a Scheduling of the default installation")
 	}
 }

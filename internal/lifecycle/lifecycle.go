@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/workflows"
 )
 
@@ -36,7 +37,7 @@ var Steps StepsPerRun
 // finalizer removed by hand) is terminated first: the new object never takes over an old
 // object's run. The new run finds the jobs the old one claimed held under the name, and
 // their requests of the old UID, which it does not take as its own.
-func StartScheduling(ctx context.Context, tc temporal.Client, ids workflows.Installation, sched *v1alpha1.Scheduling) (temporal.WorkflowRun, error) {
+func StartScheduling(ctx context.Context, tc temporal.Client, ids installation.Names, sched *v1alpha1.Scheduling) (temporal.WorkflowRun, error) {
 	id := ids.SchedulingID(sched.Namespace, sched.Name)
 	uid := string(sched.UID)
 	if running, was, err := runningUID(ctx, tc, id); err != nil {
@@ -84,7 +85,7 @@ func runningUID(ctx context.Context, tc temporal.Client, id string) (bool, strin
 // ran (no status) has nothing to release, and the finalizer goes now. One whose workflow is
 // not running although it ran (terminated) gets its workflow started again, which takes up
 // its jobs, and cancelled, which releases them.
-func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Client, ids workflows.Installation, sched *v1alpha1.Scheduling) error {
+func CancelScheduling(ctx context.Context, kube client.Client, tc temporal.Client, ids installation.Names, sched *v1alpha1.Scheduling) error {
 	if !controllerutil.ContainsFinalizer(sched, v1alpha1.SchedulingFinalizer) {
 		return nil
 	}
@@ -123,7 +124,7 @@ func (e *RefusedError) Error() string { return "the scheduling refused the job l
 // takes each job once, whichever asks first. A refusal is a *RefusedError with the
 // workflow's reason; any other error means the answer did not come (ctx's deadline, or
 // Temporal out of reach).
-func ExtendScheduling(ctx context.Context, tc temporal.Client, ids workflows.Installation, namespace, name, runID string, jobs []v1alpha1.SchedulingJob) (int, error) {
+func ExtendScheduling(ctx context.Context, tc temporal.Client, ids installation.Names, namespace, name, runID string, jobs []v1alpha1.SchedulingJob) (int, error) {
 	handle, err := tc.UpdateWorkflow(ctx, temporal.UpdateWorkflowOptions{
 		WorkflowID: ids.SchedulingID(namespace, name), RunID: runID, UpdateName: workflows.ExtendUpdate,
 		Args: []any{jobs}, WaitForStage: temporal.WorkflowUpdateStageCompleted,

@@ -16,10 +16,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"slotplane/crds/v1alpha1"
+	"slotplane/installation"
 	"slotplane/internal/localplatform"
 	"slotplane/internal/localplatform/platformtest"
 	"slotplane/internal/testobjects"
-	"slotplane/workflows"
 )
 
 // Two clusters share one Temporal namespace, each with its own installation names. Their
@@ -43,7 +43,7 @@ func TestInstallations_ShareANamespaceAndRunTheirOwnJobsOnly(t *testing.T) {
 		return p
 	}
 	home := start(localplatform.Options{})
-	eu := workflows.Installation{TaskQueue: "eu", IDPrefix: "eu-1/"}
+	eu := installation.Names{TaskQueue: "eu", IDPrefix: "eu-1/"}
 	away := start(localplatform.Options{Temporal: home.Temporal, Installation: eu})
 
 	ctx := context.Background()
@@ -83,7 +83,7 @@ func TestInstallations_ShareANamespaceAndRunTheirOwnJobsOnly(t *testing.T) {
 	seen := map[string]int{}
 	for _, e := range resp.GetExecutions() {
 		id, queue := e.GetExecution().GetWorkflowId(), e.GetTaskQueue()
-		ids, name := workflows.Default, "home"
+		ids, name := installation.Default, "home"
 		if strings.HasPrefix(id, eu.IDPrefix) {
 			ids, name = eu, "eu"
 		}

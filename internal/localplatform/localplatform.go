@@ -29,6 +29,7 @@ import (
 	"slotplane/bridge"
 	"slotplane/crds/v1alpha1"
 	"slotplane/extender"
+	"slotplane/installation"
 	"slotplane/internal/freeport"
 	"slotplane/internal/kubeclient"
 	"slotplane/internal/localplatform/localcluster"
@@ -60,7 +61,7 @@ type Options struct {
 	// standalone server. The caller closes it.
 	Temporal temporalclient.Client
 	// Installation names the platform's task queues and workflow ids in that namespace.
-	Installation workflows.Installation
+	Installation installation.Names
 	// WorkflowCheckEvery is the bridge's pace of workflow checks (0: the bridge's default).
 	WorkflowCheckEvery time.Duration
 	// Schedulers is how many kube-scheduler replicas run (localcluster.Options.Schedulers).

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"slotplane/workflows"
+	"slotplane/installation"
 )
 
 // DefaultRetention is how long closed workflow runs stay readable unless told otherwise: a
@@ -89,8 +89,8 @@ func waitDescribed(ctx context.Context, nc client.NamespaceClient, name string) 
 // its id prefix), and fails with the store's answer when it cannot serve it.
 // A namespace registered a moment ago is not found until the frontend's namespace cache
 // refreshes (about 10 s): that answer is waited out.
-func CheckVisibility(ctx context.Context, c client.Client, ids workflows.Installation) error {
-	q := workflows.RunningQuery(ids, "TestBedWorkflow")
+func CheckVisibility(ctx context.Context, c client.Client, ids installation.Names) error {
+	q := installation.RunningQuery(ids, "TestBedWorkflow")
 	for {
 		_, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: 1})
 		if err == nil {
