@@ -62,6 +62,8 @@ type TestBedSignaller struct {
 	// SignalEvery is the least time between two signals to one test bed's workflow (0:
 	// DefaultSignalEvery).
 	SignalEvery time.Duration
+	// Now is the signaller's clock (nil: the wall clock).
+	Now func() time.Time
 
 	mu   sync.Mutex
 	sent map[types.NamespacedName]time.Time
@@ -85,6 +87,9 @@ func (s *TestBedSignaller) due(bed types.NamespacedName) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
 	if last, ok := s.sent[bed]; ok && now.Sub(last) < every {
 		return every - now.Sub(last), false
 	}

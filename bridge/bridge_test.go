@@ -27,7 +27,8 @@ func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
 	tc := &signalCounter{signalled: map[string]int{}}
 	signalled := tc.signalled
 	const every = 200 * time.Millisecond
-	s := &TestBedSignaller{Reader: cl, Temporal: tc, SignalEvery: every}
+	clock := time.Now()
+	s := &TestBedSignaller{Reader: cl, Temporal: tc, SignalEvery: every, Now: func() time.Time { return clock }}
 	reconcileBed := func(name string) reconcile.Result {
 		t.Helper()
 		res, err := s.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}})
@@ -50,11 +51,13 @@ func TestTestBedSignaller_TellsABurstOnceAtOnceAndOnceAfter(t *testing.T) {
 	require.Zero(t, reconcileBed("b").RequeueAfter, "another bed is told at once")
 	require.Equal(t, 1, signalled[idB])
 
-	time.Sleep(every)
+	clock = clock.Add(every - time.Nanosecond)
+	require.Positive(t, reconcileBed("a").RequeueAfter, "a change just inside SignalEvery waits")
+	clock = clock.Add(time.Nanosecond)
 	require.Zero(t, reconcileBed("a").RequeueAfter, "the change held back is told once SignalEvery passed")
 	require.Equal(t, 2, signalled[idA])
 
-	time.Sleep(every)
+	clock = clock.Add(every)
 	tc.fail = true
 	reconcileBed("a")
 	tc.fail = false
