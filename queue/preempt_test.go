@@ -72,20 +72,21 @@ func TestAdmitter_PreemptsForAHeadTheFreeSlotsCannotStart(t *testing.T) {
   <queue name="b"><schedulingPolicy>fifo</schedulingPolicy></queue>
 </allocations>`
 	a := admitterWithSettings(t, file, preemptionOn)
-	a.Request(req("b1", "b", 3))
+	a.Request(req("b1", "b", 5))
 	a.Decide(t0, bed(8))
-	a.Request(req("a1", "a", 6))
+	a.Request(req("a1", "a", 4))
 	if d := a.Decide(t0, heldBed(a, 8)); len(d.Grants)+len(d.Assignments) != 0 {
-		t.Fatalf("a1 needs 6 of the 5 free slots: %+v", d)
+		t.Fatalf("a1 needs 4 of the 3 free slots: %+v", d)
 	}
+	// Each queue's fair share is 4 slots: b gives the one it holds above its share.
 	d := a.Decide(t0.Add(61*time.Second), heldBed(a, 8))
 	if len(d.Assignments) != 1 || d.Assignments[0].Job != "b1" || len(d.Assignments[0].Revoke) != 1 {
-		t.Fatalf("want one slot of b1 taken for a1 (5 free + 1), got %+v", d.Assignments)
+		t.Fatalf("want one slot of b1 taken for a1 (3 free + 1), got %+v", d.Assignments)
 	}
 	revoked := d.Assignments[0].Revoke[0]
-	free := bed(8, slices.DeleteFunc([]int32{0, 1, 2}, func(p int32) bool { return p == revoked })...)
+	free := bed(8, slices.DeleteFunc([]int32{0, 1, 2, 3, 4}, func(p int32) bool { return p == revoked })...)
 	d = a.Decide(t0.Add(70*time.Second), free)
-	if got := granted(d); len(got) != 1 || !strings.HasPrefix(got[0], "a1:") || len(d.Grants[0].Slots) != 6 {
+	if got := granted(d); len(got) != 1 || !strings.HasPrefix(got[0], "a1:") || len(d.Grants[0].Slots) != 4 {
 		t.Fatalf("after vacating: grants %v", got)
 	}
 	mustCheck(t, a, bed(8))

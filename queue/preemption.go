@@ -22,6 +22,10 @@ type Preemption struct {
 	// (slotplane.preemption.slot-based, off by default: an external scheduler chose their
 	// slots exactly).
 	SlotBased bool
+	// BelowFairShare lets preemption take a slot that leaves its queue below its fair share
+	// (slotplane.preemption.below-fair-share, off by default), as long as the queue then
+	// still holds a larger part of its share than the starving queue: see PlanPreemption.
+	BelowFairShare bool
 }
 
 // DefaultUtilizationThreshold is the Fair Scheduler's default cluster utilization threshold.
@@ -167,17 +171,19 @@ type Victim struct {
 
 // PlanPreemption picks the executors to take back for the starving queues, from queues at
 // or above their instantaneous fair share, the newest job first. A slot moves only while the
-// victim's queue keeps its minimum share and, after the move, still holds a larger part of
-// its fair share (usage over share) than the starving queue held before it. Each move thus
-// raises the lowest part of the two (max-min fairness, one slot at a time), and no later
-// move can take the slot back: no thrash.
+// victim's queue keeps its minimum share and its fair share (the Fair Scheduler's rule: a
+// queue at or below its fair share is never preempted), and, after the move, still holds a
+// larger part of its fair share (usage over share) than the starving queue held before it.
+// Each move thus raises the lowest part of the two (max-min fairness, one slot at a time),
+// and no later move can take the slot back: no thrash.
 //
-// The Fair Scheduler's rule, never take a queue below its fair share, is the same when
-// containers are small. With slots it is not: two queues each a fraction of a slot above
-// their shares would leave a third queue with nothing, for good. Only executors (one slot
-// of the given size each) are taken, never a driver: Spark and Flink ask for lost executors
-// again, so a preempted job slows down but lives. executors gives each running job's
-// executor count.
+// With slots, the Fair Scheduler's rule can leave a queue with nothing for good: two queues
+// each a fraction of a slot above their shares can give no whole slot to a third. The
+// setting slotplane.preemption.below-fair-share (Preemption.BelowFairShare) drops the rule
+// and keeps only the max-min one, so such a third queue gets its slot. Only executors (one
+// slot of the given size each) are taken, never a driver: Spark and Flink ask for lost
+// executors again, so a preempted job slows down but lives. executors gives each running
+// job's executor count.
 func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, executors map[string]int) []Victim {
 	if slot.MemoryBytes <= 0 || len(starving) == 0 {
 		return nil
@@ -206,8 +212,12 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 			return 0
 		}
 	}
+	belowShare := t.alloc != nil && t.alloc.Preemption.BelowFairShare
 	movable := func(victim, to string) bool {
 		after := usage[victim] - slot.MemoryBytes
+		if !belowShare && after < s.share[victim].MemoryBytes {
+			return false
+		}
 		return victim != to && after >= floor[victim] && part(victim, after) > part(to, usage[to])
 	}
 	var candidates []App

@@ -82,10 +82,18 @@ func TestPlanPreemption_TakesNewestExecutorsDownToTheShare(t *testing.T) {
 	}
 }
 
+// belowFairShare is tr with slotplane.preemption.below-fair-share on.
+func belowFairShare(tr *Tree) *Tree {
+	a := *tr.alloc
+	a.Preemption.BelowFairShare = true
+	return NewTree(&a)
+}
+
 // Two queues each hold half a slot above their fair shares while a third holds nothing of
-// its one-slot share. The Fair Scheduler's rule (no victim below its share) would leave it
-// with nothing for as long as the jobs run; one slot moves, and only one.
-func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOne(t *testing.T) {
+// its one-slot share. By the Fair Scheduler's rule (no victim below its share) the third
+// gets nothing for as long as the jobs run; with slotplane.preemption.below-fair-share one
+// slot moves, and only one.
+func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOneOnlyBelowFairShare(t *testing.T) {
 	tr := tree(t, `<allocations><queue name="a"/><queue name="b"/><queue name="c"/></allocations>`)
 	apps := []App{
 		{ID: "b1", Queue: "root.b", Order: 1, Running: true, Usage: slots(4), Demand: slots(4)},
@@ -100,7 +108,12 @@ func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOne(t *testing.T) {
 		t.Fatalf("b's share is %d bytes; the test wants it between 3 and 4 slots", got)
 	}
 	starving := []Starving{{Queue: "root.a", Amount: slots(1)}}
-	got := tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 4, "c1": 4})
+	executors := map[string]int{"b1": 4, "c1": 4}
+	if got := tr.PlanPreemption(c, starving, slots(1), executors); len(got) != 0 {
+		t.Errorf("the Fair Scheduler's rule took %+v below a fair share", got)
+	}
+	below := belowFairShare(tr)
+	got := below.PlanPreemption(c, starving, slots(1), executors)
 	want := []Victim{{App: "c1", Executors: 1, For: "root.a"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
@@ -108,15 +121,17 @@ func TestPlanPreemption_MovesASlotFromQueuesOverByLessThanOne(t *testing.T) {
 	// Owed more, it still gets one slot: a second would leave b with 3 of its 3.5, a smaller
 	// part than a's whole one.
 	starving[0].Amount = slots(3)
-	got = tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 4, "c1": 4})
+	got = below.PlanPreemption(c, starving, slots(1), executors)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("owed 3 slots: (-want +got)\n%s", diff)
 	}
 }
 
-// A queue at its fair share gives a slot to a queue holding a smaller part of its own, and
-// only one: a second would leave it a smaller part than the starving queue then holds.
-func TestPlanPreemption_QueueAtItsShareGivesOneSlot(t *testing.T) {
+// A queue at its fair share is no victim by the Fair Scheduler's rule. With
+// slotplane.preemption.below-fair-share it gives a slot to a queue holding a smaller part
+// of its own, and only one: a second would leave it a smaller part than the starving queue
+// then holds.
+func TestPlanPreemption_QueueAtItsShareGivesOneSlotOnlyBelowFairShare(t *testing.T) {
 	tr := tree(t, `<allocations><queue name="a"><weight>3</weight></queue><queue name="b"/></allocations>`)
 	apps := []App{
 		{ID: "b1", Queue: "root.b", Order: 1, Running: true, Usage: slots(2), Demand: slots(2)},
@@ -124,13 +139,17 @@ func TestPlanPreemption_QueueAtItsShareGivesOneSlot(t *testing.T) {
 	}
 	c := Cluster{Total: slots(8), Apps: apps}
 	starving := []Starving{{Queue: "root.a", Amount: slots(6)}}
-	got := tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 2})
+	if got := tr.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 2}); len(got) != 0 {
+		t.Errorf("the Fair Scheduler's rule took %+v from a queue at its share", got)
+	}
+	below := belowFairShare(tr)
+	got := below.PlanPreemption(c, starving, slots(1), map[string]int{"b1": 2})
 	if diff := cmp.Diff([]Victim{{App: "b1", Executors: 1, For: "root.a"}}, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 	// Nor is a queue that holds nothing (at its share of nothing) ever a victim.
 	idle := []App{{ID: "b1", Queue: "root.b", Order: 1, Running: true}, {ID: "a1", Queue: "root.a", Order: 2, Demand: slots(6)}}
-	if got := tr.PlanPreemption(Cluster{Total: slots(8), Apps: idle}, starving, slots(1), map[string]int{"b1": 0}); len(got) != 0 {
+	if got := below.PlanPreemption(Cluster{Total: slots(8), Apps: idle}, starving, slots(1), map[string]int{"b1": 0}); len(got) != 0 {
 		t.Errorf("took %+v from a queue that holds nothing", got)
 	}
 }

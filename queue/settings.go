@@ -28,6 +28,7 @@ const (
 
 	PropMaxStartingApps              = "slotplane.max-starting-apps"
 	PropPreemptSlotBased             = "slotplane.preemption.slot-based"
+	PropPreemptBelowFairShare        = "slotplane.preemption.below-fair-share"
 	PropSkipStartingWithoutExecutors = "slotplane.stateaware.skip-starting-without-executors"
 	PropSlotBackedDoNotHold          = "slotplane.stateaware.slot-backed-do-not-hold"
 )
@@ -64,8 +65,8 @@ type Settings struct {
 	// UpdateInterval (yarn.scheduler.fair.update-interval-ms, default 500 ms): how often
 	// shares are recomputed and starvation is looked for.
 	UpdateInterval time.Duration
-	// Preemption is yarn.scheduler.fair.preemption, its cluster-utilization-threshold and
-	// slotplane.preemption.slot-based.
+	// Preemption is yarn.scheduler.fair.preemption, its cluster-utilization-threshold,
+	// slotplane.preemption.slot-based and slotplane.preemption.below-fair-share.
 	Preemption Preemption
 	// StateAware tunes the stateaware leaves (slotplane.stateaware.*).
 	StateAware StateAwareOptions
@@ -162,6 +163,7 @@ var properties = map[string]property{
 
 	PropMaxStartingApps:              countProperty(func(s *Settings) *int { return &s.MaxStartingApps }, maxStartingApps),
 	PropPreemptSlotBased:             flagProperty(func(s *Settings) *bool { return &s.Preemption.SlotBased }),
+	PropPreemptBelowFairShare:        flagProperty(func(s *Settings) *bool { return &s.Preemption.BelowFairShare }),
 	PropSkipStartingWithoutExecutors: flagProperty(func(s *Settings) *bool { return &s.StateAware.SkipStartingWithoutExecutors }),
 	PropSlotBackedDoNotHold:          flagProperty(func(s *Settings) *bool { return &s.StateAware.SlotBackedDoNotHold }),
 

@@ -63,6 +63,7 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 
 		PropMaxStartingApps:              {value: "0", set: func(s *Settings) { s.MaxStartingApps = 0 }},
 		PropPreemptSlotBased:             {value: "true", set: func(s *Settings) { s.Preemption.SlotBased = true }},
+		PropPreemptBelowFairShare:        {value: "true", set: func(s *Settings) { s.Preemption.BelowFairShare = true }},
 		PropSkipStartingWithoutExecutors: {value: "true", set: func(s *Settings) { s.StateAware.SkipStartingWithoutExecutors = true }},
 		PropSlotBackedDoNotHold:          {value: "true", set: func(s *Settings) { s.StateAware.SlotBackedDoNotHold = true }},
 
@@ -209,7 +210,7 @@ func TestParseSettings_ErrorsSayWhere(t *testing.T) {
 		"ignored, bad number":  {settingsFile("yarn.scheduler.fair.locality.threshold.node", "near"), 2, "yarn.scheduler.fair.locality.threshold.node", "property", "not a number"},
 		"ignored, empty path":  {settingsFile("yarn.scheduler.fair.allocation.file", " "), 2, "yarn.scheduler.fair.allocation.file", "property", "empty"},
 		"misspelt fair":        {settingsFile("yarn.scheduler.fair.preemptoin", "true"), 2, "yarn.scheduler.fair.preemptoin", "property", "unknown property (a typo of a known one?); slotplane knows yarn.scheduler.fair.allocation.file, "},
-		"misspelt slotplane":   {settingsFile("slotplane.preemption.slotbased", "true"), 2, "slotplane.preemption.slotbased", "property", "slotplane knows " + PropMaxStartingApps + ", " + PropPreemptSlotBased + ", " + PropSkipStartingWithoutExecutors + ", " + PropSlotBackedDoNotHold},
+		"misspelt slotplane":   {settingsFile("slotplane.preemption.slotbased", "true"), 2, "slotplane.preemption.slotbased", "property", "slotplane knows " + PropMaxStartingApps + ", " + PropPreemptBelowFairShare + ", " + PropPreemptSlotBased + ", " + PropSkipStartingWithoutExecutors + ", " + PropSlotBackedDoNotHold},
 		"the old element name": {settingsFile("slotplane.preemptSlotBased", "true"), 2, "slotplane.preemptSlotBased", "property", "unknown property"},
 		"set twice":            {settingsFile(PropPreemption, "true", "yarn.resourcemanager.address", "rm:8032", PropPreemption, "false"), 4, PropPreemption, "property", "set twice (first at line 2)"},
 		"no name":              {"<configuration>\n<property><value>true</value></property>\n</configuration>", 2, "", "property", "needs a <name>"},

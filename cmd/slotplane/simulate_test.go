@@ -22,7 +22,7 @@ func TestSimulate_SampleTraces(t *testing.T) {
 	t.Log("\n" + text)
 	require.Contains(t, text, "test bed:    4 nodes x 2 slots = 8 slots of 8192 mb, 2 vcores (the queues share 65536 mb, 16 vcores)")
 	require.Contains(t, text, "preemption:  simulated")
-	require.Contains(t, text, "summary: 54 jobs: 52 done, 2 refused, 0 unfinished; makespan 1h40m14s; slot utilization 87.6%; fairness (Jain) 0.867; 8 slots preempted; longest wait at the head of a queue 21m21s\n")
+	require.Contains(t, text, "summary: 54 jobs: 52 done, 2 refused, 0 unfinished; makespan 1h42m46s; slot utilization 85.5%; fairness (Jain) 0.869; 3 slots preempted; longest wait at the head of a queue 21m57s\n")
 	require.NotContains(t, text, "stopped:")
 	require.Regexp(t, `(?m)^root\.analytics\.daily\s+24\s+0\s+0\s`, text)
 	require.Regexp(t, `(?m)^root\.analytics\.adhoc\s+12\s+0\s+0\s`, text)
@@ -33,7 +33,7 @@ func TestSimulate_SampleTraces(t *testing.T) {
 	require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/mixed-day.csv", "-jobs"}, &out))
 	text = out.String()
 	t.Log("\n" + text)
-	require.Contains(t, text, "summary: 104 jobs: 102 done, 2 refused, 0 unfinished; makespan 21h53m47s; slot utilization 72.6%; fairness (Jain) 0.952; 14 slots preempted; longest wait at the head of a queue 53m14s\n")
+	require.Contains(t, text, "summary: 104 jobs: 102 done, 2 refused, 0 unfinished; makespan 21h53m47s; slot utilization 72.6%; fairness (Jain) 0.947; 10 slots preempted; longest wait at the head of a queue 53m14s\n")
 	require.NotContains(t, text, "stopped:")
 	require.Regexp(t, `(?m)^root\.users\.admin\s+3\s+0\s+0\s`, text, "the admins' jobs without a queue go to their own queue")
 	require.Regexp(t, `(?m)^  etl-typo\s+alice\s+root\.users\.alice\s+user "alice" may not submit`, text)
@@ -42,28 +42,42 @@ func TestSimulate_SampleTraces(t *testing.T) {
 	// The 6-slot etl-14 is not passed by later, smaller jobs of its strict queue: the first
 	// job that does not fit reserves the free slots, and nothing behind it in its queue
 	// starts meanwhile.
-	require.Regexp(t, `(?m)^  etl-14\s+root\.analytics\.daily\s+2h58m43s\s+4h29m14s\s`, text)
+	require.Regexp(t, `(?m)^  etl-14\s+root\.analytics\.daily\s+2h58m43s\s+4h25m42s\s`, text)
 }
 
-// Every queue with jobs gets 0.8 to 1.2 of its fair share in both sample traces, over the
-// time nothing but room held it back (USE/FAIR (ROOM)). Over all its time, adhoc in the day
-// trace gets less: its own maxAMShare of 0.3 lets it start few of its queries at once.
+// Every queue with jobs gets 0.7 to 1.2 of its fair share in both sample traces, over the
+// time nothing but room held it back (USE/FAIR (ROOM)); with
+// slotplane.preemption.below-fair-share, 0.8 to 1.2. By the Fair Scheduler's rule no victim
+// goes below its share, and in the burst trace analytics.daily waits while the other queues
+// hold fractions of a slot above theirs: 0.75. Over all its time, adhoc in the day trace gets
+// less: its own maxAMShare of 0.3 lets it start few of its queries at once.
 func TestSimulate_SampleTracesAreFair(t *testing.T) {
-	for _, trace := range []string{"burst", "mixed-day"} {
-		var out bytes.Buffer
-		require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/" + trace + ".csv", "-o", "json"}, &out))
-		var rep render.SimulationReport
-		require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
-		n := 0
-		for _, q := range rep.Queues {
-			if q.Done == 0 {
-				continue
+	below := filepath.Join(t.TempDir(), "yarn-site.xml")
+	settings, err := os.ReadFile("../../examples/yarn-site.xml")
+	require.NoError(t, err)
+	settings = bytes.Replace(settings, []byte("<configuration>"), []byte(`<configuration>
+  <property><name>slotplane.preemption.below-fair-share</name><value>true</value></property>`), 1)
+	require.NoError(t, os.WriteFile(below, settings, 0o600))
+	for _, c := range []struct {
+		settings string
+		least    float64
+	}{{"../../examples/yarn-site.xml", 0.7}, {below, 0.8}} {
+		for _, trace := range []string{"burst", "mixed-day"} {
+			var out bytes.Buffer
+			require.NoError(t, simulateCommand([]string{"-trace", "../../examples/traces/" + trace + ".csv", "-settings", c.settings, "-o", "json"}, &out))
+			var rep render.SimulationReport
+			require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+			n := 0
+			for _, q := range rep.Queues {
+				if q.Done == 0 {
+					continue
+				}
+				n++
+				require.GreaterOrEqual(t, q.UseOverFairRoom, c.least, "%s %s %s", c.settings, trace, q.Queue)
+				require.LessOrEqual(t, q.UseOverFairRoom, 1.2, "%s %s %s", c.settings, trace, q.Queue)
 			}
-			n++
-			require.GreaterOrEqual(t, q.UseOverFairRoom, 0.8, "%s %s", trace, q.Queue)
-			require.LessOrEqual(t, q.UseOverFairRoom, 1.2, "%s %s", trace, q.Queue)
+			require.GreaterOrEqual(t, n, 3, trace)
 		}
-		require.GreaterOrEqual(t, n, 3, trace)
 	}
 }
 
@@ -97,8 +111,8 @@ func TestSimulate_JSONAndDeterminism(t *testing.T) {
 	require.Equal(t, "gang", rep.Mode)
 	require.Len(t, rep.JobOutcomes, 54)
 	require.Len(t, rep.Queues, 4)
-	require.InDelta(t, 6014, rep.MakespanSeconds, 0.5)
-	require.InDelta(t, 1281, rep.MaxHeadWaitSeconds, 0.5)
+	require.InDelta(t, 6166, rep.MakespanSeconds, 0.5)
+	require.InDelta(t, 1317, rep.MaxHeadWaitSeconds, 0.5)
 	require.True(t, strings.HasPrefix(rep.Summary, "54 jobs: 52 done"))
 	require.Equal(t, "simulated", rep.Preemption, "the example's settings turn preemption on")
 	for _, j := range rep.JobOutcomes {
