@@ -209,6 +209,9 @@ type parser struct {
 	// oldFairSharePreemptionTimeout is a top-level fairSharePreemptionTimeout, the old name of
 	// defaultFairSharePreemptionTimeout: it holds unless the new name is set too, wherever.
 	oldFairSharePreemptionTimeout *time.Duration
+	// blanks counts the runs of blank text read past: an element with none, and no element,
+	// has nothing inside.
+	blanks int
 	// file is ConfigError.File for its mistakes; rootName the root element it expects.
 	file, rootName string
 }
@@ -263,6 +266,7 @@ func (p *parser) next() (xml.Token, error) {
 				p.line = p.pos()
 				return nil, p.errf("", "text %q outside of any value element", strings.TrimSpace(string(t)))
 			}
+			p.blanks++
 		}
 	}
 }
@@ -374,7 +378,7 @@ func (p *parser) topHandlers(a *Allocations) map[string]elementHandler {
 		"defaultFairSharePreemptionTimeout":   intoPtr(p.seconds, &a.DefaultFairSharePreemptionTimeout),
 		"defaultMinSharePreemptionTimeout":    intoPtr(p.seconds, &a.DefaultMinSharePreemptionTimeout),
 		"defaultFairSharePreemptionThreshold": intoPtr(p.fraction, &a.DefaultFairSharePreemptionThreshold),
-		"queuePlacementPolicy":                into(p.rules, &a.Placement),
+		"queuePlacementPolicy":                p.placementPolicy(a),
 	}
 }
 
@@ -607,14 +611,14 @@ func (p *parser) userHandlers(limit *int) map[string]elementHandler {
 }
 
 func (a *Allocations) validate() error {
-	if n := len(a.Placement); n > 0 && !a.Placement[n-1].Terminal() {
-		last := a.Placement[n-1]
-		return &ConfigError{Line: last.Line, Element: "rule", Msg: fmt.Sprintf("the last rule (%s, create=%t) may pass an application on, and nothing follows it", last.Name, last.Create)}
-	}
 	var check func(q *QueueConfig) error
 	check = func(q *QueueConfig) error {
 		if q.MinResources != nil && q.MaxResources != nil && !q.MinResources.Fits(*q.MaxResources) {
-			return &ConfigError{Line: q.Line, Element: "queue", Msg: fmt.Sprintf("%s: minResources %s exceed maxResources %s", q.Path, q.MinResources, q.MaxResources)}
+			// The Fair Scheduler warns and loads it; its maximum wins over its minimum.
+			capped := q.MinResources.Min(*q.MaxResources)
+			a.Ignored = append(a.Ignored, Ignored{Line: q.Line, Element: "minResources", Queue: q.Path,
+				Reason: fmt.Sprintf("minResources %s exceed maxResources %s: the minimum share is %s, as in the Fair Scheduler, where the maximum wins", q.MinResources, q.MaxResources, capped)})
+			q.MinResources = &capped
 		}
 		for _, c := range q.Children {
 			if err := check(c); err != nil {

@@ -42,7 +42,7 @@ const hadoop3File = `<?xml version="1.0"?>
   </queue>
   <queuePlacementPolicy>
     <rule name="specified" create="false"/>
-    <rule name="nestedUserQueue" create="true"><rule name="default" queue="users"/></rule>
+    <rule name="nestedUserQueue" create="true"><rule name="default" queue="users" create="false"/></rule>
     <rule name="default" queue="adhoc"/>
   </queuePlacementPolicy>
 </allocations>`

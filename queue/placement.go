@@ -106,35 +106,12 @@ func (a *Allocations) apply(r Rule, s Submitter) (path string, decided bool, err
 			return "", false, fmt.Errorf("%w: queue name %q starts or ends with a period", ErrRejected, q)
 		}
 		return place(FullPath(q))
-	case "user":
-		if s.User == "" {
-			return "", false, nil
-		}
-		return place("root." + cleanName(s.User))
+	case "user", "nestedUserQueue":
+		return a.under(r, s, []string{s.User}, place)
 	case "primaryGroup":
-		if s.PrimaryGroup == "" {
-			return "", false, nil
-		}
-		return place("root." + cleanName(s.PrimaryGroup))
+		return a.under(r, s, []string{s.PrimaryGroup}, place)
 	case "secondaryGroupExistingQueue":
-		for _, g := range s.SecondaryGroups {
-			if p := "root." + cleanName(g); exists(p) {
-				return p, true, nil
-			}
-		}
-		return "", false, nil
-	case "nestedUserQueue":
-		if r.Nested == nil || s.User == "" {
-			return "", false, nil
-		}
-		parent, ok, err := a.apply(*r.Nested, s)
-		if err != nil || !ok {
-			return "", false, err
-		}
-		if pq := a.Queue(parent); pq == nil || pq.IsLeaf() {
-			return "", false, nil // only under a parent queue
-		}
-		return place(parent + "." + cleanName(s.User))
+		return a.under(r, s, s.SecondaryGroups, func(p string) (string, bool, error) { return p, exists(p), nil })
 	case "default":
 		q := r.Queue
 		if q == "" {
@@ -144,6 +121,33 @@ func (a *Allocations) apply(r Rule, s Submitter) (path string, decided bool, err
 	default:
 		return "", false, fmt.Errorf("unknown placement rule %q", r.Name)
 	}
+}
+
+// under places by a user or group rule: in the queue named after the first of names that
+// place takes, under root, or under the queue r's parent rule picks. The rule passes the job
+// on when the parent rule does, or picks a configured leaf queue; a parent rule that may
+// create its queue makes it a parent queue.
+func (a *Allocations) under(r Rule, s Submitter, names []string, place func(string) (string, bool, error)) (string, bool, error) {
+	parent := "root"
+	if r.Nested != nil {
+		p, ok, err := a.apply(*r.Nested, s)
+		if err != nil || !ok {
+			return "", false, err
+		}
+		if pq := a.Queue(p); pq != nil && pq.IsLeaf() && pq.Path != "root" {
+			return "", false, nil
+		}
+		parent = p
+	}
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if path, ok, err := place(parent + "." + cleanName(n)); err != nil || ok {
+			return path, ok, err
+		}
+	}
+	return "", false, nil
 }
 
 // parentIsLeaf: a new queue at path would hang under a configured leaf queue.
