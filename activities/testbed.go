@@ -350,7 +350,12 @@ func (a *Activities) layout(tb *v1alpha1.TestBed, current []v1alpha1.SlotStatus,
 		if n.DeletionTimestamp != nil {
 			continue
 		}
-		in = append(in, slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n), Taint: untoleratedTaint(&n)})
+		node := slots.Node{Name: n.Name, ID: n.Labels[tb.Spec.NodeLabel], Unready: !nodeReady(&n), Taint: untoleratedTaint(&n)}
+		if len(n.Status.Allocatable) > 0 { // a node that has not told its resources yet is not judged
+			fits, lacks := slots.Fit(n.Status.Allocatable, tb.Spec.ResourcesPerSlot, tb.Spec.SlotsPerNode)
+			node.Fits, node.Lacks = &fits, lacks
+		}
+		in = append(in, node)
 		inBed[n.Name] = true
 	}
 	// graceLeft is how long a slot whose node left keeps its grace (0: none, or over).
@@ -727,6 +732,7 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, have
 			cond.Message += fmt.Sprintf("; %d nodes are not Ready and their slots are left alone (%s)", n, strings.Join(shown, ", "))
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
+		meta.SetStatusCondition(&st.Conditions, slotsFit(tb, layout))
 		if equality.Semantic.DeepEqual(&tb.Status, st) {
 			return nil
 		}
@@ -740,6 +746,18 @@ func (a *Activities) writeStatus(ctx context.Context, tb *v1alpha1.TestBed, have
 		return fmt.Errorf("write status of testbed %s: %w", key, err)
 	}
 	return nil
+}
+
+// slotsFit is the bed's SlotsFit condition: whether every node's allocatable resources hold
+// its slots, and, when not, which nodes lack what (the first five).
+func slotsFit(tb *v1alpha1.TestBed, layout []slots.Slot) metav1.Condition {
+	cond := metav1.Condition{Type: v1alpha1.ConditionSlotsFit, ObservedGeneration: tb.Generation,
+		Status: metav1.ConditionTrue, Reason: "RoomOnEveryNode", Message: "every node's allocatable resources hold its slots"}
+	if short := slots.WithoutRoom(layout); len(short) > 0 {
+		cond.Status, cond.Reason = metav1.ConditionFalse, "NoRoom"
+		cond.Message = fmt.Sprintf("%d nodes lack room for some of their slots, which get no ghost and go to no job: %s", len(short), strings.Join(short[:min(len(short), 5)], "; "))
+	}
+	return cond
 }
 
 func countNodes(layout []slots.Slot) int32 {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -355,4 +356,41 @@ func TestReconcileTestBed_DecidesByTheInjectedClock(t *testing.T) {
 			require.Equal(t, c.wantGhosts, ghostPlaces(t, cl))
 		})
 	}
+}
+
+// node-00's allocatable resources hold one of its two slots: the other gets no ghost and goes
+// to no job, and the bed's SlotsFit condition names the node and what it lacks. Once the
+// node has room, the slot comes back.
+func TestReconcileTestBed_ASlotANodeHasNoRoomForIsNotOffered(t *testing.T) {
+	cl := fakeClient(nil, testobjects.TestBed(bedKey.Name).UID("bed-uid").Generation(1).Obj())
+	ctx := context.Background()
+	setAllocatable := func(cpu string) {
+		var n corev1.Node
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Name: "node-00"}, &n))
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi")}
+		require.NoError(t, cl.Status().Update(ctx, &n))
+	}
+	setAllocatable("1500m")
+	a := &Activities{Client: cl}
+	_, err := a.ReconcileTestBed(ctx, TestBedRef(bedKey))
+	require.NoError(t, err)
+	require.Equal(t, []string{"node-00/0", "node-01/0", "node-01/1"}, ghostPlaces(t, cl))
+	tb := readBed(t, cl)
+	fit := meta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionSlotsFit)
+	require.NotNil(t, fit)
+	require.Equal(t, metav1.ConditionFalse, fit.Status)
+	require.Equal(t, "NoRoom", fit.Reason)
+	require.Contains(t, fit.Message, "node-00: room for 1 of its 2 slots (cpu: 2 slots need 2, 1500m allocatable)")
+	require.EqualValues(t, 3, tb.Status.Free, "the slot without room is not free for a job")
+	got := readSlots(t, cl)
+	require.Equal(t, "node-00", got[2].NodeName)
+	require.Contains(t, got[2].Unavailable, "the node has no room for it")
+
+	setAllocatable("4")
+	_, err = a.ReconcileTestBed(ctx, TestBedRef(bedKey))
+	require.NoError(t, err)
+	require.Equal(t, []string{"node-00/0", "node-00/1", "node-01/0", "node-01/1"}, ghostPlaces(t, cl))
+	tb = readBed(t, cl)
+	require.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(tb.Status.Conditions, v1alpha1.ConditionSlotsFit).Status)
+	require.EqualValues(t, 4, tb.Status.Free)
 }

@@ -138,6 +138,9 @@ func PlanGhosts(layout []Slot, ghostRequests corev1.ResourceList, pods []Observe
 		if s.Leaving {
 			continue // its node is not the bed's: a ghost there would keep room nobody may use
 		}
+		if s.NoRoom != "" {
+			continue // a ghost there would not fit beside the node's other slots
+		}
 		if s.Assigned {
 			// No ghost: the job's pod may be on its way (Spark asks for a lost executor
 			// again), and a ghost bound straight to the node would take its room; one still

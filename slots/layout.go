@@ -6,10 +6,14 @@ package slots
 
 import (
 	"cmp"
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"slotplane/crds/v1alpha1"
@@ -26,6 +30,11 @@ type Node struct {
 	// tolerate (a cordon, a control plane's): its slots are left alone as an unready node's.
 	// Ghosts are bound to their node directly, past the scheduler's taint checks.
 	Taint string
+	// Fits is how many of the bed's slots the node's allocatable resources hold (Fit); the
+	// node's slots from PositionOnNode Fits on have no room, no ghost, and go to no job.
+	// Lacks says what the node lacks for the rest. A Node made without them fits every slot.
+	Fits  *int32
+	Lacks string
 }
 
 // Slot is one slot of the layout.
@@ -40,6 +49,9 @@ type Slot struct {
 	Unready bool
 	// Taint: the slot's node has a taint ghosts do not tolerate (Node.Taint).
 	Taint string
+	// NoRoom says what the slot's node lacks to hold its slots (Node.Lacks) when it has no
+	// room for this one, "" when it has.
+	NoRoom string
 	// Assigned: a running job holds the slot (Admission gave it), whether or not one of its
 	// pods is there now. Not set by Layout: the caller knows the jobs.
 	Assigned bool
@@ -74,6 +86,7 @@ func Layout(nodes []Node, slotsPerNode int32) []Slot {
 				NodeID:         n.ID,
 				Unready:        n.Unready,
 				Taint:          n.Taint,
+				NoRoom:         n.noRoom(round),
 			})
 		}
 	}
@@ -114,7 +127,7 @@ func Relayout(previous []v1alpha1.SlotStatus, nodes []Node, slotsPerNode int32, 
 		n, in := byName[p.NodeName]
 		switch {
 		case in && p.PositionOnNode < slotsPerNode && !kept[place{p.NodeName, p.PositionOnNode}]:
-			s.NodeID, s.Unready, s.Taint = n.ID, n.Unready, n.Taint
+			s.NodeID, s.Unready, s.Taint, s.NoRoom = n.ID, n.Unready, n.Taint, n.noRoom(p.PositionOnNode)
 			kept[place{p.NodeName, p.PositionOnNode}] = true
 		case held(p):
 			s.Leaving = true
@@ -146,8 +159,66 @@ func (s Slot) Unavailable() string {
 		return "the node is not Ready"
 	case s.Taint != "":
 		return "the node has the taint " + s.Taint + ", which ghosts do not tolerate"
+	case s.NoRoom != "":
+		return "the node has no room for it: " + s.NoRoom
 	}
 	return ""
+}
+
+// noRoom is what the node lacks when its slot at positionOnNode has no room ("" when it
+// has).
+func (n Node) noRoom(positionOnNode int32) string {
+	if n.Fits == nil || positionOnNode < *n.Fits {
+		return ""
+	}
+	return n.Lacks
+}
+
+// WithoutRoom lists each node of the layout that lacks room for some of its slots, with
+// what it lacks ("node-3: room for 1 of its 2 slots (...)"), in node order.
+func WithoutRoom(layout []Slot) []string {
+	lacks := map[string]string{}
+	for _, s := range layout {
+		if s.NoRoom != "" && !s.Leaving {
+			lacks[s.NodeName] = s.NoRoom
+		}
+	}
+	out := make([]string, 0, len(lacks))
+	for _, node := range slices.Sorted(maps.Keys(lacks)) {
+		out = append(out, node+": "+lacks[node])
+	}
+	return out
+}
+
+// Fit is how many slots of perSlot the allocatable resources of a node hold, up to want, and,
+// when fewer than want, what the node lacks for want, by resource. A resource of perSlot the
+// node does not have (a GPU) holds none.
+func Fit(allocatable, perSlot corev1.ResourceList, want int32) (fits int32, lacks string) {
+	fits = want
+	var short []string
+	for _, name := range slices.Sorted(maps.Keys(perSlot)) {
+		one := perSlot[name]
+		if one.Sign() <= 0 {
+			continue
+		}
+		have := allocatable[name]
+		n := int64(want)
+		if q := have.MilliValue() / one.MilliValue(); q < n {
+			n = q
+		}
+		if int32(n) < fits {
+			fits = int32(n)
+		}
+		if n < int64(want) {
+			need := one.DeepCopy()
+			need.Mul(int64(want))
+			short = append(short, fmt.Sprintf("%s: %d slots need %s, %s allocatable", name, want, need.String(), have.String()))
+		}
+	}
+	if fits < want {
+		lacks = fmt.Sprintf("room for %d of its %d slots (%s)", fits, want, strings.Join(short, "; "))
+	}
+	return fits, lacks
 }
 
 func compareNodes(a, b Node) int {

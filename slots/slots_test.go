@@ -771,3 +771,58 @@ func TestPlanGhosts_LeavingSlotsHaveNoGhost(t *testing.T) {
 		t.Errorf("delete %v; want the leaving slot's ghost gone", names(plan.Delete))
 	}
 }
+
+// A node's allocatable resources hold as many slots as the scarcest resource allows; what
+// it lacks is said per resource.
+func TestFit(t *testing.T) {
+	slot := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	gpuSlot := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "nvidia.com/gpu": resource.MustParse("1")}
+	alloc := func(cpu, memory string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	}
+	for name, c := range map[string]struct {
+		alloc, slot corev1.ResourceList
+		want        int32
+		fits        int32
+		lacks       string
+	}{
+		"room to spare":     {alloc("16", "64Gi"), slot, 2, 2, ""},
+		"exactly":           {alloc("4", "16Gi"), slot, 2, 2, ""},
+		"short of cpu":      {alloc("3500m", "64Gi"), slot, 2, 1, "room for 1 of its 2 slots (cpu: 2 slots need 4, 3500m allocatable)"},
+		"short of both":     {alloc("1", "4Gi"), slot, 2, 0, "room for 0 of its 2 slots (cpu: 2 slots need 4, 1 allocatable; memory: 2 slots need 16Gi, 4Gi allocatable)"},
+		"a resource absent": {alloc("8", "8Gi"), gpuSlot, 1, 0, "room for 0 of its 1 slots (nvidia.com/gpu: 1 slots need 1, 0 allocatable)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fits, lacks := Fit(c.alloc, c.slot, c.want)
+			if fits != c.fits || lacks != c.lacks {
+				t.Errorf("got %d %q; want %d %q", fits, lacks, c.fits, c.lacks)
+			}
+		})
+	}
+}
+
+// The slots a node has no room for are unavailable, get no ghost, and the bed names the node.
+func TestPlanGhosts_SlotsWithoutRoomHaveNoGhost(t *testing.T) {
+	ns := nodes("0", "1")
+	one := int32(1)
+	ns[0].Fits, ns[0].Lacks = &one, "room for 1 of its 2 slots (cpu: 2 slots need 4, 3 allocatable)"
+	layout := Layout(ns, 2)
+	plan := PlanGhosts(layout, slotSize, nil)
+	if got := positions(plan.Create); !slices.Equal(got, []int32{0, 1, 3}) {
+		t.Errorf("created %v; want every slot but node-0's second (2)", got)
+	}
+	if got := layout[2].Unavailable(); got != "the node has no room for it: room for 1 of its 2 slots (cpu: 2 slots need 4, 3 allocatable)" {
+		t.Errorf("slot 2 unavailable for %q", got)
+	}
+	if layout[0].Unavailable() != "" || layout[1].Unavailable() != "" {
+		t.Errorf("slots 0 and 1 have room: %q %q", layout[0].Unavailable(), layout[1].Unavailable())
+	}
+	if got := WithoutRoom(layout); !slices.Equal(got, []string{"node-0: " + ns[0].Lacks}) {
+		t.Errorf("without room: %v", got)
+	}
+	// Relaid out while a job holds slot 2, it keeps its place and stays without room.
+	held := Relayout(Statuses(layout, nil), ns, 2, func(s v1alpha1.SlotStatus) bool { return s.Position == 2 })
+	if held[2].NoRoom == "" || held[2].Leaving {
+		t.Errorf("relaid out: %+v", held[2])
+	}
+}

@@ -116,10 +116,12 @@ type TestBedStatus struct {
 	Reserved int32 `json:"reserved,omitempty"`
 	// +optional
 	Occupied int32 `json:"occupied,omitempty"`
-	// Conditions: Ready is True when every free slot holds its ghost pod. QueuesConfigured
-	// says what became of the namespace's queue configuration (ConfigMap slotplane-queues):
-	// Accepted, OpenACLs (it loads, but root's ACLs leave every queue open), Rejected (the
-	// last good one stays in force) or NoFile.
+	// Conditions: Ready is True when every free slot holds its ghost pod. SlotsFit says
+	// whether every node's allocatable resources hold its slots (NoRoom names the nodes that
+	// lack room, whose extra slots go to no job). QueuesConfigured says what became of the
+	// namespace's queue configuration (ConfigMap slotplane-queues): Accepted, OpenACLs (it
+	// loads, but root's ACLs leave every queue open), Rejected (the last good one stays in
+	// force) or NoFile.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

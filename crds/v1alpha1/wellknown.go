@@ -237,6 +237,12 @@ const (
 	QueuesSettingsKey  = "yarn-site.xml"
 )
 
+// ConditionSlotsFit is the TestBed condition that says whether every node's allocatable
+// resources hold its slots (slotsPerNode times resourcesPerSlot). When not, the message names
+// the nodes and what they lack; their slots beyond what fits get no ghost pod and go to no
+// job.
+const ConditionSlotsFit = "SlotsFit"
+
 // ConditionQueuesConfigured is the TestBed condition that says what became of the
 // namespace's queue configuration (ConfigMap QueuesConfigMap: the allocation file
 // and its settings): True when it loads, with reason ReasonQueuesAccepted or, when root's
