@@ -350,3 +350,54 @@ func TestQueues_PreemptionOnTheRealPlatform(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ids, 12)
 }
+
+// fairShareRuleQueues: three queues of equal weight that starve below half their fair share
+// for 5 seconds.
+const fairShareRuleQueues = `<allocations>
+  <defaultFairSharePreemptionTimeout>5</defaultFairSharePreemptionTimeout>
+  <queue name="a"/>
+  <queue name="b"/>
+  <queue name="c"/>
+</allocations>
+`
+
+// The Fair Scheduler's rule on the real platform: b and c each run 4 of the 8 slots, and
+// each has a job of 5 waiting; a asks for 1. Their fair shares are 3.5 slots, so a slot taken from either
+// would leave it below its share: a waits, past its timeout. With
+// slotplane.preemption.below-fair-share, the newest job (c's) gives a its slot.
+func TestQueues_PreemptionKeepsVictimsAtTheirFairShare(t *testing.T) {
+	t.Parallel()
+	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: fairShareRuleQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
+	}
+	require.NoError(t, p.client.Create(ctx, cm))
+	for _, q := range []string{"b", "c"} {
+		for _, n := range []string{"1", "2"} {
+			require.NoError(t, p.client.Create(ctx, queuedJob(q+n, "ops", "10m")))
+		}
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling(q).Queue(q).Job(q+"1", 4).Job(q+"2", 5).Obj()))
+		require.Eventually(t, func() bool { return p.batchJob(t, q+"1").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+	}
+	require.NoError(t, p.client.Create(ctx, queuedJob("a1", "ops", "10m")))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("a").Queue("a").Job("a1", 1).Obj()))
+	require.Never(t, func() bool { return p.batchJob(t, "a1").Status.State == v1alpha1.JobRunning },
+		15*time.Second, 500*time.Millisecond, "a slot was taken from a queue at its fair share")
+	for _, e := range p.queues(t).Running {
+		require.Zero(t, e.Preempted, "%s lost slots", e.Request.Job)
+	}
+
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
+	cm.Data[v1alpha1.QueuesSettingsKey] = strings.Replace(preemptionOn, "</configuration>",
+		"  <property><name>slotplane.preemption.below-fair-share</name><value>true</value></property>\n</configuration>", 1)
+	require.NoError(t, p.client.Update(ctx, cm))
+	require.Eventually(t, func() bool { return p.batchJob(t, "a1").Status.State == v1alpha1.JobRunning },
+		time.Minute, 250*time.Millisecond, "below-fair-share moved no slot")
+	lost := map[string]int32{}
+	for _, e := range p.queues(t).Running {
+		lost[e.Request.Job] = e.Preempted
+	}
+	require.Equal(t, map[string]int32{"b1": 0, "c1": 1, "a1": 0}, lost, "one slot, from the newest job")
+}

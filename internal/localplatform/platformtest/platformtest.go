@@ -23,6 +23,7 @@ import (
 	"slotplane/crds/v1alpha1"
 	"slotplane/internal/localplatform"
 	"slotplane/internal/localplatform/localcluster"
+	"slotplane/slots"
 )
 
 // Platform is what Start started; the test's cleanup stops all of it.
@@ -45,6 +46,11 @@ type Bed struct {
 	CPU, Memory  string
 }
 
+// nodeResources are each node's: a bed's slots beyond them have no room.
+var nodeResources = corev1.ResourceList{
+	corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
+}
+
 // DefaultBed is 8 slots of 2 cpu and 8Gi.
 var DefaultBed = Bed{SlotsPerNode: 2, CPU: "2", Memory: "8Gi"}
 
@@ -62,10 +68,8 @@ func Start(t testing.TB, bed Bed) *Platform {
 	reg := prometheus.NewRegistry()
 	dp, err := localplatform.Start(ctx, localplatform.Options{
 		Nodes: 4, PlainNodes: 2, Metrics: reg,
-		NodeResources: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
-		},
-		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		NodeResources: nodeResources,
+		Log:           slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -88,7 +92,8 @@ func Start(t testing.TB, bed Bed) *Platform {
 		}},
 	}
 	require.NoError(t, p.Client.Create(context.Background(), tb))
-	WaitBed(t, p.Client, 4*int(bed.SlotsPerNode), 4*int(bed.SlotsPerNode))
+	fits, _ := slots.Fit(nodeResources, tb.Spec.ResourcesPerSlot, bed.SlotsPerNode) // the rest get no ghost
+	WaitBed(t, p.Client, 4*int(bed.SlotsPerNode), 4*int(fits))
 	return p
 }
 
@@ -99,14 +104,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// WaitBed waits until test bed default/bed has total slots, all free, is Ready, and has
-// that many running ghosts.
+// WaitBed waits until test bed default/bed has total slots, is Ready, and has ghosts running
+// ghosts, one in each free slot (slots a node has no room for are neither).
 func WaitBed(t testing.TB, cl client.Client, total, ghosts int) {
 	t.Helper()
 	var last localplatform.BedView
 	require.Eventually(t, func() bool {
 		v, err := localplatform.ReadBed(context.Background(), cl, client.ObjectKey{Namespace: "default", Name: "bed"})
 		last = v
-		return err == nil && int(v.Total) == total && int(v.Free) == total && v.RunningGhosts == ghosts && v.Ghosts == ghosts && v.Ready
+		return err == nil && int(v.Total) == total && int(v.Free) == ghosts && v.RunningGhosts == ghosts && v.Ghosts == ghosts && v.Ready
 	}, 60*time.Second, 100*time.Millisecond, "bed never reached %d slots / %d ghosts; last seen %+v", total, ghosts, &last)
 }
