@@ -401,3 +401,41 @@ func TestQueues_PreemptionKeepsVictimsAtTheirFairShare(t *testing.T) {
 	}
 	require.Equal(t, map[string]int32{"b1": 0, "c1": 1, "a1": 0}, lost, "one slot, from the newest job")
 }
+
+// minShareQueues: m is owed two slots (of 1 cpu, 4Gi) after 3 seconds; no queue starves for
+// its fair share within the test.
+const minShareQueues = `<allocations>
+  <defaultFairSharePreemptionTimeout>600</defaultFairSharePreemptionTimeout>
+  <queue name="big"/>
+  <queue name="m">
+    <minResources>8192 mb, 2 vcores</minResources>
+    <minSharePreemptionTimeout>3</minSharePreemptionTimeout>
+  </queue>
+</allocations>
+`
+
+// Min-share preemption on the real platform: big runs all 8 slots; m's job of 2 waits past
+// m's minSharePreemptionTimeout and gets its minimum share back from big.
+func TestQueues_MinSharePreemption(t *testing.T) {
+	t.Parallel()
+	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
+	ctx := context.Background()
+	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: minShareQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
+	}))
+	require.NoError(t, p.client.Create(ctx, queuedJob("big", "ops", "10m")))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("big").Queue("big").Job("big", 8).Obj()))
+	require.Eventually(t, func() bool { return p.batchJob(t, "big").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+	require.NoError(t, p.client.Create(ctx, queuedJob("owed", "ops", "10m")))
+	asked := time.Now()
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("owed").Queue("m").Job("owed", 2).Obj()))
+	require.Eventually(t, func() bool { return p.batchJob(t, "owed").Status.State == v1alpha1.JobRunning },
+		time.Minute, 250*time.Millisecond, "m never got its minimum share")
+	require.GreaterOrEqual(t, time.Since(asked), 3*time.Second, "taken before the timeout ran out")
+	for _, e := range p.queues(t).Running {
+		if e.Request.Job == "big" {
+			require.EqualValues(t, 2, e.Preempted)
+		}
+	}
+}
