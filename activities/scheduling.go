@@ -384,6 +384,8 @@ type JobInfo struct {
 	Driver corev1.ResourceList
 	// Expected is the job's expected duration (0: none).
 	Expected time.Duration
+	// Priority is the job's priority (spec.priority).
+	Priority int32 `json:",omitempty"`
 	// Shown is the queue the job's status shows (status.queue) for the run of the
 	// Scheduling that holds the job: what a write of its placement would not change. Empty
 	// when the status speaks of another Scheduling's run, or of none.
@@ -510,7 +512,8 @@ func (a *Activities) copiedClaims(ctx context.Context, in ReadJobsInput) map[str
 
 // jobInfo is what admission needs of job.
 func jobInfo(job *v1alpha1.BatchJob) JobInfo {
-	info := JobInfo{Name: job.Name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources}
+	info := JobInfo{Name: job.Name, Exists: true, Queue: job.Spec.Queue, User: job.Spec.User, Groups: job.Spec.Groups, Driver: job.Spec.DriverResources,
+		Priority: job.Spec.Priority}
 	if d := job.Spec.ExpectedDuration; d != nil && d.Duration > 0 {
 		info.Expected = d.Duration
 	}

@@ -27,7 +27,7 @@ func jobOf(j *v1alpha1.BatchJob) apitypes.Job {
 		created = &j.CreationTimestamp
 	}
 	return apitypes.Job{Name: j.Name, Namespace: j.Namespace, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreatedAt: created, Framework: j.Spec.Framework, Application: j.Spec.Application, DriverResources: j.Spec.DriverResources,
-		Queue: j.Spec.Queue, User: j.Spec.User, Groups: j.Spec.Groups, SuspendedOutcome: j.Spec.SuspendedOutcome, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel],
+		Queue: j.Spec.Queue, Priority: j.Spec.Priority, User: j.Spec.User, Groups: j.Spec.Groups, SuspendedOutcome: j.Spec.SuspendedOutcome, Scheduling: j.Labels[v1alpha1.ActiveSchedulingLabel],
 		SchedulerData: v1alpha1.SchedulerData(j.Annotations), Status: j.Status}
 }
 
@@ -226,7 +226,7 @@ func (s *server) createJob(c *gin.Context) {
 	job := &v1alpha1.BatchJob{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: namespaceOf(c), Labels: req.Labels, Annotations: annotations},
 		Spec: v1alpha1.BatchJobSpec{Framework: req.Framework, Application: req.Application, DriverResources: req.DriverResources, Queue: req.Queue,
-			User: runAs.Name, Groups: runAs.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment,
+			Priority: req.Priority, User: runAs.Name, Groups: runAs.Groups, SparkApplication: req.SparkApplication, FlinkDeployment: req.FlinkDeployment,
 			SuspendedOutcome: req.SuspendedOutcome},
 	}
 	if err := s.Client.Create(c.Request.Context(), job); err != nil {

@@ -122,6 +122,7 @@ type Job struct {
 	Application     v1alpha1.Application `json:"application"`
 	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
 	Queue           string               `json:"queue,omitempty"`
+	Priority        int32                `json:"priority,omitempty"`
 	User            string               `json:"user,omitempty"`
 	Groups          []string             `json:"groups,omitempty"`
 	// SuspendedOutcome is how a run ends whose application is suspended ("": Completed).
@@ -187,6 +188,9 @@ type JobRequest struct {
 	Application     v1alpha1.Application `json:"application"`
 	DriverResources corev1.ResourceList  `json:"driverResources,omitempty"`
 	Queue           string               `json:"queue,omitempty"`
+	// Priority orders the job in its leaf queue before submission order (higher first), and
+	// makes it preemption's victim after lower ones; -1,000,000 to 1,000,000, default 0.
+	Priority int32 `json:"priority,omitempty"`
 	// User and Groups, when given and not the caller's, need the caller to be allowed to
 	// impersonate that user and each group.
 	User   string   `json:"user,omitempty"`

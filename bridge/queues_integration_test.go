@@ -439,3 +439,71 @@ func TestQueues_MinSharePreemption(t *testing.T) {
 		}
 	}
 }
+
+// priorityQueues: a fifo leaf to order jobs in, and two queues that preempt after 5 seconds
+// below half their fair share.
+const priorityQueues = `<allocations>
+  <defaultFairSharePreemptionTimeout>5</defaultFairSharePreemptionTimeout>
+  <queue name="line"><schedulingPolicy>fifo</schedulingPolicy></queue>
+  <queue name="a"/>
+  <queue name="b"/>
+</allocations>
+`
+
+// Job priorities on the real platform: in a fifo leaf the job of the highest priority,
+// submitted last, starts first when room frees; and preemption takes its slots from the job
+// of the lowest priority, not from the newest.
+func TestQueues_PrioritiesOnTheRealPlatform(t *testing.T) {
+	t.Parallel()
+	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
+	ctx := context.Background()
+	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: priorityQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
+	}))
+	job := func(name, runFor string, priority int32) *v1alpha1.BatchJob {
+		j := queuedJob(name, "ops", runFor)
+		j.Spec.Priority = priority
+		return j
+	}
+	state := func(name string) v1alpha1.BatchJobState { return p.batchJob(t, name).Status.State }
+
+	t.Run("the highest priority goes first", func(t *testing.T) {
+		require.NoError(t, p.client.Create(ctx, job("blocker", "6s", 0)))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("blocker").Queue("line").Job("blocker", 8).Obj()))
+		require.Eventually(t, func() bool { return state("blocker") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+		for _, j := range []struct {
+			name     string
+			priority int32
+		}{{"early", 0}, {"later", 0}, {"urgent", 10}} {
+			require.NoError(t, p.client.Create(ctx, job(j.name, "3s", j.priority)))
+			require.NoError(t, p.client.Create(ctx, testobjects.Scheduling(j.name).Queue("line").Job(j.name, 8).Obj()))
+		}
+		require.Eventually(t, func() bool { return state("urgent") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond, "urgent never ran")
+		require.Equal(t, v1alpha1.JobInQueue, state("early"), "early ran before urgent")
+		require.Equal(t, v1alpha1.JobInQueue, state("later"))
+		for _, name := range []string{"urgent", "early", "later"} {
+			p.waitScheduling(t, name, v1alpha1.SchedulingCompleted, 2*time.Minute)
+		}
+		early, later := p.batchJob(t, "early").Status, p.batchJob(t, "later").Status
+		require.False(t, later.SubmittedAt.Before(early.FinishedAt),
+			"later (submitted %s) ran after early ended (%s): one priority, submission order", later.SubmittedAt, early.FinishedAt)
+	})
+
+	t.Run("preemption takes from the lowest priority", func(t *testing.T) {
+		require.NoError(t, p.client.Create(ctx, job("low", "10m", -1)))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("low").Queue("b").Job("low", 4).Obj()))
+		require.Eventually(t, func() bool { return state("low") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+		require.NoError(t, p.client.Create(ctx, job("high", "10m", 5)))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("high").Queue("b").Job("high", 4).Obj()))
+		require.Eventually(t, func() bool { return state("high") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+		require.NoError(t, p.client.Create(ctx, job("starved", "10m", 0)))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("starved").Queue("a").Job("starved", 4).Obj()))
+		require.Eventually(t, func() bool { return state("starved") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond, "a got no slots")
+		lost := map[string]int32{}
+		for _, e := range p.queues(t).Running {
+			lost[e.Request.Job] = e.Preempted
+		}
+		require.Equal(t, map[string]int32{"low": 4, "high": 0, "starved": 0}, lost, "high, the newer job, keeps its slots")
+	})
+}

@@ -377,17 +377,21 @@ func (s *snapshot) leafOrder(q *Queue, policy Policy) []int {
 }
 
 // leafCompare orders two applications (indexes into the cluster's) as a leaf of the policy
-// serves them. fifo and StateAware serve by submission; fair serves the application with
-// the least memory over its weight first, drf the one with the least dominant share over
-// its weight, submission breaking ties. Waiting applications hold nothing, so among them
-// every policy is first come, first served: weights (sizebasedweight) only tell apart
-// running applications that ask for more.
+// serves them: the higher priority first, in every policy; then fifo and StateAware serve by
+// submission; fair serves the application with the least memory over its weight first, drf
+// the one with the least dominant share over its weight, submission breaking ties. Waiting
+// applications hold nothing, so among them every policy is first come, first served within
+// a priority: weights (sizebasedweight) only tell apart running applications that ask for
+// more.
 func (s *snapshot) leafCompare(policy Policy) func(i, j int) int {
 	settings := s.t.alloc.Settings
 	weight := func(a *App) float64 { return max(settings.AppWeight(a.Demand), 1e-9) }
 	return func(i, j int) int {
 		apps := s.c.Apps
 		a, b := &apps[i], &apps[j]
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
 		switch policy {
 		case PolicyFair:
 			if c := cmp.Compare(float64(a.Usage.MemoryBytes)/weight(a), float64(b.Usage.MemoryBytes)/weight(b)); c != 0 {
@@ -423,7 +427,7 @@ func (s *snapshot) stateAwareAllowed(q *Queue) map[string]bool {
 					st = Running
 				}
 			}
-			states = append(states, StateApp{ID: a.ID, Order: a.Order, State: st, StartingSince: a.StartingSince, Pending: !a.Running || a.Pending,
+			states = append(states, StateApp{ID: a.ID, Order: a.Order, Priority: a.Priority, State: st, StartingSince: a.StartingSince, Pending: !a.Running || a.Pending,
 				NoExecutors: a.NoExecutors, SlotBacked: a.SlotBacked})
 		}
 	}

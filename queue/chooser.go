@@ -410,12 +410,20 @@ func (ch *Chooser) countDemand() {
 	s.demand = s.t.demand(s.c.Apps, s.leafOf, s.gone, ch.run)
 }
 
-// sortByOrder sorts application indexes by submission order, then id.
+// sortByOrder sorts application indexes by priority (higher first), submission order, then id.
 func sortByOrder(idx []int, apps []App) {
 	slices.SortFunc(idx, func(i, j int) int {
-		if c := cmp.Compare(apps[i].Order, apps[j].Order); c != 0 {
+		if c := servedBefore(&apps[i], &apps[j]); c != 0 {
 			return c
 		}
 		return cmp.Compare(apps[i].ID, apps[j].ID)
 	})
+}
+
+// servedBefore compares two applications by priority (higher first), then submission.
+func servedBefore(a, b *App) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Order, b.Order)
 }

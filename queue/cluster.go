@@ -79,8 +79,8 @@ func (a *Admitter) choosable(e *Entry, positions []int32) bool {
 // slots it holds; a waiting one demands the slots it asked for.
 func (a *Admitter) appOf(e *Entry, running bool) App {
 	slot := a.st.Slot
-	app := App{ID: e.ID, Queue: e.Queue, User: e.Request.User, Order: e.Order, AM: e.Request.Driver, Demand: times(slot, e.wanted()),
-		SlotBacked: true}
+	app := App{ID: e.ID, Queue: e.Queue, User: e.Request.User, Order: e.Order, Priority: e.Request.Priority, AM: e.Request.Driver,
+		Demand: times(slot, e.wanted()), SlotBacked: true}
 	if running {
 		app.Usage = times(slot, int64(len(e.Slots)))
 		app.Demand, app.Running = app.Usage, true

@@ -45,6 +45,7 @@ func packRaw(st AdmitterState) ([]byte, error) {
 	strs.index("") // 0 is the empty string (and no groups)
 	waiting, running := packEntries(st.Waiting, strs), packEntries(st.Running, strs)
 	h.Strings, h.Waiting, h.Running = strs.all, len(waiting.Job), len(running.Job)
+	h.Priorities = append(packPriorities(st.Waiting, false, nil), packPriorities(st.Running, true, nil)...)
 	// encoding/json writes a struct's fields in order and a map's keys sorted: the same state
 	// packs to the same bytes. (workflowcheck flags the reflection it uses, whose only
 	// non-deterministic paths build panic messages.)
@@ -130,6 +131,17 @@ func unpackRaw(raw []byte) (AdmitterState, error) {
 		PreemptedFor: h.PreemptedFor, Reserved: h.Reserved, Total: h.Total, Slot: h.Slot}
 	st.Waiting = r.entries(h.Waiting, h.Strings)
 	st.Running = r.entries(h.Running, h.Strings)
+	for _, p := range h.Priorities {
+		list := st.Waiting
+		if p.Running {
+			list = st.Running
+		}
+		if p.I < 0 || p.I >= len(list) {
+			r.err = fmt.Errorf("a priority for entry %d of %d", p.I, len(list))
+			break
+		}
+		list[p.I].Request.Priority = p.P
+	}
 	if r.err == nil && r.off != len(r.b) {
 		r.err = fmt.Errorf("%d bytes after the last column", len(r.b)-r.off)
 	}
@@ -160,6 +172,32 @@ type packedHeader struct {
 	Total, Slot            Resources
 	Strings                []string
 	Waiting, Running       int
+	// Priorities are the entries' priorities that are not 0, by their place in the columns:
+	// few jobs set one, and a state without any packs as it did before priorities.
+	Priorities []packedPriority `json:",omitempty"`
+}
+
+// packedPriority is the priority P of the I-th packed entry of the waiting or running list.
+type packedPriority struct {
+	Running bool `json:",omitempty"`
+	I       int
+	P       int32
+}
+
+// packPriorities appends to out the priorities of es that are not 0, numbered as
+// packEntries numbers the entries it packs (those not gone).
+func packPriorities(es []Entry, running bool, out []packedPriority) []packedPriority {
+	i := 0
+	for k := range es {
+		if es[k].gone {
+			continue
+		}
+		if p := es[k].Request.Priority; p != 0 {
+			out = append(out, packedPriority{Running: running, I: i, P: p})
+		}
+		i++
+	}
+	return out
 }
 
 // packedEntries are entries by column. Strings are indexes into packed.Strings; Order,

@@ -16,10 +16,10 @@ import (
 func TestPackState_RoundTrip(t *testing.T) {
 	a := envelopeAdmitter(t, 300)
 	a.Request(Request{JobKey: JobKey{Scheduling: "s", SchedulingUID: "u", Job: "named", Run: 2}, Queue: "root.team1.q1", User: "user-1",
-		SlotIDs: []int32{3, 9}, Driver: MBVCores(512, 1), Expected: time.Minute, GaveBack: 7, Shown: "root.x"})
-	for _, job := range []string{"grouped", "grouped-too"} {
+		SlotIDs: []int32{3, 9}, Driver: MBVCores(512, 1), Expected: time.Minute, GaveBack: 7, Shown: "root.x", Priority: -3})
+	for i, job := range []string{"grouped", "grouped-too"} {
 		a.Request(Request{JobKey: JobKey{Scheduling: "s", SchedulingUID: "u", Job: job, Run: 1}, Queue: "root.team1.q1", User: "user-2",
-			Groups: []string{"g1", "g2", "g3"}})
+			Groups: []string{"g1", "g2", "g3"}, Priority: int32(100 * i)})
 	}
 	a.Decide(t0, bed(200, 5, 6))
 	a.Started(a.Running()[3].Request.JobKey)
@@ -35,6 +35,7 @@ func TestPackState_RoundTrip(t *testing.T) {
 	st.Reclaimed, st.Handed = []int32{1, 2}, []int32{4}
 	st.Reserved, st.PreemptedFor = &st.Waiting[0].Request.JobKey, &st.Waiting[1].Request.JobKey
 	st.Starvation = Starvation{MinShareSince: map[string]time.Time{"root.team0.q0": t0.UTC()}}
+	st.Running[2].Request.Priority = 5
 	b, err := PackState(st)
 	if err != nil {
 		t.Fatal(err)

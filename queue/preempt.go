@@ -137,12 +137,15 @@ func (a *Admitter) roomToSpareBelow(threshold float64, head *Entry, avail []int3
 	return float64(total-spare)/float64(total) >= threshold
 }
 
-// headOf is the first waiting job of a leaf, in submission order.
+// headOf is the first waiting job of a leaf: the highest priority, the earliest among equals.
 func (a *Admitter) headOf(leaf string) *Entry {
 	var head *Entry
 	for i := range a.st.Waiting {
 		e := &a.st.Waiting[i]
-		if e.Queue == leaf && (head == nil || e.Order < head.Order) {
+		if e.Queue != leaf {
+			continue
+		}
+		if head == nil || e.Request.Priority > head.Request.Priority || e.Request.Priority == head.Request.Priority && e.Order < head.Order {
 			head = e
 		}
 	}

@@ -170,7 +170,8 @@ type Victim struct {
 }
 
 // PlanPreemption picks the executors to take back for the starving queues, from queues at
-// or above their instantaneous fair share, the newest job first. A slot moves only while the
+// or above their instantaneous fair share, the job of the lowest priority first, and the
+// newest among equals. A slot moves only while the
 // victim's queue keeps its minimum share and its fair share (the Fair Scheduler's rule: a
 // queue at or below its fair share is never preempted), and, after the move, still holds a
 // larger part of its fair share (usage over share) than the starving queue held before it.
@@ -226,7 +227,12 @@ func (t *Tree) PlanPreemption(c Cluster, starving []Starving, slot Resources, ex
 			candidates = append(candidates, a)
 		}
 	}
-	slices.SortStableFunc(candidates, func(a, b App) int { return cmp.Compare(b.Order, a.Order) }) // newest first
+	slices.SortStableFunc(candidates, func(a, b App) int { // the lowest priority, then the newest, first
+		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Order, a.Order)
+	})
 	left := maps.Clone(executors)
 	var out []Victim
 	for _, need := range starving {

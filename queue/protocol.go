@@ -38,6 +38,9 @@ type Request struct {
 	// Expected is how long the job is expected to run once it has its slots (0: unknown).
 	// Only backfill reads it: a job without it never passes a reserving head.
 	Expected time.Duration
+	// Priority orders the job in its leaf before its submission (higher first), and makes
+	// it preemption's victim after jobs of lower priority.
+	Priority int32 `json:",omitempty"`
 	// GaveBack is the number (Grant.Seq) of a grant the job gives back: its slots left the
 	// test bed before it could use them. If the job still holds that grant, the request
 	// releases it and the job waits again, at the end of its queue. One message does both,

@@ -29,9 +29,10 @@ const StartingTimeout = 5 * time.Minute
 // StateApp is an application of a StateAware queue.
 type StateApp struct {
 	ID string
-	// Order is the submission order: earlier goes first.
-	Order int64
-	State AppState
+	// Order is the submission order: earlier goes first, after a higher Priority.
+	Order    int64
+	Priority int32
+	State    AppState
 	// StartingSince is when it entered Starting.
 	StartingSince time.Time
 	// Pending: it has an outstanding request (it wants resources now).
@@ -68,13 +69,19 @@ type StateAwareDecision struct {
 }
 
 // StateAware is the YuniKorn StateAware application sorting policy as the seeds specify it:
-// applications are served first in, first out by submission, but at most one application in
+// applications are served first in, first out by submission (a higher priority first, as
+// YuniKorn sorts StateAware with priorities on), but at most one application in
 // an early state (Accepted or Starting) is scheduled at a time. If one is Starting, it is
 // the one; otherwise the oldest Accepted application with an outstanding request. An
 // application Starting for StartingTimeout counts as Running. now is the caller's clock.
 func StateAware(apps []StateApp, now time.Time, opts StateAwareOptions) StateAwareDecision {
 	sorted := slices.Clone(apps)
-	slices.SortStableFunc(sorted, func(a, b StateApp) int { return cmp.Compare(a.Order, b.Order) })
+	slices.SortStableFunc(sorted, func(a, b StateApp) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Order, b.Order)
+	})
 	late := func(a StateApp) bool {
 		switch {
 		case a.State == Running:

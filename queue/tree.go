@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +14,9 @@ type App struct {
 	User  string
 	// Order is its submission order (earlier first): a time in nanoseconds or a sequence.
 	Order int64
+	// Priority goes before Order in its leaf (higher first), and a lower one is preemption's
+	// victim first.
+	Priority int32
 	// AM is what its driver or JobManager takes; Demand is all it needs to run (AM and
 	// executors); Usage is what it holds now.
 	AM, Demand, Usage Resources
@@ -377,7 +379,7 @@ func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool, run *runnability
 			run.runnable[i] = true
 		}
 		if !a.Running {
-			if n := len(waiting); n > 0 && apps[waiting[n-1]].Order > a.Order {
+			if n := len(waiting); n > 0 && servedBefore(&apps[waiting[n-1]], a) > 0 {
 				sorted = false
 			}
 			waiting = append(waiting, i)
@@ -391,7 +393,7 @@ func (t *Tree) demand(apps []App, leafOf []*Queue, gone []bool, run *runnability
 	}
 	if t.appLimits {
 		if !sorted {
-			slices.SortStableFunc(waiting, func(i, j int) int { return cmp.Compare(apps[i].Order, apps[j].Order) })
+			slices.SortStableFunc(waiting, func(i, j int) int { return servedBefore(&apps[i], &apps[j]) })
 		}
 		t.rollCounts(t.root, count)
 		for _, i := range waiting {

@@ -46,4 +46,6 @@ type Job struct {
 	Executors int
 	// Runtime is how long the job works once all its executors hold their slots.
 	Runtime time.Duration
+	// Priority orders the job in its leaf queue before its submission (higher first).
+	Priority int32
 }

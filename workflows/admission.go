@@ -564,7 +564,7 @@ func (a *admission) checkHolds(ctx workflow.Context) error {
 	}
 	for _, f := range check.Found {
 		r := AdmissionRequest{JobKey: f.Key, Queue: f.Job.Queue, User: f.Job.User, Groups: f.Job.Groups, Slots: int32(len(f.Granted.Slots)),
-			Driver: f.Job.DriverSize(), Expected: f.Job.Expected}
+			Driver: f.Job.DriverSize(), Expected: f.Job.Expected, Priority: f.Job.Priority}
 		// A quiet start is never told: its grant starts Running, as Admission made it.
 		started := f.Granted.State == v1alpha1.JobRunning || f.Granted.Request.QuietStart
 		if a.core.Restore(r, f.Granted.Request.Queue, f.Granted.Slots, f.Granted.Request.GrantedAt.Time, started) {

@@ -49,7 +49,7 @@ func (s *scheduler) requestAdmission(ctx workflow.Context, entries schedplan.Job
 			q = s.spec.Queue
 		}
 		reqs = append(reqs, AdmissionRequest{JobKey: s.admissionKey(e), Queue: q, User: info.User, Groups: info.Groups, Slots: e.Job.Replication, SlotIDs: e.Job.SlotIDs,
-			Driver: info.DriverSize(), Expected: info.Expected, GaveBack: e.GaveBack, Shown: info.Shown})
+			Driver: info.DriverSize(), Expected: info.Expected, Priority: info.Priority, GaveBack: e.GaveBack, Shown: info.Shown})
 	}
 	nudge := func(signal string, arg any) activities.SignalWithStart {
 		return activities.SignalWithStart{

@@ -62,6 +62,14 @@ type BatchJobSpec struct {
 	// +optional
 	Groups []string `json:"groups,omitempty"`
 
+	// Priority orders the job among the waiting jobs of its leaf queue: a higher priority
+	// goes first, before submission order, in every policy. Preemption takes slots from the
+	// lowest priority first. Default 0.
+	// +kubebuilder:validation:Minimum=-1000000
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+
 	// ExpectedDuration is how long the job is expected to run once it has its slots. Only
 	// backfill reads it: in a queue with backfill on, a job with an expected duration may
 	// start before the reserving head of a strict queue when it cannot delay the head.

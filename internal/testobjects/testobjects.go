@@ -213,3 +213,9 @@ func (w *SchedulingWrapper) SlotJob(name string, ids ...int32) *SchedulingWrappe
 	w.s.Spec.Jobs = append(w.s.Spec.Jobs, v1alpha1.SchedulingJob{Name: name, Replication: int32(len(ids)), SlotIDs: ids})
 	return w
 }
+
+// Priority sets the job's priority.
+func (w *BatchJobWrapper) Priority(p int32) *BatchJobWrapper {
+	w.job.Spec.Priority = p
+	return w
+}

@@ -223,7 +223,7 @@ func (r *replay) submit(j *replayJob) {
 	}
 	if r.opts.Mode == Gang {
 		req := queue.Request{JobKey: r.key(j), Queue: j.Queue, User: j.User, Groups: j.Groups, Slots: int32(j.Executors), Driver: j.driver,
-			Expected: r.opts.StartUp + j.Runtime}
+			Expected: r.opts.StartUp + j.Runtime, Priority: j.Priority}
 		if g := r.adm.Request(req); g != nil {
 			j.out.Refused = g.Refused // cannot happen: the same placement and ACL as above
 			r.res.Refused++

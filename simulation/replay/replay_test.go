@@ -430,3 +430,18 @@ func TestRun_PlacementMakesQueuesUnderAppLimits(t *testing.T) {
 	res := replayFile(t, string(file), string(trace), Options{Slots: 8, SlotSize: queue.MBVCores(8192, 2)})
 	require.Equal(t, []int{104, 99, 2, 3}, []int{res.Jobs, res.Done, res.Refused, res.Unfinished})
 }
+
+// A trace's priority column orders a leaf's waiting jobs: the urgent job, submitted last,
+// starts first when the running one ends; the two of one priority keep their order.
+func TestReplay_PriorityGoesFirst(t *testing.T) {
+	trace := `submit,name,queue,user,groups,driver,executors,runtime,priority
+0s,running,q,u,,"1024 mb, 1 vcores",4,1m,0
+1s,early,q,u,,"1024 mb, 1 vcores",4,1m,0
+2s,later,q,u,,"1024 mb, 1 vcores",4,1m,0
+3s,urgent,q,u,,"1024 mb, 1 vcores",4,1m,10
+`
+	r := replayFile(t, `<allocations><queue name="q"><schedulingPolicy>fifo</schedulingPolicy></queue></allocations>`, trace, Options{Slots: 4, SlotSize: slot8})
+	require.Equal(t, time.Minute, outcome(t, r, "urgent").Start)
+	require.Equal(t, 2*time.Minute, outcome(t, r, "early").Start)
+	require.Equal(t, 3*time.Minute, outcome(t, r, "later").Start)
+}

@@ -13,6 +13,8 @@
 //	           a comma); or instead two columns driver_mb and driver_vcores
 //	executors  how many executors (TaskManagers), one slot each
 //	runtime    how long the job works once all its executors hold their slots
+//	priority   (optional) the job's priority, a whole number in [-1000000, 1000000]; a
+//	           higher one goes first in its leaf queue (default 0)
 //
 // Lines starting with # are comments; blank lines are skipped. A bad line is an *Error
 // naming the line and the column.
@@ -76,7 +78,12 @@ var unit = queue.MBVCores(1, 1)
 var (
 	traceColumns   = []string{"submit", "name", "queue", "user", "groups", "driver", "executors", "runtime"}
 	driverSplitCol = []string{"driver_mb", "driver_vcores"}
+	// optionalCols may be left out.
+	optionalCols = []string{"priority"}
 )
+
+// MaxPriority bounds a job's priority either way, as a BatchJob's spec.priority.
+const MaxPriority = 1_000_000
 
 // Parse reads a workload trace (the format is in the package's comment). Jobs come back in
 // the order of the file; every mistake is an *Error.
@@ -149,8 +156,8 @@ func traceHeader(header []string, line int) (map[string]int, error) {
 	cols := map[string]int{}
 	for i, h := range header {
 		name := strings.ToLower(strings.TrimSpace(h))
-		if !slices.Contains(traceColumns, name) && !slices.Contains(driverSplitCol, name) {
-			return nil, &Error{Line: line, Column: h, Field: i + 1, Msg: fmt.Sprintf("unknown column (known: %s, or driver_mb and driver_vcores for driver)", strings.Join(traceColumns, ", "))}
+		if !slices.Contains(traceColumns, name) && !slices.Contains(driverSplitCol, name) && !slices.Contains(optionalCols, name) {
+			return nil, &Error{Line: line, Column: h, Field: i + 1, Msg: fmt.Sprintf("unknown column (known: %s, or driver_mb and driver_vcores for driver; optional: %s)", strings.Join(traceColumns, ", "), strings.Join(optionalCols, ", "))}
 		}
 		if _, dup := cols[name]; dup {
 			return nil, &Error{Line: line, Column: name, Field: i + 1, Msg: "the column is given twice"}
@@ -205,6 +212,13 @@ func traceJob(rec []string, cols map[string]int, lineOf func(int) int) (simulati
 	j.Executors = int(n)
 	if j.Runtime, err = l.duration("runtime", time.Nanosecond, MaxRuntime); err != nil {
 		return j, err
+	}
+	if _, ok := cols["priority"]; ok {
+		p, err := l.count("priority", -MaxPriority, MaxPriority)
+		if err != nil {
+			return j, err
+		}
+		j.Priority = int32(p)
 	}
 	return j, nil
 }
@@ -310,11 +324,17 @@ func DriverFits(d apitypes.Resources) bool {
 }
 
 // Write writes jobs as a trace that Parse reads back: the columns in the order of the
-// format's description, the driver as one quoted column. A driver that is not a whole
-// number of mb and vcores is an error, as the format has no fractions.
+// format's description, the driver as one quoted column, and priority only when a job has
+// one. A driver that is not a whole number of mb and vcores is an error, as the format has
+// no fractions.
 func Write(w io.Writer, jobs []simulation.Job) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(traceColumns); err != nil {
+	prioritized := slices.ContainsFunc(jobs, func(j simulation.Job) bool { return j.Priority != 0 })
+	header := traceColumns
+	if prioritized {
+		header = append(slices.Clone(traceColumns), "priority")
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	for _, j := range jobs {
@@ -323,6 +343,9 @@ func Write(w io.Writer, jobs []simulation.Job) error {
 			return fmt.Errorf("job %s: a trace holds whole mb and vcores, the driver is %s", j.Name, d)
 		}
 		rec := []string{j.Submit.String(), j.Name, j.Queue, j.User, strings.Join(j.Groups, ";"), d.String(), strconv.Itoa(j.Executors), j.Runtime.String()}
+		if prioritized {
+			rec = append(rec, strconv.Itoa(int(j.Priority)))
+		}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

@@ -135,3 +135,34 @@ func FuzzParseTrace(f *testing.F) {
 func driver(mb, vcores int64) apitypes.Resources {
 	return apitypes.Resources(queue.MBVCores(mb, vcores))
 }
+
+// The optional priority column is read, bounded, and written back only when a job has one.
+func TestParseTrace_Priority(t *testing.T) {
+	jobs, err := Parse(strings.NewReader("submit,name,queue,user,groups,driver,executors,runtime,priority\n0s,a,q,u,,\"1024 mb, 1 vcores\",1,1m,-7\n0s,b,q,u,,\"1024 mb, 1 vcores\",1,1m,0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs[0].Priority != -7 || jobs[1].Priority != 0 {
+		t.Fatalf("priorities %d %d", jobs[0].Priority, jobs[1].Priority)
+	}
+	var out strings.Builder
+	if err := Write(&out, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "submit,name,queue,user,groups,driver,executors,runtime,priority\n") || !strings.Contains(out.String(), ",-7\n") {
+		t.Errorf("written:\n%s", out.String())
+	}
+	jobs[0].Priority = 0
+	out.Reset()
+	if err := Write(&out, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "priority") {
+		t.Errorf("a trace without priorities got the column:\n%s", out.String())
+	}
+	_, err = Parse(strings.NewReader("submit,name,queue,user,groups,driver,executors,runtime,priority\n0s,a,q,u,,\"1024 mb, 1 vcores\",1,1m,2000000\n"))
+	var e *Error
+	if !errors.As(err, &e) || e.Column != "priority" || e.Line != 2 {
+		t.Errorf("an out-of-bounds priority: %v", err)
+	}
+}
