@@ -288,7 +288,7 @@ func (d *dashboard) killsAJob(t *testing.T) {
 	c := d.client(t)
 	// A job that would run for ten minutes is killed from its row's Kill button: it ends
 	// Failed with reason Killed, and the page says so and drops the row.
-	long := testobjects.BatchJob("show-long").RunFor("10m").Driver("250m", "512Mi").Obj()
+	long := testobjects.BatchJob("show-long").RunFor("10m").Driver("250m", "512Mi").Priority(4).Obj()
 	require.NoError(t, d.p.Client.Create(context.Background(), long))
 	var created apitypes.Scheduling
 	require.Equal(t, 201, c.call("POST", "/schedulings", map[string]any{"name": "long", "testBed": "bed", "mode": "QueueBased", "queue": "teams.etl",
@@ -298,6 +298,9 @@ func (d *dashboard) killsAJob(t *testing.T) {
 		st, err := chromedp.Run(d.ctx, chromedp.Evaluate[string](`(() => { const r = document.querySelector('`+row+`'); return r ? r.dataset.state : ""; })()`))
 		return err == nil && st == "Running"
 	}, time.Minute, 200*time.Millisecond, "the jobs table shows the long job running")
+	priority, err := chromedp.Run(d.ctx, chromedp.Evaluate[string](`document.querySelector('`+row+` td:nth-child(4)').textContent`))
+	require.NoError(t, err)
+	require.Equal(t, "4", priority, "the jobs table shows the job's priority")
 	d.shoot(t, "dashboard-kill.png")
 	// A redraw keeps the row and its button: one replaced between a click's press and its
 	// release would swallow the click, and the feed redraws the page all the time.

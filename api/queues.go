@@ -110,7 +110,7 @@ func queueTreeOf(bed string, r *workflows.AdmissionReport) apitypes.QueueTree {
 	}
 	entry := func(e workflows.AdmissionEntry) apitypes.QueuedJob {
 		return apitypes.QueuedJob{Job: e.Request.Job, Scheduling: e.Request.Scheduling, Queue: e.Queue, User: e.Request.User, Slots: e.Request.Slots,
-			SlotIDs: e.Request.SlotIDs, Granted: e.Slots, State: string(e.State), Reason: e.Reason, Preempted: e.Preempted}
+			SlotIDs: e.Request.SlotIDs, Priority: e.Request.Priority, Granted: e.Slots, State: string(e.State), Reason: e.Reason, Preempted: e.Preempted}
 	}
 	for _, e := range r.Waiting {
 		out.Waiting = append(out.Waiting, entry(e))

@@ -358,6 +358,8 @@ type QueuedJob struct {
 	User       string  `json:"user,omitempty"`
 	Slots      int32   `json:"slots"`
 	SlotIDs    []int32 `json:"slotIDs,omitempty"`
+	// Priority orders the job in its leaf (higher first; 0 when left out).
+	Priority int32 `json:"priority,omitempty"`
 	// Granted are the slots a running job holds.
 	Granted []int32 `json:"granted,omitempty"`
 	// State is a running job's start-up state under StateAware (Starting or Running).

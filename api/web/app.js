@@ -306,13 +306,13 @@ function jobRow(j) {
   if (!r) {
     const kill = el("button", { class: "kill", type: "button", title: "end this job's run: Failed, reason Killed" }, "Kill");
     kill.addEventListener("click", () => killJob(j.name, kill));
-    const cells = [el("td", {}, j.name), el("td"), el("td"), el("td"), el("td"), el("td", {}, kill)];
+    const cells = [el("td", {}, j.name), el("td"), el("td"), el("td"), el("td"), el("td"), el("td", {}, kill)];
     r = { tr: el("tr", { "data-job": j.name }, ...cells), cells };
     jobRows.set(j.name, r);
   }
   const st = j.status || {};
   r.tr.dataset.state = st.state;
-  const texts = [st.state, st.queue || j.queue || "-", j.scheduling, j.user || "-"];
+  const texts = [st.state, st.queue || j.queue || "-", String(j.priority || 0), j.scheduling, j.user || "-"];
   texts.forEach((t, i) => { if (r.cells[i + 1].textContent !== t) r.cells[i + 1].textContent = t; });
   return r.tr;
 }
@@ -332,7 +332,7 @@ function drawJobs() {
     const tr = jobRow(j);
     if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null); // moved only when out of place
   });
-  if (list.length > maxJobRows) body.append(el("tr", { class: "more" }, el("td", { colspan: 6, class: "muted" }, `and ${list.length - maxJobRows} more`)));
+  if (list.length > maxJobRows) body.append(el("tr", { class: "more" }, el("td", { colspan: 7, class: "muted" }, `and ${list.length - maxJobRows} more`)));
 }
 
 // killJob kills a job's run as the signed-in user, and says what came of it.

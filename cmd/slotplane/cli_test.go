@@ -278,7 +278,7 @@ func TestGet_Tables(t *testing.T) {
 			// A share that is not whole shows its fraction.
 			{Path: "root.analytics", Leaf: true, SteadyShare: gib(24, 6000), FairShare: apitypes.Resources{MemoryBytes: 12<<30 + 1<<19, MilliCores: 2500}, Usage: gib(16, 4000), RunningJobs: 1, WaitingJobs: 1},
 		},
-		Waiting:     []apitypes.QueuedJob{{Job: "report", Scheduling: "nightly", Queue: "root.analytics", Slots: 4, Reason: "needs 4 slots, 1 free"}},
+		Waiting:     []apitypes.QueuedJob{{Job: "report", Scheduling: "nightly", Queue: "root.analytics", Slots: 4, Priority: 3, Reason: "needs 4 slots, 1 free"}},
 		Running:     []apitypes.QueuedJob{{Job: "wordcount", Scheduling: "nightly", Queue: "root.analytics", Slots: 2, Granted: []int32{0, 1}, State: "Running"}},
 		MoreWaiting: 1200, // the API lists the first jobs of a long queue and counts the rest
 	})
@@ -321,8 +321,8 @@ new      SlotBased   - (cancelling)  2     0         0        bed
 root            24576 mb, 6 vcores  24576 mb, 6 vcores    16384 mb, 4 vcores  1        1
 root.analytics  24576 mb, 6 vcores  12288 mb, 2.5 vcores  16384 mb, 4 vcores  1        1
 
-WAITING JOB  SCHEDULING  QUEUE           SLOTS  REASON
-report       nightly     root.analytics  4      needs 4 slots, 1 free
+WAITING JOB  SCHEDULING  QUEUE           PRIORITY  SLOTS  REASON
+report       nightly     root.analytics  3         4      needs 4 slots, 1 free
 and 1200 more waiting
 
 RUNNING JOB  SCHEDULING  QUEUE           SLOTS  STATE

@@ -114,9 +114,9 @@ func Queues(out io.Writer, t apitypes.QueueTree) error {
 		return err
 	}
 	if len(t.Waiting) > 0 {
-		rows = [][]string{{"WAITING JOB", "SCHEDULING", "QUEUE", "SLOTS", "REASON"}}
+		rows = [][]string{{"WAITING JOB", "SCHEDULING", "QUEUE", "PRIORITY", "SLOTS", "REASON"}}
 		for _, j := range t.Waiting {
-			rows = append(rows, []string{j.Job, j.Scheduling, j.Queue, strconv.Itoa(int(j.Slots)), orDash(j.Reason)})
+			rows = append(rows, []string{j.Job, j.Scheduling, j.Queue, strconv.Itoa(int(j.Priority)), strconv.Itoa(int(j.Slots)), orDash(j.Reason)})
 		}
 		fmt.Fprintln(out)
 		if err := table(out, rows); err != nil {
