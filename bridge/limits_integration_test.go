@@ -60,11 +60,16 @@ func entry(t *testing.T, p *platform, job string) (e queue.Entry, running bool) 
 	return queue.Entry{}, false
 }
 
-// waitsFor waits until the job waits in Admission for the reason given (a part of it).
+// waitsFor waits until the job waits in Admission for the reason given (a part of it). The
+// bed's Admission may not run yet.
 func waitsFor(t *testing.T, p *platform, job, reason string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		r := p.queues(t)
+		v, err := p.temporal.QueryWorkflow(context.Background(), installation.Default.AdmissionID("default", "bed"), "", workflows.QueuesQuery)
+		var r workflows.AdmissionReport
+		if err != nil || v.Get(&r) != nil {
+			return false
+		}
 		for _, e := range r.Waiting {
 			if e.Request.Job == job {
 				return strings.Contains(e.Reason, reason)

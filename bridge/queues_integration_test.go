@@ -507,3 +507,57 @@ func TestQueues_PrioritiesOnTheRealPlatform(t *testing.T) {
 		require.Equal(t, map[string]int32{"low": 4, "high": 0, "starved": 0}, lost, "high, the newer job, keeps its slots")
 	})
 }
+
+// stateAwareQueues: one StateAware leaf.
+const stateAwareQueues = `<allocations>
+  <queue name="apps"><schedulingPolicy>stateaware</schedulingPolicy></queue>
+</allocations>
+`
+
+// YUNIKORN-1493 on the real platform: under StateAware, a job whose driver initialises for
+// a long time before it asks for executors holds its leaf all that time, although gang
+// admission has reserved every slot it will use: the next job waits with free slots, one
+// job per driver start-up. With slotplane.stateaware.slot-backed-do-not-hold, a job whose
+// slots are granted does not hold the leaf, and the next job starts at once. YuniKorn's
+// answer was to use FIFO with gang scheduling; the setting is that, for the jobs gang
+// admission has granted.
+func TestQueues_StateAwareASlowDriverHoldsItsLeaf(t *testing.T) {
+	t.Parallel()
+	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
+		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: stateAwareQueues},
+	}
+	require.NoError(t, p.client.Create(ctx, cm))
+	// The driver initialises for 15 s, then its executors work for 25 s.
+	slow := func(name string) *v1alpha1.BatchJob {
+		j := queuedJob(name, "ops", "25s")
+		j.Annotations[standin.SimExecutorsAfterAnnotation] = "15s"
+		return j
+	}
+	state := func(name string) v1alpha1.BatchJobState { return p.batchJob(t, name).Status.State }
+
+	require.NoError(t, p.client.Create(ctx, slow("slow-1")))
+	require.NoError(t, p.client.Create(ctx, queuedJob("next-1", "ops", "3s")))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("plain").Queue("apps").Job("slow-1", 2).Job("next-1", 2).Obj()))
+	waitsFor(t, p, "next-1", "queue root.apps is StateAware and another application is starting")
+	require.Never(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, 10*time.Second, 500*time.Millisecond,
+		"next-1 ran while slow-1's driver initialised")
+	require.Eventually(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+	held := p.batchJob(t, "next-1").Status.SubmittedAt.Sub(p.batchJob(t, "slow-1").Status.SubmittedAt.Time)
+	require.GreaterOrEqual(t, held, 12*time.Second, "next-1 waited for slow-1's executors")
+
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
+	cm.Data[v1alpha1.QueuesSettingsKey] = `<configuration>
+  <property><name>slotplane.stateaware.slot-backed-do-not-hold</name><value>true</value></property>
+</configuration>`
+	require.NoError(t, p.client.Update(ctx, cm))
+	require.Eventually(t, func() bool { return p.queues(t).Settings.StateAware.SlotBackedDoNotHold }, time.Minute, 250*time.Millisecond)
+	require.NoError(t, p.client.Create(ctx, slow("slow-2")))
+	require.NoError(t, p.client.Create(ctx, queuedJob("next-2", "ops", "3s")))
+	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("granted").Queue("apps").Job("slow-2", 2).Job("next-2", 2).Obj()))
+	require.Eventually(t, func() bool { return state("next-2") == v1alpha1.JobRunning }, 10*time.Second, 250*time.Millisecond,
+		"next-2 waited for slow-2's driver")
+	require.NotEqual(t, v1alpha1.JobRunning, state("slow-2"), "slow-2 is still initialising: %s", p.batchJob(t, "slow-2").Status.Message)
+}

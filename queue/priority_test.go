@@ -2,6 +2,7 @@ package queue
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,5 +76,29 @@ func TestPlanPreemption_TakesFromTheLowestPriorityFirst(t *testing.T) {
 	want := []Victim{{App: "b-low", Executors: 4, For: "root.a"}, {App: "b-plain", Executors: 2, For: "root.a"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("victims %+v; want %+v", got, want)
+	}
+}
+
+// YUNIKORN-564: the jobs a StateAware leaf holds back while one starts count in the
+// queue's pending demand, which people and autoscalers read, and say why they wait.
+func TestAdmitter_StateAwareHeldBackJobsArePendingDemand(t *testing.T) {
+	a := admitterWith(t, `<allocations><queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`)
+	a.Request(req("starting", "q", 2))
+	a.Decide(t0, bed(8))
+	a.Request(req("next", "q", 2))
+	a.Request(req("after", "q", 3))
+	if d := a.Decide(t0, heldBed(a, 8)); len(d.Grants) != 0 {
+		t.Fatalf("granted %v while a job is starting", granted(d))
+	}
+	r := a.Report(ReportOptions{})
+	for _, q := range r.Queues {
+		if q.Path == "root.q" && (q.WaitingJobs != 2 || q.PendingDemand != times(a.st.Slot, 5)) {
+			t.Errorf("root.q: %d waiting, pending %s; want 2 and 5 slots", q.WaitingJobs, q.PendingDemand)
+		}
+	}
+	for _, e := range r.Waiting {
+		if !strings.Contains(e.Reason, "is StateAware and another application is starting") {
+			t.Errorf("%s waits for %q", e.Request.Job, e.Reason)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,6 +114,10 @@ func (r *reconciler) followDriver(ctx context.Context, app *sparkv1beta2.SparkAp
 	}
 	switch driver.Status.Phase {
 	case corev1.PodRunning:
+		if wait := executorsDue(app, driver, now.Time); wait > 0 {
+			st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateRunning}
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 		res, err := r.ensureExecutors(ctx, app, driver, executors)
 		state, next := detour(app.Annotations, driver, now.Time)
 		st.AppState = sparkv1beta2.ApplicationState{State: sparkv1beta2.ApplicationStateRunning}
@@ -145,6 +150,17 @@ func (r *reconciler) followDriver(ctx context.Context, app *sparkv1beta2.SparkAp
 		return reconcile.Result{RequeueAfter: retryAfter}, r.endExecutors(ctx, app, executors)
 	}
 	return reconcile.Result{}, nil // pending: still SUBMITTED
+}
+
+// executorsDue is how long the running driver still initialises before it asks for its
+// executors (SimExecutorsAfterAnnotation, from the driver's start); 0 when they are due. A
+// value that is no duration asks at once.
+func executorsDue(app *sparkv1beta2.SparkApplication, driver *corev1.Pod, now time.Time) time.Duration {
+	after, err := time.ParseDuration(app.Annotations[SimExecutorsAfterAnnotation])
+	if err != nil || after <= 0 || driver.Status.StartTime == nil {
+		return 0
+	}
+	return max(0, driver.Status.StartTime.Add(after).Sub(now))
 }
 
 // sparkSuspendAsked is spec.suspend.

@@ -62,6 +62,10 @@ const (
 	SimOutcomeAnnotation = "slotplane.io/sim-outcome"
 	SimOutcomeFailed     = "Failed"
 	SimOutcomeSucceeded  = "Succeeded"
+	// SimExecutorsAfterAnnotation is how long a Spark driver runs before it asks for its
+	// executors, as a Go duration: a driver that initialises for a while (loads a model,
+	// reads its inputs) before it makes its SparkContext. Without it, at once.
+	SimExecutorsAfterAnnotation = "slotplane.io/sim-executors-after"
 	// WorkersRunningAnnotation is put on the driver or JobManager when all its executors or
 	// TaskManagers run (the time, RFC 3339). A real Spark or Flink job does its work once
 	// they are there, so the run's length counts from then: the annotation changes the pod,
