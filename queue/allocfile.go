@@ -302,10 +302,9 @@ func attr(s xml.StartElement, name string) (string, bool) {
 // elementHandler reads one element, whose start tag s has been read, up to its end tag.
 type elementHandler func(s xml.StartElement) error
 
-// elements reads the child elements of the current element up to its end tag, giving each
-// to the handler of its name; an element no handler takes is the error unknown makes of its
-// name, or, when unknown makes none, skipped whole. The top level and queue elements are both read this way, each with its own table.
-func (p *parser) elements(handlers map[string]elementHandler, unknown func(name string) error) error {
+// children reads the child elements of the current element up to its end tag, giving each
+// start tag to each, which reads the element up to its own end tag.
+func (p *parser) children(each elementHandler) error {
 	for {
 		tok, err := p.next()
 		if err != nil {
@@ -315,20 +314,34 @@ func (p *parser) elements(handlers map[string]elementHandler, unknown func(name 
 		if !ok {
 			return nil // the enclosing element's end tag
 		}
-		handle, ok := handlers[s.Name.Local]
-		if !ok {
-			if err := unknown(s.Name.Local); err != nil {
-				return err
-			}
-			if err := p.dec.Skip(); err != nil { // taken as unknown: its content goes unread
-				return p.errAt(p.pos(), "", "not well-formed XML: "+err.Error())
-			}
-			continue
-		}
-		if err := handle(s); err != nil {
+		if err := each(s); err != nil {
 			return err
 		}
 	}
+}
+
+// skip reads past the element whose start tag was just read, its content unread.
+func (p *parser) skip() error {
+	if err := p.dec.Skip(); err != nil {
+		return p.errAt(p.pos(), "", "not well-formed XML: "+err.Error())
+	}
+	return nil
+}
+
+// elements reads the child elements of the current element up to its end tag, giving each
+// to the handler of its name; an element no handler takes is the error unknown makes of its
+// name, or, when unknown makes none, skipped whole. The top level and queue elements are both
+// read this way, each with its own table.
+func (p *parser) elements(handlers map[string]elementHandler, unknown func(name string) error) error {
+	return p.children(func(s xml.StartElement) error {
+		if handle, ok := handlers[s.Name.Local]; ok {
+			return handle(s)
+		}
+		if err := unknown(s.Name.Local); err != nil {
+			return err
+		}
+		return p.skip()
+	})
 }
 
 // into is the handler of a value element: read parses it (given the element's name, for its

@@ -19,28 +19,17 @@ func (p *parser) placementPolicy(a *Allocations) elementHandler {
 		line, blanks := p.line, p.blanks
 		var rules []Rule
 		empty := true
-		for {
-			tok, err := p.next()
-			if err != nil {
-				return err
-			}
-			c, ok := tok.(xml.StartElement)
-			if !ok {
-				break
-			}
+		err := p.children(func(c xml.StartElement) error {
 			empty = false
 			if !strings.EqualFold(c.Name.Local, "rule") {
-				p.skipped(a, c.Name.Local, "not a <rule>: the Fair Scheduler skips it")
-				if err := p.skip(); err != nil {
-					return err
-				}
-				continue
+				return p.skipListed(a, c.Name.Local, "not a <rule>: the Fair Scheduler skips it")
 			}
 			r, err := p.rule(a, c, nil)
-			if err != nil {
-				return err
-			}
 			rules = append(rules, r)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		switch {
 		case empty && p.blanks == blanks:
@@ -62,12 +51,10 @@ func (p *parser) skipped(a *Allocations, element, why string) {
 	a.Ignored = append(a.Ignored, Ignored{Line: p.line, Element: element, Reason: why})
 }
 
-// skip reads past the element whose start tag was just read.
-func (p *parser) skip() error {
-	if err := p.dec.Skip(); err != nil {
-		return p.errAt(p.pos(), "", "not well-formed XML: "+err.Error())
-	}
-	return nil
+// skipListed reads past the element just started, listing it in a.Ignored with why.
+func (p *parser) skipListed(a *Allocations, element, why string) error {
+	p.skipped(a, element, why)
+	return p.skip()
 }
 
 // rule reads one <rule>, whose start tag is s, up to its end tag. outer is the rule it is the
@@ -135,35 +122,27 @@ func (p *parser) rule(a *Allocations, s xml.StartElement, outer *Rule) (Rule, er
 // parent rule's own elements, and any element that is no <rule>, are skipped and listed.
 func (p *parser) parentRules(a *Allocations, r *Rule, outer *Rule) error {
 	var last error
-	for {
-		tok, err := p.next()
-		if err != nil {
-			return err
-		}
-		c, ok := tok.(xml.StartElement)
-		if !ok {
-			break
-		}
-		if outer != nil || !strings.EqualFold(c.Name.Local, "rule") {
-			why := "not a <rule>: the Fair Scheduler skips it"
-			if outer != nil {
-				why = fmt.Sprintf("inside the parent rule of the %s rule: the Fair Scheduler reads no deeper", outer.Name)
-			}
-			p.skipped(a, c.Name.Local, why)
-			if err := p.skip(); err != nil {
-				return err
-			}
-			continue
+	err := p.children(func(c xml.StartElement) error {
+		switch {
+		case outer != nil:
+			return p.skipListed(a, c.Name.Local, fmt.Sprintf("inside the parent rule of the %s rule: the Fair Scheduler reads no deeper", outer.Name))
+		case !strings.EqualFold(c.Name.Local, "rule"):
+			return p.skipListed(a, c.Name.Local, "not a <rule>: the Fair Scheduler skips it")
 		}
 		if r.Nested != nil || last != nil {
 			p.skipped(a, "rule", fmt.Sprintf("the %s rule has more than one parent rule: the last one is used, as the Fair Scheduler uses it", r.Name))
 		}
-		// A mistake in it counts only if it is the last; malformed XML fails the next read.
+		// A mistake in it counts only if it is the last: the element is read whole either
+		// way, and malformed XML fails the next read.
 		nested, err := p.rule(a, c, r)
 		r.Nested, last = nil, err
 		if err == nil {
 			r.Nested = &nested
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return last
 }
