@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	temporalclient "go.temporal.io/sdk/client"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,9 +64,8 @@ func entry(t *testing.T, p *platform, job string) (e queue.Entry, running bool) 
 func waitsFor(t *testing.T, p *platform, job, reason string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		v, err := p.temporal.QueryWorkflow(context.Background(), installation.Default.AdmissionID("default", "bed"), "", workflows.QueuesQuery)
-		var r workflows.AdmissionReport
-		if err != nil || v.Get(&r) != nil {
+		r, err := p.tryQueues()
+		if err != nil {
 			return false
 		}
 		for _, e := range r.Waiting {
@@ -88,11 +86,7 @@ func TestQueues_LimitsOnTheRealPlatform(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 3, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: limitQueues},
-	}
-	require.NoError(t, p.client.Create(ctx, cm))
+	p.setQueues(t, limitQueues, "")
 	submit := func(sched, queueName, user string, groups []string, jobs map[string]int32, runFor string) {
 		t.Helper()
 		s := testobjects.Scheduling(sched)
@@ -176,9 +170,7 @@ func TestQueues_LimitsOnTheRealPlatform(t *testing.T) {
 	// A broken file is refused, the bed says so, and the last good one stays in force:
 	// root.capped still runs one application.
 	t.Run("a broken file keeps the last good one", func(t *testing.T) {
-		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
-		cm.Data[v1alpha1.QueuesConfigMapKey] = strings.Replace(limitQueues, `<maxRunningApps>1</maxRunningApps>`, `<maxRunningApps>lots</maxRunningApps>`, 1)
-		require.NoError(t, p.client.Update(ctx, cm))
+		p.setQueues(t, strings.Replace(limitQueues, `<maxRunningApps>1</maxRunningApps>`, `<maxRunningApps>lots</maxRunningApps>`, 1), "")
 		require.Eventually(t, func() bool {
 			var tb v1alpha1.TestBed
 			require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "bed"}, &tb))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -59,11 +60,50 @@ func queuedJob(name, user, runFor string) *v1alpha1.BatchJob {
 // queues asks the test bed's Admission workflow for its queue picture.
 func (p *platform) queues(t *testing.T) workflows.AdmissionReport {
 	t.Helper()
-	v, err := p.temporal.QueryWorkflow(context.Background(), installation.Default.AdmissionID("default", "bed"), "", workflows.QueuesQuery)
+	r, err := p.tryQueues()
 	require.NoError(t, err)
-	var r workflows.AdmissionReport
-	require.NoError(t, v.Get(&r))
 	return r
+}
+
+// tryQueues is queues for a caller that waits: the bed's Admission may not run yet.
+func (p *platform) tryQueues() (workflows.AdmissionReport, error) {
+	var r workflows.AdmissionReport
+	v, err := p.temporal.QueryWorkflow(context.Background(), installation.Default.AdmissionID("default", "bed"), "", workflows.QueuesQuery)
+	if err == nil {
+		err = v.Get(&r)
+	}
+	return r, err
+}
+
+// preempted is how many slots preemption took from each running job, by job.
+func (p *platform) preempted(t *testing.T) map[string]int32 {
+	t.Helper()
+	out := map[string]int32{}
+	for _, e := range p.queues(t).Running {
+		out[e.Request.Job] = e.Preempted
+	}
+	return out
+}
+
+// setQueues writes the namespace's queues ConfigMap, making it the first time: the
+// allocation file, and its settings (yarn-site.xml) unless "".
+func (p *platform) setQueues(t *testing.T, file, settings string) {
+	t.Helper()
+	ctx := context.Background()
+	data := map[string]string{v1alpha1.QueuesConfigMapKey: file}
+	if settings != "" {
+		data[v1alpha1.QueuesSettingsKey] = settings
+	}
+	var cm corev1.ConfigMap
+	err := p.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: v1alpha1.QueuesConfigMap}, &cm)
+	if apierrors.IsNotFound(err) {
+		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"}, Data: data}
+		require.NoError(t, p.client.Create(ctx, &cm))
+		return
+	}
+	require.NoError(t, err)
+	cm.Data = data
+	require.NoError(t, p.client.Update(ctx, &cm))
 }
 
 // podEvents records, in the API server's order, when each job's driver appears and when each
@@ -117,10 +157,7 @@ func TestQueues_OnTheRealPlatform(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 3, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: scenarioQueues},
-	}))
+	p.setQueues(t, scenarioQueues, "")
 
 	// The seeds' App1/App2: two Spark jobs in one StateAware queue, App1 with two executors,
 	// App2 with one. App2's driver is not started until App1 has an executor in its slot.
@@ -274,10 +311,7 @@ func TestQueues_PreemptionOnTheRealPlatform(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 3, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: preemptionQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
-	}))
+	p.setQueues(t, preemptionQueues, preemptionOn)
 	require.NoError(t, p.client.Create(ctx, queuedJob("hog", "ops", "10m")))
 	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("hog").Queue("batch").Job("hog", 12).Obj()))
 	require.Eventually(t, func() bool { return p.batchJob(t, "hog").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
@@ -369,11 +403,7 @@ func TestQueues_PreemptionKeepsVictimsAtTheirFairShare(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: fairShareRuleQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
-	}
-	require.NoError(t, p.client.Create(ctx, cm))
+	p.setQueues(t, fairShareRuleQueues, preemptionOn)
 	for _, q := range []string{"b", "c"} {
 		for _, n := range []string{"1", "2"} {
 			require.NoError(t, p.client.Create(ctx, queuedJob(q+n, "ops", "10m")))
@@ -389,17 +419,11 @@ func TestQueues_PreemptionKeepsVictimsAtTheirFairShare(t *testing.T) {
 		require.Zero(t, e.Preempted, "%s lost slots", e.Request.Job)
 	}
 
-	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
-	cm.Data[v1alpha1.QueuesSettingsKey] = strings.Replace(preemptionOn, "</configuration>",
-		"  <property><name>slotplane.preemption.below-fair-share</name><value>true</value></property>\n</configuration>", 1)
-	require.NoError(t, p.client.Update(ctx, cm))
+	p.setQueues(t, fairShareRuleQueues, strings.Replace(preemptionOn, "</configuration>",
+		"  <property><name>slotplane.preemption.below-fair-share</name><value>true</value></property>\n</configuration>", 1))
 	require.Eventually(t, func() bool { return p.batchJob(t, "a1").Status.State == v1alpha1.JobRunning },
 		time.Minute, 250*time.Millisecond, "below-fair-share moved no slot")
-	lost := map[string]int32{}
-	for _, e := range p.queues(t).Running {
-		lost[e.Request.Job] = e.Preempted
-	}
-	require.Equal(t, map[string]int32{"b1": 0, "c1": 1, "a1": 0}, lost, "one slot, from the newest job")
+	require.Equal(t, map[string]int32{"b1": 0, "c1": 1, "a1": 0}, p.preempted(t), "one slot, from the newest job")
 }
 
 // minShareQueues: m is owed two slots (of 1 cpu, 4Gi) after 3 seconds; no queue starves for
@@ -420,10 +444,7 @@ func TestQueues_MinSharePreemption(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: minShareQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
-	}))
+	p.setQueues(t, minShareQueues, preemptionOn)
 	require.NoError(t, p.client.Create(ctx, queuedJob("big", "ops", "10m")))
 	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("big").Queue("big").Job("big", 8).Obj()))
 	require.Eventually(t, func() bool { return p.batchJob(t, "big").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
@@ -457,10 +478,7 @@ func TestQueues_PrioritiesOnTheRealPlatform(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	require.NoError(t, p.client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: priorityQueues, v1alpha1.QueuesSettingsKey: preemptionOn},
-	}))
+	p.setQueues(t, priorityQueues, preemptionOn)
 	job := func(name, runFor string, priority int32) *v1alpha1.BatchJob {
 		j := queuedJob(name, "ops", runFor)
 		j.Spec.Priority = priority
@@ -500,11 +518,7 @@ func TestQueues_PrioritiesOnTheRealPlatform(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, job("starved", "10m", 0)))
 		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("starved").Queue("a").Job("starved", 4).Obj()))
 		require.Eventually(t, func() bool { return state("starved") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond, "a got no slots")
-		lost := map[string]int32{}
-		for _, e := range p.queues(t).Running {
-			lost[e.Request.Job] = e.Preempted
-		}
-		require.Equal(t, map[string]int32{"low": 4, "high": 0, "starved": 0}, lost, "high, the newer job, keeps its slots")
+		require.Equal(t, map[string]int32{"low": 4, "high": 0, "starved": 0}, p.preempted(t), "high, the newer job, keeps its slots")
 	})
 }
 
@@ -525,11 +539,7 @@ func TestQueues_StateAwareASlowDriverHoldsItsLeaf(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.QueuesConfigMap, Namespace: "default"},
-		Data:       map[string]string{v1alpha1.QueuesConfigMapKey: stateAwareQueues},
-	}
-	require.NoError(t, p.client.Create(ctx, cm))
+	p.setQueues(t, stateAwareQueues, "")
 	// The driver initialises for 15 s, then its executors work for 25 s.
 	slow := func(name string) *v1alpha1.BatchJob {
 		j := queuedJob(name, "ops", "25s")
@@ -548,11 +558,9 @@ func TestQueues_StateAwareASlowDriverHoldsItsLeaf(t *testing.T) {
 	held := p.batchJob(t, "next-1").Status.SubmittedAt.Sub(p.batchJob(t, "slow-1").Status.SubmittedAt.Time)
 	require.GreaterOrEqual(t, held, 12*time.Second, "next-1 waited for slow-1's executors")
 
-	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
-	cm.Data[v1alpha1.QueuesSettingsKey] = `<configuration>
+	p.setQueues(t, stateAwareQueues, `<configuration>
   <property><name>slotplane.stateaware.slot-backed-do-not-hold</name><value>true</value></property>
-</configuration>`
-	require.NoError(t, p.client.Update(ctx, cm))
+</configuration>`)
 	require.Eventually(t, func() bool { return p.queues(t).Settings.StateAware.SlotBackedDoNotHold }, time.Minute, 250*time.Millisecond)
 	require.NoError(t, p.client.Create(ctx, slow("slow-2")))
 	require.NoError(t, p.client.Create(ctx, queuedJob("next-2", "ops", "3s")))
