@@ -89,6 +89,8 @@ func TestMarkersMatchTheGoRules(t *testing.T) {
 		{"batchjob driverResources maxProperties", num(bj.Properties["driverResources"].MaxProperties), fmt.Sprint(v1alpha1.MaxDriverResources)},
 		{"batchjob queue maxLength", num(bj.Properties["queue"].MaxLength), fmt.Sprint(v1alpha1.MaxQueueLength)},
 		{"batchjob queue rule", rules(bj.Properties["queue"]), queueRule},
+		{"batchjob priority minimum", float(bj.Properties["priority"].Minimum), fmt.Sprint(float64(-v1alpha1.MaxPriority))},
+		{"batchjob priority maximum", float(bj.Properties["priority"].Maximum), fmt.Sprint(float64(v1alpha1.MaxPriority))},
 		{"batchjob user maxLength", num(bj.Properties["user"].MaxLength), fmt.Sprint(v1alpha1.MaxNameLength)},
 		{"batchjob groups maxItems", num(bj.Properties["groups"].MaxItems), fmt.Sprint(v1alpha1.MaxGroups)},
 		{"batchjob group maxLength", num(bj.Properties["groups"].Items.Schema.MaxLength), fmt.Sprint(v1alpha1.MaxNameLength)},

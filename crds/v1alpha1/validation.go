@@ -28,6 +28,8 @@ const (
 	MaxGroups = 64
 	// MaxQueueLength bounds a queue path.
 	MaxQueueLength = 255
+	// MaxPriority bounds a BatchJob's priority either way.
+	MaxPriority = 1_000_000
 	// QueuePathPattern is the form of a queue path: names of letters, digits, '-' and '_',
 	// joined by dots (root.analytics.daily). The CEL rules on the queue fields use it.
 	QueuePathPattern = `^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
@@ -186,6 +188,9 @@ func ValidateBatchJobSpec(spec *BatchJobSpec, path *field.Path) field.ErrorList 
 	errs = append(errs, application(&spec.Application, spec.Framework, path.Child("application"))...)
 	errs = append(errs, driverResources(spec.DriverResources, path.Child("driverResources"))...)
 	errs = append(errs, ValidateQueue(spec.Queue, path.Child("queue"))...)
+	if spec.Priority < -MaxPriority || spec.Priority > MaxPriority {
+		errs = append(errs, field.Invalid(path.Child("priority"), spec.Priority, fmt.Sprintf("must be between -%d and %d", MaxPriority, MaxPriority)))
+	}
 	errs = append(errs, identity(spec.User, spec.Groups, path)...)
 	errs = append(errs, wrappedSpec(spec.SparkApplication, spec.Framework, FrameworkSpark, path.Child("sparkApplication"))...)
 	errs = append(errs, wrappedSpec(spec.FlinkDeployment, spec.Framework, FrameworkFlink, path.Child("flinkDeployment"))...)

@@ -37,6 +37,7 @@ import (
 	"unicode"
 
 	"slotplane/apitypes"
+	"slotplane/crds/v1alpha1"
 	"slotplane/queue"
 	"slotplane/simulation"
 )
@@ -81,9 +82,6 @@ var (
 	// optionalCols may be left out.
 	optionalCols = []string{"priority"}
 )
-
-// MaxPriority bounds a job's priority either way, as a BatchJob's spec.priority.
-const MaxPriority = 1_000_000
 
 // Parse reads a workload trace (the format is in the package's comment). Jobs come back in
 // the order of the file; every mistake is an *Error.
@@ -214,7 +212,7 @@ func traceJob(rec []string, cols map[string]int, lineOf func(int) int) (simulati
 		return j, err
 	}
 	if _, ok := cols["priority"]; ok {
-		p, err := l.count("priority", -MaxPriority, MaxPriority)
+		p, err := l.count("priority", -v1alpha1.MaxPriority, v1alpha1.MaxPriority)
 		if err != nil {
 			return j, err
 		}
