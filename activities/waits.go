@@ -29,6 +29,9 @@ type AppKey struct {
 	Replicas int
 	// Enough is how many placed executors WaitPlaced waits for; 0 means all Replicas.
 	Enough int
+	// UntilDriverAlone: WaitPlaced also answers once the driver or JobManager runs and no
+	// executor or TaskManager pod exists (AppProgress.DriverAlone).
+	UntilDriverAlone bool `json:",omitempty"`
 	// Within, when positive, bounds a wait: once that long has passed, it answers with what
 	// it has seen so far, done or not. Zero waits on.
 	Within time.Duration `json:",omitempty"`
@@ -51,8 +54,10 @@ type AppKey struct {
 type AppProgress struct {
 	// Gone: the application does not exist (it was deleted behind slotplane's back).
 	Gone bool
-	// Placed counts executors or TaskManagers that are bound to a node with a slot.
+	// Placed counts executors or TaskManagers that are bound to a node with a slot; Asked,
+	// those that exist, placed or not (the driver asked for them).
 	Placed  int
+	Asked   int `json:",omitempty"`
 	Outcome operatorapp.Outcome
 	// EndedAt is when a terminal outcome was first seen.
 	EndedAt time.Time
@@ -99,7 +104,15 @@ func (a *Activities) WaitPlaced(ctx context.Context, in AppKey) (AppProgress, er
 	if in.Enough > 0 && in.Enough < want {
 		want = in.Enough
 	}
-	return a.waitApp(ctx, in, heartbeatEvery, func(p AppProgress) bool { return p.Gone || p.Outcome.Terminal || p.Placed >= want })
+	return a.waitApp(ctx, in, heartbeatEvery, func(p AppProgress) bool {
+		return p.Gone || p.Outcome.Terminal || p.Placed >= want || in.UntilDriverAlone && p.driverRunning && p.Asked == 0
+	})
+}
+
+// DriverAlone says the application's driver or JobManager was seen running while it had
+// asked for no executor or TaskManager, and it has not ended.
+func (p AppProgress) DriverAlone() bool {
+	return !p.Gone && !p.Outcome.Terminal && !p.DriverRunningAt.IsZero() && p.Asked == 0 && p.Placed == 0
 }
 
 // WaitFinished waits until the application ends, heartbeating while it waits.
@@ -268,6 +281,7 @@ func (a *Activities) appProgress(ctx context.Context, in AppKey) (AppProgress, e
 			p.driverRunning = p.driverRunning || pod.Status.Phase == corev1.PodRunning
 			continue
 		}
+		p.Asked++
 		if _, proven := slots.ProvenSlot(pod); proven && pod.Spec.NodeName != "" {
 			p.Placed++
 			p.placedPods = append(p.placedPods, pod.UID)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -106,4 +107,39 @@ func TestWaitFinished_HeartbeatsAtItsOwnInterval(t *testing.T) {
 	for i, at := range got {
 		require.GreaterOrEqual(t, at, time.Duration(i+1)*finishedHeartbeatEvery)
 	}
+}
+
+// A wait until the driver runs alone answers once the driver runs with no executor pod; once
+// an executor pod exists, placed or not, the driver is no longer alone and the wait goes on
+// (here until its bound).
+func TestWaitPlaced_UntilTheDriverRunsAlone(t *testing.T) {
+	a, env, key := submittedWait(t)
+	pod := func(name string, slot bool, phase corev1.PodPhase) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{v1alpha1.BatchJobLabel: "wordcount"}}}
+		if slot {
+			p.Labels[v1alpha1.TestBedLabel] = "bed"
+		}
+		p.Status.Phase = phase
+		return p
+	}
+	ctx := context.Background()
+	require.NoError(t, a.Client.Create(ctx, pod("driver", false, corev1.PodRunning)))
+	key.UntilDriverAlone, key.Within = true, 5*time.Second
+	began := time.Now()
+	val, err := env.ExecuteActivity(a.WaitPlaced, key)
+	require.NoError(t, err)
+	var p AppProgress
+	require.NoError(t, val.Get(&p))
+	require.True(t, p.DriverAlone(), "%+v", p)
+	require.Less(t, time.Since(began), key.Within, "it answered when it saw the driver alone")
+
+	require.NoError(t, a.Client.Create(ctx, pod("exec-1", true, corev1.PodPending)))
+	key.Within = 300 * time.Millisecond
+	val, err = env.ExecuteActivity(a.WaitPlaced, key)
+	require.NoError(t, err)
+	p = AppProgress{}
+	require.NoError(t, val.Get(&p))
+	require.Equal(t, 1, p.Asked)
+	require.Zero(t, p.Placed)
+	require.False(t, p.DriverAlone(), "an executor is asked for")
 }

@@ -25,6 +25,7 @@ import (
 	"slotplane/installation"
 	"slotplane/internal/localplatform/standin"
 	"slotplane/internal/testobjects"
+	"slotplane/queue"
 	"slotplane/slots"
 	"slotplane/workflows"
 )
@@ -528,44 +529,79 @@ const stateAwareQueues = `<allocations>
 </allocations>
 `
 
-// YUNIKORN-1493 on the real platform: under StateAware, a job whose driver initialises for
-// a long time before it asks for executors holds its leaf all that time, although gang
-// admission has reserved every slot it will use: the next job waits with free slots, one
-// job per driver start-up. With slotplane.stateaware.slot-backed-do-not-hold, a job whose
-// slots are granted does not hold the leaf, and the next job starts at once. YuniKorn's
-// answer was to use FIFO with gang scheduling; the setting is that, for the jobs gang
-// admission has granted.
-func TestQueues_StateAwareASlowDriverHoldsItsLeaf(t *testing.T) {
+// YUNIKORN-921 and YUNIKORN-1493 on the real platform. Under plain StateAware (every
+// slotplane.stateaware option off), a job whose driver runs for a long time without asking
+// for executors holds its leaf until its first executor holds its slot (or five minutes
+// pass), although gang admission has reserved every slot it will use: the next job waits
+// beside free slots, one job per driver start-up.
+//
+// By default (slotplane.stateaware.skip-starting-without-executors), the job's workflow
+// tells Admission when the driver runs alone, and the leaf lets the next job go then: one
+// job's driver is placed at a time, as StateAware promises, but no job waits for another's
+// initialisation. With slotplane.stateaware.slot-backed-do-not-hold, a granted job never
+// holds the leaf: FIFO with gang admission, YuniKorn's own answer.
+func TestQueues_StateAwareADriverWithoutExecutors(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	p.setQueues(t, stateAwareQueues, "")
 	// The driver initialises for 15 s, then its executors work for 25 s.
 	slow := func(name string) *v1alpha1.BatchJob {
 		j := queuedJob(name, "ops", "25s")
 		j.Annotations[standin.SimExecutorsAfterAnnotation] = "15s"
 		return j
 	}
-	state := func(name string) v1alpha1.BatchJobState { return p.batchJob(t, name).Status.State }
+	status := func(name string) v1alpha1.BatchJobStatus { return p.batchJob(t, name).Status }
+	state := func(name string) v1alpha1.BatchJobState { return status(name).State }
+	settings := func(props string) string { return "<configuration>" + props + "</configuration>" }
+	setting := func(name string, on bool) string {
+		return fmt.Sprintf("<property><name>%s</name><value>%t</value></property>", name, on)
+	}
 
-	require.NoError(t, p.client.Create(ctx, slow("slow-1")))
-	require.NoError(t, p.client.Create(ctx, queuedJob("next-1", "ops", "3s")))
-	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("plain").Queue("apps").Job("slow-1", 2).Job("next-1", 2).Obj()))
-	waitsFor(t, p, "next-1", "queue root.apps is StateAware and another application is starting")
-	require.Never(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, 10*time.Second, 500*time.Millisecond,
-		"next-1 ran while slow-1's driver initialised")
-	require.Eventually(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
-	held := p.batchJob(t, "next-1").Status.SubmittedAt.Sub(p.batchJob(t, "slow-1").Status.SubmittedAt.Time)
-	require.GreaterOrEqual(t, held, 12*time.Second, "next-1 waited for slow-1's executors")
+	t.Run("plain StateAware holds the leaf", func(t *testing.T) {
+		// Read by the bed's Admission when the first Scheduling starts it.
+		p.setQueues(t, stateAwareQueues, settings(setting(queue.PropSkipStartingWithoutExecutors, false)))
+		require.NoError(t, p.client.Create(ctx, slow("slow-1")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("next-1", "ops", "3s")))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("plain").Queue("apps").Job("slow-1", 2).Job("next-1", 2).Obj()))
+		waitsFor(t, p, "next-1", "queue root.apps is StateAware and another application is starting")
+		require.False(t, p.queues(t).Settings.StateAware.SkipStartingWithoutExecutors)
+		require.Never(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, 10*time.Second, 500*time.Millisecond,
+			"next-1 ran while slow-1's driver initialised")
+		require.Eventually(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
+		held := status("next-1").SubmittedAt.Sub(status("slow-1").SubmittedAt.Time)
+		require.GreaterOrEqual(t, held, 12*time.Second, "next-1 waited for slow-1's executors")
+	})
 
-	p.setQueues(t, stateAwareQueues, `<configuration>
-  <property><name>slotplane.stateaware.slot-backed-do-not-hold</name><value>true</value></property>
-</configuration>`)
-	require.Eventually(t, func() bool { return p.queues(t).Settings.StateAware.SlotBackedDoNotHold }, time.Minute, 250*time.Millisecond)
-	require.NoError(t, p.client.Create(ctx, slow("slow-2")))
-	require.NoError(t, p.client.Create(ctx, queuedJob("next-2", "ops", "3s")))
-	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("granted").Queue("apps").Job("slow-2", 2).Job("next-2", 2).Obj()))
-	require.Eventually(t, func() bool { return state("next-2") == v1alpha1.JobRunning }, 10*time.Second, 250*time.Millisecond,
-		"next-2 waited for slow-2's driver")
-	require.NotEqual(t, v1alpha1.JobRunning, state("slow-2"), "slow-2 is still initialising: %s", p.batchJob(t, "slow-2").Status.Message)
+	t.Run("by default a driver without executors lets the next job go", func(t *testing.T) {
+		p.setQueues(t, stateAwareQueues, "")
+		require.Eventually(t, func() bool { return p.queues(t).Settings.StateAware.SkipStartingWithoutExecutors }, time.Minute, 250*time.Millisecond)
+		require.NoError(t, p.client.Create(ctx, slow("slow-2")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("next-2", "ops", "3s")))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("alone").Queue("apps").Job("slow-2", 2).Job("next-2", 2).Obj()))
+		require.Eventually(t, func() bool { return state("next-2") == v1alpha1.JobRunning }, 10*time.Second, 250*time.Millisecond,
+			"next-2 waited for slow-2's executors")
+		slow2, next2 := status("slow-2"), status("next-2")
+		require.NotEqual(t, v1alpha1.JobRunning, slow2.State, "slow-2 is still initialising")
+		require.Equal(t, "the driver runs and has asked for no executor yet", slow2.Message)
+		require.NotNil(t, slow2.Phases.DriverRunningAt)
+		require.False(t, next2.Phases.AdmittedAt.Before(slow2.Phases.DriverRunningAt),
+			"next-2 was admitted (%s) before slow-2's driver ran (%s): the leaf holds while a driver is placed", next2.Phases.AdmittedAt, slow2.Phases.DriverRunningAt)
+	})
+
+	t.Run("slot-backed jobs do not hold the leaf", func(t *testing.T) {
+		for _, name := range []string{"next-1", "next-2"} { // their slots are the room of this step's jobs
+			require.Eventually(t, func() bool { return state(name) == v1alpha1.JobCompleted }, time.Minute, 250*time.Millisecond)
+		}
+		p.setQueues(t, stateAwareQueues, settings(setting(queue.PropSkipStartingWithoutExecutors, false)+setting(queue.PropSlotBackedDoNotHold, true)))
+		require.Eventually(t, func() bool {
+			sa := p.queues(t).Settings.StateAware
+			return sa.SlotBackedDoNotHold && !sa.SkipStartingWithoutExecutors
+		}, time.Minute, 250*time.Millisecond)
+		require.NoError(t, p.client.Create(ctx, slow("slow-3")))
+		require.NoError(t, p.client.Create(ctx, queuedJob("next-3", "ops", "3s")))
+		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("granted").Queue("apps").Job("slow-3", 2).Job("next-3", 2).Obj()))
+		require.Eventually(t, func() bool { return state("next-3") == v1alpha1.JobRunning }, 10*time.Second, 250*time.Millisecond,
+			"next-3 waited for slow-3's driver")
+		require.NotEqual(t, v1alpha1.JobRunning, state("slow-3"), "slow-3 is still initialising: %s", status("slow-3").Message)
+	})
 }

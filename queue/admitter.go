@@ -28,6 +28,10 @@ type Entry struct {
 	// bound on starting jobs, a job granted in another leaf is Running from its grant.
 	State         AppState
 	StartingSince time.Time
+	// NoExecutors: the job's workflow said its driver runs and has asked for no executor
+	// yet (Admitter.NoExecutors). With SkipStartingWithoutExecutors its Starting does not
+	// hold a StateAware leaf.
+	NoExecutors bool
 	// Preempted counts the slots preemption took back from the job. A job with fewer slots
 	// than it asked for asks for them again, one at a time.
 	Preempted int32

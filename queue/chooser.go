@@ -333,6 +333,9 @@ func (ch *Chooser) SetNow(now time.Time) { ch.s.c.Now = now }
 // SetState sets the start-up state of the running application i (it told of its start).
 func (ch *Chooser) SetState(i int, state AppState) { ch.s.c.Apps[i].State = state }
 
+// SetNoExecutors marks the running application i's driver as running without executors.
+func (ch *Chooser) SetNoExecutors(i int) { ch.s.c.Apps[i].NoExecutors = true }
+
 // Skipped: application i was taken out of the picture.
 func (ch *Chooser) Skipped(i int) bool { return ch.s.gone[i] }
 

@@ -84,7 +84,7 @@ func (a *Admitter) appOf(e *Entry, running bool) App {
 	if running {
 		app.Usage = times(slot, int64(len(e.Slots)))
 		app.Demand, app.Running = app.Usage, true
-		app.State, app.StartingSince = e.State, e.StartingSince
+		app.State, app.StartingSince, app.NoExecutors = e.State, e.StartingSince, e.NoExecutors
 	}
 	return app
 }

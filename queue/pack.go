@@ -46,6 +46,7 @@ func packRaw(st AdmitterState) ([]byte, error) {
 	waiting, running := packEntries(st.Waiting, strs), packEntries(st.Running, strs)
 	h.Strings, h.Waiting, h.Running = strs.all, len(waiting.Job), len(running.Job)
 	h.Priorities = append(packPriorities(st.Waiting, false, nil), packPriorities(st.Running, true, nil)...)
+	h.NoExecutors = packNoExecutors(st.Running)
 	// encoding/json writes a struct's fields in order and a map's keys sorted: the same state
 	// packs to the same bytes. (workflowcheck flags the reflection it uses, whose only
 	// non-deterministic paths build panic messages.)
@@ -142,6 +143,16 @@ func unpackRaw(raw []byte) (AdmitterState, error) {
 		}
 		list[p.I].Request.Priority = p.P
 	}
+	for _, i := range h.NoExecutors {
+		if r.err != nil {
+			break
+		}
+		if i < 0 || i >= len(st.Running) {
+			r.err = fmt.Errorf("no executors for entry %d of %d", i, len(st.Running))
+			break
+		}
+		st.Running[i].NoExecutors = true
+	}
 	if r.err == nil && r.off != len(r.b) {
 		r.err = fmt.Errorf("%d bytes after the last column", len(r.b)-r.off)
 	}
@@ -175,6 +186,9 @@ type packedHeader struct {
 	// Priorities are the entries' priorities that are not 0, by their place in the columns:
 	// few jobs set one, and a state without any packs as it did before priorities.
 	Priorities []packedPriority `json:",omitempty"`
+	// NoExecutors are the running entries whose driver runs without executors, by their
+	// place in the columns.
+	NoExecutors []int `json:",omitempty"`
 }
 
 // packedPriority is the priority P of the I-th packed entry of the waiting or running list.
@@ -182,6 +196,23 @@ type packedPriority struct {
 	Running bool `json:",omitempty"`
 	I       int
 	P       int32
+}
+
+// packNoExecutors lists the places of the running entries marked NoExecutors, numbered as
+// packEntries numbers the entries it packs.
+func packNoExecutors(es []Entry) []int {
+	var out []int
+	i := 0
+	for k := range es {
+		if es[k].gone {
+			continue
+		}
+		if es[k].NoExecutors {
+			out = append(out, i)
+		}
+		i++
+	}
+	return out
 }
 
 // packPriorities appends to out the priorities of es that are not 0, numbered as

@@ -23,6 +23,7 @@ func TestPackState_RoundTrip(t *testing.T) {
 	}
 	a.Decide(t0, bed(200, 5, 6))
 	a.Started(a.Running()[3].Request.JobKey)
+	a.NoExecutors(a.Running()[1].Request.JobKey)
 	a.Decide(t0.Add(time.Minute), heldBed(a, 200))
 	inPlace, err := a.Pack()
 	if err != nil {

@@ -190,14 +190,28 @@ func (a *Admitter) Restore(r Request, leaf string, slots []int32, grantedAt time
 
 // Started marks a granted job Running for StateAware: it left Starting.
 func (a *Admitter) Started(k JobKey) {
-	if ref, ok := a.find(k); ok && ref.running {
-		a.st.Running[ref.i].State = Running
-		if p := a.pic; p != nil {
-			if i, ok := p.appAt(ref); ok {
-				p.chooser.SetState(i, Running)
-			} else if i != -1 {
-				a.pic = nil
-			}
+	a.setRunning(k, func(e *Entry) { e.State = Running }, func(ch *Chooser, i int) { ch.SetState(i, Running) })
+}
+
+// NoExecutors marks a granted job whose driver runs and has asked for no executor yet:
+// with SkipStartingWithoutExecutors, its Starting no longer holds its StateAware leaf
+// (YUNIKORN-921, and the slow driver of YUNIKORN-1493).
+func (a *Admitter) NoExecutors(k JobKey) {
+	a.setRunning(k, func(e *Entry) { e.NoExecutors = true }, (*Chooser).SetNoExecutors)
+}
+
+// setRunning changes the granted entry of k and its application in the picture.
+func (a *Admitter) setRunning(k JobKey, set func(*Entry), setApp func(*Chooser, int)) {
+	ref, ok := a.find(k)
+	if !ok || !ref.running {
+		return
+	}
+	set(&a.st.Running[ref.i])
+	if p := a.pic; p != nil {
+		if i, ok := p.appAt(ref); ok {
+			setApp(p.chooser, i)
+		} else if i != -1 {
+			a.pic = nil
 		}
 	}
 }

@@ -90,13 +90,15 @@ const DefaultMaxStartingApps = 100
 const maxStartingApps = 1_000_000
 
 // DefaultSettings are the settings without a yarn-site.xml: the Fair Scheduler's defaults,
-// and slotplane's extensions off but the bound on starting jobs.
+// and slotplane's extensions off but the bound on starting jobs and
+// SkipStartingWithoutExecutors.
 func DefaultSettings() Settings {
 	return Settings{
 		UserAsDefaultQueue:   true,
 		AllowUndeclaredPools: true,
 		UpdateInterval:       DefaultUpdateInterval,
 		Preemption:           Preemption{UtilizationThreshold: DefaultUtilizationThreshold},
+		StateAware:           StateAwareOptions{SkipStartingWithoutExecutors: true},
 		MaxStartingApps:      DefaultMaxStartingApps,
 	}
 }

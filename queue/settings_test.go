@@ -64,7 +64,7 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 		PropMaxStartingApps:              {value: "0", set: func(s *Settings) { s.MaxStartingApps = 0 }},
 		PropPreemptSlotBased:             {value: "true", set: func(s *Settings) { s.Preemption.SlotBased = true }},
 		PropPreemptBelowFairShare:        {value: "true", set: func(s *Settings) { s.Preemption.BelowFairShare = true }},
-		PropSkipStartingWithoutExecutors: {value: "true", set: func(s *Settings) { s.StateAware.SkipStartingWithoutExecutors = true }},
+		PropSkipStartingWithoutExecutors: {value: "false", set: func(s *Settings) { s.StateAware.SkipStartingWithoutExecutors = false }},
 		PropSlotBackedDoNotHold:          {value: "true", set: func(s *Settings) { s.StateAware.SlotBackedDoNotHold = true }},
 
 		"yarn.scheduler.fair.allocation.file":                   {value: "/etc/hadoop/fair-scheduler.xml", ignored: whyAllocationFile},
@@ -114,7 +114,7 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 // Without a property, or without the file, every setting is the Fair Scheduler's default.
 func TestParseSettings_Defaults(t *testing.T) {
 	want := Settings{UserAsDefaultQueue: true, AllowUndeclaredPools: true, UpdateInterval: 500 * time.Millisecond,
-		Preemption: Preemption{UtilizationThreshold: 0.8}, MaxStartingApps: 100}
+		Preemption: Preemption{UtilizationThreshold: 0.8}, StateAware: StateAwareOptions{SkipStartingWithoutExecutors: true}, MaxStartingApps: 100}
 	if diff := cmp.Diff(want, DefaultSettings()); diff != "" {
 		t.Fatalf("defaults (-want +got)\n%s", diff)
 	}
@@ -340,7 +340,7 @@ func TestAllocations_JSONFromBeforeTheSettingsTakesTheirDefaults(t *testing.T) {
 	}
 	want := DefaultSettings()
 	want.Preemption = Preemption{Enabled: true, UtilizationThreshold: 0.5}
-	want.StateAware.SlotBackedDoNotHold = true
+	want.StateAware = StateAwareOptions{SlotBackedDoNotHold: true} // as encoded, though not the default
 	if diff := cmp.Diff(want, a.Settings); diff != "" {
 		t.Errorf("settings (-want +got)\n%s", diff)
 	}

@@ -28,6 +28,58 @@ func TestAdmitter_StateAwareKnobs(t *testing.T) {
 	}
 }
 
+// A job whose driver runs and has asked for no executor (its workflow says so:
+// Admitter.NoExecutors) no longer holds its StateAware leaf by default, also in an
+// Admitter unpacked from the state carried across a continue-as-new; with
+// slotplane.stateaware.skip-starting-without-executors off, it holds the leaf as YuniKorn's
+// StateAware does until its first executor or the fallback (YUNIKORN-921, YUNIKORN-1493).
+// Before its driver runs, it holds the leaf either way.
+func TestAdmitter_StateAwareADriverWithoutExecutorsDoesNotHold(t *testing.T) {
+	const file = `<allocations><queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`
+	for _, skip := range []string{"", "false"} {
+		settings := ""
+		if skip != "" {
+			settings = settingsFile(PropSkipStartingWithoutExecutors, skip)
+		}
+		a := admitterWithSettings(t, file, settings)
+		a.Request(req("first", "q", 1))
+		a.Request(req("second", "q", 1))
+		if got := granted(a.Decide(t0, bed(4))); !slices.Equal(got, []string{"first:[0]"}) {
+			t.Fatalf("skip=%q: the first decision granted %v", skip, got)
+		}
+		if got := granted(a.Decide(t0.Add(time.Second), heldBed(a, 4))); len(got) != 0 {
+			t.Fatalf("skip=%q: granted %v while the first job's driver is being placed", skip, got)
+		}
+		a.NoExecutors(key("first"))
+		a.NoExecutors(key("nobody")) // a job Admission does not hold changes nothing
+		for _, b := range []*Admitter{restored(t, a), unpacked(t, a), a} {
+			got := granted(b.Decide(t0.Add(2*time.Second), heldBed(a, 4)))
+			want := []string{"second:[1]"}
+			if skip == "false" {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("skip=%q: after the first job's driver ran without executors: %v, want %v", skip, got, want)
+			}
+		}
+	}
+}
+
+// unpacked is a new Admitter from a's packed state, as the Admission workflow carries it
+// across a continue-as-new.
+func unpacked(t *testing.T, a *Admitter) *Admitter {
+	t.Helper()
+	b, err := PackState(a.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := UnpackState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewAdmitter(st)
+}
+
 // Without a bound on starting jobs, a job granted in a leaf that is not StateAware is
 // Running from its grant, which says so (QuietStart), and so does a repeat of it; a
 // StateAware leaf's grant is Starting and waits for the job's word, after which its repeats

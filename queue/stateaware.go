@@ -37,8 +37,9 @@ type StateApp struct {
 	StartingSince time.Time
 	// Pending: it has an outstanding request (it wants resources now).
 	Pending bool
-	// NoExecutors: the application declares no executors or TaskManagers (a driver-only
-	// job). With StateAwareOptions.SkipStartingWithoutExecutors it never holds the queue.
+	// NoExecutors: its driver or JobManager runs and has asked for no executor or
+	// TaskManager. With StateAwareOptions.SkipStartingWithoutExecutors it no longer holds
+	// the queue.
 	NoExecutors bool
 	// SlotBacked: its executors have their slots reserved already, so its start-up cannot
 	// starve anyone. With StateAwareOptions.SlotBackedDoNotHold it never holds the queue.
@@ -48,9 +49,11 @@ type StateApp struct {
 // StateAwareOptions are slotplane's documented fixes for the weaknesses that got StateAware
 // deprecated upstream. All off is the seed's behaviour.
 type StateAwareOptions struct {
-	// SkipStartingWithoutExecutors: an application that will never ask for executors does
-	// not block the queue for the five minutes of the fallback
-	// (slotplane.stateaware.skip-starting-without-executors).
+	// SkipStartingWithoutExecutors: an application whose driver runs without having asked
+	// for executors does not hold the queue, for the five minutes of the fallback or for
+	// its driver's start-up (slotplane.stateaware.skip-starting-without-executors, on by
+	// default). The queue still holds while a driver is being placed, and while executors
+	// it asked for are.
 	SkipStartingWithoutExecutors bool
 	// SlotBackedDoNotHold: an application whose executors already hold reserved slots does
 	// not count as the one application starting

@@ -37,6 +37,10 @@ const (
 	// StateAware's Starting state (its first executor holds its slot, or the fallback timer
 	// of its job's workflow fired).
 	AdmissionStartedUpdate = "admission-started"
+	// AdmissionNoExecutorsUpdate carries an AdmissionKey naming a granted job, still
+	// Starting, whose driver runs and has asked for no executor yet
+	// (queue.Admitter.NoExecutors).
+	AdmissionNoExecutorsUpdate = "admission-no-executors"
 	// AdmissionSlotsUpdate tells the workflow the test bed's slots changed: decide again.
 	AdmissionSlotsUpdate = "admission-slots"
 	// AdmissionConfigUpdate tells the workflow its allocation file may have changed.
@@ -90,11 +94,13 @@ const (
 // AdmissionBatched are the messages to Admission a worker may send in one
 // activities.BatchUpdate, a map from the message's name to its keys: the keys of jobs
 // released, ended and started. A batch is taken in as each of them would be.
-var AdmissionBatched = map[string]bool{AdmissionReleaseUpdate: true, AdmissionEndedUpdate: true, AdmissionStartedUpdate: true}
+var AdmissionBatched = map[string]bool{AdmissionReleaseUpdate: true, AdmissionEndedUpdate: true, AdmissionStartedUpdate: true,
+	AdmissionNoExecutorsUpdate: true}
 
 // AdmissionUpdates are the messages Admission takes as updates (activities.Activities.Updates).
 var AdmissionUpdates = map[string]bool{AdmissionRequestUpdate: true, AdmissionRequestsUpdate: true, AdmissionReleaseUpdate: true,
-	AdmissionEndedUpdate: true, AdmissionStartedUpdate: true, AdmissionSlotsUpdate: true, AdmissionConfigUpdate: true, activities.BatchUpdate: true}
+	AdmissionEndedUpdate: true, AdmissionStartedUpdate: true, AdmissionNoExecutorsUpdate: true, AdmissionSlotsUpdate: true, AdmissionConfigUpdate: true,
+	activities.BatchUpdate: true}
 
 // historyBytesPerRun bounds the history of one run. A worker that replays a run fetches it
 // whole; on the 8,000-slot probe a run of 3 MB, mostly Schedulings' batches of requests,
@@ -362,9 +368,10 @@ func (a *admission) takeMessages(ctx workflow.Context) error {
 		{AdmissionReleaseUpdate, keyed(AdmissionReleaseUpdate)},
 		{AdmissionEndedUpdate, keyed(AdmissionEndedUpdate)},
 		{AdmissionStartedUpdate, keyed(AdmissionStartedUpdate)},
+		{AdmissionNoExecutorsUpdate, keyed(AdmissionNoExecutorsUpdate)},
 		{activities.BatchUpdate, func(_ workflow.Context, b map[string][]AdmissionKey) error {
 			var ms []message
-			for _, name := range []string{AdmissionReleaseUpdate, AdmissionEndedUpdate, AdmissionStartedUpdate} {
+			for _, name := range []string{AdmissionReleaseUpdate, AdmissionEndedUpdate, AdmissionStartedUpdate, AdmissionNoExecutorsUpdate} {
 				for _, k := range b[name] {
 					ms = append(ms, message{keyed: name, key: k})
 				}
@@ -482,8 +489,8 @@ func (a *admission) takeRequests(ctx workflow.Context, rs []AdmissionRequest) {
 	a.placed(rs, before)
 }
 
-// takeKey takes in a job key that came with the message of a name: a release, an end or a
-// start.
+// takeKey takes in a job key that came with the message of a name: a release, an end, a
+// start, or a driver without executors.
 func (a *admission) takeKey(name string, k AdmissionKey) {
 	a.work += workPerKey
 	switch name {
@@ -493,6 +500,8 @@ func (a *admission) takeKey(name string, k AdmissionKey) {
 		a.core.Ended(k)
 	case AdmissionStartedUpdate:
 		a.core.Started(k)
+	case AdmissionNoExecutorsUpdate:
+		a.core.NoExecutors(k)
 	}
 }
 

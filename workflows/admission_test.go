@@ -633,6 +633,47 @@ func TestAdmissionWorkflow_ABatchOfKeysCrossesContinueAsNew(t *testing.T) {
 	require.Equal(t, []int32{0}, carried.Handed, "its slot is handed on in the next run")
 }
 
+// Job priorities and a driver without executors told in the run's last step cross
+// continue-as-new: the next run lets the StateAware leaf go on past the job whose driver
+// runs alone, and serves the high-priority job submitted last before the older one.
+func TestAdmissionWorkflow_PrioritiesAndADriverAloneCrossContinueAsNew(t *testing.T) {
+	file := allocFile{Exists: true, Version: "1", Data: `<allocations>
+  <queue name="apps"><schedulingPolicy>stateaware</schedulingPolicy></queue>
+</allocations>`}
+	w := &admissionWorld{file: file}
+	env := newAdmissionEnv(t, w, 4)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflowNoRejection(AdmissionRequestsUpdate, "", t, []AdmissionRequest{
+			{JobKey: jk("s", "first"), Queue: "apps", User: "u", Slots: 1, Priority: 10},
+			{JobKey: jk("s", "older"), Queue: "apps", User: "u", Slots: 1, Priority: -5},
+			{JobKey: jk("s", "urgent"), Queue: "apps", User: "u", Slots: 1, Priority: 9},
+		})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflowNoRejection(activities.BatchUpdate, "", t, map[string][]AdmissionKey{AdmissionNoExecutorsUpdate: {jk("s", "first")}})
+	}, time.Minute)
+	env.ExecuteWorkflow(AdmissionWorkflow, AdmissionInput{Namespace: "ns", TestBed: "bed", Resync: time.Hour, StepsPerRun: 2})
+	in := continuedWith[AdmissionInput](t, env)
+	carried := carriedState(t, in)
+	require.Len(t, w.grants, 1)
+	require.Equal(t, "first", w.grants[0].Job)
+	require.Len(t, carried.Running, 1)
+	require.True(t, carried.Running[0].NoExecutors, "the driver alone, taken in before the hand-over")
+	require.Len(t, carried.Waiting, 2)
+	for _, e := range carried.Waiting {
+		require.Equal(t, map[string]int32{"older": -5, "urgent": 9}[e.Request.Job], e.Request.Priority, e.Request.Job)
+	}
+
+	w2 := &admissionWorld{file: file}
+	env2 := newAdmissionEnv(t, w2, 4)
+	in.StepsPerRun = 10
+	env2.ExecuteWorkflow(AdmissionWorkflow, in)
+	require.Len(t, w2.grants, 2)
+	require.Equal(t, "urgent", w2.grants[0].Job)
+	require.Equal(t, "older", w2.grants[1].Job)
+	require.GreaterOrEqual(t, w2.at[1].Sub(w2.at[0]), queue.StartingTimeout, "the urgent job held the leaf while it was starting")
+}
+
 // With preemption on, a queue starved of its fair share past its timeout takes slots back
 // from the newest job of a queue above its share: that job's newest slots, recorded on its
 // BatchJob before its pods in them go. The job asks for them again, one at a time, once the

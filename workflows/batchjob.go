@@ -315,6 +315,10 @@ func (j *jobRunner) run(ctx workflow.Context, holder string, req v1alpha1.Creati
 // being placed.
 const submittedMessage = "the application is created; its pods are being placed"
 
+// driverAloneMessage is the message of a run whose driver runs and has asked for no
+// executor yet.
+const driverAloneMessage = "the driver runs and has asked for no executor yet"
+
 // submitQuiet is how long a new application's Submitted report (submittedMessage) is held
 // back: a run whose pods are all placed by then goes from InQueue to Running in one report
 // (a status write, a signal and a turn of its Scheduling less per job). The status's phases
@@ -481,18 +485,33 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 	if r.submitHeld && !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed == 0 {
 		// Nothing placed within submitQuiet: the application is said Submitted (with its
 		// driver's start, if the wait saw it), and the wait goes on for what is left of the
-		// starting timeout.
+		// starting timeout. A queue that waits to hear of the start also hears, once, that
+		// the driver runs without having asked for an executor.
 		j.notePlaced(started, key.Replicas)
-		if err := r.report(ctx, v1alpha1.JobSubmitted, submittedMessage); err != nil {
-			return started, false, true, err
-		}
-		first.Within = 0
-		if left := queue.StartingTimeout - workflow.Now(ctx).Sub(began); left > 0 {
+		first.UntilDriverAlone = !req.QuietStart && req.SchedulingUID != ""
+		msg := submittedMessage
+		for {
+			if first.UntilDriverAlone && started.DriverAlone() {
+				r.also = append(r.also, activities.Signal{WorkflowID: j.ids.AdmissionID(j.key.Namespace, req.TestBed), Name: AdmissionNoExecutorsUpdate,
+					Arg: queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}})
+				first.UntilDriverAlone, msg = false, driverAloneMessage
+			}
+			if err := r.report(ctx, v1alpha1.JobSubmitted, msg); err != nil {
+				return started, false, true, err
+			}
+			first.Within = 0
+			left := queue.StartingTimeout - workflow.Now(ctx).Sub(began)
+			if left <= 0 {
+				timedOut = true
+				break
+			}
 			if started, timedOut, still, err = j.waitAppFor(ctx, acts.WaitPlaced, WaitHeartbeatTimeout, first, holder, req, left); err != nil || !still {
 				return started, false, still, err
 			}
-		} else {
-			timedOut = true
+			if timedOut || !first.UntilDriverAlone || !started.DriverAlone() {
+				break
+			}
+			j.notePlaced(started, key.Replicas)
 		}
 	}
 	if !timedOut && !started.Outcome.Terminal && !started.Gone && started.Placed >= key.Replicas {

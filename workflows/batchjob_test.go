@@ -458,6 +458,93 @@ func tellsAdmissionOfItsEnd(t *testing.T, quiet bool) {
 	require.True(t, ph.EndedAt.Time.Equal(ended))
 }
 
+// A run that waits for Admission to hear of its start tells Admission, once, that its
+// driver runs and has asked for no executor, then its start: as soon as the first wait
+// sees the driver alone (with the Submitted report), or when a later wait does. A quiet
+// start tells Admission neither.
+func TestBatchJobWorkflow_TellsAdmissionOfADriverWithoutExecutors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// inFirst: the first wait (submitQuiet) sees the driver alone.
+		inFirst, quiet bool
+	}{{"seen by a later wait", false, false}, {"seen by the first wait", true, false}, {"quiet start", false, true}} {
+		t.Run(tc.name, func(t *testing.T) { tellsAdmissionOfADriverAlone(t, tc.inFirst, tc.quiet) })
+	}
+}
+
+func tellsAdmissionOfADriverAlone(t *testing.T, inFirst, quiet bool) {
+	granted := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	req := *request
+	req.SchedulingUID, req.GrantedAt, req.QuietStart = "uid-nightly", &granted, quiet
+	w := &jobWorld{obs: activities.JobObservation{Exists: true, Holder: "nightly", Request: &req}}
+	env := workflowEnv(BatchJobWorkflow)
+	w.answerLooksAndWrites(env)
+	env.OnActivity(acts.CreateApplication, mock.Anything, mock.Anything).Return(activities.CreatedApplication{
+		ApplicationRef: v1alpha1.ApplicationRef{Kind: "SparkApplication", Name: "wordcount-app"}}, nil)
+	driver := time.Date(2026, 11, 25, 12, 0, 1, 0, time.UTC)
+	alone := activities.AppProgress{DriverRunningAt: driver}
+	firstSeen := activities.AppProgress{}
+	if inFirst {
+		firstSeen = alone
+	}
+	var untilAlone []bool // what each wait for the first executor after the first was asked
+	var mu sync.Mutex
+	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 && k.Within > 0 })).
+		After(submitQuiet).Return(firstSeen, nil)
+	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 1 && k.Within == 0 })).Return(
+		func(_ context.Context, k activities.AppKey) (activities.AppProgress, error) {
+			mu.Lock()
+			untilAlone = append(untilAlone, k.UntilDriverAlone)
+			mu.Unlock()
+			if k.UntilDriverAlone {
+				return alone, nil // at once: the mock's clock does not move here
+			}
+			return activities.AppProgress{DriverRunningAt: driver, Asked: 2, Placed: 1, PlacedAt: []time.Time{driver.Add(20 * time.Second)}}, nil
+		})
+	placed := activities.AppProgress{DriverRunningAt: driver, Asked: 2, Placed: 2, PlacedAt: []time.Time{driver.Add(20 * time.Second), driver.Add(21 * time.Second)}}
+	env.OnActivity(acts.WaitPlaced, mock.Anything, mock.MatchedBy(func(k activities.AppKey) bool { return k.Enough == 0 })).Return(placed, nil)
+	env.OnActivity(acts.WaitFinished, mock.Anything, mock.Anything).After(30*time.Second).Return(
+		activities.AppProgress{Outcome: operatorapp.Outcome{State: "COMPLETED", Terminal: true, Succeeded: true}}, nil)
+	env.OnActivity(acts.DeleteApplication, mock.Anything, mock.Anything).Return(nil)
+	var told []string
+	keyOf := func(name string) func(string, any) error {
+		return func(_ string, arg any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, name+" "+arg.(AdmissionKey).Job)
+			return nil
+		}
+	}
+	onSignals(env, map[string]func(string, any) error{
+		AdmissionNoExecutorsUpdate: keyOf("no-executors"),
+		AdmissionStartedUpdate:     keyOf("started"),
+		AdmissionEndedUpdate:       keyOf("ended"),
+	})
+	deleteJobAfter(env, w, time.Hour)
+	env.ExecuteWorkflow(BatchJobWorkflow, BatchJobInput{Namespace: "ns", Name: "wordcount"})
+	require.NoError(t, env.GetWorkflowError())
+
+	var messages []string
+	for _, s := range w.written {
+		messages = append(messages, s.Message)
+	}
+	if quiet {
+		require.Equal(t, []string{"ended wordcount"}, told)
+		require.Equal(t, []bool{false}, untilAlone, "a quiet start waits for its first executor only")
+		require.NotContains(t, messages, driverAloneMessage)
+		return
+	}
+	require.Equal(t, []string{"no-executors wordcount", "started wordcount", "ended wordcount"}, told)
+	if inFirst {
+		require.Equal(t, []bool{false}, untilAlone, "told with the Submitted report: the wait after it is for the first executor")
+		require.Equal(t, driverAloneMessage, messages[0])
+	} else {
+		require.Equal(t, []bool{true, false}, untilAlone)
+		require.Equal(t, []string{submittedMessage, driverAloneMessage}, messages[:2])
+	}
+	require.Equal(t, v1alpha1.JobCompleted, w.written[len(w.written)-1].State)
+}
+
 // A job's workflow continues as new after its run ended, with nudges in flight: the next run
 // takes the ended status along and ends the run no second time (no new application, no
 // second report to the Scheduling or to Admission, no status write), and still sees the

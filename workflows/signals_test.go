@@ -67,7 +67,7 @@ func typedArg(signal string, arg any) any {
 	switch signal {
 	case AdmittedBatchSignal:
 		into = &[]AdmissionGrant{}
-	case AdmissionReleaseUpdate, AdmissionEndedUpdate, AdmissionStartedUpdate:
+	case AdmissionReleaseUpdate, AdmissionEndedUpdate, AdmissionStartedUpdate, AdmissionNoExecutorsUpdate:
 		into = &AdmissionKey{}
 	case JobProgressSignal:
 		into = &JobProgress{}
