@@ -529,11 +529,11 @@ const stateAwareQueues = `<allocations>
 </allocations>
 `
 
-// YUNIKORN-921 and YUNIKORN-1493 on the real platform. Under plain StateAware (every
+// YUNIKORN-921, YUNIKORN-1493 and YUNIKORN-564 on the real platform. Under plain StateAware (every
 // slotplane.stateaware option off), a job whose driver runs for a long time without asking
 // for executors holds its leaf until its first executor holds its slot (or five minutes
 // pass), although gang admission has reserved every slot it will use: the next job waits
-// beside free slots, one job per driver start-up.
+// beside free slots, one job per driver start-up; it counts as its leaf's pending demand.
 //
 // By default (slotplane.stateaware.skip-starting-without-executors), the job's workflow
 // tells Admission when the driver runs alone, and the leaf lets the next job go then: one
@@ -564,7 +564,14 @@ func TestQueues_StateAwareADriverWithoutExecutors(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, queuedJob("next-1", "ops", "3s")))
 		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("plain").Queue("apps").Job("slow-1", 2).Job("next-1", 2).Obj()))
 		waitsFor(t, p, "next-1", "queue root.apps is StateAware and another application is starting")
-		require.False(t, p.queues(t).Settings.StateAware.SkipStartingWithoutExecutors)
+		r := p.queues(t)
+		require.False(t, r.Settings.StateAware.SkipStartingWithoutExecutors)
+		// YUNIKORN-564: the job StateAware holds back is the leaf's pending demand (what an
+		// autoscaler reads), two slots of 1 cpu and 4Gi.
+		i := slices.IndexFunc(r.Queues, func(q workflows.QueueReport) bool { return q.Path == "root.apps" })
+		require.GreaterOrEqual(t, i, 0)
+		require.Equal(t, 1, r.Queues[i].WaitingJobs)
+		require.Equal(t, queue.Resources{MemoryBytes: 8 << 30, MilliCores: 2000}, r.Queues[i].PendingDemand)
 		require.Never(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, 10*time.Second, 500*time.Millisecond,
 			"next-1 ran while slow-1's driver initialised")
 		require.Eventually(t, func() bool { return state("next-1") == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
