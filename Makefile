@@ -142,11 +142,13 @@ test-integration: tools
 test-e2e: tools
 	$(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./e2e/
 
-# The long run: 1,000 one-second jobs through one Scheduling with the worker killed three
+# The long runs: 1,000 one-second jobs through one Scheduling with the worker killed three
 # times, the Scheduling and Admission workflows continuing as new every 10 steps (make test
-# runs the same test with 200 jobs). Not in CI: it took 13 minutes (12m31s of jobs, 2026-11-25).
+# runs the same test with 200 jobs), and StateAware's 5-minute starting timeout firing on
+# the platform. Not in CI: the first took 13 minutes (12m31s of jobs, 2026-11-25).
 .PHONY: test-long
 test-long: tools
+	SLOTPLANE_LONG=1 $(GO) test -tags integration -count=1 -timeout 20m -v -run TestQueues_StateAwareStartingTimeoutFires ./bridge/
 	SLOTPLANE_LONGRUN_JOBS=1000 $(GO) test -tags integration -count=1 -timeout 120m -v -run TestE2E_LongRunThroughWorkerKills ./e2e/
 
 # The production shape through faults: Temporal as a server of its own on PostgreSQL over

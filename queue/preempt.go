@@ -25,19 +25,12 @@ func (a *Admitter) preempt(now time.Time, bed Bed, avail []int32, d *Decision) {
 	}
 	a.compact() // the picture, the heads and the victims are read from the lists as they are
 	c, executors := a.preemptionCluster(now, pre)
-	// The clocks run whatever the utilization (as in Hadoop 3); the threshold is applied
-	// below, once it is known what the free slots can do.
-	starvedBy := pre
-	starvedBy.UtilizationThreshold = 0
-	starving := a.tree.Starved(c, starvedBy, &a.st.Starvation)
+	starving := a.tree.Starved(c, pre, &a.st.Starvation)
 	if len(starving) == 0 {
 		return
 	}
 	head, starving := a.preemptFor(now, bed, starving, avail)
 	if head == nil {
-		return
-	}
-	if !a.roomToSpareBelow(pre.UtilizationThreshold, head, avail) {
 		return
 	}
 	// A job granted in this decision is no victim: its Scheduling is being told of the
@@ -118,23 +111,6 @@ func (a *Admitter) takeBack(victims []Victim, starving []Starving, head *Entry, 
 		a.st.PreemptedFor = &k
 		d.Assignments = append(d.Assignments, Assignment{JobKey: e.Request.JobKey, Keep: keep, Revoke: revoke, Why: why, For: v.For})
 	}
-}
-
-// roomToSpareBelow is the utilization threshold with slots: preemption waits while the test
-// bed is used less than threshold, counting as spare only the free slots that could start
-// the head preemption would act for. Free slots a strict head holds, or too few for the
-// head, are no room to spare: they would sit idle while the queues above their shares keep
-// the rest, and preemption takes only what the head lacks beyond them.
-func (a *Admitter) roomToSpareBelow(threshold float64, head *Entry, avail []int32) bool {
-	total := a.st.Total.MemoryBytes
-	if total <= 0 {
-		return true
-	}
-	var spare int64
-	if a.st.Reserved == nil && fits(head, avail) {
-		spare = times(a.st.Slot, int64(len(avail))).MemoryBytes
-	}
-	return float64(total-spare)/float64(total) >= threshold
 }
 
 // headOf is the first waiting job of a leaf: the highest priority, the earliest among equals.

@@ -14,10 +14,6 @@ import (
 type Preemption struct {
 	// Enabled is the global switch (yarn.scheduler.fair.preemption, off by default).
 	Enabled bool
-	// UtilizationThreshold: preemption happens only while the test bed is used at least this
-	// much (yarn.scheduler.fair.preemption.cluster-utilization-threshold,
-	// DefaultUtilizationThreshold): with free room there is nothing to take.
-	UtilizationThreshold float64
 	// SlotBased lets preemption take slots from SlotBased jobs too
 	// (slotplane.preemption.slot-based, off by default: an external scheduler chose their
 	// slots exactly).
@@ -27,9 +23,6 @@ type Preemption struct {
 	// still holds a larger part of its share than the starving queue: see PlanPreemption.
 	BelowFairShare bool
 }
-
-// DefaultUtilizationThreshold is the Fair Scheduler's default cluster utilization threshold.
-const DefaultUtilizationThreshold = 0.8
 
 // DefaultFairSharePreemptionThreshold applies when neither a queue, its ancestors nor the
 // file set one.
@@ -98,13 +91,12 @@ func (t *Tree) Starved(c Cluster, p Preemption, st *Starvation) []Starving {
 	if st.FairShareSince == nil {
 		st.FairShareSince = map[string]time.Time{}
 	}
-	s := t.snapshot(c)
-	used := c.Total.Sub(s.free)
-	if !p.Enabled || c.Total.MemoryBytes == 0 || float64(used.MemoryBytes)/float64(c.Total.MemoryBytes) < p.UtilizationThreshold {
+	if !p.Enabled {
 		clear(st.MinShareSince)
 		clear(st.FairShareSince)
 		return nil
 	}
+	s := t.snapshot(c)
 	demand := t.Demand(c.Apps)
 	var out []Starving
 	for _, path := range t.Paths() {

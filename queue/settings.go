@@ -65,8 +65,8 @@ type Settings struct {
 	// UpdateInterval (yarn.scheduler.fair.update-interval-ms, default 500 ms): how often
 	// shares are recomputed and starvation is looked for.
 	UpdateInterval time.Duration
-	// Preemption is yarn.scheduler.fair.preemption, its cluster-utilization-threshold,
-	// slotplane.preemption.slot-based and slotplane.preemption.below-fair-share.
+	// Preemption is yarn.scheduler.fair.preemption, slotplane.preemption.slot-based and
+	// slotplane.preemption.below-fair-share.
 	Preemption Preemption
 	// StateAware tunes the stateaware leaves (slotplane.stateaware.*).
 	StateAware StateAwareOptions
@@ -97,7 +97,6 @@ func DefaultSettings() Settings {
 		UserAsDefaultQueue:   true,
 		AllowUndeclaredPools: true,
 		UpdateInterval:       DefaultUpdateInterval,
-		Preemption:           Preemption{UtilizationThreshold: DefaultUtilizationThreshold},
 		StateAware:           StateAwareOptions{SkipStartingWithoutExecutors: true},
 		MaxStartingApps:      DefaultMaxStartingApps,
 	}
@@ -150,6 +149,7 @@ const (
 	whyStarvationLoop = "starvation is looked for at every decision of Admission (update-interval-ms), not on a timer of its own"
 	whyKillWait       = "slotplane takes a victim's executors back in one step: there is no warning period before a kill"
 	whyReservableNode = "slots are all one size, so no node is held for a large container; a strict queue's head holds free slots instead (strictOrder)"
+	whyUtilization    = "with jobs admitted as gangs of slots, free slots that could start the starving head start it at once, and preemption takes only what the head lacks beyond the free slots: how much of the bed is used never changes what it takes"
 )
 
 // properties are the properties slotplane knows: those it acts on, and the rest of what
@@ -161,7 +161,6 @@ var properties = map[string]property{
 	PropSizeBasedWeight:      flagProperty(func(s *Settings) *bool { return &s.SizeBasedWeight }),
 	PropUpdateInterval:       millisProperty(func(s *Settings) *time.Duration { return &s.UpdateInterval }, MaxUpdateInterval),
 	PropPreemption:           flagProperty(func(s *Settings) *bool { return &s.Preemption.Enabled }),
-	PropPreemptionThreshold:  fractionProperty(func(s *Settings) *float64 { return &s.Preemption.UtilizationThreshold }),
 
 	PropMaxStartingApps:              countProperty(func(s *Settings) *int { return &s.MaxStartingApps }, maxStartingApps),
 	PropPreemptSlotBased:             flagProperty(func(s *Settings) *bool { return &s.Preemption.SlotBased }),
@@ -184,6 +183,7 @@ var properties = map[string]property{
 	fairPrefix + "waitTimeBeforeNextStarvationCheck": ignoredProperty(checkWhole, whyStarvationLoop),
 	fairPrefix + "waitTimeBeforeKill":                ignoredProperty(checkWhole, whyKillWait),
 	fairPrefix + "reservable-nodes":                  ignoredProperty(checkNumber, whyReservableNode),
+	PropPreemptionThreshold:                          ignoredProperty(checkFraction, whyUtilization),
 }
 
 func flagProperty(field func(*Settings) *bool) property {
@@ -197,20 +197,6 @@ func flagProperty(field func(*Settings) *bool) property {
 			return nil
 		},
 		get: func(s Settings) string { return strconv.FormatBool(*field(&s)) },
-	}
-}
-
-func fractionProperty(field func(*Settings) *float64) property {
-	return property{
-		set: func(v string, s *Settings) error {
-			f, err := parseNumber(v)
-			if err != nil || f < 0 || f > 1 {
-				return fmt.Errorf("%q must be a fraction in [0, 1]", v)
-			}
-			*field(s) = f
-			return nil
-		},
-		get: func(s Settings) string { return strconv.FormatFloat(*field(&s), 'g', -1, 64) },
 	}
 }
 
@@ -272,6 +258,13 @@ func parseNumber(v string) (float64, error) {
 func checkFlag(v string) error { _, err := parseFlag(v); return err }
 
 func checkNumber(v string) error { _, err := parseNumber(v); return err }
+
+func checkFraction(v string) error {
+	if f, err := parseNumber(v); err != nil || f < 0 || f > 1 {
+		return fmt.Errorf("%q must be a fraction in [0, 1]", v)
+	}
+	return nil
+}
 
 func checkWhole(v string) error {
 	if _, err := strconv.ParseInt(v, 10, 64); err != nil {

@@ -59,7 +59,6 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 		PropSizeBasedWeight:      {value: "true", set: func(s *Settings) { s.SizeBasedWeight = true }},
 		PropUpdateInterval:       {value: " 250 ", set: func(s *Settings) { s.UpdateInterval = 250 * time.Millisecond }},
 		PropPreemption:           {value: "True", set: func(s *Settings) { s.Preemption.Enabled = true }},
-		PropPreemptionThreshold:  {value: "0.5f", set: func(s *Settings) { s.Preemption.UtilizationThreshold = 0.5 }},
 
 		PropMaxStartingApps:              {value: "0", set: func(s *Settings) { s.MaxStartingApps = 0 }},
 		PropPreemptSlotBased:             {value: "true", set: func(s *Settings) { s.Preemption.SlotBased = true }},
@@ -68,6 +67,7 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 		PropSlotBackedDoNotHold:          {value: "true", set: func(s *Settings) { s.StateAware.SlotBackedDoNotHold = true }},
 
 		"yarn.scheduler.fair.allocation.file":                   {value: "/etc/hadoop/fair-scheduler.xml", ignored: whyAllocationFile},
+		PropPreemptionThreshold:                                 {value: "0.5f", ignored: whyUtilization},
 		"yarn.scheduler.fair.event-log-enabled":                 {value: "false", ignored: whyEventLog},
 		"yarn.scheduler.fair.assignmultiple":                    {value: "true", ignored: whyHeartbeats},
 		"yarn.scheduler.fair.dynamic.max.assign":                {value: "false", ignored: whyHeartbeats},
@@ -114,7 +114,7 @@ func TestParseSettings_EveryProperty(t *testing.T) {
 // Without a property, or without the file, every setting is the Fair Scheduler's default.
 func TestParseSettings_Defaults(t *testing.T) {
 	want := Settings{UserAsDefaultQueue: true, AllowUndeclaredPools: true, UpdateInterval: 500 * time.Millisecond,
-		Preemption: Preemption{UtilizationThreshold: 0.8}, StateAware: StateAwareOptions{SkipStartingWithoutExecutors: true}, MaxStartingApps: 100}
+		StateAware: StateAwareOptions{SkipStartingWithoutExecutors: true}, MaxStartingApps: 100}
 	if diff := cmp.Diff(want, DefaultSettings()); diff != "" {
 		t.Fatalf("defaults (-want +got)\n%s", diff)
 	}
@@ -263,8 +263,8 @@ func TestParseAllocations_MovedElementsNameTheirProperty(t *testing.T) {
 			if !strings.Contains(err.Error(), "set the property "+prop+" in "+SettingsFile) {
 				t.Errorf("%v does not say where the setting went", err)
 			}
-			if p, ok := properties[prop]; !ok || p.get == nil {
-				t.Errorf("%s is not a property the settings act on", prop)
+			if _, ok := properties[prop]; !ok {
+				t.Errorf("%s is not a property the settings know", prop)
 			}
 		})
 	}
@@ -274,7 +274,7 @@ func TestParseAllocations_MovedElementsNameTheirProperty(t *testing.T) {
 // read back as a file they are the same settings.
 func TestSettings_PropertiesReadBackTheSame(t *testing.T) {
 	s := Settings{UserAsDefaultQueue: false, AllowUndeclaredPools: true, SizeBasedWeight: true, UpdateInterval: 1500 * time.Millisecond,
-		Preemption: Preemption{Enabled: true, UtilizationThreshold: 0.65, SlotBased: true}, StateAware: StateAwareOptions{SlotBackedDoNotHold: true}}
+		Preemption: Preemption{Enabled: true, SlotBased: true}, StateAware: StateAwareOptions{SlotBackedDoNotHold: true}}
 	var names, pairs []string
 	for _, p := range s.Properties() {
 		names = append(names, p.Name)
@@ -332,14 +332,14 @@ func TestParseConfig_SettingsJoinTheFile(t *testing.T) {
 func TestAllocations_JSONFromBeforeTheSettingsTakesTheirDefaults(t *testing.T) {
 	old := `{"Root":{"Name":"root","Path":"root","Weight":1,"Line":1},"UserMaxApps":{},"QueueMaxAMShareDefault":0.5,
 	  "DefaultQueueSchedulingPolicy":"fair","Placement":null,
-	  "Preemption":{"Enabled":true,"UtilizationThreshold":0.5,"SlotBased":false},
+	  "Preemption":{"Enabled":true,"SlotBased":false},
 	  "StateAware":{"SkipStartingWithoutExecutors":false,"SlotBackedDoNotHold":true},"Ignored":null}`
 	var a Allocations
 	if err := json.Unmarshal([]byte(old), &a); err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultSettings()
-	want.Preemption = Preemption{Enabled: true, UtilizationThreshold: 0.5}
+	want.Preemption = Preemption{Enabled: true}
 	want.StateAware = StateAwareOptions{SlotBackedDoNotHold: true} // as encoded, though not the default
 	if diff := cmp.Diff(want, a.Settings); diff != "" {
 		t.Errorf("settings (-want +got)\n%s", diff)
@@ -432,8 +432,7 @@ func FuzzParseSettings(f *testing.F) {
 			}
 			return
 		}
-		if s.Preemption.UtilizationThreshold < 0 || s.Preemption.UtilizationThreshold > 1 ||
-			s.UpdateInterval < time.Millisecond || s.UpdateInterval > MaxUpdateInterval || s.OtherProperties < 0 {
+		if s.UpdateInterval < time.Millisecond || s.UpdateInterval > MaxUpdateInterval || s.OtherProperties < 0 {
 			t.Fatalf("settings out of their bounds: %+v", s)
 		}
 		for _, i := range ignored {

@@ -87,7 +87,7 @@ func Preemption(out io.Writer, a *queue.Allocations, tree *queue.Tree) {
 		fmt.Fprintln(out, "\npreemption: off")
 		return
 	}
-	fmt.Fprintf(out, "\npreemption: on while the test bed is at least %g%% used\n", a.Preemption.UtilizationThreshold*100)
+	fmt.Fprintln(out, "\npreemption: on")
 	for _, path := range tree.Paths() {
 		q := tree.Queue(path)
 		if !q.Leaf() {
