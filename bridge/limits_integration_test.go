@@ -22,14 +22,15 @@ import (
 )
 
 // limitQueues has a limit of each kind, and a placement policy of group rules. Slots are of
-// 1 cpu and 4Gi, so small's maxResources are two slots.
+// 1 cpu and 4Gi, so small's maxResources are two slots; small orders its jobs by dominant
+// resource fairness.
 const limitQueues = `<?xml version="1.0"?>
 <allocations>
   <queueMaxAppsDefault>2</queueMaxAppsDefault>
   <queue name="capped"><maxRunningApps>1</maxRunningApps></queue>
   <queue name="defaulted"/>
   <queue name="drivers"><maxAMShare>0.01</maxAMShare></queue>
-  <queue name="small"><maxResources>8192 mb, 2 vcores</maxResources></queue>
+  <queue name="small"><schedulingPolicy>drf</schedulingPolicy><maxResources>8192 mb, 2 vcores</maxResources></queue>
   <queue name="ops"/>
   <queue name="teams" type="parent"/>
   <queuePlacementPolicy>
@@ -140,7 +141,7 @@ func TestQueues_LimitsOnTheRealPlatform(t *testing.T) {
 	})
 
 	// A job of 3 slots can never run in root.small (at most 2 slots); one of 2 behind it
-	// runs: the leaf is fair, not strict.
+	// runs: a drf leaf, like a fair one, is not strict.
 	t.Run("maxResources", func(t *testing.T) {
 		submit("small-wide", "small", "ann", nil, map[string]int32{"small-3": 3}, "2s")
 		waitsFor(t, p, "small-3", "queue root.small would exceed its maxResources")
