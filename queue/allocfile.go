@@ -367,10 +367,21 @@ func intoPtr[T any](read func(name string) (T, error), dst **T) elementHandler {
 
 // topHandlers are the handlers of the elements of <allocations>, reading into a.
 func (p *parser) topHandlers(a *Allocations) map[string]elementHandler {
+	// A root queue element holds the whole tree: the Fair Scheduler refuses other queues
+	// beside it.
+	var rootLine, otherLine int
 	queue := func(s xml.StartElement) error {
-		if name, _ := attr(s, "name"); name == "root" {
+		if name, _ := attr(s, "name"); strings.EqualFold(strings.TrimSpace(name), "root") {
+			if otherLine > 0 {
+				return p.errf(s.Name.Local, "a root queue cannot stand beside other top-level queues (line %d): put them inside it", otherLine)
+			}
+			rootLine = p.line
 			return p.queueBody(a, a.Root, s.Name.Local)
 		}
+		if rootLine > 0 {
+			return p.errf(s.Name.Local, "no queue can stand beside the root queue (line %d): put it inside", rootLine)
+		}
+		otherLine = p.line
 		return p.childQueue(a, a.Root, s)
 	}
 	return map[string]elementHandler{
@@ -495,6 +506,11 @@ func (p *parser) amount(a *Allocations, queue string, dst **Resources) elementHa
 		}
 		set, err := parseSetting(v, false)
 		if err != nil {
+			if pct, perr := parseSetting(v, true); perr == nil && pct.percent != nil {
+				a.Ignored = append(a.Ignored, Ignored{Line: line, Element: s.Name.Local, Queue: queue,
+					Reason: "a minimum as a percentage: the Fair Scheduler reads it as no minimum, and so does slotplane"})
+				return nil
+			}
 			return p.errf(s.Name.Local, "%v", err)
 		}
 		*dst = &set.amount
@@ -534,7 +550,18 @@ func (p *parser) childQueue(a *Allocations, parent *QueueConfig, s xml.StartElem
 		q.Parent = true
 	}
 	parent.Children = append(parent.Children, q)
-	return p.queueBody(a, q, s.Name.Local)
+	line := p.line
+	if err := p.queueBody(a, q, s.Name.Local); err != nil {
+		return err
+	}
+	if q.Parent || len(q.Children) > 0 {
+		for _, i := range a.Ignored {
+			if i.Queue == q.Path && i.Element == "reservation" {
+				return p.errAt(i.Line, "reservation", fmt.Sprintf("queue %s (line %d) has child queues or type=\"parent\": it cannot also have a reservation element", q.Path, line))
+			}
+		}
+	}
+	return nil
 }
 
 // queueBody reads the elements of queue q's element (named element: queue or pool) into q.

@@ -171,7 +171,8 @@ func checkReach(rules []Rule) error {
 
 // Terminal reports whether a rule never passes an application on to the next rule, as
 // Hadoop 3 counts it: reject always; specified and secondaryGroupExistingQueue never; the
-// others when they may create their queue, and, with a parent rule, when it may create too.
+// others when they may create their queue, and, with a parent rule, when the parent rule
+// is terminal too (a parent of kind specified or secondaryGroupExistingQueue never is).
 func (r Rule) Terminal() bool {
 	switch r.Name {
 	case "reject":
@@ -179,5 +180,5 @@ func (r Rule) Terminal() bool {
 	case "specified", "secondaryGroupExistingQueue":
 		return false
 	}
-	return r.Create && (r.Nested == nil || r.Nested.Create)
+	return r.Create && (r.Nested == nil || r.Nested.Terminal())
 }

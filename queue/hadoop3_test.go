@@ -28,13 +28,13 @@ const hadoop3File = `<?xml version="1.0"?>
       <maxContainerAllocation>memory-mb=4096, vcores=2</maxContainerAllocation>
       <allowPreemptionFrom>false</allowPreemptionFrom>
       <fairSharePreemptionThreshold>0.6</fairSharePreemptionThreshold>
+      <reservation></reservation>
     </queue>
     <queue name="users" type="parent">
       <maxChildResources>25%</maxChildResources>
       <aclSubmitReservations>alice</aclSubmitReservations>
       <aclAdministerReservations>admin</aclAdministerReservations>
       <aclListReservations>*</aclListReservations>
-      <reservation></reservation>
     </queue>
     <queue name="adhoc">
       <maxResources>20% memory, 10% cpu</maxResources>
@@ -72,10 +72,10 @@ func TestParseAllocations_Hadoop3Style(t *testing.T) {
 		"line 6, <reservation-planner>: " + whyNoReservations,
 		"line 12, <maxResources> of root.etl: yarn.io/gpu: slots count memory and cpu only; the rest of the setting holds",
 		"line 13, <maxContainerAllocation> of root.etl: " + whyNoContainers,
-		"line 19, <aclSubmitReservations> of root.users: " + whyNoReservations,
-		"line 20, <aclAdministerReservations> of root.users: " + whyNoReservations,
-		"line 21, <aclListReservations> of root.users: " + whyNoReservations,
-		"line 22, <reservation> of root.users: " + whyNoReservations,
+		"line 16, <reservation> of root.etl: " + whyNoReservations,
+		"line 20, <aclSubmitReservations> of root.users: " + whyNoReservations,
+		"line 21, <aclAdministerReservations> of root.users: " + whyNoReservations,
+		"line 22, <aclListReservations> of root.users: " + whyNoReservations,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ignored (-want +got)\n%s", diff)
@@ -152,7 +152,6 @@ func TestParseAllocations_Hadoop3LookalikesAreNotTakenForThem(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		`<allocations><queue name="a"><minResources>50%</minResources></queue></allocations>`,
 		`<allocations><queue name="a"><maxResources>memory-mb=50%, vcores=2</maxResources></queue></allocations>`,
 		`<allocations><queue name="a"><aclSubmitReservations><x/></aclSubmitReservations></queue></allocations>`,
 	} {
@@ -217,5 +216,32 @@ func TestParseAllocations_AHadoop2StyleFileLoadsWithWarnings(t *testing.T) {
 	}
 	if want := []string{"line 7, <maxRunningApp> root.etl", "line 14, <weight> ", "line 19, <queueMaxAppsDefualt> "}; !slices.Equal(unknown, want) {
 		t.Errorf("unknown %q, want %q", unknown, want)
+	}
+}
+
+// What Hadoop 3's loader refuses about the queue tree is refused with the line: a root
+// queue element beside other top-level queues (either order, the name in any case), and a
+// reservation in a queue that has children or type="parent". A minimum given as a
+// percentage loads as no minimum, as Hadoop 2.9 and 3 read it, and is listed as ignored.
+func TestParseAllocations_TheTreeAsHadoopRefusesIt(t *testing.T) {
+	for bad, want := range map[string]string{
+		"<allocations>\n<queue name=\"a\"/>\n<queue name=\"root\"/>\n</allocations>":                          "line 3, <queue>: a root queue cannot stand beside other top-level queues (line 2)",
+		"<allocations>\n<queue name=\"Root\"><queue name=\"a\"/></queue>\n<pool name=\"b\"/>\n</allocations>": "line 3, <pool>: no queue can stand beside the root queue (line 2)",
+		"<allocations>\n<queue name=\"p\" type=\"parent\">\n<reservation/>\n</queue>\n</allocations>":         "line 3, <reservation>: queue root.p (line 2) has child queues",
+		"<allocations>\n<queue name=\"p\"><reservation/>\n<queue name=\"c\"/></queue>\n</allocations>":        "line 2, <reservation>: queue root.p (line 2) has child queues",
+	} {
+		if _, err := ParseAllocations([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error with %q", bad, err, want)
+		}
+	}
+	a, err := ParseAllocations([]byte(`<allocations><queue name="root"><queue name="a"><minResources>50%</minResources></queue></queue></allocations>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := a.Queue("a"); q.MinResources != nil {
+		t.Errorf("a percentage minimum read as %v", *q.MinResources)
+	}
+	if len(a.Ignored) != 1 || a.Ignored[0].Element != "minResources" || !strings.Contains(a.Ignored[0].Reason, "no minimum") {
+		t.Errorf("ignored %+v", a.Ignored)
 	}
 }

@@ -37,6 +37,9 @@ func TestParseAllocations_PlacementPoliciesHadoopRefuses(t *testing.T) {
 <rule name="default"/>`, "rule 3 (default) can never be reached: rule 2 (nestedUserQueue, create=true)"},
 		// In Hadoop 3 a default rule that may not create passes a job on.
 		"default that may not create, last": {`<rule name="default" create="false"/>`, "may pass an application on"},
+		// A rule whose parent rule is of a kind that passes jobs on passes them on too,
+		// though both may create.
+		"user over specified, last": {`<rule name="user"><rule name="specified"/></rule>`, "may pass an application on"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseAllocations([]byte(policyFile(c.policy)))
@@ -78,6 +81,8 @@ func TestParseAllocations_PlacementPoliciesHadoopLoads(t *testing.T) {
 			"", Submitter{User: "u", SecondaryGroups: []string{"x", "alice"}}, "root.eng.alice"},
 		"a parent rule that makes its queue": {`<rule name="nestedUserQueue" create="true"><rule name="default" queue="labs"/></rule>`,
 			"", Submitter{User: "dan"}, "root.labs.dan"},
+		"nestedUserQueue over secondaryGroupExistingQueue, then default": {`<rule name="nestedUserQueue"><rule name="secondaryGroupExistingQueue"/></rule><rule name="default" queue="ops"/>`,
+			"", Submitter{User: "dan", SecondaryGroups: []string{"nope"}}, "root.ops"},
 		"a nestedUserQueue that may create under one that may not": {`<rule name="nestedUserQueue"><rule name="default" queue="users" create="false"/></rule><rule name="default" queue="ops"/>`,
 			"", Submitter{User: "dan"}, "root.ops"},
 	} {

@@ -36,8 +36,8 @@ func TestQueues_Hadoop3FileListsWhatItIgnores(t *testing.T) {
 	text := out.String()
 	require.Regexp(t, `(?m)^  analytics\s+parent\s+2\s+fair\s+16384 mb, 8 vcores\s+73728 mb, 36 vcores`, text, "75% of the bed")
 	require.Contains(t, text, "ignored: 4 settings the Fair Scheduler takes that mean nothing for slots")
-	require.Contains(t, text, "line 22, <maxResources> of root.streaming: yarn.io/gpu: slots count memory and cpu only")
-	require.Contains(t, text, "line 18, <maxContainerAllocation> of root.analytics.adhoc: a test bed's slots are all one size")
+	require.Contains(t, text, "line 25, <maxResources> of root.streaming: yarn.io/gpu: slots count memory and cpu only")
+	require.Contains(t, text, "line 21, <maxContainerAllocation> of root.analytics.adhoc: a test bed's slots are all one size")
 }
 
 // The -deadlock table prints each variant's replay as `slotplane simulate` sums it up, and

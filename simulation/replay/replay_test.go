@@ -211,8 +211,9 @@ func TestReplay_MaxRunningApps(t *testing.T) {
 // The submit ACL refuses alice; bob and a member of the team's group run.
 func TestReplay_ACLRefusal(t *testing.T) {
 	r := replayFile(t, `<allocations>
-  <queue name="root"><aclSubmitApps> </aclSubmitApps><aclAdministerApps> </aclAdministerApps></queue>
-  <queue name="team"><aclSubmitApps>bob team</aclSubmitApps></queue>
+  <queue name="root"><aclSubmitApps> </aclSubmitApps><aclAdministerApps> </aclAdministerApps>
+    <queue name="team"><aclSubmitApps>bob team</aclSubmitApps></queue>
+  </queue>
 </allocations>`, `submit,name,queue,user,groups,driver,executors,runtime
 0s,by-bob,team,bob,,"1024 mb, 1 vcores",1,1m
 0s,by-alice,team,alice,others,"1024 mb, 1 vcores",1,1m
