@@ -529,13 +529,12 @@ func (p *parser) otherResources(a *Allocations, queue, element string, line int,
 // childQueue reads a queue element under parent.
 func (p *parser) childQueue(a *Allocations, parent *QueueConfig, s xml.StartElement) error {
 	name, ok := attr(s, "name")
+	name = strings.TrimSpace(name) // as the Fair Scheduler reads it
 	switch {
-	case !ok || strings.TrimSpace(name) == "":
+	case !ok || name == "":
 		return p.errf(s.Name.Local, "a queue needs a name attribute")
 	case strings.Contains(name, "."):
 		return p.errf(s.Name.Local, "queue name %q contains a period: nest queue elements instead", name)
-	case name != strings.TrimSpace(name):
-		return p.errf(s.Name.Local, "queue name %q has surrounding spaces", name)
 	}
 	for _, c := range parent.Children {
 		if c.Name == name {
@@ -544,10 +543,12 @@ func (p *parser) childQueue(a *Allocations, parent *QueueConfig, s xml.StartElem
 	}
 	q := &QueueConfig{Name: name, Path: parent.Path + "." + name, Weight: 1, Line: p.line}
 	if t, ok := attr(s, "type"); ok {
-		if t != "parent" {
-			return p.errf(s.Name.Local, "type must be \"parent\", got %q", t)
+		if t == "parent" {
+			q.Parent = true
+		} else {
+			a.Ignored = append(a.Ignored, Ignored{Line: p.line, Element: s.Name.Local, Queue: q.Path,
+				Reason: fmt.Sprintf("type=%q: only \"parent\" means anything, as in the Fair Scheduler; the queue's elements decide what it is", t)})
 		}
-		q.Parent = true
 	}
 	parent.Children = append(parent.Children, q)
 	line := p.line

@@ -180,7 +180,6 @@ func TestParseAllocations_ErrorsSayWhere(t *testing.T) {
 		"period in name":         {"<allocations>\n<queue name=\"a.b\"/>\n</allocations>", 2, "queue", "contains a period"},
 		"no name":                {"<allocations>\n<queue/>\n</allocations>", 2, "queue", "needs a name"},
 		"twice":                  {"<allocations>\n<queue name=\"a\"/>\n<queue name=\"a\"/>\n</allocations>", 3, "queue", "configured twice (line 2)"},
-		"bad type":               {"<allocations>\n<queue name=\"a\" type=\"leaf\"/>\n</allocations>", 2, "queue", `type must be "parent"`},
 		"am share":               {"<allocations>\n<queue name=\"a\"><maxAMShare>1.5</maxAMShare></queue>\n</allocations>", 2, "maxAMShare", "fraction in (0, 1]"},
 		"moved switch":           {"<allocations>\n<preemption>true</preemption>\n</allocations>", 2, "preemption", "set the property yarn.scheduler.fair.preemption in yarn-site.xml"},
 		"bad policy":             {"<allocations>\n<defaultQueueSchedulingPolicy>lottery</defaultQueueSchedulingPolicy>\n</allocations>", 2, "defaultQueueSchedulingPolicy", "not a policy"},
@@ -301,5 +300,20 @@ func TestACLs(t *testing.T) {
 		if got := closed.Allowed(c.action, c.queue, c.user, c.groups); got != c.want {
 			t.Errorf("Allowed(%v, %s, %s, %v) = %v, want %v", c.action, c.queue, c.user, c.groups, got, c.want)
 		}
+	}
+}
+
+// As the Fair Scheduler reads them, a queue's name is trimmed of surrounding spaces, and a
+// type other than "parent" means nothing: the queue loads, the type listed as ignored.
+func TestParseAllocations_QueueNamesAndTypesAsHadoopReadsThem(t *testing.T) {
+	a, err := ParseAllocations([]byte("<allocations>\n<queue name=\" a \" type=\"leaf\"><queue name=\"b\"/></queue>\n</allocations>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := a.Queue("a"); q == nil || q.Parent || a.Queue("a.b") == nil {
+		t.Fatalf("queue a: %+v", q)
+	}
+	if len(a.Ignored) != 1 || a.Ignored[0].Line != 2 || !strings.Contains(a.Ignored[0].Reason, `type="leaf"`) {
+		t.Errorf("ignored %+v", a.Ignored)
 	}
 }
