@@ -79,8 +79,17 @@ func (r *replay) heldAll(j *replayJob, now time.Duration) {
 
 // decideGang runs the Admitter on the slots as they are and carries out its decision: grants,
 // slots given back, slots taken back. A job that left Starting (its start-up ended, or
-// StateAware's fallback) is told first, as its job's workflow would.
+// StateAware's fallback) is told first, as its job's workflow would. A job granted in a
+// StateAware leaf, whose driver then runs alone for its start-up, tells the Admitter so at
+// once (Admitter.NoExecutors), as its job's workflow does, and the queues decide again.
 func (r *replay) decideGang(now time.Duration) {
+	for r.decideGangOnce(now) {
+	}
+}
+
+// decideGangOnce is one decision of decideGang; again says a granted job's driver runs
+// without executors in a StateAware leaf: that may let the leaf go on.
+func (r *replay) decideGangOnce(now time.Duration) (again bool) {
 	for _, j := range r.active {
 		if j.granted && !j.startedSent && now >= j.grantAt+min(r.opts.StartUp, queue.StartingTimeout) {
 			r.adm.Started(r.key(j))
@@ -95,6 +104,10 @@ func (r *replay) decideGang(now time.Duration) {
 		r.give(j, g.Slots)
 		r.lastChange = now
 		r.heldAll(j, now)
+		if r.opts.StartUp > 0 && !g.QuietStart && r.t.Policy(r.t.Queue(j.queue)) == queue.PolicyStateAware {
+			r.adm.NoExecutors(r.key(j))
+			again = true
+		}
 	}
 	for _, as := range d.Assignments {
 		j := r.byName[as.Job]
@@ -121,6 +134,7 @@ func (r *replay) decideGang(now time.Duration) {
 			j.why = e.Reason
 		}
 	}
+	return again
 }
 
 // bed is the test bed as the Admitter sees it now (gang).

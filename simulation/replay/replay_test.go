@@ -273,19 +273,29 @@ func TestReplay_DriverDeadlockBothModes(t *testing.T) {
 	require.Equal(t, 70*time.Second, outcome(t, r, "spark-09").Start)
 }
 
-// A StateAware queue lets one job start at a time: each holds the queue for its driver's
-// 10 s start-up.
+// Under plain StateAware a queue lets one job start at a time: each holds the queue for its
+// driver's 10 s start-up. By default (slotplane.stateaware.skip-starting-without-executors)
+// a driver that runs without executors holds nothing, as on the platform, and the three
+// start together.
 func TestReplay_StateAwareDripFeed(t *testing.T) {
-	r := replayFile(t, `<allocations><queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`,
-		`submit,name,queue,user,groups,driver,executors,runtime
+	const trace = `submit,name,queue,user,groups,driver,executors,runtime
 0s,a,q,u,,"1024 mb, 1 vcores",1,1m
 0s,b,q,u,,"1024 mb, 1 vcores",1,1m
 0s,c,q,u,,"1024 mb, 1 vcores",1,1m
-`, Options{Slots: 10, SlotSize: slot8, StartUp: 10 * time.Second})
+`
+	const file = `<allocations><queue name="q"><schedulingPolicy>stateaware</schedulingPolicy></queue></allocations>`
+	plain := `<configuration><property><name>` + queue.PropSkipStartingWithoutExecutors + `</name><value>false</value></property></configuration>`
+	r := replayWith(t, file, plain, trace, Options{Slots: 10, SlotSize: slot8, StartUp: 10 * time.Second})
 	require.Equal(t, time.Duration(0), outcome(t, r, "a").Start)
 	require.Equal(t, 10*time.Second, outcome(t, r, "b").Start)
 	require.Equal(t, 20*time.Second, outcome(t, r, "c").Start)
 	require.Equal(t, 90*time.Second, r.Makespan)
+
+	r = replayWith(t, file, "", trace, Options{Slots: 10, SlotSize: slot8, StartUp: 10 * time.Second})
+	for _, name := range []string{"a", "b", "c"} {
+		require.Equal(t, time.Duration(0), outcome(t, r, name).Start, name)
+	}
+	require.Equal(t, 70*time.Second, r.Makespan)
 }
 
 // A queue starved of half its fair share for 20 s takes two of the four slots back from a
