@@ -254,6 +254,9 @@ func parseNewForm(s string, limit bool) (setting, error) {
 			if !validResourceName(name) {
 				return setting{}, fmt.Errorf("%w: %q is not a resource name", ErrBadResources, name)
 			}
+			if meant := memoryOrCPU(name); meant != "" {
+				return setting{}, fmt.Errorf("%w: %q is not a resource type; did you mean %s?", ErrBadResources, name, meant)
+			}
 			out.others = append(out.others, name)
 		}
 	}
@@ -288,6 +291,25 @@ func parseNewForm(s string, limit bool) (setting, error) {
 }
 
 // validResourceName: a YARN resource type name, such as yarn.io/gpu.
+// memoryOrCPU is the name a resource name most likely meant when it is a misspelling of
+// memory-mb or vcores ("memory", "mem", "cpu", "vcore", …), else "". The Fair Scheduler
+// refuses every name that is not a declared resource type; slotplane cannot know the
+// cluster's declared types, so it lists the others as ignored, but one of these would
+// leave memory or cpu unset without a word.
+func memoryOrCPU(name string) string {
+	n := strings.ToLower(name)
+	if strings.Contains(n, "/") {
+		return "" // a namespaced type, such as yarn.io/gpu
+	}
+	switch {
+	case strings.HasPrefix(n, "mem"):
+		return "memory-mb"
+	case strings.HasPrefix(n, "cpu"), strings.HasPrefix(n, "vcore"), strings.HasPrefix(n, "v-core"), strings.HasPrefix(n, "core"):
+		return "vcores"
+	}
+	return ""
+}
+
 func validResourceName(name string) bool {
 	if len(name) > 253 {
 		return false

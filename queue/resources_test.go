@@ -73,6 +73,12 @@ func TestParseResources_Hadoop3Form(t *testing.T) {
 		"memory-mb=1; vcores=1":                   "not a whole",
 		"memory-mb=1, vcores=1 mb":                "not a whole",
 		"memory-mb=8589934593":                    "more than the queues count",
+		// Hadoop refuses a type the cluster does not declare; these misspell memory or cpu.
+		"memory=4096, vcores=1": "did you mean memory-mb?",
+		"memory-mb=4096, cpu=2": "did you mean vcores?",
+		"Mem=1024":              "did you mean memory-mb?",
+		"memory-mb=1, vcore=1":  "did you mean vcores?",
+		"memory-mb=1, cores=1":  "did you mean vcores?",
 	} {
 		_, err := ParseResources(in)
 		if !errors.Is(err, ErrBadResources) || !strings.Contains(err.Error(), why) {
