@@ -286,10 +286,18 @@ const preemptionQueues = `<allocations>
 `
 
 // preemptionOn is the settings (yarn-site.xml) that turn preemption on.
-const preemptionOn = `<configuration>
-  <property><name>yarn.scheduler.fair.preemption</name><value>true</value></property>
-</configuration>
-`
+var preemptionOn = yarnSite(queue.PropPreemption, "true")
+
+// yarnSite is a settings file (yarn-site.xml) of the properties given as name, value pairs.
+func yarnSite(pairs ...string) string {
+	var b strings.Builder
+	b.WriteString("<configuration>\n")
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", pairs[i], pairs[i+1])
+	}
+	b.WriteString("</configuration>\n")
+	return b.String()
+}
 
 // slotPods returns, per slot position, the running executors of the test bed's jobs.
 func (p *platform) slotPods(t *testing.T) map[string][]string {
@@ -421,8 +429,7 @@ func TestQueues_PreemptionKeepsVictimsAtTheirFairShare(t *testing.T) {
 		require.Zero(t, e.Preempted, "%s lost slots", e.Request.Job)
 	}
 
-	p.setQueues(t, fairShareRuleQueues, strings.Replace(preemptionOn, "</configuration>",
-		"  <property><name>slotplane.preemption.below-fair-share</name><value>true</value></property>\n</configuration>", 1))
+	p.setQueues(t, fairShareRuleQueues, yarnSite(queue.PropPreemption, "true", queue.PropPreemptBelowFairShare, "true"))
 	require.Eventually(t, func() bool { return p.batchJob(t, "a1").Status.State == v1alpha1.JobRunning },
 		time.Minute, 250*time.Millisecond, "below-fair-share moved no slot")
 	require.Equal(t, map[string]int32{"b1": 0, "c1": 1, "a1": 0}, p.preempted(t), "one slot, from the newest job")
@@ -449,10 +456,7 @@ func TestQueues_MinSharePreemption(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	p.setQueues(t, minShareQueues, `<configuration>
-  <property><name>yarn.scheduler.fair.preemption</name><value>true</value></property>
-  <property><name>yarn.scheduler.fair.preemption.cluster-utilization-threshold</name><value>0.99</value></property>
-</configuration>`)
+	p.setQueues(t, minShareQueues, yarnSite(queue.PropPreemption, "true", queue.PropPreemptionThreshold, "0.99"))
 	require.NoError(t, p.client.Create(ctx, queuedJob("big", "ops", "10m")))
 	require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("big").Queue("big").Job("big", 6).Obj()))
 	require.Eventually(t, func() bool { return p.batchJob(t, "big").Status.State == v1alpha1.JobRunning }, time.Minute, 250*time.Millisecond)
@@ -558,14 +562,10 @@ func TestQueues_StateAwareADriverWithoutExecutors(t *testing.T) {
 	}
 	status := func(name string) v1alpha1.BatchJobStatus { return p.batchJob(t, name).Status }
 	state := func(name string) v1alpha1.BatchJobState { return status(name).State }
-	settings := func(props string) string { return "<configuration>" + props + "</configuration>" }
-	setting := func(name string, on bool) string {
-		return fmt.Sprintf("<property><name>%s</name><value>%t</value></property>", name, on)
-	}
 
 	t.Run("plain StateAware holds the leaf", func(t *testing.T) {
 		// Read by the bed's Admission when the first Scheduling starts it.
-		p.setQueues(t, stateAwareQueues, settings(setting(queue.PropSkipStartingWithoutExecutors, false)))
+		p.setQueues(t, stateAwareQueues, yarnSite(queue.PropSkipStartingWithoutExecutors, "false"))
 		require.NoError(t, p.client.Create(ctx, slow("slow-1")))
 		require.NoError(t, p.client.Create(ctx, queuedJob("next-1", "ops", "3s")))
 		require.NoError(t, p.client.Create(ctx, testobjects.Scheduling("plain").Queue("apps").Job("slow-1", 2).Job("next-1", 2).Obj()))
@@ -605,7 +605,7 @@ func TestQueues_StateAwareADriverWithoutExecutors(t *testing.T) {
 		for _, name := range []string{"next-1", "next-2"} { // their slots are the room of this step's jobs
 			require.Eventually(t, func() bool { return state(name) == v1alpha1.JobCompleted }, time.Minute, 250*time.Millisecond)
 		}
-		p.setQueues(t, stateAwareQueues, settings(setting(queue.PropSkipStartingWithoutExecutors, false)+setting(queue.PropSlotBackedDoNotHold, true)))
+		p.setQueues(t, stateAwareQueues, yarnSite(queue.PropSkipStartingWithoutExecutors, "false", queue.PropSlotBackedDoNotHold, "true"))
 		require.Eventually(t, func() bool {
 			sa := p.queues(t).Settings.StateAware
 			return sa.SlotBackedDoNotHold && !sa.SkipStartingWithoutExecutors
@@ -631,7 +631,7 @@ func TestQueues_StateAwareStartingTimeoutFires(t *testing.T) {
 	t.Parallel()
 	p := startPlatformWith(t, bedShape{slotsPerNode: 2, cpu: "1", memory: "4Gi"})
 	ctx := context.Background()
-	p.setQueues(t, stateAwareQueues, "<configuration><property><name>"+queue.PropSkipStartingWithoutExecutors+"</name><value>false</value></property></configuration>")
+	p.setQueues(t, stateAwareQueues, yarnSite(queue.PropSkipStartingWithoutExecutors, "false"))
 	stuck := queuedJob("stuck", "ops", (queue.StartingTimeout + 2*time.Minute).String()) // from its driver's start
 	stuck.Annotations[standin.SimExecutorsAfterAnnotation] = (queue.StartingTimeout + time.Minute).String()
 	require.NoError(t, p.client.Create(ctx, stuck))

@@ -198,37 +198,37 @@ type packedPriority struct {
 	P       int32
 }
 
-// packNoExecutors lists the places of the running entries marked NoExecutors, numbered as
-// packEntries numbers the entries it packs.
+// packNoExecutors lists the places of the running entries marked NoExecutors.
 func packNoExecutors(es []Entry) []int {
 	var out []int
-	i := 0
-	for k := range es {
-		if es[k].gone {
-			continue
-		}
-		if es[k].NoExecutors {
+	eachPacked(es, func(i int, e *Entry) {
+		if e.NoExecutors {
 			out = append(out, i)
 		}
-		i++
-	}
+	})
 	return out
 }
 
-// packPriorities appends to out the priorities of es that are not 0, numbered as
-// packEntries numbers the entries it packs (those not gone).
+// packPriorities appends to out the priorities of es that are not 0, by their places.
 func packPriorities(es []Entry, running bool, out []packedPriority) []packedPriority {
-	i := 0
-	for k := range es {
-		if es[k].gone {
-			continue
-		}
-		if p := es[k].Request.Priority; p != 0 {
+	eachPacked(es, func(i int, e *Entry) {
+		if p := e.Request.Priority; p != 0 {
 			out = append(out, packedPriority{Running: running, I: i, P: p})
 		}
-		i++
-	}
+	})
 	return out
+}
+
+// eachPacked calls f with each entry of es that packEntries packs (those not gone) and its
+// place among them, the place the header's lists name it by.
+func eachPacked(es []Entry, f func(i int, e *Entry)) {
+	i := 0
+	for k := range es {
+		if !es[k].gone {
+			f(i, &es[k])
+			i++
+		}
+	}
 }
 
 // packedEntries are entries by column. Strings are indexes into packed.Strings; Order,

@@ -290,7 +290,6 @@ func parseNewForm(s string, limit bool) (setting, error) {
 	return out, nil
 }
 
-// validResourceName: a YARN resource type name, such as yarn.io/gpu.
 // memoryOrCPU is the name a resource name most likely meant when it is a misspelling of
 // memory-mb or vcores ("memory", "mem", "cpu", "vcore", …), else "". The Fair Scheduler
 // refuses every name that is not a declared resource type; slotplane cannot know the
@@ -310,6 +309,7 @@ func memoryOrCPU(name string) string {
 	return ""
 }
 
+// validResourceName: a YARN resource type name, such as yarn.io/gpu.
 func validResourceName(name string) bool {
 	if len(name) > 253 {
 		return false

@@ -421,8 +421,7 @@ func (r *runReport) tellAdmission(st v1alpha1.BatchJobState) {
 	startNews := r.progress.Started || st == v1alpha1.JobRunning
 	if req := r.req; startNews && !r.startTold && req != nil && req.SchedulingUID != "" {
 		if !req.QuietStart {
-			key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: r.j.key.Name, Run: req.Run}
-			r.also = append(r.also, activities.Signal{WorkflowID: r.j.ids.AdmissionID(r.j.key.Namespace, req.TestBed), Name: AdmissionStartedUpdate, Arg: key})
+			r.also = append(r.also, r.j.toAdmission(*req, AdmissionStartedUpdate))
 		}
 		r.startTold = true
 	}
@@ -434,6 +433,13 @@ func (r *runReport) setProgress(st v1alpha1.BatchJobState, msg string) {
 	j := r.j
 	r.progress.State, r.progress.Message = st, msg
 	r.progress.SubmittedAt, r.progress.RunningAt, r.progress.FinishedAt = timeOf(j.status.SubmittedAt), timeOf(j.status.RunningAt), timeOf(j.status.FinishedAt)
+}
+
+// toAdmission is the message name about the run of req to its test bed's Admission,
+// keyed as the run's Scheduling keys it.
+func (j *jobRunner) toAdmission(req v1alpha1.CreationRequest, name string) activities.Signal {
+	key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
+	return activities.Signal{WorkflowID: j.ids.AdmissionID(j.key.Namespace, req.TestBed), Name: name, Arg: key}
 }
 
 // createApp creates the request's application; created is false when there is none to
@@ -492,8 +498,7 @@ func (j *jobRunner) waitStarted(ctx workflow.Context, key activities.AppKey, hol
 		msg := submittedMessage
 		for {
 			if first.UntilDriverAlone && started.DriverAlone() {
-				r.also = append(r.also, activities.Signal{WorkflowID: j.ids.AdmissionID(j.key.Namespace, req.TestBed), Name: AdmissionNoExecutorsUpdate,
-					Arg: queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}})
+				r.also = append(r.also, j.toAdmission(req, AdmissionNoExecutorsUpdate))
 				first.UntilDriverAlone, msg = false, driverAloneMessage
 			}
 			if err := r.report(ctx, v1alpha1.JobSubmitted, msg); err != nil {
@@ -570,8 +575,7 @@ func (j *jobRunner) finish(ctx workflow.Context, app v1alpha1.ApplicationRef, fi
 	if req.SchedulingUID != "" {
 		// The job tells Admission of its end itself, ahead of the Scheduling's own message (a
 		// repeat Admission ignores), with the final report, once the status says the run ended.
-		k := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
-		r.also = append(r.also, activities.Signal{WorkflowID: j.ids.AdmissionID(j.key.Namespace, req.TestBed), Name: AdmissionEndedUpdate, Arg: k})
+		r.also = append(r.also, j.toAdmission(req, AdmissionEndedUpdate))
 	}
 	j.status.FinishedAt = now(ctx)
 	if ph := j.phases(); ph.EndedAt == nil {

@@ -8,7 +8,6 @@ import (
 	"slotplane/activities"
 	"slotplane/crds/v1alpha1"
 	"slotplane/jobplan"
-	"slotplane/queue"
 )
 
 // kills says whether this run carries out the kill obs names (v1alpha1.KillAnnotation,
@@ -63,8 +62,7 @@ func (j *jobRunner) kill(ctx workflow.Context, obs activities.JobObservation) er
 		jobplan.RecordRun(&j.status, v1alpha1.RunFailed, msg, jobplan.Where{})
 		j.countEnd(ctx, v1alpha1.RunFailed)
 		if req.SchedulingUID != "" {
-			key := queue.JobKey{Scheduling: req.Scheduling, SchedulingUID: req.SchedulingUID, Job: j.key.Name, Run: req.Run}
-			r.also = append(r.also, activities.Signal{WorkflowID: j.ids.AdmissionID(j.key.Namespace, req.TestBed), Name: AdmissionEndedUpdate, Arg: key})
+			r.also = append(r.also, j.toAdmission(*req, AdmissionEndedUpdate))
 		}
 	}
 	return r.report(ctx, v1alpha1.JobFailed, v1alpha1.ClipMessage(msg))
